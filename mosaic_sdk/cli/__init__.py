@@ -1,0 +1,61 @@
+"""``mosaic``: the command line. Thin: parse arguments, call the library, print for humans.
+
+Each sub-command lives in its own module of this package and exposes
+``register(subparsers)``, which adds its parser and sets ``handler`` to a function
+``handler(args) -> int`` (the exit code). Modules are imported at start-up, so they keep heavy
+imports inside their handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from mosaic_sdk import __version__
+
+# One line per sub-command module (mosaic_sdk/cli/<name>.py).
+COMMAND_MODULES: tuple[str, ...] = (
+    "workers",
+    "run",
+    "runs",
+)
+
+
+class UsageError(Exception):
+    """A mistake in what the user asked for: printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mosaic",
+        description="Run, inspect and validate MOSAIC workers.",
+    )
+    parser.add_argument("--version", action="version", version=f"mosaic-worker-sdk {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"mosaic_sdk.cli.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except UsageError as exc:
+        print(f"mosaic: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mosaic: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Hook specifications of the ``mosaic`` plugin project.
+
+A *worker plugin* is the object an entry point of the ``mosaic.workers`` group names: a module,
+a class (instantiated with no arguments) or an instance whose methods are marked with
+``@mosaic_sdk.hookimpl``. Other plugins (registered with ``pm.register``, or shipped by the SDK
+itself, such as the FastLane provider) may implement the same hooks to observe or decorate.
+
+Hooks whose name starts with ``mosaic_worker_`` describe one worker. The framework calls them
+on that worker's plugin together with the non-worker plugins, never on other workers (see
+:class:`mosaic_sdk.plugins.WorkerHandle`). Every hook is documented with who calls it, when,
+with what, and what it returns; ``docs/reference/hookspecs.md`` lists them all and a test keeps
+the two in step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mosaic_sdk.contract import (
+        LaunchCommand,
+        WorkerCapabilities,
+        WorkerConfig,
+        WorkerMetadata,
+    )
+
+PROJECT_NAME = "mosaic"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+#: Version of the worker protocol this SDK speaks (telemetry schema, launch contract).
+PROTOCOL_VERSION = 1
+
+
+@hookspec(firstresult=True)
+def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities] | None:
+    """Describe the worker: its metadata and capabilities.
+
+    Called by discovery (``mosaic workers list/show``), the runner and the conformance suite,
+    each time they need the description; keep it cheap and free of side effects (no heavy
+    imports, no environment creation).
+
+    Returns a ``(WorkerMetadata, WorkerCapabilities)`` pair. ``capabilities.worker_type`` must
+    equal the entry-point name. Required of every worker.
+    """
+
+
+@hookspec(firstresult=True)
+def mosaic_worker_config_model() -> type[WorkerConfig] | None:
+    """Return the worker's configuration model: a subclass of ``WorkerConfig``.
+
+    Called by the runner before a launch (to validate the user's config and to write it with
+    its ``run_id``), by ``mosaic workers show`` (to print its JSON Schema) and by the
+    conformance suite. When no plugin answers, the plain ``WorkerConfig`` is used.
+    """
+
+
+@hookspec(firstresult=True)
+def mosaic_worker_launch_command(
+    config_path: Path, config: WorkerConfig, run_dir: Path
+) -> LaunchCommand | None:
+    """Return how to start the worker as a child process for one run.
+
+    Called by the runner (``mosaic run``) and the conformance suite once per launch, after the
+    validated config has been written to ``config_path`` inside ``run_dir``.
+
+    Returns a ``LaunchCommand(argv=[...], env={...})``: ``argv[0]`` is usually
+    ``sys.executable``; ``env`` holds only the variables to add to the runner's environment.
+    The child must write telemetry as JSONL on its stdout. Wrap this hook (``wrapper=True``) to
+    add variables or a profiler to every launch.
+    """
+
+
+@hookspec(firstresult=True)
+def mosaic_worker_conformance_config() -> dict[str, Any] | None:
+    """Return a small config (without ``run_id``) for the conformance suite to run with.
+
+    Called by the conformance suite before its run-time checks. It should finish in a few
+    seconds, emit at least one step and one episode, and be deterministic for its seed. When no
+    plugin answers, the config model's defaults are used.
+    """
+
+
+@hookspec(firstresult=True)
+def mosaic_worker_make_env(config: WorkerConfig) -> Any | None:
+    """Build one instance of the environment the worker trains on, if it exposes one.
+
+    Called by the conformance suite (to run ``gymnasium.utils.env_checker.check_env`` on it,
+    bare and wrapped by FastLane) and by tools that want to preview the env. Returns a
+    ``gymnasium.Env`` (the caller closes it) or ``None`` when the worker exposes no env.
+    """
+
+
+@hookspec(firstresult=True)
+def mosaic_fastlane_wrap_env(env: Any, run_id: str, settings: dict[str, Any]) -> Any | None:
+    """Wrap a gymnasium env (or vector env) so that it publishes FastLane frames.
+
+    Called by worker code (``mosaic_sdk.fastlane.maybe_wrap_env`` and the CleanRL shim's
+    ``gymnasium.make`` patch) for every env it creates while FastLane is switched on.
+    ``settings`` holds the resolved FastLane options (``video_mode``, ``slot``,
+    ``grid_limit``, ``interval_ms``, ``max_dim``). One provider answers (the SDK ships the
+    default one); implementations marked ``wrapper=True`` may decorate its result.
+
+    Returns the wrapped env, or ``None`` to leave the decision to the next provider.
+    """
+
+
+@hookspec
+def mosaic_telemetry_event(run_id: str, worker: str, event: dict[str, Any]) -> None:
+    """Observe one lifecycle event of a run (``run_started``, ``heartbeat``, ``run_completed``...).
+
+    Called by the runner for every lifecycle line it receives from a worker, in order, after
+    storing it, and for the events the runner synthesises itself (a ``run_failed`` for a
+    worker that died silently, ``run_cancelled`` on Ctrl-C). Every plugin sees every event
+    (1:N), e.g. to forward it to another service. ``event`` is the parsed line; do not mutate
+    it. Exceptions are reported by the runner and do not stop the run.
+    """
+
+
+@hookspec
+def mosaic_run_cleanup(run_id: str, worker: str, run_dir: Path, exit_code: int | None) -> None:
+    """Release what a run may have left behind once its worker process has exited.
+
+    Called by the runner (and the conformance suite) exactly once per launch, after the child
+    has exited for any reason, SIGKILL included. The SDK's FastLane plugin removes the run's
+    segment here when its writer is gone. Implementations must be idempotent and must only
+    remove resources that belong to ``run_id``.
+    """
+
+
+@hookspec(firstresult=True)
+def mosaic_worker_protocol_version() -> int | None:
+    """Return the worker-protocol version the worker speaks.
+
+    Called by the runner and the conformance suite to refuse a worker written for a protocol
+    this SDK does not speak. Workers built on this SDK need not implement it: the SDK answers
+    with :data:`PROTOCOL_VERSION`.
+    """

@@ -1,0 +1,430 @@
+/*
+ * mosaic_sdk.shm._atomics: acquire/release loads and stores, atomic
+ * read-modify-write and futex wait/wake on words inside a shared buffer.
+ *
+ * One object wraps one writable buffer (an mmap, a SharedMemory.buf, a
+ * bytearray) and keeps the buffer exported until release() is called, so the
+ * per-call cost is a bounds/alignment check and one machine instruction.
+ *
+ * The orderings are the C11 ones, spelled with the GCC/Clang __atomic
+ * builtins: on x86-64 a release store is a plain MOV and an acquire load a
+ * plain MOV (the compiler is merely told not to reorder), on ARM64 they
+ * become STLR / LDAR, which is exactly what the seqlocks need.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <errno.h>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <time.h>
+#define MOSAIC_HAVE_FUTEX 1
+#else
+#define MOSAIC_HAVE_FUTEX 0
+#endif
+
+typedef struct {
+    PyObject_HEAD
+    Py_buffer view;
+    int has_view;
+} SharedWords;
+
+static int
+check_off(SharedWords *self, Py_ssize_t off, Py_ssize_t width)
+{
+    if (!self->has_view) {
+        PyErr_SetString(PyExc_ValueError, "SharedWords: buffer already released");
+        return -1;
+    }
+    if (off < 0 || off + width > self->view.len) {
+        PyErr_Format(PyExc_IndexError,
+                     "SharedWords: offset %zd (+%zd bytes) outside a buffer of %zd bytes",
+                     off, width, self->view.len);
+        return -1;
+    }
+    if (off % width != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "SharedWords: offset %zd is not %zd-byte aligned", off, width);
+        return -1;
+    }
+    return 0;
+}
+
+#define PTR(self, off, T) ((T *)((char *)(self)->view.buf + (off)))
+
+static int
+parse_off(PyObject *arg, Py_ssize_t *off)
+{
+    *off = PyLong_AsSsize_t(arg);
+    if (*off == -1 && PyErr_Occurred())
+        return -1;
+    return 0;
+}
+
+static int
+SharedWords_init(SharedWords *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *obj;
+    static char *kwlist[] = {"buffer", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O", kwlist, &obj))
+        return -1;
+    if (self->has_view) {
+        PyBuffer_Release(&self->view);
+        self->has_view = 0;
+    }
+    if (PyObject_GetBuffer(obj, &self->view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (((uintptr_t)self->view.buf) % 8 != 0) {
+        PyBuffer_Release(&self->view);
+        PyErr_SetString(PyExc_ValueError, "SharedWords: buffer start is not 8-byte aligned");
+        return -1;
+    }
+    self->has_view = 1;
+    return 0;
+}
+
+static void
+SharedWords_dealloc(SharedWords *self)
+{
+    if (self->has_view) {
+        PyBuffer_Release(&self->view);
+        self->has_view = 0;
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+SharedWords_release(SharedWords *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->has_view) {
+        PyBuffer_Release(&self->view);
+        self->has_view = 0;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+SharedWords_load_u64(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t off;
+    if (nargs != 1) { PyErr_SetString(PyExc_TypeError, "load_u64(offset)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 8) < 0) return NULL;
+    return PyLong_FromUnsignedLongLong(__atomic_load_n(PTR(self, off, uint64_t), __ATOMIC_ACQUIRE));
+}
+
+static PyObject *
+SharedWords_load_u32(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t off;
+    if (nargs != 1) { PyErr_SetString(PyExc_TypeError, "load_u32(offset)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 4) < 0) return NULL;
+    return PyLong_FromUnsignedLong(__atomic_load_n(PTR(self, off, uint32_t), __ATOMIC_ACQUIRE));
+}
+
+static PyObject *
+SharedWords_store_u64(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t off;
+    unsigned long long v;
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "store_u64(offset, value)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 8) < 0) return NULL;
+    v = PyLong_AsUnsignedLongLong(args[1]);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    __atomic_store_n(PTR(self, off, uint64_t), (uint64_t)v, __ATOMIC_RELEASE);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+SharedWords_store_u32(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t off;
+    unsigned long v;
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "store_u32(offset, value)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 4) < 0) return NULL;
+    v = PyLong_AsUnsignedLong(args[1]);
+    if (v == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    if (v > 0xFFFFFFFFUL) { PyErr_SetString(PyExc_OverflowError, "value does not fit in u32"); return NULL; }
+    __atomic_store_n(PTR(self, off, uint32_t), (uint32_t)v, __ATOMIC_RELEASE);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+SharedWords_store_f64(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    /* A double stored as one aligned 64-bit release store (bit pattern). */
+    Py_ssize_t off;
+    double d;
+    uint64_t bits;
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "store_f64(offset, value)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 8) < 0) return NULL;
+    d = PyFloat_AsDouble(args[1]);
+    if (d == -1.0 && PyErr_Occurred()) return NULL;
+    memcpy(&bits, &d, 8);
+    __atomic_store_n(PTR(self, off, uint64_t), bits, __ATOMIC_RELEASE);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+SharedWords_load_f64(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t off;
+    double d;
+    uint64_t bits;
+    if (nargs != 1) { PyErr_SetString(PyExc_TypeError, "load_f64(offset)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 8) < 0) return NULL;
+    bits = __atomic_load_n(PTR(self, off, uint64_t), __ATOMIC_ACQUIRE);
+    memcpy(&d, &bits, 8);
+    return PyFloat_FromDouble(d);
+}
+
+static PyObject *
+SharedWords_fetch_add_u64(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t off;
+    unsigned long long v;
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "fetch_add_u64(offset, delta)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 8) < 0) return NULL;
+    v = PyLong_AsUnsignedLongLong(args[1]);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    return PyLong_FromUnsignedLongLong(
+        __atomic_fetch_add(PTR(self, off, uint64_t), (uint64_t)v, __ATOMIC_ACQ_REL));
+}
+
+static PyObject *
+SharedWords_fetch_or_u32(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t off;
+    unsigned long v;
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "fetch_or_u32(offset, bits)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 4) < 0) return NULL;
+    v = PyLong_AsUnsignedLong(args[1]);
+    if (v == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    return PyLong_FromUnsignedLong(
+        __atomic_fetch_or(PTR(self, off, uint32_t), (uint32_t)v, __ATOMIC_ACQ_REL));
+}
+
+static PyObject *
+SharedWords_fetch_and_u32(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t off;
+    unsigned long v;
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "fetch_and_u32(offset, mask)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 4) < 0) return NULL;
+    v = PyLong_AsUnsignedLong(args[1]);
+    if (v == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    return PyLong_FromUnsignedLong(
+        __atomic_fetch_and(PTR(self, off, uint32_t), (uint32_t)v, __ATOMIC_ACQ_REL));
+}
+
+static PyObject *
+SharedWords_cas_u64(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t off;
+    unsigned long long expected, desired;
+    uint64_t exp;
+    if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "cas_u64(offset, expected, desired)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 8) < 0) return NULL;
+    expected = PyLong_AsUnsignedLongLong(args[1]);
+    if (expected == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    desired = PyLong_AsUnsignedLongLong(args[2]);
+    if (desired == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    exp = (uint64_t)expected;
+    if (__atomic_compare_exchange_n(PTR(self, off, uint64_t), &exp, (uint64_t)desired, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+static PyObject *
+SharedWords_cas_u32(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t off;
+    unsigned long expected, desired;
+    uint32_t exp;
+    if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "cas_u32(offset, expected, desired)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 4) < 0) return NULL;
+    expected = PyLong_AsUnsignedLong(args[1]);
+    if (expected == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    desired = PyLong_AsUnsignedLong(args[2]);
+    if (desired == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    exp = (uint32_t)expected;
+    if (__atomic_compare_exchange_n(PTR(self, off, uint32_t), &exp, (uint32_t)desired, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+static PyObject *
+SharedWords_futex_wait(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    /* futex_wait(offset, expected_u32, timeout_seconds) -> bool
+     * Sleeps while the u32 at offset equals expected, for at most timeout
+     * seconds (a negative timeout waits forever). Returns True when woken or
+     * when the value already differed, False on timeout. The GIL is released
+     * while sleeping; a signal makes it return True (callers re-check). */
+    Py_ssize_t off;
+    unsigned long expected;
+    double timeout;
+    if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "futex_wait(offset, expected, timeout)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 4) < 0) return NULL;
+    expected = PyLong_AsUnsignedLong(args[1]);
+    if (expected == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    timeout = PyFloat_AsDouble(args[2]);
+    if (timeout == -1.0 && PyErr_Occurred()) return NULL;
+#if MOSAIC_HAVE_FUTEX
+    {
+        struct timespec ts, *tsp = NULL;
+        long rc;
+        int err;
+        uint32_t *addr = PTR(self, off, uint32_t);
+        if (timeout >= 0) {
+            ts.tv_sec = (time_t)timeout;
+            ts.tv_nsec = (long)((timeout - (double)ts.tv_sec) * 1e9);
+            tsp = &ts;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        /* Not FUTEX_PRIVATE: the word is shared between processes. */
+        rc = syscall(SYS_futex, addr, FUTEX_WAIT, (uint32_t)expected, tsp, NULL, 0);
+        err = errno;
+        Py_END_ALLOW_THREADS
+        if (rc == 0 || err == EAGAIN || err == EINTR)
+            Py_RETURN_TRUE;
+        if (err == ETIMEDOUT)
+            Py_RETURN_FALSE;
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+#else
+    PyErr_SetString(PyExc_NotImplementedError, "futex is only available on Linux");
+    return NULL;
+#endif
+}
+
+static PyObject *
+SharedWords_futex_wake(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    /* futex_wake(offset, count) -> number of waiters woken */
+    Py_ssize_t off;
+    long count;
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "futex_wake(offset, count)"); return NULL; }
+    if (parse_off(args[0], &off) < 0 || check_off(self, off, 4) < 0) return NULL;
+    count = PyLong_AsLong(args[1]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+#if MOSAIC_HAVE_FUTEX
+    {
+        long rc = syscall(SYS_futex, PTR(self, off, uint32_t), FUTEX_WAKE, (int)count, NULL, NULL, 0);
+        if (rc < 0)
+            return PyErr_SetFromErrno(PyExc_OSError);
+        return PyLong_FromLong(rc);
+    }
+#else
+    PyErr_SetString(PyExc_NotImplementedError, "futex is only available on Linux");
+    return NULL;
+#endif
+}
+
+static PyObject *
+SharedWords_fence(SharedWords *self, PyObject *Py_UNUSED(ignored))
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+SharedWords_enter(SharedWords *self, PyObject *Py_UNUSED(ignored))
+{
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *
+SharedWords_exit(SharedWords *self, PyObject *args)
+{
+    return SharedWords_release(self, NULL);
+}
+
+static PyObject *
+SharedWords_get_size(SharedWords *self, void *closure)
+{
+    return PyLong_FromSsize_t(self->has_view ? self->view.len : 0);
+}
+
+static PyObject *
+SharedWords_get_address(SharedWords *self, void *closure)
+{
+    return PyLong_FromVoidPtr(self->has_view ? self->view.buf : NULL);
+}
+
+static PyMethodDef SharedWords_methods[] = {
+    {"load_u64", (PyCFunction)(void (*)(void))SharedWords_load_u64, METH_FASTCALL, "Acquire load of the u64 at offset."},
+    {"load_u32", (PyCFunction)(void (*)(void))SharedWords_load_u32, METH_FASTCALL, "Acquire load of the u32 at offset."},
+    {"load_f64", (PyCFunction)(void (*)(void))SharedWords_load_f64, METH_FASTCALL, "Acquire load of the f64 at offset."},
+    {"store_u64", (PyCFunction)(void (*)(void))SharedWords_store_u64, METH_FASTCALL, "Release store of a u64 at offset."},
+    {"store_u32", (PyCFunction)(void (*)(void))SharedWords_store_u32, METH_FASTCALL, "Release store of a u32 at offset."},
+    {"store_f64", (PyCFunction)(void (*)(void))SharedWords_store_f64, METH_FASTCALL, "Release store of an f64 at offset (one 64-bit store)."},
+    {"fetch_add_u64", (PyCFunction)(void (*)(void))SharedWords_fetch_add_u64, METH_FASTCALL, "Atomic add; returns the old value."},
+    {"fetch_or_u32", (PyCFunction)(void (*)(void))SharedWords_fetch_or_u32, METH_FASTCALL, "Atomic OR; returns the old value."},
+    {"fetch_and_u32", (PyCFunction)(void (*)(void))SharedWords_fetch_and_u32, METH_FASTCALL, "Atomic AND; returns the old value."},
+    {"cas_u64", (PyCFunction)(void (*)(void))SharedWords_cas_u64, METH_FASTCALL, "Compare-and-swap; True on success."},
+    {"cas_u32", (PyCFunction)(void (*)(void))SharedWords_cas_u32, METH_FASTCALL, "Compare-and-swap; True on success."},
+    {"futex_wait", (PyCFunction)(void (*)(void))SharedWords_futex_wait, METH_FASTCALL, "Sleep while the u32 at offset equals expected."},
+    {"futex_wake", (PyCFunction)(void (*)(void))SharedWords_futex_wake, METH_FASTCALL, "Wake up to count waiters on the u32 at offset."},
+    {"fence", (PyCFunction)SharedWords_fence, METH_NOARGS, "Full memory fence."},
+    {"release", (PyCFunction)SharedWords_release, METH_NOARGS, "Stop exporting the buffer (required before closing an mmap)."},
+    {"__enter__", (PyCFunction)SharedWords_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)SharedWords_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyGetSetDef SharedWords_getset[] = {
+    {"size", (getter)SharedWords_get_size, NULL, "Size of the wrapped buffer in bytes (0 once released).", NULL},
+    {"address", (getter)SharedWords_get_address, NULL, "Address of the buffer's first byte (0 once released).", NULL},
+    {NULL}
+};
+
+static PyTypeObject SharedWordsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mosaic_sdk.shm._atomics.SharedWords",
+    .tp_doc = "Atomic access to aligned words of a writable shared buffer.",
+    .tp_basicsize = sizeof(SharedWords),
+    .tp_itemsize = 0,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)SharedWords_init,
+    .tp_dealloc = (destructor)SharedWords_dealloc,
+    .tp_methods = SharedWords_methods,
+    .tp_getset = SharedWords_getset,
+};
+
+static struct PyModuleDef atomics_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "mosaic_sdk.shm._atomics",
+    .m_doc = "Native acquire/release atomics and futex wait/wake for shared memory.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__atomics(void)
+{
+    PyObject *m;
+    if (PyType_Ready(&SharedWordsType) < 0)
+        return NULL;
+    m = PyModule_Create(&atomics_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&SharedWordsType);
+    if (PyModule_AddObject(m, "SharedWords", (PyObject *)&SharedWordsType) < 0) {
+        Py_DECREF(&SharedWordsType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(m, "HAVE_FUTEX", MOSAIC_HAVE_FUTEX) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,197 @@
+"""Acquire/release access to words in shared memory, shared by FastLane and the shm transport.
+
+``SharedWords(buffer)`` wraps a writable, 8-byte aligned buffer (``SharedMemory.buf``, an
+``mmap``, a ``bytearray``) and offers, at byte offsets that must be naturally aligned:
+
+- ``load_u32/load_u64/load_f64``: acquire loads;
+- ``store_u32/store_u64/store_f64``: release stores, each one aligned store of the whole word;
+- ``fetch_add_u64``, ``fetch_or_u32``, ``fetch_and_u32``, ``cas_u32``, ``cas_u64``: atomic
+  read-modify-write (so a flag set by another process is never lost);
+- ``futex_wait(off, expected, timeout)`` / ``futex_wake(off, count)``: block on a u32 word;
+- ``fence()``: a full barrier; ``release()``: stop exporting the buffer (do it before closing
+  the mmap; the object is also a context manager).
+
+Two implementations:
+
+* ``native``: a small C extension (``_atomics.c``) built with the package. It uses the C11
+  orderings through the ``__atomic`` builtins, so the same code is correct on x86-64 and on
+  ARM64 (where release/acquire become ``STLR``/``LDAR``).
+* ``python``: a pure-Python fallback over ``memoryview`` casts. It is correct only where the
+  hardware never reorders stores with stores nor loads with loads (x86 "TSO") and every CPython
+  call into a memoryview is a compiler barrier. It is therefore used only on x86 machines; on
+  any other architecture, a missing extension is an error that says how to fix it. Its
+  read-modify-write operations are not atomic across processes; they are correct for the
+  single-writer words they are used on (the other side only reads them).
+  The fallback has no futex: ``futex_wait`` sleeps in short steps until the word changes.
+
+``MOSAIC_ATOMICS=python`` forces the fallback (tests use it to check both paths);
+``IMPLEMENTATION`` says which one is in use.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import struct
+import time
+from typing import Any
+
+_TSO_MACHINES = {"x86_64", "amd64", "i386", "i686", "x86"}
+
+
+class AtomicsUnavailableError(RuntimeError):
+    """The native helper is missing on hardware where plain stores are not safe."""
+
+
+class PythonSharedWords:
+    """Pure-Python stand-in for the native ``SharedWords`` (x86 only, see module docs)."""
+
+    def __init__(self, buffer: Any) -> None:
+        mv = memoryview(buffer)
+        if mv.readonly:
+            raise TypeError("SharedWords needs a writable buffer")
+        self._mv: memoryview | None = mv.cast("B")
+        self._size = len(self._mv)
+
+    # -- helpers -------------------------------------------------------------------------
+    def _view(self, off: int, width: int) -> memoryview:
+        mv = self._mv
+        if mv is None:
+            raise ValueError("SharedWords: buffer already released")
+        if off < 0 or off + width > self._size:
+            raise IndexError(
+                f"SharedWords: offset {off} (+{width} bytes) outside a buffer of {self._size} bytes"
+            )
+        if off % width:
+            raise ValueError(f"SharedWords: offset {off} is not {width}-byte aligned")
+        return mv
+
+    # -- loads and stores ----------------------------------------------------------------
+    def load_u64(self, off: int) -> int:
+        return int(self._view(off, 8)[off : off + 8].cast("Q")[0])
+
+    def load_u32(self, off: int) -> int:
+        return int(self._view(off, 4)[off : off + 4].cast("I")[0])
+
+    def load_f64(self, off: int) -> float:
+        return float(self._view(off, 8)[off : off + 8].cast("d")[0])
+
+    def store_u64(self, off: int, value: int) -> None:
+        self._view(off, 8)[off : off + 8].cast("Q")[0] = value
+
+    def store_u32(self, off: int, value: int) -> None:
+        self._view(off, 4)[off : off + 4].cast("I")[0] = value
+
+    def store_f64(self, off: int, value: float) -> None:
+        self._view(off, 8)[off : off + 8].cast("d")[0] = value
+
+    # -- read-modify-write (single-writer words only, see module docs) ---------------------
+    def fetch_add_u64(self, off: int, delta: int) -> int:
+        old = self.load_u64(off)
+        self.store_u64(off, (old + delta) & 0xFFFFFFFFFFFFFFFF)
+        return old
+
+    def fetch_or_u32(self, off: int, bits: int) -> int:
+        old = self.load_u32(off)
+        self.store_u32(off, old | bits)
+        return old
+
+    def fetch_and_u32(self, off: int, mask: int) -> int:
+        old = self.load_u32(off)
+        self.store_u32(off, old & mask)
+        return old
+
+    def cas_u64(self, off: int, expected: int, desired: int) -> bool:
+        if self.load_u64(off) != expected:
+            return False
+        self.store_u64(off, desired)
+        return True
+
+    def cas_u32(self, off: int, expected: int, desired: int) -> bool:
+        if self.load_u32(off) != expected:
+            return False
+        self.store_u32(off, desired)
+        return True
+
+    # -- waiting -----------------------------------------------------------------------
+    def futex_wait(self, off: int, expected: int, timeout: float) -> bool:
+        deadline = None if timeout < 0 else time.monotonic() + timeout
+        pause = 20e-6
+        while self.load_u32(off) == expected:
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
+        return True
+
+    def futex_wake(self, off: int, count: int) -> int:
+        self._view(off, 4)
+        return 0
+
+    def fence(self) -> None:
+        return None
+
+    # -- lifetime ------------------------------------------------------------------------
+    def release(self) -> None:
+        if self._mv is not None:
+            self._mv.release()
+            self._mv = None
+
+    @property
+    def size(self) -> int:
+        return 0 if self._mv is None else self._size
+
+    def __enter__(self) -> PythonSharedWords:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _choose() -> tuple[Any, str, bool]:
+    forced = os.environ.get("MOSAIC_ATOMICS", "").strip().lower()
+    if forced not in ("", "native", "python"):
+        raise AtomicsUnavailableError(
+            f"MOSAIC_ATOMICS={forced!r} is not understood; use 'native' or 'python' (or unset it)"
+        )
+    if forced != "python":
+        try:
+            from mosaic_sdk.shm import _atomics  # type: ignore[attr-defined]
+
+            return _atomics.SharedWords, "native", bool(_atomics.HAVE_FUTEX)
+        except ImportError:
+            if forced == "native":
+                raise AtomicsUnavailableError(
+                    "MOSAIC_ATOMICS=native but the extension mosaic_sdk.shm._atomics is not built; "
+                    "reinstall mosaic-worker-sdk with a C compiler available"
+                ) from None
+    return PythonSharedWords, "python", False
+
+
+_IMPL, IMPLEMENTATION, HAVE_FUTEX = _choose()
+
+
+def SharedWords(buffer: Any) -> Any:  # noqa: N802 - reads as the class it returns
+    """Wrap ``buffer`` for atomic word access (see the module docstring)."""
+    if IMPLEMENTATION == "python" and platform.machine().lower() not in _TSO_MACHINES:
+        raise AtomicsUnavailableError(
+            f"the native atomics helper is not built and this CPU ({platform.machine()}) may "
+            "reorder plain stores; reinstall mosaic-worker-sdk where a C compiler is available "
+            "(pip install --force-reinstall --no-binary mosaic-worker-sdk mosaic-worker-sdk)"
+        )
+    return _IMPL(buffer)
+
+
+# Little-endian struct helpers for non-synchronising fields (written once before publication).
+U32 = struct.Struct("<I")
+U64 = struct.Struct("<Q")
+
+__all__ = [
+    "AtomicsUnavailableError",
+    "HAVE_FUTEX",
+    "IMPLEMENTATION",
+    "PythonSharedWords",
+    "SharedWords",
+    "U32",
+    "U64",
+]
