@@ -237,9 +237,11 @@ class WorkerConfig(BaseModel):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("collect_extras") and "extras" not in getattr(
-            cls, "__annotations__", {}
-        ) and not any("extras" in getattr(b, "__annotations__", {}) for b in cls.__mro__[1:]):
+        if (
+            cls.__dict__.get("collect_extras")
+            and "extras" not in getattr(cls, "__annotations__", {})
+            and not any("extras" in getattr(b, "__annotations__", {}) for b in cls.__mro__[1:])
+        ):
             raise TypeError(
                 f"{cls.__name__} sets collect_extras = True but declares no 'extras' field; "
                 "subclass WorkerConfigWithExtras instead"

@@ -121,6 +121,8 @@ class TelemetryEmitter:
         self._pending = 0
         self._closed = False
         self.broken = False
+        #: The last terminal event written (run_completed / run_failed / run_cancelled).
+        self.terminal_event: str | None = None
         self._lines = 0
         self._steps_seen = 0
         self._steps_dropped = 0
@@ -232,6 +234,8 @@ class TelemetryEmitter:
                 f"{self._worker}}}\n"
             )
             self._write_locked(line, urgent=True)
+            if event in TERMINAL_EVENTS:
+                self.terminal_event = event
             return seq
 
     def run_started(
@@ -244,7 +248,8 @@ class TelemetryEmitter:
         config: Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> int:
-        payload = {"worker_type": worker_type, "algo": algo, "env_id": env_id, "seed": seed}
+        payload: dict[str, Any] = {"worker_type": worker_type, "algo": algo, "env_id": env_id}
+        payload["seed"] = seed
         payload["config"] = dict(config or {})
         payload.update(extra)
         return self.lifecycle("run_started", payload)
@@ -295,19 +300,35 @@ class TelemetryEmitter:
         return self.lifecycle("heartbeat", payload)
 
     def checkpoint_saved(
-        self, *, checkpoint_path: str, episode: int | None = None, step: int | None = None,
+        self,
+        *,
+        checkpoint_path: str,
+        episode: int | None = None,
+        step: int | None = None,
         metrics: Mapping[str, Any] | None = None,
     ) -> int:
-        payload = {"checkpoint_path": str(checkpoint_path), "episode": episode, "step": step,
-                   "metrics": dict(metrics or {})}
+        payload = {
+            "checkpoint_path": str(checkpoint_path),
+            "episode": episode,
+            "step": step,
+            "metrics": dict(metrics or {}),
+        }
         return self.lifecycle("checkpoint_saved", payload)
 
     def checkpoint_loaded(
-        self, *, checkpoint_path: str, episode: int | None = None, step: int | None = None,
+        self,
+        *,
+        checkpoint_path: str,
+        episode: int | None = None,
+        step: int | None = None,
         metrics: Mapping[str, Any] | None = None,
     ) -> int:
-        payload = {"checkpoint_path": str(checkpoint_path), "episode": episode, "step": step,
-                   "metrics": dict(metrics or {})}
+        payload = {
+            "checkpoint_path": str(checkpoint_path),
+            "episode": episode,
+            "step": step,
+            "metrics": dict(metrics or {}),
+        }
         return self.lifecycle("checkpoint_loaded", payload)
 
     # -- steps and episodes -----------------------------------------------------------------

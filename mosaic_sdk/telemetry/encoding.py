@@ -13,6 +13,7 @@ import json
 import math
 from typing import Any
 
+
 def json_default(obj: Any) -> Any:
     """``default=`` hook for ``json.dumps``: numpy values, sets, bytes, paths, enums."""
     tolist = getattr(obj, "tolist", None)  # numpy arrays and scalars
