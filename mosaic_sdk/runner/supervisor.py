@@ -59,6 +59,8 @@ class RunResult:
     duration_seconds: float = 0.0
     synthesised: list[str] = field(default_factory=list)
     store_error: str | None = None
+    #: Transactions the store writer committed for this run (one per batch).
+    transactions: int = 0
 
     @property
     def runner_exit_code(self) -> int:
@@ -106,6 +108,8 @@ class RunSupervisor:
         self.pm = handle.pm
         self._cancel_reason: str | None = None
         self._kill_now = False
+        self._serial = 0  # serial of the batch being filled (1, 2, ...)
+        self._hooks_due: list[tuple[int, list[dict[str, Any]]]] = []  # (batch serial, events)
 
         data = unwrap_job_descriptor(config or {})
         rid = run_id if run_id is not None else data.get("run_id") or new_run_id()
@@ -249,6 +253,7 @@ class RunSupervisor:
                 duration_seconds=round(time.monotonic() - started, 3),
                 synthesised=[outcome.synthesised["event"]] if outcome.synthesised else [],
                 store_error=None if writer.error is None else str(writer.error),
+                transactions=writer.transactions,
             )
         finally:
             restore()
@@ -284,9 +289,6 @@ class RunSupervisor:
             status=status,
         )
 
-    _serial = 0
-    _hooks_due: list[tuple[int, list[dict[str, Any]]]]
-
     def _run_due_hooks(self, writer: StoreWriter, final: bool = False) -> None:
         while self._hooks_due and (final or self._hooks_due[0][0] <= writer.committed_serial):
             _, events = self._hooks_due.pop(0)
@@ -297,7 +299,6 @@ class RunSupervisor:
         self, proc: WorkerProcess, writer: StoreWriter, ingest: LineIngest, started: float
     ) -> None:
         """Read stdout to EOF and the worker to its exit, batching rows, handling cancels."""
-        self._hooks_due = []
         batch = LineBatch(serial=1)
         self._serial = 1
         eof = False
@@ -317,10 +318,14 @@ class RunSupervisor:
                 wait = min(wait, max(0.0, batch.first_at + self.flush_interval - now))
             if not eof:
                 lines, eof = proc.read_lines(wait)
-                if lines:
+                start, total = 0, len(lines)
+                while start < total:  # fill batches of at most batch_lines lines
                     if batch.first_at is None:
                         batch.first_at = time.monotonic()
-                    events = ingest.add(batch, lines, partial_last=eof and proc.stdout_partial)
+                    end = min(total, start + self.batch_lines - batch.lines)
+                    partial = eof and proc.stdout_partial and end == total
+                    events = ingest.add(batch, lines[start:end], partial_last=partial)
+                    start = end
                     if events:
                         self._hooks_due.append((batch.serial, events))
                         hand_over()
