@@ -38,6 +38,8 @@ from mosaic_sdk.runner.store import RunStore, StoreError
 #: Wait this long for EOF on stdout after the worker exited and its group was reaped (a
 #: process outside the group may still hold the pipe open).
 EOF_WAIT_AFTER_EXIT = 5.0
+#: While output flows, look at the worker's state, the hooks due and the view this often (s).
+CHECK_INTERVAL = 0.05
 
 
 class WorkerProtocolError(PluginError):
@@ -304,6 +306,7 @@ class RunSupervisor:
         eof = False
         term_sent_at: float | None = None
         exited_at: float | None = None
+        next_check = 0.0
 
         def hand_over() -> None:
             nonlocal batch
@@ -316,8 +319,10 @@ class RunSupervisor:
             wait = 0.1
             if batch.first_at is not None:
                 wait = min(wait, max(0.0, batch.first_at + self.flush_interval - now))
+            got_lines = False
             if not eof:
                 lines, eof = proc.read_lines(wait)
+                got_lines = bool(lines)
                 start, total = 0, len(lines)
                 while start < total:  # fill batches of at most batch_lines lines
                     if batch.first_at is None:
@@ -336,6 +341,9 @@ class RunSupervisor:
             now = time.monotonic()
             if batch.first_at is not None and (eof or now >= batch.first_at + self.flush_interval):
                 hand_over()
+            if got_lines and not eof and now < next_check:
+                continue  # busy: hooks, view and the worker's state every CHECK_INTERVAL only
+            next_check = now + CHECK_INTERVAL
             self._run_due_hooks(writer)
             self.display.update(self._snapshot(ingest, started))
 
