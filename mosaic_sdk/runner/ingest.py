@@ -28,7 +28,7 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 # json.loads minus its Python-level wrappers (two regex matches and two calls per line): the
 # C scanner parses one JSON value at offset 0 and returns (value, end offset).
-_scan_once = json.JSONDecoder().scan_once
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 class LineBatch:
