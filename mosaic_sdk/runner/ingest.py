@@ -17,7 +17,6 @@ import json
 import queue
 import sqlite3
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -376,14 +375,4 @@ class StderrIngest:
         self.writer.submit(batch)
 
 
-def wait_committed(writer: StoreWriter, serial: int, timeout: float) -> bool:
-    """Wait until ``writer`` committed batch ``serial``; True if it did in time."""
-    deadline = time.monotonic() + timeout
-    while writer.committed_serial < serial:
-        if time.monotonic() > deadline or writer.error is not None:
-            return False
-        time.sleep(0.005)
-    return True
-
-
-__all__ = ["LineBatch", "LineIngest", "StderrIngest", "StoreWriter", "wait_committed"]
+__all__ = ["LineBatch", "LineIngest", "StderrIngest", "StoreWriter"]

@@ -19,7 +19,6 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from mosaic_sdk.runner.ids import new_run_id
 from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StderrIngest, StoreWriter
 from mosaic_sdk.runner.launch import prepare_run
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
-from mosaic_sdk.runner.outcome import EXIT_CODES, decide
+from mosaic_sdk.runner.outcome import RunResult, decide
 from mosaic_sdk.runner.paths import default_runs_dir, default_store_path
 from mosaic_sdk.runner.process import WorkerProcess
 from mosaic_sdk.runner.store import RunStore, StoreError
@@ -44,30 +43,6 @@ CHECK_INTERVAL = 0.05
 
 class WorkerProtocolError(PluginError):
     """The worker speaks a protocol version this SDK does not."""
-
-
-@dataclass
-class RunResult:
-    """How a run ended. ``exit_code`` is the worker's (negative: killed by that signal)."""
-
-    run_id: str
-    worker: str
-    status: str
-    exit_code: int | None
-    run_dir: Path
-    store_path: Path
-    counts: dict[str, int]
-    error: str | None = None
-    duration_seconds: float = 0.0
-    synthesised: list[str] = field(default_factory=list)
-    store_error: str | None = None
-    #: Transactions the store writer committed for this run (one per batch).
-    transactions: int = 0
-
-    @property
-    def runner_exit_code(self) -> int:
-        """What ``mosaic run`` exits with: 0 completed, 1 failed, 130 cancelled."""
-        return EXIT_CODES.get(self.status, 1)
 
 
 def resolve_worker(worker: str | WorkerHandle) -> WorkerHandle:
