@@ -85,6 +85,8 @@ WORKER_FIELDS: tuple[tuple[str, int, str, str], ...] = (
     ("done_waiters", 16, "Q", "processes asleep on done_bell"),
     ("env_begin", 24, "I", "first environment index stepped by this worker"),
     ("env_end", 28, "I", "one past the last environment index"),
+    ("kick", 32, "I", "bumped by the owner (with a ring of the action bell) to wake the worker "
+     "for out-of-band work such as a forwarded reset"),
 )
 
 OFF: dict[str, int] = {name: off for name, off, _, _ in HEADER_FIELDS}

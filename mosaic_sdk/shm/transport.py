@@ -133,6 +133,10 @@ class _EngineSide:
         """Pid of the attached client (0 when none)."""
         return self.seg.load("client_pid")
 
+    def watch_peer(self, pid: int, role: str) -> None:
+        """Abort waits with ``PeerGoneError`` once process ``pid`` (described as ``role``) exits."""
+        self._watches.watch(pid, role)
+
     def _check(self) -> None:
         self.seg.check_open()
         pid = self.seg.load("client_pid")
@@ -206,6 +210,12 @@ class SharedMemoryTransport(_EngineSide):
             raise ValueError(f"worker slice [{begin}, {end}) outside 0..{self.layout.num_envs}")
         self.seg.words.store_u32(worker_offset(index, "env_begin"), begin)
         self.seg.words.store_u32(worker_offset(index, "env_end"), end)
+
+    def kick_worker(self, index: int) -> None:
+        """Wake worker ``index`` for out-of-band work (its ``wait_for_actions`` returns 0)."""
+        off = worker_offset(index, "kick")
+        self.seg.words.store_u32(off, (self.seg.words.load_u32(off) + 1) & 0xFFFFFFFF)
+        self.seg.action.ring()
 
     @property
     def frame_seq(self) -> int:
@@ -370,6 +380,7 @@ class TransportWorker(_EngineSide):
         self.index = index
         self._init_side(spin, timeout)
         self._done = int(self.seg.workers[index].load())
+        self._kick = int(self.seg.words.load_u32(worker_offset(index, "kick")))
         self.seg.words.store_u32(worker_offset(index, "pid"), os.getpid())
         self._watches.watch(int(self.seg.words.load_u32(OFF["engine_pid"])), "engine owner")
 
@@ -379,16 +390,31 @@ class TransportWorker(_EngineSide):
         return self.seg.worker_slice(self.index)
 
     def wait_for_actions(self, timeout: float | None = None) -> int | None:
-        """Block until the next action batch; None once the owner closed the transport."""
+        """Block until the next action batch and return its number.
+
+        Returns 0 when the owner kicked this worker (see ``SharedMemoryTransport.kick_worker``)
+        and None once the owner closed the transport.
+        """
         seg = self.seg
+        load = seg.words.load_u64
+        load32 = seg.words.load_u32
+        seq_off, kick_off = OFF["action_seq"], worker_offset(self.index, "kick")
+        target, kick = self._done + 1, self._kick
         try:
-            return seg.action.wait_seq(
-                self._done + 1, self.spin, self._deadline(timeout), self._check
+            seg.action.wait_until(
+                lambda: load(seq_off) >= target or load32(kick_off) != kick,
+                self.spin,
+                self._deadline(timeout),
+                self._check,
             )
         except Exception:
             if seg.words.load_u32(OFF["state"]) == STATE_CLOSED:
                 return None
             raise
+        if load32(kick_off) != kick:
+            self._kick = int(load32(kick_off))
+            return 0
+        return int(load(seq_off))
 
     def publish_done(self, seq: int) -> None:
         """Tell the owner this worker's slice of batch ``seq`` is written."""
