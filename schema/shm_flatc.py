@@ -56,7 +56,9 @@ def main() -> int:
         print("flatc not found: apt-get install flatbuffers-compiler", file=sys.stderr)
         return 2
     if version != FLATC_VERSION:
-        print(f"flatc {version} found, the committed code comes from {FLATC_VERSION}", file=sys.stderr)
+        print(
+            f"flatc {version} found, the committed code comes from {FLATC_VERSION}", file=sys.stderr
+        )
         if args.check:
             return 2
     with tempfile.TemporaryDirectory() as tmp:

@@ -102,9 +102,7 @@ class SharedMemoryClient:
         return None if self.timeout is None else time.monotonic() + self.timeout
 
     # -- hot path -----------------------------------------------------------------------------
-    def step(
-        self, actions: Any = None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def step(self, actions: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Publish ``actions`` (or whatever is already in ``self.actions``) and wait for the frame.
 
         Returns the ``obs``, ``rewards``, ``terminated``, ``truncated`` views (no copies).

@@ -348,6 +348,9 @@ def decode(data: bytes) -> Decoded:
             f"command of {len(data)} bytes is not a mosaic shm Envelope (identifier "
             f"{bytes(data[4:8])!r}, expected b'MSHC')"
         )
+    root = int.from_bytes(data[0:4], "little")
+    if not 8 <= root <= len(data) - 4:
+        raise CommandError(f"command envelope root offset {root} is outside its {len(data)} bytes")
     try:
         env = fb.Envelope.GetRootAs(data, 0)
         err = env.ErrorMessage()

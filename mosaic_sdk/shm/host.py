@@ -78,8 +78,16 @@ class EnvHostHandle:
         """True while every host process runs."""
         return all(p.is_alive() for p in self.processes)
 
-    def failure(self) -> str | None:
-        """The error a host process reported before exiting, if any."""
+    def failure(self, wait: float = 0.0) -> str | None:
+        """The error a host process reported before exiting, if any.
+
+        ``wait`` gives a host that is still running that many seconds to report.
+        """
+        deadline = time.monotonic() + wait
+        while not any(c.poll() for c in self._reports if not c.closed) and self.alive():
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
         for conn in self._reports:
             try:
                 while conn.poll():
@@ -152,7 +160,7 @@ def launch_env_host(
             reader, writer = ctx.Pipe(duplex=False)
             pipes = [a for a, _ in peer_pipes] if w == 0 else [peer_pipes[w - 1][1]]
             blob = cloudpickle.dumps(fns[b:e])
-            p = ctx.Process(
+            p = ctx.Process(  # type: ignore[attr-defined]
                 target=_host_entry,
                 args=(seg, blob, w, slices, render_images, writer, pipes, spin, env_id),
                 name=f"mosaic-shm-host-{w}",
@@ -168,9 +176,9 @@ def launch_env_host(
         _cleanup(processes, seg, 0.0)
         raise
     finally:
-        for a, b in peer_pipes:
-            a.close()
-            b.close()
+        for end_a, end_b in peer_pipes:
+            end_a.close()
+            end_b.close()
     return handle
 
 

@@ -69,7 +69,7 @@ class SliceStepper:
     ) -> list[dict[str, Any]]:
         """Reset the given global env ids of this slice; returns their infos."""
         infos = []
-        for i, seed in zip(env_ids, seeds):
+        for i, seed in zip(env_ids, seeds, strict=True):
             obs, info = self.envs[i - self.begin].reset(seed=seed, options=options)
             self._write_obs(i, obs)
             self.side.rewards[i] = 0.0
@@ -122,16 +122,18 @@ class _Owner:
         infos: dict[int, dict[str, Any]] = {}
         waiting = []
         for w, (b, e) in enumerate(self.slices):
-            mine = [(i, s) for i, s in zip(ids, seeds) if b <= i < e]
+            mine = [(i, s) for i, s in zip(ids, seeds, strict=True) if b <= i < e]
             if not mine or w == 0:
                 continue
-            self.pipes[w - 1].send(("reset", [i for i, _ in mine], [s for _, s in mine], req.options))
+            self.pipes[w - 1].send(
+                ("reset", [i for i, _ in mine], [s for _, s in mine], req.options)
+            )
             self.t.kick_worker(w)
             waiting.append(w)
         b0, e0 = self.slices[0]
-        own = [(i, s) for i, s in zip(ids, seeds) if b0 <= i < e0]
+        own = [(i, s) for i, s in zip(ids, seeds, strict=True) if b0 <= i < e0]
         got = self.stepper.reset([i for i, _ in own], [s for _, s in own], req.options)
-        infos.update(zip((i for i, _ in own), got))
+        infos.update(zip((i for i, _ in own), got, strict=True))
         for w in waiting:
             infos.update(self._reply(w))
         return cmd.ResetResponse(env_ids=list(ids), infos=[infos[i] for i in ids])
@@ -155,6 +157,13 @@ class _Owner:
         return dict(value)
 
 
+def _report(launcher: Connection, exc: BaseException) -> None:
+    try:
+        launcher.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+    except Exception:
+        pass
+
+
 def run_host(
     name: str,
     env_fns: Sequence[Callable[[], Any]],
@@ -169,11 +178,15 @@ def run_host(
     """Body of one host process (``index`` 0 owns the transport). Reports to ``launcher``."""
     launcher_pid = os.getppid()
     begin, end = slices[index]
+    reported = False
     try:
         envs = [fn() for fn in env_fns]
         if index == 0:
             first = envs[0]
-            for role, space in (("observation", first.observation_space), ("action", first.action_space)):
+            for role, space in (
+                ("observation", first.observation_space),
+                ("action", first.action_space),
+            ):
                 spaces.check_supported(space, role)
             image_shape = _image_shape(first) if images else None
             act_space = first.action_space
@@ -207,6 +220,10 @@ def run_host(
                 while (seq := transport.wait_for_actions(owner.handle)) is not None:
                     stepper.step()
                     transport.publish_frame(seq)
+            except BaseException as exc:
+                _report(launcher, exc)  # before close(), so the client finds it on waking
+                reported = True
+                raise
             finally:
                 transport.close()
         else:
@@ -221,19 +238,22 @@ def run_host(
                         while pipe.poll():
                             _, ids, seeds, options = pipe.recv()
                             try:
-                                pipe.send(("ok", list(zip(ids, stepper.reset(ids, seeds, options)))))
+                                infos = stepper.reset(ids, seeds, options)
+                                pipe.send(("ok", list(zip(ids, infos, strict=True))))
                             except Exception as exc:
                                 pipe.send(("error", f"{type(exc).__name__}: {exc}"))
                         continue
                     stepper.step()
                     worker.publish_done(seq)
+            except BaseException as exc:
+                _report(launcher, exc)
+                reported = True
+                raise
             finally:
                 worker.close()
         for env in envs:
             env.close()
     except BaseException as exc:
-        try:
-            launcher.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
-        except Exception:
-            pass
+        if not reported:
+            _report(launcher, exc)
         raise SystemExit(1) from None

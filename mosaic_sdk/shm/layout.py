@@ -85,8 +85,13 @@ WORKER_FIELDS: tuple[tuple[str, int, str, str], ...] = (
     ("done_waiters", 16, "Q", "processes asleep on done_bell"),
     ("env_begin", 24, "I", "first environment index stepped by this worker"),
     ("env_end", 28, "I", "one past the last environment index"),
-    ("kick", 32, "I", "bumped by the owner (with a ring of the action bell) to wake the worker "
-     "for out-of-band work such as a forwarded reset"),
+    (
+        "kick",
+        32,
+        "I",
+        "bumped by the owner (with a ring of the action bell) to wake the worker "
+        "for out-of-band work such as a forwarded reset",
+    ),
 )
 
 OFF: dict[str, int] = {name: off for name, off, _, _ in HEADER_FIELDS}
@@ -230,7 +235,8 @@ class Layout:
                 values[name] = struct.unpack_from("<" + fmt, buf, off)[0]
         if values["magic"] != MAGIC:
             raise LayoutError(
-                f"not a mosaic shm transport segment (magic {values['magic']!r}, expected {MAGIC!r})"
+                f"not a mosaic shm transport segment (magic {values['magic']!r}, "
+                f"expected {MAGIC!r})"
             )
         if values["version"] != VERSION:
             raise LayoutError(

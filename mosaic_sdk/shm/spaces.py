@@ -17,6 +17,10 @@ from mosaic_sdk.shm.commands import SpaceSpec
 SUPPORTED = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
 
+def _shape(space: gym.Space[Any]) -> tuple[int, ...]:
+    return tuple(space.shape) if space.shape is not None else ()
+
+
 def check_supported(space: gym.Space[Any], role: str) -> None:
     """Raise a clear error for a space the transport cannot carry."""
     if not isinstance(space, SUPPORTED):
@@ -32,7 +36,7 @@ def flat_size(space: gym.Space[Any]) -> int:
     check_supported(space, "observation/action")
     if isinstance(space, gym.spaces.Discrete):
         return 1
-    return int(np.prod(space.shape, dtype=np.int64))
+    return int(np.prod(_shape(space), dtype=np.int64))
 
 
 def to_spec(space: gym.Space[Any]) -> SpaceSpec:
@@ -42,7 +46,7 @@ def to_spec(space: gym.Space[Any]) -> SpaceSpec:
     if isinstance(space, gym.spaces.Box):
         return SpaceSpec(
             "Box",
-            tuple(space.shape),
+            _shape(space),
             dtype,
             low=[float(x) for x in np.asarray(space.low, dtype=np.float64).ravel()],
             high=[float(x) for x in np.asarray(space.high, dtype=np.float64).ravel()],
@@ -52,12 +56,12 @@ def to_spec(space: gym.Space[Any]) -> SpaceSpec:
     if isinstance(space, gym.spaces.MultiDiscrete):
         return SpaceSpec(
             "MultiDiscrete",
-            tuple(space.shape),
+            _shape(space),
             dtype,
             nvec=[int(x) for x in np.asarray(space.nvec).ravel()],
             start=[int(x) for x in np.asarray(space.start).ravel()],
         )
-    return SpaceSpec("MultiBinary", tuple(space.shape), dtype)
+    return SpaceSpec("MultiBinary", _shape(space), dtype)
 
 
 def from_spec(spec: SpaceSpec) -> gym.Space[Any]:
@@ -104,7 +108,7 @@ def decode_batch(space: gym.Space[Any], rows: np.ndarray, copy: bool) -> np.ndar
     n = rows.shape[0]
     if isinstance(space, gym.spaces.Discrete):
         return np.rint(rows[:, 0]).astype(space.dtype)
-    value = rows.reshape((n, *space.shape))
+    value = rows.reshape((n, *_shape(space)))
     if space.dtype == np.float32:
         return value.copy() if copy else value
     if np.issubdtype(space.dtype, np.integer):

@@ -30,7 +30,7 @@ from gymnasium.vector.utils import batch_space
 from mosaic_sdk.shm import spaces
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.host import EnvHostHandle, launch_env_host
-from mosaic_sdk.shm.sync import PeerGoneError
+from mosaic_sdk.shm.sync import TransportError
 
 
 class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
@@ -117,7 +117,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         return self.client.name
 
     def _failure(self, exc: Exception) -> Exception:
-        report = self._host.failure() if self._host is not None else None
+        report = self._host.failure(wait=1.0) if self._host is not None else None
         if report:
             return RuntimeError(f"an env host process failed: {report.strip()}")
         return exc
@@ -151,11 +151,11 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             options = options or None
         try:
             _, env_infos = self.client.reset(ids, seeds, options)
-        except PeerGoneError as exc:
+        except TransportError as exc:
             raise self._failure(exc) from exc
         self._autoreset[ids] = False
         infos: dict[str, Any] = {}
-        for i, info in zip(ids, env_infos):
+        for i, info in zip(ids, env_infos, strict=True):
             infos = self._add_info(infos, info, i)
         return self._observations(), infos
 
@@ -166,7 +166,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         client.resets[:] = self._autoreset
         try:
             client.step()
-        except PeerGoneError as exc:
+        except TransportError as exc:
             raise self._failure(exc) from exc
         terminations = client.terminated.astype(np.bool_)
         truncations = client.truncated.astype(np.bool_)
