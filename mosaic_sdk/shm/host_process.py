@@ -46,23 +46,27 @@ class SliceStepper:
     def step(self) -> None:
         """Apply the current action batch (or reset flags) to every env of the slice."""
         side, b, e = self.side, self.begin, self.end
-        actions, resets = side.actions, side.resets
-        rewards, terminated, truncated = side.rewards, side.terminated, side.truncated
-        for k, env in enumerate(self.envs):
-            i = b + k
-            if resets[i]:
+        actions = spaces.decode_rows(self.act_space, side.actions[b:e])
+        flags = side.resets[b:e].tolist()
+        observations, rewards, terminated, truncated = [], [], [], []
+        for env, action, reset in zip(self.envs, actions, flags, strict=True):
+            if reset:
                 obs, _ = env.reset()
-                rewards[i] = 0.0
-                terminated[i] = 0
-                truncated[i] = 0
+                reward, term, trunc = 0.0, False, False
             else:
-                action = spaces.decode_one(self.act_space, actions[i])
                 obs, reward, term, trunc, _ = env.step(action)
-                rewards[i] = reward
-                terminated[i] = bool(term)
-                truncated[i] = bool(trunc)
-            self._write_obs(i, obs)
-        resets[b:e] = 0
+            observations.append(obs)
+            rewards.append(reward)
+            terminated.append(term)
+            truncated.append(trunc)
+        spaces.encode_rows(self.obs_space, observations, side.obs[b:e])
+        side.rewards[b:e] = rewards
+        side.terminated[b:e] = terminated
+        side.truncated[b:e] = truncated
+        if self.images and side.image is not None:
+            for k, env in enumerate(self.envs):
+                side.image[b + k] = env.render()
+        side.resets[b:e] = 0
 
     def reset(
         self, env_ids: Sequence[int], seeds: Sequence[int | None], options: Any

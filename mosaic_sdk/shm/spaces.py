@@ -126,3 +126,18 @@ def encode_batch(space: gym.Space[Any], values: Any, rows: np.ndarray) -> None:
             f"{(n, *space.shape) if space.shape else (n,)}"
         )
     rows[...] = a.reshape(rows.shape)
+
+
+def decode_rows(space: gym.Space[Any], rows: np.ndarray) -> list[Any]:
+    """One value of ``space`` per float32 row (fresh objects, safe for envs to keep)."""
+    if isinstance(space, gym.spaces.Discrete):
+        return [int(x) for x in np.rint(rows[:, 0])]
+    return list(decode_batch(space, rows, copy=True))
+
+
+def encode_rows(space: gym.Space[Any], values: list[Any], rows: np.ndarray) -> None:
+    """Write one value of ``space`` per row into float32 ``rows``."""
+    if isinstance(space, gym.spaces.Discrete):
+        rows[:, 0] = [int(v) for v in values]
+    else:
+        rows[...] = np.asarray(values, dtype=np.float32).reshape(rows.shape)

@@ -90,3 +90,14 @@ def test_header_round_trip_and_validation() -> None:
 def test_bad_sizes_get_clear_errors(kwargs: dict, message: str) -> None:
     with pytest.raises(L.LayoutError, match=message):
         L.Layout.compute(**kwargs)
+
+
+def test_markdown_tables_list_the_same_fields() -> None:
+    text = (SCHEMA.parent / "shm_layout.md").read_text()
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[2].startswith("`"):
+            rows[cells[2].strip("`")] = cells[0].lstrip("+")
+    for name, off, _, _ in L.HEADER_FIELDS + L.WORKER_FIELDS:
+        assert rows.get(name) == str(off), f"schema/shm_layout.md: {name} should be at {off}"
