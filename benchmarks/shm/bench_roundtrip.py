@@ -197,10 +197,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5000, help="shm steps per measurement")
     parser.add_argument("--spin-sweep", action="store_true", help="compare spin budgets")
+    parser.add_argument(
+        "--spins", type=int, nargs="+", default=[0, 5, 10, 25, 50, 100, 200], help="us"
+    )
     args = parser.parse_args()
     if args.spin_sweep:
         print(f"{'spin budget':<34}{'median us':>10}{'p99 us':>10}")
-        for spin_us in (0, 10, 25, 50, 100, 200):
+        for spin_us in args.spins:
             idle, _ = run_shm(args.steps, spin_us * 1e-6)
             with Hog():
                 loaded, _ = run_shm(args.steps, spin_us * 1e-6)

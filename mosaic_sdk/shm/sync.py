@@ -41,8 +41,14 @@ _MINUS_ONE = (1 << 64) - 1
 _WAKE_ALL = 0x7FFFFFFF
 _U32 = 0xFFFFFFFF
 
-# Spin budget (seconds) before sleeping; see docs/guides/shm_transport.md for the measurements.
+# Largest spin budget (seconds) before sleeping; see docs/guides/shm_transport.md.
 DEFAULT_SPIN = 100e-6
+# The budget adapts: twice the longest wait that spinning caught, halved after every spin that
+# caught nothing (to 0 below MIN_SPIN), and the full budget is tried again every PROBE_EVERY
+# waits. Spinning thus stops where it only burns a core the peer needs (oversubscribed machine,
+# slow peer) and resumes where it pays.
+MIN_SPIN = 2e-6
+PROBE_EVERY = 64
 SPIN_ENV = "MOSAIC_SHM_SPIN_US"
 
 
@@ -134,10 +140,12 @@ class PeerWatch:
 class SignalLine:
     """One ``seq``/``bell``/``waiters`` line of a segment (see the module docstring)."""
 
-    __slots__ = ("_w", "seq_off", "bell_off", "waiters_off")
+    __slots__ = ("_w", "seq_off", "bell_off", "waiters_off", "_adaptive", "_countdown")
 
     def __init__(self, words: Any, seq_off: int, bell_off: int, waiters_off: int) -> None:
         self._w = words
+        self._adaptive = float("inf")
+        self._countdown = PROBE_EVERY
         self.seq_off = seq_off
         self.bell_off = bell_off
         self.waiters_off = waiters_off
@@ -159,6 +167,21 @@ class SignalLine:
         if w.load_u64(self.waiters_off):
             w.futex_wake(self.bell_off, _WAKE_ALL)
 
+    def _budget(self, spin: float) -> float:
+        if spin <= 0:
+            return 0.0
+        self._countdown -= 1
+        if self._countdown <= 0:
+            self._countdown = PROBE_EVERY
+            return spin
+        return min(spin, self._adaptive)
+
+    def _spun(self, elapsed: float, spin: float) -> None:
+        self._adaptive = min(spin, max(self._adaptive, 2.0 * elapsed, MIN_SPIN))
+
+    def _missed(self) -> None:
+        self._adaptive = self._adaptive / 2 if self._adaptive > MIN_SPIN else 0.0
+
     def wait_seq(
         self,
         target: int,
@@ -168,6 +191,7 @@ class SignalLine:
     ) -> int:
         """Wait until ``seq >= target``; returns the sequence number seen.
 
+        ``spin`` is the largest spin budget (seconds, see the module docstring);
         ``check`` is called between sleep slices and raises to abort (peer gone, closed);
         ``deadline`` is a ``time.monotonic()`` value or None.
         """
@@ -176,16 +200,20 @@ class SignalLine:
         seq = load(off)
         if seq >= target:
             return int(seq)
-        if spin > 0:
+        budget = self._budget(spin)
+        if budget > 0:
             now = time.perf_counter
-            end = now() + spin
+            start = now()
+            end = start + budget
             while True:
-                for _ in range(32):
+                for _ in range(16):
                     seq = load(off)
                     if seq >= target:
+                        self._spun(now() - start, spin)
                         return int(seq)
                 if now() >= end:
                     break
+            self._missed()
         self._sleep_until(lambda: load(off) >= target, deadline, check)
         return int(load(off))
 
@@ -199,11 +227,19 @@ class SignalLine:
         """Wait until ``ready()`` is true; the other side rings this line when it may be."""
         if ready():
             return
-        if spin > 0:
-            end = time.perf_counter() + spin
-            while time.perf_counter() < end:
-                if ready():
-                    return
+        budget = self._budget(spin)
+        if budget > 0:
+            now = time.perf_counter
+            start = now()
+            end = start + budget
+            while True:
+                for _ in range(8):
+                    if ready():
+                        self._spun(now() - start, spin)
+                        return
+                if now() >= end:
+                    break
+            self._missed()
         self._sleep_until(ready, deadline, check)
 
     def _sleep_until(
