@@ -179,8 +179,9 @@ class SignalLine:
     def _spun(self, elapsed: float, spin: float) -> None:
         self._adaptive = min(spin, max(self._adaptive, 2.0 * elapsed, MIN_SPIN))
 
-    def _missed(self) -> None:
-        self._adaptive = self._adaptive / 2 if self._adaptive > MIN_SPIN else 0.0
+    def _missed(self, budget: float) -> None:
+        low = min(self._adaptive, budget)  # a failed probe must not raise the budget
+        self._adaptive = low / 2 if low > MIN_SPIN else 0.0
 
     def wait_seq(
         self,
@@ -213,7 +214,7 @@ class SignalLine:
                         return int(seq)
                 if now() >= end:
                     break
-            self._missed()
+            self._missed(budget)
         self._sleep_until(lambda: load(off) >= target, deadline, check)
         return int(load(off))
 
@@ -239,7 +240,7 @@ class SignalLine:
                         return
                 if now() >= end:
                     break
-            self._missed()
+            self._missed(budget)
         self._sleep_until(ready, deadline, check)
 
     def _sleep_until(
