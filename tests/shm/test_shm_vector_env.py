@@ -203,3 +203,29 @@ def test_unsupported_spaces_and_bad_arguments_are_refused(segments) -> None:
         launch_env_host("CartPole-v1")
     with pytest.raises(ValueError, match="num_workers"):
         launch_env_host(cartpoles(2), num_workers=3)
+
+
+def test_spawned_hosts_run_lambdas_shipped_with_cloudpickle(segments) -> None:
+    limit = 2  # captured by the lambdas: it reaches the spawned host only through cloudpickle
+    fns = [lambda: gym.make("CartPole-v1", max_episode_steps=limit) for _ in range(2)]
+    envs = ShmVectorEnv(fns, name=segments.name(), context="spawn", timeout=60)
+    try:
+        envs.reset(seed=0)
+        _, _, _, truncations, _ = envs.step(np.zeros(2, dtype=np.int64))
+        assert not truncations.any()
+        _, _, terminations, truncations, _ = envs.step(np.zeros(2, dtype=np.int64))
+        assert truncations.all() and not terminations.any()
+    finally:
+        envs.close()
+
+
+def test_importing_the_package_stays_light() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mosaic_sdk.shm, mosaic_sdk.shm.atomics; "
+        "print(sorted(m for m in ('numpy', 'flatbuffers', 'gymnasium') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
