@@ -117,10 +117,9 @@ class SharedMemoryClient:
                 )
             self.actions[...] = a.reshape(self.actions.shape)
         seg = self._seg
-        seq = self._seq + 1
+        seq = self._seq = self._seq + 1  # published even if the wait below fails
         seg.action.publish(seq)
         seg.frame.wait_seq(seq, self.spin, self._deadline(), self._check)
-        self._seq = seq
         return self.obs, self.rewards, self.terminated, self.truncated
 
     # -- commands -----------------------------------------------------------------------------

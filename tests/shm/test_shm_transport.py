@@ -175,8 +175,13 @@ def test_timeout_applies_when_the_peer_lives_but_stalls(segments) -> None:
         with SharedMemoryClient(t.name, timeout=0.2) as client:
             with pytest.raises(TimeoutError, match="timeout"):
                 client.step()
-        assert t.wait_for_actions() == 1  # the batch the client published before timing out
-        t.publish_frame(1)
+            assert t.wait_for_actions() == 1  # the batch published before the timeout
+            t.publish_frame(1)
+            with pytest.raises(TimeoutError):
+                client.step()  # batch 2 (not batch 1 again), the engine is not stepping
+            assert t.wait_for_actions(timeout=5) == 2
+            t.publish_frame(2)
+            assert client.frame_seq == 2
         with pytest.raises(TimeoutError):
             t.wait_for_actions(timeout=0.1)
 
