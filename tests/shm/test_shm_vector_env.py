@@ -12,7 +12,7 @@ import pytest
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.host import launch_env_host
 from mosaic_sdk.shm.segment import segment_exists
-from mosaic_sdk.shm.sync import PeerGoneError
+from mosaic_sdk.shm.sync import PeerGoneError, PeerWatch
 from mosaic_sdk.shm.vector_env import ShmVectorEnv
 
 
@@ -229,3 +229,39 @@ def test_importing_the_package_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_hosts_clean_up_when_the_trainer_is_sigkilled(segments) -> None:
+    """The hosts watch their launcher: a SIGKILLed trainer leaves no segment, no process."""
+    import subprocess
+    import sys
+    import time
+
+    name = segments.name()
+    code = (
+        "import gymnasium as gym, os\n"
+        "from mosaic_sdk.shm import ShmVectorEnv\n"
+        f"e = ShmVectorEnv([lambda: gym.make('CartPole-v1')] * 4, num_workers=2, name={name!r})\n"
+        "e.reset(seed=0)\n"
+        "print(*e._host.pids, flush=True)\n"
+        "while True:\n"
+        "    e.step(e.action_space.sample())\n"
+    )
+    trainer = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        host_pids = [int(p) for p in trainer.stdout.readline().split()]
+        assert len(host_pids) == 2 and segment_exists(name)
+    finally:
+        os.kill(trainer.pid, signal.SIGKILL)
+        trainer.wait()
+        trainer.stdout.close()
+    deadline = time.monotonic() + 10
+    while segment_exists(name) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not segment_exists(name)
+    for pid in host_pids:
+        watch = PeerWatch(pid)  # an exited, not yet reaped orphan counts as gone
+        while watch.alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not watch.alive(), f"host {pid} outlived its trainer"
+        watch.close()
