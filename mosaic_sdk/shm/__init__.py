@@ -18,7 +18,7 @@ from typing import Any
 
 _LAZY = {
     "SharedMemoryTransport": "mosaic_sdk.shm.transport",
-    "TransportWorker": "mosaic_sdk.shm.transport",
+    "TransportWorker": "mosaic_sdk.shm.worker",
     "SharedMemoryClient": "mosaic_sdk.shm.client",
     "Layout": "mosaic_sdk.shm.layout",
     "launch_env_host": "mosaic_sdk.shm.host",

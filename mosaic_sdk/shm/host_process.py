@@ -21,7 +21,8 @@ import numpy as np
 from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm import spaces
 from mosaic_sdk.shm.sync import PeerGoneError, PeerWatch, TransportTimeoutError
-from mosaic_sdk.shm.transport import SharedMemoryTransport, TransportWorker
+from mosaic_sdk.shm.transport import SharedMemoryTransport
+from mosaic_sdk.shm.worker import TransportWorker
 
 REPLY_TIMEOUT = 60.0
 

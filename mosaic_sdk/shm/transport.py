@@ -14,20 +14,18 @@ An engine loop::
 ``Ping``, ``GetSchema`` (when ``schema`` is set) and ``Close`` are answered by the transport.
 
 Several engine processes can step slices of the envs: the owner is worker 0 and
-``TransportWorker(name, i)`` attaches worker ``i``; ``publish_frame`` on the owner waits until
+``TransportWorker(name, i)`` (``mosaic_sdk.shm.worker``) attaches worker ``i``; ``publish_frame`` on the owner waits until
 every worker has published ``done_seq`` for the batch, then publishes ``frame_seq``.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from mosaic_sdk.shm import commands as cmd
+from mosaic_sdk.shm.engine_side import EngineSide
 from mosaic_sdk.shm.layout import (
     DEFAULT_RING_SIZE,
     MODE_TRAINING,
@@ -37,121 +35,13 @@ from mosaic_sdk.shm.layout import (
     Layout,
     worker_offset,
 )
-from mosaic_sdk.shm.mapping import MappedSegment, watch_error
+from mosaic_sdk.shm.mapping import MappedSegment
 from mosaic_sdk.shm.segment import create_segment, name_from_env, segment_name, unlink_segment
-from mosaic_sdk.shm.sync import PeerWatch, spin_budget
 
 Handler = Callable[[Any], Any]
 
 
-class _Watches:
-    """Pid watches for the processes whose death must abort a wait."""
-
-    def __init__(self) -> None:
-        self._watches: dict[int, tuple[str, PeerWatch]] = {}
-
-    def watch(self, pid: int, role: str) -> None:
-        if pid and pid not in self._watches:
-            self._watches[pid] = (role, PeerWatch(pid))
-
-    def forget(self, pid: int) -> None:
-        entry = self._watches.pop(pid, None)
-        if entry:
-            entry[1].close()
-
-    def check(self, name: str) -> None:
-        for pid, (role, w) in list(self._watches.items()):
-            if not w.alive():
-                raise watch_error(name, role, pid)
-
-    def close(self) -> None:
-        for _, w in self._watches.values():
-            w.close()
-        self._watches.clear()
-
-
-class _EngineSide:
-    """What the owner and the extra workers share: views, waiting for actions, lifetime."""
-
-    seg: MappedSegment
-
-    def _init_side(self, spin: float | None, timeout: float | None) -> None:
-        self.spin = spin_budget(spin)
-        self.timeout = timeout
-        self._watches = _Watches()
-        self._client_pid = 0
-        self._closing = False
-
-    # -- region views (numpy, zero-copy) ----------------------------------------------------
-    @property
-    def name(self) -> str:
-        """The segment name (pass it to the client)."""
-        return self.seg.name
-
-    @property
-    def layout(self) -> Layout:
-        """Sizes and offsets of every region."""
-        return self.seg.layout
-
-    @property
-    def obs(self) -> np.ndarray:
-        """float32 ``(num_envs, obs_size)``: the engine writes observations here."""
-        return self.seg.obs
-
-    @property
-    def actions(self) -> np.ndarray:
-        """float32 ``(num_envs, act_size)``: the client's actions for the current batch."""
-        return self.seg.actions
-
-    @property
-    def rewards(self) -> np.ndarray:
-        """float32 ``(num_envs,)``."""
-        return self.seg.rewards
-
-    @property
-    def terminated(self) -> np.ndarray:
-        """uint8 ``(num_envs,)``."""
-        return self.seg.terminated
-
-    @property
-    def truncated(self) -> np.ndarray:
-        """uint8 ``(num_envs,)``."""
-        return self.seg.truncated
-
-    @property
-    def resets(self) -> np.ndarray:
-        """uint8 ``(num_envs,)``: 1 = reset this env instead of stepping it (engine clears)."""
-        return self.seg.resets
-
-    @property
-    def image(self) -> np.ndarray | None:
-        """uint8 ``(num_envs, H, W, C)`` or None when the segment has no image region."""
-        return self.seg.image
-
-    @property
-    def client_pid(self) -> int:
-        """Pid of the attached client (0 when none)."""
-        return self.seg.load("client_pid")
-
-    def watch_peer(self, pid: int, role: str) -> None:
-        """Abort waits with ``PeerGoneError`` once process ``pid`` (described as ``role``) exits."""
-        self._watches.watch(pid, role)
-
-    def _check(self) -> None:
-        self.seg.check_open()
-        pid = self.seg.load("client_pid")
-        if pid != self._client_pid:
-            self._watches.forget(self._client_pid)
-            self._client_pid = pid
-            self._watches.watch(pid, "client")
-        self._watches.check(self.seg.name)
-
-    def _deadline(self, timeout: float | None) -> float | None:
-        t = self.timeout if timeout is None else timeout
-        return None if t is None else time.monotonic() + t
-
-
-class SharedMemoryTransport(_EngineSide):
+class SharedMemoryTransport(EngineSide):
     """Creates and owns a transport segment; the engine steps envs through it.
 
     ``name`` (or ``$MOSAIC_SHM_NAME``; a random name when both are absent) gets the ``mosaic``
@@ -353,77 +243,3 @@ class SharedMemoryTransport(_EngineSide):
 
 def _method_value(name: str) -> int:
     return int(getattr(cmd.fb.Method, name, 0))
-
-
-class TransportWorker(_EngineSide):
-    """An extra engine process stepping envs ``[env_begin, env_end)`` of worker slot ``index``.
-
-    Attach after the owner created the segment (the owner's ``num_workers`` counts this one).
-    Loop: ``seq = worker.wait_for_actions()`` (None once closed), step the slice, write its
-    obs/rewards/dones, ``worker.publish_done(seq)``.
-    """
-
-    def __init__(
-        self,
-        name: str | None,
-        index: int,
-        *,
-        spin: float | None = None,
-        timeout: float | None = None,
-        attach_timeout: float = 10.0,
-    ) -> None:
-        self.seg = MappedSegment.attach(name_from_env(name), attach_timeout)
-        if not 1 <= index < self.seg.layout.num_workers:
-            n = self.seg.layout.num_workers
-            self.seg.release()
-            raise ValueError(f"worker index {index} outside 1..{n - 1} of this transport")
-        self.index = index
-        self._init_side(spin, timeout)
-        self._done = int(self.seg.workers[index].load())
-        self._kick = int(self.seg.words.load_u32(worker_offset(index, "kick")))
-        self.seg.words.store_u32(worker_offset(index, "pid"), os.getpid())
-        self._watches.watch(int(self.seg.words.load_u32(OFF["engine_pid"])), "engine owner")
-
-    @property
-    def env_slice(self) -> tuple[int, int]:
-        """``(env_begin, env_end)`` this worker steps."""
-        return self.seg.worker_slice(self.index)
-
-    def wait_for_actions(self, timeout: float | None = None) -> int | None:
-        """Block until the next action batch and return its number.
-
-        Returns 0 when the owner kicked this worker (see ``SharedMemoryTransport.kick_worker``)
-        and None once the owner closed the transport.
-        """
-        seg = self.seg
-        load = seg.words.load_u64
-        load32 = seg.words.load_u32
-        seq_off, kick_off = OFF["action_seq"], worker_offset(self.index, "kick")
-        target, kick = self._done + 1, self._kick
-        try:
-            seg.action.wait_until(
-                lambda: load(seq_off) >= target or load32(kick_off) != kick,
-                self.spin,
-                self._deadline(timeout),
-                self._check,
-            )
-        except Exception:
-            if seg.words.load_u32(OFF["state"]) == STATE_CLOSED:
-                return None
-            raise
-        if load32(kick_off) != kick:
-            self._kick = int(load32(kick_off))
-            return 0
-        return int(load(seq_off))
-
-    def publish_done(self, seq: int) -> None:
-        """Tell the owner this worker's slice of batch ``seq`` is written."""
-        self._done = seq
-        self.seg.workers[self.index].publish(seq)
-
-    def close(self) -> None:
-        """Unmap (the owner unlinks)."""
-        if not self.seg.closed:
-            self.seg.words.store_u32(worker_offset(self.index, "pid"), 0)
-            self._watches.close()
-            self.seg.release()
