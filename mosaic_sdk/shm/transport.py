@@ -14,8 +14,9 @@ An engine loop::
 ``Ping``, ``GetSchema`` (when ``schema`` is set) and ``Close`` are answered by the transport.
 
 Several engine processes can step slices of the envs: the owner is worker 0 and
-``TransportWorker(name, i)`` (``mosaic_sdk.shm.worker``) attaches worker ``i``; ``publish_frame`` on the owner waits until
-every worker has published ``done_seq`` for the batch, then publishes ``frame_seq``.
+``TransportWorker(name, i)`` (``mosaic_sdk.shm.worker``) attaches worker ``i``;
+``publish_frame`` on the owner waits until every worker has published ``done_seq`` for the
+batch, then publishes ``frame_seq``.
 """
 
 from __future__ import annotations
