@@ -24,13 +24,20 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from mosaic_sdk.shm import spaces
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.host import EnvHostHandle, launch_env_host
 from mosaic_sdk.shm.sync import TransportError
+
+try:  # gymnasium >= 1.1 names the autoreset modes; 1.0 only has next-step autoreset
+    from gymnasium.vector import AutoresetMode
+
+    NEXT_STEP: Any = AutoresetMode.NEXT_STEP
+except ImportError:  # pragma: no cover - gymnasium 1.0
+    NEXT_STEP = None
 
 
 class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
@@ -98,7 +105,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.metadata = dict(schema.metadata)
-        self.metadata["autoreset_mode"] = AutoresetMode.NEXT_STEP
+        if NEXT_STEP is not None:
+            self.metadata["autoreset_mode"] = NEXT_STEP
         self.render_mode = "rgb_array" if client.image is not None else None
         self.copy = copy
         self.schema = schema
