@@ -189,10 +189,12 @@ def test_timeout_applies_when_the_peer_lives_but_stalls(segments) -> None:
 def test_closing_the_engine_wakes_a_waiting_client(segments) -> None:
     t = SharedMemoryTransport(2, 2, 1, name=segments.name())
     client = SharedMemoryClient(t.name)
-    threading.Timer(0.2, t.close).start()
+    closer = threading.Timer(0.2, t.close)
+    closer.start()
     with pytest.raises(TransportClosedError, match="closed by its engine"):
         client.step()
     client.close()
+    closer.join()  # close() flags the segment, wakes the client, then unlinks: let it finish
     assert not segment_exists(t.name)
 
 
