@@ -119,6 +119,12 @@ class Mapping:
             return shm_unlink(self.name)
         return False
 
+    def __enter__(self) -> Mapping:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """Unmap and close; a numpy view still alive keeps the memory mapped until it dies."""
         if self.words is not None:

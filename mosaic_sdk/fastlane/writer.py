@@ -151,12 +151,12 @@ class FastLaneWriter:
         previous ones). An array of another shape re-creates the ring (new generation).
         """
         words = self._words
+        if words is None:
+            self._check_open()
         if type(frame) is np.ndarray:
             if frame.shape != self._shape or frame.dtype is not _U8:
                 frame = self._adapt_array(frame)
                 words = self._words
-        elif words is None:
-            self._check_open()
         else:
             nbytes = memoryview(frame).nbytes
             if nbytes != self._frame_bytes:
