@@ -18,15 +18,20 @@ def register(subparsers: Any) -> None:
     snap = sub.add_parser("snapshot", help="write the newest frame with its HUD to a PNG file")
     snap.add_argument("run_id", metavar="RUN_ID")
     snap.add_argument("output", metavar="OUT.png")
-    snap.add_argument("--timeout", type=float, default=2.0,
-                      help="seconds to wait for a first frame (default 2)")  # fmt: skip
+    snap.add_argument(
+        "--timeout", type=float, default=2.0, help="seconds to wait for a first frame (default 2)"
+    )
     snap.set_defaults(handler=snapshot)
 
     stat = sub.add_parser("stat", help="show a ring's shape, owner, generation and frame rate")
     stat.add_argument("run_id", metavar="RUN_ID")
     stat.add_argument("--json", action="store_true", help="print one JSON object")
-    stat.add_argument("--interval", type=float, default=0.5,
-                      help="seconds between the two samples of head (default 0.5)")  # fmt: skip
+    stat.add_argument(
+        "--interval",
+        type=float,
+        default=0.5,
+        help="seconds between the two samples of head (default 0.5)",
+    )
     stat.set_defaults(handler=stat_command)
 
 
@@ -61,8 +66,10 @@ def snapshot(args: argparse.Namespace) -> int:
         path = write_snapshot(args.output, frame.array(), frame.metrics, extra)
     finally:
         reader.close()
-    print(f"wrote {path} ({frame.width}x{frame.height}x{frame.channels}, frame {frame.seq}, "
-          f"generation {frame.generation})")  # fmt: skip
+    print(
+        f"wrote {path} ({frame.width}x{frame.height}x{frame.channels}, frame {frame.seq}, "
+        f"generation {frame.generation})"
+    )
     return 0
 
 
@@ -98,7 +105,7 @@ def collect_stat(run_id: str, interval: float) -> dict[str, Any]:
             "last_reward": hud.last_reward,
             "rolling_return": hud.rolling_return,
             "step_rate_hz": hud.step_rate_hz,
-        },  # fmt: skip
+        },
         "extensions": status.has_extension,
     }
 
@@ -117,7 +124,7 @@ def stat_command(args: argparse.Namespace) -> int:
             "ring",
             f"{info['capacity']} slots of {info['slot_size']} bytes "
             f"({info['segment_bytes']} bytes)",
-        ),  # fmt: skip
+        ),
         ("generation", str(info["generation"])),
         ("writer", f"pid {info['writer_pid']} ({alive})"),
         ("invalidated", "yes" if info["invalidated"] else "no"),

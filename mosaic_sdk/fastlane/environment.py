@@ -79,9 +79,12 @@ def apply_fastlane_environment(
     worker publishes frames even when the slow lane stays on. Returns ``env``.
     """
     settings = FastLaneSettings(
-        enabled=True, fastlane_only=bool(fastlane_only), video_mode=video_mode,
-        slot=int(fastlane_slot), grid_limit=int(grid_limit),
-    )  # fmt: skip
+        enabled=True,
+        fastlane_only=bool(fastlane_only),
+        video_mode=video_mode,
+        slot=int(fastlane_slot),
+        grid_limit=int(grid_limit),
+    )
     values = {
         "ONLY": "1" if settings.fastlane_only else "0",
         "SLOT": str(settings.slot),
@@ -151,7 +154,7 @@ def read_fastlane_environment(environ: Mapping[str, str] | None = None) -> FastL
             DEFAULT_INTERVAL_MS,
             "MOSAIC_FASTLANE_INTERVAL_MS",
             "CLEANRL_FASTLANE_INTERVAL_MS",
-        ),  # fmt: skip
+        ),
         max_dim=_number(env, int, 0, "MOSAIC_FASTLANE_MAX_DIM", "CLEANRL_FASTLANE_MAX_DIM"),
         run_id=env.get("MOSAIC_RUN_ID") or None,
     )

@@ -100,8 +100,11 @@ class FramePump:
     def disable(self, reason: str) -> None:
         if self.disabled_reason is None:
             self.disabled_reason = reason
-            warnings.warn(f"FastLane publishing disabled for run {self.run_id!r}: {reason}",
-                          RuntimeWarning, stacklevel=3)  # fmt: skip
+            warnings.warn(
+                f"FastLane publishing disabled for run {self.run_id!r}: {reason}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def publish(self, frame: Any) -> None:
         """Publish one rendered frame (a single HxWxC array, or a list of them to tile)."""

@@ -185,15 +185,24 @@ class FastLaneReader:
                 return None
             slot_off = HEADER.size + ((head - 1) % self._capacity) * self._slot_size
             got = words.fastlane_read(
-                slot_off, head, slot_off + metrics_off if metrics_off >= 0 else OFF_HUD,
-                self._payload_cap, out,
-            )  # fmt: skip
+                slot_off,
+                head,
+                slot_off + metrics_off if metrics_off >= 0 else OFF_HUD,
+                self._payload_cap,
+                out,
+            )
             if got is not None:
                 data, meta, r, g, hz, _ns = got
                 return FastLaneFrame(
-                    data if out is None else out, self._width, self._height, self._channels,
-                    FastLaneMetrics(r, g, hz), meta, head, self._generation,
-                )  # fmt: skip
+                    data if out is None else out,
+                    self._width,
+                    self._height,
+                    self._channels,
+                    FastLaneMetrics(r, g, hz),
+                    meta,
+                    head,
+                    self._generation,
+                )
             self.retries += 1
         return None
 
@@ -224,9 +233,15 @@ class FastLaneReader:
                 words.fence()
                 if words.load_u64(slot_off) == want:
                     return FastLaneFrameView(
-                        self._slot_array(index), metrics, meta, head, self._generation,
-                        words, slot_off, want,
-                    )  # fmt: skip
+                        self._slot_array(index),
+                        metrics,
+                        meta,
+                        head,
+                        self._generation,
+                        words,
+                        slot_off,
+                        want,
+                    )
             self.retries += 1
         return None
 

@@ -221,20 +221,44 @@ class SegmentStatus:
 def read_status(mapping: Mapping) -> SegmentStatus:
     """Decode the header and, when present, the extension block of an open segment."""
     buf = mapping.mmap
-    (magic, _version, flags, capacity, slot_size, _payload, width, height, channels, _fmt, head,
-     _tail, *_hud) = HEADER.unpack_from(buf, 0)  # fmt: skip
+    (
+        magic,
+        _version,
+        flags,
+        capacity,
+        slot_size,
+        _payload,
+        width,
+        height,
+        channels,
+        _fmt,
+        head,
+        _tail,
+        *_hud,
+    ) = HEADER.unpack_from(buf, 0)
     initialised = magic == MAGIC and capacity > 0 and slot_size > 0
     base = dict(name=mapping.name, size=mapping.size, invalidated=bool(flags & FLAG_INVALIDATED))
     if not initialised:
         return SegmentStatus(initialised=False, **base)  # type: ignore[arg-type]
-    fields = dict(width=width, height=height, channels=channels, capacity=capacity,
-                  slot_size=slot_size, head=head)  # fmt: skip
+    fields = dict(
+        width=width,
+        height=height,
+        channels=channels,
+        capacity=capacity,
+        slot_size=slot_size,
+        head=head,
+    )
     ext_off = HEADER.size + capacity * slot_size
     if ext_off + EXTENSION.size <= mapping.size:
         ext = EXTENSION.unpack_from(buf, ext_off)
         if ext[0] == EXTENSION_MAGIC:
-            fields.update(has_extension=True, writer_pid=ext[3], generation=ext[4],
-                          writer_start_ticks=ext[5], metrics_offset=ext[6])  # fmt: skip
+            fields.update(
+                has_extension=True,
+                writer_pid=ext[3],
+                generation=ext[4],
+                writer_start_ticks=ext[5],
+                metrics_offset=ext[6],
+            )
     return SegmentStatus(initialised=True, **base, **fields)  # type: ignore[arg-type]
 
 

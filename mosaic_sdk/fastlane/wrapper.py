@@ -45,8 +45,9 @@ class FastLaneTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
     ) -> None:
         super().__init__(env)
         self.video_mode = _check_mode(video_mode)
-        self.pump = FramePump(run_id, interval_ms=interval_ms, max_dim=max_dim,
-                              return_window=return_window)  # fmt: skip
+        self.pump = FramePump(
+            run_id, interval_ms=interval_ms, max_dim=max_dim, return_window=return_window
+        )
         if self.video_mode != "off" and env.render_mode != "rgb_array":
             self.pump.disable(f"the env's render_mode is {env.render_mode!r}, not 'rgb_array'")
 
@@ -97,8 +98,9 @@ class FastLaneVectorTelemetryWrapper(VectorWrapper):
             raise ValueError(f"FastLane grid_limit must be >= 1, got {grid_limit}")
         self.slot = slot
         self.grid_limit = grid_limit
-        self.pump = FramePump(run_id, interval_ms=interval_ms, max_dim=max_dim,
-                              return_window=return_window)  # fmt: skip
+        self.pump = FramePump(
+            run_id, interval_ms=interval_ms, max_dim=max_dim, return_window=return_window
+        )
         if self.video_mode != "off" and env.render_mode != "rgb_array":
             self.pump.disable(f"the env's render_mode is {env.render_mode!r}, not 'rgb_array'")
 

@@ -41,12 +41,14 @@ def create_fastlane_name(run_id: str) -> str:
 
 
 def _geometry(config: FastLaneConfig) -> Geometry:
-    return Geometry(config.width, config.height, config.channels, config.metadata_size,
-                    config.capacity)  # fmt: skip
+    return Geometry(
+        config.width, config.height, config.channels, config.metadata_size, config.capacity
+    )
 
 
-def _create_segment(name: str, geometry: Geometry, config: FastLaneConfig, generation: int,
-                    head: int = 0) -> Mapping:  # fmt: skip
+def _create_segment(
+    name: str, geometry: Geometry, config: FastLaneConfig, generation: int, head: int = 0
+) -> Mapping:
     """Create and initialise a segment; replaces a stale one, refuses a live writer's."""
     for _ in range(_CREATE_ATTEMPTS):
         try:
@@ -67,16 +69,40 @@ def _create_segment(name: str, geometry: Geometry, config: FastLaneConfig, gener
     buf = mapping.mmap
     pid = os.getpid()
     EXTENSION.pack_into(
-        buf, geometry.extension_offset, EXTENSION_MAGIC, EXTENSION.size, EXTENSION_REVISION,
-        pid, generation, process_start_ticks(pid), geometry.metrics_offset, 0, time.time_ns(),
-        0, 0,
-    )  # fmt: skip
+        buf,
+        geometry.extension_offset,
+        EXTENSION_MAGIC,
+        EXTENSION.size,
+        EXTENSION_REVISION,
+        pid,
+        generation,
+        process_start_ticks(pid),
+        geometry.metrics_offset,
+        0,
+        time.time_ns(),
+        0,
+        0,
+    )
     # capacity stays 0 ("not initialised") until everything else is in place.
     HEADER.pack_into(
-        buf, 0, MAGIC, VERSION, 0, 0, geometry.slot_size, geometry.payload_size,
-        config.width, config.height, config.channels, fmt_hash(config.pixel_format),
-        head, 0, 0.0, 0.0, 0.0,
-    )  # fmt: skip
+        buf,
+        0,
+        MAGIC,
+        VERSION,
+        0,
+        0,
+        geometry.slot_size,
+        geometry.payload_size,
+        config.width,
+        config.height,
+        config.channels,
+        fmt_hash(config.pixel_format),
+        head,
+        0,
+        0.0,
+        0.0,
+        0.0,
+    )
     mapping.words.store_u32(OFF_CAPACITY, geometry.capacity)
     return mapping
 
@@ -178,10 +204,18 @@ class FastLaneWriter:
         slot_off = self._slot_base + (self._head % self._capacity) * self._slot_size
         try:
             words.fastlane_write(
-                slot_off, head, frame, metadata, self._payload_cap, slot_off + self._metrics_off,
-                metrics.last_reward, metrics.rolling_return, metrics.step_rate_hz, OFF_HUD,
+                slot_off,
+                head,
+                frame,
+                metadata,
+                self._payload_cap,
+                slot_off + self._metrics_off,
+                metrics.last_reward,
+                metrics.rolling_return,
+                metrics.step_rate_hz,
+                OFF_HUD,
                 OFF_HEAD,
-            )  # fmt: skip
+            )
         except (BufferError, ValueError, TypeError):
             if type(frame) is np.ndarray and not frame.flags.c_contiguous:
                 return self.publish(np.ascontiguousarray(frame), metrics=metrics, metadata=metadata)

@@ -94,9 +94,20 @@ def reader(run_id: str, seconds: float, hz: float) -> None:
             time.sleep(max(0.0, start + n * period - time.monotonic()))
     elapsed = time.monotonic() - start
     rd.close()
-    print(json.dumps({"reads": reads, "distinct": len(seen), "torn": torn,
-                      "mismatched": mismatched, "empty": empty, "retries": rd.retries,
-                      "seconds": elapsed}), flush=True)  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "reads": reads,
+                "distinct": len(seen),
+                "torn": torn,
+                "mismatched": mismatched,
+                "empty": empty,
+                "retries": rd.retries,
+                "seconds": elapsed,
+            }
+        ),
+        flush=True,
+    )
 
 
 def hold(run_id: str) -> None:

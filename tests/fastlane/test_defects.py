@@ -36,9 +36,12 @@ DEV_SHM = Path("/dev/shm")
 
 def spawn(*args: str, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, CHILD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=env,
-    )  # fmt: skip
+        [sys.executable, CHILD, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def frame(k: int, shape=(4, 4, 3)) -> np.ndarray:
@@ -99,8 +102,9 @@ def test_2_native_and_fallback_write_and_read_the_same_bytes():
     data = bytes(range(45))
     for words in impls:
         slot = g.slot_offset(1)
-        words.fastlane_write(slot, 2, data, b"meta", g.payload_size, slot + g.metrics_offset,
-                             1.5, -2.5, 60.0, 56, 40)  # fmt: skip
+        words.fastlane_write(
+            slot, 2, data, b"meta", g.payload_size, slot + g.metrics_offset, 1.5, -2.5, 60.0, 56, 40
+        )
     a, b = bufs
     ns = g.slot_offset(1) + g.metrics_offset + 24  # publish time differs; everything else equal
     assert a[:ns] == b[:ns] and a[ns + 8 :] == b[ns + 8 :]

@@ -19,12 +19,22 @@ CHILD = str(Path(__file__).with_name("fastlane_child.py"))
 def run_pair(run_id: str, writer_args: list[str], reader_args: list[str], impl: str) -> dict:
     env = dict(os.environ, MOSAIC_ATOMICS=impl)
     cmd = [sys.executable, CHILD]
-    writer = subprocess.Popen(cmd + ["writer", run_id, *writer_args], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    writer = subprocess.Popen(
+        cmd + ["writer", run_id, *writer_args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert writer.stdout.readline().strip() == "READY", writer.stderr.read()
-        reader = subprocess.run(cmd + ["reader", run_id, *reader_args], capture_output=True,
-                                text=True, env=env, timeout=120)  # fmt: skip
+        reader = subprocess.run(
+            cmd + ["reader", run_id, *reader_args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         assert reader.returncode == 0, reader.stderr
         w_out, w_err = writer.communicate(timeout=120)
         assert writer.returncode == 0, w_err

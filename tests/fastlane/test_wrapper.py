@@ -108,8 +108,9 @@ def test_throttle_skips_render_itself(run_id):
 
 
 def test_max_dim_downscales(run_id):
-    env = FastLaneTelemetryWrapper(CountingEnv("rgb_array", size=(60, 100)), run_id,
-                                   interval_ms=0, max_dim=32)  # fmt: skip
+    env = FastLaneTelemetryWrapper(
+        CountingEnv("rgb_array", size=(60, 100)), run_id, interval_ms=0, max_dim=32
+    )
     try:
         env.reset(seed=0)
         with FastLaneReader.attach(run_id) as reader:
@@ -154,8 +155,9 @@ def test_vector_single_mode_publishes_the_slot_env(run_id):
     "n, limit, shape, env1_at", [(3, 4, (8, 12, 3), (0, 6)), (5, 2, (8, 6, 3), (4, 0))]
 )
 def test_vector_grid_mode_tiles_up_to_grid_limit(run_id, n, limit, shape, env1_at):
-    env = FastLaneVectorTelemetryWrapper(make_vector(n), run_id, video_mode="grid",
-                                         grid_limit=limit, interval_ms=0)  # fmt: skip
+    env = FastLaneVectorTelemetryWrapper(
+        make_vector(n), run_id, video_mode="grid", grid_limit=limit, interval_ms=0
+    )
     try:
         env.reset(seed=0)
         with FastLaneReader.attach(run_id) as reader:
@@ -177,21 +179,27 @@ def test_video_mode_off_publishes_nothing(run_id):
 
 
 def test_apply_and_read_environment_both_spellings():
-    env = apply_fastlane_environment({}, fastlane_only=True, fastlane_slot=2, video_mode="GRID",
-                                     grid_limit=6)  # fmt: skip
+    env = apply_fastlane_environment(
+        {}, fastlane_only=True, fastlane_slot=2, video_mode="GRID", grid_limit=6
+    )
     for prefix in ("MOSAIC_FASTLANE_", "GYM_GUI_FASTLANE_"):
         assert env[prefix + "ONLY"] == "1" and env[prefix + "SLOT"] == "2"
         assert env[prefix + "VIDEO_MODE"] == "grid" and env[prefix + "GRID_LIMIT"] == "6"
     assert env["MOSAIC_FASTLANE"] == "1"
     settings = read_fastlane_environment(env)
     assert (settings.enabled, settings.fastlane_only, settings.slot) == (True, True, 2)
-    gym_gui_only = {"GYM_GUI_FASTLANE_ONLY": "1", "GYM_GUI_FASTLANE_VIDEO_MODE": "grid",
-                    "GYM_GUI_FASTLANE_GRID_LIMIT": "9", "CLEANRL_FASTLANE_MAX_DIM": "64"}  # fmt: skip
+    gym_gui_only = {
+        "GYM_GUI_FASTLANE_ONLY": "1",
+        "GYM_GUI_FASTLANE_VIDEO_MODE": "grid",
+        "GYM_GUI_FASTLANE_GRID_LIMIT": "9",
+        "CLEANRL_FASTLANE_MAX_DIM": "64",
+    }
     s = read_fastlane_environment(gym_gui_only)
     assert (s.enabled, s.video_mode, s.grid_limit, s.max_dim) == (True, "grid", 9, 64)
     assert not read_fastlane_environment({}).enabled
-    assert not read_fastlane_environment({"MOSAIC_FASTLANE": "1",
-                                          "MOSAIC_FASTLANE_VIDEO_MODE": "off"}).enabled  # fmt: skip
+    assert not read_fastlane_environment(
+        {"MOSAIC_FASTLANE": "1", "MOSAIC_FASTLANE_VIDEO_MODE": "off"}
+    ).enabled
     off = apply_fastlane_environment({}, fastlane_only=False, fastlane_slot=0, video_mode="off")
     assert off["MOSAIC_FASTLANE"] == "0"
     with pytest.raises(ValueError, match="MOSAIC_FASTLANE_SLOT='x'"):
@@ -222,10 +230,16 @@ def test_plugin_provides_the_wrap_hook_and_the_cleanup(run_id):
     pm.add_hookspecs(hookspecs)
     pm.register(fastlane_plugin)
     env = pm.hook.mosaic_fastlane_wrap_env(
-        env=CountingEnv("rgb_array"), run_id=run_id,
-        settings={"video_mode": "single", "slot": 0, "grid_limit": 4, "interval_ms": 0,
-                  "max_dim": 0},
-    )  # fmt: skip
+        env=CountingEnv("rgb_array"),
+        run_id=run_id,
+        settings={
+            "video_mode": "single",
+            "slot": 0,
+            "grid_limit": 4,
+            "interval_ms": 0,
+            "max_dim": 0,
+        },
+    )
     assert isinstance(env, FastLaneTelemetryWrapper)
     env.close()
     writer = FastLaneWriter.create(run_id, FastLaneConfig(width=2, height=2))
@@ -251,7 +265,9 @@ def test_tile_frames_near_square_grid_with_zero_padding():
 
 
 def test_importing_fastlane_does_not_import_gymnasium_or_pluggy():
-    code = ("import sys, mosaic_sdk.fastlane; "
-            "print('gymnasium' in sys.modules, 'pluggy' in sys.modules)")  # fmt: skip
+    code = (
+        "import sys, mosaic_sdk.fastlane; "
+        "print('gymnasium' in sys.modules, 'pluggy' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
