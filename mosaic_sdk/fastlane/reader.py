@@ -21,6 +21,8 @@ from mosaic_sdk.fastlane.records import (
     FastLaneFrame,
     FastLaneMetrics,
     FastLaneUnavailableError,
+    make_frame,
+    make_metrics,
 )
 from mosaic_sdk.fastlane.segment import (
     FastLaneSegmentTooSmall,
@@ -193,12 +195,12 @@ class FastLaneReader:
             )
             if got is not None:
                 data, meta, r, g, hz, _ns = got
-                return FastLaneFrame(
+                return make_frame(
                     data if out is None else out,
                     self._width,
                     self._height,
                     self._channels,
-                    FastLaneMetrics(r, g, hz),
+                    make_metrics(r, g, hz),
                     meta,
                     head,
                     self._generation,

@@ -97,7 +97,7 @@ class FastLaneConfig:
         return cls(width=int(shape[1]), height=int(shape[0]), channels=int(shape[2]), **kwargs)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class FastLaneMetrics:
     """The HUD scalars published with a frame."""
 
@@ -118,7 +118,7 @@ class FastLaneMetrics:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class FastLaneFrame:
     """One frame read from a ring: its bytes and the metrics published with those bytes.
 
@@ -143,3 +143,51 @@ class FastLaneFrame:
             self.data, dtype=np.uint8, count=self.width * self.height * self.channels
         )
         return arr.reshape(self.height, self.width, self.channels)
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def make_metrics(last_reward: float, rolling_return: float, step_rate_hz: float) -> FastLaneMetrics:
+    """Build a FastLaneMetrics without the frozen-dataclass ``__init__`` (reader hot path)."""
+    obj = _new(FastLaneMetrics)
+    _set(
+        obj,
+        "__dict__",
+        {
+            "last_reward": last_reward,
+            "rolling_return": rolling_return,
+            "step_rate_hz": step_rate_hz,
+        },
+    )
+    return obj
+
+
+def make_frame(
+    data: Any,
+    width: int,
+    height: int,
+    channels: int,
+    metrics: FastLaneMetrics,
+    metadata: bytes | None,
+    seq: int,
+    generation: int,
+) -> FastLaneFrame:
+    """Build a FastLaneFrame without the frozen-dataclass ``__init__`` (reader hot path)."""
+    obj = _new(FastLaneFrame)
+    _set(
+        obj,
+        "__dict__",
+        {
+            "data": data,
+            "width": width,
+            "height": height,
+            "channels": channels,
+            "metrics": metrics,
+            "metadata": metadata,
+            "seq": seq,
+            "generation": generation,
+        },
+    )
+    return obj

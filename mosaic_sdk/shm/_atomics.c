@@ -485,6 +485,49 @@ fl_now_ns(void)
 
 /* Copies above this size release the GIL while they run. */
 #define FL_NOGIL_BYTES (256 * 1024)
+/* Frames above this size are written with non-temporal (streaming) stores on x86-64: the
+ * ring's slots rotate through more memory than the cache holds, and streaming stores skip
+ * reading each destination line before overwriting it. */
+#define FL_STREAM_BYTES (1024 * 1024)
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#define FL_HAVE_STREAM 1
+static void
+fl_copy_frame(char *dst, const char *src, size_t n)
+{
+    size_t lead, blocks, i;
+    if (n < FL_STREAM_BYTES) {
+        memcpy(dst, src, n);
+        return;
+    }
+    lead = (16 - ((uintptr_t)dst & 15)) & 15;
+    memcpy(dst, src, lead);
+    dst += lead; src += lead; n -= lead;
+    blocks = n / 64;
+    for (i = 0; i < blocks; i++) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(src));
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
+        _mm_stream_si128((__m128i *)(dst), a);
+        _mm_stream_si128((__m128i *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(dst + 32), c);
+        _mm_stream_si128((__m128i *)(dst + 48), d);
+        src += 64; dst += 64;
+    }
+    memcpy(dst, src, n - blocks * 64);
+    /* streaming stores are weakly ordered even on x86: fence before the seq release store */
+    _mm_sfence();
+}
+#else
+#define FL_HAVE_STREAM 0
+static void
+fl_copy_frame(char *dst, const char *src, size_t n)
+{
+    memcpy(dst, src, n);
+}
+#endif
 
 static PyObject *
 SharedWords_fastlane_write(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
@@ -552,7 +595,7 @@ SharedWords_fastlane_write(SharedWords *self, PyObject *const *args, Py_ssize_t 
                      (uint32_t)(have_meta ? mv.len : 0), __ATOMIC_RELAXED);
     if (fv.len > FL_NOGIL_BYTES) {
         Py_BEGIN_ALLOW_THREADS
-        memcpy(base + slot_off + 16, fv.buf, (size_t)fv.len);
+        fl_copy_frame(base + slot_off + 16, fv.buf, (size_t)fv.len);
         Py_END_ALLOW_THREADS
     } else {
         memcpy(base + slot_off + 16, fv.buf, (size_t)fv.len);

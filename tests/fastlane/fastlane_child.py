@@ -5,6 +5,8 @@ reader RUN_ID SECONDS HZ          read pattern frames (HZ 0 = flat out), print J
 hold RUN_ID                       create a writer, publish one frame, print READY, sleep
 attach RUN_ID                     attach with FastLaneReader, read one frame, exit
 legacy-attach RUN_ID              attach the deployed way (SharedMemory), read, exit
+legacy-writer RUN_ID SECONDS      the deployed writer, flat out at 84x84x3
+legacy-reader RUN_ID SECONDS      the deployed reader, flat out
 
 A pattern frame k has k (u64, little-endian) in its first 8 bytes and k % 251 in every other
 byte; its metrics are (k, -k, k / 2). A reader checks both, so a torn frame or metrics of
@@ -149,5 +151,67 @@ if __name__ == "__main__":
         attach(rest[0])
     elif mode == "legacy-attach":
         legacy_attach(rest[0])
+    elif mode == "legacy-writer":
+        legacy_writer(rest[0], float(rest[1]))
+    elif mode == "legacy-reader":
+        legacy_reader(rest[0], float(rest[1]))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
+
+
+def legacy_writer(run_id: str, seconds: float) -> None:
+    """The deployed algorithm, flat out at 84x84x3 (benchmarks/fastlane/stress.py)."""
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from legacy_v1 import LegacyWriter
+
+    shape = (84, 84, 3)
+    frame = np.empty(shape, np.uint8)
+    wr = LegacyWriter(run_id, 84, 84, 3)
+    print("READY", flush=True)
+    start = time.monotonic()
+    k = 0
+    while time.monotonic() - start < seconds:
+        k += 1
+        pattern(shape, k, frame)
+        wr.publish(frame, metrics=(float(k), float(-k), k / 2))
+    wr.shm.unlink()
+    wr.close()
+    print(json.dumps({"published": k, "seconds": time.monotonic() - start}), flush=True)
+
+
+def legacy_reader(run_id: str, seconds: float) -> None:
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from legacy_v1 import LegacyReader
+
+    rd = LegacyReader(run_id)
+    print("READY", flush=True)
+    reads = torn = mismatched = empty = 0
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        got = rd.latest_frame()
+        if got is None:
+            empty += 1
+            continue
+        reads += 1
+        t, mm = check(np.frombuffer(got[0], np.uint8), got[1])
+        torn += t
+        mismatched += mm
+    elapsed = time.monotonic() - start
+    # the writer unlinks; keep this process's resource tracker from unlinking it first
+    from multiprocessing import resource_tracker
+
+    resource_tracker.unregister(rd.shm._name, "shared_memory")
+    rd.close()
+    print(
+        json.dumps(
+            {
+                "reads": reads,
+                "torn": torn,
+                "mismatched": mismatched,
+                "empty": empty,
+                "retries": empty,
+                "seconds": elapsed,
+            }
+        ),
+        flush=True,
+    )
