@@ -139,26 +139,6 @@ def legacy_attach(run_id: str) -> None:
     print("READ", flush=True)
 
 
-if __name__ == "__main__":
-    mode, rest = sys.argv[1], sys.argv[2:]
-    if mode == "writer":
-        writer(rest[0], int(rest[1]), int(rest[2]), int(rest[3]), float(rest[4]), float(rest[5]))
-    elif mode == "reader":
-        reader(rest[0], float(rest[1]), float(rest[2]))
-    elif mode == "hold":
-        hold(rest[0])
-    elif mode == "attach":
-        attach(rest[0])
-    elif mode == "legacy-attach":
-        legacy_attach(rest[0])
-    elif mode == "legacy-writer":
-        legacy_writer(rest[0], float(rest[1]))
-    elif mode == "legacy-reader":
-        legacy_reader(rest[0], float(rest[1]))
-    else:
-        raise SystemExit(f"unknown mode {mode!r}")
-
-
 def legacy_writer(run_id: str, seconds: float) -> None:
     """The deployed algorithm, flat out at 84x84x3 (benchmarks/fastlane/stress.py)."""
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -187,8 +167,13 @@ def legacy_reader(run_id: str, seconds: float) -> None:
     print("READY", flush=True)
     reads = torn = mismatched = empty = 0
     start = time.monotonic()
+    header_errors = 0
     while time.monotonic() - start < seconds:
-        got = rd.latest_frame()
+        try:
+            got = rd.latest_frame()
+        except ZeroDivisionError:  # read the header while pack_into had zeroed it (defect 3)
+            header_errors += 1
+            continue
         if got is None:
             empty += 1
             continue
@@ -215,3 +200,23 @@ def legacy_reader(run_id: str, seconds: float) -> None:
         ),
         flush=True,
     )
+
+
+if __name__ == "__main__":
+    mode, rest = sys.argv[1], sys.argv[2:]
+    if mode == "writer":
+        writer(rest[0], int(rest[1]), int(rest[2]), int(rest[3]), float(rest[4]), float(rest[5]))
+    elif mode == "reader":
+        reader(rest[0], float(rest[1]), float(rest[2]))
+    elif mode == "hold":
+        hold(rest[0])
+    elif mode == "attach":
+        attach(rest[0])
+    elif mode == "legacy-attach":
+        legacy_attach(rest[0])
+    elif mode == "legacy-writer":
+        legacy_writer(rest[0], float(rest[1]))
+    elif mode == "legacy-reader":
+        legacy_reader(rest[0], float(rest[1]))
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
