@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,9 +49,9 @@ class FastLaneFrameView:
     metadata: bytes | None
     seq: int
     generation: int
-    _words: Any
-    _seq_off: int
-    _seq_value: int
+    _words: Any = field(repr=False, compare=False)
+    _seq_off: int = field(repr=False, compare=False)
+    _seq_value: int = field(repr=False, compare=False)
 
     @property
     def width(self) -> int:
@@ -176,7 +176,9 @@ class FastLaneReader:
 
     def _read(self, out: Any) -> FastLaneFrame | None:
         words = self._words
-        if words is None or words.load_u32(OFF_FLAGS) & FLAG_INVALIDATED:
+        if words is None:
+            raise FastLaneError(f"FastLane reader for {self._name!r} is closed")
+        if words.load_u32(OFF_FLAGS) & FLAG_INVALIDATED:
             if not self._follow():
                 return None
             words = self._words
@@ -211,7 +213,9 @@ class FastLaneReader:
     def latest_view(self) -> FastLaneFrameView | None:
         """The newest frame without copying it (see :class:`FastLaneFrameView`), or None."""
         words = self._words
-        if words is None or words.load_u32(OFF_FLAGS) & FLAG_INVALIDATED:
+        if words is None:
+            raise FastLaneError(f"FastLane reader for {self._name!r} is closed")
+        if words.load_u32(OFF_FLAGS) & FLAG_INVALIDATED:
             if not self._follow():
                 return None
             words = self._words

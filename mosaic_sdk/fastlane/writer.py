@@ -124,6 +124,7 @@ class FastLaneWriter:
         self._generation = 0
         self._frames = 0
         self._metrics = _NO_METRICS
+        self._owner_pid = os.getpid()  # a forked child never removes its parent's segment
         self._open(config)
 
     @classmethod
@@ -287,13 +288,18 @@ class FastLaneWriter:
             return
         self._mapping = None
         self._words = None
-        mapping.invalidate()
+        if os.getpid() == self._owner_pid:
+            mapping.invalidate()
         mapping.close()
 
     def unlink(self) -> None:
-        """Remove the segment's name, if it still names this writer's segment. Idempotent."""
+        """Remove the segment's name, if it still names this writer's segment. Idempotent.
+
+        Does nothing in a process forked from the writer's (the parent still owns it)."""
         from mosaic_sdk.fastlane.segment import shm_unlink
 
+        if os.getpid() != self._owner_pid:
+            return
         mapping = self._mapping
         if mapping is not None:
             mapping.unlink_if_mine()

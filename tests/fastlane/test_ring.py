@@ -203,3 +203,35 @@ def test_second_live_writer_is_refused(run_id):
 def test_bad_config_is_a_clear_error(kwargs, message):
     with pytest.raises(ValueError, match=message):
         FastLaneConfig(**kwargs)
+
+
+def test_closed_reader_raises_instead_of_reattaching(run_id):
+    with FastLaneWriter.create(run_id, FastLaneConfig(width=2, height=2)) as writer:
+        reader = FastLaneReader.attach(run_id)
+        writer.publish(frame_of(2, 2, 3, 0))
+        reader.close()
+        with pytest.raises(FastLaneError, match="closed"):
+            reader.latest_frame()
+        with pytest.raises(FastLaneError, match="closed"):
+            reader.latest_view()
+
+
+def test_forked_child_exit_does_not_remove_the_parents_segment(run_id):
+    import os
+
+    writer = FastLaneWriter.create(run_id, FastLaneConfig(width=2, height=2))
+    try:
+        pid = os.fork()
+        if pid == 0:  # child: drop the inherited writer the way an exiting interpreter would
+            try:
+                writer.unlink()
+                writer.close()
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        writer.publish(frame_of(2, 2, 3, 1))
+        with FastLaneReader.attach(run_id) as reader:  # still there, not invalidated
+            assert reader.latest_frame() is not None
+    finally:
+        writer.unlink()
+        writer.close()
