@@ -82,6 +82,8 @@ def test_1_our_metrics_always_belong_to_the_frame(run_id):
 
 # 2. memory ordering ----------------------------------------------------------------------
 def test_2_native_release_acquire_helper_is_built_and_used():
+    if os.environ.get("MOSAIC_ATOMICS", "").lower() == "python":
+        pytest.skip("MOSAIC_ATOMICS=python forces the fallback")
     assert atomics.IMPLEMENTATION == "native", "the C helper should be built on this machine"
 
 
