@@ -16,12 +16,7 @@ from collections.abc import Sequence
 from mosaic_sdk import __version__
 
 # One line per sub-command module (mosaic_sdk/cli/<name>.py).
-COMMAND_MODULES: tuple[str, ...] = (
-    "workers",
-    "run",
-    "runs",
-    "fastlane",
-)
+COMMAND_MODULES: tuple[str, ...] = ("workers", "fastlane")
 
 
 class UsageError(Exception):
@@ -56,6 +51,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mosaic: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. `| head`): not an error worth a traceback.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

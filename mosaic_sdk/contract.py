@@ -1,0 +1,317 @@
+"""The worker contract: metadata, capabilities, configuration and launch command (pydantic v2).
+
+``WorkerMetadata`` and ``WorkerCapabilities`` carry the fields of the platform's contract (see
+UPSTREAM.md); every capability has a default except ``worker_type``. The known vocabularies
+are published as constants; unknown strings are accepted (a worker may be ahead of the SDK)
+and :func:`unknown_vocabulary` says which ones are not known, for ``mosaic workers show``.
+
+``WorkerConfig`` is the base model of every worker's configuration. Unknown keys are an error
+naming the key, unless the subclass opts in to ``collect_extras = True``: then they are kept in
+its ``extras`` dict.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+# --- vocabularies ---------------------------------------------------------------------------
+
+#: How agents act: one agent stepping alone, several taking turns, several acting at once...
+PARADIGMS: tuple[str, ...] = (
+    "sequential",  # one agent, one env step at a time (classic single-agent RL)
+    "turn_based",  # several agents acting in turn (AEC, board games)
+    "simultaneous",  # several agents acting at once (parallel multi-agent)
+    "hierarchical",  # options / manager-worker policies
+    "population",  # population-based training
+    "offline",  # learning from a fixed dataset
+)
+
+#: Environment families a worker can run.
+ENV_FAMILIES: tuple[str, ...] = (
+    "gymnasium",
+    "atari",
+    "box2d",
+    "classic_control",
+    "mujoco",
+    "dm_control",
+    "minigrid",
+    "babyai",
+    "procgen",
+    "pettingzoo",
+    "meltingpot",
+    "vizdoom",
+    "custom",
+)
+
+#: Action space kinds (gymnasium space classes, lower-cased).
+ACTION_SPACES: tuple[str, ...] = ("discrete", "continuous", "multi_discrete", "multi_binary")
+
+#: Observation kinds.
+OBSERVATION_SPACES: tuple[str, ...] = ("vector", "image", "dict", "text", "graph")
+
+VOCABULARIES: dict[str, tuple[str, ...]] = {
+    "supported_paradigms": PARADIGMS,
+    "env_families": ENV_FAMILIES,
+    "action_spaces": ACTION_SPACES,
+    "observation_spaces": OBSERVATION_SPACES,
+}
+
+# --- run ids --------------------------------------------------------------------------------
+
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+
+
+def check_run_id(value: str) -> str:
+    """Return ``value`` if it is a safe run id, else raise ``ValueError`` saying why.
+
+    A run id is 1-128 characters of ``[A-Za-z0-9._-]`` not starting with ``.``: safe as a file
+    name and inside a shared-memory name (``../x``, ``a/b`` and ``.hidden`` are refused).
+    """
+    if not isinstance(value, str):
+        raise ValueError(f"run_id must be a string, got {type(value).__name__}")
+    if RUN_ID_PATTERN.fullmatch(value):
+        return value
+    if not value:
+        raise ValueError("run_id is empty; use 1-128 characters of A-Z a-z 0-9 . _ -")
+    if len(value) > 128:
+        raise ValueError(f"run_id is {len(value)} characters long; the limit is 128")
+    bad = sorted({c for c in value if not re.fullmatch(r"[A-Za-z0-9._-]", c)})
+    if bad:
+        raise ValueError(
+            f"run_id {value!r} contains {''.join(bad)!r}; use only A-Z a-z 0-9 . _ - "
+            "(it becomes part of file and shared-memory names)"
+        )
+    raise ValueError(f"run_id {value!r} starts with '.'; start with a letter, digit, _ or -")
+
+
+RunId = Annotated[str, AfterValidator(check_run_id)]
+
+# --- metadata and capabilities -------------------------------------------------------------
+
+
+class WorkerMetadata(BaseModel):
+    """Who the worker is. ``name`` and ``version`` are required."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="Human-readable name, e.g. 'CleanRL Worker'")
+    version: str = Field(min_length=1, description="The worker's version (PEP 440)")
+    description: str = ""
+    author: str = ""
+    homepage: str = ""
+    upstream_library: str = Field("", description="The RL library the worker wraps, if any")
+    upstream_version: str = ""
+    license: str = Field("", description="SPDX license identifier, e.g. 'MIT'")
+
+
+class WorkerCapabilities(BaseModel):
+    """What the worker can do. Only ``worker_type`` (the entry-point name) is required."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    worker_type: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    supported_paradigms: tuple[str, ...] = ("sequential",)
+    env_families: tuple[str, ...] = ("gymnasium",)
+    action_spaces: tuple[str, ...] = ("discrete",)
+    observation_spaces: tuple[str, ...] = ("vector",)
+    max_agents: int = Field(1, ge=1)
+    supports_self_play: bool = False
+    supports_population: bool = False
+    supports_checkpointing: bool = False
+    supports_pause_resume: bool = False
+    supports_fastlane: bool = Field(
+        False, description="Publishes FastLane frames when MOSAIC_FASTLANE_ONLY=1 is set"
+    )
+    requires_gpu: bool = False
+    gpu_memory_mb: int | None = Field(None, ge=0)
+    cpu_cores: int = Field(1, ge=1)
+    estimated_memory_mb: int = Field(512, ge=0)
+
+
+def unknown_vocabulary(capabilities: WorkerCapabilities) -> dict[str, list[str]]:
+    """Return, per vocabulary field, the values the SDK does not know (empty when all known)."""
+    found: dict[str, list[str]] = {}
+    for field_name, known in VOCABULARIES.items():
+        values = getattr(capabilities, field_name)
+        strange = [v for v in values if v not in known]
+        if strange:
+            found[field_name] = strange
+    return found
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+class ConfigError(ValueError):
+    """A configuration did not validate. ``errors`` holds one line per problem."""
+
+    def __init__(self, errors: list[str], *, model: str = "config") -> None:
+        self.errors = errors
+        self.model = model
+        super().__init__("; ".join(errors))
+
+
+def _describe_error(err: Mapping[str, Any], known: list[str]) -> str:
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "config"
+    kind = err.get("type", "")
+    if kind == "extra_forbidden":
+        hint = f" (known keys: {', '.join(known)})" if known else ""
+        return f"unknown key {loc!r}{hint}"
+    if kind == "missing":
+        return f"missing required key {loc!r}"
+    given = err.get("input")
+    shown = repr(given)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    msg = str(err.get("msg", "invalid value"))
+    msg = msg.removeprefix("Value error, ")
+    return f"{loc!r}: {msg} (got {shown})"
+
+
+def format_validation_error(exc: ValidationError, model: type[BaseModel]) -> ConfigError:
+    """Turn a pydantic ``ValidationError`` into a ``ConfigError`` whose lines name the fields."""
+    known = sorted(model.model_fields)
+    lines = [_describe_error(e, known) for e in exc.errors()]
+    return ConfigError(lines, model=model.__name__)
+
+
+def unwrap_job_descriptor(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the worker config from either the flat form or a job descriptor.
+
+    A job descriptor nests it under ``metadata.worker.config``; a ``run_id`` found at the
+    descriptor's top level (or under ``metadata``) is used when the nested config has none.
+    """
+    metadata = data.get("metadata")
+    if isinstance(metadata, Mapping):
+        worker = metadata.get("worker")
+        if isinstance(worker, Mapping) and isinstance(worker.get("config"), Mapping):
+            config = dict(worker["config"])
+            if "run_id" not in config:
+                for source in (data, metadata):
+                    if isinstance(source.get("run_id"), str):
+                        config["run_id"] = source["run_id"]
+                        break
+            return config
+    return dict(data)
+
+
+class WorkerConfig(BaseModel):
+    """Base configuration every worker's config extends.
+
+    ``run_id`` is required and safe for file and shared-memory names; ``seed`` is optional.
+    Subclasses add their own fields with defaults. Unknown keys are rejected with a message
+    that names them, unless the subclass sets ``collect_extras = True`` (they then land in
+    ``extras``).
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    #: When True, unknown keys are collected into ``extras`` instead of being an error.
+    collect_extras: ClassVar[bool] = False
+
+    run_id: RunId = Field(description="1-128 chars of [A-Za-z0-9._-], not starting with '.'")
+    seed: int | None = Field(None, description="Seed for every random generator of the run")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_extras(cls, data: Any) -> Any:
+        if not cls.collect_extras or not isinstance(data, Mapping):
+            return data
+        known = set(cls.model_fields)
+        data = dict(data)
+        unknown = {k: data.pop(k) for k in list(data) if k not in known}
+        if unknown:
+            data["extras"] = {**dict(data.get("extras") or {}), **unknown}
+        return data
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if (
+            cls.__dict__.get("collect_extras")
+            and "extras" not in getattr(cls, "__annotations__", {})
+            and not any("extras" in getattr(b, "__annotations__", {}) for b in cls.__mro__[1:])
+        ):
+            raise TypeError(
+                f"{cls.__name__} sets collect_extras = True but declares no 'extras' field; "
+                "subclass WorkerConfigWithExtras instead"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict; ``from_dict(to_dict(c)) == c``."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WorkerConfig:
+        """Build a config from the flat form or a job descriptor (``metadata.worker.config``).
+
+        Raises :class:`ConfigError` with one line per problem, each naming its field.
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigError(
+                [f"a config must be a JSON object, got {type(data).__name__}"], model=cls.__name__
+            )
+        try:
+            return cls.model_validate(unwrap_job_descriptor(data))
+        except ValidationError as exc:
+            raise format_validation_error(exc, cls) from None
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The JSON Schema of this config model."""
+        return cls.model_json_schema()
+
+
+class WorkerConfigWithExtras(WorkerConfig):
+    """A ``WorkerConfig`` that keeps unknown keys in ``extras`` instead of rejecting them.
+
+    Use it only for workers that forward free-form options (the upstream style); a typed
+    field is always the better contract.
+    """
+
+    collect_extras: ClassVar[bool] = True
+
+    extras: dict[str, Any] = Field(
+        default_factory=dict, description="Keys this worker does not declare, kept as given"
+    )
+
+
+class LaunchCommand(BaseModel):
+    """How the runner starts a worker: ``argv`` and variables added to the environment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    argv: tuple[str, ...] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+__all__ = [
+    "ACTION_SPACES",
+    "ENV_FAMILIES",
+    "OBSERVATION_SPACES",
+    "PARADIGMS",
+    "RUN_ID_PATTERN",
+    "VOCABULARIES",
+    "ConfigError",
+    "LaunchCommand",
+    "RunId",
+    "WorkerCapabilities",
+    "WorkerConfig",
+    "WorkerConfigWithExtras",
+    "WorkerMetadata",
+    "check_run_id",
+    "format_validation_error",
+    "unknown_vocabulary",
+    "unwrap_job_descriptor",
+]

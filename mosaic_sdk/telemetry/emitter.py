@@ -1,0 +1,446 @@
+"""The JSONL telemetry emitter a worker writes its stdout with.
+
+Every line is one JSON object, compact, keys sorted, carrying ``schema_version``, a per-run
+``seq`` that increases by one per line written, and ``ts_unix_ns``. Three kinds, one
+discriminator (``type``):
+
+- lifecycle: ``{"event": "run_started", "payload": {...}, "run_id": ..., "timestamp": <s>,
+  "type": "lifecycle", ...}``, the platform emitter's shape plus the common fields;
+- step: ``"type": "step"`` with the fields the platform's telemetry proxy reads
+  (``episode_index``, ``step_index``, ``action``, ``observation``, ``reward``,
+  ``terminated``, ``truncated``, ``agent_id``, ``worker_id``, ...);
+- episode: ``"type": "episode"`` with ``episode_index``, ``total_reward``, ``steps``,
+  ``terminated``, ``truncated``, ...
+
+Delivery: lifecycle lines are written and flushed at once, together with anything pending.
+Step and episode lines are batched and flushed when 64 KiB are pending or, at the latest,
+``flush_interval`` seconds after the first pending line (default 0.02 s, set by the
+argument or ``MOSAIC_TELEMETRY_FLUSH_MS``; ``0`` flushes every line). A daemon thread
+enforces the bound while the worker is busy elsewhere; ``close()`` (also at interpreter
+exit) flushes the rest.
+
+Throttling of step lines: ``step_every=N`` keeps every Nth step line, ``max_step_rate=K`` at
+most K per second; the step that ends an episode is always kept, and so is any step emitted
+with ``force=True``. ``stats()`` counts what was written and dropped.
+
+The module imports neither numpy nor pydantic; numpy values are encoded through their
+``tolist()``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from mosaic_sdk.telemetry.encoding import dumps, encode_value
+
+SCHEMA_VERSION = 1
+
+LIFECYCLE_EVENTS: tuple[str, ...] = (
+    "run_started",
+    "run_completed",
+    "run_failed",
+    "run_cancelled",
+    "heartbeat",
+    "checkpoint_saved",
+    "checkpoint_loaded",
+)
+TERMINAL_EVENTS: tuple[str, ...] = ("run_completed", "run_failed", "run_cancelled")
+
+DEFAULT_FLUSH_INTERVAL = 0.02
+_FLUSH_BYTES = 65536
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number") from None
+    if value < 0:
+        raise ValueError(f"{name}={raw!r} must not be negative")
+    return value
+
+
+class TelemetryEmitter:
+    """Writes a run's telemetry as JSONL (see the module docstring for the format).
+
+    Thread-safe: any thread may emit; ``seq`` follows the order lines are written in.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        stream: TextIO | None = None,
+        *,
+        worker_id: str | None = None,
+        agent_id: str | None = None,
+        flush_interval: float | None = None,
+        step_every: int | None = None,
+        max_step_rate: float | None = None,
+    ) -> None:
+        if not isinstance(run_id, str) or not run_id:
+            raise ValueError("TelemetryEmitter needs a non-empty run_id")
+        self.run_id = run_id
+        self._stream = stream if stream is not None else sys.stdout
+        if flush_interval is None:
+            flush_interval = (
+                _env_float("MOSAIC_TELEMETRY_FLUSH_MS", DEFAULT_FLUSH_INTERVAL * 1e3) / 1e3
+            )
+        if flush_interval < 0:
+            raise ValueError("flush_interval must be >= 0 seconds")
+        self.flush_interval = float(flush_interval)
+        if step_every is None:
+            step_every = int(_env_float("MOSAIC_TELEMETRY_STEP_EVERY", 1))
+        if step_every < 1:
+            raise ValueError("step_every must be >= 1")
+        if max_step_rate is not None and max_step_rate <= 0:
+            raise ValueError("max_step_rate must be > 0 steps per second")
+        self.step_every = step_every
+        self.max_step_rate = max_step_rate
+
+        self._common = (
+            f'"run_id":{dumps(run_id)},"schema_version":{SCHEMA_VERSION},'  # before "seq"
+        )
+        self._agent = f'"agent_id":{dumps(agent_id)},' if agent_id is not None else ""
+        self._worker = f',"worker_id":{dumps(worker_id)}' if worker_id is not None else ""
+        self._worker_id = worker_id
+        self._agent_id = agent_id
+
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._buf: list[str] = []
+        self._pending = 0
+        self._closed = False
+        self.broken = False
+        #: The last terminal event written (run_completed / run_failed / run_cancelled).
+        self.terminal_event: str | None = None
+        self._lines = 0
+        self._steps_seen = 0
+        self._steps_dropped = 0
+        self._bucket = float(max_step_rate or 0.0)
+        self._bucket_t = time.monotonic()
+        self._wake = threading.Event()
+        self._flusher: threading.Thread | None = None
+        _LIVE.add(self)
+
+    # -- generic writing --------------------------------------------------------------------
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _write_locked(self, line: str, urgent: bool) -> None:
+        if self._closed:
+            raise RuntimeError("TelemetryEmitter is closed")
+        self._buf.append(line)
+        self._pending += len(line)
+        self._lines += 1
+        if urgent or self.flush_interval == 0 or self._pending >= _FLUSH_BYTES:
+            self._flush_locked()
+        elif len(self._buf) == 1:
+            self._ensure_flusher()
+            self._wake.set()
+
+    def _flush_locked(self) -> None:
+        if not self._buf:
+            return
+        data = "".join(self._buf)
+        self._buf.clear()
+        self._pending = 0
+        if self.broken:
+            return
+        try:
+            self._stream.write(data)
+            self._stream.flush()
+        except (BrokenPipeError, ValueError, OSError) as exc:
+            # The reader is gone (or stdout closed): keep the worker alive, say it once.
+            self.broken = True
+            try:
+                sys.stderr.write(f"mosaic telemetry: output lost, stream closed ({exc})\n")
+            except Exception:  # noqa: BLE001 - stderr may be gone too
+                pass
+
+    def _ensure_flusher(self) -> None:
+        if self._flusher is None:
+            self._flusher = threading.Thread(
+                target=self._flush_loop, name="mosaic-telemetry-flush", daemon=True
+            )
+            self._flusher.start()
+
+    def _flush_loop(self) -> None:
+        while True:
+            self._wake.wait()
+            if self._closed:
+                return
+            time.sleep(self.flush_interval)
+            with self._lock:
+                self._wake.clear()
+                self._flush_locked()
+
+    def flush(self) -> None:
+        """Write everything pending now."""
+        with self._lock:
+            self._flush_locked()
+
+    def close(self) -> None:
+        """Flush and stop the flusher thread; further emits raise ``RuntimeError``."""
+        with self._lock:
+            if self._closed:
+                return
+            self._flush_locked()
+            self._closed = True
+        self._wake.set()
+        _LIVE.discard(self)
+
+    def __enter__(self) -> TelemetryEmitter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stats(self) -> dict[str, int]:
+        """Lines written, step lines seen and dropped by throttling, last ``seq``."""
+        with self._lock:
+            return {
+                "lines": self._lines,
+                "steps_seen": self._steps_seen,
+                "steps_dropped": self._steps_dropped,
+                "seq": self._seq,
+            }
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def lifecycle(self, event: str, payload: Mapping[str, Any] | None = None) -> int:
+        """Write one lifecycle line and flush it; returns its ``seq``.
+
+        ``event`` is one of :data:`LIFECYCLE_EVENTS` or a worker-specific name.
+        """
+        if not isinstance(event, str) or not event:
+            raise ValueError("a lifecycle event needs a non-empty name")
+        body = dumps(dict(payload or {}))
+        with self._lock:
+            seq = self._next_seq()
+            now_ns = time.time_ns()
+            line = (
+                f'{{"event":{dumps(event)},"payload":{body},{self._common}"seq":{seq},'
+                f'"timestamp":{now_ns / 1e9!r},"ts_unix_ns":{now_ns},"type":"lifecycle"'
+                f"{self._worker}}}\n"
+            )
+            self._write_locked(line, urgent=True)
+            if event in TERMINAL_EVENTS:
+                self.terminal_event = event
+            return seq
+
+    def run_started(
+        self,
+        *,
+        worker_type: str,
+        algo: str | None = None,
+        env_id: str | None = None,
+        seed: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        **extra: Any,
+    ) -> int:
+        payload: dict[str, Any] = {"worker_type": worker_type, "algo": algo, "env_id": env_id}
+        payload["seed"] = seed
+        payload["config"] = dict(config or {})
+        payload.update(extra)
+        return self.lifecycle("run_started", payload)
+
+    def run_completed(
+        self,
+        *,
+        episodes: int,
+        total_reward: float,
+        duration_seconds: float,
+        final_metrics: Mapping[str, Any] | None = None,
+        **extra: Any,
+    ) -> int:
+        payload = {
+            "episodes": episodes,
+            "total_reward": total_reward,
+            "duration_seconds": duration_seconds,
+            "final_metrics": dict(final_metrics or {}),
+            **extra,
+        }
+        return self.lifecycle("run_completed", payload)
+
+    def run_failed(
+        self,
+        *,
+        error: str,
+        error_type: str | None = None,
+        traceback: str | None = None,
+        episode: int | None = None,
+        step: int | None = None,
+        **extra: Any,
+    ) -> int:
+        payload = {
+            "error": error,
+            "error_type": error_type,
+            "traceback": traceback,
+            "episode": episode,
+            "step": step,
+            **extra,
+        }
+        return self.lifecycle("run_failed", payload)
+
+    def run_cancelled(self, *, reason: str, completed_episodes: int, **extra: Any) -> int:
+        payload = {"reason": reason, "completed_episodes": completed_episodes, **extra}
+        return self.lifecycle("run_cancelled", payload)
+
+    def heartbeat(self, **payload: Any) -> int:
+        return self.lifecycle("heartbeat", payload)
+
+    def checkpoint_saved(
+        self,
+        *,
+        checkpoint_path: str,
+        episode: int | None = None,
+        step: int | None = None,
+        metrics: Mapping[str, Any] | None = None,
+    ) -> int:
+        payload = {
+            "checkpoint_path": str(checkpoint_path),
+            "episode": episode,
+            "step": step,
+            "metrics": dict(metrics or {}),
+        }
+        return self.lifecycle("checkpoint_saved", payload)
+
+    def checkpoint_loaded(
+        self,
+        *,
+        checkpoint_path: str,
+        episode: int | None = None,
+        step: int | None = None,
+        metrics: Mapping[str, Any] | None = None,
+    ) -> int:
+        payload = {
+            "checkpoint_path": str(checkpoint_path),
+            "episode": episode,
+            "step": step,
+            "metrics": dict(metrics or {}),
+        }
+        return self.lifecycle("checkpoint_loaded", payload)
+
+    # -- steps and episodes -----------------------------------------------------------------
+    def _keep_step_locked(self) -> bool:
+        self._steps_seen += 1
+        if self.step_every > 1 and (self._steps_seen - 1) % self.step_every:
+            return False
+        rate = self.max_step_rate
+        if rate is not None:
+            now = time.monotonic()
+            self._bucket = min(rate, self._bucket + (now - self._bucket_t) * rate)
+            self._bucket_t = now
+            if self._bucket < 1.0:
+                return False
+            self._bucket -= 1.0
+        return True
+
+    def step(
+        self,
+        episode_index: int,
+        step_index: int,
+        reward: float,
+        *,
+        terminated: bool = False,
+        truncated: bool = False,
+        action: Any = None,
+        observation: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        render_payload: Any = None,
+        frame_ref: str | None = None,
+        episode_seed: int | None = None,
+        force: bool = False,
+    ) -> bool:
+        """Write one step line (subject to throttling); returns whether it was written."""
+        enc = encode_value
+        head = f'"action":{enc(action)},' if action is not None else ""
+        head += self._agent
+        head += f'"episode_index":{int(episode_index)},'
+        if episode_seed is not None:
+            head += f'"episode_seed":{int(episode_seed)},'
+        if frame_ref is not None:
+            head += f'"frame_ref":{dumps(frame_ref)},'
+        if metadata:
+            head += f'"metadata":{dumps(dict(metadata))},'
+        if observation is not None:
+            head += f'"observation":{enc(observation)},'
+        if render_payload is not None:
+            head += f'"render_payload":{enc(render_payload)},'
+        tail = (
+            f'"step_index":{int(step_index)},"terminated":{"true" if terminated else "false"},'
+            f'"truncated":{"true" if truncated else "false"},'
+        )
+        reward_text = enc(float(reward) if type(reward) is not float else reward)
+        with self._lock:
+            keep = self._keep_step_locked() or force or terminated or truncated
+            if not keep:
+                self._steps_dropped += 1
+                return False
+            seq = self._next_seq()
+            line = (
+                f'{{{head}"reward":{reward_text},{self._common}"seq":{seq},{tail}'
+                f'"ts_unix_ns":{time.time_ns()},"type":"step"{self._worker}}}\n'
+            )
+            self._write_locked(line, urgent=False)
+        return True
+
+    def episode(
+        self,
+        episode_index: int,
+        total_reward: float,
+        steps: int,
+        *,
+        terminated: bool = False,
+        truncated: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+        episode_seed: int | None = None,
+    ) -> int:
+        """Write one episode line (never throttled); returns its ``seq``."""
+        head = self._agent + f'"episode_index":{int(episode_index)},'
+        if episode_seed is not None:
+            head += f'"episode_seed":{int(episode_seed)},'
+        if metadata:
+            head += f'"metadata":{dumps(dict(metadata))},'
+        with self._lock:
+            seq = self._next_seq()
+            line = (
+                f'{{{head}{self._common}"seq":{seq},"steps":{int(steps)},'
+                f'"terminated":{"true" if terminated else "false"},'
+                f'"total_reward":{encode_value(float(total_reward))},'
+                f'"truncated":{"true" if truncated else "false"},'
+                f'"ts_unix_ns":{time.time_ns()},"type":"episode"{self._worker}}}\n'
+            )
+            self._write_locked(line, urgent=False)
+            return seq
+
+
+_LIVE: weakref.WeakSet[TelemetryEmitter] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_all_at_exit() -> None:
+    for emitter in list(_LIVE):
+        try:
+            emitter.close()
+        except Exception:  # noqa: BLE001 - never fail interpreter exit
+            pass
+
+
+__all__ = [
+    "DEFAULT_FLUSH_INTERVAL",
+    "LIFECYCLE_EVENTS",
+    "SCHEMA_VERSION",
+    "TERMINAL_EVENTS",
+    "TelemetryEmitter",
+]

@@ -1,0 +1,219 @@
+"""The command line every worker shares: ``python -m my_worker --config PATH [--dry-run] ...``.
+
+:func:`worker_main` implements the platform's worker CLI contract once, so that each worker
+only writes its run function:
+
+- ``--config PATH`` (a JSON file, flat or a job descriptor), ``--dry-run`` (validate, print a
+  summary on stderr, write nothing, exit 0), ``--worker-id ID``, ``-v``, and the reserved
+  ``--grpc`` / ``--grpc-target`` (accepted; this SDK reports through stdout only);
+- a missing, malformed or invalid config ends with ``run_failed`` on stdout, one clear line on
+  stderr and exit code 2;
+- telemetry gets the real stdout to itself (:func:`~mosaic_sdk.telemetry.stdout.claim_stdout`):
+  prints of libraries go to stderr, or to ``log_path`` when given;
+- SIGTERM and SIGINT set ``ctx.cancel``; the run function checks ``ctx.cancelled`` and
+  returns; a run that returns without a terminal event gets ``run_cancelled`` when cancelled,
+  and an exception gets ``run_failed`` with its traceback.
+
+Exit codes: 0 completed, 1 failed, 2 bad config or usage, 130 cancelled by SIGINT, 143
+cancelled by SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.contract import ConfigError, WorkerConfig, check_run_id
+from mosaic_sdk.telemetry.emitter import TelemetryEmitter
+from mosaic_sdk.telemetry.stdout import claim_stdout
+
+EXIT_COMPLETED = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+
+
+class RunContext:
+    """What a worker's run function gets."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        emitter: TelemetryEmitter,
+        run_dir: Path,
+        worker_id: str | None,
+        verbose: int,
+    ) -> None:
+        self.config = config
+        self.emitter = emitter
+        self.run_dir = run_dir
+        self.worker_id = worker_id
+        self.verbose = verbose
+        self.cancel = threading.Event()
+        self.cancel_signal: int | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel.is_set()
+
+    def log(self, message: str) -> None:
+        """A human-readable message on stderr (never on the telemetry stream)."""
+        print(message, file=sys.stderr, flush=True)
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Run one MOSAIC worker job.")
+    p.add_argument("--config", required=True, metavar="PATH", help="JSON config file")
+    p.add_argument("--dry-run", action="store_true", help="validate the config and exit")
+    p.add_argument("--worker-id", default=None, help="identifier added to every telemetry line")
+    p.add_argument("-v", "--verbose", action="count", default=0)
+    p.add_argument("--grpc", action="store_true", help="reserved; telemetry goes to stdout")
+    p.add_argument("--grpc-target", default="127.0.0.1:50055", help="reserved")
+    return p
+
+
+def _raw_run_id(raw: Any) -> str:
+    candidates: list[Any] = []
+    if isinstance(raw, dict):
+        candidates.append(raw.get("run_id"))
+        nested = raw.get("metadata", {})
+        if isinstance(nested, dict):
+            candidates.append(
+                nested.get("worker", {}).get("config", {}).get("run_id")
+                if isinstance(nested.get("worker"), dict)
+                else None
+            )
+    candidates.append(os.environ.get("MOSAIC_RUN_ID"))
+    for value in candidates:
+        if isinstance(value, str):
+            try:
+                return check_run_id(value)
+            except ValueError:
+                continue
+    return "unknown"
+
+
+def _fail_config(message: str, raw: Any, worker_id: str | None, out: Any) -> int:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    with TelemetryEmitter(_raw_run_id(raw), out, worker_id=worker_id, flush_interval=0) as em:
+        em.run_failed(error=message, error_type="ConfigError")
+    return EXIT_CONFIG
+
+
+def load_config(path: str, model: type[WorkerConfig]) -> tuple[Any, WorkerConfig]:
+    """Read and validate a config file. Raises ConfigError with a readable message."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError([f"config file {path} does not exist"]) from None
+    except OSError as exc:
+        raise ConfigError([f"cannot read config file {path}: {exc.strerror}"]) from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            [
+                f"config file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                f"{exc.msg})"
+            ]
+        ) from None
+    try:
+        return raw, model.from_dict(raw)
+    except ConfigError as exc:
+        exc.raw = raw  # type: ignore[attr-defined]
+        raise
+
+
+def worker_main(
+    *,
+    config_model: type[WorkerConfig],
+    run: Callable[[RunContext], Any],
+    describe_dry_run: Callable[[WorkerConfig], str] | None = None,
+    argv: Sequence[str] | None = None,
+    prog: str | None = None,
+    log_path: Callable[[WorkerConfig, Path], Path] | None = None,
+) -> int:
+    """Parse the worker CLI, load the config, run ``run(ctx)``; returns the exit code.
+
+    ``describe_dry_run(config)`` may raise ``ValueError`` to fail a dry run (e.g. an env id
+    that is not registered); its return value is printed on stderr. ``log_path(config,
+    run_dir)`` sends stray prints to that file instead of stderr.
+    """
+    args = build_parser(prog or Path(sys.argv[0]).name).parse_args(argv)
+    out = claim_stdout()
+    if args.grpc:
+        print("warning: --grpc is reserved; telemetry is written to stdout", file=sys.stderr)
+    try:
+        _, config = load_config(args.config, config_model)
+    except ConfigError as exc:
+        return _fail_config(
+            f"invalid config: {exc}", getattr(exc, "raw", None), args.worker_id, out
+        )
+    if describe_dry_run is not None:
+        try:
+            summary = describe_dry_run(config)
+        except ValueError as exc:
+            return _fail_config(str(exc), config.to_dict(), args.worker_id, out)
+    else:
+        summary = "config is valid"
+    if args.dry_run:
+        print(f"dry run: {summary}", file=sys.stderr, flush=True)
+        return EXIT_COMPLETED
+
+    run_dir = Path(os.environ.get("MOSAIC_RUN_DIR") or Path(args.config).resolve().parent)
+    if log_path is not None:
+        target = log_path(config, run_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.close(fd)
+
+    emitter = TelemetryEmitter(config.run_id, out, worker_id=args.worker_id)
+    ctx = RunContext(config, emitter, run_dir, args.worker_id, args.verbose)
+
+    def on_signal(signum: int, frame: Any) -> None:
+        ctx.cancel_signal = signum
+        ctx.cancel.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        run(ctx)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes run_failed
+        if emitter.terminal_event is None:
+            emitter.run_failed(
+                error=str(exc) or type(exc).__name__,
+                error_type=type(exc).__name__,
+                traceback=traceback.format_exc(),
+            )
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        emitter.close()
+        return EXIT_FAILED
+    if ctx.cancelled and emitter.terminal_event is None:
+        reason = signal.Signals(ctx.cancel_signal).name if ctx.cancel_signal else "cancelled"
+        emitter.run_cancelled(reason=reason, completed_episodes=0)
+    emitter.close()
+    if emitter.terminal_event == "run_failed":
+        return EXIT_FAILED
+    if emitter.terminal_event == "run_cancelled":
+        return 130 if ctx.cancel_signal == signal.SIGINT else 143
+    return EXIT_COMPLETED
+
+
+__all__ = [
+    "EXIT_COMPLETED",
+    "EXIT_CONFIG",
+    "EXIT_FAILED",
+    "RunContext",
+    "build_parser",
+    "load_config",
+    "worker_main",
+]

@@ -1,0 +1,166 @@
+"""One run of the example worker: the part a worker author replaces with real training.
+
+The SDK's `worker_main` has already parsed the CLI, validated the config, claimed stdout for
+telemetry and installed the SIGTERM/SIGINT handlers; this function only runs episodes and
+reports them. What it emits, in order:
+
+    run_started, then per step a step line (every `step_every`-th, episode ends always),
+    per episode an episode line, a heartbeat every `heartbeat_interval` seconds,
+    and finally run_completed, or run_cancelled when asked to stop.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.telemetry import Heartbeat
+from mosaic_sdk.worker_cli import RunContext
+from mosaic_worker_example.config import ExampleConfig
+
+ANALYTICS_SCHEMA = "mosaic.example.analytics/1"
+
+
+def fastlane_requested(config: ExampleConfig) -> bool:
+    """FastLane is on when the config says so or the launcher set the platform's variable."""
+    flags = (os.environ.get("MOSAIC_FASTLANE_ONLY"), os.environ.get("GYM_GUI_FASTLANE_ONLY"))
+    return config.fastlane or "1" in flags
+
+
+def make_env(config: ExampleConfig) -> Any:
+    import gymnasium
+
+    kwargs: dict[str, Any] = {}
+    if config.max_steps_per_episode is not None:
+        kwargs["max_episode_steps"] = config.max_steps_per_episode
+    if fastlane_requested(config):
+        kwargs["render_mode"] = "rgb_array"
+    env = gymnasium.make(config.env_id, **kwargs)
+    if fastlane_requested(config):
+        env = wrap_for_fastlane(env, config.run_id)
+    return env
+
+
+def wrap_for_fastlane(env: Any, run_id: str) -> Any:
+    """Publish rendered frames through the SDK's FastLane wrapper."""
+    from mosaic_sdk.fastlane import maybe_wrap_env
+
+    return maybe_wrap_env(env, run_id=run_id, force=True)
+
+
+def choose_action(config: ExampleConfig, env: Any, obs: Any) -> Any:
+    if config.policy == "balance" and config.env_id.startswith("CartPole"):
+        # Push the cart towards the side the pole is falling to.
+        angle, angular_velocity = float(obs[2]), float(obs[3])
+        return 1 if angle + 0.5 * angular_velocity > 0 else 0
+    return env.action_space.sample()
+
+
+def write_analytics(run_dir: Path, data: dict[str, Any]) -> Path:
+    """Write the run's manifest atomically (a reader never sees half a file)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "analytics.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def run(ctx: RunContext) -> None:
+    config = ctx.config
+    assert isinstance(config, ExampleConfig)
+    emitter = ctx.emitter
+    emitter.step_every = config.step_every
+    started = time.monotonic()
+
+    env = make_env(config)
+    env.action_space.seed(config.seed)
+    emitter.run_started(
+        worker_type="example",
+        algo=config.policy,
+        env_id=config.env_id,
+        seed=config.seed,
+        config=config.to_dict(),
+    )
+    progress = {"episode": 0, "step": 0}
+    returns: list[float] = []
+    total_steps = 0
+    status = "completed"
+    heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=lambda: dict(progress))
+    try:
+        with heartbeat:
+            for episode in range(config.episodes):
+                # Seed only the first reset: later episodes continue the same random stream,
+                # so the whole run is reproducible from one seed.
+                obs, _ = env.reset(seed=config.seed if episode == 0 else None)
+                episode_return, steps, done = 0.0, 0, False
+                terminated = truncated = False
+                while not done:
+                    if ctx.cancelled:
+                        break
+                    action = choose_action(config, env, obs)
+                    obs, reward, terminated, truncated, _ = env.step(action)
+                    episode_return += float(reward)
+                    done = bool(terminated or truncated)
+                    emitter.step(
+                        episode,
+                        steps,
+                        float(reward),
+                        terminated=bool(terminated),
+                        truncated=bool(truncated),
+                        action=action,
+                        observation=obs if config.include_observations else None,
+                    )
+                    steps += 1
+                    total_steps += 1
+                    progress.update(episode=episode, step=total_steps)
+                    if config.step_delay_ms:
+                        time.sleep(config.step_delay_ms / 1000.0)
+                if ctx.cancelled:
+                    status = "cancelled"
+                    break
+                returns.append(episode_return)
+                emitter.episode(
+                    episode,
+                    episode_return,
+                    steps,
+                    terminated=bool(terminated),
+                    truncated=bool(truncated),
+                )
+    finally:
+        env.close()
+
+    duration = time.monotonic() - started
+    mean_return = sum(returns) / len(returns) if returns else math.nan
+    write_analytics(
+        ctx.run_dir,
+        {
+            "schema": ANALYTICS_SCHEMA,
+            "run_id": config.run_id,
+            "env_id": config.env_id,
+            "policy": config.policy,
+            "seed": config.seed,
+            "episodes": len(returns),
+            "steps": total_steps,
+            "returns": returns,
+            "mean_return": None if math.isnan(mean_return) else mean_return,
+            "duration_seconds": round(duration, 6),
+            "status": status,
+        },
+    )
+    if status == "cancelled":
+        emitter.run_cancelled(reason="SIGTERM/SIGINT received", completed_episodes=len(returns))
+        return
+    emitter.run_completed(
+        episodes=len(returns),
+        total_reward=sum(returns),
+        duration_seconds=duration,
+        final_metrics={
+            "mean_return": None if math.isnan(mean_return) else mean_return,
+            "steps": total_steps,
+        },
+    )
