@@ -223,6 +223,9 @@ def test_maybe_wrap_env(run_id):
     vec.close()
     with pytest.raises(ValueError, match="MOSAIC_RUN_ID"):
         maybe_wrap_env(bare, environ={"MOSAIC_FASTLANE_ONLY": "1"})
+    forced = maybe_wrap_env(CountingEnv("rgb_array"), run_id, force=True, environ={})
+    assert isinstance(forced, FastLaneTelemetryWrapper)
+    forced.close()
 
 
 def test_plugin_provides_the_wrap_hook_and_the_cleanup(run_id):
