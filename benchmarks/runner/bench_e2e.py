@@ -4,7 +4,7 @@ Prints our lines/s (run_worker: batched writes on a writer thread) beside the na
 measured in the same run (read each line, one INSERT and one COMMIT per line, same pragmas),
 and checks that the store holds every line (0 lost).
 
-    python benchmarks/bench_runner_e2e.py [--lines 1000000] [--baseline-lines 20000]
+    python benchmarks/runner/bench_e2e.py [--lines 1000000] [--baseline-lines 20000]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Delay: how long after ``emit`` a line is readable at the other end of the pipe, 
 emitted one at a time 30 ms apart (the worst case for batching: nothing else fills the
 buffer). A thread blocked in read() on the pipe timestamps each arrival.
 
-    python benchmarks/bench_emitter.py [--lines 300000] [--repeat 5]
+    python benchmarks/telemetry/bench_emitter.py [--lines 300000] [--repeat 5]
 """
 
 from __future__ import annotations

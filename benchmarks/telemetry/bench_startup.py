@@ -5,7 +5,7 @@ over many alternating runs; beside it, for scale, the cost of ``import json`` (w
 writer pays) and of ``import mosaic_sdk.contract`` (pydantic, which the telemetry package must
 not pull in). Also lists any heavy module the import drags in.
 
-    python benchmarks/bench_startup.py [--runs 40]
+    python benchmarks/telemetry/bench_startup.py [--runs 40]
 """
 
 from __future__ import annotations
