@@ -107,7 +107,10 @@ class PlainDisplay:
         if now < self._next:
             return
         self._next = now + self.interval
-        print(self.line(snap, rate), file=self.stream, flush=True)
+        try:
+            print(self.line(snap, rate), file=self.stream, flush=True)
+        except (BrokenPipeError, ValueError, OSError):  # `mosaic run ... | head`: the run goes on
+            self.interval = float("inf")
 
     def finish(self, snap: Snapshot) -> None:
         return None
@@ -150,10 +153,13 @@ class RichDisplay:
         if now < self._next:
             return
         self._next = now + self.refresh
-        if not self._started:
-            self._live.start()
-            self._started = True
-        self._live.update(self.render(snap, rate), refresh=True)
+        try:
+            if not self._started:
+                self._live.start()
+                self._started = True
+            self._live.update(self.render(snap, rate), refresh=True)
+        except (BrokenPipeError, ValueError, OSError):  # the terminal went away: keep running
+            self.refresh = float("inf")
 
     def finish(self, snap: Snapshot) -> None:
         if self._started:

@@ -303,3 +303,11 @@ def test_choose_display() -> None:
             return True
 
     assert isinstance(choose_display(Tty()), RichDisplay)
+
+
+def test_plain_display_survives_a_closed_stream() -> None:
+    out = io.StringIO()
+    out.close()
+    view = PlainDisplay(out, interval=0)
+    view.update(_snap())  # no exception: a closed pipe must not end the run
+    view.update(_snap())
