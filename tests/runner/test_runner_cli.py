@@ -290,3 +290,14 @@ def test_runs_show_reports_a_dead_runner(
     shown = json.loads(out)
     assert shown["status"] == "running" and shown["runner_alive"] is False
     assert shown["note"] == "runner died"
+
+
+def test_runs_alone_lists(capsys: pytest.CaptureFixture[str], fixture_workers: Path) -> None:
+    code, out, _ = run_cli(capsys, "runs")
+    assert code == 2 and out == ""  # no store yet: one line on stderr
+    assert run_cli(capsys, "run", "fixture", "--run-id", "only-one", "--quiet")[0] == 0
+    code, out, _ = run_cli(capsys, "runs")
+    assert code == 0
+    header, row = out.strip().splitlines()
+    assert header.split()[:3] == ["run", "id", "worker"]
+    assert row.split()[:3] == ["only-one", "fixture", "completed"]

@@ -379,3 +379,16 @@ def test_a_crash_of_the_runner_itself_is_recorded_and_kills_the_worker(
     assert error == "mosaic run itself failed: RuntimeError: a bug in the runner"
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_run_id_comes_from_the_argument_then_the_config(
+    fixture_workers: Path, store_path: Path
+) -> None:
+    from_config = run_worker("fixture", {"lines": 1, "run_id": "cfg-id"}, store=store_path)
+    assert from_config.run_id == "cfg-id"
+    overridden = run_worker(
+        "fixture", {"lines": 1, "run_id": "cfg-id"}, run_id="arg-id", store=store_path
+    )
+    assert overridden.run_id == "arg-id"
+    written = json.loads((overridden.run_dir / "config.json").read_text())
+    assert written["run_id"] == "arg-id"
