@@ -163,9 +163,11 @@ class RichDisplay:
 
     def finish(self, snap: Snapshot) -> None:
         if self._started:
-            self._live.update(self.render(snap, self._rate(time.monotonic(), snap.steps)))
-            self._live.refresh()
-            self._live.stop()
+            try:  # stop() draws the last frame once
+                self._live.update(self.render(snap, self._rate(time.monotonic(), snap.steps)))
+                self._live.stop()
+            except (BrokenPipeError, ValueError, OSError):
+                pass
 
 
 def choose_display(stream: TextIO | None = None, *, quiet: bool = False) -> Display:
