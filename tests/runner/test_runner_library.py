@@ -392,3 +392,26 @@ def test_run_id_comes_from_the_argument_then_the_config(
     assert overridden.run_id == "arg-id"
     written = json.loads((overridden.run_dir / "config.json").read_text())
     assert written["run_id"] == "arg-id"
+
+
+def test_cleanup_hook_removes_the_fastlane_segment_of_a_killed_worker(
+    fixture_workers: Path, store_path: Path
+) -> None:
+    """The built-in FastLane plugin's mosaic_run_cleanup runs after a SIGKILL: no segment of
+    the run is left in /dev/shm."""
+    from mosaic_sdk.fastlane.segment import shm_unlink
+
+    run_id = f"fl-kill-{os.getpid()}"
+    segment = f"mosaic.fastlane.{run_id}"
+    try:
+        result = run_worker(
+            "fixture", {"mode": "fastlane_sigkill"}, run_id=run_id, store=store_path
+        )
+        [(payload,)] = rows(
+            store_path, "SELECT payload_json FROM events WHERE event = 'run_started'"
+        )
+        assert json.loads(payload)["segment"] == segment  # the worker did create it
+        assert result.exit_code == -9
+        assert not Path("/dev/shm", segment).exists()
+    finally:
+        shm_unlink(segment)  # never leave one behind, even when the test fails
