@@ -3,8 +3,8 @@
 Three displays share one small interface (``update(snapshot)`` called often, ``finish()``):
 
 - :class:`RichDisplay`: a one-panel ``rich`` view redrawn in place, for a terminal;
-- :class:`PlainDisplay`: one plain line every ``interval`` seconds (default 2), for logs,
-  pipes and CI, where redrawing would leave garbage;
+- :class:`PlainDisplay`: one plain line every ``interval`` seconds (default 2; the first after
+  one interval), for logs, pipes and CI, where redrawing would leave garbage;
 - :class:`NullDisplay`: nothing (``--quiet``).
 
 :func:`choose_display` picks rich when the stream is a terminal, plain otherwise. The
@@ -90,7 +90,7 @@ class PlainDisplay:
     def __init__(self, stream: TextIO | None = None, interval: float = 2.0) -> None:
         self.stream = stream or sys.stdout
         self.interval = interval
-        self._next = 0.0
+        self._next = time.monotonic() + interval  # a run shorter than that: the summary only
         self._rate = _Rate()
 
     def line(self, snap: Snapshot, rate: float) -> str:

@@ -192,9 +192,14 @@ def test_worker_that_cannot_start(
 
 
 def test_plain_progress_lines_when_not_a_terminal(
-    capsys: pytest.CaptureFixture[str], fixture_workers: Path
+    capsys: pytest.CaptureFixture[str], fixture_workers: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, out, _ = run_cli(capsys, "run", "fixture", "--set", "lines=3")
+    from mosaic_sdk.runner import live
+
+    monkeypatch.setattr(live.PlainDisplay.__init__, "__defaults__", (None, 0.0))  # every update
+    code, out, _ = run_cli(
+        capsys, "run", "fixture", "--set", "mode=slow", "--set", "lines=3", "--set", "delay=0.05"
+    )
     assert code == 0
     lines = out.strip().splitlines()
     assert lines[0].startswith("[") and "steps=" in lines[0] and "episodes=" in lines[0]

@@ -278,6 +278,9 @@ def test_plain_display_prints_at_most_once_per_interval() -> None:
     out = io.StringIO()
     view = PlainDisplay(out, interval=3600)
     view.update(_snap())
+    assert out.getvalue() == ""  # nothing before the first interval has passed
+    view._next = 0.0  # as if an interval had passed
+    view.update(_snap())
     view.update(_snap(steps=999))
     lines = out.getvalue().splitlines()
     assert len(lines) == 1
