@@ -314,3 +314,19 @@ def test_plain_display_survives_a_closed_stream() -> None:
     view = PlainDisplay(out, interval=0)
     view.update(_snap())  # no exception: a closed pipe must not end the run
     view.update(_snap())
+
+
+@pytest.mark.parametrize("count", [0, 1, 15, 16, 17, 255, 256, 257, 700])
+def test_insert_rows_stores_every_row_once(tmp_path: Path, count: int) -> None:
+    from mosaic_sdk.runner import store as store_sql
+    from mosaic_sdk.runner.ingest import insert_rows
+
+    conn = store_sql.connect(tmp_path / "s.sqlite")
+    rows = [("r", i, i, 0, i, float(i), i % 2, 0, 10 * i, f'{{"i":{i}}}') for i in range(count)]
+    insert_rows(conn, store_sql.INSERT_STEP, rows)
+    got = conn.execute(
+        "SELECT run_id, line_no, seq, episode_index, step_index, reward, terminated, truncated,"
+        " ts_unix_ns, raw FROM steps ORDER BY line_no"
+    ).fetchall()
+    assert got == rows
+    conn.close()
