@@ -6,8 +6,8 @@ time), classifies each line and fills batches; a :class:`~mosaic_sdk.runner.inge
 thread commits them; the stderr thread of :class:`WorkerProcess` queues stderr lines as log
 rows. Lifecycle events go to the ``mosaic_telemetry_event`` hook once committed.
 
-Stopping: Ctrl-C / SIGTERM (or :meth:`RunSupervisor.cancel`) forwards SIGTERM to the worker,
-waits ``grace`` seconds, then SIGKILLs its process group; a second Ctrl-C kills at once. After
+Stopping: Ctrl-C, SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGTERM to the
+worker, wait ``grace`` seconds, then SIGKILL its process group; a second Ctrl-C kills at once. After
 the worker has exited, for any reason, the rest of its output is read to EOF and stored,
 leftovers of its process group are reaped, ``mosaic_run_cleanup`` is called once, and the run
 row gets its final status (see :mod:`mosaic_sdk.runner.outcome`).
@@ -259,7 +259,12 @@ class RunSupervisor:
     def _install_signal_handlers(self) -> Any:
         if threading.current_thread() is not threading.main_thread():
             return lambda: None
-        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        # SIGHUP too: when the terminal closes, the worker (in a session of its own) would
+        # otherwise train on, orphaned, with nobody reading its output.
+        wanted = [signal.SIGINT, signal.SIGTERM]
+        if hasattr(signal, "SIGHUP"):
+            wanted.append(signal.SIGHUP)
+        previous = {s: signal.signal(s, self._on_signal) for s in wanted}
 
         def restore() -> None:
             for signum, handler in previous.items():
@@ -380,7 +385,7 @@ def run_worker(
     broken or incompatible worker, :class:`~mosaic_sdk.contract.ConfigError` for a bad config
     or run id, :class:`~mosaic_sdk.runner.store.StoreError` for an unusable store. A run that
     starts always returns a result, failures of the worker included. In the main thread,
-    SIGINT and SIGTERM cancel the run while it lasts.
+    SIGINT, SIGTERM and SIGHUP cancel the run while it lasts.
     """
     handle = resolve_worker(worker)
     supervisor = RunSupervisor(

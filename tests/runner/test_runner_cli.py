@@ -215,7 +215,7 @@ def _wait_for(predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-unty
     return False
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_signal_to_mosaic_run_cancels_with_130(
     fixture_workers: Path, tmp_path: Path, signum: int
 ) -> None:
