@@ -20,7 +20,9 @@ def segment_path(run_id: str) -> Path:
 
 
 @pytest.mark.parametrize("switch", ["config", "MOSAIC_FASTLANE_ONLY", "GYM_GUI_FASTLANE_ONLY"])
-def test_example_worker_streams_frames_then_removes_its_segment(tmp_path: Path, switch: str) -> None:
+def test_example_worker_streams_frames_then_removes_its_segment(
+    tmp_path: Path, switch: str
+) -> None:
     run_id = f"fl-{uuid.uuid4().hex[:8]}"
     cfg = {"run_id": run_id, "episodes": 3, "step_delay_ms": 5, "max_steps_per_episode": 60}
     env = {**os.environ, "MOSAIC_RUN_DIR": str(tmp_path), "MOSAIC_RUN_ID": run_id}
@@ -32,7 +34,9 @@ def test_example_worker_streams_frames_then_removes_its_segment(tmp_path: Path, 
     path.write_text(json.dumps(cfg))
     proc = subprocess.Popen(
         [sys.executable, "-m", "mosaic_worker_example", "--config", str(path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
     )
     frame = None
     try:
@@ -71,6 +75,10 @@ def test_fastlane_off_by_default_creates_no_segment(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"run_id": run_id, "episodes": 1}))
     env = {k: v for k, v in os.environ.items() if "FASTLANE" not in k}
-    subprocess.run([sys.executable, "-m", "mosaic_worker_example", "--config", str(path)],
-                   check=True, capture_output=True, env={**env, "MOSAIC_RUN_DIR": str(tmp_path)})
+    subprocess.run(
+        [sys.executable, "-m", "mosaic_worker_example", "--config", str(path)],
+        check=True,
+        capture_output=True,
+        env={**env, "MOSAIC_RUN_DIR": str(tmp_path)},
+    )
     assert not segment_path(run_id).exists()

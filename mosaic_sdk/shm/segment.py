@@ -21,6 +21,7 @@ try:  # CPython's own binding; present on Linux and macOS.
 except ImportError:  # pragma: no cover - Windows / exotic builds
     _posixshmem = None
 
+_DEV_SHM = "/dev/shm"
 NAME_ENV = "MOSAIC_SHM_NAME"
 PREFIX = "mosaic.shm."
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
@@ -51,16 +52,38 @@ def name_from_env(name: str | None) -> str:
     return segment_name(env)
 
 
-def _open_fd(name: str, flags: int) -> int:
+def shm_open(name: str, *, create: bool = False, readonly: bool = False) -> int:
+    """Open (or, with ``create``, exclusively create) POSIX segment ``name``; returns an fd.
+
+    The one place the SDK opens shared memory (FastLane and the transport both use it), so no
+    segment is ever registered with the resource tracker.
+    """
+    flags = os.O_RDONLY if readonly else os.O_RDWR
+    if create:
+        flags |= os.O_CREAT | os.O_EXCL
     if _posixshmem is not None:
         return int(_posixshmem.shm_open("/" + name, flags, 0o600))
-    return os.open(os.path.join("/dev/shm", name), flags, 0o600)  # pragma: no cover
+    if os.path.isdir(_DEV_SHM):  # pragma: no cover - CPython without _posixshmem
+        return os.open(os.path.join(_DEV_SHM, name), flags | os.O_CLOEXEC, 0o600)
+    raise OSError("POSIX shared memory is not available on this platform")  # pragma: no cover
+
+
+def shm_unlink(name: str) -> bool:
+    """Remove the name ``name``; False when it did not exist. Mappings stay valid."""
+    try:
+        if _posixshmem is not None:
+            _posixshmem.shm_unlink("/" + name)
+        else:  # pragma: no cover
+            os.unlink(os.path.join(_DEV_SHM, name))
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def create_segment(name: str, size: int) -> mmap.mmap:
     """Create segment ``name`` of ``size`` bytes (zero-filled); fails if it already exists."""
     try:
-        fd = _open_fd(name, os.O_CREAT | os.O_EXCL | os.O_RDWR)
+        fd = shm_open(name, create=True)
     except FileExistsError:
         raise FileExistsError(
             f"shared-memory segment {name!r} already exists: another engine is using that name "
@@ -79,7 +102,7 @@ def create_segment(name: str, size: int) -> mmap.mmap:
 def attach_segment(name: str) -> mmap.mmap:
     """Map the existing segment ``name`` read-write (never registers it for cleanup)."""
     try:
-        fd = _open_fd(name, os.O_RDWR)
+        fd = shm_open(name)
     except FileNotFoundError:
         raise FileNotFoundError(
             f"no shared-memory segment named {name!r}: start the engine first, or check the "
@@ -96,20 +119,13 @@ def attach_segment(name: str) -> mmap.mmap:
 
 def unlink_segment(name: str) -> bool:
     """Remove segment ``name``; True if it existed. Mappings stay valid until closed."""
-    try:
-        if _posixshmem is not None:
-            _posixshmem.shm_unlink("/" + name)
-        else:  # pragma: no cover
-            os.unlink(os.path.join("/dev/shm", name))
-    except FileNotFoundError:
-        return False
-    return True
+    return shm_unlink(name)
 
 
 def segment_exists(name: str) -> bool:
     """True while segment ``name`` is present (not unlinked)."""
     try:
-        fd = _open_fd(name, os.O_RDONLY)
+        fd = shm_open(name, readonly=True)
     except FileNotFoundError:
         return False
     os.close(fd)

@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mosaic_sdk.shm.processes import process_alive
+
 SLICE = 0.05
 _MINUS_ONE = (1 << 64) - 1
 _WAKE_ALL = 0x7FFFFFFF
@@ -114,19 +116,7 @@ class PeerWatch:
         if self._poll is not None:
             self._gone = bool(self._poll.poll(0))
             return not self._gone
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            self._gone = True
-            return False
-        except PermissionError:
-            return True
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-            self._gone = state in (b"Z", b"X")
-        except (OSError, IndexError):
-            pass
+        self._gone = not process_alive(self.pid)
         return not self._gone
 
     def close(self) -> None:
