@@ -399,7 +399,7 @@ def test_cleanup_hook_removes_the_fastlane_segment_of_a_killed_worker(
 ) -> None:
     """The built-in FastLane plugin's mosaic_run_cleanup runs after a SIGKILL: no segment of
     the run is left in /dev/shm."""
-    from mosaic_sdk.fastlane.segment import shm_unlink
+    from mosaic_sdk.shm.segment import shm_unlink
 
     run_id = f"fl-kill-{os.getpid()}"
     segment = f"mosaic.fastlane.{run_id}"
