@@ -13,6 +13,7 @@ import pytest
 
 from mosaic_sdk.conformance import all_checks, check_worker
 from mosaic_sdk.conformance.results import ERROR, PASSED, SKIPPED
+from mosaic_sdk.conformance.subject import fastlane_available
 
 # fixture name -> (MOSAIC_PLUGINS spec, checks it must fail)
 BROKEN: dict[str, tuple[str, set[str]]] = {
@@ -69,14 +70,23 @@ BROKEN: dict[str, tuple[str, set[str]]] = {
     "badenv": ("badenv=fixture_badenv:plugin", {"env.check_env"}),
 }
 
-#: Checks proven able to fail elsewhere (test_packaging_check.py, test_fastlane_checks.py).
-FAILED_ELSEWHERE = {
-    "packaging.wheel_entry_point",
-    "fastlane.frames_published",
-    "fastlane.v1_readable",
-    "fastlane.segment_removed",
-    "env.check_env_fastlane",
+#: FastLane fixtures: their checks are gated on this SDK having mosaic_sdk.fastlane.
+BROKEN_FASTLANE: dict[str, tuple[str, set[str]]] = {
+    "flnothing": (
+        "flnothing=fixture_flnothing:plugin",
+        {"fastlane.frames_published", "fastlane.v1_readable", "env.check_env_fastlane"},
+    ),
+    "flleak": (
+        "flleak=fixture_handmade_fastlane:leak",
+        {"fastlane.segment_removed", "hygiene.no_shm_leftovers"},
+    ),
+    "flbad": ("flbad=fixture_handmade_fastlane:bad", {"fastlane.v1_readable"}),
 }
+if fastlane_available():
+    BROKEN.update(BROKEN_FASTLANE)
+
+#: Checks proven able to fail elsewhere (test_packaging_check.py).
+FAILED_ELSEWHERE = {"packaging.wheel_entry_point"}
 
 
 @pytest.mark.parametrize("fixture", sorted(BROKEN))
@@ -108,6 +118,7 @@ def test_unloadable_entry_point_fails_discovery_and_skips_the_rest(use_workers) 
 
 
 def test_every_check_has_a_fixture_that_fails_it() -> None:
-    proven = set().union(*(checks for _, checks in BROKEN.values())) | FAILED_ELSEWHERE
+    everything = {**BROKEN, **BROKEN_FASTLANE}
+    proven = set().union(*(checks for _, checks in everything.values())) | FAILED_ELSEWHERE
     proven.add("discovery.entry_point_loads")  # the unloadable fixture
     assert {c.name for c in all_checks()} == proven
