@@ -23,6 +23,8 @@ from mosaic_sdk.conformance import (
 )
 from mosaic_sdk.plugins import UnknownWorkerError
 
+pytest_plugins = ["pytester"]
+
 LAX = "laxconfig=fixture_laxconfig:plugin"
 LAX_FAILURES = [
     "config.rejects_unknown_key",
