@@ -11,7 +11,6 @@ import pytest
 
 from mosaic_sdk.conformance.leftovers import SHM_DIR
 
-
 FIXTURES_DIR = Path(__file__).parent / "fixtures"
 
 
