@@ -68,6 +68,7 @@ BROKEN: dict[str, tuple[str, set[str]]] = {
     ),
     "shmleak": ("shmleak=fixture_shmleak:plugin", {"hygiene.no_shm_leftovers"}),
     "badenv": ("badenv=fixture_badenv:plugin", {"env.check_env"}),
+    "phantomckpt": ("phantomckpt=fixture_phantomckpt:plugin", {"checkpoint.saved_and_exists"}),
 }
 
 #: FastLane fixtures: their checks are gated on this SDK having mosaic_sdk.fastlane.
@@ -103,6 +104,8 @@ def test_fixture_fails_exactly_its_checks(fixture: str, use_workers) -> None:
         if not r.ok:
             assert r.reason and r.hint, f"{r.name} fails without a reason or a hint"
     assert {r.name for r in results} == {c.name for c in all_checks()}
+    if fixture == "good":
+        assert {r.name: r.verdict for r in results}["checkpoint.saved_and_exists"] == PASSED
     if fixture == "orphan":
         assert pid_file.read_text().split(), "the orphan fixture reported no helper pid"
 
