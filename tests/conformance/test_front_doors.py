@@ -18,12 +18,16 @@ from mosaic_sdk.cli import conformance as cli_conformance
 from mosaic_sdk.conformance import (
     ConformanceError,
     ConformanceWarning,
+    all_checks,
     check_worker,
     parametrize_with_checks,
 )
 from mosaic_sdk.plugins import UnknownWorkerError
 
 pytest_plugins = ["pytester"]
+
+#: Checks outside the config family (deselected by -k "config.").
+OTHERS = len([c for c in all_checks() if c.family != "config"])
 
 LAX = "laxconfig=fixture_laxconfig:plugin"
 LAX_FAILURES = [
@@ -134,15 +138,29 @@ def test_pytest_plugin_is_inert_without_option(pytester: pytest.Pytester) -> Non
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
+def test_pytest_plugin_refuses_an_unknown_worker(pytester: pytest.Pytester, use_workers) -> None:
+    use_workers(LAX)
+    result = pytester.runpytest_subprocess(
+        "--pyargs",
+        "mosaic_sdk.conformance",
+        "--mosaic-worker",
+        "laxconfg",
+        "-p",
+        "no:cacheprovider",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no worker named 'laxconfg'; did you mean 'laxconfig'*"])
+
+
 def test_pytest_plugin_runs_checks_as_items(pytester: pytest.Pytester, use_workers) -> None:
     use_workers(LAX)
     args = ["--pyargs", "mosaic_sdk.conformance", "--mosaic-worker", "laxconfig", "-k", "config."]
     result = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=4, failed=3, deselected=31)
+    result.assert_outcomes(passed=4, failed=3, deselected=OTHERS)
     result.stdout.fnmatch_lines(["*laxconfig-config.rejects_unknown_key*", "*hint: *"])
     expect = [f"--mosaic-expect-fail={n}=lax on purpose" for n in LAX_FAILURES]
     result = pytester.runpytest_subprocess(*args, *expect, "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=4, xfailed=3, deselected=31)
+    result.assert_outcomes(passed=4, xfailed=3, deselected=OTHERS)
 
 
 def test_parametrize_with_checks_in_a_worker_test_suite(
@@ -167,7 +185,7 @@ def test_parametrize_with_checks_in_a_worker_test_suite(
     )
     result = pytester.runpytest_subprocess("-k", "config.", "-p", "no:cacheprovider", "-rA")
     # round_trip passes, so its strict xfail turns into a failure ([XPASS(strict)]).
-    result.assert_outcomes(passed=3, xfailed=3, failed=1, deselected=31)
+    result.assert_outcomes(passed=3, xfailed=3, failed=1, deselected=OTHERS)
     result.stdout.fnmatch_lines(
         ["*test_conformance?laxconfig-config.round_trip?*", "*XPASS(strict)*believed broken*"]
     )
