@@ -66,6 +66,10 @@ BROKEN: dict[str, tuple[str, set[str]]] = {
         "orphan=fixture_orphan:plugin",
         {"stop.no_orphans", "hygiene.no_leftover_processes"},
     ),
+    "orphanpipe": (
+        "orphanpipe=fixture_orphanpipe:plugin",
+        {"stop.no_orphans", "hygiene.no_leftover_processes"},
+    ),
     "shmleak": ("shmleak=fixture_shmleak:plugin", {"hygiene.no_shm_leftovers"}),
     "badenv": ("badenv=fixture_badenv:plugin", {"env.check_env"}),
     "phantomckpt": ("phantomckpt=fixture_phantomckpt:plugin", {"checkpoint.saved_and_exists"}),
@@ -106,7 +110,7 @@ def test_fixture_fails_exactly_its_checks(fixture: str, use_workers) -> None:
     assert {r.name for r in results} == {c.name for c in all_checks()}
     if fixture == "good":
         assert {r.name: r.verdict for r in results}["checkpoint.saved_and_exists"] == PASSED
-    if fixture == "orphan":
+    if fixture in ("orphan", "orphanpipe"):
         assert pid_file.read_text().split(), "the orphan fixture reported no helper pid"
 
 
