@@ -87,6 +87,8 @@ class RecordedRun:
     launch_error: str | None = None
     exit_code: int | None = None
     started_at: float = 0.0
+    #: ``time.time() - time.monotonic()`` during the run: turns arrival times into wall time.
+    clock_offset: float = 0.0
     exited_at: float | None = None
     lines: list[RecordedLine] = field(default_factory=list)
     stderr: str = ""
@@ -162,6 +164,7 @@ def record_run(
         run.launch_error = str(exc)
         return run
     run.started_at = proc.started_at
+    run.clock_offset = time.time() - time.monotonic()
     try:
         _supervise(proc, plan, run)
     finally:
