@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from mosaic_sdk.conformance.checks.cli import launched
-from mosaic_sdk.conformance.recording import RecordedRun
+from mosaic_sdk.conformance.recording import RecordedLine, RecordedRun
 from mosaic_sdk.conformance.registry import conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
 from mosaic_sdk.conformance.subject import HEARTBEAT_INTERVAL, WorkerSubject
@@ -170,6 +170,12 @@ def streaming(run: RecordedRun) -> tuple[bool, str]:
     return lead >= STREAM_LEAD_SECONDS or lead >= STREAM_LEAD_FRACTION * span, note
 
 
+def _written_at(rec: RecordedLine) -> float:
+    """When the worker wrote a line: its ``ts_unix_ns``, else when it arrived (monotonic)."""
+    ts = rec.line.data.get("ts_unix_ns")
+    return ts / 1e9 if isinstance(ts, int) else rec.arrived
+
+
 def streamed(run: RecordedRun) -> bool:
     """Whether the run's lines arrived while it ran (see :func:`streaming`)."""
     return streaming(run)[0]
@@ -185,7 +191,7 @@ def streamed(run: RecordedRun) -> bool:
 )
 def heartbeats(subject: WorkerSubject) -> str | None:
     run, _ = _telemetry(subject)
-    events = [(r.event, r.arrived) for r in run.telemetry if r.event]
+    events = [(r.event, _written_at(r)) for r in run.telemetry if r.event]
     beats = [e for e in events if e[0] == "heartbeat"]
     if beats:
         return f"{len(beats)} heartbeat(s)"
