@@ -91,6 +91,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(FIXTURE, params)
 
 
+@pytest.hookimpl(trylast=True)  # after -k / -m deselection: plan only what will run
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:

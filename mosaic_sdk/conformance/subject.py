@@ -39,18 +39,31 @@ DEFAULT_SEED = 12345
 STOP_TIMEOUT = 10.0
 
 
-def stop_timeout() -> float:
-    """:data:`STOP_TIMEOUT`, or ``MOSAIC_CONFORMANCE_STOP_TIMEOUT`` seconds when set."""
-    raw = os.environ.get("MOSAIC_CONFORMANCE_STOP_TIMEOUT", "").strip()
+#: Seconds one recorded run may take before it is killed (``MOSAIC_CONFORMANCE_RUN_TIMEOUT``).
+RUN_TIMEOUT = 120.0
+
+
+def _seconds(variable: str, default: float) -> float:
+    raw = os.environ.get(variable, "").strip()
     if not raw:
-        return STOP_TIMEOUT
+        return default
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"MOSAIC_CONFORMANCE_STOP_TIMEOUT={raw!r} is not a number") from None
+        raise ValueError(f"{variable}={raw!r} is not a number of seconds") from None
     if value <= 0:
-        raise ValueError(f"MOSAIC_CONFORMANCE_STOP_TIMEOUT={raw!r} must be > 0 seconds")
+        raise ValueError(f"{variable}={raw!r} must be > 0 seconds")
     return value
+
+
+def stop_timeout() -> float:
+    """:data:`STOP_TIMEOUT`, or ``MOSAIC_CONFORMANCE_STOP_TIMEOUT`` seconds when set."""
+    return _seconds("MOSAIC_CONFORMANCE_STOP_TIMEOUT", STOP_TIMEOUT)
+
+
+def run_timeout() -> float:
+    """:data:`RUN_TIMEOUT`, or ``MOSAIC_CONFORMANCE_RUN_TIMEOUT`` seconds when set."""
+    return _seconds("MOSAIC_CONFORMANCE_RUN_TIMEOUT", RUN_TIMEOUT)
 
 
 #: A config that no worker can accept: the bad-config run writes it as its config file.
@@ -178,6 +191,12 @@ class WorkerSubject:
 
     # -- runs ---------------------------------------------------------------------------
     def plan(self, kind: str) -> RunPlan:
+        import dataclasses
+
+        plan = self._plan(kind)
+        return dataclasses.replace(plan, timeout=run_timeout())
+
+    def _plan(self, kind: str) -> RunPlan:
         config = {"seed": DEFAULT_SEED, **self.conformance_config()}
         run_id = self.run_id(kind)
         heartbeat = {"MOSAIC_HEARTBEAT_INTERVAL": str(HEARTBEAT_INTERVAL)}
@@ -273,5 +292,6 @@ __all__ = [
     "STOP_TIMEOUT",
     "WorkerSubject",
     "fastlane_available",
+    "run_timeout",
     "stop_timeout",
 ]

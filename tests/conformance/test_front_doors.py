@@ -163,6 +163,41 @@ def test_pytest_plugin_runs_checks_as_items(pytester: pytest.Pytester, use_worke
     result.assert_outcomes(passed=4, xfailed=3, deselected=OTHERS)
 
 
+def test_pytest_plugin_launches_only_what_selected_checks_read(
+    pytester: pytest.Pytester, use_workers, tmp_path, monkeypatch
+) -> None:
+    use_workers(LAX)
+    log = tmp_path / "launches"
+    log.touch()
+    monkeypatch.setenv("FIXTURE_LAUNCH_LOG", str(log))  # inherited by the inner pytest
+    base = [
+        "--pyargs",
+        "mosaic_sdk.conformance",
+        "--mosaic-worker",
+        "laxconfig",
+        "-p",
+        "no:cacheprovider",
+    ]
+    pytester.runpytest_subprocess(*base, "-k", "config.").assert_outcomes(
+        passed=4, failed=3, deselected=OTHERS
+    )
+    assert log.read_text() == "", "config checks launched the worker"
+    pytester.runpytest_subprocess(*base, "-k", "dry_run").assert_outcomes(
+        passed=2, deselected=len(all_checks()) - 2
+    )
+    launched = log.read_text().split()
+    assert len(launched) == 1 and "-dry_run-" in launched[0]
+
+
+def test_check_worker_runs_named_checks_only(use_workers, tmp_path, monkeypatch) -> None:
+    use_workers(LAX)
+    log = tmp_path / "launches"
+    monkeypatch.setenv("FIXTURE_LAUNCH_LOG", str(log))
+    results = check_worker("laxconfig", checks=["cli.bad_config_exits_nonzero"])
+    assert [(r.name, r.verdict) for r in results] == [("cli.bad_config_exits_nonzero", "passed")]
+    assert len(log.read_text().split()) == 1
+
+
 def test_parametrize_with_checks_in_a_worker_test_suite(
     pytester: pytest.Pytester, use_workers
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mosaic_sdk.conformance.recording import RecordedRun
 from mosaic_sdk.conformance.registry import conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
-from mosaic_sdk.conformance.subject import WorkerSubject
+from mosaic_sdk.conformance.subject import WorkerSubject, run_timeout
 
 
 def launched(subject: WorkerSubject, kind: str) -> RecordedRun:
@@ -14,7 +14,10 @@ def launched(subject: WorkerSubject, kind: str) -> RecordedRun:
     if run.launch_error:
         raise CheckFailed(run.launch_error)
     if run.timed_out:
-        raise CheckFailed(f"the {kind} run did not finish in time and was killed")
+        raise CheckFailed(
+            f"the {kind} run did not finish within {run_timeout():g} s and was killed "
+            "(MOSAIC_CONFORMANCE_RUN_TIMEOUT); keep the conformance config small"
+        )
     return run
 
 
