@@ -56,7 +56,8 @@ def use_workers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Cal
                 leaked_pids.append(pid)
                 os.kill(pid, signal.SIGKILL)
     after = set(os.listdir(SHM_DIR)) if SHM_DIR.is_dir() else set()
-    leaked_shm = sorted(n for n in after - before if n.startswith("mosaic.conformance-fixture."))
+    # Every run id of the suite contains "conformance-": any such new entry is ours.
+    leaked_shm = sorted(n for n in after - before if "conformance-" in n)
     for name in leaked_shm:
         (SHM_DIR / name).unlink(missing_ok=True)
     assert not leaked_pids, f"the suite left fixture processes running: {leaked_pids}"
