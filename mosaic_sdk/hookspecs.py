@@ -79,9 +79,10 @@ def mosaic_worker_launch_command(
 def mosaic_worker_conformance_config() -> dict[str, Any] | None:
     """Return a small config (without ``run_id``) for the conformance suite to run with.
 
-    Called by the conformance suite before its run-time checks. It should finish in a few
-    seconds, emit at least one step and one episode, and be deterministic for its seed. When no
-    plugin answers, the config model's defaults are used.
+    Called by the conformance suite before its run-time checks. The run should last about
+    one second (long enough to observe streaming, heartbeats and a SIGTERM mid-run, short
+    enough for a quick suite), emit at least one step and one episode, and be deterministic
+    for its seed. When no plugin answers, the config model's defaults are used.
     """
 
 

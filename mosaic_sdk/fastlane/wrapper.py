@@ -49,7 +49,10 @@ def _free_index(run_id: str, index: int) -> None:
             del _ENV_INDICES[run_id]
 
 
-class FastLaneTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
+class FastLaneTelemetryWrapper(
+    gymnasium.Wrapper,  # type: ignore[type-arg]
+    gymnasium.utils.RecordConstructorArgs,
+):
     """Publishes frames of a single env (make it with ``render_mode="rgb_array"``).
 
     When a process wraps several envs for the same run, each wrapper takes the lowest free
@@ -70,6 +73,17 @@ class FastLaneTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
         max_dim: int = 0,
         return_window: int = 10,
     ) -> None:
+        # Recorded so that env.spec (read by check_env and gymnasium.make(spec)) describes us.
+        gymnasium.utils.RecordConstructorArgs.__init__(
+            self,
+            run_id=run_id,
+            video_mode=video_mode,
+            slot=slot,
+            grid_limit=grid_limit,
+            interval_ms=interval_ms,
+            max_dim=max_dim,
+            return_window=return_window,
+        )
         super().__init__(env)
         self.video_mode = _check_mode(video_mode)
         if slot < 0:

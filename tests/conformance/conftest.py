@@ -38,7 +38,10 @@ def use_workers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Cal
     pid_file = tmp_path / "fixture-pids"
     before = set(os.listdir(SHM_DIR)) if SHM_DIR.is_dir() else set()
 
+    names: list[str] = []
+
     def use(spec: str) -> Path:
+        names.extend(item.partition("=")[0].strip() for item in spec.split(",") if item.strip())
         monkeypatch.syspath_prepend(str(FIXTURES_DIR))
         path = os.pathsep.join(p for p in (str(FIXTURES_DIR), os.environ.get("PYTHONPATH")) if p)
         monkeypatch.setenv("PYTHONPATH", path)
@@ -56,8 +59,10 @@ def use_workers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Cal
                 leaked_pids.append(pid)
                 os.kill(pid, signal.SIGKILL)
     after = set(os.listdir(SHM_DIR)) if SHM_DIR.is_dir() else set()
-    # Every run id of the suite contains "conformance-": any such new entry is ours.
-    leaked_shm = sorted(n for n in after - before if "conformance-" in n)
+    # The suite's run ids are "conformance-<worker>-<kind>-<hex>": only the fixture workers
+    # of this test are ours (other suites may run on the same machine at the same time).
+    mine = tuple(f"conformance-{name}-" for name in names)
+    leaked_shm = sorted(n for n in after - before if mine and any(m in n for m in mine))
     for name in leaked_shm:
         (SHM_DIR / name).unlink(missing_ok=True)
     assert not leaked_pids, f"the suite left fixture processes running: {leaked_pids}"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from mosaic_sdk.conformance import check_worker
@@ -12,15 +10,8 @@ from mosaic_sdk.conformance.subject import fastlane_available
 from mosaic_sdk.plugins import discover_workers
 
 #: Known failures of in-repo code, each with the reason; strict: a fix makes the test fail
-#: until the entry is removed.
-WRAPPER_SPEC = (
-    "FastLaneTelemetryWrapper does not inherit gymnasium.utils.RecordConstructorArgs, so "
-    "check_env cannot rebuild env.spec of the wrapped env"
-)
-EXPECTED_FAILURES = {
-    "example": {"env.check_env_fastlane": WRAPPER_SPEC},
-    "cleanrl": {"env.check_env_fastlane": WRAPPER_SPEC},
-}
+#: until the entry is removed. (None today.)
+EXPECTED_FAILURES: dict[str, dict[str, str]] = {}
 
 
 def _installed(name: str) -> bool:
@@ -32,8 +23,6 @@ def test_in_repo_worker_is_conformant(worker: str) -> None:
     if not _installed(worker):
         pytest.skip(f"the {worker} worker is not installed (pip install -e plugins/{worker})")
     expected = dict(EXPECTED_FAILURES.get(worker, {}))
-    if not fastlane_available() or importlib.util.find_spec("gymnasium") is None:
-        expected.pop("env.check_env_fastlane", None)
     results = check_worker(worker, on_fail="raise", expected_failures=expected)
     verdicts = {r.name: r.verdict for r in results}
     for name in expected:
@@ -46,9 +35,11 @@ def test_in_repo_worker_is_conformant(worker: str) -> None:
             "stop.run_cancelled",
             "env.check_env",
             "packaging.wheel_entry_point",
+            "config.round_trip",
         ]
         if fastlane_available():
             must_pass += [
+                "env.check_env_fastlane",
                 "fastlane.frames_published",
                 "fastlane.v1_readable",
                 "fastlane.segment_removed",

@@ -3,6 +3,7 @@ wrapped by FastLane."""
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from typing import Any
@@ -34,7 +35,16 @@ def _probe_env(subject: WorkerSubject) -> str | None:
     return None
 
 
+def _quiet_headless_sdl() -> None:
+    """Renderers built on pygame/SDL initialise audio and complain on stderr when the machine
+    has no sound server (CI); rgb_array rendering needs neither sound nor a screen."""
+    if not os.environ.get("XDG_RUNTIME_DIR"):
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+
+
 def _make_env(subject: WorkerSubject) -> Any:
+    _quiet_headless_sdl()
     handle = subject.require_handle()
     model = subject.config_model()
     data = {"seed": DEFAULT_SEED, **subject.conformance_config(), "run_id": subject.run_id("env")}
