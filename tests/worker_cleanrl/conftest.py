@@ -1,0 +1,13 @@
+"""Fixtures of the CleanRL worker tests: a base directory for run directories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Path:
+    return tmp_path / "runs"
+
