@@ -103,6 +103,12 @@ class WorkerResult:
         assert len(ends) == 1, f"expected one terminal event, got {ends}\n{self.stderr[-3000:]}"
         return ends[0]
 
+    def why(self) -> str:
+        """What went wrong, for assertion messages: run_failed's payload and stderr's tail."""
+        failed = [e["payload"] for e in self.events("run_failed")]
+        tail = "\n".join(line for line in self.stderr.splitlines() if "XDG_RUNTIME_DIR" not in line)
+        return f"run_failed: {failed}\nstderr: {tail[-3000:]}"
+
     def analytics(self) -> dict[str, Any]:
         return json.loads((self.run_dir / "analytics.json").read_text())
 

@@ -270,7 +270,7 @@ def main(args: Args) -> None:
                 finals = infos["final_obs"]
                 for k in np.flatnonzero(truncations & ~terminations):
                     with torch.no_grad():
-                        v = agent.get_value(agent.prepare(finals[k][None]))
+                        v = agent.get_value(agent.prepare(np.asarray(finals[k])[None]))
                     reward[k] += args.gamma * v.item()
             rewards[step] = reward
             next_obs = agent.prepare(raw_obs)
