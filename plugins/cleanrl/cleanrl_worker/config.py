@@ -96,8 +96,11 @@ class CleanRLConfig(WorkerConfig):
     )
 
     telemetry_steps: bool = Field(True, description="Write step lines (episodes always)")
+    telemetry_step_every: int = Field(
+        20, ge=1, description="Write every Nth step of each episode (its last step always)"
+    )
     telemetry_step_rate: float | None = Field(
-        20.0, gt=0, description="Max step lines per second (None: every step)"
+        None, gt=0, description="Also cap step lines per second (not deterministic; None: no cap)"
     )
     heartbeat_interval: float | None = Field(
         None, gt=0, description="Seconds between heartbeats (None: MOSAIC_HEARTBEAT_INTERVAL/30)"

@@ -4,9 +4,11 @@
 every wrapper of the script, so it sees raw rewards (before ``NormalizeReward`` and friends).
 It reports to a :class:`TelemetrySink`:
 
-- in the worker process the sink writes step lines (at most ``step_rate`` per second over
-  all envs; the step that ends an episode is always written) and one episode line per
-  finished episode, and keeps the run's statistics (for heartbeats and ``analytics.json``);
+- in the worker process the sink writes step lines (every ``step_every``-th step of each
+  episode, optionally at most ``step_rate`` per second over all envs; the step that ends an
+  episode is always written) and one episode line per finished episode, and keeps the run's
+  statistics (for heartbeats and ``analytics.json``). An episode's index is taken when it
+  starts, so step lines and the episode line of one episode share it;
 - in an env subprocess (``AsyncVectorEnv``) there is no telemetry stream: the wrapper puts
   its records into the step's ``info`` under :data:`INFO_KEY`, and
   :class:`VectorTelemetryRelay`, around the vector env in the worker process, writes them.
@@ -36,17 +38,21 @@ class TelemetrySink:
         emitter: Any | None,
         *,
         steps: bool = True,
-        step_rate: float | None = 20.0,
+        step_every: int = 20,
+        step_rate: float | None = None,
         owner_pid: int | None = None,
         return_window: int = 20,
     ) -> None:
         self.emitter = emitter
         self.steps_enabled = steps
+        self.step_every = max(1, int(step_every))
         self.step_interval = 0.0 if not step_rate else 1.0 / step_rate
         self.owner_pid = os.getpid() if owner_pid is None else owner_pid
         self._lock = threading.Lock()
         self._next_step_at = 0.0
         self.episodes = 0
+        self._next_index = 0
+        self._remote: dict[tuple[int, int], int] = {}
         self.total_steps = 0
         self.total_reward = 0.0
         self.returns: deque[float] = deque(maxlen=return_window)
@@ -57,8 +63,24 @@ class TelemetrySink:
         """True in the worker process (writes lines); False in an env subprocess."""
         return self.emitter is not None and os.getpid() == self.owner_pid
 
-    def step_due(self) -> bool:
-        if not self.steps_enabled:
+    def new_episode_index(self) -> int:
+        with self._lock:
+            index = self._next_index
+            self._next_index += 1
+            return index
+
+    def global_index(self, origin: tuple[int, int], finished: bool) -> int:
+        """The run-wide index of an episode numbered ``origin`` (pid, local) in a subprocess."""
+        key = (int(origin[0]), int(origin[1]))
+        index = self._remote.get(key)
+        if index is None:
+            index = self._remote[key] = self.new_episode_index()
+        if finished:
+            self._remote.pop(key, None)
+        return index
+
+    def step_due(self, step_index: int) -> bool:
+        if not self.steps_enabled or step_index % self.step_every:
             return False
         if not self.step_interval:
             return True
@@ -83,12 +105,13 @@ class TelemetrySink:
         )
 
     def write_episode(self, record: dict[str, Any]) -> None:
+        index = record["episode_index"]
         with self._lock:
-            index = self.episodes
             self.episodes += 1
-            self.total_reward += record["total_reward"]
-            self.returns.append(record["total_reward"])
-            self.all_returns.append(record["total_reward"])
+            if not (record.get("metadata") or {}).get("unfinished"):
+                self.total_reward += record["total_reward"]
+                self.returns.append(record["total_reward"])
+                self.all_returns.append(record["total_reward"])
         if self.emitter is not None:
             self.emitter.episode(
                 index,
@@ -101,9 +124,6 @@ class TelemetrySink:
 
     def count_steps(self, n: int) -> None:
         self.total_steps += n  # a lost increment under races only blurs a heartbeat
-
-    def current_episode(self) -> int:
-        return self.episodes
 
     def mean_return(self) -> float | None:
         return sum(self.returns) / len(self.returns) if self.returns else None
@@ -132,9 +152,12 @@ class EpisodeTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
         self.env_id = env_id
         self._return = 0.0
         self._length = 0
+        self._episode: int | None = None
+        self._last: tuple[int, float, Any, Any] | None = None
 
     def reset(self, **kwargs: Any) -> Any:
         self._return, self._length = 0.0, 0
+        self._episode = self.sink.new_episode_index()
         return self.env.reset(**kwargs)
 
     def step(self, action: Any) -> Any:
@@ -146,12 +169,18 @@ class EpisodeTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
         sink = self.sink
         sink.count_steps(1)
         local = sink.local
+        if self._episode is None:  # stepped without reset (the env checker does that)
+            self._episode = sink.new_episode_index()
+        episode = self._episode if local else (os.getpid(), self._episode)
+        key = "episode_index" if local else "origin"
         records: list[dict[str, Any]] = []
-        if sink.step_due() or (done and sink.steps_enabled):
+        self._last = (self._length - 1, r, action, obs)  # flushed by close() if unwritten
+        if sink.step_due(self._length - 1) or (done and sink.steps_enabled):
+            self._last = None  # written: nothing to flush at close
             records.append(
                 {
                     "kind": "step",
-                    "episode_index": sink.current_episode(),
+                    key: episode,
                     "step_index": self._length - 1,
                     "reward": r,
                     "terminated": bool(terminated),
@@ -168,6 +197,7 @@ class EpisodeTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
             records.append(
                 {
                     "kind": "episode",
+                    key: episode,
                     "total_reward": self._return,
                     "steps": self._length,
                     "terminated": bool(terminated),
@@ -175,7 +205,7 @@ class EpisodeTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
                     "metadata": metadata,
                 }
             )
-            self._return, self._length = 0.0, 0
+            self._return, self._length, self._episode = 0.0, 0, None
         if records:
             if local:
                 deliver(sink, records)
@@ -185,9 +215,47 @@ class EpisodeTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
         return obs, reward, terminated, truncated, info
 
 
+    def close(self) -> None:
+        # The run ends mid-episode: report the partial episode as truncated and unfinished
+        # (it does not count towards returns), so every step line has its episode line.
+        if self._length and self._episode is not None and self.sink.local:
+            meta = {"env_index": self.env_index, "env_id": self.env_id}
+            last: list[dict[str, Any]] = []
+            if self._last is not None and self.sink.steps_enabled:
+                index, reward, action, obs = self._last
+                last.append(
+                    {"kind": "step", "episode_index": self._episode, "step_index": index,
+                     "reward": reward, "terminated": False, "truncated": True,
+                     "action": _plain(action), "observation": _plain(obs), "metadata": meta}
+                )  # fmt: skip
+            deliver(
+                self.sink,
+                last
+                + [
+                    {
+                        "kind": "episode",
+                        "episode_index": self._episode,
+                        "total_reward": self._return,
+                        "steps": self._length,
+                        "terminated": False,
+                        "truncated": True,
+                        "metadata": {"env_index": self.env_index, "env_id": self.env_id,
+                                     "unfinished": True},
+                    }
+                ],
+            )  # fmt: skip
+            self._length = 0
+        super().close()
+
+
 def deliver(sink: TelemetrySink, records: list[dict[str, Any]]) -> None:
     """Write records made by :class:`EpisodeTelemetryWrapper` through ``sink``."""
     for record in records:
+        if "origin" in record:
+            record = dict(record)
+            record["episode_index"] = sink.global_index(
+                record.pop("origin"), record["kind"] == "episode"
+            )
         if record["kind"] == "episode":
             sink.write_episode(record)
         elif sink.emitter is not None:

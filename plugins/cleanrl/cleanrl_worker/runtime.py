@@ -65,6 +65,7 @@ def make_sink(ctx: RunContext, config: CleanRLConfig) -> TelemetrySink:
     return TelemetrySink(
         ctx.emitter,
         steps=config.telemetry_steps and not config.fastlane_only,
+        step_every=config.telemetry_step_every,
         step_rate=config.telemetry_step_rate,
     )
 
@@ -84,6 +85,7 @@ def install_instrumentation(
             render_frames=settings is not None,
             owner_pid=os.getpid(),
             steps=sink.steps_enabled,
+            step_every=config.telemetry_step_every,
             step_rate=config.telemetry_step_rate,
         )
     )

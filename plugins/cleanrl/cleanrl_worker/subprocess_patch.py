@@ -24,7 +24,8 @@ def subprocess_environment(
     render_frames: bool,
     owner_pid: int,
     steps: bool = True,
-    step_rate: float | None = 20.0,
+    step_every: int = 20,
+    step_rate: float | None = None,
 ) -> dict[str, str]:
     """Variables that switch the patch on in children of this process."""
     path = environ.get("PYTHONPATH", "")
@@ -36,6 +37,7 @@ def subprocess_environment(
         "CLEANRL_WORKER_RENDER": "1" if render_frames else "0",
         "CLEANRL_WORKER_PID": str(owner_pid),
         "CLEANRL_WORKER_STEPS": "1" if steps else "0",
+        "CLEANRL_WORKER_STEP_EVERY": str(step_every),
         "CLEANRL_WORKER_STEP_RATE": str(step_rate or 0),
     }
 
@@ -51,9 +53,12 @@ def install_in_subprocess(environ: Mapping[str, str]) -> object | None:
     from cleanrl_worker.env_telemetry import TelemetrySink
     from cleanrl_worker.instrument import Instrumentation
 
-    rate = float(environ.get("CLEANRL_WORKER_STEP_RATE", "20") or 0)
+    rate = float(environ.get("CLEANRL_WORKER_STEP_RATE", "0") or 0)
+    every = int(environ.get("CLEANRL_WORKER_STEP_EVERY", "20") or 20)
     steps = environ.get("CLEANRL_WORKER_STEPS", "1") == "1"
-    sink = TelemetrySink(None, steps=steps, step_rate=rate or None, owner_pid=owner)
+    sink = TelemetrySink(
+        None, steps=steps, step_every=every, step_rate=rate or None, owner_pid=owner
+    )
     inst = Instrumentation(
         sink,
         environ.get("MOSAIC_RUN_ID", "subprocess"),
