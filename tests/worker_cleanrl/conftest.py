@@ -12,8 +12,8 @@ def runs(tmp_path: Path) -> Path:
     return tmp_path / "runs"
 
 
-
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "slow: trains for real (tens of seconds); runs in CI, deselect with -m 'not slow'"
+        "markers",
+        "slow: trains for real (tens of seconds); runs in CI, deselect with -m 'not slow'",
     )

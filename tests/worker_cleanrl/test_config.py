@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from cleanrl_worker.config import CleanRLConfig
 from cleanrl_worker.launch_args import build_argv
 from cleanrl_worker.registry import resolve
+
 from mosaic_sdk.contract import ConfigError
 
 

@@ -61,7 +61,8 @@ def test_policy_eval_of_a_policy_trained_here(runs: Path) -> None:
     summary = result.events("run_completed")[0]["payload"]["final_metrics"]
     assert summary["returns"] == [e["total_reward"] for e in episodes]
     assert summary["mean_return"] == pytest.approx(statistics.fmean(summary["returns"]))
-    assert all(d <= r for d, r in zip(summary["discounted_returns"], summary["returns"]))
+    pairs = zip(summary["discounted_returns"], summary["returns"], strict=True)
+    assert all(d <= r for d, r in pairs)
     assert result.frames > 0
     assert result.analytics()["evaluation"]["returns"] == summary["returns"]
 
@@ -76,7 +77,8 @@ def test_curriculum_switches_envs_and_keeps_streaming_across_frame_sizes(runs: P
     ]  # fmt: skip
     config = {"run_id": unique_run_id("curr"), "algo": "ppo", "total_timesteps": 2048,
               "seed": 1, "curriculum_schedule": schedule, "fastlane": True,
-              "fastlane_interval_ms": 0, "num_envs": 2, "algo_params": {"num_steps": 128}}  # fmt: skip
+              "fastlane_interval_ms": 0, "num_envs": 2,
+              "algo_params": {"num_steps": 128}}  # fmt: skip
     result = run_worker(runs, config, watch_frames=True)
     assert result.returncode == 0, result.why()
     assert result.terminal() == "run_completed"

@@ -10,7 +10,6 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-
 from cleanrl_worker.env_telemetry import INFO_KEY, TelemetrySink
 from cleanrl_worker.gym_compat import install_compat
 from cleanrl_worker.instrument import Instrumentation

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-
 import cleanrl_worker
+import pytest
 from cleanrl_worker.arguments import read_script_arguments
 from cleanrl_worker.registry import ALGORITHMS, AlgorithmNotFoundError, resolve
+
 from worker_cleanrl.worker_runs import needs_upstream
 
 

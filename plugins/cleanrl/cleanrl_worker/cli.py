@@ -12,10 +12,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from cleanrl_worker.config import CleanRLConfig
 from mosaic_sdk.contract import WorkerConfig
 from mosaic_sdk.worker_cli import worker_main
-
-from cleanrl_worker.config import CleanRLConfig
 
 
 def check_config(config: WorkerConfig) -> str:

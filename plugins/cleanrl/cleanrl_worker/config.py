@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from mosaic_sdk.contract import WorkerConfig
 from cleanrl_worker.curriculum_schedule import CurriculumStage
+from mosaic_sdk.contract import WorkerConfig
 
 Mode = Literal["train", "policy_eval", "resume_training", "curriculum"]
 
@@ -54,9 +54,7 @@ class CleanRLConfig(WorkerConfig):
     )
     worker_id: str | None = Field(None, description="Accepted for the platform; use --worker-id")
 
-    mode: Mode = Field(
-        "train", description="train, policy_eval, resume_training or curriculum"
-    )
+    mode: Mode = Field("train", description="train, policy_eval, resume_training or curriculum")
     cuda: bool = Field(False, description="Use CUDA when available")
     tensorboard_dir: str = Field(
         "tensorboard",

@@ -122,9 +122,6 @@ class TelemetrySink:
                 metadata=record.get("metadata"),
             )
 
-    def count_steps(self, n: int) -> None:
-        self.total_steps += n  # a lost increment under races only blurs a heartbeat
-
     def mean_return(self) -> float | None:
         return sum(self.returns) / len(self.returns) if self.returns else None
 
@@ -154,6 +151,7 @@ class EpisodeTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
         self._length = 0
         self._episode: int | None = None
         self._last: tuple[int, float, Any, Any] | None = None
+        self._local = sink.local  # decided where the env was made (worker or subprocess)
 
     def reset(self, **kwargs: Any) -> Any:
         self._return, self._length = 0.0, 0
@@ -167,15 +165,19 @@ class EpisodeTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
         self._length += 1
         done = bool(terminated or truncated)
         sink = self.sink
-        sink.count_steps(1)
-        local = sink.local
+        sink.total_steps += 1  # a lost increment under races only blurs a heartbeat
+        due = sink.step_due(self._length - 1)
+        if not (due or done):  # the common case: nothing to write
+            self._last = (self._length - 1, r, action, obs)  # flushed by close() if unwritten
+            return obs, reward, terminated, truncated, info
+        local = self._local
         if self._episode is None:  # stepped without reset (the env checker does that)
             self._episode = sink.new_episode_index()
         episode = self._episode if local else (os.getpid(), self._episode)
         key = "episode_index" if local else "origin"
         records: list[dict[str, Any]] = []
-        self._last = (self._length - 1, r, action, obs)  # flushed by close() if unwritten
-        if sink.step_due(self._length - 1) or (done and sink.steps_enabled):
+        self._last = (self._length - 1, r, action, obs)
+        if due or (done and sink.steps_enabled):
             self._last = None  # written: nothing to flush at close
             records.append(
                 {
@@ -214,11 +216,10 @@ class EpisodeTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
                 info[INFO_KEY] = records
         return obs, reward, terminated, truncated, info
 
-
     def close(self) -> None:
         # The run ends mid-episode: report the partial episode as truncated and unfinished
         # (it does not count towards returns), so every step line has its episode line.
-        if self._length and self._episode is not None and self.sink.local:
+        if self._length and self._episode is not None and self._local:
             meta = {"env_index": self.env_index, "env_id": self.env_id}
             last: list[dict[str, Any]] = []
             if self._last is not None and self.sink.steps_enabled:

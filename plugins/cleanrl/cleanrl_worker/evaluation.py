@@ -14,11 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.telemetry import Heartbeat
-from mosaic_sdk.worker_cli import RunContext
-
 from cleanrl_worker.analytics import write_analytics
 from cleanrl_worker.config import CleanRLConfig
+from mosaic_sdk.telemetry import Heartbeat
+from mosaic_sdk.worker_cli import RunContext
 
 
 def load_policy(path: str) -> tuple[Any, dict[str, Any]]:
@@ -52,9 +51,7 @@ def run_policy_eval(ctx: RunContext) -> None:
     discounted: list[float] = []
     status = "completed"
     try:
-        env = gymnasium.make(
-            env_id, render_mode="rgb_array" if config.eval_capture_video else None
-        )
+        env = gymnasium.make(env_id, render_mode="rgb_array" if config.eval_capture_video else None)
         if config.eval_capture_video:
             env = gymnasium.wrappers.RecordVideo(
                 env, str(ctx.run_dir / "videos"), episode_trigger=lambda _: True

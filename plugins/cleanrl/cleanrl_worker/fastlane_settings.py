@@ -78,7 +78,9 @@ def resolve_fastlane(config: CleanRLConfig, environ: Mapping[str, str]) -> dict[
     }
 
 
-def export_fastlane(settings: dict[str, Any], config: CleanRLConfig, env: MutableMapping[str, str]) -> None:
+def export_fastlane(
+    settings: dict[str, Any], config: CleanRLConfig, env: MutableMapping[str, str]
+) -> None:
     """Write the resolved settings back in both spellings (for tools and child processes)."""
     values = {
         "ONLY": "1" if config.fastlane_only else "0",

@@ -96,7 +96,9 @@ class Instrumentation:
             return env
         if wrapped is None:
             if not self._fastlane_warned:
-                self._log("warning: FastLane is on but no mosaic_fastlane_wrap_env provider answered")
+                self._log(
+                    "warning: FastLane is on but no mosaic_fastlane_wrap_env provider answered"
+                )
                 self._fastlane_warned = True
             return env
         self.fastlane_wrapped.append(wrapped)

@@ -6,10 +6,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cleanrl_worker import __version__
 from mosaic_sdk import hookimpl
 from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
-
-from cleanrl_worker import __version__
 
 
 def _upstream_version() -> str:

@@ -29,9 +29,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.telemetry import Heartbeat
-from mosaic_sdk.worker_cli import RunContext
-
 from cleanrl_worker.analytics import collect_checkpoints, log_tail, write_analytics
 from cleanrl_worker.config import CleanRLConfig
 from cleanrl_worker.env_telemetry import TelemetrySink
@@ -40,6 +37,8 @@ from cleanrl_worker.instrument import Instrumentation
 from cleanrl_worker.launch_args import build_argv
 from cleanrl_worker.registry import AlgorithmSpec, resolve
 from cleanrl_worker.subprocess_patch import subprocess_environment
+from mosaic_sdk.telemetry import Heartbeat
+from mosaic_sdk.worker_cli import RunContext
 
 LOG_NAME = "algorithm.log"
 
