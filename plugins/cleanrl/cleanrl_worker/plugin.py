@@ -79,3 +79,21 @@ def mosaic_worker_make_env(config: WorkerConfig) -> Any:
     import gymnasium
 
     return gymnasium.make(getattr(config, "env_id", "CartPole-v1"), render_mode="rgb_array")
+
+
+@hookimpl
+def mosaic_worker_details() -> dict[str, Any]:
+    """`mosaic workers show cleanrl`: the algorithms and whether each is importable here."""
+    from cleanrl_worker.registry import algorithm_table
+
+    rows = [
+        {
+            "name": r["name"],
+            "family": r["family"],
+            "source": r["source"],
+            "importable": r["importable"],
+            "missing": ", ".join(r["missing"]),
+        }
+        for r in algorithm_table()
+    ]
+    return {"Algorithms": rows}
