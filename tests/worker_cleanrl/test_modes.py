@@ -146,3 +146,21 @@ def test_our_ppo_learns_cartpole_within_100k_steps(runs: Path) -> None:
     assert result.returncode == 0, result.why()
     returns = [e["total_reward"] for e in result.episodes()]
     assert statistics.fmean(returns[-20:]) >= 150
+
+
+def test_fastlane_grid_mode_tiles_the_envs_and_max_dim_downscales(runs: Path) -> None:
+    config = {"run_id": unique_run_id("grid"), "algo": "ppo", "total_timesteps": 1024,
+              "seed": 1, "num_envs": 4, "fastlane": True, "fastlane_video_mode": "grid",
+              "fastlane_grid_limit": 4, "fastlane_interval_ms": 0,
+              "algo_params": dict(SMALL)}  # fmt: skip
+    result = run_worker(
+        runs, config, watch_frames=True, extra_env={"CLEANRL_FASTLANE_MAX_DIM": "400"}
+    )
+    assert result.returncode == 0, result.why()
+    assert result.frames > 0
+    # Four 600x400 CartPole frames tile 2x2 into 1200x800, downscaled to fit 400.
+    for width, height in result.frame_sizes:
+        assert max(width, height) <= 400
+        assert width / height == pytest.approx(1.5, rel=0.02)
+    started = result.events("run_started")[0]["payload"]
+    assert started["fastlane"]["video_mode"] == "grid" and started["fastlane"]["max_dim"] == 400
