@@ -39,8 +39,8 @@ from mosaic_sdk.fastlane import (  # noqa: E402
     FastLaneReader,
     FastLaneWriter,
 )
-from mosaic_sdk.fastlane.segment import shm_open, shm_unlink  # noqa: E402
 from mosaic_sdk.shm import atomics  # noqa: E402
+from mosaic_sdk.shm.segment import shm_open, shm_unlink  # noqa: E402
 
 SHAPES = {"84x84x3": (84, 84, 3), "512x512x3": (512, 512, 3), "1920x1080x3": (1080, 1920, 3)}
 

@@ -31,6 +31,7 @@ def run(writer_args: list[str], reader_args: list[str], impl: str = "native") ->
     cmd = [sys.executable, CHILD]
     writer = subprocess.Popen(
         cmd + [writer_args[0], rid, *writer_args[1:]],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -64,17 +65,18 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
     args = parser.parse_args()
     s = str(args.seconds)
-    w_secs = str(args.seconds + 1.0)  # the writer outlives the reader
+    w_secs = str(args.seconds + 1.0)  # the deployed writer runs a fixed time
+    w_max = str(args.seconds * 3 + 60)  # ours stops when the reader is done (stdin closed)
     cases = [
-        ("(i) 84x84x3 flat out", ["writer", "84", "84", "3", w_secs, "0"], ["reader", s, "0"]),
+        ("(i) 84x84x3 flat out", ["writer", "84", "84", "3", w_max, "0"], ["reader", s, "0"]),
         (
             "(i) 84x84x3 flat out, python atomics",
-            ["writer", "84", "84", "3", w_secs, "0"],
+            ["writer", "84", "84", "3", w_max, "0"],
             ["reader", s, "0"],
         ),
         (
             "(ii) 1080p at 60 fps, reader 60 Hz",
-            ["writer", "1920", "1080", "3", w_secs, "60"],
+            ["writer", "1920", "1080", "3", w_max, "60"],
             ["reader", s, "60"],
         ),
         ("(iii) deployed, 84x84x3 flat out", ["legacy-writer", w_secs], ["legacy-reader", s]),

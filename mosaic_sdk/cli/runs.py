@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -70,14 +71,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not runs:
         print("No runs in the store yet; start one with `mosaic run NAME`.")
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title_justify="left")
-    for col in ("run id", "worker", "status", "started", "duration", "steps", "episodes"):
-        table.add_column(col, justify="right" if col in ("steps", "episodes") else "left")
-    for r in runs:
-        table.add_row(
+    header = ("run id", "worker", "status", "started", "duration", "steps", "episodes")
+    table = [
+        (
             r["run_id"],
             r["worker"],
             status_text(r),
@@ -86,7 +82,23 @@ def cmd_list(args: argparse.Namespace) -> int:
             str(r["counts"]["steps"]),
             str(r["counts"]["episodes"]),
         )
-    Console(highlight=False, soft_wrap=True).print(table)
+        for r in runs
+    ]
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        rich_table = Table(title_justify="left")
+        for col in header:
+            numeric = col in ("steps", "episodes")
+            rich_table.add_column(col, justify="right" if numeric else "left", no_wrap=True)
+        for row in table:
+            rich_table.add_row(*row)
+        Console(highlight=False).print(rich_table)
+        return 0
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *table, strict=False)]
+    for row in (header, *table):
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
     return 0
 
 

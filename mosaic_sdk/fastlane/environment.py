@@ -161,16 +161,22 @@ def read_fastlane_environment(environ: Mapping[str, str] | None = None) -> FastL
 
 
 def maybe_wrap_env(
-    env: Any, run_id: str | None = None, *, environ: Mapping[str, str] | None = None
+    env: Any,
+    run_id: str | None = None,
+    *,
+    force: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> Any:
     """Wrap ``env`` with FastLane when the environment switches it on; else return it as is.
 
-    ``run_id`` defaults to ``MOSAIC_RUN_ID``. Works on a ``gymnasium.Env`` and on a
+    ``run_id`` defaults to ``MOSAIC_RUN_ID``. ``force=True`` wraps even when no variable
+    switches FastLane on (e.g. the worker's own config asked for it); the other settings are
+    still read from the environment. Works on a ``gymnasium.Env`` and on a
     ``gymnasium.vector.VectorEnv``; needs no plugin manager. Use it where the worker builds
     its env: ``env = maybe_wrap_env(gymnasium.make(env_id, render_mode="rgb_array"))``.
     """
     settings = read_fastlane_environment(environ)
-    if not settings.enabled:
+    if not (settings.enabled or force):
         return env
     rid = run_id or settings.run_id
     if not rid:

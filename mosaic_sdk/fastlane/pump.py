@@ -21,7 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from mosaic_sdk.fastlane.records import FastLaneConfig, FastLaneMetrics
+from mosaic_sdk.fastlane.records import (
+    FastLaneBusyError,
+    FastLaneConfig,
+    FastLaneError,
+    FastLaneMetrics,
+)
 from mosaic_sdk.fastlane.tiling import tile_frames
 from mosaic_sdk.fastlane.writer import FastLaneWriter
 
@@ -115,12 +120,21 @@ class FramePump:
             self.disable("render() returned None; create the env with render_mode='rgb_array'")
             return
         frame = downscale(np.asarray(frame), self.max_dim)
-        if self.writer is None:
-            kwargs = {} if self._capacity is None else {"capacity": self._capacity}
-            self.writer = FastLaneWriter.create(
-                self.run_id, FastLaneConfig.for_array(frame, **kwargs)
-            )
-        self.writer.publish(frame, metrics=self.metrics())
+        # A viewer feature must never stop training: any failure here disables publishing
+        # with one warning that says why.
+        try:
+            if self.writer is None:
+                kwargs = {} if self._capacity is None else {"capacity": self._capacity}
+                self.writer = FastLaneWriter.create(
+                    self.run_id, FastLaneConfig.for_array(frame, **kwargs)
+                )
+            self.writer.publish(frame, metrics=self.metrics())
+        except FastLaneBusyError as exc:
+            self.disable(f"{exc} (this env does not publish)")
+            return
+        except (FastLaneError, OSError, TypeError, ValueError) as exc:
+            self.disable(f"cannot publish a frame of shape {frame.shape} {frame.dtype}: {exc}")
+            return
         self.frames_published += 1
 
     def close(self) -> None:

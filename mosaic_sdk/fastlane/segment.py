@@ -3,8 +3,8 @@
 ``multiprocessing.shared_memory.SharedMemory`` (Python 3.10-3.12) registers every segment it
 opens with the resource tracker, which unlinks it when *that* process exits: a viewer that
 attaches and exits would delete the writer's live segment. FastLane therefore opens segments
-itself: ``_posixshmem.shm_open`` (the primitive ``SharedMemory`` uses) or, where that module is
-missing, the file under ``/dev/shm``; then ``mmap``. Nothing is ever registered, so nothing is
+itself through :func:`mosaic_sdk.shm.segment.shm_open` (the primitive ``SharedMemory`` uses,
+shared with the transport); then ``mmap``. Nothing is ever registered, so nothing is
 unlinked behind the writer's back and no tracker warnings are printed.
 
 Ownership: the extension block records the writer's pid and start time. A segment is *stale*
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import sys
 import time
 from dataclasses import dataclass
 
@@ -30,36 +29,10 @@ from mosaic_sdk.fastlane.layout import (
     segment_name,
 )
 from mosaic_sdk.shm.atomics import SharedWords
-
-try:  # the C module behind SharedMemory; present on every POSIX CPython >= 3.8
-    import _posixshmem
-except ImportError:  # pragma: no cover - non-CPython or Windows
-    _posixshmem = None
+from mosaic_sdk.shm.processes import process_alive
+from mosaic_sdk.shm.segment import shm_open, shm_unlink
 
 _DEV_SHM = "/dev/shm"
-_PROC = "/proc"
-
-
-def shm_open(name: str, *, create: bool) -> int:
-    """Open (or exclusively create) the POSIX segment ``name``; returns a file descriptor."""
-    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-    if _posixshmem is not None:
-        return int(_posixshmem.shm_open("/" + name, flags, mode=0o600))
-    if os.path.isdir(_DEV_SHM):  # pragma: no cover - exercised only without _posixshmem
-        return os.open(os.path.join(_DEV_SHM, name), flags | os.O_CLOEXEC, 0o600)
-    raise OSError("POSIX shared memory is not available on this platform")  # pragma: no cover
-
-
-def shm_unlink(name: str) -> bool:
-    """Remove the name ``name``; False when it did not exist."""
-    try:
-        if _posixshmem is not None:
-            _posixshmem.shm_unlink("/" + name)
-        else:  # pragma: no cover
-            os.unlink(os.path.join(_DEV_SHM, name))
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def _same_inode(name: str, fd: int) -> bool:
@@ -146,46 +119,6 @@ class FastLaneSegmentTooSmall(OSError):
         super().__init__(
             f"shared-memory segment {name!r} holds {size} bytes, not a FastLane header"
         )
-
-
-def process_start_ticks(pid: int) -> int:
-    """Start time of ``pid`` in clock ticks since boot (Linux), 0 when unknown."""
-    try:
-        with open(f"{_PROC}/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return 0
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    try:
-        return int(fields[19])
-    except (IndexError, ValueError):  # pragma: no cover - unexpected /proc format
-        return 0
-
-
-def process_alive(pid: int, start_ticks: int = 0) -> bool:
-    """Whether ``pid`` is a running (non-zombie) process, and the same one when ticks given."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, owned by someone else
-    if sys.platform.startswith("linux"):
-        try:
-            with open(f"{_PROC}/{pid}/stat", "rb") as fh:
-                stat = fh.read()
-        except FileNotFoundError:
-            return False
-        except OSError:  # pragma: no cover
-            return True
-        rest = stat[stat.rfind(b")") + 2 :].split()
-        if rest and rest[0] in (b"Z", b"X"):
-            return False
-        if start_ticks and len(rest) > 19 and int(rest[19]) != start_ticks:
-            return False
-    return True
 
 
 @dataclass(frozen=True)

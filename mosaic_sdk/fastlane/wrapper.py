@@ -28,8 +28,35 @@ def _check_mode(video_mode: str) -> str:
     return mode
 
 
+# Indices of the live single-env wrappers of each run in this process. A worker that wraps
+# every env it makes (the CleanRL shim patches ``gymnasium.make``) gets indices 0, 1, ...;
+# only the wrapper whose index equals ``slot`` publishes. A closed wrapper frees its index.
+_ENV_INDICES: dict[str, set[int]] = {}
+
+
+def _take_index(run_id: str) -> int:
+    taken = _ENV_INDICES.setdefault(run_id, set())
+    index = next(i for i in range(len(taken) + 1) if i not in taken)
+    taken.add(index)
+    return index
+
+
+def _free_index(run_id: str, index: int) -> None:
+    taken = _ENV_INDICES.get(run_id)
+    if taken is not None:
+        taken.discard(index)
+        if not taken:
+            del _ENV_INDICES[run_id]
+
+
 class FastLaneTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
-    """Publishes frames of a single env (make it with ``render_mode="rgb_array"``)."""
+    """Publishes frames of a single env (make it with ``render_mode="rgb_array"``).
+
+    When a process wraps several envs for the same run, each wrapper takes the lowest free
+    index (``env_index``) and only the one whose index equals ``slot`` publishes; the others
+    pass everything through untouched. ``grid`` mode needs a vector env
+    (:class:`FastLaneVectorTelemetryWrapper`); on a single env it behaves like ``single``.
+    """
 
     def __init__(
         self,
@@ -45,10 +72,15 @@ class FastLaneTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
     ) -> None:
         super().__init__(env)
         self.video_mode = _check_mode(video_mode)
+        if slot < 0:
+            raise ValueError(f"FastLane slot must be >= 0, got {slot}")
+        self.run_id = run_id
+        self.env_index: int | None = _take_index(run_id)
+        self.publishing = self.video_mode != "off" and self.env_index == slot
         self.pump = FramePump(
             run_id, interval_ms=interval_ms, max_dim=max_dim, return_window=return_window
         )
-        if self.video_mode != "off" and env.render_mode != "rgb_array":
+        if self.publishing and env.render_mode != "rgb_array":
             self.pump.disable(f"the env's render_mode is {env.render_mode!r}, not 'rgb_array'")
 
     def reset(self, **kwargs: Any) -> Any:
@@ -58,12 +90,13 @@ class FastLaneTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
 
     def step(self, action: Any) -> Any:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.pump.record_step(float(reward), bool(terminated or truncated))
-        self._maybe_publish()
+        if self.publishing:
+            self.pump.record_step(float(reward), bool(terminated or truncated))
+            self._maybe_publish()
         return obs, reward, terminated, truncated, info
 
     def _maybe_publish(self) -> None:
-        if self.video_mode != "off" and self.pump.due():
+        if self.publishing and self.pump.due():
             self.pump.publish(self.env.render())
 
     def close(self) -> None:
@@ -71,6 +104,9 @@ class FastLaneTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
             super().close()
         finally:
             self.pump.close()
+            if self.env_index is not None:
+                _free_index(self.run_id, self.env_index)
+                self.env_index = None
 
 
 class FastLaneVectorTelemetryWrapper(VectorWrapper):

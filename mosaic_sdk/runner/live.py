@@ -3,8 +3,8 @@
 Three displays share one small interface (``update(snapshot)`` called often, ``finish()``):
 
 - :class:`RichDisplay`: a one-panel ``rich`` view redrawn in place, for a terminal;
-- :class:`PlainDisplay`: one plain line every ``interval`` seconds (default 2), for logs,
-  pipes and CI, where redrawing would leave garbage;
+- :class:`PlainDisplay`: one plain line every ``interval`` seconds (default 2; the first after
+  one interval), for logs, pipes and CI, where redrawing would leave garbage;
 - :class:`NullDisplay`: nothing (``--quiet``).
 
 :func:`choose_display` picks rich when the stream is a terminal, plain otherwise. The
@@ -90,7 +90,7 @@ class PlainDisplay:
     def __init__(self, stream: TextIO | None = None, interval: float = 2.0) -> None:
         self.stream = stream or sys.stdout
         self.interval = interval
-        self._next = 0.0
+        self._next = time.monotonic() + interval  # a run shorter than that: the summary only
         self._rate = _Rate()
 
     def line(self, snap: Snapshot, rate: float) -> str:
@@ -107,7 +107,10 @@ class PlainDisplay:
         if now < self._next:
             return
         self._next = now + self.interval
-        print(self.line(snap, rate), file=self.stream, flush=True)
+        try:
+            print(self.line(snap, rate), file=self.stream, flush=True)
+        except (BrokenPipeError, ValueError, OSError):  # `mosaic run ... | head`: the run goes on
+            self.interval = float("inf")
 
     def finish(self, snap: Snapshot) -> None:
         return None
@@ -150,16 +153,21 @@ class RichDisplay:
         if now < self._next:
             return
         self._next = now + self.refresh
-        if not self._started:
-            self._live.start()
-            self._started = True
-        self._live.update(self.render(snap, rate), refresh=True)
+        try:
+            if not self._started:
+                self._live.start()
+                self._started = True
+            self._live.update(self.render(snap, rate), refresh=True)
+        except (BrokenPipeError, ValueError, OSError):  # the terminal went away: keep running
+            self.refresh = float("inf")
 
     def finish(self, snap: Snapshot) -> None:
         if self._started:
-            self._live.update(self.render(snap, self._rate(time.monotonic(), snap.steps)))
-            self._live.refresh()
-            self._live.stop()
+            try:  # stop() draws the last frame once
+                self._live.update(self.render(snap, self._rate(time.monotonic(), snap.steps)))
+                self._live.stop()
+            except (BrokenPipeError, ValueError, OSError):
+                pass
 
 
 def choose_display(stream: TextIO | None = None, *, quiet: bool = False) -> Display:

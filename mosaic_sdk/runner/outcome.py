@@ -1,5 +1,6 @@
-"""How a run ended: its status from the worker's terminal event, exit code and any cancel, and
-the lifecycle event the runner writes when the worker did not say it itself.
+"""How a run ended: :class:`RunResult`, and :func:`decide`, which takes the status from the
+worker's terminal event, its exit code and any cancel, and makes up the lifecycle event the
+runner writes when the worker did not say how it ended.
 
 Rules (checked in this order):
 
@@ -17,13 +18,38 @@ from __future__ import annotations
 
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.telemetry.emitter import SCHEMA_VERSION
 
 #: Exit code of ``mosaic run`` per final status.
 EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 130}
+
+
+@dataclass
+class RunResult:
+    """How a run ended. ``exit_code`` is the worker's (negative: killed by that signal)."""
+
+    run_id: str
+    worker: str
+    status: str
+    exit_code: int | None
+    run_dir: Path
+    store_path: Path
+    counts: dict[str, int]
+    error: str | None = None
+    duration_seconds: float = 0.0
+    synthesised: list[str] = field(default_factory=list)
+    store_error: str | None = None
+    #: Transactions the store writer committed for this run (one per batch).
+    transactions: int = 0
+
+    @property
+    def runner_exit_code(self) -> int:
+        """What ``mosaic run`` exits with: 0 completed, 1 failed, 130 cancelled."""
+        return EXIT_CODES.get(self.status, 1)
 
 
 @dataclass
@@ -136,4 +162,4 @@ def decide(
     return Outcome("failed", error, event)
 
 
-__all__ = ["EXIT_CODES", "Outcome", "decide", "describe_exit", "lifecycle_event"]
+__all__ = ["EXIT_CODES", "Outcome", "RunResult", "decide", "describe_exit", "lifecycle_event"]

@@ -6,8 +6,8 @@ time), classifies each line and fills batches; a :class:`~mosaic_sdk.runner.inge
 thread commits them; the stderr thread of :class:`WorkerProcess` queues stderr lines as log
 rows. Lifecycle events go to the ``mosaic_telemetry_event`` hook once committed.
 
-Stopping: Ctrl-C / SIGTERM (or :meth:`RunSupervisor.cancel`) forwards SIGTERM to the worker,
-waits ``grace`` seconds, then SIGKILLs its process group; a second Ctrl-C kills at once. After
+Stopping: Ctrl-C, SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGTERM to the
+worker, wait ``grace`` seconds, then SIGKILL its process group; a second Ctrl-C kills at once. After
 the worker has exited, for any reason, the rest of its output is read to EOF and stored,
 leftovers of its process group are reaped, ``mosaic_run_cleanup`` is called once, and the run
 row gets its final status (see :mod:`mosaic_sdk.runner.outcome`).
@@ -19,7 +19,6 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from mosaic_sdk.runner.ids import new_run_id
 from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StderrIngest, StoreWriter
 from mosaic_sdk.runner.launch import prepare_run
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
-from mosaic_sdk.runner.outcome import EXIT_CODES, decide
+from mosaic_sdk.runner.outcome import RunResult, decide
 from mosaic_sdk.runner.paths import default_runs_dir, default_store_path
 from mosaic_sdk.runner.process import WorkerProcess
 from mosaic_sdk.runner.store import RunStore, StoreError
@@ -38,34 +37,12 @@ from mosaic_sdk.runner.store import RunStore, StoreError
 #: Wait this long for EOF on stdout after the worker exited and its group was reaped (a
 #: process outside the group may still hold the pipe open).
 EOF_WAIT_AFTER_EXIT = 5.0
+#: While output flows, look at the worker's state, the hooks due and the view this often (s).
+CHECK_INTERVAL = 0.05
 
 
 class WorkerProtocolError(PluginError):
     """The worker speaks a protocol version this SDK does not."""
-
-
-@dataclass
-class RunResult:
-    """How a run ended. ``exit_code`` is the worker's (negative: killed by that signal)."""
-
-    run_id: str
-    worker: str
-    status: str
-    exit_code: int | None
-    run_dir: Path
-    store_path: Path
-    counts: dict[str, int]
-    error: str | None = None
-    duration_seconds: float = 0.0
-    synthesised: list[str] = field(default_factory=list)
-    store_error: str | None = None
-    #: Transactions the store writer committed for this run (one per batch).
-    transactions: int = 0
-
-    @property
-    def runner_exit_code(self) -> int:
-        """What ``mosaic run`` exits with: 0 completed, 1 failed, 130 cancelled."""
-        return EXIT_CODES.get(self.status, 1)
 
 
 def resolve_worker(worker: str | WorkerHandle) -> WorkerHandle:
@@ -235,16 +212,19 @@ class RunSupervisor:
             self._run_due_hooks(writer, final=True)
             if outcome.synthesised is not None:
                 self._telemetry_hook(outcome.synthesised)
-            error = outcome.error
-            if writer.error is not None:
-                error = (error + "; " if error else "") + f"store write failed: {writer.error}"
-            self.store.finish_run(self.run_id, outcome.status, exit_code, error)
+            error, status = outcome.error, outcome.status
+            if writer.error is not None:  # e.g. disk full: the record of the run is incomplete
+                status = "failed"
+                error = (
+                    error + "; " if error else ""
+                ) + f"storing the run failed ({writer.error}); {writer.lost_rows} rows lost"
+            self.store.finish_run(self.run_id, status, exit_code, error)
             run = self.store.get_run(self.run_id)
-            self.display.finish(self._snapshot(ingest, started, outcome.status))
+            self.display.finish(self._snapshot(ingest, started, status))
             return RunResult(
                 run_id=self.run_id,
                 worker=self.handle.name,
-                status=outcome.status,
+                status=status,
                 exit_code=exit_code,
                 run_dir=prepared.run_dir,
                 store_path=self.store_path,
@@ -255,19 +235,36 @@ class RunSupervisor:
                 store_error=None if writer.error is None else str(writer.error),
                 transactions=writer.transactions,
             )
+        except BaseException as exc:  # the runner itself failed: record it, leave no orphan
+            if proc is not None and proc.poll() is None:
+                proc.kill_group()
+                proc.wait()
+            try:
+                self.store.finish_run(
+                    self.run_id,
+                    "failed",
+                    None if proc is None else proc.poll(),
+                    f"mosaic run itself failed: {type(exc).__name__}: {exc}",
+                )
+            except Exception:  # noqa: BLE001 - the original error matters more
+                pass
+            raise
         finally:
             restore()
             if proc is not None:
-                if proc.poll() is None:  # an exception in the runner itself: leave no orphan
-                    proc.kill_group()
-                    proc.wait()
                 proc.close()
+            writer.close(timeout=5)
             self.store.close()
 
     def _install_signal_handlers(self) -> Any:
         if threading.current_thread() is not threading.main_thread():
             return lambda: None
-        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        # SIGHUP too: when the terminal closes, the worker (in a session of its own) would
+        # otherwise train on, orphaned, with nobody reading its output.
+        wanted = [signal.SIGINT, signal.SIGTERM]
+        if hasattr(signal, "SIGHUP"):
+            wanted.append(signal.SIGHUP)
+        previous = {s: signal.signal(s, self._on_signal) for s in wanted}
 
         def restore() -> None:
             for signum, handler in previous.items():
@@ -304,6 +301,7 @@ class RunSupervisor:
         eof = False
         term_sent_at: float | None = None
         exited_at: float | None = None
+        next_check = 0.0
 
         def hand_over() -> None:
             nonlocal batch
@@ -316,8 +314,10 @@ class RunSupervisor:
             wait = 0.1
             if batch.first_at is not None:
                 wait = min(wait, max(0.0, batch.first_at + self.flush_interval - now))
+            got_lines = False
             if not eof:
                 lines, eof = proc.read_lines(wait)
+                got_lines = bool(lines)
                 start, total = 0, len(lines)
                 while start < total:  # fill batches of at most batch_lines lines
                     if batch.first_at is None:
@@ -336,6 +336,9 @@ class RunSupervisor:
             now = time.monotonic()
             if batch.first_at is not None and (eof or now >= batch.first_at + self.flush_interval):
                 hand_over()
+            if got_lines and not eof and now < next_check:
+                continue  # busy: hooks, view and the worker's state every CHECK_INTERVAL only
+            next_check = now + CHECK_INTERVAL
             self._run_due_hooks(writer)
             self.display.update(self._snapshot(ingest, started))
 
@@ -382,7 +385,7 @@ def run_worker(
     broken or incompatible worker, :class:`~mosaic_sdk.contract.ConfigError` for a bad config
     or run id, :class:`~mosaic_sdk.runner.store.StoreError` for an unusable store. A run that
     starts always returns a result, failures of the worker included. In the main thread,
-    SIGINT and SIGTERM cancel the run while it lasts.
+    SIGINT, SIGTERM and SIGHUP cancel the run while it lasts.
     """
     handle = resolve_worker(worker)
     supervisor = RunSupervisor(

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from mosaic_sdk.fastlane.layout import segment_name
-from mosaic_sdk.fastlane.segment import shm_unlink
+from mosaic_sdk.shm.segment import shm_unlink
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """Child processes for the FastLane tests (run as a script: ``python fastlane_child.py MODE ...``).
 
-writer RUN_ID W H C SECONDS FPS   publish pattern frames (FPS 0 = flat out), print JSON stats
+writer RUN_ID W H C SECONDS FPS   publish pattern frames (FPS 0 = flat out) for at most SECONDS
+                                  or until stdin closes, print JSON stats
 reader RUN_ID SECONDS HZ          read pattern frames (HZ 0 = flat out), print JSON stats
 hold RUN_ID                       create a writer, publish one frame, print READY, sleep
 attach RUN_ID                     attach with FastLaneReader, read one frame, exit
@@ -40,8 +41,17 @@ def check(data: np.ndarray, metrics: tuple[float, float, float]) -> tuple[bool, 
 
 
 def writer(run_id: str, w: int, h: int, c: int, seconds: float, fps: float) -> None:
+    import threading
+
     from mosaic_sdk.fastlane import FastLaneConfig, FastLaneMetrics, FastLaneWriter
 
+    stop = threading.Event()
+
+    def wait_for_eof() -> None:  # the parent closes our stdin when its reader is done
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=wait_for_eof, daemon=True).start()
     shape = (h, w, c)
     frame = np.empty(shape, np.uint8)
     with FastLaneWriter.create(run_id, FastLaneConfig(width=w, height=h, channels=c)) as wr:
@@ -49,7 +59,7 @@ def writer(run_id: str, w: int, h: int, c: int, seconds: float, fps: float) -> N
         start = time.monotonic()
         k = 0
         period = 1.0 / fps if fps else 0.0
-        while time.monotonic() - start < seconds:
+        while time.monotonic() - start < seconds and not stop.is_set():
             k += 1
             pattern(shape, k, frame)
             wr.publish(frame, metrics=FastLaneMetrics(float(k), float(-k), k / 2))

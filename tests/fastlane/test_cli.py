@@ -103,3 +103,15 @@ def test_stat_reports_shape_owner_and_rate(run_id, capsys):
         assert run_cli("stat", run_id, "--interval", "0") == 0
         text = capsys.readouterr().out
         assert "16x8x3" in text and "alive" in text
+
+
+def test_mosaic_main_dispatches_fastlane_and_reports_errors_in_one_line(run_id, capsys):
+    from mosaic_sdk.cli import main
+
+    assert main(["fastlane", "stat", run_id]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mosaic: error: no FastLane segment") and "\n" not in err
+    with FastLaneWriter.create(run_id, FastLaneConfig(width=3, height=2)) as writer:
+        writer.publish(np.zeros((2, 3, 3), np.uint8))
+        assert main(["fastlane", "stat", run_id, "--json", "--interval", "0"]) == 0
+        assert json.loads(capsys.readouterr().out)["frames_published"] == 1

@@ -82,6 +82,8 @@ def test_1_our_metrics_always_belong_to_the_frame(run_id):
 
 # 2. memory ordering ----------------------------------------------------------------------
 def test_2_native_release_acquire_helper_is_built_and_used():
+    if os.environ.get("MOSAIC_ATOMICS", "").lower() == "python":
+        pytest.skip("MOSAIC_ATOMICS=python forces the fallback")
     assert atomics.IMPLEMENTATION == "native", "the C helper should be built on this machine"
 
 
@@ -283,3 +285,20 @@ def test_9_gray_frames_are_one_channel_end_to_end(run_id):
             got = reader.latest_frame()
             assert got.channels == 1 and len(got.data) == 60
             np.testing.assert_array_equal(got.array()[:, :, 0], gray)
+
+
+def test_9_legacy_consumer_reads_gray_frames_out_of_bounds():
+    def legacy_bytes_needed(width: int, height: int, channels: int) -> int:
+        # the deployed consumer: Format_RGB888 for 3 channels, Format_RGBA8888 otherwise
+        return width * height * (3 if channels == 3 else 4)
+
+    assert legacy_bytes_needed(10, 6, 1) > 10 * 6 * 1  # reads 4x past the gray frame
+
+
+def test_9_gray_snapshot_is_a_one_channel_png(run_id, tmp_path):
+    from mosaic_sdk.fastlane.snapshot import write_snapshot
+
+    gray = np.arange(60, dtype=np.uint8).reshape(6, 10, 1)
+    path = write_snapshot(tmp_path / "g.png", gray, FastLaneMetrics())
+    data = path.read_bytes()
+    assert data[25] == 0  # IHDR colour type 0: grayscale, one byte per pixel

@@ -21,6 +21,7 @@ def run_pair(run_id: str, writer_args: list[str], reader_args: list[str], impl: 
     cmd = [sys.executable, CHILD]
     writer = subprocess.Popen(
         cmd + ["writer", run_id, *writer_args],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -49,12 +50,12 @@ def run_pair(run_id: str, writer_args: list[str], reader_args: list[str], impl: 
 
 @pytest.mark.parametrize("impl", ["native", "python"])
 def test_flat_out_small_frames(run_id, impl):
-    stats = run_pair(run_id, ["84", "84", "3", "1.5", "0"], ["1.0", "0"], impl)
+    stats = run_pair(run_id, ["84", "84", "3", "60", "0"], ["1.0", "0"], impl)
     assert stats["torn"] == 0 and stats["mismatched"] == 0
     assert stats["reads"] > 0 and stats["distinct"] > 1
 
 
 def test_large_frames_at_60fps_read_at_60hz(run_id):
-    stats = run_pair(run_id, ["1920", "1080", "3", "1.5", "60"], ["1.0", "60"], "native")
+    stats = run_pair(run_id, ["1920", "1080", "3", "60", "60"], ["1.0", "60"], "native")
     assert stats["torn"] == 0 and stats["mismatched"] == 0
     assert stats["reads"] > 0

@@ -223,6 +223,9 @@ def test_maybe_wrap_env(run_id):
     vec.close()
     with pytest.raises(ValueError, match="MOSAIC_RUN_ID"):
         maybe_wrap_env(bare, environ={"MOSAIC_FASTLANE_ONLY": "1"})
+    forced = maybe_wrap_env(CountingEnv("rgb_array"), run_id, force=True, environ={})
+    assert isinstance(forced, FastLaneTelemetryWrapper)
+    forced.close()
 
 
 def test_plugin_provides_the_wrap_hook_and_the_cleanup(run_id):
@@ -271,3 +274,49 @@ def test_importing_fastlane_does_not_import_gymnasium_or_pluggy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_several_wrapped_envs_of_one_run_publish_only_the_slot_env(run_id):
+    envs = [
+        FastLaneTelemetryWrapper(CountingEnv("rgb_array", tag=i), run_id, slot=1, interval_ms=0)
+        for i in range(3)
+    ]
+    try:
+        assert [e.env_index for e in envs] == [0, 1, 2]
+        for e in envs:
+            e.reset(seed=0)
+            e.step(0)
+        assert [e.unwrapped.renders for e in envs] == [0, 2, 0]
+        with FastLaneReader.attach(run_id) as reader:
+            assert reader.latest_frame().array()[0, 0, 1] == 1
+        envs[1].close()
+        again = FastLaneTelemetryWrapper(
+            CountingEnv("rgb_array", tag=7), run_id, slot=1, interval_ms=0
+        )
+        assert again.env_index == 1  # the freed index is reused
+        again.reset(seed=0)
+        with FastLaneReader.attach(run_id) as reader:
+            assert reader.latest_frame().array()[0, 0, 1] == 7
+        again.close()
+    finally:
+        for e in envs:
+            e.close()
+
+
+def test_publishing_failures_warn_and_never_stop_the_env(run_id):
+    with FastLaneWriter.create(run_id, FastLaneConfig(width=2, height=2)):
+        env = FastLaneTelemetryWrapper(CountingEnv("rgb_array"), run_id, interval_ms=0)
+        with pytest.warns(RuntimeWarning, match="live writer"):
+            env.reset(seed=0)
+        env.step(0)  # keeps working, publishes nothing
+        env.close()
+
+    class FloatEnv(CountingEnv):
+        def render(self):
+            return np.zeros((4, 4, 3), np.float32)
+
+    env = FastLaneTelemetryWrapper(FloatEnv("rgb_array"), run_id, interval_ms=0)
+    with pytest.warns(RuntimeWarning, match="uint8"):
+        env.reset(seed=0)
+    env.step(0)
+    env.close()

@@ -336,3 +336,82 @@ def test_default_store_is_under_mosaic_home(fixture_workers: Path) -> None:
     home = Path(os.environ["MOSAIC_HOME"])
     assert result.store_path == home / "runs.sqlite"
     assert result.run_dir == home / "runs" / result.run_id
+
+
+def test_a_store_write_error_fails_the_run_and_says_so(
+    fixture_workers: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mosaic_sdk.runner import ingest
+
+    real_insert = ingest.StoreWriter._insert
+
+    def failing_insert(self, conn, batch, sanitise):  # type: ignore[no-untyped-def]
+        if batch.steps:
+            raise sqlite3.OperationalError("database or disk is full")
+        return real_insert(self, conn, batch, sanitise)
+
+    monkeypatch.setattr(ingest.StoreWriter, "_insert", failing_insert)
+    result = run_worker("fixture", {"lines": 20}, store=store_path)
+    assert result.status == "failed"
+    assert result.runner_exit_code == 1
+    assert "storing the run failed (database or disk is full)" in (result.error or "")
+    assert result.store_error == "database or disk is full"
+    with RunStore(store_path) as store:
+        assert store.get_run(result.run_id)["status"] == "failed"
+
+
+def test_a_crash_of_the_runner_itself_is_recorded_and_kills_the_worker(
+    fixture_workers: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mosaic_sdk.runner import ingest
+
+    def broken_add(self, batch, raws, partial_last=False):  # type: ignore[no-untyped-def]
+        raise RuntimeError("a bug in the runner")
+
+    monkeypatch.setattr(ingest.LineIngest, "add", broken_add)
+    sup = RunSupervisor(resolve_worker("fixture"), {"mode": "stubborn"}, store=store_path)
+    with pytest.raises(RuntimeError, match="a bug in the runner"):
+        sup.run()
+    [(status, error, pid)] = rows(
+        store_path, "SELECT status, error, worker_pid FROM runs WHERE run_id = ?", sup.run_id
+    )
+    assert status == "failed"
+    assert error == "mosaic run itself failed: RuntimeError: a bug in the runner"
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_run_id_comes_from_the_argument_then_the_config(
+    fixture_workers: Path, store_path: Path
+) -> None:
+    from_config = run_worker("fixture", {"lines": 1, "run_id": "cfg-id"}, store=store_path)
+    assert from_config.run_id == "cfg-id"
+    overridden = run_worker(
+        "fixture", {"lines": 1, "run_id": "cfg-id"}, run_id="arg-id", store=store_path
+    )
+    assert overridden.run_id == "arg-id"
+    written = json.loads((overridden.run_dir / "config.json").read_text())
+    assert written["run_id"] == "arg-id"
+
+
+def test_cleanup_hook_removes_the_fastlane_segment_of_a_killed_worker(
+    fixture_workers: Path, store_path: Path
+) -> None:
+    """The built-in FastLane plugin's mosaic_run_cleanup runs after a SIGKILL: no segment of
+    the run is left in /dev/shm."""
+    from mosaic_sdk.shm.segment import shm_unlink
+
+    run_id = f"fl-kill-{os.getpid()}"
+    segment = f"mosaic.fastlane.{run_id}"
+    try:
+        result = run_worker(
+            "fixture", {"mode": "fastlane_sigkill"}, run_id=run_id, store=store_path
+        )
+        [(payload,)] = rows(
+            store_path, "SELECT payload_json FROM events WHERE event = 'run_started'"
+        )
+        assert json.loads(payload)["segment"] == segment  # the worker did create it
+        assert result.exit_code == -9
+        assert not Path("/dev/shm", segment).exists()
+    finally:
+        shm_unlink(segment)  # never leave one behind, even when the test fails

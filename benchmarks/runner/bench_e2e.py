@@ -1,0 +1,161 @@
+"""End to end: a worker writes N step lines as fast as it can; `mosaic run` stores all of them.
+
+Prints our lines/s (run_worker: batched writes on a writer thread) beside the naive baseline
+measured in the same run (read each line, one INSERT and one COMMIT per line, same pragmas),
+and checks that the store holds every line (0 lost).
+
+    python benchmarks/runner/bench_e2e.py [--lines 1000000] [--baseline-lines 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def setup_env() -> None:
+    os.environ["PYTHONPATH"] = str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    os.environ["MOSAIC_PLUGINS"] = "flood=flood_worker:FloodWorker"
+    sys.path.insert(0, str(HERE))
+
+
+def worker_alone(lines: int, tmp: Path) -> float:
+    """Lines/s of the flood worker writing to a pipe drained by `cat` (the upper bound)."""
+    cfg = tmp / "alone.json"
+    cfg.write_text(json.dumps({"run_id": "alone", "lines": lines}))
+    start = time.perf_counter()
+    worker = subprocess.Popen(
+        [sys.executable, str(HERE / "flood_worker.py"), str(cfg)], stdout=subprocess.PIPE
+    )
+    sink = subprocess.run(["wc", "-l"], stdin=worker.stdout, capture_output=True, text=True)
+    worker.wait()
+    elapsed = time.perf_counter() - start
+    assert int(sink.stdout.split()[0]) >= lines
+    return lines / elapsed
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """CPU time (user + system) of this process and of its reaped children so far."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+CPU: dict[str, list[float]] = {"runner": [], "worker": []}
+
+
+def ours(lines: int, tmp: Path, rep: int) -> tuple[float, int, int]:
+    from mosaic_sdk.runner.supervisor import resolve_worker, run_worker
+
+    store = tmp / f"ours-{rep}.sqlite"
+    handle = resolve_worker("flood")  # discovery is not part of the measured run
+    cpu0 = cpu_seconds()
+    start = time.perf_counter()
+    result = run_worker(handle, {"lines": lines}, store=store, runs_dir=tmp / "runs")
+    elapsed = time.perf_counter() - start
+    cpu1 = cpu_seconds()
+    CPU["runner"].append((cpu1[0] - cpu0[0]) / lines * 1e6)
+    CPU["worker"].append((cpu1[1] - cpu0[1]) / lines * 1e6)
+    conn = sqlite3.connect(store)
+    [(stored,)] = conn.execute("SELECT count(*) FROM steps WHERE run_id = ?", (result.run_id,))
+    conn.close()
+    assert result.status == "completed", result.error
+    return lines / elapsed, stored, result.counts["steps"]
+
+
+def naive(lines: int, tmp: Path, rep: int) -> float:
+    """One INSERT and one COMMIT per line, same table shape and pragmas."""
+    from mosaic_sdk.runner import store as store_sql
+    from mosaic_sdk.telemetry.reader import classify_line
+
+    path = tmp / f"naive-{rep}.sqlite"
+    conn = store_sql.connect(path)
+    cfg = tmp / "naive.json"
+    cfg.write_text(json.dumps({"run_id": "naive", "lines": lines}))
+    start = time.perf_counter()
+    worker = subprocess.Popen(
+        [sys.executable, str(HERE / "flood_worker.py"), str(cfg)], stdout=subprocess.PIPE
+    )
+    assert worker.stdout is not None
+    n = 0
+    for n, raw in enumerate(worker.stdout, 1):
+        item = classify_line(raw)
+        d = item.data
+        if item.kind == "step":
+            conn.execute("BEGIN")
+            conn.execute(
+                store_sql.INSERT_STEP,
+                (
+                    "naive",
+                    n,
+                    d.get("seq"),
+                    d.get("episode_index"),
+                    d.get("step_index"),
+                    d.get("reward"),
+                    d.get("terminated"),
+                    d.get("truncated"),
+                    d.get("ts_unix_ns"),
+                    item.text,
+                ),
+            )
+            conn.execute("COMMIT")
+    worker.wait()
+    elapsed = time.perf_counter() - start
+    [(stored,)] = conn.execute("SELECT count(*) FROM steps")
+    conn.close()
+    assert stored == lines
+    return lines / elapsed
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--lines", type=int, default=1_000_000)
+    p.add_argument("--baseline-lines", type=int, default=20_000)
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+    setup_env()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        os.environ["MOSAIC_HOME"] = str(tmp / "home")
+        alone = worker_alone(args.lines, tmp)
+        rates, lost = [], []
+        for rep in range(args.repeat):
+            rate, stored, counted = ours(args.lines, tmp, rep)
+            rates.append(rate)
+            lost.append(args.lines - stored)
+            assert counted == stored
+        base = statistics.median(naive(args.baseline_lines, tmp, rep) for rep in range(args.repeat))
+    ours_rate = statistics.median(rates)
+    print(f"end to end: {args.lines:,} step lines per run, median of {args.repeat} runs")
+    print(f"{'measure':<44} {'lines/s':>12} {'ratio':>8} {'goal':>14}")
+    print(
+        f"{'mosaic run (batched, writer thread)':<44} {ours_rate:>12,.0f} "
+        f"{ours_rate / base:>7.1f}x {'>= 100,000':>14}"
+    )
+    print(f"{'naive: 1 INSERT + 1 COMMIT per line':<44} {base:>12,.0f} {1.0:>7.1f}x {'':>14}")
+    print(
+        f"{'worker alone, into `wc -l` (upper bound)':<44} {alone:>12,.0f} "
+        f"{alone / base:>7.1f}x {'':>14}"
+    )
+    print(f"lines lost per run: {lost} (goal: 0)")
+    print(
+        f"CPU per line: runner {statistics.median(CPU['runner']):.2f} us (both threads), "
+        f"worker {statistics.median(CPU['worker']):.2f} us; "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end"
+    )
+    return 0 if all(n == 0 for n in lost) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

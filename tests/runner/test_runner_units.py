@@ -1,0 +1,332 @@
+"""Pieces of the runner on their own: the line reader, ingest, config input, store, views."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from mosaic_sdk.contract import ConfigError
+from mosaic_sdk.runner.config_input import apply_overrides, parse_override, read_config_file
+from mosaic_sdk.runner.ingest import LineBatch, LineIngest
+from mosaic_sdk.runner.live import NullDisplay, PlainDisplay, RichDisplay, Snapshot, choose_display
+from mosaic_sdk.runner.outcome import decide, describe_exit
+from mosaic_sdk.runner.process import WorkerProcess
+from mosaic_sdk.runner.store import RunStore, StoreError, UnknownRunError
+from mosaic_sdk.telemetry import TelemetryEmitter, classify_line
+
+# --- WorkerProcess.read_lines -------------------------------------------------------------
+
+
+def _proc(code: str) -> WorkerProcess:
+    return WorkerProcess([sys.executable, "-c", code])
+
+
+def test_read_lines_returns_everything_and_flags_a_partial_last_line() -> None:
+    proc = _proc("import sys; sys.stdout.write('a\\nb\\n' + 'x' * 200000 + '\\nhalf')")
+    got: list[bytes] = []
+    eof = False
+    while not eof:
+        lines, eof = proc.read_lines(1.0)
+        got.extend(lines)
+    assert got == [b"a", b"b", b"x" * 200000, b"half"]
+    assert proc.stdout_partial is True
+    assert proc.read_lines(0) == ([], True)
+    assert proc.wait() == 0
+    proc.close()
+
+
+def test_read_lines_times_out_without_data() -> None:
+    proc = _proc("import time; time.sleep(5)")
+    try:
+        assert proc.read_lines(0.05) == ([], False)
+    finally:
+        proc.kill_group()
+        proc.wait()
+        proc.close()
+
+
+def test_lines_keeps_its_behaviour() -> None:
+    proc = _proc("print('one'); print('two', end='')")
+    assert [raw for raw, _ in proc.lines()] == [b"one", b"two"]
+    assert proc.stdout_partial is True
+    proc.wait()
+    proc.close()
+
+
+def test_stderr_lines_reach_the_callback() -> None:
+    seen: list[tuple[list[bytes], bool]] = []
+    proc = WorkerProcess(
+        [sys.executable, "-c", "import sys; sys.stderr.write('e1\\ne2\\nlast')"],
+        on_stderr_lines=lambda lines, partial: seen.append((lines, partial)),
+    )
+    proc.wait()
+    assert proc.join_stderr(5)
+    flat = [line for lines, _ in seen for line in lines]
+    assert flat == [b"e1", b"e2", b"last"]
+    assert seen[-1] == ([b"last"], True)
+    proc.close()
+
+
+# --- ingest ----------------------------------------------------------------------------------
+
+
+def _emitted_lines() -> list[bytes]:
+    buf = io.StringIO()
+    em = TelemetryEmitter("r", buf, flush_interval=0, worker_id="w")
+    em.run_started(worker_type="x")
+    em.step(0, 0, 0.5, action=[1, 2], observation={"a": 1})
+    em.step(0, 1, 1.5, terminated=True)
+    em.episode(0, 2.0, 2, terminated=True)
+    em.heartbeat(step=2)
+    return [line.encode() for line in buf.getvalue().splitlines()]
+
+
+UPSTREAM_AND_ODD = [
+    b'{"event_type": "step", "episode": 3, "step": 4, "reward": 1}',  # the worker guide's shape
+    b'{"type": "step", "episode": 5, "step": 6, "reward": 2}',  # aliases with our discriminator
+    b'{"type":"step","episode_index":1,"step_index":2,"reward":3} trailing',  # broken
+    b'{"type":"step","episode_index":1,"step_index":2,"reward":3}\r',  # CRLF
+    b'{"event": "run_completed", "payload": {}, "run_id": "r"}',  # the platform's lifecycle
+    b"plain text",
+    b"[1, 2]",
+    b'{"type": "telemetry?"}',
+    b"\xff\xfe not utf-8",
+]
+
+
+def test_ingest_rows_agree_with_classify_line() -> None:
+    """The fast path for step lines must give what classify_line gives, line for line."""
+    raws = _emitted_lines() + UPSTREAM_AND_ODD
+    ingest = LineIngest("r")
+    batch = LineBatch()
+    ingest.add(batch, raws)
+    by_line: dict[int, tuple[str, tuple]] = {}  # type: ignore[type-arg]
+    for row in batch.steps:
+        by_line[row[1]] = ("step", row)
+    for row in batch.episodes:
+        by_line[row[1]] = ("episode", row)
+    for row in batch.events:
+        by_line[row[1]] = ("lifecycle", row)
+    for row in batch.logs:
+        by_line[row[2]] = (row[3], row)
+    assert sorted(by_line) == list(range(1, len(raws) + 1))
+    for line_no, raw in enumerate(raws, 1):
+        item = classify_line(raw)
+        kind, row = by_line[line_no]
+        assert kind == item.kind, raw
+        if kind == "step":
+            d = item.data
+            expected = (d.get("seq"), d.get("episode_index"), d.get("step_index"), d.get("reward"))
+            assert row[2:6] == expected
+            assert row[9] == item.text
+        elif kind in ("log", "invalid"):
+            assert row[6] == item.text
+    assert ingest.steps == 5 and ingest.episodes == 1 and ingest.events == 3
+    assert ingest.terminal_event is not None
+    assert ingest.terminal_event["event"] == "run_completed"
+    assert batch.lines == len(raws)
+
+
+# --- config input -----------------------------------------------------------------------------
+
+
+def test_overrides_parse_json_or_keep_strings() -> None:
+    assert parse_override("seed=3") == (["seed"], 3)
+    assert parse_override("env_id=CartPole-v1") == (["env_id"], "CartPole-v1")
+    assert parse_override("x.y=[1, 2]") == (["x", "y"], [1, 2])
+    assert parse_override("flag=true") == (["flag"], True)
+    data = {"a": 1, "extras": {"lr": 0.1}}
+    out = apply_overrides(data, ["a=2", "extras.lr=0.5", "new.deep=x"])
+    assert out == {"a": 2, "extras": {"lr": 0.5}, "new": {"deep": "x"}}
+    assert data == {"a": 1, "extras": {"lr": 0.1}}  # the input is not changed
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [("novalue", "not of the form key=value"), ("=3", "not of the form"), ("a..b=1", "empty")],
+)
+def test_bad_overrides(override: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        apply_overrides({}, [override])
+
+
+def test_override_into_a_scalar_is_refused() -> None:
+    with pytest.raises(ConfigError, match="'a' is not an object"):
+        apply_overrides({"a": 1}, ["a.b=2"])
+
+
+def test_config_file_forms(tmp_path: Path) -> None:
+    flat = tmp_path / "flat.json"
+    flat.write_text(json.dumps({"seed": 1}))
+    assert read_config_file(flat) == {"seed": 1}
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"run_id": "j", "metadata": {"worker": {"config": {"seed": 2}}}}))
+    assert read_config_file(job) == {"seed": 2, "run_id": "j"}
+    with pytest.raises(ConfigError, match="is a directory"):
+        read_config_file(tmp_path)
+
+
+# --- store ---------------------------------------------------------------------------------
+
+
+def test_store_is_in_wal_mode_and_refuses_a_duplicate_run(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with RunStore(path) as store:
+        store.create_run("a1", "w")
+        with pytest.raises(StoreError, match="already in the store"):
+            store.create_run("a1", "w")
+        store.finish_run("a1", "completed", 0)
+        with pytest.raises(ValueError):
+            store.finish_run("a1", "exploded", 0)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"runs", "events", "steps", "episodes", "log_lines"} <= tables
+    conn.close()
+
+
+def test_store_resolves_prefixes(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "s.sqlite") as store:
+        for rid in ("abc1", "abc2", "xyz_1"):
+            store.create_run(rid, "w")
+        assert store.resolve("xyz") == "xyz_1"
+        assert store.get_run("abc2")["run_id"] == "abc2"
+        with pytest.raises(UnknownRunError, match="ambiguous"):
+            store.resolve("abc")
+        with pytest.raises(UnknownRunError, match="no run 'q'"):
+            store.resolve("q")
+        assert store.resolve("xyz_1") == "xyz_1"
+        with pytest.raises(UnknownRunError):
+            store.resolve("xyz%")  # LIKE wildcards are taken literally
+        assert [r["run_id"] for r in store.list_runs(worker="w", limit=2)] == ["xyz_1", "abc2"]
+
+
+def test_store_errors_are_one_line(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist; create it"):
+        RunStore(tmp_path / "missing" / "s.sqlite")
+    with pytest.raises(StoreError, match="is a directory"):
+        RunStore(tmp_path)
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="cannot open the store"):
+        RunStore(junk)
+
+
+# --- outcome ---------------------------------------------------------------------------------
+
+
+def test_describe_exit() -> None:
+    assert describe_exit(None) == "did not start"
+    assert describe_exit(-9) == "was killed by SIGKILL"
+    assert describe_exit(2) == "exited with code 2"
+
+
+@pytest.mark.parametrize(
+    ("event", "code", "cancel", "status", "synth"),
+    [
+        ("run_completed", 0, None, "completed", None),
+        ("run_completed", 1, None, "failed", "run_failed"),
+        ("run_failed", 1, None, "failed", None),
+        ("run_cancelled", 143, None, "cancelled", None),
+        (None, 0, None, "failed", "run_failed"),
+        (None, -9, None, "failed", "run_failed"),
+        (None, -9, "SIGINT", "cancelled", "run_cancelled"),
+        ("run_cancelled", 143, "SIGINT", "cancelled", None),
+        ("run_completed", 0, "SIGINT", "completed", None),
+        ("run_failed", 1, "SIGINT", "failed", None),
+    ],
+)
+def test_outcome_rules(
+    event: str | None, code: int, cancel: str | None, status: str, synth: str | None
+) -> None:
+    terminal = {"event": event, "payload": {"error": "boom"}} if event else None
+    outcome = decide(
+        "r", terminal=terminal, exit_code=code, cancel_reason=cancel, stderr_tail="", episodes=0
+    )
+    assert outcome.status == status
+    assert (outcome.synthesised or {}).get("event") == synth
+    if outcome.synthesised:
+        assert outcome.synthesised["synthesised"] is True
+        assert outcome.synthesised["type"] == "lifecycle"
+
+
+# --- views --------------------------------------------------------------------------------
+
+
+def _snap(**kw: object) -> Snapshot:
+    base = dict(
+        run_id="R",
+        worker="w",
+        elapsed=61.0,
+        steps=120,
+        episodes=3,
+        events=1,
+        log_lines=0,
+        recent_returns=[1.0, 2.0, 3.0],
+        last_event="run_started",
+    )
+    base.update(kw)
+    return Snapshot(**base)  # type: ignore[arg-type]
+
+
+def test_plain_display_prints_at_most_once_per_interval() -> None:
+    out = io.StringIO()
+    view = PlainDisplay(out, interval=3600)
+    view.update(_snap())
+    assert out.getvalue() == ""  # nothing before the first interval has passed
+    view._next = 0.0  # as if an interval had passed
+    view.update(_snap())
+    view.update(_snap(steps=999))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1
+    assert "01:01 steps=120" in lines[0]
+    assert "episodes=3" in lines[0] and "mean_return(last 20)=2.00" in lines[0]
+
+
+def test_rich_display_renders_the_numbers() -> None:
+    out = io.StringIO()
+    view = RichDisplay(out)
+    view.update(_snap())
+    view.finish(_snap(status="completed"))
+    text = out.getvalue()
+    assert "120" in text and "2.00" in text and "completed" in text
+
+
+def test_choose_display() -> None:
+    assert isinstance(choose_display(io.StringIO()), PlainDisplay)
+    assert isinstance(choose_display(io.StringIO(), quiet=True), NullDisplay)
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert isinstance(choose_display(Tty()), RichDisplay)
+
+
+def test_plain_display_survives_a_closed_stream() -> None:
+    out = io.StringIO()
+    out.close()
+    view = PlainDisplay(out, interval=0)
+    view.update(_snap())  # no exception: a closed pipe must not end the run
+    view.update(_snap())
+
+
+@pytest.mark.parametrize("count", [0, 1, 15, 16, 17, 255, 256, 257, 700])
+def test_insert_rows_stores_every_row_once(tmp_path: Path, count: int) -> None:
+    from mosaic_sdk.runner import store as store_sql
+    from mosaic_sdk.runner.ingest import insert_rows
+
+    conn = store_sql.connect(tmp_path / "s.sqlite")
+    rows = [("r", i, i, 0, i, float(i), i % 2, 0, 10 * i, f'{{"i":{i}}}') for i in range(count)]
+    insert_rows(conn, store_sql.INSERT_STEP, rows)
+    got = conn.execute(
+        "SELECT run_id, line_no, seq, episode_index, step_index, reward, terminated, truncated,"
+        " ts_unix_ns, raw FROM steps ORDER BY line_no"
+    ).fetchall()
+    assert got == rows
+    conn.close()
