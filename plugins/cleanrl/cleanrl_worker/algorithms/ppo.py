@@ -245,7 +245,7 @@ def main(args: Args) -> None:
     dones = torch.zeros((args.num_steps, args.num_envs), device=device)
     values = torch.zeros((args.num_steps, args.num_envs), device=device)
 
-    start_time, start_step = time.time(), global_step
+    start_time, start_cpu, start_step = time.time(), time.process_time(), global_step
     raw_obs, _ = envs.reset(seed=args.seed)
     next_obs = agent.prepare(raw_obs)
     next_done = torch.zeros(args.num_envs, device=device)
@@ -355,6 +355,7 @@ def main(args: Args) -> None:
         var_y = np.var(y_true)
         explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
         sps = int((global_step - start_step) / (time.time() - start_time))
+        cpu_sps = int((global_step - start_step) / max(time.process_time() - start_cpu, 1e-9))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
         writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
@@ -363,6 +364,7 @@ def main(args: Args) -> None:
         writer.add_scalar("losses/clipfrac", float(np.mean(clipfracs)), global_step)
         writer.add_scalar("losses/explained_variance", explained_var, global_step)
         writer.add_scalar("charts/SPS", sps, global_step)
+        writer.add_scalar("charts/SPS_cpu", cpu_sps, global_step)  # steps per CPU second
         if args.checkpoint_every and i % args.checkpoint_every == 0 and i < num_iterations:
             path = checkpoint_dir / f"ppo_{global_step:09d}.pt"
             save_checkpoint(path, agent, optimizer, args, global_step, iteration)
