@@ -68,6 +68,8 @@ def test_without_the_layer_dqn_on_mountaincar_crashes_at_the_first_truncation(
     failed = result.events("run_failed")[0]["payload"]
     assert failed["error_type"] == "KeyError" and "final_observation" in failed["error"]
     assert "Traceback" in failed["traceback"]
+    assert "KeyError: 'final_observation'" in failed["stderr_tail"]
+    assert "global_step" not in failed["stderr_tail"]  # the script's prints stay in its log
 
 
 def test_without_the_layer_dqn_on_cartpole_logs_no_episode(runs: Path) -> None:

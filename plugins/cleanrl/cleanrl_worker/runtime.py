@@ -36,6 +36,7 @@ from cleanrl_worker.fastlane_settings import export_fastlane, resolve_fastlane
 from cleanrl_worker.instrument import Instrumentation
 from cleanrl_worker.launch_args import build_argv
 from cleanrl_worker.registry import AlgorithmSpec, resolve
+from cleanrl_worker.stderr_tail import StderrTail
 from cleanrl_worker.subprocess_patch import subprocess_environment
 from mosaic_sdk.telemetry import Heartbeat
 from mosaic_sdk.worker_cli import RunContext
@@ -157,10 +158,13 @@ def execute_module(ctx: RunContext, algo: AlgorithmSpec, argv: list[str]) -> tup
                  "traceback": None},
             )  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - the script's crash becomes run_failed
+        text = traceback.format_exc()
+        sys.stderr.write(text)  # as Python would print it: into the run's stderr log
+        sys.stderr.flush()
         outcome = (
             "failed",
             {"error": str(exc) or type(exc).__name__, "error_type": type(exc).__name__,
-             "traceback": traceback.format_exc()},
+             "traceback": text},
         )  # fmt: skip
     finally:
         sys.argv = saved_argv
@@ -189,6 +193,7 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
     outcome: str = "failed"
     detail: Any = None
     started_wall = time.time()
+    stderr_tail = StderrTail()
     try:
         if config.mode == "curriculum":
             progress, undo_curriculum = _setup_curriculum(ctx, config, inst)
@@ -211,7 +216,7 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
         if config.mode == "resume_training":
             _announce_resume(ctx, config)
         heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=sink.progress)
-        with heartbeat:
+        with heartbeat, stderr_tail:
             outcome, detail = execute_module(ctx, algo, argv)
     except Exception as exc:  # noqa: BLE001 - a setup error still gets analytics
         outcome = "failed"
@@ -221,6 +226,8 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
         inst.uninstall()
         if undo_curriculum is not None:
             undo_curriculum()
+    if isinstance(detail, dict):
+        detail["stderr_tail"] = stderr_tail.text()
     finish(ctx, config, sink, outcome, detail, started, started_wall, progress)
 
 
