@@ -14,7 +14,8 @@ What it does, per iteration:
    checkpoint holding the network, the optimizer and the step counter.
 
 ``--resume-from PATH`` continues such a checkpoint: same network and optimizer state, and the
-step counter goes on from where it stopped; ``--total-timesteps`` then counts the new steps.
+step counter goes on from where it stopped; ``--total-timesteps`` then counts the new steps
+(and, with ``--anneal-lr``, the learning rate decays again over them).
 """
 
 from __future__ import annotations
