@@ -106,14 +106,18 @@ def test_sigterm_cancels_mid_run(runs: Path) -> None:
     config = {"run_id": unique_run_id("cancel"), "algo": "ppo", "total_timesteps": 10_000_000,
               "seed": 1, "fastlane": True}  # fmt: skip
     sent = []
+    children: list[str] = []
 
     def on_line(line, proc) -> None:
         if line.kind == "episode" and not sent:
+            # The algorithm trains inside the worker process: no interpreter chain below it.
+            for task in Path(f"/proc/{proc.pid}/task").iterdir():
+                children.extend((task / "children").read_text().split())
             sent.append(True)
             os.kill(proc.pid, signal.SIGTERM)
 
     result = run_worker(runs, config, on_line=on_line)
-    assert sent
+    assert sent and children == []
     assert result.returncode == 143
     assert result.terminal() == "run_cancelled"
     assert result.events("run_cancelled")[0]["payload"]["reason"] == "SIGTERM"
