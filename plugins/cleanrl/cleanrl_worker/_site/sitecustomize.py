@@ -1,0 +1,43 @@
+"""Patch gymnasium in env subprocesses an algorithm script starts (e.g. ``AsyncVectorEnv``).
+
+This directory holds only this module. The worker puts the directory on ``PYTHONPATH`` for
+its children and sets ``CLEANRL_WORKER_SITECUSTOMIZE=1``; without that variable the module
+does nothing but load the ``sitecustomize`` it shadows (Debian and others ship one). With it,
+``gymnasium.make`` is patched as in the worker process, except that telemetry records travel
+back in ``info`` (the worker writes them) and no FastLane frames are written here.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_shadowed() -> None:
+    """Run the next ``sitecustomize`` on ``sys.path`` after this directory, if any."""
+    others = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", others)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+def _patch_gymnasium() -> None:
+    from cleanrl_worker.subprocess_patch import install_in_subprocess
+
+    install_in_subprocess(os.environ)
+
+
+try:
+    _load_shadowed()
+finally:
+    if os.environ.get("CLEANRL_WORKER_SITECUSTOMIZE") == "1":
+        try:
+            _patch_gymnasium()
+        except Exception as exc:  # noqa: BLE001 - never break interpreter start-up
+            print(f"cleanrl_worker sitecustomize: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -1,0 +1,1 @@
+"""Algorithms written for this worker (each a single runnable file)."""

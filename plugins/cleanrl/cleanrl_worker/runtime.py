@@ -1,0 +1,304 @@
+"""One run of the CleanRL worker, inside the single process the runner started.
+
+The SDK's ``worker_main`` has parsed the CLI, validated the config, given the telemetry
+stream the real stdout (the script's prints go to ``algorithm.log`` in the run directory) and
+installed the signal handlers. :func:`run` then:
+
+1. resolves the algorithm and builds its command line (``launch_args``);
+2. installs the patches (``instrument``): telemetry and FastLane on every env, the gymnasium
+   0.29 compatibility layer for upstream scripts, the ``sitecustomize`` switch for env
+   subprocesses, the curriculum env for ``curriculum`` runs;
+3. emits ``run_started``, starts the heartbeat, and runs the script's module with
+   :func:`runpy.run_module` as ``__main__`` in this process (no chain of interpreters);
+4. maps the outcome to exactly one terminal event: ``run_completed``; ``run_cancelled`` on
+   SIGTERM/SIGINT (the signal interrupts the script at once); ``run_failed`` with the
+   traceback and the tail of the script's log on a crash or a non-zero ``sys.exit``;
+5. writes ``analytics.json`` in every case.
+
+``policy_eval`` runs no script: see :mod:`cleanrl_worker.evaluation`.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from cleanrl_worker.analytics import collect_checkpoints, log_tail, write_analytics
+from cleanrl_worker.config import CleanRLConfig
+from cleanrl_worker.env_telemetry import TelemetrySink
+from cleanrl_worker.fastlane_settings import export_fastlane, resolve_fastlane
+from cleanrl_worker.instrument import Instrumentation
+from cleanrl_worker.launch_args import build_argv
+from cleanrl_worker.registry import AlgorithmSpec, resolve
+from cleanrl_worker.stderr_tail import StderrTail
+from cleanrl_worker.subprocess_patch import subprocess_environment
+from mosaic_sdk.telemetry import Heartbeat
+from mosaic_sdk.worker_cli import RunContext
+
+LOG_NAME = "algorithm.log"
+
+
+class RunCancelled(BaseException):
+    """Raised in the script's frame by SIGTERM/SIGINT (a BaseException: ``except Exception``
+    in a script does not swallow it)."""
+
+
+def fastlane_hook() -> Any:
+    """The ``mosaic_fastlane_wrap_env`` hook of a plugin manager made in this process."""
+    from mosaic_sdk.plugins import create_plugin_manager
+
+    pm = create_plugin_manager()
+
+    def call(env: Any, run_id: str, settings: dict[str, Any]) -> Any:
+        return pm.hook.mosaic_fastlane_wrap_env(env=env, run_id=run_id, settings=settings)
+
+    return call
+
+
+def make_sink(ctx: RunContext, config: CleanRLConfig) -> TelemetrySink:
+    return TelemetrySink(
+        ctx.emitter,
+        steps=config.telemetry_steps and not config.fastlane_only,
+        step_every=config.telemetry_step_every,
+        step_rate=config.telemetry_step_rate,
+    )
+
+
+def install_instrumentation(
+    ctx: RunContext, config: CleanRLConfig, sink: TelemetrySink, compat: bool
+) -> Instrumentation:
+    """Patches for this process, and the variables that switch them on in its children."""
+    settings = resolve_fastlane(config, os.environ)
+    if settings is not None:
+        export_fastlane(settings, config, os.environ)
+    os.environ["MOSAIC_RUN_ID"] = config.run_id
+    os.environ.update(
+        subprocess_environment(
+            os.environ,
+            compat=compat,
+            render_frames=settings is not None,
+            owner_pid=os.getpid(),
+            steps=sink.steps_enabled,
+            step_every=config.telemetry_step_every,
+            step_rate=config.telemetry_step_rate,
+        )
+    )
+    inst = Instrumentation(
+        sink,
+        config.run_id,
+        fastlane_settings=settings,
+        fastlane_hook=fastlane_hook() if settings is not None else None,
+        compat=compat,
+        log=ctx.log,
+    )
+    return inst.install()
+
+
+def run(ctx: RunContext) -> None:
+    """The worker's run function (see the module docstring)."""
+    config = ctx.config
+    assert isinstance(config, CleanRLConfig)
+    if config.mode == "policy_eval":
+        from cleanrl_worker.evaluation import run_policy_eval
+
+        run_policy_eval(ctx)
+        return
+    run_algorithm(ctx, config)
+
+
+def _cancel_handler(ctx: RunContext) -> Any:
+    def handler(signum: int, frame: Any) -> None:
+        ctx.cancel_signal = signum
+        ctx.cancel.set()
+        raise RunCancelled(signal.Signals(signum).name)
+
+    return handler
+
+
+def execute_module(ctx: RunContext, algo: AlgorithmSpec, argv: list[str]) -> tuple[str, Any]:
+    """Run the script's module as ``__main__``; returns (outcome, detail).
+
+    outcome is ``completed``, ``cancelled`` (detail: the signal name) or ``failed`` (detail: a
+    dict with error, error_type, traceback).
+    """
+    saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    os.chdir(ctx.run_dir)
+    sys.argv = [str(algo.path), *argv]
+    if algo.import_root is not None:
+        sys.path.insert(0, str(algo.import_root))
+    outcome: tuple[str, Any]
+    try:
+        if ctx.cancelled:  # a signal arrived before we got here
+            raise RunCancelled("before start")
+        for signum in previous:
+            signal.signal(signum, _cancel_handler(ctx))
+        try:
+            runpy.run_module(algo.module, run_name="__main__", alter_sys=True)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        outcome = ("completed", None)
+    except RunCancelled as exc:
+        outcome = ("cancelled", str(exc))
+    except SystemExit as exc:
+        code = exc.code
+        if code in (None, 0):
+            outcome = ("completed", None)
+        else:
+            outcome = (
+                "failed",
+                {"error": f"{algo.module} exited with status {code}", "error_type": "SystemExit",
+                 "traceback": None},
+            )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - the script's crash becomes run_failed
+        text = traceback.format_exc()
+        sys.stderr.write(text)  # as Python would print it: into the run's stderr log
+        sys.stderr.flush()
+        outcome = (
+            "failed",
+            {"error": str(exc) or type(exc).__name__, "error_type": type(exc).__name__,
+             "traceback": text},
+        )  # fmt: skip
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+        os.chdir(saved_cwd)
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+    return outcome
+
+
+def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
+    """train, resume_training and curriculum runs."""
+    emitter = ctx.emitter
+    started = time.monotonic()
+    run_dir = ctx.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    algo = resolve(config.algo, config.cleanrl_path)
+    compat = config.gym_compat == "on" or (config.gym_compat == "auto" and algo.upstream)
+    sink = make_sink(ctx, config)
+    inst = install_instrumentation(ctx, config, sink, compat)
+    undo_curriculum = None
+    progress = None
+    env_id = config.env_id
+    outcome: str = "failed"
+    detail: Any = None
+    started_wall = time.time()
+    stderr_tail = StderrTail()
+    try:
+        if config.mode == "curriculum":
+            progress, undo_curriculum = _setup_curriculum(ctx, config, inst)
+            from cleanrl_worker.curriculum_env import CURRICULUM_ENV_ID
+
+            env_id = CURRICULUM_ENV_ID
+        argv = build_argv(config, algo, run_dir, env_id=env_id)
+        emitter.run_started(
+            worker_type="cleanrl",
+            algo=config.algo,
+            env_id=config.env_id,
+            seed=config.seed,
+            config=config.to_dict(),
+            mode=config.mode,
+            module=algo.module,
+            argv=argv,
+            gym_compat=compat,
+            fastlane=inst.fastlane_settings,
+        )
+        if config.mode == "resume_training":
+            _announce_resume(ctx, config)
+        heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=sink.progress)
+        with heartbeat, stderr_tail:
+            outcome, detail = execute_module(ctx, algo, argv)
+    except Exception as exc:  # noqa: BLE001 - a setup error still gets analytics
+        outcome = "failed"
+        detail = {"error": str(exc) or type(exc).__name__, "error_type": type(exc).__name__,
+                  "traceback": traceback.format_exc()}  # fmt: skip
+    finally:
+        inst.uninstall()
+        if undo_curriculum is not None:
+            undo_curriculum()
+    if isinstance(detail, dict):
+        detail["stderr_tail"] = stderr_tail.text()
+    finish(ctx, config, sink, outcome, detail, started, started_wall, progress)
+
+
+def _setup_curriculum(ctx: RunContext, config: CleanRLConfig, inst: Instrumentation) -> Any:
+    """Check the stages, register the curriculum env id; returns (progress, unregister)."""
+    from cleanrl_worker.curriculum_env import check_stage_spaces, register_curriculum
+    from cleanrl_worker.curriculum_schedule import ScheduleProgress
+
+    stages = list(config.curriculum_schedule or [])
+    check_stage_spaces(stages, inst.original_make)
+
+    def on_advance(old: int, new: int, stats: dict[str, Any]) -> None:
+        ctx.emitter.lifecycle(
+            "curriculum_stage",
+            {"from_stage": old, "to_stage": new, "env_id": stages[new].env_id,
+             "completed": stats},
+        )  # fmt: skip
+
+    progress = ScheduleProgress(stages, on_advance)
+    return progress, register_curriculum(progress, inst.original_make)
+
+
+def _announce_resume(ctx: RunContext, config: CleanRLConfig) -> None:
+    import torch
+
+    data = torch.load(config.policy_path, map_location="cpu", weights_only=False)
+    ctx.emitter.checkpoint_loaded(
+        checkpoint_path=str(Path(config.policy_path or "").resolve()),
+        step=int(data.get("global_step", 0)) if isinstance(data, dict) else None,
+    )
+
+
+def finish(
+    ctx: RunContext,
+    config: CleanRLConfig,
+    sink: TelemetrySink,
+    outcome: str,
+    detail: Any,
+    started: float,
+    started_wall: float,
+    progress: Any = None,
+) -> None:
+    """Checkpoint events, analytics.json and the one terminal event."""
+    emitter = ctx.emitter
+    duration = time.monotonic() - started
+    checkpoints = collect_checkpoints(ctx.run_dir, since=started_wall)
+    for ckpt in checkpoints:
+        emitter.checkpoint_saved(checkpoint_path=ckpt["path"], step=ckpt.get("step"))
+    extra: dict[str, Any] = {}
+    if progress is not None:
+        extra["curriculum"] = {"stages_completed": progress.history, "final": progress.stats()}
+    write_analytics(ctx.run_dir, config, sink, checkpoints, duration, outcome, extra)
+    final = {"mean_return": sink.mean_return(), "steps": sink.total_steps}
+    if outcome == "completed":
+        emitter.run_completed(
+            episodes=sink.episodes,
+            total_reward=sink.total_reward,
+            duration_seconds=duration,
+            final_metrics=final,
+        )
+    elif outcome == "cancelled":
+        emitter.run_cancelled(
+            reason=str(detail), completed_episodes=sink.episodes, step=sink.total_steps
+        )
+    else:
+        emitter.run_failed(
+            **detail,
+            episode=sink.episodes,
+            step=sink.total_steps,
+            log_tail=log_tail(ctx.run_dir / LOG_NAME),
+        )
+
+
+__all__ = ["LOG_NAME", "RunCancelled", "execute_module", "fastlane_hook", "run", "run_algorithm"]
