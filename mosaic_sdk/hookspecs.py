@@ -118,6 +118,8 @@ def mosaic_telemetry_event(run_id: str, worker: str, event: dict[str, Any]) -> N
     worker that died silently, ``run_cancelled`` on Ctrl-C). Every plugin sees every event
     (1:N), e.g. to forward it to another service. ``event`` is the parsed line; do not mutate
     it. Exceptions are reported by the runner and do not stop the run.
+
+    Returns nothing (return values are ignored).
     """
 
 
@@ -129,6 +131,8 @@ def mosaic_run_cleanup(run_id: str, worker: str, run_dir: Path, exit_code: int |
     has exited for any reason, SIGKILL included. The SDK's FastLane plugin removes the run's
     segment here when its writer is gone. Implementations must be idempotent and must only
     remove resources that belong to ``run_id``.
+
+    Returns nothing (return values are ignored).
     """
 
 
@@ -139,4 +143,15 @@ def mosaic_worker_protocol_version() -> int | None:
     Called by the runner and the conformance suite to refuse a worker written for a protocol
     this SDK does not speak. Workers built on this SDK need not implement it: the SDK answers
     with :data:`PROTOCOL_VERSION`.
+    """
+
+
+@hookspec(firstresult=True)
+def mosaic_worker_details() -> dict[str, Any] | None:
+    """Return extra sections for ``mosaic workers show``.
+
+    Called by ``mosaic workers show NAME`` (and its ``--json`` form) after the standard
+    description. Returns a mapping of section title to either a string or a list of flat dicts
+    (shown as a table), e.g. ``{"Algorithms": [{"name": "ppo", "importable": True}, ...]}``.
+    Keep it cheap: it may probe imports but should not start training or create envs.
     """

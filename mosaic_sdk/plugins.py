@@ -276,6 +276,10 @@ class WorkerHandle:
     def make_env(self, config: WorkerConfig) -> Any:
         return self._hook("mosaic_worker_make_env")(config=config)
 
+    def details(self) -> dict[str, Any]:
+        result = self._hook("mosaic_worker_details")()
+        return {} if result is None else dict(result)
+
     def protocol_version(self) -> int:
         return int(self._hook("mosaic_worker_protocol_version")())
 
