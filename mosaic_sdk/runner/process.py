@@ -6,8 +6,13 @@ terminal reaches the runner, which decides what to forward) with stdout and stde
 - :meth:`WorkerProcess.lines` yields every stdout line as ``(bytes, arrival_monotonic)``,
   reading in large chunks (fast) and yielding a final line without its newline too (a worker
   killed mid-line loses nothing that reached the pipe). It ends at EOF.
+- :meth:`WorkerProcess.read_lines` is the same reader with a timeout: it returns the complete
+  lines that arrived within it, so a caller can do other work (flush a batch, redraw a view,
+  handle a signal) while the worker is quiet. :attr:`WorkerProcess.stdout_partial` tells
+  whether the last line ended without a newline. Use one of the two readers per process.
 - stderr is drained by a thread into ``stderr_path`` (when given) and the last lines are
-  kept in :attr:`WorkerProcess.stderr_tail`.
+  kept in :attr:`WorkerProcess.stderr_tail`; ``on_stderr_lines(lines, partial)`` (optional)
+  receives every stderr line too, from that thread.
 - :meth:`WorkerProcess.stop` sends SIGTERM to the worker, waits ``grace`` seconds, then
   SIGKILLs its whole process group; :meth:`WorkerProcess.reap_group` removes any process the
   worker left behind in its group once it has exited (no orphans).
@@ -17,11 +22,12 @@ from __future__ import annotations
 
 import collections
 import os
+import select
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 _CHUNK = 1 << 16
@@ -37,6 +43,7 @@ class WorkerProcess:
         cwd: str | None = None,
         stderr_path: Path | None = None,
         tail_lines: int = 40,
+        on_stderr_lines: Callable[[list[bytes], bool], None] | None = None,
     ) -> None:
         self.argv = list(argv)
         self.started_at = time.monotonic()
@@ -56,6 +63,14 @@ class WorkerProcess:
         self.pgid = self.pid
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
         self._stderr_path = stderr_path
+        self._on_stderr_lines = on_stderr_lines
+        self._stdout_pending = b""
+        self._stdout_eof = False
+        self._poller: select.poll | None = None
+        #: True when the last stdout line ended without a newline (known at EOF).
+        self.stdout_partial = False
+        #: ``time.monotonic()`` of the latest stdout read that returned data.
+        self.last_read_at: float | None = None
         self._stderr_thread = threading.Thread(
             target=self._drain_stderr, name=f"worker-{self.pid}-stderr", daemon=True
         )
@@ -81,32 +96,73 @@ class WorkerProcess:
                 *complete, pending = pending.split(b"\n")
                 for raw in complete:
                     self.stderr_tail.append(raw.decode("utf-8", "replace"))
+                if complete and self._on_stderr_lines is not None:
+                    self._on_stderr_lines(complete, False)
             if pending:
                 self.stderr_tail.append(pending.decode("utf-8", "replace"))
+                if self._on_stderr_lines is not None:
+                    self._on_stderr_lines([pending], True)
         finally:
             if sink is not None:
                 sink.close()
 
-    def lines(self) -> Iterator[tuple[bytes, float]]:
-        """Every stdout line (without its newline) with its arrival time, until EOF."""
+    def read_lines(self, timeout: float | None = None) -> tuple[list[bytes], bool]:
+        """The complete stdout lines (without newlines) that arrive within ``timeout`` s.
+
+        Returns ``(lines, eof)``. Waits at most ``timeout`` seconds for data (``None``: until
+        some arrives or EOF), then reads everything the pipe holds (up to 1 MiB). At EOF the
+        final line is returned even without its newline (then :attr:`stdout_partial` is True)
+        and ``eof`` is True; later calls return ``([], True)``.
+        """
         assert self.proc.stdout is not None
+        if self._stdout_eof:
+            return [], True
         fd = self.proc.stdout.fileno()
-        pending = b""
-        while True:
+        if self._poller is None:
+            self._poller = select.poll()
+            self._poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        wait_ms = None if timeout is None else max(0, int(timeout * 1000 + 0.999))
+        if not self._poller.poll(wait_ms):
+            return [], False
+        chunks = []
+        eof = False
+        for _ in range(16):
             chunk = os.read(fd, _CHUNK)
-            now = time.monotonic()
             if not chunk:
+                eof = True
                 break
+            chunks.append(chunk)
+            if len(chunk) < _CHUNK or not self._poller.poll(0):
+                break
+        now = time.monotonic()
+        if chunks:
+            self.last_read_at = now
             if self.first_line_at is None:
                 self.first_line_at = now
-            pending += chunk
-            if b"\n" not in chunk:
-                continue
-            *complete, pending = pending.split(b"\n")
-            for raw in complete:
+        data = self._stdout_pending + b"".join(chunks)
+        *complete, self._stdout_pending = data.split(b"\n")
+        if eof:
+            self._stdout_eof = True
+            if self._stdout_pending:
+                complete.append(self._stdout_pending)
+                self._stdout_pending = b""
+                self.stdout_partial = True
+        return complete, eof
+
+    def lines(self) -> Iterator[tuple[bytes, float]]:
+        """Every stdout line (without its newline) with its arrival time, until EOF."""
+        while True:
+            batch, eof = self.read_lines(None)
+            now = self.last_read_at if self.last_read_at is not None else time.monotonic()
+            for raw in batch:
                 yield raw, now
-        if pending:
-            yield pending, time.monotonic()
+            if eof:
+                return
+
+    def join_stderr(self, timeout: float | None = None) -> bool:
+        """Wait until stderr reached EOF and every line was handled; True if it did."""
+        self._stderr_thread.join(timeout)
+        return not self._stderr_thread.is_alive()
 
     def stderr_text(self, limit: int | None = None) -> str:
         """The kept tail of stderr (the last ``limit`` lines)."""

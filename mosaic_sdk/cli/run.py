@@ -1,0 +1,138 @@
+"""``mosaic run NAME [--config FILE] [--set KEY=VALUE]... [--run-id ID] [--store PATH] ...``
+
+Runs a worker to the end with a live view, stores everything it writes, and prints one summary
+line. Exit code: 0 completed, 1 failed, 130 cancelled, 2 a usage or config error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.cli import UsageError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a worker, store its telemetry, show live progress",
+        description="Run a worker as a child process until it ends (Ctrl-C cancels it), store "
+        "every line it writes in the SQLite store, and show its progress.",
+    )
+    p.add_argument("name", help="worker name (see `mosaic workers list`)")
+    p.add_argument("--config", metavar="FILE", help="JSON config file (flat or a job descriptor)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key (repeatable; VALUE is JSON if it parses, else a string; "
+        "dotted keys reach into objects)",
+    )
+    p.add_argument("--run-id", help="use this run id instead of a new ULID")
+    p.add_argument("--store", metavar="PATH", help="SQLite store file (default: under MOSAIC_HOME)")
+    p.add_argument("--runs-dir", metavar="DIR", help="parent of run directories")
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="after Ctrl-C/SIGTERM, how long the worker may take to stop before it is killed "
+        "(default 10)",
+    )
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--quiet", "-q", action="store_true", help="print only the summary line")
+    view.add_argument(
+        "--plain", action="store_true", help="plain progress lines even in a terminal"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.set_defaults(handler=cmd_run)
+
+
+def _load_config(args: argparse.Namespace) -> dict[str, Any]:
+    from mosaic_sdk.runner.config_input import apply_overrides, read_config_file
+
+    data = read_config_file(args.config) if args.config else {}
+    return apply_overrides(data, args.overrides)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from mosaic_sdk.contract import ConfigError
+    from mosaic_sdk.plugins import PluginError
+    from mosaic_sdk.runner.live import PlainDisplay, choose_display
+    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.runner.supervisor import RunSupervisor, resolve_worker
+
+    if args.grace < 0:
+        raise UsageError(f"--grace {args.grace} is negative; give seconds >= 0")
+    try:
+        handle = resolve_worker(args.name)
+        config = _load_config(args)
+        quiet = args.quiet or args.json
+        display = PlainDisplay(sys.stdout) if args.plain else choose_display(quiet=quiet)
+        supervisor = RunSupervisor(
+            handle,
+            config,
+            run_id=args.run_id,
+            store=Path(args.store).expanduser() if args.store else None,
+            runs_dir=Path(args.runs_dir).expanduser() if args.runs_dir else None,
+            grace=args.grace,
+            display=display,
+        )
+    except ConfigError as exc:
+        raise UsageError(f"invalid config for worker {args.name!r}: {exc}") from None
+    except (PluginError, StoreError) as exc:
+        raise UsageError(str(exc)) from None
+    except TypeError as exc:  # a plugin hook answered with the wrong type
+        raise UsageError(f"worker {args.name!r} is misdeclared: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot prepare the run: {exc}") from None
+    result = supervisor.run()
+    if args.json:
+        import json
+
+        print(json.dumps(result_dict(result), indent=2, sort_keys=True))
+    else:
+        print(summary_line(result), flush=True)
+    return result.runner_exit_code
+
+
+def result_dict(result: Any) -> dict[str, Any]:
+    return {
+        "run_id": result.run_id,
+        "worker": result.worker,
+        "status": result.status,
+        "exit_code": result.exit_code,
+        "error": result.error,
+        "counts": result.counts,
+        "run_dir": str(result.run_dir),
+        "store": str(result.store_path),
+        "duration_seconds": result.duration_seconds,
+        "synthesised": result.synthesised,
+    }
+
+
+def summary_line(result: Any) -> str:
+    """``run 01J... completed: 500 steps, 5 episodes, ... (store ...); inspect: mosaic runs
+    show 01J...``"""
+    from mosaic_sdk.runner.paths import default_store_path
+
+    c = result.counts
+    store_opt = ""
+    if Path(result.store_path).resolve() != default_store_path().resolve():
+        store_opt = f" --store {result.store_path}"
+    parts = [
+        f"{c['steps']} steps",
+        f"{c['episodes']} episodes",
+        f"{c['events']} events",
+        f"{c['log_lines']} log lines",
+    ]
+    why = f" ({result.error})" if result.error and result.status != "completed" else ""
+    return (
+        f"run {result.run_id} {result.status}{why}: {', '.join(parts)} in "
+        f"{result.duration_seconds:.1f}s; store {result.store_path}; "
+        f"inspect: mosaic runs show {result.run_id}{store_opt}"
+    )

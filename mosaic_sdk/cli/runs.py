@@ -1,0 +1,154 @@
+"""``mosaic runs list [--json]`` and ``mosaic runs show RUN_ID [--json]``: what the store holds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.cli import UsageError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("runs", help="list stored runs, or show one")
+    rsub = p.add_subparsers(dest="runs_command", metavar="SUBCOMMAND")
+    lst = rsub.add_parser("list", help="the newest runs in the store")
+    _store_arg(lst)
+    lst.add_argument("--limit", type=int, default=20, help="how many runs (default 20; 0: all)")
+    lst.add_argument("--worker", help="only runs of this worker")
+    lst.add_argument("--json", action="store_true", help="print a JSON list")
+    lst.set_defaults(handler=cmd_list)
+    show = rsub.add_parser("show", help="summary and last events of one run")
+    show.add_argument("run_id", help="a run id, or a unique prefix of one")
+    _store_arg(show)
+    show.add_argument("--events", type=int, default=10, help="how many last events (default 10)")
+    show.add_argument("--logs", type=int, default=10, help="how many last log lines (default 10)")
+    show.add_argument("--json", action="store_true", help="print one JSON object")
+    show.set_defaults(handler=cmd_show)
+    _store_arg(p)
+    p.set_defaults(handler=cmd_list, json=False, limit=20, worker=None)
+
+
+def _store_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS, help="SQLite store file")
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from mosaic_sdk.runner.paths import default_store_path
+    from mosaic_sdk.runner.store import RunStore, StoreError
+
+    explicit = getattr(args, "store", None)
+    path = Path(explicit).expanduser() if explicit else default_store_path()
+    if not path.exists():
+        where = f"--store {path}" if explicit else f"the default store {path}"
+        raise UsageError(f"no runs yet: {where} does not exist (start one with `mosaic run NAME`)")
+    try:
+        return RunStore(path)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def status_text(run: dict[str, Any]) -> str:
+    """The status, with "runner died" when a running run's runner process is gone."""
+    if run["status"] == "running" and run.get("runner_alive") is False:
+        return f"running (runner died: pid {run['runner_pid']} is gone)"
+    return str(run["status"])
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        runs = store.list_runs(limit=args.limit or None, worker=args.worker)
+    if args.json:
+        print(json.dumps(runs, indent=2, sort_keys=True, default=str))
+        return 0
+    if not runs:
+        print("No runs in the store yet; start one with `mosaic run NAME`.")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title_justify="left")
+    for col in ("run id", "worker", "status", "started", "duration", "steps", "episodes"):
+        table.add_column(col, justify="right" if col in ("steps", "episodes") else "left")
+    for r in runs:
+        table.add_row(
+            r["run_id"],
+            r["worker"],
+            status_text(r),
+            _when(r["started_at"]),
+            f"{r['duration_seconds']:.1f}s",
+            str(r["counts"]["steps"]),
+            str(r["counts"]["episodes"]),
+        )
+    Console(highlight=False, soft_wrap=True).print(table)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from mosaic_sdk.runner.store import StoreError
+
+    with _open(args) as store:
+        try:
+            run = store.get_run(args.run_id)
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
+        events = store.events(run["run_id"], limit=max(args.events, 0))
+        logs = store.log_lines(run["run_id"], limit=max(args.logs, 0))
+    if args.json:
+        run["last_events"] = events
+        run["last_log_lines"] = logs
+        if run["status"] == "running" and run["runner_alive"] is False:
+            run["note"] = "runner died"
+        print(json.dumps(run, indent=2, sort_keys=True, default=str))
+        return 0
+    c = run["counts"]
+    rows = [
+        ("run", run["run_id"]),
+        ("worker", run["worker"]),
+        ("status", status_text(run)),
+        ("exit code", "-" if run["exit_code"] is None else str(run["exit_code"])),
+        ("error", run["error"] or "-"),
+        ("started", _when(run["started_at"])),
+        ("ended", _when(run["ended_at"])),
+        ("duration", f"{run['duration_seconds']:.1f}s"),
+        ("steps", str(c["steps"])),
+        ("episodes", str(c["episodes"])),
+        (
+            "last return",
+            "-" if run["last_episode_return"] is None else f"{run['last_episode_return']:.3f}",
+        ),
+        ("events", str(c["events"])),
+        (
+            "log lines",
+            f"{c['log_lines']} ({c['invalid_lines']} invalid, {c['stderr_lines']} from stderr)",
+        ),
+        ("run dir", run["run_dir"] or "-"),
+        ("stderr", run["stderr_path"] or "-"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:>{width}}  {value}")
+    if events:
+        print(f"\nlast {len(events)} event(s):")
+        for e in events:
+            flag = " (synthesised by mosaic run)" if e["synthesised"] else ""
+            print(f"  #{e['line_no']:<7} {e['event']}{flag}  {_short(e['payload_json'])}")
+    if logs:
+        print(f"\nlast {len(logs)} log line(s):")
+        for line in logs:
+            tag = line["stream"] + (" invalid" if line["kind"] == "invalid" else "")
+            tag += " partial" if line["partial"] else ""
+            print(f"  [{tag}] {line['text'][:200]}")
+    return 0
+
+
+def _short(text: str | None, limit: int = 160) -> str:
+    if not text:
+        return ""
+    return text if len(text) <= limit else text[: limit - 3] + "..."

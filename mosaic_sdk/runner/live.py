@@ -1,0 +1,184 @@
+"""The live view of ``mosaic run``: steps, episodes, mean return, steps/s, elapsed time.
+
+Three displays share one small interface (``update(snapshot)`` called often, ``finish()``):
+
+- :class:`RichDisplay`: a one-panel ``rich`` view redrawn in place, for a terminal;
+- :class:`PlainDisplay`: one plain line every ``interval`` seconds (default 2), for logs,
+  pipes and CI, where redrawing would leave garbage;
+- :class:`NullDisplay`: nothing (``--quiet``).
+
+:func:`choose_display` picks rich when the stream is a terminal, plain otherwise. The
+supervisor feeds a :class:`Snapshot` and never waits on the display.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol, TextIO
+
+#: How many of the latest episodes the mean return is taken over.
+RECENT_EPISODES = 20
+
+
+@dataclass
+class Snapshot:
+    """What the view shows, taken from the supervisor's counters."""
+
+    run_id: str
+    worker: str
+    elapsed: float
+    steps: int
+    episodes: int
+    events: int
+    log_lines: int
+    recent_returns: list[float]
+    last_event: str | None
+    status: str = "running"
+
+    @property
+    def mean_return(self) -> float | None:
+        recent = self.recent_returns[-RECENT_EPISODES:]
+        return sum(recent) / len(recent) if recent else None
+
+
+class Display(Protocol):
+    def update(self, snap: Snapshot) -> None: ...
+
+    def finish(self, snap: Snapshot) -> None: ...
+
+
+class _Rate:
+    """Steps per second over the last few seconds (not since the start)."""
+
+    def __init__(self, window: float = 3.0) -> None:
+        self.window = window
+        self.samples: list[tuple[float, int]] = []
+
+    def __call__(self, now: float, steps: int) -> float:
+        self.samples.append((now, steps))
+        while len(self.samples) > 2 and now - self.samples[0][0] > self.window:
+            self.samples.pop(0)
+        t0, s0 = self.samples[0]
+        return (steps - s0) / (now - t0) if now > t0 else 0.0
+
+
+def _fmt_return(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _fmt_elapsed(seconds: float) -> str:
+    minutes, sec = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{sec:02d}" if hours else f"{minutes:02d}:{sec:02d}"
+
+
+class NullDisplay:
+    """Shows nothing (``mosaic run --quiet``)."""
+
+    def update(self, snap: Snapshot) -> None:
+        return None
+
+    def finish(self, snap: Snapshot) -> None:
+        return None
+
+
+class PlainDisplay:
+    """One line of progress every ``interval`` seconds, for a stream that is not a terminal."""
+
+    def __init__(self, stream: TextIO | None = None, interval: float = 2.0) -> None:
+        self.stream = stream or sys.stdout
+        self.interval = interval
+        self._next = 0.0
+        self._rate = _Rate()
+
+    def line(self, snap: Snapshot, rate: float) -> str:
+        return (
+            f"[{snap.run_id}] {_fmt_elapsed(snap.elapsed)} steps={snap.steps} "
+            f"({rate:.0f}/s) episodes={snap.episodes} "
+            f"mean_return(last {RECENT_EPISODES})={_fmt_return(snap.mean_return)} "
+            f"last_event={snap.last_event or '-'}"
+        )
+
+    def update(self, snap: Snapshot) -> None:
+        now = time.monotonic()
+        rate = self._rate(now, snap.steps)
+        if now < self._next:
+            return
+        self._next = now + self.interval
+        print(self.line(snap, rate), file=self.stream, flush=True)
+
+    def finish(self, snap: Snapshot) -> None:
+        return None
+
+
+class RichDisplay:
+    """A live panel in the terminal (redrawn about four times a second)."""
+
+    def __init__(self, stream: TextIO | None = None, refresh: float = 0.25) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self.console = Console(file=stream or sys.stdout)
+        self.refresh = refresh
+        self._rate = _Rate()
+        self._next = 0.0
+        self._live = Live(console=self.console, auto_refresh=False, transient=False)
+        self._started = False
+
+    def render(self, snap: Snapshot, rate: float) -> Any:
+        from rich.table import Table
+
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold cyan", justify="right")
+        table.add_column()
+        table.add_row("run", f"{snap.run_id}  ({snap.worker})")
+        table.add_row("status", snap.status)
+        table.add_row("elapsed", _fmt_elapsed(snap.elapsed))
+        table.add_row("steps", f"{snap.steps:,}  ({rate:,.0f}/s)")
+        table.add_row("episodes", f"{snap.episodes:,}")
+        table.add_row(f"mean return (last {RECENT_EPISODES})", _fmt_return(snap.mean_return))
+        table.add_row("last event", snap.last_event or "-")
+        if snap.log_lines:
+            table.add_row("log lines", f"{snap.log_lines:,}")
+        return table
+
+    def update(self, snap: Snapshot) -> None:
+        now = time.monotonic()
+        rate = self._rate(now, snap.steps)
+        if now < self._next:
+            return
+        self._next = now + self.refresh
+        if not self._started:
+            self._live.start()
+            self._started = True
+        self._live.update(self.render(snap, rate), refresh=True)
+
+    def finish(self, snap: Snapshot) -> None:
+        if self._started:
+            self._live.update(self.render(snap, self._rate(time.monotonic(), snap.steps)))
+            self._live.refresh()
+            self._live.stop()
+
+
+def choose_display(stream: TextIO | None = None, *, quiet: bool = False) -> Display:
+    """Rich in a terminal, plain lines elsewhere, nothing when ``quiet``."""
+    if quiet:
+        return NullDisplay()
+    stream = stream or sys.stdout
+    isatty = getattr(stream, "isatty", None)
+    if callable(isatty) and isatty():
+        return RichDisplay(stream)
+    return PlainDisplay(stream)
+
+
+__all__ = [
+    "RECENT_EPISODES",
+    "Display",
+    "NullDisplay",
+    "PlainDisplay",
+    "RichDisplay",
+    "Snapshot",
+    "choose_display",
+]

@@ -1,0 +1,139 @@
+"""How a run ended: its status from the worker's terminal event, exit code and any cancel, and
+the lifecycle event the runner writes when the worker did not say it itself.
+
+Rules (checked in this order):
+
+1. the user cancelled (Ctrl-C, SIGTERM, :meth:`RunSupervisor.cancel`): ``failed`` if the worker
+   wrote ``run_failed``, ``completed`` if it wrote ``run_completed`` and exited 0, otherwise
+   ``cancelled`` (with a synthesised ``run_cancelled`` unless the worker wrote one);
+2. the worker wrote ``run_completed`` and exited 0: ``completed``;
+3. the worker wrote ``run_failed``: ``failed``; ``run_cancelled``: ``cancelled``;
+4. anything else (a crash, a kill, exit 0 without a terminal event, ``run_completed`` with a
+   non-zero exit code): ``failed``, with a synthesised ``run_failed`` that carries the exit
+   code and the tail of stderr.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from mosaic_sdk.telemetry.emitter import SCHEMA_VERSION
+
+#: Exit code of ``mosaic run`` per final status.
+EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 130}
+
+
+@dataclass
+class Outcome:
+    status: str
+    error: str | None
+    synthesised: dict[str, Any] | None
+
+
+def describe_exit(code: int | None) -> str:
+    """``"exited with code 3"`` / ``"was killed by SIGKILL"`` / ``"did not start"``."""
+    if code is None:
+        return "did not start"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with code {code}"
+
+
+def lifecycle_event(run_id: str, event: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """A lifecycle event in the emitter's shape, flagged ``synthesised`` (it has no ``seq``)."""
+    now_ns = time.time_ns()
+    return {
+        "event": event,
+        "payload": payload,
+        "run_id": run_id,
+        "schema_version": SCHEMA_VERSION,
+        "synthesised": True,
+        "timestamp": now_ns / 1e9,
+        "ts_unix_ns": now_ns,
+        "type": "lifecycle",
+    }
+
+
+def decide(
+    run_id: str,
+    *,
+    terminal: dict[str, Any] | None,
+    exit_code: int | None,
+    cancel_reason: str | None,
+    stderr_tail: str,
+    episodes: int,
+    start_error: str | None = None,
+    telemetry_lines: int = 0,
+    other_lines: int = 0,
+) -> Outcome:
+    """The final status of a run, and the event to synthesise (or None)."""
+    name = terminal.get("event") if terminal else None
+    payload = terminal.get("payload") if terminal else None
+    worker_error = payload.get("error") if isinstance(payload, dict) else None
+    how = describe_exit(exit_code)
+    if cancel_reason is not None:
+        if name == "run_failed":
+            return Outcome("failed", str(worker_error or "the worker reported run_failed"), None)
+        if name == "run_completed" and exit_code == 0:
+            return Outcome("completed", None, None)
+        error = f"cancelled ({cancel_reason}); the worker {how}"
+        if name == "run_cancelled":
+            return Outcome("cancelled", error, None)
+        event = lifecycle_event(
+            run_id,
+            "run_cancelled",
+            {
+                "reason": cancel_reason,
+                "completed_episodes": episodes,
+                "exit_code": exit_code,
+                "by": "mosaic run",
+            },
+        )
+        return Outcome("cancelled", error, event)
+    if name == "run_completed" and exit_code == 0:
+        return Outcome("completed", None, None)
+    if name == "run_failed":
+        return Outcome(
+            "failed", str(worker_error or f"the worker reported run_failed; it {how}"), None
+        )
+    if name == "run_cancelled":
+        return Outcome("cancelled", f"the worker reported run_cancelled; it {how}", None)
+    if start_error is not None:
+        error = start_error
+    elif name == "run_completed":
+        error = f"the worker wrote run_completed but then {how}"
+    elif exit_code == 0:
+        error = (
+            "the worker exited with code 0 without writing run_completed "
+            f"({telemetry_lines} telemetry line(s), {other_lines} other line(s) on stdout); "
+            "a worker must end with run_completed, e.g. TelemetryEmitter.run_completed()"
+        )
+    else:
+        error = f"the worker {how} without writing run_failed"
+    last = [line for line in stderr_tail.splitlines() if line.strip()]
+    if last and start_error is None:
+        error += f"; last stderr line: {last[-1].strip()[:200]}"
+    event = lifecycle_event(
+        run_id,
+        "run_failed",
+        {
+            "error": error,
+            "error_type": "WorkerStartError" if start_error else "WorkerDied",
+            "exit_code": exit_code,
+            "stderr_tail": stderr_tail,
+            "traceback": None,
+            "episode": None,
+            "step": None,
+        },
+    )
+    return Outcome("failed", error, event)
+
+
+__all__ = ["EXIT_CODES", "Outcome", "decide", "describe_exit", "lifecycle_event"]

@@ -1,0 +1,405 @@
+"""``run_worker``: run one worker to the end, storing everything it writes. The library behind
+``mosaic run``.
+
+One thread reads the worker's stdout (:meth:`WorkerProcess.read_lines`, so it can also keep
+time), classifies each line and fills batches; a :class:`~mosaic_sdk.runner.ingest.StoreWriter`
+thread commits them; the stderr thread of :class:`WorkerProcess` queues stderr lines as log
+rows. Lifecycle events go to the ``mosaic_telemetry_event`` hook once committed.
+
+Stopping: Ctrl-C / SIGTERM (or :meth:`RunSupervisor.cancel`) forwards SIGTERM to the worker,
+waits ``grace`` seconds, then SIGKILLs its process group; a second Ctrl-C kills at once. After
+the worker has exited, for any reason, the rest of its output is read to EOF and stored,
+leftovers of its process group are reaped, ``mosaic_run_cleanup`` is called once, and the run
+row gets its final status (see :mod:`mosaic_sdk.runner.outcome`).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.contract import ConfigError, check_run_id, unwrap_job_descriptor
+from mosaic_sdk.hookspecs import PROTOCOL_VERSION
+from mosaic_sdk.plugins import PluginError, WorkerHandle, discover_workers
+from mosaic_sdk.runner.ids import new_run_id
+from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StderrIngest, StoreWriter
+from mosaic_sdk.runner.launch import prepare_run
+from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
+from mosaic_sdk.runner.outcome import EXIT_CODES, decide
+from mosaic_sdk.runner.paths import default_runs_dir, default_store_path
+from mosaic_sdk.runner.process import WorkerProcess
+from mosaic_sdk.runner.store import RunStore, StoreError
+
+#: Wait this long for EOF on stdout after the worker exited and its group was reaped (a
+#: process outside the group may still hold the pipe open).
+EOF_WAIT_AFTER_EXIT = 5.0
+
+
+class WorkerProtocolError(PluginError):
+    """The worker speaks a protocol version this SDK does not."""
+
+
+@dataclass
+class RunResult:
+    """How a run ended. ``exit_code`` is the worker's (negative: killed by that signal)."""
+
+    run_id: str
+    worker: str
+    status: str
+    exit_code: int | None
+    run_dir: Path
+    store_path: Path
+    counts: dict[str, int]
+    error: str | None = None
+    duration_seconds: float = 0.0
+    synthesised: list[str] = field(default_factory=list)
+    store_error: str | None = None
+
+    @property
+    def runner_exit_code(self) -> int:
+        """What ``mosaic run`` exits with: 0 completed, 1 failed, 130 cancelled."""
+        return EXIT_CODES.get(self.status, 1)
+
+
+def resolve_worker(worker: str | WorkerHandle) -> WorkerHandle:
+    """A handle for a worker name (discovery) or the handle itself; checks its protocol."""
+    handle = discover_workers().get(worker) if isinstance(worker, str) else worker
+    version = handle.protocol_version()
+    if version != PROTOCOL_VERSION:
+        raise WorkerProtocolError(
+            f"worker {handle.name!r} speaks worker protocol {version}, this SDK speaks "
+            f"{PROTOCOL_VERSION}; install a version of the worker (or of mosaic-worker-sdk) "
+            "made for the other"
+        )
+    return handle
+
+
+class RunSupervisor:
+    """One run of one worker (see the module docstring); use :func:`run_worker`."""
+
+    def __init__(
+        self,
+        handle: WorkerHandle,
+        config: dict[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        store: Path | str | None = None,
+        runs_dir: Path | None = None,
+        grace: float = 10.0,
+        display: Display | None = None,
+        batch_lines: int = 256,
+        flush_interval: float = 0.1,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        if batch_lines < 1 or flush_interval <= 0 or grace < 0:
+            raise ValueError("batch_lines >= 1, flush_interval > 0 and grace >= 0 are required")
+        self.handle = handle
+        self.grace = grace
+        self.display = display or NullDisplay()
+        self.batch_lines = batch_lines
+        self.flush_interval = flush_interval
+        self.pm = handle.pm
+        self._cancel_reason: str | None = None
+        self._kill_now = False
+
+        data = unwrap_job_descriptor(config or {})
+        rid = run_id if run_id is not None else data.get("run_id") or new_run_id()
+        try:
+            rid = check_run_id(rid)
+        except ValueError as exc:
+            raise ConfigError([str(exc)]) from None
+        if store is None:
+            store = default_store_path()
+            store.parent.mkdir(parents=True, exist_ok=True)
+        self.store_path = Path(store)
+        self.store = RunStore(self.store_path)
+        try:
+            if self.store.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (rid,)).fetchone():
+                raise StoreError(
+                    f"run id {rid!r} is already in the store {self.store_path}; pick another "
+                    "--run-id (or leave it out to get a new one)"
+                )
+            self.prepared = prepare_run(
+                handle,
+                data,
+                run_id=rid,
+                runs_dir=runs_dir or default_runs_dir(),
+                extra_env=extra_env,
+            )
+        except BaseException:
+            self.store.close()
+            raise
+        self.run_id = self.prepared.run_id
+        self.stderr_path = self.prepared.run_dir / "stderr.log"
+
+    # -- control ----------------------------------------------------------------------------
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Ask the run to stop (thread-safe; a second call kills the worker at once)."""
+        if self._cancel_reason is not None:
+            self._kill_now = True
+        else:
+            self._cancel_reason = reason
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        self.cancel(f"{name} received by mosaic run")
+
+    # -- hooks ------------------------------------------------------------------------------
+    def _call_hook(self, name: str, **kwargs: Any) -> None:
+        try:
+            getattr(self.pm.hook, name)(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - a plugin's bug must not stop the run
+            print(
+                f"mosaic: warning: a {name} hook raised {type(exc).__name__}: {exc} "
+                "(the run goes on)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def _telemetry_hook(self, event: dict[str, Any]) -> None:
+        self._call_hook(
+            "mosaic_telemetry_event", run_id=self.run_id, worker=self.handle.name, event=event
+        )
+
+    # -- the run ----------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        """Start the worker, supervise it to the end, and return the result."""
+        prepared = self.prepared
+        started = time.monotonic()
+        self.store.create_run(
+            self.run_id,
+            self.handle.name,
+            run_dir=prepared.run_dir,
+            config=prepared.config.to_dict(),
+            argv=prepared.argv,
+            stderr_path=self.stderr_path,
+        )
+        writer = StoreWriter(self.store_path, self.run_id)
+        ingest = LineIngest(self.run_id)
+        stderr_ingest = StderrIngest(self.run_id, writer)
+        restore = self._install_signal_handlers()
+        proc: WorkerProcess | None = None
+        start_error: str | None = None
+        try:
+            try:
+                proc = WorkerProcess(
+                    prepared.argv,
+                    env=prepared.env,
+                    cwd=prepared.cwd,
+                    stderr_path=self.stderr_path,
+                    on_stderr_lines=stderr_ingest,
+                )
+            except RuntimeError as exc:
+                start_error = f"{exc}; check the worker's launch command (mosaic workers show)"
+            if proc is not None:
+                self.store.set_worker_pid(self.run_id, proc.pid)
+                self._supervise(proc, writer, ingest, started)
+                exit_code: int | None = proc.wait()
+                proc.reap_group()
+                proc.join_stderr(timeout=EOF_WAIT_AFTER_EXIT)
+                stderr_tail = proc.stderr_text(limit=20)
+            else:
+                exit_code, stderr_tail = None, ""
+            self._call_hook(
+                "mosaic_run_cleanup",
+                run_id=self.run_id,
+                worker=self.handle.name,
+                run_dir=prepared.run_dir,
+                exit_code=exit_code,
+            )
+            outcome = decide(
+                self.run_id,
+                terminal=ingest.terminal_event,
+                exit_code=exit_code,
+                cancel_reason=self._cancel_reason,
+                stderr_tail=stderr_tail,
+                episodes=ingest.episodes,
+                start_error=start_error,
+                telemetry_lines=ingest.steps + ingest.episodes + ingest.events,
+                other_lines=ingest.log_lines,
+            )
+            final = LineBatch(serial=self._serial + 1)
+            if outcome.synthesised is not None:
+                ingest.add_synthesised(final, outcome.synthesised)
+            writer.submit(final)
+            writer.close()
+            self._run_due_hooks(writer, final=True)
+            if outcome.synthesised is not None:
+                self._telemetry_hook(outcome.synthesised)
+            error = outcome.error
+            if writer.error is not None:
+                error = (error + "; " if error else "") + f"store write failed: {writer.error}"
+            self.store.finish_run(self.run_id, outcome.status, exit_code, error)
+            run = self.store.get_run(self.run_id)
+            self.display.finish(self._snapshot(ingest, started, outcome.status))
+            return RunResult(
+                run_id=self.run_id,
+                worker=self.handle.name,
+                status=outcome.status,
+                exit_code=exit_code,
+                run_dir=prepared.run_dir,
+                store_path=self.store_path,
+                counts=run["counts"],
+                error=error,
+                duration_seconds=round(time.monotonic() - started, 3),
+                synthesised=[outcome.synthesised["event"]] if outcome.synthesised else [],
+                store_error=None if writer.error is None else str(writer.error),
+            )
+        finally:
+            restore()
+            if proc is not None:
+                if proc.poll() is None:  # an exception in the runner itself: leave no orphan
+                    proc.kill_group()
+                    proc.wait()
+                proc.close()
+            self.store.close()
+
+    def _install_signal_handlers(self) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+
+        def restore() -> None:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+        return restore
+
+    def _snapshot(self, ingest: LineIngest, started: float, status: str = "running") -> Snapshot:
+        return Snapshot(
+            run_id=self.run_id,
+            worker=self.handle.name,
+            elapsed=time.monotonic() - started,
+            steps=ingest.steps,
+            episodes=ingest.episodes,
+            events=ingest.events,
+            log_lines=ingest.log_lines,
+            recent_returns=ingest.recent_returns,
+            last_event=ingest.last_event,
+            status=status,
+        )
+
+    _serial = 0
+    _hooks_due: list[tuple[int, list[dict[str, Any]]]]
+
+    def _run_due_hooks(self, writer: StoreWriter, final: bool = False) -> None:
+        while self._hooks_due and (final or self._hooks_due[0][0] <= writer.committed_serial):
+            _, events = self._hooks_due.pop(0)
+            for event in events:
+                self._telemetry_hook(event)
+
+    def _supervise(
+        self, proc: WorkerProcess, writer: StoreWriter, ingest: LineIngest, started: float
+    ) -> None:
+        """Read stdout to EOF and the worker to its exit, batching rows, handling cancels."""
+        self._hooks_due = []
+        batch = LineBatch(serial=1)
+        self._serial = 1
+        eof = False
+        term_sent_at: float | None = None
+        exited_at: float | None = None
+
+        def hand_over() -> None:
+            nonlocal batch
+            writer.submit(batch)
+            self._serial += 1
+            batch = LineBatch(serial=self._serial)
+
+        while True:
+            now = time.monotonic()
+            wait = 0.1
+            if batch.first_at is not None:
+                wait = min(wait, max(0.0, batch.first_at + self.flush_interval - now))
+            if not eof:
+                lines, eof = proc.read_lines(wait)
+                if lines:
+                    if batch.first_at is None:
+                        batch.first_at = time.monotonic()
+                    events = ingest.add(batch, lines, partial_last=eof and proc.stdout_partial)
+                    if events:
+                        self._hooks_due.append((batch.serial, events))
+                        hand_over()
+                    elif batch.lines >= self.batch_lines:
+                        hand_over()
+            elif proc.poll() is None:
+                time.sleep(wait)
+            now = time.monotonic()
+            if batch.first_at is not None and (eof or now >= batch.first_at + self.flush_interval):
+                hand_over()
+            self._run_due_hooks(writer)
+            self.display.update(self._snapshot(ingest, started))
+
+            code = proc.poll()
+            if code is None:
+                if self._cancel_reason is not None and term_sent_at is None:
+                    proc.send_signal(signal.SIGTERM)
+                    term_sent_at = now
+                if self._kill_now or (
+                    term_sent_at is not None and now - term_sent_at >= self.grace
+                ):
+                    proc.kill_group(signal.SIGKILL)
+                continue
+            if eof:
+                return
+            if exited_at is None:  # exited, but something of its group still holds stdout
+                exited_at = now
+                proc.reap_group(grace=0.5)
+            elif now - exited_at > EOF_WAIT_AFTER_EXIT:
+                print(
+                    f"mosaic: warning: the worker of run {self.run_id} exited but a process "
+                    "outside its group keeps its stdout open; stopped reading",
+                    file=sys.stderr,
+                )
+                return
+
+
+def run_worker(
+    worker: str | WorkerHandle,
+    config: dict[str, Any] | None = None,
+    *,
+    run_id: str | None = None,
+    store: Path | str | None = None,
+    runs_dir: Path | None = None,
+    grace: float = 10.0,
+    display: Display | None = None,
+    batch_lines: int = 256,
+    flush_interval: float = 0.1,
+    extra_env: dict[str, str] | None = None,
+) -> RunResult:
+    """Run ``worker`` (a name or a handle) with ``config`` to the end; returns a RunResult.
+
+    Raises (before anything starts) :class:`~mosaic_sdk.plugins.PluginError` for an unknown,
+    broken or incompatible worker, :class:`~mosaic_sdk.contract.ConfigError` for a bad config
+    or run id, :class:`~mosaic_sdk.runner.store.StoreError` for an unusable store. A run that
+    starts always returns a result, failures of the worker included. In the main thread,
+    SIGINT and SIGTERM cancel the run while it lasts.
+    """
+    handle = resolve_worker(worker)
+    supervisor = RunSupervisor(
+        handle,
+        config,
+        run_id=run_id,
+        store=store,
+        runs_dir=runs_dir,
+        grace=grace,
+        display=display,
+        batch_lines=batch_lines,
+        flush_interval=flush_interval,
+        extra_env=extra_env,
+    )
+    return supervisor.run()
+
+
+__all__ = [
+    "EOF_WAIT_AFTER_EXIT",
+    "RunResult",
+    "RunSupervisor",
+    "WorkerProtocolError",
+    "resolve_worker",
+    "run_worker",
+]
