@@ -145,6 +145,25 @@ def _template_on_path() -> Iterator[None]:
             sys.path.remove(path)
 
 
+_YES = ("1", "true", "t", "yes", "y", "on")
+_NO = ("0", "false", "f", "no", "n", "off")
+
+
+def _check_override_types(overrides: Mapping[str, Any]) -> list[str]:
+    # Choice and yes/no variables, checked here so the message names the key and the options.
+    problems: list[str] = []
+    for key, default in template_variables().items():
+        if key not in overrides:
+            continue
+        value = overrides[key]
+        if isinstance(default, list) and value not in default:
+            problems += naming.check_choice(key, value, default)
+        elif isinstance(default, bool) and not isinstance(value, bool):
+            if str(value).strip().lower() not in _YES + _NO:
+                problems.append(f"{key} {value!r} is not yes/no; use {key}=yes or {key}=no")
+    return problems
+
+
 def resolve_answers(
     overrides: Mapping[str, Any] | None = None,
     *,
@@ -158,11 +177,13 @@ def resolve_answers(
     from cookiecutter.prompt import prompt_for_config
 
     overrides = dict(overrides or {})
-    unknown = sorted(set(overrides) - set(public_keys()))
-    if unknown:
-        raise ScaffoldError(
-            [f"unknown key {k!r}; known keys: {', '.join(public_keys())}" for k in unknown]
-        )
+    problems = [
+        f"unknown key {k!r}; known keys: {', '.join(public_keys())}"
+        for k in sorted(set(overrides) - set(public_keys()))
+    ]
+    problems += _check_override_types(overrides)
+    if problems:
+        raise ScaffoldError(problems)
     user_config = get_user_config(config_file=str(config_file) if config_file else None)
     with _template_on_path():
         try:

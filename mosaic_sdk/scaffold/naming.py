@@ -7,9 +7,9 @@ and what to use instead; an empty list means the answers are fine.
 The rules:
 
 - ``package_name`` (the import name): lowercase ASCII letters, digits and ``_``, not starting
-  with a digit, not a Python keyword, not a module of the standard library, not the SDK's own
-  packages and not the import name of a popular distribution (importing it would pick the
-  wrong code).
+  with a digit, at most 60 characters, not a Python keyword, not a module of the standard
+  library, not the SDK's own packages and not the import name of a popular distribution
+  (importing it would pick the wrong code).
 - ``distribution_name`` (the name on the package index): a valid PEP 508 name whose normalised
   form (PEP 503) is neither the SDK's own nor a popular project's. ``mosaic`` and
   ``mosaic-sdk`` are taken on PyPI by unrelated projects.
@@ -116,6 +116,7 @@ _WORKER_TYPE_RE = re.compile(r"[A-Za-z0-9_.-]+")
 _ENV_ID_RE = re.compile(r"(?:[\w:.-]+/)?[\w:.-]+?(?:-v\d+)?")
 _EMAIL_RE = re.compile(r"[^@\s<>,\"]+@[^@\s<>,\"]+\.[^@\s<>,\"]+")
 _MAX_TEXT = 300
+_MAX_PACKAGE = 60
 
 #: The free-text answers and what they are called in messages.
 FREE_TEXT_FIELDS: Mapping[str, str] = {
@@ -147,6 +148,11 @@ def check_package_name(name: str) -> list[str]:
         return [
             f"package_name {name!r} is not a valid import name; use lowercase ASCII letters, "
             f"digits and _ not starting with a digit, e.g. {suggest_package_name(name)!r}"
+        ]
+    if len(name) > _MAX_PACKAGE:
+        return [
+            f"package_name {name!r} is {len(name)} characters long; keep it to {_MAX_PACKAGE} "
+            "(set package_name=... to a shorter name)"
         ]
     if keyword.iskeyword(name) or name.strip("_") == "":
         return [

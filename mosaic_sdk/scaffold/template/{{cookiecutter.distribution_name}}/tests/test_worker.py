@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from mosaic_sdk.contract import ConfigError, WorkerCapabilities, WorkerMetadata
 from mosaic_sdk.telemetry import validate_line
+
 from {{ cookiecutter.package_name }} import WORKER_TYPE, plugin
 from {{ cookiecutter.package_name }}.config import Config
 from {{ cookiecutter.package_name }}.runtime import PreferenceLearner
@@ -76,7 +76,9 @@ def test_dry_run_validates_without_running(tmp_path: Path) -> None:
 
 
 def test_fastlane_is_switched_on_by_config_or_environment() -> None:
-    from {{ cookiecutter.package_name }}.fastlane import fastlane_requested
+    from {{ cookiecutter.package_name }} import fastlane
+
+    fastlane_requested = fastlane.fastlane_requested
 
     assert not fastlane_requested(Config(run_id="t"), environ={})
     assert fastlane_requested(Config(run_id="t", fastlane=True), environ={})

@@ -2,6 +2,6 @@
 
 import sys
 
-from {{ cookiecutter.package_name }}.cli import main
+from .cli import main
 
 sys.exit(main())

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from {{ cookiecutter.package_name }} import WORKER_TYPE
-from {{ cookiecutter.package_name }}.config import Config
+from . import WORKER_TYPE
+from .config import Config
 
 ANALYTICS_FILE = "analytics.json"
 ANALYTICS_SCHEMA = "mosaic." + WORKER_TYPE + ".analytics/1"

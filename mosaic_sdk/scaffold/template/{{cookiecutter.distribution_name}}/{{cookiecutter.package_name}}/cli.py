@@ -11,8 +11,9 @@ from collections.abc import Sequence
 
 from mosaic_sdk.contract import WorkerConfig
 from mosaic_sdk.worker_cli import worker_main
-from {{ cookiecutter.package_name }}.config import Config
-from {{ cookiecutter.package_name }}.runtime import run
+
+from .config import Config
+from .runtime import run
 
 
 def check_config(config: WorkerConfig) -> str:

@@ -8,9 +8,8 @@ Add the hyper-parameters of your algorithm here.
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from mosaic_sdk.contract import WorkerConfig
+from pydantic import Field
 
 DEFAULT_ENV_ID = {{ cookiecutter.env_id|py_str }}
 
@@ -31,7 +30,7 @@ class {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Co
     )
     step_every: int = Field(1, ge=1, description="Write every Nth step line (episode ends always)")
     heartbeat_interval: float | None = Field(
-        None, gt=0, description="Seconds between heartbeats (None: MOSAIC_HEARTBEAT_INTERVAL or 30)"
+        None, gt=0, description="Seconds between heartbeats (None: the SDK default)"
     )
 {%- if cookiecutter.include_fastlane %}
     fastlane: bool = Field(

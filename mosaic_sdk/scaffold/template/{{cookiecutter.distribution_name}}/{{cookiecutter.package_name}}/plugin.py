@@ -12,8 +12,9 @@ from typing import Any
 
 from mosaic_sdk import hookimpl
 from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
-from {{ cookiecutter.package_name }} import WORKER_TYPE, __version__
-from {{ cookiecutter.package_name }}.config import Config
+
+from . import WORKER_TYPE, __version__
+from .config import Config
 
 
 @hookimpl

@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from mosaic_sdk.worker_cli import RunContext
-from {{ cookiecutter.package_name }}.analytics import build_manifest, write_manifest
-from {{ cookiecutter.package_name }}.config import Config
-from {{ cookiecutter.package_name }}.telemetry import RunReporter
+
+from .analytics import build_manifest, write_manifest
+from .config import Config
+from .telemetry import RunReporter
 
 
 class PreferenceLearner:
@@ -63,9 +63,8 @@ class PreferenceLearner:
             minlength=len(self.preferences),
         )
         frequencies = counts / counts.sum()
-        self.preferences += self.learning_rate * np.tanh(advantage) * (
-            frequencies - self.probabilities()
-        )
+        step = self.learning_rate * np.tanh(advantage)
+        self.preferences += step * (frequencies - self.probabilities())
 
 
 def make_env(config: Config) -> Any:
@@ -76,7 +75,7 @@ def make_env(config: Config) -> Any:
     if config.max_steps_per_episode is not None:
         kwargs["max_episode_steps"] = config.max_steps_per_episode
 {%- if cookiecutter.include_fastlane %}
-    from {{ cookiecutter.package_name }}.fastlane import fastlane_requested, wrap_for_fastlane
+    from .fastlane import fastlane_requested, wrap_for_fastlane
 
     if fastlane_requested(config):
         kwargs["render_mode"] = "rgb_array"
@@ -140,6 +139,4 @@ def run(ctx: RunContext) -> None:
         if status == "cancelled":
             report.cancelled()
         else:
-            report.completed(
-                {"mean_return": manifest["mean_return"], "steps": report.total_steps}
-            )
+            report.completed({"mean_return": manifest["mean_return"], "steps": report.total_steps})

@@ -14,8 +14,9 @@ import time
 from typing import Any
 
 from mosaic_sdk.telemetry import Heartbeat, TelemetryEmitter
-from {{ cookiecutter.package_name }} import WORKER_TYPE
-from {{ cookiecutter.package_name }}.config import Config
+
+from . import WORKER_TYPE
+from .config import Config
 
 ALGORITHM = "softmax_preferences"
 
@@ -48,7 +49,7 @@ class RunReporter:
         self._heartbeat.start()
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._heartbeat.stop()
 
     def step(
@@ -65,10 +66,16 @@ class RunReporter:
             observation=obs,
         )
 
-    def episode(self, total_reward: float, steps: int, *, terminated: bool, truncated: bool) -> None:
+    def episode(
+        self, total_reward: float, steps: int, *, terminated: bool, truncated: bool
+    ) -> None:
         self.returns.append(float(total_reward))
         self.emitter.episode(
-            self.episode_index, float(total_reward), steps, terminated=terminated, truncated=truncated
+            self.episode_index,
+            float(total_reward),
+            steps,
+            terminated=terminated,
+            truncated=truncated,
         )
         self.episode_index += 1
 
