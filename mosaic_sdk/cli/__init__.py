@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "workers",
     "run",
     "runs",
+    "conformance",
     "new",
 )
 

@@ -1,0 +1,149 @@
+"""``mosaic conformance NAME``: run the conformance suite on an installed worker.
+
+Prints one row per check as it finishes (check, verdict, time, reason; the hint under a
+failure) and a summary, or one JSON document with ``--json``. Exit code 0 only when every
+check passes, is skipped or fails as expected; 1 otherwise; 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from mosaic_sdk.cli import UsageError
+
+_STYLE = {
+    "passed": "green",
+    "failed": "bold red",
+    "error": "bold red",
+    "xfailed": "yellow",
+    "xpassed": "bold red",
+    "skipped": "dim",
+}
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "conformance",
+        help="validate an installed worker against the worker contract",
+        description="Run the conformance suite on an installed worker: discovery, "
+        "description, config, CLI, telemetry, determinism, stop, FastLane, environments, "
+        "packaging and hygiene checks.",
+    )
+    p.add_argument("name", nargs="?", help="worker name (see `mosaic workers list`)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument(
+        "--expect-fail",
+        action="append",
+        default=[],
+        metavar="CHECK=REASON",
+        help="a failure of CHECK is expected (repeatable); an unexpected pass fails",
+    )
+    p.add_argument(
+        "-k",
+        dest="keyword",
+        metavar="PATTERN",
+        help='select checks by name, e.g. -k "telemetry and not heartbeats"',
+    )
+    p.add_argument("--list", action="store_true", help="list the checks and exit")
+    p.set_defaults(handler=handle)
+
+
+def parse_expect_fail(values: list[str]) -> dict[str, str]:
+    expected: dict[str, str] = {}
+    for value in values:
+        name, sep, reason = value.partition("=")
+        if not sep or not name.strip() or not reason.strip():
+            raise UsageError(
+                f"--expect-fail {value!r}: write CHECK=REASON, e.g. "
+                "--expect-fail 'telemetry.heartbeats=not implemented yet'"
+            )
+        expected[name.strip()] = reason.strip()
+    return expected
+
+
+def handle(args: argparse.Namespace) -> int:
+    from mosaic_sdk.conformance import check_worker, describe_checks, select_checks
+    from mosaic_sdk.plugins import PluginError
+
+    if args.list:
+        try:
+            names = {c.name for c in select_checks(args.keyword)}
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        rows = [c for c in describe_checks() if c["name"] in names]
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        else:
+            for row in rows:
+                print(f"{row['name']:<40} {row['description']}")
+        return 0
+    if not args.name:
+        raise UsageError("name the worker to check, e.g. `mosaic conformance example`")
+    expected = parse_expect_fail(args.expect_fail)
+    printer = None if args.json else _RowPrinter(args.name)
+    started = time.perf_counter()
+    try:
+        results = check_worker(
+            args.name,
+            on_fail=None,
+            keyword=args.keyword,
+            expected_failures=expected,
+            on_result=printer.row if printer else None,
+        )
+    except PluginError as exc:
+        raise UsageError(str(exc)) from None
+    except (KeyError, ValueError) as exc:
+        raise UsageError(str(exc.args[0] if exc.args else exc)) from None
+    elapsed = time.perf_counter() - started
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    ok = all(r.ok for r in results)
+    if args.json:
+        doc = {
+            "worker": args.name,
+            "ok": ok,
+            "duration": round(elapsed, 3),
+            "counts": counts,
+            "results": [r.to_dict() for r in results],
+        }
+        print(json.dumps(doc, indent=2))
+    elif printer is not None:
+        printer.summary(counts, ok, elapsed)
+    return 0 if ok else 1
+
+
+class _RowPrinter:
+    def __init__(self, worker: str) -> None:
+        from rich.console import Console
+
+        self.console = Console(highlight=False, soft_wrap=True)
+        self.console.print(f"conformance of worker [bold]{worker}[/bold]")
+        self.console.print(f"{'check':<40} {'verdict':<8} {'time':>7}  reason", style="bold")
+
+    def row(self, result: Any) -> None:
+        from rich.markup import escape
+
+        style = _STYLE.get(result.verdict, "")
+        width = max(self.console.width - 60, 30)
+        reason = (
+            result.reason if len(result.reason) <= width else result.reason[: width - 3] + "..."
+        )
+        self.console.print(
+            f"{result.name:<40} [{style}]{result.verdict:<8}[/{style}] "
+            f"{result.duration:>6.2f}s  {escape(reason)}"
+        )
+        if result.hint:
+            self.console.print(f"{'':<40} [cyan]hint:[/cyan] {escape(result.hint)}")
+
+    def summary(self, counts: dict[str, int], ok: bool, elapsed: float) -> None:
+        parts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        verdict = "[green]conformant[/green]" if ok else "[bold red]NOT conformant[/bold red]"
+        self.console.print(f"{verdict}: {parts} in {elapsed:.1f} s")
+
+
+__all__ = ["handle", "parse_expect_fail", "register"]

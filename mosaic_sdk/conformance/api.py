@@ -1,0 +1,190 @@
+"""Running checks: :func:`run_check`, :func:`check_worker` and the session cache of subjects."""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+
+from mosaic_sdk.conformance.registry import Check, select_checks
+from mosaic_sdk.conformance.results import (
+    ERROR,
+    FAILED,
+    PASSED,
+    SKIPPED,
+    XFAILED,
+    XPASSED,
+    CheckFailed,
+    CheckResult,
+    CheckSkipped,
+)
+from mosaic_sdk.conformance.subject import WorkerSubject
+
+
+class ConformanceError(AssertionError):
+    """Raised by ``check_worker(..., on_fail="raise")``; ``results`` holds every result."""
+
+    def __init__(self, worker: str, results: list[CheckResult]) -> None:
+        self.worker = worker
+        self.results = results
+        bad = [r for r in results if not r.ok]
+        lines = [f"{r.name}: {r.verdict}: {r.reason}" for r in bad]
+        super().__init__(
+            f"worker {worker!r} failed {len(bad)} conformance check(s):\n  " + "\n  ".join(lines)
+        )
+
+
+class ConformanceWarning(UserWarning):
+    """Issued per failed check by ``check_worker(..., on_fail="warn")``."""
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def run_check(
+    subject: WorkerSubject, check: Check, expected_failures: Mapping[str, str] | None = None
+) -> CheckResult:
+    """Evaluate one check on one subject; never raises for a misbehaving worker."""
+    started = time.perf_counter()
+    details: list[str] = []
+    try:
+        gate = check.skip_reason(subject)
+        if gate:
+            raise CheckSkipped(gate)
+        if check.needs_handle:
+            subject.require_handle()
+        note = check.function(subject)
+        verdict, reason = PASSED, note or ""
+    except CheckFailed as exc:
+        verdict, reason, details = FAILED, exc.reason, exc.details
+    except CheckSkipped as exc:
+        verdict, reason = SKIPPED, exc.reason
+    except Exception as exc:  # noqa: BLE001 - a bug in a check or a hook: reported, not raised
+        verdict, reason = ERROR, f"{type(exc).__name__}: {exc}"
+    expected = (expected_failures or {}).get(check.name)
+    if expected is not None:
+        if verdict in (FAILED, ERROR):
+            verdict, reason = XFAILED, f"expected ({expected}): {reason}"
+        elif verdict == PASSED:
+            verdict, reason = XPASSED, f"expected to fail ({expected}) but passed"
+    return CheckResult(
+        worker=subject.name,
+        name=check.name,
+        family=check.family,
+        description=check.description,
+        verdict=verdict,
+        duration=time.perf_counter() - started,
+        reason=_one_line(reason),
+        hint=check.hint if verdict in (FAILED, ERROR, XPASSED) else "",
+        details=[_one_line(d, 200) for d in details[:50]],
+    )
+
+
+def check_worker(
+    name: str,
+    on_fail: str | None = "raise",
+    *,
+    keyword: str | None = None,
+    checks: Iterable[str] | None = None,
+    expected_failures: Mapping[str, str] | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+) -> list[CheckResult]:
+    """Run the conformance checks on the installed worker ``name``; return every result.
+
+    ``keyword`` is a ``-k`` expression and ``checks`` a list of check names to select;
+    ``expected_failures`` maps check names to reasons (a failure becomes ``xfailed``, a
+    pass ``xpassed``, which is not ok). ``on_result`` is called with each result as soon as
+    it is known (for a live display). ``on_fail``: ``"raise"`` raises
+    :class:`ConformanceError` when any result is not ok, ``"warn"`` issues a
+    :class:`ConformanceWarning` per such result, ``None`` does neither.
+
+    Raises :class:`mosaic_sdk.plugins.UnknownWorkerError` when no worker has that name, and
+    ``KeyError``/``ValueError`` for an unknown check name or a bad ``keyword``.
+    """
+    if on_fail not in ("raise", "warn", None):
+        raise ValueError(f'on_fail must be "raise", "warn" or None, not {on_fail!r}')
+    selected = select_checks(keyword, checks)
+    _validate_expected(expected_failures)
+    results = []
+    with WorkerSubject(name) as subject:
+        subject.ensure_runs(subject.planned_runs(selected))
+        for check in selected:
+            result = run_check(subject, check, expected_failures)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    bad = [r for r in results if not r.ok]
+    if bad and on_fail == "raise":
+        raise ConformanceError(name, results)
+    if on_fail == "warn":
+        for r in bad:
+            warnings.warn(
+                f"{name}: {r.name} {r.verdict}: {r.reason} (hint: {r.hint})",
+                ConformanceWarning,
+                stacklevel=2,
+            )
+    return results
+
+
+def _validate_expected(expected: Mapping[str, str] | None) -> None:
+    if not expected:
+        return
+    known = {c.name for c in select_checks()}
+    unknown = sorted(set(expected) - known)
+    if unknown:
+        raise KeyError(
+            f"expected failure for unknown check(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(known))}"
+        )
+
+
+# --- one subject per worker for a whole session (pytest front doors) ------------------------
+
+_SESSION: dict[str, WorkerSubject] = {}
+_SESSION_LOCK = threading.Lock()
+_PLANNED: dict[str, set[str]] = {}
+
+
+def session_subject(name: str) -> WorkerSubject:
+    """The subject of ``name`` shared by this process (its runs are recorded once)."""
+    with _SESSION_LOCK:
+        if name not in _SESSION:
+            _SESSION[name] = WorkerSubject(name)
+        return _SESSION[name]
+
+
+def plan_session(name: str, check_names: Iterable[str]) -> None:
+    """Declare the checks a session will run on ``name``, so their runs are recorded together."""
+    _PLANNED.setdefault(name, set()).update(check_names)
+
+
+def planned_checks(name: str) -> list[Check]:
+    wanted = _PLANNED.get(name)
+    return [c for c in select_checks() if wanted is None or c.name in wanted]
+
+
+def close_session_subjects() -> None:
+    """Remove the temporary files of every session subject."""
+    with _SESSION_LOCK:
+        for subject in _SESSION.values():
+            subject.close()
+        _SESSION.clear()
+        _PLANNED.clear()
+
+
+atexit.register(close_session_subjects)
+
+
+__all__ = [
+    "ConformanceError",
+    "ConformanceWarning",
+    "check_worker",
+    "close_session_subjects",
+    "plan_session",
+    "run_check",
+    "session_subject",
+]

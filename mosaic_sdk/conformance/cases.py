@@ -1,0 +1,117 @@
+"""Conformance checks as pytest parameters: :class:`CheckCase` and
+:func:`parametrize_with_checks` (pytest is imported only when they are used)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mosaic_sdk.conformance.api import (
+    planned_checks,
+    run_check,
+    session_subject,
+)
+from mosaic_sdk.conformance.registry import get_check, select_checks
+from mosaic_sdk.conformance.results import ERROR, FAILED, SKIPPED, CheckResult
+
+
+@dataclass(frozen=True)
+class CheckCase:
+    """One check on one worker, as a pytest parameter: call it to run the check.
+
+    Calling skips the test (``pytest.skip``) when the check does not apply and fails it
+    (``pytest.fail``, with the reason and the hint) when the worker does not conform. Runs
+    of a worker are recorded once per session and shared by all its cases.
+    """
+
+    worker: str
+    check: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.worker}-{self.check}"
+
+    def __call__(self) -> CheckResult:
+        import pytest
+
+        subject = session_subject(self.worker)
+        subject.ensure_runs(subject.planned_runs(planned_checks(self.worker)))
+        result = run_check(subject, get_check(self.check))
+        if result.verdict == SKIPPED:
+            pytest.skip(result.reason)
+        if result.verdict in (FAILED, ERROR):
+            detail = "".join(f"\n  {d}" for d in result.details[:10])
+            pytest.fail(
+                f"{self.id}: {result.verdict}: {result.reason}{detail}\nhint: {result.hint}",
+                pytrace=False,
+            )
+        return result
+
+    def __repr__(self) -> str:
+        return f"CheckCase({self.id})"
+
+
+def conformance_params(
+    workers: Iterable[str],
+    expected_failures: Mapping[str, str] | None = None,
+    *,
+    keyword: str | None = None,
+) -> list[Any]:
+    """``pytest.param(CheckCase, id=..., marks=...)`` for every worker and selected check.
+
+    ``expected_failures`` keys are check names (for every worker) or case ids
+    (``worker-check``); each becomes ``pytest.mark.xfail(strict=True, reason=...)``.
+    """
+    import pytest
+
+    checks = select_checks(keyword)
+    known = {c.name for c in select_checks()}
+    workers = list(workers)
+    ids = {f"{w}-{c}" for w in workers for c in known}
+    expected = dict(expected_failures or {})
+    unknown = sorted(k for k in expected if k not in known and k not in ids)
+    if unknown:
+        raise KeyError(
+            f"expected failure for unknown check(s) {', '.join(unknown)}; known: "
+            f"{', '.join(sorted(known))}"
+        )
+    params = []
+    for worker in workers:
+        for check in checks:
+            case = CheckCase(worker, check.name)
+            reason = expected.get(case.id, expected.get(check.name))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            params.append(pytest.param(case, id=case.id, marks=marks))
+    return params
+
+
+def parametrize_with_checks(
+    workers: Iterable[str],
+    expected_failures: Mapping[str, str] | None = None,
+    *,
+    keyword: str | None = None,
+) -> Any:
+    """A ``pytest.mark.parametrize`` over every (worker, check), for a worker's own tests.
+
+    The decorated test receives ``check``, a :class:`CheckCase`; calling it runs the check::
+
+        from mosaic_sdk.conformance import parametrize_with_checks
+
+        @parametrize_with_checks(["my-worker"], expected_failures={
+            "telemetry.heartbeats": "heartbeats land in 0.3",
+        })
+        def test_conformance(check):
+            check()
+
+    Ids look like ``my-worker-telemetry.seq_increasing``, so ``-k`` selects checks. Expected
+    failures become strict xfails: the test fails once the check starts to pass.
+    """
+    import pytest
+
+    return pytest.mark.parametrize(
+        "check", conformance_params(workers, expected_failures, keyword=keyword)
+    )
+
+
+__all__ = ["CheckCase", "conformance_params", "parametrize_with_checks"]

@@ -1,0 +1,36 @@
+"""The conformance checks, one module per family, and the gates they share."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mosaic_sdk.conformance.registry import Gate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mosaic_sdk.conformance.subject import WorkerSubject
+
+
+def claims(capability: str) -> Gate:
+    """Gate: the worker declares ``capability`` (a boolean of ``WorkerCapabilities``)."""
+
+    def gate(subject: WorkerSubject) -> str | None:
+        if subject.handle is None:
+            return None  # the check itself reports that the worker cannot be loaded
+        try:
+            claimed = bool(subject.capability(capability))
+        except Exception:  # noqa: BLE001 - the description checks report this
+            return None
+        return None if claimed else f"the worker does not claim {capability}"
+
+    gate.__name__ = f"claims_{capability}"
+    return gate
+
+
+def fastlane_in_sdk(subject: WorkerSubject) -> str | None:
+    """Gate: this SDK ships ``mosaic_sdk.fastlane``."""
+    from mosaic_sdk.conformance.subject import fastlane_available
+
+    return None if fastlane_available() else "this SDK has no mosaic_sdk.fastlane package"
+
+
+__all__ = ["claims", "fastlane_in_sdk"]

@@ -1,0 +1,103 @@
+"""CLI: ``--config`` runs, ``--dry-run`` exits 0 and writes nothing, a bad config fails loudly."""
+
+from __future__ import annotations
+
+from mosaic_sdk.conformance.recording import RecordedRun
+from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.results import CheckFailed
+from mosaic_sdk.conformance.subject import WorkerSubject
+
+
+def launched(subject: WorkerSubject, kind: str) -> RecordedRun:
+    """The recorded run of ``kind``; fails the check when it could not even start."""
+    run = subject.run(kind)
+    if run.launch_error:
+        raise CheckFailed(run.launch_error)
+    if run.timed_out:
+        raise CheckFailed(f"the {kind} run did not finish in time and was killed")
+    return run
+
+
+def _stderr(run: RecordedRun) -> str:
+    excerpt = run.stderr_excerpt()
+    return f" (stderr: {excerpt})" if excerpt else ""
+
+
+@conformance_check(
+    "cli.config_runs",
+    description="The launch command with --config runs the conformance config to exit code 0",
+    hint="Start the worker through mosaic_sdk.worker_cli.worker_main; run the config from "
+    "mosaic_worker_conformance_config by hand with `mosaic run NAME` to see the error",
+    runs=("normal",),
+)
+def config_runs(subject: WorkerSubject) -> str | None:
+    run = launched(subject, "normal")
+    if run.exit_code != 0:
+        raise CheckFailed(f"the worker exited with code {run.exit_code}{_stderr(run)}")
+    if not run.telemetry:
+        raise CheckFailed("the worker exited 0 but wrote no telemetry line on stdout")
+    return f"{len(run.lines)} lines, exit 0"
+
+
+@conformance_check(
+    "cli.dry_run_exits_zero",
+    description="--dry-run with a valid config exits 0",
+    hint="Handle --dry-run: validate the config, print a summary on stderr, exit 0 "
+    "(worker_main does this)",
+    runs=("dry_run",),
+)
+def dry_run_exits_zero(subject: WorkerSubject) -> str | None:
+    run = launched(subject, "dry_run")
+    if run.exit_code != 0:
+        raise CheckFailed(f"--dry-run exited with code {run.exit_code}{_stderr(run)}")
+    return None
+
+
+@conformance_check(
+    "cli.dry_run_writes_nothing",
+    description="--dry-run writes no stdout line and no file in the run directory",
+    hint="Return before creating envs, emitters or files when --dry-run is given",
+    runs=("dry_run",),
+)
+def dry_run_writes_nothing(subject: WorkerSubject) -> str | None:
+    run = launched(subject, "dry_run")
+    problems = []
+    if run.lines:
+        problems.append(f"{len(run.lines)} stdout line(s), first: {run.lines[0].text[:80]!r}")
+    if run.new_files:
+        problems.append(f"new files in the run directory: {', '.join(run.new_files[:5])}")
+    if problems:
+        raise CheckFailed("; ".join(problems))
+    return None
+
+
+@conformance_check(
+    "cli.bad_config_exits_nonzero",
+    description="A config file that is not valid JSON makes the worker exit non-zero",
+    hint="Exit with code 2 on a bad config (worker_main does this)",
+    runs=("bad_config",),
+)
+def bad_config_exits_nonzero(subject: WorkerSubject) -> str | None:
+    run = launched(subject, "bad_config")
+    if run.exit_code == 0:
+        raise CheckFailed("the worker exited 0 with a config file that is not valid JSON")
+    return f"exit code {run.exit_code}"
+
+
+@conformance_check(
+    "cli.bad_config_reports",
+    description="A bad config gives run_failed on stdout and a message on stderr",
+    hint="On a bad config emit run_failed (error_type ConfigError) and print one line "
+    "saying what is wrong on stderr (worker_main does both)",
+    runs=("bad_config",),
+)
+def bad_config_reports(subject: WorkerSubject) -> str | None:
+    run = launched(subject, "bad_config")
+    problems = []
+    if "run_failed" not in run.events():
+        problems.append("no run_failed line on stdout")
+    if not run.stderr.strip():
+        problems.append("nothing on stderr")
+    if problems:
+        raise CheckFailed(" and ".join(problems))
+    return None

@@ -1,0 +1,163 @@
+"""Packaging: the worker's distribution builds a wheel that declares its entry point.
+
+The source tree is found through the installed distribution's ``direct_url.json`` (an
+editable or local-directory install). The wheel is built with ``pip wheel --no-deps``,
+without build isolation when the build requirements are already installed (fast, offline),
+with it otherwise. A worker installed from a wheel or an index has no source here: its
+installed metadata is checked instead. Set ``MOSAIC_CONFORMANCE_SKIP_PACKAGING=1`` (or
+deselect with ``-k "not packaging"``) to skip the build, which takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
+from mosaic_sdk.conformance.subject import WorkerSubject
+from mosaic_sdk.plugins import ENTRY_POINT_GROUP
+
+SKIP_VARIABLE = "MOSAIC_CONFORMANCE_SKIP_PACKAGING"
+BUILD_TIMEOUT = 300
+
+
+def source_directory(dist: importlib_metadata.Distribution) -> Path | None:
+    """The local source tree a distribution was installed from, if it is known and exists."""
+    text = dist.read_text("direct_url.json")
+    if not text:
+        return None
+    try:
+        info = json.loads(text)
+    except ValueError:
+        return None
+    url = urlparse(str(info.get("url", "")))
+    if url.scheme != "file" or "dir_info" not in info:
+        return None
+    path = Path(unquote(url.path))
+    if (path / "pyproject.toml").is_file() or (path / "setup.py").is_file():
+        return path
+    return None
+
+
+def build_requirements_met(source: Path) -> bool:
+    """Whether every ``[build-system] requires`` of ``source`` is installed here."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        return False
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    pyproject = source / "pyproject.toml"
+    if not pyproject.is_file():
+        return False
+    try:
+        requires = tomllib.loads(pyproject.read_text("utf-8"))["build-system"]["requires"]
+    except (KeyError, ValueError, OSError):
+        return False
+    for text in requires:
+        try:
+            req = Requirement(text)
+            version = importlib_metadata.version(req.name)
+        except (InvalidRequirement, importlib_metadata.PackageNotFoundError):
+            return False
+        if req.specifier and not req.specifier.contains(version, prereleases=True):
+            return False
+    return True
+
+
+def build_wheel(source: Path, out_dir: Path) -> Path:
+    """Build the wheel of ``source`` into ``out_dir``; raises CheckFailed with pip's error."""
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--quiet",
+        "--disable-pip-version-check",
+        "-w",
+        str(out_dir),
+        str(source),
+    ]
+    if build_requirements_met(source):
+        argv.insert(4, "--no-build-isolation")
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise CheckFailed(f"building the wheel took more than {BUILD_TIMEOUT} s") from None
+    wheels = sorted(out_dir.glob("*.whl"))
+    if done.returncode != 0 or not wheels:
+        tail = [s for s in (done.stderr or done.stdout).splitlines() if s.strip()][-3:]
+        raise CheckFailed(f"building the wheel failed: {' | '.join(tail)}")
+    return wheels[0]
+
+
+def wheel_entry_points(wheel: Path) -> dict[str, dict[str, str]]:
+    """The entry points a wheel declares: ``{group: {name: value}}``."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        if not names:
+            return {}
+        text = zf.read(names[0]).decode("utf-8")
+    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read_string(text)
+    return {s: dict(parser.items(s)) for s in parser.sections()}
+
+
+def check_wheel_declares(source: Path, worker: str, expected: str | None) -> str:
+    """Build ``source`` and fail unless its wheel declares ``worker`` in ``mosaic.workers``."""
+    with tempfile.TemporaryDirectory(prefix="mosaic-conformance-wheel-") as tmp:
+        wheel = build_wheel(source, Path(tmp))
+        group = wheel_entry_points(wheel).get(ENTRY_POINT_GROUP, {})
+    if worker not in group:
+        declared = ", ".join(group) or "none"
+        raise CheckFailed(
+            f"{wheel.name} declares no {ENTRY_POINT_GROUP} entry point named {worker!r} "
+            f"(declared: {declared})"
+        )
+    if expected is not None and group[worker] != expected:
+        raise CheckFailed(f"the wheel's entry point is {group[worker]!r}, installed {expected!r}")
+    return f"{wheel.name}: {worker} = {group[worker]}"
+
+
+@conformance_check(
+    "packaging.wheel_entry_point",
+    description="The worker's distribution builds a wheel whose metadata declares its "
+    "mosaic.workers entry point",
+    hint='Declare [project.entry-points."mosaic.workers"] NAME = "package.plugin" in the '
+    "worker's pyproject.toml and make the build include the package",
+    slow=True,
+)
+def wheel_entry_point(subject: WorkerSubject) -> str | None:
+    handle = subject.require_handle()
+    if os.environ.get(SKIP_VARIABLE, "") not in ("", "0"):
+        raise CheckSkipped(f"{SKIP_VARIABLE} is set")
+    dist_name = handle.distribution
+    if not dist_name or dist_name == "MOSAIC_PLUGINS":
+        raise CheckSkipped("the worker is not installed as a distribution (MOSAIC_PLUGINS)")
+    try:
+        dist = importlib_metadata.distribution(dist_name)
+    except importlib_metadata.PackageNotFoundError:
+        raise CheckFailed(f"the distribution {dist_name!r} is not installed") from None
+    source = source_directory(dist)
+    if source is None:
+        declared = {ep.name: ep.value for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP}
+        if handle.name not in declared:
+            raise CheckFailed(
+                f"{dist_name} declares no {ENTRY_POINT_GROUP} entry point {handle.name!r}"
+            )
+        return (
+            "source tree not found (installed from a wheel or an index): checked the "
+            "installed metadata"
+        )
+    return check_wheel_declares(source, handle.name, handle.entry_point)

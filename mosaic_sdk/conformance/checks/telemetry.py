@@ -1,0 +1,260 @@
+"""Telemetry: valid JSONL only, run_started first, terminal last, seq, streaming, heartbeats,
+consistent counts; determinism: the same seed gives the same steps and episodes."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from mosaic_sdk.conformance.checks.cli import launched
+from mosaic_sdk.conformance.recording import RecordedRun
+from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
+from mosaic_sdk.conformance.subject import HEARTBEAT_INTERVAL, WorkerSubject
+from mosaic_sdk.telemetry.emitter import TERMINAL_EVENTS
+from mosaic_sdk.telemetry.reader import validate_line
+
+#: A run streams when its first line arrives this many seconds before exit...
+STREAM_LEAD_SECONDS = 0.25
+#: ...or this fraction of the whole run (launch to exit) before exit.
+STREAM_LEAD_FRACTION = 0.2
+#: Fields that legitimately differ between two runs with the same seed.
+VOLATILE_FIELDS = frozenset({"ts_unix_ns", "timestamp", "seq", "run_id", "worker_id"})
+
+
+@conformance_check(
+    "telemetry.valid_jsonl",
+    description="Every stdout line is a telemetry object valid against the schema",
+    hint="Write stdout only through TelemetryEmitter; worker_main sends library prints to "
+    "stderr (claim_stdout); child processes must not inherit the telemetry stream",
+    runs=("normal", "bad_config"),
+)
+def valid_jsonl(subject: WorkerSubject) -> str | None:
+    bad: list[str] = []
+    checked = 0
+    for kind in ("normal", "bad_config"):
+        run = launched(subject, kind)
+        for number, rec in enumerate(run.lines, 1):
+            checked += 1
+            if not rec.line.is_telemetry:
+                what = "not JSON" if rec.line.kind == "log" else rec.line.error
+                bad.append(f"{kind} line {number}: {what}: {rec.text[:80]!r}")
+                continue
+            problems = validate_line(dict(rec.line.data))
+            if problems:
+                bad.append(f"{kind} line {number}: {problems[0]}")
+    if bad:
+        raise CheckFailed(
+            f"{len(bad)} of {checked} stdout lines are not valid telemetry; first: {bad[0]}",
+            details=bad[:20],
+        )
+    return f"{checked} lines valid"
+
+
+def _telemetry(subject: WorkerSubject, kind: str = "normal") -> tuple[RecordedRun, list[Any]]:
+    run = launched(subject, kind)
+    lines = [r.line.data for r in run.telemetry]
+    if not lines:
+        raise CheckFailed(f"the {kind} run wrote no telemetry line{_why(run)}")
+    return run, lines
+
+
+def _why(run: RecordedRun) -> str:
+    excerpt = run.stderr_excerpt()
+    return f" (exit code {run.exit_code}; stderr: {excerpt})" if excerpt else ""
+
+
+@conformance_check(
+    "telemetry.run_started_first",
+    description="The first telemetry line is the run_started lifecycle event",
+    hint="Call emitter.run_started(...) before any step, episode or heartbeat line",
+    runs=("normal",),
+)
+def run_started_first(subject: WorkerSubject) -> str | None:
+    _, lines = _telemetry(subject)
+    first = lines[0]
+    label = first.get("event") or first.get("type")
+    if first.get("type") != "lifecycle" or first.get("event") != "run_started":
+        raise CheckFailed(f"the first telemetry line is {label!r}, not run_started")
+    return None
+
+
+@conformance_check(
+    "telemetry.terminal_last",
+    description="The last telemetry line is the only terminal event (run_completed/failed/"
+    "cancelled)",
+    hint="End every run with exactly one of run_completed, run_failed, run_cancelled and "
+    "write nothing after it",
+    runs=("normal",),
+)
+def terminal_last(subject: WorkerSubject) -> str | None:
+    _, lines = _telemetry(subject)
+    terminals = [d.get("event") for d in lines if d.get("event") in TERMINAL_EVENTS]
+    last = lines[-1]
+    if last.get("event") not in TERMINAL_EVENTS:
+        raise CheckFailed(
+            f"the last telemetry line is {last.get('event') or last.get('type')!r}, "
+            "not a terminal event"
+        )
+    if len(terminals) > 1:
+        raise CheckFailed(f"{len(terminals)} terminal events: {', '.join(map(str, terminals))}")
+    return f"ends with {last.get('event')}"
+
+
+@conformance_check(
+    "telemetry.seq_increasing",
+    description="seq increases strictly from line to line (workers using the SDK emitter)",
+    hint="Use one TelemetryEmitter per process and never write lines around it",
+    runs=("normal",),
+)
+def seq_increasing(subject: WorkerSubject) -> str | None:
+    _, lines = _telemetry(subject)
+    seqs = [d.get("seq") for d in lines]
+    if all(s is None for s in seqs):
+        raise CheckSkipped("the lines carry no seq (the worker does not use the SDK emitter)")
+    previous: Any = None
+    for number, seq in enumerate(seqs, 1):
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            raise CheckFailed(f"telemetry line {number} has seq {seq!r}, not an integer")
+        if previous is not None and seq <= previous:
+            raise CheckFailed(f"telemetry line {number} has seq {seq} after {previous}")
+        previous = seq
+    return None
+
+
+@conformance_check(
+    "telemetry.streams_live",
+    description="Lines arrive while the worker runs, not all at exit",
+    hint="Flush telemetry as you go (TelemetryEmitter does within 20 ms); do not collect "
+    "lines and print them at the end. Make the conformance config run for >= 1 s",
+    runs=("normal",),
+)
+def streams_live(subject: WorkerSubject) -> str | None:
+    run, _ = _telemetry(subject)
+    if run.exited_at is None or run.first_line_at is None:
+        raise CheckFailed("the exit time of the worker was not observed")
+    lead = run.exited_at - run.first_line_at
+    span = run.exited_at - run.started_at
+    note = f"first line {lead:.2f} s before exit (run {span:.2f} s)"
+    if lead < STREAM_LEAD_SECONDS and lead < STREAM_LEAD_FRACTION * span:
+        raise CheckFailed(f"all lines arrived at exit: {note}")
+    return note
+
+
+@conformance_check(
+    "telemetry.heartbeats",
+    description=f"Heartbeats appear when MOSAIC_HEARTBEAT_INTERVAL is short "
+    f"({HEARTBEAT_INTERVAL} s)",
+    hint="Run a mosaic_sdk.telemetry.Heartbeat during the run (it reads "
+    "MOSAIC_HEARTBEAT_INTERVAL); make the conformance config run for >= 1 s",
+    runs=("normal",),
+)
+def heartbeats(subject: WorkerSubject) -> str | None:
+    run, _ = _telemetry(subject)
+    events = [(r.event, r.arrived) for r in run.telemetry if r.event]
+    beats = [e for e in events if e[0] == "heartbeat"]
+    if beats:
+        return f"{len(beats)} heartbeat(s)"
+    started = next((t for e, t in events if e == "run_started"), None)
+    ended = next((t for e, t in events if e in TERMINAL_EVENTS), None)
+    if started is not None and ended is not None and ended - started < 3 * HEARTBEAT_INTERVAL:
+        raise CheckSkipped(
+            f"the run lasted {ended - started:.2f} s, too short to expect a heartbeat every "
+            f"{HEARTBEAT_INTERVAL} s; make the conformance config run for >= 1 s"
+        )
+    raise CheckFailed(f"no heartbeat line with MOSAIC_HEARTBEAT_INTERVAL={HEARTBEAT_INTERVAL}")
+
+
+@conformance_check(
+    "telemetry.counts_add_up",
+    description="Step lines, episode lines and run_completed agree on steps, episodes and rewards",
+    hint="Emit one episode line per finished episode with steps = its number of steps and "
+    "total_reward = the sum of its step rewards; report run_completed(episodes=...)",
+    runs=("normal",),
+)
+def counts_add_up(subject: WorkerSubject) -> str | None:
+    run, lines = _telemetry(subject)
+    steps = [d for d in lines if d.get("type") == "step"]
+    episodes = [d for d in lines if d.get("type") == "episode"]
+    if not steps or not episodes:
+        raise CheckFailed(
+            f"{len(steps)} step and {len(episodes)} episode lines: the conformance config "
+            "should produce at least one of each"
+        )
+    problems = _count_problems(steps, episodes)
+    completed = [d for d in lines if d.get("event") == "run_completed"]
+    if completed:
+        declared = completed[-1].get("payload", {}).get("episodes")
+        if isinstance(declared, int) and declared != len(episodes):
+            problems.append(f"run_completed says {declared} episodes, {len(episodes)} reported")
+    if problems:
+        raise CheckFailed(problems[0], details=problems[:20])
+    return f"{len(steps)} steps in {len(episodes)} episodes"
+
+
+def _count_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]]) -> list[str]:
+    problems: list[str] = []
+    by_episode: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for s in steps:
+        by_episode.setdefault((s.get("agent_id"), s.get("episode_index")), []).append(s)
+    seen: set[tuple[Any, Any]] = set()
+    for e in episodes:
+        key = (e.get("agent_id"), e.get("episode_index"))
+        if key in seen:
+            problems.append(f"episode {key[1]} is reported twice")
+            continue
+        seen.add(key)
+        own = by_episode.get(key, [])
+        n = e.get("steps")
+        indices = [s.get("step_index") for s in own]
+        if not isinstance(n, int):
+            continue
+        if len(set(indices)) != len(indices):
+            problems.append(f"episode {key[1]}: a step_index appears twice")
+        if any(not isinstance(i, int) or i >= n for i in indices):
+            problems.append(f"episode {key[1]}: step lines beyond its {n} steps")
+        if n and own and (n - 1) not in indices:
+            problems.append(f"episode {key[1]}: no line for its last step ({n - 1})")
+        if len(own) == n:
+            total = math.fsum(float(s.get("reward", 0.0)) for s in own)
+            reported = float(e.get("total_reward", math.nan))
+            if not math.isclose(total, reported, rel_tol=1e-6, abs_tol=1e-6):
+                problems.append(
+                    f"episode {key[1]}: total_reward {reported} but its steps sum to {total}"
+                )
+    for key in by_episode:
+        if key not in seen:
+            problems.append(f"episode {key[1]} has step lines but no episode line")
+    return problems
+
+
+def comparable(data: dict[str, Any]) -> dict[str, Any]:
+    """A step or episode line without the fields that differ between identical runs."""
+    return {k: v for k, v in data.items() if k not in VOLATILE_FIELDS}
+
+
+@conformance_check(
+    "determinism.same_seed_same_telemetry",
+    description="Two runs with the same seed give the same step and episode lines "
+    "(timestamps aside)",
+    hint="Seed every random generator from config.seed (env.reset(seed=...), "
+    "action_space.seed(...), numpy/torch generators); avoid wall-clock dependent logic",
+    runs=("normal", "repeat"),
+)
+def same_seed_same_telemetry(subject: WorkerSubject) -> str | None:
+    runs = []
+    for kind in ("normal", "repeat"):
+        run, lines = _telemetry(subject, kind)
+        runs.append([comparable(d) for d in lines if d.get("type") in ("step", "episode")])
+    first, second = runs
+    if not first:
+        raise CheckFailed("no step or episode lines to compare")
+    for index, (a, b) in enumerate(zip(first, second, strict=False)):
+        if a != b:
+            keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            raise CheckFailed(
+                f"line {index + 1} of the step/episode stream differs in {', '.join(keys)}"
+            )
+    if len(first) != len(second):
+        raise CheckFailed(f"{len(first)} step/episode lines in one run, {len(second)} in the other")
+    return f"{len(first)} lines identical"

@@ -1,0 +1,197 @@
+"""An independent version-1 FastLane reader, written from the deployed layout, for the checks.
+
+It reads a segment the way the platform's deployed readers do (80-byte header
+``<4sIIIIIIIIIQQddd``, slots of ``slot_size`` bytes after it, each with a ``<QII`` header of
+``seq``, ``frame_len``, ``metadata_len``; walk back from the newest slot, skip odd ``seq``,
+copy, re-read ``seq``), and deliberately shares no code with :mod:`mosaic_sdk.fastlane`: the
+checks prove that what the SDK writes is readable by what is deployed.
+
+It maps ``/dev/shm/<name>`` read-only through the file system, so it never registers the
+segment with Python's resource tracker and can never unlink it.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+HEADER = struct.Struct("<4sIIIIIIIIIQQddd")
+SLOT_HEADER = struct.Struct("<QII")
+MAGIC = b"FLAN"
+VERSION = 1
+FLAG_INVALIDATED = 1
+SHM_DIR = "/dev/shm"
+
+
+def segment_name(run_id: str) -> str:
+    """The deployed segment name of a run: ``mosaic.fastlane.{run_id}``, ``/`` as ``_``."""
+    return f"mosaic.fastlane.{run_id}".replace("/", "_")
+
+
+@dataclass(frozen=True)
+class V1Header:
+    magic: bytes
+    version: int
+    flags: int
+    capacity: int
+    slot_size: int
+    payload_size: int
+    width: int
+    height: int
+    channels: int
+    fmt_hash: int
+    head: int
+    tail: int
+    last_reward: float
+    rolling_return: float
+    step_rate_hz: float
+
+
+@dataclass(frozen=True)
+class V1Frame:
+    number: int
+    seq: int
+    width: int
+    height: int
+    channels: int
+    frame_len: int
+    metadata_len: int
+    pixels: bytes
+    metadata: bytes
+
+
+class V1SegmentReader:
+    """Read-only view of one FastLane segment in ``/dev/shm`` (Linux)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        fd = os.open(os.path.join(SHM_DIR, name), os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            if size < HEADER.size:
+                raise ValueError(f"segment {name} is {size} bytes, smaller than the header")
+            self._map = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+        finally:
+            os.close(fd)
+        self.size = size
+
+    def header(self) -> V1Header:
+        return V1Header(*HEADER.unpack_from(self._map, 0))
+
+    def latest_frame(self) -> V1Frame | None:
+        """The newest complete frame, read as the deployed reader does; None if none yet."""
+        h = self.header()
+        if h.magic != MAGIC or h.capacity == 0 or h.head == 0:
+            return None
+        for back in range(h.capacity):
+            number = h.head - back
+            if number <= 0:
+                break
+            offset = HEADER.size + ((number - 1) % h.capacity) * h.slot_size
+            if offset + SLOT_HEADER.size > self.size:
+                raise ValueError(f"slot of frame {number} lies outside the segment")
+            seq, frame_len, metadata_len = SLOT_HEADER.unpack_from(self._map, offset)
+            if seq % 2:
+                continue  # in flight
+            start = offset + SLOT_HEADER.size
+            end = start + frame_len + metadata_len
+            if end > self.size or frame_len + metadata_len > h.slot_size - SLOT_HEADER.size:
+                raise ValueError(
+                    f"frame {number} claims {frame_len + metadata_len} bytes, more than its slot"
+                )
+            data = bytes(self._map[start:end])
+            if SLOT_HEADER.unpack_from(self._map, offset)[0] != seq:
+                continue  # overwritten while copying
+            return V1Frame(
+                number=number,
+                seq=seq,
+                width=h.width,
+                height=h.height,
+                channels=h.channels,
+                frame_len=frame_len,
+                metadata_len=metadata_len,
+                pixels=data[:frame_len],
+                metadata=data[frame_len:],
+            )
+        return None
+
+    def close(self) -> None:
+        self._map.close()
+
+    def __enter__(self) -> V1SegmentReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def probe_fastlane(run_id: str, process: Any, done: threading.Event) -> dict[str, Any]:
+    """While a worker runs, attach to its segment and read frames with the v1 reader.
+
+    Returns what was seen: ``seen`` (the segment appeared), ``header`` (dict), ``frame``
+    (dimensions and lengths of the first complete frame), ``heads`` (head values observed)
+    and ``errors``.
+    """
+    name = segment_name(run_id)
+    path = os.path.join(SHM_DIR, name)
+    found: dict[str, Any] = {
+        "name": name,
+        "seen": False,
+        "header": None,
+        "frame": None,
+        "heads": [],
+        "errors": [],
+    }
+    reader: V1SegmentReader | None = None
+    try:
+        while not done.is_set():
+            if reader is None and os.path.exists(path):
+                try:
+                    reader = V1SegmentReader(name)
+                    found["seen"] = True
+                except (OSError, ValueError) as exc:
+                    found["errors"].append(f"cannot map {name}: {exc}")
+            if reader is not None:
+                header = reader.header()
+                if header.head and (not found["heads"] or found["heads"][-1] != header.head):
+                    found["heads"].append(header.head)
+                if found["frame"] is None and header.head:
+                    try:
+                        frame = reader.latest_frame()
+                    except ValueError as exc:
+                        found["errors"].append(str(exc))
+                        frame = None
+                    if frame is not None:
+                        found["header"] = {
+                            k: v for k, v in asdict(header).items() if k != "magic"
+                        } | {"magic": header.magic.decode("latin-1")}
+                        found["frame"] = {
+                            k: v
+                            for k, v in asdict(frame).items()
+                            if k not in ("pixels", "metadata")
+                        } | {"pixel_bytes": len(frame.pixels)}
+                if found["frame"] is not None and len(found["heads"]) >= 3:
+                    break
+            if process.poll() is not None:
+                break
+            time.sleep(0.02)
+    finally:
+        if reader is not None:
+            reader.close()
+    return found
+
+
+__all__ = [
+    "HEADER",
+    "SLOT_HEADER",
+    "V1Frame",
+    "V1Header",
+    "V1SegmentReader",
+    "probe_fastlane",
+    "segment_name",
+]

@@ -1,0 +1,95 @@
+"""Finding what a run left behind: shared-memory segments and processes.
+
+Both are attributed to a run by its run id, which is unique per launch: a segment belongs to
+the run when its name (in ``/dev/shm``) contains the run id, as every MOSAIC segment name
+does; a process belongs to it when its environment carries ``MOSAIC_RUN_ID=<run id>``, which
+the runner sets for the worker and every process the worker starts inherits. Nothing here
+touches resources of other runs or other programs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+SHM_DIR = Path("/dev/shm")
+
+
+def shm_segments_of(run_id: str) -> list[str]:
+    """Names of the shared-memory segments whose name contains ``run_id`` (Linux only)."""
+    if not SHM_DIR.is_dir():
+        return []
+    needles = {run_id, run_id.replace("/", "_")}
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return []
+    return sorted(n for n in names if any(k in n for k in needles))
+
+
+def remove_shm_segments(names: list[str]) -> None:
+    """Unlink the named segments (exact names; missing ones are fine)."""
+    for name in names:
+        try:
+            (SHM_DIR / name).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def processes_of(run_id: str) -> list[int]:
+    """Pids of live processes whose environment has ``MOSAIC_RUN_ID=<run_id>`` (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return []
+    marker = f"MOSAIC_RUN_ID={run_id}".encode()
+    found = []
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                variables = fh.read().split(b"\0")
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                state = fh.read().rpartition(b")")[2].split()[:1]
+        except OSError:
+            continue
+        if marker in variables and state != [b"Z"]:
+            found.append(int(entry))
+    return sorted(found)
+
+
+def end_processes(pids: list[int], grace: float = 2.0) -> None:
+    """SIGTERM the given pids, wait up to ``grace`` s, then SIGKILL the survivors."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    deadline = time.monotonic() + grace
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+        alive = [p for p in alive if _alive(p)]
+    for pid in alive:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rpartition(b")")[2].split()[:1] != [b"Z"]
+    except OSError:
+        return True
+
+
+__all__ = ["end_processes", "processes_of", "remove_shm_segments", "shm_segments_of"]

@@ -1,0 +1,99 @@
+"""The pytest plugin of the conformance suite (entry point ``pytest11: mosaic_conformance``).
+
+Inert unless ``--mosaic-worker NAME`` is given: then the test module shipped in this package
+runs every conformance check on that worker as its own test item::
+
+    pytest --pyargs mosaic_sdk.conformance --mosaic-worker example
+    pytest --pyargs mosaic_sdk.conformance --mosaic-worker example -k "telemetry or stop"
+    pytest --pyargs mosaic_sdk.conformance --mosaic-worker example \\
+        --mosaic-expect-fail "telemetry.heartbeats=heartbeats land in 0.3"
+
+It also plans the runs of the selected :class:`~mosaic_sdk.conformance.cases.CheckCase`
+items of any test (``parametrize_with_checks``), so a worker's runs are recorded once, two at
+a time, and only those that the selected checks need.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SHIPPED_MODULE = Path(__file__).with_name("test_worker_conformance.py").resolve()
+FIXTURE = "mosaic_conformance_case"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mosaic", "MOSAIC worker conformance")
+    group.addoption(
+        "--mosaic-worker",
+        action="append",
+        default=[],
+        dest="mosaic_workers",
+        metavar="NAME",
+        help="run the conformance suite on this installed worker (repeatable)",
+    )
+    group.addoption(
+        "--mosaic-expect-fail",
+        action="append",
+        default=[],
+        dest="mosaic_expect_fail",
+        metavar="CHECK=REASON",
+        help="treat a failure of CHECK as expected (strict xfail); repeatable",
+    )
+
+
+def parse_expected(values: list[str]) -> dict[str, str]:
+    """``["check=reason", ...]`` to a dict; a missing reason is an error."""
+    expected = {}
+    for value in values:
+        name, sep, reason = value.partition("=")
+        if not sep or not name.strip() or not reason.strip():
+            raise pytest.UsageError(
+                f"--mosaic-expect-fail {value!r}: write CHECK=REASON, e.g. "
+                "telemetry.heartbeats=not implemented yet"
+            )
+        expected[name.strip()] = reason.strip()
+    return expected
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if not config.getoption("mosaic_workers") and collection_path.resolve() == SHIPPED_MODULE:
+        return True
+    return None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if FIXTURE not in metafunc.fixturenames:
+        return
+    from mosaic_sdk.conformance.cases import conformance_params
+
+    workers = metafunc.config.getoption("mosaic_workers")
+    expected = parse_expected(metafunc.config.getoption("mosaic_expect_fail"))
+    try:
+        params = conformance_params(workers, expected)
+    except KeyError as exc:
+        raise pytest.UsageError(str(exc.args[0])) from None
+    metafunc.parametrize(FIXTURE, params)
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    from mosaic_sdk.conformance.api import plan_session
+    from mosaic_sdk.conformance.cases import CheckCase
+
+    for item in items:
+        callspec: Any = getattr(item, "callspec", None)
+        if callspec is None:
+            continue
+        for value in callspec.params.values():
+            if isinstance(value, CheckCase):
+                plan_session(value.worker, [value.check])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    from mosaic_sdk.conformance.api import close_session_subjects
+
+    close_session_subjects()

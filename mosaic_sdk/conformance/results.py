@@ -1,0 +1,83 @@
+"""What one conformance check reports: :class:`CheckResult` and its verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PASSED = "passed"
+FAILED = "failed"
+SKIPPED = "skipped"
+ERROR = "error"
+XFAILED = "xfailed"
+XPASSED = "xpassed"
+
+#: Every verdict, in the order a report lists their counts.
+VERDICTS: tuple[str, ...] = (PASSED, FAILED, ERROR, XFAILED, XPASSED, SKIPPED)
+
+#: Verdicts that do not make a worker non-conformant (an expected failure is fine, an
+#: unexpected pass of an expected failure is not: the expectation is stale).
+OK_VERDICTS: frozenset[str] = frozenset({PASSED, SKIPPED, XFAILED})
+
+
+class CheckFailed(Exception):
+    """Raised by a check function: the worker does not honour this part of the contract."""
+
+    def __init__(self, reason: str, details: list[str] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.details = list(details or [])
+
+
+class CheckSkipped(Exception):
+    """Raised by a check function: the check does not apply (or cannot be run) here."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check on one worker.
+
+    ``verdict`` is one of :data:`VERDICTS`; ``reason`` is one line (why it failed or was
+    skipped, or a note on a pass); ``hint`` says how to fix a failure; ``details`` holds the
+    evidence (offending lines, process ids...), at most a few dozen entries.
+    """
+
+    worker: str
+    name: str
+    family: str
+    description: str
+    verdict: str
+    duration: float
+    reason: str = ""
+    hint: str = ""
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True for passed, skipped and expected failures."""
+        return self.verdict in OK_VERDICTS
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ok"] = self.ok
+        data["duration"] = round(self.duration, 4)
+        return data
+
+
+__all__ = [
+    "ERROR",
+    "FAILED",
+    "OK_VERDICTS",
+    "PASSED",
+    "SKIPPED",
+    "VERDICTS",
+    "XFAILED",
+    "XPASSED",
+    "CheckFailed",
+    "CheckResult",
+    "CheckSkipped",
+]

@@ -1,0 +1,234 @@
+"""The worker under test: how it was found, its handle, and its recorded runs (cached).
+
+A :class:`WorkerSubject` resolves a worker by name through the SDK's discovery and, when
+discovery refuses it, loads it leniently (its first entry point of that name, without the
+``worker_type`` test) so that the other checks can still be evaluated; the discovery checks
+report why discovery refused it. Runs are recorded on first use and shared by every check
+that reads them; :meth:`ensure_runs` records several at once, two at a time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.conformance.recording import RecordedRun, RunPlan, record_run
+from mosaic_sdk.conformance.results import CheckSkipped
+from mosaic_sdk.plugins import (
+    UnknownWorkerError,
+    WorkerHandle,
+    WorkerLoadError,
+    create_plugin_manager,
+    discover_workers,
+)
+
+#: ``MOSAIC_HEARTBEAT_INTERVAL`` (seconds) set for the telemetry runs.
+HEARTBEAT_INTERVAL = 0.2
+#: Seed of the recorded runs when the conformance config sets none.
+DEFAULT_SEED = 12345
+#: Seconds a worker gets to stop after SIGTERM before its group is killed.
+STOP_TIMEOUT = 10.0
+#: A config that no worker can accept: the bad-config run writes it as its config file.
+MALFORMED_CONFIG = '{"run_id": "conformance-bad-config", "seed": '
+#: Run kinds that may be recorded together (two at a time).
+RUN_KINDS: tuple[str, ...] = ("normal", "repeat", "stop", "dry_run", "bad_config", "fastlane")
+#: Environment that switches FastLane on in a worker (both spellings).
+FASTLANE_ENV = {"MOSAIC_FASTLANE_ONLY": "1", "GYM_GUI_FASTLANE_ONLY": "1"}
+
+
+def fastlane_available() -> bool:
+    """Whether this SDK has its FastLane package (the FastLane checks need it)."""
+    return importlib.util.find_spec("mosaic_sdk.fastlane") is not None
+
+
+class WorkerSubject:
+    """One worker under test, with a private ``MOSAIC_HOME`` for its runs (see module doc)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.environ = dict(os.environ)
+        self.handle: WorkerHandle | None = None
+        self.load_error: str | None = None
+        self.discovery_error: WorkerLoadError | None = None
+        self.duplicates: list[str] = []
+        self._resolve()  # raises UnknownWorkerError before anything is created on disk
+        self.tmp = Path(tempfile.mkdtemp(prefix="mosaic-conformance-"))
+        self.home = self.tmp / "home"
+        self.runs_dir = self.home / "runs"
+        self.logs_dir = self.tmp / "logs"
+        self.suffix = uuid.uuid4().hex[:8]
+        self._runs: dict[str, RecordedRun] = {}
+        self._run_locks: dict[str, threading.Lock] = {k: threading.Lock() for k in RUN_KINDS}
+        self._memo: dict[str, Any] = {}
+
+    # -- resolution ---------------------------------------------------------------------
+    def _resolve(self) -> None:
+        registry = discover_workers(environ=self.environ)
+        if self.name in registry.workers:
+            self.handle = registry.workers[self.name]
+            return
+        if self.name not in registry.errors:
+            raise UnknownWorkerError(self.name, registry.names())
+        self.discovery_error = registry.errors[self.name]
+        self._resolve_leniently()
+
+    def _resolve_leniently(self) -> None:
+        # Discovery refused the worker (or does not know it): load its first entry point of
+        # that name ourselves, without the checks discovery makes, so the rest of the
+        # contract can still be tested. Uses the plugin module's own loading rules.
+        from mosaic_sdk import plugins
+
+        candidates = [
+            c for c in plugins._entry_point_candidates(self.environ) if c.name == self.name
+        ]
+        self.duplicates = [f"{c.distribution or '?'} ({c.value})" for c in candidates]
+        if not candidates:  # refused for a reason we cannot reproduce: report it as is
+            err = self.discovery_error
+            self.load_error = f"{err.error_type}: {err.message}" if err else "not found"
+            return
+        c = candidates[0]
+        pm = create_plugin_manager(self.environ)
+        try:
+            plugin, style = plugins._plugin_from(c.load(), c)
+            pm.register(plugin, name=f"worker:{self.name}")
+        except Exception as exc:  # noqa: BLE001 - any import-time failure is the finding
+            self.load_error = f"{type(exc).__name__}: {exc}"
+            return
+        self.handle = WorkerHandle(
+            self.name,
+            plugin,
+            pm,
+            distribution=c.distribution,
+            dist_version=c.dist_version,
+            entry_point=c.value,
+            style=style,
+        )
+
+    def require_handle(self) -> WorkerHandle:
+        """The worker's handle, or skip: the worker could not be loaded at all."""
+        if self.handle is None:
+            raise CheckSkipped(f"the worker could not be loaded ({self.load_error})")
+        return self.handle
+
+    # -- cached facts -------------------------------------------------------------------
+    def memo(self, key: str, compute: Any) -> Any:
+        """``compute()`` once per subject (exceptions are cached and re-raised too)."""
+        if key not in self._memo:
+            try:
+                self._memo[key] = (True, compute())
+            except Exception as exc:  # noqa: BLE001
+                self._memo[key] = (False, exc)
+        ok, value = self._memo[key]
+        if not ok:
+            raise value
+        return value
+
+    def description(self) -> tuple[Any, Any]:
+        """The validated ``(metadata, capabilities)``; skip when the worker cannot say."""
+        handle = self.require_handle()
+        try:
+            return self.memo("describe", handle.describe)  # type: ignore[no-any-return]
+        except CheckSkipped:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise CheckSkipped(f"the worker does not describe itself ({exc})") from None
+
+    def capability(self, name: str) -> Any:
+        return getattr(self.description()[1], name)
+
+    def config_model(self) -> Any:
+        handle = self.require_handle()
+        try:
+            return self.memo("config_model", handle.config_model)
+        except Exception as exc:  # noqa: BLE001
+            raise CheckSkipped(f"the worker has no usable config model ({exc})") from None
+
+    def conformance_config(self) -> dict[str, Any]:
+        """The worker's conformance config (without ``run_id``), or ``{}`` for the defaults."""
+        handle = self.require_handle()
+        return dict(self.memo("conformance_config", handle.conformance_config) or {})
+
+    def run_id(self, kind: str) -> str:
+        return f"conformance-{self.name}-{kind}-{self.suffix}".replace("/", "_")[:128]
+
+    # -- runs ---------------------------------------------------------------------------
+    def plan(self, kind: str) -> RunPlan:
+        config = {"seed": DEFAULT_SEED, **self.conformance_config()}
+        run_id = self.run_id(kind)
+        heartbeat = {"MOSAIC_HEARTBEAT_INTERVAL": str(HEARTBEAT_INTERVAL)}
+        home = {"MOSAIC_HOME": str(self.home)}
+        if kind in ("normal", "repeat"):
+            return RunPlan(kind, run_id, config, extra_env={**home, **heartbeat})
+        if kind == "stop":
+            return RunPlan(
+                kind, run_id, config, extra_env=home, stop_on_step=True, stop_grace=STOP_TIMEOUT
+            )
+        if kind == "dry_run":
+            return RunPlan(kind, run_id, config, extra_env=home, argv_suffix=("--dry-run",))
+        if kind == "bad_config":
+            return RunPlan(kind, run_id, config, extra_env=home, config_text=MALFORMED_CONFIG)
+        if kind == "fastlane":
+            from mosaic_sdk.conformance.fastlane_v1 import probe_fastlane
+
+            return RunPlan(
+                kind, run_id, config, extra_env={**home, **FASTLANE_ENV}, probe=probe_fastlane
+            )
+        raise ValueError(f"unknown run kind {kind!r}; known: {', '.join(RUN_KINDS)}")
+
+    def run(self, kind: str) -> RecordedRun:
+        """The recorded run of that kind, launching it on first use."""
+        handle = self.require_handle()
+        with self._run_locks[kind]:
+            if kind not in self._runs:
+                self._runs[kind] = record_run(
+                    handle, self.plan(kind), runs_dir=self.runs_dir, logs_dir=self.logs_dir
+                )
+            return self._runs[kind]
+
+    def ensure_runs(self, kinds: Iterable[str], parallel: int = 2) -> None:
+        """Record the runs of these kinds that are missing, ``parallel`` at a time."""
+        if self.handle is None:
+            return
+        missing = [k for k in dict.fromkeys(kinds) if k not in self._runs]
+        if not missing:
+            return
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            list(pool.map(self._run_quietly, missing))
+
+    def _run_quietly(self, kind: str) -> None:
+        try:
+            self.run(kind)
+        except CheckSkipped:
+            pass
+
+    def planned_runs(self, checks: Iterable[Any]) -> list[str]:
+        """The run kinds the given checks read, leaving out checks gated off this worker."""
+        kinds: dict[str, None] = {}
+        for check in checks:
+            if check.runs and check.skip_reason(self) is None:
+                kinds.update(dict.fromkeys(check.runs))
+        return list(kinds)
+
+    def recorded_runs(self) -> list[RecordedRun]:
+        return list(self._runs.values())
+
+    def close(self) -> None:
+        """Remove the temporary home (runs, logs)."""
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> WorkerSubject:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["FASTLANE_ENV", "HEARTBEAT_INTERVAL", "STOP_TIMEOUT", "WorkerSubject"]
