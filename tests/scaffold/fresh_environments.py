@@ -3,7 +3,8 @@
 Creating a venv with pip in it (``ensurepip``) and resolving from an index are the slow parts,
 so an environment is made ``--without-pip`` and filled by the test interpreter's own pip
 (``pip --python``) from a local wheelhouse that is built once per session: the SDK's wheel
-plus its dependencies, setuptools, wheel and pytest. About ten seconds per environment.
+plus its dependencies, pip, setuptools, wheel, pytest and pygame (CartPole renders with it).
+About ten seconds per environment.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-BUILD_TOOLS = ("setuptools>=77", "wheel", "pytest>=8")
+BUILD_TOOLS = ("pip", "setuptools>=77", "wheel", "pytest>=8")
+#: What the baked default worker needs beyond the SDK (CartPole renders through pygame).
+WORKER_EXTRAS = ("gymnasium[classic-control]>=1.0,<2",)
 
 
 def child_environ(**extra: str) -> dict[str, str]:
@@ -45,7 +48,16 @@ def pip(*args: str, python: Path | None = None, timeout: float = 300) -> None:
 def build_wheelhouse(target: Path) -> Path:
     """The SDK's wheel (built from this checkout) and everything it needs, in ``target``."""
     target.mkdir(parents=True, exist_ok=True)
-    pip("wheel", "--quiet", "--wheel-dir", str(target), str(REPO_ROOT), *BUILD_TOOLS, timeout=600)
+    pip(
+        "wheel",
+        "--quiet",
+        "--wheel-dir",
+        str(target),
+        str(REPO_ROOT),
+        *BUILD_TOOLS,
+        *WORKER_EXTRAS,
+        timeout=600,
+    )
     return target
 
 

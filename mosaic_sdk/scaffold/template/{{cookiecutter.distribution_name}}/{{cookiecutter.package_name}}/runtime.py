@@ -14,6 +14,7 @@ uniformly. It is here to show where learning goes, not to solve anything.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -117,6 +118,8 @@ def run(ctx: RunContext) -> None:
                         obs=obs,
                     )
                     steps += 1
+                    if config.step_delay_ms:
+                        time.sleep(config.step_delay_ms / 1000.0)
                 if ctx.cancelled:
                     status = "cancelled"
                     break
