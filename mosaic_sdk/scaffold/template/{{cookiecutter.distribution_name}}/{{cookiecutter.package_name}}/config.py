@@ -28,7 +28,9 @@ class {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Co
     exploration: float = Field(
         0.1, ge=0, le=1, description="Probability of a uniformly random action"
     )
-    step_delay_ms: float = Field(0.0, ge=0, le=10_000, description="Sleep per step (watch a run live)")
+    step_delay_ms: float = Field(
+        0.0, ge=0, le=10_000, description="Sleep per step (watch a run live)"
+    )
     step_every: int = Field(1, ge=1, description="Write every Nth step line (episode ends always)")
     heartbeat_interval: float | None = Field(
         None, gt=0, description="Seconds between heartbeats (None: the SDK default)"
