@@ -149,3 +149,23 @@ def test_its_wheel_is_discovered_in_another_fresh_environment(
         "python", "-c", f"import {baked.package} as p; print(p.__file__)", cwd=tmp_path
     )
     assert str(other.path) in shown.stdout  # imported from the installed wheel, not the source
+
+
+def test_the_sdk_wheel_carries_the_whole_template(wheelhouse: Path) -> None:
+    import zipfile
+
+    from mosaic_sdk.scaffold import TEMPLATE_DIR
+
+    (wheel,) = wheelhouse.glob("mosaic_worker_sdk-*.whl")
+    in_wheel = {
+        name.split("mosaic_sdk/scaffold/template/", 1)[1]
+        for name in zipfile.ZipFile(wheel).namelist()
+        if name.startswith("mosaic_sdk/scaffold/template/")
+    }
+    on_disk = {
+        str(p.relative_to(TEMPLATE_DIR))
+        for p in TEMPLATE_DIR.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    assert in_wheel == on_disk
+    assert "{{cookiecutter.distribution_name}}/.github/workflows/ci.yml" in in_wheel
