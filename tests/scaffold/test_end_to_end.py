@@ -49,7 +49,10 @@ def baked(
 ) -> Iterator[Baked]:
     root = tmp_path_factory.mktemp(f"e2e-{request.param}")
     config = root / "cookiecutter.yaml"
-    config.write_text(f'replay_dir: "{root / "replay"}"\n', encoding="utf-8")
+    config.write_text(
+        f'replay_dir: "{root / "replay"}"\ncookiecutters_dir: "{root / "clones"}"\n',
+        encoding="utf-8",
+    )
     env = FreshEnv(root / "venv", wheelhouse)
     answers = VARIANTS[request.param]
     new = env.run(
