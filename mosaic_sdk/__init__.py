@@ -5,6 +5,7 @@ worker does not pay for pydantic or pluggy::
 
     from mosaic_sdk import hookimpl, WorkerConfig, WorkerMetadata, WorkerCapabilities
     from mosaic_sdk import TelemetryEmitter, Heartbeat
+    from mosaic_sdk import FastLaneWriter, FastLaneReader, maybe_wrap_env
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ _LAZY: dict[str, str] = {
     "Heartbeat": "mosaic_sdk.telemetry",
     "SCHEMA_VERSION": "mosaic_sdk.telemetry",
     "discover_workers": "mosaic_sdk.plugins",
+    "FastLaneConfig": "mosaic_sdk.fastlane",
+    "FastLaneFrame": "mosaic_sdk.fastlane",
+    "FastLaneMetrics": "mosaic_sdk.fastlane",
+    "FastLaneReader": "mosaic_sdk.fastlane",
+    "FastLaneWriter": "mosaic_sdk.fastlane",
+    "maybe_wrap_env": "mosaic_sdk.fastlane",
     "load_worker": "mosaic_sdk.plugins",
 }
 

@@ -49,7 +49,7 @@ from mosaic_sdk.hookspecs import PROJECT_NAME, PROTOCOL_VERSION, hookimpl
 ENTRY_POINT_GROUP = "mosaic.workers"
 
 #: SDK plugins registered in every plugin manager (imported when present).
-BUILTIN_PLUGINS: tuple[str, ...] = ("mosaic_sdk.plugins",)
+BUILTIN_PLUGINS: tuple[str, ...] = ("mosaic_sdk.plugins", "mosaic_sdk.fastlane.plugin")
 
 
 class PluginError(Exception):

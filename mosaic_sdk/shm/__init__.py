@@ -1,5 +1,45 @@
-"""Shared-memory building blocks: atomics and wait/wake (``mosaic_sdk.shm.atomics``).
+"""Shared-memory building blocks and the vectorized-env transport.
 
-Kept free of imports at package level so that ``mosaic_sdk.fastlane`` can use the atomics
-without loading numpy-heavy transport code.
+``mosaic_sdk.shm.atomics`` (acquire/release words, futex wait/wake) is shared with FastLane.
+The transport lives in submodules and is exposed here lazily, so importing this package stays
+free of numpy and flatbuffers:
+
+- ``SharedMemoryTransport`` / ``TransportWorker`` (``mosaic_sdk.shm.transport``): engine side;
+- ``SharedMemoryClient`` (``mosaic_sdk.shm.client``): trainer side;
+- ``launch_env_host`` / ``EnvHostHandle`` (``mosaic_sdk.shm.host``): gymnasium envs served
+  from child processes;
+- ``ShmVectorEnv`` (``mosaic_sdk.shm.vector_env``): a ``gymnasium.vector.VectorEnv`` over it.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "SharedMemoryTransport": "mosaic_sdk.shm.transport",
+    "TransportWorker": "mosaic_sdk.shm.worker",
+    "SharedMemoryClient": "mosaic_sdk.shm.client",
+    "Layout": "mosaic_sdk.shm.layout",
+    "launch_env_host": "mosaic_sdk.shm.host",
+    "EnvHostHandle": "mosaic_sdk.shm.host",
+    "ShmVectorEnv": "mosaic_sdk.shm.vector_env",
+    "TransportError": "mosaic_sdk.shm.sync",
+    "PeerGoneError": "mosaic_sdk.shm.sync",
+    "TransportClosedError": "mosaic_sdk.shm.sync",
+    "TransportTimeoutError": "mosaic_sdk.shm.sync",
+    "CommandError": "mosaic_sdk.shm.commands",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mosaic_sdk.shm' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

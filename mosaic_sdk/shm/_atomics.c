@@ -359,6 +359,10 @@ SharedWords_get_address(SharedWords *self, void *closure)
     return PyLong_FromVoidPtr(self->has_view ? self->view.buf : NULL);
 }
 
+/* FastLane one-call slot write/read: defined in the section at the end of this file. */
+static PyObject *SharedWords_fastlane_write(SharedWords *, PyObject *const *, Py_ssize_t);
+static PyObject *SharedWords_fastlane_read(SharedWords *, PyObject *const *, Py_ssize_t);
+
 static PyMethodDef SharedWords_methods[] = {
     {"load_u64", (PyCFunction)(void (*)(void))SharedWords_load_u64, METH_FASTCALL, "Acquire load of the u64 at offset."},
     {"load_u32", (PyCFunction)(void (*)(void))SharedWords_load_u32, METH_FASTCALL, "Acquire load of the u32 at offset."},
@@ -374,6 +378,8 @@ static PyMethodDef SharedWords_methods[] = {
     {"futex_wait", (PyCFunction)(void (*)(void))SharedWords_futex_wait, METH_FASTCALL, "Sleep while the u32 at offset equals expected."},
     {"futex_wake", (PyCFunction)(void (*)(void))SharedWords_futex_wake, METH_FASTCALL, "Wake up to count waiters on the u32 at offset."},
     {"fence", (PyCFunction)SharedWords_fence, METH_NOARGS, "Full memory fence."},
+    {"fastlane_write", (PyCFunction)(void (*)(void))SharedWords_fastlane_write, METH_FASTCALL, "Seqlocked write of one FastLane slot, then release-store head (see the end of _atomics.c)."},
+    {"fastlane_read", (PyCFunction)(void (*)(void))SharedWords_fastlane_read, METH_FASTCALL, "Seqlocked copy of one FastLane slot; None when torn or not the expected frame."},
     {"release", (PyCFunction)SharedWords_release, METH_NOARGS, "Stop exporting the buffer (required before closing an mmap)."},
     {"__enter__", (PyCFunction)SharedWords_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)SharedWords_exit, METH_VARARGS, NULL},
@@ -427,4 +433,304 @@ PyInit__atomics(void)
         return NULL;
     }
     return m;
+}
+
+
+/* ========================================================================
+ * FastLane: one-call seqlocked slot write and read (mosaic_sdk.fastlane).
+ *
+ * Slot layout (see schema/fastlane.md): at slot_off a u64 seq, u32
+ * frame_len, u32 metadata_len, then frame bytes and metadata bytes; the
+ * per-slot metrics block (f64 last_reward, f64 rolling_return, f64
+ * step_rate_hz, u64 published_ns) at metrics_off, inside the seqlock.
+ * Frame number `head` (1-based) has seq 2*head+1 while written and
+ * 2*head+2 once complete.
+ *
+ * Ordering (C11, correct on x86-64 and ARM64):
+ *   writer: seq=odd (relaxed); fence(release); data; seq=even (release);
+ *           HUD header copy (relaxed); head (release)
+ *   reader: seq (acquire); data; fence(acquire); seq again (relaxed)
+ * The data themselves are copied with memcpy: a reader that races with the
+ * writer may copy a mix of bytes, which the second seq load detects.
+ * ======================================================================== */
+#include <time.h>
+
+static void
+fl_store_f64(SharedWords *self, Py_ssize_t off, double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, 8);
+    __atomic_store_n(PTR(self, off, uint64_t), bits, __ATOMIC_RELAXED);
+}
+
+static PyObject *
+fl_load_f64(SharedWords *self, Py_ssize_t off)
+{
+    uint64_t bits = __atomic_load_n(PTR(self, off, uint64_t), __ATOMIC_RELAXED);
+    double d;
+    memcpy(&d, &bits, 8);
+    return PyFloat_FromDouble(d);
+}
+
+static uint64_t
+fl_now_ns(void)
+{
+#if defined(CLOCK_MONOTONIC)
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+#endif
+    return 0;
+}
+
+/* Copies above this size release the GIL while they run. */
+#define FL_NOGIL_BYTES (256 * 1024)
+/* Frames above this size are written with non-temporal (streaming) stores on x86-64: the
+ * ring's slots rotate through more memory than the cache holds, and streaming stores skip
+ * reading each destination line before overwriting it. */
+#define FL_STREAM_BYTES (1024 * 1024)
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#define FL_HAVE_STREAM 1
+static void
+fl_copy_frame(char *dst, const char *src, size_t n)
+{
+    size_t lead, blocks, i;
+    if (n < FL_STREAM_BYTES) {
+        memcpy(dst, src, n);
+        return;
+    }
+    lead = (16 - ((uintptr_t)dst & 15)) & 15;
+    memcpy(dst, src, lead);
+    dst += lead; src += lead; n -= lead;
+    blocks = n / 64;
+    for (i = 0; i < blocks; i++) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(src));
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
+        _mm_stream_si128((__m128i *)(dst), a);
+        _mm_stream_si128((__m128i *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(dst + 32), c);
+        _mm_stream_si128((__m128i *)(dst + 48), d);
+        src += 64; dst += 64;
+    }
+    memcpy(dst, src, n - blocks * 64);
+    /* streaming stores are weakly ordered even on x86: fence before the seq release store */
+    _mm_sfence();
+}
+#else
+#define FL_HAVE_STREAM 0
+static void
+fl_copy_frame(char *dst, const char *src, size_t n)
+{
+    memcpy(dst, src, n);
+}
+#endif
+
+static PyObject *
+SharedWords_fastlane_write(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    /* fastlane_write(slot_off, head, frame, metadata, payload_cap, metrics_off,
+     *                last_reward, rolling_return, step_rate_hz, hud_off, head_off)
+     * metadata may be None; hud_off < 0 skips the header HUD copy. */
+    Py_ssize_t slot_off, payload_cap, metrics_off, hud_off, head_off;
+    unsigned long long head;
+    Py_buffer fv, mv;
+    int have_meta = 0;
+    uint64_t *seq;
+    double m[3];
+    char *base;
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError,
+                        "fastlane_write(slot_off, head, frame, metadata, payload_cap, metrics_off, "
+                        "last_reward, rolling_return, step_rate_hz, hud_off, head_off)");
+        return NULL;
+    }
+    if (parse_off(args[0], &slot_off) < 0 || parse_off(args[4], &payload_cap) < 0 ||
+        parse_off(args[5], &metrics_off) < 0 || parse_off(args[9], &hud_off) < 0 ||
+        parse_off(args[10], &head_off) < 0)
+        return NULL;
+    head = PyLong_AsUnsignedLongLong(args[1]);
+    if (head == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    if (payload_cap < 0) { PyErr_SetString(PyExc_ValueError, "payload_cap < 0"); return NULL; }
+    for (int i = 0; i < 3; i++) {
+        m[i] = PyFloat_AsDouble(args[6 + i]);
+        if (m[i] == -1.0 && PyErr_Occurred()) return NULL;
+    }
+    if (check_off(self, slot_off, 8) < 0 || check_off(self, slot_off + 8, 4) < 0 ||
+        check_off(self, metrics_off, 8) < 0 || check_off(self, metrics_off + 24, 8) < 0 ||
+        check_off(self, head_off, 8) < 0)
+        return NULL;
+    if (slot_off + 16 + payload_cap > self->view.len) {
+        PyErr_SetString(PyExc_IndexError, "fastlane_write: slot payload outside the buffer");
+        return NULL;
+    }
+    if (hud_off >= 0 && (check_off(self, hud_off, 8) < 0 || check_off(self, hud_off + 16, 8) < 0))
+        return NULL;
+    if (PyObject_GetBuffer(args[2], &fv, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (args[3] != Py_None) {
+        if (PyObject_GetBuffer(args[3], &mv, PyBUF_C_CONTIGUOUS) < 0) {
+            PyBuffer_Release(&fv);
+            return NULL;
+        }
+        have_meta = 1;
+    }
+    if (fv.len + (have_meta ? mv.len : 0) > payload_cap) {
+        PyErr_Format(PyExc_ValueError,
+                     "fastlane_write: frame (%zd bytes) + metadata (%zd bytes) exceed the slot "
+                     "payload of %zd bytes", fv.len, have_meta ? mv.len : (Py_ssize_t)0, payload_cap);
+        PyBuffer_Release(&fv);
+        if (have_meta) PyBuffer_Release(&mv);
+        return NULL;
+    }
+    base = (char *)self->view.buf;
+    seq = PTR(self, slot_off, uint64_t);
+    __atomic_store_n(seq, (uint64_t)(2 * head + 1), __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(PTR(self, slot_off + 8, uint32_t), (uint32_t)fv.len, __ATOMIC_RELAXED);
+    __atomic_store_n(PTR(self, slot_off + 12, uint32_t),
+                     (uint32_t)(have_meta ? mv.len : 0), __ATOMIC_RELAXED);
+    if (fv.len > FL_NOGIL_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        fl_copy_frame(base + slot_off + 16, fv.buf, (size_t)fv.len);
+        Py_END_ALLOW_THREADS
+    } else {
+        memcpy(base + slot_off + 16, fv.buf, (size_t)fv.len);
+    }
+    if (have_meta && mv.len > 0)
+        memcpy(base + slot_off + 16 + fv.len, mv.buf, (size_t)mv.len);
+    PyBuffer_Release(&fv);
+    if (have_meta) PyBuffer_Release(&mv);
+    fl_store_f64(self, metrics_off, m[0]);
+    fl_store_f64(self, metrics_off + 8, m[1]);
+    fl_store_f64(self, metrics_off + 16, m[2]);
+    __atomic_store_n(PTR(self, metrics_off + 24, uint64_t), fl_now_ns(), __ATOMIC_RELAXED);
+    __atomic_store_n(seq, (uint64_t)(2 * head + 2), __ATOMIC_RELEASE);
+    if (hud_off >= 0) {
+        fl_store_f64(self, hud_off, m[0]);
+        fl_store_f64(self, hud_off + 8, m[1]);
+        fl_store_f64(self, hud_off + 16, m[2]);
+    }
+    __atomic_store_n(PTR(self, head_off, uint64_t), (uint64_t)head, __ATOMIC_RELEASE);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+SharedWords_fastlane_read(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    /* fastlane_read(slot_off, head, metrics_off, payload_cap[, dest])
+     *   -> (frame, metadata, last_reward, rolling_return, step_rate_hz, published_ns) | None
+     * frame is a new bytes object, or, when a writable dest buffer is given, the number of
+     * frame bytes copied into it. metadata is bytes or None. None means the slot does not
+     * hold frame `head` complete (in flight, overwritten, or torn during the copy). */
+    Py_ssize_t slot_off, metrics_off, payload_cap;
+    unsigned long long head;
+    uint64_t want, s1, s2, ns;
+    uint32_t flen, mlen;
+    const char *src;
+    PyObject *frame = NULL, *meta = NULL, *r = NULL, *g = NULL, *hz = NULL, *out;
+    Py_buffer dv;
+    int have_dest = 0;
+    if (nargs != 4 && nargs != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "fastlane_read(slot_off, head, metrics_off, payload_cap[, dest])");
+        return NULL;
+    }
+    if (parse_off(args[0], &slot_off) < 0 || parse_off(args[2], &metrics_off) < 0 ||
+        parse_off(args[3], &payload_cap) < 0)
+        return NULL;
+    head = PyLong_AsUnsignedLongLong(args[1]);
+    if (head == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    if (check_off(self, slot_off, 8) < 0 || check_off(self, slot_off + 8, 4) < 0 ||
+        check_off(self, metrics_off, 8) < 0 || check_off(self, metrics_off + 24, 8) < 0)
+        return NULL;
+    if (payload_cap < 0 || slot_off + 16 + payload_cap > self->view.len) {
+        PyErr_SetString(PyExc_IndexError, "fastlane_read: slot payload outside the buffer");
+        return NULL;
+    }
+    if (nargs == 5 && args[4] != Py_None) {
+        if (PyObject_GetBuffer(args[4], &dv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+            return NULL;
+        have_dest = 1;
+    }
+    want = (uint64_t)(2 * head + 2);
+    s1 = __atomic_load_n(PTR(self, slot_off, uint64_t), __ATOMIC_ACQUIRE);
+    if (s1 != want)
+        goto not_ready;
+    flen = __atomic_load_n(PTR(self, slot_off + 8, uint32_t), __ATOMIC_RELAXED);
+    mlen = __atomic_load_n(PTR(self, slot_off + 12, uint32_t), __ATOMIC_RELAXED);
+    if ((Py_ssize_t)flen + (Py_ssize_t)mlen > payload_cap)
+        goto not_ready; /* lengths from a torn read */
+    src = (const char *)self->view.buf + slot_off + 16;
+    if (have_dest) {
+        if (dv.len < (Py_ssize_t)flen) {
+            PyBuffer_Release(&dv);
+            PyErr_Format(PyExc_ValueError,
+                         "fastlane_read: destination holds %zd bytes, the frame has %u",
+                         dv.len, (unsigned)flen);
+            return NULL;
+        }
+        if (flen > FL_NOGIL_BYTES) {
+            Py_BEGIN_ALLOW_THREADS
+            memcpy(dv.buf, src, flen);
+            Py_END_ALLOW_THREADS
+        } else {
+            memcpy(dv.buf, src, flen);
+        }
+        PyBuffer_Release(&dv);
+        have_dest = 0;
+        frame = PyLong_FromUnsignedLong(flen);
+    } else if (flen > FL_NOGIL_BYTES) {
+        frame = PyBytes_FromStringAndSize(NULL, flen);
+        if (frame != NULL) {
+            char *dst = PyBytes_AS_STRING(frame);
+            Py_BEGIN_ALLOW_THREADS
+            memcpy(dst, src, flen);
+            Py_END_ALLOW_THREADS
+        }
+    } else {
+        frame = PyBytes_FromStringAndSize(src, flen);
+    }
+    if (frame == NULL)
+        return NULL;
+    if (mlen > 0) {
+        meta = PyBytes_FromStringAndSize(src + flen, mlen);
+        if (meta == NULL) { Py_DECREF(frame); return NULL; }
+    } else {
+        meta = Py_None;
+        Py_INCREF(meta);
+    }
+    r = fl_load_f64(self, metrics_off);
+    g = fl_load_f64(self, metrics_off + 8);
+    hz = fl_load_f64(self, metrics_off + 16);
+    ns = __atomic_load_n(PTR(self, metrics_off + 24, uint64_t), __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    s2 = __atomic_load_n(PTR(self, slot_off, uint64_t), __ATOMIC_RELAXED);
+    if (s2 != s1 || r == NULL || g == NULL || hz == NULL) {
+        int failed = (r == NULL || g == NULL || hz == NULL);
+        Py_DECREF(frame); Py_DECREF(meta);
+        Py_XDECREF(r); Py_XDECREF(g); Py_XDECREF(hz);
+        if (failed) return NULL;
+        Py_RETURN_NONE;
+    }
+    out = PyTuple_New(6);
+    if (out == NULL) {
+        Py_DECREF(frame); Py_DECREF(meta); Py_DECREF(r); Py_DECREF(g); Py_DECREF(hz);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, frame);
+    PyTuple_SET_ITEM(out, 1, meta);
+    PyTuple_SET_ITEM(out, 2, r);
+    PyTuple_SET_ITEM(out, 3, g);
+    PyTuple_SET_ITEM(out, 4, hz);
+    PyTuple_SET_ITEM(out, 5, PyLong_FromUnsignedLongLong(ns));
+    if (PyTuple_GET_ITEM(out, 5) == NULL) { Py_DECREF(out); return NULL; }
+    return out;
+
+not_ready:
+    if (have_dest) PyBuffer_Release(&dv);
+    Py_RETURN_NONE;
 }

@@ -8,6 +8,8 @@
 - ``fetch_add_u64``, ``fetch_or_u32``, ``fetch_and_u32``, ``cas_u32``, ``cas_u64``: atomic
   read-modify-write (so a flag set by another process is never lost);
 - ``futex_wait(off, expected, timeout)`` / ``futex_wake(off, count)``: block on a u32 word;
+- ``fastlane_write(...)`` / ``fastlane_read(...)``: one-call seqlocked write and copy of a
+  FastLane slot (layout in ``schema/fastlane.md``; used by ``mosaic_sdk.fastlane``);
 - ``fence()``: a full barrier; ``release()``: stop exporting the buffer (do it before closing
   the mmap; the object is also a context manager).
 
@@ -35,6 +37,9 @@ import platform
 import struct
 import time
 from typing import Any
+
+_SLOT_LENGTHS = struct.Struct("<II")
+_SLOT_METRICS = struct.Struct("<dddQ")
 
 _TSO_MACHINES = {"x86_64", "amd64", "i386", "i686", "x86"}
 
@@ -130,6 +135,86 @@ class PythonSharedWords:
 
     def fence(self) -> None:
         return None
+
+    # -- FastLane one-call slot write/read (mirror of the section at the end of _atomics.c) --
+    def fastlane_write(
+        self,
+        slot_off: int,
+        head: int,
+        frame: Any,
+        metadata: Any,
+        payload_cap: int,
+        metrics_off: int,
+        last_reward: float,
+        rolling_return: float,
+        step_rate_hz: float,
+        hud_off: int,
+        head_off: int,
+    ) -> None:
+        """Seqlocked write of one FastLane slot, then a release store of ``head``."""
+        mv = self._view(slot_off, 8)
+        self._view(metrics_off, 8)
+        self._view(metrics_off + 24, 8)
+        self._view(head_off, 8)
+        if slot_off + 16 + payload_cap > self._size:
+            raise IndexError("fastlane_write: slot payload outside the buffer")
+        fv = memoryview(frame).cast("B")
+        meta = None if metadata is None else memoryview(metadata).cast("B")
+        flen = fv.nbytes
+        mlen = 0 if meta is None else meta.nbytes
+        if flen + mlen > payload_cap:
+            raise ValueError(
+                f"fastlane_write: frame ({flen} bytes) + metadata ({mlen} bytes) exceed the slot "
+                f"payload of {payload_cap} bytes"
+            )
+        values = (float(last_reward), float(rolling_return), float(step_rate_hz))
+        # x86 keeps stores in program order, so plain stores give the release semantics.
+        mv[slot_off : slot_off + 8].cast("Q")[0] = 2 * head + 1
+        _SLOT_LENGTHS.pack_into(mv, slot_off + 8, flen, mlen)
+        start = slot_off + 16
+        mv[start : start + flen] = fv
+        if meta is not None and mlen:
+            mv[start + flen : start + flen + mlen] = meta
+        _SLOT_METRICS.pack_into(mv, metrics_off, *values, time.monotonic_ns())
+        mv[slot_off : slot_off + 8].cast("Q")[0] = 2 * head + 2
+        if hud_off >= 0:
+            for i, value in enumerate(values):
+                self.store_f64(hud_off + 8 * i, value)
+        mv[head_off : head_off + 8].cast("Q")[0] = head
+
+    def fastlane_read(
+        self, slot_off: int, head: int, metrics_off: int, payload_cap: int, dest: Any = None
+    ) -> tuple[Any, bytes | None, float, float, float, int] | None:
+        """Seqlocked copy of FastLane frame ``head``; None when it is not there complete."""
+        mv = self._view(slot_off, 8)
+        self._view(metrics_off, 8)
+        self._view(metrics_off + 24, 8)
+        if payload_cap < 0 or slot_off + 16 + payload_cap > self._size:
+            raise IndexError("fastlane_read: slot payload outside the buffer")
+        want = 2 * head + 2
+        seq = mv[slot_off : slot_off + 8].cast("Q")
+        if seq[0] != want:
+            return None
+        flen, mlen = _SLOT_LENGTHS.unpack_from(mv, slot_off + 8)
+        if flen + mlen > payload_cap:
+            return None
+        start = slot_off + 16
+        frame: Any
+        if dest is not None:
+            dv = memoryview(dest).cast("B")
+            if dv.nbytes < flen:
+                raise ValueError(
+                    f"fastlane_read: destination holds {dv.nbytes} bytes, the frame has {flen}"
+                )
+            dv[:flen] = mv[start : start + flen]
+            frame = flen
+        else:
+            frame = bytes(mv[start : start + flen])
+        meta = bytes(mv[start + flen : start + flen + mlen]) if mlen else None
+        r, g, hz, ns = _SLOT_METRICS.unpack_from(mv, metrics_off)
+        if seq[0] != want:
+            return None
+        return frame, meta, r, g, hz, ns
 
     # -- lifetime ------------------------------------------------------------------------
     def release(self) -> None:

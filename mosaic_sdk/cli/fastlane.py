@@ -1,0 +1,136 @@
+"""``mosaic fastlane snapshot|stat``: look at a run's FastLane ring from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from mosaic_sdk.cli import UsageError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("fastlane", help="inspect a run's FastLane frame ring")
+    sub = parser.add_subparsers(dest="fastlane_command", metavar="ACTION")
+    parser.set_defaults(handler=lambda args: (parser.print_help(), 2)[1])
+
+    snap = sub.add_parser("snapshot", help="write the newest frame with its HUD to a PNG file")
+    snap.add_argument("run_id", metavar="RUN_ID")
+    snap.add_argument("output", metavar="OUT.png")
+    snap.add_argument(
+        "--timeout", type=float, default=2.0, help="seconds to wait for a first frame (default 2)"
+    )
+    snap.set_defaults(handler=snapshot)
+
+    stat = sub.add_parser("stat", help="show a ring's shape, owner, generation and frame rate")
+    stat.add_argument("run_id", metavar="RUN_ID")
+    stat.add_argument("--json", action="store_true", help="print one JSON object")
+    stat.add_argument(
+        "--interval",
+        type=float,
+        default=0.5,
+        help="seconds between the two samples of head (default 0.5)",
+    )
+    stat.set_defaults(handler=stat_command)
+
+
+def _attach(run_id: str) -> Any:
+    from mosaic_sdk.fastlane import FastLaneError, FastLaneReader
+
+    try:
+        return FastLaneReader.attach(run_id)
+    except FastLaneError as exc:
+        raise UsageError(str(exc)) from None
+    except ValueError as exc:
+        raise UsageError(f"bad run id: {exc}") from None
+
+
+def snapshot(args: argparse.Namespace) -> int:
+    from mosaic_sdk.fastlane.snapshot import write_snapshot
+
+    if not str(args.output).lower().endswith(".png"):
+        raise UsageError(f"output {args.output!r} must be a .png file")
+    reader = _attach(args.run_id)
+    try:
+        deadline = time.monotonic() + max(0.0, args.timeout)
+        frame = reader.latest_frame()
+        while frame is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            frame = reader.latest_frame()
+        if frame is None:
+            raise UsageError(
+                f"run {args.run_id!r} has not published a frame yet (waited {args.timeout} s)"
+            )
+        extra = {"run_id": args.run_id, "generation": str(frame.generation), "seq": str(frame.seq)}
+        path = write_snapshot(args.output, frame.array(), frame.metrics, extra)
+    finally:
+        reader.close()
+    print(
+        f"wrote {path} ({frame.width}x{frame.height}x{frame.channels}, frame {frame.seq}, "
+        f"generation {frame.generation})"
+    )
+    return 0
+
+
+def collect_stat(run_id: str, interval: float) -> dict[str, Any]:
+    """The figures ``mosaic fastlane stat`` prints, as a dict."""
+    reader = _attach(run_id)
+    try:
+        status = reader.status()
+        head1, t1 = reader.head, time.monotonic()
+        time.sleep(max(0.0, interval))
+        head2, t2 = reader.head, time.monotonic()
+        same_ring = not reader.invalidated
+        hud = reader.metrics()
+    finally:
+        reader.close()
+    rate = (head2 - head1) / (t2 - t1) if same_ring and t2 > t1 else None
+    return {
+        "run_id": run_id,
+        "segment": status.name,
+        "width": status.width,
+        "height": status.height,
+        "channels": status.channels,
+        "capacity": status.capacity,
+        "slot_size": status.slot_size,
+        "segment_bytes": status.size,
+        "generation": status.generation,
+        "writer_pid": status.writer_pid or None,
+        "writer_alive": status.writer_alive if status.has_extension else None,
+        "invalidated": status.invalidated,
+        "frames_published": head2,
+        "frame_rate_hz": rate,
+        "hud": {
+            "last_reward": hud.last_reward,
+            "rolling_return": hud.rolling_return,
+            "step_rate_hz": hud.step_rate_hz,
+        },
+        "extensions": status.has_extension,
+    }
+
+
+def stat_command(args: argparse.Namespace) -> int:
+    info = collect_stat(args.run_id, args.interval)
+    if args.json:
+        print(json.dumps(info, sort_keys=True))
+        return 0
+    alive = {True: "alive", False: "dead", None: "unknown (version-1 writer)"}[info["writer_alive"]]
+    rate = "n/a" if info["frame_rate_hz"] is None else f"{info['frame_rate_hz']:.1f} frames/s"
+    rows = [
+        ("segment", info["segment"]),
+        ("frame", f"{info['width']}x{info['height']}x{info['channels']}"),
+        (
+            "ring",
+            f"{info['capacity']} slots of {info['slot_size']} bytes "
+            f"({info['segment_bytes']} bytes)",
+        ),
+        ("generation", str(info["generation"])),
+        ("writer", f"pid {info['writer_pid']} ({alive})"),
+        ("invalidated", "yes" if info["invalidated"] else "no"),
+        ("frames published", str(info["frames_published"])),
+        ("frame rate", rate),
+    ]
+    for key, value in rows:
+        print(f"{key:>17}: {value}")
+    return 0

@@ -1,0 +1,65 @@
+"""FastLane: live frames and HUD scalars from a worker to a viewer through shared memory.
+
+One writer, one reader, lossy (the newest frame wins), readable by the platform's deployed
+version-1 readers. See ``docs/reference/fastlane.md`` and ``schema/fastlane.md``.
+
+Importing this package loads numpy but not gymnasium; the gymnasium wrapper is imported on
+first use of ``FastLaneTelemetryWrapper``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mosaic_sdk.fastlane.environment import (
+    FastLaneSettings,
+    apply_fastlane_environment,
+    maybe_wrap_env,
+    read_fastlane_environment,
+)
+from mosaic_sdk.fastlane.layout import FLAG_INVALIDATED
+from mosaic_sdk.fastlane.reader import FastLaneFrameView, FastLaneReader
+from mosaic_sdk.fastlane.records import (
+    FastLaneBusyError,
+    FastLaneConfig,
+    FastLaneError,
+    FastLaneFrame,
+    FastLaneMetrics,
+    FastLaneUnavailableError,
+)
+from mosaic_sdk.fastlane.segment import cleanup_stale_segment
+from mosaic_sdk.fastlane.tiling import tile_frames
+from mosaic_sdk.fastlane.writer import FastLaneWriter, create_fastlane_name
+
+_LAZY = {"FastLaneTelemetryWrapper", "FastLaneVectorTelemetryWrapper"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from mosaic_sdk.fastlane import wrapper
+
+        return getattr(wrapper, name)
+    raise AttributeError(f"module 'mosaic_sdk.fastlane' has no attribute {name!r}")
+
+
+__all__ = [
+    "FLAG_INVALIDATED",
+    "FastLaneBusyError",
+    "FastLaneConfig",
+    "FastLaneError",
+    "FastLaneFrame",
+    "FastLaneFrameView",
+    "FastLaneMetrics",
+    "FastLaneReader",
+    "FastLaneSettings",
+    "FastLaneTelemetryWrapper",
+    "FastLaneUnavailableError",
+    "FastLaneVectorTelemetryWrapper",
+    "FastLaneWriter",
+    "apply_fastlane_environment",
+    "cleanup_stale_segment",
+    "create_fastlane_name",
+    "maybe_wrap_env",
+    "read_fastlane_environment",
+    "tile_frames",
+]

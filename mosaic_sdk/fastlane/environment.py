@@ -1,0 +1,188 @@
+"""FastLane's environment variables: writing them for a worker launch, reading them inside it.
+
+The platform's code reads ``GYM_GUI_FASTLANE_*`` and its documents say ``MOSAIC_FASTLANE_*``;
+:func:`apply_fastlane_environment` writes both spellings and :func:`read_fastlane_environment`
+accepts either (``MOSAIC_`` wins when both are set and disagree).
+
+FastLane is **on** inside a worker when ``MOSAIC_FASTLANE=1`` or ``*_FASTLANE_ONLY=1``, and
+the video mode is not ``off``. ``*_FASTLANE_ONLY`` additionally means "skip the slow lane"
+(telemetry code reads ``settings.fastlane_only``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, MutableMapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+VIDEO_MODES = ("single", "grid", "off")
+DEFAULT_INTERVAL_MS = 16.0
+DEFAULT_GRID_LIMIT = 4
+_PREFIXES = ("MOSAIC_FASTLANE_", "GYM_GUI_FASTLANE_")
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True)
+class FastLaneSettings:
+    """FastLane options of one worker, as read from its environment.
+
+    ``interval_ms``: minimum time between two published frames (``render()`` is not even
+    called in between); ``max_dim``: frames larger than this on either side are downscaled
+    (0 = never). ``as_hook_settings()`` gives the dict the ``mosaic_fastlane_wrap_env`` hook
+    receives.
+    """
+
+    enabled: bool = False
+    fastlane_only: bool = False
+    video_mode: str = "single"
+    slot: int = 0
+    grid_limit: int = DEFAULT_GRID_LIMIT
+    interval_ms: float = DEFAULT_INTERVAL_MS
+    max_dim: int = 0
+    run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        mode = str(self.video_mode).lower()
+        if mode not in VIDEO_MODES:
+            raise ValueError(
+                f"FastLane video_mode must be one of {VIDEO_MODES}, got {self.video_mode!r}"
+            )
+        object.__setattr__(self, "video_mode", mode)
+        if self.slot < 0:
+            raise ValueError(f"FastLane slot must be >= 0, got {self.slot}")
+        if self.grid_limit < 1:
+            raise ValueError(f"FastLane grid_limit must be >= 1, got {self.grid_limit}")
+        if self.interval_ms < 0:
+            raise ValueError(f"FastLane interval_ms must be >= 0, got {self.interval_ms}")
+        if self.max_dim < 0:
+            raise ValueError(f"FastLane max_dim must be >= 0 (0 = no limit), got {self.max_dim}")
+
+    def as_hook_settings(self) -> dict[str, Any]:
+        """The ``settings`` dict of the ``mosaic_fastlane_wrap_env`` hook."""
+        d = asdict(self)
+        return {k: d[k] for k in ("video_mode", "slot", "grid_limit", "interval_ms", "max_dim")}
+
+
+def apply_fastlane_environment(
+    env: MutableMapping[str, Any],
+    *,
+    fastlane_only: bool,
+    fastlane_slot: int,
+    video_mode: str = "single",
+    grid_limit: int = DEFAULT_GRID_LIMIT,
+) -> MutableMapping[str, Any]:
+    """Write FastLane's variables into ``env`` (a launch environment) in both spellings.
+
+    Also sets ``MOSAIC_FASTLANE`` to ``1`` (``0`` when ``video_mode`` is ``off``) so that the
+    worker publishes frames even when the slow lane stays on. Returns ``env``.
+    """
+    settings = FastLaneSettings(
+        enabled=True,
+        fastlane_only=bool(fastlane_only),
+        video_mode=video_mode,
+        slot=int(fastlane_slot),
+        grid_limit=int(grid_limit),
+    )
+    values = {
+        "ONLY": "1" if settings.fastlane_only else "0",
+        "SLOT": str(settings.slot),
+        "VIDEO_MODE": settings.video_mode,
+        "GRID_LIMIT": str(settings.grid_limit),
+    }
+    for prefix in _PREFIXES:
+        for key, value in values.items():
+            env[prefix + key] = value
+    env["MOSAIC_FASTLANE"] = "0" if settings.video_mode == "off" else "1"
+    return env
+
+
+def _lookup(environ: Mapping[str, str], *names: str) -> tuple[str, str] | None:
+    for name in names:
+        value = environ.get(name)
+        if value is not None and value.strip() != "":
+            return name, value.strip()
+    return None
+
+
+def _flag(environ: Mapping[str, str], *names: str) -> bool:
+    found = _lookup(environ, *names)
+    if found is None:
+        return False
+    name, value = found
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ValueError(f"{name}={value!r} is not a switch; use 1 or 0")
+
+
+def _number(environ: Mapping[str, str], kind: type, default: Any, *names: str) -> Any:
+    found = _lookup(environ, *names)
+    if found is None:
+        return default
+    name, value = found
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not a valid {kind.__name__}") from None
+
+
+def read_fastlane_environment(environ: Mapping[str, str] | None = None) -> FastLaneSettings:
+    """Read FastLane's settings from ``environ`` (default ``os.environ``), either spelling."""
+    env = os.environ if environ is None else environ
+
+    def names(key: str) -> tuple[str, ...]:
+        return tuple(prefix + key for prefix in _PREFIXES)
+
+    only = _flag(env, *names("ONLY"))
+    found_mode = _lookup(env, *names("VIDEO_MODE"))
+    mode = found_mode[1].lower() if found_mode else "single"
+    if mode not in VIDEO_MODES:
+        raise ValueError(f"{found_mode[0]}={found_mode[1]!r} is not one of {VIDEO_MODES}")  # type: ignore[index]
+    enabled = (_flag(env, "MOSAIC_FASTLANE") or only) and mode != "off"
+    return FastLaneSettings(
+        enabled=enabled,
+        fastlane_only=only,
+        video_mode=mode,
+        slot=_number(env, int, 0, *names("SLOT")),
+        grid_limit=_number(env, int, DEFAULT_GRID_LIMIT, *names("GRID_LIMIT")),
+        interval_ms=_number(
+            env,
+            float,
+            DEFAULT_INTERVAL_MS,
+            "MOSAIC_FASTLANE_INTERVAL_MS",
+            "CLEANRL_FASTLANE_INTERVAL_MS",
+        ),
+        max_dim=_number(env, int, 0, "MOSAIC_FASTLANE_MAX_DIM", "CLEANRL_FASTLANE_MAX_DIM"),
+        run_id=env.get("MOSAIC_RUN_ID") or None,
+    )
+
+
+def maybe_wrap_env(
+    env: Any,
+    run_id: str | None = None,
+    *,
+    force: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> Any:
+    """Wrap ``env`` with FastLane when the environment switches it on; else return it as is.
+
+    ``run_id`` defaults to ``MOSAIC_RUN_ID``. ``force=True`` wraps even when no variable
+    switches FastLane on (e.g. the worker's own config asked for it); the other settings are
+    still read from the environment. Works on a ``gymnasium.Env`` and on a
+    ``gymnasium.vector.VectorEnv``; needs no plugin manager. Use it where the worker builds
+    its env: ``env = maybe_wrap_env(gymnasium.make(env_id, render_mode="rgb_array"))``.
+    """
+    settings = read_fastlane_environment(environ)
+    if not (settings.enabled or force):
+        return env
+    rid = run_id or settings.run_id
+    if not rid:
+        raise ValueError(
+            "FastLane is switched on but no run id is known: pass run_id= or set MOSAIC_RUN_ID"
+        )
+    from mosaic_sdk.fastlane.wrapper import wrap_env
+
+    return wrap_env(env, rid, settings.as_hook_settings())

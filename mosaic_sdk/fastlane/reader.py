@@ -1,0 +1,333 @@
+"""FastLaneReader: the viewer side of a run's frame ring."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mosaic_sdk.fastlane.layout import (
+    FLAG_INVALIDATED,
+    HEADER,
+    OFF_FLAGS,
+    OFF_HEAD,
+    OFF_HUD,
+    SLOT_HEADER,
+    segment_name,
+)
+from mosaic_sdk.fastlane.records import (
+    FastLaneError,
+    FastLaneFrame,
+    FastLaneMetrics,
+    FastLaneUnavailableError,
+    make_frame,
+    make_metrics,
+)
+from mosaic_sdk.fastlane.segment import (
+    FastLaneSegmentTooSmall,
+    Mapping,
+    SegmentStatus,
+    read_status,
+)
+
+_TRIES = 4
+
+
+@dataclass(frozen=True)
+class FastLaneFrameView:
+    """A zero-copy view of the newest frame, valid until the writer reuses its slot.
+
+    ``array`` is a read-only ``(height, width, channels)`` view into shared memory and
+    ``metrics`` were read with it. Use the pixels, then call :meth:`still_valid`: True means
+    the writer did not touch the slot in the meantime, so what you used was exactly the frame
+    published with those metrics; False means drop it (and ask for the next one).
+    """
+
+    array: np.ndarray
+    metrics: FastLaneMetrics
+    metadata: bytes | None
+    seq: int
+    generation: int
+    _words: Any = field(repr=False, compare=False)
+    _seq_off: int = field(repr=False, compare=False)
+    _seq_value: int = field(repr=False, compare=False)
+
+    @property
+    def width(self) -> int:
+        return int(self.array.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.array.shape[0])
+
+    @property
+    def channels(self) -> int:
+        return int(self.array.shape[2])
+
+    def still_valid(self) -> bool:
+        """Whether the slot still holds this frame (an acquire fence, then one load)."""
+        words = self._words
+        try:
+            words.fence()
+            return bool(words.load_u64(self._seq_off) == self._seq_value)
+        except ValueError:  # the reader was closed: the mapping may be gone
+            return False
+
+
+class FastLaneReader:
+    """Reads the newest frame of a run's ring; follows the ring when it is re-created.
+
+    Attaching maps the segment without registering it anywhere, so a reader that exits leaves
+    the writer's segment alone. Lossy by design: only the newest complete frame is returned.
+    """
+
+    def __init__(self, run_id: str) -> None:
+        self._run_id = run_id
+        self._name = segment_name(run_id)
+        self._mapping: Mapping | None = None
+        self._words: Any = None
+        self.retries = 0
+        self.reattachments = 0
+        self._attach()
+
+    @classmethod
+    def attach(cls, run_id: str) -> FastLaneReader:
+        """Attach to ``run_id``'s ring; FastLaneUnavailableError when there is none (yet)."""
+        return cls(run_id)
+
+    # -- attaching -----------------------------------------------------------------------
+    def _attach(self) -> None:
+        try:
+            mapping = Mapping.open(self._name)
+        except (FileNotFoundError, FastLaneSegmentTooSmall):
+            raise FastLaneUnavailableError(
+                f"no FastLane segment for run {self._run_id!r} (shared memory {self._name!r}); "
+                "is the worker running with FastLane switched on?"
+            ) from None
+        try:
+            status = read_status(mapping)
+            self._check(status)
+        except BaseException:
+            mapping.close()
+            raise
+        old = self._mapping
+        self._mapping = mapping
+        self._words = mapping.words
+        self._status = status
+        self._width, self._height, self._channels = status.width, status.height, status.channels
+        self._capacity = status.capacity
+        self._slot_size = status.slot_size
+        self._frame_bytes = status.width * status.height * status.channels
+        self._payload_cap = mapping.words.load_u32(20)
+        if status.has_extension:
+            self._metrics_off = status.metrics_offset
+        else:  # a version-1 writer: metrics only in the header (racy, as deployed)
+            self._metrics_off = -1
+        self._generation = status.generation
+        self._views: list[np.ndarray | None] = [None] * self._capacity
+        if old is not None:
+            old.close()
+            self.reattachments += 1
+
+    def _check(self, status: SegmentStatus) -> None:
+        if not status.initialised:
+            raise FastLaneUnavailableError(
+                f"FastLane segment {self._name!r} is not initialised yet"
+            )
+        if status.invalidated:
+            raise FastLaneUnavailableError(
+                f"FastLane segment {self._name!r} was invalidated: its writer has closed it"
+            )
+        if status.slot_size % 8 or status.channels not in (1, 3, 4):
+            raise FastLaneError(
+                f"FastLane segment {self._name!r} has slot_size {status.slot_size} and "
+                f"{status.channels} channels; this reader needs 8-aligned slots and 1/3/4 channels "
+                "(upgrade the writer to mosaic-worker-sdk)"
+            )
+        needed = HEADER.size + status.capacity * status.slot_size
+        if needed > status.size:
+            raise FastLaneError(
+                f"FastLane segment {self._name!r} is truncated ({status.size} bytes)"
+            )
+
+    def _follow(self) -> bool:
+        """Re-attach after FLAG_INVALIDATED; False while no new ring is ready."""
+        try:
+            self._attach()
+        except FastLaneUnavailableError:
+            return False
+        return True
+
+    # -- reading -------------------------------------------------------------------------
+    def latest_frame(self) -> FastLaneFrame | None:
+        """The newest complete frame with the metrics published with it, or None.
+
+        None means: nothing published yet, the writer has gone, or the writer overwrote the
+        slot during every one of a few tries (counted in ``retries``).
+        """
+        return self._read(None)
+
+    def read_latest_into(self, out: Any) -> FastLaneFrame | None:
+        """Like :meth:`latest_frame`, but copies the pixels into ``out`` (a writable buffer of
+        at least ``width*height*channels`` bytes, e.g. a preallocated uint8 array), which
+        becomes the frame's ``data``. Nothing is allocated per call."""
+        return self._read(out)
+
+    def _read(self, out: Any) -> FastLaneFrame | None:
+        words = self._words
+        if words is None:
+            raise FastLaneError(f"FastLane reader for {self._name!r} is closed")
+        if words.load_u32(OFF_FLAGS) & FLAG_INVALIDATED:
+            if not self._follow():
+                return None
+            words = self._words
+        metrics_off = self._metrics_off
+        for _ in range(_TRIES):
+            head = words.load_u64(OFF_HEAD)
+            if head == 0:
+                return None
+            slot_off = HEADER.size + ((head - 1) % self._capacity) * self._slot_size
+            got = words.fastlane_read(
+                slot_off,
+                head,
+                slot_off + metrics_off if metrics_off >= 0 else OFF_HUD,
+                self._payload_cap,
+                out,
+            )
+            if got is not None:
+                data, meta, r, g, hz, _ns = got
+                return make_frame(
+                    data if out is None else out,
+                    self._width,
+                    self._height,
+                    self._channels,
+                    make_metrics(r, g, hz),
+                    meta,
+                    head,
+                    self._generation,
+                )
+            self.retries += 1
+        return None
+
+    def latest_view(self) -> FastLaneFrameView | None:
+        """The newest frame without copying it (see :class:`FastLaneFrameView`), or None."""
+        words = self._words
+        if words is None:
+            raise FastLaneError(f"FastLane reader for {self._name!r} is closed")
+        if words.load_u32(OFF_FLAGS) & FLAG_INVALIDATED:
+            if not self._follow():
+                return None
+            words = self._words
+        for _ in range(_TRIES):
+            head = words.load_u64(OFF_HEAD)
+            if head == 0:
+                return None
+            index = (head - 1) % self._capacity
+            slot_off = HEADER.size + index * self._slot_size
+            want = 2 * head + 2
+            if words.load_u64(slot_off) == want:
+                mlen = words.load_u32(slot_off + 12)
+                moff = slot_off + self._metrics_off if self._metrics_off >= 0 else OFF_HUD
+                metrics = FastLaneMetrics(
+                    words.load_f64(moff), words.load_f64(moff + 8), words.load_f64(moff + 16)
+                )
+                meta = None
+                if mlen:
+                    start = slot_off + SLOT_HEADER.size + self._frame_bytes
+                    meta = bytes(self._mapping.mmap[start : start + mlen])  # type: ignore[union-attr]
+                words.fence()
+                if words.load_u64(slot_off) == want:
+                    return FastLaneFrameView(
+                        self._slot_array(index),
+                        metrics,
+                        meta,
+                        head,
+                        self._generation,
+                        words,
+                        slot_off,
+                        want,
+                    )
+            self.retries += 1
+        return None
+
+    def _slot_array(self, index: int) -> np.ndarray:
+        view = self._views[index]
+        if view is None:
+            assert self._mapping is not None
+            start = HEADER.size + index * self._slot_size + SLOT_HEADER.size
+            flat = np.frombuffer(self._mapping.mmap, np.uint8, self._frame_bytes, start)
+            view = flat.reshape(self._height, self._width, self._channels)
+            view.flags.writeable = False
+            self._views[index] = view
+        return view
+
+    def metrics(self) -> FastLaneMetrics:
+        """The header's HUD copy (what version-1 readers show; not tied to any frame)."""
+        words = self._require()
+        return FastLaneMetrics(
+            words.load_f64(OFF_HUD), words.load_f64(OFF_HUD + 8), words.load_f64(OFF_HUD + 16)
+        )
+
+    def _require(self) -> Any:
+        if self._words is None:
+            raise FastLaneError(f"FastLane reader for {self._name!r} is closed")
+        return self._words
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def width(self) -> int:
+        return self._width
+
+    @property
+    def height(self) -> int:
+        return self._height
+
+    @property
+    def channels(self) -> int:
+        return self._channels
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def generation(self) -> int:
+        """Generation of the ring attached to (0 for a version-1 writer's segment)."""
+        return self._generation
+
+    @property
+    def head(self) -> int:
+        """Frames published into the attached ring so far."""
+        return int(self._require().load_u64(OFF_HEAD))
+
+    @property
+    def invalidated(self) -> bool:
+        return bool(self._require().load_u32(OFF_FLAGS) & FLAG_INVALIDATED)
+
+    def status(self) -> SegmentStatus:
+        """Header and extension block of the attached segment, decoded."""
+        if self._mapping is None:
+            raise FastLaneError(f"FastLane reader for {self._name!r} is closed")
+        return read_status(self._mapping)
+
+    # -- lifetime ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Unmap the segment (never unlinks it). Views already handed out stay readable."""
+        mapping = self._mapping
+        if mapping is None:
+            return
+        self._mapping = None
+        self._words = None
+        self._views = []
+        mapping.close()
+
+    def __enter__(self) -> FastLaneReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

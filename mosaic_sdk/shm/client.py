@@ -1,0 +1,208 @@
+"""Trainer side of the transport: ``SharedMemoryClient``.
+
+    client = SharedMemoryClient("sim")           # or $MOSAIC_SHM_NAME
+    schema = client.get_schema()
+    obs, infos = client.reset(seeds=list(range(client.num_envs)))
+    obs, rewards, terminated, truncated = client.step(actions)
+
+``obs``, ``actions``, ``rewards``, ``dones`` (= ``terminated``), ``truncated`` and ``resets`` are
+numpy views into the segment: reading them copies nothing, and they change in place at every
+step. Copy what you want to keep.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mosaic_sdk.shm import commands as cmd
+from mosaic_sdk.shm.layout import OFF, Layout
+from mosaic_sdk.shm.mapping import MappedSegment, watch_error
+from mosaic_sdk.shm.segment import name_from_env
+from mosaic_sdk.shm.sync import PeerWatch, TransportError, spin_budget
+
+
+class SharedMemoryClient:
+    """Attach to an engine's transport segment and step its environments in lock-step.
+
+    ``timeout`` (seconds, None = no limit) bounds each wait for the engine; a dead engine is
+    detected by pid within about 0.1 s regardless. ``attach_timeout`` is how long to wait for
+    the segment to appear. The client never unlinks the segment.
+    """
+
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        timeout: float | None = None,
+        spin: float | None = None,
+        attach_timeout: float = 10.0,
+    ) -> None:
+        self._seg = seg = MappedSegment.attach(name_from_env(name), attach_timeout)
+        self.name = seg.name
+        self.timeout = timeout
+        self.spin = spin_budget(spin)
+        me = os.getpid()
+        words = seg.words
+        while not words.cas_u32(OFF["client_pid"], 0, me):
+            other = int(words.load_u32(OFF["client_pid"]))
+            if other == me or (other and PeerWatch(other).alive()):
+                seg.release()
+                raise TransportError(
+                    f"shm transport {self.name!r} already has a client (pid {other}); "
+                    "one client per segment"
+                )
+            words.cas_u32(OFF["client_pid"], other, 0)  # a dead client's claim
+        self.engine_pid = int(words.load_u32(OFF["engine_pid"]))
+        self._engine = PeerWatch(self.engine_pid)
+        self._seq = int(seg.action.load())
+        self._ids = itertools.count(1)
+        self._closed = False
+        self.obs: np.ndarray = seg.obs
+        self.actions: np.ndarray = seg.actions
+        self.rewards: np.ndarray = seg.rewards
+        self.terminated: np.ndarray = seg.terminated
+        self.dones: np.ndarray = seg.terminated
+        self.truncated: np.ndarray = seg.truncated
+        self.resets: np.ndarray = seg.resets
+        self.image: np.ndarray | None = seg.image
+
+    # -- description --------------------------------------------------------------------------
+    @property
+    def layout(self) -> Layout:
+        """Sizes and offsets read from the header."""
+        return self._seg.layout
+
+    @property
+    def num_envs(self) -> int:
+        """Number of environments."""
+        return self._seg.layout.num_envs
+
+    @property
+    def base_address(self) -> int:
+        """Address of the segment's first byte in this process."""
+        return self._seg.base_address
+
+    @property
+    def frame_seq(self) -> int:
+        """Number of the last frame the engine published."""
+        return int(self._seg.frame.load())
+
+    def _check(self) -> None:
+        self._seg.check_open()
+        if not self._engine.alive():
+            raise watch_error(self.name, "engine", self.engine_pid)
+
+    def _deadline(self) -> float | None:
+        return None if self.timeout is None else time.monotonic() + self.timeout
+
+    # -- hot path -----------------------------------------------------------------------------
+    def step(self, actions: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Publish ``actions`` (or whatever is already in ``self.actions``) and wait for the frame.
+
+        Returns the ``obs``, ``rewards``, ``terminated``, ``truncated`` views (no copies).
+        Envs whose ``resets`` flag is 1 are reset instead of stepped; the engine clears the flag.
+        """
+        if actions is not None:
+            a = np.asarray(actions, dtype=np.float32)
+            if a.size != self.actions.size:
+                raise ValueError(
+                    f"step: got {a.size} action values, the transport takes "
+                    f"{self.actions.shape[0]} envs x {self.actions.shape[1]} = {self.actions.size}"
+                )
+            self.actions[...] = a.reshape(self.actions.shape)
+        seg = self._seg
+        seq = self._seq = self._seq + 1  # published even if the wait below fails
+        seg.action.publish(seq)
+        seg.frame.wait_seq(seq, self.spin, self._deadline(), self._check)
+        return self.obs, self.rewards, self.terminated, self.truncated
+
+    # -- commands -----------------------------------------------------------------------------
+    def request(self, message: Any) -> Any:
+        """Send one command and wait for its response (raises ``CommandError`` on error)."""
+        seg = self._seg
+        cid = next(self._ids)
+        seg.c2e.write(cmd.encode(message, cid), timeout=self.timeout or 5.0, check=self._check)
+        seg.action.ring()
+        deadline = self._deadline()
+        while True:
+            seg.frame.wait_until(lambda: seg.e2c.pending() > 0, self.spin, deadline, self._check)
+            data = seg.e2c.try_read()
+            if data is None:
+                continue
+            reply = cmd.decode(data)
+            if reply.correlation_id != cid:
+                continue  # an answer to a request abandoned earlier (timeout)
+            if reply.error is not None:
+                raise cmd.CommandError(f"engine failed {reply.method}: {reply.error}")
+            return reply.message
+
+    def get_schema(self) -> cmd.GetSchemaResponse:
+        """The engine's spaces, sizes and image configuration."""
+        response = self.request(cmd.GetSchemaRequest())
+        if not isinstance(response, cmd.GetSchemaResponse):
+            raise cmd.CommandError(f"GetSchema answered with {type(response).__name__}")
+        return response
+
+    def reset(
+        self,
+        env_ids: Sequence[int] | None = None,
+        seeds: Sequence[int | None] | int | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[np.ndarray, list[dict[str, Any]]]:
+        """Reset ``env_ids`` (default all) through the command channel, seeded per env.
+
+        ``seeds`` is one seed per env id, or one int ``s`` meaning ``s + i`` for the i-th id
+        (as gymnasium's vector envs do). Returns the ``obs`` view and one info dict per env.
+        """
+        ids = list(range(self.num_envs)) if env_ids is None else [int(i) for i in env_ids]
+        bad = [i for i in ids if not 0 <= i < self.num_envs]
+        if bad:
+            raise ValueError(f"reset: env ids {bad} outside 0..{self.num_envs - 1}")
+        if seeds is None:
+            seed_list: list[int | None] = []
+        elif isinstance(seeds, (int, np.integer)):
+            seed_list = [int(seeds) + k for k in range(len(ids))]
+        else:
+            seed_list = [None if s is None else int(s) for s in seeds]
+        response = self.request(cmd.ResetRequest(env_ids=ids, seeds=seed_list, options=options))
+        return self.obs, list(response.infos)
+
+    def ping(self, nonce: int = 0) -> cmd.PingResponse:
+        """Round trip through the command channel."""
+        response = self.request(cmd.PingRequest(nonce=nonce))
+        if not isinstance(response, cmd.PingResponse) or response.nonce != nonce:
+            raise cmd.CommandError(f"ping {nonce} answered with {response!r}")
+        return response
+
+    # -- lifetime -----------------------------------------------------------------------------
+    def close(self, shutdown_engine: bool = False) -> None:
+        """Detach (never unlinks); with ``shutdown_engine`` first ask the engine to close."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if shutdown_engine and self._seg.state != 2:
+                try:
+                    self.request(cmd.CloseRequest())
+                except TransportError:
+                    pass
+            self._seg.words.cas_u32(OFF["client_pid"], os.getpid(), 0)
+        finally:
+            self._engine.close()
+            for attr in ("obs", "actions", "rewards", "terminated", "dones", "truncated"):
+                setattr(self, attr, None)
+            self.resets = None  # type: ignore[assignment]
+            self.image = None
+            self._seg.release()
+
+    def __enter__(self) -> SharedMemoryClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,368 @@
+"""Command-channel messages: Python dataclasses <-> FlatBuffers ``Envelope`` bytes.
+
+The wire format is ``schema/shm_commands.fbs``; ``mosaic_sdk.shm.generated`` is flatc's output
+for it. ``encode(message, correlation_id)`` gives the bytes of one ring entry, ``decode(bytes)``
+gives back a ``Decoded`` envelope. Requests and responses are the dataclasses below; a failed
+request is answered by the request's method with ``error`` set and no payload.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import flatbuffers
+import numpy as np
+
+from mosaic_sdk.shm.generated import shm_commands_generated as fb
+
+
+class CommandError(RuntimeError):
+    """The engine answered a command with an error, or sent a malformed message."""
+
+
+@dataclass
+class SpaceSpec:
+    """A gymnasium space in wire form (see ``mosaic_sdk.shm.spaces`` for the conversion)."""
+
+    kind: str  # "Box", "Discrete", "MultiDiscrete", "MultiBinary"
+    shape: tuple[int, ...]
+    dtype: str
+    low: list[float] = field(default_factory=list)
+    high: list[float] = field(default_factory=list)
+    n: int = 0
+    start: list[int] = field(default_factory=list)
+    nvec: list[int] = field(default_factory=list)
+
+
+@dataclass
+class GetSchemaRequest:
+    """Ask the engine for the spaces and sizes of its environments."""
+
+
+@dataclass
+class GetSchemaResponse:
+    """Spaces (of one env), sizes and image configuration of the transport."""
+
+    num_envs: int
+    obs_size: int
+    act_size: int
+    observation_space: SpaceSpec | None
+    action_space: SpaceSpec | None
+    image: tuple[int, int, int] | None = None  # (height, width, channels)
+    env_id: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    num_workers: int = 1
+
+
+@dataclass
+class ResetRequest:
+    """Reset ``env_ids`` (empty = all) with one optional seed each and shared options."""
+
+    env_ids: list[int] = field(default_factory=list)
+    seeds: list[int | None] = field(default_factory=list)
+    options: dict[str, Any] | None = None
+
+
+@dataclass
+class ResetResponse:
+    """The envs that were reset; their observations are already in the obs region."""
+
+    env_ids: list[int]
+    infos: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class CloseRequest:
+    """Ask the engine to shut down (it answers, then closes the transport)."""
+
+
+@dataclass
+class CloseResponse:
+    """The engine is closing."""
+
+
+@dataclass
+class PingRequest:
+    """Liveness check; echoed with the engine's current frame number."""
+
+    nonce: int = 0
+
+
+@dataclass
+class PingResponse:
+    """Answer to ``PingRequest``."""
+
+    nonce: int
+    frame_seq: int
+
+
+Message = (
+    GetSchemaRequest
+    | GetSchemaResponse
+    | ResetRequest
+    | ResetResponse
+    | CloseRequest
+    | CloseResponse
+    | PingRequest
+    | PingResponse
+)
+
+# message class -> (Method value, Payload union tag)
+_TAGS: dict[type, tuple[int, int]] = {
+    GetSchemaRequest: (fb.Method.GetSchema, fb.Payload.GetSchemaRequest),
+    GetSchemaResponse: (fb.Method.GetSchema, fb.Payload.GetSchemaResponse),
+    ResetRequest: (fb.Method.Reset, fb.Payload.ResetRequest),
+    ResetResponse: (fb.Method.Reset, fb.Payload.ResetResponse),
+    CloseRequest: (fb.Method.Close, fb.Payload.CloseRequest),
+    CloseResponse: (fb.Method.Close, fb.Payload.CloseResponse),
+    PingRequest: (fb.Method.Ping, fb.Payload.PingRequest),
+    PingResponse: (fb.Method.Ping, fb.Payload.PingResponse),
+}
+METHOD_NAMES = {v: k for k, v in vars(fb.Method).items() if not k.startswith("_")}
+_SPACE_KINDS = {k: v for k, v in vars(fb.SpaceKind).items() if not k.startswith("_")}
+_SPACE_NAMES = {v: k for k, v in _SPACE_KINDS.items()}
+
+
+@dataclass
+class Decoded:
+    """One decoded envelope."""
+
+    correlation_id: int
+    method: str
+    error: str | None
+    message: Message | None
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return repr(value)
+
+
+def to_json(value: Any) -> str:
+    """JSON text of ``value``; numpy values become lists/numbers, others their repr."""
+    return json.dumps(value, default=_json_default)
+
+
+def _vec(b: flatbuffers.Builder, values: Any, dtype: Any) -> int:
+    return int(b.CreateNumpyVector(np.ascontiguousarray(values, dtype=dtype).ravel()))
+
+
+def _space(b: flatbuffers.Builder, spec: SpaceSpec) -> int:
+    dtype = b.CreateString(spec.dtype)
+    shape = _vec(b, spec.shape, np.int64)
+    low = _vec(b, spec.low, np.float64)
+    high = _vec(b, spec.high, np.float64)
+    start = _vec(b, spec.start, np.int64)
+    nvec = _vec(b, spec.nvec, np.int64)
+    fb.SpaceStart(b)
+    fb.SpaceAddKind(b, _SPACE_KINDS[spec.kind])
+    fb.SpaceAddShape(b, shape)
+    fb.SpaceAddDtype(b, dtype)
+    fb.SpaceAddLow(b, low)
+    fb.SpaceAddHigh(b, high)
+    fb.SpaceAddN(b, spec.n)
+    fb.SpaceAddStart(b, start)
+    fb.SpaceAddNvec(b, nvec)
+    return int(fb.SpaceEnd(b))
+
+
+def _payload(b: flatbuffers.Builder, m: Message) -> int:
+    if isinstance(m, GetSchemaResponse):
+        obs = _space(b, m.observation_space) if m.observation_space else None
+        act = _space(b, m.action_space) if m.action_space else None
+        env_id = b.CreateString(m.env_id)
+        meta = b.CreateString(to_json(m.metadata))
+        image = None
+        if m.image:
+            fb.ImageConfigStart(b)
+            fb.ImageConfigAddHeight(b, m.image[0])
+            fb.ImageConfigAddWidth(b, m.image[1])
+            fb.ImageConfigAddChannels(b, m.image[2])
+            image = fb.ImageConfigEnd(b)
+        fb.GetSchemaResponseStart(b)
+        fb.GetSchemaResponseAddNumEnvs(b, m.num_envs)
+        fb.GetSchemaResponseAddObsSize(b, m.obs_size)
+        fb.GetSchemaResponseAddActSize(b, m.act_size)
+        if obs is not None:
+            fb.GetSchemaResponseAddObservationSpace(b, obs)
+        if act is not None:
+            fb.GetSchemaResponseAddActionSpace(b, act)
+        if image is not None:
+            fb.GetSchemaResponseAddImage(b, image)
+        fb.GetSchemaResponseAddEnvId(b, env_id)
+        fb.GetSchemaResponseAddMetadataJson(b, meta)
+        fb.GetSchemaResponseAddNumWorkers(b, m.num_workers)
+        return int(fb.GetSchemaResponseEnd(b))
+    if isinstance(m, ResetRequest):
+        if m.seeds and len(m.seeds) != len(m.env_ids):
+            raise ValueError(
+                f"reset: {len(m.seeds)} seeds for {len(m.env_ids)} env ids; give one seed per "
+                "env (None for no seed) or no seeds"
+            )
+        ids = _vec(b, m.env_ids, np.uint32)
+        seeds = _vec(b, [-1 if s is None else s for s in m.seeds], np.int64)
+        options = b.CreateString(to_json(m.options)) if m.options is not None else None
+        fb.ResetRequestStart(b)
+        fb.ResetRequestAddEnvIds(b, ids)
+        fb.ResetRequestAddSeeds(b, seeds)
+        if options is not None:
+            fb.ResetRequestAddOptionsJson(b, options)
+        return int(fb.ResetRequestEnd(b))
+    if isinstance(m, ResetResponse):
+        ids = _vec(b, m.env_ids, np.uint32)
+        infos = b.CreateString(to_json(m.infos))
+        fb.ResetResponseStart(b)
+        fb.ResetResponseAddEnvIds(b, ids)
+        fb.ResetResponseAddInfosJson(b, infos)
+        return int(fb.ResetResponseEnd(b))
+    if isinstance(m, PingRequest):
+        fb.PingRequestStart(b)
+        fb.PingRequestAddNonce(b, m.nonce)
+        return int(fb.PingRequestEnd(b))
+    if isinstance(m, PingResponse):
+        fb.PingResponseStart(b)
+        fb.PingResponseAddNonce(b, m.nonce)
+        fb.PingResponseAddFrameSeq(b, m.frame_seq)
+        return int(fb.PingResponseEnd(b))
+    empty = {
+        GetSchemaRequest: (fb.GetSchemaRequestStart, fb.GetSchemaRequestEnd),
+        CloseRequest: (fb.CloseRequestStart, fb.CloseRequestEnd),
+        CloseResponse: (fb.CloseResponseStart, fb.CloseResponseEnd),
+    }[type(m)]
+    empty[0](b)
+    return int(empty[1](b))
+
+
+def encode(
+    message: Message | None,
+    correlation_id: int,
+    *,
+    method: int | None = None,
+    error: str | None = None,
+) -> bytes:
+    """Bytes of one Envelope; ``error`` (with ``method``, no message) answers a failed request."""
+    b = flatbuffers.Builder(256)
+    payload = _payload(b, message) if message is not None else None
+    err = b.CreateString(error) if error is not None else None
+    if message is not None:
+        method, tag = _TAGS[type(message)]
+    elif method is None:
+        raise ValueError("encode: give a message, or a method with an error")
+    fb.EnvelopeStart(b)
+    fb.EnvelopeAddCorrelationId(b, correlation_id)
+    fb.EnvelopeAddMethod(b, method)
+    if err is not None:
+        fb.EnvelopeAddErrorMessage(b, err)
+    if payload is not None:
+        fb.EnvelopeAddPayloadType(b, tag)
+        fb.EnvelopeAddPayload(b, payload)
+    b.Finish(fb.EnvelopeEnd(b), file_identifier=b"MSHC")
+    return bytes(b.Output())
+
+
+def _str(value: bytes | None) -> str:
+    return value.decode() if value is not None else ""
+
+
+def _ints(get_numpy: Any, length: int) -> list[int]:
+    return [int(x) for x in get_numpy()] if length else []
+
+
+def _space_from(t: Any) -> SpaceSpec | None:
+    if t is None:
+        return None
+    kind = _SPACE_NAMES.get(t.Kind())
+    if kind is None:
+        raise CommandError(f"unknown space kind {t.Kind()} in a schema message")
+    return SpaceSpec(
+        kind=kind,
+        shape=tuple(_ints(t.ShapeAsNumpy, t.ShapeLength())),
+        dtype=_str(t.Dtype()),
+        low=[float(x) for x in t.LowAsNumpy()] if t.LowLength() else [],
+        high=[float(x) for x in t.HighAsNumpy()] if t.HighLength() else [],
+        n=int(t.N()),
+        start=_ints(t.StartAsNumpy, t.StartLength()),
+        nvec=_ints(t.NvecAsNumpy, t.NvecLength()),
+    )
+
+
+def _message_from(tag: int, table: Any) -> Message:
+    if tag == fb.Payload.GetSchemaResponse:
+        r = fb.GetSchemaResponse()
+        r.Init(table.Bytes, table.Pos)
+        img = r.Image()
+        return GetSchemaResponse(
+            num_envs=r.NumEnvs(),
+            obs_size=r.ObsSize(),
+            act_size=r.ActSize(),
+            observation_space=_space_from(r.ObservationSpace()),
+            action_space=_space_from(r.ActionSpace()),
+            image=(img.Height(), img.Width(), img.Channels()) if img is not None else None,
+            env_id=_str(r.EnvId()),
+            metadata=json.loads(_str(r.MetadataJson()) or "{}"),
+            num_workers=r.NumWorkers(),
+        )
+    if tag == fb.Payload.ResetRequest:
+        q = fb.ResetRequest()
+        q.Init(table.Bytes, table.Pos)
+        options = q.OptionsJson()
+        return ResetRequest(
+            env_ids=_ints(q.EnvIdsAsNumpy, q.EnvIdsLength()),
+            seeds=[None if s < 0 else s for s in _ints(q.SeedsAsNumpy, q.SeedsLength())],
+            options=json.loads(options.decode()) if options is not None else None,
+        )
+    if tag == fb.Payload.ResetResponse:
+        p = fb.ResetResponse()
+        p.Init(table.Bytes, table.Pos)
+        return ResetResponse(
+            env_ids=_ints(p.EnvIdsAsNumpy, p.EnvIdsLength()),
+            infos=json.loads(_str(p.InfosJson()) or "[]"),
+        )
+    if tag == fb.Payload.PingRequest:
+        pq = fb.PingRequest()
+        pq.Init(table.Bytes, table.Pos)
+        return PingRequest(nonce=pq.Nonce())
+    if tag == fb.Payload.PingResponse:
+        pp = fb.PingResponse()
+        pp.Init(table.Bytes, table.Pos)
+        return PingResponse(nonce=pp.Nonce(), frame_seq=pp.FrameSeq())
+    simple: dict[int, type] = {
+        fb.Payload.GetSchemaRequest: GetSchemaRequest,
+        fb.Payload.CloseRequest: CloseRequest,
+        fb.Payload.CloseResponse: CloseResponse,
+    }
+    if tag in simple:
+        return simple[tag]()  # type: ignore[no-any-return]
+    raise CommandError(f"unknown payload type {tag} in a command envelope")
+
+
+def decode(data: bytes) -> Decoded:
+    """Decode one ring entry; ``CommandError`` when it is not a valid Envelope."""
+    if len(data) < 8 or data[4:8] != b"MSHC":
+        raise CommandError(
+            f"command of {len(data)} bytes is not a mosaic shm Envelope (identifier "
+            f"{bytes(data[4:8])!r}, expected b'MSHC')"
+        )
+    root = int.from_bytes(data[0:4], "little")
+    if not 8 <= root <= len(data) - 4:
+        raise CommandError(f"command envelope root offset {root} is outside its {len(data)} bytes")
+    try:
+        env = fb.Envelope.GetRootAs(data, 0)
+        err = env.ErrorMessage()
+        tag = env.PayloadType()
+        message = _message_from(tag, env.Payload()) if tag != fb.Payload.NONE else None
+        return Decoded(
+            correlation_id=env.CorrelationId(),
+            method=METHOD_NAMES.get(env.Method(), f"method#{env.Method()}"),
+            error=err.decode() if err is not None else None,
+            message=message,
+        )
+    except CommandError:
+        raise
+    except Exception as exc:  # malformed buffers raise struct/index errors deep inside
+        raise CommandError(f"malformed command envelope ({type(exc).__name__}: {exc})") from exc

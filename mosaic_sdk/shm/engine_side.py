@@ -1,0 +1,118 @@
+"""What the owner of a transport and its extra workers share: region views, peer watching."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from mosaic_sdk.shm.layout import Layout
+from mosaic_sdk.shm.mapping import MappedSegment, watch_error
+from mosaic_sdk.shm.sync import PeerWatch, spin_budget
+
+
+class PeerWatches:
+    """Pid watches for the processes whose death must abort a wait."""
+
+    def __init__(self) -> None:
+        self._watches: dict[int, tuple[str, PeerWatch]] = {}
+
+    def watch(self, pid: int, role: str) -> None:
+        if pid and pid not in self._watches:
+            self._watches[pid] = (role, PeerWatch(pid))
+
+    def forget(self, pid: int) -> None:
+        entry = self._watches.pop(pid, None)
+        if entry:
+            entry[1].close()
+
+    def check(self, name: str) -> None:
+        for pid, (role, w) in list(self._watches.items()):
+            if not w.alive():
+                raise watch_error(name, role, pid)
+
+    def close(self) -> None:
+        for _, w in self._watches.values():
+            w.close()
+        self._watches.clear()
+
+
+class EngineSide:
+    """What the owner and the extra workers share: views, waiting for actions, lifetime."""
+
+    seg: MappedSegment
+
+    def _init_side(self, spin: float | None, timeout: float | None) -> None:
+        self.spin = spin_budget(spin)
+        self.timeout = timeout
+        self._watches = PeerWatches()
+        self._client_pid = 0
+        self._closing = False
+
+    # -- region views (numpy, zero-copy) ----------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The segment name (pass it to the client)."""
+        return self.seg.name
+
+    @property
+    def layout(self) -> Layout:
+        """Sizes and offsets of every region."""
+        return self.seg.layout
+
+    @property
+    def obs(self) -> np.ndarray:
+        """float32 ``(num_envs, obs_size)``: the engine writes observations here."""
+        return self.seg.obs
+
+    @property
+    def actions(self) -> np.ndarray:
+        """float32 ``(num_envs, act_size)``: the client's actions for the current batch."""
+        return self.seg.actions
+
+    @property
+    def rewards(self) -> np.ndarray:
+        """float32 ``(num_envs,)``."""
+        return self.seg.rewards
+
+    @property
+    def terminated(self) -> np.ndarray:
+        """uint8 ``(num_envs,)``."""
+        return self.seg.terminated
+
+    @property
+    def truncated(self) -> np.ndarray:
+        """uint8 ``(num_envs,)``."""
+        return self.seg.truncated
+
+    @property
+    def resets(self) -> np.ndarray:
+        """uint8 ``(num_envs,)``: 1 = reset this env instead of stepping it (engine clears)."""
+        return self.seg.resets
+
+    @property
+    def image(self) -> np.ndarray | None:
+        """uint8 ``(num_envs, H, W, C)`` or None when the segment has no image region."""
+        return self.seg.image
+
+    @property
+    def client_pid(self) -> int:
+        """Pid of the attached client (0 when none)."""
+        return self.seg.load("client_pid")
+
+    def watch_peer(self, pid: int, role: str) -> None:
+        """Abort waits with ``PeerGoneError`` once process ``pid`` (described as ``role``) exits."""
+        self._watches.watch(pid, role)
+
+    def _check(self) -> None:
+        self.seg.check_open()
+        pid = self.seg.load("client_pid")
+        if pid != self._client_pid:
+            self._watches.forget(self._client_pid)
+            self._client_pid = pid
+            self._watches.watch(pid, "client")
+        self._watches.check(self.seg.name)
+
+    def _deadline(self, timeout: float | None) -> float | None:
+        t = self.timeout if timeout is None else timeout
+        return None if t is None else time.monotonic() + t

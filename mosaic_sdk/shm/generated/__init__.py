@@ -1,0 +1,1 @@
+"""flatc output for schema/shm_commands.fbs (do not edit)."""

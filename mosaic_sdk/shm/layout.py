@@ -1,0 +1,304 @@
+"""The transport segment's layout: one definition, used by both sides and by ``schema/``.
+
+A segment is a one-page header followed by 64-byte aligned regions::
+
+    [header 4096 B][obs f32][actions f32][rewards f32][terminated u8][truncated u8]
+    [reset flags u8][ring engine->client][ring client->engine][image u8 (optional)]
+
+Every multi-byte field is little-endian. ``HEADER_FIELDS`` lists the header, field by field;
+``schema/shm_layout.json`` is generated from it (``python -m mosaic_sdk.shm.layout``) and a test
+checks that the two agree. ``Layout`` computes region offsets from the sizes and reads/writes
+the static part of a header.
+
+Synchronisation words (``frame_seq``, ``action_seq`` and the per-worker progress words) sit on
+their own 64-byte lines; see ``mosaic_sdk.shm.signal`` for the protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+MAGIC = b"MSHM"
+VERSION = 1
+HEADER_SIZE = 4096
+ALIGN = 64
+DEFAULT_RING_SIZE = 512 * 1024
+RING_HEADER_SIZE = 128  # write_pos u64 on one line, read_pos u64 on the next
+MAX_WORKERS = 16
+GPU_HANDLE_SIZE = 64
+
+MODE_TRAINING = 0
+MODE_INFERENCE = 1
+
+STATE_INITIALISING = 0
+STATE_READY = 1
+STATE_CLOSED = 2
+
+# (name, offset, struct format, description). Offsets are fixed: new fields go into free space.
+HEADER_FIELDS: tuple[tuple[str, int, str, str], ...] = (
+    ("magic", 0, "4s", 'b"MSHM"'),
+    ("version", 4, "I", "layout version, 1"),
+    ("header_size", 8, "I", "bytes before the first region (4096)"),
+    ("mode", 12, "I", "0 = training, 1 = inference"),
+    ("engine_pid", 16, "I", "pid of the process that created the segment"),
+    ("client_pid", 20, "I", "pid of the attached client, 0 when none (set with compare-and-swap)"),
+    ("num_envs", 24, "I", "number of environments"),
+    ("obs_size", 28, "I", "float32 observation values per environment"),
+    ("act_size", 32, "I", "float32 action values per environment"),
+    ("cmd_ring_size", 36, "I", "data bytes of each command ring (multiple of 8)"),
+    ("image_width", 40, "I", "image region width in pixels, 0 when absent"),
+    ("image_height", 44, "I", "image region height in pixels, 0 when absent"),
+    ("image_channels", 48, "I", "image region channels, 0 when absent"),
+    ("state", 52, "I", "0 = initialising, 1 = ready, 2 = closed by the engine"),
+    ("total_size", 56, "Q", "size of the whole segment in bytes"),
+    ("obs_offset", 64, "Q", "byte offset of obs float32[num_envs * obs_size]"),
+    ("act_offset", 72, "Q", "byte offset of actions float32[num_envs * act_size]"),
+    ("rewards_offset", 80, "Q", "byte offset of rewards float32[num_envs]"),
+    ("terminated_offset", 88, "Q", "byte offset of terminated u8[num_envs]"),
+    ("truncated_offset", 96, "Q", "byte offset of truncated u8[num_envs]"),
+    ("resets_offset", 104, "Q", "byte offset of reset flags u8[num_envs]"),
+    ("cmd_e2c_offset", 112, "Q", "byte offset of the engine->client ring"),
+    ("cmd_c2e_offset", 120, "Q", "byte offset of the client->engine ring"),
+    ("image_offset", 128, "Q", "byte offset of image u8[num_envs*H*W*C], 0 when absent"),
+    ("num_workers", 136, "I", "engine processes sharing the segment (worker slots in use)"),
+    ("gpu_available", 192, "B", "1 when GPU buffers are exported (reserved, 0)"),
+    ("gpu_obs_mode", 193, "B", "0 = CPU, 1 = CUDA IPC, 2 = Vulkan external memory"),
+    ("gpu_device_id", 196, "I", "CUDA device ordinal"),
+    ("gpu_obs_handle", 200, "64s", "cudaIpcMemHandle_t or external-memory handle"),
+    ("frame_seq", 320, "Q", "engine: number of the last published frame (release store)"),
+    ("frame_bell", 328, "I", "futex word of the frame line, bumped on every frame and reply"),
+    ("frame_waiters", 336, "Q", "client threads asleep on frame_bell"),
+    ("action_seq", 384, "Q", "client: number of the last published action batch"),
+    ("action_bell", 392, "I", "futex word of the action line, bumped on actions and commands"),
+    ("action_waiters", 400, "Q", "engine processes asleep on action_bell"),
+    ("worker_slots", 512, f"{MAX_WORKERS * ALIGN}s", "16 worker slots of 64 bytes, see below"),
+)
+
+# Layout of one worker slot (worker i at worker_slots + 64*i).
+WORKER_FIELDS: tuple[tuple[str, int, str, str], ...] = (
+    ("done_seq", 0, "Q", "last action batch this worker has fully applied"),
+    ("done_bell", 8, "I", "futex word bumped with done_seq"),
+    ("pid", 12, "I", "worker pid, 0 when the slot is free"),
+    ("done_waiters", 16, "Q", "processes asleep on done_bell"),
+    ("env_begin", 24, "I", "first environment index stepped by this worker"),
+    ("env_end", 28, "I", "one past the last environment index"),
+    (
+        "kick",
+        32,
+        "I",
+        "bumped by the owner (with a ring of the action bell) to wake the worker "
+        "for out-of-band work such as a forwarded reset",
+    ),
+)
+
+OFF: dict[str, int] = {name: off for name, off, _, _ in HEADER_FIELDS}
+WORKER_OFF: dict[str, int] = {name: off for name, off, _, _ in WORKER_FIELDS}
+RING_WRITE_POS = 0
+RING_READ_POS = 64
+
+_STATIC = (
+    "magic version header_size mode engine_pid num_envs obs_size act_size cmd_ring_size "
+    "image_width image_height image_channels total_size obs_offset act_offset rewards_offset "
+    "terminated_offset truncated_offset resets_offset cmd_e2c_offset cmd_c2e_offset "
+    "image_offset num_workers"
+).split()
+
+
+def align_up(value: int, alignment: int = ALIGN) -> int:
+    """Round ``value`` up to a multiple of ``alignment``."""
+    return (value + alignment - 1) // alignment * alignment
+
+
+def worker_offset(index: int, field: str) -> int:
+    """Absolute header offset of ``field`` in worker slot ``index``."""
+    if not 0 <= index < MAX_WORKERS:
+        raise ValueError(f"worker index {index} outside 0..{MAX_WORKERS - 1}")
+    return OFF["worker_slots"] + ALIGN * index + WORKER_OFF[field]
+
+
+class LayoutError(ValueError):
+    """A segment header that does not describe a valid version-1 transport."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Sizes and byte offsets of every region of one transport segment."""
+
+    num_envs: int
+    obs_size: int
+    act_size: int
+    cmd_ring_size: int = DEFAULT_RING_SIZE
+    image_width: int = 0
+    image_height: int = 0
+    image_channels: int = 0
+    mode: int = MODE_TRAINING
+    num_workers: int = 1
+    obs_offset: int = 0
+    act_offset: int = 0
+    rewards_offset: int = 0
+    terminated_offset: int = 0
+    truncated_offset: int = 0
+    resets_offset: int = 0
+    cmd_e2c_offset: int = 0
+    cmd_c2e_offset: int = 0
+    image_offset: int = 0
+    total_size: int = 0
+
+    @classmethod
+    def compute(
+        cls,
+        num_envs: int,
+        obs_size: int,
+        act_size: int,
+        *,
+        cmd_ring_size: int = DEFAULT_RING_SIZE,
+        image_shape: tuple[int, int, int] | None = None,
+        mode: int = MODE_TRAINING,
+        num_workers: int = 1,
+    ) -> Layout:
+        """Place every region for the given sizes; ``image_shape`` is ``(H, W, C)``."""
+        for label, value in (("num_envs", num_envs), ("obs_size", obs_size)):
+            if not isinstance(value, int) or value < 1:
+                raise LayoutError(f"{label} must be a positive integer, got {value!r}")
+        if not isinstance(act_size, int) or act_size < 0:
+            raise LayoutError(f"act_size must be a non-negative integer, got {act_size!r}")
+        if cmd_ring_size < 64 or cmd_ring_size % 8:
+            raise LayoutError(
+                f"cmd_ring_size must be a multiple of 8 and at least 64, got {cmd_ring_size}"
+            )
+        if mode not in (MODE_TRAINING, MODE_INFERENCE):
+            raise LayoutError(f"mode must be 0 (training) or 1 (inference), got {mode}")
+        if not 1 <= num_workers <= MAX_WORKERS:
+            raise LayoutError(f"num_workers must be in 1..{MAX_WORKERS}, got {num_workers}")
+        height, width, channels = image_shape if image_shape else (0, 0, 0)
+        if image_shape and min(image_shape) < 1:
+            raise LayoutError(f"image_shape must be positive (H, W, C), got {image_shape}")
+        pos = HEADER_SIZE
+        offsets: dict[str, int] = {}
+        for name, nbytes in (
+            ("obs_offset", 4 * num_envs * obs_size),
+            ("act_offset", 4 * num_envs * act_size),
+            ("rewards_offset", 4 * num_envs),
+            ("terminated_offset", num_envs),
+            ("truncated_offset", num_envs),
+            ("resets_offset", num_envs),
+            ("cmd_e2c_offset", RING_HEADER_SIZE + cmd_ring_size),
+            ("cmd_c2e_offset", RING_HEADER_SIZE + cmd_ring_size),
+        ):
+            offsets[name] = pos
+            pos = align_up(pos + nbytes)
+        image_offset = 0
+        if image_shape:
+            image_offset = align_up(pos, 4096)
+            pos = image_offset + num_envs * height * width * channels
+        return cls(
+            num_envs=num_envs,
+            obs_size=obs_size,
+            act_size=act_size,
+            cmd_ring_size=cmd_ring_size,
+            image_width=width,
+            image_height=height,
+            image_channels=channels,
+            mode=mode,
+            num_workers=num_workers,
+            image_offset=image_offset,
+            total_size=align_up(pos, 4096),
+            **offsets,
+        )
+
+    @property
+    def image_shape(self) -> tuple[int, int, int] | None:
+        """``(H, W, C)`` of one environment's image, or None without an image region."""
+        if not self.image_offset:
+            return None
+        return (self.image_height, self.image_width, self.image_channels)
+
+    def write_header(self, buf: Any, engine_pid: int) -> None:
+        """Write the static header fields (not ``state`` nor the sync words) into ``buf``."""
+        values = {name: getattr(self, name, None) for name in _STATIC}
+        values.update(magic=MAGIC, version=VERSION, header_size=HEADER_SIZE, engine_pid=engine_pid)
+        for name, off, fmt, _ in HEADER_FIELDS:
+            if name in values:
+                struct.pack_into("<" + fmt, buf, off, values[name])
+
+    @classmethod
+    def read_header(cls, buf: Any) -> Layout:
+        """Read and validate the static header fields of a segment."""
+        if len(buf) < HEADER_SIZE:
+            raise LayoutError(f"segment of {len(buf)} bytes is smaller than the header")
+        values = {}
+        for name, off, fmt, _ in HEADER_FIELDS:
+            if name in _STATIC:
+                values[name] = struct.unpack_from("<" + fmt, buf, off)[0]
+        if values["magic"] != MAGIC:
+            raise LayoutError(
+                f"not a mosaic shm transport segment (magic {values['magic']!r}, "
+                f"expected {MAGIC!r})"
+            )
+        if values["version"] != VERSION:
+            raise LayoutError(
+                f"transport layout version {values['version']} is not supported (this SDK reads "
+                f"version {VERSION}); use the same mosaic-worker-sdk version on both sides"
+            )
+        if values["total_size"] > len(buf):
+            raise LayoutError(
+                f"header says {values['total_size']} bytes but the segment has {len(buf)}"
+            )
+        for name in ("magic", "version", "header_size", "engine_pid"):
+            del values[name]
+        return cls(**values)
+
+
+def header_description() -> dict[str, Any]:
+    """The machine-readable layout description written to ``schema/shm_layout.json``."""
+    example = Layout.compute(4096, 100, 12)
+    return {
+        "title": "mosaic shared-memory transport segment",
+        "version": VERSION,
+        "byte_order": "little",
+        "magic": MAGIC.decode(),
+        "header_size": HEADER_SIZE,
+        "region_alignment": ALIGN,
+        "regions_in_order": [
+            "obs f32[num_envs*obs_size]",
+            "actions f32[num_envs*act_size]",
+            "rewards f32[num_envs]",
+            "terminated u8[num_envs]",
+            "truncated u8[num_envs]",
+            "resets u8[num_envs]",
+            "ring engine->client",
+            "ring client->engine",
+            "image u8[num_envs*H*W*C] (optional, 4096-aligned)",
+        ],
+        "ring": {
+            "write_pos": [RING_WRITE_POS, "Q", "bytes ever written (monotonic)"],
+            "read_pos": [RING_READ_POS, "Q", "bytes ever read (monotonic)"],
+            "data_offset": RING_HEADER_SIZE,
+            "entry": "[length u32][payload][pad to 8]; payload may wrap around the data end",
+        },
+        "header": [
+            {"name": n, "offset": o, "format": f, "size": struct.calcsize("<" + f), "doc": d}
+            for n, o, f, d in HEADER_FIELDS
+        ],
+        "worker_slot": [
+            {"name": n, "offset": o, "format": f, "size": struct.calcsize("<" + f), "doc": d}
+            for n, o, f, d in WORKER_FIELDS
+        ],
+        "example_4096x100x12": {
+            k: getattr(example, k)
+            for k in _STATIC
+            if k.endswith(("offset", "size")) and hasattr(example, k)
+        },
+    }
+
+
+def main() -> None:
+    """Print ``schema/shm_layout.json``."""
+    print(json.dumps(header_description(), indent=2))
+
+
+if __name__ == "__main__":
+    main()

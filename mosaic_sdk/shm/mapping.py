@@ -1,0 +1,160 @@
+"""A mapped transport segment: numpy views of its regions, its signal lines and rings.
+
+Both sides (``SharedMemoryTransport``, ``TransportWorker``, ``SharedMemoryClient``) build one
+``MappedSegment`` over their own mapping; nothing here decides who writes what.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from mosaic_sdk.shm.atomics import SharedWords
+from mosaic_sdk.shm.layout import (
+    OFF,
+    STATE_CLOSED,
+    STATE_READY,
+    Layout,
+    LayoutError,
+    worker_offset,
+)
+from mosaic_sdk.shm.ring import ByteRing
+from mosaic_sdk.shm.segment import attach_segment
+from mosaic_sdk.shm.sync import PeerGoneError, SignalLine, TransportClosedError, TransportError
+
+
+class MappedSegment:
+    """Views over one mapping of a segment laid out as ``layout``."""
+
+    def __init__(self, name: str, mm: mmap.mmap, layout: Layout) -> None:
+        self.name = name
+        self.layout = layout
+        self._mm: mmap.mmap | None = mm
+        self.words = SharedWords(mm)
+        n = layout.num_envs
+
+        def view(offset: int, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
+            count = int(np.prod(shape))
+            return np.frombuffer(mm, dtype=dtype, count=count, offset=offset).reshape(shape)
+
+        self.obs = view(layout.obs_offset, np.float32, (n, layout.obs_size))
+        self.actions = view(layout.act_offset, np.float32, (n, layout.act_size))
+        self.rewards = view(layout.rewards_offset, np.float32, (n,))
+        self.terminated = view(layout.terminated_offset, np.uint8, (n,))
+        self.truncated = view(layout.truncated_offset, np.uint8, (n,))
+        self.resets = view(layout.resets_offset, np.uint8, (n,))
+        shape = layout.image_shape
+        self.image = view(layout.image_offset, np.uint8, (n, *shape)) if shape else None
+        self.base_address = int(np.frombuffer(mm, dtype=np.uint8, count=1).ctypes.data)
+        w = self.words
+        self.frame = SignalLine(w, OFF["frame_seq"], OFF["frame_bell"], OFF["frame_waiters"])
+        self.action = SignalLine(w, OFF["action_seq"], OFF["action_bell"], OFF["action_waiters"])
+        self.e2c = ByteRing(mm, w, layout.cmd_e2c_offset, layout.cmd_ring_size)
+        self.c2e = ByteRing(mm, w, layout.cmd_c2e_offset, layout.cmd_ring_size)
+        self.workers = [
+            SignalLine(
+                w,
+                worker_offset(i, "done_seq"),
+                worker_offset(i, "done_bell"),
+                worker_offset(i, "done_waiters"),
+            )
+            for i in range(layout.num_workers)
+        ]
+
+    @classmethod
+    def attach(cls, name: str, timeout: float = 10.0) -> MappedSegment:
+        """Map an existing segment, waiting up to ``timeout`` s for its engine to be ready."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                mm = attach_segment(name)
+            except FileNotFoundError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
+                continue
+            try:
+                words = SharedWords(mm)
+                state = words.load_u32(OFF["state"])
+                words.release()
+                if state == STATE_READY:
+                    return cls(name, mm, Layout.read_header(mm))
+                if state == STATE_CLOSED:
+                    raise TransportClosedError(f"shm transport {name!r} was closed by its engine")
+            except (TransportError, LayoutError):
+                mm.close()
+                raise
+            except BaseException:
+                mm.close()
+                raise
+            mm.close()
+            if time.monotonic() >= deadline:
+                raise TransportError(
+                    f"shm transport {name!r} exists but its engine did not finish setting it up "
+                    f"within {timeout} s"
+                )
+            time.sleep(0.01)
+
+    # -- header words -----------------------------------------------------------------------
+    def load(self, field: str) -> int:
+        """Acquire load of a u32 header field."""
+        return int(self.words.load_u32(OFF[field]))
+
+    def store(self, field: str, value: int) -> None:
+        """Release store of a u32 header field."""
+        self.words.store_u32(OFF[field], value)
+
+    @property
+    def state(self) -> int:
+        """0 initialising, 1 ready, 2 closed."""
+        return self.load("state")
+
+    def check_open(self) -> None:
+        """Raise ``TransportClosedError`` once the engine closed the segment."""
+        if self.words.load_u32(OFF["state"]) == STATE_CLOSED:
+            raise TransportClosedError(f"shm transport {self.name!r} was closed by its engine")
+
+    def worker_pid(self, index: int) -> int:
+        """Pid registered in worker slot ``index`` (0 when free)."""
+        return int(self.words.load_u32(worker_offset(index, "pid")))
+
+    def worker_slice(self, index: int) -> tuple[int, int]:
+        """``(env_begin, env_end)`` of worker ``index``."""
+        w = self.words
+        return (
+            int(w.load_u32(worker_offset(index, "env_begin"))),
+            int(w.load_u32(worker_offset(index, "env_end"))),
+        )
+
+    # -- lifetime ---------------------------------------------------------------------------
+    def release(self) -> None:
+        """Drop every view and unmap (the mapping lingers while outside views still exist)."""
+        mm, self._mm = self._mm, None
+        if mm is None:
+            return
+        self.words.release()
+        self.e2c.release()
+        self.c2e.release()
+        for attr in ("obs", "actions", "rewards", "terminated", "truncated", "resets", "image"):
+            setattr(self, attr, None)
+        try:
+            mm.close()
+        except BufferError:
+            pass  # a caller still holds a numpy view; the mapping goes when it does
+
+    @property
+    def closed(self) -> bool:
+        """True after ``release``."""
+        return self._mm is None
+
+
+def watch_error(name: str, role: str, pid: int) -> PeerGoneError:
+    """The error raised when ``role`` (pid) of transport ``name`` is gone."""
+    return PeerGoneError(
+        f"shm transport {name!r}: the {role} process (pid {pid}) exited; "
+        f"this side ({os.getpid()}) cannot continue"
+    )

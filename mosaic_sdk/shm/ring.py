@@ -1,0 +1,146 @@
+"""Single-producer single-consumer byte ring inside a shared segment (the command channel).
+
+Ring region at ``offset``::
+
+    +0    write_pos u64   bytes ever written; only the writer stores it (release)
+    +64   read_pos  u64   bytes ever read; only the reader stores it (release)
+    +128  data[capacity]  capacity is a multiple of 8
+
+Positions only grow; the byte at position ``p`` lives at ``data[p % capacity]``. An entry is
+``[length u32][payload][zero padding to a multiple of 8]``; entries start 8-aligned, so the
+length word never straddles the end of the data area while a payload may wrap around it. The
+writer publishes an entry by advancing ``write_pos`` after copying it; the reader frees it by
+advancing ``read_pos`` after copying it out, so neither side ever sees a half-written entry.
+
+A length that cannot be right (larger than what was written) raises ``RingCorruptError``.
+A full ring makes the writer wait (polling, with a timeout): commands are rare and small.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mosaic_sdk.shm.layout import RING_HEADER_SIZE, RING_READ_POS, RING_WRITE_POS
+from mosaic_sdk.shm.sync import TransportError, TransportTimeoutError
+
+_LEN = struct.Struct("<I")
+
+
+class RingCorruptError(TransportError):
+    """The ring's positions or an entry's length are inconsistent (memory was overwritten)."""
+
+
+def entry_size(payload_len: int) -> int:
+    """Bytes an entry of ``payload_len`` bytes occupies in the ring."""
+    return (4 + payload_len + 7) & ~7
+
+
+class ByteRing:
+    """One direction of the command channel; use ``write`` on one side, ``read`` on the other."""
+
+    def __init__(self, buf: Any, words: Any, offset: int, capacity: int) -> None:
+        if capacity < 16 or capacity % 8:
+            raise ValueError(f"ring capacity must be a multiple of 8, >= 16; got {capacity}")
+        self._mv = memoryview(buf).cast("B")
+        self._w = words
+        self._wpos = offset + RING_WRITE_POS
+        self._rpos = offset + RING_READ_POS
+        self._data = offset + RING_HEADER_SIZE
+        self.capacity = capacity
+        if self._data + capacity > len(self._mv):
+            raise ValueError("ring does not fit in the buffer")
+
+    @property
+    def max_payload(self) -> int:
+        """Largest payload one entry can carry."""
+        return self.capacity - 4
+
+    def pending(self) -> int:
+        """Bytes written and not yet read."""
+        return int(self._w.load_u64(self._wpos) - self._w.load_u64(self._rpos))
+
+    def _copy_in(self, pos: int, data: bytes | memoryview) -> None:
+        cap, start = self.capacity, pos % self.capacity
+        first = min(len(data), cap - start)
+        self._mv[self._data + start : self._data + start + first] = data[:first]
+        if first < len(data):
+            self._mv[self._data : self._data + len(data) - first] = data[first:]
+
+    def _copy_out(self, pos: int, n: int) -> bytes:
+        cap, start = self.capacity, pos % self.capacity
+        first = min(n, cap - start)
+        out = bytes(self._mv[self._data + start : self._data + start + first])
+        if first < n:
+            out += bytes(self._mv[self._data : self._data + n - first])
+        return out
+
+    def try_write(self, payload: bytes | bytearray | memoryview) -> bool:
+        """Append one entry; False (nothing written) when the ring lacks room."""
+        n = len(payload)
+        size = entry_size(n)
+        if size > self.capacity:
+            raise ValueError(
+                f"command of {n} bytes does not fit a ring of {self.capacity} bytes "
+                f"(max {self.max_payload}); create the transport with a larger cmd_ring_size"
+            )
+        w = self._w.load_u64(self._wpos)
+        if self.capacity - (w - self._w.load_u64(self._rpos)) < size:
+            return False
+        pos = w % self.capacity
+        _LEN.pack_into(self._mv, self._data + pos, n)
+        self._copy_in(w + 4, memoryview(payload).cast("B"))
+        pad = size - 4 - n
+        if pad:
+            self._copy_in(w + 4 + n, bytes(pad))
+        self._w.store_u64(self._wpos, w + size)
+        return True
+
+    def write(
+        self,
+        payload: bytes | bytearray | memoryview,
+        timeout: float | None = 5.0,
+        check: Callable[[], None] | None = None,
+    ) -> None:
+        """Append one entry, waiting (up to ``timeout`` s) while the ring is full."""
+        if self.try_write(payload):
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = 20e-6
+        while not self.try_write(payload):
+            if check is not None:
+                check()
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TransportTimeoutError(
+                    f"command ring full for {timeout} s: the reader is not draining it "
+                    "(is the other side serving commands?)"
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, 5e-3)
+
+    def try_read(self) -> bytes | None:
+        """Remove and return the oldest entry's payload, or None when the ring is empty."""
+        r = self._w.load_u64(self._rpos)
+        avail = self._w.load_u64(self._wpos) - r
+        if avail == 0:
+            return None
+        if avail > self.capacity or avail % 8 or r % 8:
+            raise RingCorruptError(
+                f"command ring positions are inconsistent (read {r}, {avail} bytes pending, "
+                f"capacity {self.capacity}); the segment was overwritten"
+            )
+        n = _LEN.unpack_from(self._mv, self._data + r % self.capacity)[0]
+        if entry_size(n) > avail:
+            raise RingCorruptError(
+                f"command ring entry at position {r} claims {n} bytes but only {avail - 4} "
+                "were written; the segment was overwritten or a writer broke the framing"
+            )
+        out = self._copy_out(r + 4, n)
+        self._w.store_u64(self._rpos, r + entry_size(n))
+        return out
+
+    def release(self) -> None:
+        """Drop the view on the buffer (before the mapping is closed)."""
+        self._mv.release()

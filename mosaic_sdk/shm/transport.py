@@ -1,0 +1,246 @@
+"""Engine side of the transport: ``SharedMemoryTransport`` (owner) and ``TransportWorker``.
+
+An engine loop::
+
+    transport = SharedMemoryTransport(num_envs=4096, obs_size=100, act_size=12, name="sim")
+    transport.schema = GetSchemaResponse(...)          # answered to get_schema()
+    while (seq := transport.wait_for_actions(handler)) is not None:
+        step(transport.actions, transport.resets)      # read actions, honour reset flags
+        transport.obs[:] = ...; transport.rewards[:] = ...
+        transport.publish_frame(seq)
+    transport.close()                                  # unlinks the segment
+
+``handler(message)`` receives each command (``ResetRequest``, ...) and returns the response;
+``Ping``, ``GetSchema`` (when ``schema`` is set) and ``Close`` are answered by the transport.
+
+Several engine processes can step slices of the envs: the owner is worker 0 and
+``TransportWorker(name, i)`` (``mosaic_sdk.shm.worker``) attaches worker ``i``;
+``publish_frame`` on the owner waits until every worker has published ``done_seq`` for the
+batch, then publishes ``frame_seq``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from mosaic_sdk.shm import commands as cmd
+from mosaic_sdk.shm.engine_side import EngineSide
+from mosaic_sdk.shm.layout import (
+    DEFAULT_RING_SIZE,
+    MODE_TRAINING,
+    OFF,
+    STATE_CLOSED,
+    STATE_READY,
+    Layout,
+    worker_offset,
+)
+from mosaic_sdk.shm.mapping import MappedSegment
+from mosaic_sdk.shm.segment import create_segment, name_from_env, segment_name, unlink_segment
+
+Handler = Callable[[Any], Any]
+
+
+class SharedMemoryTransport(EngineSide):
+    """Creates and owns a transport segment; the engine steps envs through it.
+
+    ``name`` (or ``$MOSAIC_SHM_NAME``; a random name when both are absent) gets the ``mosaic``
+    prefix. ``image_shape=(H, W, C)`` adds an image region. ``timeout`` (seconds, None = no
+    limit) bounds each wait; a dead client is detected by pid regardless. ``peer_pids`` are
+    further processes (e.g. a launcher) whose death aborts a wait.
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        obs_size: int,
+        act_size: int,
+        *,
+        name: str | None = None,
+        image_shape: tuple[int, int, int] | None = None,
+        mode: int = MODE_TRAINING,
+        cmd_ring_size: int = DEFAULT_RING_SIZE,
+        num_workers: int = 1,
+        spin: float | None = None,
+        timeout: float | None = None,
+        peer_pids: tuple[int, ...] = (),
+    ) -> None:
+        if name is None and os.environ.get("MOSAIC_SHM_NAME"):
+            name = name_from_env(None)
+        layout = Layout.compute(
+            num_envs,
+            obs_size,
+            act_size,
+            cmd_ring_size=cmd_ring_size,
+            image_shape=image_shape,
+            mode=mode,
+            num_workers=num_workers,
+        )
+        seg_name = segment_name(name)
+        mm = create_segment(seg_name, layout.total_size)
+        self._owner = True
+        try:
+            layout.write_header(mm, os.getpid())
+            self.seg = MappedSegment(seg_name, mm, layout)
+            self._init_side(spin, timeout)
+            self.set_worker_slice(0, 0, num_envs)
+            self.seg.words.store_u32(worker_offset(0, "pid"), os.getpid())
+            for pid in peer_pids:
+                self._watches.watch(pid, "launcher")
+            self.schema: cmd.GetSchemaResponse | None = None
+            self._frame = 0
+            self.seg.store("state", STATE_READY)
+        except BaseException:
+            unlink_segment(seg_name)
+            raise
+
+    def set_worker_slice(self, index: int, begin: int, end: int) -> None:
+        """Record which envs worker ``index`` steps (informational, read by the workers)."""
+        if not 0 <= begin <= end <= self.layout.num_envs:
+            raise ValueError(f"worker slice [{begin}, {end}) outside 0..{self.layout.num_envs}")
+        self.seg.words.store_u32(worker_offset(index, "env_begin"), begin)
+        self.seg.words.store_u32(worker_offset(index, "env_end"), end)
+
+    def kick_worker(self, index: int) -> None:
+        """Wake worker ``index`` for out-of-band work (its ``wait_for_actions`` returns 0)."""
+        off = worker_offset(index, "kick")
+        self.seg.words.store_u32(off, (self.seg.words.load_u32(off) + 1) & 0xFFFFFFFF)
+        self.seg.action.ring()
+
+    @property
+    def frame_seq(self) -> int:
+        """Number of the last published frame."""
+        return self._frame
+
+    # -- lock-step ----------------------------------------------------------------------------
+    def wait_for_actions(
+        self, handler: Handler | None = None, timeout: float | None = None
+    ) -> int | None:
+        """Block until the client publishes the next action batch; returns its number.
+
+        Commands that arrive meanwhile are served (see ``serve_commands``). Returns None once
+        the client sent ``Close``. Raises ``PeerGoneError`` when the client (or a watched
+        peer) exits, ``TransportTimeoutError`` after ``timeout`` (default: the transport's).
+        """
+        seg = self.seg
+        target = self._frame + 1
+        load = seg.words.load_u64
+        seq_off = OFF["action_seq"]
+        pending = seg.c2e.pending
+        deadline = self._deadline(timeout)
+        while True:
+            if self._closing:
+                return None
+            seg.action.wait_until(
+                lambda: load(seq_off) >= target or pending() > 0,
+                self.spin,
+                deadline,
+                self._check,
+            )
+            if pending():
+                self.serve_commands(handler)
+                continue
+            seq = int(load(seq_off))
+            if seq != target:
+                raise RuntimeError(
+                    f"shm transport {self.name!r}: client published action batch {seq} while "
+                    f"batch {target} was expected (two clients on one segment?)"
+                )
+            return seq
+
+    def publish_frame(self, seq: int | None = None, timeout: float | None = None) -> None:
+        """Publish the frame for action batch ``seq`` (default: the next one).
+
+        Call after obs/rewards/dones are written. With several workers, waits first until
+        every worker has published that batch as done.
+        """
+        seq = self._frame + 1 if seq is None else seq
+        seg = self.seg
+        if len(seg.workers) > 1:
+            deadline = self._deadline(timeout)
+            for index in range(1, len(seg.workers)):
+                pid = seg.worker_pid(index)
+                self._watches.watch(pid, f"engine worker {index}")
+                seg.workers[index].wait_seq(seq, self.spin, deadline, self._check_workers)
+        self._frame = seq
+        seg.frame.publish(seq)
+
+    def _check_workers(self) -> None:
+        for index in range(1, len(self.seg.workers)):
+            self._watches.watch(self.seg.worker_pid(index), f"engine worker {index}")
+        self._check()
+
+    # -- commands -----------------------------------------------------------------------------
+    def serve_commands(self, handler: Handler | None = None) -> int:
+        """Answer every pending command; returns how many were served."""
+        served = 0
+        while (data := self.seg.c2e.try_read()) is not None:
+            served += 1
+            try:
+                request = cmd.decode(data)
+            except cmd.CommandError as exc:
+                self.send(None, 0, error=str(exc), method=0)
+                continue
+            try:
+                response = self._answer(request.message, handler)
+            except Exception as exc:  # the engine's error goes back to the caller
+                self.send(
+                    None,
+                    request.correlation_id,
+                    error=f"{type(exc).__name__}: {exc}",
+                    method=_method_value(request.method),
+                )
+                continue
+            self.send(response, request.correlation_id)
+            if isinstance(request.message, cmd.CloseRequest):
+                self._closing = True
+        return served
+
+    def _answer(self, message: Any, handler: Handler | None) -> Any:
+        if isinstance(message, cmd.PingRequest):
+            return cmd.PingResponse(nonce=message.nonce, frame_seq=self._frame)
+        if isinstance(message, cmd.CloseRequest):
+            if handler is not None:
+                handler(message)
+            return cmd.CloseResponse()
+        if isinstance(message, cmd.GetSchemaRequest) and self.schema is not None:
+            return self.schema
+        response = handler(message) if handler is not None else None
+        if response is None:
+            raise NotImplementedError(f"this engine does not serve {type(message).__name__}")
+        return response
+
+    def send(
+        self, message: Any, correlation_id: int, *, error: str | None = None, method: int = 0
+    ) -> None:
+        """Write one envelope on the engine->client ring and ring the client's bell."""
+        self.seg.e2c.write(
+            cmd.encode(message, correlation_id, error=error, method=method),
+            timeout=self.timeout if self.timeout is not None else 5.0,
+            check=self._check,
+        )
+        self.seg.frame.ring()
+
+    # -- lifetime -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Mark the segment closed (waking every waiter), unmap it and unlink it."""
+        seg = getattr(self, "seg", None)
+        if seg is None or seg.closed:
+            return
+        seg.store("state", STATE_CLOSED)
+        seg.frame.ring()
+        seg.action.ring()
+        self._watches.close()
+        seg.release()
+        unlink_segment(seg.name)
+
+    def __enter__(self) -> SharedMemoryTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _method_value(name: str) -> int:
+    return int(getattr(cmd.fb.Method, name, 0))

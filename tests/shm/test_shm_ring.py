@@ -1,0 +1,112 @@
+"""The command ring: framing and wrap-around as a property test, corruption, full ring."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mosaic_sdk.shm.atomics import SharedWords
+from mosaic_sdk.shm.layout import RING_HEADER_SIZE, RING_WRITE_POS
+from mosaic_sdk.shm.ring import ByteRing, RingCorruptError, entry_size
+from mosaic_sdk.shm.sync import TransportTimeoutError
+
+
+def make_ring(capacity: int, offset: int = 64) -> tuple[bytearray, ByteRing]:
+    buf = bytearray(offset + RING_HEADER_SIZE + capacity + 64)
+    return buf, ByteRing(buf, SharedWords(buf), offset, capacity)
+
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("write"), st.binary(max_size=120)),
+        st.tuples(st.just("read"), st.none()),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(capacity=st.sampled_from([16, 24, 64, 136, 256]), ops=operations)
+def test_ring_is_a_fifo_of_whole_messages(capacity: int, ops: list) -> None:
+    """Any interleaving of writes and reads behaves like a bounded FIFO queue of messages."""
+    buf, ring = make_ring(capacity)
+    model: list[bytes] = []
+    used = 0
+    for op, payload in ops:
+        if op == "write":
+            if entry_size(len(payload)) > capacity:
+                with pytest.raises(ValueError, match="does not fit"):
+                    ring.try_write(payload)
+                continue
+            fits = used + entry_size(len(payload)) <= capacity
+            assert ring.try_write(payload) is fits
+            if fits:
+                model.append(payload)
+                used += entry_size(len(payload))
+        else:
+            got = ring.try_read()
+            if model:
+                expected = model.pop(0)
+                assert got == expected
+                used -= entry_size(len(expected))
+            else:
+                assert got is None
+        assert ring.pending() == used
+    while model:
+        assert ring.try_read() == model.pop(0)
+    assert ring.try_read() is None
+    # nothing was written outside the ring's region
+    assert not any(buf[:64]) and not any(buf[64 + RING_HEADER_SIZE + capacity :])
+
+
+def test_payload_wraps_around_the_end_of_the_data_area() -> None:
+    _, ring = make_ring(32)
+    assert ring.try_write(b"a" * 12)  # 16 bytes
+    assert ring.try_read() == b"a" * 12
+    assert ring.try_write(b"0123456789abcdefghij")  # 24-byte entry starting at 16: wraps
+    assert ring.try_read() == b"0123456789abcdefghij"
+    assert ring.pending() == 0
+
+
+def test_corrupt_length_is_a_clear_error() -> None:
+    buf, ring = make_ring(64)
+    assert ring.try_write(b"hello")
+    struct.pack_into("<I", buf, 64 + RING_HEADER_SIZE, 1000)
+    with pytest.raises(RingCorruptError, match="claims 1000 bytes"):
+        ring.try_read()
+
+
+def test_inconsistent_positions_are_a_clear_error() -> None:
+    buf, ring = make_ring(64)
+    struct.pack_into("<Q", buf, 64 + RING_WRITE_POS, 1 << 20)
+    with pytest.raises(RingCorruptError, match="inconsistent"):
+        ring.try_read()
+
+
+def test_full_ring_makes_the_writer_wait_then_time_out() -> None:
+    _, ring = make_ring(32)
+    assert ring.try_write(b"x" * 28)
+    assert not ring.try_write(b"y")
+    with pytest.raises(TransportTimeoutError, match="ring full"):
+        ring.write(b"y", timeout=0.05)
+
+
+def test_full_ring_writer_stops_when_the_check_raises() -> None:
+    _, ring = make_ring(32)
+    ring.try_write(b"x" * 28)
+
+    def peer_gone() -> None:
+        raise RuntimeError("peer gone")
+
+    with pytest.raises(RuntimeError, match="peer gone"):
+        ring.write(b"y", timeout=5.0, check=peer_gone)
+
+
+def test_oversized_message_names_the_fix() -> None:
+    _, ring = make_ring(64)
+    with pytest.raises(ValueError, match="cmd_ring_size"):
+        ring.try_write(b"z" * 61)
+    assert ring.try_write(b"z" * ring.max_payload)
