@@ -85,3 +85,15 @@ def test_fastlane_is_switched_on_by_config_or_environment() -> None:
     assert fastlane_requested(Config(run_id="t"), environ={"MOSAIC_FASTLANE_ONLY": "1"})
     assert fastlane_requested(Config(run_id="t"), environ={"GYM_GUI_FASTLANE_ONLY": "1"})
 {%- endif %}
+{%- if cookiecutter.include_fastlane %}
+
+
+def test_a_fastlane_run_completes_and_leaves_no_segment(tmp_path: Path) -> None:
+    # Frames themselves are checked by the conformance suite (fastlane.frames_published).
+    done = run_worker(tmp_path, episodes=1, max_steps_per_episode=10, fastlane=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["event"] == "run_completed"
+    shm = Path("/dev/shm")
+    if shm.is_dir():  # the writer removed its segment when the env closed
+        assert not [p for p in shm.iterdir() if "test-run" in p.name]
+{%- endif %}
