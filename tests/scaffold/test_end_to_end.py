@@ -31,6 +31,14 @@ VARIANTS = {
     },
 }
 
+#: Checks that fail because of a known defect of the SDK itself, not of the template, with
+#: the reason. Passed to `mosaic conformance --expect-fail`, which is strict: once the SDK is
+#: fixed the check passes, the run reports it, and this entry must go.
+SDK_DEFECTS_WITH_FASTLANE = {
+    "env.check_env_fastlane": "mosaic_sdk.fastlane's FastLaneTelemetryWrapper does not inherit "
+    "gymnasium.utils.RecordConstructorArgs, so check_env cannot recreate the wrapped env",
+}
+
 
 @dataclass
 class Baked:
@@ -41,6 +49,11 @@ class Baked:
     worker_type: str
     display_name: str
     package: str
+
+    @property
+    def known_defects(self) -> dict[str, str]:
+        fastlane = self.answers.get("include_fastlane", "yes") == "yes"
+        return SDK_DEFECTS_WITH_FASTLANE if fastlane else {}
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
@@ -95,7 +108,8 @@ def test_workers_list_shows_it(baked: Baked) -> None:
 
 
 def test_conformance_passes(baked: Baked) -> None:
-    done = baked.env.run("mosaic", "conformance", baked.worker_type, "--json", timeout=600)
+    expect = [f"--expect-fail={check}={why}" for check, why in baked.known_defects.items()]
+    done = baked.env.run("mosaic", "conformance", baked.worker_type, "--json", *expect, timeout=600)
     report = done.stdout[done.stdout.find("{") :] if "{" in done.stdout else done.stdout
     assert done.returncode == 0, report[-4000:] + done.stderr[-2000:]
 
@@ -124,8 +138,21 @@ def test_mosaic_run_completes(baked: Baked, tmp_path: Path) -> None:
 
 def test_its_own_tests_pass(baked: Baked) -> None:
     # The project's own suite: unit tests and the conformance suite via parametrize_with_checks.
+    # The SDK defects above are left out here; the conformance CLI test keeps them in view.
+    deselect = [
+        f"--deselect=tests/test_conformance.py::test_conformance[{baked.worker_type}-{check}]"
+        for check in baked.known_defects
+    ]
     done = baked.env.run(
-        "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=baked.project, timeout=600
+        "python",
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *deselect,
+        cwd=baked.project,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout.splitlines()[-1]
