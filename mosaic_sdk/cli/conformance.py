@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from typing import Any
 
@@ -122,6 +121,8 @@ class _RowPrinter:
         from rich.console import Console
 
         self.console = Console(highlight=False, soft_wrap=True)
+        if not self.console.is_terminal:  # a log or a pipe: whole lines, no colour codes
+            self.console = Console(highlight=False, soft_wrap=True, width=100_000, no_color=True)
         self.console.print(f"conformance of worker [bold]{worker}[/bold]")
         self.console.print(f"{'check':<40} {'verdict':<8} {'time':>7}  reason", style="bold")
 

@@ -58,6 +58,19 @@ def parse_expected(values: list[str]) -> dict[str, str]:
     return expected
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    workers = config.getoption("mosaic_workers", default=None)
+    if not workers:
+        return
+    from mosaic_sdk.plugins import UnknownWorkerError, discover_workers
+
+    known = discover_workers().names()
+    for name in workers:
+        if name not in known:
+            raise pytest.UsageError(f"--mosaic-worker: {UnknownWorkerError(name, known)}")
+    parse_expected(config.getoption("mosaic_expect_fail"))
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     if not config.getoption("mosaic_workers") and collection_path.resolve() == SHIPPED_MODULE:
         return True

@@ -45,9 +45,10 @@ class RunPlan:
     """How to launch one recorded run.
 
     ``config_text`` replaces the prepared config file before the launch (a bad config);
-    ``stop_on_step`` sends SIGTERM once the first step line (or, after
-    :data:`STOP_FALLBACK_DELAY`, any line) has arrived and allows ``stop_grace`` seconds before
-    the process group is killed; ``probe(run_id, process, done)`` runs in a thread while the
+    ``stop_on_step`` sends SIGTERM once the first step line has arrived (or
+    :data:`STOP_FALLBACK_DELAY` s after the first line, or ``stop_at`` s after the launch,
+    whichever comes first) and allows ``stop_grace`` seconds before the process group is
+    killed; ``probe(run_id, process, done)`` runs in a thread while the
     worker runs and its return value is kept in ``RecordedRun.probe``.
     """
 
@@ -58,6 +59,7 @@ class RunPlan:
     argv_suffix: tuple[str, ...] = ()
     config_text: str | None = None
     stop_on_step: bool = False
+    stop_at: float | None = None
     stop_grace: float = 10.0
     timeout: float = 120.0
     probe: Probe | None = None
@@ -227,6 +229,11 @@ def _supervise(proc: WorkerProcess, plan: RunPlan, run: RecordedRun) -> None:
     for t in threads:
         t.start()
     fallback: threading.Timer | None = None
+    deadline: threading.Timer | None = None
+    if plan.stop_on_step and plan.stop_at is not None:
+        deadline = threading.Timer(plan.stop_at, send_stop)
+        deadline.daemon = True
+        deadline.start()
     try:
         for raw, arrived in proc.lines():
             text = raw.decode("utf-8", errors="replace")
@@ -253,8 +260,9 @@ def _supervise(proc: WorkerProcess, plan: RunPlan, run: RecordedRun) -> None:
             # stdout closed but the worker keeps running: stop it the runner's way.
             run.exit_code = proc.stop(grace=plan.stop_grace)
     finally:
-        if fallback is not None:
-            fallback.cancel()
+        for timer in (fallback, deadline):
+            if timer is not None:
+                timer.cancel()
         for t in stopper:
             t.join(timeout=plan.stop_grace + 5)
         done.set()

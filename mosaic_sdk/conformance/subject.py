@@ -34,8 +34,25 @@ from mosaic_sdk.plugins import (
 HEARTBEAT_INTERVAL = 0.2
 #: Seed of the recorded runs when the conformance config sets none.
 DEFAULT_SEED = 12345
-#: Seconds a worker gets to stop after SIGTERM before its group is killed.
+#: Seconds a worker gets to stop after SIGTERM before its group is killed
+#: (``MOSAIC_CONFORMANCE_STOP_TIMEOUT`` overrides it, see :func:`stop_timeout`).
 STOP_TIMEOUT = 10.0
+
+
+def stop_timeout() -> float:
+    """:data:`STOP_TIMEOUT`, or ``MOSAIC_CONFORMANCE_STOP_TIMEOUT`` seconds when set."""
+    raw = os.environ.get("MOSAIC_CONFORMANCE_STOP_TIMEOUT", "").strip()
+    if not raw:
+        return STOP_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"MOSAIC_CONFORMANCE_STOP_TIMEOUT={raw!r} is not a number") from None
+    if value <= 0:
+        raise ValueError(f"MOSAIC_CONFORMANCE_STOP_TIMEOUT={raw!r} must be > 0 seconds")
+    return value
+
+
 #: A config that no worker can accept: the bad-config run writes it as its config file.
 MALFORMED_CONFIG = '{"run_id": "conformance-bad-config", "seed": '
 #: Run kinds that may be recorded together (two at a time).
@@ -169,7 +186,13 @@ class WorkerSubject:
             return RunPlan(kind, run_id, config, extra_env={**home, **heartbeat})
         if kind == "stop":
             return RunPlan(
-                kind, run_id, config, extra_env=home, stop_on_step=True, stop_grace=STOP_TIMEOUT
+                kind,
+                run_id,
+                config,
+                extra_env=home,
+                stop_on_step=True,
+                stop_at=self._stop_at(),
+                stop_grace=stop_timeout(),
             )
         if kind == "dry_run":
             return RunPlan(kind, run_id, config, extra_env=home, argv_suffix=("--dry-run",))
@@ -182,6 +205,19 @@ class WorkerSubject:
                 kind, run_id, config, extra_env={**home, **FASTLANE_ENV}, probe=probe_fastlane
             )
         raise ValueError(f"unknown run kind {kind!r}; known: {', '.join(RUN_KINDS)}")
+
+    def _stop_at(self) -> float | None:
+        """When to send SIGTERM to a worker whose lines do not arrive live.
+
+        A worker that streams is stopped at its first step line. One whose lines all arrive
+        at exit gives no such cue: it is stopped at 60 % of its normal run's duration.
+        """
+        from mosaic_sdk.conformance.checks.telemetry import streamed
+
+        normal = self.run("normal")
+        if normal.exited_at is None or normal.launch_error or streamed(normal):
+            return None
+        return max(0.2, 0.6 * (normal.exited_at - normal.started_at))
 
     def run(self, kind: str) -> RecordedRun:
         """The recorded run of that kind, launching it on first use."""
@@ -231,4 +267,11 @@ class WorkerSubject:
         self.close()
 
 
-__all__ = ["FASTLANE_ENV", "HEARTBEAT_INTERVAL", "STOP_TIMEOUT", "WorkerSubject"]
+__all__ = [
+    "FASTLANE_ENV",
+    "HEARTBEAT_INTERVAL",
+    "STOP_TIMEOUT",
+    "WorkerSubject",
+    "fastlane_available",
+    "stop_timeout",
+]

@@ -18,8 +18,8 @@ def claims(capability: str) -> Gate:
             return None  # the check itself reports that the worker cannot be loaded
         try:
             claimed = bool(subject.capability(capability))
-        except Exception:  # noqa: BLE001 - the description checks report this
-            return None
+        except Exception as exc:  # noqa: BLE001 - the description checks report this
+            return f"cannot tell whether it claims {capability}: {exc}"
         return None if claimed else f"the worker does not claim {capability}"
 
     gate.__name__ = f"claims_{capability}"

@@ -6,7 +6,7 @@ from mosaic_sdk.conformance.checks.cli import launched
 from mosaic_sdk.conformance.recording import RecordedRun
 from mosaic_sdk.conformance.registry import conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
-from mosaic_sdk.conformance.subject import STOP_TIMEOUT, WorkerSubject
+from mosaic_sdk.conformance.subject import STOP_TIMEOUT, WorkerSubject, stop_timeout
 from mosaic_sdk.telemetry.emitter import TERMINAL_EVENTS
 
 
@@ -23,7 +23,8 @@ def _signalled(subject: WorkerSubject) -> RecordedRun:
 
 @conformance_check(
     "stop.sigterm_exits",
-    description=f"SIGTERM during a run ends the worker within {STOP_TIMEOUT:g} s",
+    description=f"SIGTERM during a run ends the worker within {STOP_TIMEOUT:g} s "
+    "(MOSAIC_CONFORMANCE_STOP_TIMEOUT)",
     hint="Handle SIGTERM (worker_main sets ctx.cancel; check ctx.cancelled in your loop and "
     "return); forward it to child processes and wait for them",
     runs=("stop",),
@@ -31,7 +32,7 @@ def _signalled(subject: WorkerSubject) -> RecordedRun:
 def sigterm_exits(subject: WorkerSubject) -> str | None:
     run = _signalled(subject)
     if run.killed_after_grace:
-        raise CheckFailed(f"the worker was still running {STOP_TIMEOUT:g} s after SIGTERM")
+        raise CheckFailed(f"the worker was still running {stop_timeout():g} s after SIGTERM")
     assert run.signal_sent_at is not None
     took = (run.exited_at or run.signal_sent_at) - run.signal_sent_at
     return f"exited {took:.2f} s after SIGTERM with code {run.exit_code}"

@@ -136,9 +136,18 @@ def streams_live(subject: WorkerSubject) -> str | None:
     lead = run.exited_at - run.first_line_at
     span = run.exited_at - run.started_at
     note = f"first line {lead:.2f} s before exit (run {span:.2f} s)"
-    if lead < STREAM_LEAD_SECONDS and lead < STREAM_LEAD_FRACTION * span:
+    if not streamed(run):
         raise CheckFailed(f"all lines arrived at exit: {note}")
     return note
+
+
+def streamed(run: RecordedRun) -> bool:
+    """Whether the run's first line arrived well before its exit (see ``streams_live``)."""
+    if run.exited_at is None or run.first_line_at is None:
+        return False
+    lead = run.exited_at - run.first_line_at
+    span = run.exited_at - run.started_at
+    return lead >= STREAM_LEAD_SECONDS or lead >= STREAM_LEAD_FRACTION * span
 
 
 @conformance_check(
