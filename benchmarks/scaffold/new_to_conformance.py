@@ -105,7 +105,7 @@ def one_round(workdir: Path, wheelhouse: Path, *, baked: bool) -> dict[str, floa
 
 
 def build_wheelhouse(target: Path) -> None:
-    pip("wheel", "--wheel-dir", str(target), str(REPO), *TOOLS, *EXTRAS)
+    pip("wheel", "--wheel-dir", str(target), f"{REPO}[conformance]", *TOOLS, *EXTRAS)
 
 
 def main() -> None:

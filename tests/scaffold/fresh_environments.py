@@ -53,7 +53,7 @@ def build_wheelhouse(target: Path) -> Path:
         "--quiet",
         "--wheel-dir",
         str(target),
-        str(REPO_ROOT),
+        f"{REPO_ROOT}[conformance]",
         *BUILD_TOOLS,
         *WORKER_EXTRAS,
         timeout=600,

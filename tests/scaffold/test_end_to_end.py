@@ -80,7 +80,7 @@ def baked(
     )
     assert new.returncode == 0, new.stderr
     (project,) = (root / "src").iterdir()
-    env.install("-e", str(project))
+    env.install("-e", f"{project}[test]")  # what the baked README and CI do
     worker_type = answers.get("worker_type", "my_agent")
     yield Baked(
         request.param,
@@ -110,8 +110,20 @@ def test_workers_list_shows_it(baked: Baked) -> None:
 def test_conformance_passes(baked: Baked) -> None:
     expect = [f"--expect-fail={check}={why}" for check, why in baked.known_defects.items()]
     done = baked.env.run("mosaic", "conformance", baked.worker_type, "--json", *expect, timeout=600)
-    report = done.stdout[done.stdout.find("{") :] if "{" in done.stdout else done.stdout
-    assert done.returncode == 0, report[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0, failed_checks(done.stdout) or done.stdout[-3000:] + done.stderr
+
+
+def failed_checks(report: str) -> str:
+    """The checks of a `mosaic conformance --json` report that did not pass, one per line."""
+    try:
+        results = json.loads(report[report.find("{") :])["results"]
+    except (ValueError, KeyError):
+        return ""
+    return "\n".join(
+        f"{r['name']}: {r['verdict']}: {r['reason']} {r.get('details', [])[:5]}"
+        for r in results
+        if not r.get("ok")
+    )
 
 
 def test_mosaic_run_completes(baked: Baked, tmp_path: Path) -> None:

@@ -57,9 +57,9 @@ def mosaic_worker_launch_command(
 @hookimpl
 def mosaic_worker_conformance_config() -> dict[str, Any]:
     # Small and deterministic: the conformance suite runs the worker several times. The step
-    # delay makes a run last about a second, long enough to observe streaming, heartbeats and
-    # a SIGTERM in the middle of a run.
-    return {"episodes": 3, "max_steps_per_episode": 40, "seed": 7, "step_delay_ms": 8.0}
+    # delay makes a run (about 60 steps) last about a second, long enough to observe
+    # streaming, heartbeats and a SIGTERM in the middle of a run, even on a busy machine.
+    return {"episodes": 3, "max_steps_per_episode": 40, "seed": 7, "step_delay_ms": 15.0}
 
 
 @hookimpl
