@@ -53,6 +53,9 @@ SDK_DISTRIBUTIONS: frozenset[str] = frozenset(
     }
 )
 
+#: MOSAIC-looking names that belong to unrelated projects on PyPI.
+TAKEN_ON_PYPI: frozenset[str] = frozenset({"mosaic", "mosaic-sdk"})
+
 #: Worker types of the workers in the SDK's repository.
 SDK_WORKER_TYPES: frozenset[str] = frozenset({"example", "cleanrl"})
 
@@ -191,7 +194,7 @@ def check_distribution_name(name: str) -> list[str]:
         ]
     normalized = normalize_distribution(name)
     if normalized in SDK_DISTRIBUTIONS:
-        taken = " (taken on PyPI by an unrelated project)" if normalized.count("-") < 2 else ""
+        taken = " (taken on PyPI by an unrelated project)" if normalized in TAKEN_ON_PYPI else ""
         return [
             f"distribution_name {name!r} is a MOSAIC name{taken}; choose your own, "
             f"e.g. 'mosaic-worker-{normalized.split('-')[-1]}-custom'"
@@ -336,6 +339,7 @@ __all__ = [
     "SDK_DISTRIBUTIONS",
     "SDK_PACKAGES",
     "SDK_WORKER_TYPES",
+    "TAKEN_ON_PYPI",
     "check_answers",
     "check_choice",
     "check_distribution_name",

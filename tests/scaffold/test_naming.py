@@ -52,7 +52,8 @@ def test_bad_package_names_say_what_to_use(package: str, says: str, suggests: st
     [
         ("mosaic", "taken on PyPI by an unrelated project"),
         ("Mosaic_SDK", "taken on PyPI by an unrelated project"),
-        ("mosaic-worker-sdk", "MOSAIC name"),
+        ("mosaic-worker-sdk", "is a MOSAIC name; choose your own"),
+        ("gym_gui", "is a MOSAIC name; choose your own"),
         ("requests", "popular package 'requests'"),
         ("Scikit_Learn", "popular package 'scikit-learn'"),
         ("-lead", "not a valid package name"),
