@@ -1,0 +1,72 @@
+"""Jinja filters that embed user text safely into the files of a baked worker.
+
+Loaded by cookiecutter through ``_extensions`` in ``cookiecutter.json`` (cookiecutter puts
+the template directory on ``sys.path``). Standard library and Jinja only.
+
+- ``py_str``: a double-quoted Python string literal that evaluates to the value exactly
+  (quotes, triple quotes, backslashes, newlines, control and non-ASCII characters).
+- ``toml_str``: a TOML basic string that parses to the value exactly.
+- ``md_text``: the value for inline Markdown, its markup characters escaped, on one line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jinja2.ext import Extension
+
+_PY_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_TOML_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_MD_SPECIAL = set("\\`*_{}[]()<>#+!|~")
+
+
+def _escape_code_point(ch: str) -> str:
+    code = ord(ch)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def python_string_literal(value: Any) -> str:
+    """``value`` as a Python string literal, e.g. ``O"Neil`` -> ``"O\\"Neil"``."""
+    out = []
+    for ch in str(value):
+        if ch in _PY_ESCAPES:
+            out.append(_PY_ESCAPES[ch])
+        elif not ch.isprintable() or 0xD800 <= ord(ch) <= 0xDFFF:
+            out.append(_escape_code_point(ch))
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def toml_string_literal(value: Any) -> str:
+    """``value`` as a TOML basic string (control characters and DEL escaped)."""
+    out = []
+    for ch in str(value):
+        code = ord(ch)
+        if ch in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[ch])
+        elif code < 0x20 or code == 0x7F or 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def markdown_text(value: Any) -> str:
+    """``value`` as inline Markdown text: markup escaped, line breaks turned into spaces."""
+    text = " ".join(str(value).split())
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
+
+
+class EmbedExtension(Extension):
+    """Registers the ``py_str``, ``toml_str`` and ``md_text`` filters."""
+
+    def __init__(self, environment: Any) -> None:
+        super().__init__(environment)
+        environment.filters["py_str"] = python_string_literal
+        environment.filters["toml_str"] = toml_string_literal
+        environment.filters["md_text"] = markdown_text

@@ -1,0 +1,99 @@
+"""Unit tests of the worker: config, description, learner, and one real run through the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mosaic_sdk.contract import ConfigError, WorkerCapabilities, WorkerMetadata
+from mosaic_sdk.telemetry import validate_line
+
+from {{ cookiecutter.package_name }} import WORKER_TYPE, plugin
+from {{ cookiecutter.package_name }}.config import Config
+from {{ cookiecutter.package_name }}.runtime import PreferenceLearner
+
+
+def test_config_round_trips_and_refuses_unknown_keys() -> None:
+    config = Config(run_id="t-1", seed=3, episodes=2)
+    assert Config.from_dict(config.to_dict()) == config
+    with pytest.raises(ConfigError, match="episodez"):
+        Config.from_dict({"run_id": "t-1", "episodez": 2})
+
+
+def test_description_matches_the_entry_point() -> None:
+    metadata, capabilities = plugin.mosaic_worker_describe()
+    assert isinstance(metadata, WorkerMetadata) and isinstance(capabilities, WorkerCapabilities)
+    assert capabilities.worker_type == WORKER_TYPE
+    assert metadata.name == {{ cookiecutter.worker_name|py_str }}
+
+
+def test_learner_moves_towards_the_actions_of_a_better_episode() -> None:
+    import gymnasium
+
+    learner = PreferenceLearner(gymnasium.spaces.Discrete(2), Config(run_id="t", seed=0))
+    learner.learn([0, 0, 0, 0], episode_return=0.0)
+    learner.learn([1, 1, 1, 1], episode_return=10.0)
+    assert learner.preferences[1] > learner.preferences[0]
+    assert learner.probabilities()[1] > 0.5
+
+
+def run_worker(tmp_path: Path, *extra: str, **config: object) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"run_id": "test-run", "seed": 1, **config}), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", {{ cookiecutter.package_name|py_str }}, "--config", str(path), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_run_reports_valid_telemetry_and_writes_its_manifest(tmp_path: Path) -> None:
+    done = run_worker(tmp_path, episodes=2, max_steps_per_episode=20)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    for line in lines:
+        assert validate_line(line) == [], line
+    events = [line.get("event") for line in lines if line.get("type") == "lifecycle"]
+    assert events[0] == "run_started" and events[-1] == "run_completed"
+    assert sum(1 for line in lines if line.get("type") == "episode") == 2
+    manifest = json.loads((tmp_path / "analytics.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "completed" and manifest["episodes"] == 2
+
+
+def test_dry_run_validates_without_running(tmp_path: Path) -> None:
+    done = run_worker(tmp_path, "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    bad = run_worker(tmp_path, "--dry-run", env_id="NoSuchEnv-v0")
+    assert bad.returncode == 2
+    assert "NoSuchEnv-v0" in bad.stderr
+{%- if cookiecutter.include_fastlane %}
+
+
+def test_fastlane_is_switched_on_by_config_or_environment() -> None:
+    from {{ cookiecutter.package_name }} import fastlane
+
+    fastlane_requested = fastlane.fastlane_requested
+
+    assert not fastlane_requested(Config(run_id="t"), environ={})
+    assert fastlane_requested(Config(run_id="t", fastlane=True), environ={})
+    assert fastlane_requested(Config(run_id="t"), environ={"MOSAIC_FASTLANE_ONLY": "1"})
+    assert fastlane_requested(Config(run_id="t"), environ={"GYM_GUI_FASTLANE_ONLY": "1"})
+{%- endif %}
+{%- if cookiecutter.include_fastlane %}
+
+
+def test_a_fastlane_run_completes_and_leaves_no_segment(tmp_path: Path) -> None:
+    # Frames themselves are checked by the conformance suite (fastlane.frames_published).
+    done = run_worker(tmp_path, episodes=1, max_steps_per_episode=10, fastlane=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["event"] == "run_completed"
+    shm = Path("/dev/shm")
+    if shm.is_dir():  # the writer removed its segment when the env closed
+        assert not [p for p in shm.iterdir() if "test-run" in p.name]
+{%- endif %}

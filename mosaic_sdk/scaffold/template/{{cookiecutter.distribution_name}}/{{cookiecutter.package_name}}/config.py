@@ -1,0 +1,47 @@
+"""The worker's configuration: the SDK's ``WorkerConfig`` (``run_id``, ``seed``) plus ours.
+
+Every field has a default, so ``mosaic run {{ cookiecutter.worker_type }}`` works without a
+config file. Unknown keys are refused with a message naming them; values are validated by
+pydantic (``episodes=0`` is an error that says what is allowed).
+Add the hyper-parameters of your algorithm here.
+"""
+
+from __future__ import annotations
+
+from mosaic_sdk.contract import WorkerConfig
+from pydantic import Field
+
+DEFAULT_ENV_ID = {{ cookiecutter.env_id|py_str }}
+
+
+class {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Config(WorkerConfig):
+    """Configuration of one run."""
+
+    env_id: str = Field(DEFAULT_ENV_ID, description="Any registered gymnasium env id")
+    episodes: int = Field(5, ge=1, le=1_000_000, description="Episodes to run")
+    max_steps_per_episode: int | None = Field(
+        None, ge=1, description="Truncate episodes after this many steps (None: the env's limit)"
+    )
+    learning_rate: float = Field(
+        0.1, gt=0, le=1, description="Step size of the action-preference update"
+    )
+    exploration: float = Field(
+        0.1, ge=0, le=1, description="Probability of a uniformly random action"
+    )
+    step_delay_ms: float = Field(
+        0.0, ge=0, le=10_000, description="Sleep per step (watch a run live)"
+    )
+    step_every: int = Field(1, ge=1, description="Write every Nth step line (episode ends always)")
+    heartbeat_interval: float | None = Field(
+        None, gt=0, description="Seconds between heartbeats (None: the SDK default)"
+    )
+{%- if cookiecutter.include_fastlane %}
+    fastlane: bool = Field(
+        False,
+        description="Publish rendered frames to FastLane (also on with MOSAIC_FASTLANE_ONLY=1)",
+    )
+{%- endif %}
+
+
+#: The name the rest of the package uses.
+Config = {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Config

@@ -1,0 +1,70 @@
+"""The worker's plugin: the module the ``mosaic.workers`` entry point names.
+
+Each function marked ``@hookimpl`` answers one hook of ``mosaic_sdk.hookspecs``. Keep them
+cheap: discovery calls ``mosaic_worker_describe`` for every installed worker.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk import hookimpl
+from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
+
+from . import WORKER_TYPE, __version__
+from .config import Config
+
+
+@hookimpl
+def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    metadata = WorkerMetadata(
+        name={{ cookiecutter.worker_name|py_str }},
+        version=__version__,
+        description={{ cookiecutter.description|py_str }},
+        author={{ cookiecutter.author|py_str }},
+        upstream_library="gymnasium",
+        license={{ cookiecutter.license|py_str }},
+    )
+    capabilities = WorkerCapabilities(
+        worker_type=WORKER_TYPE,  # must equal the entry-point name in pyproject.toml
+        supported_paradigms=({{ cookiecutter.paradigm|py_str }},),
+        env_families=({{ cookiecutter.env_family|py_str }},),
+        action_spaces=("discrete", "continuous"),
+        observation_spaces=("vector",),
+        supports_fastlane={{ "True" if cookiecutter.include_fastlane else "False" }},
+        estimated_memory_mb=256,
+    )
+    return metadata, capabilities
+
+
+@hookimpl
+def mosaic_worker_config_model() -> type[WorkerConfig]:
+    return Config
+
+
+@hookimpl
+def mosaic_worker_launch_command(
+    config_path: Path, config: WorkerConfig, run_dir: Path
+) -> LaunchCommand:
+    # The runner adds MOSAIC_RUN_ID and MOSAIC_RUN_DIR to the environment itself.
+    return LaunchCommand(
+        argv=(sys.executable, "-m", {{ cookiecutter.package_name|py_str }}, "--config", str(config_path))
+    )
+
+
+@hookimpl
+def mosaic_worker_conformance_config() -> dict[str, Any]:
+    # Small and deterministic: the conformance suite runs the worker several times. The step
+    # delay makes a run (about 60 steps) last about a second, long enough to observe
+    # streaming, heartbeats and a SIGTERM in the middle of a run, even on a busy machine.
+    return {"episodes": 3, "max_steps_per_episode": 40, "seed": 7, "step_delay_ms": 15.0}
+
+
+@hookimpl
+def mosaic_worker_make_env(config: WorkerConfig) -> Any:
+    import gymnasium
+
+    env_id = getattr(config, "env_id", {{ cookiecutter.env_id|py_str }})
+    return gymnasium.make(env_id, render_mode="rgb_array")

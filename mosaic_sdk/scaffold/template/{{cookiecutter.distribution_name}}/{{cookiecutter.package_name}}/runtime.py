@@ -1,0 +1,145 @@
+"""One run of the worker: the environment loop and the learner. Replace the learner with yours.
+
+The SDK's ``worker_main`` (see ``cli.py``) has already parsed the command line, validated the
+config, given stdout to telemetry and installed the SIGTERM/SIGINT handlers; :func:`run`
+builds the env, plays ``config.episodes`` episodes while the learner improves, reports each
+step and episode, writes ``analytics.json`` and ends with ``run_completed`` (or
+``run_cancelled`` when asked to stop).
+
+The learner, :class:`PreferenceLearner`, is deliberately small: softmax preferences over a
+discrete action space, independent of the observation, nudged after each episode towards the
+actions of better-than-average episodes (a gradient bandit). On other action spaces it samples
+uniformly. It is here to show where learning goes, not to solve anything.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from mosaic_sdk.worker_cli import RunContext
+
+from .analytics import build_manifest, write_manifest
+from .config import Config
+from .telemetry import RunReporter
+
+
+class PreferenceLearner:
+    """Softmax action preferences for a discrete action space; uniform sampling otherwise."""
+
+    def __init__(self, action_space: Any, config: Config) -> None:
+        import gymnasium
+
+        self.action_space = action_space
+        self.rng = np.random.default_rng(config.seed)
+        self.learning_rate = config.learning_rate
+        self.exploration = config.exploration
+        self.discrete = isinstance(action_space, gymnasium.spaces.Discrete)
+        n = int(action_space.n) if self.discrete else 0
+        self.preferences = np.zeros(n)
+        self.baseline = 0.0
+        self.episodes_seen = 0
+        action_space.seed(config.seed)
+
+    def probabilities(self) -> np.ndarray:
+        z = np.exp(self.preferences - self.preferences.max())
+        return z / z.sum()
+
+    def act(self, observation: Any) -> Any:
+        if not self.discrete or self.rng.random() < self.exploration:
+            return self.action_space.sample()
+        index = int(self.rng.choice(len(self.preferences), p=self.probabilities()))
+        return int(self.action_space.start) + index
+
+    def learn(self, actions: list[Any], episode_return: float) -> None:
+        """Move preferences towards this episode's actions if it beat the running average."""
+        self.episodes_seen += 1
+        advantage = episode_return - self.baseline
+        self.baseline += (episode_return - self.baseline) / self.episodes_seen
+        if not self.discrete or not actions:
+            return
+        counts = np.bincount(
+            np.asarray(actions, dtype=np.int64) - int(self.action_space.start),
+            minlength=len(self.preferences),
+        )
+        frequencies = counts / counts.sum()
+        step = self.learning_rate * np.tanh(advantage)
+        self.preferences += step * (frequencies - self.probabilities())
+
+
+def make_env(config: Config) -> Any:
+    """The environment of a run{% if cookiecutter.include_fastlane %}, wrapped for FastLane when it is switched on{% endif %}."""
+    import gymnasium
+
+    kwargs: dict[str, Any] = {}
+    if config.max_steps_per_episode is not None:
+        kwargs["max_episode_steps"] = config.max_steps_per_episode
+{%- if cookiecutter.include_fastlane %}
+    from .fastlane import fastlane_requested, wrap_for_fastlane
+
+    if fastlane_requested(config):
+        kwargs["render_mode"] = "rgb_array"
+        return wrap_for_fastlane(gymnasium.make(config.env_id, **kwargs), config)
+{%- endif %}
+    return gymnasium.make(config.env_id, **kwargs)
+
+
+def run(ctx: RunContext) -> None:
+    """Run ``config.episodes`` episodes, learning and reporting as they go."""
+    config = ctx.config
+    assert isinstance(config, Config)
+    env = make_env(config)
+    learner = PreferenceLearner(env.action_space, config)
+    status = "completed"
+    with RunReporter(ctx.emitter, config) as report:
+        try:
+            for episode in range(config.episodes):
+                # Seed only the first reset: later episodes continue the same random stream,
+                # so the whole run is reproducible from one seed.
+                obs, _ = env.reset(seed=config.seed if episode == 0 else None)
+                actions: list[Any] = []
+                episode_return, steps = 0.0, 0
+                terminated = truncated = False
+                while not (terminated or truncated):
+                    if ctx.cancelled:
+                        break
+                    action = learner.act(obs)
+                    obs, reward, terminated, truncated, _ = env.step(action)
+                    terminated, truncated = bool(terminated), bool(truncated)
+                    actions.append(action)
+                    episode_return += float(reward)
+                    report.step(
+                        steps,
+                        float(reward),
+                        terminated=terminated,
+                        truncated=truncated,
+                        action=action,
+                        obs=obs,
+                    )
+                    steps += 1
+                    if config.step_delay_ms:
+                        time.sleep(config.step_delay_ms / 1000.0)
+                if ctx.cancelled:
+                    status = "cancelled"
+                    break
+                learner.learn(actions, episode_return)
+                report.episode(episode_return, steps, terminated=terminated, truncated=truncated)
+        except Exception:
+            status = "failed"  # worker_main reports run_failed with the traceback
+            raise
+        finally:
+            env.close()
+            manifest = build_manifest(
+                config,
+                returns=report.returns,
+                steps=report.total_steps,
+                duration_seconds=report.duration_seconds,
+                status=status,
+                extra={"action_preferences": learner.preferences.tolist()},
+            )
+            write_manifest(ctx.run_dir, manifest)
+        if status == "cancelled":
+            report.cancelled()
+        else:
+            report.completed({"mean_return": manifest["mean_return"], "steps": report.total_steps})
