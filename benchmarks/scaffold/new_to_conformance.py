@@ -38,10 +38,7 @@ EXTRAS = ("gymnasium[classic-control]>=1.0,<2",)
 GOAL_SECONDS = 60.0
 #: Failures that come from the SDK, not from the worker; a run failing only these counts as
 #: green (and the report names them). Empty this once the SDK is fixed.
-KNOWN_SDK_DEFECTS = {
-    "env.check_env_fastlane": "FastLaneTelemetryWrapper does not inherit "
-    "gymnasium.utils.RecordConstructorArgs",
-}
+KNOWN_SDK_DEFECTS: dict[str, str] = {}
 
 
 def pip(*args: str, python: Path | None = None) -> None:

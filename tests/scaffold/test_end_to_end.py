@@ -33,11 +33,8 @@ VARIANTS = {
 
 #: Checks that fail because of a known defect of the SDK itself, not of the template, with
 #: the reason. Passed to `mosaic conformance --expect-fail`, which is strict: once the SDK is
-#: fixed the check passes, the run reports it, and this entry must go.
-SDK_DEFECTS_WITH_FASTLANE = {
-    "env.check_env_fastlane": "mosaic_sdk.fastlane's FastLaneTelemetryWrapper does not inherit "
-    "gymnasium.utils.RecordConstructorArgs, so check_env cannot recreate the wrapped env",
-}
+#: fixed the check passes, the run reports it, and the entry must go. (None today.)
+SDK_DEFECTS_WITH_FASTLANE: dict[str, str] = {}
 
 
 @dataclass
