@@ -26,7 +26,6 @@ from mosaic_sdk.plugins import (
     UnknownWorkerError,
     WorkerHandle,
     WorkerLoadError,
-    create_plugin_manager,
     discover_workers,
 )
 
@@ -112,35 +111,20 @@ class WorkerSubject:
 
     def _resolve_leniently(self) -> None:
         # Discovery refused the worker (or does not know it): load its first entry point of
-        # that name ourselves, without the checks discovery makes, so the rest of the
-        # contract can still be tested. Uses the plugin module's own loading rules.
-        from mosaic_sdk import plugins
+        # that name without the checks discovery makes, so the rest of the contract can
+        # still be tested.
+        from mosaic_sdk.plugins import load_unchecked
 
-        candidates = [
-            c for c in plugins._entry_point_candidates(self.environ) if c.name == self.name
-        ]
-        self.duplicates = [f"{c.distribution or '?'} ({c.value})" for c in candidates]
-        if not candidates:  # refused for a reason we cannot reproduce: report it as is
-            err = self.discovery_error
-            self.load_error = f"{err.error_type}: {err.message}" if err else "not found"
+        found = load_unchecked(self.name, environ=self.environ)
+        self.duplicates = found.sources
+        if found.handle is None:
+            if not found.sources:  # refused for a reason we cannot reproduce: report it as is
+                err = self.discovery_error
+                self.load_error = f"{err.error_type}: {err.message}" if err else "not found"
+            else:
+                self.load_error = found.error
             return
-        c = candidates[0]
-        pm = create_plugin_manager(self.environ)
-        try:
-            plugin, style = plugins._plugin_from(c.load(), c)
-            pm.register(plugin, name=f"worker:{self.name}")
-        except Exception as exc:  # noqa: BLE001 - any import-time failure is the finding
-            self.load_error = f"{type(exc).__name__}: {exc}"
-            return
-        self.handle = WorkerHandle(
-            self.name,
-            plugin,
-            pm,
-            distribution=c.distribution,
-            dist_version=c.dist_version,
-            entry_point=c.value,
-            style=style,
-        )
+        self.handle = found.handle
 
     def require_handle(self) -> WorkerHandle:
         """The worker's handle, or skip: the worker could not be loaded at all."""

@@ -1,0 +1,64 @@
+"""The plugin framework: plugin manager, worker discovery and the upstream-style adapter.
+
+Workers are found through the ``mosaic.workers`` entry-point group. An entry point names
+either
+
+* a *plugin*: a module, a class (instantiated with no arguments) or an object with
+  ``@hookimpl`` methods (see :mod:`mosaic_sdk.hookspecs`), or
+* an *upstream-style factory*: a zero-argument callable returning ``(metadata, capabilities)``
+  as any objects with the platform's field names. It is adapted
+  (:mod:`mosaic_sdk.plugins.upstream`).
+
+Each entry point is loaded on its own; one that fails is recorded as a
+:class:`WorkerLoadError` and discovery carries on. Duplicate names and a ``worker_type`` that
+differs from the entry-point name are errors of that worker.
+
+Environment (as pytest's equivalents): ``MOSAIC_DISABLE_PLUGIN_AUTOLOAD=1`` loads no entry
+points; ``MOSAIC_DISABLE_WORKERS=a,b`` skips those names; ``MOSAIC_TRACE_HOOKS=1`` traces
+every hook call to stderr; ``MOSAIC_PLUGINS=name=module[:attr],...`` adds workers that are
+not installed as distributions (handy in tests and during development).
+
+Modules: ``discovery`` (manager, entry points, registry), ``handle`` (``WorkerHandle``),
+``upstream`` (the adapter), ``errors``, ``defaults`` (the SDK's own trylast answers).
+"""
+
+from mosaic_sdk.plugins.discovery import (
+    BUILTIN_PLUGINS,
+    ENTRY_POINT_GROUP,
+    EntryPointCandidate,
+    UncheckedLoad,
+    WorkerRegistry,
+    create_plugin_manager,
+    discover_workers,
+    entry_point_candidates,
+    load_unchecked,
+    load_worker,
+)
+from mosaic_sdk.plugins.errors import (
+    PluginError,
+    UnknownWorkerError,
+    WorkerLoadError,
+    WorkerUnavailableError,
+)
+from mosaic_sdk.plugins.handle import WorkerHandle
+from mosaic_sdk.plugins.upstream import UpstreamConfig, UpstreamWorkerAdapter
+
+__all__ = [
+    "BUILTIN_PLUGINS",
+    "ENTRY_POINT_GROUP",
+    "EntryPointCandidate",
+    "PluginError",
+    "UncheckedLoad",
+    "UnknownWorkerError",
+    "UpstreamConfig",
+    "UpstreamWorkerAdapter",
+    "WorkerHandle",
+    "WorkerLoadError",
+    "WorkerRegistry",
+    "WorkerUnavailableError",
+    "create_plugin_manager",
+    "discover_workers",
+    "entry_point_candidates",
+    "load_unchecked",
+    "load_worker",
+]

@@ -1,0 +1,329 @@
+"""Discovery: the plugin manager and the ``mosaic.workers`` entry points, one at a time."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata as importlib_metadata
+from typing import Any
+
+import pluggy
+from pydantic import ValidationError
+
+from mosaic_sdk import hookspecs
+from mosaic_sdk.hookspecs import PROJECT_NAME
+from mosaic_sdk.plugins.errors import UnknownWorkerError, WorkerLoadError, WorkerUnavailableError
+from mosaic_sdk.plugins.handle import WorkerHandle
+from mosaic_sdk.plugins.upstream import UpstreamWorkerAdapter
+
+
+def has_hookimpls(obj: Any) -> bool:
+    """Whether ``obj`` has attributes marked with ``@mosaic_sdk.hookimpl``."""
+    attr = f"{PROJECT_NAME}_impl"
+    for name in dir(obj):
+        if name.startswith("mosaic_"):
+            member = getattr(obj, name, None)
+            if member is not None and hasattr(member, attr):
+                return True
+    return False
+
+
+ENTRY_POINT_GROUP = "mosaic.workers"
+
+#: SDK plugins registered in every plugin manager (imported when present).
+BUILTIN_PLUGINS: tuple[str, ...] = ("mosaic_sdk.plugins.defaults", "mosaic_sdk.fastlane.plugin")
+
+
+@dataclass
+class EntryPointCandidate:
+    name: str
+    value: str
+    distribution: str | None
+    dist_version: str | None
+    load: Any  # zero-argument callable returning the named object
+
+    def source(self) -> str:
+        return f"{self.distribution or '?'} ({self.value})"
+
+
+# --- the SDK's own default answers -------------------------------------------------------------
+
+
+def create_plugin_manager(environ: Mapping[str, str] | None = None) -> pluggy.PluginManager:
+    """A plugin manager with the ``mosaic`` hookspecs and the SDK's built-in plugins."""
+    env = os.environ if environ is None else environ
+    pm = pluggy.PluginManager(PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    for module_name in BUILTIN_PLUGINS:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # an optional part of the SDK that is absent
+            continue
+        if pm.get_plugin(f"builtin:{module_name}") is None:
+            pm.register(module, name=f"builtin:{module_name}")
+    if env.get("MOSAIC_TRACE_HOOKS", "") not in ("", "0"):
+        pm.trace.root.setwriter(lambda text: sys.stderr.write(text))
+        pm.enable_tracing()
+    return pm
+
+
+def _csv(value: str | None) -> list[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def entry_point_candidates(environ: Mapping[str, str]) -> list[EntryPointCandidate]:
+    found: list[EntryPointCandidate] = []
+    seen: set[tuple[str, str, str | None]] = set()
+    if environ.get("MOSAIC_DISABLE_PLUGIN_AUTOLOAD", "") in ("", "0"):
+        for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+            dist = getattr(ep, "dist", None)
+            dist_name = dist.metadata["Name"] if dist is not None else None
+            key = (ep.name, ep.value, dist_name)
+            if key in seen:  # the same distribution seen twice on sys.path
+                continue
+            seen.add(key)
+            found.append(
+                EntryPointCandidate(
+                    ep.name, ep.value, dist_name, dist.version if dist else None, ep.load
+                )
+            )
+    for spec in _csv(environ.get("MOSAIC_PLUGINS")):
+        name, sep, value = spec.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            found.append(EntryPointCandidate(spec, spec, "MOSAIC_PLUGINS", None, _bad_spec(spec)))
+            continue
+        found.append(
+            EntryPointCandidate(
+                name.strip(), value.strip(), "MOSAIC_PLUGINS", None, _loader(value.strip())
+            )
+        )
+    return found
+
+
+def _bad_spec(spec: str) -> Any:
+    def load() -> Any:
+        raise ValueError(f"MOSAIC_PLUGINS entry {spec!r} is not of the form name=module[:attr]")
+
+    return load
+
+
+def _loader(value: str) -> Any:
+    def load() -> Any:
+        module_name, _, attr = value.partition(":")
+        obj: Any = importlib.import_module(module_name)
+        for part in filter(None, attr.split(".")):
+            obj = getattr(obj, part)
+        return obj
+
+    return load
+
+
+def _error(c: EntryPointCandidate, exc: BaseException) -> WorkerLoadError:
+    if isinstance(exc, ValidationError):
+        message = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+    else:
+        message = str(exc) or exc.__class__.__name__
+    return WorkerLoadError(
+        name=c.name,
+        distribution=c.distribution,
+        error_type=type(exc).__name__,
+        message=message,
+        traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+    )
+
+
+class WorkerRegistry:
+    """The result of discovery: usable workers by name, and the errors of the others."""
+
+    def __init__(self, pm: pluggy.PluginManager) -> None:
+        self.pm = pm
+        self.workers: dict[str, WorkerHandle] = {}
+        self.errors: dict[str, WorkerLoadError] = {}
+
+    def names(self) -> list[str]:
+        return sorted({*self.workers, *self.errors})
+
+    def get(self, name: str) -> WorkerHandle:
+        """The handle of ``name``; raises UnknownWorkerError or WorkerUnavailableError."""
+        if name in self.workers:
+            return self.workers[name]
+        if name in self.errors:
+            raise WorkerUnavailableError(self.errors[name])
+        raise UnknownWorkerError(name, self.names())
+
+    def entries(self) -> list[dict[str, Any]]:
+        """One dict per worker, broken ones included (``ok`` False, with ``error``)."""
+        rows: list[dict[str, Any]] = []
+        for name in self.names():
+            if name in self.workers:
+                rows.append(self.workers[name].summary())
+            else:
+                err = self.errors[name]
+                rows.append(
+                    {
+                        "name": name,
+                        "ok": False,
+                        "version": None,
+                        "distribution": err.distribution,
+                        "error": err.to_dict(),
+                    }
+                )
+        return rows
+
+
+def plugin_from(obj: Any, c: EntryPointCandidate) -> tuple[Any, str]:
+    if inspect.ismodule(obj):
+        return obj, "plugin"
+    if inspect.isclass(obj):
+        instance = obj()
+        if has_hookimpls(instance):
+            return instance, "plugin"
+        raise TypeError(f"{c.value} is a class without @hookimpl methods")
+    if has_hookimpls(obj):
+        return obj, "plugin"
+    if callable(obj):
+        module = c.value.partition(":")[0]
+        return UpstreamWorkerAdapter(c.name, obj, module), "upstream"
+    raise TypeError(
+        f"{c.value} is a {type(obj).__name__}: expected a module, class or object with "
+        "@mosaic_sdk.hookimpl methods, or a callable returning (metadata, capabilities)"
+    )
+
+
+def discover_workers(
+    *,
+    environ: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    pm: pluggy.PluginManager | None = None,
+) -> WorkerRegistry:
+    """Load every worker; never raises for a broken one (see ``WorkerRegistry.errors``).
+
+    ``extra`` maps names to plugin objects (or upstream factories) to add without entry
+    points, e.g. in tests.
+    """
+    env = os.environ if environ is None else environ
+    pm = pm or create_plugin_manager(env)
+    registry = WorkerRegistry(pm)
+    disabled = set(_csv(env.get("MOSAIC_DISABLE_WORKERS")))
+    candidates = entry_point_candidates(env)
+    for name, obj in (extra or {}).items():
+        candidates.append(
+            EntryPointCandidate(name, f"<{type(obj).__name__}>", None, None, lambda o=obj: o)
+        )
+
+    by_name: dict[str, list[EntryPointCandidate]] = {}
+    for c in candidates:
+        if c.name not in disabled:
+            by_name.setdefault(c.name, []).append(c)
+
+    for name, group in sorted(by_name.items()):
+        if len(group) > 1:
+            sources = ", ".join(f"{c.distribution or '?'} ({c.value})" for c in group)
+            registry.errors[name] = WorkerLoadError(
+                name=name,
+                distribution=group[0].distribution,
+                error_type="DuplicateWorkerName",
+                message=f"{len(group)} entry points are named {name!r}: {sources}; "
+                "uninstall or rename all but one",
+            )
+            continue
+        c = group[0]
+        plugin_name = f"worker:{name}"
+        try:
+            plugin, style = plugin_from(c.load(), c)
+            pm.register(plugin, name=plugin_name)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a broken plugin (even one calling
+            registry.errors[name] = _error(c, exc)  # sys.exit at import) must not stop discovery
+            continue
+        handle = WorkerHandle(
+            name,
+            plugin,
+            pm,
+            distribution=c.distribution,
+            dist_version=c.dist_version,
+            entry_point=c.value,
+            style=style,
+        )
+        try:
+            _, caps = handle.describe()
+            if caps.worker_type != name:
+                raise ValueError(
+                    f"capabilities.worker_type is {caps.worker_type!r} but the entry point is "
+                    f"named {name!r}; make them equal"
+                )
+        except Exception as exc:  # noqa: BLE001
+            pm.unregister(name=plugin_name)
+            registry.errors[name] = _error(c, exc)
+            continue
+        registry.workers[name] = handle
+    return registry
+
+
+@dataclass
+class UncheckedLoad:
+    """What :func:`load_unchecked` found: a handle (or why none), and every source of the name."""
+
+    handle: WorkerHandle | None
+    sources: list[str]
+    error: str | None
+
+
+def load_unchecked(name: str, *, environ: Mapping[str, str] | None = None) -> UncheckedLoad:
+    """Load the first entry point named ``name`` without the checks discovery makes.
+
+    For tools that must inspect a worker discovery refuses (a ``worker_type`` mismatch, a
+    duplicate name), such as the conformance suite. ``sources`` lists every entry point of
+    that name; ``error`` says why no handle could be made.
+    """
+    env = os.environ if environ is None else environ
+    candidates = [c for c in entry_point_candidates(env) if c.name == name]
+    sources = [c.source() for c in candidates]
+    if not candidates:
+        return UncheckedLoad(None, sources, "no entry point of that name")
+    c = candidates[0]
+    pm = create_plugin_manager(env)
+    try:
+        plugin, style = plugin_from(c.load(), c)
+        pm.register(plugin, name=f"worker:{name}")
+    except Exception as exc:  # noqa: BLE001 - any import-time failure is the finding
+        return UncheckedLoad(None, sources, f"{type(exc).__name__}: {exc}")
+    handle = WorkerHandle(
+        name,
+        plugin,
+        pm,
+        distribution=c.distribution,
+        dist_version=c.dist_version,
+        entry_point=c.value,
+        style=style,
+    )
+    return UncheckedLoad(handle, sources, None)
+
+
+def load_worker(name: str, *, environ: Mapping[str, str] | None = None) -> WorkerHandle:
+    """Discover and return one worker (raises UnknownWorkerError / WorkerUnavailableError)."""
+    return discover_workers(environ=environ).get(name)
+
+
+__all__ = [
+    "BUILTIN_PLUGINS",
+    "ENTRY_POINT_GROUP",
+    "EntryPointCandidate",
+    "UncheckedLoad",
+    "WorkerRegistry",
+    "create_plugin_manager",
+    "discover_workers",
+    "entry_point_candidates",
+    "has_hookimpls",
+    "load_unchecked",
+    "load_worker",
+    "plugin_from",
+]

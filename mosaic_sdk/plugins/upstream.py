@@ -1,0 +1,80 @@
+"""Adapter that presents an upstream-style ``get_worker_metadata()`` factory as a plugin.
+
+The platform's workers name a zero-argument callable returning ``(metadata, capabilities)``
+as any objects with the platform's field names. The adapter validates them into the SDK's
+models, keeps the worker's own config keys in ``extras``, and launches the worker as
+``python -m <top-level package>.cli --config PATH``, as the platform does.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.contract import (
+    LaunchCommand,
+    WorkerCapabilities,
+    WorkerConfig,
+    WorkerConfigWithExtras,
+    WorkerMetadata,
+)
+from mosaic_sdk.hookspecs import hookimpl
+
+
+def _as_tuple(value: Any) -> Any:
+    if isinstance(value, (list, set, frozenset)):
+        return tuple(value)
+    return value
+
+
+def fields_of(obj: Any, model: type[Any]) -> dict[str, Any]:
+    if isinstance(obj, Mapping):
+        source = dict(obj)
+    else:
+        source = {n: getattr(obj, n) for n in model.model_fields if hasattr(obj, n)}
+    return {k: _as_tuple(v) for k, v in source.items() if k in model.model_fields}
+
+
+class UpstreamConfig(WorkerConfigWithExtras):
+    """Config of an upstream-style worker: its own keys are unknown to us, so kept as extras."""
+
+
+class UpstreamWorkerAdapter:
+    """Presents an upstream-style ``get_worker_metadata()`` factory as a worker plugin."""
+
+    def __init__(self, name: str, factory: Any, module: str) -> None:
+        self.name = name
+        self.factory = factory
+        self.module = module
+        self.package = module.split(".")[0]
+
+    @hookimpl
+    def mosaic_worker_describe(self) -> tuple[WorkerMetadata, WorkerCapabilities]:
+        result = self.factory()
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise TypeError(
+                f"{self.module} factory returned {type(result).__name__}; "
+                "expected a (metadata, capabilities) pair"
+            )
+        meta, caps = result
+        return (
+            WorkerMetadata(**fields_of(meta, WorkerMetadata)),
+            WorkerCapabilities(**fields_of(caps, WorkerCapabilities)),
+        )
+
+    @hookimpl
+    def mosaic_worker_config_model(self) -> type[WorkerConfig]:
+        return UpstreamConfig
+
+    @hookimpl
+    def mosaic_worker_launch_command(
+        self, config_path: Path, config: WorkerConfig, run_dir: Path
+    ) -> LaunchCommand:
+        return LaunchCommand(
+            argv=(sys.executable, "-m", f"{self.package}.cli", "--config", str(config_path))
+        )
+
+
+# --- handles
