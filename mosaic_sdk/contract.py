@@ -285,6 +285,14 @@ class WorkerConfigWithExtras(WorkerConfig):
         default_factory=dict, description="Keys this worker does not declare, kept as given"
     )
 
+    def to_dict(self) -> dict[str, Any]:
+        """The flat form: extras go back to the top level, where they came from (a worker
+        reading its config file sees the keys it was given); ``from_dict`` collects them
+        again, so the round trip stays exact."""
+        data = self.model_dump(mode="json")
+        extras = data.pop("extras", {})
+        return {**extras, **data}
+
 
 class LaunchCommand(BaseModel):
     """How the runner starts a worker: ``argv`` and variables added to the environment."""

@@ -149,3 +149,21 @@ def test_other_env_ids_work(tmp_path: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     assert sum(1 for x in parsed(res.stdout) if x["type"] == "step") == 20
+
+
+def test_platform_cli_flags_are_accepted(tmp_path: Path) -> None:
+    """--worker-id tags every line; --grpc/--grpc-target are reserved by the platform."""
+    res = run_worker(
+        {"run_id": "flags", "episodes": 1, "max_steps_per_episode": 5},
+        tmp_path,
+        "--worker-id",
+        "w7",
+        "--grpc",
+        "--grpc-target",
+        "127.0.0.1:50055",
+        "-v",
+    )
+    assert res.returncode == 0, res.stderr
+    lines = parsed(res.stdout)
+    assert lines and all(x["worker_id"] == "w7" for x in lines)
+    assert "--grpc is reserved" in res.stderr
