@@ -258,3 +258,37 @@ def test_a_closed_pipe_does_not_crash_the_worker() -> None:
     assert em.broken
     em.step(0, 1, 1.0)
     em.close()
+
+
+def deployed_proxy_forwards(raw: str) -> bool:
+    """The platform's telemetry proxy, as UPSTREAM.md describes it: non-JSON lines are
+    skipped, and only objects whose "type" is "step" or "episode" are forwarded."""
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get("type") in ("step", "episode")
+
+
+def test_the_deployed_proxy_forwards_our_steps_and_episodes() -> None:
+    """Upstream defect: lines written the way the worker guide says (``event_type``) were
+    dropped by the proxy. Ours carry ``type`` and are forwarded."""
+    buf = io.StringIO()
+    em = TelemetryEmitter("r", buf, flush_interval=0)
+    em.step(0, 0, 1.0)
+    em.episode(0, 1.0, 1, terminated=True)
+    assert all(deployed_proxy_forwards(x) for x in buf.getvalue().splitlines())
+    guide_style = json.dumps({"event_type": "step", "run_id": "r", "step_index": 0})
+    assert not deployed_proxy_forwards(guide_style)  # the old behaviour this fixes
+
+
+def test_lifecycle_lines_carry_version_seq_and_ns_time() -> None:
+    """Upstream defect: lifecycle lines had no schema version, sequence or ns timestamp."""
+    buf = io.StringIO()
+    em = TelemetryEmitter("r", buf, flush_interval=0)
+    em.heartbeat(step=1)
+    em.run_completed(episodes=0, total_reward=0.0, duration_seconds=0.0)
+    a, b = lines_of(buf)
+    assert a["schema_version"] == b["schema_version"] == SCHEMA_VERSION
+    assert (a["seq"], b["seq"]) == (1, 2)
+    assert b["ts_unix_ns"] >= a["ts_unix_ns"] > 10**18
