@@ -12,8 +12,10 @@ its ``extras`` dict.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
@@ -206,6 +208,39 @@ def unwrap_job_descriptor(data: Mapping[str, Any]) -> dict[str, Any]:
     return dict(data)
 
 
+def read_config_json(path: str | Path) -> dict[str, Any]:
+    """Read a JSON config file and return its object (flat, or a job descriptor).
+
+    Raises :class:`ConfigError` with one line that says what is wrong with the file: missing,
+    a directory, not UTF-8, not JSON (with line and column), or not a JSON object. The worker
+    CLI and ``mosaic run`` both read config files through it, so the user sees one wording.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError([f"config file {path} does not exist"]) from None
+    except IsADirectoryError:
+        raise ConfigError([f"config file {path} is a directory; pass a JSON file"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError([f"config file {path} is not UTF-8 text; pass a JSON file"]) from None
+    except OSError as exc:
+        raise ConfigError([f"cannot read config file {path}: {exc.strerror}"]) from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            [
+                f"config file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                f"{exc.msg})"
+            ]
+        ) from None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            [f"config file {path} holds a JSON {type(raw).__name__}; a config is a JSON object"]
+        )
+    return dict(raw)
+
+
 class WorkerConfig(BaseModel):
     """Base configuration every worker's config extends.
 
@@ -320,6 +355,7 @@ __all__ = [
     "WorkerMetadata",
     "check_run_id",
     "format_validation_error",
+    "read_config_json",
     "unknown_vocabulary",
     "unwrap_job_descriptor",
 ]

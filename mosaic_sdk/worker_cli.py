@@ -21,7 +21,6 @@ cancelled by SIGTERM.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -31,7 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.contract import ConfigError, WorkerConfig, check_run_id
+from mosaic_sdk.contract import ConfigError, WorkerConfig, check_run_id, read_config_json
 from mosaic_sdk.telemetry.emitter import TelemetryEmitter
 from mosaic_sdk.telemetry.stdout import claim_stdout
 
@@ -108,23 +107,9 @@ def _fail_config(message: str, raw: Any, worker_id: str | None, out: Any) -> int
 
 
 def load_config(path: str, model: type[WorkerConfig]) -> tuple[Any, WorkerConfig]:
-    """Read and validate a config file. Raises ConfigError with a readable message."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError([f"config file {path} does not exist"]) from None
-    except OSError as exc:
-        raise ConfigError([f"cannot read config file {path}: {exc.strerror}"]) from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            [
-                f"config file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                f"{exc.msg})"
-            ]
-        ) from None
+    """Read and validate a config file. Raises ConfigError with a readable message (its
+    ``raw`` attribute holds the parsed file when it was JSON, to find a run id in)."""
+    raw = read_config_json(path)
     try:
         return raw, model.from_dict(raw)
     except ConfigError as exc:

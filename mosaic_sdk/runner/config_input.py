@@ -1,8 +1,8 @@
 """The config a user hands to ``mosaic run``: a JSON file plus ``--set key=value`` overrides.
 
-Errors are :class:`~mosaic_sdk.contract.ConfigError` with the same wording as the worker CLI
-(:func:`mosaic_sdk.worker_cli.load_config`), so a user sees one message whichever side reads
-the file first.
+Errors are :class:`~mosaic_sdk.contract.ConfigError`; files are read by
+:func:`mosaic_sdk.contract.read_config_json`, as the worker CLI reads them, so a user sees one
+message whichever side reads the file first.
 """
 
 from __future__ import annotations
@@ -12,36 +12,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.contract import ConfigError, unwrap_job_descriptor
+from mosaic_sdk.contract import ConfigError, read_config_json, unwrap_job_descriptor
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """Read a JSON config file (flat, or a job descriptor); returns the worker's config dict."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError([f"config file {path} does not exist"]) from None
-    except IsADirectoryError:
-        raise ConfigError([f"config file {path} is a directory; pass a JSON file"]) from None
-    except UnicodeDecodeError:
-        raise ConfigError([f"config file {path} is not UTF-8 text; pass a JSON file"]) from None
-    except OSError as exc:
-        raise ConfigError([f"cannot read config file {path}: {exc.strerror}"]) from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            [
-                f"config file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                f"{exc.msg})"
-            ]
-        ) from None
-    if not isinstance(raw, Mapping):
-        raise ConfigError(
-            [f"config file {path} holds a JSON {type(raw).__name__}; a config is a JSON object"]
-        )
-    return unwrap_job_descriptor(raw)
+    return unwrap_job_descriptor(read_config_json(path))
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
