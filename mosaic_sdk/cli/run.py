@@ -108,6 +108,7 @@ def result_dict(result: Any) -> dict[str, Any]:
         "exit_code": result.exit_code,
         "error": result.error,
         "counts": result.counts,
+        "env_steps": max(result.env_steps, result.counts.get("steps", 0)),
         "run_dir": str(result.run_dir),
         "store": str(result.store_path),
         "duration_seconds": result.duration_seconds,
@@ -124,8 +125,12 @@ def summary_line(result: Any) -> str:
     store_opt = ""
     if Path(result.store_path).resolve() != default_store_path().resolve():
         store_opt = f" --store {result.store_path}"
+    env_steps = max(getattr(result, "env_steps", 0), c["steps"])
+    steps = f"{env_steps} steps"
+    if env_steps != c["steps"]:
+        steps += f" ({c['steps']} step lines)"
     parts = [
-        f"{c['steps']} steps",
+        steps,
         f"{c['episodes']} episodes",
         f"{c['events']} events",
         f"{c['log_lines']} log lines",

@@ -124,6 +124,8 @@ class LineIngest:
         self.run_id = run_id
         self.line_no = 0
         self.steps = 0
+        #: Sum of the ``steps`` of the episode lines: env steps when step lines are throttled.
+        self.episode_steps = 0
         self.episodes = 0
         self.events = 0
         self.log_lines = 0
@@ -132,6 +134,12 @@ class LineIngest:
         self.last_event: str | None = None
         self.terminal_event: dict[str, Any] | None = None
         self.last_step: tuple[Any, Any] | None = None
+
+    @property
+    def env_steps(self) -> int:
+        """Environment steps so far: the step lines, or the episodes' step counts when the
+        worker throttles its step lines (whichever is larger)."""
+        return max(self.steps, self.episode_steps)
 
     def add(
         self, batch: LineBatch, raws: list[bytes], partial_last: bool = False
@@ -217,6 +225,9 @@ class LineIngest:
                 if isinstance(total, (int, float)):
                     self.recent_returns.append(float(total))
                     batch.last_return = float(total)
+                n_steps = d.get("steps")
+                if type(n_steps) is int and n_steps > 0:
+                    self.episode_steps += n_steps
             elif kind == "lifecycle":
                 self._lifecycle(batch, line_no, d, item.text, synthesised=False)
                 lifecycle.append(d)

@@ -22,6 +22,13 @@ from typing import Any, Protocol, TextIO
 RECENT_EPISODES = 20
 
 
+def _lines_note(snap: Snapshot, plain: bool = False) -> str:
+    """Says how many step lines arrived when that differs from the env steps shown."""
+    if snap.step_lines is None or snap.step_lines == snap.steps:
+        return ""
+    return f" step_lines={snap.step_lines}" if plain else f"  {snap.step_lines:,} step lines"
+
+
 @dataclass
 class Snapshot:
     """What the view shows, taken from the supervisor's counters."""
@@ -36,6 +43,8 @@ class Snapshot:
     recent_returns: list[float]
     last_event: str | None
     status: str = "running"
+    #: Step lines received (fewer than ``steps`` when the worker throttles them).
+    step_lines: int | None = None
 
     @property
     def mean_return(self) -> float | None:
@@ -96,7 +105,7 @@ class PlainDisplay:
     def line(self, snap: Snapshot, rate: float) -> str:
         return (
             f"[{snap.run_id}] {_fmt_elapsed(snap.elapsed)} steps={snap.steps} "
-            f"({rate:.0f}/s) episodes={snap.episodes} "
+            f"({rate:.0f}/s){_lines_note(snap, plain=True)} episodes={snap.episodes} "
             f"mean_return(last {RECENT_EPISODES})={_fmt_return(snap.mean_return)} "
             f"last_event={snap.last_event or '-'}"
         )
@@ -139,7 +148,7 @@ class RichDisplay:
         table.add_row("run", f"{snap.run_id}  ({snap.worker})")
         table.add_row("status", snap.status)
         table.add_row("elapsed", _fmt_elapsed(snap.elapsed))
-        table.add_row("steps", f"{snap.steps:,}  ({rate:,.0f}/s)")
+        table.add_row("steps", f"{snap.steps:,}  ({rate:,.0f}/s){_lines_note(snap)}")
         table.add_row("episodes", f"{snap.episodes:,}")
         table.add_row(f"mean return (last {RECENT_EPISODES})", _fmt_return(snap.mean_return))
         table.add_row("last event", snap.last_event or "-")

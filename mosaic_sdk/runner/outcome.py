@@ -45,6 +45,8 @@ class RunResult:
     store_error: str | None = None
     #: Transactions the store writer committed for this run (one per batch).
     transactions: int = 0
+    #: Env steps: the step lines, or the episodes' step counts when step lines are throttled.
+    env_steps: int = 0
 
     @property
     def runner_exit_code(self) -> int:

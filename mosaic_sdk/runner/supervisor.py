@@ -234,6 +234,7 @@ class RunSupervisor:
                 synthesised=[outcome.synthesised["event"]] if outcome.synthesised else [],
                 store_error=None if writer.error is None else str(writer.error),
                 transactions=writer.transactions,
+                env_steps=ingest.env_steps,
             )
         except BaseException as exc:  # the runner itself failed: record it, leave no orphan
             if proc is not None and proc.poll() is None:
@@ -277,7 +278,8 @@ class RunSupervisor:
             run_id=self.run_id,
             worker=self.handle.name,
             elapsed=time.monotonic() - started,
-            steps=ingest.steps,
+            steps=ingest.env_steps,
+            step_lines=ingest.steps,
             episodes=ingest.episodes,
             events=ingest.events,
             log_lines=ingest.log_lines,
