@@ -26,11 +26,17 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.contract import ConfigError, WorkerConfig, check_run_id, read_config_json
+from mosaic_sdk.contract import (
+    ConfigError,
+    WorkerConfig,
+    check_run_id,
+    read_config_json,
+    unwrap_job_descriptor,
+)
 from mosaic_sdk.telemetry.emitter import TelemetryEmitter
 from mosaic_sdk.telemetry.stdout import claim_stdout
 
@@ -79,16 +85,10 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def _raw_run_id(raw: Any) -> str:
+    """A safe run id for the run_failed line of a config that did not validate."""
     candidates: list[Any] = []
-    if isinstance(raw, dict):
-        candidates.append(raw.get("run_id"))
-        nested = raw.get("metadata", {})
-        if isinstance(nested, dict):
-            candidates.append(
-                nested.get("worker", {}).get("config", {}).get("run_id")
-                if isinstance(nested.get("worker"), dict)
-                else None
-            )
+    if isinstance(raw, Mapping):
+        candidates += [unwrap_job_descriptor(raw).get("run_id"), raw.get("run_id")]
     candidates.append(os.environ.get("MOSAIC_RUN_ID"))
     for value in candidates:
         if isinstance(value, str):

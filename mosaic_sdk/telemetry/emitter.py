@@ -307,13 +307,7 @@ class TelemetryEmitter:
         step: int | None = None,
         metrics: Mapping[str, Any] | None = None,
     ) -> int:
-        payload = {
-            "checkpoint_path": str(checkpoint_path),
-            "episode": episode,
-            "step": step,
-            "metrics": dict(metrics or {}),
-        }
-        return self.lifecycle("checkpoint_saved", payload)
+        return self._checkpoint("checkpoint_saved", checkpoint_path, episode, step, metrics)
 
     def checkpoint_loaded(
         self,
@@ -323,13 +317,23 @@ class TelemetryEmitter:
         step: int | None = None,
         metrics: Mapping[str, Any] | None = None,
     ) -> int:
+        return self._checkpoint("checkpoint_loaded", checkpoint_path, episode, step, metrics)
+
+    def _checkpoint(
+        self,
+        event: str,
+        checkpoint_path: str,
+        episode: int | None,
+        step: int | None,
+        metrics: Mapping[str, Any] | None,
+    ) -> int:
         payload = {
             "checkpoint_path": str(checkpoint_path),
             "episode": episode,
             "step": step,
             "metrics": dict(metrics or {}),
         }
-        return self.lifecycle("checkpoint_loaded", payload)
+        return self.lifecycle(event, payload)
 
     # -- steps and episodes -----------------------------------------------------------------
     def _keep_step_locked(self) -> bool:
