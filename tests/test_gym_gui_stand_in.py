@@ -275,3 +275,20 @@ def test_the_launcher_without_a_module_says_how_to_use_it() -> None:
         [sys.executable, "-m", LAUNCHER], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2 and "usage:" in done.stderr and "MODULE" in done.stderr
+
+
+@pytest.mark.usefixtures("no_real_gui", "plugin_fixtures")
+def test_a_worker_whose_runtime_imports_gym_gui_runs_under_mosaic_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from mosaic_sdk.runner import run_worker
+
+    monkeypatch.setenv(
+        "MOSAIC_PLUGINS", "emitterworker=platform_emitter_worker:get_worker_metadata"
+    )
+    result = run_worker(
+        "emitterworker", {"steps": 4}, run_id="emit-1", store=tmp_path / "runs.sqlite"
+    )
+    assert result.status == "completed", result.error
+    assert result.counts["steps"] == 4 and result.counts["episodes"] == 1
+    assert result.counts["events"] == 2 and result.synthesised == []
