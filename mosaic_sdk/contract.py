@@ -343,6 +343,14 @@ class WorkerConfigWithExtras(WorkerConfig):
         extras = data.pop("extras", {})
         return {**extras, **data}
 
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The JSON Schema of the flat form ``to_dict`` writes: keys the model does not
+        declare are allowed (they are the extras)."""
+        schema = cls.model_json_schema()
+        schema["additionalProperties"] = True
+        return schema
+
 
 class LaunchCommand(BaseModel):
     """How the runner starts a worker: ``argv`` and variables added to the environment."""

@@ -122,3 +122,17 @@ def test_workers_show_text_says_none(capsys: pytest.CaptureFixture[str]) -> None
     out = capsys.readouterr().out
     assert _row(out, "upstream_library") == "mylib"
     assert _row(out, "gpu_memory_mb") == "2048"
+
+
+def test_the_schema_of_an_upstream_config_accepts_its_own_to_dict() -> None:
+    """Unknown keys are collected, and to_dict writes them back flat: the JSON Schema must
+    accept them there (the guide's keys were refused as additional properties)."""
+    import jsonschema
+
+    from mosaic_sdk.plugins import UpstreamConfig
+
+    config = UpstreamConfig.from_dict({"run_id": "r1", "algorithm": "ppo", "total_steps": 5})
+    schema = UpstreamConfig.json_schema()
+    jsonschema.validate(config.to_dict(), schema)
+    with pytest.raises(jsonschema.ValidationError, match="run_id"):
+        jsonschema.validate({"algorithm": "ppo"}, schema)  # run_id stays required
