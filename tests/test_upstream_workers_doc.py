@@ -176,6 +176,8 @@ def test_the_conformance_table_is_a_working_config_of_the_guide_worker(tmp_path:
     from my_worker.config import MyWorkerConfig  # the installed guide package
 
     assert "run_id" not in table
+    fixture = tomllib.loads((GUIDE_PACKAGE / "pyproject.toml").read_text(encoding="utf-8"))
+    assert fixture["tool"]["mosaic"]["conformance"] == table  # the fixture follows the page
     assert set(table) <= set(MyWorkerConfig.__dataclass_fields__)  # the worker's own keys
     result = run_worker("myworker", table, store=tmp_path / "s.sqlite")
     assert result.status == "completed", result.error
