@@ -24,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -103,7 +104,12 @@ RunId = Annotated[str, AfterValidator(check_run_id)]
 
 
 class WorkerMetadata(BaseModel):
-    """Who the worker is. ``name`` and ``version`` are required."""
+    """Who the worker is. ``name`` and ``version`` are required.
+
+    ``upstream_library`` and ``upstream_version`` are ``Optional[str]`` as on the platform:
+    ``None`` means "wraps no library" (or "version unknown"); an empty string is read as
+    ``None`` too, so "not given" has one spelling in dumps and in ``mosaic workers show``.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -112,9 +118,18 @@ class WorkerMetadata(BaseModel):
     description: str = ""
     author: str = ""
     homepage: str = ""
-    upstream_library: str = Field("", description="The RL library the worker wraps, if any")
-    upstream_version: str = ""
+    upstream_library: str | None = Field(
+        None, description="The RL library the worker wraps; None when it wraps none"
+    )
+    upstream_version: str | None = Field(
+        None, description="The wrapped library's version; None when none or unknown"
+    )
     license: str = Field("", description="SPDX license identifier, e.g. 'MIT'")
+
+    @field_validator("upstream_library", "upstream_version", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        return None if value == "" else value
 
 
 class WorkerCapabilities(BaseModel):
@@ -327,6 +342,14 @@ class WorkerConfigWithExtras(WorkerConfig):
         data = self.model_dump(mode="json")
         extras = data.pop("extras", {})
         return {**extras, **data}
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The JSON Schema of the flat form ``to_dict`` writes: keys the model does not
+        declare are allowed (they are the extras)."""
+        schema = cls.model_json_schema()
+        schema["additionalProperties"] = True
+        return schema
 
 
 class LaunchCommand(BaseModel):

@@ -91,7 +91,14 @@ def test_upstream_style_factory_is_adapted() -> None:
     from pathlib import Path
 
     cmd = handle.launch_command(Path("/tmp/c.json"), cfg, Path("/tmp"))
-    assert list(cmd.argv[1:]) == ["-m", "fixture_workers.cli", "--config", "/tmp/c.json"]
+    # run as `python -m fixture_workers.cli`, through the launcher that provides gym_gui.core.worker
+    assert list(cmd.argv[1:]) == [
+        "-m",
+        "mosaic_sdk.plugins.gym_gui_stand_in",
+        "fixture_workers.cli",
+        "--config",
+        "/tmp/c.json",
+    ]
 
 
 def test_upstream_factory_returning_garbage_is_reported() -> None:

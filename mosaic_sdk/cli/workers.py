@@ -106,6 +106,18 @@ def _field_rows(schema: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def _cell(value: Any) -> str:
+    """One value of the metadata or capabilities tables: ``None`` (not given) reads "none",
+    an empty string "-", a list its items."""
+    if value is None:
+        return "none"
+    if value == "":
+        return "-"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "-"
+    return str(value)
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     info = describe_worker(args.name)
     if args.json:
@@ -124,11 +136,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     )
     meta_table = Table(title="Metadata", title_justify="left", show_header=False)
     for key, value in meta.items():
-        meta_table.add_row(key, str(value) if value not in ("", None) else "-")
+        meta_table.add_row(key, _cell(value))
     console.print(meta_table)
     cap_table = Table(title="Capabilities", title_justify="left", show_header=False)
     for key, value in caps.items():
-        text = ", ".join(value) if isinstance(value, list) else str(value)
+        text = _cell(value)
         strange = info["unknown_vocabulary"].get(key)
         if strange:
             text += f"  [yellow](not in the SDK's vocabulary: {', '.join(strange)})[/yellow]"

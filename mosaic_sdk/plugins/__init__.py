@@ -19,29 +19,65 @@ every hook call to stderr; ``MOSAIC_PLUGINS=name=module[:attr],...`` adds worker
 not installed as distributions (handy in tests and during development).
 
 Modules: ``discovery`` (manager, entry points, registry), ``handle`` (``WorkerHandle``),
-``upstream`` (the adapter), ``errors``, ``defaults`` (the SDK's own trylast answers).
+``upstream`` (the adapter), ``errors``, ``defaults`` (the SDK's own trylast answers),
+``gym_gui_stand_in`` (``gym_gui.core.worker`` for upstream-style workers when the GUI is
+absent, and the launcher their processes start through).
+
+The names below are loaded on first use: a worker process started through
+``python -m mosaic_sdk.plugins.gym_gui_stand_in`` does not pay for pluggy and pydantic.
 """
 
-from mosaic_sdk.plugins.discovery import (
-    BUILTIN_PLUGINS,
-    ENTRY_POINT_GROUP,
-    EntryPointCandidate,
-    UncheckedLoad,
-    WorkerRegistry,
-    create_plugin_manager,
-    discover_workers,
-    entry_point_candidates,
-    load_unchecked,
-    load_worker,
-)
-from mosaic_sdk.plugins.errors import (
-    PluginError,
-    UnknownWorkerError,
-    WorkerLoadError,
-    WorkerUnavailableError,
-)
-from mosaic_sdk.plugins.handle import WorkerHandle
-from mosaic_sdk.plugins.upstream import UpstreamConfig, UpstreamWorkerAdapter
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mosaic_sdk.plugins.discovery import (
+        BUILTIN_PLUGINS,
+        ENTRY_POINT_GROUP,
+        EntryPointCandidate,
+        UncheckedLoad,
+        WorkerRegistry,
+        create_plugin_manager,
+        discover_workers,
+        entry_point_candidates,
+        load_unchecked,
+        load_worker,
+    )
+    from mosaic_sdk.plugins.errors import (
+        PluginError,
+        UnknownWorkerError,
+        WorkerLoadError,
+        WorkerUnavailableError,
+    )
+    from mosaic_sdk.plugins.handle import WorkerHandle
+    from mosaic_sdk.plugins.upstream import UpstreamConfig, UpstreamWorkerAdapter
+
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "BUILTIN_PLUGINS",
+            "ENTRY_POINT_GROUP",
+            "EntryPointCandidate",
+            "UncheckedLoad",
+            "WorkerRegistry",
+            "create_plugin_manager",
+            "discover_workers",
+            "entry_point_candidates",
+            "load_unchecked",
+            "load_worker",
+        ),
+        "mosaic_sdk.plugins.discovery",
+    ),
+    **dict.fromkeys(
+        ("PluginError", "UnknownWorkerError", "WorkerLoadError", "WorkerUnavailableError"),
+        "mosaic_sdk.plugins.errors",
+    ),
+    "WorkerHandle": "mosaic_sdk.plugins.handle",
+    "UpstreamConfig": "mosaic_sdk.plugins.upstream",
+    "UpstreamWorkerAdapter": "mosaic_sdk.plugins.upstream",
+}
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -62,3 +98,16 @@ __all__ = [
     "load_unchecked",
     "load_worker",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mosaic_sdk.plugins' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from mosaic_sdk import hookspecs
 from mosaic_sdk.hookspecs import PROJECT_NAME
 from mosaic_sdk.plugins.errors import UnknownWorkerError, WorkerLoadError, WorkerUnavailableError
+from mosaic_sdk.plugins.gym_gui_stand_in import install_gym_gui_stand_in
 from mosaic_sdk.plugins.handle import WorkerHandle
 from mosaic_sdk.plugins.upstream import UpstreamWorkerAdapter
 
@@ -205,10 +206,14 @@ def discover_workers(
 ) -> WorkerRegistry:
     """Load every worker; never raises for a broken one (see ``WorkerRegistry.errors``).
 
+    Installs the ``gym_gui.core.worker`` stand-in first (it answers only while no real
+    ``gym_gui`` is importable; see :mod:`mosaic_sdk.plugins.gym_gui_stand_in`).
+
     ``extra`` maps names to plugin objects (or upstream factories) to add without entry
     points, e.g. in tests.
     """
     env = os.environ if environ is None else environ
+    install_gym_gui_stand_in()  # upstream-style workers import gym_gui.core.worker
     pm = pm or create_plugin_manager(env)
     registry = WorkerRegistry(pm)
     disabled = set(_csv(env.get("MOSAIC_DISABLE_WORKERS")))
@@ -290,6 +295,7 @@ def load_unchecked(name: str, *, environ: Mapping[str, str] | None = None) -> Un
     if not candidates:
         return UncheckedLoad(None, sources, "no entry point of that name")
     c = candidates[0]
+    install_gym_gui_stand_in()
     pm = create_plugin_manager(env)
     try:
         plugin, style = plugin_from(c.load(), c)

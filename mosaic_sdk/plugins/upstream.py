@@ -3,7 +3,10 @@
 The platform's workers name a zero-argument callable returning ``(metadata, capabilities)``
 as any objects with the platform's field names. The adapter validates them into the SDK's
 models, keeps the worker's own config keys in ``extras``, and launches the worker as
-``python -m <top-level package>.cli --config PATH``, as the platform does.
+``python -m <top-level package>.cli --config PATH``, as the platform does, through the
+``gym_gui`` stand-in's launcher (``python -m mosaic_sdk.plugins.gym_gui_stand_in
+<package>.cli --config PATH``), so ``gym_gui.core.worker`` imports in the worker process
+even without the GUI. ``None`` in the platform's ``Optional`` fields is kept as ``None``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from mosaic_sdk.contract import (
     WorkerMetadata,
 )
 from mosaic_sdk.hookspecs import hookimpl
+from mosaic_sdk.plugins.gym_gui_stand_in import LAUNCHER
 
 
 def _as_tuple(value: Any) -> Any:
@@ -73,7 +77,14 @@ class UpstreamWorkerAdapter:
         self, config_path: Path, config: WorkerConfig, run_dir: Path
     ) -> LaunchCommand:
         return LaunchCommand(
-            argv=(sys.executable, "-m", f"{self.package}.cli", "--config", str(config_path))
+            argv=(
+                sys.executable,
+                "-m",
+                LAUNCHER,
+                f"{self.package}.cli",
+                "--config",
+                str(config_path),
+            )
         )
 
 

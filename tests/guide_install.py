@@ -1,0 +1,107 @@
+"""Installing the platform guide's worker package (tests/plugin_fixtures/guide_package) for
+tests: pip into a fresh target directory, importable here and in child processes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mosaic_sdk.plugins.gym_gui_stand_in import uninstall_gym_gui_stand_in
+from mosaic_sdk.runner.supervisor import RunSupervisor
+
+GUIDE_PACKAGE = Path(__file__).resolve().parent / "plugin_fixtures" / "guide_package"
+
+
+@pytest.fixture(scope="module")
+def guide_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`pip install` of a copy of the guide's package into a fresh target directory."""
+    work = tmp_path_factory.mktemp("guide")
+    source = work / "src"
+    shutil.copytree(GUIDE_PACKAGE, source)  # the build writes into its source tree
+    target = work / "site"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert list(target.glob("my_worker-1.0.0.dist-info"))
+    return target
+
+
+@pytest.fixture
+def installed(guide_site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The guide's package importable here and in children; no gym_gui anywhere."""
+    uninstall_gym_gui_stand_in()
+    import importlib.util
+
+    if importlib.util.find_spec("gym_gui") is not None:
+        pytest.skip("a real gym_gui is installed in this environment")
+    monkeypatch.syspath_prepend(str(guide_site))
+    old = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", str(guide_site) + (os.pathsep + old if old else ""))
+    monkeypatch.delenv("MOSAIC_PLUGINS", raising=False)
+    return guide_site
+
+
+def mosaic(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mosaic_sdk.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def rows(store: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(store)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def when_steps_stored(
+    sup: RunSupervisor, store: Path, count: int, act: Callable[[int], None]
+) -> threading.Thread:
+    """Call ``act(worker_pid)`` once ``count`` step lines of the run are in the store."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                [(n,)] = rows(store, "SELECT count(*) FROM steps WHERE run_id = ?", sup.run_id)
+                [(pid,)] = rows(store, "SELECT worker_pid FROM runs WHERE run_id = ?", sup.run_id)
+            except (sqlite3.OperationalError, ValueError):
+                n, pid = 0, None
+            if n >= count and pid:
+                act(pid)
+                return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
