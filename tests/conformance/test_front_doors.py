@@ -109,7 +109,7 @@ def test_cli_table_shows_reason_and_hint(use_workers, capsys) -> None:
     assert "config.rejects_unknown_key" in out and "failed" in out
     assert "'conformance_unknown_key' was accepted" in out
     assert "hint: Keep the WorkerConfig default" in out
-    assert "NOT conformant: 1 failed" in out
+    assert "NOT conformant at level sdk: 1 failed" in out
 
 
 def test_cli_list_and_usage_errors(use_workers, capsys) -> None:
