@@ -18,10 +18,10 @@ from typing import Any
 
 #: Fields of a lifecycle line in the platform emitter's shape, with the JSON type each needs.
 LIFECYCLE_FIELDS: dict[str, str] = {
-    "event": "string",
-    "payload": "object",
-    "run_id": "string",
-    "timestamp": "number",
+    "event": "a string",
+    "payload": "an object",
+    "run_id": "a string",
+    "timestamp": "a number",
 }
 
 
@@ -34,9 +34,9 @@ def _is_number(value: Any) -> bool:
 
 
 _TYPES = {
-    "string": lambda v: isinstance(v, str) and v != "",
-    "object": lambda v: isinstance(v, dict),
-    "number": _is_number,
+    "a string": lambda v: isinstance(v, str) and v != "",
+    "an object": lambda v: isinstance(v, dict),
+    "a number": _is_number,
 }
 
 
@@ -93,7 +93,7 @@ def lifecycle_problems(data: dict[str, Any]) -> list[str]:
     problems = [f"lifecycle line without {', '.join(map(repr, missing))}"] if missing else []
     for name, kind in LIFECYCLE_FIELDS.items():
         if name in data and not _TYPES[kind](data[name]):
-            problems.append(f"{name!r} is {data[name]!r}, not a {kind}")
+            problems.append(f"{name!r} is {data[name]!r}, not {kind}")
     return problems
 
 
