@@ -10,10 +10,13 @@ belongs to, by some case at that level.
 
 from __future__ import annotations
 
+import argparse
+import json
 from pathlib import Path
 
 import pytest
 
+from mosaic_sdk.cli import conformance as cli_conformance
 from mosaic_sdk.conformance import all_checks, check_worker, get_check
 from mosaic_sdk.conformance.registry import PLATFORM, SDK
 from mosaic_sdk.conformance.results import ADVISORY, ERROR, PASSED, SKIPPED
@@ -202,3 +205,23 @@ def test_every_check_has_a_fixture_that_fails_it_at_each_of_its_levels() -> None
     wanted = {(c.name, level) for c in all_checks() for level in c.levels}
     assert wanted - proven == set(), "checks no fixture fails at that level"
     assert proven - wanted == set(), "fixtures expected to fail checks outside their level"
+
+
+@pytest.mark.parametrize("fixture", sorted(UPSTREAM))
+def test_upstream_fixtures_through_mosaic_conformance(fixture: str, use_workers, capsys) -> None:
+    """`mosaic conformance NAME` on the upstream-style fixtures: the correct one exits 0 with
+    advisories only; each broken one exits 1 naming its check, with the platform's fix."""
+    spec, expected = UPSTREAM[fixture]
+    use_workers(spec)
+    parser = argparse.ArgumentParser(prog="mosaic")
+    cli_conformance.register(parser.add_subparsers())
+    args = parser.parse_args(["conformance", fixture, "--json"])
+    code = args.handler(args)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["level"] == PLATFORM
+    assert code == (1 if expected else 0)
+    failed = {r["name"]: r for r in doc["results"] if not r["ok"]}
+    assert set(failed) == expected
+    for name, r in failed.items():
+        assert r["hint"] == get_check(name).hint_for(PLATFORM)
+    assert {r["name"] for r in doc["advisories"]} == UPSTREAM_ADVISORIES
