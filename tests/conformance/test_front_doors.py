@@ -22,6 +22,7 @@ from mosaic_sdk.conformance import (
     check_worker,
     parametrize_with_checks,
 )
+from mosaic_sdk.conformance.cases import conformance_params
 from mosaic_sdk.plugins import UnknownWorkerError
 
 pytest_plugins = ["pytester"]
@@ -333,3 +334,14 @@ def test_parametrize_with_checks_takes_the_level(pytester: pytest.Pytester, use_
     result.stdout.fnmatch_lines(["*FAILED*test_sdk_level?upok-telemetry.heartbeats?*"])
     with pytest.raises(ValueError, match="unknown conformance level"):
         parametrize_with_checks(["upok"], level="gui")
+
+
+def test_expected_failures_outside_an_explicit_level_are_not_marked() -> None:
+    params = conformance_params(
+        ["upok"],
+        {"telemetry.heartbeats": "no beats yet", "telemetry.valid_jsonl": "guide lines"},
+        keyword="heartbeats or valid_jsonl",
+        level="platform",
+    )
+    marks = {p.id: [m.name for m in p.marks] for p in params}
+    assert marks == {"upok-telemetry.valid_jsonl": ["xfail"], "upok-telemetry.heartbeats": []}
