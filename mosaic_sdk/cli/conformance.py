@@ -1,8 +1,11 @@
 """``mosaic conformance NAME``: run the conformance suite on an installed worker.
 
 Prints one row per check as it finishes (check, verdict, time, reason; the hint under a
-failure) and a summary, or one JSON document with ``--json``. Exit code 0 only when every
-check passes, is skipped or fails as expected; 1 otherwise; 2 for a usage error.
+failure or an advisory) and a summary, or one JSON document with ``--json``. The level
+(``--level platform|sdk``) defaults to the worker's own: ``platform`` for an upstream-style
+worker, ``sdk`` for one built on the SDK; checks outside it are advisories and never change
+the exit code. Exit code 0 only when every check of the level passes, is skipped or fails as
+expected; 1 otherwise; 2 for a usage error (a malformed conformance config included).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ _STYLE = {
     "xfailed": "yellow",
     "xpassed": "bold red",
     "skipped": "dim",
+    "advisory": "yellow",
 }
 
 
@@ -47,7 +51,15 @@ def register(subparsers: Any) -> None:
         metavar="PATTERN",
         help='select checks by name, e.g. -k "telemetry and not heartbeats"',
     )
-    p.add_argument("--list", action="store_true", help="list the checks and exit")
+    p.add_argument(
+        "--level",
+        choices=("platform", "sdk"),
+        default=None,
+        help="level to judge at: platform (what the deployed platform needs) or sdk "
+        "(everything); default: the worker's own (platform for upstream-style workers, sdk "
+        "for SDK-built ones). Checks outside the level are advisories",
+    )
+    p.add_argument("--list", action="store_true", help="list the checks (with levels) and exit")
     p.set_defaults(handler=handle)
 
 
@@ -74,16 +86,19 @@ def handle(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         rows = [c for c in describe_checks() if c["name"] in names]
+        if args.level:
+            rows = [r for r in rows if args.level in r["levels"]]
         if args.json:
             print(json.dumps(rows, indent=2))
         else:
             for row in rows:
-                print(f"{row['name']:<40} {row['description']}")
+                levels = "+".join(row["levels"])
+                print(f"{row['name']:<40} {levels:<13} {row['description']}")
         return 0
     if not args.name:
         raise UsageError("name the worker to check, e.g. `mosaic conformance example`")
     expected = parse_expect_fail(args.expect_fail)
-    printer = None if args.json else _RowPrinter(args.name)
+    printer = None if args.json else _RowPrinter(args.name, args.level)
     started = time.perf_counter()
     try:
         results = check_worker(
@@ -92,6 +107,7 @@ def handle(args: argparse.Namespace) -> int:
             keyword=args.keyword,
             expected_failures=expected,
             on_result=printer.row if printer else None,
+            level=args.level,
         )
     except PluginError as exc:
         raise UsageError(str(exc)) from None
@@ -102,33 +118,50 @@ def handle(args: argparse.Namespace) -> int:
     for r in results:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     ok = all(r.ok for r in results)
+    level = results[0].level if results else args.level
     if args.json:
         doc = {
             "worker": args.name,
+            "level": level,
+            "level_from": "--level" if args.level else "the worker's style",
             "ok": ok,
             "duration": round(elapsed, 3),
             "counts": counts,
             "results": [r.to_dict() for r in results],
+            "advisories": [r.to_dict() for r in results if r.verdict == "advisory"],
         }
         print(json.dumps(doc, indent=2))
     elif printer is not None:
-        printer.summary(counts, ok, elapsed)
+        printer.summary(counts, ok, elapsed, level)
     return 0 if ok else 1
 
 
 class _RowPrinter:
-    def __init__(self, worker: str) -> None:
+    def __init__(self, worker: str, level: str | None) -> None:
         from rich.console import Console
 
         self.console = Console(highlight=False, soft_wrap=True)
         if not self.console.is_terminal:  # a log or a pipe: whole lines, no colour codes
             self.console = Console(highlight=False, soft_wrap=True, width=100_000, no_color=True)
-        self.console.print(f"conformance of worker [bold]{worker}[/bold]")
+        self.worker = worker
+        self.level = level
+        self.headed = False
+
+    def _head(self, level: str) -> None:
+        if self.headed:
+            return
+        self.headed = True
+        source = "--level" if self.level else "the worker's own level"
+        self.console.print(
+            f"conformance of worker [bold]{self.worker}[/bold] at level [bold]{level}[/bold] "
+            f"({source}; checks outside it are advisories)"
+        )
         self.console.print(f"{'check':<40} {'verdict':<8} {'time':>7}  reason", style="bold")
 
     def row(self, result: Any) -> None:
         from rich.markup import escape
 
+        self._head(result.level)
         style = _STYLE.get(result.verdict, "")
         width = max(self.console.width - 60, 30)
         reason = (
@@ -141,10 +174,11 @@ class _RowPrinter:
         if result.hint:
             self.console.print(f"{'':<40} [cyan]hint:[/cyan] {escape(result.hint)}")
 
-    def summary(self, counts: dict[str, int], ok: bool, elapsed: float) -> None:
+    def summary(self, counts: dict[str, int], ok: bool, elapsed: float, level: str | None) -> None:
         parts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
         verdict = "[green]conformant[/green]" if ok else "[bold red]NOT conformant[/bold red]"
-        self.console.print(f"{verdict}: {parts} in {elapsed:.1f} s")
+        at = f" at level {level}" if level else ""
+        self.console.print(f"{verdict}{at}: {parts} in {elapsed:.1f} s")
 
 
 __all__ = ["handle", "parse_expect_fail", "register"]

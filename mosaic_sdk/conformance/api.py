@@ -8,8 +8,9 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 
-from mosaic_sdk.conformance.registry import Check, select_checks
+from mosaic_sdk.conformance.registry import Check, check_level, select_checks
 from mosaic_sdk.conformance.results import (
+    ADVISORY,
     ERROR,
     FAILED,
     PASSED,
@@ -40,15 +41,30 @@ class ConformanceWarning(UserWarning):
     """Issued per failed check by ``check_worker(..., on_fail="warn")``."""
 
 
+class ConformanceAdvisory(UserWarning):
+    """Issued by a pytest conformance item whose check is outside the level in force and
+    does not pass: the item passes, the warning carries the reason and the hint."""
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def run_check(
-    subject: WorkerSubject, check: Check, expected_failures: Mapping[str, str] | None = None
+    subject: WorkerSubject,
+    check: Check,
+    expected_failures: Mapping[str, str] | None = None,
+    level: str | None = None,
 ) -> CheckResult:
-    """Evaluate one check on one subject; never raises for a misbehaving worker."""
+    """Evaluate one check on one subject at ``level`` (default: the worker's own, see
+    :meth:`WorkerSubject.default_level`); never raises for a misbehaving worker.
+
+    A check that belongs to ``level`` is judged by that level's rule. One that does not is
+    judged by its own rule and, when it does not pass, reported as an ``advisory`` (ok, with
+    its hint) instead of a failure.
+    """
+    level = check_level(level) if level is not None else subject.default_level()
     started = time.perf_counter()
     details: list[str] = []
     try:
@@ -57,7 +73,7 @@ def run_check(
             raise CheckSkipped(gate)
         if check.needs_handle:
             subject.require_handle()
-        note = check.function(subject)
+        note = check.judge(subject, level)
         verdict, reason = PASSED, note or ""
     except CheckFailed as exc:
         verdict, reason, details = FAILED, exc.reason, exc.details
@@ -71,6 +87,10 @@ def run_check(
             verdict, reason = XFAILED, f"expected ({expected}): {reason}"
         elif verdict == PASSED:
             verdict, reason = XPASSED, f"expected to fail ({expected}) but passed"
+    advisory = not check.in_level(level) and verdict in (FAILED, ERROR, XPASSED)
+    if advisory:
+        rule = check.rule_level(level)
+        verdict, reason = ADVISORY, f"{verdict} by the {rule} rule: {reason}"
     return CheckResult(
         worker=subject.name,
         name=check.name,
@@ -79,8 +99,10 @@ def run_check(
         verdict=verdict,
         duration=time.perf_counter() - started,
         reason=_one_line(reason),
-        hint=check.hint if verdict in (FAILED, ERROR, XPASSED) else "",
+        hint=check.hint_for(level) if verdict in (FAILED, ERROR, XPASSED, ADVISORY) else "",
         details=[_one_line(d, 200) for d in details[:50]],
+        level=level,
+        levels=list(check.levels),
     )
 
 
@@ -92,28 +114,39 @@ def check_worker(
     checks: Iterable[str] | None = None,
     expected_failures: Mapping[str, str] | None = None,
     on_result: Callable[[CheckResult], None] | None = None,
+    level: str | None = None,
 ) -> list[CheckResult]:
     """Run the conformance checks on the installed worker ``name``; return every result.
 
-    ``keyword`` is a ``-k`` expression and ``checks`` a list of check names to select;
+    ``level`` is ``"platform"`` or ``"sdk"``; by default the worker's own (``platform`` for an
+    upstream-style worker, ``sdk`` for one built on the SDK). Checks outside the level still
+    run: one that does not pass is an ``advisory`` (ok). ``keyword`` is a ``-k`` expression
+    and ``checks`` a list of check names to select;
     ``expected_failures`` maps check names to reasons (a failure becomes ``xfailed``, a
     pass ``xpassed``, which is not ok). ``on_result`` is called with each result as soon as
     it is known (for a live display). ``on_fail``: ``"raise"`` raises
     :class:`ConformanceError` when any result is not ok, ``"warn"`` issues a
     :class:`ConformanceWarning` per such result, ``None`` does neither.
 
-    Raises :class:`mosaic_sdk.plugins.UnknownWorkerError` when no worker has that name, and
-    ``KeyError``/``ValueError`` for an unknown check name or a bad ``keyword``.
+    Raises :class:`mosaic_sdk.plugins.UnknownWorkerError` when no worker has that name,
+    :class:`~mosaic_sdk.conformance.config_source.ConformanceConfigError` (a ``ValueError``)
+    for a malformed ``[tool.mosaic.conformance]`` table or ``mosaic.conformance`` entry
+    point, and ``KeyError``/``ValueError`` for an unknown check name, a bad ``keyword`` or an
+    unknown level.
     """
     if on_fail not in ("raise", "warn", None):
         raise ValueError(f'on_fail must be "raise", "warn" or None, not {on_fail!r}')
+    if level is not None:
+        check_level(level)
     selected = select_checks(keyword, checks)
     _validate_expected(expected_failures)
     results = []
     with WorkerSubject(name) as subject:
-        subject.ensure_runs(subject.planned_runs(selected))
+        subject.check_conformance_config()
+        in_force = level or subject.default_level()
+        subject.ensure_runs(subject.planned_runs(selected, in_force))
         for check in selected:
-            result = run_check(subject, check, expected_failures)
+            result = run_check(subject, check, expected_failures, in_force)
             results.append(result)
             if on_result is not None:
                 on_result(result)
@@ -180,6 +213,7 @@ atexit.register(close_session_subjects)
 
 
 __all__ = [
+    "ConformanceAdvisory",
     "ConformanceError",
     "ConformanceWarning",
     "check_worker",

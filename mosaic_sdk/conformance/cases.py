@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from mosaic_sdk.conformance.api import (
+    ConformanceAdvisory,
     planned_checks,
     run_check,
     session_subject,
 )
-from mosaic_sdk.conformance.registry import get_check, select_checks
-from mosaic_sdk.conformance.results import ERROR, FAILED, SKIPPED, CheckResult
+from mosaic_sdk.conformance.registry import check_level, get_check, select_checks
+from mosaic_sdk.conformance.results import ADVISORY, ERROR, FAILED, SKIPPED, CheckResult
 
 
 @dataclass(frozen=True)
@@ -21,12 +22,16 @@ class CheckCase:
     """One check on one worker, as a pytest parameter: call it to run the check.
 
     Calling skips the test (``pytest.skip``) when the check does not apply and fails it
-    (``pytest.fail``, with the reason and the hint) when the worker does not conform. Runs
-    of a worker are recorded once per session and shared by all its cases.
+    (``pytest.fail``, with the reason and the hint) when the worker does not conform. At
+    ``level`` (default: the worker's own), a check outside the level never fails the test: it
+    passes with a :class:`~mosaic_sdk.conformance.api.ConformanceAdvisory` warning carrying
+    the reason and the hint. Runs of a worker are recorded once per session and shared by
+    all its cases.
     """
 
     worker: str
     check: str
+    level: str | None = None
 
     @property
     def id(self) -> str:
@@ -35,9 +40,24 @@ class CheckCase:
     def __call__(self) -> CheckResult:
         import pytest
 
+        from mosaic_sdk.conformance.config_source import ConformanceConfigError
+
         subject = session_subject(self.worker)
+        try:
+            subject.check_conformance_config()
+        except ConformanceConfigError as exc:
+            pytest.fail(str(exc), pytrace=False)
         subject.ensure_runs(subject.planned_runs(planned_checks(self.worker)))
-        result = run_check(subject, get_check(self.check))
+        result = run_check(subject, get_check(self.check), level=self.level)
+        if result.verdict == ADVISORY:
+            import warnings
+
+            warnings.warn(
+                f"{self.id}: advisory (outside level {result.level}): {result.reason}; "
+                f"hint: {result.hint}",
+                ConformanceAdvisory,
+                stacklevel=2,
+            )
         if result.verdict == SKIPPED:
             pytest.skip(result.reason)
         if result.verdict in (FAILED, ERROR):
@@ -57,14 +77,20 @@ def conformance_params(
     expected_failures: Mapping[str, str] | None = None,
     *,
     keyword: str | None = None,
+    level: str | None = None,
 ) -> list[Any]:
     """``pytest.param(CheckCase, id=..., marks=...)`` for every worker and selected check.
 
     ``expected_failures`` keys are check names (for every worker) or case ids
     (``worker-check``); each becomes ``pytest.mark.xfail(strict=True, reason=...)``.
+    ``level`` (``"platform"`` or ``"sdk"``) is the level the cases judge at; None: each
+    worker's own. An expected failure of a check outside an explicit ``level`` is dropped
+    (such a check only advises, so it cannot fail).
     """
     import pytest
 
+    if level is not None:
+        check_level(level)
     checks = select_checks(keyword)
     known = {c.name for c in select_checks()}
     workers = list(workers)
@@ -79,8 +105,10 @@ def conformance_params(
     params = []
     for worker in workers:
         for check in checks:
-            case = CheckCase(worker, check.name)
+            case = CheckCase(worker, check.name, level)
             reason = expected.get(case.id, expected.get(check.name))
+            if level is not None and not check.in_level(level):
+                reason = None  # outside the level it cannot fail: nothing to expect
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             params.append(pytest.param(case, id=case.id, marks=marks))
     return params
@@ -91,6 +119,7 @@ def parametrize_with_checks(
     expected_failures: Mapping[str, str] | None = None,
     *,
     keyword: str | None = None,
+    level: str | None = None,
 ) -> Any:
     """A ``pytest.mark.parametrize`` over every (worker, check), for a worker's own tests.
 
@@ -105,12 +134,14 @@ def parametrize_with_checks(
             check()
 
     Ids look like ``my-worker-telemetry.seq_increasing``, so ``-k`` selects checks. Expected
-    failures become strict xfails: the test fails once the check starts to pass.
+    failures become strict xfails: the test fails once the check starts to pass. ``level``
+    (``"platform"`` or ``"sdk"``; default: each worker's own) is the level judged at: checks
+    outside it pass with a ``ConformanceAdvisory`` warning when they would fail.
     """
     import pytest
 
     return pytest.mark.parametrize(
-        "check", conformance_params(workers, expected_failures, keyword=keyword)
+        "check", conformance_params(workers, expected_failures, keyword=keyword, level=level)
     )
 
 

@@ -7,6 +7,12 @@ runs every conformance check on that worker as its own test item::
     pytest --pyargs mosaic_sdk.conformance --mosaic-worker example -k "telemetry or stop"
     pytest --pyargs mosaic_sdk.conformance --mosaic-worker example \\
         --mosaic-expect-fail "telemetry.heartbeats=heartbeats land in 0.3"
+    pytest --pyargs mosaic_sdk.conformance --mosaic-worker my-upstream-worker \\
+        --mosaic-level sdk
+
+``--mosaic-level platform|sdk`` sets the level judged at (default: each worker's own:
+``platform`` for an upstream-style worker, ``sdk`` for one built on the SDK); a check outside
+it passes with a ``ConformanceAdvisory`` warning when it would fail.
 
 It also plans the runs of the selected :class:`~mosaic_sdk.conformance.cases.CheckCase`
 items of any test (``parametrize_with_checks``), so a worker's runs are recorded once, two at
@@ -42,6 +48,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="CHECK=REASON",
         help="treat a failure of CHECK as expected (strict xfail); repeatable",
     )
+    group.addoption(
+        "--mosaic-level",
+        default=None,
+        dest="mosaic_level",
+        choices=("platform", "sdk"),
+        help="conformance level to judge at (default: the worker's own: platform for "
+        "upstream-style workers, sdk for SDK-built ones); checks outside it only advise",
+    )
 
 
 def parse_expected(values: list[str]) -> dict[str, str]:
@@ -62,12 +76,18 @@ def pytest_configure(config: pytest.Config) -> None:
     workers = config.getoption("mosaic_workers", default=None)
     if not workers:
         return
+    from mosaic_sdk.conformance.api import session_subject
+    from mosaic_sdk.conformance.config_source import ConformanceConfigError
     from mosaic_sdk.plugins import UnknownWorkerError, discover_workers
 
     known = discover_workers().names()
     for name in workers:
         if name not in known:
             raise pytest.UsageError(f"--mosaic-worker: {UnknownWorkerError(name, known)}")
+        try:
+            session_subject(name).check_conformance_config()
+        except ConformanceConfigError as exc:
+            raise pytest.UsageError(f"--mosaic-worker {name}: {exc}") from None
     parse_expected(config.getoption("mosaic_expect_fail"))
 
 
@@ -85,7 +105,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     workers = metafunc.config.getoption("mosaic_workers")
     expected = parse_expected(metafunc.config.getoption("mosaic_expect_fail"))
     try:
-        params = conformance_params(workers, expected)
+        params = conformance_params(
+            workers, expected, level=metafunc.config.getoption("mosaic_level")
+        )
     except KeyError as exc:
         raise pytest.UsageError(str(exc.args[0])) from None
     metafunc.parametrize(FIXTURE, params)

@@ -8,12 +8,19 @@ registered with :func:`conformance_check`, which gives it a stable name (``famil
 one-line description, a hint that says how to fix a failure, the recorded runs it reads, and
 gates: functions that return a skip reason when the check does not apply to a worker (for
 example when it does not claim FastLane).
+
+Levels: every check declares the conformance levels it belongs to (:data:`LEVELS`).
+``platform`` is what the deployed platform needs of a worker and nothing more; ``sdk`` is
+everything the suite checks. A check run at a level it does not belong to is reported as an
+advisory, never as a failure. A check whose rule differs between levels takes the level as a
+second argument (``f(subject, level)``) and may give a hint per level (``hint`` as a mapping).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+import inspect
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +28,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from mosaic_sdk.conformance.subject import WorkerSubject
 
 Gate = Callable[["WorkerSubject"], "str | None"]
-CheckFunction = Callable[["WorkerSubject"], "str | None"]
+CheckFunction = Callable[..., "str | None"]
+
+PLATFORM = "platform"
+SDK = "sdk"
+#: Conformance levels, loosest first: ``platform`` (what the deployed platform needs) and
+#: ``sdk`` (everything the suite checks).
+LEVELS: tuple[str, ...] = (PLATFORM, SDK)
+BOTH: tuple[str, ...] = LEVELS
 
 #: Families in report order.
 FAMILIES: tuple[str, ...] = (
@@ -55,23 +69,67 @@ CHECK_MODULES: tuple[str, ...] = (
 )
 
 
+def check_level(level: str) -> str:
+    """``level`` when it is one of :data:`LEVELS`; ``ValueError`` naming them otherwise."""
+    if level not in LEVELS:
+        raise ValueError(f"unknown conformance level {level!r}; use one of: {', '.join(LEVELS)}")
+    return level
+
+
 @dataclass(frozen=True)
 class Check:
-    """One registered check (see the module docstring)."""
+    """One registered check (see the module docstring).
+
+    ``levels`` are the levels the check belongs to; ``hints`` and ``level_runs`` hold the hint
+    and the recorded runs per level (the same for every level unless the check says
+    otherwise).
+    """
 
     name: str
     description: str
-    hint: str
+    hints: Mapping[str, str]
     function: CheckFunction
-    runs: tuple[str, ...] = ()
+    level_runs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     gates: tuple[Gate, ...] = ()
     slow: bool = False
     needs_handle: bool = True
+    levels: tuple[str, ...] = BOTH
+    takes_level: bool = False
     order: int = field(default=0, compare=False)
 
     @property
     def family(self) -> str:
         return self.name.partition(".")[0]
+
+    @property
+    def hint(self) -> str:
+        """The hint of the ``sdk`` rule (of the check's strictest level)."""
+        return self.hint_for(SDK)
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        """Every run the check reads at any level."""
+        return tuple(dict.fromkeys(k for level in LEVELS for k in self.runs_for(level)))
+
+    def rule_level(self, level: str) -> str:
+        """The level whose rule judges the check when ``level`` is in force: ``level`` itself
+        when the check belongs to it, else the check's own (strictest) level."""
+        return level if level in self.levels else self.levels[-1]
+
+    def in_level(self, level: str) -> bool:
+        return level in self.levels
+
+    def hint_for(self, level: str) -> str:
+        return self.hints[self.rule_level(level)]
+
+    def runs_for(self, level: str) -> tuple[str, ...]:
+        return self.level_runs.get(self.rule_level(level), ())
+
+    def judge(self, subject: WorkerSubject, level: str) -> str | None:
+        """Call the check function by the rule of ``level`` (see :meth:`rule_level`)."""
+        if self.takes_level:
+            return self.function(subject, self.rule_level(level))
+        return self.function(subject)
 
     def skip_reason(self, subject: WorkerSubject) -> str | None:
         """Why the check does not apply to this worker, or None when it does."""
@@ -86,22 +144,50 @@ _CHECKS: dict[str, Check] = {}
 _loaded = False
 
 
+def _per_level(value: Any, levels: tuple[str, ...], what: str) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - set(levels))
+        if unknown:
+            raise ValueError(f"{what} given for level(s) {unknown} the check does not belong to")
+        missing = [lv for lv in levels if lv not in value]
+        if missing:
+            raise ValueError(f"{what} missing for level(s) {missing}")
+        return dict(value)
+    return dict.fromkeys(levels, value)
+
+
 def conformance_check(
     name: str,
     *,
     description: str,
-    hint: str,
-    runs: Iterable[str] = (),
+    hint: str | Mapping[str, str],
+    runs: Iterable[str] | Mapping[str, Iterable[str]] = (),
     gates: Iterable[Gate] = (),
     slow: bool = False,
     needs_handle: bool = True,
+    levels: Iterable[str] = BOTH,
 ) -> Callable[[CheckFunction], CheckFunction]:
-    """Register the decorated function as the check ``name`` (``family.what``)."""
+    """Register the decorated function as the check ``name`` (``family.what``).
+
+    ``levels``: the conformance levels the check belongs to (``("sdk",)`` for an SDK-only
+    rule). ``hint`` and ``runs`` may map each of those levels to its own value. A function
+    with two parameters is called as ``f(subject, level)`` with the level whose rule applies.
+    """
     family, dot, what = name.partition(".")
     if not dot or not what or family not in FAMILIES:
         raise ValueError(
             f"check name {name!r} must be '<family>.<what>' with a family of {FAMILIES}"
         )
+    own = tuple(lv for lv in LEVELS if lv in set(levels))
+    for level in levels:
+        check_level(level)
+    if not own:
+        raise ValueError(f"check {name!r} belongs to no level; give levels from {LEVELS}")
+    hints = _per_level(hint, own, "hint")
+    if isinstance(runs, Mapping):
+        level_runs = {k: tuple(v) for k, v in _per_level(runs, own, "runs").items()}
+    else:
+        level_runs = dict.fromkeys(own, tuple(runs))
 
     def register(function: CheckFunction) -> CheckFunction:
         if name in _CHECKS and _CHECKS[name].function is not function:
@@ -109,12 +195,14 @@ def conformance_check(
         _CHECKS[name] = Check(
             name=name,
             description=description,
-            hint=hint,
+            hints=hints,
             function=function,
-            runs=tuple(runs),
+            level_runs=level_runs,
             gates=tuple(gates),
             slow=slow,
             needs_handle=needs_handle,
+            levels=own,
+            takes_level=len(inspect.signature(function).parameters) >= 2,
             order=len(_CHECKS),
         )
         return function
@@ -201,13 +289,18 @@ def select_checks(keyword: str | None = None, names: Iterable[str] | None = None
 
 
 def describe_checks() -> list[dict[str, Any]]:
-    """Name, family, description and hint of every check (for docs and ``--list``)."""
+    """Name, family, levels, description and hints of every check (for docs and ``--list``).
+
+    ``hint`` is the ``sdk`` hint; ``hints`` maps each level the check belongs to to its hint.
+    """
     return [
         {
             "name": c.name,
             "family": c.family,
+            "levels": list(c.levels),
             "description": c.description,
             "hint": c.hint,
+            "hints": {level: c.hint_for(level) for level in c.levels},
             "runs": list(c.runs),
             "slow": c.slow,
         }
@@ -216,9 +309,14 @@ def describe_checks() -> list[dict[str, Any]]:
 
 
 __all__ = [
+    "BOTH",
     "CHECK_MODULES",
     "FAMILIES",
+    "LEVELS",
+    "PLATFORM",
+    "SDK",
     "Check",
+    "check_level",
     "all_checks",
     "conformance_check",
     "describe_checks",

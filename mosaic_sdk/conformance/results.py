@@ -11,13 +11,17 @@ SKIPPED = "skipped"
 ERROR = "error"
 XFAILED = "xfailed"
 XPASSED = "xpassed"
+#: A check outside the level in force that would have failed: reported with its hint, never
+#: a failure.
+ADVISORY = "advisory"
 
 #: Every verdict, in the order a report lists their counts.
-VERDICTS: tuple[str, ...] = (PASSED, FAILED, ERROR, XFAILED, XPASSED, SKIPPED)
+VERDICTS: tuple[str, ...] = (PASSED, FAILED, ERROR, XFAILED, XPASSED, ADVISORY, SKIPPED)
 
 #: Verdicts that do not make a worker non-conformant (an expected failure is fine, an
-#: unexpected pass of an expected failure is not: the expectation is stale).
-OK_VERDICTS: frozenset[str] = frozenset({PASSED, SKIPPED, XFAILED})
+#: unexpected pass of an expected failure is not: the expectation is stale; an advisory
+#: belongs to another level).
+OK_VERDICTS: frozenset[str] = frozenset({PASSED, SKIPPED, XFAILED, ADVISORY})
 
 
 class CheckFailed(Exception):
@@ -42,8 +46,10 @@ class CheckResult:
     """The outcome of one check on one worker.
 
     ``verdict`` is one of :data:`VERDICTS`; ``reason`` is one line (why it failed or was
-    skipped, or a note on a pass); ``hint`` says how to fix a failure; ``details`` holds the
-    evidence (offending lines, process ids...), at most a few dozen entries.
+    skipped, or a note on a pass); ``hint`` says how to fix a failure or an advisory;
+    ``details`` holds the evidence (offending lines, process ids...), at most a few dozen
+    entries. ``level`` is the conformance level in force, ``levels`` those the check belongs
+    to: a check outside ``level`` that does not pass is an ``advisory``.
     """
 
     worker: str
@@ -55,20 +61,29 @@ class CheckResult:
     reason: str = ""
     hint: str = ""
     details: list[str] = field(default_factory=list)
+    level: str = "sdk"
+    levels: list[str] = field(default_factory=lambda: ["platform", "sdk"])
 
     @property
     def ok(self) -> bool:
-        """True for passed, skipped and expected failures."""
+        """True for passed, skipped, expected failures and advisories."""
         return self.verdict in OK_VERDICTS
+
+    @property
+    def in_level(self) -> bool:
+        """Whether the check belongs to the level in force (else it can only advise)."""
+        return self.level in self.levels
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ok"] = self.ok
+        data["in_level"] = self.in_level
         data["duration"] = round(self.duration, 4)
         return data
 
 
 __all__ = [
+    "ADVISORY",
     "ERROR",
     "FAILED",
     "OK_VERDICTS",

@@ -20,7 +20,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.conformance.config_source import (
+    ConformanceConfig,
+    check_against_model,
+    file_config,
+)
 from mosaic_sdk.conformance.recording import RecordedRun, RunPlan, record_run
+from mosaic_sdk.conformance.registry import PLATFORM, SDK
 from mosaic_sdk.conformance.results import CheckSkipped
 from mosaic_sdk.plugins import (
     UnknownWorkerError,
@@ -126,6 +132,14 @@ class WorkerSubject:
             return
         self.handle = found.handle
 
+    def default_level(self) -> str:
+        """The level a worker is judged at unless told otherwise: ``platform`` for an
+        upstream-style worker (a ``get_worker_metadata()`` factory), ``sdk`` for one built on
+        the SDK (and for one that could not be loaded)."""
+        if self.handle is not None and self.handle.style == "upstream":
+            return PLATFORM
+        return SDK
+
     def require_handle(self) -> WorkerHandle:
         """The worker's handle, or skip: the worker could not be loaded at all."""
         if self.handle is None:
@@ -167,8 +181,38 @@ class WorkerSubject:
 
     def conformance_config(self) -> dict[str, Any]:
         """The worker's conformance config (without ``run_id``), or ``{}`` for the defaults."""
+        return dict(self.conformance_source().data)
+
+    def conformance_source(self) -> ConformanceConfig:
+        """The conformance config and its origin (see :mod:`.config_source`): the hook, else
+        ``[tool.mosaic.conformance]`` / the ``mosaic.conformance`` entry point, else the
+        config model's defaults (``{}``)."""
+        return self.memo("conformance_config", self._find_conformance_config)  # type: ignore[no-any-return]
+
+    def _find_conformance_config(self) -> ConformanceConfig:
         handle = self.require_handle()
-        return dict(self.memo("conformance_config", handle.conformance_config) or {})
+        hooked = handle.conformance_config()
+        if hooked is not None:
+            return ConformanceConfig(dict(hooked), "the mosaic_worker_conformance_config hook")
+        found = file_config(handle.distribution, self.name)
+        if found is None:
+            return ConformanceConfig({}, "the config model's defaults")
+        check_against_model(found, handle.config_model(), self.run_id("config"))
+        return found
+
+    def check_conformance_config(self) -> None:
+        """Raise :class:`~.config_source.ConformanceConfigError` now when the config given
+        without the SDK is malformed (a hook's config is judged by the config checks)."""
+        from mosaic_sdk.conformance.config_source import ConformanceConfigError
+
+        if self.handle is None:
+            return
+        try:
+            self.conformance_source()
+        except ConformanceConfigError:
+            raise
+        except Exception:  # noqa: BLE001 - a failing hook is reported by the checks
+            return
 
     def run_id(self, kind: str) -> str:
         return f"conformance-{self.name}-{kind}-{self.suffix}".replace("/", "_")[:128]
@@ -248,12 +292,14 @@ class WorkerSubject:
         except CheckSkipped:
             pass
 
-    def planned_runs(self, checks: Iterable[Any]) -> list[str]:
-        """The run kinds the given checks read, leaving out checks gated off this worker."""
+    def planned_runs(self, checks: Iterable[Any], level: str | None = None) -> list[str]:
+        """The run kinds the given checks read at ``level`` (default: every level), leaving
+        out checks gated off this worker."""
         kinds: dict[str, None] = {}
         for check in checks:
-            if check.runs and check.skip_reason(self) is None:
-                kinds.update(dict.fromkeys(check.runs))
+            runs = check.runs if level is None else check.runs_for(level)
+            if runs and check.skip_reason(self) is None:
+                kinds.update(dict.fromkeys(runs))
         return list(kinds)
 
     def recorded_runs(self) -> list[RecordedRun]:

@@ -2,20 +2,28 @@
 
 A fixture breaks one part of the contract (see its module docstring in ``fixtures/``); the
 suite must report exactly those checks as not ok, evaluate the rest normally (pass, or skip
-where a gate says the check does not apply), and never crash with an ``error`` verdict.
+where a gate says the check does not apply; a check outside the level is an advisory), and
+never crash with an ``error`` verdict. Cases are run at a level: ``NAME`` at the worker's own
+level, ``NAME@platform`` at the platform level. Every check is failed, at each level it
+belongs to, by some case at that level.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 from pathlib import Path
 
 import pytest
 
-from mosaic_sdk.conformance import all_checks, check_worker
-from mosaic_sdk.conformance.results import ERROR, PASSED, SKIPPED
+from mosaic_sdk.cli import conformance as cli_conformance
+from mosaic_sdk.conformance import all_checks, check_worker, get_check
+from mosaic_sdk.conformance.registry import PLATFORM, SDK
+from mosaic_sdk.conformance.results import ADVISORY, ERROR, PASSED, SKIPPED
 from mosaic_sdk.conformance.subject import fastlane_available
 
-# fixture name -> (MOSAIC_PLUGINS spec, checks it must fail)
+# case -> (MOSAIC_PLUGINS spec, checks it must fail); a case "NAME@platform" runs the worker
+# NAME at the platform level, "NAME" at its own level (sdk for these SDK-built fixtures).
 BROKEN: dict[str, tuple[str, set[str]]] = {
     "good": ("good=fixture_good:plugin", set()),
     "typo": ("typo=fixture_typo:plugin", {"discovery.worker_type_matches"}),
@@ -73,6 +81,39 @@ BROKEN: dict[str, tuple[str, set[str]]] = {
     "shmleak": ("shmleak=fixture_shmleak:plugin", {"hygiene.no_shm_leftovers"}),
     "badenv": ("badenv=fixture_badenv:plugin", {"env.check_env"}),
     "phantomckpt": ("phantomckpt=fixture_phantomckpt:plugin", {"checkpoint.saved_and_exists"}),
+    # SDK-built fixtures judged at the platform level: only the platform's rules fail them.
+    "dup@platform": ("dup=fixture_dup:plugin,dup=fixture_dup:plugin", {"discovery.name_unique"}),
+    "brokendesc@platform": ("brokendesc=fixture_brokendesc:plugin", {"description.metadata_valid"}),
+    "sloppycli@platform": ("sloppycli=fixture_sloppycli:plugin", {"cli.config_runs"}),
+    "lifecycle@platform": (
+        "lifecycle=fixture_lifecycle:plugin",
+        {"telemetry.run_started_first", "telemetry.terminal_last"},
+    ),
+}
+
+#: Upstream-style fixtures (fixtures/upstream_base.py): judged at their own level, platform.
+UPSTREAM: dict[str, tuple[str, set[str]]] = {
+    "upok": ("upok=fixture_upstream_ok:get_worker_metadata", set()),
+    "upnoterminal": (
+        "upnoterminal=fixture_upstream_noterminal:get_worker_metadata",
+        {"telemetry.terminal_last", "stop.run_cancelled"},
+    ),
+    "upbuffered": (
+        "upbuffered=fixture_upstream_buffered:get_worker_metadata",
+        {"telemetry.streams_live"},
+    ),
+    "upnoisy": ("upnoisy=fixture_upstream_noisy:get_worker_metadata", {"telemetry.valid_jsonl"}),
+    "updeaf": (
+        "updeaf=fixture_upstream_deaf:get_worker_metadata",
+        {"stop.sigterm_exits", "stop.run_cancelled"},
+    ),
+}
+BROKEN.update(UPSTREAM)
+#: What the upstream-style fixtures do not do that the sdk level asks (advisories at theirs).
+UPSTREAM_ADVISORIES = {
+    "cli.dry_run_exits_zero",
+    "cli.bad_config_reports",
+    "telemetry.heartbeats",
 }
 
 #: FastLane fixtures: their checks are gated on this SDK having mosaic_sdk.fastlane.
@@ -94,29 +135,59 @@ if fastlane_available():
 FAILED_ELSEWHERE = {"packaging.wheel_entry_point"}
 
 
-@pytest.mark.parametrize("fixture", sorted(BROKEN))
-def test_fixture_fails_exactly_its_checks(fixture: str, use_workers) -> None:
-    spec, expected = BROKEN[fixture]
+def case_level(case: str) -> str:
+    """The level a case is judged at: after "@", else the worker's own."""
+    name, _, level = case.partition("@")
+    return level or (PLATFORM if name in UPSTREAM else SDK)
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_fixture_fails_exactly_its_checks(case: str, use_workers) -> None:
+    spec, expected = BROKEN[case]
+    fixture, _, forced = case.partition("@")
+    level = case_level(case)
     pid_file: Path = use_workers(spec)
-    results = check_worker(fixture, on_fail=None)
+    results = check_worker(fixture, on_fail=None, level=forced or None)
     failing = {r.name for r in results if not r.ok}
     assert failing == expected, "\n".join(
         f"{r.name}: {r.verdict}: {r.reason}" for r in results if r.name in failing ^ expected
     )
     assert not [r for r in results if r.verdict == ERROR]
+    assert {r.level for r in results} == {level}
     for r in results:
         if not r.ok:
             assert r.reason and r.hint, f"{r.name} fails without a reason or a hint"
+            assert r.hint == get_check(r.name).hint_for(level), f"{r.name}: not the {level} hint"
+        if r.verdict == ADVISORY:
+            assert not r.in_level and r.hint, f"{r.name} advises without a hint"
     assert {r.name for r in results} == {c.name for c in all_checks()}
     if fixture == "good":
         assert {r.name: r.verdict for r in results}["checkpoint.saved_and_exists"] == PASSED
     if fixture in ("orphan", "orphanpipe"):
         assert pid_file.read_text().split(), "the orphan fixture reported no helper pid"
+    if fixture in UPSTREAM:
+        advisories = {r.name for r in results if r.verdict == ADVISORY}
+        assert advisories == UPSTREAM_ADVISORIES, advisories
 
 
-def test_unloadable_entry_point_fails_discovery_and_skips_the_rest(use_workers) -> None:
+def test_guide_style_worker_fails_the_sdk_level(use_workers) -> None:
+    """The correct upstream-style worker passes at its own level with advisories only; at
+    the sdk level those advisories are failures, and valid_jsonl reports every missing
+    field of a line at once (not one per round)."""
+    use_workers(UPSTREAM["upok"][0])
+    results = {r.name: r for r in check_worker("upok", on_fail=None, level=SDK)}
+    failing = {n for n, r in results.items() if not r.ok}
+    assert failing == UPSTREAM_ADVISORIES | {"telemetry.valid_jsonl"}
+    reason = results["telemetry.valid_jsonl"].reason
+    for field in ("schema_version", "seq", "ts_unix_ns"):
+        assert f"{field}: Field required" in reason, reason
+    assert results["telemetry.seq_increasing"].verdict == SKIPPED
+
+
+@pytest.mark.parametrize("level", [PLATFORM, SDK])
+def test_unloadable_entry_point_fails_discovery_and_skips_the_rest(level, use_workers) -> None:
     use_workers("unloadable=fixture_that_does_not_exist")
-    results = {r.name: r for r in check_worker("unloadable", on_fail=None)}
+    results = {r.name: r for r in check_worker("unloadable", on_fail=None, level=level)}
     assert results["discovery.entry_point_loads"].verdict == "failed"
     assert "fixture_that_does_not_exist" in results["discovery.entry_point_loads"].reason
     assert results["discovery.name_unique"].verdict == PASSED
@@ -124,8 +195,33 @@ def test_unloadable_entry_point_fails_discovery_and_skips_the_rest(use_workers) 
     assert others and all(r.verdict == SKIPPED for r in others)
 
 
-def test_every_check_has_a_fixture_that_fails_it() -> None:
+def test_every_check_has_a_fixture_that_fails_it_at_each_of_its_levels() -> None:
     everything = {**BROKEN, **BROKEN_FASTLANE}
-    proven = set().union(*(checks for _, checks in everything.values())) | FAILED_ELSEWHERE
-    proven.add("discovery.entry_point_loads")  # the unloadable fixture
-    assert {c.name for c in all_checks()} == proven
+    proven = {
+        (name, case_level(case)) for case, (_, checks) in everything.items() for name in checks
+    }
+    proven |= {(name, SDK) for name in FAILED_ELSEWHERE}
+    proven |= {("discovery.entry_point_loads", lv) for lv in (PLATFORM, SDK)}  # unloadable
+    wanted = {(c.name, level) for c in all_checks() for level in c.levels}
+    assert wanted - proven == set(), "checks no fixture fails at that level"
+    assert proven - wanted == set(), "fixtures expected to fail checks outside their level"
+
+
+@pytest.mark.parametrize("fixture", sorted(UPSTREAM))
+def test_upstream_fixtures_through_mosaic_conformance(fixture: str, use_workers, capsys) -> None:
+    """`mosaic conformance NAME` on the upstream-style fixtures: the correct one exits 0 with
+    advisories only; each broken one exits 1 naming its check, with the platform's fix."""
+    spec, expected = UPSTREAM[fixture]
+    use_workers(spec)
+    parser = argparse.ArgumentParser(prog="mosaic")
+    cli_conformance.register(parser.add_subparsers())
+    args = parser.parse_args(["conformance", fixture, "--json"])
+    code = args.handler(args)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["level"] == PLATFORM
+    assert code == (1 if expected else 0)
+    failed = {r["name"]: r for r in doc["results"] if not r["ok"]}
+    assert set(failed) == expected
+    for name, r in failed.items():
+        assert r["hint"] == get_check(name).hint_for(PLATFORM)
+    assert {r["name"] for r in doc["advisories"]} == UPSTREAM_ADVISORIES

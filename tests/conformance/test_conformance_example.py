@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mosaic_sdk.conformance import check_worker
+from mosaic_sdk.conformance import all_checks, check_worker
 from mosaic_sdk.conformance.results import PASSED, XFAILED
 from mosaic_sdk.conformance.subject import fastlane_available
 from mosaic_sdk.plugins import discover_workers
@@ -25,6 +25,9 @@ def test_in_repo_worker_is_conformant(worker: str) -> None:
     expected = dict(EXPECTED_FAILURES.get(worker, {}))
     results = check_worker(worker, on_fail="raise", expected_failures=expected)
     verdicts = {r.name: r.verdict for r in results}
+    # SDK-built workers are judged at the sdk level by default: every check, none advisory
+    assert {r.level for r in results} == {"sdk"} and all(r.in_level for r in results)
+    assert list(verdicts) == [c.name for c in all_checks()]
     for name in expected:
         assert verdicts[name] == XFAILED, name
     if worker == "example":

@@ -1,10 +1,16 @@
-"""The reference page lists every check, and both doc pages exist (a check without docs fails)."""
+"""The reference page lists every check, and both doc pages exist (a check without docs fails);
+the guide's level table matches the registry, and every snippet of the guide runs."""
 
 from __future__ import annotations
 
+import argparse
+import re
+import shlex
 from pathlib import Path
 
-from mosaic_sdk.conformance import all_checks
+from mosaic_sdk.cli import conformance as cli_conformance
+from mosaic_sdk.conformance import all_checks, pytest_plugin
+from mosaic_sdk.conformance.config_source import check_table, tomllib
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -27,3 +33,129 @@ def test_guide_shows_every_front_door() -> None:
         "--expect-fail",
     ):
         assert door in text
+
+
+# --- levels, the config without the SDK, and every snippet of the guide -------------------
+
+GUIDE = DOCS / "guides" / "conformance.md"
+REFERENCE = DOCS / "reference" / "conformance.md"
+
+
+def levels_table() -> str:
+    """The guide's per-check level table, as the registry says."""
+    rows = ["| check | platform | sdk |", "|---|---|---|"]
+    for c in all_checks():
+        if "platform" in c.levels:
+            platform = "required, platform rule" if c.takes_level else "required"
+        else:
+            platform = "advisory"
+        rows.append(f"| `{c.name}` | {platform} | required |")
+    return "\n".join(rows)
+
+
+def platform_hints_table() -> str:
+    """The reference's table of the hints the platform rules give."""
+    rows = ["| check | platform rule's hint |", "|---|---|"]
+    for c in all_checks():
+        if "platform" in c.levels and c.hint_for("platform") != c.hint_for("sdk"):
+            rows.append(f"| `{c.name}` | {c.hint_for('platform')} |")
+    return "\n".join(rows)
+
+
+def between(text: str, marker: str) -> str:
+    start, end = f"<!-- {marker}:start -->\n", f"\n<!-- {marker}:end -->"
+    assert start in text and end in text, f"the {marker} markers are missing"
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def test_guide_levels_table_matches_the_registry() -> None:
+    expected = levels_table()
+    assert between(GUIDE.read_text(encoding="utf-8"), "levels-table") == expected, (
+        "regenerate the table in docs/guides/conformance.md:\n" + expected
+    )
+
+
+def test_reference_has_every_level_hint() -> None:
+    text = REFERENCE.read_text(encoding="utf-8")
+    expected = platform_hints_table()
+    assert between(text, "platform-hints") == expected, (
+        "regenerate the table in docs/reference/conformance.md:\n" + expected
+    )
+    for check in all_checks():
+        for level in check.levels:
+            assert check.hint_for(level) in text, f"{check.name}: {level} hint not documented"
+
+
+def test_guide_shows_levels_and_the_config_without_the_sdk() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    for needle in (
+        "--level sdk",
+        "--mosaic-level platform",
+        'level="sdk"',
+        'level="platform"',
+        "advisory",
+        "[tool.mosaic.conformance]",
+        '[project.entry-points."mosaic.conformance"]',
+        "direct_url.json",
+    ):
+        assert needle in text, needle
+
+
+def fenced(text: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", text, re.M | re.S)
+
+
+def commands(block: str) -> list[list[str]]:
+    """The ``$ ...`` command lines of a console block (continuations joined), split."""
+    joined = block.replace("\\\n", " ")
+    return [shlex.split(line[2:]) for line in joined.splitlines() if line.startswith("$ ")]
+
+
+def plugin_options() -> dict[str, dict]:
+    recorded: dict[str, dict] = {}
+
+    class Group:
+        def addoption(self, name: str, **kwargs) -> None:
+            recorded[name] = kwargs
+
+    class Parser:
+        def getgroup(self, *args) -> Group:
+            return Group()
+
+    pytest_plugin.pytest_addoption(Parser())  # type: ignore[arg-type]
+    return recorded
+
+
+def test_every_snippet_of_the_guide_runs() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    python = fenced(text, "python")
+    assert len(python) >= 6
+    namespace: dict = {"__name__": "guide_snippet"}  # in order, as a reader runs them
+    for block in python:
+        exec(compile(block, str(GUIDE), "exec"), namespace)
+    tables = [tomllib.loads(block) for block in fenced(text, "toml")]
+    conformance = [t["tool"]["mosaic"]["conformance"] for t in tables if "tool" in t]
+    assert conformance and all(check_table(c, "guide") == c for c in conformance)
+    entry_points = [t["project"]["entry-points"] for t in tables if "project" in t]
+    assert any("mosaic.conformance" in e for e in entry_points)
+    # the entry point's dict says what the table says; the hook returns a config
+    assert namespace["CONFORMANCE_CONFIG"] == conformance[0]
+    assert isinstance(namespace["mosaic_worker_conformance_config"](), dict)
+    parser = argparse.ArgumentParser(prog="mosaic")
+    cli_conformance.register(parser.add_subparsers())
+    options = plugin_options()
+    seen = set()
+    for block in fenced(text, "console"):
+        for argv in commands(block):
+            seen.add(argv[0])
+            if argv[:2] == ["mosaic", "conformance"]:
+                parser.parse_args(argv[1:])  # SystemExit on an unknown flag or level
+            elif argv[0] == "pytest":
+                for i, arg in enumerate(argv):
+                    name, _, value = arg.partition("=")
+                    if name.startswith("--mosaic-"):
+                        assert name in options, f"{name} is not an option of the plugin"
+                        choices = options[name].get("choices")
+                        given = value or argv[i + 1]
+                        assert not choices or given in choices, arg
+    assert {"mosaic", "pytest"} <= seen

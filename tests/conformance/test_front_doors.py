@@ -22,6 +22,7 @@ from mosaic_sdk.conformance import (
     check_worker,
     parametrize_with_checks,
 )
+from mosaic_sdk.conformance.cases import conformance_params
 from mosaic_sdk.plugins import UnknownWorkerError
 
 pytest_plugins = ["pytester"]
@@ -109,7 +110,7 @@ def test_cli_table_shows_reason_and_hint(use_workers, capsys) -> None:
     assert "config.rejects_unknown_key" in out and "failed" in out
     assert "'conformance_unknown_key' was accepted" in out
     assert "hint: Keep the WorkerConfig default" in out
-    assert "NOT conformant: 1 failed" in out
+    assert "NOT conformant at level sdk: 1 failed" in out
 
 
 def test_cli_list_and_usage_errors(use_workers, capsys) -> None:
@@ -231,3 +232,116 @@ def test_parametrize_with_checks_in_a_worker_test_suite(
 def test_parametrize_with_checks_rejects_unknown_check_names() -> None:
     with pytest.raises(KeyError, match="telemetry.seq_increase"):
         parametrize_with_checks(["example"], {"telemetry.seq_increase": "typo"})
+
+
+# --- levels: every front door takes one -------------------------------------------------
+
+UPOK = "upok=fixture_upstream_ok:get_worker_metadata"
+
+
+def test_check_worker_level_defaults_to_the_style_and_can_be_forced(use_workers) -> None:
+    use_workers(UPOK)
+    own = {r.name: r for r in check_worker("upok", keyword="heartbeats or valid_jsonl")}
+    assert {r.level for r in own.values()} == {"platform"}
+    assert own["telemetry.heartbeats"].verdict == "advisory"
+    assert own["telemetry.heartbeats"].hint.startswith("Run a mosaic_sdk.telemetry.Heartbeat")
+    assert own["telemetry.valid_jsonl"].verdict == "passed"
+    with pytest.raises(ConformanceError) as info:
+        check_worker("upok", keyword="heartbeats or valid_jsonl", level="sdk")
+    assert {r.name for r in info.value.results if not r.ok} == set(own)
+    with pytest.raises(ValueError, match="unknown conformance level 'gui'"):
+        check_worker("upok", level="gui")
+
+
+def test_cli_level_json_lists_advisories_and_they_do_not_change_the_exit_code(
+    use_workers, capsys
+) -> None:
+    use_workers(UPOK)
+    assert run_cli("upok", "-k", "heartbeats or valid_jsonl", "--json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["level"] == "platform" and doc["level_from"] == "the worker's style"
+    assert doc["ok"] is True and doc["counts"] == {"passed": 1, "advisory": 1}
+    (advisory,) = doc["advisories"]
+    assert advisory["name"] == "telemetry.heartbeats" and advisory["in_level"] is False
+    assert advisory["hint"] and advisory["levels"] == ["sdk"]
+    assert run_cli("upok", "-k", "heartbeats or valid_jsonl", "--level", "sdk", "--json") == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["level"] == "sdk" and doc["counts"] == {"failed": 2}
+
+
+def test_cli_table_shows_advisories_with_their_hint(use_workers, capsys) -> None:
+    use_workers(UPOK)
+    assert run_cli("upok", "-k", "heartbeats") == 0
+    out = capsys.readouterr().out
+    assert "at level platform (the worker's own level" in out
+    assert "telemetry.heartbeats" in out and "advisory" in out and "failed by the sdk rule" in out
+    assert "hint: Run a mosaic_sdk.telemetry.Heartbeat" in out
+    assert "conformant at level platform: 1 advisory" in out
+
+
+def test_cli_list_shows_levels(capsys) -> None:
+    assert run_cli("--list", "-k", "stop") == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].split()[:2] == ["stop.sigterm_exits", "platform+sdk"]
+    assert rows[2].split()[:2] == ["stop.no_orphans", "sdk"]
+    assert run_cli("--list", "--level", "platform", "--json") == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed and all("platform" in row["levels"] for row in listed)
+    assert "telemetry.heartbeats" not in {row["name"] for row in listed}
+    with pytest.raises(SystemExit):
+        run_cli("upok", "--level", "gui")
+
+
+def test_pytest_plugin_takes_the_level(pytester: pytest.Pytester, use_workers) -> None:
+    use_workers(UPOK)
+    args = [
+        "--pyargs",
+        "mosaic_sdk.conformance",
+        "--mosaic-worker",
+        "upok",
+        "-p",
+        "no:cacheprovider",
+    ]
+    selected = ["-k", "heartbeats or valid_jsonl"]
+    result = pytester.runpytest_subprocess(*args, *selected)
+    result.assert_outcomes(passed=2, deselected=len(all_checks()) - 2)
+    result.stdout.fnmatch_lines(["*ConformanceAdvisory*telemetry.heartbeats*hint: *"])
+    result = pytester.runpytest_subprocess(*args, *selected, "--mosaic-level", "sdk")
+    result.assert_outcomes(failed=2, deselected=len(all_checks()) - 2)
+    result = pytester.runpytest_subprocess(*args, "--mosaic-level", "gui")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_parametrize_with_checks_takes_the_level(pytester: pytest.Pytester, use_workers) -> None:
+    use_workers(UPOK)
+    pytester.makepyfile(
+        test_my_worker=textwrap.dedent(
+            """
+            from mosaic_sdk.conformance import parametrize_with_checks
+
+            @parametrize_with_checks(["upok"], keyword="heartbeats or valid_jsonl")
+            def test_own_level(check):
+                check()
+
+            @parametrize_with_checks(["upok"], keyword="heartbeats or valid_jsonl", level="sdk")
+            def test_sdk_level(check):
+                check()
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(["*FAILED*test_sdk_level?upok-telemetry.heartbeats?*"])
+    with pytest.raises(ValueError, match="unknown conformance level"):
+        parametrize_with_checks(["upok"], level="gui")
+
+
+def test_expected_failures_outside_an_explicit_level_are_not_marked() -> None:
+    params = conformance_params(
+        ["upok"],
+        {"telemetry.heartbeats": "no beats yet", "telemetry.valid_jsonl": "guide lines"},
+        keyword="heartbeats or valid_jsonl",
+        level="platform",
+    )
+    marks = {p.id: [m.name for m in p.marks] for p in params}
+    assert marks == {"upok-telemetry.valid_jsonl": ["xfail"], "upok-telemetry.heartbeats": []}

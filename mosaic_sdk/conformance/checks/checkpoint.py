@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mosaic_sdk.conformance.checks import claims
 from mosaic_sdk.conformance.checks.cli import launched
-from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
 from mosaic_sdk.conformance.subject import WorkerSubject
 
@@ -19,6 +19,7 @@ from mosaic_sdk.conformance.subject import WorkerSubject
     "run) and emit checkpoint_saved(checkpoint_path=...) only after the file is written",
     runs=("normal",),
     gates=(claims("supports_checkpointing"),),
+    levels=(SDK,),
 )
 def saved_and_exists(subject: WorkerSubject) -> str | None:
     run = launched(subject, "normal")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mosaic_sdk.conformance.recording import RecordedRun
-from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.registry import PLATFORM, SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
 from mosaic_sdk.conformance.subject import WorkerSubject, run_timeout
 
@@ -29,8 +29,13 @@ def _stderr(run: RecordedRun) -> str:
 @conformance_check(
     "cli.config_runs",
     description="The launch command with --config runs the conformance config to exit code 0",
-    hint="Start the worker through mosaic_sdk.worker_cli.worker_main; run the config from "
-    "mosaic_worker_conformance_config by hand with `mosaic run NAME` to see the error",
+    hint={
+        PLATFORM: "Make `python -m PACKAGE.cli --config PATH` (the launch command) run the "
+        "conformance config to exit code 0 and print telemetry; run it by hand with "
+        "`mosaic run NAME` to see the error",
+        SDK: "Start the worker through mosaic_sdk.worker_cli.worker_main; run the config from "
+        "mosaic_worker_conformance_config by hand with `mosaic run NAME` to see the error",
+    },
     runs=("normal",),
 )
 def config_runs(subject: WorkerSubject) -> str | None:
@@ -48,6 +53,7 @@ def config_runs(subject: WorkerSubject) -> str | None:
     hint="Handle --dry-run: validate the config, print a summary on stderr, exit 0 "
     "(worker_main does this)",
     runs=("dry_run",),
+    levels=(SDK,),
 )
 def dry_run_exits_zero(subject: WorkerSubject) -> str | None:
     run = launched(subject, "dry_run")
@@ -61,6 +67,7 @@ def dry_run_exits_zero(subject: WorkerSubject) -> str | None:
     description="--dry-run writes no stdout line and no file in the run directory",
     hint="Return before creating envs, emitters or files when --dry-run is given",
     runs=("dry_run",),
+    levels=(SDK,),
 )
 def dry_run_writes_nothing(subject: WorkerSubject) -> str | None:
     run = launched(subject, "dry_run")
@@ -79,6 +86,7 @@ def dry_run_writes_nothing(subject: WorkerSubject) -> str | None:
     description="A config file that is not valid JSON makes the worker exit non-zero",
     hint="Exit with code 2 on a bad config (worker_main does this)",
     runs=("bad_config",),
+    levels=(SDK,),
 )
 def bad_config_exits_nonzero(subject: WorkerSubject) -> str | None:
     run = launched(subject, "bad_config")
@@ -93,6 +101,7 @@ def bad_config_exits_nonzero(subject: WorkerSubject) -> str | None:
     hint="On a bad config emit run_failed (error_type ConfigError) and print one line "
     "saying what is wrong on stderr (worker_main does both)",
     runs=("bad_config",),
+    levels=(SDK,),
 )
 def bad_config_reports(subject: WorkerSubject) -> str | None:
     run = launched(subject, "bad_config")

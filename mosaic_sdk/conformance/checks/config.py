@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
 from mosaic_sdk.conformance.subject import WorkerSubject
 
@@ -44,6 +44,7 @@ def _rejection(model: Any, data: Any) -> str | None:
     description="The model's defaults (with a run_id) and the conformance config validate",
     hint="Give every field of the config model a default, and make "
     "mosaic_worker_conformance_config return keys the model knows",
+    levels=(SDK,),
 )
 def defaults_validate(subject: WorkerSubject) -> str | None:
     model = subject.config_model()
@@ -57,6 +58,7 @@ def defaults_validate(subject: WorkerSubject) -> str | None:
     description="from_dict(to_dict(x)) == x, and to_dict() is plain JSON",
     hint="Keep to_dict() the model's JSON dump and from_dict() its validation; avoid fields "
     "whose JSON form does not load back to the same value",
+    levels=(SDK,),
 )
 def round_trip(subject: WorkerSubject) -> str | None:
     model = subject.config_model()
@@ -82,6 +84,7 @@ def round_trip(subject: WorkerSubject) -> str | None:
     description="The config nested under metadata.worker.config of a job descriptor loads",
     hint="Build configs with WorkerConfig.from_dict (it unwraps job descriptors); do not "
     "override it without calling unwrap_job_descriptor",
+    levels=(SDK,),
 )
 def job_descriptor(subject: WorkerSubject) -> str | None:
     model = subject.config_model()
@@ -101,6 +104,7 @@ def job_descriptor(subject: WorkerSubject) -> str | None:
     description="The config's JSON Schema is a valid schema and accepts to_dict() of a config",
     hint="Let WorkerConfig.json_schema() come from the pydantic model; give custom types a "
     "JSON Schema (pydantic's __get_pydantic_json_schema__)",
+    levels=(SDK,),
 )
 def json_schema_valid(subject: WorkerSubject) -> str | None:
     try:
@@ -133,6 +137,7 @@ def json_schema_valid(subject: WorkerSubject) -> str | None:
     "config.rejects_unknown_key",
     description="An unknown key is rejected with a message that names it",
     hint="Keep the WorkerConfig default (extra='forbid'); do not set extra='ignore' or 'allow'",
+    levels=(SDK,),
 )
 def rejects_unknown_key(subject: WorkerSubject) -> str | None:
     model = subject.config_model()
@@ -166,6 +171,7 @@ def scalar_fields(model: Any) -> list[str]:
     description="A value of the wrong type is rejected with a message that names the field",
     hint="Type every config field (int, float, bool, str, Literal...) and let from_dict "
     "report pydantic's errors through ConfigError",
+    levels=(SDK,),
 )
 def rejects_wrong_type(subject: WorkerSubject) -> str | None:
     model = subject.config_model()
@@ -192,6 +198,7 @@ def rejects_wrong_type(subject: WorkerSubject) -> str | None:
     "config.rejects_hostile_run_id",
     description="A run_id that is unsafe in file and shared-memory names is rejected",
     hint="Keep run_id typed as mosaic_sdk.contract.RunId (inherit it from WorkerConfig)",
+    levels=(SDK,),
 )
 def rejects_hostile_run_id(subject: WorkerSubject) -> str | None:
     model = subject.config_model()

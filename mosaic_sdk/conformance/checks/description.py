@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.registry import PLATFORM, SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
 from mosaic_sdk.conformance.subject import WorkerSubject
 from mosaic_sdk.contract import unknown_vocabulary
@@ -24,8 +24,13 @@ def _described(subject: WorkerSubject) -> tuple[object, object]:
 @conformance_check(
     "description.metadata_valid",
     description="mosaic_worker_describe returns metadata and capabilities that validate",
-    hint="Return (WorkerMetadata(...), WorkerCapabilities(...)) from mosaic_worker_describe; "
-    "the message names the field that did not validate",
+    hint={
+        PLATFORM: "Return (WorkerMetadata(...), WorkerCapabilities(...)) with the platform's "
+        "fields from the entry point's factory; the message names the field that did not "
+        "validate",
+        SDK: "Return (WorkerMetadata(...), WorkerCapabilities(...)) from "
+        "mosaic_worker_describe; the message names the field that did not validate",
+    },
 )
 def metadata_valid(subject: WorkerSubject) -> str | None:
     _, caps = _described(subject)
@@ -41,6 +46,7 @@ def metadata_valid(subject: WorkerSubject) -> str | None:
     description="metadata.version is a PEP 440 version",
     hint="Use a version such as '1.2.0', '0.3.0rc1' or '2.0.post1' (usually the "
     "distribution's __version__)",
+    levels=(SDK,),
 )
 def version_pep440(subject: WorkerSubject) -> str | None:
     from packaging.version import InvalidVersion, Version
@@ -59,6 +65,7 @@ def version_pep440(subject: WorkerSubject) -> str | None:
     description="metadata.license is an SPDX license identifier (or expression)",
     hint="Use an SPDX id such as 'MIT', 'Apache-2.0' or 'GPL-3.0-or-later' "
     "(see https://spdx.org/licenses/)",
+    levels=(SDK,),
 )
 def license_spdx(subject: WorkerSubject) -> str | None:
     from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
@@ -81,6 +88,7 @@ def license_spdx(subject: WorkerSubject) -> str | None:
     description="The worker speaks the protocol version of this SDK",
     hint="Drop your mosaic_worker_protocol_version hook (the SDK answers for you) or upgrade "
     "the worker to this SDK's protocol",
+    levels=(SDK,),
 )
 def protocol_version(subject: WorkerSubject) -> str | None:
     handle = subject.require_handle()

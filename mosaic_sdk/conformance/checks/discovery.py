@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
 from mosaic_sdk.conformance.subject import WorkerSubject
 
@@ -25,6 +25,7 @@ def entry_point_loads(subject: WorkerSubject) -> str | None:
     description="capabilities.worker_type equals the entry-point name",
     hint="Set WorkerCapabilities(worker_type=...) to the name of the entry point in "
     '[project.entry-points."mosaic.workers"]',
+    levels=(SDK,),
 )
 def worker_type_matches(subject: WorkerSubject) -> str | None:
     _, caps = subject.description()

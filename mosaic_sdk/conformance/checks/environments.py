@@ -10,7 +10,7 @@ from typing import Any
 
 from mosaic_sdk.conformance.checks import claims, fastlane_in_sdk
 from mosaic_sdk.conformance.leftovers import remove_shm_segments, shm_segments_of
-from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
 from mosaic_sdk.conformance.subject import DEFAULT_SEED, WorkerSubject
 
@@ -89,6 +89,7 @@ def _plain(message: str) -> str:
     hint="Fix what check_env reports: spaces must contain what reset/step return, reset "
     "must honour seed=, render must match render_mode",
     gates=(exposes_env,),
+    levels=(SDK,),
 )
 def check_env_bare(subject: WorkerSubject) -> str | None:
     env = _make_env(subject)
@@ -105,6 +106,7 @@ def check_env_bare(subject: WorkerSubject) -> str | None:
     hint="Create the env with render_mode='rgb_array' so the FastLane wrapper can render it; "
     "the wrapper must keep the env's spaces and step/reset results intact",
     gates=(exposes_env, claims("supports_fastlane"), fastlane_in_sdk),
+    levels=(SDK,),
 )
 def check_env_fastlane(subject: WorkerSubject) -> str | None:
     from mosaic_sdk.fastlane import maybe_wrap_env

@@ -7,7 +7,7 @@ from typing import Any
 from mosaic_sdk.conformance.checks import claims, fastlane_in_sdk
 from mosaic_sdk.conformance.checks.cli import launched
 from mosaic_sdk.conformance.fastlane_v1 import MAGIC, SLOT_HEADER, VERSION, segment_name
-from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
 from mosaic_sdk.conformance.subject import WorkerSubject
 
@@ -36,6 +36,7 @@ def _probe(subject: WorkerSubject) -> dict[str, Any]:
     "when MOSAIC_FASTLANE_ONLY / GYM_GUI_FASTLANE_ONLY is 1",
     runs=("fastlane",),
     gates=GATES,
+    levels=(SDK,),
 )
 def frames_published(subject: WorkerSubject) -> str | None:
     probe = _probe(subject)
@@ -51,6 +52,7 @@ def frames_published(subject: WorkerSubject) -> str | None:
     "frames must be HxWxC uint8 with C in 1, 3, 4",
     runs=("fastlane",),
     gates=GATES,
+    levels=(SDK,),
 )
 def v1_readable(subject: WorkerSubject) -> str | None:
     probe = _probe(subject)
@@ -86,6 +88,7 @@ def v1_readable(subject: WorkerSubject) -> str | None:
     "its segment on close",
     runs=("fastlane",),
     gates=GATES,
+    levels=(SDK,),
 )
 def segment_removed(subject: WorkerSubject) -> str | None:
     run = launched(subject, "fastlane")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
 from mosaic_sdk.conformance.subject import WorkerSubject
 
@@ -20,6 +20,7 @@ def _runs(subject: WorkerSubject) -> list:  # type: ignore[type-arg]
     hint="Close and unlink every segment you create (FastLane writers do on close); use "
     "try/finally so that a failing run cleans up too",
     runs=RUNS,
+    levels=(SDK,),
 )
 def no_shm_leftovers(subject: WorkerSubject) -> str | None:
     left = [f"{r.kind}: /dev/shm/{n}" for r in _runs(subject) for n in r.leftover_shm]
@@ -36,6 +37,7 @@ def no_shm_leftovers(subject: WorkerSubject) -> str | None:
     hint="Wait for every child process before exiting; a library's worker pool must be "
     "closed (pool.close(); pool.join())",
     runs=RUNS,
+    levels=(SDK,),
 )
 def no_leftover_processes(subject: WorkerSubject) -> str | None:
     left = [

@@ -11,7 +11,6 @@ deselect with ``-k "not packaging"``) to skip the build, which takes a few secon
 from __future__ import annotations
 
 import configparser
-import json
 import os
 import subprocess
 import sys
@@ -19,9 +18,9 @@ import tempfile
 import zipfile
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
-from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.config_source import source_directory, tomllib
+from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
 from mosaic_sdk.conformance.subject import WorkerSubject
 from mosaic_sdk.plugins import ENTRY_POINT_GROUP
@@ -30,30 +29,8 @@ SKIP_VARIABLE = "MOSAIC_CONFORMANCE_SKIP_PACKAGING"
 BUILD_TIMEOUT = 300
 
 
-def source_directory(dist: importlib_metadata.Distribution) -> Path | None:
-    """The local source tree a distribution was installed from, if it is known and exists."""
-    text = dist.read_text("direct_url.json")
-    if not text:
-        return None
-    try:
-        info = json.loads(text)
-    except ValueError:
-        return None
-    url = urlparse(str(info.get("url", "")))
-    if url.scheme != "file" or "dir_info" not in info:
-        return None
-    path = Path(unquote(url.path))
-    if (path / "pyproject.toml").is_file() or (path / "setup.py").is_file():
-        return path
-    return None
-
-
 def build_requirements_met(source: Path) -> bool:
     """Whether every ``[build-system] requires`` of ``source`` is installed here."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        return False
     from packaging.requirements import InvalidRequirement, Requirement
 
     pyproject = source / "pyproject.toml"
@@ -137,6 +114,7 @@ def check_wheel_declares(source: Path, worker: str, expected: str | None) -> str
     hint='Declare [project.entry-points."mosaic.workers"] NAME = "package.plugin" in the '
     "worker's pyproject.toml and make the build include the package",
     slow=True,
+    levels=(SDK,),
 )
 def wheel_entry_point(subject: WorkerSubject) -> str | None:
     handle = subject.require_handle()

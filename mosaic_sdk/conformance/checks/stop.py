@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mosaic_sdk.conformance.checks.cli import launched
 from mosaic_sdk.conformance.recording import RecordedRun
-from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.registry import PLATFORM, SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
 from mosaic_sdk.conformance.subject import STOP_TIMEOUT, WorkerSubject, stop_timeout
 from mosaic_sdk.telemetry.emitter import TERMINAL_EVENTS
@@ -25,8 +25,13 @@ def _signalled(subject: WorkerSubject) -> RecordedRun:
     "stop.sigterm_exits",
     description=f"SIGTERM during a run ends the worker within {STOP_TIMEOUT:g} s "
     "(MOSAIC_CONFORMANCE_STOP_TIMEOUT)",
-    hint="Handle SIGTERM (worker_main sets ctx.cancel; check ctx.cancelled in your loop and "
-    "return); forward it to child processes and wait for them",
+    hint={
+        PLATFORM: "Handle SIGTERM: install a handler (signal.signal(signal.SIGTERM, ...)) that "
+        "makes your loop stop, never ignore the signal; forward it to child processes and "
+        "wait for them",
+        SDK: "Handle SIGTERM (worker_main sets ctx.cancel; check ctx.cancelled in your loop and "
+        "return); forward it to child processes and wait for them",
+    },
     runs=("stop",),
 )
 def sigterm_exits(subject: WorkerSubject) -> str | None:
@@ -40,18 +45,33 @@ def sigterm_exits(subject: WorkerSubject) -> str | None:
 
 @conformance_check(
     "stop.run_cancelled",
-    description="A run stopped by SIGTERM ends its telemetry with run_cancelled",
-    hint="When ctx.cancelled is set, stop and emit run_cancelled(reason=..., "
-    "completed_episodes=...) as the last line (worker_main does if you just return)",
+    description="A run stopped by SIGTERM ends its telemetry with a terminal event that is "
+    "not run_completed (platform), with run_cancelled (sdk)",
+    hint={
+        PLATFORM: "On SIGTERM stop the loop and print a run_cancelled lifecycle line "
+        '({"event": "run_cancelled", "payload": {"reason": ..., "completed_episodes": ...}, '
+        '"run_id": ..., "timestamp": ...}, flush=True) as the last line, then exit',
+        SDK: "When ctx.cancelled is set, stop and emit run_cancelled(reason=..., "
+        "completed_episodes=...) as the last line (worker_main does if you just return)",
+    },
     runs=("stop",),
 )
-def run_cancelled(subject: WorkerSubject) -> str | None:
+def run_cancelled(subject: WorkerSubject, level: str) -> str | None:
     run = _signalled(subject)
     terminal = [e for e in run.events() if e in TERMINAL_EVENTS]
     if not terminal:
         raise CheckFailed("no terminal event after SIGTERM (expected run_cancelled)")
-    if terminal[-1] != "run_cancelled" or run.telemetry[-1].event != "run_cancelled":
-        raise CheckFailed(f"the run ended with {terminal[-1]}, not run_cancelled, after SIGTERM")
+    last = run.telemetry[-1].event
+    if last not in TERMINAL_EVENTS:
+        raise CheckFailed(f"after SIGTERM the last line is {last or 'a step'}, not run_cancelled")
+    if level == PLATFORM:
+        if last == "run_completed":
+            raise CheckFailed(
+                "the run ended with run_completed after SIGTERM: the signal did not stop it"
+            )
+        return f"ended with {last}"
+    if last != "run_cancelled":
+        raise CheckFailed(f"the run ended with {last}, not run_cancelled, after SIGTERM")
     return None
 
 
@@ -61,6 +81,7 @@ def run_cancelled(subject: WorkerSubject) -> str | None:
     hint="Terminate and wait for every child process before exiting (e.g. in a finally: "
     "block); do not detach children from the worker's session",
     runs=("stop",),
+    levels=(SDK,),
 )
 def no_orphans(subject: WorkerSubject) -> str | None:
     run = launched(subject, "stop")

@@ -7,8 +7,9 @@ import math
 from typing import Any
 
 from mosaic_sdk.conformance.checks.cli import launched
+from mosaic_sdk.conformance.platform_lines import platform_line_problems
 from mosaic_sdk.conformance.recording import RecordedLine, RecordedRun
-from mosaic_sdk.conformance.registry import conformance_check
+from mosaic_sdk.conformance.registry import PLATFORM, SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
 from mosaic_sdk.conformance.subject import HEARTBEAT_INTERVAL, WorkerSubject
 from mosaic_sdk.telemetry.emitter import TERMINAL_EVENTS
@@ -28,31 +29,45 @@ VOLATILE_FIELDS = frozenset({"ts_unix_ns", "timestamp", "seq", "run_id", "worker
 
 @conformance_check(
     "telemetry.valid_jsonl",
-    description="Every stdout line is a telemetry object valid against the schema",
-    hint="Write stdout only through TelemetryEmitter; worker_main sends library prints to "
-    "stderr (claim_stdout); child processes must not inherit the telemetry stream",
-    runs=("normal", "bad_config"),
+    description="Every stdout line is telemetry: of the platform's shapes (platform), valid "
+    "against the SDK's schema (sdk)",
+    hint={
+        PLATFORM: "Print only telemetry on stdout, one JSON object a line: lifecycle lines "
+        '{"event", "payload", "run_id", "timestamp"} and step/episode lines with "type": '
+        '"step" | "episode" (the proxy drops anything else silently); send library output and '
+        "logs to stderr",
+        SDK: "Write stdout only through TelemetryEmitter; worker_main sends library prints to "
+        "stderr (claim_stdout); child processes must not inherit the telemetry stream",
+    },
+    runs={PLATFORM: ("normal",), SDK: ("normal", "bad_config")},
 )
-def valid_jsonl(subject: WorkerSubject) -> str | None:
+def valid_jsonl(subject: WorkerSubject, level: str) -> str | None:
     bad: list[str] = []
     checked = 0
-    for kind in ("normal", "bad_config"):
+    kinds = ("normal",) if level == PLATFORM else ("normal", "bad_config")
+    for kind in kinds:
         run = launched(subject, kind)
         for number, rec in enumerate(run.lines, 1):
             checked += 1
-            if not rec.line.is_telemetry:
-                what = "not JSON" if rec.line.kind == "log" else rec.line.error
-                bad.append(f"{kind} line {number}: {what}: {rec.text[:80]!r}")
-                continue
-            problems = validate_line(dict(rec.line.data))
+            problems = _line_problems(rec, level)
             if problems:
-                bad.append(f"{kind} line {number}: {problems[0]}")
+                bad.append(f"{kind} line {number}: {'; '.join(problems)}: {rec.text[:80]!r}")
     if bad:
+        rule = "the platform's shapes" if level == PLATFORM else "the SDK's schema"
         raise CheckFailed(
-            f"{len(bad)} of {checked} stdout lines are not valid telemetry; first: {bad[0]}",
+            f"{len(bad)} of {checked} stdout lines are not telemetry of {rule}; first: {bad[0]}",
             details=bad[:20],
         )
     return f"{checked} lines valid"
+
+
+def _line_problems(rec: RecordedLine, level: str) -> list[str]:
+    """Every problem of one stdout line by the rule of ``level`` (all at once)."""
+    if level == PLATFORM:
+        return platform_line_problems(rec.text)
+    if not rec.line.is_telemetry:
+        return ["not JSON" if rec.line.kind == "log" else str(rec.line.error)]
+    return validate_line(dict(rec.line.data))
 
 
 def _telemetry(subject: WorkerSubject, kind: str = "normal") -> tuple[RecordedRun, list[Any]]:
@@ -71,7 +86,11 @@ def _why(run: RecordedRun) -> str:
 @conformance_check(
     "telemetry.run_started_first",
     description="The first telemetry line is the run_started lifecycle event",
-    hint="Call emitter.run_started(...) before any step, episode or heartbeat line",
+    hint={
+        PLATFORM: 'Print the run_started lifecycle line ({"event": "run_started", "payload": '
+        '{...}, "run_id": ..., "timestamp": ...}, flush=True) before any other line',
+        SDK: "Call emitter.run_started(...) before any step, episode or heartbeat line",
+    },
     runs=("normal",),
 )
 def run_started_first(subject: WorkerSubject) -> str | None:
@@ -87,8 +106,12 @@ def run_started_first(subject: WorkerSubject) -> str | None:
     "telemetry.terminal_last",
     description="The last telemetry line is the only terminal event (run_completed/failed/"
     "cancelled)",
-    hint="End every run with exactly one of run_completed, run_failed, run_cancelled and "
-    "write nothing after it",
+    hint={
+        PLATFORM: "End every run with exactly one lifecycle line run_completed, run_failed or "
+        "run_cancelled (on errors too: try/except/finally) and print nothing after it",
+        SDK: "End every run with exactly one of run_completed, run_failed, run_cancelled and "
+        "write nothing after it",
+    },
     runs=("normal",),
 )
 def terminal_last(subject: WorkerSubject) -> str | None:
@@ -110,6 +133,7 @@ def terminal_last(subject: WorkerSubject) -> str | None:
     description="seq increases strictly from line to line (workers using the SDK emitter)",
     hint="Use one TelemetryEmitter per process and never write lines around it",
     runs=("normal",),
+    levels=(SDK,),
 )
 def seq_increasing(subject: WorkerSubject) -> str | None:
     _, lines = _telemetry(subject)
@@ -129,8 +153,13 @@ def seq_increasing(subject: WorkerSubject) -> str | None:
 @conformance_check(
     "telemetry.streams_live",
     description="Lines arrive while the worker runs, not all at exit",
-    hint="Flush telemetry as you go (TelemetryEmitter does within 20 ms); do not collect "
-    "lines and print them at the end. Make the conformance config run for >= 1 s",
+    hint={
+        PLATFORM: "Print every telemetry line with flush=True as it happens (stdout to a pipe "
+        "is block-buffered); do not collect lines and print them at the end. Make the "
+        "conformance config run for >= 1 s",
+        SDK: "Flush telemetry as you go (TelemetryEmitter does within 20 ms); do not collect "
+        "lines and print them at the end. Make the conformance config run for >= 1 s",
+    },
     runs=("normal",),
 )
 def streams_live(subject: WorkerSubject) -> str | None:
@@ -144,16 +173,17 @@ def streams_live(subject: WorkerSubject) -> str | None:
 def streaming(run: RecordedRun) -> tuple[bool, str]:
     """Whether the run's lines arrived while it ran, and the measurement that says so.
 
-    With ``ts_unix_ns`` on the lines: the first line must arrive within
+    With a write time on the lines (``ts_unix_ns``, else the lifecycle ``timestamp`` in
+    seconds): the first line must arrive within
     :data:`STREAM_LAG_SECONDS`, or :data:`STREAM_LAG_FRACTION` of the span over which the run
     wrote its lines, of being written (a worker that prints everything at the end delivers
     its first line a whole run late). Without: the first line must arrive well before the
     process exits (:data:`STREAM_LEAD_SECONDS` / :data:`STREAM_LEAD_FRACTION`).
     """
     stamped = [
-        (r.arrived + run.clock_offset, r.line.data["ts_unix_ns"] / 1e9)
+        (r.arrived + run.clock_offset, written)
         for r in run.telemetry
-        if isinstance(r.line.data.get("ts_unix_ns"), int)
+        if (written := _stamp(r.line.data)) is not None
     ]
     if len(stamped) >= 2:
         lag = stamped[0][0] - stamped[0][1]
@@ -170,10 +200,29 @@ def streaming(run: RecordedRun) -> tuple[bool, str]:
     return lead >= STREAM_LEAD_SECONDS or lead >= STREAM_LEAD_FRACTION * span, note
 
 
-def _written_at(rec: RecordedLine) -> float:
-    """When the worker wrote a line: its ``ts_unix_ns``, else when it arrived (monotonic)."""
-    ts = rec.line.data.get("ts_unix_ns")
-    return ts / 1e9 if isinstance(ts, int) else rec.arrived
+def _stamp(data: dict[str, Any]) -> float | None:
+    """When the worker says it wrote a line (wall-clock seconds): ``ts_unix_ns``, else a
+    lifecycle line's ``timestamp``; None when the line says neither."""
+    ts = data.get("ts_unix_ns")
+    if isinstance(ts, int) and not isinstance(ts, bool):
+        return ts / 1e9
+    seconds = data.get("timestamp")
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+        return float(seconds)
+    return None
+
+
+def _run_span(run: RecordedRun) -> float:
+    """Seconds from the run's first telemetry line to its last (run_started to the terminal
+    event when both are there): by when the worker wrote them when both lines say
+    (``ts_unix_ns`` or ``timestamp``), else by when they arrived."""
+    lines = run.telemetry
+    start = next((r for r in lines if r.event == "run_started"), lines[0])
+    end = next((r for r in lines if r.event in TERMINAL_EVENTS), lines[-1])
+    began, ended = _stamp(start.line.data), _stamp(end.line.data)
+    if began is not None and ended is not None:
+        return ended - began
+    return end.arrived - start.arrived
 
 
 def streamed(run: RecordedRun) -> bool:
@@ -188,18 +237,17 @@ def streamed(run: RecordedRun) -> bool:
     hint="Run a mosaic_sdk.telemetry.Heartbeat during the run (it reads "
     "MOSAIC_HEARTBEAT_INTERVAL); make the conformance config run for >= 1 s",
     runs=("normal",),
+    levels=(SDK,),
 )
 def heartbeats(subject: WorkerSubject) -> str | None:
     run, _ = _telemetry(subject)
-    events = [(r.event, _written_at(r)) for r in run.telemetry if r.event]
-    beats = [e for e in events if e[0] == "heartbeat"]
+    beats = [r for r in run.telemetry if r.event == "heartbeat"]
     if beats:
         return f"{len(beats)} heartbeat(s)"
-    started = next((t for e, t in events if e == "run_started"), None)
-    ended = next((t for e, t in events if e in TERMINAL_EVENTS), None)
-    if started is not None and ended is not None and ended - started < 3 * HEARTBEAT_INTERVAL:
+    lasted = _run_span(run)
+    if lasted < 3 * HEARTBEAT_INTERVAL:
         raise CheckSkipped(
-            f"the run lasted {ended - started:.2f} s, too short to expect a heartbeat every "
+            f"the run lasted {lasted:.2f} s, too short to expect a heartbeat every "
             f"{HEARTBEAT_INTERVAL} s; make the conformance config run for >= 1 s"
         )
     raise CheckFailed(f"no heartbeat line with MOSAIC_HEARTBEAT_INTERVAL={HEARTBEAT_INTERVAL}")
@@ -211,6 +259,7 @@ def heartbeats(subject: WorkerSubject) -> str | None:
     hint="Emit one episode line per finished episode with steps = its number of steps and "
     "total_reward = the sum of its step rewards; report run_completed(episodes=...)",
     runs=("normal",),
+    levels=(SDK,),
 )
 def counts_add_up(subject: WorkerSubject) -> str | None:
     run, lines = _telemetry(subject)
@@ -239,7 +288,7 @@ def _count_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]])
         by_episode.setdefault((s.get("agent_id"), s.get("episode_index")), []).append(s)
     seen: set[tuple[Any, Any]] = set()
     for e in episodes:
-        key = (e.get("agent_id"), e.get("episode_index"))
+        key = _episode_key(e, by_episode)
         if key in seen:
             problems.append(f"episode {key[1]} is reported twice")
             continue
@@ -268,6 +317,22 @@ def _count_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]])
     return problems
 
 
+def _episode_key(
+    episode: dict[str, Any], by_episode: dict[tuple[Any, Any], list[dict[str, Any]]]
+) -> tuple[Any, Any]:
+    """The (agent_id, episode_index) of the step lines an episode line reports on.
+
+    An agent id on only one side of a single-agent episode (the proxy reads ``agent_id`` on
+    both kinds of line, so workers put it on one, the other or both) still matches."""
+    key = (episode.get("agent_id"), episode.get("episode_index"))
+    if key in by_episode:
+        return key
+    agents = {agent for agent, index in by_episode if index == key[1]}
+    if len(agents) == 1 and (key[0] is None or None in agents):
+        return (agents.pop(), key[1])
+    return key
+
+
 def comparable(data: dict[str, Any]) -> dict[str, Any]:
     """A step or episode line without the fields that differ between identical runs."""
     return {k: v for k, v in data.items() if k not in VOLATILE_FIELDS}
@@ -280,6 +345,7 @@ def comparable(data: dict[str, Any]) -> dict[str, Any]:
     hint="Seed every random generator from config.seed (env.reset(seed=...), "
     "action_space.seed(...), numpy/torch generators); avoid wall-clock dependent logic",
     runs=("normal", "repeat"),
+    levels=(SDK,),
 )
 def same_seed_same_telemetry(subject: WorkerSubject) -> str | None:
     runs = []

@@ -1,0 +1,216 @@
+"""Where a worker's conformance config comes from, with or without the SDK.
+
+The suite runs a worker with a small config. In order:
+
+1. the ``mosaic_worker_conformance_config`` hook (SDK-built workers);
+2. a ``[tool.mosaic.conformance]`` table in the ``pyproject.toml`` of the worker's source
+   tree. An installed distribution carries no ``pyproject.toml``: the tree is found through
+   the distribution's ``direct_url.json`` (PEP 610), which pip writes for ``pip install -e .``
+   and ``pip install .`` of a local directory;
+3. a ``mosaic.conformance`` entry point with the worker's name, declared by the worker's own
+   distribution and naming a ``dict`` (or a zero-argument function returning one). Entry
+   points live in the installed metadata, so this works for wheels too.
+
+Neither 2 nor 3 imports the SDK. Their keys are those the hook would return: the worker's
+config without ``run_id``. When 2 and 3 are both present they must agree. Bad content
+(malformed TOML, a table that is not a table, ``run_id``, a value that is not JSON, a key or
+value the worker's config model rejects) raises :class:`ConformanceConfigError` naming the
+file (or entry point) and the key.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+#: The table of ``pyproject.toml`` that holds the config.
+TABLE = ("tool", "mosaic", "conformance")
+TABLE_NAME = "[tool.mosaic.conformance]"
+#: The entry-point group of the wheel-friendly fallback.
+ENTRY_POINT_GROUP = "mosaic.conformance"
+
+
+class ConformanceConfigError(ValueError):
+    """A conformance config given without the SDK is malformed; the message names the file
+    (or entry point) and each offending key."""
+
+    def __init__(self, origin: str, problems: list[str]) -> None:
+        self.origin = origin
+        self.problems = list(problems)
+        listing = "\n  ".join(self.problems)
+        super().__init__(f"bad conformance config in {origin}:\n  {listing}")
+
+
+@dataclass(frozen=True)
+class ConformanceConfig:
+    """A conformance config and where it came from (``origin``: hook, file or entry point)."""
+
+    data: dict[str, Any]
+    origin: str
+
+
+def source_directory(dist: importlib_metadata.Distribution) -> Path | None:
+    """The local source tree a distribution was installed from, if it is known and exists."""
+    text = dist.read_text("direct_url.json")
+    if not text:
+        return None
+    try:
+        info = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(info, dict):
+        return None
+    url = urlparse(str(info.get("url", "")))
+    if url.scheme != "file" or "dir_info" not in info:
+        return None
+    path = Path(unquote(url.path))
+    if (path / "pyproject.toml").is_file() or (path / "setup.py").is_file():
+        return path
+    return None
+
+
+def _json_problems(value: Any, where: str) -> list[str]:
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
+        return []
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [f"key {where!r}: {value} is not a JSON number"]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _json_problems(v, f"{where}[{i}]")]
+    if isinstance(value, Mapping):
+        out = []
+        for k, v in value.items():
+            if not isinstance(k, str):
+                out.append(f"key {where!r}: key {k!r} is not a string")
+            else:
+                out.extend(_json_problems(v, f"{where}.{k}"))
+        return out
+    kind = type(value).__name__
+    return [f"key {where!r}: a {kind} is not a JSON value; write it as a string or a number"]
+
+
+def check_table(table: Any, origin: str) -> dict[str, Any]:
+    """The config as a plain dict; :class:`ConformanceConfigError` for content that cannot
+    be a worker config (not a table, ``run_id``, values JSON cannot carry)."""
+    if not isinstance(table, Mapping):
+        raise ConformanceConfigError(
+            origin, [f"expected a table of config keys, got {type(table).__name__}"]
+        )
+    problems = []
+    for key, value in table.items():
+        if key == "run_id":
+            problems.append("key 'run_id': the suite sets the run id of every run; remove it")
+            continue
+        problems.extend(_json_problems(value, str(key)))
+    if problems:
+        raise ConformanceConfigError(origin, problems)
+    return dict(table)
+
+
+def read_pyproject(path: Path) -> dict[str, Any] | None:
+    """The ``[tool.mosaic.conformance]`` table of ``path``, or None when it has none."""
+    origin = f"{path} {TABLE_NAME}"
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConformanceConfigError(str(path), [f"malformed TOML: {exc}"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConformanceConfigError(str(path), [f"cannot read it: {exc}"]) from None
+    node: Any = document
+    for part in TABLE:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return check_table(node, origin)
+
+
+def _distribution(name: str | None) -> importlib_metadata.Distribution | None:
+    if not name or name == "MOSAIC_PLUGINS":
+        return None
+    try:
+        return importlib_metadata.distribution(name)
+    except importlib_metadata.PackageNotFoundError:
+        return None
+
+
+def read_entry_point(
+    dist: importlib_metadata.Distribution, worker: str
+) -> tuple[dict[str, Any], str] | None:
+    """The config named by ``dist``'s ``mosaic.conformance`` entry point ``worker``."""
+    found = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP and ep.name == worker]
+    if not found:
+        return None
+    ep = found[0]
+    origin = f"entry point {ENTRY_POINT_GROUP}:{worker} = {ep.value!r} of {dist.metadata['Name']}"
+    try:
+        value = ep.load()
+        if callable(value) and not isinstance(value, Mapping):
+            value = value()
+    except Exception as exc:  # noqa: BLE001 - any import-time failure is the finding
+        raise ConformanceConfigError(
+            origin, [f"loading it failed: {type(exc).__name__}: {exc}"]
+        ) from None
+    return check_table(value, origin), origin
+
+
+def file_config(distribution: str | None, worker: str) -> ConformanceConfig | None:
+    """The config given without the SDK (sources 2 and 3 of the module docstring), or None."""
+    dist = _distribution(distribution)
+    if dist is None:
+        return None
+    table: ConformanceConfig | None = None
+    source = source_directory(dist)
+    if source is not None and (source / "pyproject.toml").is_file():
+        pyproject = source / "pyproject.toml"
+        data = read_pyproject(pyproject)
+        if data is not None:
+            table = ConformanceConfig(data, f"{pyproject} {TABLE_NAME}")
+    entry = read_entry_point(dist, worker)
+    if entry is None:
+        return table
+    if table is not None and table.data != entry[0]:
+        keys = sorted(k for k in {*table.data, *entry[0]} if table.data.get(k) != entry[0].get(k))
+        raise ConformanceConfigError(
+            table.origin,
+            [
+                f"differs from the {entry[1]} in key(s) {', '.join(map(repr, keys))}; "
+                "keep one of the two, or make them equal"
+            ],
+        )
+    return table or ConformanceConfig(entry[0], entry[1])
+
+
+def check_against_model(config: ConformanceConfig, model: Any, run_id: str) -> None:
+    """Raise :class:`ConformanceConfigError` when the worker's config model rejects a key or a
+    value of a config given without the SDK (each line of the model's error names its key)."""
+    try:
+        model.from_dict({**config.data, "run_id": run_id})
+    except ValueError as exc:
+        lines = getattr(exc, "errors", None)
+        problems = lines if isinstance(lines, list) and lines else [str(exc)]
+        raise ConformanceConfigError(config.origin, [str(p) for p in problems]) from None
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "TABLE_NAME",
+    "ConformanceConfig",
+    "ConformanceConfigError",
+    "check_against_model",
+    "check_table",
+    "file_config",
+    "read_entry_point",
+    "read_pyproject",
+    "source_directory",
+]
