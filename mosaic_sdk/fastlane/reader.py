@@ -143,6 +143,7 @@ class FastLaneReader:
         self._slot_size = geometry.slot_size
         self._frame_bytes = geometry.frame_bytes
         self._payload_cap = geometry.payload_cap
+        self._meta_cap = geometry.metadata_cap
         # -1: a version-1 writer, metrics only in the header (racy, as deployed)
         self._metrics_off = geometry.metrics_offset
         self._generation = status.generation
@@ -269,14 +270,14 @@ class FastLaneReader:
                 return None
             words = self._words
         frame_bytes = self._frame_bytes
-        meta_cap = self._payload_cap - frame_bytes
+        meta_cap = self._meta_cap
         for _ in range(_TRIES):
             head = words.load_u64(OFF_HEAD)
             if head == 0:
                 return None
             index = (head - 1) % self._capacity
             slot_off = HEADER.size + index * self._slot_size
-            want = (2 * head + 2) & _U64
+            want = 2 * head + 2
             if words.load_u64(slot_off) == want:
                 flen = words.load_u32(slot_off + 8)
                 mlen = words.load_u32(slot_off + 12)
