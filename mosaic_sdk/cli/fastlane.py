@@ -1,13 +1,40 @@
-"""``mosaic fastlane snapshot|stat``: look at a run's FastLane ring from the command line."""
+"""``mosaic fastlane snapshot|stat``: look at a run's FastLane ring from the command line.
+
+Exit codes: 0 done; 2 a usage error (bad run id, no segment, no frame yet, not a .png); 1 the
+segment exists but is corrupt (``FastLaneCorruptError``). Every error is one
+``mosaic: error: ...`` line on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
+
+#: Exit code of ``mosaic fastlane`` when the run's segment is corrupt.
+EXIT_CORRUPT = 1
+
+
+def _reports_corruption(handler: Callable[[argparse.Namespace], int]) -> Any:
+    """A corrupt segment is not the user's mistake: one line and exit 1, never a traceback."""
+
+    @functools.wraps(handler)
+    def wrapped(args: argparse.Namespace) -> int:
+        from mosaic_sdk.fastlane import FastLaneCorruptError
+
+        try:
+            return handler(args)
+        except FastLaneCorruptError as exc:
+            print(f"mosaic: error: {exc}", file=sys.stderr)
+            return EXIT_CORRUPT
+
+    return wrapped
 
 
 def register(subparsers: Any) -> None:
@@ -36,16 +63,17 @@ def register(subparsers: Any) -> None:
 
 
 def _attach(run_id: str) -> Any:
-    from mosaic_sdk.fastlane import FastLaneError, FastLaneReader
+    from mosaic_sdk.fastlane import FastLaneReader, FastLaneUnavailableError
 
     try:
         return FastLaneReader.attach(run_id)
-    except FastLaneError as exc:
+    except FastLaneUnavailableError as exc:
         raise UsageError(str(exc)) from None
     except ValueError as exc:
         raise UsageError(f"bad run id: {exc}") from None
 
 
+@_reports_corruption
 def snapshot(args: argparse.Namespace) -> int:
     from mosaic_sdk.fastlane.snapshot import write_snapshot
 
@@ -110,6 +138,7 @@ def collect_stat(run_id: str, interval: float) -> dict[str, Any]:
     }
 
 
+@_reports_corruption
 def stat_command(args: argparse.Namespace) -> int:
     info = collect_stat(args.run_id, args.interval)
     if args.json:

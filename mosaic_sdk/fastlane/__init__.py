@@ -22,6 +22,7 @@ from mosaic_sdk.fastlane.reader import FastLaneFrameView, FastLaneReader
 from mosaic_sdk.fastlane.records import (
     FastLaneBusyError,
     FastLaneConfig,
+    FastLaneCorruptError,
     FastLaneError,
     FastLaneFrame,
     FastLaneMetrics,
@@ -46,6 +47,7 @@ __all__ = [
     "FLAG_INVALIDATED",
     "FastLaneBusyError",
     "FastLaneConfig",
+    "FastLaneCorruptError",
     "FastLaneError",
     "FastLaneFrame",
     "FastLaneFrameView",

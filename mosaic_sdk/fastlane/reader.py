@@ -7,6 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from mosaic_sdk.fastlane.integrity import (
+    RingGeometry,
+    corrupt_slot,
+    ring_geometry,
+    slot_problem,
+)
 from mosaic_sdk.fastlane.layout import (
     FLAG_INVALIDATED,
     HEADER,
@@ -17,6 +23,7 @@ from mosaic_sdk.fastlane.layout import (
     segment_name,
 )
 from mosaic_sdk.fastlane.records import (
+    FastLaneCorruptError,
     FastLaneError,
     FastLaneFrame,
     FastLaneMetrics,
@@ -32,6 +39,17 @@ from mosaic_sdk.fastlane.segment import (
 )
 
 _TRIES = 4
+_U64 = (1 << 64) - 1
+
+
+def _fits(out: Any, frame_bytes: int) -> bool:
+    """Whether ``out`` is a writable, C-contiguous buffer of at least ``frame_bytes`` bytes."""
+    try:
+        view = memoryview(out)
+    except TypeError:
+        return False
+    with view:
+        return not view.readonly and view.c_contiguous and view.nbytes >= frame_bytes
 
 
 @dataclass(frozen=True)
@@ -107,7 +125,7 @@ class FastLaneReader:
             ) from None
         try:
             status = read_status(mapping)
-            self._check(status)
+            geometry = self._check(status)
         except BaseException:
             mapping.close()
             raise
@@ -115,22 +133,26 @@ class FastLaneReader:
         self._mapping = mapping
         self._words = mapping.words
         self._status = status
-        self._width, self._height, self._channels = status.width, status.height, status.channels
-        self._capacity = status.capacity
-        self._slot_size = status.slot_size
-        self._frame_bytes = status.width * status.height * status.channels
-        self._payload_cap = mapping.words.load_u32(20)
-        if status.has_extension:
-            self._metrics_off = status.metrics_offset
-        else:  # a version-1 writer: metrics only in the header (racy, as deployed)
-            self._metrics_off = -1
+        self._geometry = geometry
+        self._width, self._height, self._channels = (
+            geometry.width,
+            geometry.height,
+            geometry.channels,
+        )
+        self._capacity = geometry.capacity
+        self._slot_size = geometry.slot_size
+        self._frame_bytes = geometry.frame_bytes
+        self._payload_cap = geometry.payload_cap
+        self._meta_cap = geometry.metadata_cap
+        # -1: a version-1 writer, metrics only in the header (racy, as deployed)
+        self._metrics_off = geometry.metrics_offset
         self._generation = status.generation
         self._views: list[np.ndarray | None] = [None] * self._capacity
         if old is not None:
             old.close()
             self.reattachments += 1
 
-    def _check(self, status: SegmentStatus) -> None:
+    def _check(self, status: SegmentStatus) -> RingGeometry:
         if not status.initialised:
             raise FastLaneUnavailableError(
                 f"FastLane segment {self._name!r} is not initialised yet"
@@ -139,17 +161,7 @@ class FastLaneReader:
             raise FastLaneUnavailableError(
                 f"FastLane segment {self._name!r} was invalidated: its writer has closed it"
             )
-        if status.slot_size % 8 or status.channels not in (1, 3, 4):
-            raise FastLaneError(
-                f"FastLane segment {self._name!r} has slot_size {status.slot_size} and "
-                f"{status.channels} channels; this reader needs 8-aligned slots and 1/3/4 channels "
-                "(upgrade the writer to mosaic-worker-sdk)"
-            )
-        needed = HEADER.size + status.capacity * status.slot_size
-        if needed > status.size:
-            raise FastLaneError(
-                f"FastLane segment {self._name!r} is truncated ({status.size} bytes)"
-            )
+        return ring_geometry(status)
 
     def _follow(self) -> bool:
         """Re-attach after FLAG_INVALIDATED; False while no new ring is ready."""
@@ -183,20 +195,29 @@ class FastLaneReader:
                 return None
             words = self._words
         metrics_off = self._metrics_off
+        frame_bytes = self._frame_bytes
+        head = 0
         for _ in range(_TRIES):
             head = words.load_u64(OFF_HEAD)
             if head == 0:
                 return None
             slot_off = HEADER.size + ((head - 1) % self._capacity) * self._slot_size
-            got = words.fastlane_read(
-                slot_off,
-                head,
-                slot_off + metrics_off if metrics_off >= 0 else OFF_HUD,
-                self._payload_cap,
-                out,
-            )
+            try:
+                got = words.fastlane_read(
+                    slot_off,
+                    head,
+                    slot_off + metrics_off if metrics_off >= 0 else OFF_HUD,
+                    self._payload_cap,
+                    out,
+                )
+            except ValueError:
+                if out is None or not _fits(out, frame_bytes):
+                    raise  # the caller's buffer is too small or not writable
+                raise self._slot_error(slot_off, frame_len=None) from None
             if got is not None:
                 data, meta, r, g, hz, _ns = got
+                if (len(data) if out is None else data) != frame_bytes:
+                    raise self._slot_error(slot_off, frame_len=len(data) if out is None else data)
                 return make_frame(
                     data if out is None else out,
                     self._width,
@@ -208,7 +229,36 @@ class FastLaneReader:
                     self._generation,
                 )
             self.retries += 1
+        self._diagnose(head)
         return None
+
+    def _diagnose(self, head: int) -> None:
+        """After every try failed: raise FastLaneCorruptError when the slot of frame ``head``
+        is complete and stable but its lengths do not fit the ring (the native copy reports
+        that as "not ready", like a torn read); otherwise return (a writer was busy)."""
+        words = self._words
+        slot_off = HEADER.size + ((head - 1) % self._capacity) * self._slot_size
+        want = (2 * head + 2) & _U64
+        if words.load_u64(slot_off) != want:
+            return
+        frame_len = words.load_u32(slot_off + 8)
+        metadata_len = words.load_u32(slot_off + 12)
+        words.fence()
+        if words.load_u64(slot_off) != want:
+            return
+        problem = slot_problem(self._geometry, frame_len, metadata_len)
+        if problem is not None:
+            raise corrupt_slot(self._name, problem)
+
+    def _slot_error(self, slot_off: int, *, frame_len: int | None) -> FastLaneCorruptError:
+        """The error for a complete slot whose frame is not the header's frame size."""
+        if frame_len is None:
+            frame_len = self._words.load_u32(slot_off + 8)
+        metadata_len = self._words.load_u32(slot_off + 12)
+        problem = slot_problem(self._geometry, frame_len, metadata_len) or (
+            f"a slot's frame_len did not match the header's {self._frame_bytes}-byte frames"
+        )
+        return corrupt_slot(self._name, problem)
 
     def latest_view(self) -> FastLaneFrameView | None:
         """The newest frame without copying it (see :class:`FastLaneFrameView`), or None."""
@@ -219,6 +269,8 @@ class FastLaneReader:
             if not self._follow():
                 return None
             words = self._words
+        frame_bytes = self._frame_bytes
+        meta_cap = self._meta_cap
         for _ in range(_TRIES):
             head = words.load_u64(OFF_HEAD)
             if head == 0:
@@ -227,17 +279,22 @@ class FastLaneReader:
             slot_off = HEADER.size + index * self._slot_size
             want = 2 * head + 2
             if words.load_u64(slot_off) == want:
+                flen = words.load_u32(slot_off + 8)
                 mlen = words.load_u32(slot_off + 12)
+                fits = flen == frame_bytes and mlen <= meta_cap
                 moff = slot_off + self._metrics_off if self._metrics_off >= 0 else OFF_HUD
                 metrics = FastLaneMetrics(
                     words.load_f64(moff), words.load_f64(moff + 8), words.load_f64(moff + 16)
                 )
                 meta = None
-                if mlen:
-                    start = slot_off + SLOT_HEADER.size + self._frame_bytes
+                if mlen and fits:
+                    start = slot_off + SLOT_HEADER.size + frame_bytes
                     meta = bytes(self._mapping.mmap[start : start + mlen])  # type: ignore[union-attr]
                 words.fence()
                 if words.load_u64(slot_off) == want:
+                    if not fits:
+                        problem = slot_problem(self._geometry, flen, mlen)
+                        raise corrupt_slot(self._name, problem or "bad slot lengths")
                     return FastLaneFrameView(
                         self._slot_array(index),
                         metrics,

@@ -24,6 +24,12 @@ class FastLaneUnavailableError(FastLaneError):
     """No usable segment for the run: none yet, still initialising, or its writer has gone."""
 
 
+class FastLaneCorruptError(FastLaneError):
+    """The segment contradicts itself: its header, extension block or a slot's lengths do not
+    fit the frame shape or the segment's size. The message names the field. The reader never
+    reads outside a slot nor returns a frame of the wrong size; it raises this instead."""
+
+
 _MAX_DIM = 1 << 15
 
 

@@ -134,6 +134,7 @@ class SegmentStatus:
     channels: int = 0
     capacity: int = 0
     slot_size: int = 0
+    payload_size: int = 0
     head: int = 0
     has_extension: bool = False
     writer_pid: int = 0
@@ -160,7 +161,7 @@ def read_status(mapping: Mapping) -> SegmentStatus:
         flags,
         capacity,
         slot_size,
-        _payload,
+        payload_size,
         width,
         height,
         channels,
@@ -179,6 +180,7 @@ def read_status(mapping: Mapping) -> SegmentStatus:
         channels=channels,
         capacity=capacity,
         slot_size=slot_size,
+        payload_size=payload_size,
         head=head,
     )
     ext_off = HEADER.size + capacity * slot_size

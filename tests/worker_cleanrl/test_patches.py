@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,13 @@ import numpy as np
 from cleanrl_worker.env_telemetry import INFO_KEY, TelemetrySink
 from cleanrl_worker.gym_compat import install_compat
 from cleanrl_worker.instrument import Instrumentation
-from cleanrl_worker.subprocess_patch import SITE_DIR, SWITCH, subprocess_environment
+from cleanrl_worker.subprocess_patch import (
+    SITE_DIR,
+    SWITCH,
+    consume,
+    exported_to_processes,
+    subprocess_environment,
+)
 
 
 class RecordingEmitter:
@@ -112,31 +119,139 @@ def test_site_directory_holds_only_sitecustomize() -> None:
 
 
 PROBE = (
-    "import os, gymnasium; "
+    "import os, sys; "
     "print('shadowed', os.environ.get('SHADOWED_RAN')); "
+    "print('gymnasium', 'gymnasium' in sys.modules); "
+    "print('switches', sorted(k for k in os.environ if k.startswith('CLEANRL_WORKER_'))); "
+    "print('site', any('_site' in p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep)))"
+    "; import gymnasium; "
     "print('patched', type(getattr(gymnasium.make, '__self__', None)).__name__)"
 )
 
+# Started clean, it exports `variables` (argv[1]) and runs PROBE in itself or in a spawned
+# multiprocessing child: the two kinds of interpreter the switch may reach.
+LAUNCH = (
+    "import json, os, sys, multiprocessing as mp\n"
+    "os.environ.update(json.loads(sys.argv[1]))\n"
+    "if sys.argv[2] == 'spawn':\n"
+    "    p = mp.get_context('spawn').Process(target=exec, args=(sys.argv[3],))\n"
+    "    p.start(); p.join(); sys.exit(p.exitcode)\n"
+    "import subprocess\n"
+    "sys.exit(subprocess.run([sys.executable, '-c', sys.argv[3]]).returncode)\n"
+)
 
-def _probe(tmp_path: Path, switch_on: bool) -> str:
+
+def _probe(tmp_path: Path, how: str, switch: str = "1") -> dict[str, str]:
     shadow = tmp_path / "shadow"
     shadow.mkdir(exist_ok=True)
     (shadow / "sitecustomize.py").write_text("import os\nos.environ['SHADOWED_RAN'] = 'yes'\n")
-    env = dict(os.environ)
-    env.update(subprocess_environment(env, compat=True, render_frames=False, owner_pid=1))
-    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(shadow)])
-    if not switch_on:
-        env[SWITCH] = "0"
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
-                         text=True, timeout=60)  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLEANRL_WORKER_")}
+    env["PYTHONPATH"] = str(shadow)
+    variables = subprocess_environment(env, compat=True, render_frames=False, owner_pid=1)
+    variables[SWITCH] = switch
+    out = subprocess.run([sys.executable, "-c", LAUNCH, json.dumps(variables), how, PROBE],
+                         env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    return out.stdout
+    return dict(line.split(" ", 1) for line in out.stdout.splitlines())
 
 
-def test_sitecustomize_loads_the_one_it_shadows_and_patches_only_when_switched_on(
+def test_a_multiprocessing_child_is_patched_and_consumes_the_switch(tmp_path: Path) -> None:
+    got = _probe(tmp_path, "spawn")
+    assert got["shadowed"] == "yes"  # the sitecustomize ours shadows still ran
+    assert got["gymnasium"] == "True" and got["patched"] == "Instrumentation"
+    assert got["switches"] == "[]" and got["site"] == "False"  # its own children start clean
+
+
+def test_any_other_python_process_is_not_patched_and_consumes_the_switch(
     tmp_path: Path,
 ) -> None:
-    on = _probe(tmp_path, True)
-    assert "shadowed yes" in on and "patched Instrumentation" in on
-    off = _probe(tmp_path, False)
-    assert "shadowed yes" in off and "patched NoneType" in off
+    got = _probe(tmp_path, "subprocess")
+    assert got["shadowed"] == "yes"
+    assert got["gymnasium"] == "False" and got["patched"] == "NoneType"
+    assert got["switches"] == "[]" and got["site"] == "False"
+
+
+def test_switch_off_patches_nothing_but_is_still_consumed(tmp_path: Path) -> None:
+    got = _probe(tmp_path, "spawn", switch="0")
+    assert got["shadowed"] == "yes" and got["gymnasium"] == "False"
+    assert got["patched"] == "NoneType" and got["switches"] == "[]"
+
+
+def test_consume_removes_the_variables_and_only_our_directory() -> None:
+    path = os.pathsep.join([str(SITE_DIR), "/a", str(SITE_DIR), "/b"])
+    environ = {SWITCH: "1", "CLEANRL_WORKER_PID": "7", "HOME": "/h", "PYTHONPATH": path}
+    taken = consume(environ)
+    assert taken == {SWITCH: "1", "CLEANRL_WORKER_PID": "7"}
+    assert environ == {"HOME": "/h", "PYTHONPATH": os.pathsep.join(["/a", "/b"])}
+    only_ours = {SWITCH: "1", "PYTHONPATH": str(SITE_DIR)}
+    consume(only_ours)
+    assert only_ours == {}
+
+
+def _child_switches() -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.environ.get('CLEANRL_WORKER_SITECUSTOMIZE'))"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    return out.stdout.strip()
+
+
+def _report(queue: Any) -> None:
+    queue.put((os.environ.get(SWITCH), str(SITE_DIR) in os.environ.get("PYTHONPATH", "")))
+
+
+def test_only_processes_this_thread_starts_in_the_block_get_the_variables() -> None:
+    import multiprocessing as mp
+    import threading
+
+    before = dict(os.environ)
+    variables = {SWITCH: "1", "CLEANRL_WORKER_PID": str(os.getpid())}
+    ctx = mp.get_context("fork")
+    seen: dict[str, Any] = {}
+    with exported_to_processes(variables):
+        queue = ctx.Queue()
+        proc = ctx.Process(target=_report, args=(queue,))
+        proc.start()  # started by this thread: exported while it starts...
+        seen["forked"] = queue.get(timeout=30)  # ...and a forked child drops them at once
+        proc.join(timeout=30)
+        seen["during"] = os.environ.get(SWITCH)
+        seen["subprocess"] = _child_switches()  # not a multiprocessing start
+        other = threading.Thread(target=lambda: seen.update(thread=_exports_for_other_thread(ctx)))
+        other.start()
+        other.join(timeout=60)
+    assert seen == {"forked": (None, False), "during": None, "subprocess": "None",
+                    "thread": (None, False)}  # fmt: skip
+    assert dict(os.environ) == before
+    assert mp.process.BaseProcess.start.__name__ == "start"  # restored
+
+
+def _exports_for_other_thread(ctx: Any) -> tuple[Any, bool]:
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_report, args=(queue,))
+    proc.start()
+    got = queue.get(timeout=30)
+    proc.join(timeout=30)
+    return got
+
+
+def test_a_spawned_process_started_in_the_block_is_patched_and_consumes_them() -> None:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    variables = {SWITCH: "1", "CLEANRL_WORKER_PID": str(os.getpid())}
+    with exported_to_processes(variables):
+        queue = ctx.Queue()
+        proc = ctx.Process(target=_report_environment, args=(queue,))
+        proc.start()
+        got = queue.get(timeout=60)
+        proc.join(timeout=30)
+    assert os.environ.get(SWITCH) is None
+    assert got == {"patched": "Instrumentation", "switches": [], "site": False}
+
+
+def _report_environment(queue: Any) -> None:
+    queue.put({
+        "patched": type(getattr(gymnasium.make, "__self__", None)).__name__,
+        "switches": sorted(k for k in os.environ if k.startswith("CLEANRL_WORKER_")),
+        "site": str(SITE_DIR) in os.environ.get("PYTHONPATH", ""),
+    })  # fmt: skip

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium
@@ -33,6 +33,7 @@ from cleanrl_worker.env_telemetry import (
     TelemetrySink,
     VectorTelemetryRelay,
 )
+from cleanrl_worker.subprocess_patch import exported_to_processes
 
 FastLaneHook = Callable[[Any, str, dict[str, Any]], Any]
 
@@ -63,6 +64,7 @@ class Instrumentation:
         compat: bool = False,
         render_frames: bool | None = None,
         log: Callable[[str], None] | None = None,
+        child_variables: Mapping[str, str] | None = None,
     ) -> None:
         self.sink = sink
         self.run_id = run_id
@@ -71,6 +73,9 @@ class Instrumentation:
         self.compat = compat
         self.render_frames = self.fastlane_on if render_frames is None else render_frames
         self._log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        #: What switches the patch on in env subprocesses (``subprocess_patch.child_variables``);
+        #: exported only while an ``AsyncVectorEnv`` starts its workers. None: not at all.
+        self.child_variables = dict(child_variables) if child_variables is not None else None
         self._undo: list[Callable[[], None]] = []
         self._local = threading.local()
         self._env_counter = 0
@@ -135,7 +140,11 @@ class Instrumentation:
                 finally:
                     inst._local.position = None
             else:
-                envs = base(env_fns, *args, **kwargs)
+                if inst.child_variables is None:
+                    envs = base(env_fns, *args, **kwargs)
+                else:  # its workers, and only they, start with the patch switched on
+                    with exported_to_processes(inst.child_variables):
+                        envs = base(env_fns, *args, **kwargs)
                 envs = VectorTelemetryRelay(envs, inst.sink)
             envs = inst._fastlane(envs)
             return ForwardingVectorWrapper(envs)

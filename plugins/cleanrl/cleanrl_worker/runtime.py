@@ -6,8 +6,9 @@ installed the signal handlers. :func:`run` then:
 
 1. resolves the algorithm and builds its command line (``launch_args``);
 2. installs the patches (``instrument``): telemetry and FastLane on every env, the gymnasium
-   0.29 compatibility layer for upstream scripts, the ``sitecustomize`` switch for env
-   subprocesses, the curriculum env for ``curriculum`` runs;
+   0.29 compatibility layer for upstream scripts, the ``sitecustomize`` switch for the env
+   subprocesses of an ``AsyncVectorEnv`` (only they get it), the curriculum env for
+   ``curriculum`` runs;
 3. emits ``run_started``, starts the heartbeat, and runs the script's module with
    :func:`runpy.run_module` as ``__main__`` in this process (no chain of interpreters);
 4. maps the outcome to exactly one terminal event: ``run_completed``; ``run_cancelled`` on
@@ -37,7 +38,7 @@ from cleanrl_worker.instrument import Instrumentation
 from cleanrl_worker.launch_args import build_argv
 from cleanrl_worker.registry import AlgorithmSpec, resolve
 from cleanrl_worker.stderr_tail import StderrTail
-from cleanrl_worker.subprocess_patch import subprocess_environment
+from cleanrl_worker.subprocess_patch import child_variables
 from mosaic_sdk.telemetry import Heartbeat
 from mosaic_sdk.worker_cli import RunContext
 
@@ -73,21 +74,19 @@ def make_sink(ctx: RunContext, config: CleanRLConfig) -> TelemetrySink:
 def install_instrumentation(
     ctx: RunContext, config: CleanRLConfig, sink: TelemetrySink, compat: bool
 ) -> Instrumentation:
-    """Patches for this process, and the variables that switch them on in its children."""
+    """Patches for this process; env subprocesses its ``AsyncVectorEnv`` starts get them too
+    (see :mod:`cleanrl_worker.subprocess_patch`), no other child does."""
     settings = resolve_fastlane(config, os.environ)
     if settings is not None:
         export_fastlane(settings, config, os.environ)
     os.environ["MOSAIC_RUN_ID"] = config.run_id
-    os.environ.update(
-        subprocess_environment(
-            os.environ,
-            compat=compat,
-            render_frames=settings is not None,
-            owner_pid=os.getpid(),
-            steps=sink.steps_enabled,
-            step_every=config.telemetry_step_every,
-            step_rate=config.telemetry_step_rate,
-        )
+    children = child_variables(
+        compat=compat,
+        render_frames=settings is not None,
+        owner_pid=os.getpid(),
+        steps=sink.steps_enabled,
+        step_every=config.telemetry_step_every,
+        step_rate=config.telemetry_step_rate,
     )
     inst = Instrumentation(
         sink,
@@ -96,6 +95,7 @@ def install_instrumentation(
         fastlane_hook=fastlane_hook() if settings is not None else None,
         compat=compat,
         log=ctx.log,
+        child_variables=children,
     )
     return inst.install()
 

@@ -1,10 +1,13 @@
-"""Patch gymnasium in env subprocesses an algorithm script starts (e.g. ``AsyncVectorEnv``).
+"""Patch gymnasium in the env subprocesses of an algorithm script's ``AsyncVectorEnv``.
 
-This directory holds only this module. The worker puts the directory on ``PYTHONPATH`` for
-its children and sets ``CLEANRL_WORKER_SITECUSTOMIZE=1``; without that variable the module
-does nothing but load the ``sitecustomize`` it shadows (Debian and others ship one). With it,
-``gymnasium.make`` is patched as in the worker process, except that telemetry records travel
-back in ``info`` (the worker writes them) and no FastLane frames are written here.
+This directory holds only this module. The worker's patched ``AsyncVectorEnv`` puts the
+directory on ``PYTHONPATH`` and sets ``CLEANRL_WORKER_SITECUSTOMIZE=1`` only while it starts
+its workers (``cleanrl_worker.subprocess_patch``); every other process the worker starts
+never loads this module. The module first loads the ``sitecustomize`` it shadows (Debian and
+others ship one). With the switch it removes the variables from its environment (its own
+children start clean) and, in a ``multiprocessing`` child, patches ``gymnasium.make`` as in
+the worker process, except that telemetry records travel back in ``info`` (the worker writes
+them) and no FastLane frames are written here.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def _patch_gymnasium() -> None:
 try:
     _load_shadowed()
 finally:
-    if os.environ.get("CLEANRL_WORKER_SITECUSTOMIZE") == "1":
+    if "CLEANRL_WORKER_SITECUSTOMIZE" in os.environ:
         try:
             _patch_gymnasium()
         except Exception as exc:  # noqa: BLE001 - never break interpreter start-up
