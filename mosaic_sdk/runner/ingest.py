@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.runner import store as store_sql
-from mosaic_sdk.telemetry.reader import classify_line
+from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, classify_line
 
 _INT64 = (-(2**63), 2**63 - 1)
+#: A JSON text this short cannot nest deeper than MAX_JSON_DEPTH (each level takes 2 characters).
+_SHALLOW_LEN = 2 * MAX_JSON_DEPTH
 
 # json.loads minus its Python-level wrappers (two regex matches and two calls per line): the
 # C scanner parses one JSON value at offset 0 and returns (value, end offset).
@@ -161,10 +163,14 @@ class LineIngest:
             text = raw.decode("utf-8", "replace")
             if text[-1:] == "\r":
                 text = text[:-1]
-            if text[:2] == '{"':
+            # (A line long enough to nest deeper than classify_line allows, with that many
+            # brackets, goes to classify_line, which checks its depth.)
+            if text[:2] == '{"' and (
+                len(text) <= _SHALLOW_LEN or text.count("[") + text.count("{") <= MAX_JSON_DEPTH
+            ):
                 try:
                     d, end = scan(text, 0)
-                except (StopIteration, ValueError):
+                except Exception:  # noqa: BLE001 - classify_line below says what is wrong
                     d, end = None, 0
                 if (
                     end == len(text)
