@@ -7,6 +7,7 @@ line. Exit code: 0 completed, 1 failed, 130 cancelled, 2 a usage or config error
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ def register(sub: Any) -> None:
     p.add_argument("--runs-dir", metavar="DIR", help="parent of run directories")
     p.add_argument(
         "--grace",
-        type=float,
+        type=grace_seconds,
         default=10.0,
         metavar="SECONDS",
         help="after Ctrl-C/SIGTERM, how long the worker may take to stop before it is killed "
@@ -52,6 +53,19 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_run)
 
 
+def grace_seconds(text: str) -> float:
+    """``--grace``: a finite number of seconds >= 0 (NaN or infinity would never kill)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a finite number of seconds >= 0 (e.g. --grace 10)"
+        )
+    return value
+
+
 def _load_config(args: argparse.Namespace) -> dict[str, Any]:
     from mosaic_sdk.runner.config_input import apply_overrides, read_config_file
 
@@ -63,11 +77,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mosaic_sdk.contract import ConfigError
     from mosaic_sdk.plugins import PluginError
     from mosaic_sdk.runner.live import PlainDisplay, choose_display
+    from mosaic_sdk.runner.paths import MosaicHomeError
     from mosaic_sdk.runner.store import StoreError
     from mosaic_sdk.runner.supervisor import RunSupervisor, resolve_worker
 
-    if args.grace < 0:
-        raise UsageError(f"--grace {args.grace} is negative; give seconds >= 0")
     try:
         handle = resolve_worker(args.name)
         config = _load_config(args)
@@ -84,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         raise UsageError(f"invalid config for worker {args.name!r}: {exc}") from None
-    except (PluginError, StoreError) as exc:
+    except (PluginError, StoreError, MosaicHomeError) as exc:
         raise UsageError(str(exc)) from None
     except TypeError as exc:  # a plugin hook answered with the wrong type
         raise UsageError(f"worker {args.name!r} is misdeclared: {exc}") from None
@@ -119,12 +132,15 @@ def result_dict(result: Any) -> dict[str, Any]:
 def summary_line(result: Any) -> str:
     """``run 01J... completed: 500 steps, 5 episodes, ... (store ...); inspect: mosaic runs
     show 01J...``"""
-    from mosaic_sdk.runner.paths import default_store_path
+    from mosaic_sdk.runner.paths import MosaicHomeError, default_store_path
 
     c = result.counts
-    store_opt = ""
-    if Path(result.store_path).resolve() != default_store_path().resolve():
-        store_opt = f" --store {result.store_path}"
+    store_opt = f" --store {result.store_path}"
+    try:
+        if Path(result.store_path).resolve() == default_store_path().resolve():
+            store_opt = ""
+    except MosaicHomeError:  # no default store: the option is needed
+        pass
     env_steps = max(getattr(result, "env_steps", 0), c["steps"])
     steps = f"{env_steps} steps"
     if env_steps != c["steps"]:

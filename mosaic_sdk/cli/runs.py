@@ -37,11 +37,14 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from mosaic_sdk.runner.paths import default_store_path
+    from mosaic_sdk.runner.paths import MosaicHomeError, default_store_path
     from mosaic_sdk.runner.store import RunStore, StoreError
 
     explicit = getattr(args, "store", None)
-    path = Path(explicit).expanduser() if explicit else default_store_path()
+    try:
+        path = Path(explicit).expanduser() if explicit else default_store_path()
+    except (MosaicHomeError, RuntimeError) as exc:  # RuntimeError: --store ~nobody/x
+        raise UsageError(str(exc)) from None
     if not path.exists():
         where = f"--store {path}" if explicit else f"the default store {path}"
         raise UsageError(f"no runs yet: {where} does not exist (start one with `mosaic run NAME`)")

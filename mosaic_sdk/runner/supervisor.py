@@ -15,6 +15,7 @@ row gets its final status (see :mod:`mosaic_sdk.runner.outcome`).
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import threading
@@ -75,8 +76,11 @@ class RunSupervisor:
         flush_interval: float = 0.1,
         extra_env: dict[str, str] | None = None,
     ) -> None:
-        if batch_lines < 1 or flush_interval <= 0 or grace < 0:
-            raise ValueError("batch_lines >= 1, flush_interval > 0 and grace >= 0 are required")
+        if batch_lines < 1 or not flush_interval > 0 or not 0 <= grace < math.inf:
+            raise ValueError(
+                "batch_lines >= 1, flush_interval > 0 and a finite grace >= 0 are required "
+                f"(got {batch_lines}, {flush_interval}, {grace})"
+            )
         self.handle = handle
         self.grace = grace
         self.display = display or NullDisplay()
