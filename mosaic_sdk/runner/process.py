@@ -21,8 +21,10 @@ terminal reaches the runner, which decides what to forward) with stdout and stde
   :meth:`WorkerProcess.stderr_problems` says so; a callback that raises is reported the same
   way. A worker never blocks on a stderr that nobody reads.
 - :meth:`WorkerProcess.stop` sends SIGTERM to the worker, waits ``grace`` seconds, then
-  SIGKILLs its whole process group; :meth:`WorkerProcess.reap_group` removes any process the
-  worker left behind in its group once it has exited (no orphans).
+  SIGKILLs its whole process group and every process seen below it (setsid() escapees
+  included, see :mod:`mosaic_sdk.runner.proctree`); :meth:`WorkerProcess.reap_group` ends
+  what the worker left behind once it has exited (no orphans). On Linux the worker gets
+  SIGKILL when the runner dies.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE, LineSplitter
+from mosaic_sdk.runner.proctree import Descendants, parent_death_preexec
 
 _CHUNK = 1 << 16
 #: Characters of one stderr line kept in the tail (for error messages; the store has it all).
@@ -71,11 +74,14 @@ class WorkerProcess:
                 env=dict(env) if env is not None else None,
                 cwd=cwd,
                 start_new_session=True,
+                preexec_fn=parent_death_preexec(),  # noqa: PLW1509 - tiny and async-safe
             )
         except OSError as exc:
             raise RuntimeError(f"cannot start the worker ({self.argv[0]}): {exc}") from exc
         self.pid = self.proc.pid
         self.pgid = self.pid
+        #: Every process seen below the worker (see :mod:`mosaic_sdk.runner.proctree`).
+        self.descendants = Descendants(self.pid)
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
         self._stderr_path = stderr_path
         self._on_stderr_lines = on_stderr_lines
@@ -273,14 +279,24 @@ class WorkerProcess:
             return False
         return True
 
+    def watch_descendants(self) -> None:
+        """Remember the processes now below the worker (cheap: at most every 0.5 s)."""
+        if self.proc.poll() is None:
+            self.descendants.walk()
+
     def kill_group(self, signum: int = signal.SIGKILL) -> None:
+        """Send ``signum`` to the worker's process group and to every process seen below the
+        worker, in the group or not (a setsid() grandchild)."""
+        if self.proc.poll() is None:
+            self.descendants.walk(force=True)  # a last look while the tree is intact
         try:
             os.killpg(self.pgid, signum)
         except (ProcessLookupError, PermissionError):
             pass
+        self.descendants.signal(signum)
 
     def stop(self, grace: float = 10.0) -> int:
-        """SIGTERM the worker, wait up to ``grace`` s, then SIGKILL its process group."""
+        """SIGTERM the worker, wait up to ``grace`` s, then SIGKILL its group and descendants."""
         self.send_signal(signal.SIGTERM)
         try:
             return self.wait(timeout=grace)
@@ -288,15 +304,19 @@ class WorkerProcess:
             self.kill_group(signal.SIGKILL)
             return self.wait()
 
+    def _leftovers(self) -> bool:
+        return self.group_alive() or bool(self.descendants.alive())
+
     def reap_group(self, grace: float = 2.0) -> bool:
-        """After the worker exited: end what it left in its group; True if anything was."""
-        if not self.group_alive():
+        """After the worker exited: end what it left behind, in its group or below it (setsid
+        escapees); True if anything was."""
+        if not self._leftovers():
             return False
         self.kill_group(signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and self.group_alive():
+        while time.monotonic() < deadline and self._leftovers():
             time.sleep(0.02)
-        if self.group_alive():
+        if self._leftovers():
             self.kill_group(signal.SIGKILL)
         return True
 

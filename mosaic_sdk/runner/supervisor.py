@@ -369,6 +369,7 @@ class RunSupervisor:
             if got_lines and not eof and now < next_check:
                 continue  # busy: hooks, view and the worker's state every CHECK_INTERVAL only
             next_check = now + CHECK_INTERVAL
+            proc.watch_descendants()
             self._run_due_hooks(writer)
             self.display.update(self._snapshot(ingest, started))
 
