@@ -61,12 +61,14 @@ class LineSplitter:
 
     def feed(self, data: bytes) -> list[bytes]:
         """The lines that ``data`` completes, in order."""
+        if not data:
+            return []
         if self.cr:
             if self._after_cr and data[:1] == b"\n":
                 data = data[1:]  # the "\n" of a "\r\n" split across two reads
+            self._after_cr = data[-1:] == b"\r"
             if not data:
                 return []
-            self._after_cr = data[-1:] == b"\r"
             pieces = data.splitlines()  # bytes: splits on \n, \r and \r\n only
             if data[-1:] not in (b"\n", b"\r"):
                 tail = pieces.pop()
