@@ -38,7 +38,7 @@ def register(sub: Any) -> None:
     p.add_argument("--runs-dir", metavar="DIR", help="parent of run directories")
     p.add_argument(
         "--grace",
-        type=grace_seconds,
+        type=float,
         default=10.0,
         metavar="SECONDS",
         help="after Ctrl-C/SIGTERM, how long the worker may take to stop before it is killed "
@@ -51,19 +51,6 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(handler=cmd_run)
-
-
-def grace_seconds(text: str) -> float:
-    """``--grace``: a finite number of seconds >= 0 (NaN or infinity would never kill)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a finite number of seconds >= 0 (e.g. --grace 10)"
-        )
-    return value
 
 
 def _load_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -81,6 +68,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mosaic_sdk.runner.store import StoreError
     from mosaic_sdk.runner.supervisor import RunSupervisor, resolve_worker
 
+    if not math.isfinite(args.grace) or args.grace < 0:  # NaN or infinity would never kill
+        raise UsageError(
+            f"--grace {args.grace} is not a finite number of seconds >= 0 (e.g. --grace 10)"
+        )
     try:
         handle = resolve_worker(args.name)
         config = _load_config(args)

@@ -76,16 +76,16 @@ def test_mosaic_run_with_a_100k_deep_config_exits_2(
     assert line.startswith("mosaic: error: ") and "nested deeper than" in line
 
 
-@pytest.mark.parametrize("grace", ["nan", "inf", "-1", "-inf", "soon"])
+@pytest.mark.parametrize("grace", ["nan", "inf", "-1", "-inf", "NaN", "1e999"])
 def test_mosaic_run_refuses_a_grace_that_never_ends(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, grace: str
 ) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(["run", "example", f"--grace={grace}", "--store", str(tmp_path / "s.sqlite")])
+    code = main(["run", "example", f"--grace={grace}", "--store", str(tmp_path / "s.sqlite")])
     _, err = capsys.readouterr()
-    assert exc.value.code == 2
-    assert "--grace" in err and "finite number of seconds >= 0" in err
-    assert "Traceback" not in err
+    assert code == 2
+    line = _one_error_line(err)
+    assert line.startswith("mosaic: error: --grace ")
+    assert "is not a finite number of seconds >= 0" in line
     assert not (tmp_path / "s.sqlite").exists()  # nothing was started
 
 
