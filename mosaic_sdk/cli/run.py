@@ -117,6 +117,7 @@ def result_dict(result: Any) -> dict[str, Any]:
         "store": str(result.store_path),
         "duration_seconds": result.duration_seconds,
         "synthesised": result.synthesised,
+        "warnings": list(getattr(result, "warnings", [])),
     }
 
 
@@ -142,9 +143,12 @@ def summary_line(result: Any) -> str:
         f"{c['events']} events",
         f"{c['log_lines']} log lines",
     ]
+    from mosaic_sdk.runner.printable import printable
+
     why = f" ({result.error})" if result.error and result.status != "completed" else ""
-    return (
+    line = (
         f"run {result.run_id} {result.status}{why}: {', '.join(parts)} in "
         f"{result.duration_seconds:.1f}s; store {result.store_path}; "
         f"inspect: mosaic runs show {result.run_id}{store_opt}"
     )
+    return printable(line)  # the error may quote the worker's stderr

@@ -33,6 +33,7 @@ from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
 from mosaic_sdk.runner.outcome import RunResult, decide
 from mosaic_sdk.runner.paths import default_runs_dir, default_store_path
+from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.process import WorkerProcess
 from mosaic_sdk.runner.store import RunStore, StoreError
 
@@ -146,9 +147,11 @@ class RunSupervisor:
         try:
             getattr(self.pm.hook, name)(**kwargs)
         except Exception as exc:  # noqa: BLE001 - a plugin's bug must not stop the run
-            print(
-                f"mosaic: warning: a {name} hook raised {type(exc).__name__}: {exc} "
-                "(the run goes on)",
+            print(  # the message may quote what the worker wrote: escape it
+                printable(
+                    f"mosaic: warning: a {name} hook raised {type(exc).__name__}: {exc} "
+                    "(the run goes on)"
+                ),
                 file=sys.stderr,
                 flush=True,
             )
@@ -278,7 +281,11 @@ class RunSupervisor:
         """Each problem once: on the runner's stderr, and as a stderr line of the run marked
         as written by mosaic run (so ``mosaic runs show`` tells it later)."""
         for text in warnings:
-            print(f"mosaic: warning: run {self.run_id}: {text}", file=sys.stderr, flush=True)
+            print(
+                printable(f"mosaic: warning: run {self.run_id}: {text}"),
+                file=sys.stderr,
+                flush=True,
+            )
             stderr_ingest.line_no += 1
             batch.logs.append(
                 (self.run_id, "stderr", stderr_ingest.line_no, "log", 0, RUNNER_NOTE, text)
