@@ -44,6 +44,14 @@ def register(sub: Any) -> None:
         help="after Ctrl-C/SIGTERM, how long the worker may take to stop before it is killed "
         "(default 10)",
     )
+    p.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the longest output line kept whole (default 16 MiB); a longer line is stored "
+        "cut to N bytes, with the number of bytes dropped",
+    )
     view = p.add_mutually_exclusive_group()
     view.add_argument("--quiet", "-q", action="store_true", help="print only the summary line")
     view.add_argument(
@@ -72,6 +80,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--grace {args.grace} is not a finite number of seconds >= 0 (e.g. --grace 10)"
         )
+    limits = {}
+    if args.max_line_bytes is not None:
+        if args.max_line_bytes < 1:
+            raise UsageError(f"--max-line-bytes {args.max_line_bytes}: give a number of bytes >= 1")
+        limits["max_line_bytes"] = args.max_line_bytes
     try:
         handle = resolve_worker(args.name)
         config = _load_config(args)
@@ -85,6 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             runs_dir=Path(args.runs_dir).expanduser() if args.runs_dir else None,
             grace=args.grace,
             display=display,
+            **limits,
         )
     except ConfigError as exc:
         raise UsageError(f"invalid config for worker {args.name!r}: {exc}") from None

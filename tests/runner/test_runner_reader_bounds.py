@@ -259,3 +259,22 @@ def test_cr_progress_through_the_runner_is_linear_lines(io_worker: str, tmp_path
     )
     assert result.status == "completed", result.error
     assert result.counts["stderr_lines"] == 5001  # "" before the first "\r", then each redraw
+
+
+def test_mosaic_run_max_line_bytes_option(
+    io_worker: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mosaic_sdk.cli import main
+
+    store = tmp_path / "s.sqlite"
+    argv = ["run", io_worker, "--set", "mode=long_line", "--set", "size=5000", "--quiet"]
+    argv += ["--store", str(store), "--runs-dir", str(tmp_path / "runs")]
+    assert main([*argv, "--max-line-bytes", "1000", "--run-id", "cut"]) == 0
+    assert main([*argv, "--max-line-bytes", "0"]) == 2
+    assert "--max-line-bytes 0: give a number of bytes >= 1" in capsys.readouterr().err
+    conn = sqlite3.connect(store)
+    try:
+        [(length, error)] = conn.execute("SELECT length(text), error FROM log_lines")
+    finally:
+        conn.close()
+    assert length == 1000 and "4000 bytes were dropped" in error
