@@ -14,7 +14,7 @@ from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, json_depth_exceeds
 KINDS = {"lifecycle", "step", "episode", "log", "invalid"}
 
 
-@pytest.mark.parametrize("opener", ["[", "{\"a\":"])
+@pytest.mark.parametrize("opener", ["[", '{"a":'])
 @pytest.mark.parametrize("depth", [1000, 100_000])
 def test_deep_nesting_is_an_invalid_line_not_an_exception(opener: str, depth: int) -> None:
     text = opener * depth

@@ -94,7 +94,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     ]
     from mosaic_sdk.runner.printable import printable
 
-    table = [tuple(printable(v) for v in row) for row in table]
+    shown = [tuple(printable(v) for v in row) for row in table]
     if sys.stdout.isatty():
         from rich.console import Console
         from rich.table import Table
@@ -104,12 +104,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         for col in header:
             numeric = col in ("steps", "episodes")
             rich_table.add_column(col, justify="right" if numeric else "left", no_wrap=True)
-        for row in table:
-            rich_table.add_row(*(Text(v) for v in row))  # Text: never read as markup
+        for shown_row in shown:
+            rich_table.add_row(*(Text(v) for v in shown_row))  # Text: never read as markup
         Console(highlight=False).print(rich_table)
         return 0
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *table, strict=False)]
-    for row in (header, *table):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *shown, strict=False)]
+    for row in (header, *shown):
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
     return 0
 

@@ -82,7 +82,9 @@ class LineSplitter:
             out.append(self._finish(pieces[0]))
             limit = self.max_line
             for piece in pieces[1:]:
-                out.append(piece if len(piece) <= limit else CutLine(piece[:limit], len(piece) - limit))
+                out.append(
+                    piece if len(piece) <= limit else CutLine(piece[:limit], len(piece) - limit)
+                )
         if tail:
             self._keep(tail)
         return out

@@ -58,7 +58,9 @@ def _event_payload(store: Path, name: str) -> dict[str, object] | None:
     try:
         conn = sqlite3.connect(store)
         try:
-            row = conn.execute("SELECT payload_json FROM events WHERE event = ?", (name,)).fetchone()
+            row = conn.execute(
+                "SELECT payload_json FROM events WHERE event = ?", (name,)
+            ).fetchone()
         finally:
             conn.close()
     except sqlite3.OperationalError:

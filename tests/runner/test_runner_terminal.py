@@ -178,9 +178,7 @@ def _run_under_pty(argv: list[str], env: dict[str, str], timeout: float = 60) ->
     return code, b"".join(chunks).decode("utf-8", "replace")
 
 
-def test_mosaic_run_in_a_terminal_survives_hostile_names(
-    io_worker: str, tmp_path: Path
-) -> None:
+def test_mosaic_run_in_a_terminal_survives_hostile_names(io_worker: str, tmp_path: Path) -> None:
     env = dict(os.environ, COLUMNS="120", LINES="40", TERM="xterm-256color")
     argv = [sys.executable, "-m", "mosaic_sdk.cli", "run", io_worker, "--set", "mode=hostile_names"]
     argv += ["--store", str(tmp_path / "s.sqlite"), "--runs-dir", str(tmp_path / "runs")]
@@ -188,3 +186,16 @@ def test_mosaic_run_in_a_terminal_survives_hostile_names(
     assert code == 0, out
     assert "completed" in out and "itself failed" not in out
     _no_obeyed_escapes(out)
+
+
+def test_runs_list_escapes_what_the_store_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mosaic_sdk.runner.store import RunStore
+
+    store = tmp_path / "s.sqlite"
+    with RunStore(store) as s:  # a store written by anything: trust none of its text
+        s.create_run("r1", "\x1b]0;PWNED\x07[/x]")
+    assert main(["runs", "list", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b]0;PWNED\\x07[/x]" in out
