@@ -229,6 +229,8 @@ def read_config_json(path: str | Path) -> dict[str, Any]:
     Raises :class:`ConfigError` with one line that says what is wrong with the file: missing,
     a directory, not UTF-8, not JSON (with line and column), or not a JSON object. The worker
     CLI and ``mosaic run`` both read config files through it, so the user sees one wording.
+    JSON nested deeper than :data:`~mosaic_sdk.telemetry.reader.MAX_JSON_DEPTH` levels is
+    refused too (at any depth: the parser's own recursion limit is caught).
     """
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -240,6 +242,14 @@ def read_config_json(path: str | Path) -> dict[str, Any]:
         raise ConfigError([f"config file {path} is not UTF-8 text; pass a JSON file"]) from None
     except OSError as exc:
         raise ConfigError([f"cannot read config file {path}: {exc.strerror}"]) from None
+    from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, json_depth_exceeds
+
+    too_deep = ConfigError(
+        [
+            f"config file {path} holds JSON nested deeper than {MAX_JSON_DEPTH} levels; "
+            "a config needs far fewer (flatten it)"
+        ]
+    )
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -249,6 +259,10 @@ def read_config_json(path: str | Path) -> dict[str, Any]:
                 f"{exc.msg})"
             ]
         ) from None
+    except RecursionError:  # deeper than the interpreter's stack allows
+        raise too_deep from None
+    if json_depth_exceeds(raw, MAX_JSON_DEPTH):
+        raise too_deep
     if not isinstance(raw, Mapping):
         raise ConfigError(
             [f"config file {path} holds a JSON {type(raw).__name__}; a config is a JSON object"]

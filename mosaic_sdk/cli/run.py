@@ -7,6 +7,7 @@ line. Exit code: 0 completed, 1 failed, 130 cancelled, 2 a usage or config error
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,14 @@ def register(sub: Any) -> None:
         help="after Ctrl-C/SIGTERM, how long the worker may take to stop before it is killed "
         "(default 10)",
     )
+    p.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the longest output line kept whole (default 16 MiB); a longer line is stored "
+        "cut to N bytes, with the number of bytes dropped",
+    )
     view = p.add_mutually_exclusive_group()
     view.add_argument("--quiet", "-q", action="store_true", help="print only the summary line")
     view.add_argument(
@@ -63,11 +72,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mosaic_sdk.contract import ConfigError
     from mosaic_sdk.plugins import PluginError
     from mosaic_sdk.runner.live import PlainDisplay, choose_display
+    from mosaic_sdk.runner.paths import MosaicHomeError
     from mosaic_sdk.runner.store import StoreError
     from mosaic_sdk.runner.supervisor import RunSupervisor, resolve_worker
 
-    if args.grace < 0:
-        raise UsageError(f"--grace {args.grace} is negative; give seconds >= 0")
+    if not math.isfinite(args.grace) or args.grace < 0:  # NaN or infinity would never kill
+        raise UsageError(
+            f"--grace {args.grace} is not a finite number of seconds >= 0 (e.g. --grace 10)"
+        )
+    limits = {}
+    if args.max_line_bytes is not None:
+        if args.max_line_bytes < 1:
+            raise UsageError(f"--max-line-bytes {args.max_line_bytes}: give a number of bytes >= 1")
+        limits["max_line_bytes"] = args.max_line_bytes
     try:
         handle = resolve_worker(args.name)
         config = _load_config(args)
@@ -81,10 +98,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             runs_dir=Path(args.runs_dir).expanduser() if args.runs_dir else None,
             grace=args.grace,
             display=display,
+            **limits,
         )
     except ConfigError as exc:
         raise UsageError(f"invalid config for worker {args.name!r}: {exc}") from None
-    except (PluginError, StoreError) as exc:
+    except (PluginError, StoreError, MosaicHomeError) as exc:
         raise UsageError(str(exc)) from None
     except TypeError as exc:  # a plugin hook answered with the wrong type
         raise UsageError(f"worker {args.name!r} is misdeclared: {exc}") from None
@@ -113,18 +131,22 @@ def result_dict(result: Any) -> dict[str, Any]:
         "store": str(result.store_path),
         "duration_seconds": result.duration_seconds,
         "synthesised": result.synthesised,
+        "warnings": list(getattr(result, "warnings", [])),
     }
 
 
 def summary_line(result: Any) -> str:
     """``run 01J... completed: 500 steps, 5 episodes, ... (store ...); inspect: mosaic runs
     show 01J...``"""
-    from mosaic_sdk.runner.paths import default_store_path
+    from mosaic_sdk.runner.paths import MosaicHomeError, default_store_path
 
     c = result.counts
-    store_opt = ""
-    if Path(result.store_path).resolve() != default_store_path().resolve():
-        store_opt = f" --store {result.store_path}"
+    store_opt = f" --store {result.store_path}"
+    try:
+        if Path(result.store_path).resolve() == default_store_path().resolve():
+            store_opt = ""
+    except MosaicHomeError:  # no default store: the option is needed
+        pass
     env_steps = max(getattr(result, "env_steps", 0), c["steps"])
     steps = f"{env_steps} steps"
     if env_steps != c["steps"]:
@@ -135,9 +157,12 @@ def summary_line(result: Any) -> str:
         f"{c['events']} events",
         f"{c['log_lines']} log lines",
     ]
+    from mosaic_sdk.runner.printable import printable
+
     why = f" ({result.error})" if result.error and result.status != "completed" else ""
-    return (
+    line = (
         f"run {result.run_id} {result.status}{why}: {', '.join(parts)} in "
         f"{result.duration_seconds:.1f}s; store {result.store_path}; "
         f"inspect: mosaic runs show {result.run_id}{store_opt}"
     )
+    return printable(line)  # the error may quote the worker's stderr

@@ -1,4 +1,9 @@
-"""``mosaic runs list [--json]`` and ``mosaic runs show RUN_ID [--json]``: what the store holds."""
+"""``mosaic runs list [--json]`` and ``mosaic runs show RUN_ID [--json]``: what the store holds.
+
+What a worker wrote (event names, payloads, log lines, error messages) is printed through
+:func:`~mosaic_sdk.runner.printable.printable`: its terminal escapes are shown, not obeyed.
+``--json`` prints the stored text as it is (JSON escapes control characters).
+"""
 
 from __future__ import annotations
 
@@ -37,11 +42,14 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from mosaic_sdk.runner.paths import default_store_path
+    from mosaic_sdk.runner.paths import MosaicHomeError, default_store_path
     from mosaic_sdk.runner.store import RunStore, StoreError
 
     explicit = getattr(args, "store", None)
-    path = Path(explicit).expanduser() if explicit else default_store_path()
+    try:
+        path = Path(explicit).expanduser() if explicit else default_store_path()
+    except (MosaicHomeError, RuntimeError) as exc:  # RuntimeError: --store ~nobody/x
+        raise UsageError(str(exc)) from None
     if not path.exists():
         where = f"--store {path}" if explicit else f"the default store {path}"
         raise UsageError(f"no runs yet: {where} does not exist (start one with `mosaic run NAME`)")
@@ -84,20 +92,24 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
         for r in runs
     ]
+    from mosaic_sdk.runner.printable import printable
+
+    shown = [tuple(printable(v) for v in row) for row in table]
     if sys.stdout.isatty():
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
         rich_table = Table(title_justify="left")
         for col in header:
             numeric = col in ("steps", "episodes")
             rich_table.add_column(col, justify="right" if numeric else "left", no_wrap=True)
-        for row in table:
-            rich_table.add_row(*row)
+        for shown_row in shown:
+            rich_table.add_row(*(Text(v) for v in shown_row))  # Text: never read as markup
         Console(highlight=False).print(rich_table)
         return 0
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *table, strict=False)]
-    for row in (header, *table):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *shown, strict=False)]
+    for row in (header, *shown):
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
     return 0
 
@@ -119,6 +131,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             run["note"] = "runner died"
         print(json.dumps(run, indent=2, sort_keys=True, default=str))
         return 0
+    from mosaic_sdk.runner.printable import printable
+
     c = run["counts"]
     rows = [
         ("run", run["run_id"]),
@@ -145,18 +159,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     ]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
-        print(f"{key:>{width}}  {value}")
+        print(f"{key:>{width}}  {printable(value)}")
     if events:
         print(f"\nlast {len(events)} event(s):")
         for e in events:
             flag = " (synthesised by mosaic run)" if e["synthesised"] else ""
-            print(f"  #{e['line_no']:<7} {e['event']}{flag}  {_short(e['payload_json'])}")
+            name, payload = printable(e["event"]), printable(_short(e["payload_json"]))
+            print(f"  #{e['line_no']:<7} {name}{flag}  {payload}")
     if logs:
         print(f"\nlast {len(logs)} log line(s):")
         for line in logs:
-            tag = line["stream"] + (" invalid" if line["kind"] == "invalid" else "")
+            tag = printable(line["stream"]) + (" invalid" if line["kind"] == "invalid" else "")
             tag += " partial" if line["partial"] else ""
-            print(f"  [{tag}] {line['text'][:200]}")
+            print(f"  [{tag}] {printable(line['text'][:200])}")
     return 0
 
 

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.contract import ConfigError, read_config_json, unwrap_job_descriptor
+from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, json_depth_exceeds
+
+_TOO_DEEP = object()
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -33,6 +36,15 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         parsed: Any = json.loads(value)
     except ValueError:
         parsed = value
+    except RecursionError:
+        parsed = _TOO_DEEP
+    if parsed is _TOO_DEEP or json_depth_exceeds(parsed, MAX_JSON_DEPTH):
+        raise ConfigError(
+            [
+                f"--set {key}=...: the value is JSON nested deeper than {MAX_JSON_DEPTH} "
+                "levels; a config needs far fewer"
+            ]
+        )
     return path, parsed
 
 

@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.runner import store as store_sql
-from mosaic_sdk.telemetry.reader import classify_line
+from mosaic_sdk.runner.lines import CutLine
+from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, classify_line
 
 _INT64 = (-(2**63), 2**63 - 1)
+#: A JSON text this short cannot nest deeper than MAX_JSON_DEPTH (each level takes 2 characters).
+_SHALLOW_LEN = 2 * MAX_JSON_DEPTH
 
 # json.loads minus its Python-level wrappers (two regex matches and two calls per line): the
 # C scanner parses one JSON value at offset 0 and returns (value, end offset).
@@ -154,6 +157,15 @@ class LineIngest:
         scan = _scan_once
         for i, raw in enumerate(raws):
             line_no += 1
+            if type(raw) is CutLine:  # longer than the maximum: kept as text, never parsed
+                text = raw.decode("utf-8", "replace")
+                kind = "invalid" if text.lstrip()[:1] in ("{", "[") else "log"
+                partial = 1 if (partial_last and i == last) else 0
+                logs.append((run_id, "stdout", line_no, kind, partial, raw.note(), text))
+                batch.invalid += kind == "invalid"
+                self.invalid_lines += kind == "invalid"
+                self.log_lines += 1
+                continue
             # Fast path for the bulk of the stream: a step line in our field names. For such a
             # line classify_line returns kind "step" and the parsed object unchanged (it only
             # renames the upstream aliases "episode"/"step", absent here), so one json.loads
@@ -161,10 +173,14 @@ class LineIngest:
             text = raw.decode("utf-8", "replace")
             if text[-1:] == "\r":
                 text = text[:-1]
-            if text[:2] == '{"':
+            # (A line long enough to nest deeper than classify_line allows, with that many
+            # brackets, goes to classify_line, which checks its depth.)
+            if text[:2] == '{"' and (
+                len(text) <= _SHALLOW_LEN or text.count("[") + text.count("{") <= MAX_JSON_DEPTH
+            ):
                 try:
                     d, end = scan(text, 0)
-                except (StopIteration, ValueError):
+                except Exception:  # noqa: BLE001 - classify_line below says what is wrong
                     d, end = None, 0
                 if (
                     end == len(text)
@@ -407,8 +423,9 @@ class StderrIngest:
         for raw in raws:
             self.line_no += 1
             text = raw.decode("utf-8", "replace").rstrip("\r")
+            note = raw.note() if type(raw) is CutLine else None
             batch.logs.append(
-                (self.run_id, "stderr", self.line_no, "log", int(partial), None, text)
+                (self.run_id, "stderr", self.line_no, "log", int(partial), note, text)
             )
         batch.stderr = len(raws)
         self.writer.submit(batch)

@@ -9,6 +9,10 @@ Three displays share one small interface (``update(snapshot)`` called often, ``f
 
 :func:`choose_display` picks rich when the stream is a terminal, plain otherwise. The
 supervisor feeds a :class:`Snapshot` and never waits on the display.
+
+Nothing a worker writes is interpreted: its strings (the last event's name) reach Rich as
+``Text`` objects, never as markup, and every display escapes terminal control characters
+in them first (:func:`~mosaic_sdk.runner.printable.printable`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
+
+from mosaic_sdk.runner.printable import printable
 
 #: How many of the latest episodes the mean return is taken over.
 RECENT_EPISODES = 20
@@ -107,7 +113,7 @@ class PlainDisplay:
             f"[{snap.run_id}] {_fmt_elapsed(snap.elapsed)} steps={snap.steps} "
             f"({rate:.0f}/s){_lines_note(snap, plain=True)} episodes={snap.episodes} "
             f"mean_return(last {RECENT_EPISODES})={_fmt_return(snap.mean_return)} "
-            f"last_event={snap.last_event or '-'}"
+            f"last_event={printable(snap.last_event or '-')}"
         )
 
     def update(self, snap: Snapshot) -> None:
@@ -128,11 +134,14 @@ class PlainDisplay:
 class RichDisplay:
     """A live panel in the terminal (redrawn about four times a second)."""
 
-    def __init__(self, stream: TextIO | None = None, refresh: float = 0.25) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, refresh: float = 0.25, console: Any = None
+    ) -> None:
+        """``console``: a ``rich.console.Console`` to draw on (default: one on ``stream``)."""
         from rich.console import Console
         from rich.live import Live
 
-        self.console = Console(file=stream or sys.stdout)
+        self.console = console if console is not None else Console(file=stream or sys.stdout)
         self.refresh = refresh
         self._rate = _Rate()
         self._next = 0.0
@@ -141,19 +150,24 @@ class RichDisplay:
 
     def render(self, snap: Snapshot, rate: float) -> Any:
         from rich.table import Table
+        from rich.text import Text
 
+        rows = [
+            ("run", f"{snap.run_id}  ({snap.worker})"),
+            ("status", snap.status),
+            ("elapsed", _fmt_elapsed(snap.elapsed)),
+            ("steps", f"{snap.steps:,}  ({rate:,.0f}/s){_lines_note(snap)}"),
+            ("episodes", f"{snap.episodes:,}"),
+            (f"mean return (last {RECENT_EPISODES})", _fmt_return(snap.mean_return)),
+            ("last event", snap.last_event or "-"),
+        ]
+        if snap.log_lines:
+            rows.append(("log lines", f"{snap.log_lines:,}"))
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold cyan", justify="right")
         table.add_column()
-        table.add_row("run", f"{snap.run_id}  ({snap.worker})")
-        table.add_row("status", snap.status)
-        table.add_row("elapsed", _fmt_elapsed(snap.elapsed))
-        table.add_row("steps", f"{snap.steps:,}  ({rate:,.0f}/s){_lines_note(snap)}")
-        table.add_row("episodes", f"{snap.episodes:,}")
-        table.add_row(f"mean return (last {RECENT_EPISODES})", _fmt_return(snap.mean_return))
-        table.add_row("last event", snap.last_event or "-")
-        if snap.log_lines:
-            table.add_row("log lines", f"{snap.log_lines:,}")
+        for key, value in rows:  # Text, not markup: "[/x]" in a value is shown as it is
+            table.add_row(Text(key), Text(printable(value)))
         return table
 
     def update(self, snap: Snapshot) -> None:

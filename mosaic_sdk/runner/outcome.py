@@ -47,6 +47,8 @@ class RunResult:
     transactions: int = 0
     #: Env steps: the step lines, or the episodes' step counts when step lines are throttled.
     env_steps: int = 0
+    #: Problems of the runner that did not change the status (e.g. stderr.log incomplete).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def runner_exit_code(self) -> int:

@@ -10,12 +10,21 @@ terminal reaches the runner, which decides what to forward) with stdout and stde
   lines that arrived within it, so a caller can do other work (flush a batch, redraw a view,
   handle a signal) while the worker is quiet. :attr:`WorkerProcess.stdout_partial` tells
   whether the last line ended without a newline. Use one of the two readers per process.
+- Both readers are linear and bounded (:class:`~mosaic_sdk.runner.lines.LineSplitter`): a
+  line longer than ``max_line_bytes`` (default 16 MiB) is cut to that many bytes and returned
+  as a :class:`~mosaic_sdk.runner.lines.CutLine` that says how many bytes were dropped.
 - stderr is drained by a thread into ``stderr_path`` (when given) and the last lines are
   kept in :attr:`WorkerProcess.stderr_tail`; ``on_stderr_lines(lines, partial)`` (optional)
-  receives every stderr line too, from that thread.
+  receives every stderr line too, from that thread. On stderr a lone ``\r`` ends a line too
+  (progress bars). The thread drains to EOF whatever happens: when writing ``stderr_path``
+  fails (disk full) the file is left as it is, the bytes not written are counted and
+  :meth:`WorkerProcess.stderr_problems` says so; a callback that raises is reported the same
+  way. A worker never blocks on a stderr that nobody reads.
 - :meth:`WorkerProcess.stop` sends SIGTERM to the worker, waits ``grace`` seconds, then
-  SIGKILLs its whole process group; :meth:`WorkerProcess.reap_group` removes any process the
-  worker left behind in its group once it has exited (no orphans).
+  SIGKILLs its whole process group and every process seen below it (setsid() escapees
+  included, see :mod:`mosaic_sdk.runner.proctree`); :meth:`WorkerProcess.reap_group` ends
+  what the worker left behind once it has exited (no orphans). On Linux the worker gets
+  SIGKILL when the runner dies.
 """
 
 from __future__ import annotations
@@ -30,7 +39,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE, LineSplitter
+from mosaic_sdk.runner.proctree import Descendants, parent_death_preexec
+
 _CHUNK = 1 << 16
+#: Characters of one stderr line kept in the tail (for error messages; the store has it all).
+_TAIL_CHARS = 4096
 
 
 class WorkerProcess:
@@ -44,9 +58,13 @@ class WorkerProcess:
         stderr_path: Path | None = None,
         tail_lines: int = 40,
         on_stderr_lines: Callable[[list[bytes], bool], None] | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE,
     ) -> None:
         self.argv = list(argv)
         self.started_at = time.monotonic()
+        # Split before the fork, so a too-small maximum raises here, not in the threads.
+        self._stdout_lines = LineSplitter(max_line_bytes)
+        self._stderr_lines = LineSplitter(max_line_bytes, cr=True)
         try:
             self.proc = subprocess.Popen(
                 self.argv,
@@ -56,15 +74,23 @@ class WorkerProcess:
                 env=dict(env) if env is not None else None,
                 cwd=cwd,
                 start_new_session=True,
+                preexec_fn=parent_death_preexec(),  # noqa: PLW1509 - tiny and async-safe
             )
         except OSError as exc:
             raise RuntimeError(f"cannot start the worker ({self.argv[0]}): {exc}") from exc
         self.pid = self.proc.pid
         self.pgid = self.pid
+        #: Every process seen below the worker (see :mod:`mosaic_sdk.runner.proctree`).
+        self.descendants = Descendants(self.pid)
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
         self._stderr_path = stderr_path
         self._on_stderr_lines = on_stderr_lines
-        self._stdout_pending = b""
+        #: Bytes of stderr that could not be written to ``stderr_path`` (all after the first
+        #: failure: the file keeps an exact prefix of the stream).
+        self.stderr_log_lost_bytes = 0
+        self.stderr_log_error: str | None = None
+        self.stderr_callback_error: str | None = None
+        self.stderr_callback_failures = 0
         self._stdout_eof = False
         self._poller: select.poll | None = None
         #: True when the last stdout line ended without a newline (known at EOF).
@@ -80,31 +106,88 @@ class WorkerProcess:
 
     # -- output --------------------------------------------------------------------------
     def _drain_stderr(self) -> None:
+        """Read stderr to EOF, whatever the log file or the callback do (see the docstring)."""
         assert self.proc.stderr is not None
-        sink = open(self._stderr_path, "ab") if self._stderr_path else None  # noqa: SIM115
+        fd = self.proc.stderr.fileno()
+        sink = self._open_stderr_log()
         try:
-            pending = b""
-            fd = self.proc.stderr.fileno()
             while True:
-                chunk = os.read(fd, _CHUNK)
+                try:
+                    chunk = os.read(fd, _CHUNK)
+                except InterruptedError:  # pragma: no cover - retried by Python already
+                    continue
+                except OSError:  # the pipe was closed under us (close() at the end)
+                    break
                 if not chunk:
                     break
                 if sink is not None:
-                    sink.write(chunk)
-                    sink.flush()
-                pending += chunk
-                *complete, pending = pending.split(b"\n")
-                for raw in complete:
-                    self.stderr_tail.append(raw.decode("utf-8", "replace"))
-                if complete and self._on_stderr_lines is not None:
-                    self._on_stderr_lines(complete, False)
-            if pending:
-                self.stderr_tail.append(pending.decode("utf-8", "replace"))
-                if self._on_stderr_lines is not None:
-                    self._on_stderr_lines([pending], True)
+                    sink = self._write_stderr_log(sink, chunk)
+                else:
+                    self.stderr_log_lost_bytes += len(chunk) if self.stderr_log_error else 0
+                complete = self._stderr_lines.feed(chunk)
+                if complete:
+                    self._stderr_out(complete, False)
+            last = self._stderr_lines.finish()
+            if last is not None:
+                self._stderr_out([last], True)
         finally:
             if sink is not None:
-                sink.close()
+                try:
+                    os.close(sink)
+                except OSError:
+                    pass
+
+    def _open_stderr_log(self) -> int | None:
+        if self._stderr_path is None:
+            return None
+        try:
+            return os.open(self._stderr_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as exc:
+            self.stderr_log_error = f"cannot open {self._stderr_path}: {exc}"
+            return None
+
+    def _write_stderr_log(self, sink: int, chunk: bytes) -> int | None:
+        """Write ``chunk`` to the log file; on failure close it and count what is lost."""
+        view = memoryview(chunk)
+        try:
+            while view:
+                view = view[os.write(sink, view) :]
+            return sink
+        except OSError as exc:
+            self.stderr_log_error = f"writing {self._stderr_path} failed: {exc}"
+            self.stderr_log_lost_bytes += len(view)
+            try:
+                os.close(sink)
+            except OSError:
+                pass
+            return None
+
+    def _stderr_out(self, lines: list[bytes], partial: bool) -> None:
+        for raw in lines:
+            self.stderr_tail.append(raw[:_TAIL_CHARS].decode("utf-8", "replace").rstrip("\r"))
+        if self._on_stderr_lines is None:
+            return
+        try:
+            self._on_stderr_lines(lines, partial)
+        except Exception as exc:  # noqa: BLE001 - the drain must go on, or the worker blocks
+            self.stderr_callback_failures += len(lines)
+            if self.stderr_callback_error is None:
+                self.stderr_callback_error = f"{type(exc).__name__}: {exc}"
+
+    def stderr_problems(self) -> list[str]:
+        """One sentence per thing that went wrong while draining stderr ([] when nothing)."""
+        out = []
+        if self.stderr_log_error is not None:
+            out.append(
+                f"the copy of stderr is incomplete ({self.stderr_log_error}; "
+                f"{self.stderr_log_lost_bytes} bytes not written; the store has every line)"
+            )
+        if self.stderr_callback_error is not None:
+            out.append(
+                f"handling stderr lines failed for {self.stderr_callback_failures} line(s) "
+                f"({self.stderr_callback_error}); the stderr file has them"
+            )
+        return out
 
     def read_lines(self, timeout: float | None = None) -> tuple[list[bytes], bool]:
         """The complete stdout lines (without newlines) that arrive within ``timeout`` s.
@@ -139,13 +222,15 @@ class WorkerProcess:
             self.last_read_at = now
             if self.first_line_at is None:
                 self.first_line_at = now
-        data = self._stdout_pending + b"".join(chunks)
-        *complete, self._stdout_pending = data.split(b"\n")
+        splitter = self._stdout_lines
+        complete: list[bytes] = []
+        for chunk in chunks:
+            complete += splitter.feed(chunk)
         if eof:
             self._stdout_eof = True
-            if self._stdout_pending:
-                complete.append(self._stdout_pending)
-                self._stdout_pending = b""
+            last = splitter.finish()
+            if last is not None:
+                complete.append(last)
                 self.stdout_partial = True
         return complete, eof
 
@@ -194,14 +279,24 @@ class WorkerProcess:
             return False
         return True
 
+    def watch_descendants(self) -> None:
+        """Remember the processes now below the worker (cheap: at most every 0.5 s)."""
+        if self.proc.poll() is None:
+            self.descendants.walk()
+
     def kill_group(self, signum: int = signal.SIGKILL) -> None:
+        """Send ``signum`` to the worker's process group and to every process seen below the
+        worker, in the group or not (a setsid() grandchild)."""
+        if self.proc.poll() is None:
+            self.descendants.walk(force=True)  # a last look while the tree is intact
         try:
             os.killpg(self.pgid, signum)
         except (ProcessLookupError, PermissionError):
             pass
+        self.descendants.signal(signum)
 
     def stop(self, grace: float = 10.0) -> int:
-        """SIGTERM the worker, wait up to ``grace`` s, then SIGKILL its process group."""
+        """SIGTERM the worker, wait up to ``grace`` s, then SIGKILL its group and descendants."""
         self.send_signal(signal.SIGTERM)
         try:
             return self.wait(timeout=grace)
@@ -209,15 +304,19 @@ class WorkerProcess:
             self.kill_group(signal.SIGKILL)
             return self.wait()
 
+    def _leftovers(self) -> bool:
+        return self.group_alive() or bool(self.descendants.alive())
+
     def reap_group(self, grace: float = 2.0) -> bool:
-        """After the worker exited: end what it left in its group; True if anything was."""
-        if not self.group_alive():
+        """After the worker exited: end what it left behind, in its group or below it (setsid
+        escapees); True if anything was."""
+        if not self._leftovers():
             return False
         self.kill_group(signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and self.group_alive():
+        while time.monotonic() < deadline and self._leftovers():
             time.sleep(0.02)
-        if self.group_alive():
+        if self._leftovers():
             self.kill_group(signal.SIGKILL)
         return True
 

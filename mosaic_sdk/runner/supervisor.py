@@ -15,6 +15,7 @@ row gets its final status (see :mod:`mosaic_sdk.runner.outcome`).
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import threading
@@ -28,15 +29,19 @@ from mosaic_sdk.plugins import PluginError, WorkerHandle, discover_workers
 from mosaic_sdk.runner.ids import new_run_id
 from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StderrIngest, StoreWriter
 from mosaic_sdk.runner.launch import prepare_run
+from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
 from mosaic_sdk.runner.outcome import RunResult, decide
 from mosaic_sdk.runner.paths import default_runs_dir, default_store_path
+from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.process import WorkerProcess
 from mosaic_sdk.runner.store import RunStore, StoreError
 
 #: Wait this long for EOF on stdout after the worker exited and its group was reaped (a
 #: process outside the group may still hold the pipe open).
 EOF_WAIT_AFTER_EXIT = 5.0
+#: The ``error`` of a log line that mosaic run wrote into a run's stderr, not the worker.
+RUNNER_NOTE = "written by mosaic run, not the worker"
 #: While output flows, look at the worker's state, the hooks due and the view this often (s).
 CHECK_INTERVAL = 0.05
 
@@ -74,9 +79,16 @@ class RunSupervisor:
         batch_lines: int = 256,
         flush_interval: float = 0.1,
         extra_env: dict[str, str] | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE,
     ) -> None:
-        if batch_lines < 1 or flush_interval <= 0 or grace < 0:
-            raise ValueError("batch_lines >= 1, flush_interval > 0 and grace >= 0 are required")
+        if max_line_bytes < 1:
+            raise ValueError(f"max_line_bytes must be >= 1, got {max_line_bytes}")
+        self.max_line_bytes = max_line_bytes
+        if batch_lines < 1 or not flush_interval > 0 or not 0 <= grace < math.inf:
+            raise ValueError(
+                "batch_lines >= 1, flush_interval > 0 and a finite grace >= 0 are required "
+                f"(got {batch_lines}, {flush_interval}, {grace})"
+            )
         self.handle = handle
         self.grace = grace
         self.display = display or NullDisplay()
@@ -135,9 +147,11 @@ class RunSupervisor:
         try:
             getattr(self.pm.hook, name)(**kwargs)
         except Exception as exc:  # noqa: BLE001 - a plugin's bug must not stop the run
-            print(
-                f"mosaic: warning: a {name} hook raised {type(exc).__name__}: {exc} "
-                "(the run goes on)",
+            print(  # the message may quote what the worker wrote: escape it
+                printable(
+                    f"mosaic: warning: a {name} hook raised {type(exc).__name__}: {exc} "
+                    "(the run goes on)"
+                ),
                 file=sys.stderr,
                 flush=True,
             )
@@ -174,6 +188,7 @@ class RunSupervisor:
                     cwd=prepared.cwd,
                     stderr_path=self.stderr_path,
                     on_stderr_lines=stderr_ingest,
+                    max_line_bytes=self.max_line_bytes,
                 )
             except RuntimeError as exc:
                 start_error = f"{exc}; check the worker's launch command (mosaic workers show)"
@@ -184,8 +199,9 @@ class RunSupervisor:
                 proc.reap_group()
                 proc.join_stderr(timeout=EOF_WAIT_AFTER_EXIT)
                 stderr_tail = proc.stderr_text(limit=20)
+                warnings = proc.stderr_problems()
             else:
-                exit_code, stderr_tail = None, ""
+                exit_code, stderr_tail, warnings = None, "", []
             self._call_hook(
                 "mosaic_run_cleanup",
                 run_id=self.run_id,
@@ -207,6 +223,7 @@ class RunSupervisor:
             final = LineBatch(serial=self._serial + 1)
             if outcome.synthesised is not None:
                 ingest.add_synthesised(final, outcome.synthesised)
+            self._report_warnings(warnings, stderr_ingest, final)
             writer.submit(final)
             writer.close()
             self._run_due_hooks(writer, final=True)
@@ -235,6 +252,7 @@ class RunSupervisor:
                 store_error=None if writer.error is None else str(writer.error),
                 transactions=writer.transactions,
                 env_steps=ingest.env_steps,
+                warnings=warnings,
             )
         except BaseException as exc:  # the runner itself failed: record it, leave no orphan
             if proc is not None and proc.poll() is None:
@@ -256,6 +274,23 @@ class RunSupervisor:
                 proc.close()
             writer.close(timeout=5)
             self.store.close()
+
+    def _report_warnings(
+        self, warnings: list[str], stderr_ingest: StderrIngest, batch: LineBatch
+    ) -> None:
+        """Each problem once: on the runner's stderr, and as a stderr line of the run marked
+        as written by mosaic run (so ``mosaic runs show`` tells it later)."""
+        for text in warnings:
+            print(
+                printable(f"mosaic: warning: run {self.run_id}: {text}"),
+                file=sys.stderr,
+                flush=True,
+            )
+            stderr_ingest.line_no += 1
+            batch.logs.append(
+                (self.run_id, "stderr", stderr_ingest.line_no, "log", 0, RUNNER_NOTE, text)
+            )
+            batch.stderr += 1
 
     def _install_signal_handlers(self) -> Any:
         if threading.current_thread() is not threading.main_thread():
@@ -341,6 +376,7 @@ class RunSupervisor:
             if got_lines and not eof and now < next_check:
                 continue  # busy: hooks, view and the worker's state every CHECK_INTERVAL only
             next_check = now + CHECK_INTERVAL
+            proc.watch_descendants()
             self._run_due_hooks(writer)
             self.display.update(self._snapshot(ingest, started))
 
@@ -380,6 +416,7 @@ def run_worker(
     batch_lines: int = 256,
     flush_interval: float = 0.1,
     extra_env: dict[str, str] | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE,
 ) -> RunResult:
     """Run ``worker`` (a name or a handle) with ``config`` to the end; returns a RunResult.
 
@@ -401,6 +438,7 @@ def run_worker(
         batch_lines=batch_lines,
         flush_interval=flush_interval,
         extra_env=extra_env,
+        max_line_bytes=max_line_bytes,
     )
     return supervisor.run()
 

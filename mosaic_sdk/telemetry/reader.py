@@ -3,7 +3,10 @@
 :func:`classify_line` is cheap (one ``json.loads``) and never raises: it tells a telemetry
 line (``lifecycle``, ``step``, ``episode``) from library output (``log``: text that is not
 JSON) and from broken telemetry (``invalid``: JSON that is not a telemetry object, or text
-that starts like JSON but does not parse). It accepts the three discriminators found
+that starts like JSON but does not parse, or nests deeper than :data:`MAX_JSON_DEPTH`). It
+never raises, for any ``str`` or ``bytes``: whatever goes wrong while parsing (a malformed or
+too deeply nested text, an exhausted interpreter stack) gives an ``invalid`` line that keeps
+the text and says why in ``error``. It accepts the three discriminators found
 upstream: ``type`` (ours and the proxy's), ``event_type`` (the worker guide) and ``event``
 (the platform's lifecycle emitter), and the ``episode``/``step`` aliases of
 ``episode_index``/``step_index``. The result's ``data`` is normalised to our field names.
@@ -21,6 +24,11 @@ from typing import Any
 from mosaic_sdk.telemetry.emitter import LIFECYCLE_EVENTS
 
 KINDS = ("lifecycle", "step", "episode", "log", "invalid")
+
+#: JSON nested deeper than this (arrays and objects inside each other) is an ``invalid`` line:
+#: no telemetry needs it, and code that walks parsed values recursively (``json.dumps``, a
+#: hook, pydantic, SQLite's JSON functions) could fail on it.
+MAX_JSON_DEPTH = 100
 
 
 class TelemetryLine:
@@ -87,20 +95,67 @@ def _normalise(kind: str, data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def json_depth_exceeds(value: Any, limit: int) -> bool:
+    """True when ``value`` (parsed JSON) nests lists and dicts more than ``limit`` deep.
+
+    Iterative (it cannot itself run out of stack) and stops at the first too-deep container.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            return True
+        stack.extend((child, depth) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def _too_deep(text: str) -> str:
+    return f"JSON nested deeper than {MAX_JSON_DEPTH} levels (kept as text)"
+
+
 def classify_line(raw: str | bytes) -> TelemetryLine:
-    """Classify one line (without its newline, or with it: trailing whitespace is ignored)."""
-    if isinstance(raw, (bytes, bytearray)):
+    """Classify one line (without its newline, or with it: trailing whitespace is ignored).
+
+    Never raises: see the module docstring.
+    """
+    if isinstance(raw, (bytes, bytearray, memoryview)):
         text = bytes(raw).decode("utf-8", errors="replace")
     else:
-        text = raw
+        text = str(raw)
+    try:
+        return _classify(text)
+    except Exception as exc:  # noqa: BLE001 - documented never to raise: keep the line
+        return TelemetryLine(
+            "invalid", text.rstrip("\r\n"), error=f"unreadable line: {type(exc).__name__}: {exc}"
+        )
+
+
+def _classify(text: str) -> TelemetryLine:
     text = text.rstrip("\r\n")
     stripped = text.strip()
     if not stripped.startswith(("{", "[")):
         return TelemetryLine("log", text)
     try:
         data = json.loads(stripped)
+    except RecursionError:
+        return TelemetryLine("invalid", text, error=_too_deep(text))
     except ValueError as exc:
         return TelemetryLine("invalid", text, error=f"malformed JSON: {exc}")
+    # A text of n characters nests at most n/2 deep, and at most as deep as it has brackets:
+    # both checks are cheap and skip the walk for ordinary lines.
+    if (
+        len(stripped) > 2 * MAX_JSON_DEPTH
+        and stripped.count("[") + stripped.count("{") > MAX_JSON_DEPTH
+        and json_depth_exceeds(data, MAX_JSON_DEPTH)
+    ):
+        return TelemetryLine("invalid", text, error=_too_deep(text))
     if not isinstance(data, dict):
         return TelemetryLine("invalid", text, error="a JSON value that is not an object")
     kind, error = _kind_of(data)
@@ -120,4 +175,12 @@ def is_known_lifecycle_event(name: str) -> bool:
     return name in LIFECYCLE_EVENTS
 
 
-__all__ = ["KINDS", "TelemetryLine", "classify_line", "is_known_lifecycle_event", "validate_line"]
+__all__ = [
+    "KINDS",
+    "MAX_JSON_DEPTH",
+    "TelemetryLine",
+    "classify_line",
+    "is_known_lifecycle_event",
+    "json_depth_exceeds",
+    "validate_line",
+]

@@ -120,7 +120,7 @@ def test_config_file_and_overrides(
         (["run", "example", "--run-id", "a/b"], "run_id 'a/b' contains '/'"),
         (["run", "example", "--run-id", ".."], "starts with '.'"),
         (["run", "example", "--store", "{nodir}/s.sqlite"], "does not exist; create it"),
-        (["run", "example", "--grace", "-1"], "--grace -1.0 is negative"),
+        (["run", "example", "--grace", "-1"], "--grace -1.0 is not a finite number"),
         (["run", "broken"], "worker 'broken' (from MOSAIC_PLUGINS) is unavailable"),
         (["run", "future"], "speaks worker protocol 99"),
         (["runs", "show", "nope"], "does not exist"),

@@ -1,0 +1,189 @@
+"""The worker's process tree: the worker dies with its runner, and nothing it starts outlives
+the run, even a process that left the worker's process group with ``setsid()``.
+
+- :func:`parent_death_preexec` returns a ``preexec_fn`` that asks Linux to SIGKILL the worker
+  when the runner dies (``prctl(PR_SET_PDEATHSIG)``), SIGKILL of ``mosaic run`` included. It
+  is set in the child between fork and exec; if the runner died before that, the child kills
+  itself at once. SIGKILL rather than SIGTERM: with its runner gone nobody reads the worker's
+  output or would escalate, so only a signal that cannot be ignored keeps the promise.
+  (Other platforms: None, the worker can outlive a SIGKILLed runner; see the runner docs.)
+- :class:`Descendants` remembers every process seen below the worker (walking ``/proc``, by
+  pid and start time so a recycled pid is never mistaken for one of them) and can signal the
+  ones still alive after the worker is gone. A grandchild that called ``setsid()`` is out of
+  the worker's process group, so ``killpg`` misses it, but it stays in the tree while its
+  parent lives (and stays remembered after): a cancel ends it too.
+
+Why a walk and not a subreaper (``PR_SET_CHILD_SUBREAPER`` on the runner): a subreaper
+changes the whole runner process (``run_worker`` runs inside other programs, whose orphans it
+would adopt and would have to reap, taking exit statuses their ``Popen`` objects expect), and it
+does not help when the runner itself is killed. The walk's limit: a process that daemonises
+(double fork) and is reparented between two walks (:data:`WALK_INTERVAL`) is never seen; a
+worker that must not leak such processes runs under a cgroup (``systemd-run --scope``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+
+#: How often (seconds) the supervisor walks the worker's tree while it runs.
+WALK_INTERVAL = 0.5
+
+_PR_SET_PDEATHSIG = 1
+
+
+def parent_death_preexec() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGKILL when this process dies (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    parent = os.getpid()
+    sigkill = int(signal.SIGKILL)
+
+    def preexec() -> None:  # runs in the child between fork and exec: keep it tiny
+        prctl(_PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
+        if os.getppid() != parent:  # the runner died before the request was made
+            os.kill(os.getpid(), sigkill)
+
+    return preexec
+
+
+def _stat(pid: int) -> tuple[int, int, str] | None:
+    """``(ppid, start_time, state)`` of ``pid`` from /proc, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data.rpartition(b")")[2].split()  # the name may hold spaces and parentheses
+    try:
+        return int(fields[1]), int(fields[19]), fields[0].decode("ascii", "replace")
+    except (IndexError, ValueError):
+        return None
+
+
+def _children_files(pid: int) -> list[int] | None:
+    """Children of ``pid`` from /proc/PID/task/TID/children, or None if the kernel lacks it."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                out.extend(int(x) for x in f.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended
+            return None  # no children files on this kernel
+        except OSError:
+            continue
+    return out
+
+
+class Descendants:
+    """The processes below one pid, remembered by (pid, start time); see the module docstring."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.enabled = os.path.isdir("/proc/self/task")
+        self.known: dict[int, int] = {}  # pid -> start time
+        self._use_children_files = True
+        self._next_walk = 0.0
+
+    def walk(self, force: bool = False) -> None:
+        """Remember every process now below the root (at most every WALK_INTERVAL s)."""
+        now = time.monotonic()
+        if not self.enabled or (not force and now < self._next_walk):
+            return
+        self._next_walk = now + WALK_INTERVAL
+        tops = [self.root, *self.known]
+        found = self._walk_children_files(tops) if self._use_children_files else None
+        if found is None:
+            self._use_children_files = False
+            found = self._walk_all(tops)
+        for pid in found:
+            if pid not in self.known:
+                stat = _stat(pid)
+                if stat is not None:
+                    self.known[pid] = stat[1]
+
+    def _walk_children_files(self, tops: list[int]) -> list[int] | None:
+        seen: set[int] = set()
+        todo = list(tops)
+        while todo:
+            kids = _children_files(todo.pop())
+            if kids is None:
+                return None
+            for kid in kids:
+                if kid not in seen:
+                    seen.add(kid)
+                    todo.append(kid)
+        return list(seen)
+
+    def _walk_all(self, tops: list[int]) -> list[int]:
+        children: dict[int, list[int]] = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                stat = _stat(int(name))
+                if stat is not None:
+                    children.setdefault(stat[0], []).append(int(name))
+        seen: set[int] = set()
+        todo = list(tops)
+        while todo:
+            for kid in children.get(todo.pop(), ()):
+                if kid not in seen:
+                    seen.add(kid)
+                    todo.append(kid)
+        return list(seen)
+
+    def alive(self) -> list[int]:
+        """The remembered processes that still run (same pid and start time, not a zombie)."""
+        out = []
+        for pid, started in list(self.known.items()):
+            stat = _stat(pid)
+            if stat is None or stat[1] != started or stat[2] in ("Z", "X"):
+                del self.known[pid]
+            else:
+                out.append(pid)
+        return out
+
+    def signal(self, signum: int) -> int:
+        """Send ``signum`` to every remembered process still alive; returns how many."""
+        sent = 0
+        for pid in self.alive():
+            try:
+                os.kill(pid, signum)
+                sent += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+        return sent
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie does not count; without /proc: kill(pid, 0))."""
+    if os.path.isdir("/proc/self"):
+        stat = _stat(pid)
+        return stat is not None and stat[2] not in ("Z", "X")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+__all__ = ["WALK_INTERVAL", "Descendants", "parent_death_preexec", "pid_alive"]
