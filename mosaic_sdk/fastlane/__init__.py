@@ -16,6 +16,7 @@ from mosaic_sdk.fastlane.environment import (
     apply_fastlane_environment,
     maybe_wrap_env,
     read_fastlane_environment,
+    resolve_fastlane,
 )
 from mosaic_sdk.fastlane.layout import FLAG_INVALIDATED
 from mosaic_sdk.fastlane.reader import FastLaneFrameView, FastLaneReader
@@ -61,5 +62,6 @@ __all__ = [
     "create_fastlane_name",
     "maybe_wrap_env",
     "read_fastlane_environment",
+    "resolve_fastlane",
     "tile_frames",
 ]

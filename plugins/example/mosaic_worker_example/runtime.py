@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -25,31 +24,24 @@ from mosaic_worker_example.config import ExampleConfig
 ANALYTICS_SCHEMA = "mosaic.example.analytics/1"
 
 
-def fastlane_requested(config: ExampleConfig) -> bool:
-    """FastLane is on when the config says so or the launcher set the platform's variable."""
-    flags = (os.environ.get("MOSAIC_FASTLANE_ONLY"), os.environ.get("GYM_GUI_FASTLANE_ONLY"))
-    return config.fastlane or "1" in flags
-
-
 def make_env(config: ExampleConfig) -> Any:
+    """The run's env, wrapped to publish FastLane frames when FastLane is on.
+
+    The SDK decides whether it is on (``resolve_fastlane``: the config's ``fastlane`` switch,
+    else the launcher's variables) and wraps through the ``mosaic_fastlane_wrap_env`` hook.
+    """
     import gymnasium
 
+    from mosaic_sdk.fastlane import maybe_wrap_env, resolve_fastlane
+
+    fastlane = resolve_fastlane(config.fastlane)
     kwargs: dict[str, Any] = {}
     if config.max_steps_per_episode is not None:
         kwargs["max_episode_steps"] = config.max_steps_per_episode
-    if fastlane_requested(config):
+    if fastlane.enabled:
         kwargs["render_mode"] = "rgb_array"
     env = gymnasium.make(config.env_id, **kwargs)
-    if fastlane_requested(config):
-        env = wrap_for_fastlane(env, config.run_id)
-    return env
-
-
-def wrap_for_fastlane(env: Any, run_id: str) -> Any:
-    """Publish rendered frames through the SDK's FastLane wrapper."""
-    from mosaic_sdk.fastlane import maybe_wrap_env
-
-    return maybe_wrap_env(env, run_id=run_id, force=True)
+    return maybe_wrap_env(env, run_id=config.run_id, settings=fastlane)
 
 
 def choose_action(config: ExampleConfig, env: Any, obs: Any) -> Any:

@@ -76,14 +76,18 @@ def test_dry_run_validates_without_running(tmp_path: Path) -> None:
 
 
 def test_fastlane_is_switched_on_by_config_or_environment() -> None:
-    from {{ cookiecutter.package_name }} import fastlane
+    from {{ cookiecutter.package_name }}.fastlane import fastlane_settings
 
-    fastlane_requested = fastlane.fastlane_requested
+    def on(environ: dict[str, str], **config: object) -> bool:
+        return fastlane_settings(Config(run_id="t", **config), environ=environ).enabled
 
-    assert not fastlane_requested(Config(run_id="t"), environ={})
-    assert fastlane_requested(Config(run_id="t", fastlane=True), environ={})
-    assert fastlane_requested(Config(run_id="t"), environ={"MOSAIC_FASTLANE_ONLY": "1"})
-    assert fastlane_requested(Config(run_id="t"), environ={"GYM_GUI_FASTLANE_ONLY": "1"})
+    assert not on({})
+    assert on({}, fastlane=True)
+    assert not on({"MOSAIC_FASTLANE": "1"}, fastlane=False)
+    assert on({"MOSAIC_FASTLANE": "1"})
+    assert on({"MOSAIC_FASTLANE_ONLY": "1"})
+    assert on({"GYM_GUI_FASTLANE_ONLY": "1"})
+    assert not on({"MOSAIC_FASTLANE": "1", "MOSAIC_FASTLANE_VIDEO_MODE": "off"})
 {%- endif %}
 {%- if cookiecutter.include_fastlane %}
 

@@ -76,11 +76,12 @@ def make_env(config: Config) -> Any:
     if config.max_steps_per_episode is not None:
         kwargs["max_episode_steps"] = config.max_steps_per_episode
 {%- if cookiecutter.include_fastlane %}
-    from .fastlane import fastlane_requested, wrap_for_fastlane
+    from .fastlane import fastlane_settings, wrap_for_fastlane
 
-    if fastlane_requested(config):
+    fastlane = fastlane_settings(config)
+    if fastlane.enabled:
         kwargs["render_mode"] = "rgb_array"
-        return wrap_for_fastlane(gymnasium.make(config.env_id, **kwargs), config)
+        return wrap_for_fastlane(gymnasium.make(config.env_id, **kwargs), config, fastlane)
 {%- endif %}
     return gymnasium.make(config.env_id, **kwargs)
 
