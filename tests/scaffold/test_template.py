@@ -89,7 +89,6 @@ def test_defaults_bake_a_complete_worker(tmp_path: Path, cookiecutter_config: Pa
         "config",
         "runtime",
         "telemetry",
-        "analytics",
         "cli",
         "fastlane",
     ):

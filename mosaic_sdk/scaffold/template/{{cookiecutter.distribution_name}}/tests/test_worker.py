@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mosaic_sdk.analytics import read_analytics
 from mosaic_sdk.contract import ConfigError, WorkerCapabilities, WorkerMetadata
 from mosaic_sdk.telemetry import validate_line
 
@@ -61,8 +62,9 @@ def test_a_run_reports_valid_telemetry_and_writes_its_manifest(tmp_path: Path) -
     events = [line.get("event") for line in lines if line.get("type") == "lifecycle"]
     assert events[0] == "run_started" and events[-1] == "run_completed"
     assert sum(1 for line in lines if line.get("type") == "episode") == 2
-    manifest = json.loads((tmp_path / "analytics.json").read_text(encoding="utf-8"))
-    assert manifest["status"] == "completed" and manifest["episodes"] == 2
+    manifest = read_analytics(tmp_path)
+    assert manifest.status == "completed" and manifest.episodes == 2
+    assert manifest.worker_type == WORKER_TYPE
 
 
 def test_dry_run_validates_without_running(tmp_path: Path) -> None:
