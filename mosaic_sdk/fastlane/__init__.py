@@ -9,8 +9,6 @@ first use of ``FastLaneTelemetryWrapper``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from mosaic_sdk.fastlane.environment import (
     FastLaneSettings,
     apply_fastlane_environment,
@@ -31,17 +29,17 @@ from mosaic_sdk.fastlane.records import (
 from mosaic_sdk.fastlane.segment import cleanup_stale_segment
 from mosaic_sdk.fastlane.tiling import tile_frames
 from mosaic_sdk.fastlane.writer import FastLaneWriter, create_fastlane_name
+from mosaic_sdk.lazy_exports import LazyExports
 
-_LAZY = {"FastLaneTelemetryWrapper", "FastLaneVectorTelemetryWrapper"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from mosaic_sdk.fastlane import wrapper
-
-        return getattr(wrapper, name)
-    raise AttributeError(f"module 'mosaic_sdk.fastlane' has no attribute {name!r}")
-
+_LAZY = LazyExports(
+    __name__,
+    {
+        "FastLaneTelemetryWrapper": "mosaic_sdk.fastlane.wrapper",
+        "FastLaneVectorTelemetryWrapper": "mosaic_sdk.fastlane.wrapper",
+    },
+)
+__getattr__ = _LAZY.get
+__dir__ = _LAZY.dir
 
 __all__ = [
     "FLAG_INVALIDATED",
