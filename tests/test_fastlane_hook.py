@@ -129,3 +129,16 @@ def test_importing_the_libraries_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_cleanrl_shim_wraps_through_the_same_manager(spy: WrapSpy, run_id: str) -> None:
+    pytest.importorskip("cleanrl_worker")
+    import gymnasium
+    from cleanrl_worker.runtime import fastlane_hook
+
+    settings = {"video_mode": "single", "slot": 0, "grid_limit": 4, "interval_ms": 0, "max_dim": 0}
+    env = fastlane_hook()(gymnasium.make("CartPole-v1", render_mode="rgb_array"), run_id, settings)
+    try:
+        assert env.decorated_by_spy is True and spy.calls == [(run_id, settings)]
+    finally:
+        env.close()
