@@ -53,6 +53,14 @@ def test_each_switch_turns_it_on(environ: dict[str, str]) -> None:
     assert resolve_fastlane(None, environ=environ).enabled
 
 
+def test_a_config_keeping_the_slow_lane_does_not_switch_fastlane_off() -> None:
+    # fastlane_only=False is about the slow lane; the launcher's ONLY=1 still switches it on
+    s = resolve_fastlane(
+        None, environ={"MOSAIC_FASTLANE_ONLY": "1"}, overrides={"fastlane_only": False}
+    )
+    assert s.enabled and not s.fastlane_only
+
+
 def test_video_mode_off_means_off_even_when_the_config_asks() -> None:
     off = {"GYM_GUI_FASTLANE_VIDEO_MODE": "off", "MOSAIC_FASTLANE": "1"}
     assert not resolve_fastlane(None, environ=off).enabled
@@ -94,6 +102,9 @@ def test_cleanrl_keeps_config_over_environment_through_the_sdk_rule() -> None:
     assert cleanrl_resolve(CleanRLConfig(run_id="r", fastlane_slot=1), env)["slot"] == 1
     assert cleanrl_resolve(CleanRLConfig(run_id="r", fastlane=False), env) is None
     assert cleanrl_resolve(CleanRLConfig(run_id="r", fastlane_only=True), {}) is not None
+    # the runner writes every field into the config file; defaults read back are "set"
+    written = CleanRLConfig.model_validate(CleanRLConfig(run_id="r").model_dump())
+    assert cleanrl_resolve(written, {"MOSAIC_FASTLANE_ONLY": "1"}) is not None
     # the interval variables follow the SDK's one order (MOSAIC_ first)
     both = {"MOSAIC_FASTLANE": "1", "MOSAIC_FASTLANE_INTERVAL_MS": "5"}
     both["CLEANRL_FASTLANE_INTERVAL_MS"] = "50"

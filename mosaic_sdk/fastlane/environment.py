@@ -178,7 +178,8 @@ def resolve_fastlane(
     def names(key: str) -> tuple[str, ...]:
         return tuple(prefix + key for prefix in _PREFIXES)
 
-    only = bool(given["fastlane_only"]) if "fastlane_only" in given else _flag(env, *names("ONLY"))
+    env_only = _flag(env, *names("ONLY"))
+    only = bool(given["fastlane_only"]) if "fastlane_only" in given else env_only
     if "video_mode" in given:
         mode = str(given["video_mode"]).lower()
     else:
@@ -186,7 +187,8 @@ def resolve_fastlane(
         mode = found_mode[1].lower() if found_mode else "single"
         if found_mode and mode not in VIDEO_MODES:
             raise ValueError(f"{found_mode[0]}={found_mode[1]!r} is not one of {VIDEO_MODES}")
-    switched_on = config if config is not None else (_flag(env, "MOSAIC_FASTLANE") or only)
+    # The launcher's switches count whatever the config says about the slow lane.
+    switched_on = config if config is not None else (_flag(env, "MOSAIC_FASTLANE") or env_only)
 
     def setting(key: str, kind: type, default: Any, *variables: str) -> Any:
         if key in given:
