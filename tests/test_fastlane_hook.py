@@ -142,3 +142,12 @@ def test_the_cleanrl_shim_wraps_through_the_same_manager(spy: WrapSpy, run_id: s
         assert env.decorated_by_spy is True and spy.calls == [(run_id, settings)]
     finally:
         env.close()
+
+
+def test_the_suites_fastlane_env_check_wraps_through_the_hook(spy: WrapSpy) -> None:
+    from mosaic_sdk.conformance.checks.environments import check_env_fastlane
+    from mosaic_sdk.conformance.subject import WorkerSubject
+
+    with WorkerSubject("example") as subject:
+        check_env_fastlane(subject)  # raises CheckFailed when the wrapped env misbehaves
+    assert len(spy.calls) == 1 and spy.calls[0][0].startswith("conformance-example")
