@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -47,4 +48,7 @@ def handle(args: argparse.Namespace) -> int:
     print("next:")
     for command in result.next_commands():
         print(f"  {command}")
+    warning = result.sdk_warning()
+    if warning:
+        print(warning, file=sys.stderr)
     return 0

@@ -9,13 +9,12 @@ first use of ``FastLaneTelemetryWrapper``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from mosaic_sdk.fastlane.environment import (
     FastLaneSettings,
     apply_fastlane_environment,
     maybe_wrap_env,
     read_fastlane_environment,
+    resolve_fastlane,
 )
 from mosaic_sdk.fastlane.layout import FLAG_INVALIDATED
 from mosaic_sdk.fastlane.reader import FastLaneFrameView, FastLaneReader
@@ -31,17 +30,17 @@ from mosaic_sdk.fastlane.records import (
 from mosaic_sdk.fastlane.segment import cleanup_stale_segment
 from mosaic_sdk.fastlane.tiling import tile_frames
 from mosaic_sdk.fastlane.writer import FastLaneWriter, create_fastlane_name
+from mosaic_sdk.lazy_exports import LazyExports
 
-_LAZY = {"FastLaneTelemetryWrapper", "FastLaneVectorTelemetryWrapper"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from mosaic_sdk.fastlane import wrapper
-
-        return getattr(wrapper, name)
-    raise AttributeError(f"module 'mosaic_sdk.fastlane' has no attribute {name!r}")
-
+_LAZY = LazyExports(
+    __name__,
+    {
+        "FastLaneTelemetryWrapper": "mosaic_sdk.fastlane.wrapper",
+        "FastLaneVectorTelemetryWrapper": "mosaic_sdk.fastlane.wrapper",
+    },
+)
+__getattr__ = _LAZY.get
+__dir__ = _LAZY.dir
 
 __all__ = [
     "FLAG_INVALIDATED",
@@ -63,5 +62,6 @@ __all__ = [
     "create_fastlane_name",
     "maybe_wrap_env",
     "read_fastlane_environment",
+    "resolve_fastlane",
     "tile_frames",
 ]

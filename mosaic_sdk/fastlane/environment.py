@@ -4,9 +4,20 @@ The platform's code reads ``GYM_GUI_FASTLANE_*`` and its documents say ``MOSAIC_
 :func:`apply_fastlane_environment` writes both spellings and :func:`read_fastlane_environment`
 accepts either (``MOSAIC_`` wins when both are set and disagree).
 
-FastLane is **on** inside a worker when ``MOSAIC_FASTLANE=1`` or ``*_FASTLANE_ONLY=1``, and
-the video mode is not ``off``. ``*_FASTLANE_ONLY`` additionally means "skip the slow lane"
-(telemetry code reads ``settings.fastlane_only``).
+"Is FastLane on?" is decided here and nowhere else, by :func:`resolve_fastlane`:
+
+* a worker's explicit config choice wins: ``True`` (on), ``False`` (off), ``None`` (follow
+  the environment);
+* otherwise FastLane is on when ``MOSAIC_FASTLANE=1`` or ``MOSAIC_FASTLANE_ONLY=1`` /
+  ``GYM_GUI_FASTLANE_ONLY=1``;
+* video mode ``off`` means off, whatever switched it on.
+
+``*_FASTLANE_ONLY`` additionally means "skip the slow lane" (telemetry code reads
+``settings.fastlane_only``). The frame interval and size limit are read from
+``MOSAIC_FASTLANE_INTERVAL_MS`` / ``MOSAIC_FASTLANE_MAX_DIM``, then from the CleanRL
+worker's older ``CLEANRL_FASTLANE_INTERVAL_MS`` / ``CLEANRL_FASTLANE_MAX_DIM`` (one order for
+every worker). A worker that has its own config fields for these passes them in
+(``overrides``): a field the user set wins over the variables.
 """
 
 from __future__ import annotations
@@ -130,32 +141,74 @@ def _number(environ: Mapping[str, str], kind: type, default: Any, *names: str) -
 
 
 def read_fastlane_environment(environ: Mapping[str, str] | None = None) -> FastLaneSettings:
-    """Read FastLane's settings from ``environ`` (default ``os.environ``), either spelling."""
+    """Read FastLane's settings from ``environ`` (default ``os.environ``), either spelling.
+
+    The same as ``resolve_fastlane(None, environ=environ)``: no config choice, the variables
+    decide.
+    """
+    return resolve_fastlane(None, environ=environ)
+
+
+#: The settings a worker's own config may give to :func:`resolve_fastlane` (``overrides``).
+OVERRIDABLE = ("fastlane_only", "video_mode", "slot", "grid_limit", "interval_ms", "max_dim")
+
+
+def resolve_fastlane(
+    config: bool | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> FastLaneSettings:
+    """Decide whether FastLane is on for this worker, and with which settings.
+
+    ``config`` is the worker config's own switch: ``True`` turns FastLane on, ``False`` off,
+    ``None`` follows the environment (``MOSAIC_FASTLANE=1`` or ``*_FASTLANE_ONLY=1``).
+    ``overrides`` maps names of :data:`OVERRIDABLE` to values the worker's config set
+    explicitly; a value that is not ``None`` wins over the variable. Video mode ``off`` turns
+    FastLane off in every case. ``environ`` defaults to ``os.environ``.
+
+    Raises ``ValueError`` naming the variable or setting when a value is not valid.
+    """
     env = os.environ if environ is None else environ
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    unknown = sorted(set(given) - set(OVERRIDABLE))
+    if unknown:
+        raise ValueError(f"unknown FastLane setting(s) {unknown}; expected some of {OVERRIDABLE}")
 
     def names(key: str) -> tuple[str, ...]:
         return tuple(prefix + key for prefix in _PREFIXES)
 
-    only = _flag(env, *names("ONLY"))
-    found_mode = _lookup(env, *names("VIDEO_MODE"))
-    mode = found_mode[1].lower() if found_mode else "single"
-    if mode not in VIDEO_MODES:
-        raise ValueError(f"{found_mode[0]}={found_mode[1]!r} is not one of {VIDEO_MODES}")  # type: ignore[index]
-    enabled = (_flag(env, "MOSAIC_FASTLANE") or only) and mode != "off"
+    env_only = _flag(env, *names("ONLY"))
+    only = bool(given["fastlane_only"]) if "fastlane_only" in given else env_only
+    if "video_mode" in given:
+        mode = str(given["video_mode"]).lower()
+    else:
+        found_mode = _lookup(env, *names("VIDEO_MODE"))
+        mode = found_mode[1].lower() if found_mode else "single"
+        if found_mode and mode not in VIDEO_MODES:
+            raise ValueError(f"{found_mode[0]}={found_mode[1]!r} is not one of {VIDEO_MODES}")
+    # The launcher's switches count whatever the config says about the slow lane.
+    switched_on = config if config is not None else (_flag(env, "MOSAIC_FASTLANE") or env_only)
+
+    def setting(key: str, kind: type, default: Any, *variables: str) -> Any:
+        if key in given:
+            return given[key]
+        return _number(env, kind, default, *variables)
+
     return FastLaneSettings(
-        enabled=enabled,
+        enabled=bool(switched_on) and mode != "off",
         fastlane_only=only,
         video_mode=mode,
-        slot=_number(env, int, 0, *names("SLOT")),
-        grid_limit=_number(env, int, DEFAULT_GRID_LIMIT, *names("GRID_LIMIT")),
-        interval_ms=_number(
-            env,
+        slot=setting("slot", int, 0, *names("SLOT")),
+        grid_limit=setting("grid_limit", int, DEFAULT_GRID_LIMIT, *names("GRID_LIMIT")),
+        interval_ms=setting(
+            "interval_ms",
             float,
             DEFAULT_INTERVAL_MS,
             "MOSAIC_FASTLANE_INTERVAL_MS",
             "CLEANRL_FASTLANE_INTERVAL_MS",
         ),
-        max_dim=_number(env, int, 0, "MOSAIC_FASTLANE_MAX_DIM", "CLEANRL_FASTLANE_MAX_DIM"),
+        max_dim=setting("max_dim", int, 0, "MOSAIC_FASTLANE_MAX_DIM", "CLEANRL_FASTLANE_MAX_DIM"),
         run_id=env.get("MOSAIC_RUN_ID") or None,
     )
 
@@ -166,16 +219,23 @@ def maybe_wrap_env(
     *,
     force: bool = False,
     environ: Mapping[str, str] | None = None,
+    settings: FastLaneSettings | None = None,
 ) -> Any:
-    """Wrap ``env`` with FastLane when the environment switches it on; else return it as is.
+    """Wrap ``env`` with FastLane when FastLane is on; else return it as is.
 
-    ``run_id`` defaults to ``MOSAIC_RUN_ID``. ``force=True`` wraps even when no variable
-    switches FastLane on (e.g. the worker's own config asked for it); the other settings are
-    still read from the environment. Works on a ``gymnasium.Env`` and on a
-    ``gymnasium.vector.VectorEnv``; needs no plugin manager. Use it where the worker builds
-    its env: ``env = maybe_wrap_env(gymnasium.make(env_id, render_mode="rgb_array"))``.
+    ``settings`` is the worker's decision from :func:`resolve_fastlane` (default: the
+    environment decides, as :func:`read_fastlane_environment`). ``force=True`` wraps even when
+    FastLane is off (the other settings still apply). ``run_id`` defaults to
+    ``MOSAIC_RUN_ID``. Works on a ``gymnasium.Env`` and on a ``gymnasium.vector.VectorEnv``.
+
+    The env is wrapped through the ``mosaic_fastlane_wrap_env`` hook of the process's plugin
+    manager (:func:`mosaic_sdk.plugins.fastlane_provider.wrap_env_through_hook`), so plugins
+    registered there may decorate it; pluggy is imported only then, never when FastLane is off.
+    Use it where the worker builds its env:
+    ``env = maybe_wrap_env(gymnasium.make(env_id, render_mode="rgb_array"))``.
     """
-    settings = read_fastlane_environment(environ)
+    if settings is None:
+        settings = read_fastlane_environment(environ)
     if not (settings.enabled or force):
         return env
     rid = run_id or settings.run_id
@@ -183,6 +243,8 @@ def maybe_wrap_env(
         raise ValueError(
             "FastLane is switched on but no run id is known: pass run_id= or set MOSAIC_RUN_ID"
         )
-    from mosaic_sdk.fastlane.wrapper import wrap_env
+    # The one call from this library up to the plugin floor, made only when wrapping: the
+    # documented path of every FastLane wrap goes through the hook.
+    from mosaic_sdk.plugins.fastlane_provider import wrap_env_through_hook
 
-    return wrap_env(env, rid, settings.as_hook_settings())
+    return wrap_env_through_hook(env, rid, settings.as_hook_settings())

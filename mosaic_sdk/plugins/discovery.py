@@ -37,7 +37,10 @@ def has_hookimpls(obj: Any) -> bool:
 ENTRY_POINT_GROUP = "mosaic.workers"
 
 #: SDK plugins registered in every plugin manager (imported when present).
-BUILTIN_PLUGINS: tuple[str, ...] = ("mosaic_sdk.plugins.defaults", "mosaic_sdk.fastlane.plugin")
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "mosaic_sdk.plugins.defaults",
+    "mosaic_sdk.plugins.fastlane_provider",
+)
 
 
 @dataclass

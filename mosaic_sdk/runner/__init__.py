@@ -12,21 +12,18 @@ the live view behind ``mosaic run``.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from mosaic_sdk.lazy_exports import LazyExports
 
-_LAZY = {
-    "run_worker": "mosaic_sdk.runner.supervisor",
-    "RunResult": "mosaic_sdk.runner.supervisor",
-    "RunSupervisor": "mosaic_sdk.runner.supervisor",
-    "RunStore": "mosaic_sdk.runner.store",
-}
+_LAZY = LazyExports(
+    __name__,
+    {
+        "run_worker": "mosaic_sdk.runner.supervisor",
+        "RunResult": "mosaic_sdk.runner.supervisor",
+        "RunSupervisor": "mosaic_sdk.runner.supervisor",
+        "RunStore": "mosaic_sdk.runner.store",
+    },
+)
+__getattr__ = _LAZY.get
+__dir__ = _LAZY.dir
 
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mosaic_sdk.runner' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__all__ = _LAZY.all()

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.scaffold import naming
+from mosaic_sdk.scaffold.sdk_source import default_sdk_requirement, from_index
 
 #: The cookiecutter template of a worker package.
 TEMPLATE_DIR = Path(__file__).resolve().with_name("template")
@@ -59,13 +60,26 @@ class BakeResult:
     def worker_type(self) -> str:
         return str(self.answers["worker_type"])
 
+    def sdk_warning(self) -> str | None:
+        """What to tell the author when the baked CI cannot install the SDK yet."""
+        requirement = str(self.answers.get("sdk_requirement", ""))
+        if requirement and not from_index(requirement):
+            return None
+        return (
+            "note: mosaic-worker-sdk is not on the package index yet, so the baked CI "
+            f"(.github/workflows/ci.yml) cannot install {requirement!r}; bake with "
+            "sdk_requirement='mosaic-worker-sdk @ git+https://...' or edit that file "
+            "(see docs/guides/publishing.md)"
+        )
+
     def next_commands(self) -> list[str]:
-        """The three commands to run next: enter, install, check."""
+        """The three commands to run next: enter, install (with the test extra the baked
+        tests need), check."""
         import shlex
 
         return [
             f"cd {shlex.quote(str(self.project_dir))}",
-            "pip install -e .",
+            "pip install -e '.[test]'",
             f"mosaic conformance {shlex.quote(self.worker_type)}",
         ]
 
@@ -185,17 +199,35 @@ def resolve_answers(
     if problems:
         raise ScaffoldError(problems)
     user_config = get_user_config(config_file=str(config_file) if config_file else None)
+    defaults = {
+        "sdk_requirement": protect_value(default_sdk_requirement()),
+        **(user_config.get("default_context") or {}),
+    }
     with _template_on_path():
         try:
             context = generate_context(
                 context_file=str(template_dir() / "cookiecutter.json"),
-                default_context=user_config.get("default_context") or {},
+                default_context=defaults,
                 extra_context={k: protect_value(v) for k, v in overrides.items()},
             )
         except ValueError as exc:  # a value outside a choice list
             raise ScaffoldError([str(exc)]) from None
-        answers = prompt_for_config(context, no_input)
+        if no_input:
+            answers = prompt_for_config(context, True)
+        else:  # ask again at once when an answer is refused
+            from mosaic_sdk.scaffold.prompts import prompt_each
+
+            answers = prompt_each(context, _answer_check())
     return {k: v for k, v in answers.items() if not k.startswith("_")}
+
+
+def _answer_check() -> Any:
+    installed = naming.installed_worker_types()
+
+    def check(key: str, value: Any) -> list[str]:
+        return naming.check_field(key, value, installed_workers=installed)
+
+    return check
 
 
 def check_answers(answers: Mapping[str, Any]) -> list[str]:

@@ -292,6 +292,43 @@ def check_choice(field: str, value: Any, choices: Iterable[str]) -> list[str]:
     return []
 
 
+def check_field(
+    field: str,
+    value: Any,
+    *,
+    installed_workers: Mapping[str, str | None] | None = None,
+    choices: Mapping[str, Iterable[str]] | None = None,
+) -> list[str]:
+    """The problems of one answer (empty: fine); fields without rules have none.
+
+    ``mosaic new`` calls it as each prompt is answered, to ask again at once.
+    """
+    text = str(value if value is not None else "")
+    if field in ("worker_name", "description", "author"):
+        problems = check_text(field, value if value is not None else "")
+        if field == "worker_name" and not text.strip():
+            problems.append("worker_name is empty; give the worker a display name, e.g. 'My Agent'")
+        return problems
+    rules = {
+        "email": check_email,
+        "package_name": check_package_name,
+        "distribution_name": check_distribution_name,
+        "env_id": check_env_id,
+        "version": check_version,
+    }
+    if field in rules:
+        return rules[field](text)
+    if field == "sdk_requirement":
+        from mosaic_sdk.scaffold.sdk_source import check_sdk_requirement
+
+        return check_sdk_requirement(text)
+    if field == "worker_type":
+        return check_worker_type(text, installed_workers)
+    if choices and field in choices:
+        return check_choice(field, value, choices[field])
+    return []
+
+
 def check_answers(
     answers: Mapping[str, Any],
     *,
@@ -304,16 +341,20 @@ def check_answers(
     ``installed_workers`` is what :func:`installed_worker_types` returns.
     """
     problems: list[str] = []
-    for field in ("worker_name", "description", "author"):
-        problems += check_text(field, answers.get(field, ""))
-    if not str(answers.get("worker_name", "")).strip():
-        problems.append("worker_name is empty; give the worker a display name, e.g. 'My Agent'")
-    problems += check_email(str(answers.get("email", "")))
-    problems += check_package_name(str(answers.get("package_name", "")))
-    problems += check_distribution_name(str(answers.get("distribution_name", "")))
-    problems += check_worker_type(str(answers.get("worker_type", "")), installed_workers)
-    problems += check_env_id(str(answers.get("env_id", "")))
+    for field in (
+        "worker_name",
+        "description",
+        "author",
+        "email",
+        "package_name",
+        "distribution_name",
+        "worker_type",
+        "env_id",
+    ):
+        problems += check_field(field, answers.get(field, ""), installed_workers=installed_workers)
     problems += check_version(str(answers.get("version", "0.1.0")))
+    if "sdk_requirement" in answers:
+        problems += check_field("sdk_requirement", answers["sdk_requirement"])
     for field, allowed in (choices or {}).items():
         problems += check_choice(field, answers.get(field), allowed)
     return problems

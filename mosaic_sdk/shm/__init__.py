@@ -13,33 +13,26 @@ free of numpy and flatbuffers:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from mosaic_sdk.lazy_exports import LazyExports
 
-_LAZY = {
-    "SharedMemoryTransport": "mosaic_sdk.shm.transport",
-    "TransportWorker": "mosaic_sdk.shm.worker",
-    "SharedMemoryClient": "mosaic_sdk.shm.client",
-    "Layout": "mosaic_sdk.shm.layout",
-    "launch_env_host": "mosaic_sdk.shm.host",
-    "EnvHostHandle": "mosaic_sdk.shm.host",
-    "ShmVectorEnv": "mosaic_sdk.shm.vector_env",
-    "TransportError": "mosaic_sdk.shm.sync",
-    "PeerGoneError": "mosaic_sdk.shm.sync",
-    "TransportClosedError": "mosaic_sdk.shm.sync",
-    "TransportTimeoutError": "mosaic_sdk.shm.sync",
-    "CommandError": "mosaic_sdk.shm.commands",
-}
+_LAZY = LazyExports(
+    __name__,
+    {
+        "SharedMemoryTransport": "mosaic_sdk.shm.transport",
+        "TransportWorker": "mosaic_sdk.shm.worker",
+        "SharedMemoryClient": "mosaic_sdk.shm.client",
+        "Layout": "mosaic_sdk.shm.layout",
+        "launch_env_host": "mosaic_sdk.shm.host",
+        "EnvHostHandle": "mosaic_sdk.shm.host",
+        "ShmVectorEnv": "mosaic_sdk.shm.vector_env",
+        "TransportError": "mosaic_sdk.shm.sync",
+        "PeerGoneError": "mosaic_sdk.shm.sync",
+        "TransportClosedError": "mosaic_sdk.shm.sync",
+        "TransportTimeoutError": "mosaic_sdk.shm.sync",
+        "CommandError": "mosaic_sdk.shm.commands",
+    },
+)
+__getattr__ = _LAZY.get
+__dir__ = _LAZY.dir
 
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mosaic_sdk.shm' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__all__ = _LAZY.all()

@@ -25,9 +25,9 @@ from mosaic_sdk.fastlane import (
     read_fastlane_environment,
     tile_frames,
 )
-from mosaic_sdk.fastlane import plugin as fastlane_plugin
 from mosaic_sdk.fastlane.layout import segment_name
 from mosaic_sdk.fastlane.segment import inspect_segment
+from mosaic_sdk.plugins import fastlane_provider as fastlane_plugin
 
 
 class CountingEnv(gymnasium.Env):

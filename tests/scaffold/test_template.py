@@ -89,7 +89,6 @@ def test_defaults_bake_a_complete_worker(tmp_path: Path, cookiecutter_config: Pa
         "config",
         "runtime",
         "telemetry",
-        "analytics",
         "cli",
         "fastlane",
     ):
@@ -112,7 +111,7 @@ def test_defaults_bake_a_complete_worker(tmp_path: Path, cookiecutter_config: Pa
     assert "${{ matrix.python-version }}" in ci and "pytest" in ci
     assert result.next_commands() == [
         f"cd {project}",
-        "pip install -e .",
+        "pip install -e '.[test]'",
         "mosaic conformance my_agent",
     ]
 
@@ -271,7 +270,7 @@ def test_mosaic_new_prints_the_next_commands(
     project = tmp_path / "mosaic-worker-grid-walker"
     assert out.splitlines()[-3:] == [
         f"  cd {project}",
-        "  pip install -e .",
+        "  pip install -e '.[test]'",
         "  mosaic conformance grid_walker",
     ]
     assert json.loads(json.dumps(template_variables()))  # the template is readable JSON

@@ -30,7 +30,8 @@ def test_train_reports_checkpoints_and_analytics(runs: Path) -> None:
     analytics = result.analytics()
     assert analytics["checkpoints"][0]["step"] == 1024
     assert analytics["episodes"] == len(result.episodes()) > 0
-    assert analytics["final_mean_return"] is not None
+    assert analytics["schema"] == "mosaic.analytics/1" and analytics["worker_type"] == "cleanrl"
+    assert analytics["mean_return"] is not None and analytics["extra"]["mode"] == "train"
     assert any("tensorboard" in d for d in analytics["tensorboard_dirs"])
     assert "checkpoint saved" in result.log()  # the script's prints land in the log
 
@@ -64,7 +65,7 @@ def test_policy_eval_of_a_policy_trained_here(runs: Path) -> None:
     pairs = zip(summary["discounted_returns"], summary["returns"], strict=True)
     assert all(d <= r for d, r in pairs)
     assert result.frames > 0
-    assert result.analytics()["evaluation"]["returns"] == summary["returns"]
+    assert result.analytics()["extra"]["evaluation"]["returns"] == summary["returns"]
 
 
 def test_curriculum_switches_envs_and_keeps_streaming_across_frame_sizes(runs: Path) -> None:
@@ -90,7 +91,8 @@ def test_curriculum_switches_envs_and_keeps_streaming_across_frame_sizes(runs: P
     assert seen == {0, 1}
     assert {(256, 256), (512, 128)} <= result.frame_sizes
     analytics = result.analytics()
-    assert analytics["mode"] == "curriculum" and analytics["curriculum"]["final"]["stage"] == 1
+    assert analytics["extra"]["mode"] == "curriculum"
+    assert analytics["extra"]["curriculum"]["final"]["stage"] == 1
 
 
 def test_curriculum_stages_with_different_spaces_fail_clearly(runs: Path) -> None:

@@ -110,7 +110,10 @@ class WorkerResult:
         return f"run_failed: {failed}\nstderr: {tail[-3000:]}"
 
     def analytics(self) -> dict[str, Any]:
-        return json.loads((self.run_dir / "analytics.json").read_text())
+        """The run's manifest, checked by the SDK's reader (it refuses any other shape)."""
+        from mosaic_sdk.analytics import read_analytics
+
+        return read_analytics(self.run_dir).to_dict()
 
     def log(self) -> str:
         path = self.run_dir / "algorithm.log"

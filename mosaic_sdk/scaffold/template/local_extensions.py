@@ -7,10 +7,18 @@ the template directory on ``sys.path``). Standard library and Jinja only.
   (quotes, triple quotes, backslashes, newlines, control and non-ASCII characters).
 - ``toml_str``: a TOML basic string that parses to the value exactly.
 - ``md_text``: the value for inline Markdown, its markup characters escaped, on one line.
+- ``sh_str``: the value as one shell word (single-quoted when needed).
+
+Loading the extension also quiets one message of plain ``cookiecutter``: when the
+``pre_gen_project`` hook refuses the answers (it prints what is wrong and exits 1),
+cookiecutter would log its own traceback after that message; a logging filter drops the
+traceback of that record (the message and the exit status stay).
 """
 
 from __future__ import annotations
 
+import logging
+import shlex
 from typing import Any
 
 from jinja2.ext import Extension
@@ -62,11 +70,30 @@ def markdown_text(value: Any) -> str:
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
 
 
+class _NoHookTraceback(logging.Filter):
+    """Drop the traceback cookiecutter logs when a hook script exits non-zero."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if type(exc).__name__ == "FailedHookException":
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _quiet_failed_hooks() -> None:
+    logger = logging.getLogger("cookiecutter.hooks")
+    if not any(isinstance(f, _NoHookTraceback) for f in logger.filters):
+        logger.addFilter(_NoHookTraceback())
+
+
 class EmbedExtension(Extension):
-    """Registers the ``py_str``, ``toml_str`` and ``md_text`` filters."""
+    """Registers the ``py_str``, ``toml_str``, ``md_text`` and ``sh_str`` filters."""
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
         environment.filters["py_str"] = python_string_literal
         environment.filters["toml_str"] = toml_string_literal
         environment.filters["md_text"] = markdown_text
+        environment.filters["sh_str"] = shlex.quote
+        _quiet_failed_hooks()

@@ -1,15 +1,12 @@
 """The run's ``analytics.json`` manifest, and what goes into it.
 
 Written atomically into the run directory at the end of every run (completed, failed or
-cancelled)::
+cancelled), in the SDK's one manifest format (``mosaic_sdk.analytics``, schema
+``mosaic.analytics/1``): ``returns`` holds the last episodes' returns (the sink's window, 20
+by default) and ``mean_return`` their mean; ``checkpoints``, ``tensorboard_dirs`` and ``log``
+(``algorithm.log``) are filled in. What only CleanRL has goes in ``extra``:
 
-    {"schema": "mosaic.cleanrl.analytics/1", "run_id": ..., "algo": ..., "env_id": ...,
-     "mode": ..., "status": "completed", "duration_seconds": 12.3,
-     "tensorboard_dirs": [...], "checkpoints": [{"path": ..., "step": ...}],
-     "episodes": 57, "steps": 100000, "final_mean_return": 231.4, "returns_tail": [...],
-     "log": "algorithm.log"}
-
-``final_mean_return`` is the mean of the last 20 episodes (null without episodes).
+    {"mode": "train", "evaluation": {...} (policy_eval), "curriculum": {...} (curriculum)}
 """
 
 from __future__ import annotations
@@ -19,7 +16,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-ANALYTICS_SCHEMA = "mosaic.cleanrl.analytics/1"
+from mosaic_sdk.analytics import AnalyticsManifest
+from mosaic_sdk.analytics import write_analytics as write_manifest
+
+WORKER_TYPE = "cleanrl"
 _STEP_IN_NAME = re.compile(r"(\d+)")
 
 
@@ -69,34 +69,29 @@ def write_analytics(
     extra: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``analytics.json`` (atomically) and return its path."""
-    data: dict[str, Any] = {
-        "schema": ANALYTICS_SCHEMA,
-        "run_id": config.run_id,
-        "algo": config.algo,
-        "env_id": config.env_id,
-        "mode": config.mode,
-        "seed": config.seed,
-        "status": status,
-        "duration_seconds": round(duration, 3),
-        "tensorboard_dirs": tensorboard_dirs(run_dir),
-        "checkpoints": checkpoints,
-        "episodes": sink.episodes,
-        "steps": sink.total_steps,
-        "final_mean_return": sink.mean_return(),
-        "returns_tail": list(sink.returns),
-        "log": "algorithm.log",
-        **(extra or {}),
-    }
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / "analytics.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", "utf-8")
-    tmp.replace(path)
-    return path
+    # worker-specific data may hold values JSON has no type for (paths, numpy scalars)
+    worker_data = json.loads(json.dumps({"mode": config.mode, **(extra or {})}, default=str))
+    manifest = AnalyticsManifest.build(
+        run_id=config.run_id,
+        worker_type=WORKER_TYPE,
+        status=status,
+        returns=list(sink.returns),
+        episodes=sink.episodes,
+        steps=sink.total_steps,
+        duration_seconds=duration,
+        env_id=config.env_id,
+        algo=config.algo,
+        seed=config.seed,
+        checkpoints=checkpoints,
+        tensorboard_dirs=tensorboard_dirs(run_dir),
+        log="algorithm.log",
+        extra=worker_data,
+    )
+    return write_manifest(run_dir, manifest)
 
 
 __all__ = [
-    "ANALYTICS_SCHEMA",
+    "WORKER_TYPE",
     "collect_checkpoints",
     "log_tail",
     "tensorboard_dirs",

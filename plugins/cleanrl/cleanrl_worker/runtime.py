@@ -51,10 +51,11 @@ class RunCancelled(BaseException):
 
 
 def fastlane_hook() -> Any:
-    """The ``mosaic_fastlane_wrap_env`` hook of a plugin manager made in this process."""
-    from mosaic_sdk.plugins import create_plugin_manager
+    """The ``mosaic_fastlane_wrap_env`` hook of the process's FastLane plugin manager (the
+    one ``maybe_wrap_env`` uses, so plugins registered there see CleanRL's envs too)."""
+    from mosaic_sdk.plugins.fastlane_provider import fastlane_plugin_manager
 
-    pm = create_plugin_manager()
+    pm = fastlane_plugin_manager()
 
     def call(env: Any, run_id: str, settings: dict[str, Any]) -> Any:
         return pm.hook.mosaic_fastlane_wrap_env(env=env, run_id=run_id, settings=settings)

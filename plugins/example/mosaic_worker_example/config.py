@@ -29,7 +29,8 @@ class ExampleConfig(WorkerConfig):
         None, gt=0, description="Seconds between heartbeats (None: MOSAIC_HEARTBEAT_INTERVAL or 30)"
     )
     step_delay_ms: float = Field(0.0, ge=0, description="Sleep per step, to watch a slow run")
-    fastlane: bool = Field(
-        False,
-        description="Publish rendered frames to FastLane (also on with MOSAIC_FASTLANE_ONLY=1)",
+    fastlane: bool | None = Field(
+        None,
+        description="Publish rendered frames to FastLane: true on, false off, null (default) "
+        "as the launcher says (MOSAIC_FASTLANE=1 or MOSAIC_FASTLANE_ONLY=1)",
     )

@@ -11,45 +11,33 @@ reports them. What it emits, in order:
 
 from __future__ import annotations
 
-import json
-import math
-import os
 import time
-from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.analytics import AnalyticsManifest, write_analytics
 from mosaic_sdk.telemetry import Heartbeat
 from mosaic_sdk.worker_cli import RunContext
 from mosaic_worker_example.config import ExampleConfig
 
-ANALYTICS_SCHEMA = "mosaic.example.analytics/1"
-
-
-def fastlane_requested(config: ExampleConfig) -> bool:
-    """FastLane is on when the config says so or the launcher set the platform's variable."""
-    flags = (os.environ.get("MOSAIC_FASTLANE_ONLY"), os.environ.get("GYM_GUI_FASTLANE_ONLY"))
-    return config.fastlane or "1" in flags
-
 
 def make_env(config: ExampleConfig) -> Any:
+    """The run's env, wrapped to publish FastLane frames when FastLane is on.
+
+    The SDK decides whether it is on (``resolve_fastlane``: the config's ``fastlane`` switch,
+    else the launcher's variables) and wraps through the ``mosaic_fastlane_wrap_env`` hook.
+    """
     import gymnasium
 
+    from mosaic_sdk.fastlane import maybe_wrap_env, resolve_fastlane
+
+    fastlane = resolve_fastlane(config.fastlane)
     kwargs: dict[str, Any] = {}
     if config.max_steps_per_episode is not None:
         kwargs["max_episode_steps"] = config.max_steps_per_episode
-    if fastlane_requested(config):
+    if fastlane.enabled:
         kwargs["render_mode"] = "rgb_array"
     env = gymnasium.make(config.env_id, **kwargs)
-    if fastlane_requested(config):
-        env = wrap_for_fastlane(env, config.run_id)
-    return env
-
-
-def wrap_for_fastlane(env: Any, run_id: str) -> Any:
-    """Publish rendered frames through the SDK's FastLane wrapper."""
-    from mosaic_sdk.fastlane import maybe_wrap_env
-
-    return maybe_wrap_env(env, run_id=run_id, force=True)
+    return maybe_wrap_env(env, run_id=config.run_id, settings=fastlane)
 
 
 def choose_action(config: ExampleConfig, env: Any, obs: Any) -> Any:
@@ -58,16 +46,6 @@ def choose_action(config: ExampleConfig, env: Any, obs: Any) -> Any:
         angle, angular_velocity = float(obs[2]), float(obs[3])
         return 1 if angle + 0.5 * angular_velocity > 0 else 0
     return env.action_space.sample()
-
-
-def write_analytics(run_dir: Path, data: dict[str, Any]) -> Path:
-    """Write the run's manifest atomically (a reader never sees half a file)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / "analytics.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
 
 
 def run(ctx: RunContext) -> None:
@@ -135,23 +113,18 @@ def run(ctx: RunContext) -> None:
         env.close()
 
     duration = time.monotonic() - started
-    mean_return = sum(returns) / len(returns) if returns else math.nan
-    write_analytics(
-        ctx.run_dir,
-        {
-            "schema": ANALYTICS_SCHEMA,
-            "run_id": config.run_id,
-            "env_id": config.env_id,
-            "policy": config.policy,
-            "seed": config.seed,
-            "episodes": len(returns),
-            "steps": total_steps,
-            "returns": returns,
-            "mean_return": None if math.isnan(mean_return) else mean_return,
-            "duration_seconds": round(duration, 6),
-            "status": status,
-        },
+    manifest = AnalyticsManifest.build(
+        run_id=config.run_id,
+        worker_type="example",
+        status=status,
+        returns=returns,
+        steps=total_steps,
+        duration_seconds=duration,
+        env_id=config.env_id,
+        algo=config.policy,
+        seed=config.seed,
     )
+    write_analytics(ctx.run_dir, manifest)
     if status == "cancelled":
         emitter.run_cancelled(reason="SIGTERM/SIGINT received", completed_episodes=len(returns))
         return
@@ -159,8 +132,5 @@ def run(ctx: RunContext) -> None:
         episodes=len(returns),
         total_reward=sum(returns),
         duration_seconds=duration,
-        final_metrics={
-            "mean_return": None if math.isnan(mean_return) else mean_return,
-            "steps": total_steps,
-        },
+        final_metrics={"mean_return": manifest.mean_return, "steps": total_steps},
     )

@@ -17,6 +17,7 @@ ANSWERS = {
     "email": {{ cookiecutter.email|py_str }},
     "env_id": {{ cookiecutter.env_id|py_str }},
     "version": {{ cookiecutter.version|py_str }},
+    "sdk_requirement": {{ cookiecutter.sdk_requirement|py_str }},
 }
 
 

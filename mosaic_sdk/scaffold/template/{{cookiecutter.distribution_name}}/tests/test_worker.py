@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mosaic_sdk.analytics import read_analytics
 from mosaic_sdk.contract import ConfigError, WorkerCapabilities, WorkerMetadata
 from mosaic_sdk.telemetry import validate_line
 
@@ -61,8 +62,9 @@ def test_a_run_reports_valid_telemetry_and_writes_its_manifest(tmp_path: Path) -
     events = [line.get("event") for line in lines if line.get("type") == "lifecycle"]
     assert events[0] == "run_started" and events[-1] == "run_completed"
     assert sum(1 for line in lines if line.get("type") == "episode") == 2
-    manifest = json.loads((tmp_path / "analytics.json").read_text(encoding="utf-8"))
-    assert manifest["status"] == "completed" and manifest["episodes"] == 2
+    manifest = read_analytics(tmp_path)
+    assert manifest.status == "completed" and manifest.episodes == 2
+    assert manifest.worker_type == WORKER_TYPE
 
 
 def test_dry_run_validates_without_running(tmp_path: Path) -> None:
@@ -76,14 +78,18 @@ def test_dry_run_validates_without_running(tmp_path: Path) -> None:
 
 
 def test_fastlane_is_switched_on_by_config_or_environment() -> None:
-    from {{ cookiecutter.package_name }} import fastlane
+    from {{ cookiecutter.package_name }}.fastlane import fastlane_settings
 
-    fastlane_requested = fastlane.fastlane_requested
+    def on(environ: dict[str, str], **config: object) -> bool:
+        return fastlane_settings(Config(run_id="t", **config), environ=environ).enabled
 
-    assert not fastlane_requested(Config(run_id="t"), environ={})
-    assert fastlane_requested(Config(run_id="t", fastlane=True), environ={})
-    assert fastlane_requested(Config(run_id="t"), environ={"MOSAIC_FASTLANE_ONLY": "1"})
-    assert fastlane_requested(Config(run_id="t"), environ={"GYM_GUI_FASTLANE_ONLY": "1"})
+    assert not on({})
+    assert on({}, fastlane=True)
+    assert not on({"MOSAIC_FASTLANE": "1"}, fastlane=False)
+    assert on({"MOSAIC_FASTLANE": "1"})
+    assert on({"MOSAIC_FASTLANE_ONLY": "1"})
+    assert on({"GYM_GUI_FASTLANE_ONLY": "1"})
+    assert not on({"MOSAIC_FASTLANE": "1", "MOSAIC_FASTLANE_VIDEO_MODE": "off"})
 {%- endif %}
 {%- if cookiecutter.include_fastlane %}
 

@@ -1,8 +1,7 @@
 """The {{ cookiecutter.worker_type }} MOSAIC worker (see README.md).
 
 Modules: ``plugin`` (the hooks the SDK calls), ``config`` (the config model), ``runtime`` (one
-run), ``telemetry`` (what the run reports), ``analytics`` (the run's manifest), ``cli`` (the
-command line the runner starts){% if cookiecutter.include_fastlane %}, ``fastlane`` (live frames){% endif %}.
+run), ``telemetry`` (what the run reports), ``cli`` (the command line the runner starts){% if cookiecutter.include_fastlane %}, ``fastlane`` (live frames){% endif %}.
 """
 
 __version__ = {{ cookiecutter.version|py_str }}

@@ -36,9 +36,10 @@ class {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Co
         None, gt=0, description="Seconds between heartbeats (None: the SDK default)"
     )
 {%- if cookiecutter.include_fastlane %}
-    fastlane: bool = Field(
-        False,
-        description="Publish rendered frames to FastLane (also on with MOSAIC_FASTLANE_ONLY=1)",
+    fastlane: bool | None = Field(
+        None,
+        description="Publish rendered frames to FastLane: true on, false off, null (default) "
+        "as the launcher says (MOSAIC_FASTLANE=1 or MOSAIC_FASTLANE_ONLY=1)",
     )
 {%- endif %}
 

@@ -18,11 +18,12 @@ import time
 from typing import Any
 
 import numpy as np
+from mosaic_sdk.analytics import AnalyticsManifest, write_analytics
 from mosaic_sdk.worker_cli import RunContext
 
-from .analytics import build_manifest, write_manifest
+from . import WORKER_TYPE
 from .config import Config
-from .telemetry import RunReporter
+from .telemetry import ALGORITHM, RunReporter
 
 
 class PreferenceLearner:
@@ -76,11 +77,12 @@ def make_env(config: Config) -> Any:
     if config.max_steps_per_episode is not None:
         kwargs["max_episode_steps"] = config.max_steps_per_episode
 {%- if cookiecutter.include_fastlane %}
-    from .fastlane import fastlane_requested, wrap_for_fastlane
+    from .fastlane import fastlane_settings, wrap_for_fastlane
 
-    if fastlane_requested(config):
+    fastlane = fastlane_settings(config)
+    if fastlane.enabled:
         kwargs["render_mode"] = "rgb_array"
-        return wrap_for_fastlane(gymnasium.make(config.env_id, **kwargs), config)
+        return wrap_for_fastlane(gymnasium.make(config.env_id, **kwargs), config, fastlane)
 {%- endif %}
     return gymnasium.make(config.env_id, **kwargs)
 
@@ -130,16 +132,21 @@ def run(ctx: RunContext) -> None:
             raise
         finally:
             env.close()
-            manifest = build_manifest(
-                config,
+            # The SDK's one manifest format; what only this worker has goes in ``extra``.
+            manifest = AnalyticsManifest.build(
+                run_id=config.run_id,
+                worker_type=WORKER_TYPE,
+                status=status,
                 returns=report.returns,
                 steps=report.total_steps,
                 duration_seconds=report.duration_seconds,
-                status=status,
+                env_id=config.env_id,
+                algo=ALGORITHM,
+                seed=config.seed,
                 extra={"action_preferences": learner.preferences.tolist()},
             )
-            write_manifest(ctx.run_dir, manifest)
+            write_analytics(ctx.run_dir, manifest)
         if status == "cancelled":
             report.cancelled()
         else:
-            report.completed({"mean_return": manifest["mean_return"], "steps": report.total_steps})
+            report.completed({"mean_return": manifest.mean_return, "steps": report.total_steps})

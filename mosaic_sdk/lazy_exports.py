@@ -1,0 +1,50 @@
+"""Names a package exports but imports only on first use (PEP 562 module ``__getattr__``).
+
+The SDK's packages keep ``import mosaic_sdk``, ``import mosaic_sdk.fastlane`` and friends
+cheap by listing their heavier names in a table, name to module, resolved when first read::
+
+    from mosaic_sdk.lazy_exports import LazyExports
+
+    _LAZY = LazyExports(__name__, {"RunStore": "mosaic_sdk.runner.store"})
+    __getattr__ = _LAZY.get
+    __dir__ = _LAZY.dir
+    __all__ = _LAZY.all()
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+class LazyExports:
+    """The lazy names of one package: ``{name: module that defines it}``."""
+
+    def __init__(self, package: str, names: Mapping[str, str], eager: Iterable[str] = ()) -> None:
+        self.package = package
+        self.names = dict(names)
+        self.eager = list(eager)
+
+    def get(self, name: str) -> Any:
+        """Import the module that defines ``name`` and return it; cached in the package."""
+        module = self.names.get(name)
+        if module is None:
+            raise AttributeError(f"module {self.package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        setattr(sys.modules[self.package], name, value)  # the next read is a plain lookup
+        return value
+
+    def all(self) -> list[str]:
+        """``__all__``: the eager names given, then the lazy ones, sorted."""
+        return sorted({*self.eager, *self.names})
+
+    def dir(self) -> list[str]:
+        """``__dir__``: what the package holds now plus every lazy name."""
+        return sorted({*vars(sys.modules[self.package]), *self.names})
+
+
+__all__ = ["LazyExports"]

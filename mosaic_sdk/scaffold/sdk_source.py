@@ -1,0 +1,93 @@
+"""Where a baked worker's CI installs the SDK from: the ``sdk_requirement`` answer.
+
+mosaic-worker-sdk is not on the package index yet, so ``pip install mosaic-worker-sdk`` fails
+on a CI machine. The baked workflow therefore installs the SDK first, from
+``sdk_requirement`` (one pip requirement of ``mosaic-worker-sdk``), then the worker.
+
+Its default, when the author gives none, is how the SDK running ``mosaic new`` was installed
+(PEP 610's ``direct_url.json``): from a git URL (``pip install git+https://...``) or a remote
+archive, the same source pinned to the same commit, which works in CI today. An SDK installed
+from a local checkout or wheel has no source a CI machine can reach; then the default is
+the index requirement ``mosaic-worker-sdk>=0.1`` and ``mosaic new`` says that CI will fail
+until the author sets ``sdk_requirement`` (see docs/guides/publishing.md).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+
+DISTRIBUTION = "mosaic-worker-sdk"
+#: The requirement once the SDK is on the package index.
+INDEX_REQUIREMENT = "mosaic-worker-sdk>=0.1"
+_EXAMPLE = "e.g. 'mosaic-worker-sdk @ git+https://github.com/you/mosaic-worker-sdk@main'"
+
+
+def requirement_from_direct_url(text: str) -> str | None:
+    """The requirement that reinstalls what ``direct_url.json`` (PEP 610) describes, when a
+    CI machine can reach it (a VCS or an http(s) archive); ``None`` for a local path."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    url = str(data.get("url", ""))
+    if not url.startswith(("https://", "http://", "ssh://", "git@")):
+        return None
+    vcs = data.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("vcs"):
+        commit = vcs.get("commit_id") or vcs.get("requested_revision")
+        pinned = f"@{commit}" if commit else ""
+        return f"{DISTRIBUTION} @ {vcs['vcs']}+{url}{pinned}"
+    if "archive_info" in data:
+        return f"{DISTRIBUTION} @ {url}"
+    return None
+
+
+def installed_sdk_requirement() -> str | None:
+    """The reachable source of the SDK running this code, if it has one."""
+    try:
+        text = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    return requirement_from_direct_url(text) if text else None
+
+
+def default_sdk_requirement() -> str:
+    """``sdk_requirement``'s default: the running SDK's reachable source, else the index."""
+    return installed_sdk_requirement() or INDEX_REQUIREMENT
+
+
+def from_index(requirement: str) -> bool:
+    """Whether ``requirement`` relies on the package index (no direct reference)."""
+    from packaging.requirements import Requirement
+
+    return Requirement(requirement).url is None
+
+
+def check_sdk_requirement(value: str) -> list[str]:
+    """Problems of an ``sdk_requirement`` answer: one pip requirement of mosaic-worker-sdk."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    if not value.strip() or any(not ch.isprintable() for ch in value):
+        return [f"sdk_requirement {value!r} must be one line of text; {_EXAMPLE}"]
+    try:
+        requirement = Requirement(value)
+    except InvalidRequirement as exc:
+        reason = str(exc).splitlines()[0]
+        return [f"sdk_requirement {value!r} is not a pip requirement ({reason}); {_EXAMPLE}"]
+    if canonicalize_name(requirement.name) != DISTRIBUTION:
+        return [
+            f"sdk_requirement {value!r} names {requirement.name!r}, not {DISTRIBUTION}; " + _EXAMPLE
+        ]
+    return []
+
+
+__all__ = [
+    "INDEX_REQUIREMENT",
+    "check_sdk_requirement",
+    "default_sdk_requirement",
+    "from_index",
+    "installed_sdk_requirement",
+    "requirement_from_direct_url",
+]
