@@ -10,6 +10,7 @@ About ten seconds per environment.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -45,15 +46,28 @@ def pip(*args: str, python: Path | None = None, timeout: float = 300) -> None:
         )
 
 
+#: Left behind by earlier builds and installs; a wheel built beside them may carry stale files.
+_NOT_SOURCE = shutil.ignore_patterns(
+    "build", "dist", "*.egg-info", "__pycache__", ".venv", ".git", "*.so", "runs.sqlite*"
+)
+
+
 def build_wheelhouse(target: Path) -> Path:
-    """The SDK's wheel (built from this checkout) and everything it needs, in ``target``."""
+    """The SDK's wheel (built from this checkout) and everything it needs, in ``target``.
+
+    The wheel is built from a copy of the sources: setuptools reuses an in-tree ``build/``
+    directory, so a file deleted from the template since the last build would otherwise
+    still ship in the wheel.
+    """
     target.mkdir(parents=True, exist_ok=True)
+    source = target.parent / f"{target.name}-source"
+    shutil.copytree(REPO_ROOT, source, ignore=_NOT_SOURCE, symlinks=True, dirs_exist_ok=True)
     pip(
         "wheel",
         "--quiet",
         "--wheel-dir",
         str(target),
-        f"{REPO_ROOT}[conformance]",
+        f"{source}[conformance]",
         *BUILD_TOOLS,
         *WORKER_EXTRAS,
         timeout=600,
