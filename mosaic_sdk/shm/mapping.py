@@ -43,12 +43,20 @@ class MappedSegment:
 
         self.obs = view(layout.obs_offset, np.float32, (n, layout.obs_size))
         self.actions = view(layout.act_offset, np.float32, (n, layout.act_size))
-        self.rewards = view(layout.rewards_offset, np.float32, (n,))
+        self.rewards = view(layout.rewards_offset, np.float64, (n,))
         self.terminated = view(layout.terminated_offset, np.uint8, (n,))
         self.truncated = view(layout.truncated_offset, np.uint8, (n,))
         self.resets = view(layout.resets_offset, np.uint8, (n,))
         shape = layout.image_shape
         self.image = view(layout.image_offset, np.uint8, (n, *shape)) if shape else None
+        self.side: list[tuple[np.ndarray, np.ndarray]] = []  # per worker: (to worker, back)
+        if layout.side_size:
+            for w in range(layout.num_workers):
+                areas = []
+                for to_worker in (True, False):
+                    off = layout.side_area(w, to_worker)
+                    areas.append(view(off, np.uint8, (layout.side_size,)))
+                self.side.append((areas[0], areas[1]))
         self.base_address = int(np.frombuffer(mm, dtype=np.uint8, count=1).ctypes.data)
         w = self.words
         self.frame = SignalLine(w, OFF["frame_seq"], OFF["frame_bell"], OFF["frame_waiters"])
@@ -141,6 +149,7 @@ class MappedSegment:
         self.c2e.release()
         for attr in ("obs", "actions", "rewards", "terminated", "truncated", "resets", "image"):
             setattr(self, attr, None)
+        self.side = []
         try:
             mm.close()
         except BufferError:
