@@ -142,7 +142,12 @@ class SharedMemoryClient:
         """Send one command and wait for its response (raises ``CommandError`` on error)."""
         seg = self._seg
         cid = next(self._ids)
-        seg.c2e.write(cmd.encode(message, cid), timeout=self.timeout or 5.0, check=self._check)
+        seg.c2e.write(
+            cmd.encode(message, cid),
+            timeout=self.timeout or 5.0,
+            check=self._check,
+            ring=seg.action.ring,
+        )
         seg.action.ring()
         deadline = self._deadline()
         while True:

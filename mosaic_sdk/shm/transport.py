@@ -232,6 +232,7 @@ class SharedMemoryTransport(EngineSide):
             ),
             timeout=self.timeout if self.timeout is not None else 5.0,
             check=self._check,
+            ring=self.seg.frame.ring,
         )
         self.seg.frame.ring()
 
