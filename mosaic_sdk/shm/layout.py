@@ -280,7 +280,37 @@ class Layout:
             )
         for name in ("magic", "version", "header_size", "engine_pid"):
             del values[name]
-        return cls(**values)
+        found = cls(**values)
+        found._check_against_sizes()
+        return found
+
+    def _check_against_sizes(self) -> None:
+        """``LayoutError`` unless every offset is where the declared sizes put it."""
+        image = self.image_shape if self.image_offset else None
+        if not self.image_offset and (self.image_width or self.image_height):
+            image = (self.image_height, self.image_width, self.image_channels)
+        try:
+            expected = Layout.compute(
+                self.num_envs,
+                self.obs_size,
+                self.act_size,
+                cmd_ring_size=self.cmd_ring_size,
+                image_shape=image,
+                mode=self.mode,
+                num_workers=self.num_workers,
+                side_size=self.side_size,
+            )
+        except LayoutError as exc:
+            raise LayoutError(f"corrupt transport header: {exc}") from None
+        for name in _STATIC:
+            if name.endswith("offset") or name == "total_size":
+                got, want = getattr(self, name), getattr(expected, name)
+                if got != want:
+                    raise LayoutError(
+                        f"corrupt transport header: {name} is {got} but the sizes it declares "
+                        f"put it at {want}; the segment was not written by a compatible "
+                        "mosaic-worker-sdk engine (or was overwritten)"
+                    )
 
 
 def header_description() -> dict[str, Any]:

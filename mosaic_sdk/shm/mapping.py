@@ -15,6 +15,7 @@ import numpy as np
 
 from mosaic_sdk.shm.atomics import SharedWords
 from mosaic_sdk.shm.layout import (
+    HEADER_SIZE,
     OFF,
     STATE_CLOSED,
     STATE_READY,
@@ -86,6 +87,10 @@ class MappedSegment:
                 time.sleep(0.01)
                 continue
             try:
+                if len(mm) < HEADER_SIZE:
+                    raise LayoutError(
+                        f"shm segment {name!r} has {len(mm)} bytes, less than a transport header"
+                    )
                 words = SharedWords(mm)
                 state = words.load_u32(OFF["state"])
                 words.release()
@@ -93,11 +98,8 @@ class MappedSegment:
                     return cls(name, mm, Layout.read_header(mm))
                 if state == STATE_CLOSED:
                     raise TransportClosedError(f"shm transport {name!r} was closed by its engine")
-            except (TransportError, LayoutError):
-                mm.close()
-                raise
             except BaseException:
-                mm.close()
+                _close_mapping(mm)
                 raise
             mm.close()
             if time.monotonic() >= deadline:
@@ -159,6 +161,20 @@ class MappedSegment:
     def closed(self) -> bool:
         """True after ``release``."""
         return self._mm is None
+
+
+def _close_mapping(mm: mmap.mmap) -> None:
+    """Unmap, first dropping views a failed constructor may have left behind."""
+    try:
+        mm.close()
+    except BufferError:
+        import gc
+
+        gc.collect()  # the views die with the failed constructor's frame
+        try:
+            mm.close()
+        except BufferError:
+            pass  # still referenced elsewhere: unmapped when the last view goes
 
 
 def watch_error(name: str, role: str, pid: int) -> PeerGoneError:
