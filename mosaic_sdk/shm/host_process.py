@@ -83,14 +83,25 @@ class _Owner:
             message = make(b, e)
             if w == 0 or message is None:
                 continue
+            self.t.kick_worker(w)  # first: a large message blocks send() until the worker reads
             self.pipes[w - 1].send(message)
-            self.t.kick_worker(w)
             waiting.append(w)
         b0, e0 = self.slices[0]
         own = make(b0, e0)
-        results = {0: self.stepper.run(own)} if own is not None else {}
-        for w in waiting:
-            results[w] = self._reply(w)
+        results: dict[int, Any] = {}
+        failure: BaseException | None = None
+        try:
+            if own is not None:
+                results[0] = self.stepper.run(own)
+        except Exception as exc:
+            failure = exc
+        for w in waiting:  # every forwarded reply is collected, so none answers a later command
+            try:
+                results[w] = self._reply(w)
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
         return [results[w] for w in sorted(results)]
 
     def _reset(self, req: cmd.ResetRequest) -> cmd.ResetResponse:
@@ -245,13 +256,12 @@ def _serve_worker(
         stepper = SliceStepper(worker, envs, begin, images, index, options["autoreset_mode"])
         launcher.send(("ready", _spaces_blob(envs)))
         while (seq := worker.wait_for_actions()) is not None:
-            if seq == 0:
-                while pipe.poll():
-                    message = pipe.recv()
-                    try:
-                        pipe.send(("ok", stepper.run(message)))
-                    except Exception as exc:
-                        pipe.send(("error", _pickled_error(exc)))
+            if seq == 0:  # a kick: exactly one forwarded command follows on the pipe
+                message = pipe.recv()
+                try:
+                    pipe.send(("ok", stepper.run(message)))
+                except Exception as exc:
+                    pipe.send(("error", _pickled_error(exc)))
                 continue
             stepper.step()
             worker.publish_done(seq)
