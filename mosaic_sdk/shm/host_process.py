@@ -125,12 +125,13 @@ class _Owner:
             observations.extend(part_obs or [])
         order = [i for b, e in self.slices for i in ids if b <= i < e]
         by_id = dict(zip(order, infos, strict=True))
-        payload = {"infos": [by_id[i] for i in ids], "obs": None}
+        ordered_infos = [by_id[i] for i in ids]
+        payload: dict[str, Any] = {"infos": ordered_infos, "obs": None}
         if observations:
             obs_by_id = dict(zip(order, observations, strict=True))
             payload["obs"] = [obs_by_id[i] for i in ids]
         return cmd.ResetResponse(
-            env_ids=list(ids), infos=payload["infos"], payload_pickle=dumps(payload)
+            env_ids=list(ids), infos=ordered_infos, payload_pickle=dumps(payload)
         )
 
     def _reply(self, w: int) -> Any:
@@ -202,7 +203,7 @@ def _serve_owner(
     try:
         for w, (b, e) in enumerate(slices):
             transport.set_worker_slice(w, b, e)
-        wire = {}
+        wire: dict[str, cmd.SpaceSpec | None] = {}
         for role, space in (
             ("observation_space", first.observation_space),
             ("action_space", first.action_space),

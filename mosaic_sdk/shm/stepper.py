@@ -69,7 +69,8 @@ class SliceStepper:
         self.obs_views = self.obs_codec.leaf_views(side_.obs) if self.obs_codec.fixed else []
         self.act_views = self.act_codec.leaf_views(side_.actions) if self.act_codec.fixed else []
         areas = side_.seg.side
-        self.area_in, self.area_out = areas[worker] if areas else (None, None)
+        self.area_in: np.ndarray | None = areas[worker][0] if areas else None
+        self.area_out: np.ndarray | None = areas[worker][1] if areas else None
 
     def _actions(self) -> list[Any]:
         if self.act_codec.fixed:

@@ -182,12 +182,12 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         return self.client.name
 
     @property
-    def np_random_seed(self) -> tuple[int, ...]:
-        """Each sub-env's ``np_random_seed``."""
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]
+        """Each sub-env's ``np_random_seed`` (as ``SyncVectorEnv`` returns it)."""
         return self.get_attr("np_random_seed")
 
-    @property
-    def np_random(self) -> tuple[np.random.Generator, ...]:
+    @property  # type: ignore[misc]
+    def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
         """Each sub-env's ``np_random`` (copies: the generators live in the host processes)."""
         return self.get_attr("np_random")
 
@@ -286,7 +286,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         if self._obs_codec.fixed:
             return self._obs_codec.batch(self._obs_views, self.copy)
         out = create_empty_array(self.single_observation_space, self.num_envs, fn=np.zeros)
-        return concatenate(self.single_observation_space, self._env_obs, out)
+        return concatenate(self.single_observation_space, self._env_obs, out)  # type: ignore[arg-type]
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """``get_wrapper_attr(name)`` of every env, called with the arguments when callable."""
