@@ -125,13 +125,12 @@ class RowCodec:
     def read_values(self, views: Sequence[np.ndarray], begin: int, end: int) -> list[Any]:
         """One value per env ``begin..end-1`` (fresh objects, safe for envs to keep)."""
         columns = [np.array(v[begin:end]) for v in views]
+        if len(self.leaves) == 1 and not self.leaves[0].path:
+            return list(columns[0])
         out = []
         for k in range(end - begin):
             by_path = {lf.path: col[k] for lf, col in zip(self.leaves, columns, strict=True)}
-            if len(self.leaves) == 1 and not self.leaves[0].path:
-                out.append(by_path[()])
-            else:
-                out.append(self._build(self.space, (), by_path))
+            out.append(self._build(self.space, (), by_path))
         return out
 
     # -- client side: a whole batch -------------------------------------------------------

@@ -17,8 +17,8 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from mosaic_sdk.shm import side
 from mosaic_sdk.shm.packing import RowCodec
+from mosaic_sdk.shm.side import SideArea
 
 NEXT_STEP, SAME_STEP, DISABLED = "NextStep", "SameStep", "Disabled"
 
@@ -69,13 +69,13 @@ class SliceStepper:
         self.obs_views = self.obs_codec.leaf_views(side_.obs) if self.obs_codec.fixed else []
         self.act_views = self.act_codec.leaf_views(side_.actions) if self.act_codec.fixed else []
         areas = side_.seg.side
-        self.area_in: np.ndarray | None = areas[worker][0] if areas else None
-        self.area_out: np.ndarray | None = areas[worker][1] if areas else None
+        self.area_in = SideArea(areas[worker][0]) if areas else None
+        self.area_out = SideArea(areas[worker][1]) if areas else None
 
     def _actions(self) -> list[Any]:
         if self.act_codec.fixed:
             return self.act_codec.read_values(self.act_views, self.begin, self.end)
-        data = side.read(self.area_in) if self.area_in is not None else None
+        data = self.area_in.read() if self.area_in is not None else None
         if data is None:
             raise RuntimeError("no actions arrived in the side area for a non-fixed action space")
         return list(pickle.loads(data))
@@ -89,12 +89,12 @@ class SliceStepper:
                 )
             return
         if not blob:
-            side.clear(self.area_out)
+            self.area_out.clear()
             return
         data = dumps(blob)
-        if not side.fits(self.area_out, data):
-            data = error_blob(side.too_big(self.area_out, data))
-        side.write(self.area_out, data)
+        if not self.area_out.fits(data):
+            data = error_blob(self.area_out.too_big(data))
+        self.area_out.write(data)
 
     def step(self) -> None:
         """Apply the current action batch (or reset flags) to every env of the slice."""
@@ -103,7 +103,7 @@ class SliceStepper:
         except Exception as exc:  # the env's error goes to the client, which re-raises it
             if self.area_out is None:
                 raise
-            side.write(self.area_out, error_blob(exc))
+            self.area_out.write(error_blob(exc))
 
     def _step(self) -> None:
         s, b, e = self.side, self.begin, self.end

@@ -31,11 +31,11 @@ from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from mosaic_sdk.shm import side
 from mosaic_sdk.shm import vector_rules as rules
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.host import EnvHostHandle, launch_env_host
 from mosaic_sdk.shm.packing import RowCodec
+from mosaic_sdk.shm.side import SideArea
 from mosaic_sdk.shm.sync import TransportError
 
 DEFAULT_SIDE_SIZE = 1 << 20
@@ -166,6 +166,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         )
         self._env_obs: list[Any] = [None] * self.num_envs  # observations without a fixed row
         self._slices = [client._seg.worker_slice(w) for w in range(schema.num_workers)]
+        self._to_workers = [SideArea(to_worker) for to_worker, _ in client.side]
+        self._from_workers = [SideArea(back) for _, back in client.side]
         self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
 
     # -- properties ---------------------------------------------------------------------------
@@ -256,14 +258,14 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         items = list(iterate(self.action_space, actions))
         if len(items) != self.num_envs:
             raise ValueError(f"got {len(items)} actions for {self.num_envs} envs")
-        for (begin, end), (to_worker, _) in zip(self._slices, client.side, strict=True):
-            side.write(to_worker, bytes(cloudpickle.dumps(items[begin:end])))
+        for (begin, end), area in zip(self._slices, self._to_workers, strict=True):
+            area.write(bytes(cloudpickle.dumps(items[begin:end])))
 
     def _read_aside(self, client: SharedMemoryClient) -> dict[str, Any]:
         infos: dict[str, Any] = {}
         error: dict[str, Any] | None = None
-        for (begin, _), (_, back) in zip(self._slices, client.side, strict=True):
-            data = side.read(back)
+        for (begin, _), area in zip(self._slices, self._from_workers, strict=True):
+            data = area.read()
             if data is None:
                 continue
             blob = pickle.loads(data)
@@ -317,6 +319,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             return  # a forked child never touches its parent's envs
         client, self._client = self._client, None
         self._obs_views, self._act_views = [], []
+        self._to_workers, self._from_workers = [], []
         try:
             if client is not None:
                 client.close(shutdown_engine=self._host is not None)
