@@ -31,6 +31,7 @@ from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
+from mosaic_sdk.shm import spaces
 from mosaic_sdk.shm import vector_rules as rules
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.host import EnvHostHandle, launch_env_host
@@ -39,6 +40,27 @@ from mosaic_sdk.shm.side import SideArea
 from mosaic_sdk.shm.sync import TransportError
 
 DEFAULT_SIDE_SIZE = 1 << 20
+
+
+def _described(schema: Any) -> dict[str, Any]:
+    """The engine's spaces: pickled (Python engines), else rebuilt from the wire specs."""
+    if schema.spaces_pickle:
+        return dict(pickle.loads(schema.spaces_pickle))
+    if schema.observation_space is None or schema.action_space is None:
+        raise ValueError(
+            f"the engine describes its spaces neither pickled nor as wire specs "
+            f"(observation_space={schema.observation_space}, action_space="
+            f"{schema.action_space}); it must send one of them in GetSchemaResponse"
+        )
+    obs = spaces.from_spec(schema.observation_space)
+    act = spaces.from_spec(schema.action_space)
+    return {
+        "observation_spaces": [obs] * schema.num_envs,
+        "action_spaces": [act] * schema.num_envs,
+        "metadata": dict(schema.metadata),
+        "render_mode": "rgb_array" if schema.image else None,
+        "autoreset_mode": AutoresetMode.NEXT_STEP.value,
+    }
 
 
 class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
@@ -114,7 +136,9 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     ) -> ShmVectorEnv:
         """Drive an engine already serving segment ``name`` (or ``$MOSAIC_SHM_NAME``).
 
-        The engine's spaces arrive pickled: attach only to engines you trust.
+        A Python engine (``launch_env_host``) sends its spaces pickled: attach only to engines
+        you trust. An engine in another language describes them as ``SpaceSpec`` wire specs
+        and packs rows as ``mosaic_sdk.shm.packing`` does; it autoresets as ``NEXT_STEP``.
         """
         self = cls.__new__(cls)
         self._owner_pid = os.getpid()
@@ -135,12 +159,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     ) -> None:
         self._client = client
         schema = client.get_schema()
-        if not schema.spaces_pickle:
-            raise ValueError(
-                f"engine of {client.name!r} did not send its spaces (spaces_pickle); "
-                "ShmVectorEnv drives engines started by launch_env_host"
-            )
-        described = pickle.loads(schema.spaces_pickle)
+        described = _described(schema)
         self.num_envs = schema.num_envs
         obs_spaces = obs_spaces or described["observation_spaces"]
         act_spaces = act_spaces or described["action_spaces"]
@@ -258,13 +277,19 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         items = list(iterate(self.action_space, actions))
         if len(items) != self.num_envs:
             raise ValueError(f"got {len(items)} actions for {self.num_envs} envs")
+        if not self._to_workers:
+            raise ValueError(
+                f"{self.single_action_space} actions have no fixed row and this engine has no "
+                "side areas to carry them; it must be created with side_size > 0"
+            )
         for (begin, end), area in zip(self._slices, self._to_workers, strict=True):
             area.write(bytes(cloudpickle.dumps(items[begin:end])))
 
     def _read_aside(self, client: SharedMemoryClient) -> dict[str, Any]:
         infos: dict[str, Any] = {}
         error: dict[str, Any] | None = None
-        for (begin, _), area in zip(self._slices, self._from_workers, strict=True):
+        # an engine without side areas (side_size=0) has no step infos to give
+        for (begin, _), area in zip(self._slices, self._from_workers, strict=False):
             data = area.read()
             if data is None:
                 continue
