@@ -96,7 +96,7 @@ class EnvHostHandle:
         for conn in self._reports:
             try:
                 while conn.poll():
-                    kind, text = conn.recv()
+                    kind, text, *_ = conn.recv()
                     if kind == "error":
                         self._failures.append(text)
             except (EOFError, OSError):
@@ -206,6 +206,16 @@ def launch_env_host(
     return handle
 
 
+def _unpickle_error(data: bytes) -> BaseException | None:
+    if not data:
+        return None
+    try:
+        exc = pickle.loads(data)
+    except Exception:
+        return None
+    return exc if isinstance(exc, Exception) else None
+
+
 def _wait_ready(handle: EnvHostHandle, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     pending = dict(enumerate(handle._reports))
@@ -214,14 +224,19 @@ def _wait_ready(handle: EnvHostHandle, timeout: float) -> None:
             try:
                 if not conn.poll(0.02):
                     continue
-                kind, text = conn.recv()
+                kind, text, *extra = conn.recv()
             except (EOFError, OSError):
-                kind, text = "error", f"exited with code {handle.processes[w].exitcode}"
+                kind, text, extra = "error", f"exited with code {handle.processes[w].exitcode}", []
             if kind == "ready":
                 handle.ready[w] = text
                 del pending[w]
-            else:
-                raise RuntimeError(f"env host worker {w} failed to start: {text}")
+                continue
+            original = _unpickle_error(extra[0]) if extra else None
+            if original is not None:  # the env's own exception type, as SyncVectorEnv raises it
+                if hasattr(original, "add_note"):
+                    original.add_note(f"raised while env host worker {w} started:\n{text}")
+                raise original
+            raise RuntimeError(f"env host worker {w} failed to start: {text}")
         if time.monotonic() > deadline:
             raise TimeoutError(
                 f"env host workers {sorted(pending)} not ready after {timeout} s "

@@ -154,8 +154,10 @@ class _Owner:
 
 
 def _report(launcher: Connection, exc: BaseException) -> None:
+    """Send ``("error", text, pickled exception)`` (b"" when it cannot be pickled)."""
     try:
-        launcher.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+        text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+        launcher.send(("error", text, _pickled_error(exc) if isinstance(exc, Exception) else b""))
     except Exception:
         pass
 

@@ -104,3 +104,8 @@ def cartpole(seed: int, max_steps: int | None = None):  # noqa: ANN201 - an env 
         return env
 
     return make
+
+
+def broken_constructor() -> gym.Env:
+    """An env constructor that fails, as a missing asset would."""
+    raise FileNotFoundError("missing asset: level-7.xml")

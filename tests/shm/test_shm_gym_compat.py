@@ -7,7 +7,7 @@ import copy
 import gymnasium as gym
 import numpy as np
 import pytest
-from gym_envs import EchoEnv, ExactEnv, Probe, cartpole, probe
+from gym_envs import EchoEnv, ExactEnv, Probe, broken_constructor, cartpole, probe
 from gymnasium.error import ClosedEnvironmentError
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
@@ -140,6 +140,14 @@ def test_env_exceptions_keep_their_type(segments) -> None:
             envs.reset(options={"explode": True})
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize("num_workers", [1, 2])
+def test_a_failing_env_constructor_raises_its_own_error(segments, num_workers) -> None:
+    fns = [probe(0), broken_constructor]
+    with pytest.raises(FileNotFoundError, match="level-7.xml"):  # as SyncVectorEnv raises it
+        ShmVectorEnv(fns, name=segments.name(), num_workers=num_workers)
+    assert not segment_exists(segments.names[-1])
 
 
 def test_closed_env_raises_closed_environment_error(segments) -> None:
