@@ -35,7 +35,7 @@ def _payload() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     return (
         rng.standard_normal((NUM_ENVS, OBS), dtype=np.float32),
-        np.ones(NUM_ENVS, np.float32),
+        np.ones(NUM_ENVS, np.float64),  # rewards are float64, as gymnasium returns them
         np.zeros(NUM_ENVS, np.uint8),
     )
 

@@ -1,10 +1,13 @@
 """Steps per second of ShmVectorEnv vs gymnasium's SyncVectorEnv and AsyncVectorEnv.
 
-CartPole-v1 with 8 and 64 envs, random actions, gymnasium's default autoreset. Each figure is
-vector steps per second (multiply by the env count for env steps) over ``--seconds`` of
-stepping after a short warm-up.
+CartPole-v1 with 8 and 64 envs, random actions, gymnasium's default autoreset, in three
+scenarios: ``cartpole`` (Box observations, no step infos), ``dict`` (the same env observed as
+``Dict(state=Box(4), tick=Discrete(501))``) and ``infos`` (an info dict on every step, which
+ShmVectorEnv carries through its side areas). Each figure is vector steps per second (multiply
+by the env count for env steps) over ``--seconds`` of stepping after a short warm-up.
 
     python benchmarks/shm/bench_vector_env.py [--seconds 2] [--sizes 8 64]
+        [--scenarios cartpole dict infos]
 """
 
 from __future__ import annotations
@@ -20,8 +23,42 @@ import numpy as np
 from mosaic_sdk.shm.vector_env import ShmVectorEnv
 
 
-def make_fns(n: int) -> list[Callable[[], gym.Env[Any, Any]]]:
-    return [lambda: gym.make("CartPole-v1") for _ in range(n)]
+class DictObservation(gym.ObservationWrapper):  # type: ignore[misc]
+    """CartPole observed as a Dict: the state and the step count."""
+
+    def __init__(self, env: gym.Env[Any, Any]) -> None:
+        super().__init__(env)
+        self.observation_space = gym.spaces.Dict(
+            {"state": env.observation_space, "tick": gym.spaces.Discrete(501)}
+        )
+        self.tick = 0
+
+    def reset(self, **kwargs: Any) -> Any:
+        self.tick = 0
+        return super().reset(**kwargs)
+
+    def observation(self, observation: Any) -> dict[str, Any]:
+        self.tick += 1
+        return {"state": observation, "tick": min(self.tick, 500)}
+
+
+class StepInfos(gym.Wrapper):  # type: ignore[misc]
+    """CartPole that reports an info dict on every step."""
+
+    def step(self, action: Any) -> Any:
+        obs, reward, term, trunc, info = self.env.step(action)
+        return obs, reward, term, trunc, {**info, "x": float(obs[0]), "alive": not term}
+
+
+SCENARIOS: dict[str, Callable[[], gym.Env[Any, Any]]] = {
+    "cartpole": lambda: gym.make("CartPole-v1"),
+    "dict": lambda: DictObservation(gym.make("CartPole-v1")),
+    "infos": lambda: StepInfos(gym.make("CartPole-v1")),
+}
+
+
+def make_fns(n: int, scenario: str = "cartpole") -> list[Callable[[], gym.Env[Any, Any]]]:
+    return [SCENARIOS[scenario] for _ in range(n)]
 
 
 def steps_per_second(envs: gym.vector.VectorEnv, seconds: float) -> float:
@@ -45,23 +82,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 64])
+    parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
     args = parser.parse_args()
-    print(f"{'num_envs':>8}  {'vector env':<40}{'steps/s':>10}{'env steps/s':>13}{'vs Sync':>9}")
-    for n in args.sizes:
-        candidates: list[tuple[str, Callable[[], gym.vector.VectorEnv]]] = [
-            ("SyncVectorEnv", lambda n=n: gym.vector.SyncVectorEnv(make_fns(n))),
-            (
-                "AsyncVectorEnv(shared_memory=True)",
-                lambda n=n: gym.vector.AsyncVectorEnv(make_fns(n), shared_memory=True),
-            ),
-            ("ShmVectorEnv(num_workers=1)", lambda n=n: ShmVectorEnv(make_fns(n))),
-            ("ShmVectorEnv(num_workers=2)", lambda n=n: ShmVectorEnv(make_fns(n), num_workers=2)),
-        ]
-        base = None
-        for label, factory in candidates:
-            rate = steps_per_second(factory(), args.seconds)
-            base = base or rate
-            print(f"{n:>8}  {label:<40}{rate:10.0f}{rate * n:13.0f}{rate / base:8.2f}x")
+    print(
+        f"{'scenario':<9}{'num_envs':>8}  {'vector env':<36}{'steps/s':>10}{'env steps/s':>13}"
+        f"{'vs Sync':>9}"
+    )
+    for scenario in args.scenarios:
+        for n in args.sizes:
+            fns = make_fns(n, scenario)
+            candidates: list[tuple[str, Callable[[], gym.vector.VectorEnv]]] = [
+                ("SyncVectorEnv", lambda fns=fns: gym.vector.SyncVectorEnv(fns)),
+                (
+                    "AsyncVectorEnv(shared_memory=True)",
+                    lambda fns=fns: gym.vector.AsyncVectorEnv(fns, shared_memory=True),
+                ),
+                ("ShmVectorEnv(num_workers=1)", lambda fns=fns: ShmVectorEnv(fns)),
+                (
+                    "ShmVectorEnv(num_workers=2)",
+                    lambda fns=fns: ShmVectorEnv(fns, num_workers=2),
+                ),
+            ]
+            base = None
+            for label, factory in candidates:
+                rate = steps_per_second(factory(), args.seconds)
+                base = base or rate
+                print(
+                    f"{scenario:<9}{n:>8}  {label:<36}{rate:10.0f}{rate * n:13.0f}"
+                    f"{rate / base:8.2f}x"
+                )
 
 
 if __name__ == "__main__":

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import itertools
 import os
+import pickle
 import time
 from collections.abc import Sequence
 from typing import Any
 
+import cloudpickle
 import numpy as np
 
 from mosaic_sdk.shm import commands as cmd
@@ -25,6 +27,18 @@ from mosaic_sdk.shm.layout import OFF, Layout
 from mosaic_sdk.shm.mapping import MappedSegment, watch_error
 from mosaic_sdk.shm.segment import name_from_env
 from mosaic_sdk.shm.sync import PeerWatch, TransportError, spin_budget
+
+
+def _engine_error(reply: cmd.Decoded) -> BaseException:
+    """The engine's exception (re-created from its pickle when it sent one)."""
+    if reply.error_pickle:
+        try:
+            exc = pickle.loads(reply.error_pickle)
+        except Exception:
+            exc = None
+        if isinstance(exc, BaseException):
+            return exc
+    return cmd.CommandError(f"engine failed {reply.method}: {reply.error}")
 
 
 class SharedMemoryClient:
@@ -71,6 +85,7 @@ class SharedMemoryClient:
         self.truncated: np.ndarray = seg.truncated
         self.resets: np.ndarray = seg.resets
         self.image: np.ndarray | None = seg.image
+        self.side: list[tuple[np.ndarray, np.ndarray]] = seg.side  # (to worker, back) per worker
 
     # -- description --------------------------------------------------------------------------
     @property
@@ -127,7 +142,12 @@ class SharedMemoryClient:
         """Send one command and wait for its response (raises ``CommandError`` on error)."""
         seg = self._seg
         cid = next(self._ids)
-        seg.c2e.write(cmd.encode(message, cid), timeout=self.timeout or 5.0, check=self._check)
+        seg.c2e.write(
+            cmd.encode(message, cid),
+            timeout=self.timeout or 5.0,
+            check=self._check,
+            ring=seg.action.ring,
+        )
         seg.action.ring()
         deadline = self._deadline()
         while True:
@@ -139,7 +159,7 @@ class SharedMemoryClient:
             if reply.correlation_id != cid:
                 continue  # an answer to a request abandoned earlier (timeout)
             if reply.error is not None:
-                raise cmd.CommandError(f"engine failed {reply.method}: {reply.error}")
+                raise _engine_error(reply)
             return reply.message
 
     def get_schema(self) -> cmd.GetSchemaResponse:
@@ -171,7 +191,41 @@ class SharedMemoryClient:
         else:
             seed_list = [None if s is None else int(s) for s in seeds]
         response = self.request(cmd.ResetRequest(env_ids=ids, seeds=seed_list, options=options))
+        if response.payload_pickle:
+            return self.obs, list(pickle.loads(response.payload_pickle)["infos"])
         return self.obs, list(response.infos)
+
+    def reset_detailed(
+        self,
+        env_ids: Sequence[int],
+        seeds: Sequence[int | None],
+        options: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Reset as ``reset`` does; returns ``{"infos": [...], "obs": [...] or None}`` exactly
+        as the engine produced them (pickled; ``obs`` for spaces without a fixed row)."""
+        response = self.request(
+            cmd.ResetRequest(env_ids=list(env_ids), seeds=list(seeds), options=options)
+        )
+        if not response.payload_pickle:
+            return {"infos": list(response.infos), "obs": None}
+        return dict(pickle.loads(response.payload_pickle))
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        """``env.get_wrapper_attr(name)`` on every env, called with the arguments when callable.
+
+        Arguments and results travel pickled (cloudpickle) through the command channel.
+        """
+        blob = bytes(cloudpickle.dumps((args, kwargs)))
+        response = self.request(cmd.CallRequest(name=name, args_pickle=blob))
+        return list(pickle.loads(response.results_pickle))
+
+    def set_attr(self, name: str, values: Sequence[Any]) -> None:
+        """``env.set_wrapper_attr(name, value)`` on every env, one value per env."""
+        values = list(values)
+        if len(values) != self.num_envs:
+            raise ValueError(f"set_attr: {len(values)} values for {self.num_envs} envs")
+        blob = bytes(cloudpickle.dumps(values))
+        self.request(cmd.SetAttrRequest(name=name, values_pickle=blob))
 
     def ping(self, nonce: int = 0) -> cmd.PingResponse:
         """Round trip through the command channel."""
@@ -199,6 +253,7 @@ class SharedMemoryClient:
                 setattr(self, attr, None)
             self.resets = None  # type: ignore[assignment]
             self.image = None
+            self.side = []
             self._seg.release()
 
     def __enter__(self) -> SharedMemoryClient:

@@ -9,105 +9,55 @@ request is answered by the request's method with ``error`` set and no payload.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import flatbuffers
 import numpy as np
 
 from mosaic_sdk.shm.generated import shm_commands_generated as fb
+from mosaic_sdk.shm.messages import (
+    CallRequest,
+    CallResponse,
+    CloseRequest,
+    CloseResponse,
+    GetSchemaRequest,
+    GetSchemaResponse,
+    Message,
+    PingRequest,
+    PingResponse,
+    ResetRequest,
+    ResetResponse,
+    SetAttrRequest,
+    SetAttrResponse,
+    SpaceSpec,
+)
+
+__all__ = [
+    "CallRequest",
+    "CallResponse",
+    "CloseRequest",
+    "CloseResponse",
+    "CommandError",
+    "Decoded",
+    "GetSchemaRequest",
+    "GetSchemaResponse",
+    "Message",
+    "PingRequest",
+    "PingResponse",
+    "ResetRequest",
+    "ResetResponse",
+    "SetAttrRequest",
+    "SetAttrResponse",
+    "SpaceSpec",
+    "decode",
+    "encode",
+]
 
 
 class CommandError(RuntimeError):
     """The engine answered a command with an error, or sent a malformed message."""
 
-
-@dataclass
-class SpaceSpec:
-    """A gymnasium space in wire form (see ``mosaic_sdk.shm.spaces`` for the conversion)."""
-
-    kind: str  # "Box", "Discrete", "MultiDiscrete", "MultiBinary"
-    shape: tuple[int, ...]
-    dtype: str
-    low: list[float] = field(default_factory=list)
-    high: list[float] = field(default_factory=list)
-    n: int = 0
-    start: list[int] = field(default_factory=list)
-    nvec: list[int] = field(default_factory=list)
-
-
-@dataclass
-class GetSchemaRequest:
-    """Ask the engine for the spaces and sizes of its environments."""
-
-
-@dataclass
-class GetSchemaResponse:
-    """Spaces (of one env), sizes and image configuration of the transport."""
-
-    num_envs: int
-    obs_size: int
-    act_size: int
-    observation_space: SpaceSpec | None
-    action_space: SpaceSpec | None
-    image: tuple[int, int, int] | None = None  # (height, width, channels)
-    env_id: str = ""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    num_workers: int = 1
-
-
-@dataclass
-class ResetRequest:
-    """Reset ``env_ids`` (empty = all) with one optional seed each and shared options."""
-
-    env_ids: list[int] = field(default_factory=list)
-    seeds: list[int | None] = field(default_factory=list)
-    options: dict[str, Any] | None = None
-
-
-@dataclass
-class ResetResponse:
-    """The envs that were reset; their observations are already in the obs region."""
-
-    env_ids: list[int]
-    infos: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class CloseRequest:
-    """Ask the engine to shut down (it answers, then closes the transport)."""
-
-
-@dataclass
-class CloseResponse:
-    """The engine is closing."""
-
-
-@dataclass
-class PingRequest:
-    """Liveness check; echoed with the engine's current frame number."""
-
-    nonce: int = 0
-
-
-@dataclass
-class PingResponse:
-    """Answer to ``PingRequest``."""
-
-    nonce: int
-    frame_seq: int
-
-
-Message = (
-    GetSchemaRequest
-    | GetSchemaResponse
-    | ResetRequest
-    | ResetResponse
-    | CloseRequest
-    | CloseResponse
-    | PingRequest
-    | PingResponse
-)
 
 # message class -> (Method value, Payload union tag)
 _TAGS: dict[type, tuple[int, int]] = {
@@ -119,6 +69,10 @@ _TAGS: dict[type, tuple[int, int]] = {
     CloseResponse: (fb.Method.Close, fb.Payload.CloseResponse),
     PingRequest: (fb.Method.Ping, fb.Payload.PingRequest),
     PingResponse: (fb.Method.Ping, fb.Payload.PingResponse),
+    CallRequest: (fb.Method.Call, fb.Payload.CallRequest),
+    CallResponse: (fb.Method.Call, fb.Payload.CallResponse),
+    SetAttrRequest: (fb.Method.SetAttr, fb.Payload.SetAttrRequest),
+    SetAttrResponse: (fb.Method.SetAttr, fb.Payload.SetAttrResponse),
 }
 METHOD_NAMES = {v: k for k, v in vars(fb.Method).items() if not k.startswith("_")}
 _SPACE_KINDS = {k: v for k, v in vars(fb.SpaceKind).items() if not k.startswith("_")}
@@ -133,6 +87,7 @@ class Decoded:
     method: str
     error: str | None
     message: Message | None
+    error_pickle: bytes = b""
 
 
 def _json_default(value: Any) -> Any:
@@ -146,6 +101,14 @@ def _json_default(value: Any) -> Any:
 def to_json(value: Any) -> str:
     """JSON text of ``value``; numpy values become lists/numbers, others their repr."""
     return json.dumps(value, default=_json_default)
+
+
+def _blob(b: flatbuffers.Builder, data: bytes) -> int | None:
+    return int(b.CreateByteVector(data)) if data else None
+
+
+def _bytes(get_numpy: Any, length: int) -> bytes:
+    return bytes(get_numpy().tobytes()) if length else b""
 
 
 def _vec(b: flatbuffers.Builder, values: Any, dtype: Any) -> int:
@@ -177,6 +140,7 @@ def _payload(b: flatbuffers.Builder, m: Message) -> int:
         act = _space(b, m.action_space) if m.action_space else None
         env_id = b.CreateString(m.env_id)
         meta = b.CreateString(to_json(m.metadata))
+        spaces_blob = _blob(b, m.spaces_pickle)
         image = None
         if m.image:
             fb.ImageConfigStart(b)
@@ -197,6 +161,8 @@ def _payload(b: flatbuffers.Builder, m: Message) -> int:
         fb.GetSchemaResponseAddEnvId(b, env_id)
         fb.GetSchemaResponseAddMetadataJson(b, meta)
         fb.GetSchemaResponseAddNumWorkers(b, m.num_workers)
+        if spaces_blob is not None:
+            fb.GetSchemaResponseAddSpacesPickle(b, spaces_blob)
         return int(fb.GetSchemaResponseEnd(b))
     if isinstance(m, ResetRequest):
         if m.seeds and len(m.seeds) != len(m.env_ids):
@@ -216,10 +182,34 @@ def _payload(b: flatbuffers.Builder, m: Message) -> int:
     if isinstance(m, ResetResponse):
         ids = _vec(b, m.env_ids, np.uint32)
         infos = b.CreateString(to_json(m.infos))
+        payload = _blob(b, m.payload_pickle)
         fb.ResetResponseStart(b)
         fb.ResetResponseAddEnvIds(b, ids)
         fb.ResetResponseAddInfosJson(b, infos)
+        if payload is not None:
+            fb.ResetResponseAddPayloadPickle(b, payload)
         return int(fb.ResetResponseEnd(b))
+    if isinstance(m, (CallRequest, SetAttrRequest)):
+        name = b.CreateString(m.name)
+        if isinstance(m, CallRequest):
+            args = _blob(b, m.args_pickle)
+            fb.CallRequestStart(b)
+            fb.CallRequestAddName(b, name)
+            if args is not None:
+                fb.CallRequestAddArgsPickle(b, args)
+            return int(fb.CallRequestEnd(b))
+        values = _blob(b, m.values_pickle)
+        fb.SetAttrRequestStart(b)
+        fb.SetAttrRequestAddName(b, name)
+        if values is not None:
+            fb.SetAttrRequestAddValuesPickle(b, values)
+        return int(fb.SetAttrRequestEnd(b))
+    if isinstance(m, CallResponse):
+        results = _blob(b, m.results_pickle)
+        fb.CallResponseStart(b)
+        if results is not None:
+            fb.CallResponseAddResultsPickle(b, results)
+        return int(fb.CallResponseEnd(b))
     if isinstance(m, PingRequest):
         fb.PingRequestStart(b)
         fb.PingRequestAddNonce(b, m.nonce)
@@ -233,6 +223,7 @@ def _payload(b: flatbuffers.Builder, m: Message) -> int:
         GetSchemaRequest: (fb.GetSchemaRequestStart, fb.GetSchemaRequestEnd),
         CloseRequest: (fb.CloseRequestStart, fb.CloseRequestEnd),
         CloseResponse: (fb.CloseResponseStart, fb.CloseResponseEnd),
+        SetAttrResponse: (fb.SetAttrResponseStart, fb.SetAttrResponseEnd),
     }[type(m)]
     empty[0](b)
     return int(empty[1](b))
@@ -244,11 +235,16 @@ def encode(
     *,
     method: int | None = None,
     error: str | None = None,
+    error_pickle: bytes = b"",
 ) -> bytes:
-    """Bytes of one Envelope; ``error`` (with ``method``, no message) answers a failed request."""
+    """Bytes of one Envelope; ``error`` (with ``method``, no message) answers a failed request.
+
+    ``error_pickle`` optionally carries the exception itself, for Python clients to re-raise.
+    """
     b = flatbuffers.Builder(256)
     payload = _payload(b, message) if message is not None else None
     err = b.CreateString(error) if error is not None else None
+    err_blob = _blob(b, error_pickle)
     if message is not None:
         method, tag = _TAGS[type(message)]
     elif method is None:
@@ -258,6 +254,8 @@ def encode(
     fb.EnvelopeAddMethod(b, method)
     if err is not None:
         fb.EnvelopeAddErrorMessage(b, err)
+    if err_blob is not None:
+        fb.EnvelopeAddErrorPickle(b, err_blob)
     if payload is not None:
         fb.EnvelopeAddPayloadType(b, tag)
         fb.EnvelopeAddPayload(b, payload)
@@ -306,6 +304,7 @@ def _message_from(tag: int, table: Any) -> Message:
             env_id=_str(r.EnvId()),
             metadata=json.loads(_str(r.MetadataJson()) or "{}"),
             num_workers=r.NumWorkers(),
+            spaces_pickle=_bytes(r.SpacesPickleAsNumpy, r.SpacesPickleLength()),
         )
     if tag == fb.Payload.ResetRequest:
         q = fb.ResetRequest()
@@ -322,6 +321,24 @@ def _message_from(tag: int, table: Any) -> Message:
         return ResetResponse(
             env_ids=_ints(p.EnvIdsAsNumpy, p.EnvIdsLength()),
             infos=json.loads(_str(p.InfosJson()) or "[]"),
+            payload_pickle=_bytes(p.PayloadPickleAsNumpy, p.PayloadPickleLength()),
+        )
+    if tag == fb.Payload.CallRequest:
+        cq = fb.CallRequest()
+        cq.Init(table.Bytes, table.Pos)
+        return CallRequest(
+            name=_str(cq.Name()), args_pickle=_bytes(cq.ArgsPickleAsNumpy, cq.ArgsPickleLength())
+        )
+    if tag == fb.Payload.CallResponse:
+        cr = fb.CallResponse()
+        cr.Init(table.Bytes, table.Pos)
+        return CallResponse(_bytes(cr.ResultsPickleAsNumpy, cr.ResultsPickleLength()))
+    if tag == fb.Payload.SetAttrRequest:
+        sq = fb.SetAttrRequest()
+        sq.Init(table.Bytes, table.Pos)
+        return SetAttrRequest(
+            name=_str(sq.Name()),
+            values_pickle=_bytes(sq.ValuesPickleAsNumpy, sq.ValuesPickleLength()),
         )
     if tag == fb.Payload.PingRequest:
         pq = fb.PingRequest()
@@ -335,6 +352,7 @@ def _message_from(tag: int, table: Any) -> Message:
         fb.Payload.GetSchemaRequest: GetSchemaRequest,
         fb.Payload.CloseRequest: CloseRequest,
         fb.Payload.CloseResponse: CloseResponse,
+        fb.Payload.SetAttrResponse: SetAttrResponse,
     }
     if tag in simple:
         return simple[tag]()  # type: ignore[no-any-return]
@@ -361,6 +379,7 @@ def decode(data: bytes) -> Decoded:
             method=METHOD_NAMES.get(env.Method(), f"method#{env.Method()}"),
             error=err.decode() if err is not None else None,
             message=message,
+            error_pickle=_bytes(env.ErrorPickleAsNumpy, env.ErrorPickleLength()),
         )
     except CommandError:
         raise

@@ -72,7 +72,7 @@ class EngineSide:
 
     @property
     def rewards(self) -> np.ndarray:
-        """float32 ``(num_envs,)``."""
+        """float64 ``(num_envs,)``."""
         return self.seg.rewards
 
     @property

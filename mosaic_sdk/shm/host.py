@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing as mp
+import os
 import pickle
 import time
 import weakref
@@ -44,7 +45,9 @@ def _host_entry(name: str, fns_blob: bytes, *args: Any) -> None:
     run_host(name, pickle.loads(fns_blob), *args)
 
 
-def _cleanup(processes: list[Any], name: str, timeout: float) -> None:
+def _cleanup(processes: list[Any], name: str, timeout: float, owner_pid: int) -> None:
+    if os.getpid() != owner_pid:
+        return  # a forked child must not stop (or unlink) what its parent launched
     deadline = time.monotonic() + timeout
     for p in processes:
         p.join(max(0.0, deadline - time.monotonic()))
@@ -67,7 +70,9 @@ class EnvHostHandle:
         self.env_id = env_id
         self._reports = reports
         self._failures: list[str] = []
-        self._finalizer = weakref.finalize(self, _cleanup, processes, name, 2.0)
+        self.owner_pid = os.getpid()
+        self.ready: dict[int, bytes] = {}  # worker -> its "ready" report (pickled spaces)
+        self._finalizer = weakref.finalize(self, _cleanup, processes, name, 2.0, self.owner_pid)
 
     @property
     def pids(self) -> list[int]:
@@ -91,7 +96,7 @@ class EnvHostHandle:
         for conn in self._reports:
             try:
                 while conn.poll():
-                    kind, text = conn.recv()
+                    kind, text, *_ = conn.recv()
                     if kind == "error":
                         self._failures.append(text)
             except (EOFError, OSError):
@@ -101,7 +106,9 @@ class EnvHostHandle:
     def close(self, timeout: float = 5.0) -> None:
         """Wait up to ``timeout`` s for the hosts to exit, then stop them; unlink the segment."""
         self._finalizer.detach()
-        _cleanup(self.processes, self.name, timeout)
+        if os.getpid() != self.owner_pid:
+            return
+        _cleanup(self.processes, self.name, timeout, self.owner_pid)
         for conn in self._reports:
             conn.close()
 
@@ -123,13 +130,24 @@ def launch_env_host(
     context: str | None = None,
     spin: float | None = None,
     start_timeout: float = 60.0,
+    autoreset_mode: str = "NextStep",
+    side_size: int = 0,
 ) -> EnvHostHandle:
     """Start host processes serving ``envs``; returns once the segment is ready for a client.
 
     ``render_images=True`` adds the image region, filled with each env's ``render()`` after
     every reset and step (ids get ``render_mode="rgb_array"``). ``context`` is a
-    multiprocessing start method (default: the platform's).
+    multiprocessing start method: ``"fork"``, ``"forkserver"`` or ``"spawn"`` (default: the
+    platform's). With ``"spawn"``/``"forkserver"`` the env constructors are cloudpickled, so
+    what they reference by module must be importable in a fresh interpreter.
+    ``autoreset_mode`` is gymnasium's ``AutoresetMode`` value; ``side_size`` the bytes of each
+    side area (0: none, then step infos and non-fixed spaces cannot travel).
     """
+    if context is not None and context not in mp.get_all_start_methods():
+        raise ValueError(
+            f"context={context!r} is not a start method of this platform; use one of "
+            f"{mp.get_all_start_methods()}"
+        )
     if isinstance(envs, str):
         if num_envs is None or num_envs < 1:
             raise ValueError(f"launch_env_host({envs!r}): pass num_envs >= 1 with an env id")
@@ -153,6 +171,12 @@ def launch_env_host(
     seg = segment_name(name)
     slices = _split(n, num_workers)
     ctx = mp.get_context(context)
+    options = {
+        "spin": spin,
+        "env_id": env_id,
+        "autoreset_mode": autoreset_mode,
+        "side_size": side_size,
+    }
     peer_pipes = [ctx.Pipe() for _ in range(num_workers - 1)]
     processes, reports = [], []
     try:
@@ -162,7 +186,7 @@ def launch_env_host(
             blob = cloudpickle.dumps(fns[b:e])
             p = ctx.Process(  # type: ignore[attr-defined]
                 target=_host_entry,
-                args=(seg, blob, w, slices, render_images, writer, pipes, spin, env_id),
+                args=(seg, blob, w, slices, render_images, writer, pipes, options),
                 name=f"mosaic-shm-host-{w}",
                 daemon=True,
             )
@@ -173,13 +197,23 @@ def launch_env_host(
         handle = EnvHostHandle(seg, processes, reports, env_id)
         _wait_ready(handle, start_timeout)
     except BaseException:
-        _cleanup(processes, seg, 0.0)
+        _cleanup(processes, seg, 0.0, os.getpid())
         raise
     finally:
         for end_a, end_b in peer_pipes:
             end_a.close()
             end_b.close()
     return handle
+
+
+def _unpickle_error(data: bytes) -> BaseException | None:
+    if not data:
+        return None
+    try:
+        exc = pickle.loads(data)
+    except Exception:
+        return None
+    return exc if isinstance(exc, Exception) else None
 
 
 def _wait_ready(handle: EnvHostHandle, timeout: float) -> None:
@@ -190,13 +224,19 @@ def _wait_ready(handle: EnvHostHandle, timeout: float) -> None:
             try:
                 if not conn.poll(0.02):
                     continue
-                kind, text = conn.recv()
+                kind, text, *extra = conn.recv()
             except (EOFError, OSError):
-                kind, text = "error", f"exited with code {handle.processes[w].exitcode}"
+                kind, text, extra = "error", f"exited with code {handle.processes[w].exitcode}", []
             if kind == "ready":
+                handle.ready[w] = text
                 del pending[w]
-            else:
-                raise RuntimeError(f"env host worker {w} failed to start: {text}")
+                continue
+            original = _unpickle_error(extra[0]) if extra else None
+            if original is not None:  # the env's own exception type, as SyncVectorEnv raises it
+                if hasattr(original, "add_note"):
+                    original.add_note(f"raised while env host worker {w} started:\n{text}")
+                raise original
+            raise RuntimeError(f"env host worker {w} failed to start: {text}")
         if time.monotonic() > deadline:
             raise TimeoutError(
                 f"env host workers {sorted(pending)} not ready after {timeout} s "

@@ -1,88 +1,35 @@
 """What runs inside an env host process: gymnasium envs stepped behind the transport.
 
 Worker 0 creates the ``SharedMemoryTransport`` and answers commands; workers 1..n-1 attach as
-``TransportWorker`` and step their own slice. A reset command is split by slice: worker 0
-forwards the other slices' share over a private pipe and kicks that worker awake.
+``TransportWorker`` and step their own slice (``mosaic_sdk.shm.stepper``). Reset, call and
+set-attribute commands are split by slice: worker 0 forwards the other slices' share over a
+private pipe and kicks that worker awake.
 
-Autoreset is gymnasium's default (``AutoresetMode.NEXT_STEP``) driven by the reset flags: an env
-whose flag is set is reset (unseeded) instead of stepped, with reward 0 and both done flags 0.
+Each worker reports ``("ready", blob)`` to the launcher, ``blob`` being the cloudpickled spaces
+of its envs, so that the launcher can refuse inconsistent envs as gymnasium does.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
+import cloudpickle
 import numpy as np
 
 from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm import spaces
+from mosaic_sdk.shm.packing import RowCodec
+from mosaic_sdk.shm.stepper import SliceStepper, dumps
 from mosaic_sdk.shm.sync import PeerGoneError, PeerWatch, TransportTimeoutError
 from mosaic_sdk.shm.transport import SharedMemoryTransport
 from mosaic_sdk.shm.worker import TransportWorker
 
 REPLY_TIMEOUT = 60.0
-
-
-class SliceStepper:
-    """Steps envs ``[begin, begin + len(envs))`` of a transport's regions."""
-
-    def __init__(self, side: Any, envs: Sequence[Any], begin: int, images: bool) -> None:
-        self.side = side
-        self.envs = list(envs)
-        self.begin = begin
-        self.end = begin + len(self.envs)
-        self.obs_space = self.envs[0].observation_space
-        self.act_space = self.envs[0].action_space
-        self.images = images
-
-    def _write_obs(self, i: int, obs: Any) -> None:
-        spaces.encode_into(self.obs_space, obs, self.side.obs[i])
-        if self.images and self.side.image is not None:
-            self.side.image[i] = self.envs[i - self.begin].render()
-
-    def step(self) -> None:
-        """Apply the current action batch (or reset flags) to every env of the slice."""
-        side, b, e = self.side, self.begin, self.end
-        actions = spaces.decode_rows(self.act_space, side.actions[b:e])
-        flags = side.resets[b:e].tolist()
-        observations, rewards, terminated, truncated = [], [], [], []
-        for env, action, reset in zip(self.envs, actions, flags, strict=True):
-            if reset:
-                obs, _ = env.reset()
-                reward, term, trunc = 0.0, False, False
-            else:
-                obs, reward, term, trunc, _ = env.step(action)
-            observations.append(obs)
-            rewards.append(reward)
-            terminated.append(term)
-            truncated.append(trunc)
-        spaces.encode_rows(self.obs_space, observations, side.obs[b:e])
-        side.rewards[b:e] = rewards
-        side.terminated[b:e] = terminated
-        side.truncated[b:e] = truncated
-        if self.images and side.image is not None:
-            for k, env in enumerate(self.envs):
-                side.image[b + k] = env.render()
-        side.resets[b:e] = 0
-
-    def reset(
-        self, env_ids: Sequence[int], seeds: Sequence[int | None], options: Any
-    ) -> list[dict[str, Any]]:
-        """Reset the given global env ids of this slice; returns their infos."""
-        infos = []
-        for i, seed in zip(env_ids, seeds, strict=True):
-            obs, info = self.envs[i - self.begin].reset(seed=seed, options=options)
-            self._write_obs(i, obs)
-            self.side.rewards[i] = 0.0
-            self.side.terminated[i] = 0
-            self.side.truncated[i] = 0
-            self.side.resets[i] = 0
-            infos.append(info)
-        return infos
 
 
 def _image_shape(env: Any) -> tuple[int, int, int]:
@@ -116,7 +63,46 @@ class _Owner:
     def handle(self, message: Any) -> Any:
         if isinstance(message, cmd.ResetRequest):
             return self._reset(message)
+        if isinstance(message, cmd.CallRequest):
+            parts = self._each(lambda b, e: ("call", message.name, message.args_pickle))
+            results = [r for part in parts for r in pickle.loads(part)]
+            return cmd.CallResponse(results_pickle=dumps(results))
+        if isinstance(message, cmd.SetAttrRequest):
+            values = pickle.loads(message.values_pickle)
+            n = self.t.layout.num_envs
+            if len(values) != n:
+                raise ValueError(f"set_attr: {len(values)} values for {n} envs")
+            self._each(lambda b, e: ("set", message.name, dumps(values[b:e])))
+            return cmd.SetAttrResponse()
         return None
+
+    def _each(self, make: Callable[[int, int], tuple[Any, ...] | None]) -> list[Any]:
+        """Run a command on every slice (worker 0's own last); results in slice order."""
+        waiting = []
+        for w, (b, e) in enumerate(self.slices):
+            message = make(b, e)
+            if w == 0 or message is None:
+                continue
+            self.t.kick_worker(w)  # first: a large message blocks send() until the worker reads
+            self.pipes[w - 1].send(message)
+            waiting.append(w)
+        b0, e0 = self.slices[0]
+        own = make(b0, e0)
+        results: dict[int, Any] = {}
+        failure: BaseException | None = None
+        try:
+            if own is not None:
+                results[0] = self.stepper.run(own)
+        except Exception as exc:
+            failure = exc
+        for w in waiting:  # every forwarded reply is collected, so none answers a later command
+            try:
+                results[w] = self._reply(w)
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+        return [results[w] for w in sorted(results)]
 
     def _reset(self, req: cmd.ResetRequest) -> cmd.ResetResponse:
         n = self.t.layout.num_envs
@@ -124,26 +110,31 @@ class _Owner:
         seeds = req.seeds or [None] * len(ids)
         if len(seeds) != len(ids):
             raise ValueError(f"{len(seeds)} seeds for {len(ids)} env ids")
-        infos: dict[int, dict[str, Any]] = {}
-        waiting = []
-        for w, (b, e) in enumerate(self.slices):
-            mine = [(i, s) for i, s in zip(ids, seeds, strict=True) if b <= i < e]
-            if not mine or w == 0:
-                continue
-            self.pipes[w - 1].send(
-                ("reset", [i for i, _ in mine], [s for _, s in mine], req.options)
-            )
-            self.t.kick_worker(w)
-            waiting.append(w)
-        b0, e0 = self.slices[0]
-        own = [(i, s) for i, s in zip(ids, seeds, strict=True) if b0 <= i < e0]
-        got = self.stepper.reset([i for i, _ in own], [s for _, s in own], req.options)
-        infos.update(zip((i for i, _ in own), got, strict=True))
-        for w in waiting:
-            infos.update(self._reply(w))
-        return cmd.ResetResponse(env_ids=list(ids), infos=[infos[i] for i in ids])
+        chosen = dict(zip(ids, seeds, strict=True))
 
-    def _reply(self, w: int) -> dict[int, dict[str, Any]]:
+        def share(b: int, e: int) -> tuple[Any, ...] | None:
+            mine = [i for i in ids if b <= i < e]
+            if not mine:
+                return None
+            return ("reset", mine, [chosen[i] for i in mine], req.options)
+
+        infos: list[dict[str, Any]] = []
+        observations: list[Any] = []
+        for part_infos, part_obs in self._each(share):
+            infos.extend(part_infos)
+            observations.extend(part_obs or [])
+        order = [i for b, e in self.slices for i in ids if b <= i < e]
+        by_id = dict(zip(order, infos, strict=True))
+        ordered_infos = [by_id[i] for i in ids]
+        payload: dict[str, Any] = {"infos": ordered_infos, "obs": None}
+        if observations:
+            obs_by_id = dict(zip(order, observations, strict=True))
+            payload["obs"] = [obs_by_id[i] for i in ids]
+        return cmd.ResetResponse(
+            env_ids=list(ids), infos=ordered_infos, payload_pickle=dumps(payload)
+        )
+
+    def _reply(self, w: int) -> Any:
         pipe, pid = self.pipes[w - 1], self.t.seg.worker_pid(w)
         watch = PeerWatch(pid)
         try:
@@ -151,22 +142,148 @@ class _Owner:
             while not pipe.poll(0.05):
                 waited += 0.05
                 if not watch.alive():
-                    raise PeerGoneError(f"engine worker {w} (pid {pid}) exited during a reset")
+                    raise PeerGoneError(f"engine worker {w} (pid {pid}) exited during a command")
                 if waited > REPLY_TIMEOUT:
-                    raise TransportTimeoutError(f"engine worker {w} did not answer a reset")
+                    raise TransportTimeoutError(f"engine worker {w} did not answer a command")
             status, value = pipe.recv()
         finally:
             watch.close()
         if status != "ok":
-            raise RuntimeError(f"engine worker {w}: {value}")
-        return dict(value)
+            raise pickle.loads(value)
+        return value
 
 
 def _report(launcher: Connection, exc: BaseException) -> None:
+    """Send ``("error", text, pickled exception)`` (b"" when it cannot be pickled)."""
     try:
-        launcher.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+        text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+        launcher.send(("error", text, _pickled_error(exc) if isinstance(exc, Exception) else b""))
     except Exception:
         pass
+
+
+def _spaces_blob(envs: Sequence[Any]) -> bytes:
+    """The envs' spaces (with their random state), env 0's render mode and metadata."""
+    first = envs[0]
+    return bytes(
+        cloudpickle.dumps(
+            {
+                "observation_spaces": [env.observation_space for env in envs],
+                "action_spaces": [env.action_space for env in envs],
+                "render_mode": getattr(first, "render_mode", None),
+                "metadata": dict(getattr(first, "metadata", {}) or {}),
+            }
+        )
+    )
+
+
+def _serve_owner(
+    name: str,
+    envs: list[Any],
+    slices: Sequence[tuple[int, int]],
+    images: bool,
+    launcher: Connection,
+    pipes: Sequence[Connection],
+    options: dict[str, Any],
+) -> None:
+    first = envs[0]
+    image_shape = _image_shape(first) if images else None
+    obs_codec = RowCodec(first.observation_space)
+    act_codec = RowCodec(first.action_space)
+    blob = _spaces_blob(envs)
+    transport = SharedMemoryTransport(
+        slices[-1][1],
+        obs_codec.words,
+        act_codec.words,
+        name=name,
+        image_shape=image_shape,
+        num_workers=len(slices),
+        side_size=options["side_size"],
+        spin=options["spin"],
+        peer_pids=(os.getppid(),),
+    )
+    try:
+        for w, (b, e) in enumerate(slices):
+            transport.set_worker_slice(w, b, e)
+        wire: dict[str, cmd.SpaceSpec | None] = {}
+        for role, space in (
+            ("observation_space", first.observation_space),
+            ("action_space", first.action_space),
+        ):
+            try:
+                wire[role] = spaces.to_spec(space)
+            except ValueError:
+                wire[role] = None  # only Python clients (spaces_pickle) can use this space
+        transport.schema = cmd.GetSchemaResponse(
+            num_envs=slices[-1][1],
+            obs_size=transport.layout.obs_size,
+            act_size=transport.layout.act_size,
+            image=image_shape,
+            env_id=options["env_id"],
+            metadata={k: v for k, v in first.metadata.items() if k != "autoreset_mode"},
+            num_workers=len(slices),
+            spaces_pickle=bytes(
+                cloudpickle.dumps(
+                    {**pickle.loads(blob), "autoreset_mode": options["autoreset_mode"]}
+                )
+            ),
+            **wire,
+        )
+        stepper = SliceStepper(transport, envs, 0, images, 0, options["autoreset_mode"])
+        owner = _Owner(transport, stepper, slices, pipes)
+        launcher.send(("ready", blob))
+        while (seq := transport.wait_for_actions(owner.handle)) is not None:
+            stepper.step()
+            transport.publish_frame(seq)
+    except BaseException as exc:
+        _report(launcher, exc)  # before close(), so the client finds it on waking
+        raise _Reported() from exc
+    finally:
+        transport.close()
+
+
+def _serve_worker(
+    name: str,
+    envs: list[Any],
+    index: int,
+    slices: Sequence[tuple[int, int]],
+    images: bool,
+    launcher: Connection,
+    pipe: Connection,
+    options: dict[str, Any],
+) -> None:
+    worker = TransportWorker(name, index, spin=options["spin"])
+    try:
+        worker.watch_peer(os.getppid(), "launcher")
+        begin = slices[index][0]
+        stepper = SliceStepper(worker, envs, begin, images, index, options["autoreset_mode"])
+        launcher.send(("ready", _spaces_blob(envs)))
+        while (seq := worker.wait_for_actions()) is not None:
+            if seq == 0:  # a kick: exactly one forwarded command follows on the pipe
+                message = pipe.recv()
+                try:
+                    pipe.send(("ok", stepper.run(message)))
+                except Exception as exc:
+                    pipe.send(("error", _pickled_error(exc)))
+                continue
+            stepper.step()
+            worker.publish_done(seq)
+    except BaseException as exc:
+        _report(launcher, exc)
+        raise _Reported() from exc
+    finally:
+        worker.close()
+
+
+class _Reported(Exception):
+    """The failure is already reported to the launcher."""
+
+
+def _pickled_error(exc: BaseException) -> bytes:
+    try:
+        return dumps(exc)
+    except Exception:
+        return dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
 
 
 def run_host(
@@ -177,88 +294,23 @@ def run_host(
     images: bool,
     launcher: Connection,
     pipes: Sequence[Connection],
-    spin: float | None,
-    env_id: str,
+    options: dict[str, Any],
 ) -> None:
-    """Body of one host process (``index`` 0 owns the transport). Reports to ``launcher``."""
-    launcher_pid = os.getppid()
-    begin, end = slices[index]
-    reported = False
+    """Body of one host process (``index`` 0 owns the transport). Reports to ``launcher``.
+
+    ``options``: ``spin``, ``env_id``, ``autoreset_mode`` ("NextStep", "SameStep",
+    "Disabled") and ``side_size``.
+    """
     try:
         envs = [fn() for fn in env_fns]
         if index == 0:
-            first = envs[0]
-            for role, space in (
-                ("observation", first.observation_space),
-                ("action", first.action_space),
-            ):
-                spaces.check_supported(space, role)
-            image_shape = _image_shape(first) if images else None
-            act_space = first.action_space
-            transport = SharedMemoryTransport(
-                slices[-1][1],
-                spaces.flat_size(first.observation_space),
-                spaces.flat_size(act_space),
-                name=name,
-                image_shape=image_shape,
-                num_workers=len(slices),
-                spin=spin,
-                peer_pids=(launcher_pid,),
-            )
-            try:
-                for w, (b, e) in enumerate(slices):
-                    transport.set_worker_slice(w, b, e)
-                transport.schema = cmd.GetSchemaResponse(
-                    num_envs=slices[-1][1],
-                    obs_size=transport.layout.obs_size,
-                    act_size=transport.layout.act_size,
-                    observation_space=spaces.to_spec(first.observation_space),
-                    action_space=spaces.to_spec(act_space),
-                    image=image_shape,
-                    env_id=env_id,
-                    metadata={k: v for k, v in first.metadata.items() if k != "autoreset_mode"},
-                    num_workers=len(slices),
-                )
-                stepper = SliceStepper(transport, envs, begin, images)
-                owner = _Owner(transport, stepper, slices, pipes)
-                launcher.send(("ready", transport.name))
-                while (seq := transport.wait_for_actions(owner.handle)) is not None:
-                    stepper.step()
-                    transport.publish_frame(seq)
-            except BaseException as exc:
-                _report(launcher, exc)  # before close(), so the client finds it on waking
-                reported = True
-                raise
-            finally:
-                transport.close()
+            _serve_owner(name, envs, slices, images, launcher, pipes, options)
         else:
-            worker = TransportWorker(name, index, spin=spin)
-            try:
-                worker.watch_peer(launcher_pid, "launcher")
-                stepper = SliceStepper(worker, envs, begin, images)
-                launcher.send(("ready", name))
-                pipe = pipes[0]
-                while (seq := worker.wait_for_actions()) is not None:
-                    if seq == 0:
-                        while pipe.poll():
-                            _, ids, seeds, options = pipe.recv()
-                            try:
-                                infos = stepper.reset(ids, seeds, options)
-                                pipe.send(("ok", list(zip(ids, infos, strict=True))))
-                            except Exception as exc:
-                                pipe.send(("error", f"{type(exc).__name__}: {exc}"))
-                        continue
-                    stepper.step()
-                    worker.publish_done(seq)
-            except BaseException as exc:
-                _report(launcher, exc)
-                reported = True
-                raise
-            finally:
-                worker.close()
+            _serve_worker(name, envs, index, slices, images, launcher, pipes[0], options)
         for env in envs:
             env.close()
+    except _Reported:
+        raise SystemExit(1) from None
     except BaseException as exc:
-        if not reported:
-            _report(launcher, exc)
+        _report(launcher, exc)
         raise SystemExit(1) from None

@@ -2,8 +2,16 @@
 
 A segment is a one-page header followed by 64-byte aligned regions::
 
-    [header 4096 B][obs f32][actions f32][rewards f32][terminated u8][truncated u8]
-    [reset flags u8][ring engine->client][ring client->engine][image u8 (optional)]
+    [header 4096 B][obs][actions][rewards f64][terminated u8][truncated u8]
+    [reset flags u8][ring engine->client][ring client->engine][side areas (optional)]
+    [image u8 (optional)]
+
+The obs and actions regions are sized in 4-byte words per env (``obs_size``/``act_size``); raw
+users view them as float32, ``ShmVectorEnv`` packs each leaf of a space into them in its own
+dtype (``mosaic_sdk.shm.packing``). The optional side areas (two per worker of ``side_size``
+bytes: client->worker, then worker->client) carry what does not fit a fixed row: pickled
+observations of variable-size spaces, step infos, errors. Each area starts with a u64 byte
+count (0 = empty) and its data starts 64 bytes in; the action/done sequence words order it.
 
 Every multi-byte field is little-endian. ``HEADER_FIELDS`` lists the header, field by field;
 ``schema/shm_layout.json`` is generated from it (``python -m mosaic_sdk.shm.layout``) and a test
@@ -22,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MAGIC = b"MSHM"
-VERSION = 1
+VERSION = 2
 HEADER_SIZE = 4096
 ALIGN = 64
 DEFAULT_RING_SIZE = 512 * 1024
@@ -40,23 +48,23 @@ STATE_CLOSED = 2
 # (name, offset, struct format, description). Offsets are fixed: new fields go into free space.
 HEADER_FIELDS: tuple[tuple[str, int, str, str], ...] = (
     ("magic", 0, "4s", 'b"MSHM"'),
-    ("version", 4, "I", "layout version, 1"),
+    ("version", 4, "I", "layout version, 2"),
     ("header_size", 8, "I", "bytes before the first region (4096)"),
     ("mode", 12, "I", "0 = training, 1 = inference"),
     ("engine_pid", 16, "I", "pid of the process that created the segment"),
     ("client_pid", 20, "I", "pid of the attached client, 0 when none (set with compare-and-swap)"),
     ("num_envs", 24, "I", "number of environments"),
-    ("obs_size", 28, "I", "float32 observation values per environment"),
-    ("act_size", 32, "I", "float32 action values per environment"),
+    ("obs_size", 28, "I", "4-byte observation words per environment"),
+    ("act_size", 32, "I", "4-byte action words per environment"),
     ("cmd_ring_size", 36, "I", "data bytes of each command ring (multiple of 8)"),
     ("image_width", 40, "I", "image region width in pixels, 0 when absent"),
     ("image_height", 44, "I", "image region height in pixels, 0 when absent"),
     ("image_channels", 48, "I", "image region channels, 0 when absent"),
     ("state", 52, "I", "0 = initialising, 1 = ready, 2 = closed by the engine"),
     ("total_size", 56, "Q", "size of the whole segment in bytes"),
-    ("obs_offset", 64, "Q", "byte offset of obs float32[num_envs * obs_size]"),
-    ("act_offset", 72, "Q", "byte offset of actions float32[num_envs * act_size]"),
-    ("rewards_offset", 80, "Q", "byte offset of rewards float32[num_envs]"),
+    ("obs_offset", 64, "Q", "byte offset of obs (num_envs * obs_size 4-byte words)"),
+    ("act_offset", 72, "Q", "byte offset of actions (num_envs * act_size 4-byte words)"),
+    ("rewards_offset", 80, "Q", "byte offset of rewards float64[num_envs]"),
     ("terminated_offset", 88, "Q", "byte offset of terminated u8[num_envs]"),
     ("truncated_offset", 96, "Q", "byte offset of truncated u8[num_envs]"),
     ("resets_offset", 104, "Q", "byte offset of reset flags u8[num_envs]"),
@@ -64,6 +72,8 @@ HEADER_FIELDS: tuple[tuple[str, int, str, str], ...] = (
     ("cmd_c2e_offset", 120, "Q", "byte offset of the client->engine ring"),
     ("image_offset", 128, "Q", "byte offset of image u8[num_envs*H*W*C], 0 when absent"),
     ("num_workers", 136, "I", "engine processes sharing the segment (worker slots in use)"),
+    ("side_offset", 144, "Q", "byte offset of the side areas, 0 when absent"),
+    ("side_size", 152, "Q", "bytes of each side area (2 per worker: client->worker, back)"),
     ("gpu_available", 192, "B", "1 when GPU buffers are exported (reserved, 0)"),
     ("gpu_obs_mode", 193, "B", "0 = CPU, 1 = CUDA IPC, 2 = Vulkan external memory"),
     ("gpu_device_id", 196, "I", "CUDA device ordinal"),
@@ -103,8 +113,9 @@ _STATIC = (
     "magic version header_size mode engine_pid num_envs obs_size act_size cmd_ring_size "
     "image_width image_height image_channels total_size obs_offset act_offset rewards_offset "
     "terminated_offset truncated_offset resets_offset cmd_e2c_offset cmd_c2e_offset "
-    "image_offset num_workers"
+    "image_offset num_workers side_offset side_size"
 ).split()
+SIDE_DATA = 64  # data of a side area starts here; its first u64 is the byte count
 
 
 def align_up(value: int, alignment: int = ALIGN) -> int:
@@ -145,6 +156,8 @@ class Layout:
     cmd_e2c_offset: int = 0
     cmd_c2e_offset: int = 0
     image_offset: int = 0
+    side_offset: int = 0
+    side_size: int = 0
     total_size: int = 0
 
     @classmethod
@@ -158,6 +171,7 @@ class Layout:
         image_shape: tuple[int, int, int] | None = None,
         mode: int = MODE_TRAINING,
         num_workers: int = 1,
+        side_size: int = 0,
     ) -> Layout:
         """Place every region for the given sizes; ``image_shape`` is ``(H, W, C)``."""
         for label, value in (("num_envs", num_envs), ("obs_size", obs_size)):
@@ -173,6 +187,11 @@ class Layout:
             raise LayoutError(f"mode must be 0 (training) or 1 (inference), got {mode}")
         if not 1 <= num_workers <= MAX_WORKERS:
             raise LayoutError(f"num_workers must be in 1..{MAX_WORKERS}, got {num_workers}")
+        if side_size and (side_size < 2 * SIDE_DATA or side_size % ALIGN):
+            raise LayoutError(
+                f"side_size must be 0 or a multiple of {ALIGN} of at least {2 * SIDE_DATA}, "
+                f"got {side_size}"
+            )
         height, width, channels = image_shape if image_shape else (0, 0, 0)
         if image_shape and min(image_shape) < 1:
             raise LayoutError(f"image_shape must be positive (H, W, C), got {image_shape}")
@@ -181,7 +200,7 @@ class Layout:
         for name, nbytes in (
             ("obs_offset", 4 * num_envs * obs_size),
             ("act_offset", 4 * num_envs * act_size),
-            ("rewards_offset", 4 * num_envs),
+            ("rewards_offset", 8 * num_envs),
             ("terminated_offset", num_envs),
             ("truncated_offset", num_envs),
             ("resets_offset", num_envs),
@@ -190,6 +209,10 @@ class Layout:
         ):
             offsets[name] = pos
             pos = align_up(pos + nbytes)
+        side_offset = 0
+        if side_size:
+            side_offset = align_up(pos, 4096)
+            pos = side_offset + 2 * num_workers * side_size
         image_offset = 0
         if image_shape:
             image_offset = align_up(pos, 4096)
@@ -205,6 +228,8 @@ class Layout:
             mode=mode,
             num_workers=num_workers,
             image_offset=image_offset,
+            side_offset=side_offset,
+            side_size=side_size,
             total_size=align_up(pos, 4096),
             **offsets,
         )
@@ -215,6 +240,12 @@ class Layout:
         if not self.image_offset:
             return None
         return (self.image_height, self.image_width, self.image_channels)
+
+    def side_area(self, worker: int, to_worker: bool) -> int:
+        """Byte offset of worker ``worker``'s side area (client->worker when ``to_worker``)."""
+        if not self.side_size:
+            raise LayoutError("this segment has no side areas")
+        return self.side_offset + (2 * worker + (0 if to_worker else 1)) * self.side_size
 
     def write_header(self, buf: Any, engine_pid: int) -> None:
         """Write the static header fields (not ``state`` nor the sync words) into ``buf``."""
@@ -249,7 +280,37 @@ class Layout:
             )
         for name in ("magic", "version", "header_size", "engine_pid"):
             del values[name]
-        return cls(**values)
+        found = cls(**values)
+        found._check_against_sizes()
+        return found
+
+    def _check_against_sizes(self) -> None:
+        """``LayoutError`` unless every offset is where the declared sizes put it."""
+        image = self.image_shape if self.image_offset else None
+        if not self.image_offset and (self.image_width or self.image_height):
+            image = (self.image_height, self.image_width, self.image_channels)
+        try:
+            expected = Layout.compute(
+                self.num_envs,
+                self.obs_size,
+                self.act_size,
+                cmd_ring_size=self.cmd_ring_size,
+                image_shape=image,
+                mode=self.mode,
+                num_workers=self.num_workers,
+                side_size=self.side_size,
+            )
+        except LayoutError as exc:
+            raise LayoutError(f"corrupt transport header: {exc}") from None
+        for name in _STATIC:
+            if name.endswith("offset") or name == "total_size":
+                got, want = getattr(self, name), getattr(expected, name)
+                if got != want:
+                    raise LayoutError(
+                        f"corrupt transport header: {name} is {got} but the sizes it declares "
+                        f"put it at {want}; the segment was not written by a compatible "
+                        "mosaic-worker-sdk engine (or was overwritten)"
+                    )
 
 
 def header_description() -> dict[str, Any]:
@@ -263,14 +324,16 @@ def header_description() -> dict[str, Any]:
         "header_size": HEADER_SIZE,
         "region_alignment": ALIGN,
         "regions_in_order": [
-            "obs f32[num_envs*obs_size]",
-            "actions f32[num_envs*act_size]",
-            "rewards f32[num_envs]",
+            "obs (num_envs*obs_size 4-byte words)",
+            "actions (num_envs*act_size 4-byte words)",
+            "rewards f64[num_envs]",
             "terminated u8[num_envs]",
             "truncated u8[num_envs]",
             "resets u8[num_envs]",
             "ring engine->client",
             "ring client->engine",
+            "side areas (optional, 4096-aligned): per worker [client->worker][worker->client], "
+            "each side_size bytes: [count u64][pad to 64][data]",
             "image u8[num_envs*H*W*C] (optional, 4096-aligned)",
         ],
         "ring": {

@@ -15,6 +15,7 @@ import numpy as np
 
 from mosaic_sdk.shm.atomics import SharedWords
 from mosaic_sdk.shm.layout import (
+    HEADER_SIZE,
     OFF,
     STATE_CLOSED,
     STATE_READY,
@@ -43,12 +44,20 @@ class MappedSegment:
 
         self.obs = view(layout.obs_offset, np.float32, (n, layout.obs_size))
         self.actions = view(layout.act_offset, np.float32, (n, layout.act_size))
-        self.rewards = view(layout.rewards_offset, np.float32, (n,))
+        self.rewards = view(layout.rewards_offset, np.float64, (n,))
         self.terminated = view(layout.terminated_offset, np.uint8, (n,))
         self.truncated = view(layout.truncated_offset, np.uint8, (n,))
         self.resets = view(layout.resets_offset, np.uint8, (n,))
         shape = layout.image_shape
         self.image = view(layout.image_offset, np.uint8, (n, *shape)) if shape else None
+        self.side: list[tuple[np.ndarray, np.ndarray]] = []  # per worker: (to worker, back)
+        if layout.side_size:
+            for w in range(layout.num_workers):
+                areas = []
+                for to_worker in (True, False):
+                    off = layout.side_area(w, to_worker)
+                    areas.append(view(off, np.uint8, (layout.side_size,)))
+                self.side.append((areas[0], areas[1]))
         self.base_address = int(np.frombuffer(mm, dtype=np.uint8, count=1).ctypes.data)
         w = self.words
         self.frame = SignalLine(w, OFF["frame_seq"], OFF["frame_bell"], OFF["frame_waiters"])
@@ -78,6 +87,10 @@ class MappedSegment:
                 time.sleep(0.01)
                 continue
             try:
+                if len(mm) < HEADER_SIZE:
+                    raise LayoutError(
+                        f"shm segment {name!r} has {len(mm)} bytes, less than a transport header"
+                    )
                 words = SharedWords(mm)
                 state = words.load_u32(OFF["state"])
                 words.release()
@@ -85,11 +98,8 @@ class MappedSegment:
                     return cls(name, mm, Layout.read_header(mm))
                 if state == STATE_CLOSED:
                     raise TransportClosedError(f"shm transport {name!r} was closed by its engine")
-            except (TransportError, LayoutError):
-                mm.close()
-                raise
             except BaseException:
-                mm.close()
+                _close_mapping(mm)
                 raise
             mm.close()
             if time.monotonic() >= deadline:
@@ -141,6 +151,7 @@ class MappedSegment:
         self.c2e.release()
         for attr in ("obs", "actions", "rewards", "terminated", "truncated", "resets", "image"):
             setattr(self, attr, None)
+        self.side = []
         try:
             mm.close()
         except BufferError:
@@ -150,6 +161,20 @@ class MappedSegment:
     def closed(self) -> bool:
         """True after ``release``."""
         return self._mm is None
+
+
+def _close_mapping(mm: mmap.mmap) -> None:
+    """Unmap, first dropping views a failed constructor may have left behind."""
+    try:
+        mm.close()
+    except BufferError:
+        import gc
+
+        gc.collect()  # the views die with the failed constructor's frame
+        try:
+            mm.close()
+        except BufferError:
+            pass  # still referenced elsewhere: unmapped when the last view goes
 
 
 def watch_error(name: str, role: str, pid: int) -> PeerGoneError:

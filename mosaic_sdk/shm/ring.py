@@ -12,6 +12,11 @@ length word never straddles the end of the data area while a payload may wrap ar
 writer publishes an entry by advancing ``write_pos`` after copying it; the reader frees it by
 advancing ``read_pos`` after copying it out, so neither side ever sees a half-written entry.
 
+A message larger than the ring travels as fragments: every entry but its last has the top bit
+(``MORE``) of its length word set, and the reader joins them. The writer of a fragmented
+message needs the reader to drain the ring meanwhile (``write`` rings the reader's bell after
+each fragment).
+
 A length that cannot be right (larger than what was written) raises ``RingCorruptError``.
 A full ring makes the writer wait (polling, with a timeout): commands are rare and small.
 """
@@ -27,6 +32,7 @@ from mosaic_sdk.shm.layout import RING_HEADER_SIZE, RING_READ_POS, RING_WRITE_PO
 from mosaic_sdk.shm.sync import TransportError, TransportTimeoutError
 
 _LEN = struct.Struct("<I")
+MORE = 0x8000_0000  # top bit of an entry's length: the message continues in the next entry
 
 
 class RingCorruptError(TransportError):
@@ -50,6 +56,7 @@ class ByteRing:
         self._rpos = offset + RING_READ_POS
         self._data = offset + RING_HEADER_SIZE
         self.capacity = capacity
+        self._partial: list[bytes] = []
         if self._data + capacity > len(self._mv):
             raise ValueError("ring does not fit in the buffer")
 
@@ -77,20 +84,23 @@ class ByteRing:
             out += bytes(self._mv[self._data : self._data + n - first])
         return out
 
-    def try_write(self, payload: bytes | bytearray | memoryview) -> bool:
-        """Append one entry; False (nothing written) when the ring lacks room."""
+    def try_write(self, payload: bytes | bytearray | memoryview, more: bool = False) -> bool:
+        """Append one entry; False (nothing written) when the ring lacks room.
+
+        ``more`` marks it as a fragment that the next entry continues.
+        """
         n = len(payload)
         size = entry_size(n)
-        if size > self.capacity:
+        if size > self.capacity or n >= MORE:
             raise ValueError(
                 f"command of {n} bytes does not fit a ring of {self.capacity} bytes "
-                f"(max {self.max_payload}); create the transport with a larger cmd_ring_size"
+                f"(max {self.max_payload}); use write(), which splits it into fragments"
             )
         w = self._w.load_u64(self._wpos)
         if self.capacity - (w - self._w.load_u64(self._rpos)) < size:
             return False
         pos = w % self.capacity
-        _LEN.pack_into(self._mv, self._data + pos, n)
+        _LEN.pack_into(self._mv, self._data + pos, n | (MORE if more else 0))
         self._copy_in(w + 4, memoryview(payload).cast("B"))
         pad = size - 4 - n
         if pad:
@@ -103,13 +113,36 @@ class ByteRing:
         payload: bytes | bytearray | memoryview,
         timeout: float | None = 5.0,
         check: Callable[[], None] | None = None,
+        ring: Callable[[], None] | None = None,
     ) -> None:
-        """Append one entry, waiting (up to ``timeout`` s) while the ring is full."""
-        if self.try_write(payload):
+        """Append one message, waiting (up to ``timeout`` s per entry) while the ring is full.
+
+        A message larger than the ring goes as fragments, ``ring()`` (the reader's bell) being
+        called after each one so that the reader drains the ring meanwhile.
+        """
+        data = memoryview(payload).cast("B")
+        if entry_size(len(data)) <= self.capacity:
+            self._write_entry(data, False, timeout, check)
+            return
+        step = self.capacity // 2 - 8
+        for begin in range(0, len(data), step):
+            last = begin + step >= len(data)
+            self._write_entry(data[begin : begin + step], not last, timeout, check)
+            if ring is not None and not last:
+                ring()
+
+    def _write_entry(
+        self,
+        payload: memoryview,
+        more: bool,
+        timeout: float | None,
+        check: Callable[[], None] | None,
+    ) -> None:
+        if self.try_write(payload, more):
             return
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = 20e-6
-        while not self.try_write(payload):
+        while not self.try_write(payload, more):
             if check is not None:
                 check()
             if deadline is not None and time.monotonic() >= deadline:
@@ -121,7 +154,19 @@ class ByteRing:
             pause = min(pause * 2, 5e-3)
 
     def try_read(self) -> bytes | None:
-        """Remove and return the oldest entry's payload, or None when the ring is empty."""
+        """Remove and return the oldest message, or None when no whole message is there."""
+        while (entry := self._read_entry()) is not None:
+            chunk, more = entry
+            if more:
+                self._partial.append(chunk)
+                continue
+            if self._partial:
+                chunk = b"".join([*self._partial, chunk])
+                self._partial = []
+            return chunk
+        return None
+
+    def _read_entry(self) -> tuple[bytes, bool] | None:
         r = self._w.load_u64(self._rpos)
         avail = self._w.load_u64(self._wpos) - r
         if avail == 0:
@@ -131,7 +176,8 @@ class ByteRing:
                 f"command ring positions are inconsistent (read {r}, {avail} bytes pending, "
                 f"capacity {self.capacity}); the segment was overwritten"
             )
-        n = _LEN.unpack_from(self._mv, self._data + r % self.capacity)[0]
+        word = _LEN.unpack_from(self._mv, self._data + r % self.capacity)[0]
+        n, more = word & ~MORE, bool(word & MORE)
         if entry_size(n) > avail:
             raise RingCorruptError(
                 f"command ring entry at position {r} claims {n} bytes but only {avail - 4} "
@@ -139,7 +185,7 @@ class ByteRing:
             )
         out = self._copy_out(r + 4, n)
         self._w.store_u64(self._rpos, r + entry_size(n))
-        return out
+        return out, more
 
     def release(self) -> None:
         """Drop the view on the buffer (before the mapping is closed)."""

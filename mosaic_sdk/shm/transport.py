@@ -22,6 +22,7 @@ batch, then publishes ``frame_seq``.
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -46,7 +47,8 @@ class SharedMemoryTransport(EngineSide):
     """Creates and owns a transport segment; the engine steps envs through it.
 
     ``name`` (or ``$MOSAIC_SHM_NAME``; a random name when both are absent) gets the ``mosaic``
-    prefix. ``image_shape=(H, W, C)`` adds an image region. ``timeout`` (seconds, None = no
+    prefix. ``image_shape=(H, W, C)`` adds an image region, ``side_size`` the side areas (see
+    ``mosaic_sdk.shm.layout``). ``timeout`` (seconds, None = no
     limit) bounds each wait; a dead client is detected by pid regardless. ``peer_pids`` are
     further processes (e.g. a launcher) whose death aborts a wait.
     """
@@ -62,6 +64,7 @@ class SharedMemoryTransport(EngineSide):
         mode: int = MODE_TRAINING,
         cmd_ring_size: int = DEFAULT_RING_SIZE,
         num_workers: int = 1,
+        side_size: int = 0,
         spin: float | None = None,
         timeout: float | None = None,
         peer_pids: tuple[int, ...] = (),
@@ -76,6 +79,7 @@ class SharedMemoryTransport(EngineSide):
             image_shape=image_shape,
             mode=mode,
             num_workers=num_workers,
+            side_size=side_size,
         )
         seg_name = segment_name(name)
         mm = create_segment(seg_name, layout.total_size)
@@ -190,6 +194,7 @@ class SharedMemoryTransport(EngineSide):
                     request.correlation_id,
                     error=f"{type(exc).__name__}: {exc}",
                     method=_method_value(request.method),
+                    error_pickle=_pickled(exc),
                 )
                 continue
             self.send(response, request.correlation_id)
@@ -212,13 +217,22 @@ class SharedMemoryTransport(EngineSide):
         return response
 
     def send(
-        self, message: Any, correlation_id: int, *, error: str | None = None, method: int = 0
+        self,
+        message: Any,
+        correlation_id: int,
+        *,
+        error: str | None = None,
+        method: int = 0,
+        error_pickle: bytes = b"",
     ) -> None:
         """Write one envelope on the engine->client ring and ring the client's bell."""
         self.seg.e2c.write(
-            cmd.encode(message, correlation_id, error=error, method=method),
+            cmd.encode(
+                message, correlation_id, error=error, method=method, error_pickle=error_pickle
+            ),
             timeout=self.timeout if self.timeout is not None else 5.0,
             check=self._check,
+            ring=self.seg.frame.ring,
         )
         self.seg.frame.ring()
 
@@ -240,6 +254,16 @@ class SharedMemoryTransport(EngineSide):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _pickled(exc: BaseException) -> bytes:
+    """The exception pickled for a Python client to re-raise (b"" when it cannot be)."""
+    try:
+        data = pickle.dumps(exc)
+        pickle.loads(data)
+        return data
+    except Exception:
+        return b""
 
 
 def _method_value(name: str) -> int:

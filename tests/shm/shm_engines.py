@@ -59,3 +59,33 @@ def failing_engine(name: str, report: Connection) -> None:
             t.publish_frame()
     finally:
         t.close()
+
+
+def spec_engine(name: str, report: Connection) -> None:
+    """An engine as another language would write it: spaces as wire specs, no pickles.
+
+    2 envs, Box(-10, 10, (2,)) float32 observations, Discrete(3) actions (int64 rows, as
+    ``RowCodec`` packs them); each step obs = [action, step count] and reward = action.
+    """
+    obs_spec = cmd.SpaceSpec("Box", (2,), "float32", [-10.0, -10.0], [10.0, 10.0])
+    act_spec = cmd.SpaceSpec("Discrete", (), "int64", n=3, start=[0])
+    t = SharedMemoryTransport(2, 2, 2, name=name)
+    t.schema = cmd.GetSchemaResponse(2, 2, 2, obs_spec, act_spec)
+    actions = t.actions.view("int64")[:, 0]
+
+    def handle(message: object) -> object:
+        if isinstance(message, cmd.ResetRequest):
+            ids = message.env_ids or [0, 1]
+            t.obs[ids] = 0.0
+            return cmd.ResetResponse(env_ids=ids, infos=[{} for _ in ids])
+        return None
+
+    report.send(("ready", t.name))
+    try:
+        while (seq := t.wait_for_actions(handle)) is not None:
+            t.obs[:, 0] = actions
+            t.obs[:, 1] = seq
+            t.rewards[:] = actions
+            t.publish_frame(seq)
+    finally:
+        t.close()

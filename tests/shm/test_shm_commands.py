@@ -50,11 +50,18 @@ MESSAGES = [
         env_id="CartPole-v1",
         metadata={"render_fps": 50, "render_modes": ["rgb_array"]},
         num_workers=2,
+        spaces_pickle=b"\x80\x05pickled spaces",
     ),
     cmd.GetSchemaResponse(1, 1, 0, None, None),
     cmd.ResetRequest(env_ids=[0, 5, 7], seeds=[1, None, 2**40], options={"level": 3}),
     cmd.ResetRequest(),
     cmd.ResetResponse(env_ids=[0, 5], infos=[{"a": 1}, {}]),
+    cmd.ResetResponse(env_ids=[1], infos=[{}], payload_pickle=b"\x00" * 300),
+    cmd.CallRequest(name="render", args_pickle=b"args"),
+    cmd.CallRequest(name="gravity"),
+    cmd.CallResponse(results_pickle=bytes(range(256)) * 4),
+    cmd.SetAttrRequest(name="gravity", values_pickle=b"[9.8]"),
+    cmd.SetAttrResponse(),
     cmd.CloseRequest(),
     cmd.CloseResponse(),
     cmd.PingRequest(nonce=2**63),
@@ -74,6 +81,12 @@ def test_error_envelope_carries_method_and_text() -> None:
     data = cmd.encode(None, 7, method=cmd.fb.Method.Reset, error="no such scene")
     decoded = cmd.decode(data)
     assert (decoded.method, decoded.error, decoded.message) == ("Reset", "no such scene", None)
+
+
+def test_error_envelope_can_carry_the_exception_itself() -> None:
+    data = cmd.encode(None, 3, method=cmd.fb.Method.Call, error="KeyError: 'x'", error_pickle=b"E")
+    decoded = cmd.decode(data)
+    assert (decoded.method, decoded.error_pickle) == ("Call", b"E")
 
 
 def test_numpy_values_in_infos_are_encoded() -> None:

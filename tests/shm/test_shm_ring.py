@@ -105,8 +105,25 @@ def test_full_ring_writer_stops_when_the_check_raises() -> None:
         ring.write(b"y", timeout=5.0, check=peer_gone)
 
 
-def test_oversized_message_names_the_fix() -> None:
+def test_one_entry_cannot_exceed_the_ring() -> None:
     _, ring = make_ring(64)
-    with pytest.raises(ValueError, match="cmd_ring_size"):
+    with pytest.raises(ValueError, match="fragments"):
         ring.try_write(b"z" * 61)
     assert ring.try_write(b"z" * ring.max_payload)
+
+
+def test_a_message_larger_than_the_ring_travels_in_fragments() -> None:
+    """write() splits it; the reader, draining between fragments, gets it back whole."""
+    _, ring = make_ring(256)
+    message = bytes(range(256)) * 37  # 9472 bytes through a 256-byte ring
+    received: list[bytes] = []
+
+    def drain() -> None:  # plays the reader woken by each fragment's bell
+        while (got := ring.try_read()) is not None:
+            received.append(got)
+
+    ring.write(message, timeout=5.0, ring=drain)
+    drain()
+    assert received == [message]
+    ring.write(b"after", timeout=1.0)
+    assert ring.try_read() == b"after", "framing continues cleanly after a fragmented message"

@@ -12,6 +12,8 @@ class Method(object):
     Reset = 2
     Close = 3
     Ping = 4
+    Call = 5
+    SetAttr = 6
 
 
 class SpaceKind(object):
@@ -31,6 +33,10 @@ class Payload(object):
     CloseResponse = 6
     PingRequest = 7
     PingResponse = 8
+    CallRequest = 9
+    CallResponse = 10
+    SetAttrRequest = 11
+    SetAttrResponse = 12
 
 
 class Space(object):
@@ -398,7 +404,34 @@ class GetSchemaResponse(object):
             return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
         return 0
 
-def GetSchemaResponseStart(builder): builder.StartObject(9)
+    # GetSchemaResponse
+    def SpacesPickle(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 1))
+        return 0
+
+    # GetSchemaResponse
+    def SpacesPickleAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint8Flags, o)
+        return 0
+
+    # GetSchemaResponse
+    def SpacesPickleLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # GetSchemaResponse
+    def SpacesPickleIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        return o == 0
+
+def GetSchemaResponseStart(builder): builder.StartObject(10)
 def GetSchemaResponseAddNumEnvs(builder, numEnvs): builder.PrependUint32Slot(0, numEnvs, 0)
 def GetSchemaResponseAddObsSize(builder, obsSize): builder.PrependUint32Slot(1, obsSize, 0)
 def GetSchemaResponseAddActSize(builder, actSize): builder.PrependUint32Slot(2, actSize, 0)
@@ -408,6 +441,8 @@ def GetSchemaResponseAddImage(builder, image): builder.PrependUOffsetTRelativeSl
 def GetSchemaResponseAddEnvId(builder, envId): builder.PrependUOffsetTRelativeSlot(6, flatbuffers.number_types.UOffsetTFlags.py_type(envId), 0)
 def GetSchemaResponseAddMetadataJson(builder, metadataJson): builder.PrependUOffsetTRelativeSlot(7, flatbuffers.number_types.UOffsetTFlags.py_type(metadataJson), 0)
 def GetSchemaResponseAddNumWorkers(builder, numWorkers): builder.PrependUint32Slot(8, numWorkers, 0)
+def GetSchemaResponseAddSpacesPickle(builder, spacesPickle): builder.PrependUOffsetTRelativeSlot(9, flatbuffers.number_types.UOffsetTFlags.py_type(spacesPickle), 0)
+def GetSchemaResponseStartSpacesPickleVector(builder, numElems): return builder.StartVector(1, numElems, 1)
 def GetSchemaResponseEnd(builder): return builder.EndObject()
 
 
@@ -559,11 +594,247 @@ class ResetResponse(object):
             return self._tab.String(o + self._tab.Pos)
         return None
 
-def ResetResponseStart(builder): builder.StartObject(2)
+    # ResetResponse
+    def PayloadPickle(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 1))
+        return 0
+
+    # ResetResponse
+    def PayloadPickleAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint8Flags, o)
+        return 0
+
+    # ResetResponse
+    def PayloadPickleLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # ResetResponse
+    def PayloadPickleIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        return o == 0
+
+def ResetResponseStart(builder): builder.StartObject(3)
 def ResetResponseAddEnvIds(builder, envIds): builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(envIds), 0)
 def ResetResponseStartEnvIdsVector(builder, numElems): return builder.StartVector(4, numElems, 4)
 def ResetResponseAddInfosJson(builder, infosJson): builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(infosJson), 0)
+def ResetResponseAddPayloadPickle(builder, payloadPickle): builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(payloadPickle), 0)
+def ResetResponseStartPayloadPickleVector(builder, numElems): return builder.StartVector(1, numElems, 1)
 def ResetResponseEnd(builder): return builder.EndObject()
+
+
+class CallRequest(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = CallRequest()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsCallRequest(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    @classmethod
+    def CallRequestBufferHasIdentifier(cls, buf, offset, size_prefixed=False):
+        return flatbuffers.util.BufferHasIdentifier(buf, offset, b"\x4D\x53\x48\x43", size_prefixed=size_prefixed)
+
+    # CallRequest
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # CallRequest
+    def Name(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+    # CallRequest
+    def ArgsPickle(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 1))
+        return 0
+
+    # CallRequest
+    def ArgsPickleAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint8Flags, o)
+        return 0
+
+    # CallRequest
+    def ArgsPickleLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # CallRequest
+    def ArgsPickleIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        return o == 0
+
+def CallRequestStart(builder): builder.StartObject(2)
+def CallRequestAddName(builder, name): builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
+def CallRequestAddArgsPickle(builder, argsPickle): builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(argsPickle), 0)
+def CallRequestStartArgsPickleVector(builder, numElems): return builder.StartVector(1, numElems, 1)
+def CallRequestEnd(builder): return builder.EndObject()
+
+
+class CallResponse(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = CallResponse()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsCallResponse(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    @classmethod
+    def CallResponseBufferHasIdentifier(cls, buf, offset, size_prefixed=False):
+        return flatbuffers.util.BufferHasIdentifier(buf, offset, b"\x4D\x53\x48\x43", size_prefixed=size_prefixed)
+
+    # CallResponse
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # CallResponse
+    def ResultsPickle(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 1))
+        return 0
+
+    # CallResponse
+    def ResultsPickleAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint8Flags, o)
+        return 0
+
+    # CallResponse
+    def ResultsPickleLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # CallResponse
+    def ResultsPickleIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        return o == 0
+
+def CallResponseStart(builder): builder.StartObject(1)
+def CallResponseAddResultsPickle(builder, resultsPickle): builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(resultsPickle), 0)
+def CallResponseStartResultsPickleVector(builder, numElems): return builder.StartVector(1, numElems, 1)
+def CallResponseEnd(builder): return builder.EndObject()
+
+
+class SetAttrRequest(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = SetAttrRequest()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsSetAttrRequest(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    @classmethod
+    def SetAttrRequestBufferHasIdentifier(cls, buf, offset, size_prefixed=False):
+        return flatbuffers.util.BufferHasIdentifier(buf, offset, b"\x4D\x53\x48\x43", size_prefixed=size_prefixed)
+
+    # SetAttrRequest
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # SetAttrRequest
+    def Name(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+    # SetAttrRequest
+    def ValuesPickle(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 1))
+        return 0
+
+    # SetAttrRequest
+    def ValuesPickleAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint8Flags, o)
+        return 0
+
+    # SetAttrRequest
+    def ValuesPickleLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # SetAttrRequest
+    def ValuesPickleIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        return o == 0
+
+def SetAttrRequestStart(builder): builder.StartObject(2)
+def SetAttrRequestAddName(builder, name): builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
+def SetAttrRequestAddValuesPickle(builder, valuesPickle): builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(valuesPickle), 0)
+def SetAttrRequestStartValuesPickleVector(builder, numElems): return builder.StartVector(1, numElems, 1)
+def SetAttrRequestEnd(builder): return builder.EndObject()
+
+
+class SetAttrResponse(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = SetAttrResponse()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsSetAttrResponse(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    @classmethod
+    def SetAttrResponseBufferHasIdentifier(cls, buf, offset, size_prefixed=False):
+        return flatbuffers.util.BufferHasIdentifier(buf, offset, b"\x4D\x53\x48\x43", size_prefixed=size_prefixed)
+
+    # SetAttrResponse
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+def SetAttrResponseStart(builder): builder.StartObject(0)
+def SetAttrResponseEnd(builder): return builder.EndObject()
 
 
 class CloseRequest(object):
@@ -738,15 +1009,42 @@ class Envelope(object):
         return None
 
     # Envelope
-    def PayloadType(self):
+    def ErrorPickle(self, j):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 1))
+        return 0
+
+    # Envelope
+    def ErrorPickleAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint8Flags, o)
+        return 0
+
+    # Envelope
+    def ErrorPickleLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # Envelope
+    def ErrorPickleIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        return o == 0
+
+    # Envelope
+    def PayloadType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
         if o != 0:
             return self._tab.Get(flatbuffers.number_types.Uint8Flags, o + self._tab.Pos)
         return 0
 
     # Envelope
     def Payload(self):
-        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
         if o != 0:
             from flatbuffers.table import Table
             obj = Table(bytearray(), 0)
@@ -754,12 +1052,14 @@ class Envelope(object):
             return obj
         return None
 
-def EnvelopeStart(builder): builder.StartObject(5)
+def EnvelopeStart(builder): builder.StartObject(6)
 def EnvelopeAddCorrelationId(builder, correlationId): builder.PrependUint64Slot(0, correlationId, 0)
 def EnvelopeAddMethod(builder, method): builder.PrependUint16Slot(1, method, 0)
 def EnvelopeAddErrorMessage(builder, errorMessage): builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(errorMessage), 0)
-def EnvelopeAddPayloadType(builder, payloadType): builder.PrependUint8Slot(3, payloadType, 0)
-def EnvelopeAddPayload(builder, payload): builder.PrependUOffsetTRelativeSlot(4, flatbuffers.number_types.UOffsetTFlags.py_type(payload), 0)
+def EnvelopeAddErrorPickle(builder, errorPickle): builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(errorPickle), 0)
+def EnvelopeStartErrorPickleVector(builder, numElems): return builder.StartVector(1, numElems, 1)
+def EnvelopeAddPayloadType(builder, payloadType): builder.PrependUint8Slot(4, payloadType, 0)
+def EnvelopeAddPayload(builder, payload): builder.PrependUOffsetTRelativeSlot(5, flatbuffers.number_types.UOffsetTFlags.py_type(payload), 0)
 def EnvelopeEnd(builder): return builder.EndObject()
 
 

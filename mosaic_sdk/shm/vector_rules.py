@@ -1,0 +1,123 @@
+"""Gymnasium's vector-env rules, applied by ``ShmVectorEnv`` before anything reaches the envs.
+
+One place for what gymnasium's own vector envs refuse (and with which error type): the
+observation mode, space consistency between sub-envs, reset seeds and ``reset_mask``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium.spaces import Space
+from gymnasium.spaces.utils import is_space_dtype_shape_equiv
+from gymnasium.vector.utils import batch_differing_spaces, batch_space
+
+NAME = "ShmVectorEnv"
+
+
+def check_observation_mode(observation_mode: Any) -> None:
+    """``ValueError`` / ``TypeError`` for a mode gymnasium does not know."""
+    if isinstance(observation_mode, tuple) and len(observation_mode) == 2:
+        if not all(isinstance(s, Space) for s in observation_mode):
+            raise TypeError(
+                "Expected both elements of observation_mode to be Spaces, got "
+                f"{type(observation_mode[0])} and {type(observation_mode[1])}"
+            )
+        return
+    if observation_mode not in ("same", "different"):
+        raise ValueError(
+            "Invalid `observation_mode`, expected: 'same' or 'different' or tuple of single and "
+            f"batch observation space, actual got {observation_mode}"
+        )
+
+
+def observation_spaces(
+    observation_mode: Any, env_spaces: Sequence[Space[Any]]
+) -> tuple[Space[Any], Space[Any]]:
+    """``(single_observation_space, observation_space)`` for the mode, as gymnasium builds them."""
+    if isinstance(observation_mode, tuple):
+        batched, single = observation_mode
+        return single, batched
+    single = env_spaces[0]
+    if observation_mode == "same":
+        return single, batch_space(single, len(env_spaces))
+    return single, batch_differing_spaces(list(env_spaces))
+
+
+def check_consistency(
+    observation_mode: Any,
+    single_obs: Space[Any],
+    single_act: Space[Any],
+    obs_spaces: Sequence[Space[Any]],
+    act_spaces: Sequence[Space[Any]],
+) -> None:
+    """``RuntimeError`` when sub-envs' spaces do not fit together (gymnasium's rule)."""
+    for obs_space, act_space in zip(obs_spaces, act_spaces, strict=True):
+        if observation_mode == "same":
+            if obs_space != single_obs:
+                raise RuntimeError(
+                    f"{NAME}(..., observation_mode='same') however the sub-environments "
+                    f"observation spaces are not equivalent. single_observation_space="
+                    f"{single_obs}, sub-environment observation_space={obs_space}. If this is "
+                    "intentional, use `observation_mode='different'` instead."
+                )
+        elif not is_space_dtype_shape_equiv(obs_space, single_obs):
+            raise RuntimeError(
+                f"{NAME}(..., observation_mode='different' or custom space) however the "
+                "sub-environments observation spaces do not share a common shape and dtype, "
+                f"single_observation_space={single_obs}, sub-environment observation "
+                f"space={obs_space}"
+            )
+        if act_space != single_act:
+            raise RuntimeError(
+                "Sub-environment action space doesn't make the `single_action_space`, "
+                f"action_space={act_space}, single_action_space={single_act}"
+            )
+
+
+def reset_seeds(seed: int | Sequence[int | None] | None, num_envs: int) -> list[int | None]:
+    """One seed per env: None, ``seed + i``, or the list given (its length checked)."""
+    if seed is None:
+        return [None] * num_envs
+    if isinstance(seed, (int, np.integer)):
+        return [int(seed) + i for i in range(num_envs)]
+    seeds = list(seed)
+    if len(seeds) != num_envs:
+        raise ValueError(
+            f"If seeds are passed as a list the length must match num_envs={num_envs} but got "
+            f"length={len(seeds)}."
+        )
+    return [None if s is None else int(s) for s in seeds]
+
+
+def reset_mask(options: dict[str, Any], num_envs: int) -> np.ndarray:
+    """Pop and check ``options["reset_mask"]`` (gymnasium's error types and messages)."""
+    mask = options.pop("reset_mask")
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
+    if mask.shape != (num_envs,):
+        raise ValueError(
+            f"`options['reset_mask']` must have shape `({num_envs},)`, got {mask.shape}"
+        )
+    if mask.dtype != np.bool_:
+        raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
+    if not np.any(mask):
+        raise ValueError(
+            "`options['reset_mask']` must contain a boolean array with at least one True value, "
+            f"got reset_mask={mask}"
+        )
+    return mask
+
+
+def set_attr_values(values: Any, num_envs: int) -> list[Any]:
+    """One value per env: a list/tuple of ``num_envs`` values, or one value for all."""
+    if not isinstance(values, (list, tuple)):
+        return [values] * num_envs
+    if len(values) != num_envs:
+        raise ValueError(
+            "Values must be a list or tuple with length equal to the number of environments. "
+            f"Got `{len(values)}` values for {num_envs} environments."
+        )
+    return list(values)
