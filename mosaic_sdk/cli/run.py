@@ -113,6 +113,7 @@ def result_dict(result: Any) -> dict[str, Any]:
         "store": str(result.store_path),
         "duration_seconds": result.duration_seconds,
         "synthesised": result.synthesised,
+        "lost_rows": result.lost_rows,
     }
 
 

@@ -181,6 +181,14 @@ def _create_private(path: Path) -> None:
         raise StoreError(f"cannot create the store {path}: {exc.strerror or exc}") from None
 
 
+def _schema_version(conn: sqlite3.Connection) -> str | None:
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.OperationalError:  # no meta table: a new file
+        return None
+    return None if row is None else str(row[0])
+
+
 def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
     """Open ``path`` (creating the file, not its directory) in WAL mode with the schema."""
     path = Path(path)
@@ -193,15 +201,16 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=OFF")
-        conn.executescript(_SCHEMA)
-        have = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
-        for column, decl in _ADDED_RUN_COLUMNS.items():
-            if column not in have:
-                conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {decl}")
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
+        if _schema_version(conn) != str(SCHEMA_VERSION):  # else: nothing to write, no lock
+            conn.executescript(_SCHEMA)
+            have = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+            for column, decl in _ADDED_RUN_COLUMNS.items():
+                if column not in have:
+                    conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {decl}")
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
     except sqlite3.DatabaseError as exc:
         raise StoreError(
             f"cannot open the store {path}: {exc} (is it a mosaic store? pass another --store)"

@@ -112,12 +112,14 @@ class StoreWriter:
                 self._drop(size, None)
                 return
             try:
-                self._queue.put(batch, timeout=0.2)
+                self._queue.put(batch, timeout=0 if self.stalled_since is not None else 0.2)
                 return
             except queue.Full:
-                if self.stalled_since is not None and self._abandon():
-                    self._drop(size, self.stall_error)
-                    return
+                if self.stalled_since is not None:
+                    if self._abandon():
+                        self._drop(size, self.stall_error)
+                        return
+                    time.sleep(0.2)
 
     def close(
         self, timeout: float | None = None, abandon: Callable[[], bool] | None = None

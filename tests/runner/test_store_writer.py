@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,126 @@ def test_every_line_is_stored_parsed_or_raw(tmp_path_factory: Any, lines: list[s
     assert sorted(stored) == list(range(1, len(lines) + 1))
     for line_no, (_, raw) in stored.items():
         assert raw == lines[line_no - 1]
+
+
+def _short_busy_timeout(monkeypatch: pytest.MonkeyPatch, seconds: float = 0.2) -> list:
+    """Make every store connection give up on a lock after ``seconds`` (instead of 30 s), so a
+    lock held for a few seconds stands for one held longer than the busy timeout."""
+    from mosaic_sdk.runner import store
+
+    real = store.connect
+    made: list = []
+
+    def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
+        conn = real(path, timeout=min(timeout, seconds))
+        made.append(conn)
+        return conn
+
+    monkeypatch.setattr(store, "connect", connect)
+    return made
+
+
+def _hold_write_lock(path: Path, seconds: float) -> threading.Thread:
+    held = threading.Event()
+
+    def hold() -> None:
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        held.set()
+        time.sleep(seconds)
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    t = threading.Thread(target=hold, daemon=True)
+    t.start()
+    assert held.wait(10)
+    return t
+
+
+def test_a_lock_held_longer_than_the_busy_timeout_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _store(tmp_path / "s.sqlite")
+    _short_busy_timeout(monkeypatch)
+    reports: list[str] = []
+    holder = _hold_write_lock(path, 4)
+    writer = _write(path, [_step()] * 900, per_batch=10, max_pending=8, report=reports.append)
+    holder.join()
+    writer.close(timeout=60)
+    assert writer.lost_rows == 0, writer.error
+    assert len(_stored_lines(path)) == 900
+    assert any("database is locked" in r and "retrying" in r for r in reports), reports
+    assert any("takes writes again" in r for r in reports), reports
+
+
+def test_a_full_disk_is_retried_then_reported_as_lost_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _store(tmp_path / "s.sqlite")
+    made = _short_busy_timeout(monkeypatch)
+    reports: list[str] = []
+    writer = StoreWriter(path, RUN, give_up_after=0.5, report=reports.append)
+    conn = made[-1]
+    # SQLITE_FULL, as from a full disk: the file may not grow past its size now
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    conn.execute(f"PRAGMA max_page_count={pages}")
+    feed = LineIngest(RUN)
+    for serial in range(1, 41):
+        batch = LineBatch(serial)
+        feed.add(batch, [_step(reward=serial, pad="x" * 200).encode()] * 25)
+        writer.submit(batch)
+    time.sleep(0.5)
+    assert writer.committed_rows == 0 and writer.lost_rows == 0  # waiting, not dropped
+    assert "full" in str(writer.stall_error)
+    conn.execute("PRAGMA max_page_count=1000000")  # space again: everything goes in
+    writer.close(timeout=60)
+    assert writer.lost_rows == 0
+    assert len(_stored_lines(path)) == 1000
+
+    # a disk that stays full: the rows are counted lost at the end, never silently
+    path2 = _store(tmp_path / "s2.sqlite")
+    writer = StoreWriter(path2, RUN, give_up_after=0.5, report=reports.append)
+    made[-1].execute(f"PRAGMA max_page_count={pages}")
+    batch = LineBatch(1)
+    LineIngest(RUN).add(batch, [_step(pad="x" * 200).encode()] * 500)
+    writer.submit(batch)
+    writer.close(timeout=60)
+    assert writer.lost_rows == 500
+    assert "full" in str(writer.error)
+
+
+def test_a_stalled_store_does_not_hold_producers_once_the_run_is_abandoned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _store(tmp_path / "s.sqlite")
+    _short_busy_timeout(monkeypatch)
+    holder = _hold_write_lock(path, 8)
+    give_up = threading.Event()
+    writer = StoreWriter(
+        path,
+        RUN,
+        max_pending=2,
+        max_backlog_rows=10,
+        abandon=give_up.is_set,
+        report=lambda _: None,
+    )
+    done = threading.Event()
+
+    def produce() -> None:
+        feed = LineIngest(RUN)
+        for serial in range(1, 51):
+            batch = LineBatch(serial)
+            feed.add(batch, [_step().encode()] * 5)
+            writer.submit(batch)
+        done.set()
+
+    threading.Thread(target=produce, daemon=True).start()
+    assert not done.wait(1.5)  # backlog and queue full: the producer waits (nothing dropped)
+    assert writer.lost_rows == 0
+    give_up.set()  # e.g. Ctrl-C: the producer is let go, what it hands over is counted lost
+    assert done.wait(10)
+    started = time.monotonic()
+    writer.close(abandon=lambda: True)
+    assert time.monotonic() - started < 5
+    assert writer.lost_rows == 250
+    holder.join()
