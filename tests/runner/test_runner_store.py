@@ -212,3 +212,90 @@ def test_a_readonly_store_connection_writes_nothing(
         other = store_path.with_name("other.sqlite")
         other.write_bytes(b"not a database at all" * 100)
         RunStore(other, readonly=True)
+
+
+@pytest.fixture
+def echo_worker(fixture_workers: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MOSAIC_PLUGINS", os.environ["MOSAIC_PLUGINS"] + ",echo=store_workers:Echo")
+    return "echo"
+
+
+def _lines_file(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "lines.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="ascii")
+    return path
+
+
+def test_a_run_of_hostile_values_stores_every_line_and_completes(
+    echo_worker: str, tmp_path: Path, store_path: Path
+) -> None:
+    huge = "1" + "0" * 400
+    block = [
+        '{"type": "step", "episode_index": "\\ud800", "step_index": 1, "reward": 1.0}',
+        f'{{"type": "step", "episode_index": 0, "step_index": 2, "reward": {huge}}}',
+        f'{{"type": "episode", "episode_index": 0, "total_reward": {huge}, "steps": 2}}',
+        '{"type": "lifecycle", "event": "\\udcff", "payload": {}}',
+        '{"type": "step", "episode_index": 0, "step_index": 3, "reward": 0.5}',
+    ]
+    done = '{"type": "lifecycle", "event": "run_completed", "payload": {}}'
+    lines = [*block * 4000, done]  # 20,001 lines: far more than the writer's queue holds
+    result = run_worker(
+        echo_worker, {"lines_file": str(_lines_file(tmp_path, lines))}, store=store_path
+    )
+    assert result.status == "completed", result.error
+    assert result.lost_rows == 0
+    c = result.counts
+    assert c["steps"] + c["episodes"] + c["events"] + c["log_lines"] == len(lines)
+    conn = sqlite3.connect(store_path)
+    try:
+        raws = conn.execute(
+            "SELECT raw FROM steps UNION ALL SELECT raw FROM episodes"
+            " UNION ALL SELECT raw FROM events UNION ALL SELECT text FROM log_lines"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert sorted(r for (r,) in raws) == sorted(lines)
+
+
+def test_a_store_that_fails_makes_a_failed_run_with_the_count_everywhere(
+    echo_worker: str,
+    tmp_path: Path,
+    store_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mosaic_sdk.cli import main
+    from mosaic_sdk.runner import writer
+
+    class Broken(BaseException):
+        pass
+
+    calls = {"n": 0}
+    real = writer.insert_batch
+
+    def insert(conn, run_id, batch):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 3:  # the writer thread ends here, whatever it was
+            raise Broken("the writer thread ends")
+        return real(conn, run_id, batch)
+
+    monkeypatch.setattr(writer, "insert_batch", insert)
+    step = '{"type": "step", "episode_index": 0, "step_index": 1, "reward": 1.0}'
+    done = '{"type": "lifecycle", "event": "run_completed", "payload": {}}'
+    lines = _lines_file(tmp_path, [step] * 20000 + [done])
+    code = main(
+        ["run", echo_worker, "--set", f"lines_file={lines}", "--store", str(store_path), "--json"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 1
+    shown = json.loads(out)
+    assert shown["status"] == "failed"
+    lost = shown["lost_rows"]
+    assert lost > 0
+    assert f"{lost} rows lost" in shown["error"]
+    assert "store writer" in err and "stopped" in err  # noticed while the run went on
+    with RunStore(store_path, readonly=True) as store:
+        run = store.get_run(shown["run_id"])
+    assert run["status"] == "failed" and run["lost_rows"] == lost
+    stored = run["counts"]["steps"] + run["counts"]["events"]
+    assert stored + lost == 20001
