@@ -34,7 +34,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--run-id", help="use this run id instead of a new ULID")
     p.add_argument("--store", metavar="PATH", help="SQLite store file (default: under MOSAIC_HOME)")
-    p.add_argument("--runs-dir", metavar="DIR", help="parent of run directories")
+    p.add_argument(
+        "--runs-dir",
+        metavar="DIR",
+        help="parent of run directories (default: beside the store, e.g. runs/ for runs.sqlite)",
+    )
     p.add_argument(
         "--grace",
         type=float,
