@@ -1,14 +1,16 @@
-"""From worker output to store rows: classify each line, batch the rows, write them on a thread.
+"""From worker output to store rows: classify each line and batch the rows.
 
 :class:`LineIngest` turns stdout lines into rows of a :class:`LineBatch` (one
-:func:`~mosaic_sdk.telemetry.reader.classify_line` per line, no other parsing);
-:class:`StoreWriter` is a thread with its own SQLite connection that commits one batch per
-transaction (``executemany`` per table, and the run's counters in the same transaction). The
-supervisor decides when a batch is handed over: at ``batch_lines`` lines, ``flush_interval``
-after its first line, at once for a lifecycle line, and at the end.
+:func:`~mosaic_sdk.telemetry.reader.classify_line` per line, no other parsing; a line that
+cannot be read is kept as an ``invalid`` log line, never raised); :class:`StderrIngest` does
+the same for stderr lines. :class:`~mosaic_sdk.runner.writer.StoreWriter` (re-exported here)
+commits the batches on its own thread. The supervisor decides when a batch is handed over: at
+``batch_lines`` lines, ``flush_interval`` after its first line, at once for a lifecycle line,
+and at the end.
 
-The queue between the two is bounded: when the disk is slower than the worker, the reader
-stops reading, the pipe fills and the worker waits in ``write()``. Nothing is dropped.
+The queue between them is bounded: when the disk is slower than the worker, the reader
+stops reading, the pipe fills and the worker waits in ``write()``. Nothing is dropped; what
+the store cannot take in the end is counted (``StoreWriter.lost_rows``).
 """
 
 from __future__ import annotations
