@@ -217,11 +217,68 @@ def insert_batch(conn: Any, run_id: str, batch: LineBatch) -> None:
     )
 
 
+def insert_each(conn: Any, run_id: str, batch: LineBatch) -> tuple[int, int, Exception | None]:
+    """:func:`insert_batch`, one row at a time, for a batch whose rows bind but which a table
+    refused (a duplicate key...): a refused row becomes an ``unstored`` log line, and only a
+    row refused that way too is lost. Returns (rows degraded, rows lost, the last error).
+    ``sqlite3.OperationalError`` (locked, full) is raised: the caller retries the batch."""
+    import sqlite3
+
+    stored = {"steps": 0, "episodes": 0, "events": 0, "stdout": 0, "stderr": 0}
+    degraded = lost = 0
+    last: Exception | None = None
+    for rows, sql, key, raw_at in (
+        (batch.steps, store_sql.INSERT_STEP, "steps", 9),
+        (batch.episodes, store_sql.INSERT_EPISODE, "episodes", 9),
+        (batch.events, store_sql.INSERT_EVENT, "events", 7),
+        (batch.logs, store_sql.INSERT_LOG, "logs", 6),
+    ):
+        for row in rows:
+            try:
+                conn.execute(sql, row)
+                stored[row[1] if key == "logs" else key] += 1
+                continue
+            except sqlite3.OperationalError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - this row only
+                last = exc
+            if key != "logs":
+                try:
+                    conn.execute(
+                        store_sql.INSERT_LOG,
+                        _unstored(row[0], row[1], key.rstrip("s"), row[raw_at], last),
+                    )
+                    stored["stdout"] += 1
+                    degraded += 1
+                    continue
+                except sqlite3.OperationalError:
+                    raise
+                except Exception as exc:  # noqa: BLE001
+                    last = exc
+            lost += 1
+    conn.execute(
+        store_sql.UPDATE_COUNTS,
+        (
+            batch.lines,
+            stored["steps"],
+            stored["episodes"],
+            stored["events"],
+            stored["stdout"] + stored["stderr"],
+            batch.invalid,
+            stored["stderr"],
+            batch.last_return,
+            run_id,
+        ),
+    )
+    return degraded, lost, last
+
+
 __all__ = [
     "UNSTORED",
     "LineBatch",
     "finite_float",
     "insert_batch",
+    "insert_each",
     "insert_rows",
     "number",
     "storable",

@@ -23,9 +23,10 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mosaic_sdk.runner import store as store_sql
-from mosaic_sdk.runner.rows import LineBatch, insert_batch, storable
+from mosaic_sdk.runner.rows import LineBatch, insert_batch, insert_each, storable
 
 #: A stall is reported once it lasts this long (seconds), then every REPORT_EVERY seconds.
 REPORT_FIRST = 2.0
@@ -215,26 +216,36 @@ class StoreWriter:
                 return
 
     def _commit(self, batch: LineBatch) -> None:
+        lost = 0
         try:
             self._transaction(batch)
         except sqlite3.OperationalError:
             raise
         except Exception:  # noqa: BLE001 - a value SQLite cannot bind: store rows that bind
             safe, degraded = storable(batch)
-            self._transaction(safe)
+            try:
+                self._transaction(safe)
+            except sqlite3.OperationalError:
+                raise
+            except Exception:  # noqa: BLE001 - a row its table refuses: one row at a time
+                more, lost, exc = self._transaction(safe, insert_each)
+                degraded += more
+                if lost:
+                    self._drop(lost, exc)
             self.degraded_rows += degraded
         with self._lock:
             self.transactions += 1
-            self.committed_rows += len(batch)
+            self.committed_rows += len(batch) - lost  # the lost ones are in _dropped
         if batch.serial:
             self.committed_serial = batch.serial
 
-    def _transaction(self, batch: LineBatch) -> None:
+    def _transaction(self, batch: LineBatch, insert: Callable[..., Any] | None = None) -> Any:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            insert_batch(conn, self.run_id, batch)
+            result = (insert or insert_batch)(conn, self.run_id, batch)
             conn.execute("COMMIT")
+            return result
         except BaseException:
             if conn.in_transaction:
                 try:

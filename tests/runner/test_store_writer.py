@@ -312,3 +312,34 @@ def test_a_stalled_store_does_not_hold_producers_once_the_run_is_abandoned(
     assert time.monotonic() - started < 5
     assert writer.lost_rows == 250
     holder.join()
+
+
+def test_a_row_its_table_refuses_is_kept_raw_and_the_rest_of_its_batch_stored(
+    tmp_path: Path,
+) -> None:
+    path = _store(tmp_path / "s.sqlite")
+    writer = StoreWriter(path, RUN)
+    first = LineBatch(1)
+    LineIngest(RUN).add(first, [_step(step_index=1).encode()])
+    writer.submit(first)
+    # a second ingest numbers its lines from 1 again: line 1 collides with the stored step
+    second = LineBatch(2)
+    lines = [_step(step_index=7), _step(step_index=8), "plain text"]
+    LineIngest(RUN).add(second, [line.encode() for line in lines])
+    writer.submit(second)
+    writer.close(timeout=30)
+    assert writer.lost_rows == 0, writer.error
+    assert writer.degraded_rows == 1
+    conn = sqlite3.connect(path)
+    try:
+        steps = conn.execute("SELECT line_no, step_index FROM steps ORDER BY line_no").fetchall()
+        logs = conn.execute(
+            "SELECT line_no, kind, error, text FROM log_lines ORDER BY line_no, kind"
+        ).fetchall()
+        (counted_steps, counted_logs) = conn.execute("SELECT steps, log_lines FROM runs").fetchone()
+    finally:
+        conn.close()
+    assert steps == [(1, 1), (2, 8)]
+    assert [(n, kind) for n, kind, _, _ in logs] == [(1, "unstored"), (3, "log")]
+    assert "UNIQUE" in logs[0][2] and logs[0][3] == lines[0]
+    assert (counted_steps, counted_logs) == (2, 2)
