@@ -35,7 +35,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--run-id", help="use this run id instead of a new ULID")
     p.add_argument("--store", metavar="PATH", help="SQLite store file (default: under MOSAIC_HOME)")
-    p.add_argument("--runs-dir", metavar="DIR", help="parent of run directories")
+    p.add_argument(
+        "--runs-dir",
+        metavar="DIR",
+        help="parent of run directories (default: beside the store, e.g. runs/ for runs.sqlite)",
+    )
     p.add_argument(
         "--grace",
         type=float,
@@ -132,6 +136,7 @@ def result_dict(result: Any) -> dict[str, Any]:
         "duration_seconds": result.duration_seconds,
         "synthesised": result.synthesised,
         "warnings": list(getattr(result, "warnings", [])),
+        "lost_rows": result.lost_rows,
     }
 
 

@@ -54,7 +54,7 @@ def _open(args: argparse.Namespace) -> Any:
         where = f"--store {path}" if explicit else f"the default store {path}"
         raise UsageError(f"no runs yet: {where} does not exist (start one with `mosaic run NAME`)")
     try:
-        return RunStore(path)
+        return RunStore(path, readonly=True)  # reading needs no write access to the store
     except StoreError as exc:
         raise UsageError(str(exc)) from None
 

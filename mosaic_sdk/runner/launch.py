@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from mosaic_sdk.contract import LaunchCommand, WorkerConfig, check_run_id, unwrap_job_descriptor
 from mosaic_sdk.plugins import WorkerHandle
+from mosaic_sdk.runner import private
 from mosaic_sdk.runner.ids import new_run_id
 from mosaic_sdk.runner.paths import default_runs_dir
 
@@ -46,12 +48,15 @@ def prepare_run(
     run_id: str | None = None,
     runs_dir: Path | None = None,
     extra_env: Mapping[str, str] | None = None,
+    exclusive: bool = False,
 ) -> PreparedRun:
     """Validate the config, write it with its ``run_id`` into the run directory, and ask the
     worker for its launch command.
 
     The run id is ``run_id`` if given (it overrides one in the config), else the config's,
-    else a new ULID. Raises ``ConfigError`` (a bad config or run id) with readable lines.
+    else a new ULID. Raises ``ConfigError`` (a bad config or run id) with readable lines. The
+    run directory and ``config.json`` are readable by their owner only; ``exclusive``: a run
+    directory that exists already is refused (``FileExistsError``) instead of reused.
     """
     data = unwrap_job_descriptor(config_data or {})
     if run_id is not None:
@@ -65,11 +70,24 @@ def prepare_run(
         data["run_id"] = new_run_id()
     model = handle.config_model()
     config = model.from_dict(data)
-    run_dir = (runs_dir or default_runs_dir()) / config.run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = (runs_dir or default_runs_dir()).absolute() / config.run_id
+    try:
+        private.make_dir(run_dir, exclusive=exclusive)
+    except FileExistsError:
+        raise FileExistsError(
+            f"the run directory {run_dir} exists already (a run {config.run_id} of another "
+            "store?); pick another --run-id, or another --runs-dir"
+        ) from None
     config_path = run_dir / "config.json"
-    config_path.write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n")
-    command = handle.launch_command(config_path, config, run_dir)
+    try:
+        private.write_text(
+            config_path, json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n"
+        )
+        command = handle.launch_command(config_path, config, run_dir)
+    except BaseException:
+        if exclusive:  # the directory is this call's own: leave no half-made run behind
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     env = dict(os.environ)
     env.update(extra_env or {})
     env.update(command.env)

@@ -12,11 +12,15 @@ Rules (checked in this order):
 4. anything else (a crash, a kill, exit 0 without a terminal event, ``run_completed`` with a
    non-zero exit code): ``failed``, with a synthesised ``run_failed`` that carries the exit
    code and the tail of stderr.
+
+Whatever the worker did, a run whose rows the store could not all take is ``failed``, with
+the count of rows lost in its ``error`` (:func:`record_end`): its record is incomplete.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +47,10 @@ class RunResult:
     duration_seconds: float = 0.0
     synthesised: list[str] = field(default_factory=list)
     store_error: str | None = None
+    #: Rows the store could not take (a run with lost rows is ``failed``).
+    lost_rows: int = 0
+    #: Lines stored as raw log lines (``kind = 'unstored'``) because their table refused them.
+    degraded_rows: int = 0
     #: Transactions the store writer committed for this run (one per batch).
     transactions: int = 0
     #: Env steps: the step lines, or the episodes' step counts when step lines are throttled.
@@ -166,4 +174,50 @@ def decide(
     return Outcome("failed", error, event)
 
 
-__all__ = ["EXIT_CODES", "Outcome", "RunResult", "decide", "describe_exit", "lifecycle_event"]
+def store_failure(lost_rows: int, error: BaseException | None) -> str | None:
+    """What to add to a run's error when rows were lost, or None when nothing was."""
+    if lost_rows <= 0:
+        return None
+    why = f"{type(error).__name__}: {error}" if error is not None else "the writer stopped"
+    return f"storing the run failed ({why}); {lost_rows} rows lost"
+
+
+def record_end(
+    store: Any,
+    run_id: str,
+    outcome: Outcome,
+    exit_code: int | None,
+    lost_rows: int,
+    store_error: BaseException | None,
+) -> tuple[str, str | None, dict[str, int]]:
+    """Write the final status of a run into ``store`` (a RunStore); returns the status, the
+    error and the stored counts. Lost rows make it ``failed``; a final status the store does
+    not take (still locked, disk full) is reported on stderr and in the error, never raised."""
+    status, error = outcome.status, outcome.error
+    failure = store_failure(lost_rows, store_error)
+    if failure is not None:
+        status, error = "failed", (error + "; " if error else "") + failure
+    counts: dict[str, int] = {}
+    try:
+        store.finish_run(run_id, status, exit_code, error, lost_rows=lost_rows)
+        counts = store.get_run(run_id)["counts"]
+    except Exception as exc:  # noqa: BLE001 - sqlite3.Error or StoreError: say it, go on
+        note = f"the final status could not be stored ({type(exc).__name__}: {exc})"
+        status, error = "failed", (error + "; " if error else "") + note
+        print(f"mosaic: warning: run {run_id}: {note}", file=sys.stderr, flush=True)
+    for key in ("steps", "episodes", "events", "log_lines", "invalid_lines", "stderr_lines"):
+        counts.setdefault(key, 0)
+    counts.setdefault("lines", 0)
+    return status, error, counts
+
+
+__all__ = [
+    "EXIT_CODES",
+    "Outcome",
+    "RunResult",
+    "decide",
+    "describe_exit",
+    "lifecycle_event",
+    "record_end",
+    "store_failure",
+]

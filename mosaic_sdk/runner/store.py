@@ -1,27 +1,7 @@
-"""The SQLite store of runs: one file holds every run, its lifecycle events, steps, episodes and
-log lines.
+"""The SQLite store of runs: :class:`RunStore`, the queries behind ``mosaic runs``.
 
-Layout (``SCHEMA_VERSION`` 1):
-
-- ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
-  ``cancelled``), exit code, times, the runner's pid and host, run directory, config, and the
-  running counts (``steps``, ``episodes``, ``events``, ``log_lines``...) that the writer updates
-  in the same transaction as the rows it adds, so a reader never sees them disagree.
-- ``events``: lifecycle lines (``run_started``, ``heartbeat``, ``run_completed``...), with
-  ``synthesised = 1`` for the ones the runner wrote itself (a ``run_failed`` for a worker that
-  died silently, a ``run_cancelled`` after Ctrl-C).
-- ``steps`` and ``episodes``: the fields a dashboard queries, in columns, plus ``raw``: the line
-  exactly as the worker wrote it (full fidelity: observations, actions, metadata).
-- ``log_lines``: everything that is not telemetry: library output on stdout (``kind = 'log'``),
-  broken telemetry (``kind = 'invalid'``, with the reason in ``error``), and every stderr line
-  (``stream = 'stderr'``). ``partial = 1`` marks a last line that ended without a newline.
-
-Every table but ``runs`` is keyed by ``(run_id, [stream,] line_no)`` (``WITHOUT ROWID``: the key
-is the table's own B-tree, so rows of one run sit together and appending costs one tree).
-``line_no`` is the 1-based position of the line in the worker's stdout (stderr has its own
-numbering), so a run's stream can be rebuilt in order across the tables.
-
-The file is in WAL mode: readers (``mosaic runs show``, a dashboard) never block the writer.
+The file's layout and how it is opened are in :mod:`mosaic_sdk.runner.schema` (re-exported
+here: ``connect``, the ``INSERT_*`` statements, :class:`StoreError`...).
 """
 
 from __future__ import annotations
@@ -35,161 +15,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
-STATUSES = ("running", "completed", "failed", "cancelled")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    worker TEXT NOT NULL,
-    status TEXT NOT NULL,
-    exit_code INTEGER,
-    error TEXT,
-    started_at REAL NOT NULL,
-    ended_at REAL,
-    runner_pid INTEGER,
-    runner_host TEXT,
-    worker_pid INTEGER,
-    run_dir TEXT,
-    stderr_path TEXT,
-    config_json TEXT,
-    argv_json TEXT,
-    lines INTEGER NOT NULL DEFAULT 0,
-    steps INTEGER NOT NULL DEFAULT 0,
-    episodes INTEGER NOT NULL DEFAULT 0,
-    events INTEGER NOT NULL DEFAULT 0,
-    log_lines INTEGER NOT NULL DEFAULT 0,
-    invalid_lines INTEGER NOT NULL DEFAULT 0,
-    stderr_lines INTEGER NOT NULL DEFAULT 0,
-    last_episode_return REAL
-);
-CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
-CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL,
-    line_no INTEGER NOT NULL,
-    seq INTEGER,
-    event TEXT NOT NULL,
-    ts_unix_ns INTEGER,
-    synthesised INTEGER NOT NULL DEFAULT 0,
-    payload_json TEXT,
-    raw TEXT NOT NULL,
-    PRIMARY KEY (run_id, line_no)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS steps (
-    run_id TEXT NOT NULL,
-    line_no INTEGER NOT NULL,
-    seq INTEGER,
-    episode_index INTEGER,
-    step_index INTEGER,
-    reward REAL,
-    terminated INTEGER,
-    truncated INTEGER,
-    ts_unix_ns INTEGER,
-    raw TEXT NOT NULL,
-    PRIMARY KEY (run_id, line_no)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS episodes (
-    run_id TEXT NOT NULL,
-    line_no INTEGER NOT NULL,
-    seq INTEGER,
-    episode_index INTEGER,
-    total_reward REAL,
-    steps INTEGER,
-    terminated INTEGER,
-    truncated INTEGER,
-    ts_unix_ns INTEGER,
-    raw TEXT NOT NULL,
-    PRIMARY KEY (run_id, line_no)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS log_lines (
-    run_id TEXT NOT NULL,
-    stream TEXT NOT NULL,
-    line_no INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    partial INTEGER NOT NULL DEFAULT 0,
-    error TEXT,
-    text TEXT NOT NULL,
-    PRIMARY KEY (run_id, stream, line_no)
-) WITHOUT ROWID;
-"""
-
-INSERT_STEP = (
-    "INSERT INTO steps (run_id, line_no, seq, episode_index, step_index, reward, terminated,"
-    " truncated, ts_unix_ns, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+from mosaic_sdk.runner.schema import (
+    INSERT_EPISODE,
+    INSERT_EVENT,
+    INSERT_LOG,
+    INSERT_STEP,
+    SCHEMA_VERSION,
+    STATUSES,
+    UPDATE_COUNTS,
+    StoreError,
+    UnknownRunError,
+    connect,
+    connect_readonly,
 )
-INSERT_EPISODE = (
-    "INSERT INTO episodes (run_id, line_no, seq, episode_index, total_reward, steps, terminated,"
-    " truncated, ts_unix_ns, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-INSERT_EVENT = (
-    "INSERT INTO events (run_id, line_no, seq, event, ts_unix_ns, synthesised, payload_json,"
-    " raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-INSERT_LOG = (
-    "INSERT INTO log_lines (run_id, stream, line_no, kind, partial, error, text)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-UPDATE_COUNTS = (
-    "UPDATE runs SET lines = lines + ?, steps = steps + ?, episodes = episodes + ?,"
-    " events = events + ?, log_lines = log_lines + ?, invalid_lines = invalid_lines + ?,"
-    " stderr_lines = stderr_lines + ?,"
-    " last_episode_return = coalesce(?, last_episode_return) WHERE run_id = ?"
-)
-
-
-class StoreError(Exception):
-    """The store cannot be opened or does not hold what was asked for (one-line message)."""
-
-
-class UnknownRunError(StoreError):
-    """No run with that id (or id prefix) is in the store."""
-
-
-def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
-    """Open ``path`` (creating the file, not its directory) in WAL mode with the schema."""
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise StoreError(
-            f"the store's directory {path.parent} does not exist; create it "
-            "(mkdir -p) or pass another --store"
-        )
-    if path.is_dir():
-        raise StoreError(
-            f"the store path {path} is a directory; pass a file name, e.g. runs.sqlite"
-        )
-    try:
-        conn = sqlite3.connect(
-            str(path), timeout=timeout, isolation_level=None, check_same_thread=False
-        )
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=OFF")
-        conn.executescript(_SCHEMA)
-        conn.execute(
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(
-            f"cannot open the store {path}: {exc} (is it a mosaic store? pass another --store)"
-        ) from None
-    return conn
+from mosaic_sdk.shm.processes import process_alive, process_start_ticks
 
 
 def _row_dict(cursor: sqlite3.Cursor, row: Sequence[Any]) -> dict[str, Any]:
     return {col[0]: value for col, value in zip(cursor.description, row, strict=True)}
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists on this machine."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class RunStore:
@@ -199,9 +42,10 @@ class RunStore:
     connection of its own; this class is for creating and finishing run rows and for reading.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, readonly: bool = False) -> None:
         self.path = Path(path)
-        self.conn = connect(self.path)
+        self.readonly = readonly
+        self.conn = connect_readonly(self.path) if readonly else connect(self.path)
         self.conn.row_factory = _row_dict
 
     def close(self) -> None:
@@ -224,18 +68,21 @@ class RunStore:
         argv: Sequence[str] | None = None,
         stderr_path: Path | None = None,
     ) -> None:
-        """Add a run with status ``running``; refuses an id the store already holds."""
+        """Add a run with status ``running``; refuses an id the store already holds.
+
+        One ``INSERT``: of two runners that pick one id, exactly one gets it."""
         try:
             self.conn.execute(
                 "INSERT INTO runs (run_id, worker, status, started_at, runner_pid, runner_host,"
-                " run_dir, stderr_path, config_json, argv_json)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                " runner_start_ticks, run_dir, stderr_path, config_json, argv_json)"
+                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     worker,
                     time.time(),
                     os.getpid(),
                     socket.gethostname(),
+                    process_start_ticks(os.getpid()) or None,
                     None if run_dir is None else str(run_dir),
                     None if stderr_path is None else str(stderr_path),
                     None if config is None else json.dumps(config, sort_keys=True),
@@ -248,18 +95,41 @@ class RunStore:
                 "(or leave it out to get a new one)"
             ) from None
 
+    def set_launch(
+        self, run_id: str, config: dict[str, Any], argv: Sequence[str], stderr_path: Path
+    ) -> None:
+        """Record how the run is launched (known once its id is claimed and the config written)."""
+        self.conn.execute(
+            "UPDATE runs SET config_json = ?, argv_json = ?, stderr_path = ? WHERE run_id = ?",
+            (json.dumps(config, sort_keys=True), json.dumps(list(argv)), str(stderr_path), run_id),
+        )
+
+    def mark_started(self, run_id: str) -> None:
+        self.conn.execute("UPDATE runs SET started_at = ? WHERE run_id = ?", (time.time(), run_id))
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove a run that never started (its launch could not be prepared)."""
+        for table in ("events", "steps", "episodes", "log_lines", "runs"):
+            self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+
     def set_worker_pid(self, run_id: str, pid: int) -> None:
         self.conn.execute("UPDATE runs SET worker_pid = ? WHERE run_id = ?", (pid, run_id))
 
     def finish_run(
-        self, run_id: str, status: str, exit_code: int | None, error: str | None = None
+        self,
+        run_id: str,
+        status: str,
+        exit_code: int | None,
+        error: str | None = None,
+        lost_rows: int = 0,
     ) -> None:
-        """Record the final status of a run."""
+        """Record the final status of a run (and how many of its rows could not be stored)."""
         if status not in STATUSES:
             raise ValueError(f"unknown run status {status!r}")
         self.conn.execute(
-            "UPDATE runs SET status = ?, exit_code = ?, error = ?, ended_at = ? WHERE run_id = ?",
-            (status, exit_code, error, time.time(), run_id),
+            "UPDATE runs SET status = ?, exit_code = ?, error = ?, ended_at = ?, lost_rows = ?"
+            " WHERE run_id = ?",
+            (status, exit_code, error, time.time(), lost_rows, run_id),
         )
 
     # -- reading ----------------------------------------------------------------------------
@@ -327,10 +197,12 @@ class RunStore:
         out["config"] = json.loads(row["config_json"]) if row["config_json"] else None
         out["argv"] = json.loads(row["argv_json"]) if row["argv_json"] else None
         del out["config_json"], out["argv_json"]
+        out.setdefault("lost_rows", 0)  # a version-1 store opened read-only
+        ticks = out.pop("runner_start_ticks", None)
         alive: bool | None = None
         if row["status"] == "running" and row["runner_pid"]:
             if row["runner_host"] == socket.gethostname():
-                alive = pid_alive(int(row["runner_pid"]))
+                alive = process_alive(int(row["runner_pid"]), int(ticks or 0))
         out["runner_alive"] = alive
         end = row["ended_at"] if row["ended_at"] is not None else time.time()
         out["duration_seconds"] = round(max(0.0, end - row["started_at"]), 3)
@@ -372,11 +244,16 @@ class RunStore:
 
 
 __all__ = [
+    "INSERT_EPISODE",
+    "INSERT_EVENT",
+    "INSERT_LOG",
+    "INSERT_STEP",
+    "UPDATE_COUNTS",
     "SCHEMA_VERSION",
     "STATUSES",
     "RunStore",
     "StoreError",
     "UnknownRunError",
     "connect",
-    "pid_alive",
+    "connect_readonly",
 ]

@@ -26,16 +26,17 @@ from typing import Any
 from mosaic_sdk.contract import ConfigError, check_run_id, unwrap_job_descriptor
 from mosaic_sdk.hookspecs import PROTOCOL_VERSION
 from mosaic_sdk.plugins import PluginError, WorkerHandle, discover_workers
+from mosaic_sdk.runner import private
 from mosaic_sdk.runner.ids import new_run_id
 from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StderrIngest, StoreWriter
 from mosaic_sdk.runner.launch import prepare_run
 from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
-from mosaic_sdk.runner.outcome import RunResult, decide
-from mosaic_sdk.runner.paths import default_runs_dir, default_store_path
+from mosaic_sdk.runner.outcome import RunResult, decide, record_end
+from mosaic_sdk.runner.paths import default_store_path, runs_dir_for
 from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.process import WorkerProcess
-from mosaic_sdk.runner.store import RunStore, StoreError
+from mosaic_sdk.runner.store import RunStore
 
 #: Wait this long for EOF on stdout after the worker exited and its group was reaped (a
 #: process outside the group may still hold the pipe open).
@@ -99,6 +100,7 @@ class RunSupervisor:
         self._kill_now = False
         self._serial = 0  # serial of the batch being filled (1, 2, ...)
         self._hooks_due: list[tuple[int, list[dict[str, Any]]]] = []  # (batch serial, events)
+        self._writer_gone = False
 
         data = unwrap_job_descriptor(config or {})
         rid = run_id if run_id is not None else data.get("run_id") or new_run_id()
@@ -108,27 +110,31 @@ class RunSupervisor:
             raise ConfigError([str(exc)]) from None
         if store is None:
             store = default_store_path()
-            store.parent.mkdir(parents=True, exist_ok=True)
+            private.make_dir(store.parent)
         self.store_path = Path(store)
         self.store = RunStore(self.store_path)
+        # Claim the id first (one INSERT: of two runners with one id, one gets it), then make
+        # the run directory, beside the store unless runs_dir says otherwise.
+        runs_root = (runs_dir or runs_dir_for(self.store_path)).absolute()
         try:
-            if self.store.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (rid,)).fetchone():
-                raise StoreError(
-                    f"run id {rid!r} is already in the store {self.store_path}; pick another "
-                    "--run-id (or leave it out to get a new one)"
-                )
-            self.prepared = prepare_run(
-                handle,
-                data,
-                run_id=rid,
-                runs_dir=runs_dir or default_runs_dir(),
-                extra_env=extra_env,
-            )
+            self.store.create_run(rid, handle.name, run_dir=runs_root / rid)
         except BaseException:
             self.store.close()
             raise
+        try:
+            self.prepared = prepare_run(
+                handle, data, run_id=rid, runs_dir=runs_root, extra_env=extra_env, exclusive=True
+            )
+            self.stderr_path = self.prepared.run_dir / "stderr.log"
+            private.create_file(self.stderr_path)
+            self.store.set_launch(
+                rid, self.prepared.config.to_dict(), self.prepared.argv, self.stderr_path
+            )
+        except BaseException:
+            self.store.delete_run(rid)
+            self.store.close()
+            raise
         self.run_id = self.prepared.run_id
-        self.stderr_path = self.prepared.run_dir / "stderr.log"
 
     # -- control ----------------------------------------------------------------------------
     def cancel(self, reason: str = "cancelled") -> None:
@@ -166,15 +172,10 @@ class RunSupervisor:
         """Start the worker, supervise it to the end, and return the result."""
         prepared = self.prepared
         started = time.monotonic()
-        self.store.create_run(
-            self.run_id,
-            self.handle.name,
-            run_dir=prepared.run_dir,
-            config=prepared.config.to_dict(),
-            argv=prepared.argv,
-            stderr_path=self.stderr_path,
+        self.store.mark_started(self.run_id)
+        writer = StoreWriter(
+            self.store_path, self.run_id, abandon=lambda: self._cancel_reason is not None
         )
-        writer = StoreWriter(self.store_path, self.run_id)
         ingest = LineIngest(self.run_id)
         stderr_ingest = StderrIngest(self.run_id, writer)
         restore = self._install_signal_handlers()
@@ -225,18 +226,14 @@ class RunSupervisor:
                 ingest.add_synthesised(final, outcome.synthesised)
             self._report_warnings(warnings, stderr_ingest, final)
             writer.submit(final)
-            writer.close()
+            writer.close(abandon=lambda: self._kill_now)
             self._run_due_hooks(writer, final=True)
             if outcome.synthesised is not None:
                 self._telemetry_hook(outcome.synthesised)
-            error, status = outcome.error, outcome.status
-            if writer.error is not None:  # e.g. disk full: the record of the run is incomplete
-                status = "failed"
-                error = (
-                    error + "; " if error else ""
-                ) + f"storing the run failed ({writer.error}); {writer.lost_rows} rows lost"
-            self.store.finish_run(self.run_id, status, exit_code, error)
-            run = self.store.get_run(self.run_id)
+            # rows the store could not take make the record incomplete: a failed run
+            status, error, counts = record_end(
+                self.store, self.run_id, outcome, exit_code, writer.lost_rows, writer.error
+            )
             self.display.finish(self._snapshot(ingest, started, status))
             return RunResult(
                 run_id=self.run_id,
@@ -245,11 +242,13 @@ class RunSupervisor:
                 exit_code=exit_code,
                 run_dir=prepared.run_dir,
                 store_path=self.store_path,
-                counts=run["counts"],
+                counts=counts,
                 error=error,
                 duration_seconds=round(time.monotonic() - started, 3),
                 synthesised=[outcome.synthesised["event"]] if outcome.synthesised else [],
                 store_error=None if writer.error is None else str(writer.error),
+                lost_rows=writer.lost_rows,
+                degraded_rows=writer.degraded_rows,
                 transactions=writer.transactions,
                 env_steps=ingest.env_steps,
                 warnings=warnings,
@@ -379,6 +378,14 @@ class RunSupervisor:
             proc.watch_descendants()
             self._run_due_hooks(writer)
             self.display.update(self._snapshot(ingest, started))
+            if not writer.alive and not self._writer_gone:  # rows are counted lost from here
+                self._writer_gone = True
+                print(
+                    f"mosaic: warning: the store writer of run {self.run_id} stopped "
+                    f"({writer.error}); the rest of the run is not stored and it will fail",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
             code = proc.poll()
             if code is None:

@@ -341,23 +341,31 @@ def test_default_store_is_under_mosaic_home(fixture_workers: Path) -> None:
 def test_a_store_write_error_fails_the_run_and_says_so(
     fixture_workers: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mosaic_sdk.runner import ingest
+    from mosaic_sdk.runner import writer
 
-    real_insert = ingest.StoreWriter._insert
+    real_insert = writer.insert_batch
 
-    def failing_insert(self, conn, batch, sanitise):  # type: ignore[no-untyped-def]
+    def failing_insert(conn, run_id, batch):  # type: ignore[no-untyped-def]
         if batch.steps:
             raise sqlite3.OperationalError("database or disk is full")
-        return real_insert(self, conn, batch, sanitise)
+        return real_insert(conn, run_id, batch)
 
-    monkeypatch.setattr(ingest.StoreWriter, "_insert", failing_insert)
+    monkeypatch.setattr(writer, "insert_batch", failing_insert)
+    monkeypatch.setattr(writer, "GIVE_UP_AFTER", 0.5)  # the disk stays full: give up soon
     result = run_worker("fixture", {"lines": 20}, store=store_path)
     assert result.status == "failed"
     assert result.runner_exit_code == 1
-    assert "storing the run failed (database or disk is full)" in (result.error or "")
+    assert result.lost_rows >= 20  # the 20 step rows (and what was queued behind them)
+    assert (
+        f"storing the run failed (OperationalError: database or disk is full); "
+        f"{result.lost_rows} rows lost" in (result.error or "")
+    )
     assert result.store_error == "database or disk is full"
     with RunStore(store_path) as store:
-        assert store.get_run(result.run_id)["status"] == "failed"
+        run = store.get_run(result.run_id)
+    assert run["status"] == "failed"
+    assert run["lost_rows"] == result.lost_rows
+    assert f"{result.lost_rows} rows lost" in run["error"]
 
 
 def test_a_crash_of_the_runner_itself_is_recorded_and_kills_the_worker(

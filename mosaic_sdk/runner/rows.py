@@ -1,0 +1,286 @@
+"""Rows for the store: the batch of one transaction, and making any row storable.
+
+A worker can write valid JSON that SQLite cannot bind: an integer of 400 digits, a string with
+a lone surrogate (``"\\ud800"``), a list where a number belongs. The writer inserts a batch as
+the ingest built it (the fast path); when that fails it inserts :func:`storable` rows instead,
+which cannot fail to bind: every column value is one SQLite takes (what does not fit a column
+becomes NULL there; the row's ``raw`` keeps the line as written), and a row that cannot be
+converted at all becomes a log line (``kind = 'unstored'``) holding the raw line and the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import chain
+from typing import Any
+
+from mosaic_sdk.runner import store as store_sql
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+#: ``log_lines.kind`` of a line kept raw because its row could not be stored in its table.
+UNSTORED = "unstored"
+
+
+class LineBatch:
+    """Rows for one transaction, and what they add to the run's counters."""
+
+    __slots__ = (
+        "steps",
+        "episodes",
+        "events",
+        "logs",
+        "lines",
+        "invalid",
+        "stderr",
+        "last_return",
+        "serial",
+        "first_at",
+    )
+
+    def __init__(self, serial: int = 0) -> None:
+        self.steps: list[tuple[Any, ...]] = []
+        self.episodes: list[tuple[Any, ...]] = []
+        self.events: list[tuple[Any, ...]] = []
+        self.logs: list[tuple[Any, ...]] = []
+        self.lines = 0  # stdout lines in this batch
+        self.invalid = 0
+        self.stderr = 0
+        self.last_return: float | None = None
+        self.serial = serial
+        self.first_at: float | None = None
+
+    def __len__(self) -> int:
+        return len(self.steps) + len(self.episodes) + len(self.events) + len(self.logs)
+
+    def absorb(self, later: LineBatch) -> None:
+        """Append the rows and counts of a batch that came after this one."""
+        self.steps += later.steps
+        self.episodes += later.episodes
+        self.events += later.events
+        self.logs += later.logs
+        self.lines += later.lines
+        self.invalid += later.invalid
+        self.stderr += later.stderr
+        if later.last_return is not None:
+            self.last_return = later.last_return
+        self.serial = max(self.serial, later.serial)
+
+
+def finite_float(value: Any) -> float | None:
+    """``float(value)`` for an int or float that has a finite one, else None (never raises)."""
+    if type(value) is float:
+        return value if math.isfinite(value) else None
+    if isinstance(value, (int, float)):
+        try:
+            out = float(value)
+        except OverflowError:
+            return None
+        return out if math.isfinite(out) else None
+    return None
+
+
+def number(value: Any) -> Any:
+    """A value SQLite binds in a numeric column, else None (the raw line keeps it)."""
+    if value is None or type(value) is float:
+        return value
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        if _INT64[0] <= value <= _INT64[1]:
+            return int(value)
+        return finite_float(value)
+    if isinstance(value, float):
+        return float(value)
+    return None
+
+
+def text(value: Any) -> str:
+    """A string SQLite binds (lone surrogates become ``\\udXXX`` escapes); never raises."""
+    if type(value) is not str:
+        try:
+            value = str(value)
+        except Exception:  # noqa: BLE001 - a broken __str__ must not cost the row
+            return f"<unprintable {type(value).__name__}>"
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def optional_text(value: Any) -> str | None:
+    return None if value is None else text(value)
+
+
+def _telemetry_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    # steps and episodes: run_id, line_no, then seven numeric columns, then raw
+    return (row[0], row[1], *(number(v) for v in row[2:9]), text(row[9]))
+
+
+def _event_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    run_id, line_no, seq, name, ts, synthesised, payload, raw = row
+    return (
+        run_id,
+        line_no,
+        number(seq),
+        text(name),
+        number(ts),
+        synthesised,
+        optional_text(payload),
+        text(raw),
+    )
+
+
+def _log_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    run_id, stream, line_no, kind, partial, error, body = row
+    return (run_id, stream, line_no, text(kind), partial, optional_text(error), text(body))
+
+
+def _unstored(run_id: Any, line_no: Any, table: str, raw: Any, exc: BaseException) -> tuple:
+    reason = text(f"not storable as a {table} row: {type(exc).__name__}: {exc}")
+    return (run_id, "stdout", line_no, UNSTORED, 0, reason, text(raw))
+
+
+def storable(batch: LineBatch) -> tuple[LineBatch, int]:
+    """A copy of ``batch`` whose rows all bind, and how many rows became raw log lines."""
+    out = LineBatch(batch.serial)
+    out.lines, out.invalid, out.stderr = batch.lines, batch.invalid, batch.stderr
+    out.last_return = finite_float(batch.last_return)
+    degraded = 0
+    for rows, convert, target, table, raw_at in (
+        (batch.steps, _telemetry_row, out.steps, "step", 9),
+        (batch.episodes, _telemetry_row, out.episodes, "episode", 9),
+        (batch.events, _event_row, out.events, "event", 7),
+    ):
+        for row in rows:
+            try:
+                target.append(convert(row))
+            except Exception as exc:  # noqa: BLE001 - keep the raw line whatever went wrong
+                out.logs.append(_unstored(row[0], row[1], table, row[raw_at], exc))
+                degraded += 1
+    out.logs.extend(_log_row(row) for row in batch.logs)
+    return out, degraded
+
+
+#: Row counts of the multi-row INSERT statements (a few shapes, so SQLite's statement cache
+#: keeps them compiled); fewer rows than the smallest go through executemany.
+_BLOCKS = (256, 128, 64, 32, 16)
+_multi_row_sql: dict[tuple[str, int], str] = {}
+
+
+def insert_rows(conn: Any, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """``executemany(sql, rows)``, but as multi-row ``INSERT ... VALUES (...), (...)`` blocks.
+
+    One statement per block of up to 256 rows does the B-tree work in a single
+    ``sqlite3_step`` (with the GIL released) instead of one step per row: about 30% less CPU
+    per row measured. ``sql`` must end with its one ``VALUES (?, ...)`` group.
+    """
+    head, sep, group = sql.rpartition("VALUES ")
+    start, total = 0, len(rows)
+    for block in _BLOCKS:
+        while total - start >= block:
+            key = (sql, block)
+            multi = _multi_row_sql.get(key)
+            if multi is None:
+                multi = _multi_row_sql[key] = head + sep + ", ".join([group] * block)
+            conn.execute(multi, list(chain.from_iterable(rows[start : start + block])))
+            start += block
+    if start < total:
+        conn.executemany(sql, rows[start:])
+
+
+def insert_batch(conn: Any, run_id: str, batch: LineBatch) -> None:
+    """Insert the rows of ``batch`` and add them to the run's counters (inside a transaction)."""
+    if batch.steps:
+        insert_rows(conn, store_sql.INSERT_STEP, batch.steps)
+    if batch.episodes:
+        insert_rows(conn, store_sql.INSERT_EPISODE, batch.episodes)
+    if batch.events:
+        conn.executemany(store_sql.INSERT_EVENT, batch.events)
+    if batch.logs:
+        conn.executemany(store_sql.INSERT_LOG, batch.logs)
+    stdout_logs = len(batch.logs) - batch.stderr
+    conn.execute(
+        store_sql.UPDATE_COUNTS,
+        (
+            batch.lines,
+            len(batch.steps),
+            len(batch.episodes),
+            len(batch.events),
+            stdout_logs + batch.stderr,
+            batch.invalid,
+            batch.stderr,
+            batch.last_return,
+            run_id,
+        ),
+    )
+
+
+def insert_each(conn: Any, run_id: str, batch: LineBatch) -> tuple[int, int, Exception | None]:
+    """:func:`insert_batch`, one row at a time, for a batch whose rows bind but which a table
+    refused (a duplicate key...): a refused row becomes an ``unstored`` log line, and only a
+    row refused that way too is lost. Returns (rows degraded, rows lost, the last error).
+    ``sqlite3.OperationalError`` (locked, full) is raised: the caller retries the batch."""
+    import sqlite3
+
+    stored = {"steps": 0, "episodes": 0, "events": 0, "stdout": 0, "stderr": 0}
+    degraded = lost = 0
+    last: Exception | None = None
+    for rows, sql, key, raw_at in (
+        (batch.steps, store_sql.INSERT_STEP, "steps", 9),
+        (batch.episodes, store_sql.INSERT_EPISODE, "episodes", 9),
+        (batch.events, store_sql.INSERT_EVENT, "events", 7),
+        (batch.logs, store_sql.INSERT_LOG, "logs", 6),
+    ):
+        for row in rows:
+            try:
+                conn.execute(sql, row)
+                stored[row[1] if key == "logs" else key] += 1
+                continue
+            except sqlite3.OperationalError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - this row only
+                last = exc
+            if key != "logs":
+                try:
+                    conn.execute(
+                        store_sql.INSERT_LOG,
+                        _unstored(row[0], row[1], key.rstrip("s"), row[raw_at], last),
+                    )
+                    stored["stdout"] += 1
+                    degraded += 1
+                    continue
+                except sqlite3.OperationalError:
+                    raise
+                except Exception as exc:  # noqa: BLE001
+                    last = exc
+            lost += 1
+    conn.execute(
+        store_sql.UPDATE_COUNTS,
+        (
+            batch.lines,
+            stored["steps"],
+            stored["episodes"],
+            stored["events"],
+            stored["stdout"] + stored["stderr"],
+            batch.invalid,
+            stored["stderr"],
+            batch.last_return,
+            run_id,
+        ),
+    )
+    return degraded, lost, last
+
+
+__all__ = [
+    "UNSTORED",
+    "LineBatch",
+    "finite_float",
+    "insert_batch",
+    "insert_each",
+    "insert_rows",
+    "number",
+    "storable",
+    "text",
+]

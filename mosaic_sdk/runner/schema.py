@@ -1,0 +1,279 @@
+"""The SQLite store's file: its tables, the statements that fill them, and opening it.
+
+One file holds every run, its lifecycle events, steps, episodes and log lines.
+
+Layout (``SCHEMA_VERSION`` 2; a version-1 store gets the new columns when opened for writing):
+
+- ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
+  ``cancelled``), exit code, times, the runner's pid and host, run directory, config, and the
+  running counts (``steps``, ``episodes``, ``events``, ``log_lines``...) that the writer updates
+  in the same transaction as the rows it adds, so a reader never sees them disagree;
+  ``lost_rows``: rows the runner could not store (a failed run says so in ``error``), and
+  ``runner_start_ticks``: the runner process's start time, so a reused pid is not taken for it.
+- ``events``: lifecycle lines (``run_started``, ``heartbeat``, ``run_completed``...), with
+  ``synthesised = 1`` for the ones the runner wrote itself (a ``run_failed`` for a worker that
+  died silently, a ``run_cancelled`` after Ctrl-C).
+- ``steps`` and ``episodes``: the fields a dashboard queries, in columns, plus ``raw``: the line
+  exactly as the worker wrote it (full fidelity: observations, actions, metadata).
+- ``log_lines``: everything that is not telemetry: library output on stdout (``kind = 'log'``),
+  broken telemetry (``kind = 'invalid'``, with the reason in ``error``), and every stderr line
+  (``stream = 'stderr'``), and lines whose values fit no column of their table
+  (``kind = 'unstored'``, the reason in ``error``). ``partial = 1`` marks a last line that ended
+  without a newline.
+
+Every table but ``runs`` is keyed by ``(run_id, [stream,] line_no)`` (``WITHOUT ROWID``: the key
+is the table's own B-tree, so rows of one run sit together and appending costs one tree).
+``line_no`` is the 1-based position of the line in the worker's stdout (stderr has its own
+numbering), so a run's stream can be rebuilt in order across the tables.
+
+The file is in WAL mode: readers (``mosaic runs show``, a dashboard) never block the writer.
+It is created readable by its owner only (``0600``): it holds configs and worker output.
+:class:`RunStore` opened with ``readonly=True`` writes nothing, so ``mosaic runs`` works on a
+store the user may not write.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+SCHEMA_VERSION = 2
+STATUSES = ("running", "completed", "failed", "cancelled")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    worker TEXT NOT NULL,
+    status TEXT NOT NULL,
+    exit_code INTEGER,
+    error TEXT,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    runner_pid INTEGER,
+    runner_host TEXT,
+    worker_pid INTEGER,
+    run_dir TEXT,
+    stderr_path TEXT,
+    config_json TEXT,
+    argv_json TEXT,
+    lines INTEGER NOT NULL DEFAULT 0,
+    steps INTEGER NOT NULL DEFAULT 0,
+    episodes INTEGER NOT NULL DEFAULT 0,
+    events INTEGER NOT NULL DEFAULT 0,
+    log_lines INTEGER NOT NULL DEFAULT 0,
+    invalid_lines INTEGER NOT NULL DEFAULT 0,
+    stderr_lines INTEGER NOT NULL DEFAULT 0,
+    last_episode_return REAL,
+    lost_rows INTEGER NOT NULL DEFAULT 0,
+    runner_start_ticks INTEGER
+);
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    line_no INTEGER NOT NULL,
+    seq INTEGER,
+    event TEXT NOT NULL,
+    ts_unix_ns INTEGER,
+    synthesised INTEGER NOT NULL DEFAULT 0,
+    payload_json TEXT,
+    raw TEXT NOT NULL,
+    PRIMARY KEY (run_id, line_no)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS steps (
+    run_id TEXT NOT NULL,
+    line_no INTEGER NOT NULL,
+    seq INTEGER,
+    episode_index INTEGER,
+    step_index INTEGER,
+    reward REAL,
+    terminated INTEGER,
+    truncated INTEGER,
+    ts_unix_ns INTEGER,
+    raw TEXT NOT NULL,
+    PRIMARY KEY (run_id, line_no)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS episodes (
+    run_id TEXT NOT NULL,
+    line_no INTEGER NOT NULL,
+    seq INTEGER,
+    episode_index INTEGER,
+    total_reward REAL,
+    steps INTEGER,
+    terminated INTEGER,
+    truncated INTEGER,
+    ts_unix_ns INTEGER,
+    raw TEXT NOT NULL,
+    PRIMARY KEY (run_id, line_no)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS log_lines (
+    run_id TEXT NOT NULL,
+    stream TEXT NOT NULL,
+    line_no INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    partial INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    text TEXT NOT NULL,
+    PRIMARY KEY (run_id, stream, line_no)
+) WITHOUT ROWID;
+"""
+
+INSERT_STEP = (
+    "INSERT INTO steps (run_id, line_no, seq, episode_index, step_index, reward, terminated,"
+    " truncated, ts_unix_ns, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_EPISODE = (
+    "INSERT INTO episodes (run_id, line_no, seq, episode_index, total_reward, steps, terminated,"
+    " truncated, ts_unix_ns, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_EVENT = (
+    "INSERT INTO events (run_id, line_no, seq, event, ts_unix_ns, synthesised, payload_json,"
+    " raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_LOG = (
+    "INSERT INTO log_lines (run_id, stream, line_no, kind, partial, error, text)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+UPDATE_COUNTS = (
+    "UPDATE runs SET lines = lines + ?, steps = steps + ?, episodes = episodes + ?,"
+    " events = events + ?, log_lines = log_lines + ?, invalid_lines = invalid_lines + ?,"
+    " stderr_lines = stderr_lines + ?,"
+    " last_episode_return = coalesce(?, last_episode_return) WHERE run_id = ?"
+)
+
+
+class StoreError(Exception):
+    """The store cannot be opened or does not hold what was asked for (one-line message)."""
+
+
+class UnknownRunError(StoreError):
+    """No run with that id (or id prefix) is in the store."""
+
+
+#: Columns added to ``runs`` after version 1 (added by ``ALTER TABLE`` to older stores).
+_ADDED_RUN_COLUMNS = {
+    "lost_rows": "INTEGER NOT NULL DEFAULT 0",
+    "runner_start_ticks": "INTEGER",
+}
+
+
+def _check_path(path: Path) -> None:
+    if not path.parent.is_dir():
+        raise StoreError(
+            f"the store's directory {path.parent} does not exist; create it "
+            "(mkdir -p) or pass another --store"
+        )
+    if path.is_dir():
+        raise StoreError(
+            f"the store path {path} is a directory; pass a file name, e.g. runs.sqlite"
+        )
+
+
+def _create_private(path: Path) -> None:
+    """Create ``path`` readable by its owner only, unless it exists (SQLite gives its -wal and
+    -shm files the same mode)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StoreError(f"cannot create the store {path}: {exc.strerror or exc}") from None
+
+
+def _schema_version(conn: sqlite3.Connection) -> str | None:
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.OperationalError:  # no meta table: a new file
+        return None
+    return None if row is None else str(row[0])
+
+
+def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
+    """Open ``path`` (creating the file, not its directory) in WAL mode with the schema."""
+    path = Path(path)
+    _check_path(path)
+    _create_private(path)
+    try:
+        conn = sqlite3.connect(
+            str(path), timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=OFF")
+        if _schema_version(conn) != str(SCHEMA_VERSION):  # else: nothing to write, no lock
+            conn.executescript(_SCHEMA)
+            have = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+            for column, decl in _ADDED_RUN_COLUMNS.items():
+                if column not in have:
+                    conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {decl}")
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"cannot open the store {path}: {exc} (is it a mosaic store? pass another --store)"
+        ) from None
+    return conn
+
+
+def connect_readonly(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
+    """Open ``path`` for reading only: no schema, no WAL set-up, nothing written.
+
+    Works on a store the user may not write (file or directory): SQLite reads a WAL-mode file
+    read-only when its ``-shm`` file exists or can be made; when neither is possible and no
+    ``-wal`` file exists (nobody is writing, everything is in the file), it is opened as
+    immutable."""
+    path = Path(path)
+    _check_path(path)
+    if not path.exists():
+        raise StoreError(f"the store {path} does not exist; pass another --store")
+    base = path.absolute().as_uri()
+    wal = Path(str(path) + "-wal")
+    last: sqlite3.Error | None = None
+    for query in ("?mode=ro", "?mode=ro&immutable=1"):
+        if query.endswith("immutable=1") and wal.exists() and wal.stat().st_size > 0:
+            break  # a writer's pages are in the WAL: immutable would not see them
+        try:
+            conn = sqlite3.connect(
+                base + query,
+                uri=True,
+                timeout=timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            last = exc
+            if not isinstance(exc, sqlite3.OperationalError):
+                break  # not a database: no other way of opening helps
+            continue
+        if "runs" not in tables:
+            conn.close()
+            raise StoreError(f"{path} is not a mosaic store (no runs table); pass another --store")
+        return conn
+    raise StoreError(
+        f"cannot read the store {path}: {last} (is it a mosaic store, and may you read it "
+        "and its directory?)"
+    )
+
+
+__all__ = [
+    "INSERT_EPISODE",
+    "INSERT_EVENT",
+    "INSERT_LOG",
+    "INSERT_STEP",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "UPDATE_COUNTS",
+    "StoreError",
+    "UnknownRunError",
+    "connect",
+    "connect_readonly",
+]
