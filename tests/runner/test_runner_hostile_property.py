@@ -3,8 +3,9 @@ line is stored (parsed, or its text kept, cut with a note when longer than the m
 
 The worker replays bytes the test made up: binary, Rich markup and terminal escapes, deep
 nesting, lines longer than the maximum, valid telemetry with hostile event names, ``\\r``,
-no final newline. (Values the store cannot bind, such as huge numbers and lone surrogates,
-belong to the store's own tests.)
+no final newline, and values SQLite cannot bind: lone surrogates (what ``json.dumps`` of a
+``surrogateescape``-decoded file name gives), integers beyond 64 bits, numbers beyond a double,
+NaN and infinities.
 """
 
 from __future__ import annotations
@@ -37,7 +38,34 @@ def _step(i: int) -> bytes:
     return json.dumps({"type": "step", "episode_index": 0, "step_index": i, "reward": 1.0}).encode()
 
 
+#: JSON values that parse but that no SQLite column takes as they are.
+UNBINDABLE = st.one_of(
+    st.sampled_from(["\ud800", "a\udcffb", "\udfff" * 3]),
+    st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=4),
+    st.integers(min_value=2**63),
+    st.integers(max_value=-(2**63) - 1),
+    st.just(10**400),
+    st.sampled_from([float("inf"), float("-inf"), float("nan")]),
+)
+
+
+def _unbindable_step(value: object) -> bytes:
+    line = {"type": "step", "episode_index": value, "step_index": value, "reward": value}
+    return json.dumps(line).encode()
+
+
+def _unbindable_episode(value: object) -> bytes:
+    line = {"type": "episode", "episode_index": value, "total_reward": value, "steps": value}
+    return json.dumps(line).encode()
+
+
 LINE = st.one_of(
+    UNBINDABLE.map(_unbindable_step),
+    UNBINDABLE.map(_unbindable_episode),
+    UNBINDABLE.map(
+        lambda v: json.dumps({"type": "lifecycle", "event": "x", "payload": v}).encode()
+    ),
+    st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1).map(_event),
     st.binary(max_size=120).map(lambda b: b.replace(b"\n", b"")),
     st.lists(st.sampled_from(FRAGMENTS), max_size=8).map(lambda p: "".join(p).encode()),
     st.integers(90, 3000).map(lambda n: b"[" * n),
