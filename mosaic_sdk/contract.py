@@ -148,7 +148,12 @@ class WorkerCapabilities(BaseModel):
     supports_checkpointing: bool = False
     supports_pause_resume: bool = False
     supports_fastlane: bool = Field(
-        False, description="Publishes FastLane frames when MOSAIC_FASTLANE_ONLY=1 is set"
+        False,
+        description=(
+            "Publishes FastLane frames when the launcher switches FastLane on "
+            "(mosaic_sdk.fastlane.resolve_fastlane decides: MOSAIC_FASTLANE=1 or "
+            "*_FASTLANE_ONLY=1, unless the video mode is off)"
+        ),
     )
     requires_gpu: bool = False
     gpu_memory_mb: int | None = Field(None, ge=0)
