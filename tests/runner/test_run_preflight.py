@@ -32,6 +32,8 @@ def test_run_refuses_a_config_its_dry_run_refuses_and_stores_nothing(
     assert "--no-preflight" in lines[0]
     assert not out
     assert not store.exists() and not (tmp_path / "runs").exists()
+    guide = (Path(__file__).parents[2] / "docs" / "guides" / "running.md").read_text()
+    assert lines[0] in guide.splitlines()  # the guide quotes it as it is
 
     # the opt-out: the worker starts, fails on its own, and the failed run is stored
     code, out, err = run_cli(
