@@ -135,7 +135,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _preflight(handle: Any, config: dict[str, Any], args: argparse.Namespace) -> None:
     """Raise UsageError when the worker's own dry run refuses the config (nothing is stored).
 
-    A worker whose command cannot be started is left to the run itself, which records why."""
+    A worker whose command cannot be started is left to the run itself, which records why.
+    Upstream-style workers (written to the platform's guide, no SDK plugin) are not asked: the
+    guide does not require ``--dry-run``, so theirs may refuse the flag or ignore it and train.
+    """
+    if getattr(handle, "style", "plugin") != "plugin":
+        return
     from mosaic_sdk.runner.preflight import preflight
     from mosaic_sdk.runner.printable import printable
 
