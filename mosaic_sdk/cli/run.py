@@ -1,7 +1,8 @@
 """``mosaic run NAME [--config FILE] [--set KEY=VALUE]... [--run-id ID] [--store PATH] ...``
 
-Runs a worker to the end with a live view, stores everything it writes, and prints one summary
-line. Exit code: 0 completed, 1 failed, 130 cancelled, 2 a usage or config error.
+Runs the worker's own ``--dry-run`` first (``--no-preflight`` skips it), then the worker to
+the end with a live view, stores everything it writes, and prints one summary line. Exit code:
+0 completed, 1 failed, 130 cancelled, 2 a usage or config error (a refused dry run included).
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ def register(sub: Any) -> None:
     view.add_argument(
         "--plain", action="store_true", help="plain progress lines even in a terminal"
     )
+    p.add_argument(
+        "--no-preflight",
+        dest="preflight",
+        action="store_false",
+        help="skip the worker's own --dry-run before the run (it catches configs the worker "
+        "would refuse, e.g. an env id that does not exist, before a run is stored)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(handler=cmd_run)
 
@@ -92,6 +100,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         handle = resolve_worker(args.name)
         config = _load_config(args)
+        if args.preflight:
+            _preflight(handle, config, args)
         quiet = args.quiet or args.json
         display = PlainDisplay(sys.stdout) if args.plain else choose_display(quiet=quiet)
         supervisor = RunSupervisor(
@@ -120,6 +130,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(summary_line(result), flush=True)
     return result.runner_exit_code
+
+
+def _preflight(handle: Any, config: dict[str, Any], args: argparse.Namespace) -> None:
+    """Raise UsageError when the worker's own dry run refuses the config (nothing is stored).
+
+    A worker whose command cannot be started is left to the run itself, which records why.
+    Upstream-style workers (written to the platform's guide, no SDK plugin) are not asked: the
+    guide does not require ``--dry-run``, so theirs may refuse the flag or ignore it and train.
+    """
+    if getattr(handle, "style", "plugin") != "plugin":
+        return
+    from mosaic_sdk.runner.preflight import preflight
+    from mosaic_sdk.runner.printable import printable
+
+    try:
+        said = preflight(handle, config, run_id=args.run_id)
+    except OSError:
+        return
+    if not said.ok:
+        raise UsageError(
+            printable(
+                f"worker {args.name!r} refuses this config: {said.problem}; nothing was run "
+                "or stored (fix the config; --no-preflight skips this check)"
+            )
+        )
 
 
 def result_dict(result: Any) -> dict[str, Any]:

@@ -124,9 +124,16 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         events = store.events(run["run_id"], limit=max(args.events, 0))
         logs = store.log_lines(run["run_id"], limit=max(args.logs, 0))
+        from mosaic_sdk.runner.metrics import run_metrics
+
+        metrics = run_metrics(store, run["run_id"])
+    manifest, manifest_error = _analytics(run["run_dir"])
     if args.json:
         run["last_events"] = events
         run["last_log_lines"] = logs
+        run["analytics"] = manifest
+        run["analytics_error"] = manifest_error
+        run["metrics"] = metrics
         if run["status"] == "running" and run["runner_alive"] is False:
             run["note"] = "runner died"
         print(json.dumps(run, indent=2, sort_keys=True, default=str))
@@ -157,9 +164,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("run dir", run["run_dir"] or "-"),
         ("stderr", run["stderr_path"] or "-"),
     ]
+    rows.extend(_analytics_rows(manifest, manifest_error))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:>{width}}  {printable(value)}")
+    _print_metrics(metrics)
     if events:
         print(f"\nlast {len(events)} event(s):")
         for e in events:
@@ -179,3 +188,72 @@ def _short(text: str | None, limit: int = 160) -> str:
     if not text:
         return ""
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _analytics(run_dir: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The run's ``analytics.json`` as a dict, or why there is none to show.
+
+    ``(None, None)``: no run dir or no file (the worker writes none, or the run is going);
+    ``(None, message)``: the file is there but unreadable or not a valid manifest."""
+    from mosaic_sdk.analytics import ANALYTICS_FILE, AnalyticsError, read_analytics
+
+    if not run_dir or not (Path(run_dir) / ANALYTICS_FILE).exists():
+        return None, None
+    try:
+        return read_analytics(run_dir).to_dict(), None
+    except AnalyticsError as exc:
+        return None, str(exc)
+
+
+def _analytics_rows(manifest: dict[str, Any] | None, error: str | None) -> list[tuple[str, str]]:
+    if error is not None:
+        return [("analytics", "unreadable: " + " ".join(error.split()))]  # one line
+    if manifest is None:
+        return [("analytics", "none (the run directory holds no analytics.json)")]
+
+    def num(value: Any) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    rows = [
+        (
+            "analytics",
+            f"{manifest['status']}: {manifest['episodes']} episodes, {manifest['steps']} steps "
+            f"in {manifest['duration_seconds']:.1f}s",
+        ),
+        (
+            "returns",
+            f"mean {num(manifest['mean_return'])}, best {num(manifest['best_return'])}, "
+            f"last {num(manifest['last_return'])}",
+        ),
+    ]
+    about = [f"{k} {manifest[k]}" for k in ("env_id", "algo", "seed") if manifest[k] is not None]
+    if about:
+        rows.append(("run of", ", ".join(about)))
+    for checkpoint in manifest["checkpoints"]:
+        step = "" if checkpoint["step"] is None else f" (step {checkpoint['step']})"
+        rows.append(("checkpoint", f"{checkpoint['path']}{step}"))
+    for directory in manifest["tensorboard_dirs"]:
+        rows.append(("tensorboard", directory))
+    if manifest["log"]:
+        rows.append(("log", manifest["log"]))
+    if manifest["extra"]:
+        rows.append(("extra", ", ".join(sorted(manifest["extra"]))))
+    return rows
+
+
+def _print_metrics(metrics: dict[str, Any]) -> None:
+    from mosaic_sdk.runner.metrics import format_value
+    from mosaic_sdk.runner.printable import printable
+
+    def pairs(values: dict[str, Any]) -> str:
+        return "  ".join(f"{k}={format_value(v)}" for k, v in sorted(values.items()))
+
+    if metrics["events"]:
+        print("\nmetrics (latest numeric values of the worker's own events):")
+        for name, entry in sorted(metrics["events"].items()):
+            count = f"({entry['count']} event{'s' if entry['count'] != 1 else ''})"
+            print(printable(f"  {name} {count}  {pairs(entry['latest'])}".rstrip()))
+    meta = metrics["episode_metadata"]
+    if meta["episodes"]:
+        print(f"\nepisode metadata (latest of {meta['episodes']} episode(s) carrying some):")
+        print(printable(f"  {pairs(meta['latest'])}"))

@@ -242,6 +242,24 @@ class RunStore:
             out[table] = int(row["n"])
         return out
 
+    def custom_events(self, run_id: str, standard: Sequence[str]) -> Any:
+        """``(event, payload_json)`` of the events the worker wrote whose name is not in
+        ``standard``, in order (a cursor: a long run is not read into memory at once)."""
+        marks = ",".join("?" * len(standard))
+        return self.conn.execute(
+            "SELECT event, payload_json FROM events WHERE run_id = ? AND synthesised = 0"
+            f" AND event NOT IN ({marks}) ORDER BY line_no",
+            (run_id, *standard),
+        )
+
+    def episode_lines(self, run_id: str, containing: str) -> Any:
+        """``(raw,)`` of the episode lines whose text contains ``containing``, in order."""
+        pattern = "%" + containing.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return self.conn.execute(
+            "SELECT raw FROM episodes WHERE run_id = ? AND raw LIKE ? ESCAPE '\\' ORDER BY line_no",
+            (run_id, pattern + "%"),
+        )
+
 
 __all__ = [
     "INSERT_EPISODE",

@@ -1,0 +1,91 @@
+"""The training metrics a run reported, as ``mosaic runs show`` prints them.
+
+A worker reports metrics two ways (see docs/guides/metrics.md):
+
+- custom lifecycle events (``emitter.lifecycle("train_metrics", {"loss": 0.4, ...})``): for
+  each event name, how many the run wrote and the latest value of each numeric payload field
+  (nested objects give dotted names, ``{"loss": {"policy": 0.1}}`` → ``loss.policy``);
+- episode metadata (``emitter.episode(..., metadata={...})``): how many episodes carried
+  some, and the latest value of each key.
+
+Both are read from the store with one pass over the rows (no run is read into memory whole).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from mosaic_sdk.telemetry.emitter import LIFECYCLE_EVENTS
+
+#: A string value longer than this is cut (metadata may hold anything).
+MAX_TEXT = 80
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def _scalar(value: Any) -> Any:
+    """A metadata value as shown: numbers, booleans and null as they are, a string cut to
+    :data:`MAX_TEXT`, a list as ``<list of N>``."""
+    if value is None or isinstance(value, bool) or _numeric(value):
+        return value
+    if isinstance(value, str):
+        return value if len(value) <= MAX_TEXT else value[: MAX_TEXT - 3] + "..."
+    if isinstance(value, list):
+        return f"<list of {len(value)}>"
+    return str(value)  # a non-finite float, as the telemetry reader decoded it
+
+
+def run_metrics(store: Any, run_id: str) -> dict[str, Any]:
+    """``{"events": {name: {"count": N, "latest": {field: number}}},
+    "episode_metadata": {"episodes": N, "latest": {key: value}}}`` for one run."""
+    events: dict[str, dict[str, Any]] = {}
+    for row in store.custom_events(run_id, LIFECYCLE_EVENTS):
+        entry = events.setdefault(row["event"], {"count": 0, "latest": {}})
+        entry["count"] += 1
+        try:
+            payload = json.loads(row["payload_json"] or "{}")
+        except ValueError:
+            continue
+        if isinstance(payload, dict):
+            for name, value in _flatten(payload).items():
+                if _numeric(value):
+                    entry["latest"][name] = value
+    with_metadata = 0
+    latest: dict[str, Any] = {}
+    for row in store.episode_lines(run_id, '"metadata"'):
+        try:
+            metadata = json.loads(row["raw"]).get("metadata")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(metadata, dict) and metadata:
+            with_metadata += 1
+            latest.update({k: _scalar(v) for k, v in _flatten(metadata).items()})
+    return {
+        "events": events,
+        "episode_metadata": {"episodes": with_metadata, "latest": latest},
+    }
+
+
+def format_value(value: Any) -> str:
+    """A metric value for the text view: floats with 6 significant digits."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return json.dumps(value) if value is None or isinstance(value, bool) else str(value)
+
+
+__all__ = ["MAX_TEXT", "format_value", "run_metrics"]

@@ -1,0 +1,66 @@
+"""docs/guides/metrics.md: its worker snippet runs under `mosaic run`, and `mosaic runs show`
+prints what the guide says it prints (text and --json), and its SQL reads the history."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mosaic_sdk.cli import main
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "metrics.md"
+
+
+def blocks(lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```$", GUIDE.read_text(), flags=re.S | re.M)
+
+
+@pytest.fixture
+def metrics_worker(plugin_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    [snippet] = blocks("python")
+    (tmp_path / "metrics_snippet.py").write_text(snippet)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ["PYTHONPATH"])
+    monkeypatch.setenv("MOSAIC_PLUGINS", "metrics_demo=metrics_doc_worker:MetricsDemo")
+    return tmp_path / "runs.sqlite"
+
+
+def test_the_guide_worker_reports_metrics_that_runs_show_prints(
+    metrics_worker: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = str(metrics_worker)
+    assert main(["run", "metrics_demo", "--store", store, "--json"]) == 0
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+
+    assert main(["runs", "show", run_id, "--store", store]) == 0
+    text = capsys.readouterr().out
+    [shown_in_guide] = blocks("text")  # the guide's sample output
+    assert shown_in_guide.strip() in text
+
+    assert main(["runs", "show", run_id, "--store", store, "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)["metrics"]
+    train = metrics["events"]["train_metrics"]
+    assert train["count"] == 4
+    assert train["latest"] == {
+        "iteration": 3,
+        "loss": 0.25,
+        "losses.policy": 0.15,
+        "losses.value": 0.1,
+        "learning_rate": pytest.approx(7.5e-05),
+    }  # "optimizer" is text: kept in the store, not a metric
+    assert metrics["episode_metadata"] == {
+        "episodes": 4,
+        "latest": {"epsilon": 0.0498, "opponent": "random"},
+    }
+    assert set(metrics["events"]) == {"train_metrics"}  # standard events are not metrics
+
+    [sql_line] = [b for b in blocks("bash") if "json_extract" in b]
+    sql = re.search(r'"(SELECT .*)"', sql_line).group(1).replace("01JD3...", run_id)
+    with sqlite3.connect(store) as conn:
+        losses = [row[0] for row in conn.execute(sql)]
+    assert losses == pytest.approx([1.0, 0.5, 1 / 3, 0.25])
