@@ -30,7 +30,8 @@ for n in names:
     sig = str(inspect.signature(f)).replace("'", "")
     doc = inspect.getdoc(f)
     out.append(f"| [`{n}`](#{n}) | {kind} | {doc.splitlines()[0]} |")
-    body += ["", f"### `{n}{sig}`", "", f"*{kind}*", "", doc]
+    # The heading is the bare name, so that its anchor is #name on GitHub and on the docs site.
+    body += ["", f"### `{n}`", "", f"`{n}{sig}`", "", f"*{kind}*", "", doc]
 out += body
 out += [
     "",
