@@ -65,11 +65,10 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_run)
 
 
-def _load_config(args: argparse.Namespace) -> dict[str, Any]:
-    from mosaic_sdk.runner.config_input import apply_overrides, read_config_file
+def _load_job(args: argparse.Namespace) -> Any:
+    from mosaic_sdk.runner.config_input import load_job
 
-    data = read_config_file(args.config) if args.config else {}
-    return apply_overrides(data, args.overrides)
+    return load_job(args.config or None, args.overrides, run_id=args.run_id)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -91,13 +90,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         limits["max_line_bytes"] = args.max_line_bytes
     try:
         handle = resolve_worker(args.name)
-        config = _load_config(args)
+        job = _load_job(args)
         quiet = args.quiet or args.json
         display = PlainDisplay(sys.stdout) if args.plain else choose_display(quiet=quiet)
         supervisor = RunSupervisor(
             handle,
-            config,
-            run_id=args.run_id,
+            job,
             store=Path(args.store).expanduser() if args.store else None,
             runs_dir=Path(args.runs_dir).expanduser() if args.runs_dir else None,
             grace=args.grace,

@@ -20,16 +20,15 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.contract import ConfigError, check_run_id, unwrap_job_descriptor
 from mosaic_sdk.hookspecs import PROTOCOL_VERSION
 from mosaic_sdk.plugins import PluginError, WorkerHandle, discover_workers
 from mosaic_sdk.runner import private
-from mosaic_sdk.runner.ids import new_run_id
 from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StderrIngest, StoreWriter
-from mosaic_sdk.runner.launch import prepare_run
+from mosaic_sdk.runner.launch import ResolvedJob, prepare_run, resolve_job
 from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, READ_WAIT, RunLifecycle, RunObserver
 from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
@@ -69,7 +68,7 @@ class RunSupervisor:
     def __init__(
         self,
         handle: WorkerHandle,
-        config: dict[str, Any] | None = None,
+        config: Mapping[str, Any] | ResolvedJob | None = None,
         *,
         run_id: str | None = None,
         store: Path | str | None = None,
@@ -102,12 +101,8 @@ class RunSupervisor:
         self._writer_gone = False
         self._lifecycle: RunLifecycle | None = None
 
-        data = unwrap_job_descriptor(config or {})
-        rid = run_id if run_id is not None else data.get("run_id") or new_run_id()
-        try:
-            rid = check_run_id(rid)
-        except ValueError as exc:
-            raise ConfigError([str(exc)]) from None
+        job = resolve_job(config, run_id=run_id)
+        rid = job.run_id
         if store is None:
             store = default_store_path()
             private.make_dir(store.parent)
@@ -123,7 +118,7 @@ class RunSupervisor:
             raise
         try:
             self.prepared = prepare_run(
-                handle, data, run_id=rid, runs_dir=runs_root, extra_env=extra_env, exclusive=True
+                handle, job, runs_dir=runs_root, extra_env=extra_env, exclusive=True
             )
             self.stderr_path = self.prepared.run_dir / "stderr.log"
             private.create_file(self.stderr_path)
@@ -406,7 +401,7 @@ class _StoreObserver(RunObserver):
 
 def run_worker(
     worker: str | WorkerHandle,
-    config: dict[str, Any] | None = None,
+    config: Mapping[str, Any] | ResolvedJob | None = None,
     *,
     run_id: str | None = None,
     store: Path | str | None = None,
