@@ -29,6 +29,7 @@ The steps, in order:
 from __future__ import annotations
 
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -171,8 +172,11 @@ class RunLifecycle:
                     observer.on_lines(lines, arrived, eof, eof and proc.stdout_partial)
                 if eof:
                     eof_at = time.monotonic()
-            elif proc.poll() is None:
-                time.sleep(max(0.0, min(READ_WAIT, observer.max_wait(now))))
+            elif proc.poll() is None:  # output closed: wait for the exit itself, not a tick
+                try:
+                    proc.wait(timeout=max(0.0, min(READ_WAIT, observer.max_wait(now))))
+                except subprocess.TimeoutExpired:
+                    pass
             now = time.monotonic()
             observer.on_pass(now, eof)
             if got_lines and not eof and now < next_check:
