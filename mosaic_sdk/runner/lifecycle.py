@@ -187,6 +187,8 @@ class RunLifecycle:
             if proc.poll() is None:
                 self._enforce(now, eof_at)
                 continue
+            if not eof:  # what the worker wrote before exiting, and EOF unless held open
+                eof = self._drain()
             if eof:
                 return
             if exited_at is None:  # exited, but something still holds stdout open
@@ -197,6 +199,19 @@ class RunLifecycle:
                 self.output_held_open = True
                 observer.on_output_held_open()
                 return
+
+    def _drain(self) -> bool:
+        """Read what the pipe holds now, without waiting; True at EOF."""
+        proc = self.proc
+        assert proc is not None
+        while True:
+            lines, eof = proc.read_lines(0)
+            if lines or eof:
+                arrived = proc.last_read_at if proc.last_read_at is not None else time.monotonic()
+                self.observer.on_lines(lines, arrived, eof, eof and proc.stdout_partial)
+                self.observer.on_pass(time.monotonic(), eof)
+            if eof or not lines:
+                return eof
 
     def _enforce(self, now: float, eof_at: float | None) -> None:
         """Stops, kills and limits, while the worker runs."""
