@@ -1,11 +1,15 @@
 """Launching a worker the way the runner does and recording everything it does.
 
-:func:`record_run` prepares the launch with :func:`mosaic_sdk.runner.launch.prepare_run`,
-starts it with :class:`mosaic_sdk.runner.process.WorkerProcess`, and keeps every stdout line
-with its arrival time, the exit code and time, stderr, the files the run added to its run
-directory, and what it left behind (processes, shared-memory segments). Then it releases
-those leftovers (``mosaic_run_cleanup``, the process group, segments named after the run id),
-so that checks can report them without the machine keeping them.
+:func:`record_run` resolves and prepares the launch with
+:func:`mosaic_sdk.runner.launch.resolve_job` and :func:`~mosaic_sdk.runner.launch.prepare_run`
+and supervises it with :class:`mosaic_sdk.runner.lifecycle.RunLifecycle`, the code
+``mosaic run`` uses (no launching, reading or reaping of its own): a :class:`RunObserver`
+keeps every stdout line with its arrival time, sends the SIGTERM of a stop run and notes what
+is left when the worker exits. It records the exit code and time, stderr, the files the run
+added to its run directory, and what it left behind (processes, shared-memory segments). Then
+it releases those leftovers (the lifecycle reaps the process group and descendants and calls
+``mosaic_run_cleanup``; segments named after the run id are removed), so that checks can
+report them without the machine keeping them.
 """
 
 from __future__ import annotations
