@@ -73,11 +73,10 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_run)
 
 
-def _load_config(args: argparse.Namespace) -> dict[str, Any]:
-    from mosaic_sdk.runner.config_input import apply_overrides, read_config_file
+def _load_job(args: argparse.Namespace) -> Any:
+    from mosaic_sdk.runner.config_input import load_job
 
-    data = read_config_file(args.config) if args.config else {}
-    return apply_overrides(data, args.overrides)
+    return load_job(args.config or None, args.overrides, run_id=args.run_id)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -99,15 +98,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         limits["max_line_bytes"] = args.max_line_bytes
     try:
         handle = resolve_worker(args.name)
-        config = _load_config(args)
+        job = _load_job(args)
         if args.preflight:
-            _preflight(handle, config, args)
+            _preflight(handle, job, args)
         quiet = args.quiet or args.json
         display = PlainDisplay(sys.stdout) if args.plain else choose_display(quiet=quiet)
         supervisor = RunSupervisor(
             handle,
-            config,
-            run_id=args.run_id,
+            job,
             store=Path(args.store).expanduser() if args.store else None,
             runs_dir=Path(args.runs_dir).expanduser() if args.runs_dir else None,
             grace=args.grace,
@@ -132,7 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return result.runner_exit_code
 
 
-def _preflight(handle: Any, config: dict[str, Any], args: argparse.Namespace) -> None:
+def _preflight(handle: Any, job: Any, args: argparse.Namespace) -> None:
     """Raise UsageError when the worker's own dry run refuses the config (nothing is stored).
 
     A worker whose command cannot be started is left to the run itself, which records why.
@@ -145,7 +143,7 @@ def _preflight(handle: Any, config: dict[str, Any], args: argparse.Namespace) ->
     from mosaic_sdk.runner.printable import printable
 
     try:
-        said = preflight(handle, config, run_id=args.run_id)
+        said = preflight(handle, job)
     except OSError:
         return
     if not said.ok:

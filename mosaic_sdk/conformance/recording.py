@@ -1,18 +1,20 @@
 """Launching a worker the way the runner does and recording everything it does.
 
-:func:`record_run` prepares the launch with :func:`mosaic_sdk.runner.launch.prepare_run`,
-starts it with :class:`mosaic_sdk.runner.process.WorkerProcess`, and keeps every stdout line
-with its arrival time, the exit code and time, stderr, the files the run added to its run
-directory, and what it left behind (processes, shared-memory segments). Then it releases
-those leftovers (``mosaic_run_cleanup``, the process group, segments named after the run id),
-so that checks can report them without the machine keeping them.
+:func:`record_run` resolves and prepares the launch with
+:func:`mosaic_sdk.runner.launch.resolve_job` and :func:`~mosaic_sdk.runner.launch.prepare_run`
+and supervises it with :class:`mosaic_sdk.runner.lifecycle.RunLifecycle`, the code
+``mosaic run`` uses (no launching, reading or reaping of its own): a :class:`RunObserver`
+keeps every stdout line with its arrival time, sends the SIGTERM of a stop run and notes what
+is left when the worker exits. It records the exit code and time, stderr, the files the run
+added to its run directory, and what it left behind (processes, shared-memory segments). Then
+it releases those leftovers (the lifecycle reaps the process group and descendants and calls
+``mosaic_run_cleanup``; segments named after the run id are removed), so that checks can
+report them without the machine keeping them.
 """
 
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -27,15 +29,16 @@ from mosaic_sdk.conformance.leftovers import (
     shm_segments_of,
 )
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner.launch import prepare_run
+from mosaic_sdk.runner.launch import prepare_run, resolve_job
+from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle, RunObserver
 from mosaic_sdk.runner.process import WorkerProcess
 from mosaic_sdk.telemetry.emitter import TERMINAL_EVENTS
 from mosaic_sdk.telemetry.reader import TelemetryLine, classify_line
 
 #: Seconds to wait for the first step line before SIGTERM is sent anyway (stop runs).
 STOP_FALLBACK_DELAY = 2.0
-#: Seconds to wait for stdout to close once the worker has exited.
-EOF_GRACE = 2.0
+#: Seconds to wait for stdout to close once the worker has exited: the runner's own wait.
+EOF_GRACE = END_OF_OUTPUT_WAIT
 
 Probe = Callable[[str, WorkerProcess, threading.Event], Any]
 
@@ -138,8 +141,7 @@ def record_run(
     try:
         prepared = prepare_run(
             handle,
-            plan.config,
-            run_id=plan.run_id,
+            resolve_job(plan.config).with_run_id(plan.run_id),
             runs_dir=runs_dir,
             extra_env=plan.extra_env,
         )
@@ -152,150 +154,130 @@ def record_run(
     before = _files(prepared.run_dir)
     run.argv = prepared.argv + list(plan.argv_suffix)
     logs_dir.mkdir(parents=True, exist_ok=True)
+    recorder = _Recorder(plan, run)
+    lifecycle = RunLifecycle(
+        handle,
+        prepared,
+        recorder,
+        argv=run.argv,
+        stderr_path=logs_dir / f"{plan.run_id}.stderr.log",
+        tail_lines=200,
+        grace=plan.stop_grace,
+        timeout=plan.timeout,
+        stop_after_eof=max(plan.stop_grace, END_OF_OUTPUT_WAIT) + 1,
+    )
+    recorder.lifecycle = lifecycle
     try:
-        proc = WorkerProcess(
-            run.argv,
-            env=prepared.env,
-            cwd=prepared.cwd,
-            stderr_path=logs_dir / f"{plan.run_id}.stderr.log",
-            tail_lines=200,
-        )
+        proc = lifecycle.start()
     except RuntimeError as exc:
         run.launch_error = str(exc)
         return run
     run.started_at = proc.started_at
     run.clock_offset = time.time() - time.monotonic()
+    done = threading.Event()
+    prober = _start_probe(plan, run, proc, done)
     try:
-        _supervise(proc, plan, run)
+        lifecycle.supervise()
     finally:
-        _release(handle, proc, plan, run)
+        done.set()
+        if prober is not None:
+            prober.join(timeout=5)
+        _release(lifecycle, plan, run)
     run.new_files = sorted(_files(prepared.run_dir) - before)
     return run
 
 
-def _supervise(proc: WorkerProcess, plan: RunPlan, run: RecordedRun) -> None:
-    done = threading.Event()
-    eof = threading.Event()
-    stopper: list[threading.Thread] = []
-    lock = threading.Lock()
+class _Recorder(RunObserver):
+    """Keeps every line with its arrival time and sends the stop of a stop run."""
 
-    def watchdog() -> None:
-        if not done.wait(plan.timeout):
-            run.timed_out = True
-            proc.kill_group(signal.SIGKILL)
-            end_processes(processes_of(plan.run_id), grace=0.5)
+    def __init__(self, plan: RunPlan, run: RecordedRun) -> None:
+        self.plan = plan
+        self.run = run
+        self.lifecycle: RunLifecycle | None = None
+        self.fallback_at: float | None = None
 
-    def exit_watcher() -> None:
-        proc.wait()
-        if not eof.wait(EOF_GRACE):
-            # The worker is gone but something it started still holds stdout open.
-            run.stdout_held_open = True
-            run.leftover_pids = processes_of(plan.run_id)
-            proc.reap_group()
-            end_processes(processes_of(plan.run_id))
-
-    def send_stop() -> None:
-        with lock:
-            if run.signal_sent_at is not None or run.finished_before_signal:
-                return
-            run.signal_sent_at = time.monotonic()
-
-        def stop() -> None:
-            try:
-                proc.stop(grace=plan.stop_grace)
-            except subprocess.SubprocessError:
-                pass
-            run.killed_after_grace = (
-                proc.exited_at is not None
-                and run.signal_sent_at is not None
-                and proc.exited_at - run.signal_sent_at >= plan.stop_grace
-            )
-
-        t = threading.Thread(target=stop, name=f"conformance-stop-{proc.pid}", daemon=True)
-        stopper.append(t)
-        t.start()
-
-    threads = [
-        threading.Thread(target=watchdog, daemon=True),
-        threading.Thread(target=exit_watcher, daemon=True),
-    ]
-    if plan.probe is not None:
-        probe = plan.probe
-
-        def run_probe() -> None:
-            try:
-                run.probe = probe(plan.run_id, proc, done)
-            except Exception as exc:  # noqa: BLE001 - recorded for the check to report
-                run.probe_error = f"{type(exc).__name__}: {exc}"
-
-        threads.append(threading.Thread(target=run_probe, daemon=True))
-    for t in threads:
-        t.start()
-    fallback: threading.Timer | None = None
-    deadline: threading.Timer | None = None
-    if plan.stop_on_step and plan.stop_at is not None:
-        deadline = threading.Timer(plan.stop_at, send_stop)
-        deadline.daemon = True
-        deadline.start()
-    try:
-        for raw, arrived in proc.lines():
+    def on_lines(self, lines: list[bytes], arrived: float, eof: bool, partial: bool) -> None:
+        run, plan = self.run, self.plan
+        for raw in lines:
             text = raw.decode("utf-8", errors="replace")
             rec = RecordedLine(text, arrived, classify_line(text))
             run.lines.append(rec)
             if not plan.stop_on_step or run.signal_sent_at is not None:
                 continue
             if rec.event in TERMINAL_EVENTS:
-                with lock:
-                    if run.signal_sent_at is None:
-                        run.finished_before_signal = True
+                run.finished_before_signal = True
             elif rec.line.kind == "step":
-                send_stop()
-            elif fallback is None:
-                fallback = threading.Timer(STOP_FALLBACK_DELAY, send_stop)
-                fallback.daemon = True
-                fallback.start()
-        eof.set()
-        if plan.stop_on_step and run.signal_sent_at is None and not run.finished_before_signal:
+                self._stop()
+            elif self.fallback_at is None:
+                self.fallback_at = arrived + STOP_FALLBACK_DELAY
+        if eof and plan.stop_on_step and run.signal_sent_at is None:
             run.finished_before_signal = True  # stdout closed before anything to react to
+
+    def on_check(self, now: float) -> None:
+        run, plan = self.run, self.plan
+        if not plan.stop_on_step or run.signal_sent_at is not None:
+            return
+        if run.finished_before_signal:
+            return
+        if self.fallback_at is not None and now >= self.fallback_at:
+            self._stop()
+        elif plan.stop_at is not None and now - run.started_at >= plan.stop_at:
+            self._stop()
+
+    def _stop(self) -> None:
+        if self.run.finished_before_signal or self.run.signal_sent_at is not None:
+            return
+        assert self.lifecycle is not None
+        self.run.signal_sent_at = time.monotonic()
+        self.lifecycle.request_stop("the conformance suite stops this run")
+
+    def on_exit_before_eof(self) -> None:
+        # The worker is gone but something it started still holds stdout open: what is
+        # there now is left behind (the lifecycle reaps it next).
+        self.run.leftover_pids = processes_of(self.plan.run_id)
+
+    def on_output_held_open(self) -> None:
+        self.run.stdout_held_open = True
+        end_processes(processes_of(self.plan.run_id))
+
+
+def _start_probe(
+    plan: RunPlan, run: RecordedRun, proc: WorkerProcess, done: threading.Event
+) -> threading.Thread | None:
+    if plan.probe is None:
+        return None
+    probe = plan.probe
+
+    def run_probe() -> None:
         try:
-            run.exit_code = proc.wait(timeout=max(plan.stop_grace, EOF_GRACE) + 1)
-        except subprocess.TimeoutExpired:
-            # stdout closed but the worker keeps running: stop it the runner's way.
-            run.exit_code = proc.stop(grace=plan.stop_grace)
-    finally:
-        for timer in (fallback, deadline):
-            if timer is not None:
-                timer.cancel()
-        for t in stopper:
-            t.join(timeout=plan.stop_grace + 5)
-        done.set()
-        eof.set()
-        for t in threads:
-            t.join(timeout=5)
-    run.exited_at = proc.exited_at
+            run.probe = probe(plan.run_id, proc, done)
+        except Exception as exc:  # noqa: BLE001 - recorded for the check to report
+            run.probe_error = f"{type(exc).__name__}: {exc}"
+
+    thread = threading.Thread(target=run_probe, name=f"conformance-probe-{proc.pid}", daemon=True)
+    thread.start()
+    return thread
 
 
-def _release(handle: WorkerHandle, proc: WorkerProcess, plan: RunPlan, run: RecordedRun) -> None:
-    if proc.poll() is None:
-        proc.kill_group(signal.SIGKILL)
-        proc.wait()
-    if not run.leftover_pids:
+def _release(lifecycle: RunLifecycle, plan: RunPlan, run: RecordedRun) -> None:
+    proc = lifecycle.proc
+    assert proc is not None
+    if proc.poll() is not None and not run.leftover_pids:
         run.leftover_pids = processes_of(plan.run_id)
-    proc.reap_group()
+    run.exit_code = lifecycle.finish()
+    run.exited_at = proc.exited_at
+    run.timed_out = lifecycle.timed_out
+    run.killed_after_grace = lifecycle.killed_after_grace
+    if not run.leftover_pids and not run.timed_out:
+        run.leftover_pids = processes_of(plan.run_id)
     end_processes(processes_of(plan.run_id))
     run.leftover_shm = shm_segments_of(plan.run_id)
-    try:
-        handle.pm.hook.mosaic_run_cleanup(
-            run_id=plan.run_id,
-            worker=handle.name,
-            run_dir=run.run_dir,
-            exit_code=run.exit_code,
-        )
-    except Exception as exc:  # noqa: BLE001 - reported, never fatal
-        run.cleanup_errors.append(f"mosaic_run_cleanup raised {type(exc).__name__}: {exc}")
+    error = lifecycle.cleanup(run.exit_code)
+    if error is not None:
+        run.cleanup_errors.append(error)
     remove_shm_segments(shm_segments_of(plan.run_id))
     run.stderr = proc.stderr_text()
-    proc.close()
+    lifecycle.close()
 
 
 def dump_run(run: RecordedRun) -> str:

@@ -13,14 +13,32 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.contract import ConfigError, read_config_json, unwrap_job_descriptor
+from mosaic_sdk.runner.launch import ResolvedJob, resolve_job
 from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, json_depth_exceeds
 
 _TOO_DEEP = object()
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a JSON config file (flat, or a job descriptor); returns the worker's config dict."""
+    """Read a JSON config file (flat, or a job descriptor); returns the worker's config dict.
+
+    ``mosaic run`` uses :func:`load_job`, which also decides the run id."""
     return unwrap_job_descriptor(read_config_json(path))
+
+
+def load_job(
+    path: str | Path | None, overrides: Iterable[str] = (), *, run_id: str | None = None
+) -> ResolvedJob:
+    """The job of ``mosaic run``: the config file (flat or a job descriptor, read once by
+    :func:`~mosaic_sdk.runner.launch.resolve_job`, which also decides the run id), then the
+    ``--set`` overrides. The run id is changed with ``--run-id``, never ``--set run_id=``."""
+    job = resolve_job(read_config_json(path) if path is not None else {}, run_id=run_id)
+    config = apply_overrides(job.config, overrides)
+    if config.get("run_id") != job.run_id:
+        raise ConfigError(
+            [f"--set run_id=...: give the run id with --run-id instead (run id {job.run_id!r})"]
+        )
+    return ResolvedJob(config, job.run_id)
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -65,4 +83,4 @@ def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str]) -> dict[s
     return out
 
 
-__all__ = ["apply_overrides", "parse_override", "read_config_file"]
+__all__ = ["apply_overrides", "load_job", "parse_override", "read_config_file"]

