@@ -106,12 +106,27 @@ def _fail_config(message: str, raw: Any, worker_id: str | None, out: Any) -> int
     return EXIT_CONFIG
 
 
-def load_config(path: str, model: type[WorkerConfig]) -> tuple[Any, WorkerConfig]:
+#: The run id a ``--dry-run`` validates with when the config names none: nothing is run or
+#: written, so no real id is needed, and a config file can be checked before a run exists.
+DRY_RUN_ID = "dry-run"
+
+
+def load_config(
+    path: str, model: type[WorkerConfig], *, default_run_id: str | None = None
+) -> tuple[Any, WorkerConfig]:
     """Read and validate a config file. Raises ConfigError with a readable message (its
-    ``raw`` attribute holds the parsed file when it was JSON, to find a run id in)."""
+    ``raw`` attribute holds the parsed file when it was JSON, to find a run id in).
+
+    ``default_run_id`` is used when neither the config (flat or job descriptor) nor
+    ``MOSAIC_RUN_ID`` gives one."""
     raw = read_config_json(path)
+    data: Any = raw
+    if default_run_id is not None and isinstance(raw, Mapping):
+        flat = unwrap_job_descriptor(raw)
+        if flat.get("run_id") in (None, ""):
+            data = {**flat, "run_id": os.environ.get("MOSAIC_RUN_ID") or default_run_id}
     try:
-        return raw, model.from_dict(raw)
+        return raw, model.from_dict(data)
     except ConfigError as exc:
         exc.raw = raw  # type: ignore[attr-defined]
         raise
@@ -137,7 +152,9 @@ def worker_main(
     if args.grpc:
         print("warning: --grpc is reserved; telemetry is written to stdout", file=sys.stderr)
     try:
-        _, config = load_config(args.config, config_model)
+        _, config = load_config(
+            args.config, config_model, default_run_id=DRY_RUN_ID if args.dry_run else None
+        )
     except ConfigError as exc:
         return _fail_config(
             f"invalid config: {exc}", getattr(exc, "raw", None), args.worker_id, out

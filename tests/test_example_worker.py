@@ -92,6 +92,19 @@ def test_dry_run_validates_and_writes_nothing(tmp_path: Path) -> None:
     assert bad_env.returncode == 2 and "NoSuchEnv-v9" in bad_env.stderr
 
 
+def test_dry_run_needs_no_run_id(tmp_path: Path) -> None:
+    # A config checked before any run exists has no run id yet; a dry run writes nothing.
+    res = run_worker({"episodes": 2}, tmp_path, "--dry-run")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "" and "dry run" in res.stderr
+    nested = {"metadata": {"worker": {"config": {"episodes": 2}}}}
+    assert run_worker(nested, tmp_path, "--dry-run").returncode == 0
+    # a bad run id is still refused, and a real run still needs one
+    assert run_worker({"run_id": "../x"}, tmp_path, "--dry-run").returncode == 2
+    real = run_worker({"episodes": 1}, tmp_path)
+    assert real.returncode == 2 and "run_id" in real.stderr
+
+
 def test_bad_configs_end_with_run_failed_and_exit_2(tmp_path: Path) -> None:
     cases = {
         '{"run_id": "b", "episodes": "lots"}': "'episodes'",
