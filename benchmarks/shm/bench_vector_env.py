@@ -3,11 +3,13 @@
 CartPole-v1 with 8 and 64 envs, random actions, gymnasium's default autoreset, in three
 scenarios: ``cartpole`` (Box observations, no step infos), ``dict`` (the same env observed as
 ``Dict(state=Box(4), tick=Discrete(501))``) and ``infos`` (an info dict on every step, which
-ShmVectorEnv carries through its side areas). Each figure is vector steps per second (multiply
+ShmVectorEnv carries through its side areas), plus ``null`` (an env whose step does no work: the
+figure is the vector env's own cost per step, which bounds what several host processes can
+gain on cheap envs). Each figure is vector steps per second (multiply
 by the env count for env steps) over ``--seconds`` of stepping after a short warm-up.
 
     python benchmarks/shm/bench_vector_env.py [--seconds 2] [--sizes 8 64]
-        [--scenarios cartpole dict infos]
+        [--scenarios cartpole dict infos null]
 """
 
 from __future__ import annotations
@@ -50,10 +52,25 @@ class StepInfos(gym.Wrapper):  # type: ignore[misc]
         return obs, reward, term, trunc, {**info, "x": float(obs[0]), "alive": not term}
 
 
+class NullEnv(gym.Env):  # type: ignore[misc]
+    """An env whose reset and step do no work: what remains is the vector env's own cost."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
+        super().reset(seed=seed)
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action: Any) -> Any:
+        return np.zeros(4, np.float32), 1.0, False, False, {}
+
+
 SCENARIOS: dict[str, Callable[[], gym.Env[Any, Any]]] = {
     "cartpole": lambda: gym.make("CartPole-v1"),
     "dict": lambda: DictObservation(gym.make("CartPole-v1")),
     "infos": lambda: StepInfos(gym.make("CartPole-v1")),
+    "null": NullEnv,
 }
 
 
