@@ -29,8 +29,9 @@ The names below are loaded on first use: a worker process started through
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mosaic_sdk.lazy_exports import LazyExports
 
 if TYPE_CHECKING:
     from mosaic_sdk.plugins.discovery import (
@@ -54,31 +55,37 @@ if TYPE_CHECKING:
     from mosaic_sdk.plugins.handle import WorkerHandle
     from mosaic_sdk.plugins.upstream import UpstreamConfig, UpstreamWorkerAdapter
 
-_LAZY: dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "BUILTIN_PLUGINS",
-            "ENTRY_POINT_GROUP",
-            "EntryPointCandidate",
-            "UncheckedLoad",
-            "WorkerRegistry",
-            "create_plugin_manager",
-            "discover_workers",
-            "entry_point_candidates",
-            "load_unchecked",
-            "load_worker",
+_LAZY = LazyExports(
+    __name__,
+    {
+        **dict.fromkeys(
+            (
+                "BUILTIN_PLUGINS",
+                "ENTRY_POINT_GROUP",
+                "EntryPointCandidate",
+                "UncheckedLoad",
+                "WorkerRegistry",
+                "create_plugin_manager",
+                "discover_workers",
+                "entry_point_candidates",
+                "load_unchecked",
+                "load_worker",
+            ),
+            "mosaic_sdk.plugins.discovery",
         ),
-        "mosaic_sdk.plugins.discovery",
-    ),
-    **dict.fromkeys(
-        ("PluginError", "UnknownWorkerError", "WorkerLoadError", "WorkerUnavailableError"),
-        "mosaic_sdk.plugins.errors",
-    ),
-    "WorkerHandle": "mosaic_sdk.plugins.handle",
-    "UpstreamConfig": "mosaic_sdk.plugins.upstream",
-    "UpstreamWorkerAdapter": "mosaic_sdk.plugins.upstream",
-}
+        **dict.fromkeys(
+            ("PluginError", "UnknownWorkerError", "WorkerLoadError", "WorkerUnavailableError"),
+            "mosaic_sdk.plugins.errors",
+        ),
+        "WorkerHandle": "mosaic_sdk.plugins.handle",
+        "UpstreamConfig": "mosaic_sdk.plugins.upstream",
+        "UpstreamWorkerAdapter": "mosaic_sdk.plugins.upstream",
+    },
+)
+__getattr__ = _LAZY.get
+__dir__ = _LAZY.dir
 
+# Spelled out (not _LAZY.all()) so that linters and type checkers see the names imported above.
 __all__ = [
     "BUILTIN_PLUGINS",
     "ENTRY_POINT_GROUP",
@@ -98,16 +105,3 @@ __all__ = [
     "load_unchecked",
     "load_worker",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mosaic_sdk.plugins' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
