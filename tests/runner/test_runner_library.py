@@ -281,19 +281,24 @@ def test_lines_reach_the_store_while_the_worker_runs(
         resolve_worker("fixture"), {"mode": "slow", "lines": 60, "delay": 0.05}, store=store_path
     )
     seen_while_running: list[int] = []
+    mismatches: list[tuple[int, int]] = []
+    # One statement, so the counter and the rows come from one snapshot of the store (two
+    # statements on two connections can straddle a commit and disagree by a batch).
+    query = (
+        "SELECT status, steps, (SELECT count(*) FROM steps WHERE run_id = ?1)"
+        " FROM runs WHERE run_id = ?1"
+    )
 
     def watch() -> None:
         while not seen_while_running:
             try:
-                [(status, steps)] = rows(
-                    store_path, "SELECT status, steps FROM runs WHERE run_id = ?", sup.run_id
-                )
-                [(n,)] = rows(store_path, "SELECT count(*) FROM steps WHERE run_id = ?", sup.run_id)
+                [(status, steps, n)] = rows(store_path, query, sup.run_id)
             except (sqlite3.OperationalError, ValueError):
                 time.sleep(0.01)
                 continue
             if status == "running" and 0 < n < 60:
-                assert steps == n  # counters are updated in the same transaction
+                if steps != n:  # counters are updated in the same transaction
+                    mismatches.append((steps, n))
                 seen_while_running.append(n)
             if status != "running":
                 return
@@ -304,6 +309,7 @@ def test_lines_reach_the_store_while_the_worker_runs(
     result = sup.run()
     watcher.join(5)
     assert result.counts["steps"] == 60
+    assert mismatches == [], "the runs counter disagreed with the stored rows"
     assert seen_while_running, "no step was visible in the store before the run ended"
 
 
