@@ -35,7 +35,7 @@ _LAZY = LazyExports(
         "FastLaneMetrics": "mosaic_sdk.fastlane",
         "FastLaneReader": "mosaic_sdk.fastlane",
         "FastLaneWriter": "mosaic_sdk.fastlane",
-        "maybe_wrap_env": "mosaic_sdk.fastlane",
+        "maybe_wrap_env": "mosaic_sdk.plugins.wrapping",
         "load_worker": "mosaic_sdk.plugins",
     },
     eager=["__version__"],

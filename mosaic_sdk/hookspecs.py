@@ -100,7 +100,7 @@ def mosaic_worker_make_env(config: WorkerConfig) -> Any | None:
 def mosaic_fastlane_wrap_env(env: Any, run_id: str, settings: dict[str, Any]) -> Any | None:
     """Wrap a gymnasium env (or vector env) so that it publishes FastLane frames.
 
-    Called by worker code (``mosaic_sdk.fastlane.maybe_wrap_env``, through the process's
+    Called by worker code (``mosaic_sdk.plugins.maybe_wrap_env``, through the process's
     ``mosaic_sdk.plugins.fastlane_provider.fastlane_plugin_manager()``, and the CleanRL shim's
     ``gymnasium.make`` patch) for every env it creates while FastLane is switched on.
     ``settings`` holds the resolved FastLane options (``video_mode``, ``slot``,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -24,13 +25,31 @@ from typing import Any
 class LazyExports:
     """The lazy names of one package: ``{name: module that defines it}``."""
 
-    def __init__(self, package: str, names: Mapping[str, str], eager: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        package: str,
+        names: Mapping[str, str],
+        eager: Iterable[str] = (),
+        moved: Mapping[str, str] | None = None,
+    ) -> None:
         self.package = package
         self.names = dict(names)
         self.eager = list(eager)
+        # Deprecated aliases: {old name: the module that defines it now}. Reading one warns
+        # with its new import and still works; they are not listed in __all__ or dir().
+        self.moved = dict(moved or {})
 
     def get(self, name: str) -> Any:
         """Import the module that defines ``name`` and return it; cached in the package."""
+        new_home = self.moved.get(name)
+        if new_home is not None:
+            warnings.warn(
+                f"{self.package}.{name} is deprecated: import it with "
+                f"'from {new_home} import {name}'; the alias goes away in the next minor release",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(importlib.import_module(new_home), name)
         module = self.names.get(name)
         if module is None:
             raise AttributeError(f"module {self.package!r} has no attribute {name!r}")

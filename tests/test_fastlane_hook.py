@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from mosaic_sdk import hookimpl
-from mosaic_sdk.fastlane import FastLaneTelemetryWrapper, maybe_wrap_env
+from mosaic_sdk.fastlane import FastLaneTelemetryWrapper
+from mosaic_sdk.plugins import maybe_wrap_env
 from mosaic_sdk.fastlane.layout import segment_name
 from mosaic_sdk.plugins import create_plugin_manager
 from mosaic_sdk.plugins.fastlane_provider import fastlane_plugin_manager, wrap_env_through_hook

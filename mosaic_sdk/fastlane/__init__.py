@@ -12,7 +12,6 @@ from __future__ import annotations
 from mosaic_sdk.fastlane.environment import (
     FastLaneSettings,
     apply_fastlane_environment,
-    maybe_wrap_env,
     read_fastlane_environment,
     resolve_fastlane,
 )
@@ -38,6 +37,10 @@ _LAZY = LazyExports(
         "FastLaneTelemetryWrapper": "mosaic_sdk.fastlane.wrapper",
         "FastLaneVectorTelemetryWrapper": "mosaic_sdk.fastlane.wrapper",
     },
+    # 0.1.0 exported maybe_wrap_env here. It wraps through the plugin hook, so it lives on the
+    # plugin floor now. No import of this package reaches up there; reading the old name
+    # imports it then, with a DeprecationWarning that gives the new import.
+    moved={"maybe_wrap_env": "mosaic_sdk.plugins"},
 )
 __getattr__ = _LAZY.get
 __dir__ = _LAZY.dir
@@ -60,7 +63,6 @@ __all__ = [
     "apply_fastlane_environment",
     "cleanup_stale_segment",
     "create_fastlane_name",
-    "maybe_wrap_env",
     "read_fastlane_environment",
     "resolve_fastlane",
     "tile_frames",

@@ -20,6 +20,7 @@ not installed as distributions (handy in tests and during development).
 
 Modules: ``discovery`` (manager, entry points, registry), ``handle`` (``WorkerHandle``),
 ``upstream`` (the adapter), ``errors``, ``defaults`` (the SDK's own trylast answers),
+``wrapping`` (``maybe_wrap_env``, every FastLane wrap through the hook),
 ``gym_gui_stand_in`` (``gym_gui.core.worker`` for upstream-style workers when the GUI is
 absent, and the launcher their processes start through).
 
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     )
     from mosaic_sdk.plugins.handle import WorkerHandle
     from mosaic_sdk.plugins.upstream import UpstreamConfig, UpstreamWorkerAdapter
+    from mosaic_sdk.plugins.wrapping import maybe_wrap_env
 
 _LAZY = LazyExports(
     __name__,
@@ -80,6 +82,7 @@ _LAZY = LazyExports(
         "WorkerHandle": "mosaic_sdk.plugins.handle",
         "UpstreamConfig": "mosaic_sdk.plugins.upstream",
         "UpstreamWorkerAdapter": "mosaic_sdk.plugins.upstream",
+        "maybe_wrap_env": "mosaic_sdk.plugins.wrapping",
     },
 )
 __getattr__ = _LAZY.get
@@ -104,4 +107,5 @@ __all__ = [
     "entry_point_candidates",
     "load_unchecked",
     "load_worker",
+    "maybe_wrap_env",
 ]

@@ -7,7 +7,7 @@ or the hookspecs.
 :func:`wrap_env_through_hook` is how worker code wraps an env: it calls the
 ``mosaic_fastlane_wrap_env`` hook on :func:`fastlane_plugin_manager`, so a plugin registered
 there with a ``wrapper=True`` implementation decorates (or observes) every env FastLane wraps
-in this process. :func:`mosaic_sdk.fastlane.maybe_wrap_env` calls it when it wraps.
+in this process. :func:`mosaic_sdk.plugins.maybe_wrap_env` calls it when it wraps.
 """
 
 from __future__ import annotations

@@ -21,13 +21,13 @@ from mosaic_sdk.fastlane import (
     FastLaneVectorTelemetryWrapper,
     FastLaneWriter,
     apply_fastlane_environment,
-    maybe_wrap_env,
     read_fastlane_environment,
     tile_frames,
 )
 from mosaic_sdk.fastlane.layout import segment_name
 from mosaic_sdk.fastlane.segment import inspect_segment
 from mosaic_sdk.plugins import fastlane_provider as fastlane_plugin
+from mosaic_sdk.plugins import maybe_wrap_env
 
 
 class CountingEnv(gymnasium.Env):

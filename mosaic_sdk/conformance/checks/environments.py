@@ -109,7 +109,7 @@ def check_env_bare(subject: WorkerSubject) -> str | None:
     levels=(SDK,),
 )
 def check_env_fastlane(subject: WorkerSubject) -> str | None:
-    from mosaic_sdk.fastlane import maybe_wrap_env
+    from mosaic_sdk.plugins.wrapping import maybe_wrap_env
 
     run_id = subject.run_id("env-fastlane")
     env = _make_env(subject)

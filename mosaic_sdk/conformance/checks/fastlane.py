@@ -32,7 +32,7 @@ def _probe(subject: WorkerSubject) -> dict[str, Any]:
 @conformance_check(
     "fastlane.frames_published",
     description="With MOSAIC_FASTLANE_ONLY=1 the worker publishes frames to its segment",
-    hint="Wrap the env with mosaic_sdk.fastlane.maybe_wrap_env(env) (render_mode='rgb_array') "
+    hint="Wrap the env with mosaic_sdk.plugins.maybe_wrap_env(env) (render_mode='rgb_array') "
     "when MOSAIC_FASTLANE_ONLY / GYM_GUI_FASTLANE_ONLY is 1",
     runs=("fastlane",),
     gates=GATES,

@@ -28,7 +28,8 @@ def make_env(config: ExampleConfig) -> Any:
     """
     import gymnasium
 
-    from mosaic_sdk.fastlane import maybe_wrap_env, resolve_fastlane
+    from mosaic_sdk.fastlane import resolve_fastlane
+    from mosaic_sdk.plugins import maybe_wrap_env
 
     fastlane = resolve_fastlane(config.fastlane)
     kwargs: dict[str, Any] = {}
