@@ -13,12 +13,10 @@ The temporary directory (and the config written in it) is removed whatever happe
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
-import signal
-import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +24,15 @@ from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.launch import ResolvedJob, prepare_run, resolve_job
+from mosaic_sdk.runner.lifecycle import RunLifecycle
 
 #: How long a dry run may take before it is stopped (a worker that ignores ``--dry-run``
 #: and trains instead).
 DEFAULT_TIMEOUT = 120.0
 #: How much of the worker's stderr a refusal quotes.
 MAX_QUOTE = 2000
+#: Stderr kept from a dry run (a chatty worker's first and last words are enough).
+MAX_STDERR = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,27 @@ class PreflightResult:
     problem: str | None = None
 
 
+class _StderrKeeper:
+    """The dry run's stderr, bounded; fed from the lifecycle's stderr thread."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, lines: list[bytes], partial: bool) -> None:
+        with self._lock:
+            for line in lines:
+                if self._size >= MAX_STDERR:
+                    return
+                self._parts.append(line)
+                self._size += len(line) + 1
+
+    def text(self) -> str:
+        with self._lock:
+            return b"\n".join(self._parts).decode("utf-8", "replace")
+
+
 def preflight(
     handle: WorkerHandle,
     config_data: Mapping[str, Any] | ResolvedJob | None,
@@ -54,57 +76,51 @@ def preflight(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> PreflightResult:
     """Run ``handle``'s ``--dry-run`` on the config; raises ``ConfigError`` when the config
-    model refuses it already, ``OSError`` when the worker's command cannot be started."""
-    import time
+    model refuses it already, ``OSError`` when the worker's command cannot be started.
 
+    The dry run goes through :class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`, the one
+    supervision path: its own session, SIGKILL of the group and of every process seen below
+    it on a timeout or an interruption (Ctrl-C), reaped whatever happens. Its stdout is read
+    and dropped; no ``mosaic_run_cleanup`` is called, since no run was started.
+    """
     scratch = Path(tempfile.mkdtemp(prefix="mosaic-preflight-"))
     try:
         job = resolve_job(config_data, run_id=run_id)
         prepared = prepare_run(handle, job, runs_dir=scratch, extra_env=extra_env)
-        started = time.monotonic()
-        proc = subprocess.Popen(
-            [*prepared.argv, "--dry-run"],
-            cwd=prepared.cwd,
-            env=prepared.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group: stopped whole on a timeout
+        stderr = _StderrKeeper()
+        lifecycle = RunLifecycle(
+            handle,
+            prepared,
+            argv=[*prepared.argv, "--dry-run"],
+            on_stderr_lines=stderr,
+            timeout=timeout,
         )
+        started = time.monotonic()
         try:
-            _, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            _, err = proc.communicate()
+            try:
+                lifecycle.start()
+            except RuntimeError as exc:
+                raise OSError(str(exc)) from exc
+            lifecycle.supervise()
+        finally:
+            code = lifecycle.finish()  # kills an interrupted dry run, reaps what it left
+            lifecycle.close()
+        seconds = time.monotonic() - started
+        said = stderr.text()
+        if lifecycle.timed_out:
             return PreflightResult(
                 False,
                 None,
-                time.monotonic() - started,
-                _text(err),
+                seconds,
+                said,
                 f"its dry run did not end within {timeout:g}s (does the worker handle --dry-run?)",
             )
-        finally:
-            if proc.poll() is None:  # interrupted (Ctrl-C): leave nothing running
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        done = subprocess.CompletedProcess(proc.args, proc.returncode, None, err)
-        seconds = time.monotonic() - started
-        said = _text(done.stderr)
-        if done.returncode == 0:
+        if code == 0:
             return PreflightResult(True, 0, seconds, said)
-        return PreflightResult(
-            False, done.returncode, seconds, said, _refusal(done.returncode, said)
-        )
+        code = -1 if code is None else code
+        return PreflightResult(False, code, seconds, said, _refusal(code, said))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _text(data: bytes | str | None) -> str:
-    if data is None:
-        return ""
-    return data if isinstance(data, str) else data.decode("utf-8", "replace")
 
 
 def _refusal(code: int, stderr: str) -> str:

@@ -74,15 +74,37 @@ def test_a_worker_that_ignores_dry_run_is_stopped_whole(
     assert not said.ok and said.exit_code is None
     assert said.problem == "its dry run did not end within 1s (does the worker handle --dry-run?)"
     # the sleeping grandchild went with its parent: no process of ours sleeps on
+    assert processes_with(marker) == []
+
+
+def processes_with(marker: str) -> list[str]:
     mine = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if marker.encode() in cmdline:
+        if marker.encode() in cmdline and pid != str(os.getpid()):
             mine.append(pid)
-    assert mine == []
+    return mine
+
+
+def test_a_dry_run_leaves_no_setsid_descendant_behind(
+    fixture_workers: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dry run goes through the run lifecycle, which reaps processes that left the
+    worker's group with setsid(); a Popen + killpg of the group alone missed them."""
+    monkeypatch.setenv("MOSAIC_PLUGINS", "escaper=runner_workers:Escaper")
+    from mosaic_sdk.runner.preflight import preflight
+    from mosaic_sdk.runner.supervisor import resolve_worker
+
+    marker = f"escaper-{os.getpid()}-{time.time_ns()}"
+    said = preflight(resolve_worker("escaper"), {"mode": marker}, timeout=30.0)
+    assert said.ok, said
+    deadline = time.monotonic() + 5
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with(marker) == []
 
 
 def test_the_dry_run_checks_what_the_worker_would_be_given(
