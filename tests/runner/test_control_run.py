@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -12,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from docs_snippets.blocks import blocks
 
 from mosaic_sdk.runner import supervisor as supervisor_module
 from mosaic_sdk.runner.control_socket import SOCKET_NAME
@@ -38,8 +41,15 @@ def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 class Run:
     """``mosaic run WORKER`` in a child process, until its control socket is there."""
 
-    def __init__(self, env: dict[str, str], store: Path, worker: str = "control", *sets: str):
-        self.store, self.run_id, self.env = store, "01JCONTROLTESTRUN0000000000", env
+    def __init__(
+        self,
+        env: dict[str, str],
+        store: Path,
+        worker: str = "control",
+        *sets: str,
+        run_id: str = "01JCONTROLTESTRUN0000000000",
+    ):
+        self.store, self.run_id, self.env = store, run_id, env
         argv = [sys.executable, "-m", "mosaic_sdk.cli", "run", worker, "--store", str(store)]
         argv += ["--run-id", self.run_id, "--no-preflight", "--json"]
         for s in sets:
@@ -201,3 +211,52 @@ def test_the_socket_is_removed_when_the_runner_fails(
     run_dirs = list(runs_dir_for(tmp_path / "s.sqlite").iterdir())
     assert seen == [True] and len(run_dirs) == 1
     assert not (run_dirs[0] / SOCKET_NAME).exists()
+
+
+# -- the console session of docs/guides/running.md ("Control a running run") --------------
+
+PAGE = "docs/guides/running.md"
+RUN_ID = "01JD3K7Q8ZB5R2N6XJ4WQ0CTRL"
+
+
+def _session() -> list[tuple[str, list[str]]]:
+    [block] = [b for b in blocks(PAGE) if b.language == "console" and "mosaic control" in b.code]
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.code.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    return steps
+
+
+def _same(shown: str, got: str) -> bool:
+    if shown.startswith("{"):
+        a, b = json.loads(shown), json.loads(got)
+        for d in (a, b):
+            d.pop("ts", None)
+        return a == b
+    times = re.compile(r" in \d+(\.\d+)? ms$")
+    return times.sub(" in N ms", shown) == times.sub(" in N ms", got)
+
+
+def test_the_guide_session_runs_as_shown(env: dict[str, str], tmp_path: Path) -> None:
+    run = Run(env, tmp_path / "s.sqlite", "control", run_id=RUN_ID)
+    try:
+        for command, shown in _session():
+            argv = shlex.split(command)
+            assert argv[:2] == ["mosaic", "control"]
+            out = subprocess.run(
+                [sys.executable, "-m", "mosaic_sdk.cli", *argv[1:], "--store", str(run.store)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            got = (out.stdout + out.stderr).strip().splitlines()
+            assert len(got) == len(shown), (command, got)
+            for s, g in zip(shown, got, strict=True):
+                assert _same(s, g), (command, s, g)
+        assert run.finish()["status"] == "cancelled"
+    finally:
+        run.kill()
