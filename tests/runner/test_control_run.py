@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shlex
 import signal
 import subprocess
@@ -54,7 +55,9 @@ class Run:
         argv += ["--run-id", self.run_id, "--no-preflight", "--json"]
         for s in sets:
             argv += ["--set", s]
-        self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self.socket = runs_dir_for(store) / self.run_id / SOCKET_NAME
         deadline = time.monotonic() + 30
         while not self.socket.exists():
@@ -80,6 +83,8 @@ class Run:
             return int(store.get_run(self.run_id)["worker_pid"])
 
     def finish(self, timeout: float = 30) -> dict:
+        if self.proc.stdin is not None and self.proc.stdin.closed:
+            self.proc.stdin = None  # communicate() would close it again
         out, err = self.proc.communicate(timeout=timeout)
         assert out, err
         return json.loads(out)
@@ -260,3 +265,66 @@ def test_the_guide_session_runs_as_shown(env: dict[str, str], tmp_path: Path) ->
         assert run.finish()["status"] == "cancelled"
     finally:
         run.kill()
+
+
+# -- keys in the live view ----------------------------------------------------------------------
+
+
+def test_keys_in_the_live_view_of_a_terminal(env: dict[str, str], tmp_path: Path) -> None:
+    import pty
+
+    store, rid = tmp_path / "s.sqlite", "01JKEYSTEST000000000000000"
+    master, slave = pty.openpty()
+    argv = [sys.executable, "-m", "mosaic_sdk.cli", "run", "control", "--store", str(store)]
+    argv += ["--run-id", rid, "--no-preflight"]
+    proc = subprocess.Popen(
+        argv, env={**env, "COLUMNS": "120"}, stdin=slave, stdout=slave, stderr=slave
+    )
+    os.close(slave)
+    seen = b""
+
+    def read_until(marker: bytes, timeout: float = 30) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while marker not in seen:
+            assert time.monotonic() < deadline, seen[-2000:]
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:  # the run ended and closed the terminal
+                    break
+
+    try:
+        read_until(b"p pause/resume")  # the footer
+        os.write(master, b"p")
+        read_until(b"pause: ok")
+        os.write(master, b"c")
+        read_until(b"checkpoint: ok")
+        os.write(master, b"s")
+        assert proc.wait(30) == 130  # stopped: cancelled
+        read_until(b"cancelled")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    with RunStore(store, readonly=True) as s:
+        texts = [r["text"] for r in s.log_lines(rid, stream="stdout")]
+        assert s.get_run(rid)["status"] == "cancelled"
+    assert [json.loads(t)["cmd"] for t in texts if '"control_reply"' in t] == [
+        "pause",
+        "checkpoint",
+        "stop",
+    ]
+
+
+def test_no_keys_when_stdin_is_a_pipe(env: dict[str, str], tmp_path: Path) -> None:
+    run = Run(env, tmp_path / "s.sqlite", "control", "lines=50")
+    assert run.proc.stdin is not None
+    run.proc.stdin.write(b"pcs")  # keys typed into a pipe are not read
+    run.proc.stdin.close()
+    result = run.finish()
+    assert result["status"] == "completed"
+    with RunStore(run.store, readonly=True) as s:
+        assert not [r for r in s.log_lines(run.run_id) if "control_reply" in r["text"]]
