@@ -424,6 +424,7 @@ def run_worker(
     flush_interval: float = 0.1,
     extra_env: dict[str, str] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE,
+    keys: bool = False,
 ) -> RunResult:
     """Run ``worker`` (a name or a handle) with ``config`` to the end; returns a RunResult.
 
@@ -446,6 +447,7 @@ def run_worker(
         flush_interval=flush_interval,
         extra_env=extra_env,
         max_line_bytes=max_line_bytes,
+        keys=keys,
     )
     return supervisor.run()
 
