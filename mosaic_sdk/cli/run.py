@@ -1,7 +1,9 @@
 """``mosaic run NAME [--config FILE] [--set KEY=VALUE]... [--run-id ID] [--store PATH] ...``
 
 Runs the worker's own ``--dry-run`` first (``--no-preflight`` skips it), then the worker to
-the end with a live view, stores everything it writes, and prints one summary line. Exit code:
+the end with a live view, stores everything it writes, and prints one summary line. In a
+terminal, the keys p (pause/resume), c (checkpoint) and s (stop) control a worker that speaks
+the control protocol (see ``mosaic control``). Exit code:
 0 completed, 1 failed, 130 cancelled, 2 a usage or config error (a refused dry run included).
 """
 
@@ -82,7 +84,7 @@ def _load_job(args: argparse.Namespace) -> Any:
 def cmd_run(args: argparse.Namespace) -> int:
     from mosaic_sdk.contract import ConfigError
     from mosaic_sdk.plugins import PluginError
-    from mosaic_sdk.runner.live import PlainDisplay, choose_display
+    from mosaic_sdk.runner.live import PlainDisplay, RichDisplay, choose_display
     from mosaic_sdk.runner.paths import MosaicHomeError
     from mosaic_sdk.runner.store import StoreError
     from mosaic_sdk.runner.supervisor import RunSupervisor, resolve_worker
@@ -110,6 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             runs_dir=Path(args.runs_dir).expanduser() if args.runs_dir else None,
             grace=args.grace,
             display=display,
+            keys=isinstance(display, RichDisplay) and _stdin_is_terminal(),
             **limits,
         )
     except ConfigError as exc:
@@ -128,6 +131,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(summary_line(result), flush=True)
     return result.runner_exit_code
+
+
+def _stdin_is_terminal() -> bool:
+    """Keys in the live view only when stdin is a terminal (never a pipe or a file)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):
+        return False
 
 
 def _preflight(handle: Any, job: Any, args: argparse.Namespace) -> None:

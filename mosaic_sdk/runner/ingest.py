@@ -16,6 +16,7 @@ the store cannot take in the end is counted (``StoreWriter.lost_rows``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from mosaic_sdk.runner.lines import CutLine
@@ -38,8 +39,12 @@ class LineIngest:
     batch (the supervisor flushes that batch at once and runs the hooks once it is committed).
     """
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(
+        self, run_id: str, on_control_reply: Callable[[dict[str, Any]], None] | None = None
+    ) -> None:
         self.run_id = run_id
+        #: Called with every ``control_reply`` line (stored like any other line as well).
+        self.on_control_reply = on_control_reply
         self.line_no = 0
         self.steps = 0
         #: Sum of the ``steps`` of the episode lines: env steps when step lines are throttled.
@@ -150,6 +155,8 @@ class LineIngest:
         item = classify_line(text)
         kind = item.kind
         d = item.data
+        if d is not None and self.on_control_reply is not None and d.get("type") == "control_reply":
+            self.on_control_reply(d)
         if kind == "step":
             batch.steps.append(
                 (

@@ -92,6 +92,7 @@ class RunLifecycle:
         grace: float = 10.0,
         timeout: float | None = None,
         stop_after_eof: float | None = None,
+        stdin_pipe: bool = False,
     ) -> None:
         self.handle = handle
         self.prepared = prepared
@@ -106,6 +107,9 @@ class RunLifecycle:
         self.timeout = timeout
         #: Stop the worker when it is still running this long after its stdout closed.
         self.stop_after_eof = stop_after_eof
+        #: Keep the worker's stdin as a pipe (a worker that speaks the control protocol); the
+        #: pipe is written through ``proc.stdin`` (:class:`~mosaic_sdk.runner.stdin.WorkerStdin`).
+        self.stdin_pipe = stdin_pipe
         self.proc: WorkerProcess | None = None
         self.stop_reason: str | None = None
         self.kill_now = False
@@ -127,6 +131,7 @@ class RunLifecycle:
             tail_lines=self.tail_lines,
             on_stderr_lines=self.on_stderr_lines,
             max_line_bytes=self.max_line_bytes,
+            stdin_pipe=self.stdin_pipe,
         )
         return self.proc
 

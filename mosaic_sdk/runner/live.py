@@ -51,6 +51,9 @@ class Snapshot:
     status: str = "running"
     #: Step lines received (fewer than ``steps`` when the worker throttles them).
     step_lines: int | None = None
+    #: The reply to the last key pressed in the view (see run_control), and the keys' help.
+    control_note: str | None = None
+    control_keys: str | None = None
 
     @property
     def mean_return(self) -> float | None:
@@ -163,6 +166,10 @@ class RichDisplay:
         ]
         if snap.log_lines:
             rows.append(("log lines", f"{snap.log_lines:,}"))
+        if snap.control_note:
+            rows.append(("control", snap.control_note))
+        if snap.control_keys:
+            rows.append(("keys", snap.control_keys))
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold cyan", justify="right")
         table.add_column()

@@ -25,6 +25,8 @@ terminal reaches the runner, which decides what to forward) with stdout and stde
   included, see :mod:`mosaic_sdk.runner.proctree`); :meth:`WorkerProcess.reap_group` ends
   what the worker left behind once it has exited (no orphans). On Linux the worker gets
   SIGKILL when the runner dies.
+- stdin is ``/dev/null`` unless ``stdin_pipe`` (a worker that speaks the control protocol):
+  then :attr:`WorkerProcess.stdin` writes command lines to it, one writer at a time.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from pathlib import Path
 
 from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE, LineSplitter
 from mosaic_sdk.runner.proctree import Descendants, parent_death_preexec
+from mosaic_sdk.runner.stdin import WorkerStdin
 
 _CHUNK = 1 << 16
 #: Characters of one stderr line kept in the tail (for error messages; the store has it all).
@@ -59,6 +62,7 @@ class WorkerProcess:
         tail_lines: int = 40,
         on_stderr_lines: Callable[[list[bytes], bool], None] | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE,
+        stdin_pipe: bool = False,
     ) -> None:
         self.argv = list(argv)
         self.started_at = time.monotonic()
@@ -68,7 +72,7 @@ class WorkerProcess:
         try:
             self.proc = subprocess.Popen(
                 self.argv,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=dict(env) if env is not None else None,
@@ -80,6 +84,8 @@ class WorkerProcess:
             raise RuntimeError(f"cannot start the worker ({self.argv[0]}): {exc}") from exc
         self.pid = self.proc.pid
         self.pgid = self.pid
+        #: The worker's stdin (``stdin_pipe``): see :class:`~mosaic_sdk.runner.stdin.WorkerStdin`.
+        self.stdin = WorkerStdin(self.proc.stdin, self.pid)
         #: Every process seen below the worker (see :mod:`mosaic_sdk.runner.proctree`).
         self.descendants = Descendants(self.pid)
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
@@ -321,6 +327,7 @@ class WorkerProcess:
         return True
 
     def close(self) -> None:
+        self.stdin.close()
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 try:

@@ -36,6 +36,7 @@ from mosaic_sdk.runner.outcome import RunResult, decide, record_end
 from mosaic_sdk.runner.paths import default_store_path, runs_dir_for
 from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.process import WorkerProcess
+from mosaic_sdk.runner.run_control import RunControl
 from mosaic_sdk.runner.store import RunStore
 
 #: Wait this long for EOF on stdout after the worker exited and its group was reaped (the
@@ -79,10 +80,13 @@ class RunSupervisor:
         flush_interval: float = 0.1,
         extra_env: dict[str, str] | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE,
+        keys: bool = False,
     ) -> None:
         if max_line_bytes < 1:
             raise ValueError(f"max_line_bytes must be >= 1, got {max_line_bytes}")
         self.max_line_bytes = max_line_bytes
+        #: Keys in the live view (p/c/s) when stdin is a terminal (see run_control).
+        self.keys = keys
         if batch_lines < 1 or not flush_interval > 0 or not 0 <= grace < math.inf:
             raise ValueError(
                 "batch_lines >= 1, flush_interval > 0 and a finite grace >= 0 are required "
@@ -100,6 +104,7 @@ class RunSupervisor:
         self._hooks_due: list[tuple[int, list[dict[str, Any]]]] = []  # (batch serial, events)
         self._writer_gone = False
         self._lifecycle: RunLifecycle | None = None
+        self._control: RunControl | None = None
 
         job = resolve_job(config, run_id=run_id)
         rid = job.run_id
@@ -180,7 +185,8 @@ class RunSupervisor:
         writer = StoreWriter(
             self.store_path, self.run_id, abandon=lambda: self._cancel_reason is not None
         )
-        ingest = LineIngest(self.run_id)
+        control = self._control = RunControl(self.handle, prepared.run_dir, keys=self.keys)
+        ingest = LineIngest(self.run_id, on_control_reply=control.relay.on_reply)
         stderr_ingest = StderrIngest(self.run_id, writer)
         restore = self._install_signal_handlers()
         lifecycle = RunLifecycle(
@@ -191,6 +197,7 @@ class RunSupervisor:
             on_stderr_lines=stderr_ingest,
             max_line_bytes=self.max_line_bytes,
             grace=self.grace,
+            stdin_pipe=control.stdin_pipe,
         )
         self._lifecycle = lifecycle
         self._forward_cancel(lifecycle)
@@ -203,7 +210,9 @@ class RunSupervisor:
                 start_error = f"{exc}; check the worker's launch command (mosaic workers show)"
             if proc is not None:
                 self.store.set_worker_pid(self.run_id, proc.pid)
+                control.attach(proc)
                 lifecycle.supervise()
+                control.end("its worker has exited")
                 exit_code = lifecycle.finish()
                 stderr_tail = proc.stderr_text(limit=20)
                 warnings = proc.stderr_problems()
@@ -274,6 +283,7 @@ class RunSupervisor:
                 pass
             raise
         finally:
+            control.close()  # the socket is removed and the terminal restored, whatever happened
             restore()
             lifecycle.close()
             writer.close(timeout=5)
@@ -325,6 +335,8 @@ class RunSupervisor:
             recent_returns=ingest.recent_returns,
             last_event=ingest.last_event,
             status=status,
+            control_note=self._control.note if self._control else None,
+            control_keys=self._control.keys_help if self._control else None,
         )
 
     def _run_due_hooks(self, writer: StoreWriter, final: bool = False) -> None:
@@ -412,6 +424,7 @@ def run_worker(
     flush_interval: float = 0.1,
     extra_env: dict[str, str] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE,
+    keys: bool = False,
 ) -> RunResult:
     """Run ``worker`` (a name or a handle) with ``config`` to the end; returns a RunResult.
 
@@ -434,6 +447,7 @@ def run_worker(
         flush_interval=flush_interval,
         extra_env=extra_env,
         max_line_bytes=max_line_bytes,
+        keys=keys,
     )
     return supervisor.run()
 

@@ -1,0 +1,253 @@
+"""Commands to a running worker and its replies: the runner's half of the control protocol.
+
+A worker that claims ``control_protocol=1`` (:class:`~mosaic_sdk.contract.WorkerCapabilities`)
+reads one JSON command a line on its stdin and answers each with one ``control_reply`` line on
+stdout. :class:`ControlRelay` is the runner's side of that dialogue, shared by the control
+socket (:mod:`mosaic_sdk.runner.control_socket`) and the keys of the live view:
+
+- :meth:`ControlRelay.request` checks a request (``{"cmd": "pause"}``, optionally ``"id"`` and
+  arguments), assigns an id when it has none, writes ``{"v": 1, "id": ..., "cmd": ...}`` to the
+  worker's stdin (:class:`~mosaic_sdk.runner.stdin.WorkerStdin`: serialized, never blocking for
+  long), and waits up to :data:`REPLY_TIMEOUT` seconds for the reply with that id.
+- :meth:`ControlRelay.on_reply` is called by the ingest for every ``control_reply`` line it
+  reads (the line is stored like any other; the relay only looks at it).
+- Whatever goes wrong, the caller gets one reply in the wire's shape: the worker's own, or
+  one made by the runner (:func:`runner_error`, ``"source": "runner"``) whose ``error`` says
+  what was wrong and how to fix it (codes in :data:`ERROR_CODES`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from typing import Any
+
+from mosaic_sdk.runner.stdin import StdinClosed, WorkerStdin
+
+#: The control protocol version this runner speaks.
+PROTOCOL = 1
+#: Seconds to wait for the worker's reply to one command.
+REPLY_TIMEOUT = 5.0
+#: Commands of the control protocol (``mosaic control`` sends the first five).
+COMMANDS = ("ping", "pause", "resume", "stop", "checkpoint", "reset", "step", "act", "close")
+#: The longest client-chosen id.
+MAX_ID = 128
+#: Codes of the replies the runner makes itself.
+ERROR_CODES = (
+    "malformed_request",
+    "unknown_command",
+    "duplicate_id",
+    "no_protocol",
+    "unsupported_protocol",
+    "run_not_running",
+    "stdin_closed",
+    "timeout",
+    "permission_denied",
+    "busy",
+)
+
+
+def runner_error(
+    code: str, message: str, hint: str, *, cmd: Any = None, id: Any = None
+) -> dict[str, Any]:
+    """A reply made by the runner (the worker never saw the command, or did not answer)."""
+    return {
+        "type": "control_reply",
+        "v": PROTOCOL,
+        "id": id if isinstance(id, str) else None,
+        "cmd": cmd if isinstance(cmd, str) else None,
+        "ok": False,
+        "source": "runner",
+        "error": {"code": code, "message": message, "hint": hint},
+    }
+
+
+class _Pending:
+    __slots__ = ("done", "reply")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.reply: dict[str, Any] | None = None
+
+
+class ControlRelay:
+    """One run's command channel (see the module docstring). Thread-safe."""
+
+    def __init__(
+        self, worker: str, protocol: int | None, *, reply_timeout: float = REPLY_TIMEOUT
+    ) -> None:
+        self.worker = worker
+        self.protocol = protocol
+        self.reply_timeout = reply_timeout
+        self._stdin: WorkerStdin | None = None
+        self._ended: str | None = None
+        self._pending: dict[str, _Pending] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+
+    # -- the run's side ---------------------------------------------------------------------
+    def attach(self, stdin: WorkerStdin) -> None:
+        """The worker started: commands go to ``stdin`` from now on."""
+        self._stdin = stdin
+
+    def end(self, why: str) -> None:
+        """The run is no longer running: waiting requests and later ones get
+        ``run_not_running`` with ``why``."""
+        with self._lock:
+            self._ended = why
+            pending, self._pending = self._pending, {}
+        for pid, slot in pending.items():
+            slot.reply = self._not_running(None, pid)
+            slot.done.set()
+
+    def on_reply(self, reply: dict[str, Any]) -> None:
+        """A ``control_reply`` line the worker wrote (called by the ingest, any thread)."""
+        rid = reply.get("id")
+        if not isinstance(rid, str):
+            return
+        with self._lock:
+            slot = self._pending.pop(rid, None)
+        if slot is not None:
+            slot.reply = reply
+            slot.done.set()
+
+    # -- the client's side ------------------------------------------------------------------
+    def request(self, request: Any, timeout: float | None = None) -> dict[str, Any]:
+        """Send one command and return its reply (the worker's, or the runner's error)."""
+        problem = self._check(request)
+        if problem is not None:
+            return problem
+        cmd, rid = request["cmd"], request.get("id")
+        if self._ended is not None:
+            return self._not_running(cmd, rid)
+        if self.protocol is None:
+            return runner_error(
+                "no_protocol",
+                f"worker {self.worker!r} does not claim the control protocol "
+                "(control_protocol is not set in its capabilities), so it reads no commands",
+                "stop it with Ctrl-C or SIGTERM to mosaic run; a worker built on "
+                "mosaic_sdk's worker_main claims the protocol with control_protocol=1",
+                cmd=cmd,
+                id=rid,
+            )
+        if self.protocol != PROTOCOL:
+            return runner_error(
+                "unsupported_protocol",
+                f"worker {self.worker!r} speaks control protocol {self.protocol}, this runner "
+                f"speaks {PROTOCOL}",
+                "install a mosaic-worker-sdk and a worker made for the same protocol",
+                cmd=cmd,
+                id=rid,
+            )
+        slot = _Pending()
+        with self._lock:
+            if rid is None:
+                rid = f"mosaic-{next(self._ids)}"
+                while rid in self._pending:  # a client chose this form itself
+                    rid = f"mosaic-{next(self._ids)}"
+            elif rid in self._pending:
+                return runner_error(
+                    "duplicate_id",
+                    f"a command with id {rid!r} is still waiting for its reply",
+                    "give every command an id of its own, or leave the id out",
+                    cmd=cmd,
+                    id=rid,
+                )
+            self._pending[rid] = slot
+        line = {k: v for k, v in request.items() if k not in ("v", "id", "cmd")}
+        wire = json.dumps({"v": PROTOCOL, "id": rid, "cmd": cmd, **line}, separators=(",", ":"))
+        stdin = self._stdin
+        try:
+            if stdin is None:
+                raise StdinClosed("the worker has not started yet")
+            stdin.write_line(wire.encode("utf-8"))
+        except StdinClosed as exc:
+            self._forget(rid)
+            return runner_error(
+                "stdin_closed",
+                f"cannot send {cmd!r} to the worker: {exc}",
+                "the worker takes no more commands; `mosaic runs show` tells how the run ends",
+                cmd=cmd,
+                id=rid,
+            )
+        wait = self.reply_timeout if timeout is None else timeout
+        if slot.done.wait(wait) and slot.reply is not None:
+            return slot.reply
+        self._forget(rid)
+        if slot.reply is not None:  # came in just now
+            return slot.reply
+        return runner_error(
+            "timeout",
+            f"the worker did not answer {cmd!r} (id {rid}) within {wait:g} s; the command was "
+            "sent, the run goes on",
+            "the worker may be busy (a long step or a checkpoint being written) or not reading "
+            "its stdin; try again, or see the run's output with `mosaic runs show`",
+            cmd=cmd,
+            id=rid,
+        )
+
+    def _forget(self, rid: str) -> None:
+        with self._lock:
+            self._pending.pop(rid, None)
+
+    def _not_running(self, cmd: Any, rid: Any) -> dict[str, Any]:
+        return runner_error(
+            "run_not_running",
+            f"the run is not running any more ({self._ended})",
+            "commands reach running runs only; `mosaic runs show RUN` tells how it ended",
+            cmd=cmd,
+            id=rid,
+        )
+
+    @staticmethod
+    def _check(request: Any) -> dict[str, Any] | None:
+        """A runner_error for a malformed request or an unknown command, else None."""
+        if not isinstance(request, dict):
+            return runner_error(
+                "malformed_request",
+                f"a request is one JSON object, got {type(request).__name__}",
+                'send one line such as {"cmd": "ping"}',
+            )
+        cmd, rid = request.get("cmd"), request.get("id")
+        if not isinstance(cmd, str) or not cmd:
+            return runner_error(
+                "malformed_request",
+                'the request has no "cmd" string',
+                f'send one line such as {{"cmd": "ping"}}; commands: {", ".join(COMMANDS)}',
+                id=rid,
+            )
+        if rid is not None and (not isinstance(rid, str) or not 0 < len(rid) <= MAX_ID):
+            return runner_error(
+                "malformed_request",
+                f'"id" must be a string of 1 to {MAX_ID} characters, got {rid!r:.60}',
+                "leave the id out (the runner assigns one) or give a short string",
+                cmd=cmd,
+            )
+        if request.get("v", PROTOCOL) != PROTOCOL:
+            return runner_error(
+                "malformed_request",
+                f'"v" is {request.get("v")!r:.20}; this runner speaks control protocol {PROTOCOL}',
+                'leave "v" out (the runner adds it)',
+                cmd=cmd,
+                id=rid,
+            )
+        if cmd not in COMMANDS:
+            return runner_error(
+                "unknown_command",
+                f"unknown command {cmd!r:.60}",
+                f"commands: {', '.join(COMMANDS)}",
+                cmd=cmd,
+                id=rid,
+            )
+        return None
+
+
+__all__ = [
+    "COMMANDS",
+    "ERROR_CODES",
+    "PROTOCOL",
+    "REPLY_TIMEOUT",
+    "ControlRelay",
+    "runner_error",
+]
