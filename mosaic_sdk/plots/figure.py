@@ -22,6 +22,7 @@ from mosaic_sdk.plots.curves import (
     Curve,
     aggregate,
     downsample,
+    envelope,
     learning_curve,
 )
 from mosaic_sdk.plots.groups import DEFAULT_IGNORED, group_by_seed
@@ -29,7 +30,12 @@ from mosaic_sdk.plots.groups import DEFAULT_IGNORED, group_by_seed
 #: File suffixes :func:`render` writes, and matplotlib's format name for each.
 FORMATS = {".png": "png", ".svg": "svg"}
 #: Points drawn per line at most (long curves are downsampled, peaks kept).
-DRAW_POINTS = 4000
+DRAW_POINTS = 2000
+#: Raw returns of a curve longer than this are drawn as their min-max envelope in
+#: :data:`ENVELOPE_BUCKETS` buckets: a line through 10k noisy points costs Agg seconds and
+#: looks like that band anyway.
+RAW_LINE_MAX = 1000
+ENVELOPE_BUCKETS = 500
 _FEATURE = "mosaic runs plot"
 
 
@@ -72,9 +78,10 @@ def render(
 ) -> Path:
     """Draw ``series`` into ``path`` (.png or .svg) and return the path.
 
-    A :class:`Curve` is drawn raw (faint) and smoothed over ``window`` episodes; a
-    :class:`Band` as its mean line over a shaded spread. The file appears whole or not at all
-    (it is written beside and renamed)."""
+    A :class:`Curve` is drawn raw (faint when smoothed; a curve of more than
+    :data:`RAW_LINE_MAX` points as its min-max envelope) and smoothed over ``window``
+    episodes; a :class:`Band` as its mean line over a shaded spread. The file appears whole
+    or not at all (it is written beside and renamed)."""
     fmt = plot_format(path)
     if not series:
         raise ValueError("nothing to plot: no curves")
@@ -116,14 +123,18 @@ def _default_label(item: Curve | Band) -> str:
 
 
 def _draw_curve(ax: Any, curve: Curve, name: str, color: str, window: int) -> None:
-    if window > 1:
-        x, y = downsample(curve.x, curve.y, DRAW_POINTS)
-        ax.plot(x, y, color=color, alpha=0.25, linewidth=0.8)
+    smoothed = window > 1
+    raw_label = None if smoothed else name
+    if len(curve) > RAW_LINE_MAX:
+        x, low, high = envelope(curve.x, curve.y, ENVELOPE_BUCKETS)
+        alpha = 0.2 if smoothed else 0.45
+        ax.fill_between(x, low, high, color=color, alpha=alpha, linewidth=0, label=raw_label)
+    else:
+        alpha = 0.25 if smoothed else 1.0
+        ax.plot(curve.x, curve.y, color=color, alpha=alpha, linewidth=1.0, label=raw_label)
+    if smoothed:
         x, y = downsample(curve.x, curve.smoothed(window), DRAW_POINTS)
         ax.plot(x, y, color=color, linewidth=1.6, label=name)
-    else:
-        x, y = downsample(curve.x, curve.y, DRAW_POINTS)
-        ax.plot(x, y, color=color, linewidth=1.2, label=name)
     if len(curve) == 1:  # one episode: a line of one point is invisible
         ax.plot(curve.x, curve.y, "o", color=color)
 
@@ -200,4 +211,13 @@ def _run_label(run: Mapping[str, Any]) -> str:
     return f"{run['run_id']} ({run['worker']}{extra})"
 
 
-__all__ = ["DRAW_POINTS", "FORMATS", "PlotResult", "plot_format", "plot_runs", "render"]
+__all__ = [
+    "DRAW_POINTS",
+    "ENVELOPE_BUCKETS",
+    "FORMATS",
+    "RAW_LINE_MAX",
+    "PlotResult",
+    "plot_format",
+    "plot_runs",
+    "render",
+]

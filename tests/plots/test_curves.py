@@ -11,6 +11,7 @@ from mosaic_sdk.plots.curves import (
     CurveError,
     aggregate,
     downsample,
+    envelope,
     learning_curve,
     read_episodes,
     smooth,
@@ -145,6 +146,17 @@ def test_downsample_keeps_the_extremes_and_bounds_the_points():
     short_x, short_y = downsample(x[:10], y[:10], 1000)
     np.testing.assert_array_equal(short_x, x[:10])
     np.testing.assert_array_equal(short_y, y[:10])
+
+
+def test_envelope_is_the_min_and_max_of_consecutive_buckets():
+    x = np.arange(10, dtype=float)
+    y = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3], dtype=float)
+    bx, low, high = envelope(x, y, 4)  # buckets of 3: the last holds one point
+    np.testing.assert_array_equal(bx, [1, 4, 7, 9])
+    np.testing.assert_array_equal(low, [1, 1, 2, 3])
+    np.testing.assert_array_equal(high, [4, 9, 6, 3])
+    bx, low, high = envelope(x[:2], y[:2], 500)  # never more buckets than points
+    np.testing.assert_array_equal(low, [3, 1])
 
 
 def test_the_episodes_are_read_in_line_order_from_a_read_only_store(store_path):

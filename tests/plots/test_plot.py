@@ -59,6 +59,20 @@ def test_a_png_of_two_runs_draws_each_in_its_own_color(store_path, tmp_path):
     assert not list(tmp_path.glob(".*.partial"))
 
 
+def test_a_long_unsmoothed_run_is_drawn_as_its_envelope(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    returns = np.where(np.arange(5000) % 2 == 0, 0.0, 100.0)  # a line would be a solid block
+    add_run(path, "long", returns=returns.tolist())
+    with RunStore(path, readonly=True) as store:
+        result = plot_runs(store, ["long"], tmp_path / "long.png")
+    assert len(result.series[0]) == 5000
+    pixels = pixels_of(tmp_path / "long.png")
+    # the band between 0 and 100, tab:blue at alpha 0.45 over white
+    light = tuple(round(255 + 0.45 * (c - 255)) for c in BLUE)
+    assert count_color(pixels, light, tolerance=6) > 50_000
+    assert count_color(pixels, BLUE, tolerance=6) < 1000  # no full-strength line
+
+
 def test_an_svg_keeps_its_text_as_text(store_path, tmp_path):
     out = tmp_path / "curves.SVG"
     with RunStore(store_path, readonly=True) as store:
