@@ -185,3 +185,14 @@ def test_cli_without_matplotlib_exits_2_with_the_pip_command(
 def test_cli_with_no_store_says_so(tmp_path, capsys):
     assert main(["runs", "plot", "r1", "--store", str(tmp_path / "none.sqlite")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_the_cli_and_the_package_import_no_heavy_library_until_used():
+    import subprocess
+
+    code = (
+        "import sys, mosaic_sdk.plots, mosaic_sdk.cli; mosaic_sdk.cli.build_parser(); "
+        "print(sorted(m for m in ('numpy', 'matplotlib', 'PIL', 'pyarrow') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
