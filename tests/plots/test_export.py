@@ -236,3 +236,30 @@ def test_cli_parquet_without_pyarrow_names_the_pip_command(
     err = capsys.readouterr().err
     assert "needs pyarrow" in err and "pip install 'mosaic-worker-sdk[parquet]'" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_a_long_run_is_streamed_not_loaded(tmp_path, monkeypatch, fmt):
+    import tracemalloc
+
+    path = tmp_path / "runs.sqlite"
+    add_run(path, "long", returns=[])
+    raw = json.dumps({"type": "step", "observation": [0.5] * 32})
+    n = 60_000
+    add_rows(path, "steps", [("long", i, i, 0, i, 1.0, 0, 0, i, raw) for i in range(2, n + 2)])
+    monkeypatch.setattr(export, "BATCH_ROWS", 1000)
+    out = tmp_path / f"steps.{fmt}"
+    add_run(path, "warm", returns=[])
+    add_rows(path, "steps", [("warm", 2, 2, 0, 0, 1.0, 0, 0, 2, raw)])
+    with RunStore(path, readonly=True) as store:
+        # the first export imports its writer's modules: not what this test measures
+        export_run(store, "warm", what="steps", fmt=fmt, output=tmp_path / f"warm.{fmt}")
+        tracemalloc.start()
+        try:
+            assert export_run(store, "long", what="steps", fmt=fmt, output=out) == n
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    if fmt != "parquet":  # pyarrow's buffers are not Python allocations
+        assert out.stat().st_size > 10 * 2**20
+    assert peak < 4 * 2**20, f"peak {peak / 2**20:.1f} MiB of Python memory"
