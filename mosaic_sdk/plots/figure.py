@@ -88,7 +88,7 @@ def render(
     figure_mod = require_matplotlib()
     import matplotlib
 
-    names = list(labels) if labels is not None else [_default_label(s) for s in series]
+    names = [_literal(n) for n in (labels if labels is not None else map(_default_label, series))]
     fig = figure_mod.Figure(figsize=size, dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
@@ -103,7 +103,7 @@ def render(
     ax.set_ylabel("episode return" + (f" (smoothed over {window})" if window > 1 else ""))
     ax.grid(True, alpha=0.3)
     if title:
-        ax.set_title(title)
+        ax.set_title(_literal(title))
     if len(series) <= 20:
         ax.legend(loc="lower right", fontsize="small")
     target = Path(path)
@@ -116,6 +116,12 @@ def render(
     finally:
         partial.unlink(missing_ok=True)
     return target
+
+
+def _literal(text: str) -> str:
+    """``text`` shown as written: matplotlib reads ``$...$`` as math (and fails on a lone
+    ``$``), and labels hold config values a worker's user wrote."""
+    return text.replace("$", r"\$")
 
 
 def _default_label(item: Curve | Band) -> str:

@@ -83,6 +83,18 @@ def test_an_svg_keeps_its_text_as_text(store_path, tmp_path):
     assert "lr 0.1 <&> seeds" in texts  # escaped in the file, the same text when parsed
 
 
+def test_dollar_signs_in_labels_and_title_are_text_not_math(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    add_run(path, "a", config={"note": "costs $5", "seed": 1}, returns=[1.0, 2.0])
+    add_run(path, "b", config={"note": "$x^2$", "seed": 1}, returns=[1.0, 3.0])
+    out = tmp_path / "dollars.svg"
+    with RunStore(path, readonly=True) as store:
+        plot_runs(store, ["a", "b"], out, group_seeds=True, title="from $5 to $7")
+    texts = svg_texts(out)
+    assert "from $5 to $7" in texts  # an even number of $ would be typeset as math
+    assert "a (example note=costs $5)" in texts and "b (example note=$x^2$)" in texts
+
+
 def test_group_seeds_draws_a_mean_and_band_per_config(store_path, tmp_path):
     out = tmp_path / "grouped.svg"
     with RunStore(store_path, readonly=True) as store:
