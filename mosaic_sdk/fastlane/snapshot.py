@@ -14,6 +14,7 @@ it :func:`write_snapshot` raises :class:`~mosaic_sdk.extras.MissingExtraError`.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -110,25 +111,31 @@ def write_snapshot(
 ) -> Path:
     """Write ``image`` with its HUD strip to ``path``: PNG (``.png``, with the HUD values as
     ``tEXt`` chunks) or JPEG (``.jpg``/``.jpeg``, ``quality`` 1-95, the values as a JSON
-    comment). Raises ValueError for another suffix, MissingExtraError without Pillow."""
+    comment). The file appears whole or not at all (written beside, then renamed). Raises
+    ValueError for another suffix, MissingExtraError without Pillow."""
     target = Path(path)
     fmt = snapshot_format(target)
     picture = compose_with_hud(image, metrics)
     text = snapshot_text(metrics, extra)
-    if fmt == "PNG":
-        png_plugin = require("PIL.PngImagePlugin", "images", _FEATURE)
-        info = png_plugin.PngInfo()
-        for key, value in text.items():
-            if _latin1(value):
-                info.add_text(key, value)
-            else:  # iTXt: UTF-8 (a run id is ASCII, but extra may hold anything)
-                info.add_itxt(key, value)
-        picture.save(target, "PNG", pnginfo=info, compress_level=6)
-    else:
-        if picture.mode == "RGBA":
-            picture = picture.convert("RGB")
-        comment = json.dumps(text, sort_keys=True).encode("utf-8")
-        picture.save(target, "JPEG", quality=quality, comment=comment)
+    partial = target.with_name(f".{target.name}.partial")  # whole or not at all
+    try:
+        if fmt == "PNG":
+            png_plugin = require("PIL.PngImagePlugin", "images", _FEATURE)
+            info = png_plugin.PngInfo()
+            for key, value in text.items():
+                if _latin1(value):
+                    info.add_text(key, value)
+                else:  # iTXt: UTF-8 (a run id is ASCII, but extra may hold anything)
+                    info.add_itxt(key, value)
+            picture.save(partial, "PNG", pnginfo=info, compress_level=6)
+        else:
+            if picture.mode == "RGBA":
+                picture = picture.convert("RGB")
+            comment = json.dumps(text, sort_keys=True).encode("utf-8")
+            picture.save(partial, "JPEG", quality=quality, comment=comment)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target
 
 
