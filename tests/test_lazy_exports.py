@@ -10,7 +10,13 @@ import pytest
 
 from mosaic_sdk.lazy_exports import LazyExports
 
-PACKAGES = ["mosaic_sdk", "mosaic_sdk.fastlane", "mosaic_sdk.runner", "mosaic_sdk.shm"]
+PACKAGES = [
+    "mosaic_sdk",
+    "mosaic_sdk.fastlane",
+    "mosaic_sdk.runner",
+    "mosaic_sdk.shm",
+    "mosaic_sdk.plots",
+]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -1,6 +1,7 @@
 """``mosaic fastlane snapshot|stat``: look at a run's FastLane ring from the command line.
 
-Exit codes: 0 done; 2 a usage error (bad run id, no segment, no frame yet, not a .png); 1 the
+Exit codes: 0 done; 2 a usage error (bad run id, no segment, no frame yet, not a .png or
+.jpg, Pillow missing); 1 the
 segment exists but is corrupt (``FastLaneCorruptError``). Every error is one
 ``mosaic: error: ...`` line on stderr.
 """
@@ -42,9 +43,11 @@ def register(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="fastlane_command", metavar="ACTION")
     parser.set_defaults(handler=lambda args: (parser.print_help(), 2)[1])
 
-    snap = sub.add_parser("snapshot", help="write the newest frame with its HUD to a PNG file")
+    snap = sub.add_parser(
+        "snapshot", help="write the newest frame with its HUD to a PNG or JPEG file (Pillow)"
+    )
     snap.add_argument("run_id", metavar="RUN_ID")
-    snap.add_argument("output", metavar="OUT.png")
+    snap.add_argument("output", metavar="OUT.png|OUT.jpg")
     snap.add_argument(
         "--timeout", type=float, default=2.0, help="seconds to wait for a first frame (default 2)"
     )
@@ -75,10 +78,14 @@ def _attach(run_id: str) -> Any:
 
 @_reports_corruption
 def snapshot(args: argparse.Namespace) -> int:
-    from mosaic_sdk.fastlane.snapshot import write_snapshot
+    from mosaic_sdk.extras import MissingExtraError, require
+    from mosaic_sdk.fastlane.snapshot import snapshot_format, write_snapshot
 
-    if not str(args.output).lower().endswith(".png"):
-        raise UsageError(f"output {args.output!r} must be a .png file")
+    try:
+        snapshot_format(args.output)
+        require("PIL.Image", "images", "mosaic fastlane snapshot")
+    except (ValueError, MissingExtraError) as exc:
+        raise UsageError(str(exc)) from None
     reader = _attach(args.run_id)
     try:
         deadline = time.monotonic() + max(0.0, args.timeout)
@@ -91,7 +98,10 @@ def snapshot(args: argparse.Namespace) -> int:
                 f"run {args.run_id!r} has not published a frame yet (waited {args.timeout} s)"
             )
         extra = {"run_id": args.run_id, "generation": str(frame.generation), "seq": str(frame.seq)}
-        path = write_snapshot(args.output, frame.array(), frame.metrics, extra)
+        try:
+            path = write_snapshot(args.output, frame.array(), frame.metrics, extra)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     finally:
         reader.close()
     print(

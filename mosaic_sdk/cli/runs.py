@@ -1,5 +1,8 @@
 """``mosaic runs list [--json]`` and ``mosaic runs show RUN_ID [--json]``: what the store holds.
 
+``mosaic runs plot`` and ``mosaic runs export`` are in :mod:`mosaic_sdk.cli.runs_plot` and
+:mod:`mosaic_sdk.cli.runs_export`; all of them open the store read-only through ``_open``.
+
 What a worker wrote (event names, payloads, log lines, error messages) is printed through
 :func:`~mosaic_sdk.runner.printable.printable`: its terminal escapes are shown, not obeyed.
 ``--json`` prints the stored text as it is (JSON escapes control characters).
@@ -18,7 +21,7 @@ from mosaic_sdk.cli import UsageError
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("runs", help="list stored runs, or show one")
+    p = sub.add_parser("runs", help="list stored runs, show, plot or export them")
     rsub = p.add_subparsers(dest="runs_command", metavar="SUBCOMMAND")
     lst = rsub.add_parser("list", help="the newest runs in the store")
     _store_arg(lst)
@@ -33,6 +36,10 @@ def register(sub: Any) -> None:
     show.add_argument("--logs", type=int, default=10, help="how many last log lines (default 10)")
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.set_defaults(handler=cmd_show)
+    from mosaic_sdk.cli import runs_export, runs_plot
+
+    runs_plot.register(rsub, _store_arg)
+    runs_export.register(rsub, _store_arg)
     _store_arg(p)
     p.set_defaults(handler=cmd_list, json=False, limit=20, worker=None)
 

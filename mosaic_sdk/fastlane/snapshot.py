@@ -1,132 +1,97 @@
-"""Writing a FastLane frame to PNG with its HUD, using only zlib and struct.
+"""Writing a FastLane frame to a PNG or JPEG file with its HUD, using Pillow.
 
-The PNG holds the frame's pixels unchanged, a black strip below them with the HUD drawn in a
-built-in 3x5 pixel font (upper case), and the exact HUD values as ``tEXt`` chunks
-(``last_reward``, ``rolling_return``, ``step_rate_hz``, ``hud``), so the numbers can be read
-back without OCR. Gray frames become 8-bit gray PNGs, RGB and RGBA keep their channels.
+The picture holds the frame's pixels (unchanged in a PNG) above a black strip with the HUD
+drawn in Pillow's default font. A PNG also carries the exact HUD values as ``tEXt`` chunks
+(``last_reward``, ``rolling_return``, ``step_rate_hz``, ``hud``, and any ``extra``), so the
+numbers can be read back without OCR; a JPEG carries the same entries as one JSON comment.
+Gray frames become 8-bit gray pictures; RGB keep their channels, RGBA too in a PNG (a JPEG
+has no alpha: it is dropped).
+
+Pillow is the SDK's ``images`` extra (``pip install 'mosaic-worker-sdk[images]'``); without
+it :func:`write_snapshot` raises :class:`~mosaic_sdk.extras.MissingExtraError`.
 """
 
 from __future__ import annotations
 
-import struct
-import zlib
+import json
+import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from mosaic_sdk.extras import require
 from mosaic_sdk.fastlane.records import FastLaneMetrics
 
-_GLYPHS = {
-    "0": "111101101101111",
-    "1": "010110010010111",
-    "2": "111001111100111",
-    "3": "111001111001111",
-    "4": "101101111001001",
-    "5": "111100111001111",
-    "6": "111100111101111",
-    "7": "111001001001001",
-    "8": "111101111101111",
-    "9": "111101111001111",
-    ".": "000000000000010",
-    "-": "000000111000000",
-    "+": "000010111010000",
-    ":": "000010000010000",
-    "/": "001001010100100",
-    " ": "000000000000000",
-    "A": "010101111101101",
-    "C": "011100100100011",
-    "D": "110101101101110",
-    "E": "111100110100111",
-    "F": "111100110100100",
-    "G": "011100101101011",
-    "H": "101101111101101",
-    "I": "111010010010111",
-    "L": "100100100100111",
-    "N": "101111111101101",
-    "O": "010101101101010",
-    "P": "110101110100100",
-    "R": "110101110101101",
-    "S": "011100010001110",
-    "T": "111010010010010",
-    "U": "101101101101111",
-    "W": "101101111111101",
-    "Z": "111001010100111",
-}
-_UNKNOWN = "111101101101111"
-GLYPH_W, GLYPH_H = 3, 5
+#: File suffixes :func:`write_snapshot` writes, and the format of each.
+FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG"}
+_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+_FEATURE = "mosaic fastlane snapshot"
+
+
+def snapshot_format(path: str | Path) -> str:
+    """``"PNG"`` or ``"JPEG"`` for ``path``'s suffix; ValueError for any other suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(
+            f"cannot tell the picture format of {str(path)!r}: name it .png or .jpg "
+            "(PNG keeps the pixels exactly; JPEG is smaller)"
+        )
+    return FORMATS[suffix]
 
 
 def hud_lines(metrics: FastLaneMetrics) -> list[str]:
-    """The HUD as drawn: the viewer's three lines, upper case."""
-    return metrics.hud_text().upper().splitlines()
+    """The HUD as drawn: the viewer's three lines."""
+    return metrics.hud_text().splitlines()
 
 
-def render_text(lines: list[str], scale: int = 2) -> np.ndarray:
-    """A white-on-black uint8 mask (H, W) of ``lines`` in the built-in font."""
-    cols = max((len(line) for line in lines), default=0)
-    pitch_x, pitch_y = (GLYPH_W + 1) * scale, (GLYPH_H + 2) * scale
-    out = np.zeros((len(lines) * pitch_y + scale, cols * pitch_x + scale), np.uint8)
-    for row, line in enumerate(lines):
-        for col, ch in enumerate(line):
-            bits = _GLYPHS.get(ch, _UNKNOWN)
-            glyph = np.array([int(b) for b in bits], np.uint8).reshape(GLYPH_H, GLYPH_W) * 255
-            glyph = np.kron(glyph, np.ones((scale, scale), np.uint8))
-            y, x = scale + row * pitch_y, scale + col * pitch_x
-            out[y : y + glyph.shape[0], x : x + glyph.shape[1]] = glyph
-    return out
+def _font(width: int) -> Any:
+    """Pillow's default font at a size that suits a frame ``width`` pixels wide."""
+    image_font = require("PIL.ImageFont", "images", _FEATURE)
+    size = int(min(32, max(10, width // 24)))
+    try:
+        return image_font.load_default(size=size)
+    except (TypeError, ImportError, OSError):  # a Pillow without FreeType: the bitmap font
+        return image_font.load_default()
 
 
-def compose_with_hud(image: np.ndarray, metrics: FastLaneMetrics) -> np.ndarray:
-    """``image`` (HxWxC) above a strip with the HUD text; widened with black if needed."""
-    h, w, c = image.shape
-    lines = hud_lines(metrics)
-    text = render_text(lines, scale=2)
-    if text.shape[1] > w:
-        text = render_text(lines, scale=1)
-    width = max(w, text.shape[1])
-    out = np.zeros((h + text.shape[0], width, c), np.uint8)
-    out[:h, :w] = image
-    strip = out[h:, : text.shape[1]]
-    strip[...] = text[:, :, None]
-    if c == 4:
-        out[h:, :, 3] = 255  # the strip is opaque
-    return out
+def compose_with_hud(image: np.ndarray, metrics: FastLaneMetrics) -> Any:
+    """A Pillow image of ``image`` (HxWxC, C in 1, 3, 4) above a strip with the HUD text.
 
-
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
-def encode_png(image: np.ndarray, text: dict[str, str] | None = None) -> bytes:
-    """PNG bytes of an HxW or HxWxC (C in 1, 3, 4) uint8 image, with optional tEXt entries."""
+    The picture is widened with black when the text is wider than the frame."""
+    pil = require("PIL.Image", "images", _FEATURE)
+    draw_mod = require("PIL.ImageDraw", "images", _FEATURE)
     arr = np.ascontiguousarray(image, dtype=np.uint8)
     if arr.ndim == 2:
         arr = arr[:, :, None]
     h, w, c = arr.shape
-    color_type = {1: 0, 3: 2, 4: 6}.get(c)
-    if color_type is None:
-        raise ValueError(f"PNG needs 1, 3 or 4 channels, got {c}")
-    raw = np.zeros((h, 1 + w * c), np.uint8)  # filter byte 0 (None) per row
-    raw[:, 1:] = arr.reshape(h, w * c)
-    parts = [
-        b"\x89PNG\r\n\x1a\n",
-        _chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, color_type, 0, 0, 0)),
-    ]
-    for key, value in (text or {}).items():
-        parts.append(_chunk(b"tEXt", key.encode("latin-1") + b"\x00" + value.encode("latin-1")))
-    parts.append(_chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)))
-    parts.append(_chunk(b"IEND", b""))
-    return b"".join(parts)
+    mode = _MODES.get(c)
+    if mode is None:
+        raise ValueError(f"a snapshot needs 1, 3 or 4 channels, got {c}")
+    frame = pil.fromarray(arr[:, :, 0] if c == 1 else arr, mode)
+    text = "\n".join(hud_lines(metrics))
+    font = _font(w)
+    measure = draw_mod.Draw(pil.new("L", (1, 1)))
+    left, top, right, bottom = measure.multiline_textbbox((0, 0), text, font=font, spacing=2)
+    pad = 4
+    strip_h = bottom - min(top, 0) + 2 * pad
+    width = max(w, right - min(left, 0) + 2 * pad)
+    black = 0 if c == 1 else (0, 0, 0) if c == 3 else (0, 0, 0, 255)
+    white = 255 if c == 1 else (255, 255, 255) if c == 3 else (255, 255, 255, 255)
+    out = pil.new(mode, (width, h + strip_h), black)
+    if c == 4:  # beside a narrow frame the widened area is transparent, the strip opaque
+        out.paste((0, 0, 0, 0), (w, 0, width, h))
+    out.paste(frame, (0, 0))
+    draw = draw_mod.Draw(out)
+    draw.multiline_text(
+        (pad - min(left, 0), h + pad - min(top, 0)), text, fill=white, font=font, spacing=2
+    )
+    return out
 
 
-def write_snapshot(
-    path: str | Path,
-    image: np.ndarray,
-    metrics: FastLaneMetrics,
-    extra: dict[str, str] | None = None,
-) -> Path:
-    """Write ``image`` with its HUD strip and HUD tEXt chunks to ``path`` (a .png file)."""
-    text = {
+def snapshot_text(metrics: FastLaneMetrics, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The text entries a snapshot carries: the exact HUD values, then ``extra``."""
+    return {
         "Software": "mosaic-worker-sdk fastlane snapshot",
         "last_reward": repr(metrics.last_reward),
         "rolling_return": repr(metrics.rolling_return),
@@ -134,6 +99,59 @@ def write_snapshot(
         "hud": metrics.hud_text(),
         **(extra or {}),
     }
+
+
+def write_snapshot(
+    path: str | Path,
+    image: np.ndarray,
+    metrics: FastLaneMetrics,
+    extra: dict[str, str] | None = None,
+    *,
+    quality: int = 90,
+) -> Path:
+    """Write ``image`` with its HUD strip to ``path``: PNG (``.png``, with the HUD values as
+    ``tEXt`` chunks) or JPEG (``.jpg``/``.jpeg``, ``quality`` 1-95, the values as a JSON
+    comment). The file appears whole or not at all (written beside, then renamed). Raises
+    ValueError for another suffix, MissingExtraError without Pillow."""
     target = Path(path)
-    target.write_bytes(encode_png(compose_with_hud(image, metrics), text))
+    fmt = snapshot_format(target)
+    picture = compose_with_hud(image, metrics)
+    text = snapshot_text(metrics, extra)
+    partial = target.with_name(f".{target.name}.partial")  # whole or not at all
+    try:
+        if fmt == "PNG":
+            png_plugin = require("PIL.PngImagePlugin", "images", _FEATURE)
+            info = png_plugin.PngInfo()
+            for key, value in text.items():
+                if _latin1(value):
+                    info.add_text(key, value)
+                else:  # iTXt: UTF-8 (a run id is ASCII, but extra may hold anything)
+                    info.add_itxt(key, value)
+            picture.save(partial, "PNG", pnginfo=info, compress_level=6)
+        else:
+            if picture.mode == "RGBA":
+                picture = picture.convert("RGB")
+            comment = json.dumps(text, sort_keys=True).encode("utf-8")
+            picture.save(partial, "JPEG", quality=quality, comment=comment)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target
+
+
+def _latin1(value: str) -> bool:
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+__all__ = [
+    "FORMATS",
+    "compose_with_hud",
+    "hud_lines",
+    "snapshot_format",
+    "snapshot_text",
+    "write_snapshot",
+]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import struct
-import zlib
+import sys
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from mosaic_sdk.cli import UsageError
 from mosaic_sdk.cli import fastlane as fastlane_cli
@@ -22,28 +22,14 @@ def run_cli(*argv: str) -> int:
     return args.handler(args)
 
 
-def decode_png(data: bytes) -> tuple[np.ndarray, dict[str, str]]:
-    """A minimal PNG decoder for what encode_png writes (8-bit, filter 0)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, text = 8, b"", {}
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        assert struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])[0] == zlib.crc32(
-            kind + body
-        )
-        if kind == b"IHDR":
-            w, h, depth, color, *_ = struct.unpack(">IIBBBBB", body)
-        elif kind == b"tEXt":
-            key, value = body.split(b"\x00", 1)
-            text[key.decode()] = value.decode("latin-1")
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    c = {0: 1, 2: 3, 6: 4}[color]
-    raw = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, 1 + w * c)
-    assert (raw[:, 0] == 0).all()
-    return raw[:, 1:].reshape(h, w, c), text
+def read_picture(path) -> tuple[np.ndarray, dict[str, str], Image.Image]:
+    """Pixels (HxWxC), text entries and the image, as Pillow reads them back."""
+    with Image.open(path) as image:
+        image.load()
+    pixels = np.asarray(image)
+    if pixels.ndim == 2:
+        pixels = pixels[:, :, None]
+    return pixels, dict(getattr(image, "text", {})), image
 
 
 @pytest.mark.parametrize("channels", [1, 3, 4])
@@ -55,11 +41,15 @@ def test_snapshot_writes_the_frame_and_its_hud(run_id, tmp_path, channels, capsy
         writer.publish(frame, metrics=FastLaneMetrics(1.25, -3.5, 59.9))
         out = tmp_path / "snap.png"
         assert run_cli("snapshot", run_id, str(out)) == 0
-    image, text = decode_png(out.read_bytes())
+    image, text, picture = read_picture(out)
+    assert picture.format == "PNG" and picture.mode == {1: "L", 3: "RGB", 4: "RGBA"}[channels]
     assert image.shape[2] == channels
     np.testing.assert_array_equal(image[:90, :120], frame)  # pixels untouched
     strip = image[90:]
-    assert strip.shape[0] > 0 and strip[..., 0].max() == 255  # HUD text drawn
+    assert strip.shape[0] > 0 and strip[..., 0].max() > 200  # HUD text drawn, white on black
+    assert (strip[..., 0] == 0).mean() > 0.5
+    if channels == 4:
+        assert (strip[..., 3] == 255).all()  # the strip is opaque
     assert float(text["last_reward"]) == 1.25 and float(text["rolling_return"]) == -3.5
     assert text["hud"] == "reward: 1.25\nreturn: -3.50\nstep/sec: 59.9"
     assert "frame 1" in capsys.readouterr().out
@@ -68,11 +58,58 @@ def test_snapshot_writes_the_frame_and_its_hud(run_id, tmp_path, channels, capsy
 def test_snapshot_errors_are_one_line(run_id, tmp_path):
     with pytest.raises(UsageError, match="no FastLane segment"):
         run_cli("snapshot", run_id, str(tmp_path / "x.png"))
-    with FastLaneWriter.create(run_id, FastLaneConfig(width=2, height=2)):
+    with FastLaneWriter.create(run_id, FastLaneConfig(width=2, height=2)) as writer:
         with pytest.raises(UsageError, match="not published a frame"):
             run_cli("snapshot", run_id, str(tmp_path / "x.png"), "--timeout", "0")
-        with pytest.raises(UsageError, match=r"\.png"):
-            run_cli("snapshot", run_id, str(tmp_path / "x.jpg"))
+        with pytest.raises(UsageError, match=r"name it \.png or \.jpg"):
+            run_cli("snapshot", run_id, str(tmp_path / "x.gif"))
+        writer.publish(np.zeros((2, 2, 3), np.uint8))
+        with pytest.raises(UsageError, match="cannot write"):
+            run_cli("snapshot", run_id, str(tmp_path / "no-such-dir" / "x.png"))
+    assert not list(tmp_path.iterdir())
+
+
+def test_snapshot_writes_a_jpeg_by_its_suffix(run_id, tmp_path):
+    yy, xx = np.mgrid[0:64, 0:96]
+    frame = np.stack([xx * 2, yy * 3, np.full_like(xx, 128)], axis=-1).astype(np.uint8)
+    with FastLaneWriter.create(run_id, FastLaneConfig(width=96, height=64, channels=4)) as w:
+        opaque = np.dstack([frame, np.full((64, 96), 255, np.uint8)])
+        w.publish(opaque, metrics=FastLaneMetrics(2.0))
+        out = tmp_path / "snap.JPEG"
+        assert run_cli("snapshot", run_id, str(out)) == 0
+    with Image.open(out) as picture:
+        assert picture.format == "JPEG" and picture.mode == "RGB"  # alpha dropped
+        pixels = np.asarray(picture).astype(int)
+        comment = json.loads(picture.info["comment"])
+    assert pixels.shape[0] > 64 and pixels.shape[1] == 96
+    assert np.abs(pixels[:64] - frame).mean() < 4  # lossy, but the same picture
+    assert comment["last_reward"] == "2.0" and comment["run_id"] == run_id
+    assert comment["hud"].startswith("reward: 2.00")
+
+
+def test_snapshot_widens_a_frame_narrower_than_its_hud(run_id, tmp_path):
+    from mosaic_sdk.fastlane.snapshot import write_snapshot
+
+    frame = np.full((3, 2, 4), 200, np.uint8)
+    path = write_snapshot(tmp_path / "tiny.png", frame, FastLaneMetrics(1.0, 2.0, 3.0))
+    pixels, text, _ = read_picture(path)
+    assert pixels.shape[1] > 2 * 10 and pixels.shape[0] > 3
+    np.testing.assert_array_equal(pixels[:3, :2], frame)
+    assert (pixels[:3, 2:, 3] == 0).all()  # beside the frame: transparent
+    assert text["step_rate_hz"] == "3.0"
+
+
+def test_snapshot_without_pillow_names_the_pip_command(run_id, tmp_path, monkeypatch):
+    for name in [m for m in sys.modules if m == "PIL" or m.startswith("PIL.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "PIL", None)
+    with FastLaneWriter.create(run_id, FastLaneConfig(width=2, height=2)) as writer:
+        writer.publish(np.zeros((2, 2, 3), np.uint8))
+        with pytest.raises(UsageError) as err:
+            run_cli("snapshot", run_id, str(tmp_path / "x.png"))
+    assert "pip install 'mosaic-worker-sdk[images]'" in str(err.value)
+    assert "Pillow" in str(err.value)
+    assert not (tmp_path / "x.png").exists()
 
 
 def test_stat_reports_shape_owner_and_rate(run_id, capsys):

@@ -1,0 +1,74 @@
+"""``mosaic runs export RUN [--format csv|jsonl|parquet] [--what steps|episodes|events]``:
+a run's stored rows for other tools (pandas, a notebook, a spreadsheet).
+
+Thin: the formats and the streaming are in :mod:`mosaic_sdk.runner.export`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from mosaic_sdk.cli import UsageError
+
+
+def register(rsub: Any, store_arg: Any) -> None:
+    """Add ``export`` to the ``mosaic runs`` sub-commands."""
+    p = rsub.add_parser(
+        "export",
+        help="a run's steps, episodes or events as CSV, JSONL or Parquet",
+        description="Stream a run's stored rows (read-only) to a file or standard output. "
+        "Parquet needs pyarrow: pip install 'mosaic-worker-sdk[parquet]'.",
+    )
+    p.add_argument("run_id", metavar="RUN", help="a run id, or a unique prefix of one")
+    p.add_argument(
+        "--format",
+        dest="fmt",
+        choices=("csv", "jsonl", "parquet"),
+        help="default: by the suffix of -o (.csv, .jsonl, .parquet), else csv",
+    )
+    p.add_argument(
+        "--what",
+        choices=("steps", "episodes", "events"),
+        default="steps",
+        help="which rows (default steps)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        metavar="FILE",
+        help="the file to write (default -: standard output)",
+    )
+    store_arg(p)
+    p.set_defaults(handler=cmd_export)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from mosaic_sdk.cli.runs import _open
+    from mosaic_sdk.extras import MissingExtraError, require
+    from mosaic_sdk.runner.export import export_run, format_for
+    from mosaic_sdk.runner.store import StoreError
+
+    fmt = args.fmt or format_for(args.output)
+    to_stdout = args.output == "-"
+    if fmt == "parquet":
+        try:
+            require("pyarrow", "parquet", "mosaic runs export --format parquet")
+        except MissingExtraError as exc:
+            raise UsageError(str(exc)) from None
+        if to_stdout and sys.stdout.isatty():
+            raise UsageError("parquet is binary: give -o FILE.parquet, or redirect the output")
+    with _open(args) as store:
+        try:
+            count = export_run(store, args.run_id, what=args.what, fmt=fmt, output=args.output)
+        except (StoreError, MissingExtraError) as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    if not to_stdout:
+        print(f"wrote {count} {args.what} row{'s' if count != 1 else ''} to {args.output} ({fmt})")
+    return 0

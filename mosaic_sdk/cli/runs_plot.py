@@ -1,0 +1,108 @@
+"""``mosaic runs plot RUN... [-o FILE]``: learning curves of stored runs as PNG or SVG.
+
+Thin: the curves, the seed groups and the drawing are in :mod:`mosaic_sdk.plots`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from mosaic_sdk.cli import UsageError
+
+DEFAULT_OUTPUT = "learning-curves.png"
+
+
+def register(rsub: Any, store_arg: Any) -> None:
+    """Add ``plot`` to the ``mosaic runs`` sub-commands."""
+    p = rsub.add_parser(
+        "plot",
+        help="learning curves of one or more runs as PNG or SVG (needs the plot extra)",
+        description="Draw the episode returns of stored runs (read-only) into a PNG or SVG "
+        "file, by its suffix. Needs matplotlib: pip install 'mosaic-worker-sdk[plot]'.",
+    )
+    p.add_argument("run_ids", nargs="+", metavar="RUN", help="run ids or unique prefixes")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=DEFAULT_OUTPUT,
+        metavar="FILE",
+        help=f"a .png or .svg file (default {DEFAULT_OUTPUT})",
+    )
+    store_arg(p)
+    p.add_argument(
+        "--smooth",
+        type=int,
+        default=1,
+        metavar="N",
+        help="moving average over N episodes, drawn over the raw returns (default 1: none)",
+    )
+    p.add_argument(
+        "--x",
+        dest="x_axis",
+        choices=("steps", "episodes", "time"),
+        default="steps",
+        help="x axis: env steps (default), episodes, or wall time in seconds",
+    )
+    p.add_argument(
+        "--group-seeds",
+        action="store_true",
+        help="runs of one worker whose configs differ only by seed become one mean line "
+        "with a band",
+    )
+    p.add_argument(
+        "--spread",
+        choices=("minmax", "std"),
+        default="minmax",
+        help="the band of --group-seeds: min to max (default) or mean +- std",
+    )
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="with --group-seeds, also ignore this config key (repeatable; seed and run_id "
+        "always are)",
+    )
+    p.add_argument("--title", help="a title above the chart")
+    p.set_defaults(handler=cmd_plot)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from mosaic_sdk.cli.runs import _open
+    from mosaic_sdk.extras import MissingExtraError
+    from mosaic_sdk.plots.curves import CurveError
+    from mosaic_sdk.plots.figure import plot_format, plot_runs, require_matplotlib
+    from mosaic_sdk.plots.groups import DEFAULT_IGNORED
+    from mosaic_sdk.runner.store import StoreError
+
+    try:
+        plot_format(args.output)  # before opening anything: a wrong name costs nothing
+        require_matplotlib()
+    except (ValueError, MissingExtraError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.smooth < 1:
+        raise UsageError(f"--smooth {args.smooth}: use 1 (no smoothing) or more episodes")
+    with _open(args) as store:
+        try:
+            result = plot_runs(
+                store,
+                args.run_ids,
+                args.output,
+                x_axis=args.x_axis,
+                window=args.smooth,
+                group_seeds=args.group_seeds,
+                spread=args.spread,
+                ignore=(*DEFAULT_IGNORED, *args.ignore),
+                title=args.title,
+            )
+        except (StoreError, CurveError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    lines = len(result.series)
+    print(
+        f"wrote {result.path} ({result.runs} run{'s' if result.runs != 1 else ''}, "
+        f"{lines} curve{'s' if lines != 1 else ''}, x = {args.x_axis})"
+    )
+    return 0

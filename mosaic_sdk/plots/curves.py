@@ -1,0 +1,250 @@
+"""Learning curves from the store: episode returns against env steps, episodes or wall time.
+
+Everything here is numpy and the standard library; drawing is in
+:mod:`mosaic_sdk.plots.figure` (matplotlib, an extra). The store is only read.
+
+A run's curve has one point per stored episode whose ``total_reward`` is a finite number, at
+x = the env steps so far (the running sum of the episodes' ``steps``, the episode's own
+included), the number of episodes so far, or the seconds from the run's start to the
+episode line's timestamp.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+XAxis = Literal["steps", "episodes", "time"]
+X_AXES: tuple[str, ...] = ("steps", "episodes", "time")
+#: The axis label of each x.
+X_LABELS = {"steps": "env steps", "episodes": "episodes", "time": "wall time (s)"}
+Spread = Literal["minmax", "std"]
+SPREADS: tuple[str, ...] = ("minmax", "std")
+
+
+class CurveError(ValueError):
+    """A run has no curve to draw (no episodes, no returns, no step counts...): one line."""
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """A run's stored episodes as arrays, in the order they were written (``line_no``).
+
+    ``returns`` is NaN where the stored value is NULL or not finite; ``steps`` is 0 where the
+    episode line had no step count (``has_steps`` says whether any had one); ``seconds`` is the
+    time from the run's start to each episode line, NaN where the line had no timestamp."""
+
+    run_id: str
+    returns: np.ndarray
+    steps: np.ndarray
+    seconds: np.ndarray
+    has_steps: bool
+
+    def __len__(self) -> int:
+        return len(self.returns)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One run's learning curve: ``y`` (episode returns) at ``x``; ``x`` never decreases."""
+
+    run_id: str
+    x_axis: str
+    x: np.ndarray
+    y: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def smoothed(self, window: int) -> np.ndarray:
+        """``y`` smoothed with a trailing moving average of ``window`` episodes."""
+        return smooth(self.y, window)
+
+
+@dataclass(frozen=True)
+class Band:
+    """The mean of several runs' (smoothed) curves and their spread, on one x grid."""
+
+    label: str
+    run_ids: tuple[str, ...]
+    x_axis: str
+    spread: str
+    x: np.ndarray
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def read_episodes(store: Any, run_id: str) -> Episodes:
+    """The episodes of ``run_id`` (an id or unique prefix) in ``store`` (a
+    :class:`~mosaic_sdk.runner.store.RunStore`), as arrays; one query, one pass."""
+    run = store.get_run(run_id)
+    full = run["run_id"]
+    cursor = store.conn.cursor()
+    cursor.row_factory = None  # tuples: numpy takes them at once
+    # NULLs (and anything not a number) become values numpy can hold: a missing return
+    # +inf, dropped below with the stored infinities (neither can be drawn); a missing step
+    # count -1 (a count is never negative); a missing timestamp -inf.
+    rows = cursor.execute(
+        "SELECT CASE WHEN typeof(total_reward) IN ('integer', 'real') THEN total_reward"
+        " ELSE 1e999 END,"
+        " CASE WHEN typeof(steps) IN ('integer', 'real') THEN steps ELSE -1 END,"
+        " CASE WHEN typeof(ts_unix_ns) IN ('integer', 'real') THEN (ts_unix_ns - ?) / 1e9"
+        " ELSE -1e999 END"
+        " FROM episodes WHERE run_id = ? ORDER BY line_no",
+        (int(round(float(run["started_at"]) * 1e9)), full),
+    ).fetchall()
+    data = np.array(rows, dtype=np.float64).reshape(-1, 3)
+    returns, steps, seconds = data[:, 0], data[:, 1], data[:, 2]
+    returns[~np.isfinite(returns)] = np.nan
+    has_steps = bool((steps >= 0).any())
+    steps = np.where(steps >= 0, steps, 0.0)
+    seconds = np.where(np.isfinite(seconds), seconds, np.nan)
+    return Episodes(full, returns, steps, seconds, has_steps)
+
+
+def curve_from_episodes(episodes: Episodes, x_axis: str = "steps") -> Curve:
+    """The learning curve of ``episodes`` against ``x_axis`` (``steps``, ``episodes``,
+    ``time``). Raises :class:`CurveError` when nothing is left to draw."""
+    if x_axis not in X_AXES:
+        raise ValueError(f"x axis {x_axis!r}: use one of {', '.join(X_AXES)}")
+    run = episodes.run_id
+    if len(episodes) == 0:
+        raise CurveError(
+            f"run {run} has no stored episodes, so no learning curve (its worker writes no "
+            "episode lines, or the run has not finished one yet)"
+        )
+    if x_axis == "steps":
+        if not episodes.has_steps:
+            raise CurveError(f"run {run}'s episodes carry no step counts; use --x episodes")
+        x = np.cumsum(episodes.steps)
+    elif x_axis == "episodes":
+        x = np.arange(1, len(episodes) + 1, dtype=np.float64)
+    else:
+        x = episodes.seconds
+    keep = np.isfinite(episodes.returns) & np.isfinite(x)
+    if not keep.any():
+        why = "a finite return" if x_axis != "time" else "a finite return and a timestamp"
+        raise CurveError(f"none of run {run}'s {len(episodes)} episodes has {why}")
+    x, y = x[keep], episodes.returns[keep]
+    if x_axis == "time":
+        x = np.maximum.accumulate(x)  # clocks step back (NTP); the curve must not
+    return Curve(run, x_axis, x, y)
+
+
+def learning_curve(store: Any, run_id: str, x_axis: str = "steps") -> Curve:
+    """The learning curve of one run of ``store`` (read-only)."""
+    return curve_from_episodes(read_episodes(store, run_id), x_axis)
+
+
+def smooth(y: np.ndarray, window: int) -> np.ndarray:
+    """Trailing moving average: point i is the mean of ``y[max(0, i-window+1) : i+1]``.
+
+    ``window`` <= 1 returns ``y`` unchanged (a copy)."""
+    y = np.asarray(y, dtype=np.float64)
+    if window <= 1 or len(y) == 0:
+        return y.copy()
+    sums = np.concatenate(([0.0], np.cumsum(y)))
+    idx = np.arange(1, len(y) + 1)
+    start = np.maximum(idx - window, 0)
+    return (sums[idx] - sums[start]) / (idx - start)
+
+
+def aggregate(
+    curves: Sequence[Curve],
+    *,
+    window: int = 1,
+    spread: str = "minmax",
+    label: str = "",
+    points: int = 1000,
+) -> Band:
+    """The mean and spread of ``curves`` (each smoothed over ``window`` episodes first).
+
+    The curves are interpolated onto ``points`` evenly spaced x values over the range they
+    all cover (x from the largest first x to the smallest last x), so the mean at any x is
+    over every run. ``spread``: ``minmax`` (the band from the lowest to the highest run) or
+    ``std`` (mean plus and minus the standard deviation across runs)."""
+    if not curves:
+        raise ValueError("aggregate() needs at least one curve")
+    if spread not in SPREADS:
+        raise ValueError(f"spread {spread!r}: use one of {', '.join(SPREADS)}")
+    axes = {c.x_axis for c in curves}
+    if len(axes) != 1:
+        raise ValueError(f"curves against different x axes: {sorted(axes)}")
+    lo = max(float(c.x[0]) for c in curves)
+    hi = min(float(c.x[-1]) for c in curves)
+    ids = tuple(c.run_id for c in curves)
+    if hi < lo:
+        raise CurveError(
+            f"runs {', '.join(ids)} share no range of {X_LABELS[curves[0].x_axis]} "
+            f"({lo:g} is past {hi:g}); plot them without --group-seeds"
+        )
+    longest = max(len(c) for c in curves)
+    n = max(1, min(points, longest)) if hi > lo else 1
+    grid = np.linspace(lo, hi, n)
+    ys = np.vstack([np.interp(grid, c.x, c.smoothed(window)) for c in curves])
+    mean = ys.mean(axis=0)
+    if spread == "minmax":
+        low, high = ys.min(axis=0), ys.max(axis=0)
+    else:
+        std = ys.std(axis=0)
+        low, high = mean - std, mean + std
+    return Band(label, ids, curves[0].x_axis, spread, grid, mean, low, high)
+
+
+def downsample(x: np.ndarray, y: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most about ``points`` points of a long curve for drawing: the curve is cut into
+    ``points // 2`` buckets and each keeps its lowest and highest point (in x order), so
+    spikes stay visible. Short curves come back unchanged."""
+    n = len(x)
+    if points < 4 or n <= points:
+        return x, y
+    buckets = points // 2
+    size = math.ceil(n / buckets)
+    pad = buckets * size - n
+    yy = np.concatenate([y, np.full(pad, np.nan)]).reshape(buckets, size)
+    filled = np.where(np.isnan(yy), np.inf, yy)
+    lo_i = np.argmin(filled, axis=1)
+    hi_i = np.argmax(np.where(np.isnan(yy), -np.inf, yy), axis=1)
+    base = np.arange(buckets) * size
+    picks = np.sort(np.concatenate([base + lo_i, base + hi_i]))
+    picks = np.unique(picks[picks < n])
+    return x[picks], y[picks]
+
+
+def envelope(
+    x: np.ndarray, y: np.ndarray, buckets: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(x, low, high)`` of a long curve cut into ``buckets`` runs of consecutive points:
+    each bucket's mean x and its lowest and highest y. A line through thousands of noisy
+    returns is drawn as this band (what it looks like anyway, at a fraction of the cost)."""
+    n = len(x)
+    buckets = max(1, min(buckets, n))
+    size = math.ceil(n / buckets)
+    buckets = math.ceil(n / size)
+    pad = buckets * size - n
+    xx = np.concatenate([x, np.full(pad, np.nan)]).reshape(buckets, size)
+    yy = np.concatenate([y, np.full(pad, np.nan)]).reshape(buckets, size)
+    return np.nanmean(xx, axis=1), np.nanmin(yy, axis=1), np.nanmax(yy, axis=1)
+
+
+__all__ = [
+    "SPREADS",
+    "X_AXES",
+    "X_LABELS",
+    "Band",
+    "Curve",
+    "CurveError",
+    "Episodes",
+    "aggregate",
+    "curve_from_episodes",
+    "downsample",
+    "envelope",
+    "learning_curve",
+    "read_episodes",
+    "smooth",
+]

@@ -1,0 +1,229 @@
+"""Drawing learning curves to a PNG or SVG file with matplotlib, and ``plot_runs``, the
+function behind ``mosaic runs plot``.
+
+matplotlib is the SDK's ``plot`` extra (``pip install 'mosaic-worker-sdk[plot]'``); without
+it :func:`plot_runs` and :func:`render` raise :class:`~mosaic_sdk.extras.MissingExtraError`.
+The figure is drawn through matplotlib's object API on the Agg (or SVG) canvas: pyplot is
+never imported, so no global backend is chosen or changed, in a notebook either.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.extras import require
+from mosaic_sdk.plots.curves import (
+    X_LABELS,
+    Band,
+    Curve,
+    aggregate,
+    downsample,
+    envelope,
+    learning_curve,
+)
+from mosaic_sdk.plots.groups import DEFAULT_IGNORED, group_by_seed
+
+#: File suffixes :func:`render` writes, and matplotlib's format name for each.
+FORMATS = {".png": "png", ".svg": "svg"}
+#: Points drawn per line at most (long curves are downsampled, peaks kept).
+DRAW_POINTS = 2000
+#: Raw returns of a curve longer than this are drawn as their min-max envelope in
+#: :data:`ENVELOPE_BUCKETS` buckets: a line through 10k noisy points costs Agg seconds and
+#: looks like that band anyway.
+RAW_LINE_MAX = 1000
+ENVELOPE_BUCKETS = 500
+_FEATURE = "mosaic runs plot"
+
+
+def plot_format(path: str | Path) -> str:
+    """``"png"`` or ``"svg"`` for ``path``'s suffix; ValueError for any other suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(f"cannot tell the picture format of {str(path)!r}: name it .png or .svg")
+    return FORMATS[suffix]
+
+
+def require_matplotlib() -> Any:
+    """The ``matplotlib.figure`` module, or MissingExtraError naming the pip command."""
+    require("matplotlib", "plot", _FEATURE)
+    return require("matplotlib.figure", "plot", _FEATURE)
+
+
+@dataclass(frozen=True)
+class PlotResult:
+    """What :func:`plot_runs` drew."""
+
+    path: Path
+    series: tuple[Curve | Band, ...]
+    labels: tuple[str, ...]
+
+    @property
+    def runs(self) -> int:
+        return sum(len(s.run_ids) if isinstance(s, Band) else 1 for s in self.series)
+
+
+def render(
+    series: Sequence[Curve | Band],
+    path: str | Path,
+    *,
+    labels: Sequence[str] | None = None,
+    window: int = 1,
+    title: str | None = None,
+    size: tuple[float, float] = (9.0, 5.0),
+    dpi: int = 110,
+) -> Path:
+    """Draw ``series`` into ``path`` (.png or .svg) and return the path.
+
+    A :class:`Curve` is drawn raw (faint when smoothed; a curve of more than
+    :data:`RAW_LINE_MAX` points as its min-max envelope) and smoothed over ``window``
+    episodes; a :class:`Band` as its mean line over a shaded spread. The file appears whole
+    or not at all (it is written beside and renamed)."""
+    fmt = plot_format(path)
+    if not series:
+        raise ValueError("nothing to plot: no curves")
+    figure_mod = require_matplotlib()
+    import matplotlib
+
+    names = [_literal(n) for n in (labels if labels is not None else map(_default_label, series))]
+    fig = figure_mod.Figure(figsize=size, dpi=dpi, layout="constrained")
+    ax = fig.add_subplot()
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    for i, (item, name) in enumerate(zip(series, names, strict=True)):
+        color = colors[i % len(colors)]
+        if isinstance(item, Band):
+            _draw_band(ax, item, name, color)
+        else:
+            _draw_curve(ax, item, name, color, window)
+    x_axis = series[0].x_axis
+    ax.set_xlabel(X_LABELS.get(x_axis, x_axis))
+    ax.set_ylabel("episode return" + (f" (smoothed over {window})" if window > 1 else ""))
+    ax.grid(True, alpha=0.3)
+    if title:
+        ax.set_title(_literal(title))
+    if len(series) <= 20:
+        ax.legend(loc="lower right", fontsize="small")
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.partial")
+    meta = {"Date": None} if fmt == "svg" else {}
+    try:
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "mosaic"}):
+            fig.savefig(partial, format=fmt, metadata={**meta, "Title": title or "learning curves"})
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def _literal(text: str) -> str:
+    """``text`` shown as written: matplotlib reads ``$...$`` as math (and fails on a lone
+    ``$``), and labels hold config values a worker's user wrote."""
+    return text.replace("$", r"\$")
+
+
+def _default_label(item: Curve | Band) -> str:
+    return item.label if isinstance(item, Band) else item.run_id
+
+
+def _draw_curve(ax: Any, curve: Curve, name: str, color: str, window: int) -> None:
+    smoothed = window > 1
+    raw_label = None if smoothed else name
+    if len(curve) > RAW_LINE_MAX:
+        x, low, high = envelope(curve.x, curve.y, ENVELOPE_BUCKETS)
+        alpha = 0.2 if smoothed else 0.45
+        ax.fill_between(x, low, high, color=color, alpha=alpha, linewidth=0, label=raw_label)
+    else:
+        alpha = 0.25 if smoothed else 1.0
+        ax.plot(curve.x, curve.y, color=color, alpha=alpha, linewidth=1.0, label=raw_label)
+    if smoothed:
+        x, y = downsample(curve.x, curve.smoothed(window), DRAW_POINTS)
+        ax.plot(x, y, color=color, linewidth=1.6, label=name)
+    if len(curve) == 1:  # one episode: a line of one point is invisible
+        ax.plot(curve.x, curve.y, "o", color=color)
+
+
+def _draw_band(ax: Any, band: Band, name: str, color: str) -> None:
+    spread = "min-max" if band.spread == "minmax" else "±1 std"
+    label = f"{name} (mean of {len(band.run_ids)}, {spread})"
+    ax.fill_between(band.x, band.low, band.high, color=color, alpha=0.2, linewidth=0)
+    ax.plot(band.x, band.mean, color=color, linewidth=1.6, label=label)
+    if len(band.x) == 1:
+        ax.plot(band.x, band.mean, "o", color=color)
+
+
+def plot_runs(
+    store: Any,
+    run_ids: Sequence[str],
+    path: str | Path,
+    *,
+    x_axis: str = "steps",
+    window: int = 1,
+    group_seeds: bool = False,
+    spread: str = "minmax",
+    ignore: Iterable[str] = DEFAULT_IGNORED,
+    title: str | None = None,
+) -> PlotResult:
+    """Draw the learning curves of ``run_ids`` (ids or unique prefixes) of ``store`` (a
+    :class:`~mosaic_sdk.runner.store.RunStore`, read-only is enough) into ``path``.
+
+    With ``group_seeds``, runs of one worker whose configs are equal apart from ``ignore``
+    (``seed`` and ``run_id`` by default) become one mean line over a ``spread`` band
+    (``minmax`` or ``std``); a group of one run is drawn as a plain curve. Raises
+    :class:`~mosaic_sdk.runner.store.UnknownRunError`,
+    :class:`~mosaic_sdk.plots.curves.CurveError` (a run without episodes), ValueError (a
+    suffix other than .png/.svg) or MissingExtraError (no matplotlib), before writing."""
+    plot_format(path)
+    require_matplotlib()
+    if window < 1:
+        raise ValueError(f"smoothing window {window}: use 1 (none) or more episodes")
+    runs = _unique_runs(store, run_ids)
+    curves = {r["run_id"]: learning_curve(store, r["run_id"], x_axis) for r in runs}
+    series: list[Curve | Band] = []
+    labels: list[str] = []
+    if group_seeds:
+        for group in group_by_seed(runs, ignore):
+            members = [curves[r] for r in group.run_ids]
+            if len(members) == 1:
+                series.append(members[0])
+                labels.append(f"{group.run_ids[0]} ({group.label})")
+            else:
+                series.append(aggregate(members, window=window, spread=spread, label=group.label))
+                labels.append(group.label)
+    else:
+        for run in runs:
+            series.append(curves[run["run_id"]])
+            labels.append(_run_label(run))
+    out = render(series, path, labels=labels, window=window, title=title)
+    return PlotResult(out, tuple(series), tuple(labels))
+
+
+def _unique_runs(store: Any, run_ids: Sequence[str]) -> list[Mapping[str, Any]]:
+    if not run_ids:
+        raise ValueError("no run to plot: give one or more run ids")
+    seen: dict[str, Mapping[str, Any]] = {}
+    for run_id in run_ids:
+        run = store.get_run(run_id)
+        seen.setdefault(run["run_id"], run)
+    return list(seen.values())
+
+
+def _run_label(run: Mapping[str, Any]) -> str:
+    config = run.get("config") or {}
+    seed = config.get("seed") if isinstance(config, Mapping) else None
+    extra = f", seed {seed}" if seed is not None else ""
+    return f"{run['run_id']} ({run['worker']}{extra})"
+
+
+__all__ = [
+    "DRAW_POINTS",
+    "ENVELOPE_BUCKETS",
+    "FORMATS",
+    "RAW_LINE_MAX",
+    "PlotResult",
+    "plot_format",
+    "plot_runs",
+    "render",
+]

@@ -1,0 +1,130 @@
+"""Runs that differ only by seed: grouping them, so their curves become one mean and spread.
+
+Two runs are in one group when they ran the same worker with the same config once the keys
+named in ``ignore`` are left out, at any depth (by default ``seed`` and ``run_id``: the
+config a run stores holds its own id). ``mosaic runs plot --group-seeds`` uses it, and so can
+a sweep: its trials are runs whose configs differ by the swept parameters and the seed::
+
+    from mosaic_sdk.plots import group_by_seed
+
+    trials = [
+        {"run_id": "t1", "worker": "cleanrl", "config": {"lr": 0.1, "seed": 1}},
+        {"run_id": "t2", "worker": "cleanrl", "config": {"lr": 0.1, "seed": 2}},
+        {"run_id": "t3", "worker": "cleanrl", "config": {"lr": 0.3, "seed": 1}},
+    ]
+    groups = group_by_seed(trials)
+    assert [g.run_ids for g in groups] == [("t1", "t2"), ("t3",)]
+    assert [g.label for g in groups] == ["cleanrl lr=0.1", "cleanrl lr=0.3"]
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: Config keys that differ between runs of one group by default.
+DEFAULT_IGNORED: tuple[str, ...] = ("seed", "run_id")
+
+
+@dataclass(frozen=True)
+class SeedGroup:
+    """Runs of one worker and one config apart from the ignored keys."""
+
+    worker: str
+    params: dict[str, Any]  # the config without the ignored keys, flattened to dotted keys
+    run_ids: tuple[str, ...]
+    label: str  # the worker and the params that tell this group from the others
+    seeds: tuple[Any, ...]  # each run's ``seed`` (None when its config has none)
+
+    @property
+    def key(self) -> str:
+        return group_key(self.worker, self.params)
+
+
+def flatten(config: Mapping[str, Any] | None, ignore: Iterable[str] = ()) -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``, leaving out keys named in ``ignore`` at any
+    depth. Lists stay values."""
+    skip = set(ignore)
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, Mapping) and (value or not prefix):
+            for k, v in value.items():
+                if str(k) not in skip:
+                    walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            out[prefix] = value
+
+    walk("", config or {})
+    return out
+
+
+def group_key(worker: str, params: Mapping[str, Any]) -> str:
+    """A string equal for two runs exactly when their worker and params are equal."""
+    return json.dumps([worker, params], sort_keys=True, default=repr)
+
+
+def group_by_seed(
+    runs: Iterable[Mapping[str, Any]], ignore: Iterable[str] = DEFAULT_IGNORED
+) -> list[SeedGroup]:
+    """Group ``runs`` (mappings with ``run_id``, ``worker`` and ``config``, as
+    :meth:`RunStore.get_run <mosaic_sdk.runner.store.RunStore.get_run>` returns them) by worker
+    and config apart from ``ignore``; groups in the order their first run comes, runs in the
+    order given. Each group's label names the worker and the params whose values differ
+    between the groups."""
+    skip = tuple(ignore)
+    order: list[str] = []
+    members: dict[str, list[Mapping[str, Any]]] = {}
+    params_of: dict[str, tuple[str, dict[str, Any]]] = {}
+    for run in runs:
+        worker = str(run["worker"])
+        params = flatten(run.get("config"), skip)
+        key = group_key(worker, params)
+        if key not in members:
+            order.append(key)
+            members[key] = []
+            params_of[key] = (worker, params)
+        members[key].append(run)
+    differing = _differing_keys([params_of[k][1] for k in order])
+    several_workers = len({params_of[k][0] for k in order}) > 1
+    groups = []
+    for key in order:
+        worker, params = params_of[key]
+        shown = [f"{k}={_short(params[k])}" for k in differing if k in params]
+        if not shown and len(order) > 1 and not several_workers:
+            shown = ["(no config)"]
+        label = " ".join([worker, ", ".join(shown)]).strip()
+        runs_here = members[key]
+        groups.append(
+            SeedGroup(
+                worker=worker,
+                params=params,
+                run_ids=tuple(str(r["run_id"]) for r in runs_here),
+                label=label,
+                seeds=tuple((r.get("config") or {}).get("seed") for r in runs_here),
+            )
+        )
+    return groups
+
+
+def _differing_keys(all_params: list[dict[str, Any]]) -> list[str]:
+    keys = sorted({k for p in all_params for k in p})
+    missing = object()
+    return [
+        k
+        for k in keys
+        if len({json.dumps(p.get(k, missing), default=repr, sort_keys=True) for p in all_params})
+        > 1
+    ]
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=repr)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+__all__ = ["DEFAULT_IGNORED", "SeedGroup", "flatten", "group_by_seed", "group_key"]

@@ -1,0 +1,264 @@
+"""A run's stored steps, episodes or events as CSV, JSONL or Parquet, for other tools.
+
+Rows are streamed from the store in ``line_no`` order, a batch at a time: a run with
+millions of steps is never in memory at once. The columns are the table's own, ``run_id``
+and ``raw`` (the line as the worker wrote it) included, with the values as stored:
+
+- **CSV** (RFC 4180, UTF-8, a header row): text is always quoted, numbers never, and NULL is
+  an empty unquoted field, so NULL and the empty string stay apart (``,,`` vs ``,"",``).
+  Floats are written in Python's shortest round-trip form (``repr``).
+- **JSONL**: one JSON object per row, keys in column order, NULL as ``null``, text as UTF-8
+  (not ``\\u`` escapes). A stored infinite float is written ``Infinity``/``-Infinity`` (what
+  Python's and pandas' JSON readers accept).
+- **Parquet** (pyarrow, the ``parquet`` extra): one typed column per table column (int64,
+  float64, string), NULL as null, written in row groups of :data:`BATCH_ROWS`.
+
+Standard library only, but for Parquet. The store is only read.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from mosaic_sdk.extras import require
+from mosaic_sdk.runner.schema import StoreError
+
+#: What can be exported: the table and its columns, each with its Parquet type.
+TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "steps": (
+        ("run_id", "string"),
+        ("line_no", "int64"),
+        ("seq", "int64"),
+        ("episode_index", "int64"),
+        ("step_index", "int64"),
+        ("reward", "float64"),
+        ("terminated", "int64"),
+        ("truncated", "int64"),
+        ("ts_unix_ns", "int64"),
+        ("raw", "string"),
+    ),
+    "episodes": (
+        ("run_id", "string"),
+        ("line_no", "int64"),
+        ("seq", "int64"),
+        ("episode_index", "int64"),
+        ("total_reward", "float64"),
+        ("steps", "int64"),
+        ("terminated", "int64"),
+        ("truncated", "int64"),
+        ("ts_unix_ns", "int64"),
+        ("raw", "string"),
+    ),
+    "events": (
+        ("run_id", "string"),
+        ("line_no", "int64"),
+        ("seq", "int64"),
+        ("event", "string"),
+        ("ts_unix_ns", "int64"),
+        ("synthesised", "int64"),
+        ("payload_json", "string"),
+        ("raw", "string"),
+    ),
+}
+FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
+#: Rows fetched (and, for Parquet, written as one row group) at a time.
+BATCH_ROWS = 65_536
+
+
+class ExportError(StoreError):
+    """The export cannot be done as asked (one line that says why and what to do)."""
+
+
+def columns(what: str) -> tuple[str, ...]:
+    """The column names of ``what`` (``steps``, ``episodes`` or ``events``)."""
+    return tuple(name for name, _ in _table(what))
+
+
+def _table(what: str) -> tuple[tuple[str, str], ...]:
+    if what not in TABLES:
+        raise ExportError(f"cannot export {what!r}: choose one of {', '.join(TABLES)}")
+    return TABLES[what]
+
+
+def format_for(path: str | Path | None, default: str = "csv") -> str:
+    """The format a file name asks for by its suffix (``.csv``, ``.jsonl``/``.ndjson``,
+    ``.parquet``/``.pq``), else ``default``."""
+    if path is None or str(path) == "-":
+        return default
+    suffix = Path(path).suffix.lower()
+    return {
+        ".csv": "csv",
+        ".jsonl": "jsonl",
+        ".ndjson": "jsonl",
+        ".parquet": "parquet",
+        ".pq": "parquet",
+    }.get(suffix, default)
+
+
+def iter_batches(store: Any, run_id: str, what: str) -> Iterator[list[tuple[Any, ...]]]:
+    """Lists of row tuples (at most :data:`BATCH_ROWS` each) of ``what`` of one run, in
+    ``line_no`` order. ``run_id`` must be the run's full id (see ``RunStore.resolve``)."""
+    names = ", ".join(columns(what))
+    cursor = store.conn.cursor()
+    cursor.row_factory = None
+    cursor.execute(f"SELECT {names} FROM {what} WHERE run_id = ? ORDER BY line_no", (run_id,))
+    while True:
+        rows = cursor.fetchmany(BATCH_ROWS)
+        if not rows:
+            return
+        yield rows
+
+
+class _Null:
+    """Written by ``csv`` as an empty unquoted field: QUOTE_NONNUMERIC leaves numbers (what
+    has ``__float__``) unquoted and writes their ``str``. ``None`` itself would be quoted."""
+
+    __slots__ = ()
+
+    def __float__(self) -> float:  # pragma: no cover - only its presence matters
+        return 0.0
+
+    def __str__(self) -> str:
+        return ""
+
+
+_NULL = _Null()
+
+
+def _csv_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return row if None not in row else tuple(_NULL if v is None else v for v in row)
+
+
+def write_csv(batches: Iterator[list[tuple[Any, ...]]], names: tuple[str, ...], out: IO) -> int:
+    """Write a header and the rows to the text stream ``out``; returns the row count."""
+    # Every str quoted, numbers bare (floats by repr(): exact round trip), NULL an empty
+    # unquoted field: a reader can tell NULL from "".
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
+    writer.writerow(names)
+    count = 0
+    for rows in batches:
+        writer.writerows(map(_csv_row, rows))
+        count += len(rows)
+    return count
+
+
+def write_jsonl(batches: Iterator[list[tuple[Any, ...]]], names: tuple[str, ...], out: IO) -> int:
+    """Write one JSON object per row to the text stream ``out``; returns the row count."""
+    encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+    count = 0
+    for rows in batches:
+        out.write("".join(encode(dict(zip(names, row, strict=True))) + "\n" for row in rows))
+        count += len(rows)
+    return count
+
+
+def write_parquet(batches: Iterator[list[tuple[Any, ...]]], what: str, out: str | Path | IO) -> int:
+    """Write the rows as one Parquet file to ``out`` (a path or binary stream)."""
+    pa = require("pyarrow", "parquet", "mosaic runs export --format parquet")
+    pq = require("pyarrow.parquet", "parquet", "mosaic runs export --format parquet")
+    table = _table(what)
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in table])
+    count = 0
+    with pq.ParquetWriter(out, schema) as writer:
+        for rows in batches:
+            arrays = []
+            for i, (name, kind) in enumerate(table):
+                values = [row[i] for row in rows]
+                try:
+                    arrays.append(pa.array(values, type=schema.field(name).type))
+                except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+                    misfits = (
+                        (r[1], v) for r, v in zip(rows, values, strict=True) if not _fits(v, kind)
+                    )
+                    line, value = next(misfits, (rows[0][1], values[0]))
+                    raise ExportError(
+                        f"line {line} of the run stores {value!r} in {what}.{name}, which is "
+                        f"not a {kind} ({exc}); export as csv or jsonl, which keep any value"
+                    ) from None
+            writer.write_batch(pa.record_batch(arrays, schema=schema))
+            count += len(rows)
+    return count
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if value is None:
+        return True
+    if kind == "int64":
+        return isinstance(value, int) and -(2**63) <= value < 2**63
+    if kind == "float64":
+        return isinstance(value, (int, float))
+    return isinstance(value, str)
+
+
+def export_run(
+    store: Any,
+    run_id: str,
+    *,
+    what: str = "steps",
+    fmt: str = "csv",
+    output: str | Path | IO[bytes] = "-",
+) -> int:
+    """Export ``what`` of ``run_id`` (an id or unique prefix) of ``store`` as ``fmt`` to
+    ``output``: a file path (written beside and renamed: it appears whole or not at all), or
+    a binary stream (``"-"``: standard output). Returns the number of rows written."""
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    names = columns(what)
+    if fmt == "parquet":  # before a file is opened
+        require("pyarrow", "parquet", "mosaic runs export --format parquet")
+        require("pyarrow.parquet", "parquet", "mosaic runs export --format parquet")
+    full = store.resolve(run_id)
+    if isinstance(output, (str, Path)) and str(output) != "-":
+        target = Path(output)
+        partial = target.with_name(f".{target.name}.partial")
+        try:
+            with open(partial, "wb") as stream:
+                count = _write(store, full, what, fmt, names, stream)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+        return count
+    if isinstance(output, (str, Path)):
+        import sys
+
+        sys.stdout.flush()
+        count = _write(store, full, what, fmt, names, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return count
+    return _write(store, full, what, fmt, names, output)
+
+
+def _write(
+    store: Any, run_id: str, what: str, fmt: str, names: tuple[str, ...], stream: IO[bytes]
+) -> int:
+    batches = iter_batches(store, run_id, what)
+    if fmt == "parquet":
+        return write_parquet(batches, what, stream)
+    text = io.TextIOWrapper(stream, encoding="utf-8", newline="", write_through=False)
+    try:
+        writer = write_csv if fmt == "csv" else write_jsonl
+        return writer(batches, names, text)
+    finally:
+        text.flush()
+        text.detach()  # leave the binary stream open: it is the caller's
+
+
+__all__ = [
+    "BATCH_ROWS",
+    "FORMATS",
+    "TABLES",
+    "ExportError",
+    "columns",
+    "export_run",
+    "format_for",
+    "iter_batches",
+    "write_csv",
+    "write_jsonl",
+    "write_parquet",
+]
