@@ -107,6 +107,7 @@ def naive(lines: int, tmp: Path, rep: int) -> float:
                     d.get("truncated"),
                     d.get("ts_unix_ns"),
                     item.text,
+                    d.get("agent_id"),
                 ),
             )
             conn.execute("COMMIT")

@@ -116,6 +116,7 @@ class LineIngest:
                             d.get("truncated"),
                             d.get("ts_unix_ns"),
                             text,
+                            d.get("agent_id"),
                         )
                     )
                     continue
@@ -163,6 +164,7 @@ class LineIngest:
                     d.get("truncated"),
                     d.get("ts_unix_ns"),
                     item.text,
+                    d.get("agent_id"),
                 )
             )
         elif kind == "episode":
@@ -179,6 +181,7 @@ class LineIngest:
                     d.get("truncated"),
                     d.get("ts_unix_ns"),
                     item.text,
+                    d.get("agent_id"),
                 )
             )
             value = finite_float(total)

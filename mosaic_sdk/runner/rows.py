@@ -114,8 +114,8 @@ def optional_text(value: Any) -> str | None:
 
 
 def _telemetry_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    # steps and episodes: run_id, line_no, then seven numeric columns, then raw
-    return (row[0], row[1], *(number(v) for v in row[2:9]), text(row[9]))
+    # steps and episodes: run_id, line_no, then seven numeric columns, raw, agent_id
+    return (row[0], row[1], *(number(v) for v in row[2:9]), text(row[9]), optional_text(row[10]))
 
 
 def _event_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
