@@ -4,7 +4,8 @@
 One thread reads the worker's stdout (:meth:`WorkerProcess.read_lines`, so it can also keep
 time), classifies each line and fills batches; a :class:`~mosaic_sdk.runner.ingest.StoreWriter`
 thread commits them; the stderr thread of :class:`WorkerProcess` queues stderr lines as log
-rows. Lifecycle events go to the ``mosaic_telemetry_event`` hook once committed.
+rows. Lifecycle events go to the ``mosaic_telemetry_event`` hook once committed; committed
+steps and episodes go to the observer plugins (:mod:`mosaic_sdk.runner.observers`).
 
 Stopping: Ctrl-C, SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGTERM to the
 worker, wait ``grace`` seconds, then SIGKILL its process group; a second Ctrl-C kills at once. After
@@ -32,6 +33,7 @@ from mosaic_sdk.runner.launch import ResolvedJob, prepare_run, resolve_job
 from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, READ_WAIT, RunLifecycle, RunObserver
 from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
+from mosaic_sdk.runner.observers import ObserverFeed
 from mosaic_sdk.runner.outcome import RunResult, decide, record_end
 from mosaic_sdk.runner.paths import default_store_path, runs_dir_for
 from mosaic_sdk.runner.printable import printable
@@ -177,8 +179,12 @@ class RunSupervisor:
         prepared = self.prepared
         started = time.monotonic()
         self.store.mark_started(self.run_id)
+        feed = ObserverFeed.for_plugins(self.pm, self.run_id)
         writer = StoreWriter(
-            self.store_path, self.run_id, abandon=lambda: self._cancel_reason is not None
+            self.store_path,
+            self.run_id,
+            abandon=lambda: self._cancel_reason is not None,
+            on_commit=None if feed is None else feed.offer,
         )
         ingest = LineIngest(self.run_id)
         stderr_ingest = StderrIngest(self.run_id, writer)
@@ -236,6 +242,9 @@ class RunSupervisor:
             self._run_due_hooks(writer, final=True)
             if outcome.synthesised is not None:
                 self._telemetry_hook(outcome.synthesised)
+            observers = [] if feed is None else feed.close()
+            if observers:
+                self.store.record_observers(self.run_id, observers)
             # rows the store could not take make the record incomplete: a failed run
             status, error, counts = record_end(
                 self.store, self.run_id, outcome, exit_code, writer.lost_rows, writer.error
@@ -258,6 +267,7 @@ class RunSupervisor:
                 transactions=writer.transactions,
                 env_steps=ingest.env_steps,
                 warnings=warnings,
+                observers=observers,
             )
         except BaseException as exc:  # the runner itself failed: record it, leave no orphan
             if proc is not None and proc.poll() is None:
@@ -277,6 +287,8 @@ class RunSupervisor:
             restore()
             lifecycle.close()
             writer.close(timeout=5)
+            if feed is not None:
+                feed.close(timeout=0)
             self.store.close()
 
     def _report_warnings(
