@@ -52,8 +52,24 @@ class WorkerProtocolError(PluginError):
 
 
 def resolve_worker(worker: str | WorkerHandle) -> WorkerHandle:
-    """A handle for a worker name (discovery) or the handle itself; checks its protocol."""
-    handle = discover_workers().get(worker) if isinstance(worker, str) else worker
+    """A handle for a worker name (discovery) or the handle itself; checks its protocol.
+    Plugins of the ``mosaic.plugins`` group that failed to load are warned about (the run
+    goes on without them)."""
+    if isinstance(worker, str):
+        registry = discover_workers()
+        handle = registry.get(worker)
+        for name, err in registry.plugin_errors.items():
+            print(
+                printable(
+                    f"mosaic: warning: plugin {name!r} ({err.distribution or '?'}) failed to "
+                    f"load: {err.error_type}: {err.message}; runs go on without it "
+                    "(`mosaic plugins list` shows it; MOSAIC_DISABLE_PLUGINS={name} hides it)"
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
+    else:
+        handle = worker
     version = handle.protocol_version()
     if version != PROTOCOL_VERSION:
         raise WorkerProtocolError(
