@@ -15,6 +15,7 @@ the two in step.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,14 +128,15 @@ def mosaic_telemetry_event(run_id: str, worker: str, event: dict[str, Any]) -> N
 
 
 @hookspec
-def mosaic_telemetry_steps(run_id: str, steps: list[Any]) -> None:
+def mosaic_telemetry_steps(run_id: str, steps: Sequence[Any]) -> None:
     """Observe the step rows of a run as they are stored, one batch at a time.
 
     Called by the runner (``mosaic run``) after each batch of rows it commits to the store,
     on a thread of this plugin's own (never the thread that reads the worker), with the run's
-    id and the batch's steps as :class:`mosaic_sdk.runner.observers.StepRow` named tuples (the
-    columns of the ``steps`` table: ``line_no``, ``episode_index``, ``step_index``,
-    ``reward``, ..., ``raw`` (the line as written), ``agent_id``), in stored order. Batches
+    id and the batch's steps: a read-only sequence (``RowBatch``; ``list(steps)`` for a list)
+    of :class:`mosaic_sdk.runner.observers.StepRow` named tuples (the columns of the ``steps``
+    table: ``line_no``, ``episode_index``, ``step_index``, ``reward``, ..., ``raw`` (the line
+    as written), ``agent_id``), in stored order, each made when it is read. Batches
     that waited are coalesced into one call. Every plugin that implements it gets every step
     (1:N), e.g. to forward a run to another service while it happens.
 
@@ -149,12 +151,12 @@ def mosaic_telemetry_steps(run_id: str, steps: list[Any]) -> None:
 
 
 @hookspec
-def mosaic_telemetry_episodes(run_id: str, episodes: list[Any]) -> None:
+def mosaic_telemetry_episodes(run_id: str, episodes: Sequence[Any]) -> None:
     """Observe the episode rows of a run as they are stored, one batch at a time.
 
     Called by the runner exactly as :func:`mosaic_telemetry_steps` is (same thread, same
-    batches, just after the steps of the same batch), with the batch's episodes as
-    :class:`mosaic_sdk.runner.observers.EpisodeRow` named tuples (``line_no``,
+    batches, just after the steps of the same batch), with the batch's episodes as a sequence
+    of :class:`mosaic_sdk.runner.observers.EpisodeRow` named tuples (``line_no``,
     ``episode_index``, ``total_reward``, ``steps``, ..., ``raw``, ``agent_id``). Every plugin
     that implements it gets every episode (1:N); slow or failing implementations are handled
     as for steps (dropped and counted for that plugin alone, or disabled for the run).

@@ -2,12 +2,13 @@
 
 A plugin that implements ``mosaic_telemetry_steps`` and/or ``mosaic_telemetry_episodes`` is an
 *observer*. After each batch the store writer commits, :meth:`ObserverFeed.offer` hands that
-batch's step and episode rows (as stored: :class:`StepRow`, :class:`EpisodeRow`) to every
-observer. Each observer has a thread and a bounded queue of its own, so ingest never waits
-for a plugin, and one slow plugin does not slow another:
+batch's step and episode rows (as stored: a :class:`RowBatch` of :class:`StepRow` or
+:class:`EpisodeRow`) to every observer. Each observer has a thread and a bounded queue of its
+own, so ingest never waits for a plugin, and one slow plugin does not slow another:
 
-- a thread that finds several batches waiting delivers them in one call per hook (coalesced,
-  in stored order);
+- an observer is called at most every ``DELIVERY_INTERVAL`` (50 ms) unless a quarter of its
+  bound is waiting; the batches that arrived meanwhile are delivered in one call per hook
+  (coalesced, in stored order);
 - when an observer has more than ``max_pending_rows`` rows waiting, its oldest waiting batches
   are dropped *for that observer only* and counted (``missed_steps`` / ``missed_episodes``);
   a warning says so once, when it first happens. The store keeps every row regardless;
@@ -24,9 +25,9 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.rows import LineBatch
@@ -38,6 +39,9 @@ EPISODES_HOOK = "mosaic_telemetry_episodes"
 MAX_PENDING_ROWS = 50_000
 #: How long the end of a run waits for the observers to take what is queued (seconds).
 DRAIN_TIMEOUT = 5.0
+#: An observer is called at most this often (seconds): what arrives in between is delivered
+#: together, so a fast stream costs a few calls a second, not one per committed batch.
+DELIVERY_INTERVAL = 0.05
 
 
 class StepRow(NamedTuple):
@@ -74,6 +78,43 @@ class EpisodeRow(NamedTuple):
     ts_unix_ns: Any
     raw: str
     agent_id: Any
+
+
+RowT = TypeVar("RowT", StepRow, EpisodeRow)
+
+
+class RowBatch(Sequence[RowT], Generic[RowT]):
+    """The rows of one delivery: a read-only sequence of :class:`StepRow` or
+    :class:`EpisodeRow`, each made when it is read (an observer that only counts rows or
+    looks at the last one pays nothing for the others). ``list(rows)`` gives a list."""
+
+    __slots__ = ("_rows", "_make")
+
+    def __init__(self, rows: Sequence[tuple[Any, ...]], row_type: type[RowT]) -> None:
+        self._rows = rows
+        self._make: Callable[[tuple[Any, ...]], RowT] = row_type._make
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> RowT: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> RowBatch[RowT]: ...
+
+    def __getitem__(self, index: int | slice) -> RowT | RowBatch[RowT]:
+        if isinstance(index, slice):
+            out: RowBatch[RowT] = RowBatch.__new__(RowBatch)
+            out._rows, out._make = self._rows[index], self._make
+            return out
+        return self._make(self._rows[index])
+
+    def __iter__(self) -> Iterator[RowT]:
+        return map(self._make, self._rows)
+
+    def __repr__(self) -> str:
+        return f"<RowBatch of {len(self._rows)} rows>"
 
 
 @dataclass
@@ -146,8 +187,8 @@ class _Observer:
                 old_steps, old_episodes = self._pending.popleft()
                 self._pending_rows -= len(old_steps) + len(old_episodes)
                 self._miss(len(old_steps), len(old_episodes))
-                slow = not self._warned_slow
-                self._warned_slow = True
+                if not self._warned_slow:
+                    slow = self._warned_slow = True
             self._cond.notify()
         if slow:
             self._warn(
@@ -162,10 +203,18 @@ class _Observer:
 
     # -- its own thread -----------------------------------------------------------------------
     def _loop(self) -> None:
+        last = 0.0
         while True:
             with self._cond:
                 while not self._pending and not self._closing:
                     self._cond.wait()
+                # a quarter of the bound waiting: deliver now, do not risk dropping rows
+                hurry = self._closing or self._pending_rows >= self._max // 4
+            wait = last + DELIVERY_INTERVAL - time.monotonic()
+            if wait > 0 and not hurry:  # let more batches arrive: one call for all of them
+                time.sleep(wait)
+            last = time.monotonic()
+            with self._cond:
                 if not self._pending or self._given_up:
                     return
                 chunks = list(self._pending)
@@ -184,15 +233,13 @@ class _Observer:
         hook = STEPS_HOOK
         try:
             if steps and self._steps_hook is not None:
-                self._steps_hook(run_id=self.run_id, steps=list(map(StepRow._make, steps)))
+                self._steps_hook(run_id=self.run_id, steps=RowBatch(steps, StepRow))
             with self._cond:
                 self.report.delivered_steps += len(steps)
                 steps = []
             hook = EPISODES_HOOK
             if episodes and self._episodes_hook is not None:
-                self._episodes_hook(
-                    run_id=self.run_id, episodes=list(map(EpisodeRow._make, episodes))
-                )
+                self._episodes_hook(run_id=self.run_id, episodes=RowBatch(episodes, EpisodeRow))
             with self._cond:
                 self.report.delivered_episodes += len(episodes)
             return None
@@ -329,9 +376,11 @@ class ObserverFeed:
 
 
 __all__ = [
+    "DELIVERY_INTERVAL",
     "DRAIN_TIMEOUT",
     "EPISODES_HOOK",
     "MAX_PENDING_ROWS",
+    "RowBatch",
     "STEPS_HOOK",
     "EpisodeRow",
     "ObserverFeed",

@@ -18,7 +18,7 @@ from mosaic_sdk.cli import main
 from mosaic_sdk.plugins import create_plugin_manager, discover_workers
 from mosaic_sdk.runner import observers as observers_mod
 from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StoreWriter
-from mosaic_sdk.runner.observers import EpisodeRow, ObserverFeed, StepRow
+from mosaic_sdk.runner.observers import EpisodeRow, ObserverFeed, RowBatch, StepRow
 from mosaic_sdk.runner.store import RunStore
 from mosaic_sdk.runner.supervisor import run_worker
 
@@ -342,3 +342,21 @@ def test_the_hooks_are_one_to_many() -> None:
     row = StepRow("R", 1, None, 0, 0, 1.0, 0, 0, None, "{}", "x")
     pm.hook.mosaic_telemetry_steps(run_id="R", steps=[row])
     assert a.steps == b.steps == [row]
+
+
+def test_a_row_batch_is_a_read_only_sequence_of_named_rows() -> None:
+    tuples = [("R", i, None, 0, i, 0.5, 0, 0, None, "{}", "a") for i in range(1, 6)]
+    batch = RowBatch(tuples, StepRow)
+    assert len(batch) == 5
+    assert batch[0] == StepRow(*tuples[0]) and batch[0].line_no == 1
+    assert batch[-1].line_no == 5
+    assert [r.line_no for r in batch[1:3]] == [2, 3]
+    assert isinstance(batch[1:3], RowBatch)
+    assert list(batch) == [StepRow(*t) for t in tuples]
+    assert [r._asdict()["agent_id"] for r in reversed(batch)] == ["a"] * 5
+    assert StepRow(*tuples[2]) in batch and batch.index(StepRow(*tuples[2])) == 2
+    assert repr(batch) == "<RowBatch of 5 rows>"
+    with pytest.raises(IndexError):
+        batch[5]
+    with pytest.raises(TypeError):
+        batch[0] = batch[1]  # type: ignore[index]
