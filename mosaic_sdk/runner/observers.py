@@ -6,7 +6,7 @@ batch's step and episode rows (as stored: a :class:`RowBatch` of :class:`StepRow
 :class:`EpisodeRow`) to every observer. Each observer has a thread and a bounded queue of its
 own, so ingest never waits for a plugin, and one slow plugin does not slow another:
 
-- an observer is called at most every ``DELIVERY_INTERVAL`` (50 ms) unless a quarter of its
+- an observer is called at most every ``DELIVERY_INTERVAL`` (10 ms) unless a quarter of its
   bound is waiting; the batches that arrived meanwhile are delivered in one call per hook
   (coalesced, in stored order);
 - when an observer has more than ``max_pending_rows`` rows waiting, its oldest waiting batches
@@ -40,8 +40,11 @@ MAX_PENDING_ROWS = 50_000
 #: How long the end of a run waits for the observers to take what is queued (seconds).
 DRAIN_TIMEOUT = 5.0
 #: An observer is called at most this often (seconds): what arrives in between is delivered
-#: together, so a fast stream costs a few calls a second, not one per committed batch.
-DELIVERY_INTERVAL = 0.05
+#: together, so a fast stream costs 100 calls a second, not one per committed batch. Longer
+#: is not cheaper: rows that wait longer make the garbage collector run more often (at 50 ms
+#: a no-op observer cost ingest ~0.25 us of CPU per row, at 10 ms ~0.1 us; synthetic feed of
+#: 128k rows/s on a loaded 2-core VM).
+DELIVERY_INTERVAL = 0.01
 
 
 class StepRow(NamedTuple):
