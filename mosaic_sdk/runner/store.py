@@ -259,6 +259,16 @@ class RunStore:
         have = {r["name"] for r in conn.execute("PRAGMA table_info(steps)").fetchall()}
         if "agent_id" not in have:
             return []
+        if conn.in_transaction:
+            return self._agents(run_id)
+        conn.execute("BEGIN")  # one snapshot: a live run's counter and rows agree
+        try:
+            return self._agents(run_id)
+        finally:
+            conn.execute("COMMIT")
+
+    def _agents(self, run_id: str) -> list[dict[str, Any]]:
+        conn = self.conn
         groups: dict[str | None, dict[str, Any]] = {}
 
         def group(agent: str | None) -> dict[str, Any]:
