@@ -30,6 +30,7 @@ import pluggy
 from mosaic_sdk.plugins.discovery import EntryPointCandidate, _csv, _error, has_hookimpls
 from mosaic_sdk.plugins.errors import WorkerLoadError
 
+#: The entry-point group of plugins that are not workers.
 PLUGIN_GROUP = "mosaic.plugins"
 #: The name a plugin of the group is registered under in the plugin manager.
 PLUGIN_PREFIX = "plugin:"
