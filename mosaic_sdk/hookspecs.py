@@ -2,8 +2,9 @@
 
 A *worker plugin* is the object an entry point of the ``mosaic.workers`` group names: a module,
 a class (instantiated with no arguments) or an instance whose methods are marked with
-``@mosaic_sdk.hookimpl``. Other plugins (registered with ``pm.register``, or shipped by the SDK
-itself, such as the FastLane provider) may implement the same hooks to observe or decorate.
+``@mosaic_sdk.hookimpl``. Other plugins (installed through the ``mosaic.plugins`` entry-point
+group, registered with ``pm.register``, or shipped by the SDK itself, such as the FastLane
+provider) may implement the same hooks to observe or decorate.
 
 Hooks whose name starts with ``mosaic_worker_`` describe one worker. The framework calls them
 on that worker's plugin together with the non-worker plugins, never on other workers (see
@@ -14,6 +15,7 @@ the two in step.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +122,44 @@ def mosaic_telemetry_event(run_id: str, worker: str, event: dict[str, Any]) -> N
     worker that died silently, ``run_cancelled`` on Ctrl-C). Every plugin sees every event
     (1:N), e.g. to forward it to another service. ``event`` is the parsed line; do not mutate
     it. Exceptions are reported by the runner and do not stop the run.
+
+    Returns nothing (return values are ignored).
+    """
+
+
+@hookspec
+def mosaic_telemetry_steps(run_id: str, steps: Sequence[Any]) -> None:
+    """Observe the step rows of a run as they are stored, one batch at a time.
+
+    Called by the runner (``mosaic run``) after each batch of rows it commits to the store,
+    on a thread of this plugin's own (never the thread that reads the worker), with the run's
+    id and the batch's steps: a read-only sequence (``RowBatch``; ``list(steps)`` for a list)
+    of :class:`mosaic_sdk.runner.observers.StepRow` named tuples (the columns of the ``steps``
+    table: ``line_no``, ``episode_index``, ``step_index``, ``reward``, ..., ``raw`` (the line
+    as written), ``agent_id``), in stored order, each made when it is read. Batches
+    that waited are coalesced into one call. Every plugin that implements it gets every step
+    (1:N), e.g. to forward a run to another service while it happens.
+
+    A slow implementation never slows the run: past ``MAX_PENDING_ROWS`` waiting rows its
+    oldest waiting batches are dropped for it alone, counted and reported (a warning, and
+    ``mosaic runs show``); the store keeps every row. An implementation that raises is
+    reported once by plugin name and gets nothing more of that run. Plugins that only observe
+    can be installed through the ``mosaic.plugins`` entry-point group.
+
+    Returns nothing (return values are ignored).
+    """
+
+
+@hookspec
+def mosaic_telemetry_episodes(run_id: str, episodes: Sequence[Any]) -> None:
+    """Observe the episode rows of a run as they are stored, one batch at a time.
+
+    Called by the runner exactly as :func:`mosaic_telemetry_steps` is (same thread, same
+    batches, just after the steps of the same batch), with the batch's episodes as a sequence
+    of :class:`mosaic_sdk.runner.observers.EpisodeRow` named tuples (``line_no``,
+    ``episode_index``, ``total_reward``, ``steps``, ..., ``raw``, ``agent_id``). Every plugin
+    that implements it gets every episode (1:N); slow or failing implementations are handled
+    as for steps (dropped and counted for that plugin alone, or disabled for the run).
 
     Returns nothing (return values are ignored).
     """

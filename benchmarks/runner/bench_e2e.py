@@ -2,7 +2,10 @@
 
 Prints our lines/s (run_worker: batched writes on a writer thread) beside the naive baseline
 measured in the same run (read each line, one INSERT and one COMMIT per line, same pragmas),
-and checks that the store holds every line (0 lost).
+and checks that the store holds every line (0 lost). Each repetition runs twice, alternating:
+with no observer plugin, and with one no-op observer of ``mosaic_telemetry_steps`` /
+``mosaic_telemetry_episodes`` (its rows are delivered on its own thread); the ratio of the two
+medians is what an observer costs ingest.
 
     python benchmarks/runner/bench_e2e.py [--lines 1000000] [--baseline-lines 20000]
 """
@@ -20,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from mosaic_sdk import hookimpl
 
 HERE = Path(__file__).resolve().parent
 
@@ -52,26 +57,41 @@ def cpu_seconds() -> tuple[float, float]:
     return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
-CPU: dict[str, list[float]] = {"runner": [], "worker": []}
+CPU: dict[str, list[float]] = {"runner": [], "worker": [], "runner+observer": []}
 
 
-def ours(lines: int, tmp: Path, rep: int) -> tuple[float, int, int]:
+class NoOpObserver:
+    """Implements both observer hooks and does nothing with the rows."""
+
+    @hookimpl
+    def mosaic_telemetry_steps(self, run_id: str, steps: list) -> None:
+        pass
+
+    @hookimpl
+    def mosaic_telemetry_episodes(self, run_id: str, episodes: list) -> None:
+        pass
+
+
+def ours(lines: int, tmp: Path, rep: int, observer: bool = False) -> tuple[float, int, int, dict]:
     from mosaic_sdk.runner.supervisor import resolve_worker, run_worker
 
-    store = tmp / f"ours-{rep}.sqlite"
+    store = tmp / f"ours-{rep}{'-observed' if observer else ''}.sqlite"
     handle = resolve_worker("flood")  # discovery is not part of the measured run
+    if observer:
+        handle.pm.register(NoOpObserver(), name="noop")
     cpu0 = cpu_seconds()
     start = time.perf_counter()
     result = run_worker(handle, {"lines": lines}, store=store, runs_dir=tmp / "runs")
     elapsed = time.perf_counter() - start
     cpu1 = cpu_seconds()
-    CPU["runner"].append((cpu1[0] - cpu0[0]) / lines * 1e6)
+    CPU["runner+observer" if observer else "runner"].append((cpu1[0] - cpu0[0]) / lines * 1e6)
     CPU["worker"].append((cpu1[1] - cpu0[1]) / lines * 1e6)
     conn = sqlite3.connect(store)
     [(stored,)] = conn.execute("SELECT count(*) FROM steps WHERE run_id = ?", (result.run_id,))
     conn.close()
     assert result.status == "completed", result.error
-    return lines / elapsed, stored, result.counts["steps"]
+    report = result.observers[0] if result.observers else {}
+    return lines / elapsed, stored, result.counts["steps"], report
 
 
 def naive(lines: int, tmp: Path, rep: int) -> float:
@@ -107,6 +127,7 @@ def naive(lines: int, tmp: Path, rep: int) -> float:
                     d.get("truncated"),
                     d.get("ts_unix_ns"),
                     item.text,
+                    d.get("agent_id"),
                 ),
             )
             conn.execute("COMMIT")
@@ -129,32 +150,47 @@ def main() -> int:
         tmp = Path(d)
         os.environ["MOSAIC_HOME"] = str(tmp / "home")
         alone = worker_alone(args.lines, tmp)
-        rates, lost = [], []
+        rates, lost, observed_rates, observed_lost, missed = [], [], [], [], []
         for rep in range(args.repeat):
-            rate, stored, counted = ours(args.lines, tmp, rep)
+            rate, stored, counted, _ = ours(args.lines, tmp, rep)
             rates.append(rate)
             lost.append(args.lines - stored)
             assert counted == stored
+            rate, stored, counted, report = ours(args.lines, tmp, rep, observer=True)
+            observed_rates.append(rate)
+            observed_lost.append(args.lines - stored)
+            missed.append(report["missed_steps"] + report["missed_episodes"])
+            assert counted == stored
         base = statistics.median(naive(args.baseline_lines, tmp, rep) for rep in range(args.repeat))
     ours_rate = statistics.median(rates)
+    observed = statistics.median(observed_rates)
     print(f"end to end: {args.lines:,} step lines per run, median of {args.repeat} runs")
     print(f"{'measure':<44} {'lines/s':>12} {'ratio':>8} {'goal':>14}")
     print(
         f"{'mosaic run (batched, writer thread)':<44} {ours_rate:>12,.0f} "
         f"{ours_rate / base:>7.1f}x {'>= 100,000':>14}"
     )
+    print(
+        f"{'mosaic run + 1 no-op observer':<44} {observed:>12,.0f} "
+        f"{observed / base:>7.1f}x {'>= 100,000':>14}"
+    )
     print(f"{'naive: 1 INSERT + 1 COMMIT per line':<44} {base:>12,.0f} {1.0:>7.1f}x {'':>14}")
     print(
         f"{'worker alone, into `wc -l` (upper bound)':<44} {alone:>12,.0f} "
         f"{alone / base:>7.1f}x {'':>14}"
     )
-    print(f"lines lost per run: {lost} (goal: 0)")
+    print(f"lines lost per run: {lost}, with the observer: {observed_lost} (goal: 0)")
     print(
-        f"CPU per line: runner {statistics.median(CPU['runner']):.2f} us (both threads), "
+        f"observer / no observer: {observed / ours_rate:.3f}x (medians); rows the observer "
+        f"missed (too slow) per run: {missed}"
+    )
+    print(
+        f"CPU per line: runner {statistics.median(CPU['runner']):.2f} us (all threads), "
+        f"with the observer {statistics.median(CPU['runner+observer']):.2f} us, "
         f"worker {statistics.median(CPU['worker']):.2f} us; "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end"
     )
-    return 0 if all(n == 0 for n in lost) else 1
+    return 0 if all(n == 0 for n in lost + observed_lost) else 1
 
 
 if __name__ == "__main__":

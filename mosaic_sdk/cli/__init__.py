@@ -18,6 +18,7 @@ from mosaic_sdk import __version__
 # One line per sub-command module (mosaic_sdk/cli/<name>.py).
 COMMAND_MODULES: tuple[str, ...] = (
     "workers",
+    "plugins",
     "run",
     "runs",
     "control",

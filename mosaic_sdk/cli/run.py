@@ -181,6 +181,7 @@ def result_dict(result: Any) -> dict[str, Any]:
         "synthesised": result.synthesised,
         "warnings": list(getattr(result, "warnings", [])),
         "lost_rows": result.lost_rows,
+        "observers": list(getattr(result, "observers", [])),
     }
 
 

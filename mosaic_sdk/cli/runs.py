@@ -134,6 +134,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         from mosaic_sdk.runner.metrics import run_metrics
 
         metrics = run_metrics(store, run["run_id"])
+        agents = store.agents(run["run_id"])
     manifest, manifest_error = _analytics(run["run_dir"])
     if args.json:
         run["last_events"] = events
@@ -141,6 +142,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         run["analytics"] = manifest
         run["analytics_error"] = manifest_error
         run["metrics"] = metrics
+        run["agents"] = agents
         if run["status"] == "running" and run["runner_alive"] is False:
             run["note"] = "runner died"
         print(json.dumps(run, indent=2, sort_keys=True, default=str))
@@ -171,11 +173,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("run dir", run["run_dir"] or "-"),
         ("stderr", run["stderr_path"] or "-"),
     ]
+    rows.extend(_observer_rows(run["observers"]))
     rows.extend(_analytics_rows(manifest, manifest_error))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:>{width}}  {printable(value)}")
     _print_metrics(metrics)
+    _print_agents(agents)
     if events:
         print(f"\nlast {len(events)} event(s):")
         for e in events:
@@ -189,6 +193,37 @@ def cmd_show(args: argparse.Namespace) -> int:
             tag += " partial" if line["partial"] else ""
             print(f"  [{tag}] {printable(line['text'][:200])}")
     return 0
+
+
+def _observer_rows(reports: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """One row per observer plugin that missed rows or failed (the others say nothing)."""
+    rows = []
+    for r in reports:
+        if r.get("error"):
+            rows.append(("observer", f"{r['name']}: disabled after an error: {r['error']}"))
+        elif r.get("missed_steps") or r.get("missed_episodes"):
+            rows.append(
+                (
+                    "observer",
+                    f"{r['name']}: too slow, missed {r['missed_steps']} steps and "
+                    f"{r['missed_episodes']} episodes (the store holds them all)",
+                )
+            )
+    return rows
+
+
+def _print_agents(agents: list[dict[str, Any]]) -> None:
+    from mosaic_sdk.runner.printable import printable
+
+    if not agents:
+        return
+    print(f"\nper agent ({len(agents)} agents):")
+    names = [printable("(no agent_id)" if a["agent_id"] is None else a["agent_id"]) for a in agents]
+    width = max(len("agent"), *(len(n) for n in names))
+    print(f"  {'agent':<{width}}  {'steps':>10}  {'episodes':>8}  {'mean return':>11}")
+    for name, a in zip(names, agents, strict=True):
+        mean = "-" if a["mean_return"] is None else f"{a['mean_return']:.3f}"
+        print(f"  {name:<{width}}  {a['steps']:>10}  {a['episodes']:>8}  {mean:>11}")
 
 
 def _short(text: str | None, limit: int = 160) -> str:

@@ -9,6 +9,9 @@ either
   as any objects with the platform's field names. It is adapted
   (:mod:`mosaic_sdk.plugins.upstream`).
 
+Plugins that are not workers (observers, wrappers) are found through a second group,
+``mosaic.plugins`` (:mod:`mosaic_sdk.plugins.plugin_group`), and registered on the same manager.
+
 Each entry point is loaded on its own; one that fails is recorded as a
 :class:`WorkerLoadError` and discovery carries on. Duplicate names and a ``worker_type`` that
 differs from the entry-point name are errors of that worker.
@@ -19,10 +22,10 @@ every hook call to stderr; ``MOSAIC_PLUGINS=name=module[:attr],...`` adds worker
 not installed as distributions (handy in tests and during development).
 
 Modules: ``discovery`` (manager, entry points, registry), ``handle`` (``WorkerHandle``),
-``upstream`` (the adapter), ``errors``, ``defaults`` (the SDK's own trylast answers),
-``wrapping`` (``maybe_wrap_env``, every FastLane wrap through the hook),
-``gym_gui_stand_in`` (``gym_gui.core.worker`` for upstream-style workers when the GUI is
-absent, and the launcher their processes start through).
+``upstream`` (the adapter), ``plugin_group`` (the ``mosaic.plugins`` group), ``errors``,
+``defaults`` (the SDK's own trylast answers), ``wrapping`` (``maybe_wrap_env``, every FastLane
+wrap through the hook), ``gym_gui_stand_in`` (``gym_gui.core.worker`` for upstream-style
+workers when the GUI is absent, and the launcher their processes start through).
 
 The names below are loaded on first use: a worker process started through
 ``python -m mosaic_sdk.plugins.gym_gui_stand_in`` does not pay for pluggy and pydantic.
@@ -54,6 +57,7 @@ if TYPE_CHECKING:
         WorkerUnavailableError,
     )
     from mosaic_sdk.plugins.handle import WorkerHandle
+    from mosaic_sdk.plugins.plugin_group import PLUGIN_GROUP, PluginInfo, load_plugin_group
     from mosaic_sdk.plugins.upstream import UpstreamConfig, UpstreamWorkerAdapter
     from mosaic_sdk.plugins.wrapping import maybe_wrap_env
 
@@ -80,6 +84,9 @@ _LAZY = LazyExports(
             "mosaic_sdk.plugins.errors",
         ),
         "WorkerHandle": "mosaic_sdk.plugins.handle",
+        "PLUGIN_GROUP": "mosaic_sdk.plugins.plugin_group",
+        "PluginInfo": "mosaic_sdk.plugins.plugin_group",
+        "load_plugin_group": "mosaic_sdk.plugins.plugin_group",
         "UpstreamConfig": "mosaic_sdk.plugins.upstream",
         "UpstreamWorkerAdapter": "mosaic_sdk.plugins.upstream",
         "maybe_wrap_env": "mosaic_sdk.plugins.wrapping",
@@ -93,7 +100,9 @@ __all__ = [
     "BUILTIN_PLUGINS",
     "ENTRY_POINT_GROUP",
     "EntryPointCandidate",
+    "PLUGIN_GROUP",
     "PluginError",
+    "PluginInfo",
     "UncheckedLoad",
     "UnknownWorkerError",
     "UpstreamConfig",
@@ -105,6 +114,7 @@ __all__ = [
     "create_plugin_manager",
     "discover_workers",
     "entry_point_candidates",
+    "load_plugin_group",
     "load_unchecked",
     "load_worker",
     "maybe_wrap_env",

@@ -150,6 +150,9 @@ class WorkerRegistry:
         self.pm = pm
         self.workers: dict[str, WorkerHandle] = {}
         self.errors: dict[str, WorkerLoadError] = {}
+        #: Plugins of the ``mosaic.plugins`` group, and the errors of the broken ones (by name).
+        self.plugins: dict[str, Any] = {}
+        self.plugin_errors: dict[str, WorkerLoadError] = {}
 
     def names(self) -> list[str]:
         return sorted({*self.workers, *self.errors})
@@ -207,7 +210,9 @@ def discover_workers(
     extra: Mapping[str, Any] | None = None,
     pm: pluggy.PluginManager | None = None,
 ) -> WorkerRegistry:
-    """Load every worker; never raises for a broken one (see ``WorkerRegistry.errors``).
+    """Load every worker, and the plugins of the ``mosaic.plugins`` group (registered on the
+    manager, so every worker's runs call them); never raises for a broken one (see
+    ``WorkerRegistry.errors`` and ``WorkerRegistry.plugin_errors``).
 
     Installs the ``gym_gui.core.worker`` stand-in first (it answers only while no real
     ``gym_gui`` is importable; see :mod:`mosaic_sdk.plugins.gym_gui_stand_in`).
@@ -219,6 +224,9 @@ def discover_workers(
     install_gym_gui_stand_in()  # upstream-style workers import gym_gui.core.worker
     pm = pm or create_plugin_manager(env)
     registry = WorkerRegistry(pm)
+    from mosaic_sdk.plugins.plugin_group import load_plugin_group
+
+    registry.plugins, registry.plugin_errors = load_plugin_group(pm, env)
     disabled = set(_csv(env.get("MOSAIC_DISABLE_WORKERS")))
     candidates = entry_point_candidates(env)
     for name, obj in (extra or {}).items():

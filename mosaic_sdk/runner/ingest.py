@@ -121,6 +121,7 @@ class LineIngest:
                             d.get("truncated"),
                             d.get("ts_unix_ns"),
                             text,
+                            d.get("agent_id"),
                         )
                     )
                     continue
@@ -170,6 +171,7 @@ class LineIngest:
                     d.get("truncated"),
                     d.get("ts_unix_ns"),
                     item.text,
+                    d.get("agent_id"),
                 )
             )
         elif kind == "episode":
@@ -186,6 +188,7 @@ class LineIngest:
                     d.get("truncated"),
                     d.get("ts_unix_ns"),
                     item.text,
+                    d.get("agent_id"),
                 )
             )
             value = finite_float(total)

@@ -114,8 +114,8 @@ def optional_text(value: Any) -> str | None:
 
 
 def _telemetry_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    # steps and episodes: run_id, line_no, then seven numeric columns, then raw
-    return (row[0], row[1], *(number(v) for v in row[2:9]), text(row[9]))
+    # steps and episodes: run_id, line_no, then seven numeric columns, raw, agent_id
+    return (row[0], row[1], *(number(v) for v in row[2:9]), text(row[9]), optional_text(row[10]))
 
 
 def _event_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -217,11 +217,14 @@ def insert_batch(conn: Any, run_id: str, batch: LineBatch) -> None:
     )
 
 
-def insert_each(conn: Any, run_id: str, batch: LineBatch) -> tuple[int, int, Exception | None]:
+def insert_each(
+    conn: Any, run_id: str, batch: LineBatch, kept: LineBatch | None = None
+) -> tuple[int, int, Exception | None]:
     """:func:`insert_batch`, one row at a time, for a batch whose rows bind but which a table
     refused (a duplicate key...): a refused row becomes an ``unstored`` log line, and only a
     row refused that way too is lost. Returns (rows degraded, rows lost, the last error).
-    ``sqlite3.OperationalError`` (locked, full) is raised: the caller retries the batch."""
+    ``sqlite3.OperationalError`` (locked, full) is raised: the caller retries the batch.
+    ``kept``, when given, receives the step and episode rows stored in their own table."""
     import sqlite3
 
     stored = {"steps": 0, "episodes": 0, "events": 0, "stdout": 0, "stderr": 0}
@@ -237,6 +240,8 @@ def insert_each(conn: Any, run_id: str, batch: LineBatch) -> tuple[int, int, Exc
             try:
                 conn.execute(sql, row)
                 stored[row[1] if key == "logs" else key] += 1
+                if kept is not None and key in ("steps", "episodes"):
+                    getattr(kept, key).append(row)
                 continue
             except sqlite3.OperationalError:
                 raise

@@ -2,19 +2,24 @@
 
 One file holds every run, its lifecycle events, steps, episodes and log lines.
 
-Layout (``SCHEMA_VERSION`` 2; a version-1 store gets the new columns when opened for writing):
+Layout (``SCHEMA_VERSION`` 3; an older store gets the new columns and indexes when opened for
+writing):
 
 - ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
   ``cancelled``), exit code, times, the runner's pid and host, run directory, config, and the
   running counts (``steps``, ``episodes``, ``events``, ``log_lines``...) that the writer updates
   in the same transaction as the rows it adds, so a reader never sees them disagree;
   ``lost_rows``: rows the runner could not store (a failed run says so in ``error``), and
-  ``runner_start_ticks``: the runner process's start time, so a reused pid is not taken for it.
+  ``runner_start_ticks``: the runner process's start time, so a reused pid is not taken for it;
+  ``observers_json``: what each observer plugin of the run was not given (see
+  :mod:`mosaic_sdk.runner.observers`; NULL when the run had none).
 - ``events``: lifecycle lines (``run_started``, ``heartbeat``, ``run_completed``...), with
   ``synthesised = 1`` for the ones the runner wrote itself (a ``run_failed`` for a worker that
   died silently, a ``run_cancelled`` after Ctrl-C).
 - ``steps`` and ``episodes``: the fields a dashboard queries, in columns, plus ``raw``: the line
-  exactly as the worker wrote it (full fidelity: observations, actions, metadata).
+  exactly as the worker wrote it (full fidelity: observations, actions, metadata), and
+  ``agent_id``: the line's ``agent_id`` (NULL for a single-agent worker), indexed by
+  ``(run_id, agent_id)`` where it is set (a partial index: single-agent runs pay nothing for it).
 - ``log_lines``: everything that is not telemetry: library output on stdout (``kind = 'log'``),
   broken telemetry (``kind = 'invalid'``, with the reason in ``error``), and every stderr line
   (``stream = 'stderr'``), and lines whose values fit no column of their table
@@ -38,7 +43,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = ("running", "completed", "failed", "cancelled")
 
 _SCHEMA = """
@@ -67,7 +72,8 @@ CREATE TABLE IF NOT EXISTS runs (
     stderr_lines INTEGER NOT NULL DEFAULT 0,
     last_episode_return REAL,
     lost_rows INTEGER NOT NULL DEFAULT 0,
-    runner_start_ticks INTEGER
+    runner_start_ticks INTEGER,
+    observers_json TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
 CREATE TABLE IF NOT EXISTS events (
@@ -92,6 +98,7 @@ CREATE TABLE IF NOT EXISTS steps (
     truncated INTEGER,
     ts_unix_ns INTEGER,
     raw TEXT NOT NULL,
+    agent_id TEXT,
     PRIMARY KEY (run_id, line_no)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS episodes (
@@ -105,6 +112,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     truncated INTEGER,
     ts_unix_ns INTEGER,
     raw TEXT NOT NULL,
+    agent_id TEXT,
     PRIMARY KEY (run_id, line_no)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS log_lines (
@@ -119,13 +127,39 @@ CREATE TABLE IF NOT EXISTS log_lines (
 ) WITHOUT ROWID;
 """
 
+# Steps and episodes columns in table order; a row tuple of the runner holds them in this order.
+STEP_COLUMNS = (
+    "run_id",
+    "line_no",
+    "seq",
+    "episode_index",
+    "step_index",
+    "reward",
+    "terminated",
+    "truncated",
+    "ts_unix_ns",
+    "raw",
+    "agent_id",
+)
+EPISODE_COLUMNS = (
+    "run_id",
+    "line_no",
+    "seq",
+    "episode_index",
+    "total_reward",
+    "steps",
+    "terminated",
+    "truncated",
+    "ts_unix_ns",
+    "raw",
+    "agent_id",
+)
 INSERT_STEP = (
-    "INSERT INTO steps (run_id, line_no, seq, episode_index, step_index, reward, terminated,"
-    " truncated, ts_unix_ns, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
 )
 INSERT_EPISODE = (
-    "INSERT INTO episodes (run_id, line_no, seq, episode_index, total_reward, steps, terminated,"
-    " truncated, ts_unix_ns, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO episodes ({', '.join(EPISODE_COLUMNS)})"
+    f" VALUES ({', '.join('?' * len(EPISODE_COLUMNS))})"
 )
 INSERT_EVENT = (
     "INSERT INTO events (run_id, line_no, seq, event, ts_unix_ns, synthesised, payload_json,"
@@ -151,11 +185,24 @@ class UnknownRunError(StoreError):
     """No run with that id (or id prefix) is in the store."""
 
 
-#: Columns added to ``runs`` after version 1 (added by ``ALTER TABLE`` to older stores).
-_ADDED_RUN_COLUMNS = {
-    "lost_rows": "INTEGER NOT NULL DEFAULT 0",
-    "runner_start_ticks": "INTEGER",
+#: Columns added after version 1, by table (added by ``ALTER TABLE`` to older stores).
+_ADDED_COLUMNS = {
+    "runs": {
+        "lost_rows": "INTEGER NOT NULL DEFAULT 0",
+        "runner_start_ticks": "INTEGER",
+        "observers_json": "TEXT",
+    },
+    "steps": {"agent_id": "TEXT"},
+    "episodes": {"agent_id": "TEXT"},
 }
+
+#: Indexes that need the added columns (made after them).
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS steps_by_agent ON steps (run_id, agent_id)
+    WHERE agent_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS episodes_by_agent ON episodes (run_id, agent_id)
+    WHERE agent_id IS NOT NULL;
+"""
 
 
 def _check_path(path: Path) -> None:
@@ -189,6 +236,32 @@ def _schema_version(conn: sqlite3.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring a new or older store to ``SCHEMA_VERSION`` (one transaction: all or nothing)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        for table, columns in _ADDED_COLUMNS.items():
+            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            for column, decl in columns.items():
+                if column not in have:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+        for statement in _INDEXES.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
     """Open ``path`` (creating the file, not its directory) in WAL mode with the schema."""
     path = Path(path)
@@ -202,15 +275,7 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=OFF")
         if _schema_version(conn) != str(SCHEMA_VERSION):  # else: nothing to write, no lock
-            conn.executescript(_SCHEMA)
-            have = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
-            for column, decl in _ADDED_RUN_COLUMNS.items():
-                if column not in have:
-                    conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {decl}")
-            conn.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
+            _migrate(conn)
     except sqlite3.DatabaseError as exc:
         raise StoreError(
             f"cannot open the store {path}: {exc} (is it a mosaic store? pass another --store)"
@@ -265,12 +330,14 @@ def connect_readonly(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection
 
 
 __all__ = [
+    "EPISODE_COLUMNS",
     "INSERT_EPISODE",
     "INSERT_EVENT",
     "INSERT_LOG",
     "INSERT_STEP",
     "SCHEMA_VERSION",
     "STATUSES",
+    "STEP_COLUMNS",
     "UPDATE_COUNTS",
     "StoreError",
     "UnknownRunError",

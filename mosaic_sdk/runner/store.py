@@ -112,6 +112,13 @@ class RunStore:
         for table in ("events", "steps", "episodes", "log_lines", "runs"):
             self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
+    def record_observers(self, run_id: str, reports: Sequence[dict[str, Any]]) -> None:
+        """Record what each observer plugin of the run was given and missed (a JSON list)."""
+        self.conn.execute(
+            "UPDATE runs SET observers_json = ? WHERE run_id = ?",
+            (json.dumps(list(reports), sort_keys=True) if reports else None, run_id),
+        )
+
     def set_worker_pid(self, run_id: str, pid: int) -> None:
         self.conn.execute("UPDATE runs SET worker_pid = ? WHERE run_id = ?", (pid, run_id))
 
@@ -198,6 +205,8 @@ class RunStore:
         out["argv"] = json.loads(row["argv_json"]) if row["argv_json"] else None
         del out["config_json"], out["argv_json"]
         out.setdefault("lost_rows", 0)  # a version-1 store opened read-only
+        observers = out.pop("observers_json", None)  # absent from an older store
+        out["observers"] = json.loads(observers) if observers else []
         ticks = out.pop("runner_start_ticks", None)
         alive: bool | None = None
         if row["status"] == "running" and row["runner_pid"]:
@@ -241,6 +250,61 @@ class RunStore:
             ).fetchone()
             out[table] = int(row["n"])
         return out
+
+    def agents(self, run_id: str) -> list[dict[str, Any]]:
+        """Steps, episodes and mean return per ``agent_id`` of a run, when it has more than
+        one agent (rows without an id form the group ``None``); ``[]`` otherwise, and on a
+        store older than the ``agent_id`` column."""
+        conn = self.conn
+        have = {r["name"] for r in conn.execute("PRAGMA table_info(steps)").fetchall()}
+        if "agent_id" not in have:
+            return []
+        if conn.in_transaction:
+            return self._agents(run_id)
+        conn.execute("BEGIN")  # one snapshot: a live run's counter and rows agree
+        try:
+            return self._agents(run_id)
+        finally:
+            conn.execute("COMMIT")
+
+    def _agents(self, run_id: str) -> list[dict[str, Any]]:
+        conn = self.conn
+        groups: dict[str | None, dict[str, Any]] = {}
+
+        def group(agent: str | None) -> dict[str, Any]:
+            return groups.setdefault(
+                agent, {"agent_id": agent, "steps": 0, "episodes": 0, "mean_return": None}
+            )
+
+        # the partial indexes hold exactly the rows with an agent id: counting them is cheap
+        for r in conn.execute(
+            "SELECT agent_id, count(*) AS n FROM steps WHERE run_id = ? AND agent_id IS NOT NULL"
+            " GROUP BY agent_id",
+            (run_id,),
+        ).fetchall():
+            group(r["agent_id"])["steps"] = r["n"]
+        for r in conn.execute(
+            "SELECT agent_id, count(*) AS n, avg(total_reward) AS mean FROM episodes"
+            " WHERE run_id = ? AND agent_id IS NOT NULL GROUP BY agent_id",
+            (run_id,),
+        ).fetchall():
+            g = group(r["agent_id"])
+            g["episodes"], g["mean_return"] = r["n"], r["mean"]
+        if not groups:
+            return []
+        total = conn.execute("SELECT steps FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        no_id_steps = (total["steps"] if total else 0) - sum(g["steps"] for g in groups.values())
+        no_id = conn.execute(
+            "SELECT count(*) AS n, avg(total_reward) AS mean FROM episodes"
+            " WHERE run_id = ? AND agent_id IS NULL",
+            (run_id,),
+        ).fetchone()
+        if no_id_steps > 0 or no_id["n"]:
+            g = group(None)
+            g["steps"], g["episodes"], g["mean_return"] = no_id_steps, no_id["n"], no_id["mean"]
+        if len(groups) < 2:
+            return []
+        return sorted(groups.values(), key=lambda g: (g["agent_id"] is None, str(g["agent_id"])))
 
     def custom_events(self, run_id: str, standard: Sequence[str]) -> Any:
         """``(event, payload_json)`` of the events the worker wrote whose name is not in

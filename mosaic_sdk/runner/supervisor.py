@@ -4,7 +4,8 @@
 One thread reads the worker's stdout (:meth:`WorkerProcess.read_lines`, so it can also keep
 time), classifies each line and fills batches; a :class:`~mosaic_sdk.runner.ingest.StoreWriter`
 thread commits them; the stderr thread of :class:`WorkerProcess` queues stderr lines as log
-rows. Lifecycle events go to the ``mosaic_telemetry_event`` hook once committed.
+rows. Lifecycle events go to the ``mosaic_telemetry_event`` hook once committed; committed
+steps and episodes go to the observer plugins (:mod:`mosaic_sdk.runner.observers`).
 
 Stopping: Ctrl-C, SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGTERM to the
 worker, wait ``grace`` seconds, then SIGKILL its process group; a second Ctrl-C kills at once. After
@@ -32,6 +33,7 @@ from mosaic_sdk.runner.launch import ResolvedJob, prepare_run, resolve_job
 from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, READ_WAIT, RunLifecycle, RunObserver
 from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
+from mosaic_sdk.runner.observers import ObserverFeed
 from mosaic_sdk.runner.outcome import RunResult, decide, record_end
 from mosaic_sdk.runner.paths import default_store_path, runs_dir_for
 from mosaic_sdk.runner.printable import printable
@@ -51,8 +53,24 @@ class WorkerProtocolError(PluginError):
 
 
 def resolve_worker(worker: str | WorkerHandle) -> WorkerHandle:
-    """A handle for a worker name (discovery) or the handle itself; checks its protocol."""
-    handle = discover_workers().get(worker) if isinstance(worker, str) else worker
+    """A handle for a worker name (discovery) or the handle itself; checks its protocol.
+    Plugins of the ``mosaic.plugins`` group that failed to load are warned about (the run
+    goes on without them)."""
+    if isinstance(worker, str):
+        registry = discover_workers()
+        handle = registry.get(worker)
+        for name, err in registry.plugin_errors.items():
+            print(
+                printable(
+                    f"mosaic: warning: plugin {name!r} ({err.distribution or '?'}) failed to "
+                    f"load: {err.error_type}: {err.message}; runs go on without it "
+                    "(`mosaic plugins list` shows it; MOSAIC_DISABLE_PLUGINS={name} hides it)"
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
+    else:
+        handle = worker
     version = handle.protocol_version()
     if version != PROTOCOL_VERSION:
         raise WorkerProtocolError(
@@ -182,8 +200,12 @@ class RunSupervisor:
         prepared = self.prepared
         started = time.monotonic()
         self.store.mark_started(self.run_id)
+        feed = ObserverFeed.for_plugins(self.pm, self.run_id)
         writer = StoreWriter(
-            self.store_path, self.run_id, abandon=lambda: self._cancel_reason is not None
+            self.store_path,
+            self.run_id,
+            abandon=lambda: self._cancel_reason is not None,
+            on_commit=None if feed is None else feed.offer,
         )
         control = self._control = RunControl(self.handle, prepared.run_dir, keys=self.keys)
         ingest = LineIngest(self.run_id, on_control_reply=control.relay.on_reply)
@@ -245,6 +267,9 @@ class RunSupervisor:
             self._run_due_hooks(writer, final=True)
             if outcome.synthesised is not None:
                 self._telemetry_hook(outcome.synthesised)
+            observers = [] if feed is None else feed.close()
+            if observers:
+                self.store.record_observers(self.run_id, observers)
             # rows the store could not take make the record incomplete: a failed run
             status, error, counts = record_end(
                 self.store, self.run_id, outcome, exit_code, writer.lost_rows, writer.error
@@ -267,6 +292,7 @@ class RunSupervisor:
                 transactions=writer.transactions,
                 env_steps=ingest.env_steps,
                 warnings=warnings,
+                observers=observers,
             )
         except BaseException as exc:  # the runner itself failed: record it, leave no orphan
             if proc is not None and proc.poll() is None:
@@ -287,6 +313,8 @@ class RunSupervisor:
             restore()
             lifecycle.close()
             writer.close(timeout=5)
+            if feed is not None:
+                feed.close(timeout=0)
             self.store.close()
 
     def _report_warnings(

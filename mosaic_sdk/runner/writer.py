@@ -12,6 +12,11 @@ It never gives a row up silently:
 - rows the writer could not store by the end (it retries for ``give_up_after`` seconds after
   :meth:`close`) are counted in :attr:`lost_rows`, which the supervisor turns into a failed
   run. :meth:`submit` and :meth:`close` never wait on a writer that has stopped.
+
+``on_commit(batch)``, when given, is called on the writer's thread after each committed batch
+with the rows as stored (the :func:`storable` copy when the batch needed one, without the rows
+that became log lines); the observer feed (:mod:`mosaic_sdk.runner.observers`) uses it. It must
+return at once; an exception from it is reported once and ignored.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +59,7 @@ class StoreWriter:
         give_up_after: float | None = None,
         abandon: Callable[[], bool] | None = None,
         report: Callable[[str], None] = _warn,
+        on_commit: Callable[[LineBatch], None] | None = None,
     ) -> None:
         self.path = Path(path)
         self.run_id = run_id
@@ -60,6 +67,7 @@ class StoreWriter:
         self.give_up_after = GIVE_UP_AFTER if give_up_after is None else give_up_after
         self._abandon = abandon or (lambda: False)
         self._report = report
+        self._on_commit = on_commit
         self._queue: queue.Queue[LineBatch] = queue.Queue(maxsize=max_pending)
         # A short busy timeout: the writer waits for a lock in its own loop (with backoff, and
         # able to stop), not inside SQLite.
@@ -217,18 +225,21 @@ class StoreWriter:
 
     def _commit(self, batch: LineBatch) -> None:
         lost = 0
+        stored = batch
         try:
             self._transaction(batch)
         except sqlite3.OperationalError:
             raise
         except Exception:  # noqa: BLE001 - a value SQLite cannot bind: store rows that bind
             safe, degraded = storable(batch)
+            stored = safe
             try:
                 self._transaction(safe)
             except sqlite3.OperationalError:
                 raise
             except Exception:  # noqa: BLE001 - a row its table refuses: one row at a time
-                more, lost, exc = self._transaction(safe, insert_each)
+                stored = LineBatch(batch.serial)  # the rows that went into their own table
+                more, lost, exc = self._transaction(safe, partial(insert_each, kept=stored))
                 degraded += more
                 if lost:
                     self._drop(lost, exc)
@@ -238,6 +249,12 @@ class StoreWriter:
             self.committed_rows += len(batch) - lost  # the lost ones are in _dropped
         if batch.serial:
             self.committed_serial = batch.serial
+        if self._on_commit is not None:
+            try:
+                self._on_commit(stored)
+            except Exception as exc:  # noqa: BLE001 - the rows are stored: report, go on
+                on_commit, self._on_commit = self._on_commit, None
+                self._report(f"the commit callback {on_commit!r} raised {exc!r}; not called again")
 
     def _transaction(self, batch: LineBatch, insert: Callable[..., Any] | None = None) -> Any:
         conn = self._conn

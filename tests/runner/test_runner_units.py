@@ -322,11 +322,18 @@ def test_insert_rows_stores_every_row_once(tmp_path: Path, count: int) -> None:
     from mosaic_sdk.runner.ingest import insert_rows
 
     conn = store_sql.connect(tmp_path / "s.sqlite")
-    rows = [("r", i, i, 0, i, float(i), i % 2, 0, 10 * i, f'{{"i":{i}}}') for i in range(count)]
+
+    def agent(i: int) -> str | None:
+        return f"a{i % 3}" if i % 2 else None
+
+    rows = [
+        ("r", i, i, 0, i, float(i), i % 2, 0, 10 * i, f'{{"i":{i}}}', agent(i))
+        for i in range(count)
+    ]
     insert_rows(conn, store_sql.INSERT_STEP, rows)
     got = conn.execute(
         "SELECT run_id, line_no, seq, episode_index, step_index, reward, terminated, truncated,"
-        " ts_unix_ns, raw FROM steps ORDER BY line_no"
+        " ts_unix_ns, raw, agent_id FROM steps ORDER BY line_no"
     ).fetchall()
     assert got == rows
     conn.close()

@@ -1,0 +1,164 @@
+"""Plugins that are not workers, installed through the ``mosaic.plugins`` entry-point group.
+
+Such a plugin (an observer that forwards runs, a wrapper of ``mosaic_worker_launch_command``...)
+implements hooks of :mod:`mosaic_sdk.hookspecs` but describes no worker. An entry point names a
+module, a class (instantiated with no arguments) or an object with ``@mosaic_sdk.hookimpl``
+methods::
+
+    [project.entry-points."mosaic.plugins"]
+    forward = "my_forwarder.plugin"
+
+:func:`discover_workers` registers each one on its plugin manager as ``plugin:NAME``, so every
+worker's runs call it. As with workers, each entry point is loaded on its own: one that fails
+to import, raises, implements no hook or shares its name with another is recorded as a
+:class:`~mosaic_sdk.plugins.errors.WorkerLoadError` in ``WorkerRegistry.plugin_errors`` and
+discovery carries on. ``MOSAIC_DISABLE_PLUGIN_AUTOLOAD=1`` loads none;
+``MOSAIC_DISABLE_PLUGINS=a,b`` skips those names.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import metadata as importlib_metadata
+from typing import Any
+
+import pluggy
+
+from mosaic_sdk.plugins.discovery import EntryPointCandidate, _csv, _error, has_hookimpls
+from mosaic_sdk.plugins.errors import WorkerLoadError
+
+#: The entry-point group of plugins that are not workers.
+PLUGIN_GROUP = "mosaic.plugins"
+#: The name a plugin of the group is registered under in the plugin manager.
+PLUGIN_PREFIX = "plugin:"
+
+
+@dataclass
+class PluginInfo:
+    """One plugin loaded from the ``mosaic.plugins`` group."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    entry_point: str
+    #: The hooks it implements (sorted).
+    hooks: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "ok": True,
+            "distribution": self.distribution,
+            "version": self.version,
+            "entry_point": self.entry_point,
+            "hooks": list(self.hooks),
+        }
+
+
+def plugin_group_candidates(environ: Mapping[str, str]) -> list[EntryPointCandidate]:
+    """The entry points of the ``mosaic.plugins`` group (none when autoload is disabled)."""
+    if environ.get("MOSAIC_DISABLE_PLUGIN_AUTOLOAD", "") not in ("", "0"):
+        return []
+    found: list[EntryPointCandidate] = []
+    seen: set[tuple[str, str, str | None]] = set()
+    for ep in importlib_metadata.entry_points(group=PLUGIN_GROUP):
+        dist = getattr(ep, "dist", None)
+        dist_name = dist.metadata["Name"] if dist is not None else None
+        key = (ep.name, ep.value, dist_name)
+        if key in seen:  # the same distribution seen twice on sys.path
+            continue
+        seen.add(key)
+        version = dist.version if dist is not None else None
+        found.append(EntryPointCandidate(ep.name, ep.value, dist_name, version, ep.load))
+    return found
+
+
+def _plugin_object(obj: Any, c: EntryPointCandidate) -> Any:
+    if inspect.isclass(obj):
+        obj = obj()
+    if not has_hookimpls(obj):
+        raise TypeError(
+            f"{c.value} has no @mosaic_sdk.hookimpl methods or functions; a mosaic.plugins "
+            "entry point names a module, class or object implementing hooks of "
+            "mosaic_sdk.hookspecs"
+        )
+    return obj
+
+
+def _hooks_of(pm: pluggy.PluginManager, plugin: Any) -> list[str]:
+    callers = pm.get_hookcallers(plugin) or []
+    return sorted(caller.name for caller in callers)
+
+
+def load_plugin_group(
+    pm: pluggy.PluginManager, environ: Mapping[str, str] | None = None
+) -> tuple[dict[str, PluginInfo], dict[str, WorkerLoadError]]:
+    """Register every plugin of the ``mosaic.plugins`` group on ``pm``; returns the loaded
+    ones and the errors of the others, by entry-point name. Never raises for a broken one."""
+    env = os.environ if environ is None else environ
+    disabled = set(_csv(env.get("MOSAIC_DISABLE_PLUGINS")))
+    by_name: dict[str, list[EntryPointCandidate]] = {}
+    for c in plugin_group_candidates(env):
+        if c.name not in disabled:
+            by_name.setdefault(c.name, []).append(c)
+    loaded: dict[str, PluginInfo] = {}
+    errors: dict[str, WorkerLoadError] = {}
+    for name, group in sorted(by_name.items()):
+        if len(group) > 1:
+            sources = ", ".join(c.source() for c in group)
+            errors[name] = WorkerLoadError(
+                name=name,
+                distribution=group[0].distribution,
+                error_type="DuplicatePluginName",
+                message=f"{len(group)} mosaic.plugins entry points are named {name!r}: "
+                f"{sources}; uninstall or rename all but one",
+            )
+            continue
+        c = group[0]
+        try:
+            plugin = _plugin_object(c.load(), c)
+            if pm.get_plugin(PLUGIN_PREFIX + name) is None:
+                pm.register(plugin, name=PLUGIN_PREFIX + name)
+            plugin = pm.get_plugin(PLUGIN_PREFIX + name)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a broken plugin must not stop discovery
+            errors[name] = _error(c, exc)
+            continue
+        loaded[name] = PluginInfo(
+            name, c.distribution, c.dist_version, c.value, _hooks_of(pm, plugin)
+        )
+    return loaded, errors
+
+
+def plugin_entries(
+    loaded: Mapping[str, PluginInfo], errors: Mapping[str, WorkerLoadError]
+) -> list[dict[str, Any]]:
+    """One JSON-ready dict per plugin of the group, broken ones included (``ok`` False)."""
+    rows = [info.to_dict() for info in loaded.values()]
+    for name, err in errors.items():
+        rows.append(
+            {
+                "name": name,
+                "ok": False,
+                "distribution": err.distribution,
+                "version": None,
+                "entry_point": None,
+                "hooks": [],
+                "error": err.to_dict(),
+            }
+        )
+    return sorted(rows, key=lambda r: r["name"])
+
+
+__all__ = [
+    "PLUGIN_GROUP",
+    "PLUGIN_PREFIX",
+    "PluginInfo",
+    "load_plugin_group",
+    "plugin_entries",
+    "plugin_group_candidates",
+]

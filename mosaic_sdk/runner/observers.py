@@ -1,0 +1,392 @@
+"""Live data for plugins: committed steps and episodes, delivered to observer plugins.
+
+A plugin that implements ``mosaic_telemetry_steps`` and/or ``mosaic_telemetry_episodes`` is an
+*observer*. After each batch the store writer commits, :meth:`ObserverFeed.offer` hands that
+batch's step and episode rows (as stored: a :class:`RowBatch` of :class:`StepRow` or
+:class:`EpisodeRow`) to every observer. Each observer has a thread and a bounded queue of its
+own, so ingest never waits for a plugin, and one slow plugin does not slow another:
+
+- an observer is called at most every ``DELIVERY_INTERVAL`` (10 ms) unless a quarter of its
+  bound is waiting; the batches that arrived meanwhile are delivered in one call per hook
+  (coalesced, in stored order);
+- when an observer has more than ``max_pending_rows`` rows waiting, its oldest waiting batches
+  are dropped *for that observer only* and counted (``missed_steps`` / ``missed_episodes``);
+  a warning says so once, when it first happens. The store keeps every row regardless;
+- an observer that raises is reported once, with its plugin name, and gets nothing more of
+  the run (what it would have got counts as missed);
+- at the end of the run, :meth:`ObserverFeed.close` lets the observers finish what is queued
+  (for at most ``timeout`` seconds, shared), then returns one report per observer, which the
+  runner stores with the run (``runs.observers_json``, shown by ``mosaic runs show``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Generic, NamedTuple, TypeVar, overload
+
+from mosaic_sdk.runner.printable import printable
+from mosaic_sdk.runner.rows import LineBatch
+
+STEPS_HOOK = "mosaic_telemetry_steps"
+EPISODES_HOOK = "mosaic_telemetry_episodes"
+
+#: Rows an observer may have waiting before its oldest waiting batches are dropped for it.
+MAX_PENDING_ROWS = 50_000
+#: How long the end of a run waits for the observers to take what is queued (seconds).
+DRAIN_TIMEOUT = 5.0
+#: An observer is called at most this often (seconds): what arrives in between is delivered
+#: together, so a fast stream costs 100 calls a second, not one per committed batch. Longer
+#: is not cheaper: rows that wait longer make the garbage collector run more often (at 50 ms
+#: a no-op observer cost ingest ~0.25 us of CPU per row, at 10 ms ~0.1 us; synthetic feed of
+#: 128k rows/s on a loaded 2-core VM).
+DELIVERY_INTERVAL = 0.01
+
+
+class StepRow(NamedTuple):
+    """One stored step: the columns of the ``steps`` table, in order, holding the values the
+    writer bound (SQLite's column types may store them converted: ``True`` as 1, an integer
+    ``agent_id`` as text)."""
+
+    run_id: str
+    line_no: int
+    seq: Any
+    episode_index: Any
+    step_index: Any
+    reward: Any
+    terminated: Any
+    truncated: Any
+    ts_unix_ns: Any
+    raw: str
+    agent_id: Any
+
+
+class EpisodeRow(NamedTuple):
+    """One stored episode: the columns of the ``episodes`` table, in order, holding the values the
+    writer bound (SQLite's column types may store them converted: ``True`` as 1, an integer
+    ``agent_id`` as text)."""
+
+    run_id: str
+    line_no: int
+    seq: Any
+    episode_index: Any
+    total_reward: Any
+    steps: Any
+    terminated: Any
+    truncated: Any
+    ts_unix_ns: Any
+    raw: str
+    agent_id: Any
+
+
+RowT = TypeVar("RowT", StepRow, EpisodeRow)
+
+
+class RowBatch(Sequence[RowT], Generic[RowT]):
+    """The rows of one delivery: a read-only sequence of :class:`StepRow` or
+    :class:`EpisodeRow`, each made when it is read (an observer that only counts rows or
+    looks at the last one pays nothing for the others). ``list(rows)`` gives a list."""
+
+    __slots__ = ("_rows", "_make")
+
+    def __init__(self, rows: Sequence[tuple[Any, ...]], row_type: type[RowT]) -> None:
+        self._rows = rows
+        self._make: Callable[[tuple[Any, ...]], RowT] = row_type._make
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> RowT: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> RowBatch[RowT]: ...
+
+    def __getitem__(self, index: int | slice) -> RowT | RowBatch[RowT]:
+        if isinstance(index, slice):
+            out: RowBatch[RowT] = RowBatch.__new__(RowBatch)
+            out._rows, out._make = self._rows[index], self._make
+            return out
+        return self._make(self._rows[index])
+
+    def __iter__(self) -> Iterator[RowT]:
+        return map(self._make, self._rows)
+
+    def __repr__(self) -> str:
+        return f"<RowBatch of {len(self._rows)} rows>"
+
+
+@dataclass
+class ObserverReport:
+    """What one observer plugin got of a run, and what it did not."""
+
+    name: str
+    delivered_steps: int = 0
+    delivered_episodes: int = 0
+    missed_steps: int = 0
+    missed_episodes: int = 0
+    #: ``"ExcType: message"`` of the exception that disabled it, or None.
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _warn(message: str) -> None:
+    print(printable(f"mosaic: warning: {message}"), file=sys.stderr, flush=True)
+
+
+Rows = list[tuple[Any, ...]]
+
+
+class _Observer:
+    """One observer plugin: its queue, its thread, its report."""
+
+    def __init__(
+        self,
+        name: str,
+        run_id: str,
+        steps_hook: Callable[..., Any] | None,
+        episodes_hook: Callable[..., Any] | None,
+        max_pending_rows: int,
+        warn: Callable[[str], None],
+    ) -> None:
+        self.run_id = run_id
+        self.report = ObserverReport(name)
+        self._steps_hook = steps_hook
+        self._episodes_hook = episodes_hook
+        self._max = max_pending_rows
+        self._warn = warn
+        self._pending: deque[tuple[Rows, Rows]] = deque()
+        self._pending_rows = 0
+        self._in_flight = (0, 0)
+        self._cond = threading.Condition()
+        self._closing = False
+        self._given_up = False  # disabled, or the end of the run stopped waiting for it
+        self._warned_slow = False
+        self._thread = threading.Thread(
+            target=self._loop, name=f"mosaic-observer-{name}", daemon=True
+        )
+        self._thread.start()
+
+    # -- the writer's thread ------------------------------------------------------------------
+    def offer(self, steps: Rows, episodes: Rows) -> None:
+        steps = steps if self._steps_hook is not None else []
+        episodes = episodes if self._episodes_hook is not None else []
+        if not steps and not episodes:
+            return
+        slow = False
+        with self._cond:
+            if self._given_up:
+                self._miss(len(steps), len(episodes))
+                return
+            self._pending.append((steps, episodes))
+            self._pending_rows += len(steps) + len(episodes)
+            while self._pending_rows > self._max and len(self._pending) > 1:
+                old_steps, old_episodes = self._pending.popleft()
+                self._pending_rows -= len(old_steps) + len(old_episodes)
+                self._miss(len(old_steps), len(old_episodes))
+                if not self._warned_slow:
+                    slow = self._warned_slow = True
+            self._cond.notify()
+        if slow:
+            self._warn(
+                f"observer plugin {self.report.name!r} cannot keep up with run {self.run_id}: "
+                f"it misses rows while more than {self._max} wait for it (the store keeps "
+                "every row; the count is in `mosaic runs show`)"
+            )
+
+    def _miss(self, steps: int, episodes: int) -> None:  # with self._cond held
+        self.report.missed_steps += steps
+        self.report.missed_episodes += episodes
+
+    # -- its own thread -----------------------------------------------------------------------
+    def _loop(self) -> None:
+        last = 0.0
+        while True:
+            with self._cond:
+                while not self._pending and not self._closing:
+                    self._cond.wait()
+                # a quarter of the bound waiting: deliver now, do not risk dropping rows
+                hurry = self._closing or self._pending_rows >= self._max // 4
+            wait = last + DELIVERY_INTERVAL - time.monotonic()
+            if wait > 0 and not hurry:  # let more batches arrive: one call for all of them
+                time.sleep(wait)
+            last = time.monotonic()
+            with self._cond:
+                if not self._pending or self._given_up:
+                    return
+                chunks = list(self._pending)
+                self._pending.clear()
+                self._pending_rows = 0
+                steps = _joined([c[0] for c in chunks])
+                episodes = _joined([c[1] for c in chunks])
+                self._in_flight = (len(steps), len(episodes))
+            failed = self._deliver(steps, episodes)
+            with self._cond:
+                self._in_flight = (0, 0)
+                if failed is not None:
+                    return
+
+    def _deliver(self, steps: Rows, episodes: Rows) -> str | None:
+        hook = STEPS_HOOK
+        try:
+            if steps and self._steps_hook is not None:
+                self._steps_hook(run_id=self.run_id, steps=RowBatch(steps, StepRow))
+            with self._cond:
+                self.report.delivered_steps += len(steps)
+                steps = []
+            hook = EPISODES_HOOK
+            if episodes and self._episodes_hook is not None:
+                self._episodes_hook(run_id=self.run_id, episodes=RowBatch(episodes, EpisodeRow))
+            with self._cond:
+                self.report.delivered_episodes += len(episodes)
+            return None
+        except BaseException as exc:  # noqa: BLE001 - a plugin's bug must not touch the run
+            error = f"{type(exc).__name__}: {exc}"
+            with self._cond:
+                self.report.error = error
+                self._given_up = True
+                self._miss(len(steps), len(episodes))
+                for waiting_steps, waiting_episodes in self._pending:
+                    self._miss(len(waiting_steps), len(waiting_episodes))
+                self._pending.clear()
+                self._pending_rows = 0
+            self._warn(
+                f"observer plugin {self.report.name!r} raised {error} in {hook} for run "
+                f"{self.run_id}; it gets no more data of this run (the run goes on, every row "
+                "is stored)"
+            )
+            return error
+
+    # -- the end of the run -------------------------------------------------------------------
+    def close(self, deadline: float) -> ObserverReport:
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        with self._cond:
+            if self._thread.is_alive():  # still in a hook call: what it has not got is missed
+                self._given_up = True
+                steps, episodes = self._in_flight
+                self._miss(steps, episodes)
+                for waiting_steps, waiting_episodes in self._pending:
+                    self._miss(len(waiting_steps), len(waiting_episodes))
+                self._pending.clear()
+                self._in_flight = (0, 0)
+            return ObserverReport(**asdict(self.report))
+
+
+def _joined(parts: list[Rows]) -> Rows:
+    if len(parts) == 1:
+        return parts[0]
+    out: Rows = []
+    for part in parts:
+        out += part
+    return out
+
+
+class ObserverFeed:
+    """The observers of one run (see the module docstring); build it with :meth:`for_plugins`."""
+
+    def __init__(self, observers: list[_Observer], warn: Callable[[str], None] = _warn) -> None:
+        self._observers = observers
+        self._warn = warn
+        self._reports: list[ObserverReport] | None = None
+
+    @classmethod
+    def for_plugins(
+        cls,
+        pm: Any,
+        run_id: str,
+        *,
+        max_pending_rows: int | None = None,
+        warn: Callable[[str], None] = _warn,
+    ) -> ObserverFeed | None:
+        """A feed for the plugins of ``pm`` that implement either hook; None when none does
+        (then the writer has nothing to call). ``max_pending_rows`` defaults to
+        :data:`MAX_PENDING_ROWS`."""
+        if max_pending_rows is None:
+            max_pending_rows = MAX_PENDING_ROWS
+        if max_pending_rows < 1:
+            raise ValueError(f"max_pending_rows must be >= 1, got {max_pending_rows}")
+        hooks: dict[str, dict[str, Any]] = {}  # plugin name -> hook name -> plugin
+        for hook_name in (STEPS_HOOK, EPISODES_HOOK):
+            caller = getattr(pm.hook, hook_name, None)
+            if caller is None:
+                continue
+            for impl in caller.get_hookimpls():
+                if impl.hookwrapper or impl.wrapper:
+                    continue  # wrappers decorate calls; they are not observers
+                hooks.setdefault(impl.plugin_name, {})[hook_name] = impl.plugin
+        if not hooks:
+            return None
+        every = [plugin for _, plugin in pm.list_name_plugin()]
+        observers = []
+        for name, by_hook in sorted(hooks.items()):
+            plugin = next(iter(by_hook.values()))
+            others = [p for p in every if p is not plugin]
+            callers = {
+                h: pm.subset_hook_caller(h, remove_plugins=others) if h in by_hook else None
+                for h in (STEPS_HOOK, EPISODES_HOOK)
+            }
+            observers.append(
+                _Observer(
+                    name,
+                    run_id,
+                    callers[STEPS_HOOK],
+                    callers[EPISODES_HOOK],
+                    max_pending_rows,
+                    warn,
+                )
+            )
+        return cls(observers, warn)
+
+    @property
+    def names(self) -> list[str]:
+        return [o.report.name for o in self._observers]
+
+    def offer(self, batch: LineBatch) -> None:
+        """Queue the steps and episodes of a committed batch for every observer (called by
+        the store writer's thread; never waits for an observer, never raises)."""
+        if not (batch.steps or batch.episodes):
+            return
+        for observer in self._observers:
+            try:
+                observer.offer(batch.steps, batch.episodes)
+            except Exception:  # noqa: BLE001 - pragma: no cover - nothing above should raise
+                pass
+
+    def close(self, timeout: float = DRAIN_TIMEOUT) -> list[dict[str, Any]]:
+        """Let every observer take what is queued (``timeout`` seconds for all of them), then
+        return one report dict per observer; warns about each one that missed rows. Idempotent."""
+        if self._reports is None:
+            deadline = time.monotonic() + timeout
+            self._reports = [o.close(deadline) for o in self._observers]
+            for r in self._reports:
+                if r.missed_steps or r.missed_episodes:
+                    why = f"it was disabled by {r.error}" if r.error else "it was too slow"
+                    self._warn(
+                        f"observer plugin {r.name!r} missed {r.missed_steps} steps and "
+                        f"{r.missed_episodes} episodes of run {self._observers[0].run_id} "
+                        f"({why}); the store holds them all"
+                    )
+        return [r.to_dict() for r in self._reports]
+
+
+__all__ = [
+    "DELIVERY_INTERVAL",
+    "DRAIN_TIMEOUT",
+    "EPISODES_HOOK",
+    "MAX_PENDING_ROWS",
+    "RowBatch",
+    "STEPS_HOOK",
+    "EpisodeRow",
+    "ObserverFeed",
+    "ObserverReport",
+    "StepRow",
+]
