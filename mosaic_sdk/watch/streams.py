@@ -165,8 +165,7 @@ class FrameStream:
             old = self.viewer.size
             await self._note(
                 "resized",
-                f"the writer changed the frame size from {old[0]}x{old[1]} to "
-                f"{size[0]}x{size[1]}",
+                f"the writer changed the frame size from {old[0]}x{old[1]} to {size[0]}x{size[1]}",
             )
         self.viewer.size = size
         jpeg = await asyncio.to_thread(encode_jpeg, frame)

@@ -26,3 +26,7 @@ def client(store: Path) -> Iterator[TestClient]:
     """A client of the app bound to loopback (the default)."""
     with TestClient(create_app(store, token=TOKEN), base_url="http://127.0.0.1:8766") as c:
         yield c
+
+
+#: Starlette's test client sends Host: testserver on WebSockets whatever its base_url.
+LOOPBACK_HOST = {"host": "127.0.0.1:8766"}

@@ -25,7 +25,9 @@ class FilledRun:
     ) -> None:
         self.store, self.run_id, self.line_no = store, run_id, 0
         with RunStore(store) as s:
-            s.create_run(run_id, worker, config=config or {"env_id": "CartPole-v1"}, run_dir=run_dir)
+            s.create_run(
+                run_id, worker, config=config or {"env_id": "CartPole-v1"}, run_dir=run_dir
+            )
 
     def _write(self, sql: str, row: tuple[Any, ...], counts: tuple[int, ...], ret: Any) -> None:
         conn = sqlite3.connect(self.store, isolation_level=None)

@@ -10,7 +10,11 @@ from tests.watch.storefill import FilledRun
 
 
 def test_pages_are_the_apps_own_static_files(client: TestClient, store: Path) -> None:
-    for url, marker in (("/", "runs.js"), ("/runs/ANY", "run.js"), ("/compare?run=a", "compare.js")):
+    for url, marker in (
+        ("/", "runs.js"),
+        ("/runs/ANY", "run.js"),
+        ("/compare?run=a", "compare.js"),
+    ):
         page = client.get(url)
         assert page.status_code == 200, url
         assert page.headers["content-type"].startswith("text/html")
@@ -22,9 +26,11 @@ def test_pages_are_the_apps_own_static_files(client: TestClient, store: Path) ->
         assert got.status_code == 200 and len(got.content) > 100, asset
     for name in ("runs.html", "run.html", "compare.html"):  # every asset is local: no CDN
         text = client.get(f"/static/{name}").text
-        assert "http://" not in text and "https://" not in text and "//" not in text.replace(
-            "<!DOCTYPE", ""
-        ).split("<body>")[0].replace("/static/", "")
+        assert (
+            "http://" not in text
+            and "https://" not in text
+            and "//" not in text.replace("<!DOCTYPE", "").split("<body>")[0].replace("/static/", "")
+        )
 
 
 def test_missing_store_is_a_notice_not_an_error(client: TestClient, store: Path) -> None:
@@ -52,9 +58,7 @@ def test_runs_list_filters_and_rows(client: TestClient, store: Path) -> None:
     assert [r["run_id"] for r in client.get("/api/runs?status=completed").json()["runs"]] == [
         "RUN-A"
     ]
-    assert [r["run_id"] for r in client.get("/api/runs?worker=cleanrl").json()["runs"]] == [
-        "RUN-B"
-    ]
+    assert [r["run_id"] for r in client.get("/api/runs?worker=cleanrl").json()["runs"]] == ["RUN-B"]
     assert client.get("/api/runs?worker=nobody").json()["runs"] == []
 
 
@@ -74,7 +78,10 @@ def test_run_detail_events_and_logs_follow_cursors(client: TestClient, store: Pa
     newer = client.get("/api/runs/RUN-1/events?after=1").json()["events"]
     assert [(e["line_no"], e["event"]) for e in newer] == [(4, "heartbeat")]
     logs = client.get("/api/runs/RUN-1/logs").json()["logs"]
-    assert sorted((x["stream"], x["text"]) for x in logs) == [("stderr", "oops"), ("stdout", "hello")]
+    assert sorted((x["stream"], x["text"]) for x in logs) == [
+        ("stderr", "oops"),
+        ("stdout", "hello"),
+    ]
     run.add_log("again")
     more = client.get("/api/runs/RUN-1/logs?after_stdout=2&after_stderr=3").json()["logs"]
     assert [(x["line_no"], x["text"]) for x in more] == [(5, "again")]

@@ -12,7 +12,7 @@ from starlette.websockets import WebSocketDisconnect
 from mosaic_sdk.watch.app import create_app
 from mosaic_sdk.watch.routes import STATIC
 from mosaic_sdk.watch.security import is_loopback
-from tests.watch.conftest import TOKEN
+from tests.watch.conftest import LOOPBACK_HOST, TOKEN
 from tests.watch.storefill import FilledRun
 
 
@@ -64,9 +64,10 @@ def test_beyond_loopback_every_request_needs_the_token(store: Path) -> None:
         assert c.get("/?token=wrong-token-wrong-token").status_code == 403
         page = c.get(f"/?token={TOKEN}")
         assert page.status_code == 200
-        assert "HttpOnly" in page.headers["set-cookie"] and "SameSite=Strict" in page.headers[
-            "set-cookie"
-        ]
+        assert (
+            "HttpOnly" in page.headers["set-cookie"]
+            and "SameSite=Strict" in page.headers["set-cookie"]
+        )
         assert c.get("/api/runs").status_code == 200  # the cookie carries it from now on
     with TestClient(app, base_url="http://10.1.2.3:8766") as c:
         assert c.get("/api/runs", headers={"X-Mosaic-Token": TOKEN}).status_code == 200
@@ -78,9 +79,13 @@ def test_beyond_loopback_every_request_needs_the_token(store: Path) -> None:
 def test_a_websocket_from_another_origin_is_refused(client: TestClient) -> None:
     with pytest.raises(WebSocketDisconnect):
         with client.websocket_connect(
-            "/ws/runs/R1/frames", headers={"origin": "http://evil.example"}
+            "/ws/runs/R1/frames", headers={**LOOPBACK_HOST, "origin": "http://evil.example"}
         ) as ws:
             ws.receive_text()
+    with client.websocket_connect(  # the app's own origin is welcome
+        "/ws/runs/R1/frames", headers={**LOOPBACK_HOST, "origin": "http://127.0.0.1:8766"}
+    ) as ws:
+        assert "no FastLane segment" in ws.receive_text()
 
 
 def test_control_always_needs_the_token_header(client: TestClient, store: Path) -> None:
