@@ -62,6 +62,10 @@ function drawChart(svg, series, opts) {
       points: d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5,
       "stroke-opacity": s.opacity || 1, class: "series", "data-label": s.label,
     }));
+    if (s.points.length === 1) {
+      const [x, y] = s.points[0];
+      svg.appendChild(svgEl("circle", { cx: sx(x), cy: sy(y), r: 3, fill: s.color, class: "dot" }));
+    }
     const lx = L + 8, ly = T + 12 + i * 14;
     svg.appendChild(svgEl("line", { x1: lx, x2: lx + 16, y1: ly - 4, y2: ly - 4, stroke: s.color, "stroke-width": 2, "stroke-opacity": s.opacity || 1 }));
     svg.appendChild(svgEl("text", { x: lx + 20, y: ly, class: "legend" }, s.label));
