@@ -156,10 +156,14 @@ class FrameStream:
             if self.viewer.credits <= 0:
                 await self.ack.wait()
             return  # read again: send the newest frame, not the one read before waiting
-        wait = self.viewer.last_sent + self.viewer.interval - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
+        now = time.monotonic()
+        due = self.viewer.last_sent + self.viewer.interval
+        if due - now > POLL_SECONDS:
+            await asyncio.sleep(due - now)
             return
+        # Frames are due on a fixed beat (not "interval after the last send"), so late wake-ups
+        # do not lower the rate; after a pause the beat restarts from now.
+        self.viewer.last_sent = due if now - due < self.viewer.interval else now
         size = (frame.width, frame.height)
         if self.viewer.size is not None and size != self.viewer.size:
             old = self.viewer.size
@@ -170,7 +174,6 @@ class FrameStream:
         self.viewer.size = size
         jpeg = await asyncio.to_thread(encode_jpeg, frame)
         self.viewer.credits -= 1
-        self.viewer.last_sent = time.monotonic()
         self.viewer.last_key = (frame.generation, frame.seq)
         try:
             await self.ws.send_bytes(frame_message(frame, jpeg))

@@ -86,10 +86,10 @@ function startStream() {
     (token ? "?token=" + encodeURIComponent(token) : "");
   const socket = new WebSocket(url);
   socket.binaryType = "arraybuffer";
-  const img = document.getElementById("frame");
-  let shownUrl = null;
+  const canvas = document.getElementById("frame");
+  const context = canvas.getContext("2d");
   let count = 0, since = performance.now();
-  socket.onmessage = (message) => {
+  socket.onmessage = async (message) => {
     if (typeof message.data === "string") {
       const note = JSON.parse(message.data);
       watch.show("stream-note", note.message);
@@ -99,29 +99,36 @@ function startStream() {
     const length = view.getUint32(0);
     const header = JSON.parse(new TextDecoder().decode(new Uint8Array(message.data, 4, length)));
     const blob = new Blob([new Uint8Array(message.data, 4 + length)], { type: "image/jpeg" });
-    const next = URL.createObjectURL(blob);
-    img.onload = () => {
-      const now = performance.timeOrigin + performance.now();
-      if (shownUrl) URL.revokeObjectURL(shownUrl);
-      shownUrl = next;
-      img.hidden = false;
-      const w = window.__watch;
-      w.frames += 1; w.lastSeq = header.seq;
-      if (w.shown.length < 20000) w.shown.push([header.generation, header.seq, now]);
-      const size = header.width + "x" + header.height;
-      if (w.sizes[w.sizes.length - 1] !== size) w.sizes.push(size);
-      document.getElementById("hud").textContent = header.hud_text;
-      count += 1;
-      const elapsed = (performance.now() - since) / 1000;
-      if (elapsed >= 1) {
-        document.getElementById("stream-stats").textContent =
-          "frame " + header.seq + " (" + size + ", generation " + header.generation + "), " +
-          (count / elapsed).toFixed(1) + " frames/s";
-        count = 0; since = performance.now();
-      }
+    let bitmap;
+    try {
+      bitmap = await createImageBitmap(blob);  // decoded off the main thread
+    } catch (e) {
+      watch.show("stream-note", "a frame could not be decoded (" + e + ")");
       socket.send("ack");
-    };
-    img.src = next;
+      return;
+    }
+    if (canvas.width !== bitmap.width || canvas.height !== bitmap.height) {
+      canvas.width = bitmap.width; canvas.height = bitmap.height;
+    }
+    context.drawImage(bitmap, 0, 0);
+    bitmap.close();
+    socket.send("ack");
+    const now = performance.timeOrigin + performance.now();
+    canvas.hidden = false;
+    const w = window.__watch;
+    w.frames += 1; w.lastSeq = header.seq;
+    if (w.shown.length < 20000) w.shown.push([header.generation, header.seq, now]);
+    const size = header.width + "x" + header.height;
+    if (w.sizes[w.sizes.length - 1] !== size) w.sizes.push(size);
+    document.getElementById("hud").textContent = header.hud_text;
+    count += 1;
+    const elapsed = (performance.now() - since) / 1000;
+    if (elapsed >= 1) {
+      document.getElementById("stream-stats").textContent =
+        "frame " + header.seq + " (" + size + ", generation " + header.generation + "), " +
+        (count / elapsed).toFixed(1) + " frames/s";
+      count = 0; since = performance.now();
+    }
   };
   socket.onclose = (event) => {
     state.streaming = false;
