@@ -11,7 +11,8 @@
 2. A run page for a store with 1M steps and 10k episodes: seconds from navigation until the
    curve (10k episodes, downsampled on the server) and the events are drawn (goal <= 1 s).
    Baseline, same store: the naive curve, every episode's raw line parsed plus COUNT(*) over
-   the steps, and ``mosaic runs show`` of that run.
+   the steps, ``mosaic runs show`` of that run, and a new page of one CSS file from the same
+   server (what the browser itself costs).
 
     python benchmarks/watch/bench_watch.py [--seconds 10] [--skip-stream] [--skip-page]
 """
@@ -228,6 +229,14 @@ def page_open(browser: Any, steps: int, episodes: int, repeats: int = 5) -> dict
                 )
                 opens.append(time.perf_counter() - t)
                 page.close()
+            floor = []
+            for _ in range(repeats):  # the browser's own cost of a new page of ours
+                page = browser.new_page()
+                t = time.perf_counter()
+                page.goto(f"{base}/static/watch.css")
+                page.wait_for_function("() => true")
+                floor.append(time.perf_counter() - t)
+                page.close()
         finally:
             watch.terminate()
             watch.wait(30)
@@ -268,6 +277,7 @@ def page_open(browser: Any, steps: int, episodes: int, repeats: int = 5) -> dict
         "open_median_s": statistics.median(opens),
         "naive_curve_s": statistics.median(naive),
         "runs_show_s": statistics.median(show),
+        "blank_page_s": statistics.median(floor),
     }
 
 
@@ -301,7 +311,8 @@ def main() -> None:
                     f"run page, {args.steps} steps / {args.episodes} episodes: first open "
                     f"{r['first_open_s']:.3f} s, median {r['open_median_s']:.3f} s | baselines: "
                     f"naive curve (every episode's raw line + COUNT(*) steps) "
-                    f"{r['naive_curve_s']:.3f} s; `mosaic runs show` {r['runs_show_s']:.3f} s"
+                    f"{r['naive_curve_s']:.3f} s; `mosaic runs show` {r['runs_show_s']:.3f} s; "
+                    f"a new page of one CSS file (the browser's floor) {r['blank_page_s']:.3f} s"
                 )
         finally:
             browser.close()

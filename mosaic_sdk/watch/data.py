@@ -165,18 +165,23 @@ class CurveCache:
     def _update(self, store: RunStore, run_id: str) -> _Curve:
         with self._lock:
             curve = self._curves.setdefault(run_id, _Curve())
-            rows = store.conn.execute(
-                "SELECT line_no, total_reward, steps FROM episodes WHERE run_id = ?"
-                " AND line_no > ? ORDER BY line_no",
+            cursor = store.conn.cursor()
+            cursor.row_factory = None  # plain tuples: 10k episodes without 10k dicts
+            rows = cursor.execute(
+                "SELECT line_no, total_reward, coalesce(steps, 0) FROM episodes"
+                " WHERE run_id = ? AND line_no > ? ORDER BY line_no",
                 (run_id, curve.last_line),
             ).fetchall()
-            for row in rows:
-                curve.last_line = int(row["line_no"])
-                curve.total_steps += float(row["steps"] or 0)
-                if row["total_reward"] is None:
-                    continue  # an episode line without a return: nothing to plot
-                curve.steps.append(curve.total_steps)
-                curve.returns.append(float(row["total_reward"]))
+            if not rows:
+                return curve
+            lines, returns, steps = zip(*rows, strict=True)
+            ends = np.cumsum(np.asarray(steps, dtype=np.float64)) + curve.total_steps
+            curve.last_line = int(lines[-1])
+            curve.total_steps = float(ends[-1])
+            for end, ret in zip(ends.tolist(), returns, strict=True):
+                if ret is not None:  # an episode line without a return: nothing to plot
+                    curve.steps.append(end)
+                    curve.returns.append(float(ret))
             return curve
 
     def curve(

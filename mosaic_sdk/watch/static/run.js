@@ -149,8 +149,9 @@ async function control(cmd) {
 }
 
 async function tick() {
-  if (await summary()) await Promise.all([events(), logs(), curve()]);
-  setTimeout(tick, state.running ? 1000 : 5000);
+  // All four at once: the first look at a long run costs one round trip, not two.
+  const [found] = await Promise.all([summary(), events(), logs(), curve()]);
+  setTimeout(tick, found && !state.running ? 5000 : 1000);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
