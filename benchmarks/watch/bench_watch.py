@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from mosaic_sdk.fastlane import FastLaneConfig, FastLaneMetrics, FastLaneReader  # noqa: E402
-from mosaic_sdk.fastlane import FastLaneWriter  # noqa: E402
+from mosaic_sdk.fastlane import (  # noqa: E402
+    FastLaneConfig,
+    FastLaneMetrics,
+    FastLaneReader,
+    FastLaneWriter,
+)
 from mosaic_sdk.fastlane.layout import segment_name  # noqa: E402
 from mosaic_sdk.runner.store import RunStore  # noqa: E402
 from mosaic_sdk.shm.segment import shm_unlink  # noqa: E402
@@ -218,6 +223,12 @@ def page_open(browser: Any, steps: int, episodes: int, repeats: int = 5) -> dict
         )
         watch, base = start_watch(store)
         try:
+            api = []  # the curve as the page gets it: first (cold) then warm
+            for _ in range(repeats):
+                t = time.perf_counter()
+                with urllib.request.urlopen(f"{base}/api/runs/{run_id}/curve") as response:
+                    response.read()
+                api.append(time.perf_counter() - t)
             opens = []
             for _ in range(repeats):  # each a new page: the server's curve cache stays warm
                 page = browser.new_page()
@@ -278,6 +289,8 @@ def page_open(browser: Any, steps: int, episodes: int, repeats: int = 5) -> dict
         "naive_curve_s": statistics.median(naive),
         "runs_show_s": statistics.median(show),
         "blank_page_s": statistics.median(floor),
+        "curve_cold_s": api[0],
+        "curve_warm_s": statistics.median(api[1:]),
     }
 
 
@@ -309,7 +322,8 @@ def main() -> None:
                 r = page_open(browser, args.steps, args.episodes)
                 print(
                     f"run page, {args.steps} steps / {args.episodes} episodes: first open "
-                    f"{r['first_open_s']:.3f} s, median {r['open_median_s']:.3f} s | baselines: "
+                    f"{r['first_open_s']:.3f} s, median {r['open_median_s']:.3f} s; curve API "
+                    f"{r['curve_cold_s']:.3f} s cold, {r['curve_warm_s']:.3f} s warm | baselines: "
                     f"naive curve (every episode's raw line + COUNT(*) steps) "
                     f"{r['naive_curve_s']:.3f} s; `mosaic runs show` {r['runs_show_s']:.3f} s; "
                     f"a new page of one CSS file (the browser's floor) {r['blank_page_s']:.3f} s"

@@ -8,7 +8,6 @@ is a JSON ``{"error": ...}`` the page shows, with a 4xx/503 status, never a serv
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -55,16 +54,19 @@ async def _answer(work: Callable[[], Any]) -> JSONResponse:
     """Run a store read in a thread; its result as JSON, a store problem as ``{"error"}``."""
     try:
         return JSONResponse(await run_in_threadpool(work))
-    except data.StoreMissingError as exc:
+    except (StoreError, sqlite3.Error, ValueError) as exc:
+        return _problem(exc)
+
+
+def _problem(exc: Exception) -> JSONResponse:
+    """The answer for a store that cannot say what was asked (never a server error)."""
+    if isinstance(exc, (data.StoreMissingError, UnknownRunError)):
         return _error(404, str(exc))
-    except UnknownRunError as exc:
-        return _error(404, str(exc))
-    except StoreError as exc:
+    if isinstance(exc, StoreError):
         return _error(503, str(exc))
-    except sqlite3.Error as exc:
+    if isinstance(exc, sqlite3.Error):
         return _error(503, f"the store could not be read just now ({exc}); the page retries")
-    except ValueError as exc:
-        return _error(400, str(exc))
+    return _error(400, str(exc))
 
 
 def store_path(request: Request) -> Path:
@@ -146,10 +148,10 @@ async def api_control(request: Request) -> JSONResponse:
     if cmd not in COMMANDS:
         return _error(400, f'send {{"cmd": ...}} with one of {", ".join(COMMANDS)}')
     run_id = request.path_params["run_id"]
-    detail = await _answer(lambda: data.run_detail(store_path(request), run_id))
-    if detail.status_code != 200:
-        return detail
-    run = json.loads(detail.body)
+    try:
+        run = await run_in_threadpool(data.run_detail, store_path(request), run_id)
+    except (StoreError, sqlite3.Error) as exc:
+        return _problem(exc)
     if not run["control"]:
         return _error(
             409,
