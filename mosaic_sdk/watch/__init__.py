@@ -9,6 +9,6 @@
 - :mod:`mosaic_sdk.watch.security`: token, Host/Origin checks, response headers.
 - ``static/``: the pages, their scripts (plain JavaScript, an SVG chart of our own) and CSS.
 
-Needs the ``watch`` extra (Starlette, uvicorn, websockets, Pillow). This package sits at the
-top of the layers, beside :mod:`mosaic_sdk.cli`: nothing else in the SDK imports it.
+Needs the ``watch`` extra (Starlette, uvicorn, websockets, Pillow). A layer-3 tool: it builds
+on the runner's store and on FastLane; only :mod:`mosaic_sdk.cli` imports it.
 """

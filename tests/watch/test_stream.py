@@ -131,3 +131,39 @@ def test_a_bad_run_id_is_a_note(client: TestClient) -> None:
     with client.websocket_connect("/ws/runs/" + "x" * 300 + "/frames", headers=LOOPBACK_HOST) as ws:
         note = next_note(ws)
         assert note["state"] == "waiting" and note["message"]
+
+
+def test_an_unacknowledged_viewer_gets_two_frames_then_the_newest(
+    client: TestClient, run_id: str
+) -> None:
+    with FastLaneWriter.create(run_id, FastLaneConfig(width=8, height=8)) as writer:
+        writer.publish(np.zeros((8, 8, 3), np.uint8))
+        with client.websocket_connect(f"/ws/runs/{run_id}/frames", headers=LOOPBACK_HOST) as ws:
+            first = frame_of(receive(ws)["bytes"])[0]["seq"]  # no ack sent
+            writer.publish(np.ones((8, 8, 3), np.uint8))
+            second = frame_of(receive(ws)["bytes"])[0]["seq"]
+            assert (first, second) == (1, 2)
+            for i in range(20):  # the viewer is out of credit: these are not queued for it
+                writer.publish(np.full((8, 8, 3), i, np.uint8))
+            ws.send_text("ack")
+            header, _ = frame_of(receive(ws)["bytes"])
+            assert header["seq"] == writer.head == 22  # the newest, not the third
+
+
+def test_at_most_the_asked_rate_is_sent(client: TestClient, run_id: str) -> None:
+    """The writer publishes before every read; the viewer acks at once: the server's cap (here
+    ?fps=5) is what limits the frames, never the writer."""
+    import time
+
+    with FastLaneWriter.create(run_id, FastLaneConfig(width=8, height=8)) as writer:
+        writer.publish(np.zeros((8, 8, 3), np.uint8))
+        url = f"/ws/runs/{run_id}/frames?fps=5"
+        with client.websocket_connect(url, headers=LOOPBACK_HOST) as ws:
+            next_frame(ws)
+            start, frames = time.monotonic(), 0
+            while time.monotonic() - start < 1.0:
+                writer.publish(np.zeros((8, 8, 3), np.uint8))
+                next_frame(ws)
+                frames += 1
+            elapsed = time.monotonic() - start
+    assert frames <= 5 * elapsed + 2  # one beat of slack at each end
