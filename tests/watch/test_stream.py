@@ -167,3 +167,19 @@ def test_at_most_the_asked_rate_is_sent(client: TestClient, run_id: str) -> None
                 frames += 1
             elapsed = time.monotonic() - start
     assert frames <= 5 * elapsed + 2  # one beat of slack at each end
+
+
+def test_a_grid_frame_is_streamed_as_its_writer_tiled_it(client: TestClient, run_id: str) -> None:
+    from mosaic_sdk.fastlane import tile_frames
+
+    colors = [(250, 0, 0), (0, 250, 0), (0, 0, 250), (250, 250, 0)]
+    tiles = [np.full((16, 16, 3), c, np.uint8) for c in colors]
+    grid = tile_frames(tiles)  # what grid mode publishes: 2x2 envs in one frame
+    with FastLaneWriter.create(run_id, FastLaneConfig(width=32, height=32)) as writer:
+        writer.publish(grid)
+        with client.websocket_connect(f"/ws/runs/{run_id}/frames", headers=LOOPBACK_HOST) as ws:
+            header, image = next_frame(ws)
+    assert (header["width"], header["height"]) == (32, 32)
+    for (r, c), color in zip([(0, 0), (0, 1), (1, 0), (1, 1)], colors, strict=True):
+        centre = image[r * 16 + 4 : r * 16 + 12, c * 16 + 4 : c * 16 + 12].reshape(-1, 3)
+        assert np.abs(centre.mean(0) - color).max() < 12, (r, c)
