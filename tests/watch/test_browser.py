@@ -102,6 +102,8 @@ def test_a_live_run_in_the_browser(page: Any, live_run: tuple[Path, str], tmp_pa
         row = page.locator(f'tr[data-run="{run_id}"]')
         row.wait_for(timeout=60_000)
         assert "running" in row.inner_text() and "example" in row.inner_text()
+        steps_cell = f"document.querySelector('tr[data-run=\"{run_id}\"] td:nth-child(6)')"
+        wait_for(page, f"Number({steps_cell}.textContent) > 0")  # the list updates live
         page.screenshot(path=str(tmp_path / "runs-page.png"))
 
         row.locator("a").click()
