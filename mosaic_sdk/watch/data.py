@@ -147,6 +147,7 @@ def logs_after(
 class _Curve:
     """The episodes of one run read so far: x = env steps at the episode's end, y = return."""
 
+    started_at: float = 0.0
     last_line: int = 0
     steps: list[float] = field(default_factory=list)
     returns: list[float] = field(default_factory=list)
@@ -163,8 +164,12 @@ class CurveCache:
         self._lock = threading.Lock()
 
     def _update(self, store: RunStore, run_id: str) -> _Curve:
+        row = store.conn.execute("SELECT started_at FROM runs WHERE run_id = ?", (run_id,))
+        started_at = float(row.fetchone()["started_at"])
         with self._lock:
-            curve = self._curves.setdefault(run_id, _Curve())
+            curve = self._curves.get(run_id)
+            if curve is None or curve.started_at != started_at:  # new, or a new run, same id
+                curve = self._curves[run_id] = _Curve(started_at=started_at)
             cursor = store.conn.cursor()
             cursor.row_factory = None  # plain tuples: 10k episodes without 10k dicts
             rows = cursor.execute(

@@ -137,3 +137,19 @@ def test_reading_writes_nothing_to_the_store(client: TestClient, store: Path) ->
         assert client.get(url).status_code == 200, url
     assert client.get("/api/runs/RUN-1/curve").json()["episodes"] == 1
     assert contents() == before
+
+
+def test_a_new_store_with_the_same_run_id_gets_a_new_curve(client: TestClient, store: Path) -> None:
+    import time
+
+    run = FilledRun(store, "r42")
+    for _ in range(5):
+        run.add_episode(100.0, 10)
+    assert client.get("/api/runs/r42/curve").json()["episodes"] == 5
+    for suffix in ("", "-wal", "-shm"):  # the user starts over with the same --run-id
+        Path(str(store) + suffix).unlink(missing_ok=True)
+    time.sleep(0.01)
+    again = FilledRun(store, "r42")
+    again.add_episode(1.0, 3)
+    curve = client.get("/api/runs/r42/curve").json()
+    assert curve["episodes"] == 1 and curve["raw"] == [[3.0, 1.0]]
