@@ -112,12 +112,7 @@ def events_after(path: Path, run_id: str, after: int, limit: int = 500) -> list[
         full = store.resolve(run_id)
         if after < 0:
             return list(store.events(full, limit=limit))
-        rows = store.conn.execute(
-            "SELECT line_no, seq, event, ts_unix_ns, synthesised, payload_json FROM events"
-            " WHERE run_id = ? AND line_no > ? ORDER BY line_no LIMIT ?",
-            (full, after, limit),
-        ).fetchall()
-    return list(rows)
+        return store.events_after(full, after, limit)
 
 
 def logs_after(
@@ -133,13 +128,7 @@ def logs_after(
             if cursor < 0:
                 out.extend(store.log_lines(full, limit=limit, stream=stream))
                 continue
-            out.extend(
-                store.conn.execute(
-                    "SELECT stream, line_no, kind, partial, error, text FROM log_lines"
-                    " WHERE run_id = ? AND stream = ? AND line_no > ? ORDER BY line_no LIMIT ?",
-                    (full, stream, cursor, limit),
-                ).fetchall()
-            )
+            out.extend(store.log_lines_after(full, stream, cursor, limit))
     return out
 
 
@@ -164,19 +153,12 @@ class CurveCache:
         self._lock = threading.Lock()
 
     def _update(self, store: RunStore, run_id: str) -> _Curve:
-        row = store.conn.execute("SELECT started_at FROM runs WHERE run_id = ?", (run_id,))
-        started_at = float(row.fetchone()["started_at"])
+        started_at = float(store.get_run(run_id)["started_at"])
         with self._lock:
             curve = self._curves.get(run_id)
             if curve is None or curve.started_at != started_at:  # new, or a new run, same id
                 curve = self._curves[run_id] = _Curve(started_at=started_at)
-            cursor = store.conn.cursor()
-            cursor.row_factory = None  # plain tuples: 10k episodes without 10k dicts
-            rows = cursor.execute(
-                "SELECT line_no, total_reward, coalesce(steps, 0) FROM episodes"
-                " WHERE run_id = ? AND line_no > ? ORDER BY line_no",
-                (run_id, curve.last_line),
-            ).fetchall()
+            rows = store.episode_returns(run_id, curve.last_line)
             if not rows:
                 return curve
             lines, returns, steps = zip(*rows, strict=True)
