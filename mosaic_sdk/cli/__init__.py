@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fastlane",
     "conformance",
     "new",
+    "watch",
 )
 
 

@@ -235,6 +235,36 @@ class RunStore:
             sql += f" AND stream = '{'stderr' if stream == 'stderr' else 'stdout'}'"
         return self._tail(sql, run_id, limit)
 
+    def events_after(self, run_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` events with ``line_no > after``, in order (a live view's cursor)."""
+        return self.conn.execute(
+            "SELECT line_no, seq, event, ts_unix_ns, synthesised, payload_json FROM events"
+            " WHERE run_id = ? AND line_no > ? ORDER BY line_no LIMIT ?",
+            (run_id, after, limit),
+        ).fetchall()
+
+    def log_lines_after(
+        self, run_id: str, stream: str, after: int, limit: int
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` log lines of ``stream`` with ``line_no > after``, in order."""
+        return self.conn.execute(
+            "SELECT stream, line_no, kind, partial, error, text FROM log_lines"
+            " WHERE run_id = ? AND stream = ? AND line_no > ? ORDER BY line_no LIMIT ?",
+            (run_id, stream, after, limit),
+        ).fetchall()
+
+    def episode_returns(self, run_id: str, after: int = 0) -> list[tuple[int, float | None, int]]:
+        """``(line_no, total_reward, steps)`` of the episodes with ``line_no > after``, in
+        order, as plain tuples (a learning curve of 10k episodes without 10k dicts);
+        ``steps`` is 0 when the line gave none."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(
+            "SELECT line_no, total_reward, coalesce(steps, 0) FROM episodes"
+            " WHERE run_id = ? AND line_no > ? ORDER BY line_no",
+            (run_id, after),
+        ).fetchall()
+
     def _tail(self, sql: str, run_id: str, limit: int | None) -> list[dict[str, Any]]:
         if limit is None:
             return self.conn.execute(sql + " ORDER BY line_no", (run_id,)).fetchall()

@@ -1,0 +1,248 @@
+"""What ``mosaic watch`` reads from the store: runs, events, log lines and learning curves.
+
+Every call opens the store read-only (:class:`~mosaic_sdk.runner.store.RunStore` with
+``readonly=True``), so the app never writes the file the runs are writing, and works on a
+store it may only read. Values come back as the worker wrote them: escaping is the page's job
+(it only ever sets ``textContent``).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mosaic_sdk.runner.store import RunStore, StoreError
+
+#: The most points of one curve the server sends (raw and smoothed each).
+MAX_POINTS = 1000
+CONTROL_SOCKET = "control.sock"
+
+
+class StoreMissingError(StoreError):
+    """The store file does not exist (yet): no run has been started with it."""
+
+
+def open_store(path: Path) -> RunStore:
+    """The store opened read-only; :class:`StoreMissingError` when there is no file yet."""
+    if not path.exists():
+        raise StoreMissingError(
+            f"no store at {path} yet: start a run with `mosaic run NAME --store {path}` "
+            "(or pass the store your runs use: mosaic watch --store PATH)"
+        )
+    return RunStore(path, readonly=True)
+
+
+def status_of(run: dict[str, Any]) -> str:
+    """The stored status, or ``running (runner died)`` when its runner process is gone."""
+    if run["status"] == "running" and run.get("runner_alive") is False:
+        return "running (runner died)"
+    return str(run["status"])
+
+
+def control_available(run: dict[str, Any]) -> bool:
+    """Whether the run's directory holds a control socket (the runner made one)."""
+    run_dir = run.get("run_dir")
+    if not run_dir or run["status"] != "running":
+        return False
+    try:
+        return (Path(run_dir) / CONTROL_SOCKET).is_socket()
+    except OSError:
+        return False
+
+
+def run_row(run: dict[str, Any]) -> dict[str, Any]:
+    """One line of the runs page."""
+    config = run.get("config") or {}
+    env = config.get("env_id") if isinstance(config, dict) else None
+    return {
+        "run_id": run["run_id"],
+        "worker": run["worker"],
+        "status": status_of(run),
+        "env_id": None if env is None else str(env),
+        "steps": run["counts"]["steps"],
+        "episodes": run["counts"]["episodes"],
+        "last_return": run["last_episode_return"],
+        "started_at": run["started_at"],
+        "ended_at": run["ended_at"],
+        "duration_seconds": run["duration_seconds"],
+    }
+
+
+def list_runs(path: Path, status: str | None = None, worker: str | None = None) -> dict[str, Any]:
+    """Every run of the store (newest first), filtered, with the workers and statuses seen."""
+    with open_store(path) as store:
+        runs = [run_row(r) for r in store.list_runs(limit=None)]
+    workers = sorted({r["worker"] for r in runs})
+    statuses = sorted({r["status"] for r in runs})
+    if status:
+        runs = [r for r in runs if r["status"] == status or r["status"].startswith(status + " ")]
+    if worker:
+        runs = [r for r in runs if r["worker"] == worker]
+    return {"runs": runs, "workers": workers, "statuses": statuses}
+
+
+def run_detail(path: Path, run_id: str) -> dict[str, Any]:
+    """The run page's summary: the row, its counts and config, and what can be shown live."""
+    with open_store(path) as store:
+        run = store.get_run(run_id)
+    out = run_row(run)
+    out.update(
+        counts=run["counts"],
+        config=run["config"],
+        exit_code=run["exit_code"],
+        error=run["error"],
+        run_dir=run["run_dir"],
+        control=control_available(run),
+        host=run["runner_host"],
+        same_host=run["runner_host"] in (None, socket.gethostname()),
+    )
+    return out
+
+
+def events_after(path: Path, run_id: str, after: int, limit: int = 500) -> list[dict[str, Any]]:
+    """The run's lifecycle events with ``line_no > after`` (the last ``limit`` when ``after``
+    is below 0: the page's first look at a long run)."""
+    with open_store(path) as store:
+        full = store.resolve(run_id)
+        if after < 0:
+            return list(store.events(full, limit=limit))
+        return store.events_after(full, after, limit)
+
+
+def logs_after(
+    path: Path, run_id: str, after: dict[str, int], limit: int = 500
+) -> list[dict[str, Any]]:
+    """Log lines of both streams past the page's cursors (``after[stream]``; below 0: the
+    last ``limit`` lines of that stream)."""
+    out: list[dict[str, Any]] = []
+    with open_store(path) as store:
+        full = store.resolve(run_id)
+        for stream in ("stdout", "stderr"):
+            cursor = after.get(stream, -1)
+            if cursor < 0:
+                out.extend(store.log_lines(full, limit=limit, stream=stream))
+                continue
+            out.extend(store.log_lines_after(full, stream, cursor, limit))
+    return out
+
+
+@dataclass
+class _Curve:
+    """The episodes of one run read so far: x = env steps at the episode's end, y = return."""
+
+    started_at: float = 0.0
+    last_line: int = 0
+    steps: list[float] = field(default_factory=list)
+    returns: list[float] = field(default_factory=list)
+    total_steps: float = 0.0
+
+
+class CurveCache:
+    """Learning curves built from the ``episodes`` table, read incrementally: each request
+    reads only the episodes stored since the previous one (a 10k-episode run is read once)."""
+
+    def __init__(self, store_path: Path) -> None:
+        self.store_path = store_path
+        self._curves: dict[str, _Curve] = {}
+        self._lock = threading.Lock()
+
+    def _update(self, store: RunStore, run_id: str) -> _Curve:
+        started_at = float(store.get_run(run_id)["started_at"])
+        with self._lock:
+            curve = self._curves.get(run_id)
+            if curve is None or curve.started_at != started_at:  # new, or a new run, same id
+                curve = self._curves[run_id] = _Curve(started_at=started_at)
+            rows = store.episode_returns(run_id, curve.last_line)
+            if not rows:
+                return curve
+            lines, returns, steps = zip(*rows, strict=True)
+            ends = np.cumsum(np.asarray(steps, dtype=np.float64)) + curve.total_steps
+            curve.last_line = int(lines[-1])
+            curve.total_steps = float(ends[-1])
+            for end, ret in zip(ends.tolist(), returns, strict=True):
+                if ret is not None:  # an episode line without a return: nothing to plot
+                    curve.steps.append(end)
+                    curve.returns.append(float(ret))
+            return curve
+
+    def curve(
+        self, run_id: str, *, smooth: int = 20, points: int = MAX_POINTS, known: int = -1
+    ) -> dict[str, Any]:
+        """The run's curve, raw and smoothed (mean of the last ``smooth`` episodes), at most
+        ``points`` points each. ``known``: the episode count the page already has; when no
+        episode came since, only ``{"episodes": n, "unchanged": true}`` is returned."""
+        started = time.perf_counter()
+        with open_store(self.store_path) as store:
+            full = store.resolve(run_id)
+            curve = self._update(store, full)
+            n = len(curve.returns)
+            if n == known:
+                return {"run_id": full, "episodes": n, "unchanged": True}
+            x = np.asarray(curve.steps[:n], dtype=np.float64)
+            y = np.asarray(curve.returns[:n], dtype=np.float64)
+        smooth = max(1, min(int(smooth), 10_000))
+        keep = downsample_indices(y, max(2, min(points, MAX_POINTS)))
+        return {
+            "run_id": full,
+            "episodes": n,
+            "unchanged": False,
+            "smooth": smooth,
+            "raw": _pairs(x[keep], y[keep]),
+            "smoothed": _pairs(x[keep], rolling_mean(y, smooth)[keep]),
+            "build_ms": round((time.perf_counter() - started) * 1000, 2),
+        }
+
+
+def _pairs(x: np.ndarray, y: np.ndarray) -> list[list[float]]:
+    return [[float(a), float(b)] for a, b in zip(x.tolist(), y.tolist(), strict=True)]
+
+
+def rolling_mean(y: np.ndarray, window: int) -> np.ndarray:
+    """Mean of the last ``window`` values at each index (fewer at the start)."""
+    if y.size == 0:
+        return y
+    sums = np.cumsum(np.insert(y, 0, 0.0))
+    idx = np.arange(1, y.size + 1)
+    lo = np.maximum(idx - window, 0)
+    return np.asarray((sums[idx] - sums[lo]) / (idx - lo))
+
+
+def downsample_indices(y: np.ndarray, points: int) -> np.ndarray:
+    """Indices of at most ``points`` values that keep the shape: the first and last, and the
+    lowest and highest value of each of ``points // 2`` equal buckets, in order."""
+    n = y.size
+    if n <= points:
+        return np.arange(n)
+    buckets = max(1, points // 2 - 1)
+    edges = np.linspace(1, n - 1, buckets + 1).astype(np.int64)
+    keep = [0, n - 1]
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        if hi <= lo:
+            continue
+        part = y[lo:hi]
+        keep.append(lo + int(np.argmin(part)))
+        keep.append(lo + int(np.argmax(part)))
+    return np.unique(np.asarray(keep, dtype=np.int64))
+
+
+__all__ = [
+    "CONTROL_SOCKET",
+    "MAX_POINTS",
+    "CurveCache",
+    "StoreMissingError",
+    "control_available",
+    "downsample_indices",
+    "events_after",
+    "list_runs",
+    "logs_after",
+    "open_store",
+    "rolling_mean",
+    "run_detail",
+    "run_row",
+]

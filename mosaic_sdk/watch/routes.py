@@ -1,0 +1,185 @@
+"""The routes of ``mosaic watch``: three pages, a JSON API over the store, the frame stream
+and the control endpoint.
+
+The pages are static files: they carry no run data, their scripts fetch it and set it with
+``textContent`` only. Every store problem (no file yet, unknown run, a locked or broken file)
+is a JSON ``{"error": ...}`` the page shows, with a 4xx/503 status, never a server error.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.websockets import WebSocket
+
+from mosaic_sdk.runner.store import StoreError, UnknownRunError
+from mosaic_sdk.watch import data
+from mosaic_sdk.watch.control import COMMANDS, send_command
+from mosaic_sdk.watch.security import TOKEN_HEADER, token_matches
+from mosaic_sdk.watch.streams import MAX_FPS, FrameStream
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def page(name: str) -> Callable[[Request], Awaitable[Response]]:
+    """A route answering with one of the app's own HTML files."""
+
+    async def endpoint(request: Request) -> Response:
+        return FileResponse(STATIC / name, media_type="text/html; charset=utf-8")
+
+    return endpoint
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _int(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"query parameter {name}={raw!r} is not an integer") from None
+
+
+async def _answer(work: Callable[[], Any]) -> JSONResponse:
+    """Run a store read in a thread; its result as JSON, a store problem as ``{"error"}``."""
+    try:
+        return JSONResponse(await run_in_threadpool(work))
+    except (StoreError, sqlite3.Error, ValueError) as exc:
+        return _problem(exc)
+
+
+def _problem(exc: Exception) -> JSONResponse:
+    """The answer for a store that cannot say what was asked (never a server error)."""
+    if isinstance(exc, (data.StoreMissingError, UnknownRunError)):
+        return _error(404, str(exc))
+    if isinstance(exc, StoreError):
+        return _error(503, str(exc))
+    if isinstance(exc, sqlite3.Error):
+        return _error(503, f"the store could not be read just now ({exc}); the page retries")
+    return _error(400, str(exc))
+
+
+def store_path(request: Request) -> Path:
+    return Path(request.app.state.store_path)
+
+
+async def api_runs(request: Request) -> JSONResponse:
+    path = store_path(request)
+    status = request.query_params.get("status") or None
+    worker = request.query_params.get("worker") or None
+
+    def work() -> dict[str, Any]:
+        try:
+            return {"store": str(path), **data.list_runs(path, status=status, worker=worker)}
+        except data.StoreMissingError as exc:  # no store yet: an empty list and the reason
+            empty: dict[str, Any] = {"runs": [], "workers": [], "statuses": []}
+            return {"store": str(path), **empty, "notice": str(exc)}
+
+    return await _answer(work)
+
+
+async def api_run(request: Request) -> JSONResponse:
+    run_id = request.path_params["run_id"]
+    return await _answer(lambda: data.run_detail(store_path(request), run_id))
+
+
+async def api_events(request: Request) -> JSONResponse:
+    run_id = request.path_params["run_id"]
+
+    def work() -> dict[str, Any]:
+        after = _int(request, "after", -1)
+        rows = data.events_after(store_path(request), run_id, after)
+        return {"events": rows}
+
+    return await _answer(work)
+
+
+async def api_logs(request: Request) -> JSONResponse:
+    run_id = request.path_params["run_id"]
+
+    def work() -> dict[str, Any]:
+        after = {
+            "stdout": _int(request, "after_stdout", -1),
+            "stderr": _int(request, "after_stderr", -1),
+        }
+        return {"logs": data.logs_after(store_path(request), run_id, after)}
+
+    return await _answer(work)
+
+
+async def api_curve(request: Request) -> JSONResponse:
+    run_id = request.path_params["run_id"]
+    cache: data.CurveCache = request.app.state.curves
+
+    def work() -> dict[str, Any]:
+        return cache.curve(
+            run_id,
+            smooth=_int(request, "smooth", 20),
+            points=_int(request, "points", data.MAX_POINTS),
+            known=_int(request, "known", -1),
+        )
+
+    return await _answer(work)
+
+
+async def api_control(request: Request) -> JSONResponse:
+    """POST ``{"cmd": "pause"|"resume"|"stop"}``: relayed to the run's control socket."""
+    if not token_matches(request.headers.get(TOKEN_HEADER), request.app.state.token):
+        return _error(
+            403,
+            "control actions need the token of this mosaic watch: open the URL it printed "
+            "(ending in ?token=...) and press the button again",
+        )
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
+    cmd = body.get("cmd") if isinstance(body, dict) else None
+    if cmd not in COMMANDS:
+        return _error(400, f'send {{"cmd": ...}} with one of {", ".join(COMMANDS)}')
+    run_id = request.path_params["run_id"]
+    try:
+        run = await run_in_threadpool(data.run_detail, store_path(request), run_id)
+    except (StoreError, sqlite3.Error) as exc:
+        return _problem(exc)
+    if not run["control"]:
+        return _error(
+            409,
+            f"run {run['run_id']} has no control socket (it is not running, or its runner "
+            "predates the control protocol)",
+        )
+    reply = await send_command(run["run_dir"], cmd)
+    return JSONResponse({"run_id": run["run_id"], "cmd": cmd, "reply": reply})
+
+
+async def frames(websocket: WebSocket) -> None:
+    """The run's FastLane frames (see :mod:`mosaic_sdk.watch.streams`)."""
+    await websocket.accept()
+    try:
+        fps = float(websocket.query_params.get("fps", MAX_FPS))
+    except ValueError:
+        fps = MAX_FPS
+    await FrameStream(websocket, websocket.path_params["run_id"], fps).run()
+
+
+__all__ = [
+    "STATIC",
+    "api_control",
+    "api_curve",
+    "api_events",
+    "api_logs",
+    "api_run",
+    "api_runs",
+    "frames",
+    "page",
+]

@@ -1,0 +1,139 @@
+"""Who may use ``mosaic watch``: the token, the Host and Origin checks, the response headers.
+
+- Bound to a loopback address (the default), pages and data need no token, but the request's
+  ``Host`` must be a loopback name (a web page elsewhere cannot reach the app by pointing a DNS
+  name at 127.0.0.1) and a WebSocket's ``Origin`` must be the app itself.
+- Bound to any other address, every request needs the token: ``?token=`` in the URL that
+  ``mosaic watch`` prints (then kept in a ``SameSite=Strict`` cookie), an ``X-Mosaic-Token``
+  header, or that cookie.
+- Control actions always need the token in the ``X-Mosaic-Token`` header (a cookie alone is
+  not enough: another site's form could send it).
+
+Every response carries a Content-Security-Policy that allows the app's own scripts only, so
+even text a worker wrote that slipped into the page could not run.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from http.cookies import SimpleCookie
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+TOKEN_HEADER = "x-mosaic-token"
+TOKEN_COOKIE = "mosaic_watch_token"
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'self'; img-src 'self' blob: data:; connect-src 'self'; "
+        b"object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or name to bind) is only reachable from this machine."""
+    name = host.strip("[]").lower()
+    if name in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(host_header: str) -> str:
+    """The name part of a ``Host`` header (``[::1]:8000`` -> ``::1``)."""
+    return urlsplit("//" + host_header).hostname or ""
+
+
+def token_matches(given: str | None, token: str) -> bool:
+    return given is not None and secrets.compare_digest(given.encode(), token.encode())
+
+
+class Guard:
+    """ASGI middleware applying the rules above to HTTP requests and WebSockets."""
+
+    def __init__(self, app: Any, *, token: str, loopback: bool) -> None:
+        self.app = app
+        self.token = token
+        self.loopback = loopback
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        from_query = query.get("token", [None])[0]
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers.get("cookie", ""))
+        except Exception:  # noqa: BLE001 - a malformed cookie header is no cookie
+            cookie = SimpleCookie()
+        from_cookie = cookie[TOKEN_COOKIE].value if TOKEN_COOKIE in cookie else None
+        has_token = any(
+            token_matches(t, self.token)
+            for t in (from_query, headers.get(TOKEN_HEADER), from_cookie)
+        )
+        problem = self._problem(scope, headers, has_token)
+        if problem is not None:
+            await self._refuse(scope, receive, send, *problem)
+            return
+        set_cookie = scope["type"] == "http" and token_matches(from_query, self.token)
+
+        async def send_with_headers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                extra = list(SECURITY_HEADERS)
+                if set_cookie:
+                    value = f"{TOKEN_COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict"
+                    extra.append((b"set-cookie", value.encode()))
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    def _problem(
+        self, scope: dict[str, Any], headers: dict[str, str], has_token: bool
+    ) -> tuple[int, str] | None:
+        host = _host_name(headers.get("host", ""))
+        if self.loopback and not is_loopback(host):
+            return 421, (
+                f"mosaic watch listens on loopback only and does not answer for host {host!r}; "
+                "open the URL it printed (http://127.0.0.1:PORT/)"
+            )
+        origin = headers.get("origin")
+        if scope["type"] == "websocket" and origin is not None:
+            if urlsplit(origin).netloc.lower() != headers.get("host", "").lower():
+                return 403, f"a WebSocket from another origin ({origin}) is refused"
+        if not self.loopback and not has_token:
+            return 403, (
+                "this mosaic watch needs its token: open the URL it printed, which ends in "
+                "?token=..."
+            )
+        return None
+
+    async def _refuse(
+        self, scope: dict[str, Any], receive: Any, send: Any, status: int, text: str
+    ) -> None:
+        if scope["type"] == "websocket":
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1008, "reason": text[:120]})
+            return
+        body = text.encode()
+        headers = [(b"content-type", b"text/plain; charset=utf-8"), *SECURITY_HEADERS]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+__all__ = ["TOKEN_COOKIE", "TOKEN_HEADER", "Guard", "is_loopback", "new_token", "token_matches"]

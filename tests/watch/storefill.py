@@ -1,0 +1,61 @@
+"""Filling a store the way the runner does (rows plus the run's counts), for mosaic watch's
+tests: a run with chosen events, episodes and log lines, without running a worker."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.runner.schema import INSERT_EPISODE, INSERT_EVENT, INSERT_LOG, UPDATE_COUNTS
+from mosaic_sdk.runner.store import RunStore
+
+
+class FilledRun:
+    """One run in a store; each ``add_*`` stores one line with the next line number."""
+
+    def __init__(
+        self,
+        store: Path,
+        run_id: str,
+        worker: str = "example",
+        config: dict[str, Any] | None = None,
+        run_dir: Path | None = None,
+    ) -> None:
+        self.store, self.run_id, self.line_no = store, run_id, 0
+        with RunStore(store) as s:
+            s.create_run(
+                run_id, worker, config=config or {"env_id": "CartPole-v1"}, run_dir=run_dir
+            )
+
+    def _write(self, sql: str, row: tuple[Any, ...], counts: tuple[int, ...], ret: Any) -> None:
+        conn = sqlite3.connect(self.store, isolation_level=None)
+        try:
+            conn.execute("BEGIN")
+            conn.execute(sql, row)
+            conn.execute(UPDATE_COUNTS, (1, *counts, ret, self.run_id))
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def add_event(self, event: str, payload: dict[str, Any] | None = None) -> None:
+        self.line_no += 1
+        text = json.dumps({"type": "lifecycle", "event": event, "payload": payload or {}})
+        row = (self.run_id, self.line_no, self.line_no, event, 0, 0, json.dumps(payload), text)
+        self._write(INSERT_EVENT, row, (0, 0, 1, 0, 0, 0), None)
+
+    def add_episode(self, total_reward: float, steps: int) -> None:
+        self.line_no += 1
+        text = json.dumps({"type": "episode", "total_reward": total_reward, "steps": steps})
+        row = (self.run_id, self.line_no, self.line_no, 0, total_reward, steps, 1, 0, 0, text)
+        self._write(INSERT_EPISODE, row, (0, 1, 0, 0, 0, 0), total_reward)
+
+    def add_log(self, text: str, stream: str = "stdout") -> None:
+        self.line_no += 1
+        row = (self.run_id, stream, self.line_no, "log", 0, None, text)
+        self._write(INSERT_LOG, row, (0, 0, 0, 1, 0, 1 if stream == "stderr" else 0), None)
+
+    def finish(self, status: str = "completed") -> None:
+        with RunStore(self.store) as s:
+            s.finish_run(self.run_id, status, 0)

@@ -1,0 +1,181 @@
+"""End to end in a real browser: Debian's Chromium, driven by Playwright, against
+``mosaic watch`` on loopback while the example worker runs with FastLane.
+
+Skipped only when Chromium is not installed (``.ci/run`` installs it, so CI runs these).
+Screenshots go to the test's tmp_path for inspection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mosaic_sdk.fastlane.layout import segment_name
+from mosaic_sdk.shm.segment import shm_unlink
+from tests.watch.conftest import TOKEN
+from tests.watch.processes import start_run, start_watch, stop
+from tests.watch.storefill import FilledRun
+from tests.watch.test_control import FakeRunner
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM),
+    reason="Debian's chromium is not installed (apt-get install -y chromium; .ci/run does it)",
+)
+#: Chromium on a machine with a closed network (see the docs of the test machines).
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (the test extra)")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def live_run(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """A store with the example worker running in it, FastLane on; ended and cleaned after."""
+    store = tmp_path / "runs.sqlite"
+    run_id = f"e2e-{uuid.uuid4().hex[:10]}"
+    config = tmp_path / "slow.json"
+    config.write_text(
+        json.dumps(
+            {
+                "episodes": 200,
+                "max_steps_per_episode": 40,
+                "step_delay_ms": 10,
+                "policy": "random",
+                "fastlane": True,
+                "include_observations": False,
+                "heartbeat_interval": 1,
+            }
+        )
+    )
+    proc = start_run(store, run_id, config, tmp_path / "run.log")
+    try:
+        yield store, run_id
+    finally:
+        stop(proc, interrupt=True)
+        shm_unlink(segment_name(run_id))
+
+
+def wait_for(page: Any, script: str, timeout: float = 60_000) -> Any:
+    """Wait until ``script`` (an expression) is truthy; its value. Passed as a function, so
+    the page's Content-Security-Policy (no eval) does not stop Playwright from checking it."""
+    return page.wait_for_function(f"() => {script}", timeout=timeout).json_value()
+
+
+def test_a_live_run_in_the_browser(page: Any, live_run: tuple[Path, str], tmp_path: Path) -> None:
+    store, run_id = live_run
+    watch, base = start_watch(store)
+    try:
+        page.goto(f"{base}/?token={TOKEN}")
+        row = page.locator(f'tr[data-run="{run_id}"]')
+        row.wait_for(timeout=60_000)
+        assert "running" in row.inner_text() and "example" in row.inner_text()
+        steps_cell = f"document.querySelector('tr[data-run=\"{run_id}\"] td:nth-child(6)')"
+        wait_for(page, f"Number({steps_cell}.textContent) > 0")  # the list updates live
+        page.screenshot(path=str(tmp_path / "runs-page.png"))
+
+        row.locator("a").click()
+        page.wait_for_url(f"**/runs/{run_id}*")
+        first = wait_for(page, "window.__watch.frames >= 3 && window.__watch.lastSeq")
+        page.screenshot(path=str(tmp_path / "run-page-1.png"))
+        img = page.locator("#frame")
+        one = img.screenshot()
+        later = wait_for(page, f"window.__watch.lastSeq > {first} + 10 && window.__watch.lastSeq")
+        assert later > first  # the page shows newer frames as they are published
+        page.wait_for_timeout(300)
+        assert img.screenshot() != one  # and they look different (the cart moves)
+        assert "reward" in page.locator("#hud").inner_text().lower()
+
+        points = wait_for(page, "window.__watch.curvePoints >= 1 && window.__watch.curvePoints")
+        wait_for(page, f"window.__watch.curvePoints > {points}")  # the curve gains points
+        assert page.locator("#curve polyline.series").count() == 2  # raw and smoothed
+        wait_for(page, "window.__watch.events >= 2")
+        assert "run_started" in page.locator("#events").inner_text()
+        page.screenshot(path=str(tmp_path / "run-page-2.png"))
+    finally:
+        stop(watch)
+    assert (tmp_path / "run-page-2.png").stat().st_size > 1000
+
+
+def test_worker_text_is_shown_as_text_and_control_buttons_work(
+    browser: Any, tmp_path: Path
+) -> None:
+    # Without the app's Content-Security-Policy: escaping alone must keep the text inert.
+    context = browser.new_context(bypass_csp=True)
+    page = context.new_page()
+    store = tmp_path / "runs.sqlite"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    run = FilledRun(store, "HOSTILE", run_dir=run_dir)
+    script = "<script>window.__pwned = 1</script>"
+    image = '<img src=x onerror="window.__pwned = 2">'
+    run.add_log(script)
+    run.add_event("run_started", {"note": image})
+    run.add_episode(3.0, 3)
+    fake = FakeRunner(run_dir / "control.sock")
+    watch, base = start_watch(store)
+    try:
+        page.goto(f"{base}/runs/HOSTILE?token={TOKEN}")
+        wait_for(page, "window.__watch.logs >= 1 && window.__watch.events >= 1")
+        assert script in page.locator("#logs").inner_text()
+        assert image.replace('"', '\\"') in page.locator("#events").inner_text()
+        assert page.evaluate("() => window.__pwned === undefined")
+        assert page.locator("#logs script, #events img").count() == 0
+        page.locator("#controls button[data-cmd=pause]").click()
+        wait_for(page, "document.getElementById('control-reply').textContent.includes('done')")
+        assert fake.requests == [{"cmd": "pause"}]
+        page.screenshot(path=str(tmp_path / "hostile-run.png"))
+
+        page.goto(f"{base}/?token={TOKEN}")  # the runs page escapes too
+        page.locator('tr[data-run="HOSTILE"]').wait_for()
+        page.goto(f"{base}/compare?run=HOSTILE&run=NOPE")
+        wait_for(page, "document.querySelectorAll('#curves polyline').length >= 1")
+        assert "no run 'NOPE'" in page.locator("#notice").inner_text()
+        page.screenshot(path=str(tmp_path / "compare.png"))
+    finally:
+        stop(watch)
+        fake.close()
+        context.close()
+
+
+def test_a_missing_store_is_a_message_on_the_page(page: Any, tmp_path: Path) -> None:
+    watch, base = start_watch(tmp_path / "nothing-here.sqlite")
+    try:
+        page.goto(base + "/")
+        wait_for(page, "document.getElementById('notice').textContent.includes('no store')")
+        page.goto(base + "/runs/NOPE")
+        wait_for(page, "document.getElementById('notice').textContent.includes('no store')")
+    finally:
+        stop(watch)
