@@ -2,7 +2,8 @@
 
 One file holds every run, its lifecycle events, steps, episodes and log lines.
 
-Layout (``SCHEMA_VERSION`` 2; a version-1 store gets the new columns when opened for writing):
+Layout (``SCHEMA_VERSION`` 3; an older store gets the new columns and tables when opened for
+writing):
 
 - ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
   ``cancelled``), exit code, times, the runner's pid and host, run directory, config, and the
@@ -23,6 +24,12 @@ Layout (``SCHEMA_VERSION`` 2; a version-1 store gets the new columns when opened
 
 Every table but ``runs`` is keyed by ``(run_id, [stream,] line_no)`` (``WITHOUT ROWID``: the key
 is the table's own B-tree, so rows of one run sit together and appending costs one tree).
+Sweeps (version 3, :data:`_SWEEPS_SCHEMA`): ``sweeps`` has one row per ``mosaic sweep`` (its
+worker, engine, spec, metric and status); ``sweep_trials`` one row per attempt of a trial: the
+trial's key in the sweep, the attempt number, its parameters, the ``run_id`` of the run that
+attempt made (an ordinary run in ``runs``), the trial's own status (``stopped`` when the
+scheduler ended it early) and its metric.
+
 ``line_no`` is the 1-based position of the line in the worker's stdout (stderr has its own
 numbering), so a run's stream can be rebuilt in order across the tables.
 
@@ -38,7 +45,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = ("running", "completed", "failed", "cancelled")
 
 _SCHEMA = """
@@ -118,6 +125,45 @@ CREATE TABLE IF NOT EXISTS log_lines (
     PRIMARY KEY (run_id, stream, line_no)
 ) WITHOUT ROWID;
 """
+
+# Migration to version 3: sweeps (mosaic_sdk.sweeps). A step of its own: tables only, no column
+# of another table, so it merges with the other version-3 changes.
+_SWEEPS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sweeps (
+    sweep_id TEXT PRIMARY KEY,
+    worker TEXT NOT NULL,
+    engine TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    ended_at REAL,
+    spec_json TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    driver_pid INTEGER,
+    driver_host TEXT,
+    engine_state TEXT,
+    error TEXT
+);
+CREATE TABLE IF NOT EXISTS sweep_trials (
+    sweep_id TEXT NOT NULL,
+    trial_key TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    run_id TEXT,
+    params_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    metric REAL,
+    node TEXT,
+    error TEXT,
+    PRIMARY KEY (sweep_id, trial_key, attempt)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sweep_trials_by_run ON sweep_trials (run_id);
+"""
+
+
+def _migrate_sweeps(conn: sqlite3.Connection) -> None:
+    """Version 3, sweeps: add the ``sweeps`` and ``sweep_trials`` tables (idempotent)."""
+    conn.executescript(_SWEEPS_SCHEMA)
+
 
 INSERT_STEP = (
     "INSERT INTO steps (run_id, line_no, seq, episode_index, step_index, reward, terminated,"
@@ -207,6 +253,7 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
             for column, decl in _ADDED_RUN_COLUMNS.items():
                 if column not in have:
                     conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {decl}")
+            _migrate_sweeps(conn)
             conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
