@@ -28,21 +28,41 @@ def register(sub: Any) -> None:
         "--resume continues without re-running finished trials.",
     )
     p.add_argument("name", help="worker name (see `mosaic workers list`)")
-    p.add_argument("spec", nargs="?", help="sweep spec file (.json or .toml); optional with "
-                   "--grid/--seeds or --resume")
-    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
-                   help="a grid over one config key (repeatable; values are JSON if they parse)")
+    p.add_argument(
+        "spec",
+        nargs="?",
+        help="sweep spec file (.json or .toml); optional with --grid/--seeds or --resume",
+    )
+    p.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="a grid over one config key (repeatable; values are JSON if they parse)",
+    )
     p.add_argument("--seeds", metavar="RANGE", help="run every trial for these seeds, e.g. 1-5")
-    p.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="local: child processes here (default); ray: Ray Tune")
-    p.add_argument("--address", metavar="ADDR",
-                   help="(ray) the cluster to join, e.g. auto or ray://head:10001; "
-                   "default: start a local Ray instance")
+    p.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: child processes here (default); ray: Ray Tune",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="(ray) the cluster to join, e.g. auto or ray://head:10001; "
+        "default: start a local Ray instance",
+    )
     p.add_argument("--resume", metavar="SWEEP", help="continue an interrupted sweep")
     p.add_argument("--store", metavar="PATH", help="SQLite store file (default: under MOSAIC_HOME)")
     p.add_argument("--runs-dir", metavar="DIR", help="parent of run directories")
-    p.add_argument("--grace", type=float, default=10.0, metavar="SECONDS",
-                   help="after Ctrl-C, how long a trial may take to stop before it is killed")
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="after Ctrl-C, how long a trial may take to stop before it is killed",
+    )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(handler=cmd_sweep)
 
@@ -106,16 +126,28 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             ) from None
         raise
     if args.json:
-        print(json.dumps({"sweep_id": result.sweep_id, "status": result.status,
-                          "store": str(result.store_path), "trials": result.trials},
-                         indent=2, sort_keys=True, default=str))
+        print(
+            json.dumps(
+                {
+                    "sweep_id": result.sweep_id,
+                    "status": result.status,
+                    "store": str(result.store_path),
+                    "trials": result.trials,
+                },
+                indent=2,
+                sort_keys=True,
+                default=str,
+            )
+        )
     else:
         counts: dict[str, int] = {}
         for t in result.trials:
             counts[t["status"]] = counts.get(t["status"], 0) + 1
         shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-        print(f"sweep {result.sweep_id} {result.status}: {shown or 'no trials'}; "
-              f"inspect: mosaic sweeps show {result.sweep_id} --store {result.store_path}")
+        print(
+            f"sweep {result.sweep_id} {result.status}: {shown or 'no trials'}; "
+            f"inspect: mosaic sweeps show {result.sweep_id} --store {result.store_path}"
+        )
     return result.exit_code
 
 
@@ -143,12 +175,29 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print("No sweeps in the store yet; start one with `mosaic sweep NAME SPEC`.")
         return 0
-    header = ("sweep id", "worker", "engine", "status", "created", "trials", "completed",
-              "failed", "best")
+    header = (
+        "sweep id",
+        "worker",
+        "engine",
+        "status",
+        "created",
+        "trials",
+        "completed",
+        "failed",
+        "best",
+    )
     table = [
-        (r["sweep_id"], r["worker"], r["engine"], r["status"], _when(r["created_at"]),
-         str(r["trials"]), str(r["completed"] or 0), str(r["failed"] or 0),
-         "-" if r["best"] is None else f"{r['metric']} {r['best']:.4g} ({r['mode']})")
+        (
+            r["sweep_id"],
+            r["worker"],
+            r["engine"],
+            r["status"],
+            _when(r["created_at"]),
+            str(r["trials"]),
+            str(r["completed"] or 0),
+            str(r["failed"] or 0),
+            "-" if r["best"] is None else f"{r['metric']} {r['best']:.4g} ({r['mode']})",
+        )
         for r in rows
     ]
     _print_table(header, table)
@@ -172,13 +221,22 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**sweep, "trials": trials}, indent=2, sort_keys=True, default=str))
         return 0
-    print(f"sweep {sweep['sweep_id']} of {sweep['worker']} on {sweep['engine']}: "
-          f"{sweep['status']}; metric {sweep['metric']} ({sweep['mode']}), best first")
+    print(
+        f"sweep {sweep['sweep_id']} of {sweep['worker']} on {sweep['engine']}: "
+        f"{sweep['status']}; metric {sweep['metric']} ({sweep['mode']}), best first"
+    )
     header = ("trial", "try", "status", sweep["metric"], "episodes", "node", "params", "run id")
     table = [
-        (t["trial_key"], str(t["attempt"]), t["status"],
-         "-" if t["metric"] is None else f"{t['metric']:.4g}", str(t["episodes"] or 0),
-         t["node"] or "-", json.dumps(t["params"], sort_keys=True), t["run_id"] or "-")
+        (
+            t["trial_key"],
+            str(t["attempt"]),
+            t["status"],
+            "-" if t["metric"] is None else f"{t['metric']:.4g}",
+            str(t["episodes"] or 0),
+            t["node"] or "-",
+            json.dumps(t["params"], sort_keys=True),
+            t["run_id"] or "-",
+        )
         for t in trials
     ]
     _print_table(header, table)

@@ -102,8 +102,17 @@ def run_sweep(
             report(f"sweep {sweep_id} of {handle.name} on engine {engine}; store {runs.path}")
         try:
             cancelled = _run_engine(
-                engine, handle, spec, sweeps, sweep_id, runs_dir, grace, report, address,
-                resume is not None, ray_options or {},
+                engine,
+                handle,
+                spec,
+                sweeps,
+                sweep_id,
+                runs_dir,
+                grace,
+                report,
+                address,
+                resume is not None,
+                ray_options or {},
             )
         except BaseException as exc:
             sweeps.set_status(sweep_id, "failed", f"{type(exc).__name__}: {exc}")
@@ -136,7 +145,9 @@ def _run_engine(
         done = sweeps.finished_keys(sweep_id) if resuming else set()
         todo = [t for t in trials if t.key not in done]
         if resuming:
-            report(f"{len(trials) - len(todo)} of {len(trials)} trials finished; running {len(todo)}")
+            report(
+                f"{len(trials) - len(todo)} of {len(trials)} trials finished; running {len(todo)}"
+            )
         local = LocalEngine(
             handle, spec, sweeps, sweep_id, runs_dir=runs_dir, grace=grace, report=report
         )
@@ -145,8 +156,15 @@ def _run_engine(
     from mosaic_sdk.sweeps.ray_engine import RayEngine
 
     ray = RayEngine(
-        handle, spec, sweeps, sweep_id, address=address, runs_dir=runs_dir, grace=grace,
-        report=report, **dict(ray_options),
+        handle,
+        spec,
+        sweeps,
+        sweep_id,
+        address=address,
+        runs_dir=runs_dir,
+        grace=grace,
+        report=report,
+        **dict(ray_options),
     )
     return ray.run(resume=resuming)
 

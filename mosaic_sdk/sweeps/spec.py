@@ -97,7 +97,11 @@ class SweepSpec:
             "seeds": self.seeds,
             "samples": self.samples,
             "sample_seed": self.sample_seed,
-            "metric": {"name": self.metric.name, "last": self.metric.last, "mode": self.metric.mode},
+            "metric": {
+                "name": self.metric.name,
+                "last": self.metric.last,
+                "mode": self.metric.mode,
+            },
             "trials_at_once": self.trials_at_once,
             "max_failures": self.max_failures,
         }
@@ -142,7 +146,9 @@ def load_spec(path: str | Path) -> dict[str, Any]:
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise SpecError([f"{p} is not valid JSON: {exc} (a .toml file is read as TOML)"]) from None
+            raise SpecError(
+                [f"{p} is not valid JSON: {exc} (a .toml file is read as TOML)"]
+            ) from None
     if not isinstance(data, dict):
         raise SpecError([f"{p}: a sweep spec is an object, got {type(data).__name__}"])
     return data
@@ -200,11 +206,7 @@ def _int(errors: list[str], where: str, value: Any, minimum: int) -> int:
 
 
 def _number(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _parse_space(errors: list[str], raw: Any) -> dict[str, dict[str, list[Any]]]:
@@ -305,7 +307,9 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
             seeds_raw = []
     seeds: list[int] = []
     if not isinstance(seeds_raw, list):
-        errors.append(f"seeds: give a list of whole numbers or a range like '1-5' (got {seeds_raw!r})")
+        errors.append(
+            f"seeds: give a list of whole numbers or a range like '1-5' (got {seeds_raw!r})"
+        )
     else:
         for s in seeds_raw:
             if isinstance(s, bool) or not isinstance(s, int):

@@ -60,8 +60,16 @@ def test_trials_are_tagged_runs_and_a_crashing_trial_does_not_stop_the_sweep(
 
 
 def _sweep_cli(store: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example", *args, "--store",
-            str(store)]
+    return [
+        sys.executable,
+        "-m",
+        "mosaic_sdk.cli",
+        "sweep",
+        "example",
+        *args,
+        "--store",
+        str(store),
+    ]
 
 
 def _statuses(store: Path) -> list[str]:
@@ -135,3 +143,48 @@ def test_ctrl_c_cancels_every_trial_and_resume_runs_only_what_did_not_finish(
     for key, run_id in finished_before.items():  # finished trials were not run again
         assert [t["run_id"] for t in trials if t["trial_key"] == key] == [run_id]
     assert any(t["attempt"] == 2 for t in trials)  # the cancelled ones ran again
+
+
+def test_cli_shorthands_then_sweeps_list_and_show_best_first(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    done = subprocess.run(
+        _sweep_cli(store, "--grid", "max_steps_per_episode=5,9", "--seeds", "1-2") + ["--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert len(result["trials"]) == 4
+    assert [t["metric"] for t in result["trials"]] == sorted(
+        (t["metric"] for t in result["trials"]), reverse=True
+    )
+    cli = [sys.executable, "-m", "mosaic_sdk.cli", "sweeps"]
+    listed = subprocess.run(cli + ["list", "--store", str(store)], capture_output=True, text=True)
+    assert result["sweep_id"] in listed.stdout and "completed" in listed.stdout
+    shown = subprocess.run(
+        cli + ["show", result["sweep_id"][:12], "--store", str(store)],
+        capture_output=True,
+        text=True,
+    )
+    rows = [line for line in shown.stdout.splitlines() if line.startswith("t0")]
+    assert len(rows) == 4, shown.stdout
+    assert '"max_steps_per_episode": 9' in rows[0] and '"max_steps_per_episode": 5' in rows[-1]
+
+
+def test_a_bad_spec_starts_nothing_and_names_every_bad_value(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    done = subprocess.run(
+        _sweep_cli(store, "--grid", "episodes=2,0", "--grid", "policy=random,greedy"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "space.episodes.grid value 0" in done.stderr
+    assert "space.policy.grid value 'greedy'" in done.stderr
+    assert "nothing was started" in done.stderr
+    if store.exists():
+        conn = sqlite3.connect(store)
+        assert conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+        conn.close()
