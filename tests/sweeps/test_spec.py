@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+from mosaic_worker_example.config import ExampleConfig
 
 from mosaic_sdk.sweeps.spec import (
     SpecError,
@@ -18,7 +19,6 @@ from mosaic_sdk.sweeps.spec import (
     parse_spec,
     trial_config,
 )
-from mosaic_worker_example.config import ExampleConfig
 
 
 def test_seeds_shorthand_ranges_and_lists() -> None:
