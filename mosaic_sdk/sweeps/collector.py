@@ -5,6 +5,7 @@ driver what it sees, in order, as messages keyed by the attempt's run id:
 
 - ``("start", run_id, info)``: the attempt began (``info``: trial key, params, config, argv,
   node, worker pid, run dir);
+- ``("pid", run_id, pid)``: the worker's process id, once it started;
 - ``("out", run_id, lines, partial)``: a batch of stdout lines (bytes, without newlines);
 - ``("err", run_id, lines, partial)``: a batch of stderr lines;
 - ``("end", run_id, info)``: the worker ended (``info``: exit code, the reason it was asked to
@@ -101,6 +102,8 @@ class Collector:
                 if kind == "out":
                     attempt.out(msg[2], msg[3])
                     self.lines_received += len(msg[2])
+                elif kind == "pid":
+                    self.runs.set_worker_pid(run_id, msg[2])
                 elif kind == "err":
                     attempt.stderr(msg[2], msg[3])
                 elif kind == "end":
@@ -114,11 +117,18 @@ class Collector:
                 if trial_key is None or a.trial_key == trial_key
             ]
 
-    def lost(self, run_id: str, why: str) -> None:
-        """Close an attempt that will send nothing more: ``failed``, with what it had sent."""
+    def lost(self, run_id: str, why: str, status: str = "failed") -> None:
+        """Close an attempt that will send nothing more (``failed``, or ``cancelled`` when the
+        sweep was interrupted), with what it had sent and a synthesised event saying why."""
         with self._lock:
             attempt = self._open.get(run_id)
             if attempt is None:
+                return
+            if status == "cancelled":
+                event = lifecycle_event(
+                    run_id, "run_cancelled", {"reason": why, "by": "mosaic sweep"}
+                )
+                self._close(attempt, status, why, None, event, stopped_early=False)
                 return
             event = lifecycle_event(
                 run_id,
@@ -144,10 +154,6 @@ class Collector:
             config=info["config"],
             argv=info["argv"],
             stderr_path=Path(info["run_dir"]) / "stderr.log",
-        )
-        self.runs.conn.execute(
-            "UPDATE runs SET runner_host = ?, worker_pid = ? WHERE run_id = ?",
-            (info["node"], info.get("pid"), run_id),
         )
         self.sweeps.add_attempt(
             self.sweep_id, info["trial_key"], run_id, info["params"], node=info["node"]
