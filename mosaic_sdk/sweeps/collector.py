@@ -33,6 +33,8 @@ from mosaic_sdk.sweeps.spec import Metric
 from mosaic_sdk.sweeps.store import SweepStore, trial_status
 
 Message = tuple[Any, ...]
+#: Longest wait for the store's write lock inside SQLite (s) before a writer backs off.
+BUSY_WAIT = 10.0
 
 
 class _Attempt:
@@ -41,7 +43,10 @@ class _Attempt:
     def __init__(self, run_id: str, store_path: Path, trial_key: str, batch_lines: int) -> None:
         self.run_id = run_id
         self.trial_key = trial_key
-        self.writer = StoreWriter(store_path, run_id)
+        # One writer per attempt, all on the driver's one store: they take turns at SQLite's
+        # write lock, so wait for it inside SQLite (BUSY_WAIT) rather than in the writer's
+        # backoff, which is made for another process holding the lock for long.
+        self.writer = StoreWriter(store_path, run_id, busy_timeout=BUSY_WAIT)
         self.ingest = LineIngest(run_id)
         self.stderr = StderrIngest(run_id, self.writer)
         self.batch_lines = batch_lines
