@@ -146,3 +146,16 @@ def test_toml_and_json_files_read_alike(tmp_path: Path) -> None:
         load_spec(bad)
     with pytest.raises(SpecError, match="cannot read"):
         load_spec(tmp_path / "missing.json")
+
+
+def test_the_guides_toml_spec_is_a_valid_spec_for_the_example_worker() -> None:
+    import tomllib
+
+    from docs_snippets.blocks import blocks
+
+    found = [b for b in blocks("docs/guides/sweeps.md") if b.language == "toml"]
+    assert len(found) == 1
+    spec = parse_spec(tomllib.loads(found[0].code))
+    check_against_model(spec, ExampleConfig)
+    assert len(expand_trials(spec)) == 2 * 3 * 3
+    assert spec.scheduler is not None and spec.scheduler.max_t == spec.base["episodes"]
