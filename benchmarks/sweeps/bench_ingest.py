@@ -111,9 +111,14 @@ def ray_run(lines: int, tmp: Path) -> tuple[float, int]:
     ray_tmp = tempfile.mkdtemp(prefix="mb-")
     result = run_sweep(
         "flood",
-        {"base": {"lines": lines}, "space": {"episode_length": {"grid": [1000, 999]}},
-         "trials_at_once": 2},
-        engine="ray", store=store, report=lambda _m: None,
+        {
+            "base": {"lines": lines},
+            "space": {"episode_length": {"grid": [1000, 999]}},
+            "trials_at_once": 2,
+        },
+        engine="ray",
+        store=store,
+        report=lambda _m: None,
         ray_options={"num_cpus": 2, "ray_temp_dir": ray_tmp},
     )
     start = min(t["started_at"] for t in result.trials)
@@ -149,8 +154,10 @@ def main() -> None:
             )
         if args.ray:
             rate, lost = ray_run(args.lines, tmp)
-            print(f"ray, 2 flood trials at once end to end: {rate / 1e3:.1f}k lines/s stored, "
-                  f"lost {lost}")
+            print(
+                f"ray, 2 flood trials at once end to end: {rate / 1e3:.1f}k lines/s stored, "
+                f"lost {lost}"
+            )
     print(f"(medians of {args.reps}; load average {os.getloadavg()[0]:.1f})")
 
 

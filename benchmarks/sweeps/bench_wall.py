@@ -36,9 +36,7 @@ def mosaic() -> str:
 
 def shell_loop(tmp: Path, trials: int, parallel: int) -> float:
     store = tmp / f"loop{parallel}-{time.monotonic_ns()}.sqlite"
-    sets = " ".join(
-        f"--set {k}={json.dumps(v)}" for k, v in BASE.items()
-    )
+    sets = " ".join(f"--set {k}={json.dumps(v)}" for k, v in BASE.items())
     run = f"{mosaic()} run example -q --no-preflight --store {store} {sets} --set seed="
     if parallel == 1:
         script = f"for s in $(seq 1 {trials}); do {run}$s >/dev/null; done"
@@ -59,9 +57,23 @@ def sweep(tmp: Path, trials: int, engine: str) -> float:
         env["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="mb-")
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example", str(spec), "--engine",
-         engine, "--store", str(store), "--json"],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+        [
+            sys.executable,
+            "-m",
+            "mosaic_sdk.cli",
+            "sweep",
+            "example",
+            str(spec),
+            "--engine",
+            engine,
+            "--store",
+            str(store),
+            "--json",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
     )
     return time.perf_counter() - start
 
@@ -89,8 +101,10 @@ def main() -> None:
     print(f"{args.trials} trials of the example worker {BASE}:")
     for kind, values in times.items():
         med = statistics.median(values)
-        print(f"  {kind:26s} {med:7.1f} s  ({med / ref:.2f}x the 2-at-a-time loop; "
-              f"{med / args.trials:.2f} s/trial)")
+        print(
+            f"  {kind:26s} {med:7.1f} s  ({med / ref:.2f}x the 2-at-a-time loop; "
+            f"{med / args.trials:.2f} s/trial)"
+        )
     print(f"(medians of {args.reps}; load average {os.getloadavg()[0]:.1f})")
 
 

@@ -31,6 +31,7 @@ from mosaic_sdk.sweeps.collector import Collector
 from mosaic_sdk.sweeps.spec import SweepSpec
 from mosaic_sdk.sweeps.store import SweepStore
 
+
 def param_space(spec: SweepSpec) -> dict[str, Any]:
     """The spec's search space in Tune's terms."""
     from ray import tune
@@ -102,7 +103,10 @@ class RayEngine:
                 )
             started = True
         collector = Collector(
-            self.sweeps.runs.path, self.handle.name, self.sweep_id, self.spec.metric,
+            self.sweeps.runs.path,
+            self.handle.name,
+            self.sweep_id,
+            self.spec.metric,
             report=self.report,
         )
         restore = self._install_signal_handlers(collector)
@@ -145,7 +149,9 @@ class RayEngine:
             self.sweeps.set_engine_state(self.sweep_id, str(self.storage_dir / self.sweep_id))
         stop = threading.Event()
         pump = threading.Thread(
-            target=self._pump, args=(inbox, collector, stop), name="mosaic-sweep-inbox",
+            target=self._pump,
+            args=(inbox, collector, stop),
+            name="mosaic-sweep-inbox",
             daemon=True,
         )
         pump.start()

@@ -100,7 +100,9 @@ class MosaicTrial(tune.Trainable):
         job = resolve_job(trial_config(setup_args["spec"], params))
         runs_dir = setup_args.get("runs_dir")
         prepared = prepare_run(
-            self.handle, job, runs_dir=Path(runs_dir) if runs_dir else default_runs_dir(),
+            self.handle,
+            job,
+            runs_dir=Path(runs_dir) if runs_dir else default_runs_dir(),
             exclusive=True,
         )
         self.run_id = prepared.run_id

@@ -8,7 +8,12 @@ when Ray Tune is not installed (``pip install 'mosaic-worker-sdk[ray]'``; script
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -20,6 +25,7 @@ from conftest import alive, worker_pids
 
 from mosaic_sdk.runner.store import RunStore
 from mosaic_sdk.sweeps.driver import run_sweep
+from mosaic_sdk.sweeps.store import SweepStore
 
 pytest.importorskip("ray.tune", reason="the ray extra is not installed")
 
@@ -58,8 +64,12 @@ def test_ray_engine_on_a_local_instance_stores_trials_and_asha_stops_the_weak_on
     result = run_sweep(
         "example",
         {
-            "base": {"episodes": 12, "max_steps_per_episode": 30, "step_delay_ms": 10,
-                     "include_observations": False},
+            "base": {
+                "episodes": 12,
+                "max_steps_per_episode": 30,
+                "step_delay_ms": 10,
+                "include_observations": False,
+            },
             "space": {
                 "env_id": {"grid": ["CartPole-v1", "NoSuchEnv-v0"]},
                 "policy": {"grid": ["balance", "random"]},
@@ -155,8 +165,12 @@ def test_a_node_lost_mid_trial_is_retried_and_its_attempt_stored_failed(
         result = run_sweep(
             "example",
             {
-                "base": {"episodes": 8, "max_steps_per_episode": 20, "step_delay_ms": 15,
-                         "include_observations": False},
+                "base": {
+                    "episodes": 8,
+                    "max_steps_per_episode": 20,
+                    "step_delay_ms": 15,
+                    "include_observations": False,
+                },
                 "seeds": [1, 2, 3],
                 "trials_at_once": 2,
                 "max_failures": 1,
@@ -185,3 +199,99 @@ def test_a_node_lost_mid_trial_is_retried_and_its_attempt_stored_failed(
     time.sleep(1.0)
     for pid in worker_pids(store) + all_pids:
         assert not alive(pid), f"process {pid} outlived the sweep"
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return [pid for pid in found if alive(pid)]
+
+
+def test_ctrl_c_on_a_ray_sweep_stops_everything_and_resume_finishes_it(
+    tmp_path: Path, ray_env: None, ray_tmp: str, shm_unchanged: None
+) -> None:
+    store = tmp_path / "s.sqlite"
+    spec = tmp_path / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "base": {
+                    "episodes": 6,
+                    "max_steps_per_episode": 20,
+                    "step_delay_ms": 20,
+                    "include_observations": False,
+                },
+                "seeds": "1-4",
+                "trials_at_once": 2,
+            }
+        )
+    )
+    cli = [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example"]
+    driver = subprocess.Popen(
+        [*cli, str(spec), "--engine", "ray", "--store", str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            assert driver.poll() is None, driver.stdout.read() if driver.stdout else ""
+            assert time.monotonic() < deadline, "no trial completed in time"
+            conn = sqlite3.connect(store)
+            try:
+                rows = conn.execute(
+                    "SELECT t.status, r.episodes FROM sweep_trials t JOIN runs r USING (run_id)"
+                ).fetchall()
+            except sqlite3.OperationalError:
+                rows = []
+            finally:
+                conn.close()
+            if any(s == "completed" for s, _ in rows) and any(
+                s == "running" and n >= 1 for s, n in rows
+            ):
+                break
+            time.sleep(0.1)
+        driver.send_signal(signal.SIGINT)
+        out, _ = driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode == 130, out[-3000:]
+    conn = sqlite3.connect(store)
+    statuses = [r[0] for r in conn.execute("SELECT status FROM sweep_trials")]
+    sweep_id, sweep_status = conn.execute("SELECT sweep_id, status FROM sweeps").fetchone()
+    finished = dict(
+        conn.execute("SELECT trial_key, run_id FROM sweep_trials WHERE status = 'completed'")
+    )
+    conn.close()
+    assert sweep_status == "cancelled" and "running" not in statuses, statuses
+    assert "cancelled" in statuses, statuses
+    time.sleep(1.0)
+    for pid in worker_pids(store):
+        assert not alive(pid), f"worker {pid} outlived the sweep"
+    assert _processes_mentioning(ray_tmp) == []  # the local Ray instance is gone
+
+    resumed = subprocess.run(
+        [*cli, "--engine", "ray", "--resume", sweep_id, "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    with RunStore(store, readonly=True) as runs:
+        trials = SweepStore(runs).trials(sweep_id)
+    last = {t["trial_key"]: t for t in sorted(trials, key=lambda t: t["attempt"])}
+    assert len(last) == 4 and all(t["status"] == "completed" for t in last.values()), trials
+    for key, run_id in finished.items():  # finished trials were not run again
+        assert [t["run_id"] for t in trials if t["trial_key"] == key] == [run_id]
+    assert _processes_mentioning(ray_tmp) == []

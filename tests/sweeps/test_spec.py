@@ -149,7 +149,10 @@ def test_toml_and_json_files_read_alike(tmp_path: Path) -> None:
 
 
 def test_the_guides_toml_spec_is_a_valid_spec_for_the_example_worker() -> None:
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
 
     from docs_snippets.blocks import blocks
 
