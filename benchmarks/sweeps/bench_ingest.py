@@ -141,7 +141,8 @@ def main() -> None:
         print(
             f"baseline, one run through LineIngest+StoreWriter: "
             f"{statistics.median(b[0] for b in base) / 1e3:.1f}k lines/s, "
-            f"{statistics.median(b[1] for b in base):.2f} us CPU/line, lost {max(b[2] for b in base)}"
+            f"{statistics.median(b[1] for b in base):.2f} us CPU/line, "
+            f"lost {max(b[2] for b in base)}"
         )
         for k in (1, 2, 4):
             got = [collector_run(lines, k, tmp) for _ in range(args.reps)]

@@ -12,6 +12,7 @@ import argparse
 import json
 import sqlite3
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -243,7 +244,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_table(header: tuple[str, ...], table: list[tuple[str, ...]]) -> None:
+def _print_table(header: tuple[str, ...], table: Sequence[tuple[Any, ...]]) -> None:
     from mosaic_sdk.runner.printable import printable
 
     shown = [tuple(printable(v) for v in row) for row in table]

@@ -25,6 +25,7 @@ from ray import tune
 from mosaic_sdk.runner.launch import prepare_run, resolve_job
 from mosaic_sdk.runner.lifecycle import RunLifecycle, RunObserver
 from mosaic_sdk.runner.paths import default_runs_dir
+from mosaic_sdk.runner.process import WorkerProcess
 from mosaic_sdk.runner.supervisor import resolve_worker
 from mosaic_sdk.sweeps.spec import trial_config
 
@@ -145,10 +146,10 @@ class MosaicTrial(tune.Trainable):
         stderr_tail = ""
         try:
             self.send(("start", self.run_id, self.start_info))
+            proc: WorkerProcess | None = None
             try:
                 proc = self.lifecycle.start()
             except RuntimeError as exc:
-                proc = None
                 start_error = f"{exc}; check the worker's launch command (mosaic workers show)"
             else:
                 self.send(("pid", self.run_id, proc.pid))

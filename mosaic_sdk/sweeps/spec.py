@@ -365,7 +365,8 @@ def expand_trials(spec: SweepSpec) -> list[Trial]:
             for key in random_keys:
                 kind, values = next(iter(spec.space[key].items()))
                 params[key] = _draw(rng, kind, values)
-            for seed in spec.seeds or [None]:
+            seeds: list[int | None] = list(spec.seeds) or [None]
+            for seed in seeds:
                 p = dict(params) if seed is None else {**params, "seed": seed}
                 trials.append(Trial(f"t{len(trials):04d}", p))
     return trials
