@@ -197,6 +197,11 @@ class RayEngine:
                 name=self.sweep_id,
                 storage_path=str(self.storage_dir),
                 failure_config=tune.FailureConfig(max_failures=spec.max_failures),
+                # No trial checkpoints: a retried attempt starts its worker anew, so the
+                # nodes need no storage shared with the driver.
+                checkpoint_config=tune.CheckpointConfig(
+                    checkpoint_frequency=0, checkpoint_at_end=False
+                ),
                 callbacks=[LostAttempts()],
                 verbose=0,
             ),
