@@ -125,6 +125,9 @@ class RayEngine:
 
         # A trial reports its metric once it has episodes: results before that lack it.
         os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+        # Tune's own progress tables would mix with our output (and --json): verbose=0 is
+        # silent only in its classic reporter.
+        os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
         while not NOTICES.empty():  # left by an earlier sweep of this process
             NOTICES.get_nowait()
         inbox = make_inbox()
