@@ -224,7 +224,7 @@ def test_ctrl_c_on_a_ray_sweep_stops_everything_and_resume_finishes_it(
         json.dumps(
             {
                 "base": {
-                    "episodes": 6,
+                    "episodes": 20,
                     "max_steps_per_episode": 20,
                     "step_delay_ms": 20,
                     "include_observations": False,
