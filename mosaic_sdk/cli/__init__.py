@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "plugins",
     "run",
     "runs",
+    "sweep",
     "control",
     "fastlane",
     "conformance",

@@ -2,8 +2,8 @@
 
 One file holds every run, its lifecycle events, steps, episodes and log lines.
 
-Layout (``SCHEMA_VERSION`` 3; an older store gets the new columns and indexes when opened for
-writing):
+Layout (``SCHEMA_VERSION`` 3; an older store gets the new columns, indexes and tables when
+opened for writing):
 
 - ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
   ``cancelled``), exit code, times, the runner's pid and host, run directory, config, and the
@@ -28,6 +28,12 @@ writing):
 
 Every table but ``runs`` is keyed by ``(run_id, [stream,] line_no)`` (``WITHOUT ROWID``: the key
 is the table's own B-tree, so rows of one run sit together and appending costs one tree).
+Sweeps (version 3, :data:`_SWEEPS_SCHEMA`): ``sweeps`` has one row per ``mosaic sweep`` (its
+worker, engine, spec, metric and status); ``sweep_trials`` one row per attempt of a trial: the
+trial's key in the sweep, the attempt number, its parameters, the ``run_id`` of the run that
+attempt made (an ordinary run in ``runs``), the trial's own status (``stopped`` when the
+scheduler ended it early) and its metric.
+
 ``line_no`` is the 1-based position of the line in the worker's stdout (stderr has its own
 numbering), so a run's stream can be rebuilt in order across the tables.
 
@@ -154,6 +160,40 @@ EPISODE_COLUMNS = (
     "raw",
     "agent_id",
 )
+# Migration to version 3: sweeps (mosaic_sdk.sweeps). A step of its own: tables only, no column
+# of another table, so it merges with the other version-3 changes.
+_SWEEPS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sweeps (
+    sweep_id TEXT PRIMARY KEY,
+    worker TEXT NOT NULL,
+    engine TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    ended_at REAL,
+    spec_json TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    driver_pid INTEGER,
+    driver_host TEXT,
+    engine_state TEXT,
+    error TEXT
+);
+CREATE TABLE IF NOT EXISTS sweep_trials (
+    sweep_id TEXT NOT NULL,
+    trial_key TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    run_id TEXT,
+    params_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    metric REAL,
+    node TEXT,
+    error TEXT,
+    PRIMARY KEY (sweep_id, trial_key, attempt)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sweep_trials_by_run ON sweep_trials (run_id);
+"""
+
+
 INSERT_STEP = (
     f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
 )
@@ -248,7 +288,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for column, decl in columns.items():
                 if column not in have:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
-        for statement in _INDEXES.split(";"):
+        for statement in (_INDEXES + _SWEEPS_SCHEMA).split(";"):
             if statement.strip():
                 conn.execute(statement)
         conn.execute(

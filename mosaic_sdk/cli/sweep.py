@@ -1,0 +1,254 @@
+"""``mosaic sweep NAME SPEC [--grid K=V1,V2] [--seeds 1-5] [--engine local|ray] [--address ADDR]
+[--resume SWEEP]`` and ``mosaic sweeps list`` / ``mosaic sweeps show SWEEP``.
+
+``mosaic sweep`` exits 0 when the sweep ran to the end (some trials may have failed: they are
+listed), 1 when no trial completed, 130 when cancelled, 2 for a usage or spec error (nothing
+started).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli.runs import _open, _when
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run a sweep of trials (hyperparameters x seeds), locally or on Ray",
+        description="Run one worker over a search space: every trial is an ordinary run in the "
+        "store, tagged with the sweep and its parameters. Ctrl-C cancels every trial; "
+        "--resume continues without re-running finished trials.",
+    )
+    p.add_argument("name", help="worker name (see `mosaic workers list`)")
+    p.add_argument(
+        "spec",
+        nargs="?",
+        help="sweep spec file (.json or .toml); optional with --grid/--seeds or --resume",
+    )
+    p.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="a grid over one config key (repeatable; values are JSON if they parse)",
+    )
+    p.add_argument("--seeds", metavar="RANGE", help="run every trial for these seeds, e.g. 1-5")
+    p.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: child processes here (default); ray: Ray Tune",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="(ray) the cluster to join, e.g. auto or ray://head:10001; "
+        "default: start a local Ray instance",
+    )
+    p.add_argument("--resume", metavar="SWEEP", help="continue an interrupted sweep")
+    p.add_argument("--store", metavar="PATH", help="SQLite store file (default: under MOSAIC_HOME)")
+    p.add_argument("--runs-dir", metavar="DIR", help="parent of run directories")
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="after Ctrl-C, how long a trial may take to stop before it is killed",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.set_defaults(handler=cmd_sweep)
+
+    s = sub.add_parser("sweeps", help="list sweeps, or show one's trials best first")
+    ssub = s.add_subparsers(dest="sweeps_command", metavar="SUBCOMMAND")
+    lst = ssub.add_parser("list", help="the newest sweeps in the store")
+    lst.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS, help="store file")
+    lst.add_argument("--json", action="store_true", help="print a JSON list")
+    lst.set_defaults(handler=cmd_list)
+    show = ssub.add_parser("show", help="the trials of one sweep, best metric first")
+    show.add_argument("sweep_id", help="a sweep id, or a unique prefix of one")
+    show.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS, help="store file")
+    show.add_argument("--json", action="store_true", help="print one JSON object")
+    show.set_defaults(handler=cmd_show)
+    s.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS, help="store file")
+    s.set_defaults(handler=cmd_list, json=False)
+
+
+def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
+    from mosaic_sdk.sweeps.spec import apply_shorthands, load_spec
+
+    raw = load_spec(args.spec) if args.spec else {}
+    return apply_shorthands(raw, args.grid, args.seeds)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from mosaic_sdk.plugins import PluginError
+    from mosaic_sdk.runner.paths import MosaicHomeError
+    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.sweeps.driver import run_sweep
+    from mosaic_sdk.sweeps.spec import SpecError
+
+    if args.resume is None and not (args.spec or args.grid or args.seeds):
+        raise UsageError("give a sweep spec file, --grid KEY=V1,V2 or --seeds RANGE")
+    if args.resume is not None and (args.spec or args.grid or args.seeds):
+        raise UsageError("--resume takes the spec from the store; leave out SPEC, --grid, --seeds")
+    if args.address is not None and args.engine != "ray":
+        raise UsageError("--address is for --engine ray")
+    report = (lambda _msg: None) if args.json else (lambda msg: print(msg, flush=True))
+    try:
+        result = run_sweep(
+            args.name,
+            _raw_spec(args) if args.resume is None else {},
+            engine=args.engine,
+            store=Path(args.store).expanduser() if args.store else None,
+            runs_dir=Path(args.runs_dir).expanduser() if args.runs_dir else None,
+            address=args.address,
+            resume=args.resume,
+            grace=args.grace,
+            report=report,
+        )
+    except SpecError as exc:
+        lines = "\n  ".join(exc.errors)
+        raise UsageError(f"the sweep spec cannot run (nothing was started):\n  {lines}") from None
+    except (PluginError, StoreError, MosaicHomeError) as exc:
+        raise UsageError(str(exc)) from None
+    except ModuleNotFoundError as exc:
+        if exc.name == "ray" or (exc.name or "").startswith("ray."):
+            raise UsageError(
+                "--engine ray needs Ray Tune: pip install 'mosaic-worker-sdk[ray]'"
+            ) from None
+        raise
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "sweep_id": result.sweep_id,
+                    "status": result.status,
+                    "store": str(result.store_path),
+                    "trials": result.trials,
+                },
+                indent=2,
+                sort_keys=True,
+                default=str,
+            )
+        )
+    else:
+        counts: dict[str, int] = {}
+        for t in result.trials:
+            counts[t["status"]] = counts.get(t["status"], 0) + 1
+        shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        print(
+            f"sweep {result.sweep_id} {result.status}: {shown or 'no trials'}; "
+            f"inspect: mosaic sweeps show {result.sweep_id} --store {result.store_path}"
+        )
+    return result.exit_code
+
+
+def _sweeps(store: Any) -> Any:
+    from mosaic_sdk.sweeps.store import SweepStore
+
+    return SweepStore(store)
+
+
+def _no_sweeps_table(exc: sqlite3.OperationalError) -> bool:
+    return "no such table" in str(exc)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        try:
+            rows = _sweeps(store).list_sweeps()
+        except sqlite3.OperationalError as exc:
+            if not _no_sweeps_table(exc):
+                raise
+            rows = []
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True, default=str))
+        return 0
+    if not rows:
+        print("No sweeps in the store yet; start one with `mosaic sweep NAME SPEC`.")
+        return 0
+    header = (
+        "sweep id",
+        "worker",
+        "engine",
+        "status",
+        "created",
+        "trials",
+        "completed",
+        "failed",
+        "best",
+    )
+    table = [
+        (
+            r["sweep_id"],
+            r["worker"],
+            r["engine"],
+            r["status"],
+            _when(r["created_at"]),
+            str(r["trials"]),
+            str(r["completed"] or 0),
+            str(r["failed"] or 0),
+            "-" if r["best"] is None else f"{r['metric']} {r['best']:.4g} ({r['mode']})",
+        )
+        for r in rows
+    ]
+    _print_table(header, table)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from mosaic_sdk.runner.store import StoreError
+
+    with _open(args) as store:
+        try:
+            sweeps = _sweeps(store)
+            sweep = sweeps.get_sweep(args.sweep_id)
+            trials = sweeps.trials(sweep["sweep_id"])
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
+        except sqlite3.OperationalError as exc:
+            if not _no_sweeps_table(exc):
+                raise
+            raise UsageError(f"no sweeps in the store {store.path}") from None
+    if args.json:
+        print(json.dumps({**sweep, "trials": trials}, indent=2, sort_keys=True, default=str))
+        return 0
+    print(
+        f"sweep {sweep['sweep_id']} of {sweep['worker']} on {sweep['engine']}: "
+        f"{sweep['status']}; metric {sweep['metric']} ({sweep['mode']}), best first"
+    )
+    header = ("trial", "try", "status", sweep["metric"], "episodes", "node", "params", "run id")
+    table = [
+        (
+            t["trial_key"],
+            str(t["attempt"]),
+            t["status"],
+            "-" if t["metric"] is None else f"{t['metric']:.4g}",
+            str(t["episodes"] or 0),
+            t["node"] or "-",
+            json.dumps(t["params"], sort_keys=True),
+            t["run_id"] or "-",
+        )
+        for t in trials
+    ]
+    _print_table(header, table)
+    return 0
+
+
+def _print_table(header: tuple[str, ...], table: Sequence[tuple[Any, ...]]) -> None:
+    from mosaic_sdk.runner.printable import printable
+
+    shown = [tuple(printable(v) for v in row) for row in table]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *shown, strict=False)]
+    for row in (header, *shown):
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    sys.stdout.flush()

@@ -1,0 +1,172 @@
+"""``run_sweep``: check a spec, record the sweep, hand its trials to an engine, finish it.
+
+The library behind ``mosaic sweep``. Everything is checked before anything starts: the spec
+on its own, then against the worker's config model (each bad value named). A sweep is a row
+of ``sweeps``; each attempt of a trial a ``sweep_trials`` row and an ordinary run.
+``resume`` continues a sweep that was interrupted: its spec comes from the store, and the
+trials that finished (completed, failed, or stopped early) are not run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.runner import private
+from mosaic_sdk.runner.ids import new_run_id
+from mosaic_sdk.runner.paths import default_store_path
+from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.runner.supervisor import resolve_worker
+from mosaic_sdk.sweeps.spec import (
+    SpecError,
+    SweepSpec,
+    check_against_model,
+    expand_trials,
+    parse_spec,
+)
+from mosaic_sdk.sweeps.store import SweepStore
+
+ENGINES = ("local", "ray")
+
+
+@dataclass
+class SweepResult:
+    sweep_id: str
+    status: str
+    store_path: Path
+    trials: list[dict[str, Any]]
+
+    @property
+    def exit_code(self) -> int:
+        """0 ran to the end, 130 cancelled, 1 when no trial completed."""
+        if self.status == "cancelled":
+            return 130
+        return 0 if any(t["status"] == "completed" for t in self.trials) else 1
+
+
+def check_spec(worker: str, raw: Mapping[str, Any]) -> tuple[Any, SweepSpec]:
+    """The worker's handle and the parsed spec, checked against its config model."""
+    spec = parse_spec(raw)
+    if spec.worker is not None and spec.worker != worker:
+        raise SpecError([f"worker: the spec is for {spec.worker!r}, not {worker!r}"])
+    handle = resolve_worker(worker)
+    check_against_model(spec, handle.config_model())
+    return handle, spec
+
+
+def run_sweep(
+    worker: str,
+    raw: Mapping[str, Any],
+    *,
+    engine: str = "local",
+    store: Path | str | None = None,
+    runs_dir: Path | None = None,
+    address: str | None = None,
+    resume: str | None = None,
+    grace: float = 10.0,
+    report: Callable[[str], None] = print,
+    ray_options: Mapping[str, Any] | None = None,
+) -> SweepResult:
+    """Run a sweep of ``worker`` to the end (see the module docstring).
+
+    Raises :class:`SpecError` (bad spec), ``PluginError`` (unknown worker) or ``StoreError``
+    before anything starts."""
+    if engine not in ENGINES:
+        raise SpecError([f"--engine {engine!r}: give one of {', '.join(ENGINES)}"])
+    if store is None:
+        store = default_store_path()
+        private.make_dir(store.parent)
+    runs = RunStore(Path(store))
+    try:
+        sweeps = SweepStore(runs)
+        if resume is not None:
+            sweep_id = sweeps.resolve(resume)
+            row = sweeps.get_sweep(sweep_id)
+            if row["worker"] != worker:
+                raise SpecError(
+                    [f"--resume {resume}: that sweep ran worker {row['worker']!r}, not {worker!r}"]
+                )
+            if row["engine"] != engine:
+                raise SpecError(
+                    [f"--resume {resume}: that sweep ran on --engine {row['engine']}; give it"]
+                )
+            handle, spec = check_spec(worker, row["spec"])
+            sweeps.set_status(sweep_id, "running")
+            report(f"resuming sweep {sweep_id}")
+        else:
+            handle, spec = check_spec(worker, raw)
+            sweep_id = new_run_id()
+            sweeps.create_sweep(sweep_id, handle.name, engine, spec.to_dict(), spec.metric)
+            report(f"sweep {sweep_id} of {handle.name} on engine {engine}; store {runs.path}")
+        try:
+            cancelled = _run_engine(
+                engine,
+                handle,
+                spec,
+                sweeps,
+                sweep_id,
+                runs_dir,
+                grace,
+                report,
+                address,
+                resume is not None,
+                ray_options or {},
+            )
+        except BaseException as exc:
+            sweeps.set_status(sweep_id, "failed", f"{type(exc).__name__}: {exc}")
+            raise
+        status = "cancelled" if cancelled else "completed"
+        sweeps.set_status(sweep_id, status)
+        return SweepResult(sweep_id, status, runs.path, sweeps.trials(sweep_id))
+    finally:
+        runs.close()
+
+
+def _run_engine(
+    engine: str,
+    handle: Any,
+    spec: SweepSpec,
+    sweeps: SweepStore,
+    sweep_id: str,
+    runs_dir: Path | None,
+    grace: float,
+    report: Callable[[str], None],
+    address: str | None,
+    resuming: bool,
+    ray_options: Mapping[str, Any],
+) -> bool:
+    """Run the trials; True when the sweep was cancelled."""
+    if engine == "local":
+        from mosaic_sdk.sweeps.local import LocalEngine
+
+        trials = expand_trials(spec)
+        done = sweeps.finished_keys(sweep_id) if resuming else set()
+        todo = [t for t in trials if t.key not in done]
+        if resuming:
+            report(
+                f"{len(trials) - len(todo)} of {len(trials)} trials finished; running {len(todo)}"
+            )
+        local = LocalEngine(
+            handle, spec, sweeps, sweep_id, runs_dir=runs_dir, grace=grace, report=report
+        )
+        local.run(todo)
+        return local.cancel_reason is not None
+    from mosaic_sdk.sweeps.ray_engine import RayEngine
+
+    ray = RayEngine(
+        handle,
+        spec,
+        sweeps,
+        sweep_id,
+        address=address,
+        runs_dir=runs_dir,
+        grace=grace,
+        report=report,
+        **dict(ray_options),
+    )
+    return ray.run(resume=resuming)
+
+
+__all__ = ["ENGINES", "SweepResult", "check_spec", "run_sweep"]

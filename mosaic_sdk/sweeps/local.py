@@ -1,0 +1,144 @@
+"""The ``local`` engine: trials as child processes of this machine, a bounded number at once.
+
+Each trial is an ordinary ``mosaic run``: a :class:`~mosaic_sdk.runner.supervisor.RunSupervisor`
+(the runner's own supervision: its run row and directory, its store writer, SIGTERM then
+SIGKILL of the worker's group, the cleanup hook), driven from one of ``trials_at_once``
+threads. The only scheduling is that pool: trials start in the spec's order as threads free up.
+
+Ctrl-C (SIGINT, SIGTERM, SIGHUP) on the driver stops starting trials and cancels every running
+one through its supervisor (a second Ctrl-C kills them at once); each is stored ``cancelled``,
+and ``--resume`` runs them again.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.plugins import WorkerHandle
+from mosaic_sdk.runner.supervisor import RunSupervisor
+from mosaic_sdk.sweeps.spec import SweepSpec, Trial, trial_config
+from mosaic_sdk.sweeps.store import SweepStore
+
+
+class LocalEngine:
+    """Run ``trials`` of one sweep (see the module docstring)."""
+
+    def __init__(
+        self,
+        handle: WorkerHandle,
+        spec: SweepSpec,
+        sweeps: SweepStore,
+        sweep_id: str,
+        *,
+        runs_dir: Path | None = None,
+        grace: float = 10.0,
+        report: Callable[[str], None] = print,
+    ) -> None:
+        self.handle = handle
+        self.spec = spec
+        self.sweeps = sweeps
+        self.sweep_id = sweep_id
+        self.store_path = sweeps.runs.path
+        self.runs_dir = runs_dir
+        self.grace = grace
+        self.report = report
+        self.cancel_reason: str | None = None
+        self._lock = threading.Lock()  # the driver's store connection and the active set
+        self._active: dict[str, RunSupervisor] = {}
+        self._pending: list[Trial] = []
+        self.errors: list[str] = []
+
+    # -- control ----------------------------------------------------------------------------
+    def cancel(self, reason: str = "the sweep was cancelled") -> None:
+        """Start no more trials; cancel the running ones (a second call kills them)."""
+        with self._lock:
+            self.cancel_reason = self.cancel_reason or reason
+            active = list(self._active.values())
+        for sup in active:
+            sup.cancel(reason)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.cancel(f"{signal.Signals(signum).name} received by mosaic sweep")
+
+    # -- the sweep --------------------------------------------------------------------------
+    def run(self, trials: list[Trial]) -> None:
+        """Run ``trials`` to the end (or until cancelled)."""
+        self._pending = list(trials)
+        restore = self._install_signal_handlers()
+        threads = [
+            threading.Thread(target=self._pool_thread, name=f"mosaic-sweep-{i}", daemon=True)
+            for i in range(min(self.spec.trials_at_once, len(trials)))
+        ]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                while t.is_alive():  # join with a timeout: signals are handled meanwhile
+                    t.join(0.2)
+        finally:
+            restore()
+
+    def _next(self) -> Trial | None:
+        with self._lock:
+            if self.cancel_reason is not None or not self._pending:
+                return None
+            return self._pending.pop(0)
+
+    def _pool_thread(self) -> None:
+        while (trial := self._next()) is not None:
+            try:
+                self._run_trial(trial)
+            except Exception as exc:  # noqa: BLE001 - one trial's problem must not end the sweep
+                message = f"trial {trial.key} could not run: {type(exc).__name__}: {exc}"
+                self.errors.append(message)
+                self.report(f"mosaic: warning: {message}")
+
+    def _run_trial(self, trial: Trial) -> None:
+        sup = RunSupervisor(
+            self.handle,
+            trial_config(self.spec, trial.params),
+            store=self.store_path,
+            runs_dir=self.runs_dir,
+            grace=self.grace,
+        )
+        with self._lock:
+            self.sweeps.add_attempt(self.sweep_id, trial.key, sup.run_id, trial.params)
+            self._active[sup.run_id] = sup
+            reason = self.cancel_reason
+        if reason is not None:  # cancelled between the pick and now: stored as cancelled
+            sup.cancel(reason)
+        try:
+            result = sup.run()
+        finally:
+            with self._lock:
+                self._active.pop(sup.run_id, None)
+        with self._lock:
+            metric = self.sweeps.metric_of_run(result.run_id, self.spec.metric)
+            self.sweeps.finish_attempt(result.run_id, result.status, metric, result.error)
+        shown = "-" if metric is None else f"{metric:.4g}"
+        why = f" ({result.error})" if result.error and result.status != "completed" else ""
+        self.report(
+            f"trial {trial.key} {result.status}{why}: {self.spec.metric.name} {shown}, "
+            f"{result.counts['episodes']} episodes; params {trial.params}; run {result.run_id}"
+        )
+
+    def _install_signal_handlers(self) -> Callable[[], None]:
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        wanted = [signal.SIGINT, signal.SIGTERM]
+        if hasattr(signal, "SIGHUP"):
+            wanted.append(signal.SIGHUP)
+        previous = {s: signal.signal(s, self._on_signal) for s in wanted}
+
+        def restore() -> None:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+        return restore
+
+
+__all__ = ["LocalEngine"]

@@ -1,0 +1,433 @@
+"""A sweep spec: base config, search space, seeds, metric, scheduler, trials at once.
+
+Read from a JSON or TOML file (:func:`load_spec`) and/or built from the command line's
+shorthands (``--grid key=v1,v2``, ``--seeds 1-5``; :func:`apply_shorthands`). A spec is checked
+on its own (:func:`parse_spec`) and against the worker's config model
+(:func:`check_against_model`) before anything starts; every problem is one line that names the
+key and the value, and all of them are reported at once (:class:`SpecError`).
+
+The search space maps a config key to one of::
+
+    {"grid": [v1, v2, ...]}            every value (a cartesian product over grid keys)
+    {"choice": [v1, v2, ...]}          one value drawn per sample
+    {"uniform": [low, high]}           a float drawn uniformly
+    {"loguniform": [low, high]}        a float drawn uniformly in log space (0 < low < high)
+
+``samples`` draws are made per grid point, and every trial is repeated for each seed (the
+config key ``seed``). The ``local`` engine expands the trials itself with
+:func:`expand_trials` (the standard library's ``random``, seeded by ``sample_seed``, so the list
+is the same every time: ``--resume`` relies on it); the ``ray`` engine hands the same space to
+Ray Tune's own search-space functions instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DISTRIBUTIONS = ("grid", "choice", "uniform", "loguniform")
+METRICS = {
+    "return": "the mean total reward of the last N episodes",
+    "steps": "the mean length (steps) of the last N episodes",
+}
+_TOP_KEYS = (
+    "worker",
+    "base",
+    "space",
+    "seeds",
+    "samples",
+    "sample_seed",
+    "metric",
+    "scheduler",
+    "trials_at_once",
+    "max_failures",
+)
+
+
+class SpecError(ValueError):
+    """A sweep spec that cannot run; ``errors`` holds one line per problem."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(errors))
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str = "return"
+    last: int = 10
+    mode: str = "max"
+
+    def describe(self) -> str:
+        return f"{self.name} ({METRICS[self.name].replace('N', str(self.last))}, {self.mode})"
+
+
+@dataclass(frozen=True)
+class Asha:
+    """Async successive halving, counted in episodes (Ray Tune's ``ASHAScheduler``)."""
+
+    max_t: int
+    grace_period: int = 1
+    reduction_factor: float = 2.0
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    base: dict[str, Any] = field(default_factory=dict)
+    space: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=list)
+    samples: int = 1
+    sample_seed: int = 0
+    metric: Metric = field(default_factory=Metric)
+    scheduler: Asha | None = None
+    trials_at_once: int = 2
+    max_failures: int = 1
+    worker: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "base": self.base,
+            "space": self.space,
+            "seeds": self.seeds,
+            "samples": self.samples,
+            "sample_seed": self.sample_seed,
+            "metric": {
+                "name": self.metric.name,
+                "last": self.metric.last,
+                "mode": self.metric.mode,
+            },
+            "trials_at_once": self.trials_at_once,
+            "max_failures": self.max_failures,
+        }
+        if self.worker is not None:
+            out["worker"] = self.worker
+        if self.scheduler is not None:
+            s = self.scheduler
+            out["scheduler"] = {
+                "type": "asha",
+                "max_t": s.max_t,
+                "grace_period": s.grace_period,
+                "reduction_factor": s.reduction_factor,
+            }
+        return out
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial of the local engine: its key in the sweep and the parameters it sets."""
+
+    key: str
+    params: dict[str, Any]
+
+
+def load_spec(path: str | Path) -> dict[str, Any]:
+    """The raw spec in a ``.json`` or ``.toml`` file (``SpecError`` saying what is wrong)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError([f"cannot read the sweep spec {p}: {exc.strerror or exc}"]) from None
+    if p.suffix.lower() == ".toml":
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef]
+        try:
+            data: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SpecError([f"{p} is not valid TOML: {exc}"]) from None
+    else:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise SpecError(
+                [f"{p} is not valid JSON: {exc} (a .toml file is read as TOML)"]
+            ) from None
+    if not isinstance(data, dict):
+        raise SpecError([f"{p}: a sweep spec is an object, got {type(data).__name__}"])
+    return data
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"1-5"`` -> ``[1, 2, 3, 4, 5]``; ``"1,4,9"`` and mixtures (``"1-3,7"``) too."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        lo, dash, hi = part.partition("-")
+        try:
+            if dash:
+                a, b = int(lo), int(hi)
+                if b < a:
+                    raise ValueError
+                out.extend(range(a, b + 1))
+            else:
+                out.append(int(part))
+        except ValueError:
+            raise SpecError(
+                [f"--seeds {text!r}: {part!r} is not a seed or a range like 1-5"]
+            ) from None
+    return out
+
+
+def _shorthand_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def apply_shorthands(
+    raw: Mapping[str, Any], grids: Iterable[str] = (), seeds: str | None = None
+) -> dict[str, Any]:
+    """``raw`` with ``--grid key=v1,v2`` (values JSON when they parse) and ``--seeds``."""
+    out = json.loads(json.dumps(dict(raw)))
+    for text in grids:
+        key, sep, values = text.partition("=")
+        if not sep or not key.strip() or not values:
+            raise SpecError([f"--grid {text!r} is not of the form key=v1,v2 (e.g. --grid lr=1,2)"])
+        space = out.setdefault("space", {})
+        space[key.strip()] = {"grid": [_shorthand_value(v) for v in values.split(",")]}
+    if seeds is not None:
+        out["seeds"] = parse_seeds(seeds)
+    return out
+
+
+def _int(errors: list[str], where: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        errors.append(f"{where}: give a whole number >= {minimum} (got {value!r})")
+        return minimum
+    return value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _parse_space(errors: list[str], raw: Any) -> dict[str, dict[str, list[Any]]]:
+    if not isinstance(raw, dict):
+        errors.append(f"space: give an object of key -> distribution (got {raw!r})")
+        return {}
+    space: dict[str, dict[str, list[Any]]] = {}
+    for key, dist in raw.items():
+        where = f"space.{key}"
+        if key in ("seed", "run_id"):
+            errors.append(f"{where}: {key} is set by the sweep (use seeds = [...] for seeds)")
+            continue
+        if not isinstance(dist, dict) or len(dist) != 1 or next(iter(dist)) not in DISTRIBUTIONS:
+            errors.append(
+                f"{where}: give one of {', '.join(DISTRIBUTIONS)}, e.g. "
+                f'{{"grid": [1, 2]}} (got {dist!r})'
+            )
+            continue
+        kind, values = next(iter(dist.items()))
+        if not isinstance(values, list) or not values:
+            errors.append(f"{where}.{kind}: give a non-empty list (got {values!r})")
+            continue
+        if kind in ("uniform", "loguniform"):
+            if len(values) != 2 or not all(_number(v) for v in values) or values[0] >= values[1]:
+                errors.append(
+                    f"{where}.{kind}: give [low, high] with finite numbers low < high "
+                    f"(got {values!r})"
+                )
+                continue
+            if kind == "loguniform" and values[0] <= 0:
+                errors.append(f"{where}.loguniform: low must be > 0 (got {values[0]!r})")
+                continue
+        space[key] = {kind: values}
+    return space
+
+
+def _parse_metric(errors: list[str], raw: Any) -> Metric:
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, dict):
+        errors.append(f"metric: give an object like {{name = 'return', last = 10}} (got {raw!r})")
+        return Metric()
+    unknown = sorted(set(raw) - {"name", "last", "mode"})
+    if unknown:
+        errors.append(f"metric: unknown key(s) {', '.join(unknown)} (known: name, last, mode)")
+    name = raw.get("name", "return")
+    if name not in METRICS:
+        errors.append(f"metric.name: {name!r} is not one of {', '.join(METRICS)}")
+        name = "return"
+    mode = raw.get("mode", "max")
+    if mode not in ("max", "min"):
+        errors.append(f"metric.mode: {mode!r} is not 'max' or 'min'")
+        mode = "max"
+    last = _int(errors, "metric.last", raw.get("last", 10), 1)
+    return Metric(name, last, mode)
+
+
+def _parse_scheduler(errors: list[str], raw: Any) -> Asha | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or raw.get("type", "asha") != "asha":
+        errors.append(f"scheduler: only {{type = 'asha', max_t = N}} is known (got {raw!r})")
+        return None
+    unknown = sorted(set(raw) - {"type", "max_t", "grace_period", "reduction_factor"})
+    if unknown:
+        errors.append(
+            f"scheduler: unknown key(s) {', '.join(unknown)} "
+            "(known: type, max_t, grace_period, reduction_factor)"
+        )
+    if "max_t" not in raw:
+        errors.append("scheduler.max_t: give the most episodes a trial may run (e.g. 100)")
+    max_t = _int(errors, "scheduler.max_t", raw.get("max_t", 1), 1)
+    grace = _int(errors, "scheduler.grace_period", raw.get("grace_period", 1), 1)
+    factor = raw.get("reduction_factor", 2.0)
+    if not _number(factor) or factor <= 1:
+        errors.append(f"scheduler.reduction_factor: give a number > 1 (got {factor!r})")
+        factor = 2.0
+    return Asha(max_t, grace, float(factor))
+
+
+def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
+    """Check a raw spec on its own (not yet against a worker); ``SpecError`` lists it all."""
+    errors: list[str] = []
+    unknown = sorted(set(raw) - set(_TOP_KEYS))
+    if unknown:
+        errors.append(f"unknown key(s) {', '.join(unknown)} (known: {', '.join(_TOP_KEYS)})")
+    base = raw.get("base", {})
+    if not isinstance(base, dict):
+        errors.append(f"base: give the base config as an object (got {base!r})")
+        base = {}
+    space = _parse_space(errors, raw.get("space", {}))
+    seeds_raw = raw.get("seeds", [])
+    if isinstance(seeds_raw, str):
+        try:
+            seeds_raw = parse_seeds(seeds_raw)
+        except SpecError as exc:
+            errors.extend(e.replace("--seeds", "seeds") for e in exc.errors)
+            seeds_raw = []
+    seeds: list[int] = []
+    if not isinstance(seeds_raw, list):
+        errors.append(
+            f"seeds: give a list of whole numbers or a range like '1-5' (got {seeds_raw!r})"
+        )
+    else:
+        for s in seeds_raw:
+            if isinstance(s, bool) or not isinstance(s, int):
+                errors.append(f"seeds: {s!r} is not a whole number")
+            else:
+                seeds.append(s)
+        if len(set(seeds)) != len(seeds):
+            errors.append(f"seeds: {seeds_raw!r} repeats a seed")
+    worker = raw.get("worker")
+    if worker is not None and not isinstance(worker, str):
+        errors.append(f"worker: give a worker name (got {worker!r})")
+        worker = None
+    spec = SweepSpec(
+        base=dict(base),
+        space=space,
+        seeds=seeds,
+        samples=_int(errors, "samples", raw.get("samples", 1), 1),
+        sample_seed=_int(errors, "sample_seed", raw.get("sample_seed", 0), 0),
+        metric=_parse_metric(errors, raw.get("metric", {})),
+        scheduler=_parse_scheduler(errors, raw.get("scheduler")),
+        trials_at_once=_int(errors, "trials_at_once", raw.get("trials_at_once", 2), 1),
+        max_failures=_int(errors, "max_failures", raw.get("max_failures", 1), 0),
+        worker=worker,
+    )
+    if errors:
+        raise SpecError(errors)
+    return spec
+
+
+def _draw(rng: random.Random, kind: str, values: list[Any]) -> Any:
+    if kind == "choice":
+        return values[rng.randrange(len(values))]
+    low, high = float(values[0]), float(values[1])
+    if kind == "uniform":
+        return rng.uniform(low, high)
+    return math.exp(rng.uniform(math.log(low), math.log(high)))
+
+
+def expand_trials(spec: SweepSpec) -> list[Trial]:
+    """Every trial of the spec, in a fixed order (same spec, same list: ``--resume`` needs it).
+
+    Grid keys give a cartesian product; at each grid point ``samples`` draws of the random
+    keys are made with ``random.Random(sample_seed)``; each result is run once per seed.
+    """
+    grid_keys = [k for k, d in spec.space.items() if "grid" in d]
+    random_keys = [k for k in spec.space if k not in grid_keys]
+    rng = random.Random(spec.sample_seed)
+    grid_points = itertools.product(*(spec.space[k]["grid"] for k in grid_keys))
+    trials: list[Trial] = []
+    for point in grid_points:
+        for _ in range(spec.samples if random_keys else 1):
+            params = dict(zip(grid_keys, point, strict=True))
+            for key in random_keys:
+                kind, values = next(iter(spec.space[key].items()))
+                params[key] = _draw(rng, kind, values)
+            seeds: list[int | None] = list(spec.seeds) or [None]
+            for seed in seeds:
+                p = dict(params) if seed is None else {**params, "seed": seed}
+                trials.append(Trial(f"t{len(trials):04d}", p))
+    return trials
+
+
+def trial_config(spec: SweepSpec, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The worker config of one trial: the base config with the trial's parameters (dotted
+    keys reach into objects)."""
+    config: dict[str, Any] = json.loads(json.dumps(spec.base))
+    for key, value in params.items():
+        node = config
+        parts = key.split(".")
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[parts[-1]] = value
+    return config
+
+
+def check_against_model(spec: SweepSpec, model: Any) -> None:
+    """Validate the base config and every value the space can give against ``model`` (a
+    :class:`~mosaic_sdk.contract.WorkerConfig` class); ``SpecError`` names each bad value."""
+    from mosaic_sdk.contract import ConfigError
+
+    errors: list[str] = []
+
+    def check(where: str, params: Mapping[str, Any]) -> bool:
+        try:
+            model.from_dict({**trial_config(spec, params), "run_id": "sweep-check"})
+        except ConfigError as exc:
+            errors.extend(f"{where}: {line}" for line in exc.errors)
+            return False
+        return True
+
+    if not check("base", {}):
+        raise SpecError(errors)
+    for key, dist in spec.space.items():
+        kind, values = next(iter(dist.items()))
+        for value in values:
+            check(f"space.{key}.{kind} value {value!r}", {key: value})
+    for seed in spec.seeds:
+        check(f"seeds value {seed!r}", {"seed": seed})
+    if errors:
+        raise SpecError(errors)
+
+
+__all__ = [
+    "DISTRIBUTIONS",
+    "METRICS",
+    "Asha",
+    "Metric",
+    "SpecError",
+    "SweepSpec",
+    "Trial",
+    "apply_shorthands",
+    "check_against_model",
+    "expand_trials",
+    "load_spec",
+    "parse_seeds",
+    "parse_spec",
+    "trial_config",
+]

@@ -1,0 +1,191 @@
+"""Sweeps in the run store: the ``sweeps`` and ``sweep_trials`` tables (see
+:mod:`mosaic_sdk.runner.schema`), and the metric of a trial, read from its run's episodes.
+
+A trial attempt is an ordinary run in ``runs``; its ``sweep_trials`` row ties it to the sweep
+and holds the parameters, the trial's status and its metric. Trial statuses: ``running``,
+``completed``, ``failed``, ``cancelled`` (the sweep was interrupted: ``--resume`` runs it again)
+and ``stopped`` (the scheduler ended it early: it counts as finished).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from typing import Any
+
+from mosaic_sdk.runner.store import RunStore, StoreError
+from mosaic_sdk.sweeps.spec import Metric
+
+#: Trial statuses that ``--resume`` does not run again.
+FINISHED = ("completed", "failed", "stopped")
+
+
+class UnknownSweepError(StoreError):
+    """No sweep with that id (or id prefix) is in the store."""
+
+
+class SweepStore:
+    """Sweep rows on a :class:`~mosaic_sdk.runner.store.RunStore`'s connection."""
+
+    def __init__(self, runs: RunStore) -> None:
+        self.runs = runs
+        self.conn = runs.conn
+
+    # -- writing ----------------------------------------------------------------------------
+    def create_sweep(
+        self, sweep_id: str, worker: str, engine: str, spec: dict[str, Any], metric: Metric
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO sweeps (sweep_id, worker, engine, status, created_at, spec_json,"
+            " metric, mode, driver_pid, driver_host) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+            (
+                sweep_id,
+                worker,
+                engine,
+                time.time(),
+                json.dumps(spec, sort_keys=True),
+                metric.name,
+                metric.mode,
+                os.getpid(),
+                socket.gethostname(),
+            ),
+        )
+
+    def set_status(self, sweep_id: str, status: str, error: str | None = None) -> None:
+        ended = None if status == "running" else time.time()
+        self.conn.execute(
+            "UPDATE sweeps SET status = ?, ended_at = ?, error = ?, driver_pid = ?,"
+            " driver_host = ? WHERE sweep_id = ?",
+            (status, ended, error, os.getpid(), socket.gethostname(), sweep_id),
+        )
+
+    def set_engine_state(self, sweep_id: str, state: str) -> None:
+        """What the engine needs to resume (the Ray engine: its experiment directory)."""
+        self.conn.execute(
+            "UPDATE sweeps SET engine_state = ? WHERE sweep_id = ?", (state, sweep_id)
+        )
+
+    def add_attempt(
+        self,
+        sweep_id: str,
+        trial_key: str,
+        run_id: str,
+        params: dict[str, Any],
+        node: str | None = None,
+    ) -> int:
+        """Record a new attempt of a trial (status ``running``); returns its number (1, 2...)."""
+        row = self.conn.execute(
+            "SELECT coalesce(max(attempt), 0) + 1 AS n FROM sweep_trials"
+            " WHERE sweep_id = ? AND trial_key = ?",
+            (sweep_id, trial_key),
+        ).fetchone()
+        attempt = int(row["n"])
+        self.conn.execute(
+            "INSERT INTO sweep_trials (sweep_id, trial_key, attempt, run_id, params_json, status,"
+            " node) VALUES (?, ?, ?, ?, ?, 'running', ?)",
+            (sweep_id, trial_key, attempt, run_id, json.dumps(params, sort_keys=True), node),
+        )
+        return attempt
+
+    def finish_attempt(
+        self, run_id: str, status: str, metric: float | None, error: str | None = None
+    ) -> None:
+        self.conn.execute(
+            "UPDATE sweep_trials SET status = ?, metric = ?, error = ? WHERE run_id = ?",
+            (status, metric, error, run_id),
+        )
+
+    # -- reading ----------------------------------------------------------------------------
+    def resolve(self, sweep_id: str) -> str:
+        """The full id of ``sweep_id`` or of the one sweep whose id starts with it."""
+        pattern = sweep_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self.conn.execute(
+            "SELECT sweep_id FROM sweeps WHERE sweep_id = ? OR sweep_id LIKE ? ESCAPE '\\'"
+            " ORDER BY sweep_id != ? LIMIT 6",
+            (sweep_id, pattern, sweep_id),
+        ).fetchall()
+        if rows and (rows[0]["sweep_id"] == sweep_id or len(rows) == 1):
+            return str(rows[0]["sweep_id"])
+        if rows:
+            raise UnknownSweepError(
+                f"sweep id prefix {sweep_id!r} is ambiguous; give more characters"
+            )
+        raise UnknownSweepError(
+            f"no sweep {sweep_id!r} in the store {self.runs.path}; see `mosaic sweeps list`"
+        )
+
+    def get_sweep(self, sweep_id: str) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT * FROM sweeps WHERE sweep_id = ?", (self.resolve(sweep_id),)
+        ).fetchone()
+        out = dict(row)
+        out["spec"] = json.loads(out.pop("spec_json"))
+        return out
+
+    def list_sweeps(self, limit: int | None = 20) -> list[dict[str, Any]]:
+        sql = (
+            "SELECT s.sweep_id, s.worker, s.engine, s.status, s.created_at, s.ended_at, s.metric,"
+            " s.mode, count(t.trial_key) AS attempts, count(DISTINCT t.trial_key) AS trials,"
+            " sum(t.status = 'completed') AS completed, sum(t.status = 'failed') AS failed,"
+            " CASE s.mode WHEN 'max' THEN max(t.metric) ELSE min(t.metric) END AS best"
+            " FROM sweeps s LEFT JOIN sweep_trials t ON t.sweep_id = s.sweep_id"
+            " GROUP BY s.sweep_id ORDER BY s.created_at DESC"
+        )
+        params: tuple[Any, ...] = ()
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (limit,)
+        return [dict(r) for r in self.conn.execute(sql, params).fetchall()]
+
+    def trials(self, sweep_id: str) -> list[dict[str, Any]]:
+        """Every attempt of every trial, best metric first (no metric last), with the run's
+        status and counts."""
+        sweep = self.get_sweep(sweep_id)
+        order = "DESC" if sweep["mode"] == "max" else "ASC"
+        rows = self.conn.execute(
+            "SELECT t.trial_key, t.attempt, t.run_id, t.params_json, t.status, t.metric, t.node,"
+            " t.error, r.status AS run_status, r.episodes, r.steps, r.started_at, r.ended_at"
+            " FROM sweep_trials t LEFT JOIN runs r ON r.run_id = t.run_id"
+            f" WHERE t.sweep_id = ? ORDER BY t.metric IS NULL, t.metric {order},"
+            " t.trial_key, t.attempt",
+            (sweep["sweep_id"],),
+        ).fetchall()
+        out = []
+        for row in rows:
+            d = dict(row)
+            d["params"] = json.loads(d.pop("params_json"))
+            out.append(d)
+        return out
+
+    def finished_keys(self, sweep_id: str) -> set[str]:
+        """Trials whose last attempt finished (``--resume`` leaves them alone)."""
+        rows = self.conn.execute(
+            "SELECT trial_key, status FROM sweep_trials t WHERE sweep_id = ? AND attempt ="
+            " (SELECT max(attempt) FROM sweep_trials u WHERE u.sweep_id = t.sweep_id"
+            " AND u.trial_key = t.trial_key)",
+            (sweep_id,),
+        ).fetchall()
+        return {r["trial_key"] for r in rows if r["status"] in FINISHED}
+
+    def metric_of_run(self, run_id: str, metric: Metric) -> float | None:
+        """The metric of a run: the mean of the last ``metric.last`` episodes' return or length
+        (None when it has no episode)."""
+        column = "total_reward" if metric.name == "return" else "steps"
+        row = self.conn.execute(
+            f"SELECT avg(v) AS m, count(v) AS n FROM (SELECT {column} AS v FROM episodes"
+            " WHERE run_id = ? ORDER BY line_no DESC LIMIT ?)",
+            (run_id, metric.last),
+        ).fetchone()
+        return None if not row["n"] else float(row["m"])
+
+
+def trial_status(run_status: str, stopped_early: bool = False) -> str:
+    """A trial's status from its run's: a run the scheduler cancelled is ``stopped``."""
+    if run_status == "cancelled" and stopped_early:
+        return "stopped"
+    return run_status
+
+
+__all__ = ["FINISHED", "SweepStore", "UnknownSweepError", "trial_status"]

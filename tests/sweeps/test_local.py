@@ -1,0 +1,190 @@
+"""The local engine end to end with the example worker: trials tagged in the store, a crashing
+trial stored failed while the sweep goes on, Ctrl-C to the driver, ``--resume``."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import alive, worker_pids
+
+from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.sweeps.driver import run_sweep
+from mosaic_sdk.sweeps.store import SweepStore
+
+SHORT = {"episodes": 2, "max_steps_per_episode": 20, "include_observations": False}
+
+
+def test_trials_are_tagged_runs_and_a_crashing_trial_does_not_stop_the_sweep(
+    tmp_path: Path, shm_unchanged: None
+) -> None:
+    store = tmp_path / "s.sqlite"
+    said: list[str] = []
+    result = run_sweep(
+        "example",
+        {
+            "base": SHORT,
+            "space": {"env_id": {"grid": ["NoSuchEnv-v0", "CartPole-v1"]}},
+            "seeds": [1, 2],
+            "metric": {"name": "steps", "last": 2},
+            "trials_at_once": 2,
+        },
+        store=store,
+        report=said.append,
+    )
+    assert result.status == "completed" and result.exit_code == 0
+    by_status: dict[str, list[dict]] = {}
+    for t in result.trials:
+        by_status.setdefault(t["status"], []).append(t)
+    assert len(by_status["failed"]) == 2 and len(by_status["completed"]) == 2
+    assert result.trials[0]["status"] == "completed"  # best first; failed trials have no metric
+    with RunStore(store, readonly=True) as runs:
+        for t in result.trials:
+            run = runs.get_run(t["run_id"])
+            assert run["status"] == t["status"] == t["run_status"]
+            assert run["config"]["seed"] == t["params"]["seed"]
+            assert run["config"]["env_id"] == t["params"]["env_id"]
+            if t["status"] == "completed":
+                assert t["metric"] == 20.0  # the balancing policy reaches the 20-step limit
+                assert run["counts"]["episodes"] == 2
+            else:
+                assert t["metric"] is None and "NoSuchEnv" in (run["error"] or "")
+        sweep = SweepStore(runs).get_sweep(result.sweep_id)
+    assert sweep["status"] == "completed" and sweep["spec"]["seeds"] == [1, 2]
+    assert sum("failed" in line for line in said) == 2
+
+
+def _sweep_cli(store: Path, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "mosaic_sdk.cli",
+        "sweep",
+        "example",
+        *args,
+        "--store",
+        str(store),
+    ]
+
+
+def _statuses(store: Path) -> list[str]:
+    conn = sqlite3.connect(store)
+    try:
+        return [r[0] for r in conn.execute("SELECT status FROM sweep_trials")]
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        conn.close()
+
+
+def test_ctrl_c_cancels_every_trial_and_resume_runs_only_what_did_not_finish(
+    tmp_path: Path, shm_unchanged: None
+) -> None:
+    store = tmp_path / "s.sqlite"
+    spec = tmp_path / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "base": {**SHORT, "episodes": 3, "step_delay_ms": 15},
+                "space": {"policy": {"grid": ["balance", "random"]}},
+                "seeds": "1-3",
+                "trials_at_once": 2,
+            }
+        )
+    )
+    driver = subprocess.Popen(
+        _sweep_cli(store, str(spec)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while "completed" not in _statuses(store) or _statuses(store).count("running") < 1:
+            assert driver.poll() is None, driver.stdout.read() if driver.stdout else ""
+            assert time.monotonic() < deadline, "no trial completed in time"
+            time.sleep(0.05)
+        driver.send_signal(signal.SIGINT)
+        out, _ = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode == 130, out
+    statuses = _statuses(store)
+    assert "running" not in statuses and "cancelled" in statuses, (statuses, out)
+    assert len(statuses) < 6  # pending trials were not started
+    for pid in worker_pids(store):
+        assert not alive(pid), f"worker {pid} outlived the sweep"
+    conn = sqlite3.connect(store)
+    sweep_id, sweep_status = conn.execute("SELECT sweep_id, status FROM sweeps").fetchone()
+    finished_before = dict(
+        conn.execute("SELECT trial_key, run_id FROM sweep_trials WHERE status = 'completed'")
+    )
+    conn.close()
+    assert sweep_status == "cancelled"
+
+    resumed = subprocess.run(
+        _sweep_cli(store, "--resume", sweep_id[:10]), capture_output=True, text=True, timeout=300
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"{len(finished_before)} of 6 trials finished" in resumed.stdout
+    with RunStore(store, readonly=True) as runs:
+        sweeps = SweepStore(runs)
+        trials = sweeps.trials(sweep_id)
+        assert sweeps.get_sweep(sweep_id)["status"] == "completed"
+    last = {}
+    for t in sorted(trials, key=lambda t: t["attempt"]):
+        last[t["trial_key"]] = t
+    assert sorted(last) == [f"t{i:04d}" for i in range(6)]
+    assert all(t["status"] == "completed" for t in last.values())
+    for key, run_id in finished_before.items():  # finished trials were not run again
+        assert [t["run_id"] for t in trials if t["trial_key"] == key] == [run_id]
+    assert any(t["attempt"] == 2 for t in trials)  # the cancelled ones ran again
+
+
+def test_cli_shorthands_then_sweeps_list_and_show_best_first(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    done = subprocess.run(
+        _sweep_cli(store, "--grid", "max_steps_per_episode=5,9", "--seeds", "1-2") + ["--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert len(result["trials"]) == 4
+    assert [t["metric"] for t in result["trials"]] == sorted(
+        (t["metric"] for t in result["trials"]), reverse=True
+    )
+    cli = [sys.executable, "-m", "mosaic_sdk.cli", "sweeps"]
+    listed = subprocess.run(cli + ["list", "--store", str(store)], capture_output=True, text=True)
+    assert result["sweep_id"] in listed.stdout and "completed" in listed.stdout
+    shown = subprocess.run(
+        cli + ["show", result["sweep_id"][:12], "--store", str(store)],
+        capture_output=True,
+        text=True,
+    )
+    rows = [line for line in shown.stdout.splitlines() if line.startswith("t0")]
+    assert len(rows) == 4, shown.stdout
+    assert '"max_steps_per_episode": 9' in rows[0] and '"max_steps_per_episode": 5' in rows[-1]
+
+
+def test_a_bad_spec_starts_nothing_and_names_every_bad_value(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    done = subprocess.run(
+        _sweep_cli(store, "--grid", "episodes=2,0", "--grid", "policy=random,greedy"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "space.episodes.grid value 0" in done.stderr
+    assert "space.policy.grid value 'greedy'" in done.stderr
+    assert "nothing was started" in done.stderr
+    if store.exists():
+        conn = sqlite3.connect(store)
+        assert conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+        conn.close()

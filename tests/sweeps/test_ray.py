@@ -1,0 +1,297 @@
+"""The ray engine end to end, against a real local Ray instance and a multi-node cluster
+simulated with ``ray.cluster_utils.Cluster`` (nodes as processes of this machine).
+
+Marked ``ray`` (``pytest -m ray`` selects them, ``-m "not ray"`` leaves them out); they skip
+when Ray Tune is not installed (``pip install 'mosaic-worker-sdk[ray]'``; scripts/test does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import alive, worker_pids
+
+from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.sweeps.driver import run_sweep
+from mosaic_sdk.sweeps.store import SweepStore
+
+pytest.importorskip("ray.tune", reason="the ray extra is not installed")
+
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture
+def ray_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep Ray quiet and local: no auth token written in the home, no usage stats."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+
+@pytest.fixture
+def ray_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Ray's temp dir (RAY_TMPDIR): short (its socket paths must fit in 107 bytes, which a
+    pytest tmp_path does not leave room for), removed at the end."""
+    path = tempfile.mkdtemp(prefix="mr-")
+    monkeypatch.setenv("RAY_TMPDIR", path)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _events(store: Path, run_id: str) -> list[str]:
+    with RunStore(store, readonly=True) as runs:
+        return [e["event"] for e in runs.events(run_id)]
+
+
+def test_ray_engine_on_a_local_instance_stores_trials_and_asha_stops_the_weak_one(
+    tmp_path: Path, ray_env: None, ray_tmp: str, shm_unchanged: None
+) -> None:
+    import ray
+
+    store = tmp_path / "s.sqlite"
+    result = run_sweep(
+        "example",
+        {
+            "base": {
+                "episodes": 12,
+                "max_steps_per_episode": 30,
+                "step_delay_ms": 10,
+                "include_observations": False,
+            },
+            "space": {
+                "env_id": {"grid": ["CartPole-v1", "NoSuchEnv-v0"]},
+                "policy": {"grid": ["balance", "random"]},
+            },
+            "seeds": [1],
+            "trials_at_once": 1,
+            "metric": {"name": "return", "last": 2},
+            "scheduler": {"type": "asha", "max_t": 12, "grace_period": 1, "reduction_factor": 2},
+        },
+        engine="ray",
+        store=store,
+        report=lambda _m: None,
+        ray_options={"num_cpus": 1, "ray_temp_dir": ray_tmp},
+    )
+    assert not ray.is_initialized()  # the instance it started is shut down
+    assert result.status == "completed"
+    trials = {(t["params"]["env_id"], t["params"]["policy"]): t for t in result.trials}
+    assert len(trials) == 4 and all(t["attempt"] == 1 for t in result.trials)
+    for policy in ("balance", "random"):  # the crashing worker: failed, and the sweep went on
+        crashed = trials[("NoSuchEnv-v0", policy)]
+        assert crashed["status"] == crashed["run_status"] == "failed"
+        assert crashed["metric"] is None
+    balance = trials[("CartPole-v1", "balance")]
+    assert balance["status"] == "completed" and balance["episodes"] == 12
+    assert balance["metric"] == 30.0
+    assert _events(store, balance["run_id"])[-1] == "run_completed"
+    weak = trials[("CartPole-v1", "random")]
+    if weak["started_at"] > balance["ended_at"]:  # it met balance's 30 at the first rung
+        assert weak["status"] == "stopped" and weak["run_status"] == "cancelled", weak
+        assert weak["episodes"] < 12
+        assert "run_cancelled" in _events(store, weak["run_id"])
+    with RunStore(store, readonly=True) as runs:
+        for t in result.trials:  # every line the worker wrote reached the driver's store
+            run = runs.get_run(t["run_id"])
+            rows = runs.count_rows(t["run_id"])
+            assert rows["episodes"] == run["counts"]["episodes"]
+            assert rows["events"] == run["counts"]["events"] >= 1
+            assert rows["steps"] == run["counts"]["steps"] == t["steps"]
+            assert json.dumps(run["config"]["seed"]) == "1"
+    for pid in worker_pids(store):
+        assert not alive(pid)
+
+
+def _node_pids(node) -> list[int]:
+    return [
+        info.process.pid
+        for infos in node.all_processes.values()
+        for info in infos
+        if info.process is not None
+    ]
+
+
+def test_a_node_lost_mid_trial_is_retried_and_its_attempt_stored_failed(
+    tmp_path: Path, ray_env: None, ray_tmp: str, shm_unchanged: None
+) -> None:
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 0, "include_dashboard": False},
+    )
+    nodes = [cluster.add_node(num_cpus=1) for _ in range(2)]
+    cluster.wait_for_nodes()
+    all_pids = [pid for n in [cluster.head_node, *nodes] for pid in _node_pids(n)]
+    store = tmp_path / "s.sqlite"
+    killed: dict[str, str] = {}
+
+    def kill_a_busy_node() -> None:
+        import sqlite3
+
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            try:
+                conn = sqlite3.connect(store)
+                row = conn.execute(
+                    "SELECT t.node, t.run_id FROM sweep_trials t JOIN runs r USING (run_id)"
+                    " WHERE t.status = 'running' AND r.episodes >= 1 LIMIT 1"
+                ).fetchone()
+                conn.close()
+            except sqlite3.OperationalError:
+                row = None
+            if row:
+                for node in nodes:
+                    if node.node_id == row[0]:
+                        killed.update(node=row[0], run_id=row[1])
+                        cluster.remove_node(node, allow_graceful=False)  # the other takes the retry
+                        return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_a_busy_node, daemon=True)
+    killer.start()
+    try:
+        result = run_sweep(
+            "example",
+            {
+                "base": {
+                    "episodes": 8,
+                    "max_steps_per_episode": 20,
+                    "step_delay_ms": 15,
+                    "include_observations": False,
+                },
+                "seeds": [1, 2, 3],
+                "trials_at_once": 2,
+                "max_failures": 1,
+                "metric": {"name": "return", "last": 3},
+            },
+            engine="ray",
+            store=store,
+            address=cluster.address,
+            report=lambda _m: None,
+        )
+        killer.join(5)
+    finally:
+        cluster.shutdown()
+    assert killed, "no trial was seen running with an episode on a worker node"
+    assert result.status == "completed"
+    lost = [t for t in result.trials if t["run_id"] == killed["run_id"]][0]
+    assert lost["status"] == lost["run_status"] == "failed"
+    assert "lost" in lost["error"] and lost["node"] == killed["node"]
+    assert lost["episodes"] >= 1  # what it had sent before its node went is stored
+    assert _events(store, lost["run_id"])[-1] == "run_failed"
+    retried = [t for t in result.trials if t["trial_key"] == lost["trial_key"]]
+    assert [t["attempt"] for t in sorted(retried, key=lambda t: t["attempt"])] == [1, 2]
+    last = {t["trial_key"]: t for t in sorted(result.trials, key=lambda t: t["attempt"])}
+    assert len(last) == 3 and all(t["status"] == "completed" for t in last.values())
+    assert len({t["node"] for t in result.trials}) >= 2  # trials spread over the nodes
+    time.sleep(1.0)
+    for pid in worker_pids(store) + all_pids:
+        assert not alive(pid), f"process {pid} outlived the sweep"
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return [pid for pid in found if alive(pid)]
+
+
+def test_ctrl_c_on_a_ray_sweep_stops_everything_and_resume_finishes_it(
+    tmp_path: Path, ray_env: None, ray_tmp: str, shm_unchanged: None
+) -> None:
+    store = tmp_path / "s.sqlite"
+    spec = tmp_path / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "base": {
+                    "episodes": 20,
+                    "max_steps_per_episode": 20,
+                    "step_delay_ms": 20,
+                    "include_observations": False,
+                },
+                "seeds": "1-4",
+                "trials_at_once": 2,
+            }
+        )
+    )
+    cli = [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example"]
+    driver = subprocess.Popen(
+        [*cli, str(spec), "--engine", "ray", "--store", str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            assert driver.poll() is None, driver.stdout.read() if driver.stdout else ""
+            assert time.monotonic() < deadline, "no trial completed in time"
+            conn = sqlite3.connect(store)
+            try:
+                rows = conn.execute(
+                    "SELECT t.status, r.episodes FROM sweep_trials t JOIN runs r USING (run_id)"
+                ).fetchall()
+            except sqlite3.OperationalError:
+                rows = []
+            finally:
+                conn.close()
+            if any(s == "completed" for s, _ in rows) and any(
+                s == "running" and n >= 1 for s, n in rows
+            ):
+                break
+            time.sleep(0.1)
+        driver.send_signal(signal.SIGINT)
+        out, _ = driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode == 130, out[-3000:]
+    conn = sqlite3.connect(store)
+    statuses = [r[0] for r in conn.execute("SELECT status FROM sweep_trials")]
+    sweep_id, sweep_status = conn.execute("SELECT sweep_id, status FROM sweeps").fetchone()
+    finished = dict(
+        conn.execute("SELECT trial_key, run_id FROM sweep_trials WHERE status = 'completed'")
+    )
+    conn.close()
+    assert sweep_status == "cancelled" and "running" not in statuses, statuses
+    assert "cancelled" in statuses, statuses
+    time.sleep(1.0)
+    for pid in worker_pids(store):
+        assert not alive(pid), f"worker {pid} outlived the sweep"
+    assert _processes_mentioning(ray_tmp) == []  # the local Ray instance is gone
+
+    resumed = subprocess.run(
+        [*cli, "--engine", "ray", "--resume", sweep_id, "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    with RunStore(store, readonly=True) as runs:
+        trials = SweepStore(runs).trials(sweep_id)
+    last = {t["trial_key"]: t for t in sorted(trials, key=lambda t: t["attempt"])}
+    assert len(last) == 4 and all(t["status"] == "completed" for t in last.values()), trials
+    for key, run_id in finished.items():  # finished trials were not run again
+        assert [t["run_id"] for t in trials if t["trial_key"] == key] == [run_id]
+    assert _processes_mentioning(ray_tmp) == []

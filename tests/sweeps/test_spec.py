@@ -1,0 +1,164 @@
+"""The sweep spec: parsing, shorthands, expansion and the check against the worker's model."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from mosaic_worker_example.config import ExampleConfig
+
+from mosaic_sdk.sweeps.spec import (
+    SpecError,
+    apply_shorthands,
+    check_against_model,
+    expand_trials,
+    load_spec,
+    parse_seeds,
+    parse_spec,
+    trial_config,
+)
+
+
+def test_seeds_shorthand_ranges_and_lists() -> None:
+    assert parse_seeds("1-5") == [1, 2, 3, 4, 5]
+    assert parse_seeds("1-3,7") == [1, 2, 3, 7]
+    with pytest.raises(SpecError, match="'5-1'"):
+        parse_seeds("5-1")
+    with pytest.raises(SpecError, match="'x'"):
+        parse_seeds("1,x")
+
+
+def test_grid_shorthand_parses_json_values_and_refuses_a_bare_key() -> None:
+    raw = apply_shorthands({}, ["episodes=2,3", "policy=random,balance"], "1-2")
+    assert raw["space"] == {
+        "episodes": {"grid": [2, 3]},
+        "policy": {"grid": ["random", "balance"]},
+    }
+    assert raw["seeds"] == [1, 2]
+    with pytest.raises(SpecError, match="key=v1,v2"):
+        apply_shorthands({}, ["episodes"])
+
+
+def test_expansion_is_a_product_of_grids_draws_and_seeds_and_repeatable() -> None:
+    spec = parse_spec(
+        {
+            "base": {"episodes": 2},
+            "space": {
+                "policy": {"grid": ["random", "balance"]},
+                "step_delay_ms": {"uniform": [0.0, 1.0]},
+                "heartbeat_interval": {"loguniform": [0.01, 10.0]},
+                "max_steps_per_episode": {"choice": [5, 7]},
+            },
+            "samples": 3,
+            "seeds": "1-2",
+            "sample_seed": 42,
+        }
+    )
+    trials = expand_trials(spec)
+    assert len(trials) == 2 * 3 * 2
+    assert [t.key for t in trials] == [f"t{i:04d}" for i in range(12)]
+    assert expand_trials(spec) == trials  # same spec, same trials: --resume relies on it
+    for t in trials:
+        assert t.params["policy"] in ("random", "balance")
+        assert 0.0 <= t.params["step_delay_ms"] <= 1.0
+        assert 0.01 <= t.params["heartbeat_interval"] <= 10.0
+        assert t.params["max_steps_per_episode"] in (5, 7)
+        assert t.params["seed"] in (1, 2)
+    # seeds repeat one draw: the two seeds of a sample share every other parameter
+    a, b = trials[0].params, trials[1].params
+    assert {**a, "seed": 0} == {**b, "seed": 0} and a["seed"] != b["seed"]
+    draws = {round(math.log(t.params["heartbeat_interval"]), 6) for t in trials}
+    assert len(draws) == 6  # one draw per sample, shared by its seeds
+    assert trial_config(spec, trials[0].params)["episodes"] == 2
+
+
+def test_every_spec_problem_is_named_at_once() -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec(
+            {
+                "space": {
+                    "a": {"uniform": [2, 1]},
+                    "b": {"loguniform": [0, 1]},
+                    "c": {"normal": [0, 1]},
+                    "seed": {"grid": [1]},
+                },
+                "metric": {"name": "accuracy", "mode": "up", "last": 0},
+                "scheduler": {"type": "asha"},
+                "trials_at_once": 0,
+                "sample": 3,
+            }
+        )
+    text = "\n".join(info.value.errors)
+    for needle in (
+        "space.a.uniform",
+        "space.b.loguniform: low must be > 0",
+        "space.c:",
+        "space.seed",
+        "metric.name: 'accuracy'",
+        "metric.mode: 'up'",
+        "metric.last",
+        "scheduler.max_t",
+        "trials_at_once",
+        "unknown key(s) sample",
+    ):
+        assert needle in text, needle
+
+
+def test_each_bad_value_is_named_against_the_worker_config_model() -> None:
+    spec = parse_spec(
+        {
+            "base": {"episodes": 2},
+            "space": {
+                "episodes": {"grid": [1, 0, 3]},
+                "policy": {"choice": ["random", "greedy"]},
+                "step_delay_ms": {"uniform": [-1.0, 1.0]},
+                "nope": {"grid": [1]},
+            },
+        }
+    )
+    with pytest.raises(SpecError) as info:
+        check_against_model(spec, ExampleConfig)
+    errors = info.value.errors
+    assert any(e.startswith("space.episodes.grid value 0:") for e in errors), errors
+    assert any(e.startswith("space.policy.choice value 'greedy':") for e in errors), errors
+    assert any(e.startswith("space.step_delay_ms.uniform value -1.0:") for e in errors), errors
+    assert any(e.startswith("space.nope.grid value 1:") and "nope" in e for e in errors), errors
+    good = ("space.episodes.grid value 3:", "space.policy.choice value 'random':")
+    assert not any(e.startswith(good) for e in errors), errors
+    with pytest.raises(SpecError, match="base: 'episodes'"):
+        check_against_model(parse_spec({"base": {"episodes": -1}}), ExampleConfig)
+
+
+def test_toml_and_json_files_read_alike(tmp_path: Path) -> None:
+    toml = tmp_path / "s.toml"
+    toml.write_text(
+        'seeds = "1-2"\n[base]\nepisodes = 2\n[space]\npolicy = {grid = ["random"]}\n'
+        '[metric]\nname = "return"\nlast = 3\nmode = "max"\n'
+    )
+    js = tmp_path / "s.json"
+    js.write_text(json.dumps(load_spec(toml)))
+    assert parse_spec(load_spec(toml)) == parse_spec(load_spec(js))
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[base\n")
+    with pytest.raises(SpecError, match="not valid TOML"):
+        load_spec(bad)
+    with pytest.raises(SpecError, match="cannot read"):
+        load_spec(tmp_path / "missing.json")
+
+
+def test_the_guides_toml_spec_is_a_valid_spec_for_the_example_worker() -> None:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    from docs_snippets.blocks import blocks
+
+    found = [b for b in blocks("docs/guides/sweeps.md") if b.language == "toml"]
+    assert len(found) == 1
+    spec = parse_spec(tomllib.loads(found[0].code))
+    check_against_model(spec, ExampleConfig)
+    assert len(expand_trials(spec)) == 2 * 3 * 3
+    assert spec.scheduler is not None and spec.scheduler.max_t == spec.base["episodes"]
