@@ -21,8 +21,9 @@ def check_config(config: WorkerConfig) -> str:
     """Everything that can be checked without training; raises ValueError with the reason."""
     import gymnasium
 
+    from cleanrl_worker.availability import check
     from cleanrl_worker.gym_compat import register_ale_envs
-    from cleanrl_worker.registry import missing_modules, resolve
+    from cleanrl_worker.registry import default_env, resolve
 
     assert isinstance(config, CleanRLConfig)
     register_ale_envs()
@@ -54,12 +55,10 @@ def check_config(config: WorkerConfig) -> str:
     if config.mode == "policy_eval":
         return f"evaluate {config.policy_path} for {config.eval_episodes} episodes on {target}"
     algo = resolve(config.algo, config.cleanrl_path)
-    missing = missing_modules(algo.path)
-    if missing:
-        raise ValueError(
-            f"algo {config.algo!r} imports {', '.join(missing)}, not installed here "
-            f"(pip install {' '.join(missing)})"
-        )
+    compat = config.gym_compat if algo.upstream else "off" if config.gym_compat != "on" else "on"
+    found = check(algo.path, default_env(algo), gym_compat=compat)
+    if not found.runs:
+        raise ValueError(f"algo {config.algo!r} does not run here: {found.why_not}")
     from cleanrl_worker.launch_args import build_argv
 
     argv = build_argv(config, algo, Path("<run_dir>"))

@@ -27,6 +27,7 @@ import signal
 import sys
 import time
 import traceback
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from cleanrl_worker.env_telemetry import TelemetrySink
 from cleanrl_worker.fastlane_settings import export_fastlane, resolve_fastlane
 from cleanrl_worker.instrument import Instrumentation
 from cleanrl_worker.launch_args import build_argv
+from cleanrl_worker.legacy_gym import gym_module_on_path
 from cleanrl_worker.registry import AlgorithmSpec, resolve
 from cleanrl_worker.stderr_tail import StderrTail
 from cleanrl_worker.subprocess_patch import child_variables
@@ -217,7 +219,8 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
         if config.mode == "resume_training":
             _announce_resume(ctx, config)
         heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=sink.progress)
-        with heartbeat, stderr_tail:
+        gym_layer = gym_module_on_path() if compat else nullcontext()
+        with heartbeat, stderr_tail, gym_layer:
             outcome, detail = execute_module(ctx, algo, argv)
     except Exception as exc:  # noqa: BLE001 - a setup error still gets analytics
         outcome = "failed"
