@@ -37,7 +37,7 @@ def test_unknown_algo_param_is_an_error_with_a_suggestion() -> None:
 
 
 def test_algo_param_of_the_wrong_type_is_an_error() -> None:
-    with pytest.raises(ConfigError, match="num_steps expects a int, got str"):
+    with pytest.raises(ConfigError, match="num_steps expects an int, got str"):
         CleanRLConfig.from_dict({"run_id": "r1", "algo_params": {"num_steps": "many"}})
     with pytest.raises(ConfigError, match="anneal_lr expects a bool"):
         CleanRLConfig.from_dict({"run_id": "r1", "algo_params": {"anneal-lr": 1}})

@@ -220,7 +220,9 @@ def check_value(spec: ArgumentSpec, value: Any) -> str | None:
     }[kind]
     if ok:
         return None
-    wanted = {"any": "a string, number or boolean", "list": "a list"}.get(kind, f"a {kind}")
+    wanted = {"any": "a string, number or boolean", "list": "a list", "int": "an int"}.get(
+        kind, f"a {kind}"
+    )
     return f"{spec.name} expects {wanted}, got {type(value).__name__} {value!r}"
 
 

@@ -183,9 +183,13 @@ def check_algo_params(config: CleanRLConfig, script: Any) -> None:
         if spec is None:
             import difflib
 
-            close = difflib.get_close_matches(name, list(script.arguments), n=3)
+            allowed = [n for n in script.arguments if n not in RESERVED_ARGUMENTS]
+            close = difflib.get_close_matches(name, allowed, n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            problems.append(f"algo_params.{key}: {config.algo} has no argument {name!r}{hint}")
+            problems.append(
+                f"algo_params.{key}: {config.algo} has no argument {name!r}{hint}; "
+                f"it accepts {', '.join(sorted(allowed))}"
+            )
             continue
         why = check_value(spec, value)
         if why:
