@@ -71,9 +71,36 @@ def log_path(config: WorkerConfig, run_dir: Path) -> Path:
     return run_dir / LOG_NAME
 
 
+def with_config_worker_id(argv: Sequence[str]) -> list[str]:
+    """``argv`` plus ``--worker-id`` from the config's ``worker_id`` when the command line
+    gives none (the command line wins); unchanged when the config cannot be read (the SDK
+    then reports why)."""
+    from mosaic_sdk.contract import ConfigError, read_config_json, unwrap_job_descriptor
+
+    args = list(argv)
+    if any(a == "--worker-id" or a.startswith("--worker-id=") for a in args):
+        return args
+    path = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--config"), None)
+    path = path or next((a.split("=", 1)[1] for a in args if a.startswith("--config=")), None)
+    if path is None:
+        return args
+    try:
+        flat = unwrap_job_descriptor(read_config_json(path))
+    except (ConfigError, OSError, ValueError, TypeError, AttributeError):
+        return args
+    extras = flat.get("extras")
+    worker_id = flat.get("worker_id") or (
+        extras.get("worker_id") if isinstance(extras, dict) else None
+    )
+    if isinstance(worker_id, str) and worker_id:
+        args += ["--worker-id", worker_id]
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from cleanrl_worker.runtime import run
 
+    argv = with_config_worker_id(sys.argv[1:] if argv is None else argv)
     return worker_main(
         config_model=CleanRLConfig,
         run=run,
