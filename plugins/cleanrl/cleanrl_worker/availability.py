@@ -111,6 +111,46 @@ def _atari_checks(default_env: str | None) -> list[str]:
     return []
 
 
+def _evaluate_records_video(module: str) -> bool:
+    """Whether ``module``'s ``evaluate`` records video unless told otherwise."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return False
+    if spec is None or spec.origin is None:
+        return False
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "evaluate":
+            args = node.args.args[-len(node.args.defaults) :] if node.args.defaults else []
+            for arg, default in zip(args, node.args.defaults, strict=True):
+                if arg.arg == "capture_video":
+                    return isinstance(default, ast.Constant) and default.value is True
+    return False
+
+
+def save_model_problems(path: Path) -> list[str]:
+    """Why ``--save-model`` would fail here: after saving, CleanRL's scripts evaluate the
+    model with ``cleanrl_utils.evals.<name>.evaluate``, which records video by default."""
+    evals = sorted(
+        node.module
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and node.module.startswith("cleanrl_utils.evals.")
+    )
+    problems = []
+    for module in evals:
+        if not _found("cleanrl_utils"):
+            problems.append(f"save_model runs {module}, and cleanrl_utils is not installed")
+        elif _evaluate_records_video(module) and not _found("moviepy"):
+            problems.append(
+                f"save_model makes the script evaluate the saved model with {module}, which "
+                "records video: it needs moviepy (pip install moviepy)"
+            )
+    return problems
+
+
 def check(path: Path, default_env: str | None = None, *, gym_compat: str = "auto") -> Availability:
     """Whether the script at ``path`` runs here (``default_env``: its ``--env-id`` default)."""
     imports = module_imports(path)
@@ -136,4 +176,4 @@ def check(path: Path, default_env: str | None = None, *, gym_compat: str = "auto
 
 
 __all__ = ["ATARI_WRAPPERS", "INSTALL_HINTS", "Availability", "check", "missing_modules",
-           "module_imports"]  # fmt: skip
+           "module_imports", "save_model_problems"]  # fmt: skip

@@ -59,6 +59,13 @@ def check_config(config: WorkerConfig) -> str:
     found = check(algo.path, default_env(algo), gym_compat=compat)
     if not found.runs:
         raise ValueError(f"algo {config.algo!r} does not run here: {found.why_not}")
+    params = {k.replace("-", "_"): v for k, v in config.algo_params.items()}
+    if algo.upstream and params.get("save_model") is True:
+        from cleanrl_worker.availability import save_model_problems
+
+        problems = save_model_problems(algo.path)
+        if problems:
+            raise ValueError(f"algo {config.algo!r}: {'; '.join(problems)}")
     from cleanrl_worker.launch_args import build_argv
 
     argv = build_argv(config, algo, Path("<run_dir>"))

@@ -63,8 +63,8 @@ class CleanRLConfig(WorkerConfig):
     cuda: bool = Field(False, description="Use CUDA when available")
     tensorboard_dir: str = Field(
         "tensorboard",
-        description="TensorBoard directory, relative to the run directory (our PPO; upstream "
-        "scripts always write runs/<run_name> under the run directory)",
+        description="TensorBoard directory, relative to the run directory (upstream scripts' "
+        "runs/<run_name> lands in <tensorboard_dir>/<run_name>)",
     )
     track_wandb: bool = Field(False, description="Log to Weights & Biases (needs wandb)")
     algo_params: dict[str, Any] = Field(

@@ -27,7 +27,8 @@ import signal
 import sys
 import time
 import traceback
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -220,7 +221,7 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
             _announce_resume(ctx, config)
         heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=sink.progress)
         gym_layer = gym_module_on_path() if compat else nullcontext()
-        with heartbeat, stderr_tail, gym_layer:
+        with heartbeat, stderr_tail, gym_layer, _upstream_outputs(algo, config, run_dir):
             outcome, detail = execute_module(ctx, algo, argv)
     except Exception as exc:  # noqa: BLE001 - a setup error still gets analytics
         outcome = "failed"
@@ -233,6 +234,22 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
     if isinstance(detail, dict):
         detail["stderr_tail"] = stderr_tail.text()
     finish(ctx, config, sink, outcome, detail, started, started_wall, progress)
+
+
+@contextmanager
+def _upstream_outputs(algo: AlgorithmSpec, config: CleanRLConfig, run_dir: Path) -> Iterator[None]:
+    """An upstream script's TensorBoard events and saved models go where the config says
+    (see :mod:`cleanrl_worker.upstream_outputs`); our PPO takes them as arguments."""
+    if not algo.upstream:
+        yield
+        return
+    from cleanrl_worker.upstream_outputs import OutputRedirect
+
+    undo = OutputRedirect(run_dir, config.tensorboard_dir).install()
+    try:
+        yield
+    finally:
+        undo()
 
 
 def _setup_curriculum(ctx: RunContext, config: CleanRLConfig, inst: Instrumentation) -> Any:
