@@ -200,7 +200,7 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
     stderr_tail = StderrTail()
     try:
         if config.mode == "curriculum":
-            progress, undo_curriculum = _setup_curriculum(ctx, config, inst)
+            progress, undo_curriculum = _setup_curriculum(ctx, config, inst, sink)
             from cleanrl_worker.curriculum_env import CURRICULUM_ENV_ID
 
             env_id = CURRICULUM_ENV_ID
@@ -252,15 +252,26 @@ def _upstream_outputs(algo: AlgorithmSpec, config: CleanRLConfig, run_dir: Path)
         undo()
 
 
-def _setup_curriculum(ctx: RunContext, config: CleanRLConfig, inst: Instrumentation) -> Any:
-    """Check the stages, register the curriculum env id; returns (progress, unregister)."""
+def _setup_curriculum(
+    ctx: RunContext, config: CleanRLConfig, inst: Instrumentation, sink: TelemetrySink
+) -> Any:
+    """Check the stages, register the curriculum env id here and, through a stage file, in
+    env subprocesses (:mod:`cleanrl_worker.curriculum_remote`); returns (progress, undo)."""
     from cleanrl_worker.curriculum_env import check_stage_spaces, register_curriculum
+    from cleanrl_worker.curriculum_remote import (
+        CURRICULUM_VAR,
+        STAGE_FILE,
+        publish,
+        remote_episode_feeder,
+    )
     from cleanrl_worker.curriculum_schedule import ScheduleProgress
 
     stages = list(config.curriculum_schedule or [])
     check_stage_spaces(stages, inst.original_make)
+    stage_file = ctx.run_dir / STAGE_FILE
 
     def on_advance(old: int, new: int, stats: dict[str, Any]) -> None:
+        publish(stage_file, progress)
         ctx.emitter.lifecycle(
             "curriculum_stage",
             {"from_stage": old, "to_stage": new, "env_id": stages[new].env_id,
@@ -268,7 +279,18 @@ def _setup_curriculum(ctx: RunContext, config: CleanRLConfig, inst: Instrumentat
         )  # fmt: skip
 
     progress = ScheduleProgress(stages, on_advance)
-    return progress, register_curriculum(progress, inst.original_make)
+    publish(stage_file, progress)
+    if inst.child_variables is not None:
+        inst.child_variables[CURRICULUM_VAR] = str(stage_file)
+    sink.on_remote_episode = remote_episode_feeder(progress)
+    unregister = register_curriculum(progress, inst.original_make)
+
+    def undo() -> None:
+        unregister()
+        sink.on_remote_episode = None
+        stage_file.unlink(missing_ok=True)
+
+    return progress, undo
 
 
 def _announce_resume(ctx: RunContext, config: CleanRLConfig) -> None:

@@ -228,7 +228,13 @@ def install_in_subprocess(
         render_frames=variables.get("CLEANRL_WORKER_RENDER") == "1",
         child_variables=variables,
     )
-    return inst.install()
+    inst.install()
+    stage_file = variables.get("CLEANRL_WORKER_CURRICULUM")
+    if stage_file:  # the curriculum env id, reading the worker's stage file
+        from cleanrl_worker.curriculum_remote import register_remote
+
+        register_remote(stage_file, inst.original_make)
+    return inst
 
 
 __all__ = [
