@@ -160,3 +160,46 @@ def test_a_gym_script_runs_under_the_worker_and_its_children_get_no_gym(
     episodes = result.episodes()
     assert len([e for e in episodes if not e["metadata"].get("unfinished")]) == 4
     assert result.events("run_started")[0]["payload"]["gym_compat"] is True
+
+
+ASYNC_SCRIPT = '''
+"""Probe: gym.vector.AsyncVectorEnv of the layer, env subprocesses started with spawn."""
+import argparse
+import json
+
+import gym
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--env-id", type=str, default="CartPole-v1")
+    parser.add_argument("--total-timesteps", type=int, default=40)
+    args = parser.parse_args()
+    def thunk():
+        import os
+        env = gym.wrappers.RecordEpisodeStatistics(gym.make(args.env_id, max_episode_steps=5))
+        env.seed(os.getpid())
+        return env
+    envs = gym.vector.AsyncVectorEnv([thunk, thunk], context="spawn")
+    envs.reset()
+    finished = 0
+    for _ in range(args.total_timesteps // 2):
+        _, _, dones, infos = envs.step(envs.action_space.sample())
+        finished += sum("episode" in info and "terminal_observation" in info for info in infos)
+    envs.close()
+    with open("probe.json", "w") as f:
+        json.dump({"finished": finished}, f)
+'''
+
+
+def test_env_subprocesses_of_a_gym_script_get_the_layer_too(runs: Path, tmp_path: Path) -> None:
+    root = tmp_path / "checkout"
+    (root / "cleanrl").mkdir(parents=True)
+    (root / "cleanrl" / "__init__.py").write_text("")
+    (root / "cleanrl" / "c51.py").write_text(ASYNC_SCRIPT)
+    config = {"run_id": unique_run_id("gymasync"), "algo": "c51", "total_timesteps": 40,
+              "cleanrl_path": str(root)}  # fmt: skip
+    result = run_worker(runs, config, timeout=240)
+    assert result.returncode == 0 and result.terminal() == "run_completed", result.why()
+    assert json.loads((result.run_dir / "probe.json").read_text())["finished"] == 8
+    finished = [e for e in result.episodes() if not e["metadata"].get("unfinished")]
+    assert len(finished) == 8 and all(e["steps"] == 5 for e in finished)
