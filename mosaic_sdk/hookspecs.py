@@ -189,6 +189,20 @@ def mosaic_worker_protocol_version() -> int | None:
 
 
 @hookspec(firstresult=True)
+def mosaic_worker_algo_params_schema(algo: str | None) -> dict[str, dict[str, Any]] | None:
+    """Return the JSON Schema of the algorithm-specific parameters of the worker's algorithms.
+
+    Called by ``mosaic workers show NAME --json`` (with ``algo=None``) and by a GUI that builds
+    a training form for one algorithm (``algo="dqn"``), before any run. Returns a mapping of
+    algorithm name to a JSON Schema object (``properties`` with ``type``, ``default`` and
+    ``description``), every algorithm when ``algo`` is ``None``, only that one otherwise (an
+    empty mapping for a name the worker does not know). The worker's config validation must
+    accept exactly what the schema allows. Workers without per-algorithm parameters need not
+    implement it.
+    """
+
+
+@hookspec(firstresult=True)
 def mosaic_worker_details() -> dict[str, Any] | None:
     """Return extra sections for ``mosaic workers show``.
 

@@ -80,6 +80,11 @@ class Worker:
     def mosaic_worker_details(self) -> dict[str, Any]:
         return {"Algorithms": [{"name": "a", "importable": True}]}
 
+    @hookimpl
+    def mosaic_worker_algo_params_schema(self, algo: str | None) -> dict[str, Any]:
+        schemas = {"a": {"type": "object", "properties": {"lr": {"type": "number"}}}}
+        return schemas if algo is None else {k: v for k, v in schemas.items() if k == algo}
+
 
 class HookyConfig(WorkerConfig):
     steps: int = 10
@@ -144,6 +149,17 @@ def test_hook_mosaic_worker_make_env() -> None:
 
 def test_hook_mosaic_worker_details() -> None:
     assert registry_with().get("hooky").details()["Algorithms"][0]["name"] == "a"
+
+
+def test_hook_mosaic_worker_algo_params_schema() -> None:
+    handle = registry_with().get("hooky")
+    assert handle.algo_params_schema()["a"]["properties"]["lr"] == {"type": "number"}
+    assert list(handle.algo_params_schema("a")) == ["a"] and handle.algo_params_schema("b") == {}
+
+    class Plain(Worker):
+        mosaic_worker_algo_params_schema = None  # type: ignore[assignment]
+
+    assert registry_with(extra={"hooky": Plain()}).get("hooky").algo_params_schema() == {}
 
 
 def test_hook_mosaic_worker_protocol_version() -> None:

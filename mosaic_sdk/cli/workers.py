@@ -75,6 +75,7 @@ def describe_worker(name: str) -> dict[str, Any]:
         meta, caps = handle.describe()
         model = handle.config_model()
         details = handle.details()
+        algo_params_schemas = handle.algo_params_schema(None)
     except PluginError as exc:
         raise UsageError(str(exc)) from None
     return {
@@ -89,6 +90,7 @@ def describe_worker(name: str) -> dict[str, Any]:
         "config_model": f"{model.__module__}.{model.__qualname__}",
         "config_schema": model.json_schema(),
         "details": details,
+        "algo_params_schemas": algo_params_schemas,
     }
 
 
@@ -162,5 +164,11 @@ def cmd_show(args: argparse.Namespace) -> int:
             console.print(t)
         else:
             console.print(f"[bold]{title}[/bold]\n{section}")
-    console.print(f"Full JSON Schema of the config: mosaic workers show {info['name']} --json")
+    schemas = info["algo_params_schemas"]
+    if schemas:
+        console.print(f"Parameter schemas of {len(schemas)} algorithms: in the --json form")
+    console.print(
+        f"Full JSON Schema of the config (and of each algorithm's parameters): "
+        f"mosaic workers show {info['name']} --json"
+    )
     return 0

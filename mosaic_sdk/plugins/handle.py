@@ -92,6 +92,12 @@ class WorkerHandle:
     def make_env(self, config: WorkerConfig) -> Any:
         return self._hook("mosaic_worker_make_env")(config=config)
 
+    def algo_params_schema(self, algo: str | None = None) -> dict[str, dict[str, Any]]:
+        """``{algorithm: JSON Schema of its parameters}`` (every one when ``algo`` is None);
+        empty when the worker does not implement ``mosaic_worker_algo_params_schema``."""
+        result = self._hook("mosaic_worker_algo_params_schema")(algo=algo)
+        return {} if result is None else dict(result)
+
     def details(self) -> dict[str, Any]:
         result = self._hook("mosaic_worker_details")()
         return {} if result is None else dict(result)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ def test_unknown_algo_param_is_an_error_with_a_suggestion() -> None:
 
 
 def test_algo_param_of_the_wrong_type_is_an_error() -> None:
-    with pytest.raises(ConfigError, match="num_steps expects a int, got str"):
+    with pytest.raises(ConfigError, match="num_steps expects an int, got str"):
         CleanRLConfig.from_dict({"run_id": "r1", "algo_params": {"num_steps": "many"}})
     with pytest.raises(ConfigError, match="anneal_lr expects a bool"):
         CleanRLConfig.from_dict({"run_id": "r1", "algo_params": {"anneal-lr": 1}})
@@ -81,3 +82,52 @@ def test_tyro_flags_for_our_ppo(tmp_path: Path) -> None:
     assert argv[argv.index("--target-kl") + 1] == "None"
     assert "--total-timesteps=5000" in argv and "--seed=4" in argv and "--no-cuda" in argv
     assert f"--checkpoint-dir={tmp_path / 'checkpoints'}" in argv
+
+
+def test_raw_keeps_the_payload_as_received_and_stays_out_of_the_value() -> None:
+    descriptor = {"run_id": "r1", "job": {"priority": 3},
+                  "metadata": {"worker": {"config": {"algo": "ppo", "seed": 2,
+                                                     "extras": {"mode": "train"}}}}}  # fmt: skip
+    cfg = CleanRLConfig.from_dict(descriptor)
+    assert cfg.raw == descriptor and cfg.raw is not descriptor
+    descriptor["job"]["priority"] = 9
+    assert cfg.raw["job"]["priority"] == 3, "a copy, not a view"
+    assert "raw" not in cfg.to_dict() and "raw" not in CleanRLConfig.json_schema()["properties"]
+    again = CleanRLConfig.from_dict(cfg.to_dict())
+    assert again == cfg and again.raw == cfg.to_dict()
+
+
+def test_a_payload_cannot_set_raw_and_unknown_keys_stay_refused() -> None:
+    for payload in ({"run_id": "r1", "raw": {}}, {"run_id": "r1", "extras": {"raw": 1}}):
+        with pytest.raises(ConfigError, match="'raw' is not a config key"):
+            CleanRLConfig.from_dict(payload)
+    with pytest.raises(ConfigError, match="unknown key 'platform_thing'"):
+        CleanRLConfig.from_dict({"run_id": "r1", "worker_id": "w1", "platform_thing": 1})
+
+
+def test_worker_id_of_the_config_reaches_the_telemetry_unless_the_cli_gives_one(
+    tmp_path: Path,
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from cleanrl_worker.cli import with_config_worker_id
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"run_id": "r1", "worker_id": "w-7", "env_id": "NoSuchEnv-v9"}))
+    assert with_config_worker_id(["--config", str(path)])[-2:] == ["--worker-id", "w-7"]
+    assert (
+        with_config_worker_id(["--config", str(path), "--worker-id", "cli"]).count("--worker-id")
+        == 1
+    )
+    # The dry-run check fails (unknown env): the run_failed line carries the config's id.
+    env = {**os.environ, "MOSAIC_RUN_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-m", "cleanrl_worker", "--config", str(path)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert out.returncode == 2 and lines[-1]["event"] == "run_failed", out.stderr
+    assert "NoSuchEnv-v9" in lines[-1]["payload"]["error"]
+    assert all(line["worker_id"] == "w-7" for line in lines)

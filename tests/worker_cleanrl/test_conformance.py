@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -36,4 +37,5 @@ def test_workers_show_lists_the_algorithms() -> None:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert '"ppo"' in proc.stdout and "importable" in proc.stdout
+    rows = {r["name"]: r for r in json.loads(proc.stdout)["details"]["Algorithms"]}
+    assert rows["ppo"]["runs"] is True and rows["ppo"]["why_not"] == ""

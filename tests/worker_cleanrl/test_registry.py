@@ -57,3 +57,47 @@ def test_cleanrl_path_points_at_a_checkout(tmp_path: Path) -> None:
         resolve("c51", checkout)
     with pytest.raises(AlgorithmNotFoundError, match="not a CleanRL checkout"):
         resolve("dqn", tmp_path / "nothing-here")
+
+
+def test_availability_names_what_is_missing_and_how_to_install_it(tmp_path: Path) -> None:
+    from cleanrl_worker.availability import check
+
+    script = tmp_path / "algo.py"
+    script.write_text("import gym\nimport jax.numpy as jnp\nimport numpy\nimport os\n")
+    found = check(script)
+    assert not found.runs and found.missing == ("jax",) and found.gym_layer
+    assert found.why_not == "imports jax, not installed here (pip install jax)"
+    off = check(script, gym_compat="off")
+    assert off.missing == ("gym", "jax") and not off.gym_layer
+
+
+def test_atari_scripts_need_ale_py(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from cleanrl_worker import availability
+
+    script = tmp_path / "algo.py"
+    script.write_text("import gym\nfrom stable_baselines3.common.atari_wrappers import X\n")
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        availability.importlib.util, "find_spec",
+        lambda name, *a: None if name == "ale_py" else real_find_spec(name, *a),
+    )  # fmt: skip
+    found = availability.check(script, "BreakoutNoFrameskip-v4")
+    assert found.atari and not found.runs
+    assert "Atari envs need ale_py (pip install ale-py" in found.why_not
+
+
+@needs_upstream
+def test_table_says_which_upstream_scripts_run_here_and_why_not() -> None:
+    rows = {r["name"]: r for r in cleanrl_worker.algorithm_table()}
+    for name in ("c51", "sac_continuous_action", "td3_continuous_action"):
+        assert rows[name]["runs"] and rows[name]["gym_layer"] and rows[name]["why_not"] == ""
+    assert rows["dqn"]["runs"] and not rows["dqn"]["gym_layer"]
+    assert not rows["pqn"]["runs"] and "is not in the installed cleanrl" in rows["pqn"]["why_not"]
+    import importlib.util
+
+    if importlib.util.find_spec("jax") is None:
+        assert not rows["dqn_jax"]["runs"] and "jax" in rows["dqn_jax"]["missing"]
+    off = {r["name"]: r for r in cleanrl_worker.algorithm_table(gym_compat="off")}
+    assert not off["c51"]["runs"] and off["c51"]["missing"] == ["gym"]

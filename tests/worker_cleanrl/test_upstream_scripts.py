@@ -86,3 +86,40 @@ def test_without_the_layer_ppo_continuous_crashes_on_transform_observation(
     assert result.returncode == 1
     failed = result.events("run_failed")[0]["payload"]
     assert failed["error_type"] == "TypeError" and "observation_space" in failed["error"]
+
+
+# Scripts that still `import gym` (gym 0.23's API) and run through the worker's gym layer.
+# Budgets are tiny: a few dozen updates after learning starts, one thread for torch.
+GYM_CASES = {
+    "c51-CartPole": ("c51", "CartPole-v1", 500,
+                     {"learning_starts": 400, "batch_size": 32, "buffer_size": 1000,
+                      "train_frequency": 5, "target_network_frequency": 50}),
+    "sac-Pendulum": ("sac_continuous_action", "Pendulum-v1", 430,
+                     {"learning_starts": 400, "batch_size": 32, "buffer_size": 1000}),
+    "td3-Pendulum": ("td3_continuous_action", "Pendulum-v1", 430,
+                     {"learning_starts": 400, "batch_size": 32, "buffer_size": 1000}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(GYM_CASES))
+def test_gym_script_runs_through_the_gym_layer_with_episodes_and_frames(
+    runs: Path, case: str
+) -> None:
+    algo, env_id, steps, params = GYM_CASES[case]
+    config = {"run_id": unique_run_id(case.lower()), "algo": algo, "env_id": env_id,
+              "total_timesteps": steps, "seed": 1, "algo_params": params,
+              "fastlane": True}  # fmt: skip
+    result = run_worker(
+        runs, config, watch_frames=True, timeout=400, extra_env={"OMP_NUM_THREADS": "1"}
+    )
+    assert result.returncode == 0, result.why()
+    assert result.terminal() == "run_completed"
+    finished = [e for e in result.episodes() if not e["metadata"].get("unfinished")]
+    assert len(finished) >= 2, result.episodes()
+    assert sum(e["steps"] for e in result.episodes()) == steps  # every frame of the budget
+    assert result.steps() and result.frames > 0
+    assert result.log().count("episodic_return=") == len(finished)  # the script's own view
+    started = result.events("run_started")[0]["payload"]
+    assert started["gym_compat"] is True and started["module"] == f"cleanrl.{algo}"
+    completed = result.events("run_completed")[0]["payload"]
+    assert completed["final_metrics"]["steps"] == steps

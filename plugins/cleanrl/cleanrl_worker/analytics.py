@@ -25,9 +25,11 @@ _STEP_IN_NAME = re.compile(r"(\d+)")
 
 def collect_checkpoints(run_dir: Path, since: float = 0.0) -> list[dict[str, Any]]:
     """Checkpoints written under ``run_dir`` since ``since`` (unix seconds): our PPO's
-    ``checkpoints/*.pt`` and upstream scripts' ``runs/**/*.cleanrl_model``."""
+    ``checkpoints/*.pt`` and upstream scripts' ``checkpoints/*.cleanrl_model`` (where the
+    worker puts them) or ``runs/**/*.cleanrl_model`` (a script run without the worker's
+    redirect)."""
     found = []
-    patterns = ("checkpoints/*.pt", "runs/**/*.cleanrl_model")
+    patterns = ("checkpoints/*.pt", "checkpoints/*.cleanrl_model", "runs/**/*.cleanrl_model")
     for pattern in patterns:
         for path in sorted(run_dir.glob(pattern)):
             if path.stat().st_mtime + 1e-3 < since:

@@ -27,6 +27,11 @@ class ArgumentSpec:
     kind: str
     optional: bool = False
     style: str = "argparse"  # or "tyro"
+    #: The default as a JSON value, when the source gives one that can be read without
+    #: running anything; else None with ``default_source`` holding its expression.
+    default: Any = None
+    default_source: str | None = None
+    help: str = ""
 
     @property
     def flag(self) -> str:
@@ -75,6 +80,58 @@ def _kind_of_annotation(node: ast.expr | None) -> tuple[str, bool]:
     return "any", False
 
 
+def _literal(node: ast.expr | None, kind: str) -> tuple[Any, str | None]:
+    """(value, None) for a default readable without running anything (``1e-3``,
+    ``int(1e6)``, ``"x" + "y"``), else (None, its source)."""
+    if node is None:
+        return None, None
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = _simple_call(node)
+        if value is _UNREADABLE:
+            return None, ast.unparse(node)
+    if kind == "int" and isinstance(value, float) and value.is_integer():
+        value = int(value)  # argparse keeps `default=5e3` as given; the script uses it as int
+    if isinstance(value, tuple):
+        value = list(value)
+    if value is not None and not isinstance(value, (str, int, float, bool, list)):
+        return None, ast.unparse(node)
+    return value, None
+
+
+_UNREADABLE = object()
+
+
+def _simple_call(node: ast.expr) -> Any:
+    """``int(1e6)``, ``float("inf")``: one builtin conversion of a literal."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("int", "float", "str", "bool")
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        try:
+            return {"int": int, "float": float, "str": str, "bool": bool}[node.func.id](
+                ast.literal_eval(node.args[0])
+            )
+        except (ValueError, TypeError, SyntaxError):
+            return _UNREADABLE
+    return _UNREADABLE
+
+
+def _text(node: ast.expr | None) -> str:
+    """A help string: its value when literal, else its source (an f-string, say)."""
+    if node is None:
+        return ""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError):
+        return ast.unparse(node)
+    return " ".join(str(value).split())
+
+
 def _argparse_kind(call: ast.Call, source: str) -> tuple[str, bool]:
     keywords = {k.arg: k.value for k in call.keywords if k.arg}
     action = keywords.get("action")
@@ -116,16 +173,34 @@ def read_script_arguments(path: Path) -> ScriptArguments:
                 continue
             kind, optional = _argparse_kind(node, source)
             name = normalise_name(long[0])
-            found[name] = ArgumentSpec(name, kind, optional, "argparse")
+            keywords = {k.arg: k.value for k in node.keywords if k.arg}
+            default, default_source = _literal(keywords.get("default"), kind)
+            if kind == "bool" and "default" not in keywords:
+                action = keywords.get("action")
+                default = isinstance(action, ast.Constant) and action.value == "store_false"
+            found[name] = ArgumentSpec(
+                name, kind, optional, "argparse", default, default_source,
+                _text(keywords.get("help")),
+            )  # fmt: skip
     if found:
         return ScriptArguments("argparse", found)
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == "Args":
-            for item in node.body:
+            body = node.body
+            for i, item in enumerate(body):
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                     kind, optional = _kind_of_annotation(item.annotation)
                     name = item.target.id
-                    found[name] = ArgumentSpec(name, kind, optional, "tyro")
+                    default, default_source = _literal(item.value, kind)
+                    doc = body[i + 1] if i + 1 < len(body) else None  # tyro's field docstring
+                    help_text = (
+                        _text(doc.value)
+                        if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
+                        else ""
+                    )
+                    found[name] = ArgumentSpec(
+                        name, kind, optional, "tyro", default, default_source, help_text
+                    )
             return ScriptArguments("tyro", found)
     return ScriptArguments("unknown", {})
 
@@ -145,7 +220,9 @@ def check_value(spec: ArgumentSpec, value: Any) -> str | None:
     }[kind]
     if ok:
         return None
-    wanted = {"any": "a string, number or boolean", "list": "a list"}.get(kind, f"a {kind}")
+    wanted = {"any": "a string, number or boolean", "list": "a list", "int": "an int"}.get(
+        kind, f"a {kind}"
+    )
     return f"{spec.name} expects {wanted}, got {type(value).__name__} {value!r}"
 
 

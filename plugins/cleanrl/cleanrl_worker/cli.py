@@ -21,8 +21,9 @@ def check_config(config: WorkerConfig) -> str:
     """Everything that can be checked without training; raises ValueError with the reason."""
     import gymnasium
 
+    from cleanrl_worker.availability import check
     from cleanrl_worker.gym_compat import register_ale_envs
-    from cleanrl_worker.registry import missing_modules, resolve
+    from cleanrl_worker.registry import default_env, resolve
 
     assert isinstance(config, CleanRLConfig)
     register_ale_envs()
@@ -54,12 +55,17 @@ def check_config(config: WorkerConfig) -> str:
     if config.mode == "policy_eval":
         return f"evaluate {config.policy_path} for {config.eval_episodes} episodes on {target}"
     algo = resolve(config.algo, config.cleanrl_path)
-    missing = missing_modules(algo.path)
-    if missing:
-        raise ValueError(
-            f"algo {config.algo!r} imports {', '.join(missing)}, not installed here "
-            f"(pip install {' '.join(missing)})"
-        )
+    compat = config.gym_compat if algo.upstream else "off" if config.gym_compat != "on" else "on"
+    found = check(algo.path, default_env(algo), gym_compat=compat)
+    if not found.runs:
+        raise ValueError(f"algo {config.algo!r} does not run here: {found.why_not}")
+    params = {k.replace("-", "_"): v for k, v in config.algo_params.items()}
+    if algo.upstream and params.get("save_model") is True:
+        from cleanrl_worker.availability import save_model_problems
+
+        problems = save_model_problems(algo.path)
+        if problems:
+            raise ValueError(f"algo {config.algo!r}: {'; '.join(problems)}")
     from cleanrl_worker.launch_args import build_argv
 
     argv = build_argv(config, algo, Path("<run_dir>"))
@@ -72,9 +78,36 @@ def log_path(config: WorkerConfig, run_dir: Path) -> Path:
     return run_dir / LOG_NAME
 
 
+def with_config_worker_id(argv: Sequence[str]) -> list[str]:
+    """``argv`` plus ``--worker-id`` from the config's ``worker_id`` when the command line
+    gives none (the command line wins); unchanged when the config cannot be read (the SDK
+    then reports why)."""
+    from mosaic_sdk.contract import ConfigError, read_config_json, unwrap_job_descriptor
+
+    args = list(argv)
+    if any(a == "--worker-id" or a.startswith("--worker-id=") for a in args):
+        return args
+    path = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--config"), None)
+    path = path or next((a.split("=", 1)[1] for a in args if a.startswith("--config=")), None)
+    if path is None:
+        return args
+    try:
+        flat = unwrap_job_descriptor(read_config_json(path))
+    except (ConfigError, OSError, ValueError, TypeError, AttributeError):
+        return args
+    extras = flat.get("extras")
+    worker_id = flat.get("worker_id") or (
+        extras.get("worker_id") if isinstance(extras, dict) else None
+    )
+    if isinstance(worker_id, str) and worker_id:
+        args += ["--worker-id", worker_id]
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from cleanrl_worker.runtime import run
 
+    argv = with_config_worker_id(sys.argv[1:] if argv is None else argv)
     return worker_main(
         config_model=CleanRLConfig,
         run=run,

@@ -15,10 +15,11 @@ an error naming the argument, never a flag passed on blindly.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from cleanrl_worker.curriculum_schedule import CurriculumStage
 from mosaic_sdk.contract import WorkerConfig
@@ -52,14 +53,18 @@ class CleanRLConfig(WorkerConfig):
     num_envs: int | None = Field(
         None, ge=1, description="Parallel envs (None: the algorithm's default)"
     )
-    worker_id: str | None = Field(None, description="Accepted for the platform; use --worker-id")
+    worker_id: str | None = Field(
+        None,
+        description="The platform's worker id: stamped on every telemetry line when the "
+        "worker CLI gets no --worker-id (which wins)",
+    )
 
     mode: Mode = Field("train", description="train, policy_eval, resume_training or curriculum")
     cuda: bool = Field(False, description="Use CUDA when available")
     tensorboard_dir: str = Field(
         "tensorboard",
-        description="TensorBoard directory, relative to the run directory (our PPO; upstream "
-        "scripts always write runs/<run_name> under the run directory)",
+        description="TensorBoard directory, relative to the run directory (upstream scripts' "
+        "runs/<run_name> lands in <tensorboard_dir>/<run_name>)",
     )
     track_wandb: bool = Field(False, description="Log to Weights & Biases (needs wandb)")
     algo_params: dict[str, Any] = Field(
@@ -112,12 +117,42 @@ class CleanRLConfig(WorkerConfig):
     eval_capture_video: bool = Field(False, description="Record policy_eval episodes (moviepy)")
     eval_deterministic: bool = Field(True, description="Greedy actions in policy_eval")
 
+    #: The payload as received by :meth:`from_dict` (see :attr:`raw`).
+    _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The full payload this config was loaded from, as received (a job descriptor stays
+        whole, ``extras`` stay nested): for debugging and for platform fields the worker does
+        not model. Not part of the config's value: ``to_dict``, the schema and ``==`` leave
+        it out, and a payload cannot set it."""
+        return self._raw
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CleanRLConfig:
+        config = super().from_dict(data)
+        assert isinstance(config, CleanRLConfig)
+        config._raw = copy.deepcopy(dict(data))
+        return config
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CleanRLConfig):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
     @model_validator(mode="before")
     @classmethod
     def _merge_platform_extras(cls, data: Any) -> Any:
         if not isinstance(data, Mapping):
             return data
         data = dict(data)
+        if "raw" in data or "raw" in (data.get("extras") or {}):
+            raise ValueError(
+                "'raw' is not a config key: the worker keeps the payload it received in "
+                "CleanRLConfig.raw itself; remove the key"
+            )
         extras = data.pop("extras", None)
         if extras is not None:
             if not isinstance(extras, Mapping):
@@ -183,9 +218,13 @@ def check_algo_params(config: CleanRLConfig, script: Any) -> None:
         if spec is None:
             import difflib
 
-            close = difflib.get_close_matches(name, list(script.arguments), n=3)
+            allowed = [n for n in script.arguments if n not in RESERVED_ARGUMENTS]
+            close = difflib.get_close_matches(name, allowed, n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            problems.append(f"algo_params.{key}: {config.algo} has no argument {name!r}{hint}")
+            problems.append(
+                f"algo_params.{key}: {config.algo} has no argument {name!r}{hint}; "
+                f"it accepts {', '.join(sorted(allowed))}"
+            )
             continue
         why = check_value(spec, value)
         if why:

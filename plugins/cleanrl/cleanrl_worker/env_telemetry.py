@@ -20,6 +20,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium
@@ -57,6 +58,8 @@ class TelemetrySink:
         self.total_reward = 0.0
         self.returns: deque[float] = deque(maxlen=return_window)
         self.all_returns: list[float] = []
+        #: Called with each episode record an env subprocess reported (curriculum counting).
+        self.on_remote_episode: Callable[[dict[str, Any]], None] | None = None
 
     @property
     def local(self) -> bool:
@@ -252,13 +255,16 @@ class EpisodeTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
 def deliver(sink: TelemetrySink, records: list[dict[str, Any]]) -> None:
     """Write records made by :class:`EpisodeTelemetryWrapper` through ``sink``."""
     for record in records:
-        if "origin" in record:
+        remote = "origin" in record
+        if remote:
             record = dict(record)
             record["episode_index"] = sink.global_index(
                 record.pop("origin"), record["kind"] == "episode"
             )
         if record["kind"] == "episode":
             sink.write_episode(record)
+            if remote and sink.on_remote_episode is not None:
+                sink.on_remote_episode(record)
         elif sink.emitter is not None:
             sink.write_step(record)
 

@@ -82,8 +82,29 @@ def mosaic_worker_make_env(config: WorkerConfig) -> Any:
 
 
 @hookimpl
+def mosaic_worker_algo_params_schema(algo: str | None) -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each algorithm's ``algo_params``, read from its script."""
+    from cleanrl_worker.registry import (
+        ALGORITHMS,
+        AlgorithmNotFoundError,
+        algo_params_schema,
+        algo_params_schemas,
+        resolve,
+    )
+
+    if algo is None:
+        return algo_params_schemas()
+    if algo not in ALGORITHMS:
+        return {}
+    try:
+        return {algo: algo_params_schema(resolve(algo))}
+    except AlgorithmNotFoundError:
+        return {}
+
+
+@hookimpl
 def mosaic_worker_details() -> dict[str, Any]:
-    """`mosaic workers show cleanrl`: the algorithms and whether each is importable here."""
+    """`mosaic workers show cleanrl`: the algorithms, whether each runs here and why not."""
     from cleanrl_worker.registry import algorithm_table
 
     rows = [
@@ -91,8 +112,10 @@ def mosaic_worker_details() -> dict[str, Any]:
             "name": r["name"],
             "family": r["family"],
             "source": r["source"],
-            "importable": r["importable"],
-            "missing": ", ".join(r["missing"]),
+            "runs": r["runs"],
+            "gym_layer": r["gym_layer"],
+            "params": r["params"],
+            "why_not": r["why_not"],
         }
         for r in algorithm_table()
     ]

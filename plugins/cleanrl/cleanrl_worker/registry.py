@@ -3,15 +3,14 @@
 ``ppo`` is our own PPO (:mod:`cleanrl_worker.algorithms.ppo`); every other name is the
 upstream script ``cleanrl.<name>`` from the user's CleanRL install, or from a CleanRL checkout
 named by the config's ``cleanrl_path``. Nothing here imports an algorithm: scripts are found
-with the import system's finders and read with :mod:`ast`.
+with the import system's finders and read with :mod:`ast`; whether each runs here is
+:mod:`cleanrl_worker.availability`'s check.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib.machinery
 import importlib.util
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -132,32 +131,23 @@ def resolve(name: str, cleanrl_path: str | Path | None = None) -> AlgorithmSpec:
     )
 
 
-def missing_modules(path: Path) -> list[str]:
-    """Top-level modules the script imports at module level that cannot be found here."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    wanted: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            wanted.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            wanted.add(node.module.split(".")[0])
-    missing = []
-    for top in sorted(wanted):
-        if top in sys.stdlib_module_names and top != "distutils":
-            continue
-        try:
-            found = importlib.util.find_spec(top) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            missing.append(top)
-    return missing
+def default_env(spec: AlgorithmSpec) -> str | None:
+    """The script's ``--env-id`` default, when it has a readable one."""
+    arg = spec.arguments().arguments.get("env_id")
+    return arg.default if arg is not None and isinstance(arg.default, str) else None
 
 
-def algorithm_table(cleanrl_path: str | Path | None = None) -> list[dict[str, Any]]:
+def algorithm_table(
+    cleanrl_path: str | Path | None = None, gym_compat: str = "auto"
+) -> list[dict[str, Any]]:
     """One row per algorithm: ``name``, ``family``, ``description``, ``module``, ``source``
-    (``mosaic`` or ``cleanrl``), ``importable`` (script found and every module it imports at
-    top level is installed), ``missing`` (what is not) and ``path``."""
+    (``mosaic`` or ``cleanrl``), ``runs`` (the script is found and every check of
+    :func:`cleanrl_worker.availability.check` passes), ``why_not`` (the reasons when it does
+    not), ``importable`` (every module it imports is found here), ``missing`` (those that are
+    not), ``gym_layer`` (it imports ``gym`` and runs through the worker's gym layer),
+    ``params`` (number of ``algo_params`` it accepts) and ``path``."""
+    from cleanrl_worker.availability import check
+
     rows = []
     for name, (family, description) in ALGORITHMS.items():
         row: dict[str, Any] = {
@@ -170,21 +160,62 @@ def algorithm_table(cleanrl_path: str | Path | None = None) -> list[dict[str, An
         try:
             spec = resolve(name, cleanrl_path)
         except AlgorithmNotFoundError:
-            row.update(importable=False, missing=["cleanrl"], path=None)
+            where = f"cleanrl/{name}.py is not in " + (
+                f"the checkout {cleanrl_path}" if cleanrl_path else _installed_cleanrl()
+            )
+            row.update(runs=False, why_not=where, importable=False, missing=["cleanrl"],
+                       gym_layer=False, params=0, path=None)  # fmt: skip
         else:
-            missing = missing_modules(spec.path)
-            row.update(importable=not missing, missing=missing, path=str(spec.path))
+            found = check(spec.path, default_env(spec), gym_compat=gym_compat)
+            schema = algo_params_schema(spec)
+            row.update(runs=found.runs, why_not=found.why_not, importable=not found.missing,
+                       missing=list(found.missing), gym_layer=found.gym_layer,
+                       params=len(schema["properties"]), path=str(spec.path))  # fmt: skip
         rows.append(row)
     return rows
 
+
+def _installed_cleanrl() -> str:
+    from importlib import metadata
+
+    try:
+        return f"the installed cleanrl {metadata.version('cleanrl')}"
+    except metadata.PackageNotFoundError:
+        return "this Python (cleanrl is not installed)"
+
+
+def algo_params_schema(spec: AlgorithmSpec) -> dict[str, Any]:
+    """The JSON Schema of ``algo_params`` for a resolved algorithm (see
+    :mod:`cleanrl_worker.param_schema`)."""
+    from cleanrl_worker.param_schema import algo_params_schema as build
+
+    return build(spec.name, spec.arguments(), spec.module)
+
+
+def algo_params_schemas(cleanrl_path: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """``{algo: JSON Schema of its algo_params}`` for every algorithm whose script is found."""
+    schemas = {}
+    for name in ALGORITHMS:
+        try:
+            spec = resolve(name, cleanrl_path)
+        except AlgorithmNotFoundError:
+            continue
+        schemas[name] = algo_params_schema(spec)
+    return schemas
+
+
+from cleanrl_worker.availability import missing_modules  # noqa: E402  (re-exported)
 
 __all__ = [
     "ALGORITHMS",
     "OWN_PPO_MODULE",
     "AlgorithmNotFoundError",
     "AlgorithmSpec",
+    "algo_params_schema",
+    "algo_params_schemas",
     "algorithm_table",
     "checkout_root",
+    "default_env",
     "missing_modules",
     "resolve",
 ]

@@ -27,6 +27,8 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from cleanrl_worker.env_telemetry import TelemetrySink
 from cleanrl_worker.fastlane_settings import export_fastlane, resolve_fastlane
 from cleanrl_worker.instrument import Instrumentation
 from cleanrl_worker.launch_args import build_argv
+from cleanrl_worker.legacy_gym import gym_module_on_path
 from cleanrl_worker.registry import AlgorithmSpec, resolve
 from cleanrl_worker.stderr_tail import StderrTail
 from cleanrl_worker.subprocess_patch import child_variables
@@ -197,7 +200,7 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
     stderr_tail = StderrTail()
     try:
         if config.mode == "curriculum":
-            progress, undo_curriculum = _setup_curriculum(ctx, config, inst)
+            progress, undo_curriculum = _setup_curriculum(ctx, config, inst, sink)
             from cleanrl_worker.curriculum_env import CURRICULUM_ENV_ID
 
             env_id = CURRICULUM_ENV_ID
@@ -217,7 +220,8 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
         if config.mode == "resume_training":
             _announce_resume(ctx, config)
         heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=sink.progress)
-        with heartbeat, stderr_tail:
+        gym_layer = gym_module_on_path() if compat else nullcontext()
+        with heartbeat, stderr_tail, gym_layer, _upstream_outputs(algo, config, run_dir):
             outcome, detail = execute_module(ctx, algo, argv)
     except Exception as exc:  # noqa: BLE001 - a setup error still gets analytics
         outcome = "failed"
@@ -232,15 +236,42 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
     finish(ctx, config, sink, outcome, detail, started, started_wall, progress)
 
 
-def _setup_curriculum(ctx: RunContext, config: CleanRLConfig, inst: Instrumentation) -> Any:
-    """Check the stages, register the curriculum env id; returns (progress, unregister)."""
+@contextmanager
+def _upstream_outputs(algo: AlgorithmSpec, config: CleanRLConfig, run_dir: Path) -> Iterator[None]:
+    """An upstream script's TensorBoard events and saved models go where the config says
+    (see :mod:`cleanrl_worker.upstream_outputs`); our PPO takes them as arguments."""
+    if not algo.upstream:
+        yield
+        return
+    from cleanrl_worker.upstream_outputs import OutputRedirect
+
+    undo = OutputRedirect(run_dir, config.tensorboard_dir).install()
+    try:
+        yield
+    finally:
+        undo()
+
+
+def _setup_curriculum(
+    ctx: RunContext, config: CleanRLConfig, inst: Instrumentation, sink: TelemetrySink
+) -> Any:
+    """Check the stages, register the curriculum env id here and, through a stage file, in
+    env subprocesses (:mod:`cleanrl_worker.curriculum_remote`); returns (progress, undo)."""
     from cleanrl_worker.curriculum_env import check_stage_spaces, register_curriculum
+    from cleanrl_worker.curriculum_remote import (
+        CURRICULUM_VAR,
+        STAGE_FILE,
+        publish,
+        remote_episode_feeder,
+    )
     from cleanrl_worker.curriculum_schedule import ScheduleProgress
 
     stages = list(config.curriculum_schedule or [])
     check_stage_spaces(stages, inst.original_make)
+    stage_file = ctx.run_dir / STAGE_FILE
 
     def on_advance(old: int, new: int, stats: dict[str, Any]) -> None:
+        publish(stage_file, progress)
         ctx.emitter.lifecycle(
             "curriculum_stage",
             {"from_stage": old, "to_stage": new, "env_id": stages[new].env_id,
@@ -248,7 +279,18 @@ def _setup_curriculum(ctx: RunContext, config: CleanRLConfig, inst: Instrumentat
         )  # fmt: skip
 
     progress = ScheduleProgress(stages, on_advance)
-    return progress, register_curriculum(progress, inst.original_make)
+    publish(stage_file, progress)
+    if inst.child_variables is not None:
+        inst.child_variables[CURRICULUM_VAR] = str(stage_file)
+    sink.on_remote_episode = remote_episode_feeder(progress)
+    unregister = register_curriculum(progress, inst.original_make)
+
+    def undo() -> None:
+        unregister()
+        sink.on_remote_episode = None
+        stage_file.unlink(missing_ok=True)
+
+    return progress, undo
 
 
 def _announce_resume(ctx: RunContext, config: CleanRLConfig) -> None:

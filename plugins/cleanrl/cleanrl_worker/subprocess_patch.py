@@ -209,6 +209,12 @@ def install_in_subprocess(
     from cleanrl_worker.env_telemetry import TelemetrySink
     from cleanrl_worker.instrument import Instrumentation
 
+    compat = variables.get("CLEANRL_WORKER_GYM_COMPAT") == "1"
+    if compat:  # the script's `import gym` in this process too (unpickling its env thunks)
+        from cleanrl_worker.legacy_gym import put_on_path
+
+        put_on_path()
+
     rate = float(variables.get("CLEANRL_WORKER_STEP_RATE", "0") or 0)
     every = int(variables.get("CLEANRL_WORKER_STEP_EVERY", "20") or 20)
     steps = variables.get("CLEANRL_WORKER_STEPS", "1") == "1"
@@ -218,11 +224,17 @@ def install_in_subprocess(
     inst = Instrumentation(
         sink,
         environ.get("MOSAIC_RUN_ID", "subprocess"),
-        compat=variables.get("CLEANRL_WORKER_GYM_COMPAT") == "1",
+        compat=compat,
         render_frames=variables.get("CLEANRL_WORKER_RENDER") == "1",
         child_variables=variables,
     )
-    return inst.install()
+    inst.install()
+    stage_file = variables.get("CLEANRL_WORKER_CURRICULUM")
+    if stage_file:  # the curriculum env id, reading the worker's stage file
+        from cleanrl_worker.curriculum_remote import register_remote
+
+        register_remote(stage_file, inst.original_make)
+    return inst
 
 
 __all__ = [

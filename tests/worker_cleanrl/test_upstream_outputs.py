@@ -1,0 +1,87 @@
+"""Upstream scripts' TensorBoard events and saved models land where the run directory says."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from cleanrl_worker.upstream_outputs import OutputRedirect
+
+from worker_cleanrl.worker_runs import needs_upstream, run_worker, unique_run_id
+
+
+def test_only_relative_runs_paths_are_mapped(tmp_path: Path) -> None:
+    redirect = OutputRedirect(tmp_path, "tb")
+    assert redirect.log_dir("runs/CartPole__c51__1") == str(tmp_path / "tb" / "CartPole__c51__1")
+    assert redirect.log_dir("/abs/runs/x") == "/abs/runs/x"
+    assert redirect.log_dir("elsewhere/x") == "elsewhere/x" and redirect.log_dir(None) is None
+    model = "runs/CartPole__c51__1/c51.cleanrl_model"
+    assert redirect.model_path(model) == str(tmp_path / "checkpoints" / "c51.cleanrl_model")
+    assert redirect.model_path(Path(model)) == str(tmp_path / "checkpoints" / "c51.cleanrl_model")
+    assert redirect.model_path("runs/x/weights.pt") == "runs/x/weights.pt"
+    buffer = object()
+    assert redirect.model_path(buffer) is buffer
+
+
+SCRIPT = '''
+"""Probe: writes as CleanRL scripts do (run as cleanrl.dqn)."""
+import argparse
+import os
+
+import torch
+from torch.utils.tensorboard import SummaryWriter
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--env-id", type=str, default="CartPole-v1")
+    parser.add_argument("--total-timesteps", type=int, default=10)
+    args = parser.parse_args()
+    run_name = f"{args.env_id}__probe__1"
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_scalar("charts/x", 1.0, 0)
+    writer.close()
+    model_path = f"runs/{run_name}/probe.cleanrl_model"
+    torch.save({"w": torch.ones(2)}, model_path)
+    back = torch.load(model_path)
+    assert back["w"].sum().item() == 2.0
+    print("ok", os.path.exists("runs"))
+'''
+
+
+@needs_upstream
+def test_tensorboard_dir_and_checkpoints_of_an_upstream_script(runs: Path, tmp_path: Path) -> None:
+    root = tmp_path / "checkout"
+    (root / "cleanrl").mkdir(parents=True)
+    (root / "cleanrl" / "__init__.py").write_text("")
+    (root / "cleanrl" / "dqn.py").write_text(SCRIPT)
+    config = {"run_id": unique_run_id("outputs"), "algo": "dqn", "total_timesteps": 10,
+              "cleanrl_path": str(root), "tensorboard_dir": "tb"}  # fmt: skip
+    result = run_worker(runs, config, timeout=240)
+    assert result.returncode == 0 and result.terminal() == "run_completed", result.why()
+    assert "ok False" in result.log(), "nothing was written under runs/"
+    events = list((result.run_dir / "tb" / "CartPole-v1__probe__1").glob("events.out.tfevents.*"))
+    assert events
+    checkpoint = result.run_dir / "checkpoints" / "probe.cleanrl_model"
+    assert checkpoint.is_file()
+    saved = result.events("checkpoint_saved")
+    assert [e["payload"]["checkpoint_path"] for e in saved] == [str(checkpoint)]
+    analytics = result.analytics()
+    assert analytics["checkpoints"][0]["path"] == str(checkpoint)
+    assert analytics["tensorboard_dirs"] == [str(events[0].parent)]
+
+
+@needs_upstream
+@pytest.mark.skipif(importlib.util.find_spec("moviepy") is not None, reason="moviepy installed")
+def test_save_model_that_would_record_video_without_moviepy_is_refused_before_launch(
+    runs: Path,
+) -> None:
+    config = {"run_id": unique_run_id("savemodel"), "algo": "c51", "total_timesteps": 100,
+              "algo_params": {"save_model": True}}  # fmt: skip
+    result = run_worker(runs, config, timeout=120)
+    assert result.returncode == 2 and result.terminal() == "run_failed"
+    error = result.events("run_failed")[0]["payload"]["error"]
+    assert "cleanrl_utils.evals.c51_eval, which records video" in error and "moviepy" in error
+    assert not (result.run_dir / "algorithm.log").exists() or "global_step" not in result.log()
+    assert json.loads((result.run_dir / "config.json").read_text())["algo"] == "c51"
