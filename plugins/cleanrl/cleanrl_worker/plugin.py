@@ -78,6 +78,9 @@ def mosaic_worker_conformance_config() -> dict[str, Any]:
 def mosaic_worker_make_env(config: WorkerConfig) -> Any:
     import gymnasium
 
+    from cleanrl_worker.env_families import register_env_families
+
+    register_env_families()
     return gymnasium.make(getattr(config, "env_id", "CartPole-v1"), render_mode="rgb_array")
 
 

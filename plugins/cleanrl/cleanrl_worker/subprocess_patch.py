@@ -206,8 +206,11 @@ def install_in_subprocess(
         return None
     if not started_by_multiprocessing(sys.orig_argv if argv is None else argv):
         return None
+    from cleanrl_worker.env_families import register_env_families
     from cleanrl_worker.env_telemetry import TelemetrySink
     from cleanrl_worker.instrument import Instrumentation
+
+    register_env_families()  # a spawned env subprocess starts with gymnasium's ids only
 
     rate = float(variables.get("CLEANRL_WORKER_STEP_RATE", "0") or 0)
     every = int(variables.get("CLEANRL_WORKER_STEP_EVERY", "20") or 20)
