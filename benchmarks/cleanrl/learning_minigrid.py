@@ -5,10 +5,11 @@
 
 For each env and seed the script trains ``python -m cleanrl_worker.algorithms.ppo`` bare with
 its default hyperparameters (4 envs x 128 steps, lr 2.5e-4; the CNN agent is chosen from the
-observation space), then plays its final checkpoint greedily for ``--eval-episodes``
-episodes on fixed seeds. Random actions are played on the same episode seeds in the same run.
-Printed per env: ours (mean and standard deviation over seeds), random, and the published
-figure where one exists.
+observation space), then plays its final checkpoint for ``--eval-episodes`` episodes on fixed
+seeds, greedily (argmax, as the published figures are measured) and sampling its actions (the
+policy as trained: a young greedy policy can walk into a wall for ever). Random actions are
+played on the same episode seeds in the same run. Printed per env: ours (mean and standard
+deviation over seeds, greedy and sampled), random, and the published figure where one exists.
 
 Published figures (RL Baselines3 Zoo, ``benchmark.md``: Stable-Baselines3 PPO with an MLP on
 ``FlatObsWrapper`` observations, 8 envs, 100k steps, one training run, deterministic
@@ -45,12 +46,14 @@ def train(work: Path, env_id: str, steps: int, seed: int) -> tuple[Path, list[fl
     return sorted((out / "ckpt").glob("ppo_*.pt"))[-1], returns
 
 
-def play(env_id: str, episodes: int, policy=None) -> float:
-    """Mean return over ``episodes`` on seeds EVAL_SEED.. (greedy policy, or random)."""
+def play(env_id: str, episodes: int, policy=None, greedy: bool = True) -> float:
+    """Mean return over ``episodes`` on seeds EVAL_SEED.. (the policy, or random actions)."""
     import gymnasium
+    import torch
     from cleanrl_worker.env_families import register_env_families, wrap_observations
 
     register_env_families()
+    torch.manual_seed(EVAL_SEED)
     env = wrap_observations(gymnasium.make(env_id))
     env.action_space.seed(EVAL_SEED)
     returns = []
@@ -58,7 +61,7 @@ def play(env_id: str, episodes: int, policy=None) -> float:
         obs, _ = env.reset(seed=EVAL_SEED + episode)
         total, done = 0.0, False
         while not done:
-            action = env.action_space.sample() if policy is None else policy.act(obs)
+            action = env.action_space.sample() if policy is None else policy.act(obs, greedy)
             obs, reward, terminated, truncated, _ = env.step(action)
             total, done = total + float(reward), bool(terminated or truncated)
         returns.append(total)
@@ -66,8 +69,16 @@ def play(env_id: str, episodes: int, policy=None) -> float:
     return statistics.fmean(returns)
 
 
+def mean_std(values: list[float]) -> str:
+    std = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.fmean(values):.3f} +- {std:.3f}"
+
+
 def main() -> None:
+    import torch
     from cleanrl_worker.agents import load_policy
+
+    torch.set_num_threads(1)  # one small forward pass per step
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100_000)
@@ -79,21 +90,23 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="cleanrl-minigrid-") as tmp:
         for env_id in args.envs:
-            ours = []
+            greedy, sampled = [], []
             for seed in args.seeds:
                 checkpoint, train_returns = train(Path(tmp), env_id, args.steps, seed)
-                ours.append(play(env_id, args.eval_episodes, load_policy(checkpoint)))
+                policy = load_policy(checkpoint)
+                greedy.append(play(env_id, args.eval_episodes, policy, greedy=True))
+                sampled.append(play(env_id, args.eval_episodes, policy, greedy=False))
                 last = statistics.fmean(train_returns[-20:]) if train_returns else float("nan")
-                print(f"{env_id} seed {seed}: greedy eval {ours[-1]:.3f}, last 20 training "
-                      f"episodes {last:.3f}", flush=True)  # fmt: skip
-            rows.append((env_id, ours, play(env_id, args.eval_episodes)))
-    print(f"\nPPO + MiniGrid CNN, {args.steps} steps, seeds {args.seeds}, greedy evaluation "
-          f"over {args.eval_episodes} episodes")  # fmt: skip
-    print(f"{'env':<28}{'ours':>16}{'random':>10}   published")
-    for env_id, ours, random_mean in rows:
-        std = statistics.pstdev(ours) if len(ours) > 1 else 0.0
+                print(f"{env_id} seed {seed}: greedy {greedy[-1]:.3f}, sampled "
+                      f"{sampled[-1]:.3f}, last 20 training episodes {last:.3f}",
+                      flush=True)  # fmt: skip
+            rows.append((env_id, greedy, sampled, play(env_id, args.eval_episodes)))
+    print(f"\nPPO + MiniGrid CNN, {args.steps} steps, seeds {args.seeds}, evaluation over "
+          f"{args.eval_episodes} episodes (mean +- std over seeds)")  # fmt: skip
+    print(f"{'env':<26}{'ours greedy':>17}{'ours sampled':>17}{'random':>8}   published")
+    for env_id, greedy, sampled, random_mean in rows:
         source, value = PUBLISHED.get(env_id, ("none found", float("nan")))
-        print(f"{env_id:<28}{statistics.fmean(ours):>9.3f} +- {std:.3f}{random_mean:>10.3f}"
+        print(f"{env_id:<26}{mean_std(greedy):>17}{mean_std(sampled):>17}{random_mean:>8.3f}"
               f"   {value:.3f} ({source})")  # fmt: skip
 
 
