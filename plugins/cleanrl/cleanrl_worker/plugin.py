@@ -35,7 +35,15 @@ def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
     capabilities = WorkerCapabilities(
         worker_type="cleanrl",
         supported_paradigms=("sequential",),
-        env_families=("gymnasium", "classic_control", "box2d", "atari", "mujoco", "minigrid"),
+        env_families=(
+            "gymnasium",
+            "classic_control",
+            "box2d",
+            "atari",
+            "mujoco",
+            "minigrid",
+            "babyai",
+        ),
         action_spaces=("discrete", "continuous"),
         observation_spaces=("vector", "image"),
         supports_checkpointing=True,
