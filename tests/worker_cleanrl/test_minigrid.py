@@ -119,6 +119,30 @@ def test_policy_eval_of_a_cnn_policy_reports_batches_and_a_summary_file(runs: Pa
     assert (summary["min_return"], summary["max_return"]) == (min(returns), max(returns))
 
 
+def test_resume_training_continues_a_cnn_checkpoint_and_a_bare_state_dict(
+    runs: Path, tmp_path: Path
+) -> None:
+    import torch
+
+    checkpoint = _train(runs, 512, update_epochs=1)
+    for policy_path, start in ((checkpoint, 512), (str(tmp_path / "bare.pt"), 0)):
+        if start == 0:  # the deployed convention: weights only, cnn.* keys
+            torch.save(torch.load(checkpoint, weights_only=True)["agent"], policy_path)
+        config = {"run_id": unique_run_id("mgres"), "algo": "ppo", "env_id": EMPTY,
+                  "mode": "resume_training", "policy_path": policy_path,
+                  "total_timesteps": 512, "seed": 2,
+                  "algo_params": {"num_steps": 128, "update_epochs": 1}}  # fmt: skip
+        result = run_worker(runs, config, timeout=300)
+        assert result.returncode == 0, result.why()
+        loaded = result.events("checkpoint_loaded")[0]["payload"]
+        assert loaded["step"] == start and loaded["metrics"]["agent"] == "minigrid_cnn"
+        saved = result.events("checkpoint_saved")[-1]["payload"]
+        assert saved["step"] == start + 512
+        assert torch.load(saved["checkpoint_path"], weights_only=True)["agent_kind"] == (
+            "minigrid_cnn"
+        )
+
+
 def test_babyai_presets_validate_and_share_one_view() -> None:
     import gymnasium
     from cleanrl_worker.config import CleanRLConfig
