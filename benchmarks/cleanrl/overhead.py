@@ -1,6 +1,10 @@
 """Overhead of the CleanRL worker: our PPO bare vs under the worker (telemetry + FastLane).
 
     python benchmarks/cleanrl/overhead.py [--steps 50000] [--rounds 3] [--fps 30]
+        [--env-id CartPole-v1 | MiniGrid-Empty-5x5-v0]
+
+With a MiniGrid env id the PPO trains its CNN agent (needs the worker's ``minigrid`` extra),
+and FastLane frames are MiniGrid's own renders.
 
 Each round runs the PPO script twice, alternating: bare (``python -m
 cleanrl_worker.algorithms.ppo``) and through the worker (``python -m cleanrl_worker``) with
@@ -40,21 +44,24 @@ def last_sps(tensorboard_dir: Path) -> tuple[float, float]:
     )
 
 
-def run_bare(work: Path, steps: int, seed: int) -> tuple[float, float]:
+def run_bare(work: Path, steps: int, seed: int, env_id: str) -> tuple[float, float]:
     out = work / f"bare-{uuid.uuid4().hex[:6]}"
     out.mkdir()
     cmd = [sys.executable, "-m", "cleanrl_worker.algorithms.ppo", f"--total-timesteps={steps}",
-           f"--seed={seed}", f"--tensorboard-dir={out / 'tb'}",
+           f"--seed={seed}", f"--env-id={env_id}", f"--tensorboard-dir={out / 'tb'}",
            f"--checkpoint-dir={out / 'ckpt'}"]  # fmt: skip
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return last_sps(out / "tb")
 
 
-def run_worker(work: Path, steps: int, seed: int, fps: float) -> tuple[tuple[float, float], int]:
+def run_worker(
+    work: Path, steps: int, seed: int, fps: float, env_id: str
+) -> tuple[tuple[float, float], int]:
     run_id = f"bench-{uuid.uuid4().hex[:10]}"
     run_dir = work / run_id
     run_dir.mkdir()
-    config = {"run_id": run_id, "algo": "ppo", "total_timesteps": steps, "seed": seed,
+    config = {"run_id": run_id, "algo": "ppo", "env_id": env_id, "total_timesteps": steps,
+              "seed": seed,
               "fastlane": True, "fastlane_interval_ms": 1000.0 / fps}  # fmt: skip
     (run_dir / "config.json").write_text(json.dumps(config))
     env = dict(os.environ, MOSAIC_RUN_DIR=str(run_dir))
@@ -93,21 +100,22 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--fps", type=float, default=30.0)
+    parser.add_argument("--env-id", default="CartPole-v1")
     args = parser.parse_args()
     bare: list[tuple[float, float]] = []
     worker: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory(prefix="cleanrl-bench-") as tmp:
         work = Path(tmp)
         for r in range(args.rounds):
-            bare.append(run_bare(work, args.steps, seed=r + 1))
-            sps, lines = run_worker(work, args.steps, seed=r + 1, fps=args.fps)
+            bare.append(run_bare(work, args.steps, seed=r + 1, env_id=args.env_id))
+            sps, lines = run_worker(work, args.steps, r + 1, args.fps, args.env_id)
             worker.append(sps)
             print(
                 f"round {r + 1}: bare {bare[-1][0]:.0f} sps ({bare[-1][1]:.0f} per CPU s), "
                 f"worker {sps[0]:.0f} sps ({sps[1]:.0f} per CPU s), {lines} telemetry lines",
                 flush=True,
             )
-    print(f"\nPPO on CartPole-v1, {args.steps} steps, {args.rounds} rounds, medians")
+    print(f"\nPPO on {args.env_id}, {args.steps} steps, {args.rounds} rounds, medians")
     report("steps per second (wall)", [b[0] for b in bare], [w[0] for w in worker], args.fps)
     report("steps per CPU second", [b[1] for b in bare], [w[1] for w in worker], args.fps)
 

@@ -22,21 +22,26 @@ def check_config(config: WorkerConfig) -> str:
     import gymnasium
 
     from cleanrl_worker.availability import check
+    from cleanrl_worker.env_families import missing_family_package, register_env_families
     from cleanrl_worker.gym_compat import register_ale_envs
     from cleanrl_worker.registry import default_env, resolve
 
     assert isinstance(config, CleanRLConfig)
     register_ale_envs()
+    register_env_families()
+    env_ids = [s.env_id for s in config.curriculum_schedule or []] or [config.env_id]
+    for env_id in env_ids:
+        package = missing_family_package(env_id)
+        if package is not None:
+            raise ValueError(
+                f"env_id {env_id!r} needs the {package} package: "
+                "pip install 'mosaic-worker-cleanrl[minigrid]'"
+            )
     if config.mode in ("policy_eval", "resume_training"):
         path = Path(config.policy_path or "")
         if not path.is_file():
             raise ValueError(f"policy_path {str(path)!r} does not exist")
-        from cleanrl_worker.evaluation import load_policy
-
-        try:
-            load_policy(str(path))
-        except (ValueError, KeyError) as exc:
-            raise ValueError(f"policy_path {str(path)!r}: {exc}") from None
+        _check_policy(config, path)
     if config.eval_capture_video and importlib.util.find_spec("moviepy") is None:
         raise ValueError("eval_capture_video needs moviepy: pip install moviepy")
     if config.track_wandb and importlib.util.find_spec("wandb") is None:
@@ -70,6 +75,30 @@ def check_config(config: WorkerConfig) -> str:
 
     argv = build_argv(config, algo, Path("<run_dir>"))
     return f"{config.mode} {algo.module} on {target}: {' '.join(argv)}"
+
+
+def _check_policy(config: CleanRLConfig, path: Path) -> None:
+    """The policy loads, and (policy_eval) acts in the env it will be evaluated on."""
+    from cleanrl_worker.agents import load_policy
+
+    try:
+        policy = load_policy(str(path))
+    except ValueError as exc:
+        raise ValueError(f"policy_path {str(path)!r}: {exc}") from None
+    if config.mode != "policy_eval":
+        return  # resume_training checks against the script's own envs
+    from cleanrl_worker.agents.spaces import check_fits
+    from cleanrl_worker.evaluation import eval_env_id, make_eval_env
+
+    env_id = eval_env_id(config, policy)
+    try:
+        env = make_eval_env(env_id)
+    except Exception as exc:  # noqa: BLE001 - gymnasium raises many kinds
+        raise ValueError(f"cannot make env {env_id!r} to evaluate on: {exc}") from None
+    try:
+        check_fits(policy.agent, env, where=f"policy_path {str(path)!r}")
+    finally:
+        env.close()
 
 
 def log_path(config: WorkerConfig, run_dir: Path) -> Path:

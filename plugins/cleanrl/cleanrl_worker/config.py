@@ -81,7 +81,9 @@ class CleanRLConfig(WorkerConfig):
     )
 
     curriculum_schedule: list[CurriculumStage] | None = Field(
-        None, description="Stages of a curriculum (sets mode to curriculum)"
+        None,
+        description="Stages of a curriculum, or a preset's name (babyai_goto, babyai_doorkey); "
+        "sets mode to curriculum",
     )
 
     fastlane: bool | None = Field(
@@ -116,6 +118,9 @@ class CleanRLConfig(WorkerConfig):
     eval_gamma: float = Field(0.99, ge=0, le=1, description="Discount for policy_eval returns")
     eval_capture_video: bool = Field(False, description="Record policy_eval episodes (moviepy)")
     eval_deterministic: bool = Field(True, description="Greedy actions in policy_eval")
+    eval_batch_size: int = Field(
+        5, ge=1, description="policy_eval episodes per batch (a policy_eval_batch event each)"
+    )
 
     #: The payload as received by :meth:`from_dict` (see :attr:`raw`).
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -165,6 +170,10 @@ class CleanRLConfig(WorkerConfig):
             if alias in data:
                 value = data.pop(alias)
                 data.setdefault(name, value)
+        if isinstance(data.get("curriculum_schedule"), str):
+            from cleanrl_worker.curriculum_presets import preset_schedule
+
+            data["curriculum_schedule"] = preset_schedule(data["curriculum_schedule"])
         if data.get("curriculum_schedule") and data.get("mode", "train") == "train":
             data["mode"] = "curriculum"
         return data

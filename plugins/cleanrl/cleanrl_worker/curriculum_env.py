@@ -31,11 +31,15 @@ def make_stage_env(
 
 
 def check_stage_spaces(stages: list[CurriculumStage], make: Callable[..., Any]) -> None:
-    """Raise ``ValueError`` unless every stage has the first stage's spaces."""
+    """Raise ``ValueError`` unless every stage has the first stage's spaces (as the agent
+    sees them: MiniGrid's image, not its per-level mission text)."""
+    from cleanrl_worker.env_families import register_env_families, wrap_observations
+
+    register_env_families()
     first: tuple[Any, Any] | None = None
     for i, stage in enumerate(stages):
         try:
-            env = make_stage_env(make, stage)
+            env = wrap_observations(make_stage_env(make, stage))
         except gymnasium.error.Error as exc:
             raise ValueError(f"curriculum stage {i} ({stage.env_id}): {exc}") from None
         try:

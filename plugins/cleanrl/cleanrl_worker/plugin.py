@@ -35,7 +35,15 @@ def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
     capabilities = WorkerCapabilities(
         worker_type="cleanrl",
         supported_paradigms=("sequential",),
-        env_families=("gymnasium", "classic_control", "box2d", "atari", "mujoco", "minigrid"),
+        env_families=(
+            "gymnasium",
+            "classic_control",
+            "box2d",
+            "atari",
+            "mujoco",
+            "minigrid",
+            "babyai",
+        ),
         action_spaces=("discrete", "continuous"),
         observation_spaces=("vector", "image"),
         supports_checkpointing=True,
@@ -78,6 +86,9 @@ def mosaic_worker_conformance_config() -> dict[str, Any]:
 def mosaic_worker_make_env(config: WorkerConfig) -> Any:
     import gymnasium
 
+    from cleanrl_worker.env_families import register_env_families
+
+    register_env_families()
     return gymnasium.make(getattr(config, "env_id", "CartPole-v1"), render_mode="rgb_array")
 
 

@@ -80,6 +80,9 @@ def install_instrumentation(
 ) -> Instrumentation:
     """Patches for this process; env subprocesses its ``AsyncVectorEnv`` starts get them too
     (see :mod:`cleanrl_worker.subprocess_patch`), no other child does."""
+    from cleanrl_worker.env_families import register_env_families
+
+    register_env_families()  # MiniGrid / BabyAI ids, when minigrid is installed
     settings = resolve_fastlane(config, os.environ)
     if settings is not None:
         export_fastlane(settings, config, os.environ)
@@ -294,12 +297,13 @@ def _setup_curriculum(
 
 
 def _announce_resume(ctx: RunContext, config: CleanRLConfig) -> None:
-    import torch
+    from cleanrl_worker.agents import load_policy
 
-    data = torch.load(config.policy_path, map_location="cpu", weights_only=False)
+    policy = load_policy(config.policy_path or "")
     ctx.emitter.checkpoint_loaded(
         checkpoint_path=str(Path(config.policy_path or "").resolve()),
-        step=int(data.get("global_step", 0)) if isinstance(data, dict) else None,
+        step=policy.global_step,
+        metrics={"agent": policy.kind, "source": policy.source},
     )
 
 

@@ -206,6 +206,7 @@ def install_in_subprocess(
         return None
     if not started_by_multiprocessing(sys.orig_argv if argv is None else argv):
         return None
+    from cleanrl_worker.env_families import register_env_families
     from cleanrl_worker.env_telemetry import TelemetrySink
     from cleanrl_worker.instrument import Instrumentation
 
@@ -214,6 +215,7 @@ def install_in_subprocess(
         from cleanrl_worker.legacy_gym import put_on_path
 
         put_on_path()
+    register_env_families()  # a spawned env subprocess starts with gymnasium's ids only
 
     rate = float(variables.get("CLEANRL_WORKER_STEP_RATE", "0") or 0)
     every = int(variables.get("CLEANRL_WORKER_STEP_EVERY", "20") or 20)

@@ -4,6 +4,10 @@ Written for this worker in the spirit of CleanRL's single-file scripts: read it 
 Run it bare (``python -m cleanrl_worker.algorithms.ppo --env-id CartPole-v1``) or through the
 worker, which adds telemetry and FastLane from the outside without touching this file.
 
+The network is one of the worker's agents (:mod:`cleanrl_worker.agents`), chosen from the
+observation space (``--agent auto``): MiniGrid and BabyAI envs go through MiniGrid's
+``ImgObsWrapper`` and get the CNN agent on their 7x7x3 view; flat observations get the MLP.
+
 What it does, per iteration:
 1. collect ``num_steps`` steps from ``num_envs`` envs (a ``SyncVectorEnv`` in SAME_STEP
    autoreset mode, so the observation after a ``done`` is already the next episode's first);
@@ -13,7 +17,8 @@ What it does, per iteration:
 4. write TensorBoard scalars, and every ``checkpoint_every`` iterations (and at the end) a
    checkpoint holding the network, the optimizer and the step counter.
 
-``--resume-from PATH`` continues such a checkpoint: same network and optimizer state, and the
+``--resume-from PATH`` continues such a checkpoint (or a bare state dict of either agent, with a
+fresh optimizer): same network and optimizer state, and the
 step counter goes on from where it stopped; ``--total-timesteps`` then counts the new steps
 (and, with ``--anneal-lr``, the learning rate decays again over them).
 """
@@ -31,9 +36,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-from torch.distributions.categorical import Categorical
 
-CHECKPOINT_FORMAT = "mosaic-cleanrl-ppo/1"
+from cleanrl_worker.agents import load_policy, make_agent, save_checkpoint
+from cleanrl_worker.env_families import register_env_families, wrap_observations
 
 
 @dataclass
@@ -96,100 +101,20 @@ class Args:
     target_kl: float | None = None
     """stop the epoch loop early above this approximate KL"""
     hidden_size: int = 64
-    """width of the two hidden layers"""
-
-
-def observation_size(space: gym.Space) -> int:
-    """Inputs of the network: a flattened Box, or a one-hot Discrete."""
-    if isinstance(space, gym.spaces.Discrete):
-        return int(space.n)
-    if isinstance(space, gym.spaces.Box):
-        return int(np.prod(space.shape))
-    raise TypeError(f"PPO handles Box and Discrete observations, not {space}")
+    """width of the MLP agent's two hidden layers"""
+    agent: str = "auto"
+    """auto (from the observation space), mlp or minigrid_cnn"""
 
 
 def make_env(env_id: str, seed: int):
     def thunk():
-        env = gym.make(env_id)
+        register_env_families()  # MiniGrid / BabyAI ids, in whichever process builds the env
+        env = wrap_observations(gym.make(env_id))
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env.action_space.seed(seed)
         return env
 
     return thunk
-
-
-def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias: float = 0.0) -> nn.Linear:
-    nn.init.orthogonal_(layer.weight, std)
-    nn.init.constant_(layer.bias, bias)
-    return layer
-
-
-class Agent(nn.Module):
-    """Separate actor and critic MLPs (two tanh layers each)."""
-
-    def __init__(self, obs_size: int, n_actions: int, hidden: int = 64, one_hot: bool = False):
-        super().__init__()
-        self.obs_size, self.n_actions, self.one_hot = obs_size, n_actions, one_hot
-        self.critic = nn.Sequential(
-            layer_init(nn.Linear(obs_size, hidden)),
-            nn.Tanh(),
-            layer_init(nn.Linear(hidden, hidden)),
-            nn.Tanh(),
-            layer_init(nn.Linear(hidden, 1), std=1.0),
-        )
-        self.actor = nn.Sequential(
-            layer_init(nn.Linear(obs_size, hidden)),
-            nn.Tanh(),
-            layer_init(nn.Linear(hidden, hidden)),
-            nn.Tanh(),
-            layer_init(nn.Linear(hidden, n_actions), std=0.01),
-        )
-
-    def prepare(self, obs) -> torch.Tensor:
-        """Raw env observations (numpy) to a float batch for the networks."""
-        x = torch.as_tensor(np.asarray(obs), device=next(self.parameters()).device)
-        if self.one_hot:
-            return nn.functional.one_hot(x.long().reshape(-1), self.obs_size).float()
-        return x.float().reshape(x.shape[0], -1)
-
-    def get_value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.critic(x)
-
-    def get_action_and_value(self, x: torch.Tensor, action: torch.Tensor | None = None):
-        logits = self.actor(x)
-        dist = Categorical(logits=logits)
-        if action is None:
-            action = dist.sample()
-        return action, dist.log_prob(action), dist.entropy(), self.critic(x)
-
-
-def save_checkpoint(path: Path, agent: Agent, optimizer, args: Args, step: int, it: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save(
-        {
-            "format": CHECKPOINT_FORMAT,
-            "agent": agent.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "global_step": step,
-            "iteration": it,
-            "obs_size": agent.obs_size,
-            "n_actions": agent.n_actions,
-            "one_hot": agent.one_hot,
-            "hidden_size": args.hidden_size,
-            "env_id": args.env_id,
-            "args": asdict(args),
-        },
-        tmp,
-    )
-    os.replace(tmp, path)
-
-
-def load_checkpoint(path: str, device: torch.device) -> dict:
-    data = torch.load(path, map_location=device, weights_only=False)
-    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} is not a checkpoint of this PPO ({CHECKPOINT_FORMAT})")
-    return data
 
 
 def main(args: Args) -> None:
@@ -219,27 +144,24 @@ def main(args: Args) -> None:
         [make_env(args.env_id, args.seed + i) for i in range(args.num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
-    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
-        raise TypeError("this PPO handles Discrete action spaces; use ppo_continuous_action")
-    one_hot = isinstance(envs.single_observation_space, gym.spaces.Discrete)
-    n_actions = int(envs.single_action_space.n)
-    agent = Agent(
-        observation_size(envs.single_observation_space), n_actions, args.hidden_size, one_hot
-    ).to(device)
-    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-
     global_step, start_iteration = 0, 0
-    if args.resume_from:
-        ckpt = load_checkpoint(args.resume_from, device)
-        agent.load_state_dict(ckpt["agent"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        global_step, start_iteration = int(ckpt["global_step"]), int(ckpt["iteration"])
-        print(f"resumed from {args.resume_from} at global_step={global_step}")
+    if args.resume_from:  # the checkpoint's agent, checked against these envs
+        policy = load_policy(args.resume_from, envs, device)
+        agent = policy.agent.train()
+        optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+        if policy.optimizer is not None:
+            optimizer.load_state_dict(policy.optimizer)
+        global_step, start_iteration = policy.global_step, policy.iteration
+        print(f"resumed from {args.resume_from} ({policy.kind}) at global_step={global_step}")
+    else:
+        agent = make_agent(envs, args.agent, args.hidden_size).to(device)
+        optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    print(f"agent: {agent.kind} {agent.config()}")
     checkpoint_dir = Path(args.checkpoint_dir)
 
     # Rollout storage (observations are kept prepared for the network).
-    obs_size = agent.obs_size
-    obs = torch.zeros((args.num_steps, args.num_envs, obs_size), device=device)
+    input_shape = agent.input_shape
+    obs = torch.zeros((args.num_steps, args.num_envs, *input_shape), device=device)
     actions = torch.zeros((args.num_steps, args.num_envs), device=device)
     logprobs = torch.zeros((args.num_steps, args.num_envs), device=device)
     rewards = torch.zeros((args.num_steps, args.num_envs), device=device)
@@ -302,7 +224,7 @@ def main(args: Args) -> None:
             returns = advantages + values
 
         # 3. Optimise the clipped surrogate over minibatches.
-        b_obs = obs.reshape(-1, obs_size)
+        b_obs = obs.reshape(-1, *input_shape)
         b_actions, b_logprobs = actions.reshape(-1), logprobs.reshape(-1)
         b_advantages, b_returns, b_values = (
             advantages.reshape(-1),
@@ -368,13 +290,18 @@ def main(args: Args) -> None:
         writer.add_scalar("charts/SPS_cpu", cpu_sps, global_step)  # steps per CPU second
         if args.checkpoint_every and i % args.checkpoint_every == 0 and i < num_iterations:
             path = checkpoint_dir / f"ppo_{global_step:09d}.pt"
-            save_checkpoint(path, agent, optimizer, args, global_step, iteration)
+            save(path, agent, optimizer, args, global_step, iteration)
 
     path = checkpoint_dir / f"ppo_{global_step:09d}.pt"
-    save_checkpoint(path, agent, optimizer, args, global_step, iteration)
+    save(path, agent, optimizer, args, global_step, iteration)
     print(f"checkpoint saved to {path}")
     envs.close()
     writer.close()
+
+
+def save(path: Path, agent, optimizer, args: Args, step: int, iteration: int) -> None:
+    save_checkpoint(path, agent, optimizer, global_step=step, iteration=iteration,
+                    env_id=args.env_id, args=asdict(args))  # fmt: skip
 
 
 if __name__ == "__main__":
