@@ -19,9 +19,8 @@ import pytest
 
 from mosaic_sdk import hookimpl
 from mosaic_sdk.fastlane import FastLaneTelemetryWrapper
-from mosaic_sdk.plugins import maybe_wrap_env
 from mosaic_sdk.fastlane.layout import segment_name
-from mosaic_sdk.plugins import create_plugin_manager
+from mosaic_sdk.plugins import create_plugin_manager, maybe_wrap_env
 from mosaic_sdk.plugins.fastlane_provider import fastlane_plugin_manager, wrap_env_through_hook
 from mosaic_sdk.scaffold import bake
 from mosaic_sdk.shm.segment import shm_unlink
