@@ -51,6 +51,7 @@ def register(subparsers: Any) -> None:
     snap.add_argument(
         "--timeout", type=float, default=2.0, help="seconds to wait for a first frame (default 2)"
     )
+    _wait_option(snap)
     snap.set_defaults(handler=snapshot)
 
     stat = sub.add_parser("stat", help="show a ring's shape, owner, generation and frame rate")
@@ -62,18 +63,36 @@ def register(subparsers: Any) -> None:
         default=0.5,
         help="seconds between the two samples of head (default 0.5)",
     )
+    _wait_option(stat)
     stat.set_defaults(handler=stat_command)
 
 
-def _attach(run_id: str) -> Any:
+def _wait_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="wait up to S seconds for the run's segment to appear (a worker still starting; "
+        "default 0: answer at once)",
+    )
+
+
+def _attach(run_id: str, wait: float = 0.0) -> Any:
+    """Attach to the run's ring; with ``wait`` > 0, retry until the segment appears."""
     from mosaic_sdk.fastlane import FastLaneReader, FastLaneUnavailableError
 
-    try:
-        return FastLaneReader.attach(run_id)
-    except FastLaneUnavailableError as exc:
-        raise UsageError(str(exc)) from None
-    except ValueError as exc:
-        raise UsageError(f"bad run id: {exc}") from None
+    deadline = time.monotonic() + max(0.0, wait)
+    while True:
+        try:
+            return FastLaneReader.attach(run_id)
+        except FastLaneUnavailableError as exc:
+            if time.monotonic() >= deadline:
+                waited = f" (waited {wait:g} s)" if wait > 0 else ""
+                raise UsageError(f"{exc}{waited}") from None
+            time.sleep(0.05)
+        except ValueError as exc:
+            raise UsageError(f"bad run id: {exc}") from None
 
 
 @_reports_corruption
@@ -86,7 +105,7 @@ def snapshot(args: argparse.Namespace) -> int:
         require("PIL.Image", "images", "mosaic fastlane snapshot")
     except (ValueError, MissingExtraError) as exc:
         raise UsageError(str(exc)) from None
-    reader = _attach(args.run_id)
+    reader = _attach(args.run_id, args.wait)
     try:
         deadline = time.monotonic() + max(0.0, args.timeout)
         frame = reader.latest_frame()
@@ -111,9 +130,9 @@ def snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
-def collect_stat(run_id: str, interval: float) -> dict[str, Any]:
-    """The figures ``mosaic fastlane stat`` prints, as a dict."""
-    reader = _attach(run_id)
+def collect_stat(run_id: str, interval: float, wait: float = 0.0) -> dict[str, Any]:
+    """The figures ``mosaic fastlane stat`` prints, as a dict (``wait``: see ``--wait``)."""
+    reader = _attach(run_id, wait)
     try:
         status = reader.status()
         head1, t1 = reader.head, time.monotonic()
@@ -150,7 +169,7 @@ def collect_stat(run_id: str, interval: float) -> dict[str, Any]:
 
 @_reports_corruption
 def stat_command(args: argparse.Namespace) -> int:
-    info = collect_stat(args.run_id, args.interval)
+    info = collect_stat(args.run_id, args.interval, args.wait)
     if args.json:
         print(json.dumps(info, sort_keys=True))
         return 0

@@ -152,3 +152,34 @@ def test_mosaic_main_dispatches_fastlane_and_reports_errors_in_one_line(run_id, 
         writer.publish(np.zeros((2, 3, 3), np.uint8))
         assert main(["fastlane", "stat", run_id, "--json", "--interval", "0"]) == 0
         assert json.loads(capsys.readouterr().out)["frames_published"] == 1
+
+
+def test_wait_attaches_to_a_segment_that_appears_later(run_id, capsys):
+    """`--wait S` covers a worker still starting: the segment is made while the command waits."""
+    import threading
+    import time
+
+    made = threading.Event()
+    done = threading.Event()
+
+    def late_writer() -> None:
+        time.sleep(0.4)
+        with FastLaneWriter.create(run_id, FastLaneConfig(width=4, height=2)) as writer:
+            writer.publish(np.zeros((2, 4, 3), np.uint8))
+            made.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=late_writer)
+    thread.start()
+    try:
+        assert run_cli("stat", run_id, "--json", "--interval", "0", "--wait", "30") == 0
+        assert made.is_set()
+        assert json.loads(capsys.readouterr().out)["width"] == 4
+    finally:
+        done.set()
+        thread.join()
+
+
+def test_wait_gives_up_with_the_time_it_waited(run_id):
+    with pytest.raises(UsageError, match=r"no FastLane segment .*\(waited 0.2 s\)"):
+        run_cli("stat", run_id, "--wait", "0.2")
