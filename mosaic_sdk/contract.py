@@ -155,6 +155,7 @@ class WorkerCapabilities(BaseModel):
             "*_FASTLANE_ONLY=1, unless the video mode is off)"
         ),
     )
+    control_protocol: int | None = None  # SDK-only: control protocol version on stdin
     requires_gpu: bool = False
     gpu_memory_mb: int | None = Field(None, ge=0)
     cpu_cores: int = Field(1, ge=1)
