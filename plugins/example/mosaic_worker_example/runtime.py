@@ -161,7 +161,8 @@ def run(ctx: RunContext) -> None:
     )
     write_analytics(ctx.run_dir, manifest)
     if status == "cancelled":
-        emitter.run_cancelled(reason="SIGTERM/SIGINT received", completed_episodes=len(returns))
+        reason = ctx.cancel_reason or "SIGTERM/SIGINT received"
+        emitter.run_cancelled(reason=reason, completed_episodes=len(returns))
         return
     emitter.run_completed(
         episodes=len(returns),
