@@ -104,7 +104,9 @@ def test_stop_wakes_a_parked_loop_and_cancels() -> None:
 
 
 @pytest.mark.parametrize(
-    ("first", "second"), [(None, "resume"), ("pause", "pause")], ids=["resume-running", "pause-twice"]
+    ("first", "second"),
+    [(None, "resume"), ("pause", "pause")],
+    ids=["resume-running", "pause-twice"],
 )
 def test_out_of_order_pause_and_resume_are_errors(first: str | None, second: str) -> None:
     wire = Wire()

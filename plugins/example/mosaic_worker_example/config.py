@@ -34,6 +34,11 @@ class ExampleConfig(WorkerConfig):
         description="'train' runs the episodes; 'interactive' serves reset/step commands on "
         "stdin (the control protocol; `mosaic play example`)",
     )
+    json_frames: bool = Field(
+        False,
+        description="Interactive mode: dialect-1.0 replies carry every frame as a JSON list, as "
+        "the deployed CleanRL worker does (slow; FastLane is the fast path)",
+    )
     fastlane: bool | None = Field(
         None,
         description="Publish rendered frames to FastLane: true on, false off, null (default) "

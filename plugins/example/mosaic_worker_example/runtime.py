@@ -44,7 +44,7 @@ def make_env(config: ExampleConfig, *, interactive: bool = False) -> Any:
     kwargs: dict[str, Any] = {}
     if config.max_steps_per_episode is not None:
         kwargs["max_episode_steps"] = config.max_steps_per_episode
-    if fastlane.enabled:
+    if fastlane.enabled or (interactive and config.json_frames):
         kwargs["render_mode"] = "rgb_array"
     env = gymnasium.make(config.env_id, **kwargs)
     return maybe_wrap_env(env, run_id=config.run_id, settings=fastlane)
@@ -67,6 +67,7 @@ def interactive_session(ctx: RunContext) -> InteractiveSession:
         env,
         lambda obs: choose_action(config, env, obs),
         info={"env_id": config.env_id, "algo": config.policy, "policy_path": None},
+        json_frames=config.json_frames,
     )
 
 
