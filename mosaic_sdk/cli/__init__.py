@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from mosaic_sdk import __version__
 
 # One line per sub-command module (mosaic_sdk/cli/<name>.py).
-COMMAND_MODULES: tuple[str, ...] = ("workers", "run", "runs", "fastlane", "conformance", "new")
+COMMAND_MODULES: tuple[str, ...] = (
+    "workers",
+    "run",
+    "runs",
+    "fastlane",
+    "conformance",
+    "new",
+    "play",
+)
 
 
 class UsageError(Exception):

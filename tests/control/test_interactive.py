@@ -115,7 +115,8 @@ def test_the_deployed_dialect_exactly(example_session: Callable[..., Session]) -
     dialect(session, {"cmd": "stop"})
     assert session.wait_exit(30) == 143
     lines = session.dialect_lines
-    assert lines[1] == {"type": "error", "message": "ValueError: step before reset: send reset first"}
+    before_reset = "ValueError: step before reset: send reset first"
+    assert lines[1] == {"type": "error", "message": before_reset}
     assert lines[2] == {"type": "pong"}
     ready = lines[3]
     assert ready == {
@@ -151,7 +152,8 @@ def test_the_deployed_dialect_exactly(example_session: Callable[..., Session]) -
         "episode_number": 1,
     }
     assert lines[done_at + 1]["episode_index"] == 1 and lines[done_at + 1]["step_index"] == 1
-    assert lines[-2] == {"type": "error", "message": "unknown command 'dance'; known: reset, step, ping, stop"}
+    unknown = "unknown command 'dance'; known: reset, step, ping, stop"
+    assert lines[-2] == {"type": "error", "message": unknown}
     assert lines[-1] == {"type": "stopped"}
 
 
