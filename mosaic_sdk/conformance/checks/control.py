@@ -122,7 +122,7 @@ def pause_resume(subject: WorkerSubject) -> str | None:
             lambda x: _is_step(x) and x.get("seq", 0) > last.get("seq", 0),
             "a step after resume",
         )
-        episode, step = last.get("episode_index"), last.get("step_index")
+        episode, step = int(last.get("episode_index", 0)), int(last.get("step_index", 0))
         ended = bool(last.get("terminated") or last.get("truncated"))
         expected = (episode + 1, 0) if ended else (episode, step + 1)
         got = (following.get("episode_index"), following.get("step_index"))
