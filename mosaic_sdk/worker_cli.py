@@ -216,8 +216,10 @@ def worker_main(
     ctx = RunContext(config, emitter, run_dir, args.worker_id, args.verbose)
 
     def on_stop() -> None:
+        # Exactly as SIGTERM: the worker's own handler runs too (e.g. one that interrupts a
+        # training script the worker does not loop in itself).
         ctx.cancel_reason = "stop command"
-        ctx.cancel_signal = ctx.cancel_signal or signal.SIGTERM
+        os.kill(os.getpid(), signal.SIGTERM)
 
     channel = ControlChannel(emitter, ctx.cancel, capabilities=capabilities, on_stop=on_stop)
     ctx.control = channel
