@@ -344,6 +344,14 @@ class Session:
             except (OSError, ValueError):
                 pass
 
+    def close_stdin(self) -> None:
+        """Close the worker's stdin (EOF): a training run goes on, an interactive one ends."""
+        try:
+            with self._write_lock:
+                self._stdin.close()
+        except (OSError, ValueError):
+            pass
+
     def shutdown(self, timeout: float = 10.0) -> int | None:
         """End the session: close stdin (an interactive run completes on EOF), then SIGTERM
         (a training run ends with run_cancelled, as on ``stop``), then SIGKILL; returns the
@@ -351,11 +359,7 @@ class Session:
         if self.process is None:
             self._close_pipes()
             return None
-        try:
-            with self._write_lock:
-                self._stdin.close()
-        except (OSError, ValueError):
-            pass
+        self.close_stdin()
         code = self.wait_exit(min(timeout, 2.0))
         if code is None:
             self.process.terminate()

@@ -89,8 +89,8 @@ def test_checkpoint_on_command_saves_a_file(example_session: Callable[..., Sessi
 
 def test_a_closed_stdin_is_not_an_error(example_session: Callable[..., Session]) -> None:
     session = example_session({"episodes": 2, "max_steps_per_episode": 20, "seed": 1})
-    session.shutdown(timeout=60)  # closes stdin first: the run goes on and completes
-    assert session.process is not None and session.process.returncode == 0
+    session.close_stdin()  # EOF: the run goes on and completes
+    assert session.wait_exit(60) == 0
     assert session.events()[0] == "run_started" and session.events()[-1] == "run_completed"
 
 

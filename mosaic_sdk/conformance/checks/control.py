@@ -84,8 +84,9 @@ def _interactive(subject: WorkerSubject) -> str | None:
         model.from_dict({**subject.conformance_config(), "run_id": "gate", "mode": "interactive"})
     except CheckSkipped as exc:
         return str(exc)
-    except Exception:  # noqa: BLE001 - a config without the mode: not applicable
-        return "the worker's config has no interactive mode"
+    except Exception as exc:  # noqa: BLE001 - a config without the mode: not applicable
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        return f"the conformance config is not valid with mode 'interactive' ({reason})"
     return None
 
 
