@@ -27,6 +27,7 @@ PUBLIC_MODULES = (
     "analytics",
     "worker_cli",
     "scaffold",
+    "control",
 )
 EXTERNAL_RESOURCE = re.compile(r"<(?:script|link|img)\b[^>]*(?:src|href)=\"(https?:)?//", re.I)
 

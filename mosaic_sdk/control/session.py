@@ -87,6 +87,7 @@ class Session:
         #: Lines of the deployed CleanRL dialect 1.0 (init, ready, step, ...), in order.
         self.dialect_lines: list[dict[str, Any]] = []
         self.closed_stdout = False
+        self._ending = False
         self._reader = threading.Thread(target=self._read, name="mosaic-session", daemon=True)
         self._reader.start()
 
@@ -199,6 +200,8 @@ class Session:
         reply = validate_reply(data)
         if not reply.ok:
             raise ControlCommandError(reply)
+        if cmd in ("close", "stop"):
+            self._ending = True  # the worker is on its way out: shutdown waits for it
         return reply
 
     def send_line(self, text: str) -> None:
@@ -322,13 +325,16 @@ class Session:
         return f" (the worker exited with {code})"
 
     def wait_exit(self, timeout: float | None = None) -> int | None:
-        """The worker's exit code, waiting up to ``timeout`` seconds (None: still running)."""
+        """The worker's exit code, waiting up to ``timeout`` seconds (None: still running);
+        once it has exited, also waits for the rest of its output to be read."""
         if self.process is None:
             return None
         try:
-            return self.process.wait(self.timeout if timeout is None else timeout)
+            code = self.process.wait(self.timeout if timeout is None else timeout)
         except subprocess.TimeoutExpired:
             return None
+        self._reader.join(timeout=5.0)  # every line it wrote is in ``lines`` on return
+        return code
 
     def kill(self) -> None:
         """End the worker now (SIGKILL) and close the pipes."""
@@ -355,19 +361,20 @@ class Session:
     def shutdown(self, timeout: float = 10.0) -> int | None:
         """End the session: close stdin (an interactive run completes on EOF), then SIGTERM
         (a training run ends with run_cancelled, as on ``stop``), then SIGKILL; returns the
-        exit code."""
+        exit code. After a ``close`` or ``stop`` reply the worker gets ``timeout`` seconds to
+        exit on its own, else 2 s."""
         if self.process is None:
             self._close_pipes()
             return None
         self.close_stdin()
-        code = self.wait_exit(min(timeout, 2.0))
+        code = self.wait_exit(timeout if self._ending else min(timeout, 2.0))
         if code is None:
             self.process.terminate()
             code = self.wait_exit(timeout)
         if code is None:
             self.kill()
             code = self.process.returncode
-        self._reader.join(timeout=2.0)
+        self._reader.join(timeout=5.0)
         self._close_pipes()
         return code
 

@@ -17,6 +17,7 @@ With `"mode": "interactive"` the SDK serves `interactive_session(ctx)` instead o
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,10 @@ def make_env(config: ExampleConfig, *, interactive: bool = False) -> Any:
 
     from mosaic_sdk.fastlane import maybe_wrap_env, resolve_fastlane
 
-    # Interactive stepping publishes every frame: the client looks at each step.
-    overrides = {"interval_ms": 0} if interactive else None
+    # Interactive stepping publishes every frame (the client looks at each step), unless the
+    # launcher asks for a frame interval of its own.
+    every_frame = interactive and "MOSAIC_FASTLANE_INTERVAL_MS" not in os.environ
+    overrides = {"interval_ms": 0} if every_frame else None
     fastlane = resolve_fastlane(config.fastlane, overrides=overrides)
     kwargs: dict[str, Any] = {}
     if config.max_steps_per_episode is not None:
