@@ -59,6 +59,7 @@ class ControlChannel:
         self._thread: threading.Thread | None = None
         #: Interactive mode: (kind, payload) items for serve_interactive, else None.
         self.interactive: queue.Queue[tuple[str, Any]] | None = None
+        self.interactive_ended = False
         self.eof = threading.Event()
 
     # -- what a worker uses -----------------------------------------------------------------
@@ -170,6 +171,8 @@ class ControlChannel:
                     id=cid,
                     cmd=name,
                 )
+            if self.interactive_ended:
+                raise _ended(cid, name)
             self.interactive.put(("v1", command))
 
     def _pause_or_resume(self, cid: str, name: str) -> None:
@@ -220,6 +223,20 @@ class ControlChannel:
         self.cancel.set()
         self.wake()
 
+    def end_interactive(self) -> None:
+        """The interactive session is over: answer what is still queued, and refuse what
+        comes later, so that every command still gets its one reply."""
+        from mosaic_sdk.control import dialect
+
+        self.interactive_ended = True
+        queued = self.interactive
+        while queued is not None and not queued.empty():
+            kind, item = queued.get_nowait()
+            if kind == "v1":
+                self.reply(_ended(item.id, item.cmd).reply())
+            elif kind == "legacy":
+                dialect.write(self, dialect.error_line("the interactive session has ended"))
+
     # -- replies ----------------------------------------------------------------------------
     def reply(self, fields: dict[str, Any]) -> None:
         """Write one control_reply line (dropped when the run's telemetry is closed)."""
@@ -249,6 +266,18 @@ class ControlChannel:
                 self.reply(_failed(cid, "checkpoint", exc))
                 continue
             self.reply(ok_reply(cid, "checkpoint", checkpoint_path=str(path)))
+
+
+def _ended(cid: str, cmd: str) -> Any:
+    from mosaic_sdk.control.protocol import ProtocolError
+
+    return ProtocolError(
+        "out_of_order",
+        "the interactive session has ended (close, stop or a closed stdin)",
+        "start a new session",
+        id=cid,
+        cmd=cmd,
+    )
 
 
 def _failed(cid: str | None, cmd: str | None, exc: BaseException) -> dict[str, Any]:

@@ -45,6 +45,9 @@ def write(channel: ControlChannel, obj: dict[str, Any]) -> None:
 def handle_legacy(channel: ControlChannel, data: dict[str, Any]) -> None:
     """A command without ``"v"``: to the interactive session, or answered here."""
     if channel.interactive is not None:
+        if channel.interactive_ended:
+            write(channel, error_line("the interactive session has ended"))
+            return
         channel.interactive.put(("legacy", data))
         return
     cmd = data.get("cmd")

@@ -137,6 +137,7 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
             elif kind == "legacy":
                 _serve_legacy(ctx, session, item)
     finally:
+        channel.end_interactive()
         session.env.close()
     if ctx.cancel.is_set():
         return  # worker_main ends the run with run_cancelled

@@ -170,3 +170,27 @@ def test_the_dialect_can_send_frames_as_json_like_the_deployed_worker() -> None:
     assert payload is not None and payload["mode"] == "rgb_array"
     assert (payload["height"], payload["width"]) == frame.shape[:2]
     assert payload["rgb"] == frame.tolist()
+
+
+def test_commands_after_the_end_of_a_session_still_get_their_reply() -> None:
+    import io
+    import queue
+    import threading
+
+    from mosaic_sdk.control.channel import ControlChannel
+    from mosaic_sdk.telemetry import TelemetryEmitter
+
+    buf = io.StringIO()
+    channel = ControlChannel(TelemetryEmitter("r", buf, flush_interval=0), threading.Event())
+    channel.interactive = queue.Queue()
+    channel.handle_line('{"v": 1, "id": "queued", "cmd": "step"}')
+    channel.handle_line('{"cmd": "step"}')
+    channel.end_interactive()  # the session ended before it read them
+    channel.handle_line('{"v": 1, "id": "late", "cmd": "reset"}')
+    channel.handle_line('{"v": 1, "id": "ping", "cmd": "ping"}')
+    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    replies = {x["id"]: x for x in lines if x.get("type") == "control_reply"}
+    assert replies["queued"]["error"]["code"] == "out_of_order"
+    assert replies["late"]["error"]["code"] == "out_of_order"
+    assert replies["ping"]["ok"] is True
+    assert {"type": "error", "message": "the interactive session has ended"} in lines
