@@ -329,11 +329,12 @@ class Session:
         once it has exited, also waits for the rest of its output to be read."""
         if self.process is None:
             return None
+        wait = self.timeout if timeout is None else timeout
         try:
-            code = self.process.wait(self.timeout if timeout is None else timeout)
+            code = self.process.wait(wait)
         except subprocess.TimeoutExpired:
             return None
-        self._reader.join(timeout=5.0)  # every line it wrote is in ``lines`` on return
+        self._reader.join(timeout=max(5.0, wait))  # every line it wrote is now in ``lines``
         return code
 
     def kill(self) -> None:
