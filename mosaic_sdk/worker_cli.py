@@ -12,7 +12,11 @@ only writes its run function:
   prints of libraries go to stderr, or to ``log_path`` when given;
 - SIGTERM and SIGINT set ``ctx.cancel``; the run function checks ``ctx.cancelled`` and
   returns; a run that returns without a terminal event gets ``run_cancelled`` when cancelled,
-  and an exception gets ``run_failed`` with its traceback.
+  and an exception gets ``run_failed`` with its traceback;
+- the control protocol (:mod:`mosaic_sdk.control`) on stdin: ``ctx.control`` reads commands
+  in a thread, and ``ctx.cancelled`` is the loop's safe point (it blocks while paused and runs
+  requested checkpoints); ``stop`` ends the run as SIGTERM does. A config whose ``mode`` is
+  ``"interactive"`` is served by the worker's ``interactive(ctx)`` session instead of ``run``.
 
 Exit codes: 0 completed, 1 failed, 2 bad config or usage, 130 cancelled by SIGINT, 143
 cancelled by SIGTERM.
@@ -28,7 +32,7 @@ import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from mosaic_sdk.contract import (
     ConfigError,
@@ -37,6 +41,7 @@ from mosaic_sdk.contract import (
     read_config_json,
     unwrap_job_descriptor,
 )
+from mosaic_sdk.control.channel import ControlChannel
 from mosaic_sdk.telemetry.emitter import TelemetryEmitter
 from mosaic_sdk.telemetry.stdout import claim_stdout
 
@@ -63,9 +68,17 @@ class RunContext:
         self.verbose = verbose
         self.cancel = threading.Event()
         self.cancel_signal: int | None = None
+        #: Why the run was cancelled when no signal did it (e.g. "stop command").
+        self.cancel_reason: str | None = None
+        #: The control channel (``worker_main`` sets it; None for a hand-made context).
+        self.control: ControlChannel | None = None
 
     @property
     def cancelled(self) -> bool:
+        """True when the run must stop. Also the loop's control safe point: blocks while the
+        run is paused and runs requested checkpoints (call it from the loop's thread)."""
+        if self.control is not None:
+            return self.control.safe_point()
         return self.cancel.is_set()
 
     def log(self, message: str) -> None:
@@ -132,6 +145,16 @@ def load_config(
         raise
 
 
+def _stdin() -> BinaryIO:
+    """The process's stdin as a buffered binary stream of its own (fd 0 stays open)."""
+    try:
+        return open(0, "rb", closefd=False)  # noqa: SIM115 - read until EOF by the channel
+    except OSError:
+        import io
+
+        return io.BytesIO(b"")  # no stdin at all: the same as one that is closed
+
+
 def worker_main(
     *,
     config_model: type[WorkerConfig],
@@ -140,6 +163,9 @@ def worker_main(
     argv: Sequence[str] | None = None,
     prog: str | None = None,
     log_path: Callable[[WorkerConfig, Path], Path] | None = None,
+    capabilities: Any = None,
+    interactive: Callable[[RunContext], Any] | None = None,
+    control_stdin: BinaryIO | None = None,
 ) -> int:
     """Parse the worker CLI, load the config, run ``run(ctx)``; returns the exit code.
 
@@ -166,6 +192,14 @@ def worker_main(
             return _fail_config(str(exc), config.to_dict(), args.worker_id, out)
     else:
         summary = "config is valid"
+    interactive_mode = getattr(config, "mode", None) == "interactive"
+    if interactive_mode and interactive is None:
+        return _fail_config(
+            "this worker has no interactive mode (config mode 'interactive'); use mode 'train'",
+            config.to_dict(),
+            args.worker_id,
+            out,
+        )
     if args.dry_run:
         print(f"dry run: {summary}", file=sys.stderr, flush=True)
         return EXIT_COMPLETED
@@ -181,14 +215,37 @@ def worker_main(
     emitter = TelemetryEmitter(config.run_id, out, worker_id=args.worker_id)
     ctx = RunContext(config, emitter, run_dir, args.worker_id, args.verbose)
 
+    def on_stop() -> None:
+        # Exactly as SIGTERM: the worker's own handler runs too (e.g. one that interrupts a
+        # training script the worker does not loop in itself).
+        ctx.cancel_reason = "stop command"
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    channel = ControlChannel(emitter, ctx.cancel, capabilities=capabilities, on_stop=on_stop)
+    ctx.control = channel
+    if interactive_mode:
+        import queue
+
+        channel.interactive = queue.Queue()
+    channel.start(control_stdin or _stdin())
+
     def on_signal(signum: int, frame: Any) -> None:
         ctx.cancel_signal = signum
         ctx.cancel.set()
+        # Not channel.wake() here: the loop may hold the lock that wake() takes.
+        threading.Thread(target=channel.wake, daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        run(ctx)
+        if interactive_mode:
+            assert interactive is not None
+            from mosaic_sdk.control.interactive import serve_interactive
+
+            worker_type = getattr(capabilities, "worker_type", None) or prog or "worker"
+            serve_interactive(ctx, interactive(ctx), worker_type)
+        else:
+            run(ctx)
     except Exception as exc:  # noqa: BLE001 - every failure becomes run_failed
         if emitter.terminal_event is None:
             emitter.run_failed(
@@ -199,8 +256,10 @@ def worker_main(
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         emitter.close()
         return EXIT_FAILED
-    if ctx.cancelled and emitter.terminal_event is None:
-        reason = signal.Signals(ctx.cancel_signal).name if ctx.cancel_signal else "cancelled"
+    if ctx.cancel.is_set() and emitter.terminal_event is None:
+        reason = ctx.cancel_reason or (
+            signal.Signals(ctx.cancel_signal).name if ctx.cancel_signal else "cancelled"
+        )
         emitter.run_cancelled(reason=reason, completed_episodes=0)
     emitter.close()
     if emitter.terminal_event == "run_failed":

@@ -28,6 +28,7 @@ PUBLIC_MODULES = (
     "worker_cli",
     "scaffold",
     "plots",
+    "control",
 )
 EXTERNAL_RESOURCE = re.compile(r"<(?:script|link|img)\b[^>]*(?:src|href)=\"(https?:)?//", re.I)
 

@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "conformance",
     "new",
     "watch",
+    "play",
 )
 
 

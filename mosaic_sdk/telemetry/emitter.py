@@ -1,7 +1,7 @@
 """The JSONL telemetry emitter a worker writes its stdout with.
 
 Every line is one JSON object, compact, keys sorted, carrying ``schema_version``, a per-run
-``seq`` that increases by one per line written, and ``ts_unix_ns``. Three kinds, one
+``seq`` that increases by one per line written, and ``ts_unix_ns``. Four kinds, one
 discriminator (``type``):
 
 - lifecycle: ``{"event": "run_started", "payload": {...}, "run_id": ..., "timestamp": <s>,
@@ -40,7 +40,7 @@ from typing import Any, TextIO
 
 from mosaic_sdk.telemetry.encoding import dumps, encode_value
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 LIFECYCLE_EVENTS: tuple[str, ...] = (
     "run_started",
@@ -50,6 +50,8 @@ LIFECYCLE_EVENTS: tuple[str, ...] = (
     "heartbeat",
     "checkpoint_saved",
     "checkpoint_loaded",
+    "paused",
+    "resumed",
 )
 TERMINAL_EVENTS: tuple[str, ...] = ("run_completed", "run_failed", "run_cancelled")
 
@@ -334,6 +336,29 @@ class TelemetryEmitter:
             "metrics": dict(metrics or {}),
         }
         return self.lifecycle(event, payload)
+
+    # -- control replies and foreign dialects -----------------------------------------------
+    def control_reply(self, fields: Mapping[str, Any]) -> int:
+        """Write one ``control_reply`` line (``fields``: ``v``, ``id``, ``cmd``, ``ok``, ...)
+        and flush it; returns its ``seq``."""
+        with self._lock:
+            seq = self._next_seq()
+            line = {**fields, "run_id": self.run_id, "schema_version": SCHEMA_VERSION}
+            line.update(seq=seq, ts_unix_ns=time.time_ns(), type="control_reply")
+            if self._worker_id is not None:
+                line["worker_id"] = self._worker_id
+            self._write_locked(dumps(line) + "\n", urgent=True)
+            return seq
+
+    def write_foreign(self, obj: Mapping[str, Any]) -> None:
+        """Write one JSON object exactly as given (no common fields, no ``seq``) and flush.
+
+        For another wire dialect sharing stdout, such as the deployed CleanRL interactive
+        dialect 1.0 (:mod:`mosaic_sdk.control.dialect`): ordered with the telemetry lines.
+        """
+        line = dumps(dict(obj)) + "\n"
+        with self._lock:
+            self._write_locked(line, urgent=True)
 
     # -- steps and episodes -----------------------------------------------------------------
     def _keep_step_locked(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from mosaic_sdk.control.protocol import Reply
 from mosaic_sdk.telemetry.emitter import SCHEMA_VERSION
 
 SCHEMA_ID = "https://mosaic-worker-sdk.invalid/schema/telemetry.schema.json"
@@ -22,7 +23,9 @@ class _Line(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     run_id: str = Field(min_length=1)
-    schema_version: Literal[1] = Field(description="Version of this schema")
+    schema_version: Literal[1, 2] = Field(
+        description="Version of the schema the line was written with (2 added control_reply)"
+    )
     seq: int = Field(ge=1, description="Per-run line number, strictly increasing")
     ts_unix_ns: int = Field(ge=0, description="Wall-clock time of the line, ns since epoch")
     worker_id: str | None = None
@@ -70,7 +73,18 @@ class EpisodeLine(_Line):
     episode_seed: int | None = None
 
 
-TelemetryObject = Annotated[LifecycleLine | StepLine | EpisodeLine, Field(discriminator="type")]
+class ControlReplyLine(_Line, Reply):
+    """The answer to one control-protocol command (schema version 2; see mosaic_sdk.control)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    type: Literal["control_reply"]
+    schema_version: Literal[2] = Field(description="control_reply lines came with version 2")
+
+
+TelemetryObject = Annotated[
+    LifecycleLine | StepLine | EpisodeLine | ControlReplyLine, Field(discriminator="type")
+]
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(TelemetryObject)
 
 

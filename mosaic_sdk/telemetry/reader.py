@@ -1,9 +1,10 @@
 """Reading telemetry: classify each stdout line of a worker, accept the upstream shapes.
 
 :func:`classify_line` is cheap (one ``json.loads``) and never raises: it tells a telemetry
-line (``lifecycle``, ``step``, ``episode``) from library output (``log``: text that is not
-JSON) and from broken telemetry (``invalid``: JSON that is not a telemetry object, or text
-that starts like JSON but does not parse, or nests deeper than :data:`MAX_JSON_DEPTH`). It
+line (``lifecycle``, ``step``, ``episode``, ``control_reply``) from library output (``log``:
+text that is not JSON) and from broken telemetry (``invalid``: JSON that is not a telemetry
+object, or text that starts like JSON but does not parse, or nests deeper than
+:data:`MAX_JSON_DEPTH`). It
 never raises, for any ``str`` or ``bytes``: whatever goes wrong while parsing (a malformed or
 too deeply nested text, an exhausted interpreter stack) gives an ``invalid`` line that keeps
 the text and says why in ``error``. It accepts the three discriminators found
@@ -23,7 +24,9 @@ from typing import Any
 
 from mosaic_sdk.telemetry.emitter import LIFECYCLE_EVENTS
 
-KINDS = ("lifecycle", "step", "episode", "log", "invalid")
+KINDS = ("lifecycle", "step", "episode", "control_reply", "log", "invalid")
+#: The kinds that are telemetry (the rest is library output or broken).
+TELEMETRY_KINDS = frozenset(("lifecycle", "step", "episode", "control_reply"))
 
 #: JSON nested deeper than this (arrays and objects inside each other) is an ``invalid`` line:
 #: no telemetry needs it, and code that walks parsed values recursively (``json.dumps``, a
@@ -62,12 +65,12 @@ class TelemetryLine:
 
     @property
     def is_telemetry(self) -> bool:
-        return self.kind in ("lifecycle", "step", "episode")
+        return self.kind in TELEMETRY_KINDS
 
 
 def _kind_of(data: dict[str, Any]) -> tuple[str, str | None]:
     kind = data.get("type")
-    if kind in ("step", "episode", "lifecycle"):
+    if kind in TELEMETRY_KINDS:
         return kind, None
     if kind is not None:
         return "invalid", f"unknown telemetry type {kind!r}"
@@ -178,6 +181,7 @@ def is_known_lifecycle_event(name: str) -> bool:
 __all__ = [
     "KINDS",
     "MAX_JSON_DEPTH",
+    "TELEMETRY_KINDS",
     "TelemetryLine",
     "classify_line",
     "is_known_lifecycle_event",

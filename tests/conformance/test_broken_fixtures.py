@@ -81,6 +81,10 @@ BROKEN: dict[str, tuple[str, set[str]]] = {
     "shmleak": ("shmleak=fixture_shmleak:plugin", {"hygiene.no_shm_leftovers"}),
     "badenv": ("badenv=fixture_badenv:plugin", {"env.check_env"}),
     "phantomckpt": ("phantomckpt=fixture_phantomckpt:plugin", {"checkpoint.saved_and_exists"}),
+    "nopause": ("nopause=fixture_nopause:plugin", {"control.pause_resume"}),
+    "stopignored": ("stopignored=fixture_stopignored:plugin", {"control.stop_cancels"}),
+    "deafcontrol": ("deafcontrol=fixture_deafcontrol:plugin", {"control.bad_command_answered"}),
+    "unseeded": ("unseeded=fixture_unseeded:plugin", {"control.interactive_replay"}),
     # SDK-built fixtures judged at the platform level: only the platform's rules fail them.
     "dup@platform": ("dup=fixture_dup:plugin,dup=fixture_dup:plugin", {"discovery.name_unique"}),
     "brokendesc@platform": ("brokendesc=fixture_brokendesc:plugin", {"description.metadata_valid"}),

@@ -49,10 +49,12 @@ def test_run_example_with_no_arguments(capsys: pytest.CaptureFixture[str]) -> No
     assert shown["status"] == "completed"
     assert shown["exit_code"] == 0
     assert shown["counts"]["episodes"] == 2
-    assert shown["counts"]["events"] == 2
+    # the example claims checkpointing: it saves one at the end of every run
+    assert shown["counts"]["events"] == 3
     assert shown["counts"]["log_lines"] == 0
     assert shown["counts"]["steps"] > 0
-    assert [e["event"] for e in shown["last_events"]] == ["run_started", "run_completed"]
+    events = [e["event"] for e in shown["last_events"]]
+    assert events == ["run_started", "checkpoint_saved", "run_completed"]
 
     code, out, _ = run_cli(capsys, "runs", "show", run_id[:20])  # a unique prefix
     assert code == 0

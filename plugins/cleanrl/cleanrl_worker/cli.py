@@ -37,7 +37,7 @@ def check_config(config: WorkerConfig) -> str:
                 f"env_id {env_id!r} needs the {package} package: "
                 "pip install 'mosaic-worker-cleanrl[minigrid]'"
             )
-    if config.mode in ("policy_eval", "resume_training"):
+    if config.mode in ("policy_eval", "resume_training", "interactive"):
         path = Path(config.policy_path or "")
         if not path.is_file():
             raise ValueError(f"policy_path {str(path)!r} does not exist")
@@ -57,6 +57,8 @@ def check_config(config: WorkerConfig) -> str:
         except gymnasium.error.Error as exc:
             raise ValueError(f"env_id {config.env_id!r} is not registered ({exc})") from None
         target = config.env_id
+    if config.mode == "interactive":
+        return f"play {config.policy_path} on {target} step by step (control protocol)"
     if config.mode == "policy_eval":
         return f"evaluate {config.policy_path} for {config.eval_episodes} episodes on {target}"
     algo = resolve(config.algo, config.cleanrl_path)
@@ -134,12 +136,16 @@ def with_config_worker_id(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from cleanrl_worker.interactive import interactive_session
+    from cleanrl_worker.plugin import mosaic_worker_describe
     from cleanrl_worker.runtime import run
 
     argv = with_config_worker_id(sys.argv[1:] if argv is None else argv)
     return worker_main(
         config_model=CleanRLConfig,
         run=run,
+        interactive=interactive_session,
+        capabilities=mosaic_worker_describe()[1],
         describe_dry_run=check_config,
         argv=argv,
         prog="cleanrl_worker",

@@ -24,7 +24,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from cleanrl_worker.curriculum_schedule import CurriculumStage
 from mosaic_sdk.contract import WorkerConfig
 
-Mode = Literal["train", "policy_eval", "resume_training", "curriculum"]
+Mode = Literal["train", "policy_eval", "resume_training", "curriculum", "interactive"]
 
 #: Script arguments the worker sets from its own typed fields (not through algo_params).
 RESERVED_ARGUMENTS: dict[str, str] = {
@@ -59,7 +59,11 @@ class CleanRLConfig(WorkerConfig):
         "worker CLI gets no --worker-id (which wins)",
     )
 
-    mode: Mode = Field("train", description="train, policy_eval, resume_training or curriculum")
+    mode: Mode = Field(
+        "train",
+        description="train, policy_eval, resume_training, curriculum or interactive (step "
+        "policy_path's checkpoint on command: the control protocol, `mosaic play cleanrl`)",
+    )
     cuda: bool = Field(False, description="Use CUDA when available")
     tensorboard_dir: str = Field(
         "tensorboard",
@@ -184,7 +188,7 @@ class CleanRLConfig(WorkerConfig):
 
         if self.mode == "curriculum" and not self.curriculum_schedule:
             raise ValueError("mode 'curriculum' needs a non-empty curriculum_schedule")
-        if self.mode in ("policy_eval", "resume_training") and not self.policy_path:
+        if self.mode in ("policy_eval", "resume_training", "interactive") and not self.policy_path:
             raise ValueError(f"mode {self.mode!r} needs policy_path (a checkpoint file)")
         if self.mode == "resume_training" and self.algo != "ppo":
             raise ValueError(

@@ -48,6 +48,7 @@ def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
         observation_spaces=("vector", "image"),
         supports_checkpointing=True,
         supports_fastlane=True,
+        control_protocol=1,
         requires_gpu=False,
         estimated_memory_mb=512,
     )

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from mosaic_sdk.contract import WorkerConfig
 from mosaic_sdk.worker_cli import worker_main
 from mosaic_worker_example.config import ExampleConfig
-from mosaic_worker_example.runtime import run
+from mosaic_worker_example.plugin import describe
+from mosaic_worker_example.runtime import interactive_session, run
 
 
 def check_config(config: WorkerConfig) -> str:
@@ -33,6 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return worker_main(
         config_model=ExampleConfig,
         run=run,
+        interactive=interactive_session,
+        capabilities=describe()[1],
         describe_dry_run=check_config,
         argv=argv,
         prog="mosaic_worker_example",

@@ -29,6 +29,16 @@ class ExampleConfig(WorkerConfig):
         None, gt=0, description="Seconds between heartbeats (None: MOSAIC_HEARTBEAT_INTERVAL or 30)"
     )
     step_delay_ms: float = Field(0.0, ge=0, description="Sleep per step, to watch a slow run")
+    mode: Literal["train", "interactive"] = Field(
+        "train",
+        description="'train' runs the episodes; 'interactive' serves reset/step commands on "
+        "stdin (the control protocol; `mosaic play example`)",
+    )
+    json_frames: bool = Field(
+        False,
+        description="Interactive mode: dialect-1.0 replies carry every frame as a JSON list, as "
+        "the deployed CleanRL worker does (slow; FastLane is the fast path)",
+    )
     fastlane: bool | None = Field(
         None,
         description="Publish rendered frames to FastLane: true on, false off, null (default) "

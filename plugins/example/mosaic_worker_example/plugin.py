@@ -18,6 +18,10 @@ from mosaic_worker_example.config import ExampleConfig
 
 @hookimpl
 def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    return describe()
+
+
+def describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
     metadata = WorkerMetadata(
         name="Example Worker",
         version=__version__,
@@ -33,6 +37,9 @@ def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
         action_spaces=("discrete", "continuous"),
         observation_spaces=("vector",),
         supports_fastlane=True,
+        supports_pause_resume=True,
+        supports_checkpointing=True,
+        control_protocol=1,
         estimated_memory_mb=128,
     )
     return metadata, capabilities

@@ -6,21 +6,30 @@ reports them. What it emits, in order:
 
     run_started, then per step a step line (every `step_every`-th, episode ends always),
     per episode an episode line, a heartbeat every `heartbeat_interval` seconds,
+    a checkpoint_saved at the end (and whenever a `checkpoint` command asks),
     and finally run_completed, or run_cancelled when asked to stop.
+
+`ctx.cancelled`, checked every step, is also where the control protocol pauses the run
+(`pause`/`resume` from `mosaic control` or a Session) and saves a requested checkpoint.
+With `"mode": "interactive"` the SDK serves `interactive_session(ctx)` instead of `run`.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.analytics import AnalyticsManifest, write_analytics
+from mosaic_sdk.control.interactive import InteractiveSession
 from mosaic_sdk.telemetry import Heartbeat
 from mosaic_sdk.worker_cli import RunContext
 from mosaic_worker_example.config import ExampleConfig
 
 
-def make_env(config: ExampleConfig) -> Any:
+def make_env(config: ExampleConfig, *, interactive: bool = False) -> Any:
     """The run's env, wrapped to publish FastLane frames when FastLane is on.
 
     The SDK decides whether it is on (``resolve_fastlane``: the config's ``fastlane`` switch,
@@ -31,11 +40,15 @@ def make_env(config: ExampleConfig) -> Any:
     from mosaic_sdk.fastlane import resolve_fastlane
     from mosaic_sdk.plugins import maybe_wrap_env
 
-    fastlane = resolve_fastlane(config.fastlane)
+    # Interactive stepping publishes every frame (the client looks at each step), unless the
+    # launcher asks for a frame interval of its own.
+    every_frame = interactive and "MOSAIC_FASTLANE_INTERVAL_MS" not in os.environ
+    overrides = {"interval_ms": 0} if every_frame else None
+    fastlane = resolve_fastlane(config.fastlane, overrides=overrides)
     kwargs: dict[str, Any] = {}
     if config.max_steps_per_episode is not None:
         kwargs["max_episode_steps"] = config.max_steps_per_episode
-    if fastlane.enabled:
+    if fastlane.enabled or (interactive and config.json_frames):
         kwargs["render_mode"] = "rgb_array"
     env = gymnasium.make(config.env_id, **kwargs)
     return maybe_wrap_env(env, run_id=config.run_id, settings=fastlane)
@@ -47,6 +60,29 @@ def choose_action(config: ExampleConfig, env: Any, obs: Any) -> Any:
         angle, angular_velocity = float(obs[2]), float(obs[3])
         return 1 if angle + 0.5 * angular_velocity > 0 else 0
     return env.action_space.sample()
+
+
+def interactive_session(ctx: RunContext) -> InteractiveSession:
+    """Interactive mode: the same env and policy, stepped on command."""
+    config = ctx.config
+    assert isinstance(config, ExampleConfig)
+    env = make_env(config, interactive=True)
+    return InteractiveSession(
+        env,
+        lambda obs: choose_action(config, env, obs),
+        info={"env_id": config.env_id, "algo": config.policy, "policy_path": None},
+        json_frames=config.json_frames,
+    )
+
+
+def save_checkpoint(ctx: RunContext, progress: dict[str, Any], returns: list[float]) -> Path:
+    """The example has no weights: its checkpoint is the run's progress, as JSON."""
+    path = ctx.run_dir / f"checkpoint-{progress['step']}.json"
+    path.write_text(json.dumps({**progress, "returns": returns}))
+    ctx.emitter.checkpoint_saved(
+        checkpoint_path=str(path), episode=progress["episode"], step=progress["step"]
+    )
+    return path
 
 
 def run(ctx: RunContext) -> None:
@@ -70,6 +106,8 @@ def run(ctx: RunContext) -> None:
     total_steps = 0
     status = "completed"
     heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=lambda: dict(progress))
+    if ctx.control is not None:
+        ctx.control.on_checkpoint(lambda: save_checkpoint(ctx, progress, returns))
     try:
         with heartbeat:
             for episode in range(config.episodes):
@@ -114,6 +152,7 @@ def run(ctx: RunContext) -> None:
         env.close()
 
     duration = time.monotonic() - started
+    save_checkpoint(ctx, progress, returns)
     manifest = AnalyticsManifest.build(
         run_id=config.run_id,
         worker_type="example",
@@ -127,7 +166,8 @@ def run(ctx: RunContext) -> None:
     )
     write_analytics(ctx.run_dir, manifest)
     if status == "cancelled":
-        emitter.run_cancelled(reason="SIGTERM/SIGINT received", completed_episodes=len(returns))
+        reason = ctx.cancel_reason or "SIGTERM/SIGINT received"
+        emitter.run_cancelled(reason=reason, completed_episodes=len(returns))
         return
     emitter.run_completed(
         episodes=len(returns),

@@ -67,6 +67,21 @@ def test_a_run_reports_valid_telemetry_and_writes_its_manifest(tmp_path: Path) -
     assert manifest.worker_type == WORKER_TYPE
 
 
+def test_interactive_mode_steps_on_command(tmp_path: Path) -> None:
+    from mosaic_sdk.control import Session
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"run_id": "test-play", "seed": 1, "mode": "interactive"}))
+    argv = [sys.executable, "-m", {{ cookiecutter.package_name|py_str }}, "--config", str(path)]
+    with Session.launch(argv, timeout=60) as session:
+        session.reset(seed=4)
+        replay = [session.step().observation for _ in range(3)]
+        session.reset(seed=4)
+        assert [session.step().observation for _ in range(3)] == replay
+        assert session.close().closed
+    assert session.events() == ["run_started", "run_completed"]
+
+
 def test_dry_run_validates_without_running(tmp_path: Path) -> None:
     done = run_worker(tmp_path, "--dry-run")
     assert done.returncode == 0, done.stderr

@@ -13,7 +13,8 @@ from mosaic_sdk.contract import WorkerConfig
 from mosaic_sdk.worker_cli import worker_main
 
 from .config import Config
-from .runtime import run
+from .plugin import describe
+from .runtime import interactive_session, run
 
 
 def check_config(config: WorkerConfig) -> str:
@@ -34,6 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return worker_main(
         config_model=Config,
         run=run,
+        interactive=interactive_session,
+        capabilities=describe()[1],
         describe_dry_run=check_config,
         argv=argv,
         prog={{ cookiecutter.package_name|py_str }},

@@ -8,6 +8,8 @@ Add the hyper-parameters of your algorithm here.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from mosaic_sdk.contract import WorkerConfig
 from pydantic import Field
 
@@ -34,6 +36,11 @@ class {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Co
     step_every: int = Field(1, ge=1, description="Write every Nth step line (episode ends always)")
     heartbeat_interval: float | None = Field(
         None, gt=0, description="Seconds between heartbeats (None: the SDK default)"
+    )
+    mode: Literal["train", "interactive"] = Field(
+        "train",
+        description="'train' learns; 'interactive' serves reset/step commands on stdin "
+        "(the SDK's control protocol; `mosaic play {{ cookiecutter.worker_type }}`)",
     )
 {%- if cookiecutter.include_fastlane %}
     fastlane: bool | None = Field(

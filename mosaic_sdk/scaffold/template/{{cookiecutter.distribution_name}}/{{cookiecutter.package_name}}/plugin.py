@@ -19,6 +19,11 @@ from .config import Config
 
 @hookimpl
 def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    return describe()
+
+
+def describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    """The worker's description (also handed to ``worker_main`` by ``cli.py``)."""
     metadata = WorkerMetadata(
         name={{ cookiecutter.worker_name|py_str }},
         version=__version__,
@@ -34,6 +39,10 @@ def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
         action_spaces=("discrete", "continuous"),
         observation_spaces=("vector",),
         supports_fastlane={{ "True" if cookiecutter.include_fastlane else "False" }},
+        # The SDK's control protocol: ctx.cancelled pauses the loop, checkpoint() saves.
+        supports_pause_resume=True,
+        supports_checkpointing=True,
+        control_protocol=1,
         estimated_memory_mb=256,
     )
     return metadata, capabilities

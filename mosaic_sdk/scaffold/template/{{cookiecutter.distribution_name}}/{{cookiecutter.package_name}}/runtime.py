@@ -6,6 +6,11 @@ builds the env, plays ``config.episodes`` episodes while the learner improves, r
 step and episode, writes ``analytics.json`` and ends with ``run_completed`` (or
 ``run_cancelled`` when asked to stop).
 
+``ctx.cancelled``, checked every step, is also where the SDK's control protocol pauses the run
+and saves a checkpoint on request (:func:`save_checkpoint`, also called at the end of a run).
+A config with ``"mode": "interactive"`` is served by :func:`interactive_session` instead:
+``reset``/``step`` commands step the env with the learner's greedy action (``mosaic play``).
+
 The learner, :class:`PreferenceLearner`, is deliberately small: softmax preferences over a
 discrete action space, independent of the observation, nudged after each episode towards the
 actions of better-than-average episodes (a gradient bandit). On other action spaces it samples
@@ -14,11 +19,14 @@ uniformly. It is here to show where learning goes, not to solve anything.
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from mosaic_sdk.analytics import AnalyticsManifest, write_analytics
+from mosaic_sdk.control.interactive import InteractiveSession
 from mosaic_sdk.worker_cli import RunContext
 
 from . import WORKER_TYPE
@@ -53,6 +61,20 @@ class PreferenceLearner:
         index = int(self.rng.choice(len(self.preferences), p=self.probabilities()))
         return int(self.action_space.start) + index
 
+    def greedy(self, observation: Any) -> Any:
+        """The most preferred action (no exploration): the policy of interactive mode."""
+        if not self.discrete:
+            return self.action_space.sample()
+        return int(self.action_space.start) + int(np.argmax(self.preferences))
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps."""
+        return {
+            "preferences": self.preferences.tolist(),
+            "baseline": self.baseline,
+            "episodes_seen": self.episodes_seen,
+        }
+
     def learn(self, actions: list[Any], episode_return: float) -> None:
         """Move preferences towards this episode's actions if it beat the running average."""
         self.episodes_seen += 1
@@ -69,7 +91,7 @@ class PreferenceLearner:
         self.preferences += step * (frequencies - self.probabilities())
 
 
-def make_env(config: Config) -> Any:
+def make_env(config: Config, *, interactive: bool = False) -> Any:
     """The environment of a run{% if cookiecutter.include_fastlane %}, wrapped for FastLane when it is switched on{% endif %}."""
     import gymnasium
 
@@ -79,12 +101,31 @@ def make_env(config: Config) -> Any:
 {%- if cookiecutter.include_fastlane %}
     from .fastlane import fastlane_settings, wrap_for_fastlane
 
-    fastlane = fastlane_settings(config)
+    fastlane = fastlane_settings(config, interactive=interactive)
     if fastlane.enabled:
         kwargs["render_mode"] = "rgb_array"
         return wrap_for_fastlane(gymnasium.make(config.env_id, **kwargs), config, fastlane)
 {%- endif %}
     return gymnasium.make(config.env_id, **kwargs)
+
+
+def save_checkpoint(ctx: RunContext, learner: PreferenceLearner, steps: int) -> Path:
+    """Write the learner's state as JSON and report it (``checkpoint_saved``)."""
+    path = ctx.run_dir / f"checkpoint-{steps}.json"
+    path.write_text(json.dumps(learner.state()), encoding="utf-8")
+    ctx.emitter.checkpoint_saved(checkpoint_path=str(path), step=steps)
+    return path
+
+
+def interactive_session(ctx: RunContext) -> InteractiveSession:
+    """Interactive mode: the run's env, stepped on command with the greedy action."""
+    config = ctx.config
+    assert isinstance(config, Config)
+    env = make_env(config, interactive=True)
+    learner = PreferenceLearner(env.action_space, config)
+    return InteractiveSession(
+        env, learner.greedy, info={"env_id": config.env_id, "algo": ALGORITHM}
+    )
 
 
 def run(ctx: RunContext) -> None:
@@ -93,6 +134,8 @@ def run(ctx: RunContext) -> None:
     assert isinstance(config, Config)
     env = make_env(config)
     learner = PreferenceLearner(env.action_space, config)
+    if ctx.control is not None:
+        ctx.control.on_checkpoint(lambda: save_checkpoint(ctx, learner, report.total_steps))
     status = "completed"
     with RunReporter(ctx.emitter, config) as report:
         try:
@@ -146,6 +189,8 @@ def run(ctx: RunContext) -> None:
                 extra={"action_preferences": learner.preferences.tolist()},
             )
             write_analytics(ctx.run_dir, manifest)
+        if status != "failed":
+            save_checkpoint(ctx, learner, report.total_steps)
         if status == "cancelled":
             report.cancelled()
         else:

@@ -1,0 +1,163 @@
+"""``mosaic play NAME [--config FILE] [--set KEY=VALUE]``: step a worker by hand, in the terminal.
+
+Starts the worker in interactive mode under a :class:`~mosaic_sdk.control.session.Session`
+(FastLane on) and reads one command a line from stdin:
+
+    reset [SEED]   r      start an episode (seeded when SEED is given)
+    step [ACTION]  s      one step with the worker's policy, or with ACTION (JSON)
+    run N          n N    N steps with the policy (stops at the end of the episode)
+    frame [FILE]   f      write the last frame as a PNG (as `mosaic fastlane snapshot` does)
+    ping           p      is the worker there?
+    quit           q      end the session (also at the end of the input)
+
+Every reply is printed as one line; a refused command prints ``error: ...`` and the session
+goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from mosaic_sdk.cli import UsageError
+
+HELP = (
+    "commands: reset [SEED] (r), step [ACTION] (s), run N (n), frame [FILE] (f), ping (p), quit (q)"
+)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "play",
+        help="step a worker interactively (reset, step, run N, frame, quit)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    p.add_argument("name", help="worker name (see `mosaic workers list`)")
+    p.add_argument("--config", metavar="FILE", help="JSON config file (flat or a job descriptor)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config value (JSON when it parses); repeatable",
+    )
+    p.add_argument("--runs-dir", metavar="DIR", help="where the run directory is made")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a reply")
+    p.set_defaults(handler=play)
+
+
+def _step_line(reply: Any) -> str:
+    text = (
+        f"step {reply.step_index} (episode {reply.episode_index}): "
+        f"action {json.dumps(reply.action)}, reward {reply.reward:g}, "
+        f"return {reply.episode_return:g}"
+    )
+    return text + ("  [episode done]" if reply.episode_done else "")
+
+
+def play(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from mosaic_sdk.contract import ConfigError
+    from mosaic_sdk.control.session import ControlCommandError, ControlTimeout, Session
+    from mosaic_sdk.plugins.errors import PluginError
+    from mosaic_sdk.runner.config_input import load_job
+    from mosaic_sdk.runner.session_launch import SessionLaunchError
+
+    try:
+        job = load_job(args.config, args.set)
+        session = Session.start(
+            args.name,
+            job.config,
+            runs_dir=Path(args.runs_dir) if args.runs_dir else None,
+            timeout=args.timeout,
+        )
+    except (ConfigError, SessionLaunchError, PluginError, ControlTimeout, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"playing {args.name} (run {session.run_id}); {HELP}", flush=True)
+    with session:
+        for raw in sys.stdin:
+            words = raw.split(maxsplit=1)
+            if not words:
+                continue
+            try:
+                if not _do(session, words[0].lower(), words[1].strip() if len(words) > 1 else ""):
+                    break
+            except _Skip:
+                continue
+            except ControlCommandError as exc:
+                print(f"error: {exc}", flush=True)
+            except ControlTimeout as exc:
+                print(f"error: {exc}", flush=True)
+                return 1
+        else:
+            session.close()
+    print(f"session ended (exit code {session.process.returncode if session.process else '?'})")
+    return 0
+
+
+def _do(session: Any, word: str, rest: str) -> bool:
+    """Carry out one command; False ends the session."""
+    if word in ("q", "quit", "exit"):
+        print(f"closed: {session.close().closed}", flush=True)
+        return False
+    if word in ("r", "reset"):
+        reply = session.reset(seed=_int(rest, "SEED") if rest else None)
+        print(f"episode {reply.episode_index} (seed {reply.seed}): {_obs(reply.observation)}")
+    elif word in ("s", "step"):
+        print(_step_line(session.step(action=_json(rest) if rest else None)))
+    elif word in ("n", "run"):
+        count = max(1, _int(rest, "N"))
+        for _ in range(count):
+            reply = session.step()
+            if reply.episode_done:
+                break
+        print(_step_line(reply))
+    elif word in ("f", "frame"):
+        _frame(session, rest or f"{session.run_id}.png")
+    elif word in ("p", "ping"):
+        session.ping()
+        print("pong")
+    else:
+        print(f"unknown command {word!r}; {HELP}")
+    sys.stdout.flush()
+    return True
+
+
+def _frame(session: Any, output: str) -> None:
+    from mosaic_sdk.cli.fastlane import snapshot
+
+    try:
+        snapshot(argparse.Namespace(run_id=session.run_id, output=output, timeout=1.0))
+    except UsageError as exc:
+        print(f"error: {exc} (reset first; FastLane must be on)")
+
+
+def _int(text: str, name: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        print(f"error: {name} must be a non-negative integer, got {text!r}")
+        raise _Skip
+    return value
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        print(f"error: ACTION must be JSON (e.g. 1 or [0.5, -0.2]), got {text!r}")
+        raise _Skip from None
+
+
+def _obs(observation: Any) -> str:
+    text = json.dumps(observation)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+class _Skip(Exception):
+    """A command whose argument was refused (already said on stdout)."""

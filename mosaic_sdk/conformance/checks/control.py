@@ -1,0 +1,243 @@
+"""The control protocol (when claimed): pause/resume, stop, interactive replay, bad commands.
+
+Each check drives the worker over its stdin with a :class:`~mosaic_sdk.control.session.Session`
+(started from the same prepared launch as the recorded runs: run directory, config file,
+launch command, environment). They apply to workers that declare ``control_protocol``; the
+pause check also needs ``supports_pause_resume``, the interactive check a config that accepts
+``"mode": "interactive"``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mosaic_sdk.conformance.checks import claims
+from mosaic_sdk.conformance.registry import SDK, conformance_check
+from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
+from mosaic_sdk.conformance.subject import DEFAULT_SEED, WorkerSubject, run_timeout, stop_timeout
+
+#: How soon after the pause reply the steps must stop (seconds).
+PAUSE_WITHIN = 0.1
+#: How long the checks watch a paused run (seconds).
+PAUSE_WATCH = 0.5
+#: Steps of each interactive episode compared by the replay check (at most).
+REPLAY_STEPS = 50
+
+
+def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Any:
+    """Launch the worker for ``kind`` with its stdin and stdout as pipes."""
+    from mosaic_sdk.control.session import Session
+    from mosaic_sdk.runner.launch import prepare_run, resolve_job
+
+    handle = subject.require_handle()
+    config = {"seed": DEFAULT_SEED, **subject.conformance_config()}
+    if mode is not None:
+        config["mode"] = mode
+    job = resolve_job(config, run_id=subject.run_id(f"control-{kind}"))
+    prepared = prepare_run(
+        handle, job, runs_dir=subject.runs_dir, extra_env={"MOSAIC_HOME": str(subject.home)}
+    )
+    return Session.launch(
+        prepared.argv,
+        env=prepared.env,
+        cwd=prepared.cwd,
+        timeout=5.0,
+        run_id=prepared.run_id,
+        run_dir=prepared.run_dir,
+    )
+
+
+def _first(session: Any, predicate: Callable[[dict[str, Any]], bool], what: str) -> Any:
+    from mosaic_sdk.control.session import ControlTimeout
+
+    try:
+        return session.wait_for(predicate, timeout=run_timeout(), what=what)
+    except ControlTimeout as exc:
+        raise CheckFailed(str(exc)) from None
+
+
+def _is_step(line: dict[str, Any]) -> bool:
+    return line.get("type") == "step"
+
+
+def _steps(session: Any) -> list[dict[str, Any]]:
+    return [x for x in list(session.lines) if _is_step(x)]
+
+
+def _answer(call: Callable[[], Any], what: str) -> Any:
+    """A command's reply; fails the check on an error reply or a timeout."""
+    from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
+
+    try:
+        return call()
+    except (ControlCommandError, ControlTimeout) as exc:
+        raise CheckFailed(f"{what}: {exc}") from None
+
+
+def _interactive(subject: WorkerSubject) -> str | None:
+    """Gate: the worker's config accepts ``"mode": "interactive"``."""
+    try:
+        model = subject.config_model()
+        model.from_dict({**subject.conformance_config(), "run_id": "gate", "mode": "interactive"})
+    except CheckSkipped as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - a config without the mode: not applicable
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        return f"the conformance config is not valid with mode 'interactive' ({reason})"
+    return None
+
+
+@conformance_check(
+    "control.pause_resume",
+    description=f"A pause stops the steps within {PAUSE_WITHIN * 1000:g} ms and resume continues "
+    "from the same step",
+    hint="Check ctx.cancelled (the control safe point) before every step; do not read "
+    "ctx.cancel directly, and do not step from another thread",
+    gates=(claims("control_protocol"), claims("supports_pause_resume")),
+    levels=(SDK,),
+)
+def pause_resume(subject: WorkerSubject) -> str | None:
+    session = _session(subject, "pause")
+    try:
+        _first(session, _is_step, "the first step line")
+        _answer(session.pause, "pause")
+        paused_at = time.time_ns()
+        time.sleep(PAUSE_WATCH)
+        steps = _steps(session)
+        late = [s for s in steps if s.get("ts_unix_ns", 0) > paused_at + PAUSE_WITHIN * 1e9]
+        if late:
+            raise CheckFailed(
+                f"{len(late)} step line(s) came more than {PAUSE_WITHIN * 1000:g} ms after the "
+                f"pause reply (over {PAUSE_WATCH:g} s)",
+                details=[json.dumps(s)[:200] for s in late[:5]],
+            )
+        if session.process is not None and session.process.poll() is not None:
+            raise CheckFailed("the worker exited while paused")
+        _answer(session.resume, "resume")
+        last = steps[-1]
+        following = _first(
+            session,
+            lambda x: _is_step(x) and x.get("seq", 0) > last.get("seq", 0),
+            "a step after resume",
+        )
+        episode, step = int(last.get("episode_index", 0)), int(last.get("step_index", 0))
+        ended = bool(last.get("terminated") or last.get("truncated"))
+        expected = (episode + 1, 0) if ended else (episode, step + 1)
+        got = (following.get("episode_index"), following.get("step_index"))
+        if got != expected:
+            raise CheckFailed(
+                f"after resume the run went on at episode {got[0]} step {got[1]}, not at "
+                f"episode {expected[0]} step {expected[1]} (the last step before the pause was "
+                f"episode {episode} step {step})"
+            )
+        return f"paused after episode {episode} step {step}, resumed there"
+    finally:
+        session.shutdown(timeout=stop_timeout())
+
+
+@conformance_check(
+    "control.stop_cancels",
+    description="A stop command ends the run as SIGTERM does: the last line is run_cancelled",
+    hint="Leave stop to worker_main (it sets ctx.cancel); when ctx.cancelled is true end the "
+    "loop and emit run_cancelled, not run_completed",
+    gates=(claims("control_protocol"),),
+    levels=(SDK,),
+)
+def stop_cancels(subject: WorkerSubject) -> str | None:
+    session = _session(subject, "stop")
+    try:
+        _first(session, _is_step, "the first step line")
+        _answer(session.stop, "stop")
+        code = session.wait_exit(stop_timeout())
+        if code is None:
+            raise CheckFailed(f"the worker was still running {stop_timeout():g} s after stop")
+        events = session.events()
+        last = events[-1] if events else None
+        if last != "run_cancelled":
+            raise CheckFailed(
+                f"after stop the run ended with {last or 'no event'}, not run_cancelled"
+            )
+        return f"exited with code {code}"
+    finally:
+        session.shutdown(timeout=stop_timeout())
+
+
+def _episode(session: Any, seed: int) -> list[tuple[Any, ...]]:
+    first = _answer(lambda: session.reset(seed=seed), f"reset seed={seed}")
+    played: list[tuple[Any, ...]] = [("reset", json.dumps(first.observation))]
+    for _ in range(REPLAY_STEPS):
+        reply = _answer(session.step, "step")
+        played.append(
+            (reply.action, reply.reward, json.dumps(reply.observation), reply.episode_done)
+        )
+        if reply.episode_done:
+            break
+    return played
+
+
+@conformance_check(
+    "control.interactive_replay",
+    description="In interactive mode, reset with a seed followed by the same steps plays the "
+    "same episode twice",
+    hint="Seed the env in reset (InteractiveSession does, and seeds the action space) and make "
+    "the interactive policy deterministic, or seed its generator from the reset's seed",
+    gates=(claims("control_protocol"), _interactive),
+    levels=(SDK,),
+)
+def interactive_replay(subject: WorkerSubject) -> str | None:
+    session = _session(subject, "interactive", mode="interactive")
+    try:
+        _first(session, lambda x: x.get("type") == "init", "the init line")
+        a = _episode(session, DEFAULT_SEED)
+        b = _episode(session, DEFAULT_SEED)
+        if a != b:
+            pairs = enumerate(zip(a, b, strict=False))
+            at = next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
+            raise CheckFailed(
+                f"the same seed gave another episode (first difference at step {at})",
+                details=[f"first: {a[at : at + 1]}", f"second: {b[at : at + 1]}"],
+            )
+        _answer(session.close, "close")
+        return f"{len(a) - 1} steps replayed"
+    finally:
+        session.shutdown(timeout=stop_timeout())
+
+
+@conformance_check(
+    "control.bad_command_answered",
+    description="A malformed line and an unknown command each get an error reply, and the "
+    "worker goes on answering",
+    hint="Read commands through worker_main's control channel (ctx.control); do not read stdin "
+    "yourself or drop lines you cannot parse",
+    gates=(claims("control_protocol"),),
+    levels=(SDK,),
+)
+def bad_command_answered(subject: WorkerSubject) -> str | None:
+    from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
+
+    session = _session(subject, "badcommand")
+    try:
+        _first(session, lambda x: x.get("event") == "run_started", "run_started")
+        session.send_line('{"v": 1, "id": "malformed", "cmd": ')
+        try:
+            reply = session.next_unmatched(timeout=5.0)
+        except ControlTimeout as exc:
+            raise CheckFailed(f"no error reply to a malformed line: {exc}") from None
+        if reply.ok or reply.error is None or reply.error.code != "malformed_json":
+            raise CheckFailed(f"a malformed line got {reply.model_dump(exclude_none=True)}")
+        try:
+            session.request("no_such_command")
+        except ControlCommandError as exc:
+            if exc.code != "unknown_command":
+                raise CheckFailed(f"an unknown command got the error code {exc.code!r}") from None
+        except ControlTimeout as exc:
+            raise CheckFailed(f"no reply to an unknown command: {exc}") from None
+        else:
+            raise CheckFailed("an unknown command was answered ok")
+        _answer(session.ping, "ping after the bad commands")
+        return None
+    finally:
+        session.shutdown(timeout=stop_timeout())

@@ -1,0 +1,327 @@
+"""Interactive mode: the worker does not train, it serves ``reset``/``step``/``act``/``close``.
+
+A worker supplies an :class:`InteractiveSession` (its env and its policy) and
+:func:`serve_interactive` does the rest: it reads the commands the control channel forwards,
+steps the env, answers in protocol version 1 (``control_reply`` lines) or in the deployed
+CleanRL dialect 1.0 (commands without ``"v"``, :mod:`mosaic_sdk.control.dialect`), writes one
+``episode`` telemetry line per finished episode, and ends the run with ``run_completed`` on
+``close`` (or a closed stdin) and ``run_cancelled`` on ``stop``/SIGTERM.
+
+Frames go through FastLane: wrap the env with ``maybe_wrap_env`` (with ``interval_ms=0`` so
+that every step publishes) and each ``reset``/``step`` reply names the segment in ``frame``.
+A seeded ``reset`` also seeds the action space, so ``reset {seed}`` followed by the same
+``step`` commands replays the same episode.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from mosaic_sdk.control import dialect
+from mosaic_sdk.control.channel import EOF
+from mosaic_sdk.control.protocol import ProtocolError, error_reply, ok_reply
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mosaic_sdk.worker_cli import RunContext
+
+#: The value of a config's ``mode`` that selects interactive mode.
+INTERACTIVE = "interactive"
+
+
+class InteractiveSession:
+    """An env and a policy, and the state of the episode being played.
+
+    ``policy(observation) -> action`` is the worker's own policy (a trained network, a rule).
+    ``info`` fills the dialect's ``init``/``ready`` lines (``env_id``, ``algo``,
+    ``policy_path``). ``json_frames=True`` adds the deployed dialect's ``render_payload``
+    (every frame as a JSON list) to dialect-1.0 replies, as the deployed worker does.
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        policy: Callable[[Any], Any],
+        *,
+        info: Mapping[str, Any] | None = None,
+        json_frames: bool = False,
+    ) -> None:
+        self.env = env
+        self.policy = policy
+        self.info = {"env_id": None, "algo": None, "policy_path": None, **dict(info or {})}
+        self.json_frames = json_frames
+        self.observation: Any = None
+        self.seed: int | None = None
+        self.episode_index = -1
+        self.step_index = 0
+        self.episode_return = 0.0
+        self.episode_done = False
+        self.episodes_done = 0
+
+    # -- the env ----------------------------------------------------------------------------
+    def reset(self, seed: int | None) -> Any:
+        self.observation, _ = self.env.reset(seed=seed)
+        if seed is not None:
+            self.env.action_space.seed(seed)
+        self.seed = seed
+        self.episode_index += 1
+        self.step_index = 0
+        self.episode_return = 0.0
+        self.episode_done = False
+        return self.observation
+
+    def step(self, action: Any = None) -> tuple[Any, float, bool, bool]:
+        """One step with ``action`` (``None``: the policy's); returns action, reward,
+        terminated, truncated."""
+        if action is None:
+            action = self.policy(self.observation)
+        else:
+            action = self.coerce_action(action)
+        obs, reward, terminated, truncated, _ = self.env.step(action)
+        self.observation = obs
+        self.step_index += 1
+        self.episode_return += float(reward)
+        self.episode_done = bool(terminated or truncated)
+        return action, float(reward), bool(terminated), bool(truncated)
+
+    def coerce_action(self, action: Any) -> Any:
+        """An action given as JSON, in the form the env's action space holds."""
+        import numpy as np
+
+        space = self.env.action_space
+        if isinstance(action, list):
+            action = np.asarray(action, dtype=space.dtype)
+        if not space.contains(action):
+            raise ValueError(f"action {action!r} is not in the action space {space}")
+        return action
+
+    def frame_ref(self) -> dict[str, Any] | None:
+        """Where the last frame is: the FastLane wrapper's run and frame count, if wrapped."""
+        env = self.env
+        while env is not None:
+            pump = getattr(env, "pump", None)
+            if pump is not None and getattr(env, "publishing", False):
+                return {"fastlane_run_id": env.run_id, "frames_published": pump.frames_published}
+            env = getattr(env, "env", None)
+        return None
+
+    def frame(self) -> Any:
+        return self.env.render()
+
+
+def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type: str) -> None:
+    """Serve commands until ``close``, EOF, ``stop`` or a signal (see the module docstring)."""
+    channel = ctx.control
+    if channel is None or channel.interactive is None:
+        raise RuntimeError("serve_interactive needs a control channel in interactive mode")
+    emitter = ctx.emitter
+    started = time.monotonic()
+    emitter.run_started(
+        worker_type=worker_type,
+        algo=session.info.get("algo"),
+        env_id=session.info.get("env_id"),
+        seed=getattr(ctx.config, "seed", None),
+        config=ctx.config.to_dict(),
+        mode=INTERACTIVE,
+    )
+    dialect.write(channel, {"type": "init", "run_id": ctx.config.run_id, **_init_info(session)})
+    try:
+        while not ctx.cancel.is_set():
+            kind, item = channel.interactive.get()
+            if (kind, item) == EOF:
+                break
+            if kind == "v1":
+                if _serve_v1(ctx, session, item):
+                    break
+            elif kind == "legacy":
+                _serve_legacy(ctx, session, item)
+    finally:
+        channel.end_interactive()
+        session.env.close()
+    if ctx.cancel.is_set():
+        return  # worker_main ends the run with run_cancelled
+    emitter.run_completed(
+        episodes=session.episodes_done,
+        total_reward=session.episode_return,
+        duration_seconds=time.monotonic() - started,
+    )
+
+
+def _init_info(session: InteractiveSession) -> dict[str, Any]:
+    info = session.info
+    return {
+        "env_id": info["env_id"],
+        "algo": info["algo"],
+        "policy_path": info["policy_path"],
+        "version": dialect.DIALECT_VERSION,
+    }
+
+
+def _finish_episode(ctx: RunContext, session: InteractiveSession, terminated: bool) -> None:
+    session.episodes_done += 1
+    ctx.emitter.episode(
+        session.episode_index,
+        session.episode_return,
+        session.step_index,
+        terminated=terminated,
+        truncated=not terminated,
+        episode_seed=session.seed,
+    )
+
+
+def _serve_v1(ctx: RunContext, session: InteractiveSession, command: Any) -> bool:
+    """Answer one version-1 command; True when the session ends (close)."""
+    channel = ctx.control
+    assert channel is not None
+    name, cid = command.cmd, command.id
+    try:
+        if name == "close":
+            channel.reply(ok_reply(cid, name, closed=True))
+            return True
+        if name == "reset":
+            obs = session.reset(command.seed)
+            channel.reply(
+                ok_reply(
+                    cid,
+                    name,
+                    seed=command.seed,
+                    episode_index=session.episode_index,
+                    step_index=0,
+                    episode_return=0.0,
+                    observation=obs,
+                    frame=session.frame_ref(),
+                )
+            )
+        elif name == "act":
+            channel.reply(ok_reply(cid, name, action=session.policy(_as_obs(command.observation))))
+        elif name == "step":
+            _check_steppable(session, cid)
+            action, reward, terminated, truncated = session.step(command.action)
+            if session.episode_done:
+                _finish_episode(ctx, session, terminated)
+            channel.reply(
+                ok_reply(
+                    cid,
+                    name,
+                    episode_index=session.episode_index,
+                    step_index=session.step_index,
+                    action=action,
+                    reward=reward,
+                    terminated=terminated,
+                    truncated=truncated,
+                    episode_return=session.episode_return,
+                    episode_done=session.episode_done,
+                    observation=session.observation,
+                    frame=session.frame_ref(),
+                )
+            )
+    except ProtocolError as exc:
+        channel.reply(exc.reply())
+    except Exception as exc:  # noqa: BLE001 - a bad action or env error: reply, go on
+        channel.reply(
+            error_reply(cid, name, "failed", f"{type(exc).__name__}: {exc}", _FAILED_HINT)
+        )
+    return False
+
+
+_FAILED_HINT = "check the action against the env's action space; the session goes on"
+
+
+def _check_steppable(session: InteractiveSession, cid: str) -> None:
+    if session.observation is None:
+        raise ProtocolError(
+            "out_of_order",
+            "step before reset: no episode is running",
+            'send {"cmd": "reset", "seed": N} first',
+            id=cid,
+            cmd="step",
+        )
+    if session.episode_done:
+        raise ProtocolError(
+            "out_of_order",
+            f"episode {session.episode_index} is over (episode_done was true)",
+            "send reset to start the next episode",
+            id=cid,
+            cmd="step",
+        )
+
+
+def _as_obs(observation: Any) -> Any:
+    import numpy as np
+
+    if isinstance(observation, list):
+        return np.asarray(observation, dtype=np.float32)
+    return observation
+
+
+def _serve_legacy(ctx: RunContext, session: InteractiveSession, data: dict[str, Any]) -> None:
+    """Answer one dialect-1.0 command exactly as the deployed worker does."""
+    channel = ctx.control
+    assert channel is not None
+    cmd = data.get("cmd")
+    try:
+        if cmd == "ping":
+            dialect.write(channel, {"type": "pong"})
+        elif cmd == "stop":
+            channel.request_stop()
+            dialect.write(channel, {"type": "stopped"})
+        elif cmd == "reset":
+            seed = data.get("seed")
+            if seed is not None and (type(seed) is not int or seed < 0):
+                raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+            obs = session.reset(seed)
+            line = {
+                "type": "ready",
+                "run_id": ctx.config.run_id,
+                "env_id": session.info["env_id"],
+                "algo": session.info["algo"],
+                "seed": seed,
+                "observation_shape": list(getattr(obs, "shape", ())),
+                "step_index": 0,
+                "episode_index": session.episode_index,
+                "episode_reward": 0.0,
+            }
+            dialect.write(channel, _with_frame(session, line))
+        elif cmd == "step":
+            if session.observation is None:
+                raise ValueError("step before reset: send reset first")
+            if session.episode_done:  # the deployed worker plays on: a new, unseeded episode
+                session.reset(None)
+            action, reward, terminated, truncated = session.step()
+            line = {
+                "type": "step",
+                "step_index": session.step_index,
+                "episode_index": session.episode_index,
+                "action": action,
+                "reward": reward,
+                "terminated": terminated,
+                "truncated": truncated,
+                "episode_reward": session.episode_return,
+            }
+            dialect.write(channel, _with_frame(session, line))
+            if session.episode_done:
+                _finish_episode(ctx, session, terminated)
+                done = {
+                    "type": "episode_done",
+                    "total_reward": session.episode_return,
+                    "episode_length": session.step_index,
+                    "episode_number": session.episode_index + 1,
+                }
+                dialect.write(channel, done)
+        else:
+            known = ", ".join(dialect.LEGACY_COMMANDS)
+            dialect.write(channel, dialect.error_line(f"unknown command {cmd!r}; known: {known}"))
+    except Exception as exc:  # noqa: BLE001 - the dialect answers every failure with error
+        dialect.write(channel, dialect.error_line(f"{type(exc).__name__}: {exc}"))
+
+
+def _with_frame(session: InteractiveSession, line: dict[str, Any]) -> dict[str, Any]:
+    if session.json_frames:
+        payload = dialect.render_payload(session.frame())
+        if payload is not None:
+            line["render_payload"] = payload
+    return line
+
+
+__all__ = ["INTERACTIVE", "InteractiveSession", "serve_interactive"]

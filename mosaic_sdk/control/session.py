@@ -1,0 +1,394 @@
+"""Drive a worker over the control protocol from Python: :class:`Session`.
+
+A session owns (or attaches to) the worker's stdin and stdout pipes. Each method sends one
+version-1 command and waits for its reply (a :class:`~mosaic_sdk.control.protocol.Reply`);
+an ``ok: false`` reply raises :class:`ControlCommandError` (its ``code``, ``message`` and
+``hint`` say what was wrong), a reply that does not come in time raises
+:class:`ControlTimeout` (saying whether the worker is still alive). Every other line the
+worker writes is kept: telemetry in :attr:`Session.lines`, the deployed dialect's lines in
+:attr:`Session.dialect_lines`.
+
+    with Session.start("example", {"env_id": "CartPole-v1"}) as session:   # interactive mode
+        session.reset(seed=1)
+        reply = session.step()          # the worker's policy acts
+        reply.reward, reply.episode_done, reply.frame
+
+``Session.start`` launches a worker by name through the runner's launch path (its run
+directory is made under ``runs_dir``, the default runs directory otherwise); ``Session.launch``
+runs any argv; ``Session(stdin, stdout)`` attaches to pipes you already have.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from mosaic_sdk.control.protocol import Reply, validate_reply
+
+DEFAULT_TIMEOUT = 5.0
+#: Seconds to wait for a started worker's first line (imports such as torch are slow).
+START_TIMEOUT = 60.0
+DIALECT_TYPES = frozenset(("init", "ready", "step", "episode_done", "stopped", "pong", "error"))
+
+
+class ControlCommandError(RuntimeError):
+    """The worker answered ``ok: false``."""
+
+    def __init__(self, reply: Reply) -> None:
+        error = reply.error
+        self.reply = reply
+        self.code = error.code if error else "unknown"
+        self.message = error.message if error else "no error given"
+        self.hint = error.hint if error else ""
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        super().__init__(f"{reply.cmd or 'command'} failed [{self.code}]: {self.message}{hint}")
+
+
+class ControlTimeout(TimeoutError):
+    """No reply in time."""
+
+
+class Session:
+    """A control-protocol client on a worker's pipes (see the module docstring)."""
+
+    def __init__(
+        self,
+        stdin: IO[bytes],
+        stdout: IO[bytes],
+        *,
+        process: subprocess.Popen[bytes] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        run_id: str | None = None,
+        run_dir: Path | None = None,
+    ) -> None:
+        self._stdin = stdin
+        self._stdout = stdout
+        self.process = process
+        self.timeout = timeout
+        self.run_id = run_id
+        self.run_dir = run_dir
+        self._ids = itertools.count(1)
+        self._write_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._replies: dict[str, dict[str, Any]] = {}
+        self._waiting: set[str] = set()
+        #: Replies whose id this session did not send (e.g. to a malformed line).
+        self.unmatched: deque[dict[str, Any]] = deque()
+        #: Telemetry lines (parsed) the worker wrote, in order.
+        self.lines: list[dict[str, Any]] = []
+        #: Lines of the deployed CleanRL dialect 1.0 (init, ready, step, ...), in order.
+        self.dialect_lines: list[dict[str, Any]] = []
+        self.closed_stdout = False
+        self._ending = False
+        self._reader = threading.Thread(target=self._read, name="mosaic-session", daemon=True)
+        self._reader.start()
+
+    # -- starting -----------------------------------------------------------------------------
+    @classmethod
+    def launch(
+        cls,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        run_id: str | None = None,
+        run_dir: Path | None = None,
+    ) -> Session:
+        """Start ``argv`` with its stdin and stdout as pipes (stderr is inherited)."""
+        process = subprocess.Popen(  # noqa: S603 - the caller's own worker command
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        return cls(
+            process.stdin, process.stdout, process=process, timeout=timeout, run_id=run_id,
+            run_dir=run_dir,
+        )  # fmt: skip
+
+    @classmethod
+    def start(
+        cls,
+        worker: str,
+        config: Mapping[str, Any] | None = None,
+        *,
+        mode: str = "interactive",
+        runs_dir: Path | None = None,
+        fastlane: bool = True,
+        timeout: float = DEFAULT_TIMEOUT,
+        start_timeout: float = START_TIMEOUT,
+    ) -> Session:
+        """Launch the installed worker ``worker`` with ``config`` in ``mode`` and wait for its
+        first line. ``fastlane`` switches FastLane on (``MOSAIC_FASTLANE=1``)."""
+        from mosaic_sdk.runner.session_launch import prepare_session
+
+        prepared = prepare_session(worker, config, mode=mode, runs_dir=runs_dir)
+        env = dict(prepared.env)
+        if fastlane:
+            env["MOSAIC_FASTLANE"] = "1"
+        session = cls.launch(
+            prepared.argv,
+            env=env,
+            cwd=prepared.cwd,
+            timeout=timeout,
+            run_id=prepared.run_id,
+            run_dir=prepared.run_dir,
+        )
+        try:
+            first = "init" if mode == "interactive" else "run_started"
+            session.wait_for(
+                lambda line: line.get("type") == first or line.get("event") == first,
+                timeout=start_timeout,
+                what=f"the worker's {first} line",
+            )
+        except BaseException:
+            session.kill()
+            raise
+        return session
+
+    # -- the commands ---------------------------------------------------------------------------
+    def ping(self, **kw: Any) -> Reply:
+        return self.request("ping", **kw)
+
+    def pause(self, **kw: Any) -> Reply:
+        return self.request("pause", **kw)
+
+    def resume(self, **kw: Any) -> Reply:
+        return self.request("resume", **kw)
+
+    def stop(self, **kw: Any) -> Reply:
+        return self.request("stop", **kw)
+
+    def checkpoint(self, **kw: Any) -> Reply:
+        return self.request("checkpoint", **kw)
+
+    def reset(self, seed: int | None = None, **kw: Any) -> Reply:
+        return self.request("reset", seed=seed, **kw)
+
+    def step(self, action: Any = None, **kw: Any) -> Reply:
+        return self.request("step", **({"action": action} if action is not None else {}), **kw)
+
+    def act(self, observation: Any, **kw: Any) -> Reply:
+        return self.request("act", observation=observation, **kw)
+
+    def close(self, **kw: Any) -> Reply:
+        return self.request("close", **kw)
+
+    def request(self, cmd: str, *, timeout: float | None = None, **args: Any) -> Reply:
+        """Send ``{"v": 1, "id": ..., "cmd": cmd, **args}`` and return the reply."""
+        cid = str(next(self._ids))
+        with self._cond:
+            self._waiting.add(cid)
+        try:
+            self.send_line(json.dumps({"v": 1, "id": cid, "cmd": cmd, **args}))
+            data = self._await(cid, cmd, self.timeout if timeout is None else timeout)
+        finally:
+            with self._cond:
+                self._waiting.discard(cid)
+                self._replies.pop(cid, None)
+        reply = validate_reply(data)
+        if not reply.ok:
+            raise ControlCommandError(reply)
+        if cmd in ("close", "stop"):
+            self._ending = True  # the worker is on its way out: shutdown waits for it
+        return reply
+
+    def send_line(self, text: str) -> None:
+        """Write one raw line to the worker's stdin (e.g. a dialect-1.0 command)."""
+        try:
+            with self._write_lock:
+                self._stdin.write(text.encode("utf-8") + b"\n")
+                self._stdin.flush()
+        except (BrokenPipeError, ValueError, OSError) as exc:
+            raise ControlCommandError(
+                Reply.model_validate(
+                    {
+                        "id": None,
+                        "cmd": None,
+                        "ok": False,
+                        "error": {
+                            "code": "worker_gone",
+                            "message": f"cannot write to the worker's stdin ({exc})"
+                            + self._exit_note(),
+                            "hint": "start a new session",
+                        },
+                    }
+                )
+            ) from None
+
+    def next_unmatched(self, timeout: float | None = None) -> Reply:
+        """The next reply to a line this session did not send as a command (e.g. malformed)."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        with self._cond:
+            while not self.unmatched:
+                left = deadline - time.monotonic()
+                if self.closed_stdout or left <= 0:
+                    raise ControlTimeout(f"no error reply came{self._exit_note()}")
+                self._cond.wait(left)
+            return validate_reply(self.unmatched.popleft())
+
+    # -- reading --------------------------------------------------------------------------------
+    def _read(self) -> None:
+        try:
+            for raw in iter(self._stdout.readline, b""):
+                try:
+                    data = json.loads(raw)
+                except ValueError:
+                    continue  # not JSON: library output that escaped the worker's claim
+                if not isinstance(data, dict):
+                    continue
+                with self._cond:
+                    self._take(data)
+                    self._cond.notify_all()
+        except (OSError, ValueError):
+            pass
+        finally:
+            with self._cond:
+                self.closed_stdout = True
+                self._cond.notify_all()
+
+    def _take(self, data: dict[str, Any]) -> None:
+        kind = data.get("type")
+        if kind == "control_reply":
+            cid = data.get("id")
+            if isinstance(cid, str) and cid in self._waiting:
+                self._replies[cid] = data
+            else:
+                self.unmatched.append(data)
+        elif kind in DIALECT_TYPES and "seq" not in data:
+            self.dialect_lines.append(data)
+        else:
+            self.lines.append(data)
+
+    def _await(self, cid: str, cmd: str, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while cid not in self._replies:
+                left = deadline - time.monotonic()
+                if self.closed_stdout:
+                    raise ControlTimeout(
+                        f"the worker closed its stdout before answering {cmd}{self._exit_note()}"
+                    )
+                if left <= 0:
+                    raise ControlTimeout(
+                        f"no reply to {cmd} within {timeout:g} s{self._exit_note()}; "
+                        "is it a worker that speaks the control protocol (control_protocol=1)?"
+                    )
+                self._cond.wait(left)
+            return self._replies[cid]
+
+    def wait_for(
+        self,
+        predicate: Callable[[dict[str, Any]], bool],
+        *,
+        timeout: float | None = None,
+        what: str = "a line",
+    ) -> dict[str, Any]:
+        """Wait until a telemetry or dialect line satisfies ``predicate``; returns it."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        seen_lines = seen_dialect = 0
+        with self._cond:
+            while True:
+                for line in self.lines[seen_lines:] + self.dialect_lines[seen_dialect:]:
+                    if predicate(line):
+                        return line
+                seen_lines, seen_dialect = len(self.lines), len(self.dialect_lines)
+                left = deadline - time.monotonic()
+                if self.closed_stdout or left <= 0:
+                    why = "the worker closed its stdout" if self.closed_stdout else "timed out"
+                    raise ControlTimeout(f"waiting for {what}: {why}{self._exit_note()}")
+                self._cond.wait(left)
+
+    def events(self) -> list[str]:
+        """The lifecycle events seen so far, in order."""
+        with self._cond:
+            return [str(x["event"]) for x in self.lines if x.get("type") == "lifecycle"]
+
+    # -- the process ----------------------------------------------------------------------------
+    def _exit_note(self) -> str:
+        if self.process is None:
+            return ""
+        code = self.process.poll()
+        if code is None:
+            return " (the worker is still running)"
+        return f" (the worker exited with {code})"
+
+    def wait_exit(self, timeout: float | None = None) -> int | None:
+        """The worker's exit code, waiting up to ``timeout`` seconds (None: still running);
+        once it has exited, also waits for the rest of its output to be read."""
+        if self.process is None:
+            return None
+        wait = self.timeout if timeout is None else timeout
+        try:
+            code = self.process.wait(wait)
+        except subprocess.TimeoutExpired:
+            return None
+        self._reader.join(timeout=max(5.0, wait))  # every line it wrote is now in ``lines``
+        return code
+
+    def kill(self) -> None:
+        """End the worker now (SIGKILL) and close the pipes."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for stream in (self._stdin, self._stdout):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+
+    def close_stdin(self) -> None:
+        """Close the worker's stdin (EOF): a training run goes on, an interactive one ends."""
+        try:
+            with self._write_lock:
+                self._stdin.close()
+        except (OSError, ValueError):
+            pass
+
+    def shutdown(self, timeout: float = 10.0) -> int | None:
+        """End the session: close stdin (an interactive run completes on EOF), then SIGTERM
+        (a training run ends with run_cancelled, as on ``stop``), then SIGKILL; returns the
+        exit code. After a ``close`` or ``stop`` reply the worker gets ``timeout`` seconds to
+        exit on its own, else 2 s."""
+        if self.process is None:
+            self._close_pipes()
+            return None
+        self.close_stdin()
+        code = self.wait_exit(timeout if self._ending else min(timeout, 2.0))
+        if code is None:
+            self.process.terminate()
+            code = self.wait_exit(timeout)
+        if code is None:
+            self.kill()
+            code = self.process.returncode
+        self._reader.join(timeout=5.0)
+        self._close_pipes()
+        return code
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
+def worker_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``os.environ`` plus ``extra``: for :meth:`Session.launch` callers."""
+    return {**os.environ, **(extra or {})}
+
+
+__all__ = ["ControlCommandError", "ControlTimeout", "Session", "worker_env"]

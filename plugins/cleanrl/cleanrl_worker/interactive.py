@@ -1,0 +1,71 @@
+"""``mode: "interactive"``: play a trained checkpoint step by step over the control protocol.
+
+The checkpoint (``policy_path``) is loaded by the same code as ``policy_eval``
+(:func:`cleanrl_worker.agents.load_policy`: an MLP or MiniGrid CNN agent, as the checkpoint
+records); the env is the checkpoint's (or the config's
+``env_id`` when given), made with ``render_mode="rgb_array"`` and wrapped for FastLane when it
+is on (every step's frame is published). The policy acts greedily, so a seeded ``reset``
+followed by ``step`` commands replays the same episode. The SDK serves the rest
+(:mod:`mosaic_sdk.control.interactive`): protocol version 1, and the deployed interactive
+dialect 1.0 the platform's GUI speaks (``init``/``ready``/``step``/``episode_done``/...).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from cleanrl_worker.config import CleanRLConfig
+from mosaic_sdk.control.interactive import InteractiveSession
+from mosaic_sdk.worker_cli import RunContext
+
+
+def greedy_policy(policy: Any) -> Any:
+    """``observation -> action``: the loaded policy's most likely action (a seeded reset then
+    replays the same episode)."""
+
+    def act(observation: Any) -> int:
+        return int(policy.act(observation, deterministic=True))
+
+    return act
+
+
+def interactive_session(ctx: RunContext) -> InteractiveSession:
+    """The session ``worker_main`` serves for ``mode: "interactive"``."""
+    import gymnasium
+
+    from cleanrl_worker.agents import load_policy
+    from cleanrl_worker.agents.spaces import check_fits
+    from cleanrl_worker.env_families import register_env_families, wrap_observations
+    from cleanrl_worker.evaluation import eval_env_id
+    from cleanrl_worker.fastlane_settings import resolve_fastlane
+    from mosaic_sdk.fastlane.environment import FastLaneSettings
+    from mosaic_sdk.plugins import maybe_wrap_env
+
+    config = ctx.config
+    assert isinstance(config, CleanRLConfig)
+    policy_path = os.path.abspath(config.policy_path or "")
+    policy = load_policy(policy_path)  # MLP or MiniGrid CNN, as the checkpoint records
+    env_id = eval_env_id(config, policy)
+    register_env_families()
+    env = gymnasium.make(env_id, render_mode="rgb_array")
+    settings = resolve_fastlane(config, os.environ)
+    if settings is not None:
+        keep = ("video_mode", "slot", "grid_limit", "max_dim")
+        chosen = FastLaneSettings(
+            enabled=True,
+            interval_ms=0.0,  # the player looks at every step
+            **{key: settings[key] for key in keep},
+        )
+        env = maybe_wrap_env(env, run_id=config.run_id, settings=chosen)
+    env = wrap_observations(env)  # MiniGrid: the image the CNN agent reads
+    check_fits(policy.agent, env, where=config.policy_path or "the policy")
+    ctx.emitter.checkpoint_loaded(checkpoint_path=policy_path, step=int(policy.global_step))
+    return InteractiveSession(
+        env,
+        greedy_policy(policy),
+        info={"env_id": env_id, "algo": config.algo, "policy_path": config.policy_path},
+    )
+
+
+__all__ = ["greedy_policy", "interactive_session"]
