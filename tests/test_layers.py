@@ -28,6 +28,7 @@ FLOORS = {
     "worker_cli": 1,
     "lazy_exports": 1,
     "analytics": 1,
+    "extras": 1,
     "hookspecs": 2,
     "plugins": 2,
     "runner": 3,
@@ -36,6 +37,7 @@ FLOORS = {
     "watch": 3,
     "sweep": 3,
     "sweeps": 3,
+    "plots": 3,
     "cli": 4,
 }
 

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from mosaic_sdk.control.session import Session
 from mosaic_sdk.fastlane.layout import segment_name
-from mosaic_sdk.runner.session_launch import prepare_session
+from mosaic_sdk.runner.session_launch import prepare_session, start_session
 from mosaic_sdk.shm.segment import shm_unlink
 
 CONFIG = {"env_id": "CartPole-v1", "policy": "balance"}
@@ -144,7 +144,7 @@ def main() -> None:
         ours = Pipe(runs, fastlane=True, json_frames=False)
         throttled = Pipe(runs, fastlane=True, json_frames=False, interval_ms=16.0)
         deployed = Pipe(runs, fastlane=False, json_frames=True)
-        session = Session.start("example", CONFIG, runs_dir=runs, fastlane=True)
+        session = start_session("example", CONFIG, runs_dir=runs, fastlane=True)
         rates: dict[str, list[float]] = {"pipe": [], "session": [], "dialect": [], "60fps": []}
         try:
             for _ in range(args.rounds):

@@ -61,14 +61,14 @@ def play(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mosaic_sdk.contract import ConfigError
-    from mosaic_sdk.control.session import ControlCommandError, ControlTimeout, Session
+    from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
     from mosaic_sdk.plugins.errors import PluginError
     from mosaic_sdk.runner.config_input import load_job
-    from mosaic_sdk.runner.session_launch import SessionLaunchError
+    from mosaic_sdk.runner.session_launch import SessionLaunchError, start_session
 
     try:
         job = load_job(args.config, args.set)
-        session = Session.start(
+        session = start_session(
             args.name,
             job.config,
             runs_dir=Path(args.runs_dir) if args.runs_dir else None,
@@ -130,7 +130,7 @@ def _frame(session: Any, output: str) -> None:
     from mosaic_sdk.cli.fastlane import snapshot
 
     try:
-        snapshot(argparse.Namespace(run_id=session.run_id, output=output, timeout=1.0))
+        snapshot(argparse.Namespace(run_id=session.run_id, output=output, timeout=1.0, wait=0.0))
     except UsageError as exc:
         print(f"error: {exc} (reset first; FastLane must be on)")
 

@@ -167,7 +167,7 @@ class ControlChannel:
                     "not_interactive",
                     f"{name!r} needs a run in interactive mode; this run trains",
                     'start the worker with "mode": "interactive" in its config '
-                    "(mosaic play NAME, or Session.start(NAME))",
+                    "(mosaic play NAME, or mosaic_sdk.runner.start_session(NAME))",
                     id=cid,
                     cmd=name,
                 )

@@ -8,14 +8,18 @@ an ``ok: false`` reply raises :class:`ControlCommandError` (its ``code``, ``mess
 worker writes is kept: telemetry in :attr:`Session.lines`, the deployed dialect's lines in
 :attr:`Session.dialect_lines`.
 
-    with Session.start("example", {"env_id": "CartPole-v1"}) as session:   # interactive mode
+    from mosaic_sdk.runner import start_session
+
+    with start_session("example", {"env_id": "CartPole-v1"}) as session:   # interactive mode
         session.reset(seed=1)
         reply = session.step()          # the worker's policy acts
         reply.reward, reply.episode_done, reply.frame
 
-``Session.start`` launches a worker by name through the runner's launch path (its run
-directory is made under ``runs_dir``, the default runs directory otherwise); ``Session.launch``
-runs any argv; ``Session(stdin, stdout)`` attaches to pipes you already have.
+:func:`mosaic_sdk.runner.start_session` launches a worker by name through the runner's launch
+path (its run directory is made under ``runs_dir``, the default runs directory otherwise) and
+returns a session; it lives on the runner's floor, since this package (a library a worker
+imports) never imports the runner. ``Session.launch`` runs any argv; ``Session(stdin,
+stdout)`` attaches to pipes you already have.
 """
 
 from __future__ import annotations
@@ -116,46 +120,6 @@ class Session:
             process.stdin, process.stdout, process=process, timeout=timeout, run_id=run_id,
             run_dir=run_dir,
         )  # fmt: skip
-
-    @classmethod
-    def start(
-        cls,
-        worker: str,
-        config: Mapping[str, Any] | None = None,
-        *,
-        mode: str = "interactive",
-        runs_dir: Path | None = None,
-        fastlane: bool = True,
-        timeout: float = DEFAULT_TIMEOUT,
-        start_timeout: float = START_TIMEOUT,
-    ) -> Session:
-        """Launch the installed worker ``worker`` with ``config`` in ``mode`` and wait for its
-        first line. ``fastlane`` switches FastLane on (``MOSAIC_FASTLANE=1``)."""
-        from mosaic_sdk.runner.session_launch import prepare_session
-
-        prepared = prepare_session(worker, config, mode=mode, runs_dir=runs_dir)
-        env = dict(prepared.env)
-        if fastlane:
-            env["MOSAIC_FASTLANE"] = "1"
-        session = cls.launch(
-            prepared.argv,
-            env=env,
-            cwd=prepared.cwd,
-            timeout=timeout,
-            run_id=prepared.run_id,
-            run_dir=prepared.run_dir,
-        )
-        try:
-            first = "init" if mode == "interactive" else "run_started"
-            session.wait_for(
-                lambda line: line.get("type") == first or line.get("event") == first,
-                timeout=start_timeout,
-                what=f"the worker's {first} line",
-            )
-        except BaseException:
-            session.kill()
-            raise
-        return session
 
     # -- the commands ---------------------------------------------------------------------------
     def ping(self, **kw: Any) -> Reply:

@@ -21,6 +21,7 @@ _LAZY = LazyExports(
         "RunResult": "mosaic_sdk.runner.supervisor",
         "RunSupervisor": "mosaic_sdk.runner.supervisor",
         "RunStore": "mosaic_sdk.runner.store",
+        "start_session": "mosaic_sdk.runner.session_launch",
     },
 )
 __getattr__ = _LAZY.get

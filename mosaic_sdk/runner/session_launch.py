@@ -1,6 +1,6 @@
 """Preparing the launch of a control :class:`~mosaic_sdk.control.session.Session`.
 
-``Session.start(worker, config, mode=...)`` (and ``mosaic play``) start a worker the way
+:func:`start_session` (and ``mosaic play``) start a worker the way
 ``mosaic run`` does: the same job resolution, run directory and launch command
 (:func:`~mosaic_sdk.runner.launch.prepare_run`), with the config's ``mode`` set. A worker
 that does not speak the control protocol is refused with a clear message.
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.control.session import DEFAULT_TIMEOUT, START_TIMEOUT, Session
 from mosaic_sdk.runner.launch import PreparedRun, prepare_run, resolve_job
 
 
@@ -49,4 +50,44 @@ def prepare_session(
     return prepare_run(handle, resolve_job(data), runs_dir=runs_dir)
 
 
-__all__ = ["SessionLaunchError", "prepare_session"]
+def start_session(
+    worker: str,
+    config: Mapping[str, Any] | None = None,
+    *,
+    mode: str = "interactive",
+    runs_dir: Path | None = None,
+    fastlane: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    start_timeout: float = START_TIMEOUT,
+) -> Session:
+    """Launch the installed worker ``worker`` with ``config`` in ``mode`` and wait for its
+    first line; the :class:`~mosaic_sdk.control.session.Session` that drives it.
+    ``fastlane`` switches FastLane on (``MOSAIC_FASTLANE=1``). Raises
+    :class:`SessionLaunchError` for a worker without the control protocol (or without the
+    mode), ``ControlTimeout`` when its first line does not come in ``start_timeout`` s."""
+    prepared = prepare_session(worker, config, mode=mode, runs_dir=runs_dir)
+    env = dict(prepared.env)
+    if fastlane:
+        env["MOSAIC_FASTLANE"] = "1"
+    session = Session.launch(
+        prepared.argv,
+        env=env,
+        cwd=prepared.cwd,
+        timeout=timeout,
+        run_id=prepared.run_id,
+        run_dir=prepared.run_dir,
+    )
+    try:
+        first = "init" if mode == "interactive" else "run_started"
+        session.wait_for(
+            lambda line: line.get("type") == first or line.get("event") == first,
+            timeout=start_timeout,
+            what=f"the worker's {first} line",
+        )
+    except BaseException:
+        session.kill()
+        raise
+    return session
+
+
+__all__ = ["SessionLaunchError", "prepare_session", "start_session"]
