@@ -84,20 +84,8 @@ def read_episodes(store: Any, run_id: str) -> Episodes:
     :class:`~mosaic_sdk.runner.store.RunStore`), as arrays; one query, one pass."""
     run = store.get_run(run_id)
     full = run["run_id"]
-    cursor = store.conn.cursor()
-    cursor.row_factory = None  # tuples: numpy takes them at once
-    # NULLs (and anything not a number) become values numpy can hold: a missing return
-    # +inf, dropped below with the stored infinities (neither can be drawn); a missing step
-    # count -1 (a count is never negative); a missing timestamp -inf.
-    rows = cursor.execute(
-        "SELECT CASE WHEN typeof(total_reward) IN ('integer', 'real') THEN total_reward"
-        " ELSE 1e999 END,"
-        " CASE WHEN typeof(steps) IN ('integer', 'real') THEN steps ELSE -1 END,"
-        " CASE WHEN typeof(ts_unix_ns) IN ('integer', 'real') THEN (ts_unix_ns - ?) / 1e9"
-        " ELSE -1e999 END"
-        " FROM episodes WHERE run_id = ? ORDER BY line_no",
-        (int(round(float(run["started_at"]) * 1e9)), full),
-    ).fetchall()
+    # missing values arrive as +inf (return), -1 (steps) and -inf (time): numbers numpy holds
+    rows = store.episode_points(full, run["started_at"])
     data = np.array(rows, dtype=np.float64).reshape(-1, 3)
     returns, steps, seconds = data[:, 0], data[:, 1], data[:, 2]
     returns[~np.isfinite(returns)] = np.nan

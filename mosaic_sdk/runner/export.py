@@ -104,10 +104,7 @@ def format_for(path: str | Path | None, default: str = "csv") -> str:
 def iter_batches(store: Any, run_id: str, what: str) -> Iterator[list[tuple[Any, ...]]]:
     """Lists of row tuples (at most :data:`BATCH_ROWS` each) of ``what`` of one run, in
     ``line_no`` order. ``run_id`` must be the run's full id (see ``RunStore.resolve``)."""
-    names = ", ".join(columns(what))
-    cursor = store.conn.cursor()
-    cursor.row_factory = None
-    cursor.execute(f"SELECT {names} FROM {what} WHERE run_id = ? ORDER BY line_no", (run_id,))
+    cursor = store.row_cursor(run_id, what, columns(what))
     while True:
         rows = cursor.fetchmany(BATCH_ROWS)
         if not rows:

@@ -346,6 +346,39 @@ class RunStore:
             (run_id, *standard),
         )
 
+    def episode_points(self, run_id: str, started_at: float) -> list[tuple[Any, ...]]:
+        """``(return, steps, seconds since started_at)`` of each episode of ``run_id`` (a full
+        id), in line order, as numbers numpy takes at once: a missing or non-numeric return
+        is +inf, a missing step count -1, a missing timestamp -inf (``mosaic runs plot``)."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(
+            "SELECT CASE WHEN typeof(total_reward) IN ('integer', 'real') THEN total_reward"
+            " ELSE 1e999 END,"
+            " CASE WHEN typeof(steps) IN ('integer', 'real') THEN steps ELSE -1 END,"
+            " CASE WHEN typeof(ts_unix_ns) IN ('integer', 'real') THEN (ts_unix_ns - ?) / 1e9"
+            " ELSE -1e999 END"
+            " FROM episodes WHERE run_id = ? ORDER BY line_no",
+            (int(round(float(started_at) * 1e9)), run_id),
+        ).fetchall()
+
+    def row_cursor(self, run_id: str, table: str, columns: Sequence[str]) -> sqlite3.Cursor:
+        """A cursor of tuples of ``columns`` of ``table`` (``steps``, ``episodes``, ``events``)
+        for one run (a full id), in line order; rows are read as they are fetched, so a long
+        run is never in memory at once (``mosaic runs export``)."""
+        if table not in ("steps", "episodes", "events"):
+            raise ValueError(f"no table {table!r} to read rows from")
+        known = {row["name"] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+        unknown = [c for c in columns if c not in known]
+        if unknown or not columns:
+            raise ValueError(f"{table} has no column(s) {unknown}")
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(
+            f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY line_no",
+            (run_id,),
+        )
+
     def episode_lines(self, run_id: str, containing: str) -> Any:
         """``(raw,)`` of the episode lines whose text contains ``containing``, in order."""
         pattern = "%" + containing.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -263,3 +263,12 @@ def test_a_long_run_is_streamed_not_loaded(tmp_path, monkeypatch, fmt):
     if fmt != "parquet":  # pyarrow's buffers are not Python allocations
         assert out.stat().st_size > 10 * 2**20
     assert peak < 4 * 2**20, f"peak {peak / 2**20:.1f} MiB of Python memory"
+
+
+def test_the_store_reads_rows_only_of_known_tables_and_columns(store_path):
+    with RunStore(store_path, readonly=True) as store:
+        with pytest.raises(ValueError, match="no table 'runs'"):
+            store.row_cursor("r1", "runs", ["run_id"])
+        with pytest.raises(ValueError, match=r"no column\(s\) \['x; DROP'\]"):
+            store.row_cursor("r1", "steps", ["line_no", "x; DROP"])
+        assert [r[0] for r in store.row_cursor("r1", "steps", ["line_no"])] == [2, 3, 4, 5, 6]
