@@ -49,7 +49,7 @@ def fill_episodes(path: Path, runs: int, episodes: int) -> list[str]:
             t0 = time.time_ns()
             rows = [
                 (run_id, n + 2, n + 2, n, float(returns[n]), int(lengths[n]), 1, 0, t0 + n * 10**7,
-                 json.dumps({"type": "episode", "episode_index": n}))
+                 json.dumps({"type": "episode", "episode_index": n}), None)
                 for n in range(episodes)
             ]  # fmt: skip
             store.conn.execute("BEGIN")
@@ -70,7 +70,7 @@ def fill_steps(path: Path, steps: int) -> str:
         batch = []
         for n in range(steps):
             raw = json.dumps({"type": "step", "step_index": n % 500, "observation": obs})
-            batch.append((run_id, n + 2, n + 2, n // 500, n % 500, 1.0, 0, 0, 1_750_000 + n, raw))
+            batch.append((run_id, n + 2, n + 2, n // 500, n % 500, 1.0, 0, 0, 1_750_000 + n, raw, None))
             if len(batch) == 50_000:
                 store.conn.executemany(INSERT_STEP, batch)
                 batch.clear()

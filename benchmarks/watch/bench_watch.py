@@ -46,7 +46,7 @@ from mosaic_sdk.fastlane import (  # noqa: E402
     FastLaneWriter,
 )
 from mosaic_sdk.fastlane.layout import segment_name  # noqa: E402
-from mosaic_sdk.runner.store import RunStore  # noqa: E402
+from mosaic_sdk.runner.store import INSERT_EPISODE, INSERT_STEP, RunStore  # noqa: E402
 from mosaic_sdk.shm.segment import shm_unlink  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -187,16 +187,17 @@ def big_store(path: Path, run_id: str, steps: int, episodes: int) -> None:
     per = steps // episodes
     conn.execute("BEGIN")
     rows = (
-        (run_id, i + 1, i, i // per, i % per, 1.0, 0, 0, i, '{"type":"step"}') for i in range(steps)
+        (run_id, i + 1, i, i // per, i % per, 1.0, 0, 0, i, '{"type":"step"}', None)
+        for i in range(steps)
     )
-    conn.executemany("INSERT INTO steps VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+    conn.executemany(INSERT_STEP, rows)
     rng = np.random.default_rng(0)
     ep_rows = []
     for e in range(episodes):
         ret = float(per * min(1.0, e / episodes * 2) + rng.normal(0, 5))
         raw = json.dumps({"type": "episode", "episode_index": e, "total_reward": ret, "steps": per})
-        ep_rows.append((run_id, steps + e + 1, e, e, ret, per, 1, 0, 0, raw))
-    conn.executemany("INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?)", ep_rows)
+        ep_rows.append((run_id, steps + e + 1, e, e, ret, per, 1, 0, 0, raw, None))
+    conn.executemany(INSERT_EPISODE, ep_rows)
     for k in range(200):
         conn.execute(
             "INSERT INTO events VALUES (?,?,?,?,?,?,?,?)",

@@ -48,7 +48,7 @@ class FilledRun:
     def add_episode(self, total_reward: float, steps: int) -> None:
         self.line_no += 1
         text = json.dumps({"type": "episode", "total_reward": total_reward, "steps": steps})
-        row = (self.run_id, self.line_no, self.line_no, 0, total_reward, steps, 1, 0, 0, text)
+        row = (self.run_id, self.line_no, self.line_no, 0, total_reward, steps, 1, 0, 0, text, None)
         self._write(INSERT_EPISODE, row, (0, 1, 0, 0, 0, 0), total_reward)
 
     def add_log(self, text: str, stream: str = "stdout") -> None:

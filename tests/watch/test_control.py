@@ -59,7 +59,14 @@ class FakeRunner:
                 f.flush()
 
     def close(self) -> None:
+        # close() alone leaves a thread blocked in accept() holding the listening socket open
+        # (Linux), so a later connect could still be answered; shutdown() wakes the accept.
+        try:
+            self.server.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.server.close()
+        self.thread.join(timeout=5)
 
 
 @pytest.fixture
