@@ -70,7 +70,9 @@ def fill_steps(path: Path, steps: int) -> str:
         batch = []
         for n in range(steps):
             raw = json.dumps({"type": "step", "step_index": n % 500, "observation": obs})
-            batch.append((run_id, n + 2, n + 2, n // 500, n % 500, 1.0, 0, 0, 1_750_000 + n, raw, None))
+            batch.append(
+                (run_id, n + 2, n + 2, n // 500, n % 500, 1.0, 0, 0, 1_750_000 + n, raw, None)
+            )
             if len(batch) == 50_000:
                 store.conn.executemany(INSERT_STEP, batch)
                 batch.clear()

@@ -38,7 +38,8 @@ def add_run(
         for i, (ret, n, sec) in enumerate(zip(returns, steps, seconds, strict=True)):
             ts = None if sec is None else int(STARTED * 1e9) + int(sec * 1e9)
             raw = json.dumps({"type": "episode", "episode_index": i, "total_reward": ret})
-            rows.append((run_id, i + 2, i + 2, i, ret, n, 1, 0, ts, raw, None))  # line 1: run_started
+            # line 1 is run_started; agent_id (the last column) stays NULL
+            rows.append((run_id, i + 2, i + 2, i, ret, n, 1, 0, ts, raw, None))
         store.conn.executemany(INSERT_EPISODE, rows)
     return run_id
 
