@@ -21,7 +21,14 @@ def register(rsub: Any, store_arg: Any) -> None:
         description="Draw the episode returns of stored runs (read-only) into a PNG or SVG "
         "file, by its suffix. Needs matplotlib: pip install 'mosaic-worker-sdk[plot]'.",
     )
-    p.add_argument("run_ids", nargs="+", metavar="RUN", help="run ids or unique prefixes")
+    p.add_argument("run_ids", nargs="*", metavar="RUN", help="run ids or unique prefixes")
+    p.add_argument(
+        "--sweep",
+        metavar="SWEEP",
+        help="plot the trials of this sweep (id or unique prefix; the last attempt of each "
+        "trial that stored episodes), grouped by their parameters apart from seed: a mean line "
+        "and band per parameter set",
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -83,15 +90,22 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.smooth < 1:
         raise UsageError(f"--smooth {args.smooth}: use 1 (no smoothing) or more episodes")
+    if not args.run_ids and not args.sweep:
+        raise UsageError("name the runs to plot (RUN...), or a sweep with --sweep SWEEP")
     with _open(args) as store:
+        run_ids = list(args.run_ids)
+        group_seeds = args.group_seeds
+        if args.sweep:
+            run_ids += _sweep_runs(store, args.sweep)
+            group_seeds = True
         try:
             result = plot_runs(
                 store,
-                args.run_ids,
+                run_ids,
                 args.output,
                 x_axis=args.x_axis,
                 window=args.smooth,
-                group_seeds=args.group_seeds,
+                group_seeds=group_seeds,
                 spread=args.spread,
                 ignore=(*DEFAULT_IGNORED, *args.ignore),
                 title=args.title,
@@ -101,8 +115,34 @@ def cmd_plot(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     lines = len(result.series)
+    if args.sweep:
+        print(f"sweep {args.sweep}: {len(run_ids)} trial run(s), grouped apart from seed")
     print(
         f"wrote {result.path} ({result.runs} run{'s' if result.runs != 1 else ''}, "
         f"{lines} curve{'s' if lines != 1 else ''}, x = {args.x_axis})"
     )
     return 0
+
+
+def _sweep_runs(store: Any, sweep: str) -> list[str]:
+    """The run of the last attempt of each trial of ``sweep`` that stored episodes."""
+    import sqlite3
+
+    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.sweeps.store import SweepStore
+
+    try:
+        attempts = SweepStore(store).trials(sweep)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    except sqlite3.OperationalError:  # a store no sweep has written (no sweeps table)
+        raise UsageError(f"no sweep {sweep!r} in this store: it holds no sweeps") from None
+    last: dict[str, dict[str, Any]] = {}
+    for row in attempts:
+        seen = last.get(row["trial_key"])
+        if seen is None or row["attempt"] > seen["attempt"]:
+            last[row["trial_key"]] = row
+    runs = [r["run_id"] for r in last.values() if r["run_id"] and (r["episodes"] or 0) > 0]
+    if not runs:
+        raise UsageError(f"sweep {sweep!r} has no trial with stored episodes yet")
+    return runs

@@ -170,6 +170,28 @@ def test_cli_shorthands_then_sweeps_list_and_show_best_first(tmp_path: Path) -> 
     rows = [line for line in shown.stdout.splitlines() if line.startswith("t0")]
     assert len(rows) == 4, shown.stdout
     assert '"max_steps_per_episode": 9' in rows[0] and '"max_steps_per_episode": 5' in rows[-1]
+    # `mosaic runs plot --sweep`, as docs/guides/sweeps.md shows it: the 4 trials become one
+    # mean line per parameter set (2)
+    guide = (Path(__file__).parents[2] / "docs" / "guides" / "sweeps.md").read_text("utf-8")
+    [shown] = [line for line in guide.splitlines() if line.startswith("mosaic runs plot --sweep")]
+    argv = shown.replace("SWEEP", result["sweep_id"]).replace("sweeps.sqlite", str(store))
+    plotted = subprocess.run(
+        [sys.executable, "-m", "mosaic_sdk.cli", *argv.split()[1:]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert plotted.returncode == 0, plotted.stderr
+    assert "4 trial run(s)" in plotted.stdout and "(4 runs, 2 curves" in plotted.stdout
+    assert (tmp_path / "sweep.png").read_bytes().startswith(b"\x89PNG")
+    out = tmp_path / "sweep.svg"
+    missing = subprocess.run(
+        [sys.executable, "-m", "mosaic_sdk.cli", "runs", "plot", "--sweep", "nope"]
+        + ["--store", str(store), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 2 and "no sweep 'nope'" in missing.stderr
 
 
 def test_a_bad_spec_starts_nothing_and_names_every_bad_value(tmp_path: Path) -> None:
