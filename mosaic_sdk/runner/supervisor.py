@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import signal
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -335,20 +334,9 @@ class RunSupervisor:
             batch.stderr += 1
 
     def _install_signal_handlers(self) -> Any:
-        if threading.current_thread() is not threading.main_thread():
-            return lambda: None
-        # SIGHUP too: when the terminal closes, the worker (in a session of its own) would
-        # otherwise train on, orphaned, with nobody reading its output.
-        wanted = [signal.SIGINT, signal.SIGTERM]
-        if hasattr(signal, "SIGHUP"):
-            wanted.append(signal.SIGHUP)
-        previous = {s: signal.signal(s, self._on_signal) for s in wanted}
+        from mosaic_sdk.runner.signals import install_stop_handlers
 
-        def restore() -> None:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-
-        return restore
+        return install_stop_handlers(self._on_signal)
 
     def _snapshot(self, ingest: LineIngest, started: float, status: str = "running") -> Snapshot:
         return Snapshot(

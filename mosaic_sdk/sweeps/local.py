@@ -127,18 +127,9 @@ class LocalEngine:
         )
 
     def _install_signal_handlers(self) -> Callable[[], None]:
-        if threading.current_thread() is not threading.main_thread():
-            return lambda: None
-        wanted = [signal.SIGINT, signal.SIGTERM]
-        if hasattr(signal, "SIGHUP"):
-            wanted.append(signal.SIGHUP)
-        previous = {s: signal.signal(s, self._on_signal) for s in wanted}
+        from mosaic_sdk.runner.signals import install_stop_handlers
 
-        def restore() -> None:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-
-        return restore
+        return install_stop_handlers(self._on_signal)
 
 
 __all__ = ["LocalEngine"]
