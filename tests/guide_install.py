@@ -1,5 +1,6 @@
 """Installing the platform guide's worker package (tests/plugin_fixtures/guide_package) for
-tests: pip into a fresh target directory, importable here and in child processes."""
+tests: pip into a fresh target directory, importable here and in child processes. The pip
+step, the child environment and the `mosaic` child serve the other guides' tests too."""
 
 from __future__ import annotations
 
@@ -22,13 +23,8 @@ from mosaic_sdk.runner.supervisor import RunSupervisor
 GUIDE_PACKAGE = Path(__file__).resolve().parent / "plugin_fixtures" / "guide_package"
 
 
-@pytest.fixture(scope="module")
-def guide_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`pip install` of a copy of the guide's package into a fresh target directory."""
-    work = tmp_path_factory.mktemp("guide")
-    source = work / "src"
-    shutil.copytree(GUIDE_PACKAGE, source)  # the build writes into its source tree
-    target = work / "site"
+def pip_install(source: Path, target: Path) -> None:
+    """`pip install` one local package (no deps, no index) into the directory ``target``."""
     done = subprocess.run(
         [
             sys.executable,
@@ -48,6 +44,36 @@ def guide_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def site_env(site: Path, **extra: str) -> dict[str, str]:
+    """This process's environment for a child that imports from ``site`` (first on
+    PYTHONPATH), without MOSAIC_PLUGINS, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k != "MOSAIC_PLUGINS"}
+    old = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(site) + (os.pathsep + old if old else "")
+    env.update(extra)
+    return env
+
+
+def on_path(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``site`` first on sys.path here and on PYTHONPATH for children, with no stale
+    ``my_worker`` modules imported from elsewhere; all undone when the test ends."""
+    for name in [m for m in sys.modules if m == "my_worker" or m.startswith("my_worker.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(site))
+    old = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", str(site) + (os.pathsep + old if old else ""))
+
+
+@pytest.fixture(scope="module")
+def guide_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`pip install` of a copy of the guide's package into a fresh target directory."""
+    work = tmp_path_factory.mktemp("guide")
+    source = work / "src"
+    shutil.copytree(GUIDE_PACKAGE, source)  # the build writes into its source tree
+    target = work / "site"
+    pip_install(source, target)
     assert list(target.glob("my_worker-1.0.0.dist-info"))
     return target
 
@@ -60,19 +86,21 @@ def installed(guide_site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
     if importlib.util.find_spec("gym_gui") is not None:
         pytest.skip("a real gym_gui is installed in this environment")
-    monkeypatch.syspath_prepend(str(guide_site))
-    old = os.environ.get("PYTHONPATH")
-    monkeypatch.setenv("PYTHONPATH", str(guide_site) + (os.pathsep + old if old else ""))
+    on_path(guide_site, monkeypatch)
     monkeypatch.delenv("MOSAIC_PLUGINS", raising=False)
     return guide_site
 
 
-def mosaic(*args: str) -> subprocess.CompletedProcess[str]:
+def mosaic(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -m mosaic_sdk.cli ARGS`` in a child, its output captured as text."""
     return subprocess.run(
         [sys.executable, "-m", "mosaic_sdk.cli", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
+        env=env,
     )
 
 

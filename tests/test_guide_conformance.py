@@ -7,15 +7,18 @@ Needs the conformance levels (``check_worker(level=...)``); skipped where they a
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from guide_install import GUIDE_PACKAGE, guide_site, installed  # noqa: F401 - fixtures
+from guide_install import (  # noqa: F401 - fixtures
+    GUIDE_PACKAGE,
+    guide_site,
+    installed,
+    on_path,
+    pip_install,
+)
 
 from mosaic_sdk.conformance import check_worker
 from mosaic_sdk.plugins.gym_gui_stand_in import uninstall_gym_gui_stand_in
@@ -47,17 +50,8 @@ def test_the_guide_package_with_the_fixed_runtime_is_conformant(
     [runtime] = re.findall(r"<!-- snippet: fixed-runtime -->\n```python\n(.*?)```", text, re.S)
     (source / "my_worker" / "runtime.py").write_text(runtime)
     site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
-        + ["--no-index", "--target", str(site), str(source)],
-        check=True,
-        timeout=300,
-    )
-    monkeypatch.syspath_prepend(str(site))
-    old = os.environ.get("PYTHONPATH")
-    monkeypatch.setenv("PYTHONPATH", str(site) + (os.pathsep + old if old else ""))
-    for name in [m for m in sys.modules if m == "my_worker" or m.startswith("my_worker.")]:
-        monkeypatch.delitem(sys.modules, name)
+    pip_install(source, site)
+    on_path(site, monkeypatch)
     results = check_worker("myworker", on_fail=None)
     assert [(r.name, r.reason) for r in results if not r.ok] == []
     assert {r.name for r in results if r.verdict == "passed"} >= {

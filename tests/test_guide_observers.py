@@ -6,11 +6,8 @@ and do not stop anything."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +16,7 @@ from typing import Any
 
 import pytest
 from docs_snippets.blocks import blocks
+from guide_install import mosaic, pip_install, site_env
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "docs/guides/observers.md"
@@ -30,28 +28,6 @@ def _block(name: str) -> str:
     return block.code
 
 
-def _pip_install(source: Path, target: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--target",
-            str(target),
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The guide's package and the broken-plugins fixture, pip-installed into one directory."""
@@ -61,10 +37,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (package / "run_forward.py").write_text(_block("observer-plugin"))
     (package / "pyproject.toml").write_text(_block("observer-pyproject"))
     target = work / "site"
-    _pip_install(package, target)
+    pip_install(package, target)
     broken = work / "broken"
     shutil.copytree(BROKEN, broken)  # the build writes into its source tree
-    _pip_install(broken, target)
+    pip_install(broken, target)
     assert list(target.glob("run_forward-0.1.0.dist-info"))
     return target
 
@@ -102,25 +78,8 @@ def endpoint() -> Iterator[tuple[str, Received]]:
         server.server_close()
 
 
-def _env(site: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("MOSAIC_PLUGINS",)}
-    env["PYTHONPATH"] = str(site) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra)
-    return env
-
-
-def _mosaic(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mosaic_sdk.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-
-
 def test_plugins_list_shows_the_installed_plugin_and_the_broken_ones(site: Path) -> None:
-    done = _mosaic(_env(site), "plugins", "list", "--json")
+    done = mosaic("plugins", "list", "--json", env=site_env(site))
     assert done.returncode == 0, done.stderr
     entries = {e["name"]: e for e in json.loads(done.stdout)}
     assert entries["forward"]["ok"] is True
@@ -130,17 +89,19 @@ def test_plugins_list_shows_the_installed_plugin_and_the_broken_ones(site: Path)
     assert entries["missing"]["error"]["error_type"] == "ModuleNotFoundError"
     assert entries["hookless"]["error"]["error_type"] == "TypeError"
     assert "no @mosaic_sdk.hookimpl" in entries["hookless"]["error"]["message"]
-    text = _mosaic(_env(site), "plugins", "list")
+    text = mosaic("plugins", "list", env=site_env(site))
     assert text.returncode == 0
     assert "mosaic_telemetry_episodes, mosaic_telemetry_steps" in text.stdout
     assert "2 plugin(s) failed to load" in text.stdout
     # workers are not plugins of this group, nor the other way round
-    workers = json.loads(_mosaic(_env(site), "workers", "list", "--json").stdout)
+    workers = json.loads(mosaic("workers", "list", "--json", env=site_env(site)).stdout)
     assert "forward" not in {w["name"] for w in workers}
     # switched off by name, or all entry points at once
-    off = _mosaic(_env(site, MOSAIC_DISABLE_PLUGINS="missing,hookless"), "plugins", "list")
+    off = mosaic("plugins", "list", env=site_env(site, MOSAIC_DISABLE_PLUGINS="missing,hookless"))
     assert "failed to load" not in off.stdout and "forward" in off.stdout
-    none = _mosaic(_env(site, MOSAIC_DISABLE_PLUGIN_AUTOLOAD="1"), "plugins", "list", "--json")
+    none = mosaic(
+        "plugins", "list", "--json", env=site_env(site, MOSAIC_DISABLE_PLUGIN_AUTOLOAD="1")
+    )
     assert json.loads(none.stdout) == []
 
 
@@ -149,8 +110,9 @@ def test_the_guide_observer_receives_every_stored_row_of_a_run(
 ) -> None:
     url, received = endpoint
     store = tmp_path / "runs.sqlite"
-    env = _env(site, RUN_FORWARD_URL=url)
-    done = _mosaic(env, "run", "example", "--set", "episodes=3", "--store", str(store), "--json")
+    env = site_env(site, RUN_FORWARD_URL=url)
+    args = ("run", "example", "--set", "episodes=3", "--store", str(store), "--json")
+    done = mosaic(*args, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     run_id = result["run_id"]
@@ -195,8 +157,9 @@ def test_an_unreachable_endpoint_disables_the_observer_and_the_run_completes(
     site: Path, tmp_path: Path
 ) -> None:
     store = tmp_path / "runs.sqlite"
-    env = _env(site, RUN_FORWARD_URL="http://127.0.0.1:9/nowhere")  # discard port: refused
-    done = _mosaic(env, "run", "example", "--set", "episodes=2", "--store", str(store), "--json")
+    env = site_env(site, RUN_FORWARD_URL="http://127.0.0.1:9/nowhere")  # discard port: refused
+    args = ("run", "example", "--set", "episodes=2", "--store", str(store), "--json")
+    done = mosaic(*args, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("observer plugin 'plugin:forward' raised URLError") == 1
     result = json.loads(done.stdout)

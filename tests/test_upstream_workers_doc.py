@@ -6,7 +6,6 @@ exactly the snippets this module tests (a new snippet without a test fails)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import signal
@@ -21,6 +20,7 @@ from guide_install import (  # noqa: F401 - fixtures
     GUIDE_PACKAGE,
     guide_site,
     installed,
+    on_path,
     rows,
     when_steps_stored,
 )
@@ -208,18 +208,10 @@ def fixed_guide_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         source = GUIDE_PACKAGE / "my_worker" / name
         (root / "my_worker" / name).write_text(source.read_text(encoding="utf-8"))
     (root / "my_worker" / "runtime.py").write_text(code("fixed-runtime"))
-    _on_path(root, monkeypatch)
+    on_path(root, monkeypatch)
     monkeypatch.setenv("MOSAIC_PLUGINS", "myworker=my_worker:get_worker_metadata")
     monkeypatch.setenv("MOSAIC_DISABLE_PLUGIN_AUTOLOAD", "1")
     return root
-
-
-def _on_path(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in [m for m in sys.modules if m == "my_worker" or m.startswith("my_worker.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.syspath_prepend(str(root))
-    old = os.environ.get("PYTHONPATH")
-    monkeypatch.setenv("PYTHONPATH", str(root) + (os.pathsep + old if old else ""))
 
 
 def _raw_lines(store: Path, run_id: str) -> list[dict[str, Any]]:
@@ -280,7 +272,7 @@ def sdk_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (package / "__init__.py").write_text("")
     for module in ("config", "runtime", "cli", "plugin"):
         (package / f"{module}.py").write_text(code(f"sdk-{module}"))
-    _on_path(root, monkeypatch)
+    on_path(root, monkeypatch)
     points = tomllib.loads(code("sdk-entry-point"))["project"]["entry-points"]["mosaic.workers"]
     monkeypatch.setenv("MOSAIC_PLUGINS", ",".join(f"{k}={v}" for k, v in points.items()))
     monkeypatch.setenv("MOSAIC_DISABLE_PLUGIN_AUTOLOAD", "1")
