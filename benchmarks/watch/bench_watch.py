@@ -48,17 +48,8 @@ from mosaic_sdk.fastlane import (  # noqa: E402
 from mosaic_sdk.fastlane.layout import segment_name  # noqa: E402
 from mosaic_sdk.runner.store import INSERT_EPISODE, INSERT_STEP, RunStore  # noqa: E402
 from mosaic_sdk.shm.segment import shm_unlink  # noqa: E402
+from mosaic_sdk.watch.browser import headless_chromium  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TOKEN = "bench-token-0123456789abcdef"
 
 
@@ -303,34 +294,28 @@ def main() -> None:
     parser.add_argument("--skip-stream", action="store_true")
     parser.add_argument("--skip-page", action="store_true")
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        try:
-            if not args.skip_stream:
-                for w, h in ((256, 256), (1920, 1080)):
-                    r = stream(browser, w, h, args.seconds)
-                    print(
-                        f"stream {w}x{h}, writer at 60 Hz: {r['fps']:.1f} frames/s drawn, "
-                        f"server CPU {r['cpu']:.3f} cores, latency median "
-                        f"{r['latency_ms']:.1f} ms (p90 {r['latency_p90_ms']:.1f}) | baselines: "
-                        f"`mosaic fastlane snapshot` per frame {r['snapshot_fps']:.2f} frames/s "
-                        f"({r['fps'] / r['snapshot_fps']:.0f}x fewer than the stream); raw "
-                        f"latest_frame {r['raw_reads_per_s']:.0f}/s"
-                    )
-            if not args.skip_page:
-                r = page_open(browser, args.steps, args.episodes)
+    with headless_chromium() as browser:
+        if not args.skip_stream:
+            for w, h in ((256, 256), (1920, 1080)):
+                r = stream(browser, w, h, args.seconds)
                 print(
-                    f"run page, {args.steps} steps / {args.episodes} episodes: first open "
-                    f"{r['first_open_s']:.3f} s, median {r['open_median_s']:.3f} s; curve API "
-                    f"{r['curve_cold_s']:.3f} s cold, {r['curve_warm_s']:.3f} s warm | baselines: "
-                    f"naive curve (every episode's raw line + COUNT(*) steps) "
-                    f"{r['naive_curve_s']:.3f} s; `mosaic runs show` {r['runs_show_s']:.3f} s; "
-                    f"a new page of one CSS file (the browser's floor) {r['blank_page_s']:.3f} s"
+                    f"stream {w}x{h}, writer at 60 Hz: {r['fps']:.1f} frames/s drawn, "
+                    f"server CPU {r['cpu']:.3f} cores, latency median "
+                    f"{r['latency_ms']:.1f} ms (p90 {r['latency_p90_ms']:.1f}) | baselines: "
+                    f"`mosaic fastlane snapshot` per frame {r['snapshot_fps']:.2f} frames/s "
+                    f"({r['fps'] / r['snapshot_fps']:.0f}x fewer than the stream); raw "
+                    f"latest_frame {r['raw_reads_per_s']:.0f}/s"
                 )
-        finally:
-            browser.close()
+        if not args.skip_page:
+            r = page_open(browser, args.steps, args.episodes)
+            print(
+                f"run page, {args.steps} steps / {args.episodes} episodes: first open "
+                f"{r['first_open_s']:.3f} s, median {r['open_median_s']:.3f} s; curve API "
+                f"{r['curve_cold_s']:.3f} s cold, {r['curve_warm_s']:.3f} s warm | baselines: "
+                f"naive curve (every episode's raw line + COUNT(*) steps) "
+                f"{r['naive_curve_s']:.3f} s; `mosaic runs show` {r['runs_show_s']:.3f} s; "
+                f"a new page of one CSS file (the browser's floor) {r['blank_page_s']:.3f} s"
+            )
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,37 +18,24 @@ import pytest
 
 from mosaic_sdk.fastlane.layout import segment_name
 from mosaic_sdk.shm.segment import shm_unlink
+from mosaic_sdk.watch.browser import chromium_path, headless_chromium
 from tests.watch.conftest import TOKEN
 from tests.watch.processes import start_run, start_watch, stop
 from tests.watch.storefill import FilledRun
 from tests.watch.test_control import FakeRunner
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = chromium_path()
 pytestmark = pytest.mark.skipif(
     not os.path.exists(CHROMIUM),
     reason="Debian's chromium is not installed (apt-get install -y chromium; .ci/run does it)",
 )
-#: Chromium on a machine with a closed network (see the docs of the test machines).
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (the test extra)")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    pytest.importorskip("playwright.sync_api", reason="playwright (the test extra)")
+    with headless_chromium(CHROMIUM) as browser:
+        yield browser
 
 
 @pytest.fixture
