@@ -12,12 +12,12 @@ discriminator (``type``):
 - episode: ``"type": "episode"`` with ``episode_index``, ``total_reward``, ``steps``,
   ``terminated``, ``truncated``, ...
 
-Delivery: lifecycle lines are written and flushed at once, together with anything pending.
-Step and episode lines are batched and flushed when 64 KiB are pending or, at the latest,
-``flush_interval`` seconds after the first pending line (default 0.02 s, set by the
-argument or ``MOSAIC_TELEMETRY_FLUSH_MS``; ``0`` flushes every line). A daemon thread
-enforces the bound while the worker is busy elsewhere; ``close()`` (also at interpreter
-exit) flushes the rest.
+Delivery (:mod:`mosaic_sdk.telemetry.output`): lifecycle lines are written and flushed at
+once, together with anything pending. Step and episode lines are batched and flushed when
+64 KiB are pending or, at the latest, ``flush_interval`` seconds after the first pending line
+(default 0.02 s, set by the argument or ``MOSAIC_TELEMETRY_FLUSH_MS``; ``0`` flushes every
+line). A daemon thread enforces the bound while the worker is busy elsewhere; ``close()``
+(also at interpreter exit) flushes the rest.
 
 Throttling of step lines: ``step_every=N`` keeps every Nth step line, ``max_step_rate=K`` at
 most K per second; the step that ends an episode is always kept, and so is any step emitted
@@ -29,16 +29,12 @@ The module imports neither numpy nor pydantic; numpy values are encoded through 
 
 from __future__ import annotations
 
-import atexit
-import os
-import sys
-import threading
 import time
-import weakref
 from collections.abc import Mapping
 from typing import Any, TextIO
 
 from mosaic_sdk.telemetry.encoding import dumps, encode_value
+from mosaic_sdk.telemetry.output import DEFAULT_FLUSH_INTERVAL, LineOutput, env_float
 
 SCHEMA_VERSION = 2
 
@@ -55,24 +51,8 @@ LIFECYCLE_EVENTS: tuple[str, ...] = (
 )
 TERMINAL_EVENTS: tuple[str, ...] = ("run_completed", "run_failed", "run_cancelled")
 
-DEFAULT_FLUSH_INTERVAL = 0.02
-_FLUSH_BYTES = 65536
 
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r} is not a number") from None
-    if value < 0:
-        raise ValueError(f"{name}={raw!r} must not be negative")
-    return value
-
-
-class TelemetryEmitter:
+class TelemetryEmitter(LineOutput):
     """Writes a run's telemetry as JSONL (see the module docstring for the format).
 
     Thread-safe: any thread may emit; ``seq`` follows the order lines are written in.
@@ -92,16 +72,9 @@ class TelemetryEmitter:
         if not isinstance(run_id, str) or not run_id:
             raise ValueError("TelemetryEmitter needs a non-empty run_id")
         self.run_id = run_id
-        self._stream = stream if stream is not None else sys.stdout
-        if flush_interval is None:
-            flush_interval = (
-                _env_float("MOSAIC_TELEMETRY_FLUSH_MS", DEFAULT_FLUSH_INTERVAL * 1e3) / 1e3
-            )
-        if flush_interval < 0:
-            raise ValueError("flush_interval must be >= 0 seconds")
-        self.flush_interval = float(flush_interval)
+        super().__init__(stream, flush_interval)
         if step_every is None:
-            step_every = int(_env_float("MOSAIC_TELEMETRY_STEP_EVERY", 1))
+            step_every = int(env_float("MOSAIC_TELEMETRY_STEP_EVERY", 1))
         if step_every < 1:
             raise ValueError("step_every must be >= 1")
         if max_step_rate is not None and max_step_rate <= 0:
@@ -117,90 +90,19 @@ class TelemetryEmitter:
         self._worker_id = worker_id
         self._agent_id = agent_id
 
-        self._lock = threading.Lock()
         self._seq = 0
-        self._buf: list[str] = []
-        self._pending = 0
-        self._closed = False
-        self.broken = False
         #: The last terminal event written (run_completed / run_failed / run_cancelled).
         self.terminal_event: str | None = None
-        self._lines = 0
         self._steps_seen = 0
         self._steps_dropped = 0
         self._bucket = float(max_step_rate or 0.0)
         self._bucket_t = time.monotonic()
-        self._wake = threading.Event()
-        self._flusher: threading.Thread | None = None
-        _LIVE.add(self)
+        self._flush_at_exit()
 
     # -- generic writing --------------------------------------------------------------------
     def _next_seq(self) -> int:
         self._seq += 1
         return self._seq
-
-    def _write_locked(self, line: str, urgent: bool) -> None:
-        if self._closed:
-            raise RuntimeError("TelemetryEmitter is closed")
-        self._buf.append(line)
-        self._pending += len(line)
-        self._lines += 1
-        if urgent or self.flush_interval == 0 or self._pending >= _FLUSH_BYTES:
-            self._flush_locked()
-        elif len(self._buf) == 1:
-            self._ensure_flusher()
-            self._wake.set()
-
-    def _flush_locked(self) -> None:
-        if not self._buf:
-            return
-        data = "".join(self._buf)
-        self._buf.clear()
-        self._pending = 0
-        if self.broken:
-            return
-        try:
-            self._stream.write(data)
-            self._stream.flush()
-        except (BrokenPipeError, ValueError, OSError) as exc:
-            # The reader is gone (or stdout closed): keep the worker alive, say it once.
-            self.broken = True
-            try:
-                sys.stderr.write(f"mosaic telemetry: output lost, stream closed ({exc})\n")
-            except Exception:  # noqa: BLE001 - stderr may be gone too
-                pass
-
-    def _ensure_flusher(self) -> None:
-        if self._flusher is None:
-            self._flusher = threading.Thread(
-                target=self._flush_loop, name="mosaic-telemetry-flush", daemon=True
-            )
-            self._flusher.start()
-
-    def _flush_loop(self) -> None:
-        while True:
-            self._wake.wait()
-            if self._closed:
-                return
-            time.sleep(self.flush_interval)
-            with self._lock:
-                self._wake.clear()
-                self._flush_locked()
-
-    def flush(self) -> None:
-        """Write everything pending now."""
-        with self._lock:
-            self._flush_locked()
-
-    def close(self) -> None:
-        """Flush and stop the flusher thread; further emits raise ``RuntimeError``."""
-        with self._lock:
-            if self._closed:
-                return
-            self._flush_locked()
-            self._closed = True
-        self._wake.set()
-        _LIVE.discard(self)
 
     def __enter__(self) -> TelemetryEmitter:
         return self
@@ -452,18 +354,6 @@ class TelemetryEmitter:
             )
             self._write_locked(line, urgent=False)
             return seq
-
-
-_LIVE: weakref.WeakSet[TelemetryEmitter] = weakref.WeakSet()
-
-
-@atexit.register
-def _flush_all_at_exit() -> None:
-    for emitter in list(_LIVE):
-        try:
-            emitter.close()
-        except Exception:  # noqa: BLE001 - never fail interpreter exit
-            pass
 
 
 __all__ = [

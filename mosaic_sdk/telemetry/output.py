@@ -1,0 +1,146 @@
+"""How the telemetry emitter's lines reach the stream: :class:`LineOutput` buffers them under
+one lock, writes urgent lines (lifecycle, control replies) at once with anything pending, and
+the rest when 64 KiB are pending or ``flush_interval`` seconds after the first pending line
+(a daemon thread keeps that bound while the worker is busy elsewhere). A closed or broken
+stream is said once on stderr and never stops the worker; every live output is flushed at
+interpreter exit.
+
+Imports nothing of numpy, pydantic or pluggy (``import mosaic_sdk.telemetry`` stays light).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import time
+import weakref
+from typing import TextIO
+
+DEFAULT_FLUSH_INTERVAL = 0.02
+_FLUSH_BYTES = 65536
+
+
+def env_float(name: str, default: float) -> float:
+    """The number in the environment variable ``name`` (``default`` when unset or blank);
+    ``ValueError`` naming the variable when it is not a number or negative."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number") from None
+    if value < 0:
+        raise ValueError(f"{name}={raw!r} must not be negative")
+    return value
+
+
+class LineOutput:
+    """Buffered, thread-safe writing of whole lines to ``stream`` (default: stdout).
+
+    Subclasses build a line and call :meth:`_write_locked` holding ``self._lock``, so what
+    they number under that lock is written in that order.
+    """
+
+    def __init__(self, stream: TextIO | None, flush_interval: float | None) -> None:
+        self._stream = stream if stream is not None else sys.stdout
+        if flush_interval is None:
+            flush_interval = (
+                env_float("MOSAIC_TELEMETRY_FLUSH_MS", DEFAULT_FLUSH_INTERVAL * 1e3) / 1e3
+            )
+        if flush_interval < 0:
+            raise ValueError("flush_interval must be >= 0 seconds")
+        self.flush_interval = float(flush_interval)
+        self._lock = threading.Lock()
+        self._buf: list[str] = []
+        self._pending = 0
+        self._closed = False
+        #: True once the stream refused a write: later lines are dropped.
+        self.broken = False
+        self._lines = 0
+        self._wake = threading.Event()
+        self._flusher: threading.Thread | None = None
+
+    def _flush_at_exit(self) -> None:
+        """Have this output closed (and flushed) at interpreter exit."""
+        _LIVE.add(self)
+
+    def _write_locked(self, line: str, urgent: bool) -> None:
+        if self._closed:
+            raise RuntimeError(f"{type(self).__name__} is closed")
+        self._buf.append(line)
+        self._pending += len(line)
+        self._lines += 1
+        if urgent or self.flush_interval == 0 or self._pending >= _FLUSH_BYTES:
+            self._flush_locked()
+        elif len(self._buf) == 1:
+            self._ensure_flusher()
+            self._wake.set()
+
+    def _flush_locked(self) -> None:
+        if not self._buf:
+            return
+        data = "".join(self._buf)
+        self._buf.clear()
+        self._pending = 0
+        if self.broken:
+            return
+        try:
+            self._stream.write(data)
+            self._stream.flush()
+        except (BrokenPipeError, ValueError, OSError) as exc:
+            # The reader is gone (or stdout closed): keep the worker alive, say it once.
+            self.broken = True
+            try:
+                sys.stderr.write(f"mosaic telemetry: output lost, stream closed ({exc})\n")
+            except Exception:  # noqa: BLE001 - stderr may be gone too
+                pass
+
+    def _ensure_flusher(self) -> None:
+        if self._flusher is None:
+            self._flusher = threading.Thread(
+                target=self._flush_loop, name="mosaic-telemetry-flush", daemon=True
+            )
+            self._flusher.start()
+
+    def _flush_loop(self) -> None:
+        while True:
+            self._wake.wait()
+            if self._closed:
+                return
+            time.sleep(self.flush_interval)
+            with self._lock:
+                self._wake.clear()
+                self._flush_locked()
+
+    def flush(self) -> None:
+        """Write everything pending now."""
+        with self._lock:
+            self._flush_locked()
+
+    def close(self) -> None:
+        """Flush and stop the flusher thread; further writes raise ``RuntimeError``."""
+        with self._lock:
+            if self._closed:
+                return
+            self._flush_locked()
+            self._closed = True
+        self._wake.set()
+        _LIVE.discard(self)
+
+
+_LIVE: weakref.WeakSet[LineOutput] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_all_at_exit() -> None:
+    for output in list(_LIVE):
+        try:
+            output.close()
+        except Exception:  # noqa: BLE001 - never fail interpreter exit
+            pass
+
+
+__all__ = ["DEFAULT_FLUSH_INTERVAL", "LineOutput", "env_float"]
