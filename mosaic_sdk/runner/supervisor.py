@@ -2,8 +2,8 @@
 ``mosaic run``.
 
 One thread reads the worker's stdout (:meth:`WorkerProcess.read_lines`, so it can also keep
-time), classifies each line and fills batches; a :class:`~mosaic_sdk.runner.ingest.StoreWriter`
-thread commits them; the stderr thread of :class:`WorkerProcess` queues stderr lines as log
+time), classifies each line and fills batches (:mod:`mosaic_sdk.runner.batching`); a
+:class:`~mosaic_sdk.runner.ingest.StoreWriter` thread commits them; the stderr thread of :class:`WorkerProcess` queues stderr lines as log
 rows. Lifecycle events go to the ``mosaic_telemetry_event`` hook once committed; committed
 steps and episodes go to the observer plugins (:mod:`mosaic_sdk.runner.observers`).
 
@@ -11,7 +11,8 @@ Stopping: Ctrl-C, SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGT
 worker, wait ``grace`` seconds, then SIGKILL its process group; a second Ctrl-C kills at once. After
 the worker has exited, for any reason, the rest of its output is read to EOF and stored,
 leftovers of its process group are reaped, ``mosaic_run_cleanup`` is called once, and the run
-row gets its final status (see :mod:`mosaic_sdk.runner.outcome`).
+row gets its final status (see :mod:`mosaic_sdk.runner.outcome`). Workers are resolved by
+:mod:`mosaic_sdk.runner.resolve` (re-exported here).
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.hookspecs import PROTOCOL_VERSION
-from mosaic_sdk.plugins import PluginError, WorkerHandle, discover_workers
+from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner import private
+from mosaic_sdk.runner.batching import StoreBatcher
 from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StderrIngest, StoreWriter
 from mosaic_sdk.runner.launch import ResolvedJob, prepare_run, resolve_job
-from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, READ_WAIT, RunLifecycle, RunObserver
+from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle
 from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
 from mosaic_sdk.runner.observers import ObserverFeed
@@ -37,6 +38,7 @@ from mosaic_sdk.runner.outcome import RunResult, decide, record_end
 from mosaic_sdk.runner.paths import default_store_path, runs_dir_for
 from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.process import WorkerProcess
+from mosaic_sdk.runner.resolve import WorkerProtocolError, resolve_worker
 from mosaic_sdk.runner.run_control import RunControl
 from mosaic_sdk.runner.store import RunStore
 
@@ -45,39 +47,6 @@ from mosaic_sdk.runner.store import RunStore
 EOF_WAIT_AFTER_EXIT = END_OF_OUTPUT_WAIT
 #: The ``error`` of a log line that mosaic run wrote into a run's stderr, not the worker.
 RUNNER_NOTE = "written by mosaic run, not the worker"
-
-
-class WorkerProtocolError(PluginError):
-    """The worker speaks a protocol version this SDK does not."""
-
-
-def resolve_worker(worker: str | WorkerHandle) -> WorkerHandle:
-    """A handle for a worker name (discovery) or the handle itself; checks its protocol.
-    Plugins of the ``mosaic.plugins`` group that failed to load are warned about (the run
-    goes on without them)."""
-    if isinstance(worker, str):
-        registry = discover_workers()
-        handle = registry.get(worker)
-        for name, err in registry.plugin_errors.items():
-            print(
-                printable(
-                    f"mosaic: warning: plugin {name!r} ({err.distribution or '?'}) failed to "
-                    f"load: {err.error_type}: {err.message}; runs go on without it "
-                    "(`mosaic plugins list` shows it; MOSAIC_DISABLE_PLUGINS={name} hides it)"
-                ),
-                file=sys.stderr,
-                flush=True,
-            )
-    else:
-        handle = worker
-    version = handle.protocol_version()
-    if version != PROTOCOL_VERSION:
-        raise WorkerProtocolError(
-            f"worker {handle.name!r} speaks worker protocol {version}, this SDK speaks "
-            f"{PROTOCOL_VERSION}; install a version of the worker (or of mosaic-worker-sdk) "
-            "made for the other"
-        )
-    return handle
 
 
 class RunSupervisor:
@@ -117,9 +86,6 @@ class RunSupervisor:
         self.pm = handle.pm
         self._cancel_reason: str | None = None
         self._kill_now = False
-        self._serial = 0  # serial of the batch being filled (1, 2, ...)
-        self._hooks_due: list[tuple[int, list[dict[str, Any]]]] = []  # (batch serial, events)
-        self._writer_gone = False
         self._lifecycle: RunLifecycle | None = None
         self._control: RunControl | None = None
 
@@ -209,11 +175,20 @@ class RunSupervisor:
         control = self._control = RunControl(self.handle, prepared.run_dir, keys=self.keys)
         ingest = LineIngest(self.run_id, on_control_reply=control.relay.on_reply)
         stderr_ingest = StderrIngest(self.run_id, writer)
+        batcher = StoreBatcher(
+            self.run_id,
+            writer,
+            ingest,
+            batch_lines=self.batch_lines,
+            flush_interval=self.flush_interval,
+            on_event=self._telemetry_hook,
+            on_tick=lambda: self.display.update(self._snapshot(ingest, started)),
+        )
         restore = self._install_signal_handlers()
         lifecycle = RunLifecycle(
             self.handle,
             prepared,
-            _StoreObserver(self, writer, ingest, started),
+            batcher,
             stderr_path=self.stderr_path,
             on_stderr_lines=stderr_ingest,
             max_line_bytes=self.max_line_bytes,
@@ -257,13 +232,13 @@ class RunSupervisor:
                 telemetry_lines=ingest.steps + ingest.episodes + ingest.events,
                 other_lines=ingest.log_lines,
             )
-            final = LineBatch(serial=self._serial + 1)
+            final = batcher.final_batch()
             if outcome.synthesised is not None:
                 ingest.add_synthesised(final, outcome.synthesised)
             self._report_warnings(warnings, stderr_ingest, final)
             writer.submit(final)
             writer.close(abandon=lambda: self._kill_now)
-            self._run_due_hooks(writer, final=True)
+            batcher.run_due_hooks(final=True)
             if outcome.synthesised is not None:
                 self._telemetry_hook(outcome.synthesised)
             observers = [] if feed is None else feed.close()
@@ -353,77 +328,6 @@ class RunSupervisor:
             status=status,
             control_note=self._control.note if self._control else None,
             control_keys=self._control.keys_help if self._control else None,
-        )
-
-    def _run_due_hooks(self, writer: StoreWriter, final: bool = False) -> None:
-        while self._hooks_due and (final or self._hooks_due[0][0] <= writer.committed_serial):
-            _, events = self._hooks_due.pop(0)
-            for event in events:
-                self._telemetry_hook(event)
-
-
-class _StoreObserver(RunObserver):
-    """Batches the worker's lines for the store writer, runs hooks, updates the view."""
-
-    def __init__(
-        self, sup: RunSupervisor, writer: StoreWriter, ingest: LineIngest, started: float
-    ) -> None:
-        self.sup = sup
-        self.writer = writer
-        self.ingest = ingest
-        self.started = started
-        sup._serial = 1
-        self.batch = LineBatch(serial=1)
-
-    def _hand_over(self) -> None:
-        self.writer.submit(self.batch)
-        self.sup._serial += 1
-        self.batch = LineBatch(serial=self.sup._serial)
-
-    def max_wait(self, now: float) -> float:
-        if self.batch.first_at is None:
-            return READ_WAIT
-        return self.batch.first_at + self.sup.flush_interval - now
-
-    def on_lines(self, lines: list[bytes], arrived: float, eof: bool, partial: bool) -> None:
-        sup = self.sup
-        start, total = 0, len(lines)
-        while start < total:  # fill batches of at most batch_lines lines
-            batch = self.batch
-            if batch.first_at is None:
-                batch.first_at = time.monotonic()
-            end = min(total, start + sup.batch_lines - batch.lines)
-            events = self.ingest.add(batch, lines[start:end], partial_last=partial and end == total)
-            start = end
-            if events:
-                sup._hooks_due.append((batch.serial, events))
-                self._hand_over()
-            elif batch.lines >= sup.batch_lines:
-                self._hand_over()
-
-    def on_pass(self, now: float, eof: bool) -> None:
-        first_at = self.batch.first_at
-        if first_at is not None and (eof or now >= first_at + self.sup.flush_interval):
-            self._hand_over()
-
-    def on_check(self, now: float) -> None:
-        sup = self.sup
-        sup._run_due_hooks(self.writer)
-        sup.display.update(sup._snapshot(self.ingest, self.started))
-        if not self.writer.alive and not sup._writer_gone:  # rows are counted lost from here
-            sup._writer_gone = True
-            print(
-                f"mosaic: warning: the store writer of run {sup.run_id} stopped "
-                f"({self.writer.error}); the rest of the run is not stored and it will fail",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    def on_output_held_open(self) -> None:
-        print(
-            f"mosaic: warning: the worker of run {self.sup.run_id} exited but a process "
-            "outside its group keeps its stdout open; stopped reading",
-            file=sys.stderr,
         )
 
 

@@ -1,0 +1,105 @@
+"""The store side of a run's stdout: :class:`StoreBatcher` fills batches of the worker's lines
+for the :class:`~mosaic_sdk.runner.ingest.StoreWriter` (at most ``batch_lines`` lines, handed
+over after ``flush_interval`` seconds at the latest), and hands each batch's lifecycle events
+to ``on_event`` only once the writer has committed that batch."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StoreWriter
+from mosaic_sdk.runner.lifecycle import READ_WAIT, RunObserver
+
+
+class StoreBatcher(RunObserver):
+    """Batches the worker's lines for the store writer, runs the hooks of committed batches,
+    and calls ``on_tick`` at every check of the read loop (the live view)."""
+
+    def __init__(
+        self,
+        run_id: str,
+        writer: StoreWriter,
+        ingest: LineIngest,
+        *,
+        batch_lines: int,
+        flush_interval: float,
+        on_event: Callable[[dict[str, Any]], None],
+        on_tick: Callable[[], None],
+    ) -> None:
+        self.run_id = run_id
+        self.writer = writer
+        self.ingest = ingest
+        self.batch_lines = batch_lines
+        self.flush_interval = flush_interval
+        self.on_event = on_event
+        self.on_tick = on_tick
+        self.serial = 1  # serial of the batch being filled (1, 2, ...)
+        self.batch = LineBatch(serial=1)
+        self.hooks_due: list[tuple[int, list[dict[str, Any]]]] = []  # (batch serial, events)
+        self.writer_gone = False
+
+    def final_batch(self) -> LineBatch:
+        """A new batch after every one handed over: for what the runner adds at the end."""
+        return LineBatch(serial=self.serial + 1)
+
+    def run_due_hooks(self, final: bool = False) -> None:
+        """``on_event`` for the events of every committed batch (of every batch: ``final``)."""
+        while self.hooks_due and (final or self.hooks_due[0][0] <= self.writer.committed_serial):
+            _, events = self.hooks_due.pop(0)
+            for event in events:
+                self.on_event(event)
+
+    def _hand_over(self) -> None:
+        self.writer.submit(self.batch)
+        self.serial += 1
+        self.batch = LineBatch(serial=self.serial)
+
+    def max_wait(self, now: float) -> float:
+        if self.batch.first_at is None:
+            return READ_WAIT
+        return self.batch.first_at + self.flush_interval - now
+
+    def on_lines(self, lines: list[bytes], arrived: float, eof: bool, partial: bool) -> None:
+        start, total = 0, len(lines)
+        while start < total:  # fill batches of at most batch_lines lines
+            batch = self.batch
+            if batch.first_at is None:
+                batch.first_at = time.monotonic()
+            end = min(total, start + self.batch_lines - batch.lines)
+            events = self.ingest.add(batch, lines[start:end], partial_last=partial and end == total)
+            start = end
+            if events:
+                self.hooks_due.append((batch.serial, events))
+                self._hand_over()
+            elif batch.lines >= self.batch_lines:
+                self._hand_over()
+
+    def on_pass(self, now: float, eof: bool) -> None:
+        first_at = self.batch.first_at
+        if first_at is not None and (eof or now >= first_at + self.flush_interval):
+            self._hand_over()
+
+    def on_check(self, now: float) -> None:
+        self.run_due_hooks()
+        self.on_tick()
+        if not self.writer.alive and not self.writer_gone:  # rows are counted lost from here
+            self.writer_gone = True
+            print(
+                f"mosaic: warning: the store writer of run {self.run_id} stopped "
+                f"({self.writer.error}); the rest of the run is not stored and it will fail",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def on_output_held_open(self) -> None:
+        print(
+            f"mosaic: warning: the worker of run {self.run_id} exited but a process "
+            "outside its group keeps its stdout open; stopped reading",
+            file=sys.stderr,
+        )
+
+
+__all__ = ["StoreBatcher"]

@@ -1,0 +1,47 @@
+"""From a worker name to a handle ``mosaic run`` can launch: discovery, the warnings for
+plugins that failed to load, and the worker protocol check. Shared by ``mosaic run``, the
+sweeps and the preflight, which all resolve a worker before anything starts."""
+
+from __future__ import annotations
+
+import sys
+
+from mosaic_sdk.hookspecs import PROTOCOL_VERSION
+from mosaic_sdk.plugins import PluginError, WorkerHandle, discover_workers
+from mosaic_sdk.runner.printable import printable
+
+
+class WorkerProtocolError(PluginError):
+    """The worker speaks a protocol version this SDK does not."""
+
+
+def resolve_worker(worker: str | WorkerHandle) -> WorkerHandle:
+    """A handle for a worker name (discovery) or the handle itself; checks its protocol.
+    Plugins of the ``mosaic.plugins`` group that failed to load are warned about (the run
+    goes on without them)."""
+    if isinstance(worker, str):
+        registry = discover_workers()
+        handle = registry.get(worker)
+        for name, err in registry.plugin_errors.items():
+            print(
+                printable(
+                    f"mosaic: warning: plugin {name!r} ({err.distribution or '?'}) failed to "
+                    f"load: {err.error_type}: {err.message}; runs go on without it "
+                    "(`mosaic plugins list` shows it; MOSAIC_DISABLE_PLUGINS={name} hides it)"
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
+    else:
+        handle = worker
+    version = handle.protocol_version()
+    if version != PROTOCOL_VERSION:
+        raise WorkerProtocolError(
+            f"worker {handle.name!r} speaks worker protocol {version}, this SDK speaks "
+            f"{PROTOCOL_VERSION}; install a version of the worker (or of mosaic-worker-sdk) "
+            "made for the other"
+        )
+    return handle
+
+
+__all__ = ["WorkerProtocolError", "resolve_worker"]
