@@ -37,20 +37,7 @@ def register(sub: Any) -> None:
         "dotted keys reach into objects)",
     )
     p.add_argument("--run-id", help="use this run id instead of a new ULID")
-    p.add_argument("--store", metavar="PATH", help="SQLite store file (default: under MOSAIC_HOME)")
-    p.add_argument(
-        "--runs-dir",
-        metavar="DIR",
-        help="parent of run directories (default: beside the store, e.g. runs/ for runs.sqlite)",
-    )
-    p.add_argument(
-        "--grace",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="after Ctrl-C/SIGTERM, how long the worker may take to stop before it is killed "
-        "(default 10)",
-    )
+    add_place_options(p, "the worker", "beside the store, e.g. runs/ for runs.sqlite")
     p.add_argument(
         "--max-line-bytes",
         type=int,
@@ -73,6 +60,27 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(handler=cmd_run)
+
+
+def add_place_options(p: argparse.ArgumentParser, who: str, runs_dir_default: str = "") -> None:
+    """``--store``, ``--runs-dir`` and ``--grace``: where runs are stored, and how long ``who``
+    may take to stop after Ctrl-C/SIGTERM (``mosaic run`` and ``mosaic sweep`` share them);
+    ``runs_dir_default`` says where run directories go without ``--runs-dir``."""
+    p.add_argument("--store", metavar="PATH", help="SQLite store file (default: under MOSAIC_HOME)")
+    p.add_argument(
+        "--runs-dir",
+        metavar="DIR",
+        help="parent of run directories"
+        + (f" (default: {runs_dir_default})" if runs_dir_default else ""),
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help=f"after Ctrl-C/SIGTERM, how long {who} may take to stop before it is killed "
+        "(default 10)",
+    )
 
 
 def _load_job(args: argparse.Namespace) -> Any:

@@ -115,10 +115,15 @@ def cmd_list(args: argparse.Namespace) -> int:
             rich_table.add_row(*(Text(v) for v in shown_row))  # Text: never read as markup
         Console(highlight=False).print(rich_table)
         return 0
+    _plain_table(header, shown)
+    return 0
+
+
+def _plain_table(header: tuple[str, ...], shown: list[tuple[str, ...]]) -> None:
+    """Columns padded to their widest cell, two spaces apart (cells already printable)."""
     widths = [max(len(str(x)) for x in col) for col in zip(header, *shown, strict=False)]
     for row in (header, *shown):
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-    return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
-from mosaic_sdk.cli.runs import _open, _when
+from mosaic_sdk.cli.run import add_place_options
+from mosaic_sdk.cli.runs import _open, _plain_table, _store_arg, _when
 
 
 def register(sub: Any) -> None:
@@ -55,30 +56,22 @@ def register(sub: Any) -> None:
         "default: start a local Ray instance",
     )
     p.add_argument("--resume", metavar="SWEEP", help="continue an interrupted sweep")
-    p.add_argument("--store", metavar="PATH", help="SQLite store file (default: under MOSAIC_HOME)")
-    p.add_argument("--runs-dir", metavar="DIR", help="parent of run directories")
-    p.add_argument(
-        "--grace",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="after Ctrl-C, how long a trial may take to stop before it is killed",
-    )
+    add_place_options(p, "a trial")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(handler=cmd_sweep)
 
     s = sub.add_parser("sweeps", help="list sweeps, or show one's trials best first")
     ssub = s.add_subparsers(dest="sweeps_command", metavar="SUBCOMMAND")
     lst = ssub.add_parser("list", help="the newest sweeps in the store")
-    lst.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS, help="store file")
+    _store_arg(lst)
     lst.add_argument("--json", action="store_true", help="print a JSON list")
     lst.set_defaults(handler=cmd_list)
     show = ssub.add_parser("show", help="the trials of one sweep, best metric first")
     show.add_argument("sweep_id", help="a sweep id, or a unique prefix of one")
-    show.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS, help="store file")
+    _store_arg(show)
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.set_defaults(handler=cmd_show)
-    s.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS, help="store file")
+    _store_arg(s)
     s.set_defaults(handler=cmd_list, json=False)
 
 
@@ -248,7 +241,5 @@ def _print_table(header: tuple[str, ...], table: Sequence[tuple[Any, ...]]) -> N
     from mosaic_sdk.runner.printable import printable
 
     shown = [tuple(printable(v) for v in row) for row in table]
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *shown, strict=False)]
-    for row in (header, *shown):
-        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    _plain_table(header, shown)
     sys.stdout.flush()
