@@ -80,22 +80,27 @@ def _csv(value: str | None) -> list[str]:
     return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
-def entry_point_candidates(environ: Mapping[str, str]) -> list[EntryPointCandidate]:
+def installed_entry_points(group: str) -> list[EntryPointCandidate]:
+    """The installed entry points of ``group``, each once (a distribution seen twice on
+    sys.path is listed once)."""
     found: list[EntryPointCandidate] = []
     seen: set[tuple[str, str, str | None]] = set()
+    for ep in importlib_metadata.entry_points(group=group):
+        dist = getattr(ep, "dist", None)
+        dist_name = dist.metadata["Name"] if dist is not None else None
+        key = (ep.name, ep.value, dist_name)
+        if key in seen:
+            continue
+        seen.add(key)
+        version = dist.version if dist is not None else None
+        found.append(EntryPointCandidate(ep.name, ep.value, dist_name, version, ep.load))
+    return found
+
+
+def entry_point_candidates(environ: Mapping[str, str]) -> list[EntryPointCandidate]:
+    found: list[EntryPointCandidate] = []
     if environ.get("MOSAIC_DISABLE_PLUGIN_AUTOLOAD", "") in ("", "0"):
-        for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
-            dist = getattr(ep, "dist", None)
-            dist_name = dist.metadata["Name"] if dist is not None else None
-            key = (ep.name, ep.value, dist_name)
-            if key in seen:  # the same distribution seen twice on sys.path
-                continue
-            seen.add(key)
-            found.append(
-                EntryPointCandidate(
-                    ep.name, ep.value, dist_name, dist.version if dist else None, ep.load
-                )
-            )
+        found += installed_entry_points(ENTRY_POINT_GROUP)
     for spec in _csv(environ.get("MOSAIC_PLUGINS")):
         name, sep, value = spec.partition("=")
         if not sep or not name.strip() or not value.strip():
@@ -125,6 +130,19 @@ def _loader(value: str) -> Any:
         return obj
 
     return load
+
+
+def _handle(c: EntryPointCandidate, plugin: Any, pm: Any, style: str) -> WorkerHandle:
+    """The handle of the worker ``plugin`` loaded from ``c`` and registered in ``pm``."""
+    return WorkerHandle(
+        c.name,
+        plugin,
+        pm,
+        distribution=c.distribution,
+        dist_version=c.dist_version,
+        entry_point=c.value,
+        style=style,
+    )
 
 
 def _error(c: EntryPointCandidate, exc: BaseException) -> WorkerLoadError:
@@ -260,15 +278,7 @@ def discover_workers(
         except BaseException as exc:  # noqa: BLE001 - a broken plugin (even one calling
             registry.errors[name] = _error(c, exc)  # sys.exit at import) must not stop discovery
             continue
-        handle = WorkerHandle(
-            name,
-            plugin,
-            pm,
-            distribution=c.distribution,
-            dist_version=c.dist_version,
-            entry_point=c.value,
-            style=style,
-        )
+        handle = _handle(c, plugin, pm, style)
         try:
             _, caps = handle.describe()
             if caps.worker_type != name:
@@ -313,16 +323,7 @@ def load_unchecked(name: str, *, environ: Mapping[str, str] | None = None) -> Un
         pm.register(plugin, name=f"worker:{name}")
     except Exception as exc:  # noqa: BLE001 - any import-time failure is the finding
         return UncheckedLoad(None, sources, f"{type(exc).__name__}: {exc}")
-    handle = WorkerHandle(
-        name,
-        plugin,
-        pm,
-        distribution=c.distribution,
-        dist_version=c.dist_version,
-        entry_point=c.value,
-        style=style,
-    )
-    return UncheckedLoad(handle, sources, None)
+    return UncheckedLoad(_handle(c, plugin, pm, style), sources, None)
 
 
 def load_worker(name: str, *, environ: Mapping[str, str] | None = None) -> WorkerHandle:

@@ -22,12 +22,17 @@ import inspect
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import metadata as importlib_metadata
 from typing import Any
 
 import pluggy
 
-from mosaic_sdk.plugins.discovery import EntryPointCandidate, _csv, _error, has_hookimpls
+from mosaic_sdk.plugins.discovery import (
+    EntryPointCandidate,
+    _csv,
+    _error,
+    has_hookimpls,
+    installed_entry_points,
+)
 from mosaic_sdk.plugins.errors import WorkerLoadError
 
 #: The entry-point group of plugins that are not workers.
@@ -62,18 +67,7 @@ def plugin_group_candidates(environ: Mapping[str, str]) -> list[EntryPointCandid
     """The entry points of the ``mosaic.plugins`` group (none when autoload is disabled)."""
     if environ.get("MOSAIC_DISABLE_PLUGIN_AUTOLOAD", "") not in ("", "0"):
         return []
-    found: list[EntryPointCandidate] = []
-    seen: set[tuple[str, str, str | None]] = set()
-    for ep in importlib_metadata.entry_points(group=PLUGIN_GROUP):
-        dist = getattr(ep, "dist", None)
-        dist_name = dist.metadata["Name"] if dist is not None else None
-        key = (ep.name, ep.value, dist_name)
-        if key in seen:  # the same distribution seen twice on sys.path
-            continue
-        seen.add(key)
-        version = dist.version if dist is not None else None
-        found.append(EntryPointCandidate(ep.name, ep.value, dist_name, version, ep.load))
-    return found
+    return installed_entry_points(PLUGIN_GROUP)
 
 
 def _plugin_object(obj: Any, c: EntryPointCandidate) -> Any:
