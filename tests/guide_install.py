@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
+from mosaic_sdk.plugins import discover_workers
 from mosaic_sdk.plugins.gym_gui_stand_in import uninstall_gym_gui_stand_in
-from mosaic_sdk.runner.supervisor import RunSupervisor
+from mosaic_sdk.runner.supervisor import RunResult, RunSupervisor
 
 GUIDE_PACKAGE = Path(__file__).resolve().parent / "plugin_fixtures" / "guide_package"
 
@@ -133,3 +134,21 @@ def when_steps_stored(
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread
+
+
+def run_interrupted(
+    store: Path, run_id: str, steps: int, act: Callable[[RunSupervisor, int], None]
+) -> RunResult:
+    """A long run (100k steps) of the installed ``myworker`` with ``grace=10``; once ``steps``
+    step lines are stored, ``act(supervisor, worker_pid)`` (cancel it, kill the worker...)."""
+    sup = RunSupervisor(
+        discover_workers().get("myworker"),
+        {"total_steps": 100_000},
+        run_id=run_id,
+        store=store,
+        grace=10,
+    )
+    watcher = when_steps_stored(sup, store, steps, lambda pid: act(sup, pid))
+    result = sup.run()
+    watcher.join(5)
+    return result

@@ -16,11 +16,8 @@ from guide_install import (  # noqa: F401 - fixtures
     installed,
     mosaic,
     rows,
-    when_steps_stored,
+    run_interrupted,
 )
-
-from mosaic_sdk.plugins import discover_workers
-from mosaic_sdk.runner.supervisor import RunSupervisor
 
 
 def stored_lines(store: Path, run_id: str) -> dict[int, tuple[str, Any]]:
@@ -104,11 +101,7 @@ def test_the_guide_package_runs_under_mosaic_run(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("installed")
 def test_a_sigkilled_guide_worker_loses_no_line(tmp_path: Path) -> None:
     store = tmp_path / "runs.sqlite"
-    handle = discover_workers().get("myworker")
-    sup = RunSupervisor(handle, {"total_steps": 100_000}, run_id="guide-kill", store=store)
-    watcher = when_steps_stored(sup, store, 3, lambda pid: os.kill(pid, signal.SIGKILL))
-    result = sup.run()
-    watcher.join(5)
+    result = run_interrupted(store, "guide-kill", 3, lambda _, pid: os.kill(pid, signal.SIGKILL))
     assert result.status == "failed" and result.exit_code == -9
     assert result.synthesised == ["run_failed"]
     lines = assert_every_line_stored(store, "guide-kill")
@@ -119,13 +112,7 @@ def test_a_sigkilled_guide_worker_loses_no_line(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("installed")
 def test_a_cancelled_guide_worker_loses_no_line(tmp_path: Path) -> None:
     store = tmp_path / "runs.sqlite"
-    handle = discover_workers().get("myworker")
-    sup = RunSupervisor(
-        handle, {"total_steps": 100_000}, run_id="guide-cancel", store=store, grace=10
-    )
-    watcher = when_steps_stored(sup, store, 3, lambda pid: sup.cancel("test"))
-    result = sup.run()
-    watcher.join(5)
+    result = run_interrupted(store, "guide-cancel", 3, lambda sup, _: sup.cancel("test"))
     assert result.status == "cancelled"
     # the guide installs no SIGTERM handler: the worker dies of it, without a terminal event,
     # and the runner records the cancellation for it

@@ -22,14 +22,13 @@ from guide_install import (  # noqa: F401 - fixtures
     installed,
     on_path,
     rows,
-    when_steps_stored,
+    run_interrupted,
 )
 
 from mosaic_sdk.contract import unwrap_job_descriptor
 from mosaic_sdk.plugins import discover_workers
 from mosaic_sdk.plugins.gym_gui_stand_in import uninstall_gym_gui_stand_in
 from mosaic_sdk.runner import run_worker
-from mosaic_sdk.runner.supervisor import RunSupervisor
 from mosaic_sdk.telemetry import classify_line, validate_line
 
 tomllib = pytest.importorskip("tomllib")
@@ -245,16 +244,7 @@ def test_the_fixed_runtime_writes_lines_the_proxy_forwards(tmp_path: Path) -> No
 @pytest.mark.usefixtures("fixed_guide_worker")
 def test_the_fixed_runtime_honours_sigterm(tmp_path: Path) -> None:
     store = tmp_path / "s.sqlite"
-    sup = RunSupervisor(
-        discover_workers().get("myworker"),
-        {"total_steps": 100_000},
-        run_id="fixed-2",
-        store=store,
-        grace=10,
-    )
-    watcher = when_steps_stored(sup, store, 2, lambda pid: sup.cancel("test"))
-    result = sup.run()
-    watcher.join(5)
+    result = run_interrupted(store, "fixed-2", 2, lambda sup, _: sup.cancel("test"))
     assert result.status == "cancelled" and result.exit_code == 0
     assert result.synthesised == []  # the worker wrote its own terminal event
     assert _raw_lines(store, "fixed-2")[-1]["event"] == "run_cancelled"
@@ -305,16 +295,7 @@ def test_the_moved_worker_is_an_sdk_plugin_and_runs(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("sdk_worker")
 def test_the_moved_worker_is_cancelled_cleanly(tmp_path: Path) -> None:
     store = tmp_path / "s.sqlite"
-    sup = RunSupervisor(
-        discover_workers().get("myworker"),
-        {"total_steps": 100_000},
-        run_id="sdk-2",
-        store=store,
-        grace=10,
-    )
-    watcher = when_steps_stored(sup, store, 5, lambda pid: sup.cancel("test"))
-    result = sup.run()
-    watcher.join(5)
+    result = run_interrupted(store, "sdk-2", 5, lambda sup, _: sup.cancel("test"))
     assert result.status == "cancelled" and result.exit_code == 128 + signal.SIGTERM
     assert result.synthesised == []
     assert _raw_lines(store, "sdk-2")[-1]["event"] == "run_cancelled"
