@@ -6,32 +6,23 @@ on its own (:func:`parse_spec`) and against the worker's config model
 (:func:`check_against_model`) before anything starts; every problem is one line that names the
 key and the value, and all of them are reported at once (:class:`SpecError`).
 
-The search space maps a config key to one of::
-
-    {"grid": [v1, v2, ...]}            every value (a cartesian product over grid keys)
-    {"choice": [v1, v2, ...]}          one value drawn per sample
-    {"uniform": [low, high]}           a float drawn uniformly
-    {"loguniform": [low, high]}        a float drawn uniformly in log space (0 < low < high)
-
-``samples`` draws are made per grid point, and every trial is repeated for each seed (the
-config key ``seed``). The ``local`` engine expands the trials itself with
-:func:`expand_trials` (the standard library's ``random``, seeded by ``sample_seed``, so the list
-is the same every time: ``--resume`` relies on it); the ``ray`` engine hands the same space to
-Ray Tune's own search-space functions instead.
+The search space (:mod:`mosaic_sdk.sweeps.space`) maps config keys to distributions (grid,
+choice, uniform, loguniform). ``samples`` draws are made per grid point, and every trial is
+repeated for each seed (the config key ``seed``). The ``local`` engine expands the trials itself
+with :func:`expand_trials` (the same spec gives the same list every time: ``--resume`` relies
+on it); the ``ray`` engine hands the same space to Ray Tune's own search-space functions.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import math
-import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DISTRIBUTIONS = ("grid", "choice", "uniform", "loguniform")
+from mosaic_sdk.sweeps.space import DISTRIBUTIONS, Space, is_number, parse_space, space_points
+
 METRICS = {
     "return": "the mean total reward of the last N episodes",
     "steps": "the mean length (steps) of the last N episodes",
@@ -80,7 +71,7 @@ class Asha:
 @dataclass(frozen=True)
 class SweepSpec:
     base: dict[str, Any] = field(default_factory=dict)
-    space: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    space: Space = field(default_factory=dict)
     seeds: list[int] = field(default_factory=list)
     samples: int = 1
     sample_seed: int = 0
@@ -205,44 +196,6 @@ def _int(errors: list[str], where: str, value: Any, minimum: int) -> int:
     return value
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _parse_space(errors: list[str], raw: Any) -> dict[str, dict[str, list[Any]]]:
-    if not isinstance(raw, dict):
-        errors.append(f"space: give an object of key -> distribution (got {raw!r})")
-        return {}
-    space: dict[str, dict[str, list[Any]]] = {}
-    for key, dist in raw.items():
-        where = f"space.{key}"
-        if key in ("seed", "run_id"):
-            errors.append(f"{where}: {key} is set by the sweep (use seeds = [...] for seeds)")
-            continue
-        if not isinstance(dist, dict) or len(dist) != 1 or next(iter(dist)) not in DISTRIBUTIONS:
-            errors.append(
-                f"{where}: give one of {', '.join(DISTRIBUTIONS)}, e.g. "
-                f'{{"grid": [1, 2]}} (got {dist!r})'
-            )
-            continue
-        kind, values = next(iter(dist.items()))
-        if not isinstance(values, list) or not values:
-            errors.append(f"{where}.{kind}: give a non-empty list (got {values!r})")
-            continue
-        if kind in ("uniform", "loguniform"):
-            if len(values) != 2 or not all(_number(v) for v in values) or values[0] >= values[1]:
-                errors.append(
-                    f"{where}.{kind}: give [low, high] with finite numbers low < high "
-                    f"(got {values!r})"
-                )
-                continue
-            if kind == "loguniform" and values[0] <= 0:
-                errors.append(f"{where}.loguniform: low must be > 0 (got {values[0]!r})")
-                continue
-        space[key] = {kind: values}
-    return space
-
-
 def _parse_metric(errors: list[str], raw: Any) -> Metric:
     if isinstance(raw, str):
         raw = {"name": raw}
@@ -281,7 +234,7 @@ def _parse_scheduler(errors: list[str], raw: Any) -> Asha | None:
     max_t = _int(errors, "scheduler.max_t", raw.get("max_t", 1), 1)
     grace = _int(errors, "scheduler.grace_period", raw.get("grace_period", 1), 1)
     factor = raw.get("reduction_factor", 2.0)
-    if not _number(factor) or factor <= 1:
+    if not is_number(factor) or factor <= 1:
         errors.append(f"scheduler.reduction_factor: give a number > 1 (got {factor!r})")
         factor = 2.0
     return Asha(max_t, grace, float(factor))
@@ -297,7 +250,7 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     if not isinstance(base, dict):
         errors.append(f"base: give the base config as an object (got {base!r})")
         base = {}
-    space = _parse_space(errors, raw.get("space", {}))
+    space = parse_space(errors, raw.get("space", {}))
     seeds_raw = raw.get("seeds", [])
     if isinstance(seeds_raw, str):
         try:
@@ -339,36 +292,18 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     return spec
 
 
-def _draw(rng: random.Random, kind: str, values: list[Any]) -> Any:
-    if kind == "choice":
-        return values[rng.randrange(len(values))]
-    low, high = float(values[0]), float(values[1])
-    if kind == "uniform":
-        return rng.uniform(low, high)
-    return math.exp(rng.uniform(math.log(low), math.log(high)))
-
-
 def expand_trials(spec: SweepSpec) -> list[Trial]:
     """Every trial of the spec, in a fixed order (same spec, same list: ``--resume`` needs it).
 
     Grid keys give a cartesian product; at each grid point ``samples`` draws of the random
     keys are made with ``random.Random(sample_seed)``; each result is run once per seed.
     """
-    grid_keys = [k for k, d in spec.space.items() if "grid" in d]
-    random_keys = [k for k in spec.space if k not in grid_keys]
-    rng = random.Random(spec.sample_seed)
-    grid_points = itertools.product(*(spec.space[k]["grid"] for k in grid_keys))
     trials: list[Trial] = []
-    for point in grid_points:
-        for _ in range(spec.samples if random_keys else 1):
-            params = dict(zip(grid_keys, point, strict=True))
-            for key in random_keys:
-                kind, values = next(iter(spec.space[key].items()))
-                params[key] = _draw(rng, kind, values)
-            seeds: list[int | None] = list(spec.seeds) or [None]
-            for seed in seeds:
-                p = dict(params) if seed is None else {**params, "seed": seed}
-                trials.append(Trial(f"t{len(trials):04d}", p))
+    for params in space_points(spec.space, spec.samples, spec.sample_seed):
+        seeds: list[int | None] = list(spec.seeds) or [None]
+        for seed in seeds:
+            p = dict(params) if seed is None else {**params, "seed": seed}
+            trials.append(Trial(f"t{len(trials):04d}", p))
     return trials
 
 
