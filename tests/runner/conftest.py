@@ -15,14 +15,27 @@ PLUGINS = ",".join(
 )
 
 
-@pytest.fixture
-def fixture_workers(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Make the fixture workers discoverable here and in child processes."""
+def _discoverable(monkeypatch: pytest.MonkeyPatch, plugins: str) -> None:
+    """fixtures/ on sys.path and PYTHONPATH, ``plugins`` as MOSAIC_PLUGINS (here and in
+    children)."""
     monkeypatch.syspath_prepend(str(FIXTURES))
     old = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", str(FIXTURES) + (os.pathsep + old if old else ""))
-    monkeypatch.setenv("MOSAIC_PLUGINS", PLUGINS)
+    monkeypatch.setenv("MOSAIC_PLUGINS", plugins)
+
+
+@pytest.fixture
+def fixture_workers(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Make the fixture workers discoverable here and in child processes."""
+    _discoverable(monkeypatch, PLUGINS)
     return FIXTURES
+
+
+@pytest.fixture
+def io_worker(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The ``iofixture`` worker (fixtures/io_workers.py), discoverable here and in children."""
+    _discoverable(monkeypatch, "iofixture=io_workers:IoFixture")
+    return "iofixture"
 
 
 @pytest.fixture

@@ -11,18 +11,15 @@ NaN and infinities.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mosaic_sdk.runner import run_worker
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MAX_LINE = 4096
 TERMINAL = {"run_completed": "completed", "run_failed": "failed", "run_cancelled": "cancelled"}
 
@@ -75,15 +72,6 @@ LINE = st.one_of(
     st.sampled_from(EVENT_NAMES).map(_event),
     st.sampled_from([b"\r", b"plain\r", b"\r\r"]),
 )
-
-
-@pytest.fixture
-def io_worker(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.syspath_prepend(str(FIXTURES))
-    old = os.environ.get("PYTHONPATH")
-    monkeypatch.setenv("PYTHONPATH", str(FIXTURES) + (os.pathsep + old if old else ""))
-    monkeypatch.setenv("MOSAIC_PLUGINS", "iofixture=io_workers:IoFixture")
-    return "iofixture"
 
 
 def _expected_text(line: bytes) -> str:

@@ -16,18 +16,7 @@ from mosaic_sdk.runner.lines import CutLine, LineSplitter
 from mosaic_sdk.runner.process import _CHUNK, WorkerProcess
 from mosaic_sdk.runner.supervisor import RUNNER_NOTE, RunSupervisor, resolve_worker
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MiB = 1 << 20
-
-
-@pytest.fixture
-def io_worker(monkeypatch: pytest.MonkeyPatch) -> str:
-    """The ``iofixture`` worker (fixtures/io_workers.py), discoverable here and in children."""
-    monkeypatch.syspath_prepend(str(FIXTURES))
-    old = os.environ.get("PYTHONPATH")
-    monkeypatch.setenv("PYTHONPATH", str(FIXTURES) + (os.pathsep + old if old else ""))
-    monkeypatch.setenv("MOSAIC_PLUGINS", "iofixture=io_workers:IoFixture")
-    return "iofixture"
 
 
 # --- LineSplitter ------------------------------------------------------------------------------

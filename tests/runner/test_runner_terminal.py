@@ -34,15 +34,6 @@ sys.path.remove(str(FIXTURES))
 OBEYED = ["\x1b]0;PWNED", "\x1b[2J", "\x1b[31mRED", "\x1b]8;;http://evil", "\x07and\x08", "\u202e"]
 
 
-@pytest.fixture
-def io_worker(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.syspath_prepend(str(FIXTURES))
-    old = os.environ.get("PYTHONPATH")
-    monkeypatch.setenv("PYTHONPATH", str(FIXTURES) + (os.pathsep + old if old else ""))
-    monkeypatch.setenv("MOSAIC_PLUGINS", "iofixture=io_workers:IoFixture")
-    return "iofixture"
-
-
 def _snap(last_event: str) -> Snapshot:
     return Snapshot(
         run_id="r1",
