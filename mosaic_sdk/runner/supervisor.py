@@ -3,9 +3,10 @@
 
 One thread reads the worker's stdout (:meth:`WorkerProcess.read_lines`, so it can also keep
 time), classifies each line and fills batches (:mod:`mosaic_sdk.runner.batching`); a
-:class:`~mosaic_sdk.runner.ingest.StoreWriter` thread commits them; the stderr thread of :class:`WorkerProcess` queues stderr lines as log
-rows. Lifecycle events go to the ``mosaic_telemetry_event`` hook once committed; committed
-steps and episodes go to the observer plugins (:mod:`mosaic_sdk.runner.observers`).
+:class:`~mosaic_sdk.runner.ingest.StoreWriter` thread commits them; the stderr thread of
+:class:`WorkerProcess` queues stderr lines as log rows. Lifecycle events go to the
+``mosaic_telemetry_event`` hook once committed; committed steps and episodes go to the
+observer plugins (:mod:`mosaic_sdk.runner.observers`).
 
 Stopping: Ctrl-C, SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGTERM to the
 worker, wait ``grace`` seconds, then SIGKILL its process group; a second Ctrl-C kills at once. After
