@@ -72,7 +72,7 @@ def end_processes(pids: list[int], grace: float = 2.0) -> None:
     alive = list(pids)
     while alive and time.monotonic() < deadline:
         time.sleep(0.02)
-        alive = [p for p in alive if _alive(p)]
+        alive = [p for p in alive if process_alive(p)]
     for pid in alive:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -80,7 +80,8 @@ def end_processes(pids: list[int], grace: float = 2.0) -> None:
             pass
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """``pid`` runs and is ours to signal (a zombie, or another user's process, is not)."""
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, PermissionError):
@@ -92,4 +93,10 @@ def _alive(pid: int) -> bool:
         return True
 
 
-__all__ = ["end_processes", "processes_of", "remove_shm_segments", "shm_segments_of"]
+__all__ = [
+    "end_processes",
+    "process_alive",
+    "processes_of",
+    "remove_shm_segments",
+    "shm_segments_of",
+]

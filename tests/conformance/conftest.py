@@ -9,21 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mosaic_sdk.conformance.leftovers import SHM_DIR
+from mosaic_sdk.conformance.leftovers import SHM_DIR, process_alive
 
 FIXTURES_DIR = Path(__file__).parent / "fixtures"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[:1]
-    except OSError:
-        return True
-    return state != [b"Z"]
 
 
 @pytest.fixture
@@ -55,7 +43,7 @@ def use_workers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Cal
     leaked_pids = []
     if pid_file.exists():
         for pid in map(int, pid_file.read_text().split()):
-            if _alive(pid):
+            if process_alive(pid):
                 leaked_pids.append(pid)
                 os.kill(pid, signal.SIGKILL)
     after = set(os.listdir(SHM_DIR)) if SHM_DIR.is_dir() else set()
