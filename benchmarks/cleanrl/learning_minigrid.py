@@ -8,12 +8,13 @@ For each env and seed the script trains ``python -m cleanrl_worker.algorithms.pp
 its default hyperparameters (``--hparams cleanrl``: CleanRL's, 4 envs x 128 steps, 4
 minibatches x 4 epochs, entropy 0.01, lr 2.5e-4 annealed; the CNN agent is chosen from the
 observation space) or with RL Zoo's for MiniGrid (``--hparams zoo``: 8 envs x 128 steps, 16
-minibatches of 64 x 10 epochs, entropy 0, lr 2.5e-4 constant: five times the gradient steps
-per sample; RL Zoo also normalises observations and rewards, we do not), then plays its final checkpoint for ``--eval-episodes`` episodes on fixed
-seeds, greedily (argmax, as the published figures are measured) and sampling its actions (the
-policy as trained: a young greedy policy can walk into a wall for ever). Random actions are
-played on the same episode seeds in the same run. Printed per env: ours (mean and standard
-deviation over seeds, greedy and sampled), random, and the published figure where one exists.
+minibatches of 64 x 10 epochs, entropy 0, lr 2.5e-4 constant: five times the gradient steps per
+sample; RL Zoo also normalises observations and rewards, we do not), then plays its final
+checkpoint for ``--eval-episodes`` episodes on fixed seeds, greedily (argmax, as the published
+figures are measured) and sampling its actions (the policy as trained: a young greedy policy
+can walk into a wall for ever). Random actions are played on the same episode seeds in the same
+run. Printed per env: ours (mean and standard deviation over seeds, greedy and sampled),
+random, and the published figure where one exists.
 
 Published figures (RL Baselines3 Zoo, ``benchmark.md``: Stable-Baselines3 PPO with an MLP on
 ``FlatObsWrapper`` observations, 8 envs, 100k steps, one training run, deterministic
