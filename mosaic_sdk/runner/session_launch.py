@@ -73,14 +73,14 @@ def start_session(
     fastlane: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
     start_timeout: float = START_TIMEOUT,
-    grace: float = 10.0,
     echo_stderr: IO[str] | None = None,
 ) -> Session:
     """Launch the installed worker ``worker`` with ``config`` in ``mode`` under the run
     lifecycle and wait for its first line; the :class:`~mosaic_sdk.control.session.Session`
-    that drives it. ``fastlane`` switches FastLane on (``MOSAIC_FASTLANE=1``); ``grace`` is the
-    seconds between the stop signal and SIGKILL when the session ends a worker that does not
-    exit; ``echo_stderr`` also gets the worker's stderr lines (``mosaic play``: the terminal).
+    that drives it. ``fastlane`` switches FastLane on (``MOSAIC_FASTLANE=1``); ``echo_stderr``
+    also gets the worker's stderr lines (``mosaic play``: the terminal). Ending the session
+    (``shutdown(timeout)``, the end of a ``with`` block) stops the worker's whole process tree:
+    SIGTERM, then SIGKILL ``timeout`` seconds later.
     Raises :class:`SessionLaunchError` for a worker without the control protocol (or without
     the mode) or that cannot be started, ``ControlTimeout`` when its first line does not come
     in ``start_timeout`` s."""
@@ -96,7 +96,6 @@ def start_session(
             timeout=timeout,
             stderr_path=stderr_path,
             on_stderr_lines=None if echo_stderr is None else _echo(echo_stderr),
-            grace=grace,
         )
     except RuntimeError as exc:
         raise SessionLaunchError(

@@ -245,14 +245,12 @@ def launch_session(
     timeout: float = DEFAULT_TIMEOUT,
     stderr_path: Path | None = None,
     on_stderr_lines: Callable[[list[bytes], bool], None] | None = None,
-    grace: float = 10.0,
 ) -> Session:
     """Start ``prepared`` under :class:`RunLifecycle` and return a :class:`Session` on it
-    (``timeout``: its default seconds per reply; ``grace``: seconds between the stop signal
-    and SIGKILL when the session ends it). ``RuntimeError`` when the worker cannot start."""
-    link = LifecycleLink(
-        handle, prepared, stderr_path=stderr_path, on_stderr_lines=on_stderr_lines, grace=grace
-    )
+    (``timeout``: its default seconds per reply). ``RuntimeError`` when the worker cannot
+    start. ``session.shutdown(timeout)`` gives the worker ``timeout`` seconds between SIGTERM
+    and the SIGKILL of its tree."""
+    link = LifecycleLink(handle, prepared, stderr_path=stderr_path, on_stderr_lines=on_stderr_lines)
     session = Session(link=link, timeout=timeout, run_id=prepared.run_id, run_dir=prepared.run_dir)
     link.start(session)
     return session

@@ -52,7 +52,6 @@ def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Any:
             prepared,
             timeout=5.0,
             stderr_path=subject.logs_dir / f"{prepared.run_id}.stderr.log",
-            grace=stop_timeout(),
         )
     except RuntimeError as exc:
         raise CheckFailed(f"the worker could not be started: {exc}") from None
