@@ -374,8 +374,9 @@ class Session:
     def shutdown(self, timeout: float = 10.0) -> int | None:
         """End the session: close stdin (an interactive run completes on EOF), then SIGTERM (a
         training run ends with run_cancelled, as on ``stop``), then SIGKILL ``timeout`` seconds
-        later (under the runner: of the whole process tree); returns the exit code. After a ``close`` or ``stop`` reply
-        the worker gets ``timeout`` seconds to exit on its own, else 2 s."""
+        later (under the runner: of the whole process tree); returns the exit code. After a
+        ``close`` or ``stop`` reply the worker gets ``timeout`` seconds to exit on its own,
+        else 2 s."""
         self.link.last_look()
         code = self.link.end(wait=timeout if self._ending else min(timeout, 2.0), grace=timeout)
         if code is not None:
