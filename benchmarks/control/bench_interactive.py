@@ -7,8 +7,9 @@ every frame as a JSON list (`render_payload`), on the same worker (the example w
 
 - `v1+fastlane (pipe)`: `{"v": 1, "id", "cmd": "step"}` written to the worker's stdin, the
   `control_reply` line read back from its stdout, frames published to FastLane;
-- `v1+fastlane (Session)`: the same through `mosaic_sdk.control.Session.step()` (reply
-  validated into a typed model, reader thread);
+- `v1+fastlane (Session)`: the same through `mosaic_sdk.control.Session.step()` on a
+  `start_session` session (reply validated into a typed model; the worker's stdout read by
+  the run lifecycle and fed to the session);
 - `v1+fastlane at 60 fps (pipe)`: the same with ``MOSAIC_FASTLANE_INTERVAL_MS=16``: a frame
   at most every 16 ms, so most steps do not render (CartPole's pygame render is most of a
   step's cost);

@@ -73,6 +73,7 @@ def play(args: argparse.Namespace) -> int:
             job.config,
             runs_dir=Path(args.runs_dir) if args.runs_dir else None,
             timeout=args.timeout,
+            echo_stderr=sys.stderr,
         )
     except (ConfigError, SessionLaunchError, PluginError, ControlTimeout, OSError) as exc:
         raise UsageError(str(exc)) from None
@@ -94,7 +95,8 @@ def play(args: argparse.Namespace) -> int:
                 return 1
         else:
             session.close()
-    print(f"session ended (exit code {session.process.returncode if session.process else '?'})")
+    code = session.returncode
+    print(f"session ended (exit code {'?' if code is None else code})")
     return 0
 
 

@@ -7,7 +7,9 @@ telemetry lines on stdout); see ``docs/reference/control.md``. The parts:
 - :mod:`.channel`: the worker side, given to every worker by ``worker_main`` (``ctx.control``);
 - :mod:`.interactive` and :mod:`.dialect`: the interactive mode and the deployed CleanRL
   dialect 1.0;
-- :mod:`.session`: :class:`Session`, the client a program uses to drive a worker.
+- :mod:`.session`: :class:`Session`, the client a program uses to drive a worker;
+- :mod:`.link`: :class:`WorkerLink`, what a session needs of the worker's process (the
+  runner supplies one over its run lifecycle), and :class:`PipeLink` over plain pipes.
 
 Names are loaded on first use: ``import mosaic_sdk.control`` costs nothing.
 """
@@ -29,6 +31,8 @@ _LAZY = LazyExports(
         "Session": "mosaic_sdk.control.session",
         "ControlCommandError": "mosaic_sdk.control.session",
         "ControlTimeout": "mosaic_sdk.control.session",
+        "WorkerLink": "mosaic_sdk.control.link",
+        "PipeLink": "mosaic_sdk.control.link",
     },
 )
 __getattr__ = _LAZY.get

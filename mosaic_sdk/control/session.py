@@ -18,8 +18,16 @@ worker writes is kept: telemetry in :attr:`Session.lines`, the deployed dialect'
 :func:`mosaic_sdk.runner.start_session` launches a worker by name through the runner's launch
 path (its run directory is made under ``runs_dir``, the default runs directory otherwise) and
 returns a session; it lives on the runner's floor, since this package (a library a worker
-imports) never imports the runner. ``Session.launch`` runs any argv; ``Session(stdin,
-stdout)`` attaches to pipes you already have.
+imports) never imports the runner. There the worker runs under the runner's
+:class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`, as under ``mosaic run``: ending the
+session ends the worker's whole process tree and calls its ``mosaic_run_cleanup``.
+
+A session reads nothing itself unless given a stream: it writes commands through a
+:class:`~mosaic_sdk.control.link.WorkerLink` and is fed the worker's stdout lines
+(:meth:`Session.feed`, then :meth:`Session.end_of_output` at EOF) by whoever reads them.
+``Session.launch(argv)`` runs any argv with a plain ``Popen`` (one process, no tree);
+``Session(stdin, stdout)`` attaches to pipes you already have (a thread reads ``stdout``);
+``Session(link=...)`` attaches to a worker someone else supervises and reads.
 """
 
 from __future__ import annotations
@@ -31,10 +39,11 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from mosaic_sdk.control.link import PipeLink, WorkerLink
 from mosaic_sdk.control.protocol import Reply, validate_reply
 
 DEFAULT_TIMEOUT = 5.0
@@ -65,22 +74,34 @@ class Session:
 
     def __init__(
         self,
-        stdin: IO[bytes],
-        stdout: IO[bytes],
+        stdin: IO[bytes] | None = None,
+        stdout: IO[bytes] | None = None,
         *,
         process: subprocess.Popen[bytes] | None = None,
+        link: WorkerLink | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         run_id: str | None = None,
         run_dir: Path | None = None,
     ) -> None:
-        self._stdin = stdin
-        self._stdout = stdout
+        if (stdin is None) == (link is None):
+            raise ValueError(
+                "give a Session either the worker's stdin (a binary stream, with its Popen as "
+                "process= if you have it) or a link= (a WorkerLink), not both and not neither"
+            )
+        if link is not None and process is not None:
+            raise ValueError("process= goes with stdin=; a link= knows its own process")
+        if link is None:
+            assert stdin is not None
+            link = PipeLink(stdin, process)
+        #: How the session writes to the worker and ends it (see :mod:`mosaic_sdk.control.link`).
+        self.link: WorkerLink = link
+        #: The worker's ``Popen`` when the session was given one (``Session.launch``), else None.
         self.process = process
+        self._stdout = stdout
         self.timeout = timeout
         self.run_id = run_id
         self.run_dir = run_dir
         self._ids = itertools.count(1)
-        self._write_lock = threading.Lock()
         self._cond = threading.Condition()
         self._replies: dict[str, dict[str, Any]] = {}
         self._waiting: set[str] = set()
@@ -90,10 +111,14 @@ class Session:
         self.lines: list[dict[str, Any]] = []
         #: Lines of the deployed CleanRL dialect 1.0 (init, ready, step, ...), in order.
         self.dialect_lines: list[dict[str, Any]] = []
+        #: True once the worker's stdout is closed (:meth:`end_of_output`).
         self.closed_stdout = False
+        self._output_done = threading.Event()
         self._ending = False
-        self._reader = threading.Thread(target=self._read, name="mosaic-session", daemon=True)
-        self._reader.start()
+        self._reader: threading.Thread | None = None
+        if stdout is not None:
+            self._reader = threading.Thread(target=self._read, name="mosaic-session", daemon=True)
+            self._reader.start()
 
     # -- starting -----------------------------------------------------------------------------
     @classmethod
@@ -107,7 +132,11 @@ class Session:
         run_id: str | None = None,
         run_dir: Path | None = None,
     ) -> Session:
-        """Start ``argv`` with its stdin and stdout as pipes (stderr is inherited)."""
+        """Start ``argv`` with its stdin and stdout as pipes (stderr is inherited).
+
+        A plain ``Popen``: ending the session ends that one process, not what it started. To
+        run an installed worker as ``mosaic run`` does (its whole process tree supervised),
+        use :func:`mosaic_sdk.runner.start_session`."""
         process = subprocess.Popen(  # noqa: S603 - the caller's own worker command
             list(argv),
             stdin=subprocess.PIPE,
@@ -152,6 +181,8 @@ class Session:
     def request(self, cmd: str, *, timeout: float | None = None, **args: Any) -> Reply:
         """Send ``{"v": 1, "id": ..., "cmd": cmd, **args}`` and return the reply."""
         cid = str(next(self._ids))
+        if cmd in ("close", "stop"):
+            self.link.last_look()  # what runs below the worker now must end with it
         with self._cond:
             self._waiting.add(cid)
         try:
@@ -171,10 +202,8 @@ class Session:
     def send_line(self, text: str) -> None:
         """Write one raw line to the worker's stdin (e.g. a dialect-1.0 command)."""
         try:
-            with self._write_lock:
-                self._stdin.write(text.encode("utf-8") + b"\n")
-                self._stdin.flush()
-        except (BrokenPipeError, ValueError, OSError) as exc:
+            self.link.write_line(text.encode("utf-8") + b"\n")
+        except OSError as exc:
             raise ControlCommandError(
                 Reply.model_validate(
                     {
@@ -203,24 +232,41 @@ class Session:
             return validate_reply(self.unmatched.popleft())
 
     # -- reading --------------------------------------------------------------------------------
+    def feed(self, lines: Iterable[bytes | str]) -> None:
+        """Take lines the worker wrote on stdout (without or with their newline), in order.
+        Lines that are not a JSON object are dropped (library output that escaped the
+        worker's claim on stdout). Thread-safe; whoever reads the worker's stdout calls it."""
+        taken = []
+        for raw in lines:
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                taken.append(data)
+        if not taken:
+            return
+        with self._cond:
+            for data in taken:
+                self._take(data)
+            self._cond.notify_all()
+
+    def end_of_output(self) -> None:
+        """The worker's stdout is closed: nothing more will be fed (waits end at once)."""
+        with self._cond:
+            self.closed_stdout = True
+            self._output_done.set()
+            self._cond.notify_all()
+
     def _read(self) -> None:
+        assert self._stdout is not None
         try:
             for raw in iter(self._stdout.readline, b""):
-                try:
-                    data = json.loads(raw)
-                except ValueError:
-                    continue  # not JSON: library output that escaped the worker's claim
-                if not isinstance(data, dict):
-                    continue
-                with self._cond:
-                    self._take(data)
-                    self._cond.notify_all()
+                self.feed((raw,))
         except (OSError, ValueError):
             pass
         finally:
-            with self._cond:
-                self.closed_stdout = True
-                self._cond.notify_all()
+            self.end_of_output()
 
     def _take(self, data: dict[str, Any]) -> None:
         kind = data.get("type")
@@ -280,67 +326,62 @@ class Session:
             return [str(x["event"]) for x in self.lines if x.get("type") == "lifecycle"]
 
     # -- the process ----------------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        """The worker's pid (None when the session does not know it)."""
+        return self.link.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The worker's exit code once it has exited (None before)."""
+        return self.link.returncode
+
+    def poll(self) -> int | None:
+        """The worker's exit code, or None while it runs."""
+        return self.link.poll()
+
     def _exit_note(self) -> str:
-        if self.process is None:
-            return ""
-        code = self.process.poll()
-        if code is None:
-            return " (the worker is still running)"
-        return f" (the worker exited with {code})"
+        return self.link.note()
 
     def wait_exit(self, timeout: float | None = None) -> int | None:
         """The worker's exit code, waiting up to ``timeout`` seconds (None: still running);
         once it has exited, also waits for the rest of its output to be read."""
-        if self.process is None:
-            return None
         wait = self.timeout if timeout is None else timeout
-        try:
-            code = self.process.wait(wait)
-        except subprocess.TimeoutExpired:
+        code = self.link.wait(wait)
+        if code is None:
             return None
-        self._reader.join(timeout=max(5.0, wait))  # every line it wrote is now in ``lines``
+        self._output_done.wait(max(5.0, wait))  # every line it wrote is now in ``lines``
         return code
 
     def kill(self) -> None:
-        """End the worker now (SIGKILL) and close the pipes."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self._close_pipes()
+        """End the worker now (SIGKILL; under the runner its whole process tree)."""
+        self.link.kill()
+        self._output_done.wait(1.0 if self._reader is not None else 0)
+        self._close_stdout()
 
-    def _close_pipes(self) -> None:
-        for stream in (self._stdin, self._stdout):
+    def _close_stdout(self) -> None:
+        if self._stdout is not None:
             try:
-                stream.close()
+                self._stdout.close()
             except (OSError, ValueError):
                 pass
 
     def close_stdin(self) -> None:
         """Close the worker's stdin (EOF): a training run goes on, an interactive one ends."""
-        try:
-            with self._write_lock:
-                self._stdin.close()
-        except (OSError, ValueError):
-            pass
+        self.link.last_look()
+        self.link.close_stdin()
 
     def shutdown(self, timeout: float = 10.0) -> int | None:
-        """End the session: close stdin (an interactive run completes on EOF), then SIGTERM
-        (a training run ends with run_cancelled, as on ``stop``), then SIGKILL; returns the
-        exit code. After a ``close`` or ``stop`` reply the worker gets ``timeout`` seconds to
-        exit on its own, else 2 s."""
-        if self.process is None:
-            self._close_pipes()
-            return None
-        self.close_stdin()
-        code = self.wait_exit(timeout if self._ending else min(timeout, 2.0))
-        if code is None:
-            self.process.terminate()
-            code = self.wait_exit(timeout)
-        if code is None:
-            self.kill()
-            code = self.process.returncode
-        self._reader.join(timeout=5.0)
-        self._close_pipes()
+        """End the session: close stdin (an interactive run completes on EOF), then SIGTERM (a
+        training run ends with run_cancelled, as on ``stop``), then SIGKILL ``timeout`` seconds
+        later (under the runner: of the whole process tree); returns the exit code. After a
+        ``close`` or ``stop`` reply the worker gets ``timeout`` seconds to exit on its own,
+        else 2 s."""
+        self.link.last_look()
+        code = self.link.end(wait=timeout if self._ending else min(timeout, 2.0), grace=timeout)
+        if code is not None:
+            self._output_done.wait(5.0)
+        self._close_stdout()
         return code
 
     def __enter__(self) -> Session:

@@ -1,9 +1,11 @@
 """One run's lifecycle: start, read to the end of output, stop, reap, cleanup hook.
 
 :class:`RunLifecycle` is the only code that supervises a worker process. ``mosaic run``
-(:class:`~mosaic_sdk.runner.supervisor.RunSupervisor`) and the conformance suite
-(:func:`mosaic_sdk.conformance.recording.record_run`) both drive it, each with a
-:class:`RunObserver` of its own, so a worker is treated the same way by both: the same stop
+(:class:`~mosaic_sdk.runner.supervisor.RunSupervisor`), the conformance suite
+(:func:`mosaic_sdk.conformance.recording.record_run`) and control sessions
+(:func:`mosaic_sdk.runner.session_lifecycle.launch_session`: ``start_session``, ``mosaic
+play``, the conformance control checks) drive it, each with a :class:`RunObserver` of its
+own, so a worker is treated the same way by all: the same stop
 (SIGTERM, ``grace`` seconds, then SIGKILL of the process group and every process seen below
 the worker), the same wait for the end of output after the worker exits
 (:data:`END_OF_OUTPUT_WAIT`), the same reaping of leftovers and one ``mosaic_run_cleanup``.

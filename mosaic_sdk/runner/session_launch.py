@@ -1,19 +1,27 @@
-"""Preparing the launch of a control :class:`~mosaic_sdk.control.session.Session`.
+"""Starting a control :class:`~mosaic_sdk.control.session.Session` on an installed worker.
 
-:func:`start_session` (and ``mosaic play``) start a worker the way
-``mosaic run`` does: the same job resolution, run directory and launch command
-(:func:`~mosaic_sdk.runner.launch.prepare_run`), with the config's ``mode`` set. A worker
-that does not speak the control protocol is refused with a clear message.
+:func:`start_session` (and ``mosaic play``) start a worker the way ``mosaic run`` does: the
+same job resolution, run directory and launch command
+(:func:`~mosaic_sdk.runner.launch.prepare_run`), with the config's ``mode`` set, and the same
+supervision (:class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`, through
+:func:`~mosaic_sdk.runner.session_lifecycle.launch_session`): ending the session ends the
+worker's whole process tree and calls its ``mosaic_run_cleanup``; its stderr is kept in
+``stderr.log`` in the run directory. A worker that does not speak the control protocol is
+refused with a clear message.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mosaic_sdk.control.session import DEFAULT_TIMEOUT, START_TIMEOUT, Session
+from mosaic_sdk.plugins import WorkerHandle
+from mosaic_sdk.runner import private
 from mosaic_sdk.runner.launch import PreparedRun, prepare_run, resolve_job
+from mosaic_sdk.runner.session_lifecycle import launch_session
 
 
 class SessionLaunchError(ValueError):
@@ -28,6 +36,12 @@ def prepare_session(
     runs_dir: Path | None = None,
 ) -> PreparedRun:
     """Resolve ``worker``, check it claims the control protocol, and prepare its run."""
+    return _prepare(worker, config, mode=mode, runs_dir=runs_dir)[1]
+
+
+def _prepare(
+    worker: str, config: Mapping[str, Any] | None, *, mode: str, runs_dir: Path | None
+) -> tuple[WorkerHandle, PreparedRun]:
     from mosaic_sdk.plugins import load_worker
 
     handle = load_worker(worker)
@@ -47,7 +61,7 @@ def prepare_session(
             )
     else:
         data["mode"] = mode
-    return prepare_run(handle, resolve_job(data), runs_dir=runs_dir)
+    return handle, prepare_run(handle, resolve_job(data), runs_dir=runs_dir)
 
 
 def start_session(
@@ -59,24 +73,34 @@ def start_session(
     fastlane: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
     start_timeout: float = START_TIMEOUT,
+    echo_stderr: IO[str] | None = None,
 ) -> Session:
-    """Launch the installed worker ``worker`` with ``config`` in ``mode`` and wait for its
-    first line; the :class:`~mosaic_sdk.control.session.Session` that drives it.
-    ``fastlane`` switches FastLane on (``MOSAIC_FASTLANE=1``). Raises
-    :class:`SessionLaunchError` for a worker without the control protocol (or without the
-    mode), ``ControlTimeout`` when its first line does not come in ``start_timeout`` s."""
-    prepared = prepare_session(worker, config, mode=mode, runs_dir=runs_dir)
-    env = dict(prepared.env)
+    """Launch the installed worker ``worker`` with ``config`` in ``mode`` under the run
+    lifecycle and wait for its first line; the :class:`~mosaic_sdk.control.session.Session`
+    that drives it. ``fastlane`` switches FastLane on (``MOSAIC_FASTLANE=1``); ``echo_stderr``
+    also gets the worker's stderr lines (``mosaic play``: the terminal). Ending the session
+    (``shutdown(timeout)``, the end of a ``with`` block) stops the worker's whole process tree:
+    SIGTERM, then SIGKILL ``timeout`` seconds later.
+    Raises :class:`SessionLaunchError` for a worker without the control protocol (or without
+    the mode) or that cannot be started, ``ControlTimeout`` when its first line does not come
+    in ``start_timeout`` s."""
+    handle, prepared = _prepare(worker, config, mode=mode, runs_dir=runs_dir)
     if fastlane:
-        env["MOSAIC_FASTLANE"] = "1"
-    session = Session.launch(
-        prepared.argv,
-        env=env,
-        cwd=prepared.cwd,
-        timeout=timeout,
-        run_id=prepared.run_id,
-        run_dir=prepared.run_dir,
-    )
+        prepared = dataclasses.replace(prepared, env={**prepared.env, "MOSAIC_FASTLANE": "1"})
+    stderr_path = prepared.run_dir / "stderr.log"
+    private.create_file(stderr_path)
+    try:
+        session = launch_session(
+            handle,
+            prepared,
+            timeout=timeout,
+            stderr_path=stderr_path,
+            on_stderr_lines=None if echo_stderr is None else _echo(echo_stderr),
+        )
+    except RuntimeError as exc:
+        raise SessionLaunchError(
+            f"{exc}; check the worker's launch command (mosaic workers show {worker})"
+        ) from None
     try:
         first = "init" if mode == "interactive" else "run_started"
         session.wait_for(
@@ -88,6 +112,15 @@ def start_session(
         session.kill()
         raise
     return session
+
+
+def _echo(stream: IO[str]) -> Any:
+    def echo(lines: list[bytes], partial: bool) -> None:
+        for raw in lines:
+            stream.write(raw.decode("utf-8", "replace") + "\n")
+        stream.flush()
+
+    return echo
 
 
 __all__ = ["SessionLaunchError", "prepare_session", "start_session"]

@@ -1,8 +1,13 @@
 """The control protocol (when claimed): pause/resume, stop, interactive replay, bad commands.
 
 Each check drives the worker over its stdin with a :class:`~mosaic_sdk.control.session.Session`
-(started from the same prepared launch as the recorded runs: run directory, config file,
-launch command, environment). They apply to workers that declare ``control_protocol``; the
+started from the same prepared launch as the recorded runs (run directory, config file,
+launch command, environment) and supervised like them and like ``mosaic run``, by
+:class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`
+(:func:`~mosaic_sdk.runner.session_lifecycle.launch_session`): when a check ends its session,
+the worker's whole process tree ends (setsid() descendants included), its
+``mosaic_run_cleanup`` is called, and its stderr is in the suite's logs. They apply to workers
+that declare ``control_protocol``; the
 pause check also needs ``supports_pause_resume``, the interactive check a config that accepts
 ``"mode": "interactive"``.
 """
@@ -28,9 +33,9 @@ REPLAY_STEPS = 50
 
 
 def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Any:
-    """Launch the worker for ``kind`` with its stdin and stdout as pipes."""
-    from mosaic_sdk.control.session import Session
+    """Launch the worker for ``kind`` under the run lifecycle, its stdin a pipe."""
     from mosaic_sdk.runner.launch import prepare_run, resolve_job
+    from mosaic_sdk.runner.session_lifecycle import launch_session
 
     handle = subject.require_handle()
     config = {"seed": DEFAULT_SEED, **subject.conformance_config()}
@@ -40,14 +45,16 @@ def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Any:
     prepared = prepare_run(
         handle, job, runs_dir=subject.runs_dir, extra_env={"MOSAIC_HOME": str(subject.home)}
     )
-    return Session.launch(
-        prepared.argv,
-        env=prepared.env,
-        cwd=prepared.cwd,
-        timeout=5.0,
-        run_id=prepared.run_id,
-        run_dir=prepared.run_dir,
-    )
+    subject.logs_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return launch_session(
+            handle,
+            prepared,
+            timeout=5.0,
+            stderr_path=subject.logs_dir / f"{prepared.run_id}.stderr.log",
+        )
+    except RuntimeError as exc:
+        raise CheckFailed(f"the worker could not be started: {exc}") from None
 
 
 def _first(session: Any, predicate: Callable[[dict[str, Any]], bool], what: str) -> Any:
@@ -114,7 +121,7 @@ def pause_resume(subject: WorkerSubject) -> str | None:
                 f"pause reply (over {PAUSE_WATCH:g} s)",
                 details=[json.dumps(s)[:200] for s in late[:5]],
             )
-        if session.process is not None and session.process.poll() is not None:
+        if session.poll() is not None:
             raise CheckFailed("the worker exited while paused")
         _answer(session.resume, "resume")
         last = steps[-1]

@@ -1,0 +1,141 @@
+"""What a :class:`~mosaic_sdk.control.session.Session` needs of its worker: :class:`WorkerLink`.
+
+A session reads nothing and starts nothing itself. It writes command lines through a link, is
+fed the worker's stdout lines (:meth:`Session.feed <mosaic_sdk.control.session.Session.feed>`),
+and asks the link when the worker has exited and to end it. Two links exist:
+
+- :class:`PipeLink` (here): a stream you write the worker's stdin to and, optionally, the
+  ``subprocess.Popen`` of the worker. Ending it is SIGTERM, then SIGKILL, of that one process.
+  ``Session.launch(argv)`` and ``Session(stdin, stdout)`` use it.
+- the runner's lifecycle link (:mod:`mosaic_sdk.runner.session_lifecycle`): the worker runs
+  under :class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`, the supervision ``mosaic run``
+  uses (its own process group and session, SIGKILL when the runner dies, the stop signal then
+  SIGKILL of the whole tree after the grace, setsid() descendants included, stderr kept,
+  ``mosaic_run_cleanup`` called once). ``start_session``, ``mosaic play`` and the
+  conformance control checks use it.
+
+Any object with these methods is a link (a GUI that supervises its workers its own way
+writes one).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from typing import IO, Protocol
+
+
+class WorkerLink(Protocol):
+    """The worker's stdin and lifetime, as a session sees them."""
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's pid (None when unknown)."""
+
+    @property
+    def returncode(self) -> int | None:
+        """The worker's exit code once it has exited (None before)."""
+
+    def write_line(self, line: bytes) -> None:
+        """Write one whole line (ending in a newline) to the worker's stdin; ``OSError`` (the
+        message says why) when it cannot."""
+
+    def close_stdin(self) -> None:
+        """Close the worker's stdin (it reads EOF); never raises."""
+
+    def poll(self) -> int | None:
+        """The exit code, or None while the worker runs."""
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds for the worker to exit; its exit code, or None."""
+
+    def last_look(self) -> None:
+        """The worker is about to be told to end (``close``, ``stop``, EOF): note what runs
+        below it now, so that nothing it started outlives it."""
+
+    def end(self, wait: float, grace: float) -> int | None:
+        """End the worker: close its stdin, give it ``wait`` seconds to exit on its own, then
+        the stop signal and, ``grace`` seconds later, SIGKILL. Returns the exit code."""
+
+    def kill(self) -> int | None:
+        """End the worker now (SIGKILL); returns the exit code."""
+
+    def note(self) -> str:
+        """A few words on the worker's state for an error message (``""`` when unknown)."""
+
+
+class PipeLink:
+    """A link over a binary stream to the worker's stdin and, optionally, its ``Popen``."""
+
+    def __init__(self, stdin: IO[bytes], process: subprocess.Popen[bytes] | None = None) -> None:
+        self._stdin = stdin
+        self.process = process
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.process is None else self.process.returncode
+
+    def write_line(self, line: bytes) -> None:
+        try:
+            with self._lock:
+                self._stdin.write(line)
+                self._stdin.flush()
+        except ValueError as exc:  # a closed file
+            raise BrokenPipeError(str(exc)) from None
+
+    def close_stdin(self) -> None:
+        try:
+            with self._lock:
+                self._stdin.close()
+        except (OSError, ValueError):
+            pass
+
+    def poll(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def wait(self, timeout: float) -> int | None:
+        if self.process is None:
+            return None
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def last_look(self) -> None:
+        """Nothing to note: a plain ``Popen`` does not follow the worker's children."""
+
+    def end(self, wait: float, grace: float) -> int | None:
+        self.close_stdin()
+        if self.process is None:
+            return None
+        code = self.wait(wait)
+        if code is None:
+            self.process.terminate()
+            code = self.wait(grace)
+        if code is None:
+            code = self.kill()
+        return code
+
+    def kill(self) -> int | None:
+        self.close_stdin()
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.kill()
+        return self.process.wait()
+
+    def note(self) -> str:
+        if self.process is None:
+            return ""
+        code = self.process.poll()
+        if code is None:
+            return " (the worker is still running)"
+        return f" (the worker exited with {code})"
+
+
+__all__ = ["PipeLink", "WorkerLink"]

@@ -1,0 +1,259 @@
+"""A control :class:`~mosaic_sdk.control.session.Session` on a worker run by :class:`RunLifecycle`.
+
+:func:`launch_session` starts a prepared run under
+:class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`, the one supervision of worker processes
+(``mosaic run``, ``mosaic sweep`` and the recorded conformance runs use it too), with the
+worker's stdin kept as a pipe, and returns a session on it. :class:`LifecycleLink` is the
+session's :class:`~mosaic_sdk.control.link.WorkerLink`:
+
+- one thread starts the worker, reads its stdout through the lifecycle and feeds every line
+  to the session (:meth:`Session.feed <mosaic_sdk.control.session.Session.feed>`), then ends
+  the run: the tree reaped (setsid() descendants included), stderr drained, one
+  ``mosaic_run_cleanup`` call (which removes a dead writer's FastLane segment). The same
+  thread starts and supervises the worker, so the worker's parent-death signal (SIGKILL when
+  the runner dies) is tied to the supervision, not to whichever thread called
+  :func:`launch_session`;
+- commands go through the lifecycle's :class:`~mosaic_sdk.runner.stdin.WorkerStdin`;
+- ending the session (``shutdown``, ``with``, ``kill``) closes stdin, then asks the lifecycle
+  to stop the worker (SIGTERM, then SIGKILL of its process group and every process seen below
+  it after the grace), and waits for that thread; before ``close``, ``stop`` and the end the
+  worker's process tree is walked once more, so a child started just before is not missed.
+
+What went wrong on the way (a cleanup hook that raised, stderr that could not be kept) is in
+:attr:`LifecycleLink.problems`; the worker's stderr is in the file given as ``stderr_path``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from mosaic_sdk.control.session import DEFAULT_TIMEOUT, Session
+from mosaic_sdk.plugins import WorkerHandle
+from mosaic_sdk.runner.launch import PreparedRun
+from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, READ_WAIT, RunLifecycle, RunObserver
+from mosaic_sdk.runner.stdin import StdinClosed
+
+#: Seconds a command line may wait for room in the worker's stdin pipe.
+WRITE_TIMEOUT = 5.0
+#: Seconds to wait, after the worker exited, for the end of the run (output, reaping, cleanup).
+FINISH_WAIT = END_OF_OUTPUT_WAIT + 10.0
+
+
+class _Feed(RunObserver):
+    """Hands the lifecycle's stdout lines to the session; takes the link's last looks."""
+
+    def __init__(self, link: LifecycleLink, session: Session) -> None:
+        self.link = link
+        self.session = session
+
+    def on_lines(self, lines: list[bytes], arrived: float, eof: bool, partial: bool) -> None:
+        if lines:
+            self.session.feed(lines)
+        if eof:
+            self.session.end_of_output()
+
+    def on_pass(self, now: float, eof: bool) -> None:
+        link = self.link
+        if link.look_asked.is_set():
+            link.look_asked.clear()
+            proc = link.lifecycle.proc
+            if proc is not None and proc.poll() is None:
+                proc.descendants.walk(force=True)
+            link.looked.set()
+
+
+class LifecycleLink:
+    """A :class:`~mosaic_sdk.control.link.WorkerLink` over a :class:`RunLifecycle` (see the
+    module docstring)."""
+
+    def __init__(
+        self,
+        handle: WorkerHandle,
+        prepared: PreparedRun,
+        *,
+        stderr_path: Path | None = None,
+        on_stderr_lines: Callable[[list[bytes], bool], None] | None = None,
+        grace: float = 10.0,
+    ) -> None:
+        self.lifecycle = RunLifecycle(
+            handle,
+            prepared,
+            stderr_path=stderr_path,
+            on_stderr_lines=on_stderr_lines,
+            grace=grace,
+            stdin_pipe=True,
+        )
+        self.stderr_path = stderr_path
+        #: Sentences on what went wrong while running or ending the worker.
+        self.problems: list[str] = []
+        #: The exit code once the run has ended (None before, or if it never started).
+        self.exit_code: int | None = None
+        self.look_asked = threading.Event()
+        self.looked = threading.Event()
+        self._look_lock = threading.Lock()
+        self._started = threading.Event()
+        self._done = threading.Event()
+        self._start_error: str | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- the supervising thread -------------------------------------------------------------
+    def start(self, session: Session) -> None:
+        """Start the worker and feed ``session`` from its stdout; ``RuntimeError`` (saying
+        why) when the worker cannot be started."""
+        if self._thread is not None:
+            raise RuntimeError("this link has already started its worker")
+        self.lifecycle.observer = _Feed(self, session)
+        self._thread = threading.Thread(
+            target=self._run, args=(session,), name="mosaic-session-lifecycle", daemon=True
+        )
+        self._thread.start()
+        self._started.wait()
+        if self._start_error is not None:
+            raise RuntimeError(self._start_error)
+
+    def _run(self, session: Session) -> None:
+        lifecycle = self.lifecycle
+        try:
+            lifecycle.start()
+        except RuntimeError as exc:
+            self._start_error = str(exc)
+            self._note(lifecycle.cleanup(None))
+            session.end_of_output()
+            self._done.set()
+            self._started.set()
+            return
+        self._started.set()
+        try:
+            lifecycle.supervise()
+        except Exception as exc:  # noqa: BLE001 - a bug of ours: the tree must still end
+            self.problems.append(f"supervising the worker failed: {type(exc).__name__}: {exc}")
+        finally:
+            session.end_of_output()
+            try:
+                self.exit_code = lifecycle.finish()
+                self._note(lifecycle.cleanup(self.exit_code))
+                if lifecycle.proc is not None:
+                    self.problems.extend(lifecycle.proc.stderr_problems())
+            finally:
+                lifecycle.close()
+                self._done.set()
+
+    def _note(self, problem: str | None) -> None:
+        if problem is not None:
+            self.problems.append(problem)
+
+    @property
+    def done(self) -> bool:
+        """True once the run has ended: tree reaped, cleanup hook called."""
+        return self._done.is_set()
+
+    # -- WorkerLink -------------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        proc = self.lifecycle.proc
+        return None if proc is None else proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        proc = self.lifecycle.proc
+        return None if proc is None else proc.proc.returncode
+
+    def write_line(self, line: bytes) -> None:
+        proc = self.lifecycle.proc
+        if proc is None:
+            raise BrokenPipeError(self._start_error or "the worker has not been started")
+        try:
+            proc.stdin.write_line(line, timeout=WRITE_TIMEOUT)
+        except StdinClosed as exc:
+            raise BrokenPipeError(str(exc)) from None
+
+    def close_stdin(self) -> None:
+        proc = self.lifecycle.proc
+        if proc is not None:
+            proc.stdin.close("the session closed the worker's stdin")
+
+    def poll(self) -> int | None:
+        proc = self.lifecycle.proc
+        return None if proc is None else proc.poll()
+
+    def wait(self, timeout: float) -> int | None:
+        proc = self.lifecycle.proc
+        if proc is None:
+            return None
+        try:
+            code = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._done.wait(FINISH_WAIT)  # the rest of its output, its tree reaped, the cleanup
+        return code
+
+    def last_look(self) -> None:
+        proc = self.lifecycle.proc
+        if proc is None or self.done or proc.poll() is not None:
+            return
+        with self._look_lock:
+            self.looked.clear()
+            self.look_asked.set()
+            self.looked.wait(READ_WAIT * 10)
+
+    def end(self, wait: float, grace: float) -> int | None:
+        self.close_stdin()
+        if self.lifecycle.proc is None:
+            return None
+        code = self.wait(wait)
+        if code is None:
+            self.lifecycle.grace = grace
+            self.lifecycle.request_stop("the control session ended")
+            code = self.wait(grace + 2.0)  # the lifecycle SIGKILLs the tree after the grace
+        if code is None:
+            code = self.kill()
+        return self.exit_code if self.done else code
+
+    def kill(self) -> int | None:
+        self.close_stdin()
+        proc = self.lifecycle.proc
+        if proc is None:
+            return None
+        if not self.done:
+            self.lifecycle.kill()  # at the supervising thread's next pass
+            self._done.wait(FINISH_WAIT)
+        if not self.done:  # that thread is stuck: end the tree from here
+            proc.kill_group()
+            self.problems.append("the supervising thread did not end; the tree was killed")
+        return self.exit_code if self.done else proc.poll()
+
+    def note(self) -> str:
+        proc = self.lifecycle.proc
+        if proc is None:
+            return f" (the worker did not start: {self._start_error})" if self._start_error else ""
+        code = proc.poll()
+        if code is None:
+            return " (the worker is still running)"
+        tail = [line for line in list(proc.stderr_tail) if line.strip()][-3:]
+        said = f"; its stderr ends: {' | '.join(tail)}" if tail else ""
+        where = f"; all of it is in {self.stderr_path}" if self.stderr_path and tail else ""
+        return f" (the worker exited with {code}{said}{where})"
+
+
+def launch_session(
+    handle: WorkerHandle,
+    prepared: PreparedRun,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    stderr_path: Path | None = None,
+    on_stderr_lines: Callable[[list[bytes], bool], None] | None = None,
+) -> Session:
+    """Start ``prepared`` under :class:`RunLifecycle` and return a :class:`Session` on it
+    (``timeout``: its default seconds per reply). ``RuntimeError`` when the worker cannot
+    start. ``session.shutdown(timeout)`` gives the worker ``timeout`` seconds between SIGTERM
+    and the SIGKILL of its tree."""
+    link = LifecycleLink(handle, prepared, stderr_path=stderr_path, on_stderr_lines=on_stderr_lines)
+    session = Session(link=link, timeout=timeout, run_id=prepared.run_id, run_dir=prepared.run_dir)
+    link.start(session)
+    return session
+
+
+__all__ = ["LifecycleLink", "launch_session"]
