@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-import json
 from pathlib import Path
 
-import pytest
 from cleanrl_worker.upstream_outputs import OutputRedirect
 
 from worker_cleanrl.worker_runs import needs_upstream, run_worker, unique_run_id
@@ -70,18 +67,3 @@ def test_tensorboard_dir_and_checkpoints_of_an_upstream_script(runs: Path, tmp_p
     analytics = result.analytics()
     assert analytics["checkpoints"][0]["path"] == str(checkpoint)
     assert analytics["tensorboard_dirs"] == [str(events[0].parent)]
-
-
-@needs_upstream
-@pytest.mark.skipif(importlib.util.find_spec("moviepy") is not None, reason="moviepy installed")
-def test_save_model_that_would_record_video_without_moviepy_is_refused_before_launch(
-    runs: Path,
-) -> None:
-    config = {"run_id": unique_run_id("savemodel"), "algo": "c51", "total_timesteps": 100,
-              "algo_params": {"save_model": True}}  # fmt: skip
-    result = run_worker(runs, config, timeout=120)
-    assert result.returncode == 2 and result.terminal() == "run_failed"
-    error = result.events("run_failed")[0]["payload"]["error"]
-    assert "cleanrl_utils.evals.c51_eval, which records video" in error and "moviepy" in error
-    assert not (result.run_dir / "algorithm.log").exists() or "global_step" not in result.log()
-    assert json.loads((result.run_dir / "config.json").read_text())["algo"] == "c51"
