@@ -9,7 +9,10 @@ Checked for real, without importing the script or anything heavy:
   ``ale_py``, their default env registered with gymnasium, and its ROM present.
 
 :func:`check` returns an :class:`Availability`; :func:`~cleanrl_worker.registry.algorithm_table`
-puts it in ``mosaic workers show cleanrl``.
+puts it in ``mosaic workers show cleanrl``, beside :func:`save_model_support`: what
+``--save-model`` gives (the script has the argument; the ``cleanrl_utils.evals`` module it
+evaluates the saved model with is importable here, with everything that imports; whether that
+evaluation records videos, and whether moviepy is there to write them).
 """
 
 from __future__ import annotations

@@ -86,9 +86,13 @@ class OutputRedirect:
     def install(self) -> Callable[[], None]:
         """Patch ``SummaryWriter``, ``torch.save`` and ``torch.load`` (those installed)."""
         started = time.time() - 1  # file times may be coarser than the clock
-        undo: list[Callable[[], None]] = [lambda: self.collect_models(started)]
+
+        def collect() -> None:
+            self.collect_models(started)
+
+        undo: list[Callable[[], None]] = [collect]
         if importlib.util.find_spec("torch") is None:
-            return undo[0]
+            return collect
         import torch
 
         save, load = torch.save, torch.load

@@ -70,7 +70,7 @@ def skip_recording(warn: Callable[[str], None] | None = None) -> Callable[[], No
 
     wrappers = gymnasium.wrappers
     original = wrappers.RecordVideo
-    wrappers.RecordVideo = VideoNotRecorded  # type: ignore[misc]
+    wrappers.RecordVideo = VideoNotRecorded  # type: ignore[misc,assignment]
 
     def restore() -> None:
         wrappers.RecordVideo = original  # type: ignore[misc]
