@@ -101,3 +101,72 @@ def test_table_says_which_upstream_scripts_run_here_and_why_not() -> None:
         assert not rows["dqn_jax"]["runs"] and "jax" in rows["dqn_jax"]["missing"]
     off = {r["name"]: r for r in cleanrl_worker.algorithm_table(gym_compat="off")}
     assert not off["c51"]["runs"] and off["c51"]["missing"] == ["gym"]
+
+
+@needs_upstream
+@pytest.mark.parametrize("moviepy", [True, False])
+def test_table_says_what_save_model_gives_each_algorithm(
+    monkeypatch: pytest.MonkeyPatch, moviepy: bool
+) -> None:
+    import sys
+
+    if not moviepy:
+        monkeypatch.setitem(sys.modules, "moviepy", None)
+    elif not _has("moviepy"):
+        pytest.skip("needs moviepy (the video extra)")
+    rows = {r["name"]: r["save_model"] for r in cleanrl_worker.algorithm_table()}
+    videos = (
+        "checkpoint + eval videos"
+        if moviepy
+        else "checkpoint; eval videos need moviepy (the video extra)"
+    )
+    assert rows["dqn"] == rows["c51"] == rows["dqn_atari"] == rows["c51_atari"] == videos
+    for name in ("sac_continuous_action", "td3_continuous_action", "ppo_continuous_action",
+                 "ddpg_continuous_action", "pqn"):  # fmt: skip
+        assert rows[name] == "cannot save"
+    assert rows["ppo"] == "always (checkpoints/ppo_<step>.pt)"
+    if not _has("jax"):
+        assert rows["dqn_jax"].startswith("fails: save_model runs cleanrl_utils.evals.dqn_jax_eval")
+        assert "jax" in rows["dqn_jax"]
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def test_save_model_support_reads_the_evaluation_the_script_imports(tmp_path: Path) -> None:
+    from cleanrl_worker.availability import save_model_problems, save_model_support
+
+    root = tmp_path / "checkout"
+    (root / "cleanrl_utils" / "evals").mkdir(parents=True)
+    for part in ("cleanrl_utils", "cleanrl_utils/evals"):
+        (root / part / "__init__.py").write_text("")
+    script = tmp_path / "algo.py"
+    script.write_text(
+        "import os\n"
+        "if __name__ == '__main__':\n"
+        "    from cleanrl_utils.evals.probe_eval import evaluate\n"
+    )
+    assert not save_model_support(script, False, root).supported
+    assert save_model_support(script, False, root).summary == "cannot save"
+    # Not in the checkout (nor installed): refused, saying why.
+    problems = save_model_problems(script, root)
+    assert problems and "cleanrl_utils.evals.probe_eval, and cleanrl_utils is not" in problems[0]
+    assert save_model_support(script, True, root).summary.startswith("fails: save_model runs")
+    # In the checkout, recording by default, importing something missing here.
+    (root / "cleanrl_utils" / "evals" / "probe_eval.py").write_text(
+        "import surely_not_installed_here\n"
+        "def evaluate(model_path, make_env, capture_video=True):\n    return []\n"
+    )
+    saving = save_model_support(script, True, root)
+    assert saving.eval_records_video and saving.problems == (
+        "save_model runs cleanrl_utils.evals.probe_eval, which imports "
+        "surely_not_installed_here, not installed here (pip install surely_not_installed_here)",
+    )
+    (root / "cleanrl_utils" / "evals" / "probe_eval.py").write_text(
+        "def evaluate(model_path, make_env, capture_video=False):\n    return []\n"
+    )
+    quiet = save_model_support(script, True, root)
+    assert quiet.problems == () and quiet.summary == "checkpoint"

@@ -128,7 +128,10 @@ def run_worker(
     watch_frames: bool = False,
     extra_env: dict[str, str] | None = None,
     on_line: Callable[[Any, subprocess.Popen[bytes]], None] | None = None,
+    hide_modules: tuple[str, ...] = (),
 ) -> WorkerResult:
+    """Run the worker on ``config``; ``hide_modules``: top-level modules the worker process
+    cannot import (as on a Python without them), even when this one has them."""
     run_dir = base / config["run_id"]
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "config.json"
@@ -139,8 +142,13 @@ def run_worker(
     watcher = FrameWatcher(config["run_id"]) if watch_frames else None
     if watcher is not None:
         watcher.start()
+    command = [sys.executable, "-m", "cleanrl_worker", "--config", str(path)]
+    if hide_modules:
+        hide = "".join(f"sys.modules[{m!r}] = None; " for m in hide_modules)
+        start = "import runpy, sys; " + hide + "runpy.run_module('cleanrl_worker', "
+        command[1:3] = ["-c", start + "run_name='__main__', alter_sys=True)"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cleanrl_worker", "--config", str(path)],
+        command,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

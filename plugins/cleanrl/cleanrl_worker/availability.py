@@ -9,7 +9,10 @@ Checked for real, without importing the script or anything heavy:
   ``ale_py``, their default env registered with gymnasium, and its ROM present.
 
 :func:`check` returns an :class:`Availability`; :func:`~cleanrl_worker.registry.algorithm_table`
-puts it in ``mosaic workers show cleanrl``.
+puts it in ``mosaic workers show cleanrl``, beside :func:`save_model_support`: what
+``--save-model`` gives (the script has the argument; the ``cleanrl_utils.evals`` module it
+evaluates the saved model with is importable here, with everything that imports; whether that
+evaluation records videos, and whether moviepy is there to write them).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ INSTALL_HINTS = {
     "torch": "torch",
     "tensorboard": "tensorboard",
     "wandb": "wandb",
+    "moviepy": "'mosaic-worker-cleanrl[video]'",
 }
 
 ATARI_WRAPPERS = "stable_baselines3.common.atari_wrappers"
@@ -111,15 +115,24 @@ def _atari_checks(default_env: str | None) -> list[str]:
     return []
 
 
-def _evaluate_records_video(module: str) -> bool:
-    """Whether ``module``'s ``evaluate`` records video unless told otherwise."""
+def _source_of(module: str, import_root: Path | None) -> Path | None:
+    """The file of ``module`` (in the checkout ``import_root`` first, when given)."""
+    if import_root is not None:
+        candidate = import_root.joinpath(*module.split(".")).with_suffix(".py")
+        if candidate.is_file():
+            return candidate
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
-        return False
+        return None
     if spec is None or spec.origin is None:
-        return False
-    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+        return None
+    return Path(spec.origin)
+
+
+def _evaluate_records_video(source: Path) -> bool:
+    """Whether the ``evaluate`` in ``source`` records video unless told otherwise."""
+    tree = ast.parse(source.read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "evaluate":
             args = node.args.args[-len(node.args.defaults) :] if node.args.defaults else []
@@ -129,26 +142,82 @@ def _evaluate_records_video(module: str) -> bool:
     return False
 
 
-def save_model_problems(path: Path) -> list[str]:
-    """Why ``--save-model`` would fail here: after saving, CleanRL's scripts evaluate the
-    model with ``cleanrl_utils.evals.<name>.evaluate``, which records video by default."""
-    evals = sorted(
+def _eval_modules(path: Path) -> list[str]:
+    """The ``cleanrl_utils.evals.*`` modules the script imports (anywhere: after saving)."""
+    return sorted(
         node.module
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.ImportFrom)
         and node.module
         and node.module.startswith("cleanrl_utils.evals.")
     )
+
+
+@dataclass(frozen=True)
+class SaveModel:
+    """What ``--save-model`` does for a script here."""
+
+    #: The script has a ``save_model`` argument.
+    supported: bool
+    #: Why the run would fail after saving (its evaluation cannot be imported here).
+    problems: tuple[str, ...] = ()
+    #: The evaluation after saving records videos unless told otherwise.
+    eval_records_video: bool = False
+    #: moviepy is installed, so those videos are written (else skipped with a warning).
+    videos: bool = False
+
+    @property
+    def summary(self) -> str:
+        """One phrase for ``mosaic workers show cleanrl``."""
+        if not self.supported:
+            return "cannot save"
+        if self.problems:
+            return "fails: " + "; ".join(self.problems)
+        if not self.eval_records_video:
+            return "checkpoint"
+        if self.videos:
+            return "checkpoint + eval videos"
+        return "checkpoint; eval videos need moviepy (the video extra)"
+
+
+def save_model_problems(path: Path, import_root: Path | None = None) -> list[str]:
+    """Why ``--save-model`` would fail here: after saving, CleanRL's scripts evaluate the
+    model with ``cleanrl_utils.evals.<name>.evaluate``, which must be importable (from the
+    checkout ``import_root`` when the script comes from one) with everything it imports.
+    Videos that ``RecordVideo`` cannot write without moviepy are no reason: the worker skips
+    them then (:mod:`cleanrl_worker.upstream_video`)."""
     problems = []
-    for module in evals:
-        if not _found("cleanrl_utils"):
-            problems.append(f"save_model runs {module}, and cleanrl_utils is not installed")
-        elif _evaluate_records_video(module) and not _found("moviepy"):
+    for module in _eval_modules(path):
+        source = _source_of(module, import_root)
+        if source is None:
             problems.append(
-                f"save_model makes the script evaluate the saved model with {module}, which "
-                "records video: it needs moviepy (pip install moviepy)"
+                f"save_model runs {module}, and cleanrl_utils is not installed (it comes with "
+                "cleanrl: pip install --no-deps --ignore-requires-python cleanrl==1.2.0)"
+            )
+            continue
+        missing = [m for m in missing_modules(source) if m != "cleanrl_utils"]
+        if missing:
+            hints = " ".join(INSTALL_HINTS.get(m, m) for m in missing)
+            problems.append(
+                f"save_model runs {module}, which imports {', '.join(missing)}, not installed "
+                f"here (pip install {hints})"
             )
     return problems
+
+
+def save_model_support(
+    path: Path, has_save_model: bool, import_root: Path | None = None
+) -> SaveModel:
+    """What ``--save-model`` does for the script at ``path`` here (``has_save_model``: the
+    script has that argument)."""
+    if not has_save_model:
+        return SaveModel(supported=False)
+    from cleanrl_worker.upstream_video import video_available
+
+    problems = save_model_problems(path, import_root)
+    sources = [_source_of(m, import_root) for m in _eval_modules(path)]
+    records = any(s is not None and _evaluate_records_video(s) for s in sources)
+    return SaveModel(True, tuple(problems), records, video_available())
 
 
 def check(path: Path, default_env: str | None = None, *, gym_compat: str = "auto") -> Availability:
@@ -175,5 +244,6 @@ def check(path: Path, default_env: str | None = None, *, gym_compat: str = "auto
     )
 
 
-__all__ = ["ATARI_WRAPPERS", "INSTALL_HINTS", "Availability", "check", "missing_modules",
-           "module_imports", "save_model_problems"]  # fmt: skip
+__all__ = ["ATARI_WRAPPERS", "INSTALL_HINTS", "Availability", "SaveModel", "check",
+           "missing_modules", "module_imports", "save_model_problems",
+           "save_model_support"]  # fmt: skip

@@ -25,6 +25,7 @@ def check_config(config: WorkerConfig) -> str:
     from cleanrl_worker.env_families import missing_family_package, register_env_families
     from cleanrl_worker.gym_compat import register_ale_envs
     from cleanrl_worker.registry import default_env, resolve
+    from cleanrl_worker.upstream_video import VIDEO_INSTALL, video_available
 
     assert isinstance(config, CleanRLConfig)
     register_ale_envs()
@@ -42,8 +43,8 @@ def check_config(config: WorkerConfig) -> str:
         if not path.is_file():
             raise ValueError(f"policy_path {str(path)!r} does not exist")
         _check_policy(config, path)
-    if config.eval_capture_video and importlib.util.find_spec("moviepy") is None:
-        raise ValueError("eval_capture_video needs moviepy: pip install moviepy")
+    if config.eval_capture_video and not video_available():
+        raise ValueError(f"eval_capture_video needs moviepy: {VIDEO_INSTALL}")
     if config.track_wandb and importlib.util.find_spec("wandb") is None:
         raise ValueError("track_wandb needs wandb: pip install wandb")
     if config.mode == "curriculum":
@@ -67,10 +68,12 @@ def check_config(config: WorkerConfig) -> str:
     if not found.runs:
         raise ValueError(f"algo {config.algo!r} does not run here: {found.why_not}")
     params = {k.replace("-", "_"): v for k, v in config.algo_params.items()}
+    if params.get("capture_video") is True and not video_available():
+        raise ValueError(f"algo_params.capture_video needs moviepy: {VIDEO_INSTALL}")
     if algo.upstream and params.get("save_model") is True:
         from cleanrl_worker.availability import save_model_problems
 
-        problems = save_model_problems(algo.path)
+        problems = save_model_problems(algo.path, algo.import_root)
         if problems:
             raise ValueError(f"algo {config.algo!r}: {'; '.join(problems)}")
     from cleanrl_worker.launch_args import build_argv

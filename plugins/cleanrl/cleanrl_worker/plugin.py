@@ -116,7 +116,8 @@ def mosaic_worker_algo_params_schema(algo: str | None) -> dict[str, dict[str, An
 
 @hookimpl
 def mosaic_worker_details() -> dict[str, Any]:
-    """`mosaic workers show cleanrl`: the algorithms, whether each runs here and why not."""
+    """`mosaic workers show cleanrl`: the algorithms, whether each runs here and why not, and
+    what `algo_params.save_model` gives for each."""
     from cleanrl_worker.registry import algorithm_table
 
     rows = [
@@ -127,6 +128,7 @@ def mosaic_worker_details() -> dict[str, Any]:
             "runs": r["runs"],
             "gym_layer": r["gym_layer"],
             "params": r["params"],
+            "save_model": r["save_model"],
             "why_not": r["why_not"],
         }
         for r in algorithm_table()

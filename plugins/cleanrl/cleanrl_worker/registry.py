@@ -145,8 +145,10 @@ def algorithm_table(
     :func:`cleanrl_worker.availability.check` passes), ``why_not`` (the reasons when it does
     not), ``importable`` (every module it imports is found here), ``missing`` (those that are
     not), ``gym_layer`` (it imports ``gym`` and runs through the worker's gym layer),
-    ``params`` (number of ``algo_params`` it accepts) and ``path``."""
-    from cleanrl_worker.availability import check
+    ``params`` (number of ``algo_params`` it accepts), ``save_model`` (what
+    ``algo_params.save_model`` gives here, see :class:`cleanrl_worker.availability.SaveModel`;
+    our PPO always checkpoints) and ``path``."""
+    from cleanrl_worker.availability import check, save_model_support
 
     rows = []
     for name, (family, description) in ALGORITHMS.items():
@@ -164,13 +166,22 @@ def algorithm_table(
                 f"the checkout {cleanrl_path}" if cleanrl_path else _installed_cleanrl()
             )
             row.update(runs=False, why_not=where, importable=False, missing=["cleanrl"],
-                       gym_layer=False, params=0, path=None)  # fmt: skip
+                       gym_layer=False, params=0, save_model="cannot save",
+                       path=None)  # fmt: skip
         else:
             found = check(spec.path, default_env(spec), gym_compat=gym_compat)
             schema = algo_params_schema(spec)
+            saving = (
+                save_model_support(
+                    spec.path, "save_model" in spec.arguments().arguments, spec.import_root
+                ).summary
+                if spec.upstream
+                else "always (checkpoints/ppo_<step>.pt)"
+            )
             row.update(runs=found.runs, why_not=found.why_not, importable=not found.missing,
                        missing=list(found.missing), gym_layer=found.gym_layer,
-                       params=len(schema["properties"]), path=str(spec.path))  # fmt: skip
+                       params=len(schema["properties"]), save_model=saving,
+                       path=str(spec.path))  # fmt: skip
         rows.append(row)
     return rows
 

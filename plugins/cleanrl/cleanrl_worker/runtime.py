@@ -224,7 +224,8 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
             _announce_resume(ctx, config)
         heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=sink.progress)
         gym_layer = gym_module_on_path() if compat else nullcontext()
-        with heartbeat, stderr_tail, gym_layer, _upstream_outputs(algo, config, run_dir):
+        outputs = _upstream_outputs(algo, config, run_dir, ctx.log)
+        with heartbeat, stderr_tail, gym_layer, outputs:
             outcome, detail = execute_module(ctx, algo, argv)
     except Exception as exc:  # noqa: BLE001 - a setup error still gets analytics
         outcome = "failed"
@@ -240,18 +241,25 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
 
 
 @contextmanager
-def _upstream_outputs(algo: AlgorithmSpec, config: CleanRLConfig, run_dir: Path) -> Iterator[None]:
+def _upstream_outputs(
+    algo: AlgorithmSpec, config: CleanRLConfig, run_dir: Path, log: Any
+) -> Iterator[None]:
     """An upstream script's TensorBoard events and saved models go where the config says
-    (see :mod:`cleanrl_worker.upstream_outputs`); our PPO takes them as arguments."""
+    (see :mod:`cleanrl_worker.upstream_outputs`), and its videos are skipped with a warning
+    when moviepy is missing (:mod:`cleanrl_worker.upstream_video`); our PPO takes its outputs
+    as arguments."""
     if not algo.upstream:
         yield
         return
     from cleanrl_worker.upstream_outputs import OutputRedirect
+    from cleanrl_worker.upstream_video import skip_recording
 
     undo = OutputRedirect(run_dir, config.tensorboard_dir).install()
+    undo_video = skip_recording(log)
     try:
         yield
     finally:
+        undo_video()
         undo()
 
 

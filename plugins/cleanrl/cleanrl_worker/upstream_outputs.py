@@ -10,8 +10,15 @@ to the working directory (the run directory under the worker). While such a scri
   ``checkpoints/<file>.cleanrl_model`` (``load`` too, so the script's own evaluation after
   saving finds the file), where the worker reports checkpoints from.
 
+Scripts that write their model with ``open`` instead (the JAX ones, through flax's
+serialisation) rely on ``SummaryWriter`` having made ``runs/<run_name>/``: the patched
+writer still makes that directory, the script writes its model there and evaluates it from
+there, and when the script ends :meth:`OutputRedirect.collect_models` moves such a file
+written during the run into ``checkpoints/`` (unless one of that name is there already) and
+removes the directories under ``runs/`` left empty.
+
 Any other path, and any absolute path, is left alone. :meth:`OutputRedirect.install` returns
-the function that restores the originals.
+the function that restores the originals (and collects those models).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Any
@@ -33,6 +41,7 @@ class OutputRedirect:
         self.run_dir = Path(run_dir)
         self.tensorboard_dir = self.run_dir / tensorboard_dir
         self.checkpoint_dir = self.run_dir / checkpoint_dir
+        self.runs_dir = self.run_dir / "runs"
 
     @staticmethod
     def _runs_parts(path: Any) -> tuple[str, ...] | None:
@@ -57,11 +66,33 @@ class OutputRedirect:
             return path
         return str(self.checkpoint_dir / rest[-1])
 
+    def collect_models(self, since: float) -> list[Path]:
+        """Move ``runs/**/*.cleanrl_model`` files modified at or after ``since`` (a
+        ``time.time()``) into the checkpoint directory, then remove the directories under
+        ``runs/`` left empty (``runs/`` too); returns where the models went."""
+        moved = []
+        for found in sorted(self.runs_dir.glob(f"**/*{MODEL_SUFFIX}")):
+            target = self.checkpoint_dir / found.name
+            if found.stat().st_mtime < since or target.exists():
+                continue
+            self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+            moved.append(Path(found.replace(target)))
+        if self.runs_dir.is_dir():
+            for directory in sorted(self.runs_dir.glob("**/"), key=lambda p: -len(p.parts)):
+                if not any(directory.iterdir()):
+                    directory.rmdir()
+        return moved
+
     def install(self) -> Callable[[], None]:
         """Patch ``SummaryWriter``, ``torch.save`` and ``torch.load`` (those installed)."""
-        undo: list[Callable[[], None]] = []
+        started = time.time() - 1  # file times may be coarser than the clock
+
+        def collect() -> None:
+            self.collect_models(started)
+
+        undo: list[Callable[[], None]] = [collect]
         if importlib.util.find_spec("torch") is None:
-            return lambda: None
+            return collect
         import torch
 
         save, load = torch.save, torch.load
@@ -91,6 +122,9 @@ class OutputRedirect:
 
             @functools.wraps(init)
             def patched_init(writer: Any, log_dir: Any = None, *args: Any, **kwargs: Any) -> None:
+                rest = redirect._runs_parts(log_dir)
+                if rest:  # the script may write more there, as the JAX ones do their model
+                    redirect.runs_dir.joinpath(*rest).mkdir(parents=True, exist_ok=True)
                 init(writer, redirect.log_dir(log_dir), *args, **kwargs)
 
             SummaryWriter.__init__ = patched_init  # type: ignore[method-assign]
