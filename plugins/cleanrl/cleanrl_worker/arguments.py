@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cleanrl_worker import source_parse
+
 #: Kinds of value an argument takes.
 KINDS = ("int", "float", "str", "bool", "list", "any")
 
@@ -60,7 +62,7 @@ def _kind_of_annotation(node: ast.expr | None) -> tuple[str, bool]:
         return "any", False
     if isinstance(node, ast.Constant) and isinstance(node.value, str):  # "int" as a string
         try:
-            node = ast.parse(node.value, mode="eval").body
+            node = source_parse.parse(node.value, mode="eval").body
         except SyntaxError:
             return "any", False
     if isinstance(node, ast.Name):
@@ -155,7 +157,7 @@ def _argparse_kind(call: ast.Call, source: str) -> tuple[str, bool]:
 def read_script_arguments(path: Path) -> ScriptArguments:
     """Parse ``path`` and return the arguments it declares (argparse calls or tyro ``Args``)."""
     source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source, filename=str(path))
+    tree = source_parse.parse(source, filename=str(path))
     found: dict[str, ArgumentSpec] = {}
     for node in ast.walk(tree):
         if (

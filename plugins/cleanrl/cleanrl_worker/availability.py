@@ -23,6 +23,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from cleanrl_worker import source_parse
+
 #: How to install a module a script imports, when it is not ``pip install <module>``.
 INSTALL_HINTS = {
     "cv2": "opencv-python",
@@ -62,7 +64,7 @@ class Availability:
 
 def module_imports(path: Path) -> set[str]:
     """Dotted names of the modules ``path`` imports at module level."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = source_parse.parse(path.read_text(encoding="utf-8"))
     wanted: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.Import):
@@ -132,7 +134,7 @@ def _source_of(module: str, import_root: Path | None) -> Path | None:
 
 def _evaluate_records_video(source: Path) -> bool:
     """Whether the ``evaluate`` in ``source`` records video unless told otherwise."""
-    tree = ast.parse(source.read_text(encoding="utf-8"))
+    tree = source_parse.parse(source.read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "evaluate":
             args = node.args.args[-len(node.args.defaults) :] if node.args.defaults else []
@@ -146,7 +148,7 @@ def _eval_modules(path: Path) -> list[str]:
     """The ``cleanrl_utils.evals.*`` modules the script imports (anywhere: after saving)."""
     return sorted(
         node.module
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(source_parse.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.ImportFrom)
         and node.module
         and node.module.startswith("cleanrl_utils.evals.")
