@@ -2,11 +2,11 @@
 
 The checkpoint (``policy_path``) is loaded by the same code as ``policy_eval``
 (:func:`cleanrl_worker.agents.load_policy`: an MLP or MiniGrid CNN agent, as the checkpoint
-records); the env is the checkpoint's (or the config's
-``env_id`` when given), made with ``render_mode="rgb_array"`` and wrapped for FastLane when it
-is on, with the run's frame interval (``fastlane_interval_ms``, else
-``MOSAIC_FASTLANE_INTERVAL_MS``, else 16 ms; 0 publishes every step's frame): the session
-publishes a skipped step's frame once stepping pauses, so the latest state is always shown. The policy acts greedily, so a seeded ``reset``
+records); the env is the checkpoint's (or the config's ``env_id`` when given), made with
+``render_mode="rgb_array"`` and wrapped for FastLane when it is on, with the run's frame
+interval (``fastlane_interval_ms``, else ``MOSAIC_FASTLANE_INTERVAL_MS``, else 16 ms; 0
+publishes every step's frame): the session publishes a skipped step's frame once stepping
+pauses, so the latest state is always shown. The policy acts greedily, so a seeded ``reset``
 followed by ``step`` commands replays the same episode. The SDK serves the rest
 (:mod:`mosaic_sdk.control.interactive`): protocol version 1, and the deployed interactive
 dialect 1.0 the platform's GUI speaks (``init``/``ready``/``step``/``episode_done``/...).
