@@ -225,3 +225,25 @@ def test_session_wait_frame_gives_the_frame_of_the_last_step(
     assert np.array_equal(frame.array(), twin_render(steps))
     assert session.close().closed is True
     assert session.wait_exit(20) == 0
+
+
+def test_json_frames_of_the_dialect_still_show_every_step(
+    example_session: Callable[..., Session],
+) -> None:
+    # FastLane throttles its own frames; the deployed dialect's JSON frames are every step's.
+    config = {"mode": "interactive", "env_id": "CartPole-v1", "json_frames": True}
+    session = example_session(config, fastlane=True)
+    session.send_line(json.dumps({"cmd": "reset", "seed": SEED}))
+    for _ in range(3):
+        session.send_line(json.dumps({"cmd": "step"}))
+    lines = [
+        session.wait_for(
+            lambda x, n=n: x.get("type") == "step" and x.get("step_index") == n, timeout=30.0
+        )
+        for n in (1, 2, 3)
+    ]
+    taken: list[int] = []
+    for line in lines:
+        taken.append(line["action"])
+        pixels = np.asarray(line["render_payload"]["rgb"], dtype=np.uint8)
+        assert np.array_equal(pixels, twin_render(taken))
