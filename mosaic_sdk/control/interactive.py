@@ -136,7 +136,13 @@ class InteractiveSession:
     def publish_pending_frame(self) -> bool:
         """Publish the current state's frame now if it is pending; True when one was."""
         wrapper = self.fastlane()
-        return wrapper is not None and bool(wrapper.publish_pending_frame())
+        if wrapper is None:
+            return False
+        try:
+            return bool(wrapper.publish_pending_frame())
+        except Exception as exc:  # noqa: BLE001 - no command to answer: FastLane stops, not the session
+            wrapper.pump.disable(f"render() raised {type(exc).__name__}: {exc}")
+            return False
 
     def frame(self) -> Any:
         return self.env.render()

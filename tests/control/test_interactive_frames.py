@@ -247,3 +247,21 @@ def test_json_frames_of_the_dialect_still_show_every_step(
         taken.append(line["action"])
         pixels = np.asarray(line["render_payload"]["rgb"], dtype=np.uint8)
         assert np.array_equal(pixels, twin_render(taken))
+
+
+def test_a_render_that_fails_between_commands_stops_frames_not_the_session(serve) -> None:
+    served = serve(HOUR_MS)
+    served.reply(served.send("reset", seed=SEED))
+    served.reply(served.send("step", action=0))  # pending: only close publishes it
+    cartpole = served.session.fastlane().env
+
+    def broken() -> None:
+        raise RuntimeError("display gone")
+
+    cartpole.render = broken
+    with pytest.warns(RuntimeWarning, match="render\\(\\) raised RuntimeError: display gone"):
+        closed = served.reply(served.send("close"))
+    assert closed["closed"] is True and closed["frame"]["frames_published"] == 1
+    served.thread.join(30.0)
+    assert not served.thread.is_alive()
+    assert '"event":"run_completed"' in served.buf.getvalue().replace(" ", "")
