@@ -6,7 +6,8 @@ Starts the worker in interactive mode under a :class:`~mosaic_sdk.control.sessio
     reset [SEED]   r      start an episode (seeded when SEED is given)
     step [ACTION]  s      one step with the worker's policy, or with ACTION (JSON)
     run N          n N    N steps with the policy (stops at the end of the episode)
-    frame [FILE]   f      write the last frame as a PNG (as `mosaic fastlane snapshot` does)
+    frame [FILE]   f      write the frame of the current state as a PNG (as `mosaic fastlane
+                          snapshot` does)
     ping           p      is the worker there?
     quit           q      end the session (also at the end of the input)
 
@@ -130,7 +131,13 @@ def _do(session: Any, word: str, rest: str) -> bool:
 
 def _frame(session: Any, output: str) -> None:
     from mosaic_sdk.cli.fastlane import snapshot
+    from mosaic_sdk.control.session import ControlTimeout
 
+    if session.last_frame is not None:
+        try:  # the last step's frame may still be pending: the worker publishes it soon
+            session.wait_frame(timeout=5.0)
+        except (ControlTimeout, ValueError):
+            pass  # the snapshot below says what is there
     try:
         snapshot(argparse.Namespace(run_id=session.run_id, output=output, timeout=1.0, wait=0.0))
     except UsageError as exc:

@@ -7,14 +7,24 @@ CleanRL dialect 1.0 (commands without ``"v"``, :mod:`mosaic_sdk.control.dialect`
 ``episode`` telemetry line per finished episode, and ends the run with ``run_completed`` on
 ``close`` (or a closed stdin) and ``run_cancelled`` on ``stop``/SIGTERM.
 
-Frames go through FastLane: wrap the env with ``maybe_wrap_env`` (with ``interval_ms=0`` so
-that every step publishes) and each ``reset``/``step`` reply names the segment in ``frame``.
+Frames go through FastLane: wrap the env with ``maybe_wrap_env`` (its default interval, 16 ms,
+or ``MOSAIC_FASTLANE_INTERVAL_MS``) and each ``reset``/``step``/``close`` reply names the
+segment in ``frame``. Frames come at display rate, and the newest state is always shown: a
+step the interval skipped leaves its frame *pending* (``"pending": true`` in the reply), and
+while a frame is pending the session waits for the next command only until the frame is due,
+then publishes it. So during a burst of commands a frame is published at most every interval,
+and within one interval after the commands stop the segment holds the frame of the latest
+state (``Session.wait_frame`` waits for it). ``close`` (and a closed stdin) publishes a
+pending frame before the session ends. A reset needs nothing special: its own frame is
+published or pending like a step's, and a frame still pending from before it shows a state
+that is gone. ``interval_ms=0`` publishes every step's frame (nothing is ever pending).
 A seeded ``reset`` also seeds the action space, so ``reset {seed}`` followed by the same
 ``step`` commands replays the same episode.
 """
 
 from __future__ import annotations
 
+import queue
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -96,15 +106,43 @@ class InteractiveSession:
             raise ValueError(f"action {action!r} is not in the action space {space}")
         return action
 
-    def frame_ref(self) -> dict[str, Any] | None:
-        """Where the last frame is: the FastLane wrapper's run and frame count, if wrapped."""
+    def fastlane(self) -> Any:
+        """The FastLane wrapper in the env's wrapper chain that publishes frames, or None."""
         env = self.env
         while env is not None:
-            pump = getattr(env, "pump", None)
-            if pump is not None and getattr(env, "publishing", False):
-                return {"fastlane_run_id": env.run_id, "frames_published": pump.frames_published}
+            if getattr(env, "publishing", False) and hasattr(env, "publish_pending_frame"):
+                return env
             env = getattr(env, "env", None)
         return None
+
+    def frame_ref(self) -> dict[str, Any] | None:
+        """Where the frame of the current state is: the FastLane run, the frames published so
+        far and whether this state's frame is still pending (``None`` without FastLane)."""
+        wrapper = self.fastlane()
+        if wrapper is None:
+            return None
+        return {
+            "fastlane_run_id": wrapper.run_id,
+            "frames_published": wrapper.pump.frames_published,
+            "pending": bool(wrapper.frame_pending),
+        }
+
+    def frame_due_in(self) -> float | None:
+        """Seconds until the pending frame may be published (0.0: now); None when no frame
+        is pending (or FastLane is off)."""
+        wrapper = self.fastlane()
+        return None if wrapper is None else wrapper.pending_frame_due_in()
+
+    def publish_pending_frame(self) -> bool:
+        """Publish the current state's frame now if it is pending; True when one was."""
+        wrapper = self.fastlane()
+        if wrapper is None:
+            return False
+        try:
+            return bool(wrapper.publish_pending_frame())
+        except Exception as exc:  # noqa: BLE001 - no command to answer: FastLane stops, not the session
+            wrapper.pump.disable(f"render() raised {type(exc).__name__}: {exc}")
+            return False
 
     def frame(self) -> Any:
         return self.env.render()
@@ -127,9 +165,17 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
     )
     dialect.write(channel, {"type": "init", "run_id": ctx.config.run_id, **_init_info(session)})
     try:
+        commands = channel.interactive
         while not ctx.cancel.is_set():
-            kind, item = channel.interactive.get()
+            # While a frame is pending, wait for a command only until the frame is due.
+            due_in = session.frame_due_in()
+            try:
+                kind, item = commands.get() if due_in is None else commands.get(timeout=due_in)
+            except queue.Empty:
+                session.publish_pending_frame()
+                continue
             if (kind, item) == EOF:
+                session.publish_pending_frame()  # ends as on close
                 break
             if kind == "v1":
                 if _serve_v1(ctx, session, item):
@@ -177,7 +223,8 @@ def _serve_v1(ctx: RunContext, session: InteractiveSession, command: Any) -> boo
     name, cid = command.cmd, command.id
     try:
         if name == "close":
-            channel.reply(ok_reply(cid, name, closed=True))
+            session.publish_pending_frame()
+            channel.reply(ok_reply(cid, name, closed=True, frame=session.frame_ref()))
             return True
         if name == "reset":
             obs = session.reset(command.seed)

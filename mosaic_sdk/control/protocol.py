@@ -134,6 +134,12 @@ class FrameRef(BaseModel):
 
     fastlane_run_id: str = Field(description="Attach with FastLaneReader.attach(this)")
     frames_published: int = Field(ge=0, description="Frames published so far by this run")
+    pending: bool = Field(
+        False,
+        description="True: this state's frame is not published yet (the frame interval skipped "
+        "it); the worker publishes it as frame frames_published + 1 within one interval unless "
+        "another command moves on first. False: the newest published frame shows this state.",
+    )
 
 
 class Reply(BaseModel):
@@ -143,7 +149,7 @@ class Reply(BaseModel):
     ``paused``; ``stop``: ``stopping``; ``checkpoint``: ``checkpoint_path``; ``reset``:
     ``seed``, ``episode_index``, ``step_index`` (0), ``episode_return`` (0), ``observation``,
     ``frame``; ``step``: those plus ``action``, ``reward``, ``terminated``, ``truncated``,
-    ``episode_done``; ``act``: ``action``; ``close``: ``closed``.
+    ``episode_done``; ``act``: ``action``; ``close``: ``closed``, ``frame``.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -14,6 +14,8 @@ worker writes is kept: telemetry in :attr:`Session.lines`, the deployed dialect'
         session.reset(seed=1)
         reply = session.step()          # the worker's policy acts
         reply.reward, reply.episode_done, reply.frame
+        frame = session.wait_frame()    # the frame of that state, from FastLane
+
 
 :func:`mosaic_sdk.runner.start_session` launches a worker by name through the runner's launch
 path (its run directory is made under ``runs_dir``, the default runs directory otherwise) and
@@ -43,8 +45,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from mosaic_sdk.control.frames import FrameWaiter
 from mosaic_sdk.control.link import PipeLink, WorkerLink
-from mosaic_sdk.control.protocol import Reply, validate_reply
+from mosaic_sdk.control.protocol import FrameRef, Reply, validate_reply
 
 DEFAULT_TIMEOUT = 5.0
 #: Seconds to wait for a started worker's first line (imports such as torch are slow).
@@ -115,6 +118,9 @@ class Session:
         self.closed_stdout = False
         self._output_done = threading.Event()
         self._ending = False
+        #: The ``frame`` of the last reply that had one (reset, step, close).
+        self.last_frame: FrameRef | None = None
+        self._frames = FrameWaiter()
         self._reader: threading.Thread | None = None
         if stdout is not None:
             self._reader = threading.Thread(target=self._read, name="mosaic-session", daemon=True)
@@ -197,7 +203,30 @@ class Session:
             raise ControlCommandError(reply)
         if cmd in ("close", "stop"):
             self._ending = True  # the worker is on its way out: shutdown waits for it
+        if reply.frame is not None:
+            self.last_frame = reply.frame
         return reply
+
+    def wait_frame(self, reply: Reply | None = None, *, timeout: float | None = None) -> Any:
+        """Wait until the frame of ``reply``'s state (default: the last reply with a
+        ``frame``) is in the run's FastLane segment; return the newest frame there (a
+        :class:`~mosaic_sdk.fastlane.FastLaneFrame`).
+
+        A reply whose ``frame.pending`` is true names a state whose frame the worker publishes
+        within one frame interval, as frame ``frames_published + 1``, unless another command
+        moves on first (then the frame returned shows a later state). Raises ``ValueError``
+        when there is no frame to wait for (FastLane off, no reset yet) and
+        :class:`ControlTimeout` when it does not come in time.
+        """
+        ref = self.last_frame if reply is None else reply.frame
+        if ref is None:
+            raise ValueError(
+                "no frame to wait for: the reply has no frame (FastLane is off, or no "
+                "reset/step yet); start the session with FastLane on and reset first"
+            )
+        return self._frames.wait(
+            ref, self.timeout if timeout is None else timeout, note=self._exit_note
+        )
 
     def send_line(self, text: str) -> None:
         """Write one raw line to the worker's stdin (e.g. a dialect-1.0 command)."""
@@ -360,6 +389,7 @@ class Session:
         self._close_stdout()
 
     def _close_stdout(self) -> None:
+        self._frames.close()
         if self._stdout is not None:
             try:
                 self._stdout.close()

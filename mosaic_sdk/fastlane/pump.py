@@ -9,6 +9,12 @@ HUD numbers, as computed here (and documented in ``docs/guides/fastlane.md``):
 - ``step_rate_hz``: environment steps per second (for a vector env: steps of all sub-envs),
   counted over a window of at least ``rate_window_s`` seconds of wall time; until the first
   window closes, over the time since the first step.
+
+Pending frames: a state whose frame the interval skipped is *pending* (``FramePump.pending``)
+until a frame is published. :meth:`FramePump.publish_pending` renders and publishes it now;
+:meth:`FramePump.seconds_until_due` says when the interval would allow the next frame. A
+loop that waits between steps (interactive mode) publishes the pending frame when it is due,
+so the newest state is always shown within one interval of the last step.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import math
 import time
 import warnings
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -69,6 +76,8 @@ class FramePump:
         self._window_steps = 0
         self.frames_published = 0
         self.disabled_reason: str | None = None
+        #: True while the newest state's frame was skipped by the interval (not published).
+        self.pending = False
 
     # -- statistics ----------------------------------------------------------------------
     def record_step(self, reward: float, episode_over: bool, env_steps: int = 1) -> None:
@@ -102,7 +111,31 @@ class FramePump:
         """True when a frame may be published now (render() is skipped otherwise)."""
         return self.disabled_reason is None and time.monotonic() >= self._next_due
 
+    def offer(self, render: Callable[[], Any]) -> bool:
+        """A new state to show: publish ``render()`` when a frame is due, else mark the frame
+        pending (``render`` is not called). True when a frame was published."""
+        if self.disabled_reason is not None:
+            return False
+        if time.monotonic() >= self._next_due:
+            self.publish(render())
+            return True
+        self.pending = True
+        return False
+
+    def publish_pending(self, render: Callable[[], Any]) -> bool:
+        """Publish ``render()`` now, whatever the interval, if a frame is pending; True when
+        one was published (publishing clears ``pending``)."""
+        if not self.pending or self.disabled_reason is not None:
+            return False
+        self.publish(render())
+        return True
+
+    def seconds_until_due(self) -> float:
+        """Seconds until the interval allows the next frame (0.0: now)."""
+        return max(0.0, self._next_due - time.monotonic())
+
     def disable(self, reason: str) -> None:
+        self.pending = False
         if self.disabled_reason is None:
             self.disabled_reason = reason
             warnings.warn(
@@ -114,6 +147,7 @@ class FramePump:
     def publish(self, frame: Any) -> None:
         """Publish one rendered frame (a single HxWxC array, or a list of them to tile)."""
         self._next_due = time.monotonic() + self.interval_s
+        self.pending = False
         if isinstance(frame, (list, tuple)):
             frame = tile_frames(frame)
         if frame is None:

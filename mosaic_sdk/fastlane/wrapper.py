@@ -5,6 +5,12 @@ wraps a ``gymnasium.vector.VectorEnv``. Both leave observations, rewards, spaces
 untouched, render at most once per ``interval_ms`` (render() is not called in between), and
 remove the run's segment in ``close()``. Modes: ``single`` publishes the ``slot`` env,
 ``grid`` tiles the first ``grid_limit`` envs of a vector env, ``off`` publishes nothing.
+
+A step or reset whose frame the interval skipped leaves the frame *pending*:
+``publish_pending_frame()`` renders and publishes the current state now, and
+``pending_frame_due_in()`` says how long until the interval would allow it (``None`` when no
+frame is pending). A loop that waits for input between steps uses both to show the newest
+state within one interval of the last step (``mosaic_sdk.control.interactive`` does).
 """
 
 from __future__ import annotations
@@ -49,7 +55,41 @@ def _free_index(run_id: str, index: int) -> None:
             del _ENV_INDICES[run_id]
 
 
+class PendingFrames:
+    """The pending-frame methods both wrappers share (see the module docstring)."""
+
+    pump: FramePump
+
+    def _shows_frames(self) -> bool:
+        raise NotImplementedError
+
+    def _render_for_fastlane(self) -> Any:
+        raise NotImplementedError
+
+    def _maybe_publish(self) -> None:
+        if self._shows_frames():
+            self.pump.offer(self._render_for_fastlane)
+
+    @property
+    def frame_pending(self) -> bool:
+        """True when the current state's frame was skipped by the interval (not published)."""
+        return self._shows_frames() and self.pump.pending
+
+    def publish_pending_frame(self) -> bool:
+        """Render and publish the current state now if its frame is pending, whatever the
+        interval; True when a frame was published."""
+        return self._shows_frames() and self.pump.publish_pending(self._render_for_fastlane)
+
+    def pending_frame_due_in(self) -> float | None:
+        """Seconds until the interval allows the pending frame (0.0: now); ``None`` when no
+        frame is pending."""
+        if not self.frame_pending:
+            return None
+        return self.pump.seconds_until_due()
+
+
 class FastLaneTelemetryWrapper(
+    PendingFrames,
     gymnasium.Wrapper,  # type: ignore[type-arg]
     gymnasium.utils.RecordConstructorArgs,
 ):
@@ -109,9 +149,11 @@ class FastLaneTelemetryWrapper(
             self._maybe_publish()
         return obs, reward, terminated, truncated, info
 
-    def _maybe_publish(self) -> None:
-        if self.publishing and self.pump.due():
-            self.pump.publish(self.env.render())
+    def _shows_frames(self) -> bool:
+        return self.publishing
+
+    def _render_for_fastlane(self) -> Any:
+        return self.env.render()
 
     def close(self) -> None:
         try:
@@ -123,7 +165,7 @@ class FastLaneTelemetryWrapper(
                 self.env_index = None
 
 
-class FastLaneVectorTelemetryWrapper(VectorWrapper):
+class FastLaneVectorTelemetryWrapper(PendingFrames, VectorWrapper):
     """Publishes frames of a vector env: the ``slot`` env, or a grid of the first envs."""
 
     def __init__(
@@ -182,9 +224,11 @@ class FastLaneVectorTelemetryWrapper(VectorWrapper):
             frames = None if rendered is None else list(rendered)[:count]
         return None if frames is None or any(f is None for f in frames) else frames
 
-    def _maybe_publish(self) -> None:
-        if self.video_mode != "off" and self.pump.due():
-            self.pump.publish(self._frames())
+    def _shows_frames(self) -> bool:
+        return self.video_mode != "off"
+
+    def _render_for_fastlane(self) -> Any:
+        return self._frames()
 
     def close(self, **kwargs: Any) -> None:
         try:

@@ -2,9 +2,11 @@
 
 The checkpoint (``policy_path``) is loaded by the same code as ``policy_eval``
 (:func:`cleanrl_worker.agents.load_policy`: an MLP or MiniGrid CNN agent, as the checkpoint
-records); the env is the checkpoint's (or the config's
-``env_id`` when given), made with ``render_mode="rgb_array"`` and wrapped for FastLane when it
-is on (every step's frame is published). The policy acts greedily, so a seeded ``reset``
+records); the env is the checkpoint's (or the config's ``env_id`` when given), made with
+``render_mode="rgb_array"`` and wrapped for FastLane when it is on, with the run's frame
+interval (``fastlane_interval_ms``, else ``MOSAIC_FASTLANE_INTERVAL_MS``, else 16 ms; 0
+publishes every step's frame): the session publishes a skipped step's frame once stepping
+pauses, so the latest state is always shown. The policy acts greedily, so a seeded ``reset``
 followed by ``step`` commands replays the same episode. The SDK serves the rest
 (:mod:`mosaic_sdk.control.interactive`): protocol version 1, and the deployed interactive
 dialect 1.0 the platform's GUI speaks (``init``/``ready``/``step``/``episode_done``/...).
@@ -51,12 +53,7 @@ def interactive_session(ctx: RunContext) -> InteractiveSession:
     env = gymnasium.make(env_id, render_mode="rgb_array")
     settings = resolve_fastlane(config, os.environ)
     if settings is not None:
-        keep = ("video_mode", "slot", "grid_limit", "max_dim")
-        chosen = FastLaneSettings(
-            enabled=True,
-            interval_ms=0.0,  # the player looks at every step
-            **{key: settings[key] for key in keep},
-        )
+        chosen = FastLaneSettings(enabled=True, **settings)  # the hook settings, as decided
         env = maybe_wrap_env(env, run_id=config.run_id, settings=chosen)
     env = wrap_observations(env)  # MiniGrid: the image the CNN agent reads
     check_fits(policy.agent, env, where=config.policy_path or "the policy")

@@ -17,7 +17,6 @@ With `"mode": "interactive"` the SDK serves `interactive_session(ctx)` instead o
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -40,11 +39,11 @@ def make_env(config: ExampleConfig, *, interactive: bool = False) -> Any:
     from mosaic_sdk.fastlane import resolve_fastlane
     from mosaic_sdk.plugins import maybe_wrap_env
 
-    # Interactive stepping publishes every frame (the client looks at each step), unless the
-    # launcher asks for a frame interval of its own.
-    every_frame = interactive and "MOSAIC_FASTLANE_INTERVAL_MS" not in os.environ
-    overrides = {"interval_ms": 0} if every_frame else None
-    fastlane = resolve_fastlane(config.fastlane, overrides=overrides)
+    # Interactive stepping too keeps FastLane's frame interval (16 ms unless
+    # MOSAIC_FASTLANE_INTERVAL_MS says otherwise; 0 publishes every step's frame): the
+    # session publishes a skipped step's frame once stepping pauses, so the latest state is
+    # always shown.
+    fastlane = resolve_fastlane(config.fastlane)
     kwargs: dict[str, Any] = {}
     if config.max_steps_per_episode is not None:
         kwargs["max_episode_steps"] = config.max_steps_per_episode

@@ -91,7 +91,7 @@ class PreferenceLearner:
         self.preferences += step * (frequencies - self.probabilities())
 
 
-def make_env(config: Config, *, interactive: bool = False) -> Any:
+def make_env(config: Config) -> Any:
     """The environment of a run{% if cookiecutter.include_fastlane %}, wrapped for FastLane when it is switched on{% endif %}."""
     import gymnasium
 
@@ -101,7 +101,7 @@ def make_env(config: Config, *, interactive: bool = False) -> Any:
 {%- if cookiecutter.include_fastlane %}
     from .fastlane import fastlane_settings, wrap_for_fastlane
 
-    fastlane = fastlane_settings(config, interactive=interactive)
+    fastlane = fastlane_settings(config)
     if fastlane.enabled:
         kwargs["render_mode"] = "rgb_array"
         return wrap_for_fastlane(gymnasium.make(config.env_id, **kwargs), config, fastlane)
@@ -121,7 +121,7 @@ def interactive_session(ctx: RunContext) -> InteractiveSession:
     """Interactive mode: the run's env, stepped on command with the greedy action."""
     config = ctx.config
     assert isinstance(config, Config)
-    env = make_env(config, interactive=True)
+    env = make_env(config)
     learner = PreferenceLearner(env.action_space, config)
     return InteractiveSession(
         env, learner.greedy, info={"env_id": config.env_id, "algo": ALGORITHM}
