@@ -68,7 +68,8 @@ def compose_with_hud(image: np.ndarray, metrics: FastLaneMetrics) -> Any:
     mode = _MODES.get(c)
     if mode is None:
         raise ValueError(f"a snapshot needs 1, 3 or 4 channels, got {c}")
-    frame = pil.fromarray(arr[:, :, 0] if c == 1 else arr, mode)
+    # uint8 HxW, HxWx3, HxWx4 are L, RGB, RGBA to Pillow (its ``mode`` argument is deprecated)
+    frame = pil.fromarray(arr[:, :, 0] if c == 1 else arr)
     text = "\n".join(hud_lines(metrics))
     font = _font(w)
     measure = draw_mod.Draw(pil.new("L", (1, 1)))
