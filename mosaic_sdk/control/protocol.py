@@ -290,6 +290,18 @@ def validate_reply(data: dict[str, Any]) -> Reply:
     return Reply.model_validate({k: v for k, v in data.items() if k not in common})
 
 
+def read_reply(data: dict[str, Any]) -> Reply:
+    """A reply as a client reads it: :func:`validate_reply`, except that fields this SDK does
+    not know (added by a newer worker within protocol version 1, at the top or in ``frame`` or
+    ``error``) are left out instead of refused. What it knows is checked as strictly."""
+    known = {k: v for k, v in data.items() if k in Reply.model_fields}
+    for key, model in (("frame", FrameRef), ("error", ErrorInfo)):
+        inner = known.get(key)
+        if isinstance(inner, dict):
+            known[key] = {k: v for k, v in inner.items() if k in model.model_fields}
+    return Reply.model_validate(known)
+
+
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the protocol: a command or a reply."""
     commands = _COMMAND.json_schema(ref_template="#/$defs/{model}")
@@ -335,6 +347,7 @@ __all__ = [
     "ok_reply",
     "parse_command",
     "render_schema",
+    "read_reply",
     "validate_reply",
 ]
 

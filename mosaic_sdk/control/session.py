@@ -47,7 +47,7 @@ from typing import IO, Any
 
 from mosaic_sdk.control.frames import FrameWaiter
 from mosaic_sdk.control.link import PipeLink, WorkerLink
-from mosaic_sdk.control.protocol import FrameRef, Reply, validate_reply
+from mosaic_sdk.control.protocol import FrameRef, Reply, read_reply
 
 DEFAULT_TIMEOUT = 5.0
 #: Seconds to wait for a started worker's first line (imports such as torch are slow).
@@ -198,7 +198,7 @@ class Session:
             with self._cond:
                 self._waiting.discard(cid)
                 self._replies.pop(cid, None)
-        reply = validate_reply(data)
+        reply = read_reply(data)
         if not reply.ok:
             raise ControlCommandError(reply)
         if cmd in ("close", "stop"):
@@ -258,7 +258,7 @@ class Session:
                 if self.closed_stdout or left <= 0:
                     raise ControlTimeout(f"no error reply came{self._exit_note()}")
                 self._cond.wait(left)
-            return validate_reply(self.unmatched.popleft())
+            return read_reply(self.unmatched.popleft())
 
     # -- reading --------------------------------------------------------------------------------
     def feed(self, lines: Iterable[bytes | str]) -> None:

@@ -94,3 +94,46 @@ def test_a_session_needs_exactly_one_way_to_the_worker() -> None:
         Session()
     with pytest.raises(ValueError, match="not both"):
         Session(io.BytesIO(), link=EchoLink())
+
+
+class NewerWorkerLink(EchoLink):
+    """A worker on a newer SDK: its replies carry fields this SDK does not know yet."""
+
+    def write_line(self, line: bytes) -> None:
+        command = json.loads(line)
+        assert self.session is not None
+        self.session.feed(
+            [
+                json.dumps(
+                    {
+                        "type": "control_reply", "v": 1, "id": command["id"],
+                        "cmd": command["cmd"], "ok": True, "step_index": 3,
+                        "frame": {"fastlane_run_id": "r", "frames_published": 2,
+                                  "pending": False, "ring_generation": 1},
+                        "latency_us": 12, "run_id": "r", "seq": 7,
+                    }
+                )
+            ]
+        )  # fmt: skip
+
+
+def test_a_session_reads_replies_with_fields_it_does_not_know() -> None:
+    link = NewerWorkerLink()
+    session = Session(link=link, timeout=1.0, run_id="newer")
+    link.session = session
+    reply = session.step()
+    assert reply.step_index == 3
+    assert reply.frame is not None and reply.frame.frames_published == 2
+    assert session.last_frame == reply.frame
+
+
+def test_what_a_session_knows_of_a_reply_is_still_checked() -> None:
+    from mosaic_sdk.control.protocol import read_reply
+
+    with pytest.raises(ValueError, match="frames_published"):
+        read_reply(
+            {"type": "control_reply", "v": 1, "id": "1", "cmd": "step", "ok": True,
+             "frame": {"fastlane_run_id": "r", "frames_published": -1, "extra": 1}}
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="v"):
+        read_reply({"type": "control_reply", "v": 2, "id": "1", "cmd": "ping", "ok": True})
