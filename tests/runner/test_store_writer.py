@@ -255,7 +255,8 @@ def test_a_full_disk_is_retried_then_reported_as_lost_rows(
     feed = LineIngest(RUN)
     for serial in range(1, 41):
         batch = LineBatch(serial)
-        feed.add(batch, [_step(reward=serial, pad="x" * 200).encode()] * 25)
+        # 25 rows of ~1 KB: more than the free room of the store's last (16 KiB) page
+        feed.add(batch, [_step(reward=serial, pad="x" * 1000).encode()] * 25)
         writer.submit(batch)
     time.sleep(0.5)
     assert writer.committed_rows == 0 and writer.lost_rows == 0  # waiting, not dropped
