@@ -98,10 +98,24 @@ UPSTREAM_AND_ODD = [
     b"\xff\xfe not utf-8",
 ]
 
+#: Step lines in our field names whose values JSON parsers are known to disagree on.
+STEP_EDGES = [
+    b'{"type":"step","episode_index":0,"step_index":1,"reward":123456789012345678901234567890}',
+    b'{"type":"step","episode_index":0,"step_index":2,"reward":NaN,"seq":-Infinity}',
+    b'{"type":"step","episode_index":0,"step_index":3,"reward":1e400,"ts_unix_ns":-0.0}',
+    b'{"type":"step","episode_index":0,"step_index":4,"agent_id":"\\ud800","reward":1}',
+    b'{"type":"step","episode_index":0,"step_index":5,"reward":1,"reward":2.5}',
+    b'{"type":"step","episode_index":0,"step_index":6,"reward":4.9e-324} ',
+    b'{"type":"step","episode_index":0,"step_index":7,"reward":1.0000000000000002}',
+    b'{"type":"step","episode_index":0,"step_index":8,"agent_id":"\xc3\xa9\\u00e9\\n"}',
+    b'{"type":"step","episode_index":0,"step_index":9,"terminated":true,"truncated":null}',
+    b'{"type":"step","episode_index":[0],"step_index":{"a":[1,[2]]},"reward":"1"}',
+]
+
 
 def test_ingest_rows_agree_with_classify_line() -> None:
     """The fast path for step lines must give what classify_line gives, line for line."""
-    raws = _emitted_lines() + UPSTREAM_AND_ODD
+    raws = _emitted_lines() + UPSTREAM_AND_ODD + STEP_EDGES
     ingest = LineIngest("r")
     batch = LineBatch()
     ingest.add(batch, raws)
@@ -121,12 +135,17 @@ def test_ingest_rows_agree_with_classify_line() -> None:
         assert kind == item.kind, raw
         if kind == "step":
             d = item.data
-            expected = (d.get("seq"), d.get("episode_index"), d.get("step_index"), d.get("reward"))
-            assert row[2:6] == expected
-            assert row[9] == item.text
+            keys = ("seq", "episode_index", "step_index", "reward", "terminated", "truncated")
+            expected = (
+                *(d.get(k) for k in keys),
+                d.get("ts_unix_ns"),
+                item.text,
+                d.get("agent_id"),
+            )
+            assert repr(row[2:11]) == repr(expected), raw  # repr: NaN == NaN, -0.0 != 0.0
         elif kind in ("log", "invalid"):
             assert row[6] == item.text
-    assert ingest.steps == 5 and ingest.episodes == 1 and ingest.events == 3
+    assert ingest.steps == 5 + len(STEP_EDGES) and ingest.episodes == 1 and ingest.events == 3
     assert ingest.terminal_event is not None
     assert ingest.terminal_event["event"] == "run_completed"
     assert batch.lines == len(raws)
