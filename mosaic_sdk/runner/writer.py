@@ -39,6 +39,8 @@ REPORT_FIRST = 2.0
 REPORT_EVERY = 10.0
 #: After close, how long a store that refuses writes is retried before the rest is lost (s).
 GIVE_UP_AFTER = 30.0
+#: Queued batches are merged into one transaction up to this many rows (see ``_loop``).
+MERGE_ROWS = 8192
 
 
 def _warn(message: str) -> None:
@@ -55,6 +57,7 @@ class StoreWriter:
         max_pending: int = 64,
         *,
         max_backlog_rows: int = 100_000,
+        merge_rows: int = MERGE_ROWS,
         busy_timeout: float = 1.0,
         give_up_after: float | None = None,
         abandon: Callable[[], bool] | None = None,
@@ -64,6 +67,7 @@ class StoreWriter:
         self.path = Path(path)
         self.run_id = run_id
         self.max_backlog_rows = max_backlog_rows
+        self.merge_rows = merge_rows
         self.give_up_after = GIVE_UP_AFTER if give_up_after is None else give_up_after
         self._abandon = abandon or (lambda: False)
         self._report = report
@@ -174,8 +178,14 @@ class StoreWriter:
                         if self._closing_at is not None:
                             return
                         continue
-                if self.stalled_since is not None:
-                    self._merge_queued(pending)
+                # Batches that queued up while the last one was committed go into the same
+                # transaction (up to ``merge_rows`` rows; while stalled, up to the backlog): a
+                # run that writes faster than single batches commit gets fewer, larger
+                # transactions, and a quiet run keeps the supervisor's small, prompt ones.
+                self._merge_queued(
+                    pending,
+                    self.max_backlog_rows if self.stalled_since is not None else self.merge_rows,
+                )
                 try:
                     self._commit(pending)
                 except sqlite3.OperationalError as exc:  # locked, busy, full: try again later
@@ -208,9 +218,9 @@ class StoreWriter:
         closing = self._closing_at
         return closing is not None and time.monotonic() - closing >= self.give_up_after
 
-    def _merge_queued(self, pending: LineBatch) -> None:
-        """While stalled, move queued batches into the backlog (up to ``max_backlog_rows``)."""
-        while len(pending) < self.max_backlog_rows:
+    def _merge_queued(self, pending: LineBatch, limit: int) -> None:
+        """Move queued batches into ``pending`` while it holds fewer than ``limit`` rows."""
+        while len(pending) < limit:
             try:
                 pending.absorb(self._queue.get_nowait())
             except queue.Empty:
@@ -299,4 +309,4 @@ class StoreWriter:
             self._reported_at = None
 
 
-__all__ = ["GIVE_UP_AFTER", "StoreWriter"]
+__all__ = ["GIVE_UP_AFTER", "MERGE_ROWS", "StoreWriter"]

@@ -311,8 +311,10 @@ def test_the_writer_gives_observers_the_rows_as_stored(tmp_path: Path) -> None:
     writer.submit(duplicate)
     writer.close()
     assert writer.lost_rows == 0
-    assert [s[5] for s in committed[0].steps] == [1.5, None]  # the huge reward is NULL in SQL
-    assert committed[1].steps == []  # stored as an 'unstored' log line instead
+    # (the writer may commit the two batches together: look at all it gave)
+    steps = [row for batch in committed for row in batch.steps]
+    assert [s[5] for s in steps] == [1.5, None]  # the huge reward is NULL in SQL
+    assert all(s[4] != 9 for s in steps)  # the duplicate: an 'unstored' log line instead
     [(kind,)] = rows(path, "SELECT kind FROM log_lines WHERE line_no = 1")
     assert kind == "unstored"
 

@@ -344,3 +344,40 @@ def test_a_row_its_table_refuses_is_kept_raw_and_the_rest_of_its_batch_stored(
     assert [(n, kind) for n, kind, _, _ in logs] == [(1, "unstored"), (3, "log")]
     assert "UNIQUE" in logs[0][2] and logs[0][3] == lines[0]
     assert (counted_steps, counted_logs) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("merge_rows", "expected"), [(None, [10, 110]), (60, [10, 60, 50])], ids=["default", "60"]
+)
+def test_batches_that_queue_up_during_a_commit_share_the_next_transaction(
+    tmp_path: Path, merge_rows: int | None, expected: list[int]
+) -> None:
+    path = _store(tmp_path / "s.sqlite")
+    release = threading.Event()
+    seen: list[int] = []
+
+    def slow_commit(batch: LineBatch) -> None:  # the writer's thread waits here once
+        seen.append(len(batch))
+        if len(seen) == 1:
+            assert release.wait(10)
+
+    limit = {} if merge_rows is None else {"merge_rows": merge_rows}
+    writer = StoreWriter(path, RUN, on_commit=slow_commit, **limit)
+    feed = LineIngest(RUN)
+    for serial in range(1, 13):  # 12 batches of 10 rows
+        batch = LineBatch(serial)
+        feed.add(batch, [_step(step_index=serial, reward=i).encode() for i in range(10)])
+        writer.submit(batch)
+        if serial == 1:
+            while not seen:  # the first batch is committed; the others queue behind it
+                time.sleep(0.01)
+    release.set()
+    writer.close(timeout=30)
+    assert writer.lost_rows == 0
+    # the first alone, then the 11 queued batches together (up to merge_rows rows each)
+    assert seen == expected
+    assert writer.transactions == len(expected)
+    assert writer.committed_serial == 12
+    stored = _stored_lines(path)
+    assert sorted(stored) == list(range(1, 121))
+    assert all(table == "steps" for table, _ in stored.values())
