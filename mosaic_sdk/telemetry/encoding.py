@@ -59,4 +59,28 @@ def encode_value(value: Any) -> str:
     return dumps(value)
 
 
-__all__ = ["dumps", "encode_value", "json_default"]
+def lone_surrogate_at(value: Any) -> str | None:
+    """Where in ``value`` (nested dicts and lists, keys included) a string holds a lone
+    surrogate, as a path such as ``$.id`` or ``$.args[2]``; ``None`` when every string is
+    valid Unicode text. Such strings come from JSON ``\\udXXX`` escapes or from names decoded
+    with ``surrogateescape``; no UTF-8 stream can carry them as they are."""
+    todo: list[tuple[str, Any]] = [("$", value)]
+    while todo:
+        path, item = todo.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return path
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if isinstance(key, str) and lone_surrogate_at(key) is not None:
+                    return f"{path} (a key)"
+                todo.append((f"{path}.{key}", sub))
+        elif isinstance(item, (list, tuple)):
+            todo.extend((f"{path}[{i}]", sub) for i, sub in enumerate(item))
+    return None
+
+
+__all__ = ["dumps", "encode_value", "json_default", "lone_surrogate_at"]

@@ -3,7 +3,9 @@ one lock, writes urgent lines (lifecycle, control replies) at once with anything
 the rest when 64 KiB are pending or ``flush_interval`` seconds after the first pending line
 (a daemon thread keeps that bound while the worker is busy elsewhere). A closed or broken
 stream is said once on stderr and never stops the worker; every live output is flushed at
-interpreter exit.
+interpreter exit. Text the stream cannot encode (a lone surrogate from a file name read with
+``surrogateescape``, or a command id) never breaks it: those characters are written as JSON
+``\\uXXXX`` escapes, which every JSON reader takes back, and that is said once on stderr.
 
 Imports nothing of numpy, pydantic or pluggy (``import mosaic_sdk.telemetry`` stays light).
 """
@@ -11,6 +13,7 @@ Imports nothing of numpy, pydantic or pluggy (``import mosaic_sdk.telemetry`` st
 from __future__ import annotations
 
 import atexit
+import codecs
 import os
 import sys
 import threading
@@ -37,6 +40,35 @@ def env_float(name: str, default: float) -> float:
     return value
 
 
+JSON_ESCAPE_ERRORS = "mosaic.json-escape"
+"""The codec error handler that writes an unencodable character as a JSON ``\\uXXXX`` escape."""
+
+
+def _json_escape(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = []
+    for ch in exc.object[exc.start : exc.end]:
+        code = ord(ch)
+        if code > 0xFFFF:  # a character outside the BMP: a JSON surrogate pair
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out), exc.end
+
+
+codecs.register_error(JSON_ESCAPE_ERRORS, _json_escape)
+
+
+def json_escape_unencodable(text: str, encoding: str | None) -> str:
+    """``text`` (JSON lines) with every character ``encoding`` cannot encode (lone surrogates,
+    for UTF-8) written as a JSON ``\\uXXXX`` escape. Only valid for JSON text, where every
+    such character stands inside a string."""
+    codec = encoding or "utf-8"
+    return text.encode(codec, JSON_ESCAPE_ERRORS).decode(codec)
+
+
 class LineOutput:
     """Buffered, thread-safe writing of whole lines to ``stream`` (default: stdout).
 
@@ -59,6 +91,8 @@ class LineOutput:
         self._closed = False
         #: True once the stream refused a write: later lines are dropped.
         self.broken = False
+        #: Characters the stream could not encode, written as JSON escapes instead.
+        self.escaped = 0
         self._lines = 0
         self._wake = threading.Event()
         self._flusher: threading.Thread | None = None
@@ -88,7 +122,10 @@ class LineOutput:
         if self.broken:
             return
         try:
-            self._stream.write(data)
+            try:
+                self._stream.write(data)
+            except UnicodeEncodeError:  # a subclass of ValueError: the stream itself is fine
+                self._write_escaped(data)
             self._stream.flush()
         except (BrokenPipeError, ValueError, OSError) as exc:
             # The reader is gone (or stdout closed): keep the worker alive, say it once.
@@ -97,6 +134,20 @@ class LineOutput:
                 sys.stderr.write(f"mosaic telemetry: output lost, stream closed ({exc})\n")
             except Exception:  # noqa: BLE001 - stderr may be gone too
                 pass
+
+    def _write_escaped(self, data: str) -> None:
+        """Write ``data`` with what the stream cannot encode as JSON escapes; say it once."""
+        escaped = json_escape_unencodable(data, getattr(self._stream, "encoding", None))
+        self._stream.write(escaped)
+        if not self.escaped:
+            try:
+                sys.stderr.write(
+                    "mosaic telemetry: a line held text the output cannot encode (such as a "
+                    "lone surrogate); it was written as JSON \\u escapes, as later ones will be\n"
+                )
+            except Exception:  # noqa: BLE001 - stderr may be gone
+                pass
+        self.escaped += 1
 
     def _ensure_flusher(self) -> None:
         if self._flusher is None:
@@ -143,4 +194,10 @@ def _flush_all_at_exit() -> None:
             pass
 
 
-__all__ = ["DEFAULT_FLUSH_INTERVAL", "LineOutput", "env_float"]
+__all__ = [
+    "DEFAULT_FLUSH_INTERVAL",
+    "JSON_ESCAPE_ERRORS",
+    "LineOutput",
+    "env_float",
+    "json_escape_unencodable",
+]
