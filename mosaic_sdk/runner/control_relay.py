@@ -24,6 +24,7 @@ import threading
 from typing import Any
 
 from mosaic_sdk.runner.stdin import StdinClosed, WorkerStdin
+from mosaic_sdk.telemetry.encoding import lone_surrogate_at
 
 #: The control protocol version this runner speaks.
 PROTOCOL = 1
@@ -223,6 +224,17 @@ class ControlRelay:
                 f'"id" must be a string of 1 to {MAX_ID} characters, got {rid!r:.60}',
                 "leave the id out (the runner assigns one) or give a short string",
                 cmd=cmd,
+            )
+        where = lone_surrogate_at(request)
+        if where is not None:
+            return runner_error(
+                "malformed_request",
+                f"the request's text at {where} is not valid Unicode (it holds a lone "
+                "surrogate, e.g. from a \\ud800 escape); it was not sent to the worker",
+                "send ids and values as UTF-8 text; a name read from a non-UTF-8 disk should "
+                "be decoded before it is sent",
+                cmd=cmd if lone_surrogate_at(cmd) is None else None,
+                id=rid if lone_surrogate_at(rid) is None else None,
             )
         if request.get("v", PROTOCOL) != PROTOCOL:
             return runner_error(
