@@ -44,6 +44,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--seeds", metavar="RANGE", help="run every trial for these seeds, e.g. 1-5")
     p.add_argument(
+        "--max-trials",
+        type=int,
+        metavar="N",
+        help="refuse a spec that makes more than N trials (default 100000; the spec key "
+        "max_trials)",
+    )
+    p.add_argument(
         "--engine",
         choices=("local", "ray"),
         default="local",
@@ -79,7 +86,7 @@ def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
     from mosaic_sdk.sweeps.spec import apply_shorthands, load_spec
 
     raw = load_spec(args.spec) if args.spec else {}
-    return apply_shorthands(raw, args.grid, args.seeds)
+    return apply_shorthands(raw, args.grid, args.seeds, args.max_trials)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -91,8 +98,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.resume is None and not (args.spec or args.grid or args.seeds):
         raise UsageError("give a sweep spec file, --grid KEY=V1,V2 or --seeds RANGE")
-    if args.resume is not None and (args.spec or args.grid or args.seeds):
-        raise UsageError("--resume takes the spec from the store; leave out SPEC, --grid, --seeds")
+    if args.resume is not None and (args.spec or args.grid or args.seeds or args.max_trials):
+        raise UsageError(
+            "--resume takes the spec from the store; leave out SPEC, --grid, --seeds, --max-trials"
+        )
     if args.address is not None and args.engine != "ray":
         raise UsageError("--address is for --engine ray")
     report = (lambda _msg: None) if args.json else (lambda msg: print(msg, flush=True))

@@ -16,6 +16,7 @@ on it); the ``ray`` engine hands the same space to Ray Tune's own search-space f
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,12 @@ _TOP_KEYS = (
     "scheduler",
     "trials_at_once",
     "max_failures",
+    "max_trials",
 )
+
+#: The most trials a spec may make unless it says otherwise (``max_trials``, ``--max-trials``):
+#: a typo such as ``seeds = "1-100000000"`` is refused with its count, not run out of memory.
+MAX_TRIALS = 100_000
 
 
 class SpecError(ValueError):
@@ -80,6 +86,12 @@ class SweepSpec:
     trials_at_once: int = 2
     max_failures: int = 1
     worker: str | None = None
+    max_trials: int = MAX_TRIALS
+
+    @property
+    def trial_count(self) -> int:
+        """How many trials the spec makes (computed, nothing expanded)."""
+        return count_trials(self.space, self.samples, len(self.seeds))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -95,6 +107,7 @@ class SweepSpec:
             },
             "trials_at_once": self.trials_at_once,
             "max_failures": self.max_failures,
+            "max_trials": self.max_trials,
         }
         if self.worker is not None:
             out["worker"] = self.worker
@@ -145,25 +158,44 @@ def load_spec(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``"1-5"`` -> ``[1, 2, 3, 4, 5]``; ``"1,4,9"`` and mixtures (``"1-3,7"``) too."""
-    out: list[int] = []
+def parse_seeds(text: str, limit: int = MAX_TRIALS) -> list[int]:
+    """``"1-5"`` -> ``[1, 2, 3, 4, 5]``; ``"1,4,9"`` and mixtures (``"1-3,7"``) too.
+
+    The ranges are counted before any is expanded: more than ``limit`` seeds is a
+    ``SpecError`` with the count (a sweep runs every trial once per seed).
+    """
+    ranges: list[tuple[int, int]] = []
     for part in text.split(","):
         part = part.strip()
         lo, dash, hi = part.partition("-")
         try:
-            if dash:
-                a, b = int(lo), int(hi)
-                if b < a:
-                    raise ValueError
-                out.extend(range(a, b + 1))
-            else:
-                out.append(int(part))
+            a, b = (int(lo), int(hi)) if dash else (int(part), int(part))
+            if b < a:
+                raise ValueError
         except ValueError:
             raise SpecError(
                 [f"--seeds {text!r}: {part!r} is not a seed or a range like 1-5"]
             ) from None
-    return out
+        ranges.append((a, b))
+    count = sum(b - a + 1 for a, b in ranges)
+    if count > limit:
+        raise SpecError(
+            [
+                f"--seeds {text!r} is {count:,} seeds, more than the {limit:,} trials a sweep "
+                "may run (max_trials); give fewer seeds, or raise the limit with --max-trials "
+                "or the spec key max_trials"
+            ]
+        )
+    return [seed for a, b in ranges for seed in range(a, b + 1)]
+
+
+def count_trials(space: Space, samples: int, seeds: int) -> int:
+    """The trials a space makes: the product of the grids' lengths, times ``samples`` when the
+    space has random keys, times the number of seeds (at least one)."""
+    count = math.prod(len(d["grid"]) for d in space.values() if "grid" in d)
+    if any("grid" not in d for d in space.values()):
+        count *= samples
+    return count * max(seeds, 1)
 
 
 def _shorthand_value(text: str) -> Any:
@@ -174,9 +206,14 @@ def _shorthand_value(text: str) -> Any:
 
 
 def apply_shorthands(
-    raw: Mapping[str, Any], grids: Iterable[str] = (), seeds: str | None = None
+    raw: Mapping[str, Any],
+    grids: Iterable[str] = (),
+    seeds: str | None = None,
+    max_trials: int | None = None,
 ) -> dict[str, Any]:
-    """``raw`` with ``--grid key=v1,v2`` (values JSON when they parse) and ``--seeds``."""
+    """``raw`` with ``--grid key=v1,v2`` (values JSON when they parse), ``--seeds`` (kept as
+    text: :func:`parse_spec` counts it against the limit before expanding it) and
+    ``--max-trials``."""
     out = json.loads(json.dumps(dict(raw)))
     for text in grids:
         key, sep, values = text.partition("=")
@@ -185,7 +222,9 @@ def apply_shorthands(
         space = out.setdefault("space", {})
         space[key.strip()] = {"grid": [_shorthand_value(v) for v in values.split(",")]}
     if seeds is not None:
-        out["seeds"] = parse_seeds(seeds)
+        out["seeds"] = seeds
+    if max_trials is not None:
+        out["max_trials"] = max_trials
     return out
 
 
@@ -251,10 +290,11 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
         errors.append(f"base: give the base config as an object (got {base!r})")
         base = {}
     space = parse_space(errors, raw.get("space", {}))
+    max_trials = _int(errors, "max_trials", raw.get("max_trials", MAX_TRIALS), 1)
     seeds_raw = raw.get("seeds", [])
     if isinstance(seeds_raw, str):
         try:
-            seeds_raw = parse_seeds(seeds_raw)
+            seeds_raw = parse_seeds(seeds_raw, max_trials)
         except SpecError as exc:
             errors.extend(e.replace("--seeds", "seeds") for e in exc.errors)
             seeds_raw = []
@@ -286,7 +326,19 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
         trials_at_once=_int(errors, "trials_at_once", raw.get("trials_at_once", 2), 1),
         max_failures=_int(errors, "max_failures", raw.get("max_failures", 1), 0),
         worker=worker,
+        max_trials=max_trials,
     )
+    if not errors and spec.trial_count > max_trials:
+        grids = [f"{len(d['grid'])} ({k})" for k, d in space.items() if "grid" in d]
+        parts = grids + (
+            [f"{spec.samples} samples"] if any("grid" not in d for d in space.values()) else []
+        )
+        parts += [f"{len(seeds)} seeds"] if seeds else []
+        errors.append(
+            f"the spec makes {spec.trial_count:,} trials ({' x '.join(parts)}), more than "
+            f"max_trials = {max_trials:,}; shrink the space, or raise the limit with "
+            "--max-trials N or the spec key max_trials"
+        )
     if errors:
         raise SpecError(errors)
     return spec
@@ -352,6 +404,7 @@ def check_against_model(spec: SweepSpec, model: Any) -> None:
 
 __all__ = [
     "DISTRIBUTIONS",
+    "MAX_TRIALS",
     "METRICS",
     "Asha",
     "Metric",
@@ -360,6 +413,7 @@ __all__ = [
     "Trial",
     "apply_shorthands",
     "check_against_model",
+    "count_trials",
     "expand_trials",
     "load_spec",
     "parse_seeds",

@@ -210,3 +210,23 @@ def test_a_bad_spec_starts_nothing_and_names_every_bad_value(tmp_path: Path) -> 
         conn = sqlite3.connect(store)
         assert conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
         conn.close()
+
+
+def test_a_spec_too_big_to_run_exits_2_with_its_count_and_leaves_no_sweep(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    spec = tmp_path / "big.json"
+    spec.write_text(
+        json.dumps({"space": {"step_delay_ms": {"uniform": [0, 1]}}, "samples": 1_000_000_000})
+    )
+    for argv in (["--seeds", "1-100000000"], [str(spec)]):
+        done = subprocess.run(_sweep_cli(store, *argv), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert "nothing was started" in done.stderr and "--max-trials" in done.stderr
+        assert "100,000,000 seeds" in done.stderr or "1,000,000,000 trials" in done.stderr
+    if store.exists():
+        conn = sqlite3.connect(store)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        if "sweeps" in tables:
+            assert conn.execute("SELECT count(*) FROM sweeps").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+        conn.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ def test_grid_shorthand_parses_json_values_and_refuses_a_bare_key() -> None:
         "episodes": {"grid": [2, 3]},
         "policy": {"grid": ["random", "balance"]},
     }
-    assert raw["seeds"] == [1, 2]
+    assert parse_spec(raw).seeds == [1, 2]
     with pytest.raises(SpecError, match="key=v1,v2"):
         apply_shorthands({}, ["episodes"])
 
@@ -162,3 +163,65 @@ def test_the_guides_toml_spec_is_a_valid_spec_for_the_example_worker() -> None:
     check_against_model(spec, ExampleConfig)
     assert len(expand_trials(spec)) == 2 * 3 * 3
     assert spec.scheduler is not None and spec.scheduler.max_t == spec.base["episodes"]
+
+
+# -- bounded sweeps: the size is known before anything is built --------------------------------
+
+
+def peak_bytes(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+    except SpecError:
+        pass
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def test_a_huge_seed_range_is_refused_with_its_count_before_it_is_expanded() -> None:
+    with pytest.raises(SpecError, match=r"100,000,000 seeds, more than the 100,000 trials"):
+        parse_spec({"seeds": "1-100000000"})
+    # Before the fix this built a list of 10^8 ints (7 GB); now nothing of the size is made.
+    assert peak_bytes(lambda: parse_spec({"seeds": "1-100000000"})) < 1_000_000
+    assert parse_seeds("1-3,10", limit=4) == [1, 2, 3, 10]
+    with pytest.raises(SpecError, match="5 seeds"):
+        parse_seeds("1-3,10-11", limit=4)
+
+
+def test_a_spec_that_makes_too_many_trials_is_refused_with_its_product() -> None:
+    raw = {
+        "space": {"lr": {"loguniform": [1e-5, 1e-2]}, "episodes": {"grid": [1, 2, 3]}},
+        "samples": 1_000_000_000,
+        "seeds": [1, 2],
+    }
+    with pytest.raises(SpecError) as caught:
+        parse_spec(raw)
+    [line] = caught.value.errors
+    assert "6,000,000,000 trials (3 (episodes) x 1000000000 samples x 2 seeds)" in line
+    assert "--max-trials" in line
+    assert peak_bytes(lambda: parse_spec(raw)) < 1_000_000
+
+
+def test_max_trials_raises_or_lowers_the_limit_and_is_kept_for_resume() -> None:
+    raw = {"space": {"episodes": {"grid": [1, 2, 3]}}, "seeds": "1-4"}
+    assert parse_spec(raw).trial_count == 12
+    with pytest.raises(SpecError, match="makes 12 trials"):
+        parse_spec({**raw, "max_trials": 10})
+    spec = parse_spec(apply_shorthands(raw, max_trials=12))
+    assert len(expand_trials(spec)) == spec.trial_count == 12
+    assert parse_spec(spec.to_dict()).max_trials == 12
+    with pytest.raises(SpecError, match="max_trials: give a whole number >= 1"):
+        parse_spec({**raw, "max_trials": 0})
+
+
+def test_trial_count_agrees_with_the_expansion() -> None:
+    for raw in (
+        {},
+        {"seeds": [3]},
+        {"space": {"a": {"grid": [1, 2]}, "b": {"choice": [1, 2, 3]}}, "samples": 4},
+        {"space": {"a": {"grid": [1, 2]}, "b": {"grid": [1, 2, 3]}}, "samples": 4, "seeds": "1-2"},
+        {"space": {"b": {"uniform": [0, 1]}}, "samples": 5, "seeds": [1, 2]},
+    ):
+        spec = parse_spec(raw)
+        assert spec.trial_count == len(expand_trials(spec)), raw
