@@ -93,8 +93,11 @@ def run_sweep(
                     [f"--resume {resume}: that sweep ran on --engine {row['engine']}; give it"]
                 )
             handle, spec = check_spec(worker, row["spec"])
+            lost = sweeps.mark_lost(sweep_id)
             sweeps.set_status(sweep_id, "running")
             report(f"resuming sweep {sweep_id}")
+            if lost:
+                report(f"{lost} attempt(s) whose driver is gone are marked lost; they run again")
         else:
             handle, spec = check_spec(worker, raw)
             sweep_id = new_run_id()

@@ -3,7 +3,8 @@
 
 A trial attempt is an ordinary run in ``runs``; its ``sweep_trials`` row ties it to the sweep
 and holds the parameters, the trial's status and its metric. Trial statuses: ``running``,
-``completed``, ``failed``, ``cancelled`` (the sweep was interrupted: ``--resume`` runs it again)
+``completed``, ``failed``, ``cancelled`` (the sweep was interrupted: ``--resume`` runs it again),
+``lost`` (its driver died while it ran, e.g. SIGKILL: ``--resume`` marks it and runs it again)
 and ``stopped`` (the scheduler ended it early: it counts as finished).
 """
 
@@ -16,6 +17,7 @@ import time
 from typing import Any
 
 from mosaic_sdk.runner.store import RunStore, StoreError
+from mosaic_sdk.shm.processes import process_alive
 from mosaic_sdk.sweeps.spec import Metric
 
 #: Trial statuses that ``--resume`` does not run again.
@@ -96,6 +98,33 @@ class SweepStore:
             "UPDATE sweep_trials SET status = ?, metric = ?, error = ? WHERE run_id = ?",
             (status, metric, error, run_id),
         )
+
+    def mark_lost(self, sweep_id: str) -> int:
+        """Before a resume: the attempts still ``running`` whose driver is gone become ``lost``
+        (returns how many). ``StoreError`` when the sweep's driver still runs on this host:
+        two drivers must not run one sweep."""
+        row = self.conn.execute(
+            "SELECT status, driver_pid, driver_host FROM sweeps WHERE sweep_id = ?", (sweep_id,)
+        ).fetchone()
+        pid, host = row["driver_pid"], row["driver_host"]
+        if (
+            row["status"] == "running"
+            and pid
+            and int(pid) != os.getpid()
+            and host == socket.gethostname()
+            and process_alive(int(pid))
+        ):
+            raise StoreError(
+                f"sweep {sweep_id} is still running: its driver, pid {pid}, is alive; wait for "
+                f"it, or stop it (Ctrl-C, or kill {pid}) before --resume"
+            )
+        where = f"pid {pid} on {host}" if pid else "unknown"
+        cur = self.conn.execute(
+            "UPDATE sweep_trials SET status = 'lost', error = ? WHERE sweep_id = ?"
+            " AND status = 'running'",
+            (f"its sweep driver ({where}) is gone; --resume runs the trial again", sweep_id),
+        )
+        return int(cur.rowcount)
 
     # -- reading ----------------------------------------------------------------------------
     def resolve(self, sweep_id: str) -> str:

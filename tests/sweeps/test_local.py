@@ -4,6 +4,7 @@ trial stored failed while the sweep goes on, Ctrl-C to the driver, ``--resume``.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -230,3 +231,63 @@ def test_a_spec_too_big_to_run_exits_2_with_its_count_and_leaves_no_sweep(tmp_pa
             assert conn.execute("SELECT count(*) FROM sweeps").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
         conn.close()
+
+
+def test_resume_after_the_driver_is_killed_marks_its_attempts_lost_and_runs_them_again(
+    tmp_path: Path, shm_unchanged: None
+) -> None:
+    store = tmp_path / "s.sqlite"
+    spec = tmp_path / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "base": {**SHORT, "episodes": 3, "step_delay_ms": 20},
+                "space": {"policy": {"grid": ["balance", "random"]}},
+                "trials_at_once": 2,
+            }
+        )
+    )
+    driver = subprocess.Popen(
+        _sweep_cli(store, str(spec)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while _statuses(store).count("running") < 2:
+            assert driver.poll() is None, "the sweep ended before both trials ran"
+            assert time.monotonic() < deadline, "the trials did not start in time"
+            time.sleep(0.05)
+        conn = sqlite3.connect(store)
+        (sweep_id,) = conn.execute("SELECT sweep_id FROM sweeps").fetchone()
+        conn.close()
+        # A second driver may not take over a sweep whose driver is alive.
+        refused = subprocess.run(
+            _sweep_cli(store, "--resume", sweep_id), capture_output=True, text=True, timeout=120
+        )
+        assert refused.returncode == 2 and f"pid {driver.pid}, is alive" in refused.stderr
+        driver.kill()
+        driver.wait()
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        for pid in worker_pids(store):  # the killed driver's trials, orphaned
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert _statuses(store).count("running") == 2  # what a SIGKILL leaves behind
+
+    resumed = subprocess.run(
+        _sweep_cli(store, "--resume", sweep_id), capture_output=True, text=True, timeout=300
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "2 attempt(s) whose driver is gone are marked lost" in resumed.stdout
+    with RunStore(store, readonly=True) as runs:
+        trials = SweepStore(runs).trials(sweep_id)
+    by_attempt = sorted((t["trial_key"], t["attempt"], t["status"]) for t in trials)
+    assert by_attempt == [
+        ("t0000", 1, "lost"),
+        ("t0000", 2, "completed"),
+        ("t0001", 1, "lost"),
+        ("t0001", 2, "completed"),
+    ]
+    lost = [t for t in trials if t["status"] == "lost"]
+    assert all(f"pid {driver.pid}" in t["error"] for t in lost)
