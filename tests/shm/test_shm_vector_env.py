@@ -263,3 +263,45 @@ def test_hosts_clean_up_when_the_trainer_is_sigkilled(segments) -> None:
             time.sleep(0.02)
         assert not watch.alive(), f"host {pid} outlived its trainer"
         watch.close()
+
+
+def test_sigterm_to_the_trainers_process_group_leaves_no_segment(segments) -> None:
+    """``mosaic run`` (and service managers) SIGTERM the worker's whole process group, so the
+    hosts get SIGTERM at the same moment as the trainer: worker 0 must still unlink."""
+    import subprocess
+    import sys
+    import time
+
+    name = segments.name()
+    code = (
+        "import gymnasium as gym, os\n"
+        "from mosaic_sdk.shm import ShmVectorEnv\n"
+        f"e = ShmVectorEnv([lambda: gym.make('CartPole-v1')] * 4, num_workers=2, name={name!r})\n"
+        "e.reset(seed=0)\n"
+        "print(*e._host.pids, flush=True)\n"
+        "while True:\n"
+        "    e.step(e.action_space.sample())\n"
+    )
+    trainer = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        host_pids = [int(p) for p in trainer.stdout.readline().split()]
+        assert len(host_pids) == 2 and segment_exists(name)
+        os.killpg(trainer.pid, signal.SIGTERM)
+        trainer.wait(timeout=30)
+    finally:
+        if trainer.poll() is None:
+            os.killpg(trainer.pid, signal.SIGKILL)
+            trainer.wait()
+        trainer.stdout.close()
+    deadline = time.monotonic() + 10
+    while segment_exists(name) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not segment_exists(name), "the segment outlived a SIGTERM to the process group"
+    for pid in host_pids:
+        watch = PeerWatch(pid)
+        while watch.alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not watch.alive(), f"host {pid} outlived the SIGTERM"
+        watch.close()
