@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
@@ -275,6 +276,10 @@ def _serve_worker(
         worker.close()
 
 
+def _exit_on_signal(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 class _Reported(Exception):
     """The failure is already reported to the launcher."""
 
@@ -300,7 +305,12 @@ def run_host(
 
     ``options``: ``spin``, ``env_id``, ``autoreset_mode`` ("NextStep", "SameStep",
     "Disabled") and ``side_size``.
+
+    SIGTERM ends the host as an exception would, through its ``finally``: a signal sent to
+    the trainer's whole process group (as ``mosaic run`` and service managers do) reaches the
+    hosts too, and worker 0 must still unlink the segment it owns.
     """
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         envs = [fn() for fn in env_fns]
         if index == 0:
