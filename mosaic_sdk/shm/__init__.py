@@ -29,6 +29,7 @@ _LAZY = LazyExports(
         "PeerGoneError": "mosaic_sdk.shm.sync",
         "TransportClosedError": "mosaic_sdk.shm.sync",
         "TransportTimeoutError": "mosaic_sdk.shm.sync",
+        "SegmentCorruptedError": "mosaic_sdk.shm.mapping",
         "CommandError": "mosaic_sdk.shm.commands",
     },
 )

@@ -109,6 +109,7 @@ class SharedMemoryClient:
         return int(self._seg.frame.load())
 
     def _check(self) -> None:
+        self._seg.verify_header()
         self._seg.check_open()
         if not self._engine.alive():
             raise watch_error(self.name, "engine", self.engine_pid)
@@ -134,7 +135,11 @@ class SharedMemoryClient:
         seg = self._seg
         seq = self._seq = self._seq + 1  # published even if the wait below fails
         seg.action.publish(seq)
-        seg.frame.wait_seq(seq, self.spin, self._deadline(), self._check)
+        got = seg.frame.wait_seq(seq, self.spin, self._deadline(), self._check)
+        if got != seq:  # the engine cannot answer a batch that was never sent
+            seg.verify_header()
+            raise seg.corrupted(f"frame_seq is {got} but this client published batch {seq}")
+        seg.verify_now_and_then()
         return self.obs, self.rewards, self.terminated, self.truncated
 
     # -- commands -----------------------------------------------------------------------------

@@ -105,6 +105,7 @@ class EngineSide:
         self._watches.watch(pid, role)
 
     def _check(self) -> None:
+        self.seg.verify_header()
         self.seg.check_open()
         pid = self.seg.load("client_pid")
         if pid != self._client_pid:

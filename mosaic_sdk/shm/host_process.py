@@ -24,6 +24,7 @@ import numpy as np
 
 from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm import spaces
+from mosaic_sdk.shm.mapping import MappedSegment, SegmentCorruptedError
 from mosaic_sdk.shm.packing import RowCodec
 from mosaic_sdk.shm.stepper import SliceStepper, dumps
 from mosaic_sdk.shm.sync import PeerGoneError, PeerWatch, TransportTimeoutError
@@ -154,6 +155,20 @@ class _Owner:
         return value
 
 
+def _explained(seg: MappedSegment, exc: BaseException) -> BaseException:
+    """``exc``, or the corruption that caused it: an overwritten segment shows up as odd
+    errors (an ``OverflowError`` from a sync word, a peer that is not one), so the header is
+    checked before anything is reported."""
+    if isinstance(exc, SegmentCorruptedError):
+        return exc
+    try:
+        seg.verify_header()
+    except SegmentCorruptedError as corrupt:
+        corrupt.__cause__ = exc
+        return corrupt
+    return exc
+
+
 def _report(launcher: Connection, exc: BaseException) -> None:
     """Send ``("error", text, pickled exception)`` (b"" when it cannot be pickled)."""
     try:
@@ -237,7 +252,8 @@ def _serve_owner(
             stepper.step()
             transport.publish_frame(seq)
     except BaseException as exc:
-        _report(launcher, exc)  # before close(), so the client finds it on waking
+        # before close(), so the client finds it on waking
+        _report(launcher, _explained(transport.seg, exc))
         raise _Reported() from exc
     finally:
         transport.close()
@@ -270,7 +286,7 @@ def _serve_worker(
             stepper.step()
             worker.publish_done(seq)
     except BaseException as exc:
-        _report(launcher, exc)
+        _report(launcher, _explained(worker.seg, exc))
         raise _Reported() from exc
     finally:
         worker.close()

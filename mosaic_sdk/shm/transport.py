@@ -94,6 +94,7 @@ class SharedMemoryTransport(EngineSide):
                 self._watches.watch(pid, "launcher")
             self.schema: cmd.GetSchemaResponse | None = None
             self._frame = 0
+            self._worker_pids: dict[int, int] = {}
             self.seg.store("state", STATE_READY)
         except BaseException:
             unlink_segment(seg_name)
@@ -147,10 +148,12 @@ class SharedMemoryTransport(EngineSide):
                 continue
             seq = int(load(seq_off))
             if seq != target:
-                raise RuntimeError(
-                    f"shm transport {self.name!r}: client published action batch {seq} while "
-                    f"batch {target} was expected (two clients on one segment?)"
+                seg.verify_header()
+                raise seg.corrupted(
+                    f"action_seq is {seq} while batch {target} was expected (a process wrote "
+                    "into the segment, or two clients share it)"
                 )
+            seg.verify_now_and_then()
             return seq
 
     def publish_frame(self, seq: int | None = None, timeout: float | None = None) -> None:
@@ -164,7 +167,7 @@ class SharedMemoryTransport(EngineSide):
         if len(seg.workers) > 1:
             deadline = self._deadline(timeout)
             for index in range(1, len(seg.workers)):
-                pid = seg.worker_pid(index)
+                pid = self._worker_pid(index)
                 self._watches.watch(pid, f"engine worker {index}")
                 seg.workers[index].wait_seq(seq, self.spin, deadline, self._check_workers)
         self._frame = seq
@@ -172,8 +175,18 @@ class SharedMemoryTransport(EngineSide):
 
     def _check_workers(self) -> None:
         for index in range(1, len(self.seg.workers)):
-            self._watches.watch(self.seg.worker_pid(index), f"engine worker {index}")
+            self._watches.watch(self._worker_pid(index), f"engine worker {index}")
         self._check()
+
+    def _worker_pid(self, index: int) -> int:
+        """The pid in worker slot ``index``; a slot whose pid changes from one process to
+        another was overwritten (a worker keeps its slot for the transport's life)."""
+        pid = self.seg.worker_pid(index)
+        known = self._worker_pids.setdefault(index, pid) if pid else pid
+        if pid and known != pid:
+            self.seg.verify_header()
+            raise self.seg.corrupted(f"worker slot {index} changed from pid {known} to {pid}")
+        return pid
 
     # -- commands -----------------------------------------------------------------------------
     def serve_commands(self, handler: Handler | None = None) -> int:

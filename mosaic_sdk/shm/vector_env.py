@@ -35,6 +35,7 @@ from mosaic_sdk.shm import spaces
 from mosaic_sdk.shm import vector_rules as rules
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.host import EnvHostHandle, launch_env_host
+from mosaic_sdk.shm.mapping import SegmentCorruptedError
 from mosaic_sdk.shm.packing import RowCodec
 from mosaic_sdk.shm.side import SideArea
 from mosaic_sdk.shm.sync import TransportError
@@ -219,9 +220,14 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             )
 
     def _failure(self, exc: Exception) -> Exception:
+        if isinstance(exc, SegmentCorruptedError):
+            return exc  # this side saw it: no host report can say more
         report = self._host.failure(wait=1.0) if self._host is not None else None
         if report:
-            return RuntimeError(f"an env host process failed: {report.strip()}")
+            text = f"an env host process failed: {report.strip()}"
+            if report.startswith(SegmentCorruptedError.__name__):
+                return SegmentCorruptedError(text)
+            return RuntimeError(text)
         return exc
 
     # -- gymnasium API ------------------------------------------------------------------------

@@ -69,6 +69,7 @@ class TransportWorker(EngineSide):
         if load32(kick_off) != kick:
             self._kick = int(load32(kick_off))
             return 0
+        seg.verify_now_and_then()
         return int(load(seq_off))
 
     def publish_done(self, seq: int) -> None:

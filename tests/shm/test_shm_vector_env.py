@@ -305,3 +305,55 @@ def test_sigterm_to_the_trainers_process_group_leaves_no_segment(segments) -> No
             time.sleep(0.02)
         assert not watch.alive(), f"host {pid} outlived the SIGTERM"
         watch.close()
+
+
+@pytest.mark.parametrize(
+    ("start", "size"),
+    [(0, 160), (320, 4096 - 320), (0, 4096)],
+    ids=["static-header", "sync-words", "whole-header"],
+)
+def test_an_overwritten_header_is_a_corruption_error_at_once(segments, start, size) -> None:
+    """Another process writes garbage into a live segment: the trainer's next steps raise
+    SegmentCorruptedError naming what changed, instead of stepping on garbage (before: it kept
+    stepping with a far-ahead frame_seq, or got a raw OverflowError from a host 11-15 s later)."""
+    import random
+    import subprocess
+    import sys
+
+    name = segments.name()
+    code = (
+        "import gymnasium as gym, sys\n"
+        "from mosaic_sdk.shm import ShmVectorEnv, SegmentCorruptedError\n"
+        f"e = ShmVectorEnv([lambda: gym.make('CartPole-v1')] * 4, num_workers=2, name={name!r})\n"
+        "e.reset(seed=0)\n"
+        "print('ready', flush=True)\n"
+        "steps = 0\n"
+        "try:\n"
+        "    while True:\n"
+        "        e.step(e.action_space.sample()); steps += 1\n"
+        "except SegmentCorruptedError as exc:\n"
+        "    print('corrupt', steps, exc, flush=True)\n"
+        "    e.close()\n"
+    )
+    trainer = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert trainer.stdout.readline().strip() == "ready"
+        fd = os.open(f"/dev/shm/{name}", os.O_RDWR)
+        try:
+            noise = random.Random(size).randbytes(size)
+            os.pwrite(fd, noise, start)
+        finally:
+            os.close(fd)
+        line = trainer.stdout.readline()
+        trainer.wait(timeout=60)
+    finally:
+        if trainer.poll() is None:
+            trainer.kill()
+            trainer.wait()
+        trainer.stdout.close()
+    assert line.startswith("corrupt "), line
+    assert f"shm transport {name!r} is corrupt" in line and "start a new one" in line
+    if start == 0:
+        assert "its header changed under this process (magic, version" in line
