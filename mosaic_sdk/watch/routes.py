@@ -45,9 +45,15 @@ def _int(request: Request, name: str, default: int) -> int:
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
-        raise ValueError(f"query parameter {name}={raw!r} is not an integer") from None
+        raise ValueError(f"query parameter {name}={raw!r:.40} is not an integer") from None
+    if not -(2**63) <= value < 2**63:  # what SQLite's integers hold
+        raise ValueError(
+            f"query parameter {name}={raw!r:.40} is out of range (-2**63 .. 2**63-1); a cursor "
+            "is a line number this API returned"
+        )
+    return value
 
 
 async def _answer(work: Callable[[], Any]) -> JSONResponse:
@@ -142,7 +148,7 @@ async def api_control(request: Request) -> JSONResponse:
         )
     try:
         body = await request.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         body = None
     cmd = body.get("cmd") if isinstance(body, dict) else None
     if cmd not in COMMANDS:

@@ -153,3 +153,29 @@ def test_a_new_store_with_the_same_run_id_gets_a_new_curve(client: TestClient, s
     again.add_episode(1.0, 3)
     curve = client.get("/api/runs/r42/curve").json()
     assert curve["episodes"] == 1 and curve["raw"] == [[3.0, 1.0]]
+
+
+def test_a_cursor_past_sqlites_integers_is_a_400_not_a_500(client: TestClient, store: Path) -> None:
+    FilledRun(store, "RUN-1")
+    for url in (
+        "/api/runs/RUN-1/events?after=99999999999999999999999",
+        "/api/runs/RUN-1/events?after=-99999999999999999999999",
+        "/api/runs/RUN-1/logs?after_stdout=99999999999999999999999",
+    ):
+        got = client.get(url)
+        assert got.status_code == 400, (url, got.text)
+        assert "out of range" in got.json()["error"], url
+    assert client.get(f"/api/runs/RUN-1/events?after={2**63 - 1}").status_code == 200
+
+
+def test_a_control_body_nested_too_deep_is_a_400_not_a_500(client: TestClient, store: Path) -> None:
+    from tests.watch.conftest import TOKEN
+
+    FilledRun(store, "RUN-1")
+    deep = "[" * 100_000 + "]" * 100_000
+    got = client.post(
+        "/api/runs/RUN-1/control",
+        content=deep,
+        headers={"X-Mosaic-Token": TOKEN, "content-type": "application/json"},
+    )
+    assert got.status_code == 400 and 'send {"cmd": ...}' in got.json()["error"]
