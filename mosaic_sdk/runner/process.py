@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE, LineSplitter
-from mosaic_sdk.runner.proctree import Descendants, parent_death_preexec
+from mosaic_sdk.runner.proctree import Descendants, parent_death_preexec, pipe_holders
 from mosaic_sdk.runner.stdin import WorkerStdin
 
 _CHUNK = 1 << 16
@@ -315,7 +315,11 @@ class WorkerProcess:
 
     def reap_group(self, grace: float = 2.0) -> bool:
         """After the worker exited: end what it left behind, in its group or below it (setsid
-        escapees); True if anything was."""
+        escapees), and whatever still holds its stdout or stderr open (a double-forked daemon
+        in no tree, see :func:`~mosaic_sdk.runner.proctree.pipe_holders`); True if anything
+        was."""
+        if not (self._stdout_eof and not self._stderr_thread.is_alive()):
+            self.descendants.adopt(pipe_holders(self._output_fds()))
         if not self._leftovers():
             return False
         self.kill_group(signal.SIGTERM)
@@ -325,6 +329,16 @@ class WorkerProcess:
         if self._leftovers():
             self.kill_group(signal.SIGKILL)
         return True
+
+    def _output_fds(self) -> list[int]:
+        fds = []
+        for stream in (self.proc.stdout, self.proc.stderr):
+            try:
+                if stream is not None and not stream.closed:
+                    fds.append(stream.fileno())
+            except ValueError:
+                continue
+        return fds
 
     def close(self) -> None:
         self.stdin.close()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -160,6 +161,14 @@ class Descendants:
                 out.append(pid)
         return out
 
+    def adopt(self, pids: list[int]) -> None:
+        """Remember ``pids`` as the run's too (see :func:`pipe_holders`)."""
+        for pid in pids:
+            if pid != self.root and pid not in self.known:
+                stat = _stat(pid)
+                if stat is not None:
+                    self.known[pid] = stat[1]
+
     def signal(self, signum: int) -> int:
         """Send ``signum`` to every remembered process still alive; returns how many."""
         sent = 0
@@ -170,6 +179,40 @@ class Descendants:
             except (ProcessLookupError, PermissionError):
                 pass
         return sent
+
+
+def pipe_holders(fds: list[int]) -> list[int]:
+    """The processes other than this one that have one of the pipes open whose other end this
+    process holds as ``fds`` (the worker's stdout and stderr): only the run's processes can
+    have them. A daemon that double-forked into a session of its own is in no tree walk and no
+    process group, but it still holds the worker's output; this finds it (Linux ``/proc``;
+    elsewhere, or without the rights to look, an empty list)."""
+    wanted = set()
+    for fd in fds:
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            continue
+        if stat.S_ISFIFO(st.st_mode):
+            wanted.add(f"pipe:[{st.st_ino}]")
+    if not wanted or not os.path.isdir("/proc/self/fd"):
+        return []
+    me, found = os.getpid(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            entries = os.listdir(f"/proc/{name}/fd")
+        except OSError:  # gone, or not ours to look at
+            continue
+        for entry in entries:
+            try:
+                if os.readlink(f"/proc/{name}/fd/{entry}") in wanted:
+                    found.append(int(name))
+                    break
+            except OSError:
+                continue
+    return found
 
 
 def pid_alive(pid: int) -> bool:
@@ -186,4 +229,4 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-__all__ = ["WALK_INTERVAL", "Descendants", "parent_death_preexec", "pid_alive"]
+__all__ = ["WALK_INTERVAL", "Descendants", "parent_death_preexec", "pid_alive", "pipe_holders"]

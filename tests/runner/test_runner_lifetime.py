@@ -125,6 +125,32 @@ def test_cancel_ends_a_grandchild_that_left_the_group_with_setsid(
     assert _wait_for(lambda: not pid_alive(grandchild), timeout=5), "the grandchild survived"
 
 
+def test_a_double_forked_daemon_holding_the_output_is_ended_with_the_run(
+    io_env: dict[str, str], tmp_path: Path, started_pids: list[int]
+) -> None:
+    """The daemon is in no process group and no tree walk of the worker (its parent exited at
+    once), but it holds the worker's stdout and stderr: before, mosaic run waited 5 s for EOF
+    and 5 s more for stderr, then left the daemon running."""
+    store = tmp_path / "s.sqlite"
+    runner = _mosaic_run(io_env, store, "daemon")
+    started_pids.append(runner.pid)
+    try:
+        assert _wait_for(lambda: _event_payload(store, "ready") or runner.poll() is not None)
+        assert runner.poll() is None, runner.communicate()
+        daemon = int(_event_payload(store, "daemon")["pid"])  # type: ignore[index]
+        started_pids.append(daemon)
+        assert pid_alive(daemon) and os.getsid(daemon) != os.getsid(runner.pid)
+        runner.send_signal(signal.SIGTERM)
+        out, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    assert runner.returncode == 130, err
+    assert "keeps its stdout open" not in err, err
+    assert _wait_for(lambda: not pid_alive(daemon), timeout=5), "the daemon outlived the run"
+
+
 def test_descendants_remembers_a_setsid_grandchild_after_its_parent_died(
     started_pids: list[int],
 ) -> None:
