@@ -5,6 +5,10 @@ either
 
 * a *plugin*: a module, a class (instantiated with no arguments) or an object with
   ``@hookimpl`` methods (see :mod:`mosaic_sdk.hookspecs`), or
+* a *platform factory* made by :func:`platform_factory` in the plugin module
+  (``get_worker_metadata = platform_factory(__name__)``): the platform calls it and gets its
+  own ``gym_gui.core.worker`` classes; the SDK registers the module it carries as the plugin
+  (:mod:`mosaic_sdk.plugins.platform_entry`), or
 * an *upstream-style factory*: a zero-argument callable returning ``(metadata, capabilities)``
   as any objects with the platform's field names. It is adapted
   (:mod:`mosaic_sdk.plugins.upstream`).
@@ -57,6 +61,7 @@ if TYPE_CHECKING:
         WorkerUnavailableError,
     )
     from mosaic_sdk.plugins.handle import WorkerHandle
+    from mosaic_sdk.plugins.platform_entry import PlatformFactory, platform_factory
     from mosaic_sdk.plugins.plugin_group import PLUGIN_GROUP, PluginInfo, load_plugin_group
     from mosaic_sdk.plugins.upstream import UpstreamConfig, UpstreamWorkerAdapter
     from mosaic_sdk.plugins.wrapping import maybe_wrap_env
@@ -84,6 +89,8 @@ _LAZY = LazyExports(
             "mosaic_sdk.plugins.errors",
         ),
         "WorkerHandle": "mosaic_sdk.plugins.handle",
+        "PlatformFactory": "mosaic_sdk.plugins.platform_entry",
+        "platform_factory": "mosaic_sdk.plugins.platform_entry",
         "PLUGIN_GROUP": "mosaic_sdk.plugins.plugin_group",
         "PluginInfo": "mosaic_sdk.plugins.plugin_group",
         "load_plugin_group": "mosaic_sdk.plugins.plugin_group",
@@ -102,6 +109,7 @@ __all__ = [
     "EntryPointCandidate",
     "PLUGIN_GROUP",
     "PluginError",
+    "PlatformFactory",
     "PluginInfo",
     "UncheckedLoad",
     "UnknownWorkerError",
@@ -118,4 +126,5 @@ __all__ = [
     "load_unchecked",
     "load_worker",
     "maybe_wrap_env",
+    "platform_factory",
 ]

@@ -20,6 +20,7 @@ from mosaic_sdk.hookspecs import PROJECT_NAME
 from mosaic_sdk.plugins.errors import UnknownWorkerError, WorkerLoadError, WorkerUnavailableError
 from mosaic_sdk.plugins.gym_gui_stand_in import install_gym_gui_stand_in
 from mosaic_sdk.plugins.handle import WorkerHandle
+from mosaic_sdk.plugins.platform_entry import PLUGIN_ATTRIBUTE
 from mosaic_sdk.plugins.upstream import UpstreamWorkerAdapter
 
 
@@ -204,6 +205,30 @@ class WorkerRegistry:
 
 
 def plugin_from(obj: Any, c: EntryPointCandidate) -> tuple[Any, str]:
+    """The plugin an entry point's object stands for, and its style (``plugin`` or
+    ``upstream``).
+
+    * An object carrying ``__mosaic_plugin__`` (what :func:`platform_factory` returns: the
+      platform calls it, the SDK does not) stands for the plugin it names, a module name or
+      the plugin itself; that plugin is registered.
+    * A module, a class with ``@hookimpl`` methods (instantiated), or an object with them is
+      the plugin.
+    * Any other callable is an upstream-style ``get_worker_metadata()`` factory, adapted.
+    """
+    carried = getattr(obj, PLUGIN_ATTRIBUTE, None) if not inspect.ismodule(obj) else None
+    if carried is not None:
+        target = importlib.import_module(carried) if isinstance(carried, str) else carried
+        if not (inspect.ismodule(target) or inspect.isclass(target) or has_hookimpls(target)):
+            raise TypeError(
+                f"{c.value} names {target!r} as its plugin ({PLUGIN_ATTRIBUTE}), which is "
+                "not a module, class or object with @mosaic_sdk.hookimpl methods"
+            )
+        plugin, _ = _hook_provider(target, c)
+        return plugin, "plugin"
+    return _hook_provider(obj, c)
+
+
+def _hook_provider(obj: Any, c: EntryPointCandidate) -> tuple[Any, str]:
     if inspect.ismodule(obj):
         return obj, "plugin"
     if inspect.isclass(obj):
