@@ -4,9 +4,9 @@ The platform's discovery, as its code does it (UPSTREAM.md, "Worker contract and
 for each ``mosaic.workers`` entry point, ``factory = ep.load(); result = factory()``; the result
 must be a 2-tuple whose items are instances of *its own* ``gym_gui.core.worker.WorkerMetadata``
 and ``WorkerCapabilities`` (frozen dataclasses, every field required); anything else is
-skipped. :func:`platform_discover` below does the same against a platform-shaped
-``gym_gui.core.worker`` written by the test (the dataclasses of ``platform_shaped``), put on
-``sys.path`` as a real package would be.
+skipped. ``platform_shaped.platform_discover`` (tests/plugin_fixtures) does the same against
+a platform-shaped ``gym_gui.core.worker`` written by the test (the dataclasses of
+``platform_shaped``), put on ``sys.path`` as a real package would be.
 
 A module entry point (what every SDK worker declared before ``platform_factory``) fails here:
 ``'module' object is not callable``.
@@ -41,13 +41,6 @@ from mosaic_sdk.plugins.platform_entry import PlatformFactory
 
 pytestmark = pytest.mark.usefixtures("plugin_fixtures")
 
-GUI_SOURCE = """\
-from platform_shaped import PlatformCapabilities as WorkerCapabilities
-from platform_shaped import PlatformMetadata as WorkerMetadata
-
-PLATFORM_SHAPED = True
-"""
-
 
 def _forget_gym_gui() -> None:
     for name in [n for n in sys.modules if n == "gym_gui" or n.startswith("gym_gui.")]:
@@ -72,54 +65,16 @@ def no_gui() -> None:
 @pytest.fixture
 def platform_gui(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A platform-shaped ``gym_gui.core.worker`` importable from ``sys.path``."""
-    root = tmp_path / "gui"
-    package = root / "gym_gui" / "core" / "worker"
-    package.mkdir(parents=True)
-    (root / "gym_gui" / "__init__.py").write_text("")
-    (root / "gym_gui" / "core" / "__init__.py").write_text("")
-    (package / "__init__.py").write_text(GUI_SOURCE)
-    monkeypatch.syspath_prepend(str(root))
     import platform_shaped
 
+    monkeypatch.syspath_prepend(str(platform_shaped.write_gym_gui(tmp_path / "gui")))
     return platform_shaped
 
 
-@dataclasses.dataclass
-class Found:
-    metadata: Any
-    capabilities: Any
+def platform_discover(entry_points: list[metadata.EntryPoint]) -> tuple[dict, dict]:
+    import platform_shaped
 
-
-def platform_discover(entry_points: list[metadata.EntryPoint]) -> tuple[dict[str, Found], dict]:
-    """What the platform's discovery keeps, and why it skipped the others (its rules)."""
-    from gym_gui.core.worker import (  # type: ignore[import-not-found]
-        WorkerCapabilities as PlatformCapabilities,
-    )
-    from gym_gui.core.worker import (  # type: ignore[import-not-found]
-        WorkerMetadata as PlatformMetadata,
-    )
-
-    found: dict[str, Found] = {}
-    skipped: dict[str, str] = {}
-    for ep in entry_points:
-        try:
-            factory = ep.load()
-            result = factory()
-        except Exception as exc:  # noqa: BLE001 - the platform logs and skips
-            skipped[ep.name] = f"{type(exc).__name__}: {exc}"
-            continue
-        if not isinstance(result, tuple) or len(result) != 2:
-            skipped[ep.name] = f"not a 2-tuple: {type(result)}"
-            continue
-        meta, caps = result
-        if not isinstance(meta, PlatformMetadata):
-            skipped[ep.name] = f"invalid metadata type: {type(meta)}"
-            continue
-        if not isinstance(caps, PlatformCapabilities):
-            skipped[ep.name] = f"invalid capabilities type: {type(caps)}"
-            continue
-        found[ep.name] = Found(meta, caps)
-    return found, skipped
+    return platform_shaped.platform_discover(entry_points)
 
 
 def installed(name: str) -> metadata.EntryPoint:
@@ -131,7 +86,7 @@ def test_the_example_worker_is_discovered_by_the_platform(platform_gui: Any) -> 
     ep = installed("example")
     found, skipped = platform_discover([ep])
     assert skipped == {}
-    meta, caps = found["example"].metadata, found["example"].capabilities
+    meta, caps = found["example"]
     assert type(meta) is platform_gui.PlatformMetadata
     assert type(caps) is platform_gui.PlatformCapabilities
     assert meta.name == "Example Worker" and meta.upstream_version is None
@@ -309,6 +264,22 @@ def test_a_baked_worker_is_discovered_by_the_platform(
     monkeypatch.syspath_prepend(str(baked_project))
     found, skipped = platform_discover([metadata.EntryPoint(name, value, "mosaic.workers")])
     assert skipped == {}
-    assert found[name].metadata.name == "Platform Check"
-    assert type(found[name].capabilities) is platform_gui.PlatformCapabilities
-    assert found[name].capabilities.worker_type == name
+    meta, caps = found[name]
+    assert meta.name == "Platform Check"
+    assert type(caps) is platform_gui.PlatformCapabilities and caps.worker_type == name
+
+
+def test_the_publishing_guide_shows_the_entry_point_mosaic_new_writes(
+    baked_project: Path,
+) -> None:
+    from docs_snippets.blocks import blocks
+
+    [shown] = [
+        b
+        for b in blocks("docs/guides/publishing.md")
+        if b.kind == "tested-by" and "test_platform_discovery" in b.reason
+    ]
+    [(_, value)] = tomllib.loads(shown.code)["project"]["entry-points"]["mosaic.workers"].items()
+    table = tomllib.loads((baked_project / "pyproject.toml").read_text(encoding="utf-8"))
+    [(_, baked)] = table["project"]["entry-points"]["mosaic.workers"].items()
+    assert value.partition(".")[2] == baked.partition(".")[2] == "plugin:get_worker_metadata"
