@@ -176,7 +176,7 @@ def test_two_entry_points_from_one_source_cannot_be_told_apart() -> None:
 def test_an_address_in_disable_workers_hides_one_contender(install: Any) -> None:
     install("twin-a", NATIVE)
     install("twin-b", OTHER_NATIVE)
-    registry = discover(MOSAIC_DISABLE_WORKERS="example,cleanrl,twin@twin-a")
+    registry = discover(MOSAIC_DISABLE_WORKERS="example,cleanrl,twin@Twin_A")
     assert registry.get("twin").metadata.name == "Other Native Twin"
     assert "twin" not in registry.choices  # one left: nothing to choose
 

@@ -293,6 +293,12 @@ def _hook_provider(obj: Any, c: EntryPointCandidate) -> tuple[Any, str]:
     )
 
 
+def _canonical_name(text: str) -> str:
+    """A bare name as given; ``NAME@DISTRIBUTION`` with the distribution as pip spells it."""
+    bare, dist = split_address(text)
+    return text if dist is None else address(bare, dist)
+
+
 def _load(
     c: EntryPointCandidate, name: str, plugin_name: str, pm: pluggy.PluginManager
 ) -> WorkerHandle | WorkerLoadError:
@@ -398,7 +404,7 @@ def discover_workers(
     from mosaic_sdk.plugins.plugin_group import load_plugin_group
 
     registry.plugins, registry.plugin_errors = load_plugin_group(pm, env)
-    disabled = set(_csv(env.get("MOSAIC_DISABLE_WORKERS")))
+    disabled = {_canonical_name(n) for n in _csv(env.get("MOSAIC_DISABLE_WORKERS"))}
     candidates = entry_point_candidates(env)
     for name, obj in (extra or {}).items():
         candidates.append(
