@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import subprocess
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -238,6 +239,21 @@ def test_misuse_is_explained() -> None:
     factory = platform_factory("mosaic_worker_example.plugin")
     assert isinstance(factory, PlatformFactory)
     assert repr(factory) == "platform_factory('mosaic_worker_example.plugin')"
+
+
+def test_the_factory_is_made_without_importing_a_heavy_library() -> None:
+    """Discovery cost: making the factory (at the plugin module's import) loads neither
+    pluggy nor pydantic nor numpy (the figures: benchmarks/plugins/discovery_cost.py)."""
+    code = (
+        "import sys\n"
+        "from mosaic_sdk.plugins import platform_factory\n"
+        "platform_factory('some.plugin')\n"
+        "print(sorted(m for m in ('pluggy', 'pydantic', 'numpy') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
 
 
 # --- a worker baked by `mosaic new` ----------------------------------------------------------
