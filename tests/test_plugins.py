@@ -1,4 +1,5 @@
-"""Discovery: entry points, upstream-style factories, broken plugins, duplicates, env controls."""
+"""Discovery: entry points, upstream-style factories, broken plugins, env controls (shared
+names: test_worker_choice.py)."""
 
 from __future__ import annotations
 
@@ -65,14 +66,6 @@ def test_invalid_description_is_an_error_of_that_worker() -> None:
     )
     assert registry.errors["invalid"].error_type == "ValidationError"
     assert "max_agents" in registry.errors["invalid"].message
-
-
-def test_duplicate_names_are_errors_not_silent_overwrites() -> None:
-    registry = discover_workers(environ={"MOSAIC_PLUGINS": "example=fixture_workers:GoodWorker"})
-    err = registry.errors["example"]
-    assert err.error_type == "DuplicateWorkerName"
-    assert "mosaic-worker-example" in err.message and "MOSAIC_PLUGINS" in err.message
-    assert "example" not in registry.workers
 
 
 def test_upstream_style_factory_is_adapted() -> None:

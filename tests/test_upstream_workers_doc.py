@@ -274,6 +274,7 @@ def sdk_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_moved_worker_is_an_sdk_plugin_and_runs(tmp_path: Path) -> None:
     handle = discover_workers().get("myworker")
     assert handle.style == "plugin"
+    assert handle.plugin is sys.modules["my_worker.plugin"]  # the module the factory carries
     meta, caps = handle.describe()
     assert meta.upstream_library is None and caps.supports_checkpointing
     # the conformance config moved from the table into the hook, unchanged
@@ -299,3 +300,31 @@ def test_the_moved_worker_is_cancelled_cleanly(tmp_path: Path) -> None:
     assert result.status == "cancelled" and result.exit_code == 128 + signal.SIGTERM
     assert result.synthesised == []
     assert _raw_lines(store, "sdk-2")[-1]["event"] == "run_cancelled"
+
+
+@pytest.mark.usefixtures("sdk_worker", "plugin_fixtures")
+def test_the_platform_discovers_the_moved_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page's entry point, loaded as the platform loads it, against platform-shaped
+    ``gym_gui.core.worker`` classes (tests/plugin_fixtures/platform_shaped.py)."""
+    from importlib.metadata import EntryPoint
+
+    import platform_shaped
+
+    monkeypatch.syspath_prepend(str(platform_shaped.write_gym_gui(tmp_path / "gui")))
+    points = tomllib.loads(code("sdk-entry-point"))["project"]["entry-points"]["mosaic.workers"]
+    forget = [n for n in sys.modules if n == "gym_gui" or n.startswith("gym_gui.")]
+    for name in forget:
+        monkeypatch.delitem(sys.modules, name)
+    try:
+        found, skipped = platform_shaped.platform_discover(
+            [EntryPoint(k, v, "mosaic.workers") for k, v in points.items()]
+        )
+    finally:
+        for name in [n for n in sys.modules if n == "gym_gui" or n.startswith("gym_gui.")]:
+            del sys.modules[name]
+    assert skipped == {}
+    meta, caps = found["myworker"]
+    assert type(caps) is platform_shaped.PlatformCapabilities and caps.worker_type == "myworker"
+    assert meta.upstream_library is None

@@ -36,6 +36,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(entries, indent=2, sort_keys=True))
         return 0
+    from rich.markup import escape
     from rich.table import Table
 
     console = _console()
@@ -49,12 +50,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for col in ("name", "version", "distribution", "status"):
         table.add_column(col)
     for e in entries:
-        if e["ok"]:
-            status = "[green]ok[/green]"
-        else:
-            err = e["error"]
-            status = f"[red]error[/red]: {err['error_type']}: {err['message']}"
-        table.add_row(e["name"], e["version"] or "-", e["distribution"] or "-", status)
+        table.add_row(escape(e["name"]), e["version"] or "-", e["distribution"] or "-", _status(e))
     console.print(table)
     broken = [e for e in entries if not e["ok"]]
     if broken:
@@ -62,7 +58,37 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{len(broken)} worker(s) failed to load; they are skipped. "
             "Set MOSAIC_DISABLE_WORKERS=name to hide one."
         )
+    if any("choice" in e for e in entries):
+        console.print(
+            "Several workers share a name: the bare name runs the chosen one, NAME@DISTRIBUTION "
+            "any of them. Set MOSAIC_PREFER_WORKER=NAME=DISTRIBUTION to choose another."
+        )
     return 0
+
+
+def _status(entry: dict[str, Any]) -> str:
+    """The status cell of one ``workers list`` row, with the choice of a shared name."""
+    from rich.markup import escape
+
+    if entry["ok"]:
+        status = "[green]ok[/green]"
+    else:
+        err = entry["error"]
+        status = f"[red]error[/red]: {escape(err['error_type'])}: {escape(err['message'])}"
+    choice = entry.get("choice")
+    if choice is not None and choice["chosen"] is not None:
+        others = ", ".join(
+            c["address"] for c in choice["contenders"] if c["address"] != choice["chosen"]
+        )
+        status += f"; chosen over {escape(others)}: {escape(choice['reason'])}"
+    if choice is not None:
+        status += "".join(f"; {escape(note)}" for note in choice["notes"])
+    if "alternative_of" in entry:
+        status += (
+            f"; not chosen for {escape(entry['alternative_of'])!r}: run it as "
+            f"{escape(entry['name'])}"
+        )
+    return status
 
 
 def describe_worker(name: str) -> dict[str, Any]:

@@ -5,6 +5,10 @@ either
 
 * a *plugin*: a module, a class (instantiated with no arguments) or an object with
   ``@hookimpl`` methods (see :mod:`mosaic_sdk.hookspecs`), or
+* a *platform factory* made by :func:`platform_factory` in the plugin module
+  (``get_worker_metadata = platform_factory(__name__)``): the platform calls it and gets its
+  own ``gym_gui.core.worker`` classes; the SDK registers the module it carries as the plugin
+  (:mod:`mosaic_sdk.plugins.platform_entry`), or
 * an *upstream-style factory*: a zero-argument callable returning ``(metadata, capabilities)``
   as any objects with the platform's field names. It is adapted
   (:mod:`mosaic_sdk.plugins.upstream`).
@@ -13,15 +17,18 @@ Plugins that are not workers (observers, wrappers) are found through a second gr
 ``mosaic.plugins`` (:mod:`mosaic_sdk.plugins.plugin_group`), and registered on the same manager.
 
 Each entry point is loaded on its own; one that fails is recorded as a
-:class:`WorkerLoadError` and discovery carries on. Duplicate names and a ``worker_type`` that
-differs from the entry-point name are errors of that worker.
+:class:`WorkerLoadError` and discovery carries on. A ``worker_type`` that differs from the
+entry-point name is an error of that worker. When several entry points share a name, each is
+reachable as ``NAME@DISTRIBUTION`` and a documented rule (:mod:`mosaic_sdk.plugins.choice`;
+``MOSAIC_PREFER_WORKER=NAME=DISTRIBUTION`` first) says which one the bare name means.
 
 Environment (as pytest's equivalents): ``MOSAIC_DISABLE_PLUGIN_AUTOLOAD=1`` loads no entry
 points; ``MOSAIC_DISABLE_WORKERS=a,b`` skips those names; ``MOSAIC_TRACE_HOOKS=1`` traces
 every hook call to stderr; ``MOSAIC_PLUGINS=name=module[:attr],...`` adds workers that are
 not installed as distributions (handy in tests and during development).
 
-Modules: ``discovery`` (manager, entry points, registry), ``handle`` (``WorkerHandle``),
+Modules: ``discovery`` (manager, entry points, registry), ``choice`` (shared names),
+``platform_entry`` (``platform_factory``), ``handle`` (``WorkerHandle``),
 ``upstream`` (the adapter), ``plugin_group`` (the ``mosaic.plugins`` group), ``errors``,
 ``defaults`` (the SDK's own trylast answers), ``wrapping`` (``maybe_wrap_env``, every FastLane
 wrap through the hook), ``gym_gui_stand_in`` (``gym_gui.core.worker`` for upstream-style
@@ -57,6 +64,7 @@ if TYPE_CHECKING:
         WorkerUnavailableError,
     )
     from mosaic_sdk.plugins.handle import WorkerHandle
+    from mosaic_sdk.plugins.platform_entry import PlatformFactory, platform_factory
     from mosaic_sdk.plugins.plugin_group import PLUGIN_GROUP, PluginInfo, load_plugin_group
     from mosaic_sdk.plugins.upstream import UpstreamConfig, UpstreamWorkerAdapter
     from mosaic_sdk.plugins.wrapping import maybe_wrap_env
@@ -84,6 +92,8 @@ _LAZY = LazyExports(
             "mosaic_sdk.plugins.errors",
         ),
         "WorkerHandle": "mosaic_sdk.plugins.handle",
+        "PlatformFactory": "mosaic_sdk.plugins.platform_entry",
+        "platform_factory": "mosaic_sdk.plugins.platform_entry",
         "PLUGIN_GROUP": "mosaic_sdk.plugins.plugin_group",
         "PluginInfo": "mosaic_sdk.plugins.plugin_group",
         "load_plugin_group": "mosaic_sdk.plugins.plugin_group",
@@ -102,6 +112,7 @@ __all__ = [
     "EntryPointCandidate",
     "PLUGIN_GROUP",
     "PluginError",
+    "PlatformFactory",
     "PluginInfo",
     "UncheckedLoad",
     "UnknownWorkerError",
@@ -118,4 +129,5 @@ __all__ = [
     "load_unchecked",
     "load_worker",
     "maybe_wrap_env",
+    "platform_factory",
 ]

@@ -8,7 +8,7 @@ import os
 import sys
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata as importlib_metadata
 from typing import Any
 
@@ -17,9 +17,18 @@ from pydantic import ValidationError
 
 from mosaic_sdk import hookspecs
 from mosaic_sdk.hookspecs import PROJECT_NAME
+from mosaic_sdk.plugins.choice import (
+    Contender,
+    WorkerChoice,
+    address,
+    choose,
+    read_preferences,
+    split_address,
+)
 from mosaic_sdk.plugins.errors import UnknownWorkerError, WorkerLoadError, WorkerUnavailableError
 from mosaic_sdk.plugins.gym_gui_stand_in import install_gym_gui_stand_in
 from mosaic_sdk.plugins.handle import WorkerHandle
+from mosaic_sdk.plugins.platform_entry import PLUGIN_ATTRIBUTE
 from mosaic_sdk.plugins.upstream import UpstreamWorkerAdapter
 
 
@@ -162,48 +171,110 @@ def _error(c: EntryPointCandidate, exc: BaseException) -> WorkerLoadError:
 
 
 class WorkerRegistry:
-    """The result of discovery: usable workers by name, and the errors of the others."""
+    """The result of discovery: usable workers by name, and the errors of the others.
+
+    When several entry points share a name (:mod:`mosaic_sdk.plugins.choice`), ``workers`` /
+    ``errors`` hold what the bare name means, ``choices`` why, and ``by_address`` /
+    ``address_errors`` every contender by its ``NAME@DISTRIBUTION`` address.
+    """
 
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self.pm = pm
         self.workers: dict[str, WorkerHandle] = {}
         self.errors: dict[str, WorkerLoadError] = {}
+        #: Names shared by several entry points: which one the bare name means, and why.
+        self.choices: dict[str, WorkerChoice] = {}
+        #: The contenders of shared names, by address (the chosen one too), and the broken ones.
+        self.by_address: dict[str, WorkerHandle] = {}
+        self.address_errors: dict[str, WorkerLoadError] = {}
         #: Plugins of the ``mosaic.plugins`` group, and the errors of the broken ones (by name).
         self.plugins: dict[str, Any] = {}
         self.plugin_errors: dict[str, WorkerLoadError] = {}
 
     def names(self) -> list[str]:
-        return sorted({*self.workers, *self.errors})
+        """Every name :meth:`get` knows: bare names, and the addresses of shared ones."""
+        return sorted({*self.workers, *self.errors, *self.by_address, *self.address_errors})
 
     def get(self, name: str) -> WorkerHandle:
-        """The handle of ``name``; raises UnknownWorkerError or WorkerUnavailableError."""
+        """The handle of ``name`` (a bare name, or ``NAME@DISTRIBUTION``); raises
+        UnknownWorkerError or WorkerUnavailableError."""
         if name in self.workers:
             return self.workers[name]
         if name in self.errors:
             raise WorkerUnavailableError(self.errors[name])
+        bare, dist = split_address(name)
+        if dist is not None:
+            canonical = address(bare, dist)
+            if canonical in self.by_address:
+                return self.by_address[canonical]
+            if canonical in self.address_errors:
+                raise WorkerUnavailableError(self.address_errors[canonical])
+            handle = self.workers.get(bare)
+            if handle is not None and address(bare, handle.distribution) == canonical:
+                return handle  # the one worker of that name, addressed in full
         raise UnknownWorkerError(name, self.names())
 
     def entries(self) -> list[dict[str, Any]]:
-        """One dict per worker, broken ones included (``ok`` False, with ``error``)."""
+        """One dict per worker, broken ones included (``ok`` False, with ``error``). A shared
+        name's row carries ``choice`` (:meth:`WorkerChoice.to_dict`); each contender the bare
+        name does not mean follows it as a row of its own, named by its address, with
+        ``alternative_of``."""
         rows: list[dict[str, Any]] = []
-        for name in self.names():
-            if name in self.workers:
-                rows.append(self.workers[name].summary())
-            else:
-                err = self.errors[name]
-                rows.append(
-                    {
-                        "name": name,
-                        "ok": False,
-                        "version": None,
-                        "distribution": err.distribution,
-                        "error": err.to_dict(),
-                    }
+        for name in sorted({*self.workers, *self.errors}):
+            rows.append(self._row(name, self.workers.get(name), self.errors.get(name)))
+            choice = self.choices.get(name)
+            if choice is None:
+                continue
+            rows[-1]["choice"] = choice.to_dict()
+            for other in choice.others():
+                row = self._row(
+                    other.address,
+                    self.by_address.get(other.address),
+                    self.address_errors.get(other.address),
                 )
+                row["alternative_of"] = name
+                rows.append(row)
         return rows
+
+    @staticmethod
+    def _row(name: str, handle: WorkerHandle | None, err: WorkerLoadError | None) -> dict[str, Any]:
+        if handle is not None:
+            return handle.summary()
+        assert err is not None
+        return {
+            "name": name,
+            "ok": False,
+            "version": None,
+            "distribution": err.distribution,
+            "error": err.to_dict(),
+        }
 
 
 def plugin_from(obj: Any, c: EntryPointCandidate) -> tuple[Any, str]:
+    """The plugin an entry point's object stands for, and its style (``plugin`` or
+    ``upstream``).
+
+    * An object carrying ``__mosaic_plugin__`` (what :func:`platform_factory` returns: the
+      platform calls it, the SDK does not) stands for the plugin it names, a module name or
+      the plugin itself; that plugin is registered.
+    * A module, a class with ``@hookimpl`` methods (instantiated), or an object with them is
+      the plugin.
+    * Any other callable is an upstream-style ``get_worker_metadata()`` factory, adapted.
+    """
+    carried = getattr(obj, PLUGIN_ATTRIBUTE, None) if not inspect.ismodule(obj) else None
+    if carried is not None:
+        target = importlib.import_module(carried) if isinstance(carried, str) else carried
+        if not (inspect.ismodule(target) or inspect.isclass(target) or has_hookimpls(target)):
+            raise TypeError(
+                f"{c.value} names {target!r} as its plugin ({PLUGIN_ATTRIBUTE}), which is "
+                "not a module, class or object with @mosaic_sdk.hookimpl methods"
+            )
+        plugin, _ = _hook_provider(target, c)
+        return plugin, "plugin"
+    return _hook_provider(obj, c)
+
+
+def _hook_provider(obj: Any, c: EntryPointCandidate) -> tuple[Any, str]:
     if inspect.ismodule(obj):
         return obj, "plugin"
     if inspect.isclass(obj):
@@ -220,6 +291,94 @@ def plugin_from(obj: Any, c: EntryPointCandidate) -> tuple[Any, str]:
         f"{c.value} is a {type(obj).__name__}: expected a module, class or object with "
         "@mosaic_sdk.hookimpl methods, or a callable returning (metadata, capabilities)"
     )
+
+
+def _canonical_name(text: str) -> str:
+    """A bare name as given; ``NAME@DISTRIBUTION`` with the distribution as pip spells it."""
+    bare, dist = split_address(text)
+    return text if dist is None else address(bare, dist)
+
+
+def _load(
+    c: EntryPointCandidate, name: str, plugin_name: str, pm: pluggy.PluginManager
+) -> WorkerHandle | WorkerLoadError:
+    """Load ``c``, register its plugin as ``plugin_name`` and check that it describes itself
+    as ``name``; the handle, or the error (then nothing stays registered)."""
+    try:
+        plugin, style = plugin_from(c.load(), c)
+        pm.register(plugin, name=plugin_name)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a broken plugin (even one calling
+        return _error(c, exc)  # sys.exit at import) must not stop discovery
+    handle = _handle(c, plugin, pm, style)
+    try:
+        _, caps = handle.describe()
+        if caps.worker_type != name:
+            raise ValueError(
+                f"capabilities.worker_type is {caps.worker_type!r} but the entry point is "
+                f"named {name!r}; make them equal"
+            )
+    except Exception as exc:  # noqa: BLE001
+        pm.unregister(name=plugin_name)
+        return _error(c, exc)
+    return handle
+
+
+def _load_contenders(
+    registry: WorkerRegistry,
+    name: str,
+    group: list[EntryPointCandidate],
+    preferred: str | None,
+    notes: list[str],
+) -> None:
+    """Several entry points named ``name``: load each under its address, let the rule of
+    :mod:`mosaic_sdk.plugins.choice` pick the one the bare name means."""
+    group = sorted(group, key=lambda c: address(name, c.distribution))
+    sources = ", ".join(c.source() for c in group)
+    addresses = [address(name, c.distribution) for c in group]
+    if len(set(addresses)) < len(addresses):
+        registry.errors[name] = WorkerLoadError(
+            name=name,
+            distribution=group[0].distribution,
+            error_type="DuplicateWorkerName",
+            message=f"{len(group)} entry points are named {name!r}: {sources}; some come from "
+            "the same distribution and cannot be told apart: uninstall or rename all but one",
+        )
+        return
+    outcomes: dict[str, WorkerHandle | WorkerLoadError] = {}
+    contenders: list[Contender] = []
+    for c, addr in zip(group, addresses, strict=True):
+        outcome = _load(c, name, f"worker:{addr}", registry.pm)
+        outcomes[addr] = outcome
+        if isinstance(outcome, WorkerHandle):
+            contenders.append(Contender(addr, c.distribution, c.value, outcome.style))
+        else:
+            why = f"{outcome.error_type}: {outcome.message}"
+            contenders.append(Contender(addr, c.distribution, c.value, None, why))
+    choice = choose(name, contenders, preferred, notes)
+    registry.choices[name] = choice
+    for addr, outcome in outcomes.items():
+        if isinstance(outcome, WorkerHandle):
+            if addr != choice.chosen:
+                outcome.name = addr  # its runs are recorded under the name that reaches it
+            registry.by_address[addr] = outcome
+        else:
+            registry.address_errors[addr] = replace(outcome, name=addr)
+    if choice.chosen is None:
+        registry.errors[name] = WorkerLoadError(
+            name=name,
+            distribution=None,
+            error_type="DuplicateWorkerName",
+            message=f"{len(group)} entry points are named {name!r}: {sources}; the rule cannot "
+            f"choose ({choice.reason}): {choice.how_to_choose()}",
+        )
+        return
+    chosen = outcomes[choice.chosen]
+    if isinstance(chosen, WorkerHandle):
+        registry.workers[name] = chosen
+    else:
+        registry.errors[name] = chosen
 
 
 def discover_workers(
@@ -245,7 +404,7 @@ def discover_workers(
     from mosaic_sdk.plugins.plugin_group import load_plugin_group
 
     registry.plugins, registry.plugin_errors = load_plugin_group(pm, env)
-    disabled = set(_csv(env.get("MOSAIC_DISABLE_WORKERS")))
+    disabled = {_canonical_name(n) for n in _csv(env.get("MOSAIC_DISABLE_WORKERS"))}
     candidates = entry_point_candidates(env)
     for name, obj in (extra or {}).items():
         candidates.append(
@@ -254,43 +413,19 @@ def discover_workers(
 
     by_name: dict[str, list[EntryPointCandidate]] = {}
     for c in candidates:
-        if c.name not in disabled:
+        if c.name not in disabled and address(c.name, c.distribution) not in disabled:
             by_name.setdefault(c.name, []).append(c)
 
+    preferences, preference_problems = read_preferences(env)
     for name, group in sorted(by_name.items()):
         if len(group) > 1:
-            sources = ", ".join(f"{c.distribution or '?'} ({c.value})" for c in group)
-            registry.errors[name] = WorkerLoadError(
-                name=name,
-                distribution=group[0].distribution,
-                error_type="DuplicateWorkerName",
-                message=f"{len(group)} entry points are named {name!r}: {sources}; "
-                "uninstall or rename all but one",
-            )
+            _load_contenders(registry, name, group, preferences.get(name), preference_problems)
             continue
-        c = group[0]
-        plugin_name = f"worker:{name}"
-        try:
-            plugin, style = plugin_from(c.load(), c)
-            pm.register(plugin, name=plugin_name)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - a broken plugin (even one calling
-            registry.errors[name] = _error(c, exc)  # sys.exit at import) must not stop discovery
-            continue
-        handle = _handle(c, plugin, pm, style)
-        try:
-            _, caps = handle.describe()
-            if caps.worker_type != name:
-                raise ValueError(
-                    f"capabilities.worker_type is {caps.worker_type!r} but the entry point is "
-                    f"named {name!r}; make them equal"
-                )
-        except Exception as exc:  # noqa: BLE001
-            pm.unregister(name=plugin_name)
-            registry.errors[name] = _error(c, exc)
-            continue
-        registry.workers[name] = handle
+        outcome = _load(group[0], name, f"worker:{name}", pm)
+        if isinstance(outcome, WorkerHandle):
+            registry.workers[name] = outcome
+        else:
+            registry.errors[name] = outcome
     return registry
 
 

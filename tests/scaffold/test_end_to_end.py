@@ -10,6 +10,8 @@ is discovered there. Nothing is fetched from an index (see fresh_environments.py
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +104,30 @@ def test_workers_list_shows_it(baked: Baked) -> None:
     row = rows[baked.worker_type]
     assert row["ok"] is True
     assert row["display_name"] == baked.display_name  # hostile text survives exactly
+
+
+def test_the_platform_discovers_it(baked: Baked, tmp_path: Path) -> None:
+    """The platform's discovery (``ep.load()()``, ``isinstance`` against its own classes: a
+    platform-shaped ``gym_gui.core.worker``) run in the fresh environment keeps the worker."""
+    fixtures = Path(__file__).resolve().parents[1] / "plugin_fixtures"
+    sys.path.insert(0, str(fixtures))
+    try:
+        import platform_shaped
+    finally:
+        sys.path.remove(str(fixtures))
+    gui = platform_shaped.write_gym_gui(tmp_path / "gui")
+    done = baked.env.run(
+        "python",
+        str(fixtures / "platform_shaped.py"),
+        cwd=tmp_path,
+        PYTHONPATH=os.pathsep.join([str(fixtures), str(gui)]),
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert baked.worker_type not in result["skipped"], result["skipped"]
+    found = result["found"][baked.worker_type]
+    assert found["metadata_class"] == "platform_shaped.PlatformMetadata"
+    assert found["name"] == baked.display_name
 
 
 def test_conformance_passes(baked: Baked) -> None:

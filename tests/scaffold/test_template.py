@@ -105,7 +105,7 @@ def test_defaults_bake_a_complete_worker(tmp_path: Path, cookiecutter_config: Pa
     assert project_table["name"] == "mosaic-worker-my-agent"
     assert "mosaic-worker-sdk>=0.1" in project_table["dependencies"]
     entry_points = project_table["entry-points"]["mosaic.workers"]
-    assert entry_points == {"my_agent": "mosaic_worker_my_agent.plugin"}
+    assert entry_points == {"my_agent": "mosaic_worker_my_agent.plugin:get_worker_metadata"}
     assert "parametrize_with_checks" in (project / "tests/test_conformance.py").read_text()
     ci = (project / ".github/workflows/ci.yml").read_text()
     assert "${{ matrix.python-version }}" in ci and "pytest" in ci
@@ -150,7 +150,9 @@ def test_hostile_text_lands_exactly(tmp_path: Path, cookiecutter_config: Path) -
     assert table["name"] == "Jose.Worker-2"
     assert table["description"] == HOSTILE_TEXT["description"]
     assert table["authors"] == [{"name": HOSTILE_TEXT["author"], "email": "jos\u00e9@example.org"}]
-    assert table["entry-points"]["mosaic.workers"] == {"jose-worker.v2": "jose_worker.plugin"}
+    assert table["entry-points"]["mosaic.workers"] == {
+        "jose-worker.v2": "jose_worker.plugin:get_worker_metadata"
+    }
     described = literal_assignments(project / "jose_worker" / "plugin.py")
     assert described["name"] == HOSTILE_TEXT["worker_name"]
     assert described["author"] == HOSTILE_TEXT["author"]
@@ -304,5 +306,5 @@ def test_mosaic_new_prompts_for_what_is_not_given(
     table = tomllib.loads((project / "pyproject.toml").read_text())["project"]
     assert table["authors"][0]["name"] == "Ada"
     assert table["entry-points"]["mosaic.workers"] == {
-        "pixel_pusher": "mosaic_worker_pixel_pusher.plugin"
+        "pixel_pusher": "mosaic_worker_pixel_pusher.plugin:get_worker_metadata"
     }

@@ -1,7 +1,10 @@
-"""The worker's plugin: the object the `mosaic.workers` entry point names.
+"""The worker's plugin: the module the `mosaic.workers` entry point belongs to.
 
 Each function marked `@hookimpl` answers one hook of `mosaic_sdk.hookspecs`. Keep them cheap:
 discovery calls `mosaic_worker_describe` for every installed worker.
+
+The entry point names `get_worker_metadata` (below): the MOSAIC platform calls it and gets the
+description in its own classes; the SDK registers this module's hooks.
 """
 
 from __future__ import annotations
@@ -12,8 +15,12 @@ from typing import Any
 
 from mosaic_sdk import hookimpl
 from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
+from mosaic_sdk.plugins import platform_factory
 from mosaic_worker_example import __version__
 from mosaic_worker_example.config import ExampleConfig
+
+#: The entry point: `example = "mosaic_worker_example.plugin:get_worker_metadata"`.
+get_worker_metadata = platform_factory(__name__)
 
 
 @hookimpl

@@ -31,6 +31,13 @@ def test_description_matches_the_entry_point() -> None:
     assert metadata.name == {{ cookiecutter.worker_name|py_str }}
 
 
+def test_the_entry_point_answers_when_called() -> None:
+    # The MOSAIC platform calls it and gets its own classes; without the platform, the SDK's.
+    metadata, capabilities = plugin.get_worker_metadata()
+    assert capabilities.worker_type == WORKER_TYPE
+    assert metadata.name == {{ cookiecutter.worker_name|py_str }}
+
+
 def test_learner_moves_towards_the_actions_of_a_better_episode() -> None:
     import gymnasium
 

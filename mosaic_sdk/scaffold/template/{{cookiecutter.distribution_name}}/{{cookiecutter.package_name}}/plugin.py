@@ -1,7 +1,10 @@
-"""The worker's plugin: the module the ``mosaic.workers`` entry point names.
+"""The worker's plugin: the module the ``mosaic.workers`` entry point belongs to.
 
 Each function marked ``@hookimpl`` answers one hook of ``mosaic_sdk.hookspecs``. Keep them
 cheap: discovery calls ``mosaic_worker_describe`` for every installed worker.
+
+The entry point names ``get_worker_metadata`` (below): the MOSAIC platform calls it and gets
+the description in its own classes; the SDK registers this module's hooks.
 """
 
 from __future__ import annotations
@@ -12,9 +15,13 @@ from typing import Any
 
 from mosaic_sdk import hookimpl
 from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
+from mosaic_sdk.plugins import platform_factory
 
 from . import WORKER_TYPE, __version__
 from .config import Config
+
+#: The entry point in pyproject.toml names this: ``... = "<package>.plugin:get_worker_metadata"``.
+get_worker_metadata = platform_factory(__name__)
 
 
 @hookimpl
