@@ -29,6 +29,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from mosaic_sdk.shm.processes import process_alive as pid_alive
+
 #: How often (seconds) the supervisor walks the worker's tree while it runs.
 WALK_INTERVAL = 0.5
 
@@ -170,20 +172,6 @@ class Descendants:
             except (ProcessLookupError, PermissionError):
                 pass
         return sent
-
-
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie does not count; without /proc: kill(pid, 0))."""
-    if os.path.isdir("/proc/self"):
-        stat = _stat(pid)
-        return stat is not None and stat[2] not in ("Z", "X")
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 __all__ = ["WALK_INTERVAL", "Descendants", "parent_death_preexec", "pid_alive"]
