@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
+from mosaic_sdk.runner.store import status_text
 
 
 def register(sub: Any) -> None:
@@ -64,13 +65,6 @@ def _open(args: argparse.Namespace) -> Any:
         return RunStore(path, readonly=True)  # reading needs no write access to the store
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-
-
-def status_text(run: dict[str, Any]) -> str:
-    """The status, with "runner died" when a running run's runner process is gone."""
-    if run["status"] == "running" and run.get("runner_alive") is False:
-        return f"running (runner died: pid {run['runner_pid']} is gone)"
-    return str(run["status"])
 
 
 def _when(ts: float | None) -> str:

@@ -11,7 +11,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -388,6 +388,15 @@ class RunStore:
         )
 
 
+def status_text(run: Mapping[str, Any]) -> str:
+    """The status of a stored run (a :meth:`RunStore.get_run` / ``list_runs`` dict) as people
+    read it, in ``mosaic runs`` and ``mosaic watch`` alike: the stored status, or
+    ``running (runner died: pid N is gone)`` when a running run's runner process is gone."""
+    if run["status"] == "running" and run.get("runner_alive") is False:
+        return f"running (runner died: pid {run.get('runner_pid')} is gone)"
+    return str(run["status"])
+
+
 __all__ = [
     "INSERT_EPISODE",
     "INSERT_EVENT",
@@ -401,4 +410,5 @@ __all__ = [
     "UnknownRunError",
     "connect",
     "connect_readonly",
+    "status_text",
 ]

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mosaic_sdk.runner.store import RunStore, StoreError
+from mosaic_sdk.runner.store import RunStore, StoreError, status_text
 
 #: The most points of one curve the server sends (raw and smoothed each).
 MAX_POINTS = 1000
@@ -38,13 +38,6 @@ def open_store(path: Path) -> RunStore:
     return RunStore(path, readonly=True)
 
 
-def status_of(run: dict[str, Any]) -> str:
-    """The stored status, or ``running (runner died)`` when its runner process is gone."""
-    if run["status"] == "running" and run.get("runner_alive") is False:
-        return "running (runner died)"
-    return str(run["status"])
-
-
 def control_available(run: dict[str, Any]) -> bool:
     """Whether the run's directory holds a control socket (the runner made one)."""
     run_dir = run.get("run_dir")
@@ -63,7 +56,7 @@ def run_row(run: dict[str, Any]) -> dict[str, Any]:
     return {
         "run_id": run["run_id"],
         "worker": run["worker"],
-        "status": status_of(run),
+        "status": status_text(run),  # the text `mosaic runs` shows
         "env_id": None if env is None else str(env),
         "steps": run["counts"]["steps"],
         "episodes": run["counts"]["episodes"],
@@ -77,9 +70,10 @@ def run_row(run: dict[str, Any]) -> dict[str, Any]:
 def list_runs(path: Path, status: str | None = None, worker: str | None = None) -> dict[str, Any]:
     """Every run of the store (newest first), filtered, with the workers and statuses seen."""
     with open_store(path) as store:
-        runs = [run_row(r) for r in store.list_runs(limit=None)]
+        stored = store.list_runs(limit=None)
+    runs = [run_row(r) for r in stored]
     workers = sorted({r["worker"] for r in runs})
-    statuses = sorted({r["status"] for r in runs})
+    statuses = sorted({r["status"] for r in stored})  # "running" also finds runner-died runs
     if status:
         runs = [r for r in runs if r["status"] == status or r["status"].startswith(status + " ")]
     if worker:
