@@ -76,7 +76,7 @@ def register(rsub: Any, store_arg: Any) -> None:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from mosaic_sdk.cli.runs import _open
+    from mosaic_sdk.cli.runs import open_store
     from mosaic_sdk.extras import MissingExtraError
     from mosaic_sdk.plots.curves import CurveError
     from mosaic_sdk.plots.figure import plot_format, plot_runs, require_matplotlib
@@ -92,7 +92,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise UsageError(f"--smooth {args.smooth}: use 1 (no smoothing) or more episodes")
     if not args.run_ids and not args.sweep:
         raise UsageError("name the runs to plot (RUN...), or a sweep with --sweep SWEEP")
-    with _open(args) as store:
+    with open_store(args) as store:
         run_ids = list(args.run_ids)
         group_seeds = args.group_seeds
         if args.sweep:
