@@ -17,11 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from mosaic_sdk.runner.control_socket import SOCKET_NAME
 from mosaic_sdk.runner.store import RunStore, StoreError, status_text
 
 #: The most points of one curve the server sends (raw and smoothed each).
 MAX_POINTS = 1000
-CONTROL_SOCKET = "control.sock"
+#: The control socket's name in a run directory (the runner's :data:`SOCKET_NAME`).
+CONTROL_SOCKET = SOCKET_NAME
 
 
 class StoreMissingError(StoreError):
