@@ -6,6 +6,7 @@ Thin: the curves, the seed groups and the drawing are in :mod:`mosaic_sdk.plots`
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
@@ -114,6 +115,15 @@ def cmd_plot(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    from mosaic_sdk.plots.curves import skipped_text
+    from mosaic_sdk.runner.printable import printable
+
+    for run_id, skipped in result.skipped.items():  # on the figure too, in the legend
+        print(
+            printable(f"mosaic: warning: run {run_id}: {skipped_text(skipped)}; not on its curve"),
+            file=sys.stderr,
+            flush=True,
+        )
     lines = len(result.series)
     if args.sweep:
         print(f"sweep {args.sweep}: {len(run_ids)} trial run(s), grouped apart from seed")
