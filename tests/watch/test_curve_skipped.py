@@ -100,3 +100,12 @@ def test_a_run_of_only_skipped_episodes_says_why_in_both(
     code = main(["runs", "plot", "all-bad", "--store", str(store), "-o", str(tmp_path / "x.png")])
     assert code == 2
     assert both + "not finite" in capsys.readouterr().err
+
+
+def test_the_run_page_has_a_place_for_the_sentence(client: TestClient) -> None:
+    """run.js writes ``skipped_text`` under the chart (checked in a browser by test_browser
+    when Chromium is installed); the place for it is in the page."""
+    assert 'id="curve-skipped"' in client.get("/static/run.html").text
+    script = client.get("/static/run.js").text
+    assert 'getElementById("curve-skipped")' in script and "data.skipped_text" in script
+    assert '"?known=" + state.read' in script  # the page's cursor counts skipped episodes too
