@@ -35,6 +35,15 @@ class UsageError(Exception):
     """A mistake in what the user asked for: printed as one line, exit code 2."""
 
 
+def print_warning(message: str) -> None:
+    """How ``mosaic`` shows a warning of the library (the runner's reporter, see
+    :mod:`mosaic_sdk.runner.reporting`): one ``mosaic: warning: ...`` line on stderr, with any
+    terminal escapes it quotes from a worker shown, not obeyed."""
+    from mosaic_sdk.runner.printable import printable
+
+    print(printable(f"mosaic: warning: {message}"), file=sys.stderr, flush=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mosaic",
@@ -55,8 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
+    from mosaic_sdk.runner.reporting import Reporter, use_reporter
+
     try:
-        return int(handler(args) or 0)
+        with use_reporter(Reporter(on_warning=print_warning)):
+            return int(handler(args) or 0)
     except UsageError as exc:
         print(f"mosaic: error: {exc}", file=sys.stderr)
         return 2

@@ -44,10 +44,10 @@ def register(sub: Any) -> None:
 
 
 def _run_row(args: argparse.Namespace) -> dict[str, Any]:
-    from mosaic_sdk.cli.runs import _open
+    from mosaic_sdk.cli.runs import open_store
     from mosaic_sdk.runner.store import StoreError
 
-    with _open(args) as store:
+    with open_store(args) as store:
         try:
             return dict(store.get_run(args.run_id))
         except StoreError as exc:

@@ -1,7 +1,7 @@
 """``mosaic runs list [--json]`` and ``mosaic runs show RUN_ID [--json]``: what the store holds.
 
 ``mosaic runs plot`` and ``mosaic runs export`` are in :mod:`mosaic_sdk.cli.runs_plot` and
-:mod:`mosaic_sdk.cli.runs_export`; all of them open the store read-only through ``_open``.
+:mod:`mosaic_sdk.cli.runs_export`; all of them open the store read-only through :func:`open_store`.
 
 What a worker wrote (event names, payloads, log lines, error messages) is printed through
 :func:`~mosaic_sdk.runner.printable.printable`: its terminal escapes are shown, not obeyed.
@@ -18,37 +18,43 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
+from mosaic_sdk.runner.store import status_text
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("runs", help="list stored runs, show, plot or export them")
     rsub = p.add_subparsers(dest="runs_command", metavar="SUBCOMMAND")
     lst = rsub.add_parser("list", help="the newest runs in the store")
-    _store_arg(lst)
+    add_store_argument(lst)
     lst.add_argument("--limit", type=int, default=20, help="how many runs (default 20; 0: all)")
     lst.add_argument("--worker", help="only runs of this worker")
     lst.add_argument("--json", action="store_true", help="print a JSON list")
     lst.set_defaults(handler=cmd_list)
     show = rsub.add_parser("show", help="summary and last events of one run")
     show.add_argument("run_id", help="a run id, or a unique prefix of one")
-    _store_arg(show)
+    add_store_argument(show)
     show.add_argument("--events", type=int, default=10, help="how many last events (default 10)")
     show.add_argument("--logs", type=int, default=10, help="how many last log lines (default 10)")
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.set_defaults(handler=cmd_show)
     from mosaic_sdk.cli import runs_export, runs_plot
 
-    runs_plot.register(rsub, _store_arg)
-    runs_export.register(rsub, _store_arg)
-    _store_arg(p)
+    runs_plot.register(rsub, add_store_argument)
+    runs_export.register(rsub, add_store_argument)
+    add_store_argument(p)
     p.set_defaults(handler=cmd_list, json=False, limit=20, worker=None)
 
 
-def _store_arg(p: argparse.ArgumentParser) -> None:
+def add_store_argument(p: argparse.ArgumentParser) -> None:
+    """Give ``p`` the ``--store PATH`` option every store-reading sub-command takes (unset:
+    the default store; see :func:`open_store`)."""
     p.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS, help="SQLite store file")
 
 
-def _open(args: argparse.Namespace) -> Any:
+def open_store(args: argparse.Namespace) -> Any:
+    """The run store of ``args.store`` (or the default store), opened read-only; a
+    :class:`~mosaic_sdk.cli.UsageError` that says what to do when it is missing or unusable.
+    Shared by ``mosaic runs``, ``mosaic sweep`` and ``mosaic control``."""
     from mosaic_sdk.runner.paths import MosaicHomeError, default_store_path
     from mosaic_sdk.runner.store import RunStore, StoreError
 
@@ -66,19 +72,13 @@ def _open(args: argparse.Namespace) -> Any:
         raise UsageError(str(exc)) from None
 
 
-def status_text(run: dict[str, Any]) -> str:
-    """The status, with "runner died" when a running run's runner process is gone."""
-    if run["status"] == "running" and run.get("runner_alive") is False:
-        return f"running (runner died: pid {run['runner_pid']} is gone)"
-    return str(run["status"])
-
-
-def _when(ts: float | None) -> str:
+def format_time(ts: float | None) -> str:
+    """A stored timestamp as local ``YYYY-mm-dd HH:MM:SS`` (``-`` when there is none)."""
     return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with _open(args) as store:
+    with open_store(args) as store:
         runs = store.list_runs(limit=args.limit or None, worker=args.worker)
     if args.json:
         print(json.dumps(runs, indent=2, sort_keys=True, default=str))
@@ -92,7 +92,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             r["run_id"],
             r["worker"],
             status_text(r),
-            _when(r["started_at"]),
+            format_time(r["started_at"]),
             f"{r['duration_seconds']:.1f}s",
             str(r["counts"]["steps"]),
             str(r["counts"]["episodes"]),
@@ -115,11 +115,11 @@ def cmd_list(args: argparse.Namespace) -> int:
             rich_table.add_row(*(Text(v) for v in shown_row))  # Text: never read as markup
         Console(highlight=False).print(rich_table)
         return 0
-    _plain_table(header, shown)
+    print_plain_table(header, shown)
     return 0
 
 
-def _plain_table(header: tuple[str, ...], shown: list[tuple[str, ...]]) -> None:
+def print_plain_table(header: tuple[str, ...], shown: list[tuple[str, ...]]) -> None:
     """Columns padded to their widest cell, two spaces apart (cells already printable)."""
     widths = [max(len(str(x)) for x in col) for col in zip(header, *shown, strict=False)]
     for row in (header, *shown):
@@ -129,7 +129,7 @@ def _plain_table(header: tuple[str, ...], shown: list[tuple[str, ...]]) -> None:
 def cmd_show(args: argparse.Namespace) -> int:
     from mosaic_sdk.runner.store import StoreError
 
-    with _open(args) as store:
+    with open_store(args) as store:
         try:
             run = store.get_run(args.run_id)
         except StoreError as exc:
@@ -161,8 +161,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("status", status_text(run)),
         ("exit code", "-" if run["exit_code"] is None else str(run["exit_code"])),
         ("error", run["error"] or "-"),
-        ("started", _when(run["started_at"])),
-        ("ended", _when(run["ended_at"])),
+        ("started", format_time(run["started_at"])),
+        ("ended", format_time(run["ended_at"])),
         ("duration", f"{run['duration_seconds']:.1f}s"),
         ("steps", str(c["steps"])),
         ("episodes", str(c["episodes"])),

@@ -46,7 +46,7 @@ def register(rsub: Any, store_arg: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from mosaic_sdk.cli.runs import _open
+    from mosaic_sdk.cli.runs import open_store
     from mosaic_sdk.extras import MissingExtraError, require
     from mosaic_sdk.runner.export import export_run, format_for
     from mosaic_sdk.runner.store import StoreError
@@ -60,7 +60,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         if to_stdout and sys.stdout.isatty():
             raise UsageError("parquet is binary: give -o FILE.parquet, or redirect the output")
-    with _open(args) as store:
+    with open_store(args) as store:
         try:
             count = export_run(store, args.run_id, what=args.what, fmt=fmt, output=args.output)
         except (StoreError, MissingExtraError) as exc:

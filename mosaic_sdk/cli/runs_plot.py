@@ -6,6 +6,7 @@ Thin: the curves, the seed groups and the drawing are in :mod:`mosaic_sdk.plots`
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
@@ -76,7 +77,7 @@ def register(rsub: Any, store_arg: Any) -> None:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from mosaic_sdk.cli.runs import _open
+    from mosaic_sdk.cli.runs import open_store
     from mosaic_sdk.extras import MissingExtraError
     from mosaic_sdk.plots.curves import CurveError
     from mosaic_sdk.plots.figure import plot_format, plot_runs, require_matplotlib
@@ -92,7 +93,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise UsageError(f"--smooth {args.smooth}: use 1 (no smoothing) or more episodes")
     if not args.run_ids and not args.sweep:
         raise UsageError("name the runs to plot (RUN...), or a sweep with --sweep SWEEP")
-    with _open(args) as store:
+    with open_store(args) as store:
         run_ids = list(args.run_ids)
         group_seeds = args.group_seeds
         if args.sweep:
@@ -114,6 +115,15 @@ def cmd_plot(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    from mosaic_sdk.plots.curves import skipped_text
+    from mosaic_sdk.runner.printable import printable
+
+    for run_id, skipped in result.skipped.items():  # on the figure too, in the legend
+        print(
+            printable(f"mosaic: warning: run {run_id}: {skipped_text(skipped)}; not on its curve"),
+            file=sys.stderr,
+            flush=True,
+        )
     lines = len(result.series)
     if args.sweep:
         print(f"sweep {args.sweep}: {len(run_ids)} trial run(s), grouped apart from seed")

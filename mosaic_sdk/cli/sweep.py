@@ -18,7 +18,7 @@ from typing import Any
 
 from mosaic_sdk.cli import UsageError
 from mosaic_sdk.cli.run import add_place_options
-from mosaic_sdk.cli.runs import _open, _plain_table, _store_arg, _when
+from mosaic_sdk.cli.runs import add_store_argument, format_time, open_store, print_plain_table
 
 
 def register(sub: Any) -> None:
@@ -70,15 +70,15 @@ def register(sub: Any) -> None:
     s = sub.add_parser("sweeps", help="list sweeps, or show one's trials best first")
     ssub = s.add_subparsers(dest="sweeps_command", metavar="SUBCOMMAND")
     lst = ssub.add_parser("list", help="the newest sweeps in the store")
-    _store_arg(lst)
+    add_store_argument(lst)
     lst.add_argument("--json", action="store_true", help="print a JSON list")
     lst.set_defaults(handler=cmd_list)
     show = ssub.add_parser("show", help="the trials of one sweep, best metric first")
     show.add_argument("sweep_id", help="a sweep id, or a unique prefix of one")
-    _store_arg(show)
+    add_store_argument(show)
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.set_defaults(handler=cmd_show)
-    _store_arg(s)
+    add_store_argument(s)
     s.set_defaults(handler=cmd_list, json=False)
 
 
@@ -165,7 +165,7 @@ def _no_sweeps_table(exc: sqlite3.OperationalError) -> bool:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with _open(args) as store:
+    with open_store(args) as store:
         try:
             rows = _sweeps(store).list_sweeps()
         except sqlite3.OperationalError as exc:
@@ -195,7 +195,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             r["worker"],
             r["engine"],
             r["status"],
-            _when(r["created_at"]),
+            format_time(r["created_at"]),
             str(r["trials"]),
             str(r["completed"] or 0),
             str(r["failed"] or 0),
@@ -210,7 +210,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from mosaic_sdk.runner.store import StoreError
 
-    with _open(args) as store:
+    with open_store(args) as store:
         try:
             sweeps = _sweeps(store)
             sweep = sweeps.get_sweep(args.sweep_id)
@@ -250,5 +250,5 @@ def _print_table(header: tuple[str, ...], table: Sequence[tuple[Any, ...]]) -> N
     from mosaic_sdk.runner.printable import printable
 
     shown = [tuple(printable(v) for v in row) for row in table]
-    _plain_table(header, shown)
+    print_plain_table(header, shown)
     sys.stdout.flush()

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from mosaic_sdk.shm.processes import process_alive
+
 SHM_DIR = Path("/dev/shm")
 
 
@@ -78,19 +80,6 @@ def end_processes(pids: list[int], grace: float = 2.0) -> None:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-def process_alive(pid: int) -> bool:
-    """``pid`` runs and is ours to signal (a zombie, or another user's process, is not)."""
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rpartition(b")")[2].split()[:1] != [b"Z"]
-    except OSError:
-        return True
 
 
 __all__ = [

@@ -6,14 +6,23 @@ Everything here is numpy and the standard library; drawing is in
 A run's curve has one point per stored episode whose ``total_reward`` is a finite number, at
 x = the env steps so far (the running sum of the episodes' ``steps``, the episode's own
 included), the number of episodes so far, or the seconds from the run's start to the
-episode line's timestamp.
+episode line's timestamp. The other episodes are skipped, never silently: every curve
+counts them by reason (:data:`SKIP_REASONS`: a return that is not a number, such as the
+string ``"abc"``; one that is not finite, such as ``1e400``; none at all; on the time axis,
+no timestamp), and :func:`skipped_text` says it in words for the plot's legend, the CLI's
+warning and ``mosaic watch``.
+
+This is the one module that turns stored episodes into a curve: ``mosaic runs plot`` reads a
+run at once (:func:`learning_curve`), ``mosaic watch`` as it grows (:class:`RunningCurve`,
+which reads only the episodes stored since its last read); both through
+:func:`episodes_from_rows`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -26,6 +35,35 @@ Spread = Literal["minmax", "std"]
 SPREADS: tuple[str, ...] = ("minmax", "std")
 
 
+#: Why an episode has no point on its run's curve (the keys of ``skipped``), in words.
+SKIP_REASONS: dict[str, str] = {
+    "not_a_number": "a return that is not a number",
+    "not_finite": "a return that is not finite",
+    "no_return": "no return",
+    "no_time": "no timestamp",
+}
+# The ``kind`` column of RunStore.episode_rows: what the stored return was.
+_KIND_NUMBER, _KIND_NULL = 0, 1
+
+
+def skipped_text(skipped: Mapping[str, int]) -> str:
+    """The skipped episodes in words (``"2 episodes skipped: 1 with a return that is not a
+    number, 1 with a return that is not finite"``); ``""`` when none was skipped."""
+    total = sum(skipped.values())
+    if not total:
+        return ""
+    parts = [f"{n} with {text}" for key, text in SKIP_REASONS.items() if (n := skipped.get(key))]
+    return f"{total} episode{'s' if total != 1 else ''} skipped: {', '.join(parts)}"
+
+
+def add_skipped(total: dict[str, int], more: Mapping[str, int]) -> dict[str, int]:
+    """``total`` with the counts of ``more`` added (returns ``total``)."""
+    for key, n in more.items():
+        if n:
+            total[key] = total.get(key, 0) + n
+    return total
+
+
 class CurveError(ValueError):
     """A run has no curve to draw (no episodes, no returns, no step counts...): one line."""
 
@@ -34,15 +72,19 @@ class CurveError(ValueError):
 class Episodes:
     """A run's stored episodes as arrays, in the order they were written (``line_no``).
 
-    ``returns`` is NaN where the stored value is NULL or not finite; ``steps`` is 0 where the
-    episode line had no step count (``has_steps`` says whether any had one); ``seconds`` is the
-    time from the run's start to each episode line, NaN where the line had no timestamp."""
+    ``returns`` is NaN where the stored value is NULL, not a number or not finite (counted
+    by reason in ``skipped``); ``steps`` is 0 where the episode line had no step count
+    (``has_steps`` says whether any had one); ``seconds`` is the time from the run's start to
+    each episode line, NaN where the line had no timestamp. ``last_line``: the ``line_no`` of
+    the last episode (0 when none), where a later read goes on."""
 
     run_id: str
     returns: np.ndarray
     steps: np.ndarray
     seconds: np.ndarray
     has_steps: bool
+    skipped: Mapping[str, int] = field(default_factory=dict)
+    last_line: int = 0
 
     def __len__(self) -> int:
         return len(self.returns)
@@ -50,12 +92,14 @@ class Episodes:
 
 @dataclass(frozen=True)
 class Curve:
-    """One run's learning curve: ``y`` (episode returns) at ``x``; ``x`` never decreases."""
+    """One run's learning curve: ``y`` (episode returns) at ``x``; ``x`` never decreases.
+    ``skipped``: the run's episodes that have no point, by reason (see :func:`skipped_text`)."""
 
     run_id: str
     x_axis: str
     x: np.ndarray
     y: np.ndarray
+    skipped: Mapping[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.x)
@@ -67,7 +111,8 @@ class Curve:
 
 @dataclass(frozen=True)
 class Band:
-    """The mean of several runs' (smoothed) curves and their spread, on one x grid."""
+    """The mean of several runs' (smoothed) curves and their spread, on one x grid;
+    ``skipped``: the episodes of all of them that have no point, by reason."""
 
     label: str
     run_ids: tuple[str, ...]
@@ -77,6 +122,30 @@ class Band:
     mean: np.ndarray
     low: np.ndarray
     high: np.ndarray
+    skipped: Mapping[str, int] = field(default_factory=dict)
+
+
+def episodes_from_rows(run_id: str, rows: Sequence[Sequence[float]]) -> Episodes:
+    """The :class:`Episodes` of rows of :meth:`~mosaic_sdk.runner.store.RunStore.episode_rows`
+    (``(line_no, return, kind, steps, seconds)``): the one place that decides which stored
+    returns are on a curve and why the others are not."""
+    data = np.array(rows, dtype=np.float64).reshape(-1, 5)
+    lines, kind = data[:, 0], data[:, 2]
+    returns, steps, seconds = data[:, 1].copy(), data[:, 3], data[:, 4]
+    number = kind == _KIND_NUMBER
+    finite = np.isfinite(returns)
+    skipped = {
+        "not_a_number": int(((kind != _KIND_NUMBER) & (kind != _KIND_NULL)).sum()),
+        "not_finite": int((number & ~finite).sum()),
+        "no_return": int((kind == _KIND_NULL).sum()),
+    }
+    returns[~(number & finite)] = np.nan
+    has_steps = bool((steps >= 0).any())
+    steps = np.where(steps >= 0, steps, 0.0)
+    seconds = np.where(np.isfinite(seconds), seconds, np.nan)
+    last_line = int(lines[-1]) if len(lines) else 0
+    kept = {k: n for k, n in skipped.items() if n}
+    return Episodes(run_id, returns, steps, seconds, has_steps, kept, last_line)
 
 
 def read_episodes(store: Any, run_id: str) -> Episodes:
@@ -84,15 +153,7 @@ def read_episodes(store: Any, run_id: str) -> Episodes:
     :class:`~mosaic_sdk.runner.store.RunStore`), as arrays; one query, one pass."""
     run = store.get_run(run_id)
     full = run["run_id"]
-    # missing values arrive as +inf (return), -1 (steps) and -inf (time): numbers numpy holds
-    rows = store.episode_points(full, run["started_at"])
-    data = np.array(rows, dtype=np.float64).reshape(-1, 3)
-    returns, steps, seconds = data[:, 0], data[:, 1], data[:, 2]
-    returns[~np.isfinite(returns)] = np.nan
-    has_steps = bool((steps >= 0).any())
-    steps = np.where(steps >= 0, steps, 0.0)
-    seconds = np.where(np.isfinite(seconds), seconds, np.nan)
-    return Episodes(full, returns, steps, seconds, has_steps)
+    return episodes_from_rows(full, store.episode_rows(full, run["started_at"]))
 
 
 def curve_from_episodes(episodes: Episodes, x_axis: str = "steps") -> Curve:
@@ -114,19 +175,66 @@ def curve_from_episodes(episodes: Episodes, x_axis: str = "steps") -> Curve:
         x = np.arange(1, len(episodes) + 1, dtype=np.float64)
     else:
         x = episodes.seconds
-    keep = np.isfinite(episodes.returns) & np.isfinite(x)
+    has_return = np.isfinite(episodes.returns)
+    keep = has_return & np.isfinite(x)
+    skipped = dict(episodes.skipped)
+    add_skipped(skipped, {"no_time": int((has_return & ~keep).sum())})
     if not keep.any():
         why = "a finite return" if x_axis != "time" else "a finite return and a timestamp"
-        raise CurveError(f"none of run {run}'s {len(episodes)} episodes has {why}")
+        raise CurveError(
+            f"none of run {run}'s {len(episodes)} episodes has {why} ({skipped_text(skipped)})"
+        )
     x, y = x[keep], episodes.returns[keep]
     if x_axis == "time":
         x = np.maximum.accumulate(x)  # clocks step back (NTP); the curve must not
-    return Curve(run, x_axis, x, y)
+    return Curve(run, x_axis, x, y, skipped)
 
 
 def learning_curve(store: Any, run_id: str, x_axis: str = "steps") -> Curve:
     """The learning curve of one run of ``store`` (read-only)."""
     return curve_from_episodes(read_episodes(store, run_id), x_axis)
+
+
+class RunningCurve:
+    """One run's curve against env steps, grown as the run goes: each :meth:`update` reads
+    only the episodes stored since the previous one (``mosaic watch`` asks every second; a run
+    of 10k episodes is read once). Its points and skipped episodes are those of
+    ``learning_curve(store, run_id, "steps")``; episodes without step counts sit at x = 0
+    (a live view draws what there is rather than refuse). Not thread-safe: one caller at a
+    time."""
+
+    def __init__(self, run_id: str, started_at: float) -> None:
+        self.run_id = run_id
+        self.started_at = float(started_at)
+        #: Episodes read so far (on the curve and skipped).
+        self.read = 0
+        self.last_line = 0
+        self.total_steps = 0.0
+        self.skipped: dict[str, int] = {}
+        self._x: list[float] = []
+        self._y: list[float] = []
+
+    def update(self, store: Any) -> int:
+        """Read the episodes stored since the last update; how many there were."""
+        rows = store.episode_rows(self.run_id, self.started_at, self.last_line)
+        if not rows:
+            return 0
+        part = episodes_from_rows(self.run_id, rows)
+        ends = np.cumsum(part.steps) + self.total_steps
+        keep = np.isfinite(part.returns)
+        self._x.extend(ends[keep].tolist())
+        self._y.extend(part.returns[keep].tolist())
+        self.total_steps = float(ends[-1])
+        self.last_line = part.last_line
+        self.read += len(part)
+        add_skipped(self.skipped, part.skipped)
+        return len(part)
+
+    def curve(self) -> Curve:
+        """The curve read so far (arrays of its own: later updates do not change it)."""
+        x = np.asarray(self._x, dtype=np.float64)
+        y = np.asarray(self._y, dtype=np.float64)
+        return Curve(self.run_id, "steps", x, y, dict(self.skipped))
 
 
 def smooth(y: np.ndarray, window: int) -> np.ndarray:
@@ -181,7 +289,10 @@ def aggregate(
     else:
         std = ys.std(axis=0)
         low, high = mean - std, mean + std
-    return Band(label, ids, curves[0].x_axis, spread, grid, mean, low, high)
+    skipped: dict[str, int] = {}
+    for c in curves:
+        add_skipped(skipped, c.skipped)
+    return Band(label, ids, curves[0].x_axis, spread, grid, mean, low, high, skipped)
 
 
 def downsample(x: np.ndarray, y: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
@@ -221,6 +332,7 @@ def envelope(
 
 
 __all__ = [
+    "SKIP_REASONS",
     "SPREADS",
     "X_AXES",
     "X_LABELS",
@@ -228,11 +340,15 @@ __all__ = [
     "Curve",
     "CurveError",
     "Episodes",
+    "RunningCurve",
+    "add_skipped",
     "aggregate",
     "curve_from_episodes",
     "downsample",
     "envelope",
+    "episodes_from_rows",
     "learning_curve",
     "read_episodes",
+    "skipped_text",
     "smooth",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +20,12 @@ from mosaic_sdk.plots.curves import (
     X_LABELS,
     Band,
     Curve,
+    add_skipped,
     aggregate,
     downsample,
     envelope,
     learning_curve,
+    skipped_text,
 )
 from mosaic_sdk.plots.groups import DEFAULT_IGNORED, group_by_seed
 
@@ -60,6 +62,9 @@ class PlotResult:
     path: Path
     series: tuple[Curve | Band, ...]
     labels: tuple[str, ...]
+    #: The runs that have episodes without a point (by run id: counts by reason; see
+    #: :func:`~mosaic_sdk.plots.curves.skipped_text`). The figure says so too.
+    skipped: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def runs(self) -> int:
@@ -81,14 +86,17 @@ def render(
     A :class:`Curve` is drawn raw (faint when smoothed; a curve of more than
     :data:`RAW_LINE_MAX` points as its min-max envelope) and smoothed over ``window``
     episodes; a :class:`Band` as its mean line over a shaded spread. The file appears whole
-    or not at all (it is written beside and renamed)."""
+    or not at all (it is written beside and renamed). A series with skipped episodes says so
+    in its legend entry (how many, and why); without a legend (over 20 series), a note in the
+    chart's corner gives the total."""
     fmt = plot_format(path)
     if not series:
         raise ValueError("nothing to plot: no curves")
     figure_mod = require_matplotlib()
     import matplotlib
 
-    names = [_literal(n) for n in (labels if labels is not None else map(_default_label, series))]
+    given = labels if labels is not None else [_default_label(item) for item in series]
+    names = [_literal(_with_skipped(n, item)) for n, item in zip(given, series, strict=True)]
     fig = figure_mod.Figure(figsize=size, dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
@@ -106,6 +114,13 @@ def render(
         ax.set_title(_literal(title))
     if len(series) <= 20:
         ax.legend(loc="lower right", fontsize="small")
+    else:
+        total: dict[str, int] = {}
+        for item in series:
+            add_skipped(total, item.skipped)
+        if total:
+            note = f"{skipped_text(total)} (not on the curves)"
+            ax.annotate(note, (0.01, 0.99), xycoords="axes fraction", va="top", fontsize="small")
     target = Path(path)
     partial = target.with_name(f".{target.name}.partial")
     meta = {"Date": None} if fmt == "svg" else {}
@@ -122,6 +137,11 @@ def _literal(text: str) -> str:
     """``text`` shown as written: matplotlib reads ``$...$`` as math (and fails on a lone
     ``$``), and labels hold config values a worker's user wrote."""
     return text.replace("$", r"\$")
+
+
+def _with_skipped(name: str, item: Curve | Band) -> str:
+    text = skipped_text(item.skipped)
+    return f"{name} [{text}]" if text else name
 
 
 def _default_label(item: Curve | Band) -> str:
@@ -197,7 +217,8 @@ def plot_runs(
             series.append(curves[run["run_id"]])
             labels.append(_run_label(run))
     out = render(series, path, labels=labels, window=window, title=title)
-    return PlotResult(out, tuple(series), tuple(labels))
+    skipped = {rid: c.skipped for rid, c in curves.items() if c.skipped}
+    return PlotResult(out, tuple(series), tuple(labels), skipped)
 
 
 def _unique_runs(store: Any, run_ids: Sequence[str]) -> list[Mapping[str, Any]]:

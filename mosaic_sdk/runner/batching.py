@@ -5,13 +5,13 @@ to ``on_event`` only once the writer has committed that batch."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StoreWriter
 from mosaic_sdk.runner.lifecycle import READ_WAIT, RunObserver
+from mosaic_sdk.runner.reporting import current_reporter
 
 
 class StoreBatcher(RunObserver):
@@ -28,8 +28,10 @@ class StoreBatcher(RunObserver):
         flush_interval: float,
         on_event: Callable[[dict[str, Any]], None],
         on_tick: Callable[[], None],
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         self.run_id = run_id
+        self.warn = warn or current_reporter().warn
         self.writer = writer
         self.ingest = ingest
         self.batch_lines = batch_lines
@@ -87,18 +89,15 @@ class StoreBatcher(RunObserver):
         self.on_tick()
         if not self.writer.alive and not self.writer_gone:  # rows are counted lost from here
             self.writer_gone = True
-            print(
-                f"mosaic: warning: the store writer of run {self.run_id} stopped "
-                f"({self.writer.error}); the rest of the run is not stored and it will fail",
-                file=sys.stderr,
-                flush=True,
+            self.warn(
+                f"the store writer of run {self.run_id} stopped "
+                f"({self.writer.error}); the rest of the run is not stored and it will fail"
             )
 
     def on_output_held_open(self) -> None:
-        print(
-            f"mosaic: warning: the worker of run {self.run_id} exited but a process "
-            "outside its group keeps its stdout open; stopped reading",
-            file=sys.stderr,
+        self.warn(
+            f"the worker of run {self.run_id} exited but a process "
+            "outside its group keeps its stdout open; stopped reading"
         )
 
 

@@ -123,6 +123,12 @@ def send_command(
         reply = json.loads(data.split(b"\n", 1)[0])
     except ValueError:
         reply = None
+    if not isinstance(reply, dict) and data.strip():
+        raise ControlClientError(
+            "bad_reply",
+            f"the process behind {path} replied with something that is not a JSON object "
+            f"({data[:200]!r}); is it a mosaic run of this version?",
+        )
     if not isinstance(reply, dict):
         raise ControlClientError(
             "connection_lost",

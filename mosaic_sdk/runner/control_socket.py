@@ -24,13 +24,13 @@ import select
 import socket
 import stat
 import struct
-import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.runner.control_relay import ControlRelay, runner_error
+from mosaic_sdk.runner.reporting import current_reporter
 
 #: The socket's file name in the run directory.
 SOCKET_NAME = "control.sock"
@@ -226,13 +226,15 @@ class ControlServer:
             pass
 
 
-def start_server(run_dir: Path, relay: ControlRelay) -> ControlServer | None:
-    """A server for ``run_dir``, or None (with a warning on stderr) when none can be made: the
-    run goes on without one."""
+def start_server(
+    run_dir: Path, relay: ControlRelay, warn: Callable[[str], None] | None = None
+) -> ControlServer | None:
+    """A server for ``run_dir``, or None (told to ``warn``, default: the process's reporter)
+    when none can be made: the run goes on without one."""
     try:
         return ControlServer(run_dir, relay)
     except OSError as exc:
-        print(f"mosaic: warning: no control socket for this run: {exc}", file=sys.stderr)
+        (warn or current_reporter().warn)(f"no control socket for this run: {exc}")
         return None
 
 

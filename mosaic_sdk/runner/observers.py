@@ -21,7 +21,6 @@ own, so ingest never waits for a plugin, and one slow plugin does not slow anoth
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections import deque
@@ -29,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
-from mosaic_sdk.runner.printable import printable
+from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.rows import LineBatch
 
 STEPS_HOOK = "mosaic_telemetry_steps"
@@ -134,10 +133,6 @@ class ObserverReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _warn(message: str) -> None:
-    print(printable(f"mosaic: warning: {message}"), file=sys.stderr, flush=True)
 
 
 Rows = list[tuple[Any, ...]]
@@ -293,9 +288,11 @@ def _joined(parts: list[Rows]) -> Rows:
 class ObserverFeed:
     """The observers of one run (see the module docstring); build it with :meth:`for_plugins`."""
 
-    def __init__(self, observers: list[_Observer], warn: Callable[[str], None] = _warn) -> None:
+    def __init__(
+        self, observers: list[_Observer], warn: Callable[[str], None] | None = None
+    ) -> None:
         self._observers = observers
-        self._warn = warn
+        self._warn = warn or current_reporter().warn
         self._reports: list[ObserverReport] | None = None
 
     @classmethod
@@ -305,11 +302,13 @@ class ObserverFeed:
         run_id: str,
         *,
         max_pending_rows: int | None = None,
-        warn: Callable[[str], None] = _warn,
+        warn: Callable[[str], None] | None = None,
     ) -> ObserverFeed | None:
         """A feed for the plugins of ``pm`` that implement either hook; None when none does
         (then the writer has nothing to call). ``max_pending_rows`` defaults to
-        :data:`MAX_PENDING_ROWS`."""
+        :data:`MAX_PENDING_ROWS`; ``warn`` (default: the process's reporter, see
+        :mod:`mosaic_sdk.runner.reporting`) hears of observers that fall behind or fail."""
+        warn = warn or current_reporter().warn
         if max_pending_rows is None:
             max_pending_rows = MAX_PENDING_ROWS
         if max_pending_rows < 1:

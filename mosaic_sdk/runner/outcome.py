@@ -20,12 +20,13 @@ the count of rows lost in its ``error`` (:func:`record_end`): its record is inco
 from __future__ import annotations
 
 import signal
-import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.telemetry.emitter import SCHEMA_VERSION
 
 #: Exit code of ``mosaic run`` per final status.
@@ -191,10 +192,12 @@ def record_end(
     exit_code: int | None,
     lost_rows: int,
     store_error: BaseException | None,
+    warn: Callable[[str], None] | None = None,
 ) -> tuple[str, str | None, dict[str, int]]:
     """Write the final status of a run into ``store`` (a RunStore); returns the status, the
     error and the stored counts. Lost rows make it ``failed``; a final status the store does
-    not take (still locked, disk full) is reported on stderr and in the error, never raised."""
+    not take (still locked, disk full) is told to ``warn`` (default: the process's reporter)
+    and put in the error, never raised."""
     status, error = outcome.status, outcome.error
     failure = store_failure(lost_rows, store_error)
     if failure is not None:
@@ -206,7 +209,7 @@ def record_end(
     except Exception as exc:  # noqa: BLE001 - sqlite3.Error or StoreError: say it, go on
         note = f"the final status could not be stored ({type(exc).__name__}: {exc})"
         status, error = "failed", (error + "; " if error else "") + note
-        print(f"mosaic: warning: run {run_id}: {note}", file=sys.stderr, flush=True)
+        (warn or current_reporter().warn)(f"run {run_id}: {note}")
     for key in ("steps", "episodes", "events", "log_lines", "invalid_lines", "stderr_lines"):
         counts.setdefault(key, 0)
     counts.setdefault("lines", 0)

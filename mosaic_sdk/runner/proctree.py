@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import os
 import signal
-import stat
 import sys
 import time
 from collections.abc import Callable
+from stat import S_ISFIFO
+
+from mosaic_sdk.shm.processes import process_alive as pid_alive
 
 #: How often (seconds) the supervisor walks the worker's tree while it runs.
 WALK_INTERVAL = 0.5
@@ -193,7 +195,7 @@ def pipe_holders(fds: list[int]) -> list[int]:
             st = os.fstat(fd)
         except OSError:
             continue
-        if stat.S_ISFIFO(st.st_mode):
+        if S_ISFIFO(st.st_mode):
             wanted.add(f"pipe:[{st.st_ino}]")
     if not wanted or not os.path.isdir("/proc/self/fd"):
         return []
@@ -213,20 +215,6 @@ def pipe_holders(fds: list[int]) -> list[int]:
             except OSError:
                 continue
     return found
-
-
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie does not count; without /proc: kill(pid, 0))."""
-    if os.path.isdir("/proc/self"):
-        stat = _stat(pid)
-        return stat is not None and stat[2] not in ("Z", "X")
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 __all__ = ["WALK_INTERVAL", "Descendants", "parent_death_preexec", "pid_alive", "pipe_holders"]

@@ -4,33 +4,28 @@ sweeps and the preflight, which all resolve a worker before anything starts."""
 
 from __future__ import annotations
 
-import sys
-
 from mosaic_sdk.hookspecs import PROTOCOL_VERSION
 from mosaic_sdk.plugins import PluginError, WorkerHandle, discover_workers
-from mosaic_sdk.runner.printable import printable
+from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
 
 
 class WorkerProtocolError(PluginError):
     """The worker speaks a protocol version this SDK does not."""
 
 
-def resolve_worker(worker: str | WorkerHandle) -> WorkerHandle:
+def resolve_worker(worker: str | WorkerHandle, *, reporter: Reporter | None = None) -> WorkerHandle:
     """A handle for a worker name (discovery) or the handle itself; checks its protocol.
-    Plugins of the ``mosaic.plugins`` group that failed to load are warned about (the run
-    goes on without them)."""
+    Plugins of the ``mosaic.plugins`` group that failed to load are warned about to
+    ``reporter`` (default: the process's, see :mod:`mosaic_sdk.runner.reporting`); the run
+    goes on without them."""
     if isinstance(worker, str):
         registry = discover_workers()
         handle = registry.get(worker)
         for name, err in registry.plugin_errors.items():
-            print(
-                printable(
-                    f"mosaic: warning: plugin {name!r} ({err.distribution or '?'}) failed to "
-                    f"load: {err.error_type}: {err.message}; runs go on without it "
-                    "(`mosaic plugins list` shows it; MOSAIC_DISABLE_PLUGINS={name} hides it)"
-                ),
-                file=sys.stderr,
-                flush=True,
+            reporter_or_current(reporter).warn(
+                f"plugin {name!r} ({err.distribution or '?'}) failed to "
+                f"load: {err.error_type}: {err.message}; runs go on without it "
+                f"(`mosaic plugins list` shows it; MOSAIC_DISABLE_PLUGINS={name} hides it)"
             )
     else:
         handle = worker

@@ -9,6 +9,7 @@ socket and gives the terminal back; ``close`` runs in the supervisor's ``finally
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,15 @@ def claimed_protocol(handle: WorkerHandle) -> int | None:
 class RunControl:
     """One run's control channel (see the module docstring)."""
 
-    def __init__(self, handle: WorkerHandle, run_dir: Path, *, keys: bool = False) -> None:
+    def __init__(
+        self,
+        handle: WorkerHandle,
+        run_dir: Path,
+        *,
+        keys: bool = False,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.warn = warn
         self.protocol = claimed_protocol(handle)
         self.relay = ControlRelay(handle.name, self.protocol)
         self.run_dir = run_dir
@@ -46,7 +55,7 @@ class RunControl:
     def attach(self, proc: Any) -> None:
         """The worker started: open the socket (and the keys, for a worker of the protocol)."""
         self.relay.attach(proc.stdin)
-        self.server = start_server(self.run_dir, self.relay)
+        self.server = start_server(self.run_dir, self.relay, self.warn)
         if self.want_keys and self.stdin_pipe and sys.stdin.isatty():
             self.keys = KeyReader(sys.stdin.fileno(), self.relay).start()
 

@@ -21,6 +21,8 @@ from mosaic_sdk.control.session import DEFAULT_TIMEOUT, START_TIMEOUT, Session
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner import private
 from mosaic_sdk.runner.launch import PreparedRun, prepare_run, resolve_job
+from mosaic_sdk.runner.reporting import Reporter
+from mosaic_sdk.runner.resolve import resolve_worker
 from mosaic_sdk.runner.session_lifecycle import launch_session
 
 
@@ -34,17 +36,24 @@ def prepare_session(
     *,
     mode: str = "interactive",
     runs_dir: Path | None = None,
+    reporter: Reporter | None = None,
 ) -> PreparedRun:
-    """Resolve ``worker``, check it claims the control protocol, and prepare its run."""
-    return _prepare(worker, config, mode=mode, runs_dir=runs_dir)[1]
+    """Resolve ``worker`` (as ``mosaic run`` does: an unknown worker or one of another worker
+    protocol version is a :class:`~mosaic_sdk.plugins.PluginError`), check it claims the
+    control protocol, and prepare its run."""
+    return _prepare(worker, config, mode=mode, runs_dir=runs_dir, reporter=reporter)[1]
 
 
 def _prepare(
-    worker: str, config: Mapping[str, Any] | None, *, mode: str, runs_dir: Path | None
+    worker: str,
+    config: Mapping[str, Any] | None,
+    *,
+    mode: str,
+    runs_dir: Path | None,
+    reporter: Reporter | None = None,
 ) -> tuple[WorkerHandle, PreparedRun]:
-    from mosaic_sdk.plugins import load_worker
-
-    handle = load_worker(worker)
+    # the protocol check of `mosaic run`, with the same error
+    handle = resolve_worker(worker, reporter=reporter)
     _, capabilities = handle.describe()
     if not capabilities.control_protocol:
         raise SessionLaunchError(
@@ -74,19 +83,23 @@ def start_session(
     timeout: float = DEFAULT_TIMEOUT,
     start_timeout: float = START_TIMEOUT,
     echo_stderr: IO[str] | None = None,
+    reporter: Reporter | None = None,
 ) -> Session:
     """Launch the installed worker ``worker`` with ``config`` in ``mode`` under the run
     lifecycle and wait for its first line; the :class:`~mosaic_sdk.control.session.Session`
-    that drives it. ``fastlane`` switches FastLane on (``MOSAIC_FASTLANE=1``); ``echo_stderr``
-    also gets the worker's stderr lines (``mosaic play``: the terminal). Ending the session
-    (``shutdown(timeout)``, the end of a ``with`` block) stops the worker's whole process tree:
-    SIGTERM, then SIGKILL ``timeout`` seconds later.
-    Raises :class:`SessionLaunchError` for a worker without the control protocol (or without
+    that drives it. ``fastlane`` switches FastLane on (:func:`fastlane_environment`);
+    ``echo_stderr`` also gets the worker's stderr lines (``mosaic play``: the terminal);
+    ``reporter`` hears the warnings of loading it (see :mod:`mosaic_sdk.runner.reporting`).
+    Ending the session (``shutdown(timeout)``, the end of a ``with`` block) stops the
+    worker's whole process tree: SIGTERM, then SIGKILL ``timeout`` seconds later.
+    Raises :class:`~mosaic_sdk.runner.resolve.WorkerProtocolError` (a ``PluginError``) for a
+    worker of another worker protocol version, as ``mosaic run`` does,
+    :class:`SessionLaunchError` for a worker without the control protocol (or without
     the mode) or that cannot be started, ``ControlTimeout`` when its first line does not come
     in ``start_timeout`` s."""
-    handle, prepared = _prepare(worker, config, mode=mode, runs_dir=runs_dir)
+    handle, prepared = _prepare(worker, config, mode=mode, runs_dir=runs_dir, reporter=reporter)
     if fastlane:
-        prepared = dataclasses.replace(prepared, env={**prepared.env, "MOSAIC_FASTLANE": "1"})
+        prepared = dataclasses.replace(prepared, env=fastlane_environment(prepared.env))
     stderr_path = prepared.run_dir / "stderr.log"
     private.create_file(stderr_path)
     try:
@@ -114,6 +127,31 @@ def start_session(
     return session
 
 
+def fastlane_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with FastLane switched on, written by
+    :func:`~mosaic_sdk.fastlane.apply_fastlane_environment` (both spellings of every
+    variable). The settings ``env`` already has (slot, video mode, grid limit, FastLane-only:
+    the caller's environment) are kept; a video mode of ``off`` stays off."""
+    from mosaic_sdk.fastlane.environment import (
+        apply_fastlane_environment,
+        read_fastlane_environment,
+    )
+
+    try:
+        current = read_fastlane_environment(env)
+    except ValueError as exc:
+        raise SessionLaunchError(f"cannot switch FastLane on: {exc}") from None
+    out = dict(env)
+    apply_fastlane_environment(
+        out,
+        fastlane_only=current.fastlane_only,
+        fastlane_slot=current.slot,
+        video_mode=current.video_mode,
+        grid_limit=current.grid_limit,
+    )
+    return out
+
+
 def _echo(stream: IO[str]) -> Any:
     def echo(lines: list[bytes], partial: bool) -> None:
         for raw in lines:
@@ -123,4 +161,4 @@ def _echo(stream: IO[str]) -> Any:
     return echo
 
 
-__all__ = ["SessionLaunchError", "prepare_session", "start_session"]
+__all__ = ["SessionLaunchError", "fastlane_environment", "prepare_session", "start_session"]

@@ -11,7 +11,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -253,18 +253,6 @@ class RunStore:
             (run_id, stream, after, limit),
         ).fetchall()
 
-    def episode_returns(self, run_id: str, after: int = 0) -> list[tuple[int, float | None, int]]:
-        """``(line_no, total_reward, steps)`` of the episodes with ``line_no > after``, in
-        order, as plain tuples (a learning curve of 10k episodes without 10k dicts);
-        ``steps`` is 0 when the line gave none."""
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
-        return cursor.execute(
-            "SELECT line_no, total_reward, coalesce(steps, 0) FROM episodes"
-            " WHERE run_id = ? AND line_no > ? ORDER BY line_no",
-            (run_id, after),
-        ).fetchall()
-
     def _tail(self, sql: str, run_id: str, limit: int | None) -> list[dict[str, Any]]:
         if limit is None:
             return self.conn.execute(sql + " ORDER BY line_no", (run_id,)).fetchall()
@@ -346,20 +334,27 @@ class RunStore:
             (run_id, *standard),
         )
 
-    def episode_points(self, run_id: str, started_at: float) -> list[tuple[Any, ...]]:
-        """``(return, steps, seconds since started_at)`` of each episode of ``run_id`` (a full
-        id), in line order, as numbers numpy takes at once: a missing or non-numeric return
-        is +inf, a missing step count -1, a missing timestamp -inf (``mosaic runs plot``)."""
+    def episode_rows(
+        self, run_id: str, started_at: float, after: int = 0
+    ) -> list[tuple[float, float, int, float, float]]:
+        """``(line_no, return, kind, steps, seconds since started_at)`` of each episode of
+        ``run_id`` (a full id) with ``line_no > after``, in line order, as numbers numpy takes
+        at once (a learning curve, :mod:`mosaic_sdk.plots.curves`). ``kind`` says what the
+        stored return was: 0 a number (``return``; it may be infinite), 1 nothing (NULL), 2
+        something else (a string...); ``return`` is 0 for kinds 1 and 2. A missing step count
+        is -1, a missing timestamp -inf."""
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(
-            "SELECT CASE WHEN typeof(total_reward) IN ('integer', 'real') THEN total_reward"
-            " ELSE 1e999 END,"
+            "SELECT line_no,"
+            " CASE WHEN typeof(total_reward) IN ('integer', 'real') THEN total_reward ELSE 0 END,"
+            " CASE typeof(total_reward) WHEN 'integer' THEN 0 WHEN 'real' THEN 0"
+            " WHEN 'null' THEN 1 ELSE 2 END,"
             " CASE WHEN typeof(steps) IN ('integer', 'real') THEN steps ELSE -1 END,"
             " CASE WHEN typeof(ts_unix_ns) IN ('integer', 'real') THEN (ts_unix_ns - ?) / 1e9"
             " ELSE -1e999 END"
-            " FROM episodes WHERE run_id = ? ORDER BY line_no",
-            (int(round(float(started_at) * 1e9)), run_id),
+            " FROM episodes WHERE run_id = ? AND line_no > ? ORDER BY line_no",
+            (int(round(float(started_at) * 1e9)), run_id, int(after)),
         ).fetchall()
 
     def row_cursor(self, run_id: str, table: str, columns: Sequence[str]) -> sqlite3.Cursor:
@@ -388,6 +383,15 @@ class RunStore:
         )
 
 
+def status_text(run: Mapping[str, Any]) -> str:
+    """The status of a stored run (a :meth:`RunStore.get_run` / ``list_runs`` dict) as people
+    read it, in ``mosaic runs`` and ``mosaic watch`` alike: the stored status, or
+    ``running (runner died: pid N is gone)`` when a running run's runner process is gone."""
+    if run["status"] == "running" and run.get("runner_alive") is False:
+        return f"running (runner died: pid {run.get('runner_pid')} is gone)"
+    return str(run["status"])
+
+
 __all__ = [
     "INSERT_EPISODE",
     "INSERT_EVENT",
@@ -401,4 +405,5 @@ __all__ = [
     "UnknownRunError",
     "connect",
     "connect_readonly",
+    "status_text",
 ]

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import signal
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,8 +36,8 @@ from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
 from mosaic_sdk.runner.observers import ObserverFeed
 from mosaic_sdk.runner.outcome import RunResult, decide, record_end
 from mosaic_sdk.runner.paths import default_store_path, runs_dir_for
-from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.process import WorkerProcess
+from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
 from mosaic_sdk.runner.resolve import WorkerProtocolError, resolve_worker
 from mosaic_sdk.runner.run_control import RunControl
 from mosaic_sdk.runner.store import RunStore
@@ -68,7 +67,10 @@ class RunSupervisor:
         extra_env: dict[str, str] | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE,
         keys: bool = False,
+        reporter: Reporter | None = None,
     ) -> None:
+        #: Hears the run's warnings (default: the process's; see runner.reporting).
+        self.reporter = reporter_or_current(reporter)
         if max_line_bytes < 1:
             raise ValueError(f"max_line_bytes must be >= 1, got {max_line_bytes}")
         self.max_line_bytes = max_line_bytes
@@ -146,13 +148,8 @@ class RunSupervisor:
         try:
             getattr(self.pm.hook, name)(**kwargs)
         except Exception as exc:  # noqa: BLE001 - a plugin's bug must not stop the run
-            print(  # the message may quote what the worker wrote: escape it
-                printable(
-                    f"mosaic: warning: a {name} hook raised {type(exc).__name__}: {exc} "
-                    "(the run goes on)"
-                ),
-                file=sys.stderr,
-                flush=True,
+            self.reporter.warn(
+                f"a {name} hook raised {type(exc).__name__}: {exc} (the run goes on)"
             )
 
     def _telemetry_hook(self, event: dict[str, Any]) -> None:
@@ -166,14 +163,18 @@ class RunSupervisor:
         prepared = self.prepared
         started = time.monotonic()
         self.store.mark_started(self.run_id)
-        feed = ObserverFeed.for_plugins(self.pm, self.run_id)
+        warn = self.reporter.warn
+        feed = ObserverFeed.for_plugins(self.pm, self.run_id, warn=warn)
         writer = StoreWriter(
             self.store_path,
             self.run_id,
             abandon=lambda: self._cancel_reason is not None,
+            report=warn,
             on_commit=None if feed is None else feed.offer,
         )
-        control = self._control = RunControl(self.handle, prepared.run_dir, keys=self.keys)
+        control = self._control = RunControl(
+            self.handle, prepared.run_dir, keys=self.keys, warn=warn
+        )
         ingest = LineIngest(self.run_id, on_control_reply=control.relay.on_reply)
         stderr_ingest = StderrIngest(self.run_id, writer)
         batcher = StoreBatcher(
@@ -184,6 +185,7 @@ class RunSupervisor:
             flush_interval=self.flush_interval,
             on_event=self._telemetry_hook,
             on_tick=lambda: self.display.update(self._snapshot(ingest, started)),
+            warn=warn,
         )
         restore = self._install_signal_handlers()
         lifecycle = RunLifecycle(
@@ -217,11 +219,7 @@ class RunSupervisor:
                 exit_code, stderr_tail, warnings = None, "", []
             cleanup_error = lifecycle.cleanup(exit_code)
             if cleanup_error is not None:
-                print(
-                    printable(f"mosaic: warning: {cleanup_error} (the run goes on)"),
-                    file=sys.stderr,
-                    flush=True,
-                )
+                warn(f"{cleanup_error} (the run goes on)")
             outcome = decide(
                 self.run_id,
                 terminal=ingest.terminal_event,
@@ -247,7 +245,7 @@ class RunSupervisor:
                 self.store.record_observers(self.run_id, observers)
             # rows the store could not take make the record incomplete: a failed run
             status, error, counts = record_end(
-                self.store, self.run_id, outcome, exit_code, writer.lost_rows, writer.error
+                self.store, self.run_id, outcome, exit_code, writer.lost_rows, writer.error, warn
             )
             self.display.finish(self._snapshot(ingest, started, status))
             return RunResult(
@@ -295,14 +293,10 @@ class RunSupervisor:
     def _report_warnings(
         self, warnings: list[str], stderr_ingest: StderrIngest, batch: LineBatch
     ) -> None:
-        """Each problem once: on the runner's stderr, and as a stderr line of the run marked
-        as written by mosaic run (so ``mosaic runs show`` tells it later)."""
+        """Each problem once: to the reporter, and as a stderr line of the run marked as
+        written by mosaic run (so ``mosaic runs show`` tells it later)."""
         for text in warnings:
-            print(
-                printable(f"mosaic: warning: run {self.run_id}: {text}"),
-                file=sys.stderr,
-                flush=True,
-            )
+            self.reporter.warn(f"run {self.run_id}: {text}")
             stderr_ingest.line_no += 1
             batch.logs.append(
                 (self.run_id, "stderr", stderr_ingest.line_no, "log", 0, RUNNER_NOTE, text)
@@ -346,6 +340,7 @@ def run_worker(
     extra_env: dict[str, str] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE,
     keys: bool = False,
+    reporter: Reporter | None = None,
 ) -> RunResult:
     """Run ``worker`` (a name or a handle) with ``config`` to the end; returns a RunResult.
 
@@ -353,9 +348,12 @@ def run_worker(
     broken or incompatible worker, :class:`~mosaic_sdk.contract.ConfigError` for a bad config
     or run id, :class:`~mosaic_sdk.runner.store.StoreError` for an unusable store. A run that
     starts always returns a result, failures of the worker included. In the main thread,
-    SIGINT, SIGTERM and SIGHUP cancel the run while it lasts.
+    SIGINT, SIGTERM and SIGHUP cancel the run while it lasts. Warnings (a plugin that failed
+    to load, a hook that raised, a store that stays locked...) go to ``reporter`` (default:
+    the process's, which prints nothing outside the CLI; see
+    :mod:`mosaic_sdk.runner.reporting`): the runner never prints.
     """
-    handle = resolve_worker(worker)
+    handle = resolve_worker(worker, reporter=reporter)
     supervisor = RunSupervisor(
         handle,
         config,
@@ -369,6 +367,7 @@ def run_worker(
         extra_env=extra_env,
         max_line_bytes=max_line_bytes,
         keys=keys,
+        reporter=reporter,
     )
     return supervisor.run()
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import queue
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.runner import store as store_sql
+from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.rows import LineBatch, insert_batch, insert_each, storable
 
 #: A stall is reported once it lasts this long (seconds), then every REPORT_EVERY seconds.
@@ -41,10 +41,6 @@ REPORT_EVERY = 10.0
 GIVE_UP_AFTER = 30.0
 #: Queued batches are merged into one transaction up to this many rows (see ``_loop``).
 MERGE_ROWS = 8192
-
-
-def _warn(message: str) -> None:
-    print(f"mosaic: warning: {message}", file=sys.stderr, flush=True)
 
 
 class StoreWriter:
@@ -61,7 +57,7 @@ class StoreWriter:
         busy_timeout: float = 1.0,
         give_up_after: float | None = None,
         abandon: Callable[[], bool] | None = None,
-        report: Callable[[str], None] = _warn,
+        report: Callable[[str], None] | None = None,
         on_commit: Callable[[LineBatch], None] | None = None,
     ) -> None:
         self.path = Path(path)
@@ -70,7 +66,8 @@ class StoreWriter:
         self.merge_rows = merge_rows
         self.give_up_after = GIVE_UP_AFTER if give_up_after is None else give_up_after
         self._abandon = abandon or (lambda: False)
-        self._report = report
+        #: Where stalls and losses are told (default: the process's reporter).
+        self._report = report or current_reporter().warn
         self._on_commit = on_commit
         self._queue: queue.Queue[LineBatch] = queue.Queue(maxsize=max_pending)
         # A short busy timeout: the writer waits for a lock in its own loop (with backoff, and

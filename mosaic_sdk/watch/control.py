@@ -1,28 +1,32 @@
-"""Sending pause/resume/stop to a run through its control socket.
+"""The run page's pause/resume/stop buttons, sent through the runner's control client.
 
-The runner listens on ``control.sock`` in the run's directory: a client writes one JSON line
-``{"cmd": "pause"}`` and reads one JSON line back, a ``control_reply`` (``ok`` true, or false
-with ``error.code``/``message``/``hint``). This module is that client, for the run page's
-buttons; the page only shows them when the socket exists.
+The runner listens on ``control.sock`` in the run's directory (see
+:mod:`mosaic_sdk.runner.control_socket`). This module only adapts the runner's one client,
+:func:`mosaic_sdk.runner.control_client.send_command` (its checks of the socket's owner and
+mode and of the peer, and its way to reach a socket whose path is longer than ``AF_UNIX``
+allows), to the page: the three commands of the buttons, the call off the event loop, and a
+refusal reply instead of an exception. The page only shows the buttons when the socket exists.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.watch.data import CONTROL_SOCKET
+from starlette.concurrency import run_in_threadpool
+
+from mosaic_sdk.runner.control_client import CLIENT_TIMEOUT, ControlClientError
+from mosaic_sdk.runner.control_client import send_command as send_to_socket
+from mosaic_sdk.runner.control_socket import SOCKET_NAME
 
 #: The commands the run page's buttons send.
 COMMANDS = ("pause", "resume", "stop")
-#: Seconds to wait for the reply (the runner itself gives up on the worker after 5 s).
-REPLY_TIMEOUT = 7.0
-_MAX_REPLY = 1 << 20
+#: Seconds to wait for the reply: the runner's client's wait (the runner's own, and a margin).
+REPLY_TIMEOUT = CLIENT_TIMEOUT
 
 
-def _refusal(code: str, message: str, hint: str) -> dict[str, Any]:
+def refusal(code: str, message: str, hint: str = "") -> dict[str, Any]:
+    """A ``control_reply`` with ``ok`` false, as the page shows a refused command."""
     return {
         "type": "control_reply",
         "ok": False,
@@ -35,48 +39,21 @@ async def send_command(
 ) -> dict[str, Any]:
     """Send ``cmd`` to the run whose directory is ``run_dir``; the reply as a dict.
 
-    Never raises for a run that cannot be reached: the reply says why (``ok`` false)."""
+    Never raises for a run that cannot be reached: the reply says why (``ok`` false, with the
+    runner client's :attr:`~mosaic_sdk.runner.control_client.ControlClientError.code`)."""
     if cmd not in COMMANDS:
-        return _refusal(
+        return refusal(
             "unknown_command", f"{cmd!r} is not a control command", f"use one of {COMMANDS}"
         )
     if not run_dir:
-        return _refusal("no_run_dir", "the run has no run directory", "start it with mosaic run")
-    path = Path(run_dir) / CONTROL_SOCKET
+        return refusal("no_run_dir", "the run has no run directory", "start it with mosaic run")
+    path = Path(run_dir) / SOCKET_NAME
     try:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_unix_connection(str(path), limit=_MAX_REPLY), timeout
-        )
-    except (OSError, asyncio.TimeoutError) as exc:
-        return _refusal(
-            "unreachable",
-            f"cannot connect to the run's control socket {path}: {exc}",
-            "the run may have ended; reload the page",
-        )
-    try:
-        writer.write(json.dumps({"cmd": cmd}).encode() + b"\n")
-        await writer.drain()
-        line = await asyncio.wait_for(reader.readline(), timeout)
-    except (OSError, ValueError, asyncio.TimeoutError) as exc:
-        return _refusal(
-            "no_reply",
-            f"the run's control socket gave no reply line within {timeout:.0f} s ({exc!r})",
-            "the runner may be busy or gone; try again",
-        )
-    finally:
-        writer.close()
-    try:
-        reply = json.loads(line)
-    except ValueError:
-        reply = None
-    if not isinstance(reply, dict):
-        return _refusal(
-            "bad_reply",
-            f"the run's control socket replied with something that is not a JSON object: "
-            f"{line[:200]!r}",
-            "is the runner speaking the control protocol?",
-        )
-    return reply
+        return await run_in_threadpool(send_to_socket, path, {"cmd": cmd}, timeout)
+    except ControlClientError as exc:
+        return refusal(exc.code, str(exc), "the run may have ended; reload the page")
+    except OSError as exc:  # e.g. the run directory went away while connecting
+        return refusal("unreachable", f"cannot reach the run's control socket {path}: {exc}")
 
 
-__all__ = ["COMMANDS", "REPLY_TIMEOUT", "send_command"]
+__all__ = ["COMMANDS", "REPLY_TIMEOUT", "refusal", "send_command"]

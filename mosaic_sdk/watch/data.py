@@ -11,17 +11,20 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mosaic_sdk.runner.store import RunStore, StoreError
+from mosaic_sdk.plots.curves import Curve, RunningCurve, skipped_text
+from mosaic_sdk.plots.curves import smooth as trailing_mean
+from mosaic_sdk.runner.control_socket import SOCKET_NAME
+from mosaic_sdk.runner.store import RunStore, StoreError, status_text
 
 #: The most points of one curve the server sends (raw and smoothed each).
 MAX_POINTS = 1000
-CONTROL_SOCKET = "control.sock"
+#: The control socket's name in a run directory (the runner's :data:`SOCKET_NAME`).
+CONTROL_SOCKET = SOCKET_NAME
 
 
 class StoreMissingError(StoreError):
@@ -36,13 +39,6 @@ def open_store(path: Path) -> RunStore:
             "(or pass the store your runs use: mosaic watch --store PATH)"
         )
     return RunStore(path, readonly=True)
-
-
-def status_of(run: dict[str, Any]) -> str:
-    """The stored status, or ``running (runner died)`` when its runner process is gone."""
-    if run["status"] == "running" and run.get("runner_alive") is False:
-        return "running (runner died)"
-    return str(run["status"])
 
 
 def control_available(run: dict[str, Any]) -> bool:
@@ -63,7 +59,7 @@ def run_row(run: dict[str, Any]) -> dict[str, Any]:
     return {
         "run_id": run["run_id"],
         "worker": run["worker"],
-        "status": status_of(run),
+        "status": status_text(run),  # the text `mosaic runs` shows
         "env_id": None if env is None else str(env),
         "steps": run["counts"]["steps"],
         "episodes": run["counts"]["episodes"],
@@ -77,9 +73,10 @@ def run_row(run: dict[str, Any]) -> dict[str, Any]:
 def list_runs(path: Path, status: str | None = None, worker: str | None = None) -> dict[str, Any]:
     """Every run of the store (newest first), filtered, with the workers and statuses seen."""
     with open_store(path) as store:
-        runs = [run_row(r) for r in store.list_runs(limit=None)]
+        stored = store.list_runs(limit=None)
+    runs = [run_row(r) for r in stored]
     workers = sorted({r["worker"] for r in runs})
-    statuses = sorted({r["status"] for r in runs})
+    statuses = sorted({r["status"] for r in stored})  # "running" also finds runner-died runs
     if status:
         runs = [r for r in runs if r["status"] == status or r["status"].startswith(status + " ")]
     if worker:
@@ -132,69 +129,52 @@ def logs_after(
     return out
 
 
-@dataclass
-class _Curve:
-    """The episodes of one run read so far: x = env steps at the episode's end, y = return."""
-
-    started_at: float = 0.0
-    last_line: int = 0
-    steps: list[float] = field(default_factory=list)
-    returns: list[float] = field(default_factory=list)
-    total_steps: float = 0.0
-
-
 class CurveCache:
-    """Learning curves built from the ``episodes`` table, read incrementally: each request
-    reads only the episodes stored since the previous one (a 10k-episode run is read once)."""
+    """Learning curves of runs, one :class:`~mosaic_sdk.plots.curves.RunningCurve` each (the
+    curve module of ``mosaic runs plot``, read incrementally): each request reads only the
+    episodes stored since the previous one (a 10k-episode run is read once)."""
 
     def __init__(self, store_path: Path) -> None:
         self.store_path = store_path
-        self._curves: dict[str, _Curve] = {}
+        self._curves: dict[str, RunningCurve] = {}
         self._lock = threading.Lock()
 
-    def _update(self, store: RunStore, run_id: str) -> _Curve:
+    def _update(self, store: RunStore, run_id: str) -> tuple[Curve, int]:
         started_at = float(store.get_run(run_id)["started_at"])
         with self._lock:
-            curve = self._curves.get(run_id)
-            if curve is None or curve.started_at != started_at:  # new, or a new run, same id
-                curve = self._curves[run_id] = _Curve(started_at=started_at)
-            rows = store.episode_returns(run_id, curve.last_line)
-            if not rows:
-                return curve
-            lines, returns, steps = zip(*rows, strict=True)
-            ends = np.cumsum(np.asarray(steps, dtype=np.float64)) + curve.total_steps
-            curve.last_line = int(lines[-1])
-            curve.total_steps = float(ends[-1])
-            for end, ret in zip(ends.tolist(), returns, strict=True):
-                if ret is not None:  # an episode line without a return: nothing to plot
-                    curve.steps.append(end)
-                    curve.returns.append(float(ret))
-            return curve
+            running = self._curves.get(run_id)
+            if running is None or running.started_at != started_at:  # new, or a new run
+                running = self._curves[run_id] = RunningCurve(run_id, started_at)
+            running.update(store)
+            return running.curve(), running.read
 
     def curve(
         self, run_id: str, *, smooth: int = 20, points: int = MAX_POINTS, known: int = -1
     ) -> dict[str, Any]:
         """The run's curve, raw and smoothed (mean of the last ``smooth`` episodes), at most
-        ``points`` points each. ``known``: the episode count the page already has; when no
-        episode came since, only ``{"episodes": n, "unchanged": true}`` is returned."""
+        ``points`` points each; ``episodes``: the points, ``read``: the episodes read (the
+        points and the skipped ones: ``skipped`` by reason, ``skipped_text`` in words).
+        ``known``: the ``read`` the page already has; when no episode came since, only
+        ``{"episodes", "read", "unchanged": true}`` is returned."""
         started = time.perf_counter()
         with open_store(self.store_path) as store:
             full = store.resolve(run_id)
-            curve = self._update(store, full)
-            n = len(curve.returns)
-            if n == known:
-                return {"run_id": full, "episodes": n, "unchanged": True}
-            x = np.asarray(curve.steps[:n], dtype=np.float64)
-            y = np.asarray(curve.returns[:n], dtype=np.float64)
+            curve, read = self._update(store, full)
+        n = len(curve)
+        if read == known:
+            return {"run_id": full, "episodes": n, "read": read, "unchanged": True}
         smooth = max(1, min(int(smooth), 10_000))
-        keep = downsample_indices(y, max(2, min(points, MAX_POINTS)))
+        keep = downsample_indices(curve.y, max(2, min(points, MAX_POINTS)))
         return {
             "run_id": full,
             "episodes": n,
+            "read": read,
             "unchanged": False,
             "smooth": smooth,
-            "raw": _pairs(x[keep], y[keep]),
-            "smoothed": _pairs(x[keep], rolling_mean(y, smooth)[keep]),
+            "raw": _pairs(curve.x[keep], curve.y[keep]),
+            "smoothed": _pairs(curve.x[keep], curve.smoothed(smooth)[keep]),
+            "skipped": dict(curve.skipped),
+            "skipped_text": skipped_text(curve.skipped),
             "build_ms": round((time.perf_counter() - started) * 1000, 2),
         }
 
@@ -203,14 +183,8 @@ def _pairs(x: np.ndarray, y: np.ndarray) -> list[list[float]]:
     return [[float(a), float(b)] for a, b in zip(x.tolist(), y.tolist(), strict=True)]
 
 
-def rolling_mean(y: np.ndarray, window: int) -> np.ndarray:
-    """Mean of the last ``window`` values at each index (fewer at the start)."""
-    if y.size == 0:
-        return y
-    sums = np.cumsum(np.insert(y, 0, 0.0))
-    idx = np.arange(1, y.size + 1)
-    lo = np.maximum(idx - window, 0)
-    return np.asarray((sums[idx] - sums[lo]) / (idx - lo))
+#: Mean of the last ``window`` values at each index: the curve module's trailing average.
+rolling_mean = trailing_mean
 
 
 def downsample_indices(y: np.ndarray, points: int) -> np.ndarray:

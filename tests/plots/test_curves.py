@@ -9,11 +9,13 @@ from stored_runs import add_rows, add_run
 from mosaic_sdk.plots.curves import (
     Curve,
     CurveError,
+    RunningCurve,
     aggregate,
     downsample,
     envelope,
     learning_curve,
     read_episodes,
+    skipped_text,
     smooth,
 )
 from mosaic_sdk.runner.store import RunStore, UnknownRunError
@@ -55,6 +57,53 @@ def test_episodes_without_a_return_are_skipped_but_their_steps_count(store_path)
     np.testing.assert_array_equal(curve.x, [10, 20, 40])  # the None step count adds nothing
     np.testing.assert_array_equal(curve.y, [1.0, 3.0, 5.0])
     np.testing.assert_array_equal(by_episodes.x, [1, 3, 5])  # episode numbers are kept
+    skipped = {"no_return": 1, "not_finite": 1, "not_a_number": 1}
+    assert episodes.skipped == curve.skipped == by_episodes.skipped == skipped
+    assert skipped_text(curve.skipped) == (
+        "3 episodes skipped: 1 with a return that is not a number, 1 with a return that is "
+        "not finite, 1 with no return"
+    )
+
+
+def test_the_running_curve_of_watch_is_the_curve_of_runs_plot(store_path):
+    returns = [1.0, None, 3.0, float("inf"), 5.0, -2.0]
+    add_run(store_path, "r1", returns=returns, steps=[10, 10, None, 10, 10, 7])
+    later = [
+        ("r1", 50, 50, 6, "abc", 3, 1, 0, None, "{}"),
+        ("r1", 51, 51, 7, 8.0, 4, 1, 0, None, "{}"),
+    ]
+    with RunStore(store_path, readonly=True) as store:
+        running = RunningCurve("r1", store.get_run("r1")["started_at"])
+        running.update(store)
+    add_rows(store_path, "episodes", later)  # the run goes on: a second read gets the rest
+    with RunStore(store_path, readonly=True) as store:
+        running.update(store)
+        whole = learning_curve(store, "r1", "steps")
+    grown = running.curve()
+    np.testing.assert_array_equal(grown.x, whole.x)
+    np.testing.assert_array_equal(grown.y, whole.y)
+    assert grown.skipped == whole.skipped == {"no_return": 1, "not_finite": 1, "not_a_number": 1}
+    assert running.read == 8
+
+
+def test_a_running_curve_reads_only_what_is_new(store_path):
+    add_run(store_path, "r1", returns=[1.0, "abc"], steps=[10, 10])  # type: ignore[list-item]
+    with RunStore(store_path, readonly=True) as store:
+        running = RunningCurve("r1", store.get_run("r1")["started_at"])
+        assert running.update(store) == 2 and running.update(store) == 0
+    add_rows(store_path, "episodes", [("r1", 50, 50, 2, 4.0, 5, 1, 0, None, "{}")])
+    with RunStore(store_path, readonly=True) as store:
+        assert running.update(store) == 1
+    curve = running.curve()
+    assert curve.x.tolist() == [10.0, 25.0] and curve.y.tolist() == [1.0, 4.0]
+    assert curve.skipped == {"not_a_number": 1} and running.read == 3
+
+
+def test_episodes_without_a_timestamp_are_counted_on_the_time_axis(store_path):
+    add_run(store_path, "r1", returns=[1.0, 2.0, 3.0], seconds=[1.0, None, 3.0])
+    with RunStore(store_path, readonly=True) as store:
+        assert learning_curve(store, "r1", "time").skipped == {"no_time": 1}
+        assert learning_curve(store, "r1", "steps").skipped == {}
 
 
 def test_time_never_goes_back_and_lines_without_a_timestamp_are_left_out(store_path):

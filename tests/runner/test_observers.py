@@ -19,6 +19,7 @@ from mosaic_sdk.plugins import create_plugin_manager, discover_workers
 from mosaic_sdk.runner import observers as observers_mod
 from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StoreWriter
 from mosaic_sdk.runner.observers import EpisodeRow, ObserverFeed, RowBatch, StepRow
+from mosaic_sdk.runner.reporting import Reporter
 from mosaic_sdk.runner.store import RunStore
 from mosaic_sdk.runner.supervisor import run_worker
 
@@ -148,10 +149,12 @@ def test_a_slow_observer_misses_rows_alone_counted_and_the_store_keeps_them_all(
     monkeypatch.setattr(observers_mod, "MAX_PENDING_ROWS", 300)
     slow, fast = Blocked(), Collector()
     # ~1 s of steps (about 1000 a second): the fast observer keeps up, the blocked one cannot
+    reporter = Reporter()
     result = run_worker(
         _handle(slow=slow, fast=fast),
         {"mode": "slow", "lines": 1000, "delay": 0.001},
         store=store_path,
+        reporter=reporter,
     )
     # the run was stored to its end while the slow observer was blocked
     assert result.status == "completed", result.error
@@ -168,9 +171,10 @@ def test_a_slow_observer_misses_rows_alone_counted_and_the_store_keeps_them_all(
     # what it got is the newest rows, in order, without duplicates
     got = [s.line_no for s in slow.steps]
     assert got == sorted(set(got))
-    err = capsys.readouterr().err
-    assert err.count("observer plugin 'slow' cannot keep up") == 1
-    assert f"observer plugin 'slow' missed {slow_report['missed_steps']} steps" in err
+    assert capsys.readouterr() == ("", "")  # the library prints nothing: its reporter hears it
+    told = "\n".join(reporter.warnings)
+    assert told.count("observer plugin 'slow' cannot keep up") == 1
+    assert f"observer plugin 'slow' missed {slow_report['missed_steps']} steps" in told
     # stored with the run and shown by runs show
     with RunStore(store_path, readonly=True) as store:
         assert store.get_run(result.run_id)["observers"] == result.observers
@@ -194,14 +198,20 @@ def test_a_failing_observer_is_reported_once_by_name_and_disabled(
     fixture_workers: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad, good = Failing(), Collector()
+    reporter = Reporter()
     result = run_worker(
-        _handle(bad=bad, good=good), {"lines": 2000}, store=store_path, batch_lines=50
+        _handle(bad=bad, good=good),
+        {"lines": 2000},
+        store=store_path,
+        batch_lines=50,
+        reporter=reporter,
     )
     assert result.status == "completed", result.error
     assert result.counts["steps"] == 2000 and len(good.steps) == 2000
     assert bad.calls == 1
-    err = capsys.readouterr().err
-    assert err.count("observer plugin 'bad' raised RuntimeError: cannot reach the dashboard") == 1
+    assert capsys.readouterr() == ("", "")
+    told = "\n".join(reporter.warnings)
+    assert told.count("observer plugin 'bad' raised RuntimeError: cannot reach the dashboard") == 1
     reports = {r["name"]: r for r in result.observers}
     assert reports["bad"]["error"] == "RuntimeError: cannot reach the dashboard"
     assert reports["bad"]["delivered_steps"] == 0 and reports["bad"]["missed_steps"] == 2000

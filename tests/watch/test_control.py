@@ -26,6 +26,7 @@ class FakeRunner:
         self.path, self.reply, self.requests = path, reply, []  # type: list[dict[str, Any]]
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(str(path))
+        path.chmod(0o600)  # as the runner makes it: the client trusts no other mode
         self.server.listen(4)
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -117,7 +118,7 @@ def test_a_runner_gone_is_a_refusal_not_an_error(client: TestClient, runner: Fak
     got = client.post("/api/runs/RUN-1/control", json={"cmd": "pause"}, headers=AUTH)
     assert got.status_code == 200
     assert got.json()["reply"]["ok"] is False
-    assert got.json()["reply"]["error"]["code"] == "unreachable"
+    assert got.json()["reply"]["error"]["code"] == "refused"  # the runner client's code
 
 
 def test_finished_runs_have_no_buttons(client: TestClient, store: Path, runner: FakeRunner) -> None:

@@ -114,6 +114,7 @@ def test_curve_is_built_from_episodes_downsampled_and_incremental(
     assert client.get("/api/runs/RUN-1/curve?known=30").json() == {
         "run_id": "RUN-1",
         "episodes": 30,
+        "read": 30,
         "unchanged": True,
     }
     run.add_episode(100.0, 5)

@@ -2,7 +2,7 @@
 "use strict";
 
 const runId = decodeURIComponent(location.pathname.split("/").pop());
-const state = { events: -1, logs: { stdout: -1, stderr: -1 }, episodes: -1, running: true, streaming: false };
+const state = { events: -1, logs: { stdout: -1, stderr: -1 }, read: -1, running: true, streaming: false };
 // Read by the end-to-end tests and the benchmark: what the page has shown.
 window.__watch = { frames: 0, lastSeq: null, sizes: [], shown: [], events: 0, logs: 0, curvePoints: 0 };
 
@@ -66,11 +66,13 @@ async function logs() {
 }
 
 async function curve() {
-  const { ok, data } = await watch.api(watch.apiUrl(runId, "curve") + "?known=" + state.episodes);
+  const { ok, data } = await watch.api(watch.apiUrl(runId, "curve") + "?known=" + state.read);
   if (!ok || data.unchanged) return;
-  state.episodes = data.episodes;
+  state.read = data.read;
   document.getElementById("curve-info").textContent =
     data.episodes + " episode(s); smoothed: mean of the last " + data.smooth;
+  // episodes without a usable return are not drawn: say how many, and why
+  document.getElementById("curve-skipped").textContent = data.skipped_text ? data.skipped_text + " (not on the curve)" : "";
   drawChart(document.getElementById("curve"), [
     { label: "return", color: "#90caf9", points: data.raw, width: 1 },
     { label: "smoothed", color: "#0d47a1", points: data.smoothed, width: 2 },
