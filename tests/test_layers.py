@@ -124,12 +124,8 @@ def test_the_moved_fastlane_name_warns_and_still_works() -> None:
 
 # -- no private name crosses a module boundary ------------------------------------------------
 
-#: Private names another module may still import, as (importing file, imported name). Only the
-#: plugin-group ones, being reworked elsewhere; remove each as it goes away. Nothing else.
-PRIVATE_IMPORTS_ALLOWED = {
-    ("plugins/plugin_group.py", "mosaic_sdk.plugins.discovery._csv"),
-    ("plugins/plugin_group.py", "mosaic_sdk.plugins.discovery._error"),
-}
+#: Private names another module may still import, as (importing file, imported name): none.
+PRIVATE_IMPORTS_ALLOWED: set[tuple[str, str]] = set()
 
 
 def _private(part: str) -> bool:

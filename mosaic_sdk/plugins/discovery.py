@@ -85,7 +85,8 @@ def create_plugin_manager(environ: Mapping[str, str] | None = None) -> pluggy.Pl
     return pm
 
 
-def _csv(value: str | None) -> list[str]:
+def csv_names(value: str | None) -> list[str]:
+    """The non-empty, stripped items of a comma-separated setting (``MOSAIC_PLUGINS`` ...)."""
     return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
@@ -110,7 +111,7 @@ def entry_point_candidates(environ: Mapping[str, str]) -> list[EntryPointCandida
     found: list[EntryPointCandidate] = []
     if environ.get("MOSAIC_DISABLE_PLUGIN_AUTOLOAD", "") in ("", "0"):
         found += installed_entry_points(ENTRY_POINT_GROUP)
-    for spec in _csv(environ.get("MOSAIC_PLUGINS")):
+    for spec in csv_names(environ.get("MOSAIC_PLUGINS")):
         name, sep, value = spec.partition("=")
         if not sep or not name.strip() or not value.strip():
             found.append(EntryPointCandidate(spec, spec, "MOSAIC_PLUGINS", None, _bad_spec(spec)))
@@ -154,7 +155,9 @@ def _handle(c: EntryPointCandidate, plugin: Any, pm: Any, style: str) -> WorkerH
     )
 
 
-def _error(c: EntryPointCandidate, exc: BaseException) -> WorkerLoadError:
+def load_error(c: EntryPointCandidate, exc: BaseException) -> WorkerLoadError:
+    """The :class:`WorkerLoadError` that says why ``c`` could not be loaded: a validation
+    error's fields on one line, else the exception's text, with its traceback."""
     if isinstance(exc, ValidationError):
         message = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
@@ -310,7 +313,7 @@ def _load(
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a broken plugin (even one calling
-        return _error(c, exc)  # sys.exit at import) must not stop discovery
+        return load_error(c, exc)  # sys.exit at import) must not stop discovery
     handle = _handle(c, plugin, pm, style)
     try:
         _, caps = handle.describe()
@@ -321,7 +324,7 @@ def _load(
             )
     except Exception as exc:  # noqa: BLE001
         pm.unregister(name=plugin_name)
-        return _error(c, exc)
+        return load_error(c, exc)
     return handle
 
 
@@ -404,7 +407,7 @@ def discover_workers(
     from mosaic_sdk.plugins.plugin_group import load_plugin_group
 
     registry.plugins, registry.plugin_errors = load_plugin_group(pm, env)
-    disabled = {_canonical_name(n) for n in _csv(env.get("MOSAIC_DISABLE_WORKERS"))}
+    disabled = {_canonical_name(n) for n in csv_names(env.get("MOSAIC_DISABLE_WORKERS"))}
     candidates = entry_point_candidates(env)
     for name, obj in (extra or {}).items():
         candidates.append(
@@ -473,9 +476,11 @@ __all__ = [
     "UncheckedLoad",
     "WorkerRegistry",
     "create_plugin_manager",
+    "csv_names",
     "discover_workers",
     "entry_point_candidates",
     "has_hookimpls",
+    "load_error",
     "load_unchecked",
     "load_worker",
     "plugin_from",

@@ -28,10 +28,10 @@ import pluggy
 
 from mosaic_sdk.plugins.discovery import (
     EntryPointCandidate,
-    _csv,
-    _error,
+    csv_names,
     has_hookimpls,
     installed_entry_points,
+    load_error,
 )
 from mosaic_sdk.plugins.errors import WorkerLoadError
 
@@ -93,7 +93,7 @@ def load_plugin_group(
     """Register every plugin of the ``mosaic.plugins`` group on ``pm``; returns the loaded
     ones and the errors of the others, by entry-point name. Never raises for a broken one."""
     env = os.environ if environ is None else environ
-    disabled = set(_csv(env.get("MOSAIC_DISABLE_PLUGINS")))
+    disabled = set(csv_names(env.get("MOSAIC_DISABLE_PLUGINS")))
     by_name: dict[str, list[EntryPointCandidate]] = {}
     for c in plugin_group_candidates(env):
         if c.name not in disabled:
@@ -120,7 +120,7 @@ def load_plugin_group(
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - a broken plugin must not stop discovery
-            errors[name] = _error(c, exc)
+            errors[name] = load_error(c, exc)
             continue
         loaded[name] = PluginInfo(
             name, c.distribution, c.dist_version, c.value, _hooks_of(pm, plugin)
