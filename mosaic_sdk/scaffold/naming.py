@@ -28,7 +28,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-#: Import packages shipped by this SDK or its in-repository workers.
+#: Import packages shipped by this SDK or its in-repository workers, and the platform's own
+#: (``cleanrl_worker`` is the platform's CleanRL worker; ours is ``mosaic_worker_cleanrl``).
 SDK_PACKAGES: frozenset[str] = frozenset(
     {
         "mosaic_sdk",

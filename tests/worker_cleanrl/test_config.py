@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-from cleanrl_worker.config import CleanRLConfig
-from cleanrl_worker.launch_args import build_argv
-from cleanrl_worker.registry import resolve
+from mosaic_worker_cleanrl.config import CleanRLConfig
+from mosaic_worker_cleanrl.launch_args import build_argv
+from mosaic_worker_cleanrl.registry import resolve
 
 from mosaic_sdk.contract import ConfigError
 
@@ -112,7 +112,7 @@ def test_worker_id_of_the_config_reaches_the_telemetry_unless_the_cli_gives_one(
     import subprocess
     import sys
 
-    from cleanrl_worker.cli import with_config_worker_id
+    from mosaic_worker_cleanrl.cli import with_config_worker_id
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"run_id": "r1", "worker_id": "w-7", "env_id": "NoSuchEnv-v9"}))
@@ -124,7 +124,7 @@ def test_worker_id_of_the_config_reaches_the_telemetry_unless_the_cli_gives_one(
     # The dry-run check fails (unknown env): the run_failed line carries the config's id.
     env = {**os.environ, "MOSAIC_RUN_DIR": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, "-m", "cleanrl_worker", "--config", str(path)],
+        [sys.executable, "-m", "mosaic_worker_cleanrl", "--config", str(path)],
         capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
     lines = [json.loads(line) for line in out.stdout.splitlines()]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from cleanrl_worker.config import RESERVED_ARGUMENTS, CleanRLConfig
-from cleanrl_worker.registry import algo_params_schema, algo_params_schemas, resolve
+from mosaic_worker_cleanrl.config import RESERVED_ARGUMENTS, CleanRLConfig
+from mosaic_worker_cleanrl.registry import algo_params_schema, algo_params_schemas, resolve
 
 from mosaic_sdk.contract import ConfigError
 from mosaic_sdk.plugins import discover_workers
@@ -36,8 +36,8 @@ def test_our_ppo_schema_reads_types_defaults_and_docstrings() -> None:
 
 
 def test_argparse_defaults_help_and_unreadable_defaults(tmp_path: Path) -> None:
-    from cleanrl_worker.arguments import read_script_arguments
-    from cleanrl_worker.param_schema import algo_params_schema as build
+    from mosaic_worker_cleanrl.arguments import read_script_arguments
+    from mosaic_worker_cleanrl.param_schema import algo_params_schema as build
 
     script = tmp_path / "algo.py"
     script.write_text(
