@@ -45,8 +45,17 @@ def test_algo_param_of_the_wrong_type_is_an_error() -> None:
 
 
 def test_reserved_argument_in_algo_params_points_to_the_field() -> None:
-    with pytest.raises(ConfigError, match="use the config field 'env_id'"):
-        CleanRLConfig.from_dict({"run_id": "r1", "algo_params": {"env-id": "Acrobot-v1"}})
+    with pytest.raises(ConfigError, match="use the config field 'tensorboard_dir'"):
+        CleanRLConfig.from_dict({"run_id": "r1", "algo_params": {"tensorboard-dir": "tb"}})
+
+
+def test_algo_params_naming_a_config_field_set_it_or_must_agree_with_it() -> None:
+    cfg = CleanRLConfig.from_dict({"run_id": "r1", "algo_params": {"env-id": "Acrobot-v1"}})
+    assert cfg.env_id == "Acrobot-v1" and cfg.algo_params == {}
+    with pytest.raises(ConfigError, match="algo_params.env_id is 'Acrobot-v1' but env_id is"):
+        CleanRLConfig.from_dict(
+            {"run_id": "r1", "env_id": "CartPole-v1", "algo_params": {"env_id": "Acrobot-v1"}}
+        )
 
 
 def test_unknown_algo_suggests_close_names() -> None:

@@ -7,7 +7,7 @@ file that receives the algorithm's own prints (``algorithm.log`` in the run dire
 
 from __future__ import annotations
 
-import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,8 +45,6 @@ def check_config(config: WorkerConfig) -> str:
         _check_policy(config, path)
     if config.eval_capture_video and not video_available():
         raise ValueError(f"eval_capture_video needs moviepy: {VIDEO_INSTALL}")
-    if config.track_wandb and importlib.util.find_spec("wandb") is None:
-        raise ValueError("track_wandb needs wandb: pip install wandb")
     if config.mode == "curriculum":
         from mosaic_worker_cleanrl.curriculum_env import check_stage_spaces
 
@@ -62,24 +60,20 @@ def check_config(config: WorkerConfig) -> str:
         return f"play {config.policy_path} on {target} step by step (control protocol)"
     if config.mode == "policy_eval":
         return f"evaluate {config.policy_path} for {config.eval_episodes} episodes on {target}"
+    from mosaic_worker_cleanrl.platform_config import resolve_run
+
+    resolution = resolve_run(config, os.environ)
+    config = resolution.config
     algo = resolve(config.algo, config.cleanrl_path)
     compat = config.gym_compat if algo.upstream else "off" if config.gym_compat != "on" else "on"
     found = check(algo.path, default_env(algo), gym_compat=compat)
     if not found.runs:
         raise ValueError(f"algo {config.algo!r} does not run here: {found.why_not}")
-    params = {k.replace("-", "_"): v for k, v in config.algo_params.items()}
-    if params.get("capture_video") is True and not video_available():
-        raise ValueError(f"algo_params.capture_video needs moviepy: {VIDEO_INSTALL}")
-    if algo.upstream and params.get("save_model") is True:
-        from mosaic_worker_cleanrl.availability import save_model_problems
-
-        problems = save_model_problems(algo.path, algo.import_root)
-        if problems:
-            raise ValueError(f"algo {config.algo!r}: {'; '.join(problems)}")
     from mosaic_worker_cleanrl.launch_args import build_argv
 
     argv = build_argv(config, algo, Path("<run_dir>"))
-    return f"{config.mode} {algo.module} on {target}: {' '.join(argv)}"
+    ignored = f"\n{resolution.summary()}" if resolution.ignored else ""
+    return f"{config.mode} {algo.module} on {target}: {' '.join(argv)}{ignored}"
 
 
 def _check_policy(config: CleanRLConfig, path: Path) -> None:

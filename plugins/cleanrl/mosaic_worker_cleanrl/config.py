@@ -8,9 +8,12 @@ field here, and unknown keys are rejected by the base class. Three shapes load:
   (its keys are merged into the top level; each must be a known field);
 - nested: a job descriptor with the config under ``metadata.worker.config``.
 
+Everything the platform's CleanRL form puts there is accepted (its W&B fields, ``notes``,
+``agent_id``, ``algo_params`` that repeat ``env_id`` / ``num_envs``, arguments of a newer
+CleanRL): :mod:`mosaic_worker_cleanrl.platform_config` decides what of it a run uses. Other
 ``algo_params`` are checked against the algorithm's own argument definitions (read from its
-source, see :mod:`mosaic_worker_cleanrl.arguments`): an unknown name or a value of the wrong type is
-an error naming the argument, never a flag passed on blindly.
+source, see :mod:`mosaic_worker_cleanrl.arguments`): an unknown name or a value of the wrong
+type is an error naming the argument, never a flag passed on blindly.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, model_validator
 
 from mosaic_sdk.contract import WorkerConfig
 from mosaic_worker_cleanrl.curriculum_schedule import CurriculumStage
@@ -71,6 +74,21 @@ class CleanRLConfig(WorkerConfig):
         "runs/<run_name> lands in <tensorboard_dir>/<run_name>)",
     )
     track_wandb: bool = Field(False, description="Log to Weights & Biases (needs wandb)")
+    wandb_project_name: str | None = Field(None, description="W&B project (with track_wandb)")
+    wandb_entity: str | None = Field(None, description="W&B entity (with track_wandb)")
+    wandb_run_name: str | None = Field(
+        None, description="Accepted from the platform; CleanRL scripts name their W&B run"
+    )
+    wandb_api_key: SecretStr | None = Field(
+        None, description="W&B API key, given to wandb as WANDB_API_KEY (never written out)"
+    )
+    wandb_use_vpn_proxy: bool = Field(False, description="Reach W&B through the proxies below")
+    wandb_http_proxy: str | None = Field(None, description="HTTP proxy for W&B")
+    wandb_https_proxy: str | None = Field(None, description="HTTPS proxy for W&B")
+    agent_id: str | None = Field(
+        None, description="The platform's agent id: run metadata (CLEANRL_AGENT_ID when unset)"
+    )
+    notes: str | None = Field(None, description="Free text about the run: run metadata")
     algo_params: dict[str, Any] = Field(
         default_factory=dict,
         description="Algorithm arguments by name (snake_case or kebab-case), checked before "
@@ -174,6 +192,9 @@ class CleanRLConfig(WorkerConfig):
             if alias in data:
                 value = data.pop(alias)
                 data.setdefault(name, value)
+        from mosaic_worker_cleanrl.platform_config import fold_algo_params
+
+        data = fold_algo_params(data)
         if isinstance(data.get("curriculum_schedule"), str):
             from mosaic_worker_cleanrl.curriculum_presets import preset_schedule
 
@@ -205,45 +226,60 @@ class CleanRLConfig(WorkerConfig):
 
 
 def check_algo_params(config: CleanRLConfig, script: Any) -> None:
-    """Raise ``ValueError`` naming every bad ``algo_params`` entry (unknown name, bad type)."""
-    from mosaic_worker_cleanrl.arguments import check_value, normalise_name
+    """Raise ``ValueError`` naming every bad ``algo_params`` entry (unknown name, bad type);
+    the names the algorithm accepts are listed once, after all the problems."""
+    import difflib
+
+    from mosaic_worker_cleanrl.arguments import ArgumentSpec, check_value, normalise_name
+    from mosaic_worker_cleanrl.platform_config import (
+        FOLDED_ARGUMENTS,
+        is_placeholder,
+        known_kind,
+    )
 
     problems = []
+    unknown = []
     seen: set[str] = set()
+    allowed = [n for n in script.arguments if n not in RESERVED_ARGUMENTS]
     for key, value in config.algo_params.items():
         name = normalise_name(key)
         if name in seen:
             problems.append(f"algo_params sets {name!r} twice")
         seen.add(name)
+        if name in FOLDED_ARGUMENTS and is_placeholder(value):  # the form's empty field
+            continue
         if name in RESERVED_ARGUMENTS:
             problems.append(
                 f"algo_params.{key} is set by the worker; use the config field "
                 f"{RESERVED_ARGUMENTS[name]!r} instead"
             )
             continue
-        if script.style == "unknown":
+        spec = script.arguments.get(name)
+        kind = known_kind(name)
+        if spec is None and kind is not None:  # accepted for every algorithm
+            spec = ArgumentSpec(name, kind)
+        if spec is None and script.style == "unknown":
             problems.append(
                 f"algo_params.{key}: cannot read the arguments of {config.algo!r}, so nothing "
                 "can be forwarded safely"
             )
             continue
-        spec = script.arguments.get(name)
         if spec is None:
-            import difflib
-
-            allowed = [n for n in script.arguments if n not in RESERVED_ARGUMENTS]
             close = difflib.get_close_matches(name, allowed, n=3)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            problems.append(
-                f"algo_params.{key}: {config.algo} has no argument {name!r}{hint}; "
-                f"it accepts {', '.join(sorted(allowed))}"
-            )
+            unknown.append(f"{key!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
             continue
         why = check_value(spec, value)
         if why:
             problems.append(f"algo_params.{key}: {why}")
-    if config.num_envs is not None and "num_envs" not in script:
-        problems.append(f"num_envs: {config.algo} takes no --num-envs argument; leave it unset")
+    if unknown:
+        from mosaic_worker_cleanrl.platform_config import NOT_FORWARDED, VERSION_DEPENDENT
+
+        anywhere = sorted({*NOT_FORWARDED, *VERSION_DEPENDENT} - set(allowed))
+        problems.append(
+            f"algo_params: {config.algo} has no argument {', '.join(unknown)}; "
+            f"it accepts {', '.join(sorted(allowed))} (and, as for every algorithm, "
+            f"{', '.join(anywhere)})"
+        )
     if problems:
         raise ValueError("; ".join(problems))
 

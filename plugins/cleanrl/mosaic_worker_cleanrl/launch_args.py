@@ -13,6 +13,7 @@ from typing import Any
 
 from mosaic_worker_cleanrl.arguments import ArgumentSpec, ScriptArguments, normalise_name, to_flags
 from mosaic_worker_cleanrl.config import CleanRLConfig
+from mosaic_worker_cleanrl.platform_config import WANDB_ARGUMENTS
 from mosaic_worker_cleanrl.registry import AlgorithmSpec
 
 
@@ -41,6 +42,10 @@ def build_argv(
         argv += _flags(script, "num_envs", config.num_envs)
     argv += _flags(script, "cuda", config.cuda)
     argv += _flags(script, "track", config.track_wandb)
+    if config.track_wandb:
+        for name in WANDB_ARGUMENTS:
+            if getattr(config, name) is not None:
+                argv += _flags(script, name, getattr(config, name))
     argv += _flags(script, "tensorboard_dir", str(run_dir / config.tensorboard_dir))
     argv += _flags(script, "checkpoint_dir", str(run_dir / "checkpoints"))
     if config.mode == "resume_training":

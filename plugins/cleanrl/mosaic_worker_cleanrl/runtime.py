@@ -41,6 +41,7 @@ from mosaic_worker_cleanrl.fastlane_settings import export_fastlane, resolve_fas
 from mosaic_worker_cleanrl.instrument import Instrumentation
 from mosaic_worker_cleanrl.launch_args import build_argv
 from mosaic_worker_cleanrl.legacy_gym import gym_module_on_path
+from mosaic_worker_cleanrl.platform_config import METADATA_FIELDS, resolve_run, wandb_environment
 from mosaic_worker_cleanrl.registry import AlgorithmSpec, resolve
 from mosaic_worker_cleanrl.stderr_tail import StderrTail
 from mosaic_worker_cleanrl.subprocess_patch import child_variables
@@ -111,12 +112,19 @@ def run(ctx: RunContext) -> None:
     """The worker's run function (see the module docstring)."""
     config = ctx.config
     assert isinstance(config, CleanRLConfig)
+    resolution = resolve_run(config, os.environ)
+    if resolution.ignored:  # once per run, on stderr (never the telemetry stream)
+        ctx.log(f"cleanrl: {resolution.summary()}")
+    ctx.config = config = resolution.config
+    if config.track_wandb:
+        for key, value in wandb_environment(config).items():
+            os.environ.setdefault(key, value)
     if config.mode == "policy_eval":
         from mosaic_worker_cleanrl.evaluation import run_policy_eval
 
         run_policy_eval(ctx)
         return
-    run_algorithm(ctx, config)
+    run_algorithm(ctx, config, resolution.ignored)
 
 
 def _cancel_handler(ctx: RunContext) -> Any:
@@ -184,8 +192,11 @@ def execute_module(ctx: RunContext, algo: AlgorithmSpec, argv: list[str]) -> tup
     return outcome
 
 
-def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
-    """train, resume_training and curriculum runs."""
+def run_algorithm(
+    ctx: RunContext, config: CleanRLConfig, ignored: dict[str, str] | None = None
+) -> None:
+    """train, resume_training and curriculum runs (``ignored``: what of the platform's config
+    the run does not use, see :mod:`mosaic_worker_cleanrl.platform_config`)."""
     emitter = ctx.emitter
     started = time.monotonic()
     run_dir = ctx.run_dir
@@ -219,6 +230,7 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
             argv=argv,
             gym_compat=compat,
             fastlane=inst.fastlane_settings,
+            ignored=ignored or {},
         )
         if config.mode == "resume_training":
             _announce_resume(ctx, config)
@@ -237,7 +249,7 @@ def run_algorithm(ctx: RunContext, config: CleanRLConfig) -> None:
             undo_curriculum()
     if isinstance(detail, dict):
         detail["stderr_tail"] = stderr_tail.text()
-    finish(ctx, config, sink, outcome, detail, started, started_wall, progress)
+    finish(ctx, config, sink, outcome, detail, started, started_wall, progress, ignored)
 
 
 @contextmanager
@@ -324,6 +336,7 @@ def finish(
     started: float,
     started_wall: float,
     progress: Any = None,
+    ignored: dict[str, str] | None = None,
 ) -> None:
     """Checkpoint events, analytics.json and the one terminal event."""
     emitter = ctx.emitter
@@ -334,6 +347,11 @@ def finish(
     extra: dict[str, Any] = {}
     if progress is not None:
         extra["curriculum"] = {"stages_completed": progress.history, "final": progress.stats()}
+    for name in METADATA_FIELDS:
+        if getattr(config, name) is not None:
+            extra[name] = getattr(config, name)
+    if ignored:
+        extra["ignored"] = dict(ignored)
     write_analytics(ctx.run_dir, config, sink, checkpoints, duration, outcome, extra)
     final = {"mean_return": sink.mean_return(), "steps": sink.total_steps}
     if outcome == "completed":

@@ -14,8 +14,8 @@ What it does, per iteration:
    a truncated episode bootstraps from the value of its final observation;
 2. compute advantages with GAE(lambda);
 3. run ``update_epochs`` passes of clipped-surrogate updates over shuffled minibatches;
-4. write TensorBoard scalars, and every ``checkpoint_every`` iterations (and at the end) a
-   checkpoint holding the network, the optimizer and the step counter.
+4. write TensorBoard scalars, and every ``checkpoint_every`` iterations (and at the end,
+   unless ``--no-save-model``) a checkpoint holding the network, the optimizer and the step counter.
 
 ``--resume-from PATH`` continues such a checkpoint (or a bare state dict of either agent, with a
 fresh optimizer): same network and optimizer state, and the
@@ -57,6 +57,12 @@ class Args:
     """log to Weights & Biases"""
     wandb_project_name: str = "mosaic-cleanrl"
     """W&B project"""
+    wandb_entity: str | None = None
+    """W&B entity (team or user)"""
+    capture_video: bool = False
+    """record videos of the first env's episodes to videos/<run_name> (needs moviepy)"""
+    save_model: bool = True
+    """save a checkpoint at the end of the run"""
     tensorboard_dir: str = "runs"
     """where TensorBoard event files go (a sub-directory per run)"""
     checkpoint_dir: str = "checkpoints"
@@ -106,10 +112,15 @@ class Args:
     """auto (from the observation space), mlp or minigrid_cnn"""
 
 
-def make_env(env_id: str, seed: int):
+def make_env(env_id: str, seed: int, video_dir: str | None = None):
     def thunk():
         register_env_families()  # MiniGrid / BabyAI ids, in whichever process builds the env
-        env = wrap_observations(gym.make(env_id))
+        if video_dir is not None:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, video_dir)
+        else:
+            env = gym.make(env_id)
+        env = wrap_observations(env)
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env.action_space.seed(seed)
         return env
@@ -126,7 +137,12 @@ def main(args: Args) -> None:
     if args.track:
         import wandb
 
-        wandb.init(project=args.wandb_project_name, config=vars(args), name=run_name)
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            config=vars(args),
+            name=run_name,
+        )
     from torch.utils.tensorboard import SummaryWriter
 
     writer = SummaryWriter(os.path.join(args.tensorboard_dir, run_name))
@@ -141,7 +157,14 @@ def main(args: Args) -> None:
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
     envs = gym.vector.SyncVectorEnv(
-        [make_env(args.env_id, args.seed + i) for i in range(args.num_envs)],
+        [
+            make_env(
+                args.env_id,
+                args.seed + i,
+                f"videos/{run_name}" if i == 0 and args.capture_video else None,
+            )
+            for i in range(args.num_envs)
+        ],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
     global_step, start_iteration = 0, 0
@@ -292,9 +315,10 @@ def main(args: Args) -> None:
             path = checkpoint_dir / f"ppo_{global_step:09d}.pt"
             save(path, agent, optimizer, args, global_step, iteration)
 
-    path = checkpoint_dir / f"ppo_{global_step:09d}.pt"
-    save(path, agent, optimizer, args, global_step, iteration)
-    print(f"checkpoint saved to {path}")
+    if args.save_model:
+        path = checkpoint_dir / f"ppo_{global_step:09d}.pt"
+        save(path, agent, optimizer, args, global_step, iteration)
+        print(f"checkpoint saved to {path}")
     envs.close()
     writer.close()
 
