@@ -137,10 +137,7 @@ def is_placeholder(value: Any) -> bool:
     return value == 0 and isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-PLACEHOLDER = (
-    "0 read as unset: the platform's form writes 0 for an empty number field; the script's "
-    "default is used"
-)
+PLACEHOLDER = "0 read as unset: the platform's form writes 0 for an empty number field"
 
 
 def known_kind(name: str) -> str | None:
@@ -303,7 +300,7 @@ def resolve(
                 ignored[name] = f"the installed {config.algo} has no {_flag(name)}"
     for name in METADATA_FIELDS:
         if getattr(config, name) is not None or name in update:
-            ignored[name] = "kept as run metadata (run_started, analytics.json); not used"
+            ignored[name] = "kept as run metadata (run_started, analytics.json extra); not used"
     resolved = config.model_copy(update=update)
     return Resolution(resolved, ignored)
 
