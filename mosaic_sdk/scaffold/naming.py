@@ -48,6 +48,7 @@ SDK_DISTRIBUTIONS: frozenset[str] = frozenset(
         "mosaic-worker-example",
         "mosaic-worker-cleanrl",
         "cleanrl-worker",
+        "mosaic-cleanrl",  # the platform's CleanRL worker (import package cleanrl_worker)
         "mosaic",  # taken on PyPI by an unrelated project
         "mosaic-sdk",  # taken on PyPI by an unrelated project
         "gym-gui",
