@@ -205,7 +205,15 @@ def _describe_error(err: Mapping[str, Any], known: list[str]) -> str:
 def format_validation_error(exc: ValidationError, model: type[BaseModel]) -> ConfigError:
     """Turn a pydantic ``ValidationError`` into a ``ConfigError`` whose lines name the fields."""
     known = sorted(model.model_fields)
-    lines = [_describe_error(e, known) for e in exc.errors()]
+    errors = exc.errors()
+    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+    lines = [_describe_error(e, known) for e in errors if e not in unknown]
+    if len(unknown) > 1:  # one line for all of them: the known keys are listed once
+        names = ", ".join(repr(".".join(str(p) for p in e.get("loc", ()))) for e in unknown)
+        hint = f" (known keys: {', '.join(known)})" if known else ""
+        lines.insert(0, f"unknown keys {names}{hint}")
+    elif unknown:
+        lines.insert(0, _describe_error(unknown[0], known))
     return ConfigError(lines, model=model.__name__)
 
 

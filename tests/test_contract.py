@@ -128,6 +128,16 @@ def test_unknown_key_is_an_error_naming_the_key() -> None:
     assert "episodes" in str(info.value)  # the known keys are listed
 
 
+def test_several_unknown_keys_are_one_line_listing_the_known_keys_once() -> None:
+    """It used to repeat the whole list of known keys once per unknown key."""
+    with pytest.raises(ConfigError) as info:
+        DemoConfig.from_dict({"run_id": "r", "episdoes": 3, "sed": 1, "episodes": "x"})
+    text = str(info.value)
+    assert "unknown keys 'episdoes', 'sed' (known keys: " in text
+    assert text.count("(known keys: ") == 1
+    assert info.value.errors is not None and len(info.value.errors) == 2  # + the bad episodes
+
+
 def test_wrong_type_names_the_field_and_the_value() -> None:
     with pytest.raises(ConfigError) as info:
         DemoConfig.from_dict({"run_id": "r", "episodes": "many"})

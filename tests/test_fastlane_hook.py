@@ -132,9 +132,9 @@ def test_importing_the_libraries_stays_light() -> None:
 
 
 def test_the_cleanrl_shim_wraps_through_the_same_manager(spy: WrapSpy, run_id: str) -> None:
-    pytest.importorskip("cleanrl_worker")
+    pytest.importorskip("mosaic_worker_cleanrl")
     import gymnasium
-    from cleanrl_worker.runtime import fastlane_hook
+    from mosaic_worker_cleanrl.runtime import fastlane_hook
 
     settings = {"video_mode": "single", "slot": 0, "grid_limit": 4, "interval_ms": 0, "max_dim": 0}
     env = fastlane_hook()(gymnasium.make("CartPole-v1", render_mode="rgb_array"), run_id, settings)

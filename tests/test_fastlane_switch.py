@@ -93,9 +93,9 @@ def test_bad_values_name_what_is_wrong() -> None:
 
 
 def test_cleanrl_keeps_config_over_environment_through_the_sdk_rule() -> None:
-    pytest.importorskip("cleanrl_worker")
-    from cleanrl_worker.config import CleanRLConfig
-    from cleanrl_worker.fastlane_settings import resolve_fastlane as cleanrl_resolve
+    pytest.importorskip("mosaic_worker_cleanrl")
+    from mosaic_worker_cleanrl.config import CleanRLConfig
+    from mosaic_worker_cleanrl.fastlane_settings import resolve_fastlane as cleanrl_resolve
 
     env = {"MOSAIC_FASTLANE_ONLY": "1", "MOSAIC_FASTLANE_SLOT": "3", "MOSAIC_FASTLANE": "1"}
     assert cleanrl_resolve(CleanRLConfig(run_id="r"), env)["slot"] == 3

@@ -24,8 +24,8 @@ _RETURN = re.compile(r"episodic_return=([-0-9.]+)")
 
 def run_seed(work: Path, steps: int, seed: int) -> float:
     out = work / f"seed{seed}"
-    cmd = [sys.executable, "-m", "cleanrl_worker.algorithms.ppo", f"--total-timesteps={steps}",
-           f"--seed={seed}", f"--tensorboard-dir={out / 'tb'}",
+    cmd = [sys.executable, "-m", "mosaic_worker_cleanrl.algorithms.ppo",
+           f"--total-timesteps={steps}", f"--seed={seed}", f"--tensorboard-dir={out / 'tb'}",
            f"--checkpoint-dir={out / 'ckpt'}"]  # fmt: skip
     proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
     returns = [float(x) for x in _RETURN.findall(proc.stdout)]
@@ -45,7 +45,7 @@ def main() -> None:
     mean = statistics.fmean(results)
     std = statistics.pstdev(results) if len(results) > 1 else 0.0
     print(f"\nPPO on CartPole-v1, {args.steps} steps, seeds {args.seeds}")
-    print(f"{'ours (cleanrl_worker.algorithms.ppo)':<40}{mean:>8.1f} +- {std:.1f}")
+    print(f"{'ours (mosaic_worker_cleanrl.algorithms.ppo)':<40}{mean:>8.1f} +- {std:.1f}")
     print(f"{'CleanRL ppo.py, published':<40}{CLEANRL_PUBLISHED:>8.1f} (baseline)")
 
 

@@ -4,7 +4,7 @@
         [--envs MiniGrid-Empty-5x5-v0 MiniGrid-DoorKey-5x5-v0] [--eval-episodes 100]
         [--hparams cleanrl|zoo]
 
-For each env and seed the script trains ``python -m cleanrl_worker.algorithms.ppo`` bare with
+For each env and seed the script trains ``python -m mosaic_worker_cleanrl.algorithms.ppo`` bare with
 its default hyperparameters (``--hparams cleanrl``: CleanRL's, 4 envs x 128 steps, 4
 minibatches x 4 epochs, entropy 0.01, lr 2.5e-4 annealed; the CNN agent is chosen from the
 observation space) or with RL Zoo's for MiniGrid (``--hparams zoo``: 8 envs x 128 steps, 16
@@ -51,7 +51,7 @@ def train(
     work: Path, env_id: str, steps: int, seed: int, hparams: str = "cleanrl"
 ) -> tuple[Path, list[float]]:
     out = work / f"{env_id}-{seed}-{hparams}"
-    cmd = [sys.executable, "-m", "cleanrl_worker.algorithms.ppo", f"--env-id={env_id}",
+    cmd = [sys.executable, "-m", "mosaic_worker_cleanrl.algorithms.ppo", f"--env-id={env_id}",
            f"--total-timesteps={steps}", f"--seed={seed}", f"--tensorboard-dir={out / 'tb'}",
            f"--checkpoint-dir={out / 'ckpt'}", *HPARAMS[hparams]]  # fmt: skip
     proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -63,7 +63,7 @@ def play(env_id: str, episodes: int, policy=None, greedy: bool = True) -> float:
     """Mean return over ``episodes`` on seeds EVAL_SEED.. (the policy, or random actions)."""
     import gymnasium
     import torch
-    from cleanrl_worker.env_families import register_env_families, wrap_observations
+    from mosaic_worker_cleanrl.env_families import register_env_families, wrap_observations
 
     register_env_families()
     torch.manual_seed(EVAL_SEED)
@@ -89,7 +89,7 @@ def mean_std(values: list[float]) -> str:
 
 def main() -> None:
     import torch
-    from cleanrl_worker.agents import load_policy
+    from mosaic_worker_cleanrl.agents import load_policy
 
     torch.set_num_threads(1)  # one small forward pass per step
 

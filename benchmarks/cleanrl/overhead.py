@@ -7,7 +7,8 @@ With a MiniGrid env id the PPO trains its CNN agent (needs the worker's ``minigr
 and FastLane frames are MiniGrid's own renders.
 
 Each round runs the PPO script twice, alternating: bare (``python -m
-cleanrl_worker.algorithms.ppo``) and through the worker (``python -m cleanrl_worker``) with
+mosaic_worker_cleanrl.algorithms.ppo``) and through the worker (``python -m
+mosaic_worker_cleanrl``) with
 step telemetry on its stdout pipe (drained by this process) and FastLane frames at ``--fps``.
 Throughput is the script's own steady-state figure, the last ``charts/SPS`` scalar it wrote
 to TensorBoard (interpreter start-up is not counted), and ``charts/SPS_cpu``, steps per CPU
@@ -47,8 +48,9 @@ def last_sps(tensorboard_dir: Path) -> tuple[float, float]:
 def run_bare(work: Path, steps: int, seed: int, env_id: str) -> tuple[float, float]:
     out = work / f"bare-{uuid.uuid4().hex[:6]}"
     out.mkdir()
-    cmd = [sys.executable, "-m", "cleanrl_worker.algorithms.ppo", f"--total-timesteps={steps}",
-           f"--seed={seed}", f"--env-id={env_id}", f"--tensorboard-dir={out / 'tb'}",
+    cmd = [sys.executable, "-m", "mosaic_worker_cleanrl.algorithms.ppo",
+           f"--total-timesteps={steps}", f"--seed={seed}", f"--env-id={env_id}",
+           f"--tensorboard-dir={out / 'tb'}",
            f"--checkpoint-dir={out / 'ckpt'}"]  # fmt: skip
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return last_sps(out / "tb")
@@ -66,7 +68,7 @@ def run_worker(
     (run_dir / "config.json").write_text(json.dumps(config))
     env = dict(os.environ, MOSAIC_RUN_DIR=str(run_dir))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cleanrl_worker", "--config", str(run_dir / "config.json")],
+        [sys.executable, "-m", "mosaic_worker_cleanrl", "--config", str(run_dir / "config.json")],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
     )  # fmt: skip
     lines = [0]

@@ -28,7 +28,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-#: Import packages shipped by this SDK or its in-repository workers.
+#: Import packages shipped by this SDK or its in-repository workers, and the platform's own
+#: (``cleanrl_worker`` is the platform's CleanRL worker; ours is ``mosaic_worker_cleanrl``).
 SDK_PACKAGES: frozenset[str] = frozenset(
     {
         "mosaic_sdk",
@@ -47,6 +48,7 @@ SDK_DISTRIBUTIONS: frozenset[str] = frozenset(
         "mosaic-worker-example",
         "mosaic-worker-cleanrl",
         "cleanrl-worker",
+        "mosaic-cleanrl",  # the platform's CleanRL worker (import package cleanrl_worker)
         "mosaic",  # taken on PyPI by an unrelated project
         "mosaic-sdk",  # taken on PyPI by an unrelated project
         "gym-gui",

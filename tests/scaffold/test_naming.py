@@ -54,6 +54,7 @@ def test_bad_package_names_say_what_to_use(package: str, says: str, suggests: st
         ("Mosaic_SDK", "taken on PyPI by an unrelated project"),
         ("mosaic-worker-sdk", "is a MOSAIC name; choose your own"),
         ("gym_gui", "is a MOSAIC name; choose your own"),
+        ("mosaic-cleanrl", "is a MOSAIC name; choose your own"),  # the platform's CleanRL
         ("requests", "popular package 'requests'"),
         ("Scikit_Learn", "popular package 'scikit-learn'"),
         ("-lead", "not a valid package name"),

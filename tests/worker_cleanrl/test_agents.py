@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 gymnasium = pytest.importorskip("gymnasium")
 np = pytest.importorskip("numpy")
 
-from cleanrl_worker.agents import (  # noqa: E402
+from mosaic_worker_cleanrl.agents import (  # noqa: E402
     CHECKPOINT_FORMAT,
     MinigridAgent,
     MLPAgent,

@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-from cleanrl_worker.config import CleanRLConfig
-from cleanrl_worker.launch_args import build_argv
-from cleanrl_worker.registry import resolve
+from mosaic_worker_cleanrl.config import CleanRLConfig
+from mosaic_worker_cleanrl.launch_args import build_argv
+from mosaic_worker_cleanrl.registry import resolve
 
 from mosaic_sdk.contract import ConfigError
 
@@ -45,8 +45,17 @@ def test_algo_param_of_the_wrong_type_is_an_error() -> None:
 
 
 def test_reserved_argument_in_algo_params_points_to_the_field() -> None:
-    with pytest.raises(ConfigError, match="use the config field 'env_id'"):
-        CleanRLConfig.from_dict({"run_id": "r1", "algo_params": {"env-id": "Acrobot-v1"}})
+    with pytest.raises(ConfigError, match="use the config field 'tensorboard_dir'"):
+        CleanRLConfig.from_dict({"run_id": "r1", "algo_params": {"tensorboard-dir": "tb"}})
+
+
+def test_algo_params_naming_a_config_field_set_it_or_must_agree_with_it() -> None:
+    cfg = CleanRLConfig.from_dict({"run_id": "r1", "algo_params": {"env-id": "Acrobot-v1"}})
+    assert cfg.env_id == "Acrobot-v1" and cfg.algo_params == {}
+    with pytest.raises(ConfigError, match="algo_params.env_id is 'Acrobot-v1' but env_id is"):
+        CleanRLConfig.from_dict(
+            {"run_id": "r1", "env_id": "CartPole-v1", "algo_params": {"env_id": "Acrobot-v1"}}
+        )
 
 
 def test_unknown_algo_suggests_close_names() -> None:
@@ -112,7 +121,7 @@ def test_worker_id_of_the_config_reaches_the_telemetry_unless_the_cli_gives_one(
     import subprocess
     import sys
 
-    from cleanrl_worker.cli import with_config_worker_id
+    from mosaic_worker_cleanrl.cli import with_config_worker_id
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"run_id": "r1", "worker_id": "w-7", "env_id": "NoSuchEnv-v9"}))
@@ -124,7 +133,7 @@ def test_worker_id_of_the_config_reaches_the_telemetry_unless_the_cli_gives_one(
     # The dry-run check fails (unknown env): the run_failed line carries the config's id.
     env = {**os.environ, "MOSAIC_RUN_DIR": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, "-m", "cleanrl_worker", "--config", str(path)],
+        [sys.executable, "-m", "mosaic_worker_cleanrl", "--config", str(path)],
         capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
     lines = [json.loads(line) for line in out.stdout.splitlines()]

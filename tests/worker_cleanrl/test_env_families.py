@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cleanrl_worker import env_families
+from mosaic_worker_cleanrl import env_families
 
 pytest.importorskip("minigrid", reason="the minigrid extra (scripts/test installs it)")
 
@@ -40,13 +40,13 @@ def test_a_family_id_without_its_package_names_the_extra(monkeypatch) -> None:
 def test_the_dry_run_refuses_a_policy_that_does_not_fit_the_env(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     import torch
-    from cleanrl_worker.agents import MinigridAgent
+    from mosaic_worker_cleanrl.agents import MinigridAgent
 
     torch.save(MinigridAgent(7).state_dict(), tmp_path / "cnn.pt")
     config = {"run_id": "dry", "mode": "policy_eval", "env_id": "CartPole-v1",
               "policy_path": str(tmp_path / "cnn.pt")}  # fmt: skip
     (tmp_path / "c.json").write_text(json.dumps(config))
-    cmd = [sys.executable, "-m", "cleanrl_worker", "--config", str(tmp_path / "c.json"),
+    cmd = [sys.executable, "-m", "mosaic_worker_cleanrl", "--config", str(tmp_path / "c.json"),
            "--dry-run"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr

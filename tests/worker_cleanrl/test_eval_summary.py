@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cleanrl_worker.eval_summary import (
+from mosaic_worker_cleanrl.eval_summary import (
     EVAL_SUMMARY_SCHEMA,
     EvalSummary,
     read_eval_summary,

@@ -11,7 +11,7 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import pytest
-from cleanrl_worker.legacy_gym import GYM_DIR, gym_module_on_path
+from mosaic_worker_cleanrl.legacy_gym import GYM_DIR, gym_module_on_path
 
 from worker_cleanrl.worker_runs import run_worker, unique_run_id
 

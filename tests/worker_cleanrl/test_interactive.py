@@ -36,7 +36,7 @@ def start(tmp_path: Path, checkpoint: str, fastlane: bool) -> Session:
     )
     env = {**os.environ, "MOSAIC_RUN_ID": run_id, "MOSAIC_RUN_DIR": str(run_dir)}
     env["MOSAIC_FASTLANE"] = "1" if fastlane else "0"
-    argv = [sys.executable, "-m", "cleanrl_worker", "--config", str(path)]
+    argv = [sys.executable, "-m", "mosaic_worker_cleanrl", "--config", str(path)]
     return Session.launch(argv, env=env, run_id=run_id, run_dir=run_dir, timeout=60)
 
 

@@ -145,8 +145,8 @@ def test_resume_training_continues_a_cnn_checkpoint_and_a_bare_state_dict(
 
 def test_babyai_presets_validate_and_share_one_view() -> None:
     import gymnasium
-    from cleanrl_worker.config import CleanRLConfig
-    from cleanrl_worker.curriculum_env import check_stage_spaces
+    from mosaic_worker_cleanrl.config import CleanRLConfig
+    from mosaic_worker_cleanrl.curriculum_env import check_stage_spaces
 
     for name, first in (("babyai_goto", "BabyAI-GoToRedBallNoDists-v0"),
                         ("babyai_doorkey", "MiniGrid-DoorKey-5x5-v0")):  # fmt: skip
@@ -173,7 +173,7 @@ def test_a_babyai_curriculum_moves_through_its_stages(runs: Path) -> None:
 def random_returns(env_id: str, episodes: int, seed: int) -> list[float]:
     """Returns of uniformly random actions, on the same episode seeds as the evaluation."""
     import gymnasium
-    from cleanrl_worker.env_families import register_env_families
+    from mosaic_worker_cleanrl.env_families import register_env_families
 
     register_env_families()
     env = gymnasium.make(env_id)

@@ -133,14 +133,14 @@ def test_dry_run_validates_without_training(runs: Path, tmp_path: Path) -> None:
 
     path = tmp_path / "c.json"
     path.write_text('{"run_id": "dry", "algo": "ppo", "env_id": "NoSuchEnv-v9"}')
-    proc = subprocess.run([sys.executable, "-m", "cleanrl_worker", "--config", str(path),
+    proc = subprocess.run([sys.executable, "-m", "mosaic_worker_cleanrl", "--config", str(path),
                            "--dry-run"], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 2 and "NoSuchEnv-v9" in proc.stderr
     path.write_text('{"run_id": "dry", "algo": "ppo", "algo_params": {"num_steps": 64}}')
-    proc = subprocess.run([sys.executable, "-m", "cleanrl_worker", "--config", str(path),
+    proc = subprocess.run([sys.executable, "-m", "mosaic_worker_cleanrl", "--config", str(path),
                            "--dry-run"], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert "cleanrl_worker.algorithms.ppo" in proc.stderr and "--num-steps=64" in proc.stderr
+    assert "mosaic_worker_cleanrl.algorithms.ppo" in proc.stderr and "--num-steps=64" in proc.stderr
     assert not (tmp_path / "dry").exists() and not list(tmp_path.glob("*.log"))
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from cleanrl_worker.config import RESERVED_ARGUMENTS, CleanRLConfig
-from cleanrl_worker.registry import algo_params_schema, algo_params_schemas, resolve
+from mosaic_worker_cleanrl.config import RESERVED_ARGUMENTS, CleanRLConfig
+from mosaic_worker_cleanrl.registry import algo_params_schema, algo_params_schemas, resolve
 
 from mosaic_sdk.contract import ConfigError
 from mosaic_sdk.plugins import discover_workers
@@ -36,8 +36,8 @@ def test_our_ppo_schema_reads_types_defaults_and_docstrings() -> None:
 
 
 def test_argparse_defaults_help_and_unreadable_defaults(tmp_path: Path) -> None:
-    from cleanrl_worker.arguments import read_script_arguments
-    from cleanrl_worker.param_schema import algo_params_schema as build
+    from mosaic_worker_cleanrl.arguments import read_script_arguments
+    from mosaic_worker_cleanrl.param_schema import algo_params_schema as build
 
     script = tmp_path / "algo.py"
     script.write_text(
@@ -100,8 +100,9 @@ def test_unknown_flag_is_named_with_the_allowed_ones() -> None:
         CleanRLConfig.from_dict({"run_id": "r", "algo_params": {"learning_rat": 0.1}})
     text = str(info.value)
     assert "ppo has no argument 'learning_rat' (did you mean learning_rate?)" in text
-    allowed = text.split("it accepts ")[1].split(" (got")[0].split(", ")
+    allowed = text.split("it accepts ")[1].split(" (and, as for every")[0].split(", ")
     assert allowed == sorted(algo_params_schema(resolve("ppo"))["properties"])
+    assert text.count("it accepts") == 1
 
 
 def test_the_hook_answers_for_one_algorithm_or_all() -> None:

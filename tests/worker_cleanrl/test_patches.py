@@ -11,10 +11,10 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from cleanrl_worker.env_telemetry import INFO_KEY, TelemetrySink
-from cleanrl_worker.gym_compat import install_compat
-from cleanrl_worker.instrument import Instrumentation
-from cleanrl_worker.subprocess_patch import (
+from mosaic_worker_cleanrl.env_telemetry import INFO_KEY, TelemetrySink
+from mosaic_worker_cleanrl.gym_compat import install_compat
+from mosaic_worker_cleanrl.instrument import Instrumentation
+from mosaic_worker_cleanrl.subprocess_patch import (
     SITE_DIR,
     SWITCH,
     consume,

@@ -5,16 +5,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import cleanrl_worker
+import mosaic_worker_cleanrl
 import pytest
-from cleanrl_worker.arguments import read_script_arguments
-from cleanrl_worker.registry import ALGORITHMS, AlgorithmNotFoundError, resolve
+from mosaic_worker_cleanrl.arguments import read_script_arguments
+from mosaic_worker_cleanrl.registry import ALGORITHMS, AlgorithmNotFoundError, resolve
 
 from worker_cleanrl.worker_runs import needs_upstream
 
 
 def test_table_lists_every_algorithm_and_our_ppo_is_importable() -> None:
-    rows = cleanrl_worker.algorithm_table()
+    rows = mosaic_worker_cleanrl.algorithm_table()
     assert [r["name"] for r in rows] == list(ALGORITHMS)
     ppo = rows[0]
     assert ppo["source"] == "mosaic" and ppo["importable"] and ppo["missing"] == []
@@ -60,7 +60,7 @@ def test_cleanrl_path_points_at_a_checkout(tmp_path: Path) -> None:
 
 
 def test_availability_names_what_is_missing_and_how_to_install_it(tmp_path: Path) -> None:
-    from cleanrl_worker.availability import check
+    from mosaic_worker_cleanrl.availability import check
 
     script = tmp_path / "algo.py"
     script.write_text("import gym\nimport jax.numpy as jnp\nimport numpy\nimport os\n")
@@ -74,7 +74,7 @@ def test_availability_names_what_is_missing_and_how_to_install_it(tmp_path: Path
 def test_atari_scripts_need_ale_py(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
-    from cleanrl_worker import availability
+    from mosaic_worker_cleanrl import availability
 
     script = tmp_path / "algo.py"
     script.write_text("import gym\nfrom stable_baselines3.common.atari_wrappers import X\n")
@@ -90,7 +90,7 @@ def test_atari_scripts_need_ale_py(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 @needs_upstream
 def test_table_says_which_upstream_scripts_run_here_and_why_not() -> None:
-    rows = {r["name"]: r for r in cleanrl_worker.algorithm_table()}
+    rows = {r["name"]: r for r in mosaic_worker_cleanrl.algorithm_table()}
     for name in ("c51", "sac_continuous_action", "td3_continuous_action"):
         assert rows[name]["runs"] and rows[name]["gym_layer"] and rows[name]["why_not"] == ""
     assert rows["dqn"]["runs"] and not rows["dqn"]["gym_layer"]
@@ -99,7 +99,7 @@ def test_table_says_which_upstream_scripts_run_here_and_why_not() -> None:
 
     if importlib.util.find_spec("jax") is None:
         assert not rows["dqn_jax"]["runs"] and "jax" in rows["dqn_jax"]["missing"]
-    off = {r["name"]: r for r in cleanrl_worker.algorithm_table(gym_compat="off")}
+    off = {r["name"]: r for r in mosaic_worker_cleanrl.algorithm_table(gym_compat="off")}
     assert not off["c51"]["runs"] and off["c51"]["missing"] == ["gym"]
 
 
@@ -114,7 +114,7 @@ def test_table_says_what_save_model_gives_each_algorithm(
         monkeypatch.setitem(sys.modules, "moviepy", None)
     elif not _has("moviepy"):
         pytest.skip("needs moviepy (the video extra)")
-    rows = {r["name"]: r["save_model"] for r in cleanrl_worker.algorithm_table()}
+    rows = {r["name"]: r["save_model"] for r in mosaic_worker_cleanrl.algorithm_table()}
     videos = (
         "checkpoint + eval videos"
         if moviepy
@@ -137,7 +137,7 @@ def _has(module: str) -> bool:
 
 
 def test_save_model_support_reads_the_evaluation_the_script_imports(tmp_path: Path) -> None:
-    from cleanrl_worker.availability import save_model_problems, save_model_support
+    from mosaic_worker_cleanrl.availability import save_model_problems, save_model_support
 
     root = tmp_path / "checkout"
     (root / "cleanrl_utils" / "evals").mkdir(parents=True)

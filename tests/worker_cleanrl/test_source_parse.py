@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from cleanrl_worker.arguments import read_script_arguments
-from cleanrl_worker.availability import module_imports
+from mosaic_worker_cleanrl.arguments import read_script_arguments
+from mosaic_worker_cleanrl.availability import module_imports
 
 SCRIPT = """
 import argparse

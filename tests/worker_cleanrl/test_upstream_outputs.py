@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cleanrl_worker.upstream_outputs import OutputRedirect
+from mosaic_worker_cleanrl.upstream_outputs import OutputRedirect
 
 from worker_cleanrl.worker_runs import needs_upstream, run_worker, unique_run_id
 

@@ -7,7 +7,7 @@ import sys
 
 import gymnasium
 import pytest
-from cleanrl_worker.upstream_video import VIDEO_INSTALL, skip_recording, video_available
+from mosaic_worker_cleanrl.upstream_video import VIDEO_INSTALL, skip_recording, video_available
 
 
 def test_without_moviepy_record_video_passes_the_env_through_and_warns_once(

@@ -1,7 +1,7 @@
 """Running the CleanRL worker as the runner does (one child process) and watching it.
 
 :func:`run_worker` writes the config into a fresh run directory, starts
-``python -m cleanrl_worker --config ...`` with stdout piped, optionally watches the run's
+``python -m mosaic_worker_cleanrl --config ...`` with stdout piped, optionally watches the run's
 FastLane ring from this process (:class:`FrameWatcher`), and returns everything the worker
 wrote, classified.
 """
@@ -142,10 +142,10 @@ def run_worker(
     watcher = FrameWatcher(config["run_id"]) if watch_frames else None
     if watcher is not None:
         watcher.start()
-    command = [sys.executable, "-m", "cleanrl_worker", "--config", str(path)]
+    command = [sys.executable, "-m", "mosaic_worker_cleanrl", "--config", str(path)]
     if hide_modules:
         hide = "".join(f"sys.modules[{m!r}] = None; " for m in hide_modules)
-        start = "import runpy, sys; " + hide + "runpy.run_module('cleanrl_worker', "
+        start = "import runpy, sys; " + hide + "runpy.run_module('mosaic_worker_cleanrl', "
         command[1:3] = ["-c", start + "run_name='__main__', alter_sys=True)"]
     proc = subprocess.Popen(
         command,

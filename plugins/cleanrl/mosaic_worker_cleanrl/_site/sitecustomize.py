@@ -1,0 +1,49 @@
+"""Patch gymnasium in the env subprocesses of an algorithm script's ``AsyncVectorEnv``.
+
+This directory holds only this module. The worker's patched ``AsyncVectorEnv`` puts the
+directory on ``PYTHONPATH`` and sets ``CLEANRL_WORKER_SITECUSTOMIZE=1`` only while it starts
+its workers (``mosaic_worker_cleanrl.subprocess_patch``); every other process the worker starts
+never loads this module. The module first loads the ``sitecustomize`` it shadows (Debian and
+others ship one). With the switch it removes the variables from its environment (its own
+children start clean) and, in a ``multiprocessing`` child, patches ``gymnasium.make`` as in
+the worker process, except that telemetry records travel back in ``info`` (the worker writes
+them) and no FastLane frames are written here.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_shadowed() -> None:
+    """Run the next ``sitecustomize`` on ``sys.path`` after this directory, if any."""
+    others = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", others)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+def _patch_gymnasium() -> None:
+    from mosaic_worker_cleanrl.subprocess_patch import install_in_subprocess
+
+    install_in_subprocess(os.environ)
+
+
+try:
+    _load_shadowed()
+finally:
+    if "CLEANRL_WORKER_SITECUSTOMIZE" in os.environ:
+        try:
+            _patch_gymnasium()
+        except Exception as exc:  # noqa: BLE001 - never break interpreter start-up
+            print(
+                f"mosaic_worker_cleanrl sitecustomize: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+            )

@@ -1,0 +1,356 @@
+"""What the worker does with each part of the config and environment MOSAIC's platform sends.
+
+The platform's CleanRL train form sends a flat config with an ``extras`` dict; its
+``algo_params`` hold the algorithm's whole argument set as the platform's schema knows it (a
+newer CleanRL than the one installable here, so some names are missing from the installed
+scripts), and its dispatcher sets ``CLEANRL_*``, ``TRACK_*``, ``WANDB_*`` and FastLane
+variables. Nothing of that makes a run fail: each key is either honoured or accepted and
+reported once, with the reason, in :attr:`Resolution.ignored`.
+
+Decided here (one place):
+
+- ``algo_params`` that name one of the config's own fields (:data:`FOLDED_ARGUMENTS`:
+  ``env_id``, ``num_envs``, ``seed``, ``total_timesteps``, ``cuda``, ``track``) set that field;
+  a value that contradicts the field is an error (:func:`fold_algo_params`);
+- ``algo_params`` never forwarded (:data:`NOT_FORWARDED`: ``upload_model``, ``hf_entity``,
+  ``total_frames``, ``procedural_generation``);
+- CleanRL arguments that some script versions lack (:data:`VERSION_DEPENDENT`): forwarded when
+  the installed script has them, else ignored;
+- ``capture_video`` without moviepy, ``save_model`` where the script's evaluation cannot run,
+  an optional argument set to the form's 0 placeholder, W&B keys without wandb or with
+  tracking off, the run metadata (``notes``, ``agent_id``);
+- the dispatcher's variables (:func:`resolve`): ``CLEANRL_NUM_ENVS`` / ``CLEANRL_SEED`` when
+  the config does not set them, ``CLEANRL_AGENT_ID``, ``TRACK_WANDB``, ``TRACK_TENSORBOARD``,
+  ``CLEANRL_PROCEDURAL_GENERATION``, ``CLEANRL_RUN_ID``. FastLane variables are read by
+  :mod:`mosaic_worker_cleanrl.fastlane_settings`; ``WANDB_*`` and proxy variables by wandb
+  itself, which runs in this process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mosaic_worker_cleanrl.arguments import ScriptArguments
+    from mosaic_worker_cleanrl.config import CleanRLConfig
+
+#: ``algo_params`` names that are the config's own fields (name -> field).
+FOLDED_ARGUMENTS: dict[str, str] = {
+    "env_id": "env_id",
+    "num_envs": "num_envs",
+    "seed": "seed",
+    "total_timesteps": "total_timesteps",
+    "cuda": "cuda",
+    "track": "track_wandb",
+}
+
+#: Folded names whose 0 is the form's empty field, not a value.
+_COUNTS = ("num_envs", "total_timesteps")
+
+NO_UPLOAD = "no network upload from this worker: saved models stay in the run directory"
+
+#: ``algo_params`` accepted for every algorithm and never forwarded: (kind, reason).
+NOT_FORWARDED: dict[str, tuple[str, str]] = {
+    "upload_model": ("bool", NO_UPLOAD),
+    "hf_entity": ("str", NO_UPLOAD),
+    "total_frames": ("int", "the run's length is the config's total_timesteps"),
+    "procedural_generation": (
+        "bool",
+        "fixed levels are not supported: envs reset with the seeds the script gives them",
+    ),
+}
+
+#: CleanRL arguments that some versions of a script have and others lack (name -> kind):
+#: accepted for every algorithm, forwarded when the installed script declares them.
+VERSION_DEPENDENT: dict[str, str] = {
+    "save_model": "bool",
+    "capture_video": "bool",
+    "torch_deterministic": "bool",
+    "num_envs": "int",
+    "local_num_envs": "int",
+    "local_batch_size": "int",
+    "local_minibatch_size": "int",
+    "world_size": "int",
+    "exp_name": "str",
+    "wandb_project_name": "str",
+    "wandb_entity": "str",
+}
+
+#: Config fields that are run metadata only: kept in the config (``run_started``,
+#: ``analytics.json``), not used by the training.
+METADATA_FIELDS = ("notes", "agent_id")
+
+#: W&B fields of the config besides ``track_wandb``.
+WANDB_FIELDS = (
+    "wandb_project_name",
+    "wandb_entity",
+    "wandb_run_name",
+    "wandb_api_key",
+    "wandb_use_vpn_proxy",
+    "wandb_http_proxy",
+    "wandb_https_proxy",
+)
+
+#: The W&B fields forwarded as script arguments when tracking is on (when the script has them).
+WANDB_ARGUMENTS = ("wandb_project_name", "wandb_entity")
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def fold_algo_params(data: dict[str, Any]) -> dict[str, Any]:
+    """Move ``algo_params`` entries that name one of the config's own fields into that field
+    (the platform's form repeats ``env_id`` and ``num_envs`` there). Raises ``ValueError`` when
+    such an entry contradicts the field."""
+    from mosaic_worker_cleanrl.arguments import normalise_name
+
+    params = data.get("algo_params")
+    if not isinstance(params, Mapping):
+        return data
+    kept: dict[str, Any] = {}
+    problems = []
+    for key, value in params.items():
+        name = normalise_name(key) if isinstance(key, str) else key
+        target = FOLDED_ARGUMENTS.get(name)
+        if target is None or (target in _COUNTS and is_placeholder(value)):
+            # 0 for num_envs: the form's empty number field (resolve reports it)
+            kept[key] = value
+            continue
+        if target in data and data[target] != value:
+            problems.append(
+                f"algo_params.{key} is {value!r} but {target} is {data[target]!r}; "
+                f"they name the same setting: remove one or make them equal"
+            )
+            continue
+        data[target] = value
+    if problems:
+        raise ValueError("; ".join(problems))
+    data["algo_params"] = kept
+    return data
+
+
+def is_placeholder(value: Any) -> bool:
+    """The platform's form writes 0 for a number field whose default is empty."""
+    return value == 0 and isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+PLACEHOLDER = "0 read as unset: the platform's form writes 0 for an empty number field"
+
+
+def known_kind(name: str) -> str | None:
+    """The kind of an ``algo_params`` name accepted for every algorithm (None: not one)."""
+    if name in NOT_FORWARDED:
+        return NOT_FORWARDED[name][0]
+    return VERSION_DEPENDENT.get(name)
+
+
+@dataclass
+class Resolution:
+    """The config a run uses and what it did not use of what it was given."""
+
+    config: CleanRLConfig
+    #: key -> reason, for every key or variable given but not used (see :func:`summary`).
+    ignored: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line: the ignored keys grouped by reason (empty when nothing was ignored)."""
+        return summary(self.ignored)
+
+
+def summary(ignored: Mapping[str, str]) -> str:
+    """``"ignored: a, b (reason); c (reason)"``, keys that share a reason together."""
+    if not ignored:
+        return ""
+    by_reason: dict[str, list[str]] = {}
+    for key, reason in ignored.items():
+        by_reason.setdefault(reason, []).append(key)
+    return "ignored: " + "; ".join(f"{', '.join(k)} ({r})" for r, k in by_reason.items())
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _positive_int(text: str) -> int | None:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        return None
+    return value if value >= 1 else None
+
+
+def resolve(
+    config: CleanRLConfig,
+    script: ScriptArguments,
+    environ: Mapping[str, str],
+    *,
+    have_wandb: bool | None = None,
+    have_video: bool | None = None,
+    save_model_problems: list[str] | None = None,
+) -> Resolution:
+    """The config a run uses: the dispatcher's variables applied where the config is silent,
+    ``algo_params`` reduced to what the script is given, W&B off without wandb.
+
+    ``have_wandb`` / ``have_video`` default to whether wandb / moviepy are importable;
+    ``save_model_problems`` are the reasons ``save_model`` cannot work for this script.
+    """
+    from mosaic_worker_cleanrl.arguments import normalise_name
+
+    if have_wandb is None:
+        have_wandb = importlib.util.find_spec("wandb") is not None
+    if have_video is None:
+        from mosaic_worker_cleanrl.upstream_video import video_available
+
+        have_video = video_available()
+    ignored: dict[str, str] = {}
+    update: dict[str, Any] = {}
+    takes_num_envs = "num_envs" in script
+
+    # -- the dispatcher's variables -------------------------------------------------------
+    raw = environ.get("CLEANRL_NUM_ENVS")
+    if raw is not None:
+        value = _positive_int(raw)
+        if value is None:
+            ignored["CLEANRL_NUM_ENVS"] = f"{raw!r} is not a positive integer"
+        elif config.num_envs is not None:
+            if value != config.num_envs:
+                ignored["CLEANRL_NUM_ENVS"] = f"the config's num_envs ({config.num_envs}) wins"
+        elif takes_num_envs:
+            update["num_envs"] = value
+        elif value != 1:
+            ignored["CLEANRL_NUM_ENVS"] = f"{config.algo} here runs one env (no --num-envs)"
+    raw = environ.get("CLEANRL_SEED")
+    if raw is not None:
+        try:
+            seed = int(raw.strip())
+        except ValueError:
+            ignored["CLEANRL_SEED"] = f"{raw!r} is not an integer"
+        else:
+            if config.seed is None:
+                update["seed"] = seed
+            elif seed != config.seed:
+                ignored["CLEANRL_SEED"] = f"the config's seed ({config.seed}) wins"
+    raw = environ.get("CLEANRL_RUN_ID")
+    if raw and raw != config.run_id:
+        ignored["CLEANRL_RUN_ID"] = f"the config's run_id ({config.run_id}) names the run"
+    raw = environ.get("CLEANRL_AGENT_ID")
+    if raw and config.agent_id is None:
+        update["agent_id"] = raw
+    track_wandb = config.track_wandb or environ.get("TRACK_WANDB", "").lower() in _TRUE
+    if environ.get("TRACK_TENSORBOARD", "").lower() in _FALSE:
+        ignored["TRACK_TENSORBOARD"] = (
+            f"TensorBoard files are still written to {config.tensorboard_dir}/ in the run "
+            "directory: the scripts always write them"
+        )
+    if environ.get("CLEANRL_PROCEDURAL_GENERATION", "").lower() in _FALSE:
+        ignored["CLEANRL_PROCEDURAL_GENERATION"] = NOT_FORWARDED["procedural_generation"][1]
+
+    # -- algo_params ------------------------------------------------------------------------
+    num_envs = update.get("num_envs", config.num_envs)
+    if num_envs is not None and not takes_num_envs:
+        update["num_envs"] = None
+        if num_envs != 1:
+            ignored["num_envs"] = f"{config.algo} here runs one env (no --num-envs)"
+    kept: dict[str, Any] = {}
+    for key, value in config.algo_params.items():
+        name = normalise_name(key)
+        spec = script.arguments.get(name)
+        if name in _COUNTS:  # only a placeholder is left here (fold_algo_params)
+            ignored[f"algo_params.{key}"] = PLACEHOLDER
+        elif name in NOT_FORWARDED:
+            ignored[f"algo_params.{key}"] = NOT_FORWARDED[name][1]
+        elif spec is None:
+            ignored[f"algo_params.{key}"] = f"the installed {config.algo} has no {_flag(name)}"
+        elif name == "capture_video" and value is True and not have_video:
+            from mosaic_worker_cleanrl.upstream_video import VIDEO_INSTALL
+
+            ignored[f"algo_params.{key}"] = f"recording needs moviepy: {VIDEO_INSTALL}"
+        elif name == "save_model" and value is True and save_model_problems:
+            ignored[f"algo_params.{key}"] = "; ".join(save_model_problems)
+        elif (
+            spec.optional
+            and spec.default is None
+            and spec.default_source is None
+            and is_placeholder(value)
+        ):
+            ignored[f"algo_params.{key}"] = PLACEHOLDER
+        elif name in WANDB_ARGUMENTS and not track_wandb:
+            ignored[f"algo_params.{key}"] = "W&B tracking is off"
+        else:
+            kept[key] = value
+    update["algo_params"] = kept
+
+    # -- W&B and run metadata -------------------------------------------------------------
+    wandb_given = [f for f in WANDB_FIELDS if getattr(config, f) not in (None, False)]
+    if track_wandb and not have_wandb:
+        update["track_wandb"] = False
+        for name in ["track_wandb", *wandb_given]:
+            ignored[name] = "wandb is not installed (pip install wandb)"
+    else:
+        update["track_wandb"] = track_wandb
+        for name in wandb_given:
+            if not track_wandb:
+                ignored[name] = "W&B tracking is off"
+            elif name == "wandb_run_name":
+                ignored[name] = "CleanRL scripts name their W&B run themselves"
+            elif name in WANDB_ARGUMENTS and name not in script:
+                ignored[name] = f"the installed {config.algo} has no {_flag(name)}"
+    for name in METADATA_FIELDS:
+        if getattr(config, name) is not None or name in update:
+            ignored[name] = "kept as run metadata (run_started, analytics.json extra); not used"
+    resolved = config.model_copy(update=update)
+    return Resolution(resolved, ignored)
+
+
+def resolve_run(config: CleanRLConfig, environ: Mapping[str, str]) -> Resolution:
+    """:func:`resolve` for a run of ``config``: its algorithm's script arguments, and what
+    ``save_model`` needs for an upstream script. A ``policy_eval`` run uses no script: its
+    config is kept as it is."""
+    if config.mode == "policy_eval":
+        return Resolution(config)
+    from mosaic_worker_cleanrl.registry import resolve as find_algorithm
+
+    algo = find_algorithm(config.algo, config.cleanrl_path)
+    problems: list[str] = []
+    if algo.upstream:
+        from mosaic_worker_cleanrl.availability import save_model_problems
+
+        problems = save_model_problems(algo.path, algo.import_root)
+    return resolve(config, algo.arguments(), environ, save_model_problems=problems)
+
+
+def wandb_environment(config: CleanRLConfig) -> dict[str, str]:
+    """Variables wandb reads, from the config's W&B fields (for a run with tracking on; the
+    dispatcher's own variables, already in the environment, win)."""
+    env: dict[str, str] = {}
+    if config.wandb_api_key is not None:
+        env["WANDB_API_KEY"] = config.wandb_api_key.get_secret_value()
+    if config.wandb_use_vpn_proxy or config.wandb_http_proxy or config.wandb_https_proxy:
+        if config.wandb_http_proxy:
+            env.update(WANDB_HTTP_PROXY=config.wandb_http_proxy, HTTP_PROXY=config.wandb_http_proxy)
+        if config.wandb_https_proxy:
+            env.update(
+                WANDB_HTTPS_PROXY=config.wandb_https_proxy, HTTPS_PROXY=config.wandb_https_proxy
+            )
+    env.setdefault("WANDB_DISABLE_GYM", "true")
+    return env
+
+
+__all__ = [
+    "FOLDED_ARGUMENTS",
+    "METADATA_FIELDS",
+    "NOT_FORWARDED",
+    "VERSION_DEPENDENT",
+    "WANDB_ARGUMENTS",
+    "WANDB_FIELDS",
+    "Resolution",
+    "fold_algo_params",
+    "known_kind",
+    "resolve",
+    "resolve_run",
+    "summary",
+    "wandb_environment",
+]

@@ -1,0 +1,377 @@
+"""One run of the CleanRL worker, inside the single process the runner started.
+
+The SDK's ``worker_main`` has parsed the CLI, validated the config, given the telemetry
+stream the real stdout (the script's prints go to ``algorithm.log`` in the run directory) and
+installed the signal handlers. :func:`run` then:
+
+1. resolves the algorithm and builds its command line (``launch_args``);
+2. installs the patches (``instrument``): telemetry and FastLane on every env, the gymnasium
+   0.29 compatibility layer for upstream scripts, the ``sitecustomize`` switch for the env
+   subprocesses of an ``AsyncVectorEnv`` (only they get it), the curriculum env for
+   ``curriculum`` runs;
+3. emits ``run_started``, starts the heartbeat, and runs the script's module with
+   :func:`runpy.run_module` as ``__main__`` in this process (no chain of interpreters);
+4. maps the outcome to exactly one terminal event: ``run_completed``; ``run_cancelled`` on
+   SIGTERM/SIGINT (the signal interrupts the script at once); ``run_failed`` with the
+   traceback and the tail of the script's log on a crash or a non-zero ``sys.exit``;
+5. writes ``analytics.json`` in every case.
+
+``policy_eval`` runs no script: see :mod:`mosaic_worker_cleanrl.evaluation`.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.telemetry import Heartbeat
+from mosaic_sdk.worker_cli import RunContext
+from mosaic_worker_cleanrl.analytics import collect_checkpoints, log_tail, write_analytics
+from mosaic_worker_cleanrl.config import CleanRLConfig
+from mosaic_worker_cleanrl.env_telemetry import TelemetrySink
+from mosaic_worker_cleanrl.fastlane_settings import export_fastlane, resolve_fastlane
+from mosaic_worker_cleanrl.instrument import Instrumentation
+from mosaic_worker_cleanrl.launch_args import build_argv
+from mosaic_worker_cleanrl.legacy_gym import gym_module_on_path
+from mosaic_worker_cleanrl.platform_config import METADATA_FIELDS, resolve_run, wandb_environment
+from mosaic_worker_cleanrl.registry import AlgorithmSpec, resolve
+from mosaic_worker_cleanrl.stderr_tail import StderrTail
+from mosaic_worker_cleanrl.subprocess_patch import child_variables
+
+LOG_NAME = "algorithm.log"
+
+
+class RunCancelled(BaseException):
+    """Raised in the script's frame by SIGTERM/SIGINT (a BaseException: ``except Exception``
+    in a script does not swallow it)."""
+
+
+def fastlane_hook() -> Any:
+    """The ``mosaic_fastlane_wrap_env`` hook of the process's FastLane plugin manager (the
+    one ``maybe_wrap_env`` uses, so plugins registered there see CleanRL's envs too)."""
+    from mosaic_sdk.plugins.fastlane_provider import fastlane_plugin_manager
+
+    pm = fastlane_plugin_manager()
+
+    def call(env: Any, run_id: str, settings: dict[str, Any]) -> Any:
+        return pm.hook.mosaic_fastlane_wrap_env(env=env, run_id=run_id, settings=settings)
+
+    return call
+
+
+def make_sink(ctx: RunContext, config: CleanRLConfig) -> TelemetrySink:
+    return TelemetrySink(
+        ctx.emitter,
+        steps=config.telemetry_steps and not config.fastlane_only,
+        step_every=config.telemetry_step_every,
+        step_rate=config.telemetry_step_rate,
+    )
+
+
+def install_instrumentation(
+    ctx: RunContext, config: CleanRLConfig, sink: TelemetrySink, compat: bool
+) -> Instrumentation:
+    """Patches for this process; env subprocesses its ``AsyncVectorEnv`` starts get them too
+    (see :mod:`mosaic_worker_cleanrl.subprocess_patch`), no other child does."""
+    from mosaic_worker_cleanrl.env_families import register_env_families
+
+    register_env_families()  # MiniGrid / BabyAI ids, when minigrid is installed
+    settings = resolve_fastlane(config, os.environ)
+    if settings is not None:
+        export_fastlane(settings, config, os.environ)
+    os.environ["MOSAIC_RUN_ID"] = config.run_id
+    children = child_variables(
+        compat=compat,
+        render_frames=settings is not None,
+        owner_pid=os.getpid(),
+        steps=sink.steps_enabled,
+        step_every=config.telemetry_step_every,
+        step_rate=config.telemetry_step_rate,
+    )
+    inst = Instrumentation(
+        sink,
+        config.run_id,
+        fastlane_settings=settings,
+        fastlane_hook=fastlane_hook() if settings is not None else None,
+        compat=compat,
+        log=ctx.log,
+        child_variables=children,
+    )
+    return inst.install()
+
+
+def run(ctx: RunContext) -> None:
+    """The worker's run function (see the module docstring)."""
+    config = ctx.config
+    assert isinstance(config, CleanRLConfig)
+    resolution = resolve_run(config, os.environ)
+    if resolution.ignored:  # once per run, on stderr (never the telemetry stream)
+        ctx.log(f"cleanrl: {resolution.summary()}")
+    ctx.config = config = resolution.config
+    if config.track_wandb:
+        for key, value in wandb_environment(config).items():
+            os.environ.setdefault(key, value)
+    if config.mode == "policy_eval":
+        from mosaic_worker_cleanrl.evaluation import run_policy_eval
+
+        run_policy_eval(ctx)
+        return
+    run_algorithm(ctx, config, resolution.ignored)
+
+
+def _cancel_handler(ctx: RunContext) -> Any:
+    def handler(signum: int, frame: Any) -> None:
+        ctx.cancel_signal = signum
+        ctx.cancel.set()
+        raise RunCancelled(signal.Signals(signum).name)
+
+    return handler
+
+
+def execute_module(ctx: RunContext, algo: AlgorithmSpec, argv: list[str]) -> tuple[str, Any]:
+    """Run the script's module as ``__main__``; returns (outcome, detail).
+
+    outcome is ``completed``, ``cancelled`` (detail: the signal name) or ``failed`` (detail: a
+    dict with error, error_type, traceback).
+    """
+    saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    os.chdir(ctx.run_dir)
+    sys.argv = [str(algo.path), *argv]
+    if algo.import_root is not None:
+        sys.path.insert(0, str(algo.import_root))
+    outcome: tuple[str, Any]
+    try:
+        if ctx.cancelled:  # a signal arrived before we got here
+            raise RunCancelled("before start")
+        for signum in previous:
+            signal.signal(signum, _cancel_handler(ctx))
+        try:
+            runpy.run_module(algo.module, run_name="__main__", alter_sys=True)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        outcome = ("completed", None)
+    except RunCancelled as exc:
+        outcome = ("cancelled", str(exc))
+    except SystemExit as exc:
+        code = exc.code
+        if code in (None, 0):
+            outcome = ("completed", None)
+        else:
+            outcome = (
+                "failed",
+                {"error": f"{algo.module} exited with status {code}", "error_type": "SystemExit",
+                 "traceback": None},
+            )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - the script's crash becomes run_failed
+        text = traceback.format_exc()
+        sys.stderr.write(text)  # as Python would print it: into the run's stderr log
+        sys.stderr.flush()
+        outcome = (
+            "failed",
+            {"error": str(exc) or type(exc).__name__, "error_type": type(exc).__name__,
+             "traceback": text},
+        )  # fmt: skip
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+        os.chdir(saved_cwd)
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+    return outcome
+
+
+def run_algorithm(
+    ctx: RunContext, config: CleanRLConfig, ignored: dict[str, str] | None = None
+) -> None:
+    """train, resume_training and curriculum runs (``ignored``: what of the platform's config
+    the run does not use, see :mod:`mosaic_worker_cleanrl.platform_config`)."""
+    emitter = ctx.emitter
+    started = time.monotonic()
+    run_dir = ctx.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    algo = resolve(config.algo, config.cleanrl_path)
+    compat = config.gym_compat == "on" or (config.gym_compat == "auto" and algo.upstream)
+    sink = make_sink(ctx, config)
+    inst = install_instrumentation(ctx, config, sink, compat)
+    undo_curriculum = None
+    progress = None
+    env_id = config.env_id
+    outcome: str = "failed"
+    detail: Any = None
+    started_wall = time.time()
+    stderr_tail = StderrTail()
+    try:
+        if config.mode == "curriculum":
+            progress, undo_curriculum = _setup_curriculum(ctx, config, inst, sink)
+            from mosaic_worker_cleanrl.curriculum_env import CURRICULUM_ENV_ID
+
+            env_id = CURRICULUM_ENV_ID
+        argv = build_argv(config, algo, run_dir, env_id=env_id)
+        emitter.run_started(
+            worker_type="cleanrl",
+            algo=config.algo,
+            env_id=config.env_id,
+            seed=config.seed,
+            config=config.to_dict(),
+            mode=config.mode,
+            module=algo.module,
+            argv=argv,
+            gym_compat=compat,
+            fastlane=inst.fastlane_settings,
+            ignored=ignored or {},
+        )
+        if config.mode == "resume_training":
+            _announce_resume(ctx, config)
+        heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=sink.progress)
+        gym_layer = gym_module_on_path() if compat else nullcontext()
+        outputs = _upstream_outputs(algo, config, run_dir, ctx.log)
+        with heartbeat, stderr_tail, gym_layer, outputs:
+            outcome, detail = execute_module(ctx, algo, argv)
+    except Exception as exc:  # noqa: BLE001 - a setup error still gets analytics
+        outcome = "failed"
+        detail = {"error": str(exc) or type(exc).__name__, "error_type": type(exc).__name__,
+                  "traceback": traceback.format_exc()}  # fmt: skip
+    finally:
+        inst.uninstall()
+        if undo_curriculum is not None:
+            undo_curriculum()
+    if isinstance(detail, dict):
+        detail["stderr_tail"] = stderr_tail.text()
+    finish(ctx, config, sink, outcome, detail, started, started_wall, progress, ignored)
+
+
+@contextmanager
+def _upstream_outputs(
+    algo: AlgorithmSpec, config: CleanRLConfig, run_dir: Path, log: Any
+) -> Iterator[None]:
+    """An upstream script's TensorBoard events and saved models go where the config says
+    (see :mod:`mosaic_worker_cleanrl.upstream_outputs`), and its videos are skipped with a warning
+    when moviepy is missing (:mod:`mosaic_worker_cleanrl.upstream_video`); our PPO takes its outputs
+    as arguments."""
+    if not algo.upstream:
+        yield
+        return
+    from mosaic_worker_cleanrl.upstream_outputs import OutputRedirect
+    from mosaic_worker_cleanrl.upstream_video import skip_recording
+
+    undo = OutputRedirect(run_dir, config.tensorboard_dir).install()
+    undo_video = skip_recording(log)
+    try:
+        yield
+    finally:
+        undo_video()
+        undo()
+
+
+def _setup_curriculum(
+    ctx: RunContext, config: CleanRLConfig, inst: Instrumentation, sink: TelemetrySink
+) -> Any:
+    """Check the stages, register the curriculum env id here and, through a stage file, in
+    env subprocesses (:mod:`mosaic_worker_cleanrl.curriculum_remote`); returns (progress, undo)."""
+    from mosaic_worker_cleanrl.curriculum_env import check_stage_spaces, register_curriculum
+    from mosaic_worker_cleanrl.curriculum_remote import (
+        CURRICULUM_VAR,
+        STAGE_FILE,
+        publish,
+        remote_episode_feeder,
+    )
+    from mosaic_worker_cleanrl.curriculum_schedule import ScheduleProgress
+
+    stages = list(config.curriculum_schedule or [])
+    check_stage_spaces(stages, inst.original_make)
+    stage_file = ctx.run_dir / STAGE_FILE
+
+    def on_advance(old: int, new: int, stats: dict[str, Any]) -> None:
+        publish(stage_file, progress)
+        ctx.emitter.lifecycle(
+            "curriculum_stage",
+            {"from_stage": old, "to_stage": new, "env_id": stages[new].env_id,
+             "completed": stats},
+        )  # fmt: skip
+
+    progress = ScheduleProgress(stages, on_advance)
+    publish(stage_file, progress)
+    if inst.child_variables is not None:
+        inst.child_variables[CURRICULUM_VAR] = str(stage_file)
+    sink.on_remote_episode = remote_episode_feeder(progress)
+    unregister = register_curriculum(progress, inst.original_make)
+
+    def undo() -> None:
+        unregister()
+        sink.on_remote_episode = None
+        stage_file.unlink(missing_ok=True)
+
+    return progress, undo
+
+
+def _announce_resume(ctx: RunContext, config: CleanRLConfig) -> None:
+    from mosaic_worker_cleanrl.agents import load_policy
+
+    policy = load_policy(config.policy_path or "")
+    ctx.emitter.checkpoint_loaded(
+        checkpoint_path=str(Path(config.policy_path or "").resolve()),
+        step=policy.global_step,
+        metrics={"agent": policy.kind, "source": policy.source},
+    )
+
+
+def finish(
+    ctx: RunContext,
+    config: CleanRLConfig,
+    sink: TelemetrySink,
+    outcome: str,
+    detail: Any,
+    started: float,
+    started_wall: float,
+    progress: Any = None,
+    ignored: dict[str, str] | None = None,
+) -> None:
+    """Checkpoint events, analytics.json and the one terminal event."""
+    emitter = ctx.emitter
+    duration = time.monotonic() - started
+    checkpoints = collect_checkpoints(ctx.run_dir, since=started_wall)
+    for ckpt in checkpoints:
+        emitter.checkpoint_saved(checkpoint_path=ckpt["path"], step=ckpt.get("step"))
+    extra: dict[str, Any] = {}
+    if progress is not None:
+        extra["curriculum"] = {"stages_completed": progress.history, "final": progress.stats()}
+    for name in METADATA_FIELDS:
+        if getattr(config, name) is not None:
+            extra[name] = getattr(config, name)
+    if ignored:
+        extra["ignored"] = dict(ignored)
+    write_analytics(ctx.run_dir, config, sink, checkpoints, duration, outcome, extra)
+    final = {"mean_return": sink.mean_return(), "steps": sink.total_steps}
+    if outcome == "completed":
+        emitter.run_completed(
+            episodes=sink.episodes,
+            total_reward=sink.total_reward,
+            duration_seconds=duration,
+            final_metrics=final,
+        )
+    elif outcome == "cancelled":
+        emitter.run_cancelled(
+            reason=str(detail), completed_episodes=sink.episodes, step=sink.total_steps
+        )
+    else:
+        emitter.run_failed(
+            **detail,
+            episode=sink.episodes,
+            step=sink.total_steps,
+            log_tail=log_tail(ctx.run_dir / LOG_NAME),
+        )
+
+
+__all__ = ["LOG_NAME", "RunCancelled", "execute_module", "fastlane_hook", "run", "run_algorithm"]
