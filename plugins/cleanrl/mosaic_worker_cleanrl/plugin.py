@@ -1,4 +1,7 @@
-"""The worker's plugin: the object the ``mosaic.workers`` entry point ``cleanrl`` names."""
+"""The worker's plugin: its hooks, and ``get_worker_metadata``, which the ``mosaic.workers``
+entry point ``cleanrl`` names. The MOSAIC platform calls it and gets the worker's metadata and
+capabilities as its own classes; the SDK registers this module's hooks from the same entry
+point (see ``docs/reference/plugins.md``)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,11 @@ from typing import Any
 
 from mosaic_sdk import hookimpl
 from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
+from mosaic_sdk.plugins import platform_factory
 from mosaic_worker_cleanrl import __version__
+
+#: The entry point: `cleanrl = "mosaic_worker_cleanrl.plugin:get_worker_metadata"`.
+get_worker_metadata = platform_factory(__name__)
 
 
 def _upstream_version() -> str:
