@@ -81,6 +81,9 @@ def _run(code: str, **env: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", list(SERVED))
 def test_every_served_name_resolves_to_a_stand_in_module(name: str) -> None:
+    if name.startswith("gym_gui.services.trainer.proto."):  # the trainer's gRPC messages
+        pytest.importorskip("google.protobuf")
+        pytest.importorskip("grpc")
     module = import_module(name)
     assert is_stand_in(module) and module.__name__ == name
     assert module.__spec__ is not None and module.__spec__.name == name
@@ -93,7 +96,8 @@ def test_every_served_name_resolves_to_a_stand_in_module(name: str) -> None:
     [
         "gym_gui.ui.presenters.workers.xuance_worker_presenter",
         "gym_gui.validations.validation_xuance_worker_form",
-        "gym_gui.services.trainer.proto",
+        "gym_gui.services.actor",
+        "gym_gui.services.trainer.dispatcher",
         "gym_gui.core.enums",
         "gym_gui.core.wrappers.time_limits",
         "gym_gui.constants.constants_tensorboard",
@@ -682,3 +686,86 @@ def test_tile_frames_and_fastlane_environment() -> None:
     )
     assert settings.fastlane_only and settings.slot == 3 and settings.video_mode == "grid"
     assert settings.grid_limit == 9 and settings.interval_ms == 50 and settings.max_dim == 128
+
+
+# --- gym_gui.services.trainer.proto: the RegisterWorker call ---------------------------------
+
+
+def _varint_field(number: int, value: int) -> bytes:
+    return bytes([number << 3, value])  # wire type 0; small numbers and values fit one byte
+
+
+def _string_field(number: int, text: str) -> bytes:
+    data = text.encode()
+    return bytes([(number << 3) | 2, len(data)]) + data  # wire type 2, short strings
+
+
+def test_register_worker_messages_have_the_trainers_field_numbers() -> None:
+    pytest.importorskip("google.protobuf")
+    pytest.importorskip("grpc")
+    from gym_gui.services.trainer.proto import trainer_pb2  # type: ignore[import-not-found]
+
+    request = trainer_pb2.RegisterWorkerRequest(
+        run_id="r1",
+        worker_id="w",
+        worker_kind="cleanrl",
+        proto_version="MOSAIC/1.0",
+        schema_id="cleanrl.ppo",
+        schema_version=1,
+        supports_pause=True,
+        supports_checkpoint=True,
+    )
+    expected = b"".join(
+        [
+            _string_field(1, "r1"),
+            _string_field(2, "w"),
+            _string_field(3, "cleanrl"),
+            _string_field(4, "MOSAIC/1.0"),
+            _string_field(5, "cleanrl.ppo"),
+            _varint_field(6, 1),
+            _varint_field(7, 1),
+            _varint_field(8, 1),
+        ]
+    )
+    assert request.SerializeToString() == expected
+    response = trainer_pb2.RegisterWorkerResponse.FromString(
+        _string_field(1, "MOSAIC/1.0") + _string_field(2, "tok")
+    )
+    assert (response.accepted_version, response.session_token) == ("MOSAIC/1.0", "tok")
+    assert request.DESCRIPTOR.full_name == "gymgui.trainer.RegisterWorkerRequest"
+
+
+def test_register_worker_round_trip_through_grpc() -> None:
+    grpc = pytest.importorskip("grpc")
+    from concurrent import futures
+
+    from gym_gui.services.trainer.proto import (  # type: ignore[import-not-found]
+        trainer_pb2,
+        trainer_pb2_grpc,
+    )
+
+    seen: list[Any] = []
+
+    class Trainer(trainer_pb2_grpc.TrainerServiceServicer):
+        def RegisterWorker(self, request: Any, context: Any) -> Any:  # noqa: N802
+            seen.append(request)
+            return trainer_pb2.RegisterWorkerResponse(
+                accepted_version=request.proto_version, session_token=f"tok-{request.run_id}"
+            )
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    trainer_pb2_grpc.add_TrainerServiceServicer_to_server(Trainer(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = trainer_pb2_grpc.TrainerServiceStub(channel)
+            request = trainer_pb2.RegisterWorkerRequest(
+                run_id="r9", worker_kind="cleanrl", proto_version="MOSAIC/1.0"
+            )
+            response = stub.RegisterWorker(request, timeout=30)
+    finally:
+        server.stop(grace=None)
+    assert response.session_token == "tok-r9" and response.accepted_version == "MOSAIC/1.0"
+    assert seen[0].worker_kind == "cleanrl"
+    assert trainer_pb2_grpc.REGISTER_WORKER == "/gymgui.trainer.TrainerService/RegisterWorker"

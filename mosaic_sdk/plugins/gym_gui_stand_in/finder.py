@@ -33,6 +33,11 @@ SERVED: dict[str, tuple[str | None, bool]] = {
     "gym_gui.fastlane.worker_helpers": ("fastlane_helpers", False),
     "gym_gui.telemetry": (None, True),
     "gym_gui.telemetry.semconv": ("semconv", False),
+    "gym_gui.services": (None, True),
+    "gym_gui.services.trainer": (None, True),
+    "gym_gui.services.trainer.proto": (None, True),
+    "gym_gui.services.trainer.proto.trainer_pb2": ("trainer_messages", False),
+    "gym_gui.services.trainer.proto.trainer_pb2_grpc": ("trainer_stub", False),
 }
 
 #: The served names, parents first (kept for callers of the first version).
