@@ -28,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 
+from mosaic_sdk.job_descriptor import unwrap_job_descriptor
+
 # --- vocabularies ---------------------------------------------------------------------------
 
 #: How agents act: one agent stepping alone, several taking turns, several acting at once...
@@ -215,26 +217,6 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel]) -> Con
     elif unknown:
         lines.insert(0, _describe_error(unknown[0], known))
     return ConfigError(lines, model=model.__name__)
-
-
-def unwrap_job_descriptor(data: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the worker config from either the flat form or a job descriptor.
-
-    A job descriptor nests it under ``metadata.worker.config``; a ``run_id`` found at the
-    descriptor's top level (or under ``metadata``) is used when the nested config has none.
-    """
-    metadata = data.get("metadata")
-    if isinstance(metadata, Mapping):
-        worker = metadata.get("worker")
-        if isinstance(worker, Mapping) and isinstance(worker.get("config"), Mapping):
-            config = dict(worker["config"])
-            if "run_id" not in config:
-                for source in (data, metadata):
-                    if isinstance(source.get("run_id"), str):
-                        config["run_id"] = source["run_id"]
-                        break
-            return config
-    return dict(data)
 
 
 def read_config_json(path: str | Path) -> dict[str, Any]:

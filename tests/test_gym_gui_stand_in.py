@@ -1,6 +1,6 @@
-"""``gym_gui.core.worker`` when the GUI is absent: discovery and the launched worker process
-get the SDK's stand-in; a real ``gym_gui`` is never shadowed; no other ``gym_gui.*`` name
-appears."""
+"""``gym_gui`` when the GUI is absent: discovery and the launched worker process get the SDK's
+stand-in; a real ``gym_gui`` is never shadowed; no ``gym_gui.*`` name outside the served ones
+appears. (Each served module's behaviour: tests/test_gym_gui_stand_in_modules.py.)"""
 
 from __future__ import annotations
 
@@ -66,6 +66,7 @@ def real_gui(tmp_path: Path) -> Path:
         "REAL = True\nclass WorkerMetadata: pass\nclass WorkerCapabilities: pass\n"
     )
     (root / "gym_gui" / "fastlane.py").write_text("REAL = True\n")
+    (root / "gym_gui" / "ui.py").write_text("REAL = True\n")
     sys.path.insert(0, str(root))
     return root
 
@@ -90,15 +91,20 @@ def test_the_guide_import_resolves_to_the_stand_in() -> None:
 
     for name in ("gym_gui", "gym_gui.core", "gym_gui.core.worker"):
         assert is_stand_in(sys.modules[name]), name
-    assert WorkerMetadata.__module__ == "gym_gui.core.worker"
+    from mosaic_sdk.plugins.gym_gui_stand_in import core_worker
+
+    assert WorkerMetadata is core_worker.WorkerMetadata  # one class, whatever the name used
     assert callable(TelemetryEmitter) and dataclasses.is_dataclass(WorkerCapabilities)
 
 
 @pytest.mark.usefixtures("no_real_gui")
-@pytest.mark.parametrize("name", ["gym_gui.foo", "gym_gui.fastlane", "gym_gui.core.other"])
+@pytest.mark.parametrize(
+    "name", ["gym_gui.foo", "gym_gui.ui", "gym_gui.core.other", "gym_gui.fastlane.other"]
+)
 def test_no_other_gym_gui_name_appears(name: str) -> None:
     install_gym_gui_stand_in()
     import gym_gui.core.worker  # type: ignore[import-not-found]  # noqa: F401
+    import gym_gui.fastlane  # type: ignore[import-not-found]  # noqa: F401
 
     with pytest.raises(ModuleNotFoundError, match=name.replace(".", r"\.")):
         __import__(name)
@@ -124,6 +130,8 @@ def test_a_real_gym_gui_is_never_shadowed(real_gui: Path, position: str) -> None
     import gym_gui.fastlane  # type: ignore[import-not-found]
 
     assert gym_gui.fastlane.REAL
+    with pytest.raises(ModuleNotFoundError):  # a name the real package lacks stays missing
+        import gym_gui.config.paths  # type: ignore[import-not-found]  # noqa: F401
 
 
 def test_the_gaps_of_a_real_gym_gui_are_not_filled(tmp_path: Path) -> None:
@@ -222,7 +230,7 @@ PROBE = textwrap.dedent(
     import json, sys
     import gym_gui.core.worker as w
     try:
-        import gym_gui.fastlane
+        import gym_gui.ui
         other = "imported"
     except ModuleNotFoundError:
         other = "missing"

@@ -29,6 +29,8 @@ FLOORS = {
     "lazy_exports": 1,
     "analytics": 1,
     "extras": 1,
+    "home": 1,
+    "job_descriptor": 1,
     "hookspecs": 2,
     "plugins": 2,
     "runner": 3,

@@ -10,6 +10,12 @@ added to its run directory, and what it left behind (processes, shared-memory se
 it releases those leftovers (the lifecycle reaps the process group and descendants and calls
 ``mosaic_run_cleanup``; segments named after the run id are removed), so that checks can
 report them without the machine keeping them.
+
+Every launch of the suite goes through :func:`prepare_conformance_run`: the runner's
+preparation with ``like_platform=True``, so the worker's environment lacks what only
+``mosaic run`` adds (``PYTHONUNBUFFERED``, see
+:data:`mosaic_sdk.runner.launch.RUNNER_ONLY_ENV`) and a worker that prints without flushing is
+seen block-buffered, as the platform sees it, at both levels.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from mosaic_sdk.conformance.leftovers import (
     shm_segments_of,
 )
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner.launch import prepare_run, resolve_job
+from mosaic_sdk.runner.launch import PreparedRun, ResolvedJob, prepare_run, resolve_job
 from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle, RunObserver
 from mosaic_sdk.runner.process import WorkerProcess
 from mosaic_sdk.telemetry.emitter import TERMINAL_EVENTS
@@ -132,6 +138,18 @@ def _files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
 
+def prepare_conformance_run(
+    handle: WorkerHandle,
+    job: ResolvedJob,
+    *,
+    runs_dir: Path,
+    extra_env: Mapping[str, str] | None = None,
+) -> PreparedRun:
+    """Prepare a launch of the suite: the runner's own preparation, in the environment the
+    platform's dispatcher gives a worker (``like_platform``)."""
+    return prepare_run(handle, job, runs_dir=runs_dir, extra_env=extra_env, like_platform=True)
+
+
 def record_run(
     handle: WorkerHandle, plan: RunPlan, *, runs_dir: Path, logs_dir: Path
 ) -> RecordedRun:
@@ -139,7 +157,7 @@ def record_run(
     misbehaving worker: problems are recorded)."""
     run = RecordedRun(kind=plan.kind, run_id=plan.run_id)
     try:
-        prepared = prepare_run(
+        prepared = prepare_conformance_run(
             handle,
             resolve_job(plan.config).with_run_id(plan.run_id),
             runs_dir=runs_dir,

@@ -29,6 +29,17 @@ from mosaic_sdk.runner import private
 from mosaic_sdk.runner.ids import new_run_id
 from mosaic_sdk.runner.paths import default_runs_dir
 
+#: What ``mosaic run`` adds to every worker's environment that the platform's dispatcher never
+#: sets (it copies its own environment and adds only its variables). ``PYTHONUNBUFFERED=1``
+#: makes a Python worker's stdout unbuffered, so lines printed without ``flush`` still arrive
+#: live under ``mosaic run``, while on the platform they sit in an 8 KiB block buffer and
+#: arrive in bursts or at exit. A launch ``like_platform`` leaves these out, even when the
+#: caller's own environment has them. (The runner's ``MOSAIC_RUN_ID``, ``MOSAIC_RUN_DIR`` and
+#: ``MOSAIC_WORKER`` stay: they tell a worker where its run lives and change nothing about how
+#: its interpreter behaves; ``PYTHONIOENCODING`` and ``PYTHONUTF8`` are never set by the
+#: runner, and an inherited value is inherited on the platform too.)
+RUNNER_ONLY_ENV: Mapping[str, str] = {"PYTHONUNBUFFERED": "1"}
+
 
 @dataclass(frozen=True)
 class ResolvedJob:
@@ -101,6 +112,7 @@ def prepare_run(
     runs_dir: Path | None = None,
     extra_env: Mapping[str, str] | None = None,
     exclusive: bool = False,
+    like_platform: bool = False,
 ) -> PreparedRun:
     """Validate the config of ``job`` (see :func:`resolve_job`), write it into the run
     directory, and ask the worker for its launch command.
@@ -108,6 +120,12 @@ def prepare_run(
     Raises ``ConfigError`` (a bad config) with readable lines. The run directory and
     ``config.json`` are readable by their owner only; ``exclusive``: a run
     directory that exists already is refused (``FileExistsError``) instead of reused.
+
+    The environment is the caller's, then ``extra_env``, then the launch command's ``env``,
+    then the run's ``MOSAIC_*`` variables and :data:`RUNNER_ONLY_ENV`. ``like_platform``
+    (the conformance suite) launches the way the platform's dispatcher does: without the
+    variables of :data:`RUNNER_ONLY_ENV`, inherited or given in ``extra_env``; a variable the
+    worker's own launch command sets is kept.
     """
     if not isinstance(job, ResolvedJob):
         raise TypeError("prepare_run takes the ResolvedJob of resolve_job(config, run_id=...)")
@@ -133,16 +151,20 @@ def prepare_run(
         raise
     env = dict(os.environ)
     env.update(extra_env or {})
+    if like_platform:
+        for name in RUNNER_ONLY_ENV:
+            env.pop(name, None)
     env.update(command.env)
     env.update(
         {
             "MOSAIC_RUN_ID": config.run_id,
             "MOSAIC_RUN_DIR": str(run_dir),
             "MOSAIC_WORKER": handle.name,
-            "PYTHONUNBUFFERED": "1",
         }
     )
+    if not like_platform:
+        env.update(RUNNER_ONLY_ENV)
     return PreparedRun(handle.name, config.run_id, run_dir, config_path, config, command, env)
 
 
-__all__ = ["PreparedRun", "ResolvedJob", "prepare_run", "resolve_job"]
+__all__ = ["RUNNER_ONLY_ENV", "PreparedRun", "ResolvedJob", "prepare_run", "resolve_job"]

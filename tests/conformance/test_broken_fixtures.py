@@ -106,6 +106,10 @@ UPSTREAM: dict[str, tuple[str, set[str]]] = {
         "upbuffered=fixture_upstream_buffered:get_worker_metadata",
         {"telemetry.streams_live"},
     ),
+    "upunflushed": (
+        "upunflushed=fixture_upstream_unflushed:get_worker_metadata",
+        {"telemetry.streams_live"},
+    ),
     "upnoisy": ("upnoisy=fixture_upstream_noisy:get_worker_metadata", {"telemetry.valid_jsonl"}),
     "updeaf": (
         "updeaf=fixture_upstream_deaf:get_worker_metadata",

@@ -34,7 +34,8 @@ REPLAY_STEPS = 50
 
 def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Any:
     """Launch the worker for ``kind`` under the run lifecycle, its stdin a pipe."""
-    from mosaic_sdk.runner.launch import prepare_run, resolve_job
+    from mosaic_sdk.conformance.recording import prepare_conformance_run
+    from mosaic_sdk.runner.launch import resolve_job
     from mosaic_sdk.runner.session_lifecycle import launch_session
 
     handle = subject.require_handle()
@@ -42,7 +43,7 @@ def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Any:
     if mode is not None:
         config["mode"] = mode
     job = resolve_job(config, run_id=subject.run_id(f"control-{kind}"))
-    prepared = prepare_run(
+    prepared = prepare_conformance_run(
         handle, job, runs_dir=subject.runs_dir, extra_env={"MOSAIC_HOME": str(subject.home)}
     )
     subject.logs_dir.mkdir(parents=True, exist_ok=True)

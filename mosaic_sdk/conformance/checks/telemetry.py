@@ -154,11 +154,14 @@ def seq_increasing(subject: WorkerSubject) -> str | None:
     "telemetry.streams_live",
     description="Lines arrive while the worker runs, not all at exit",
     hint={
-        PLATFORM: "Print every telemetry line with flush=True as it happens (stdout to a pipe "
-        "is block-buffered); do not collect lines and print them at the end. Make the "
+        PLATFORM: "Print every telemetry line with flush=True as it happens, or make stdout "
+        "line-buffered (sys.stdout.reconfigure(line_buffering=True) at start): stdout to a "
+        "pipe is block-buffered and the platform does not set PYTHONUNBUFFERED. Do not "
+        "collect lines and print them at the end. Make the conformance config run for >= 1 s",
+        SDK: "Flush telemetry as you go (TelemetryEmitter does within 20 ms), or make stdout "
+        "line-buffered (sys.stdout.reconfigure(line_buffering=True)): the platform does not set "
+        "PYTHONUNBUFFERED. Do not collect lines and print them at the end. Make the "
         "conformance config run for >= 1 s",
-        SDK: "Flush telemetry as you go (TelemetryEmitter does within 20 ms); do not collect "
-        "lines and print them at the end. Make the conformance config run for >= 1 s",
     },
     runs=("normal",),
 )

@@ -1,6 +1,7 @@
 """``python -m mosaic_sdk.plugins.gym_gui_stand_in MODULE [ARG ...]``: run ``MODULE`` as
-``python -m MODULE [ARG ...]`` does, with ``gym_gui.core.worker`` provided by the SDK when
-``gym_gui`` is not installed. The upstream adapter starts upstream-style workers this way."""
+``python -m MODULE [ARG ...]`` does, with the ``gym_gui`` names the platform's workers import
+provided by the SDK when ``gym_gui`` is not installed. The upstream adapter starts
+upstream-style workers this way."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from mosaic_sdk.plugins.gym_gui_stand_in.finder import install_gym_gui_stand_in
 
 USAGE = (
     "usage: python -m mosaic_sdk.plugins.gym_gui_stand_in MODULE [ARG ...]\n"
-    "runs MODULE like `python -m MODULE [ARG ...]`, with gym_gui.core.worker provided by "
-    "the SDK when gym_gui is not installed"
+    "runs MODULE like `python -m MODULE [ARG ...]`, with the gym_gui names workers import "
+    "provided by the SDK when gym_gui is not installed"
 )
 
 

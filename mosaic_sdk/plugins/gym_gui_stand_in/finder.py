@@ -1,29 +1,52 @@
-"""The meta-path finder that provides ``gym_gui.core.worker`` when ``gym_gui`` is absent."""
+"""The meta-path finder that provides the ``gym_gui`` names a worker imports when ``gym_gui``
+is absent.
+
+Each served name is a fresh module holding the public names of one module of this package
+(its *content*): classes and functions keep their identity however they are reached, and no
+``gym_gui`` name is ever written into ``sys.modules`` outside a served import.
+"""
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.machinery
-import importlib.util
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-#: The only names the stand-in answers, parents first.
-STAND_IN_MODULES: tuple[str, ...] = ("gym_gui", "gym_gui.core", "gym_gui.core.worker")
+#: Every served name, parents first: ``name -> (content module of this package or None for
+#: an empty package, is_package)``. Nothing else below ``gym_gui`` ever resolves.
+SERVED: dict[str, tuple[str | None, bool]] = {
+    "gym_gui": (None, True),
+    "gym_gui.core": (None, True),
+    "gym_gui.core.worker": ("core_worker", False),
+    "gym_gui.logging_config": ("logging_setup", True),
+    "gym_gui.logging_config.log_constants": ("log_constants", False),
+    "gym_gui.logging_config.helpers": ("logging_helpers", False),
+    "gym_gui.config": (None, True),
+    "gym_gui.config.paths": ("config_paths", False),
+    "gym_gui.fastlane": ("fastlane", True),
+    "gym_gui.fastlane.buffer": ("fastlane_buffer", False),
+    "gym_gui.fastlane.tiling": ("fastlane_tiling", False),
+    "gym_gui.fastlane.worker_helpers": ("fastlane_helpers", False),
+    "gym_gui.telemetry": (None, True),
+    "gym_gui.telemetry.semconv": ("semconv", False),
+    "gym_gui.services": (None, True),
+    "gym_gui.services.trainer": (None, True),
+    "gym_gui.services.trainer.proto": (None, True),
+    "gym_gui.services.trainer.proto.trainer_pb2": ("trainer_messages", False),
+    "gym_gui.services.trainer.proto.trainer_pb2_grpc": ("trainer_stub", False),
+}
+
+#: The served names, parents first (kept for callers of the first version).
+STAND_IN_MODULES: tuple[str, ...] = tuple(SERVED)
 
 #: Attribute set to True on every stand-in module.
 STAND_IN_MARK = "__mosaic_stand_in__"
 
-_CORE_WORKER_SOURCE = Path(__file__).with_name("core_worker.py")
-
-_PACKAGE_DOCS = {
-    "gym_gui": "The SDK's stand-in for the MOSAIC GUI package, which is not installed here: "
-    "it holds only core.worker (see mosaic_sdk.plugins.gym_gui_stand_in).",
-    "gym_gui.core": "The SDK's stand-in for gym_gui.core: it holds only worker.",
-}
+_PACKAGE = __name__.rpartition(".")[0]
 
 
 def is_stand_in(module: Any) -> bool:
@@ -31,23 +54,46 @@ def is_stand_in(module: Any) -> bool:
     return getattr(module, STAND_IN_MARK, False) is True
 
 
-class _EmptyPackageLoader(importlib.abc.Loader):
-    """Makes ``gym_gui`` and ``gym_gui.core``: empty packages with no search path, so the
-    import system finds no submodule in them other than the ones this finder serves."""
+def content_module(name: str) -> ModuleType | None:
+    """The module of this package that ``name`` (a served ``gym_gui`` name) presents."""
+    content, _package = SERVED[name]
+    if content is None:
+        return None
+    return importlib.import_module(f"{_PACKAGE}.{content}")
+
+
+class _ServedLoader(importlib.abc.Loader):
+    """Fills a fresh module with the public names of its content module. A package gets an
+    empty search path, so the import system finds no submodule other than the served ones."""
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return None
 
     def exec_module(self, module: ModuleType) -> None:
-        module.__doc__ = _PACKAGE_DOCS[module.__name__]
+        name = module.__name__
+        content = content_module(name)
         setattr(module, STAND_IN_MARK, True)
+        if content is None:
+            module.__doc__ = (
+                f"The SDK's stand-in for {name}: the MOSAIC GUI is not installed here "
+                "(see mosaic_sdk.plugins.gym_gui_stand_in)."
+            )
+            return
+        module.__doc__ = content.__doc__
+        public = getattr(content, "__all__", ())
+        for attr in public:
+            setattr(module, attr, getattr(content, attr))
+        module.__all__ = list(public)  # type: ignore[attr-defined]
+        for hook in ("__getattr__", "__dir__"):  # lazily made names (log constants)
+            if hasattr(content, hook):
+                setattr(module, hook, getattr(content, hook))
 
 
-_LOADER = _EmptyPackageLoader()
+_LOADER = _ServedLoader()
 
 
 class GymGuiStandInFinder(importlib.abc.MetaPathFinder):
-    """Serves :data:`STAND_IN_MODULES`, only while no real ``gym_gui`` can be imported."""
+    """Serves :data:`SERVED`, only while no real ``gym_gui`` can be imported."""
 
     def find_spec(
         self,
@@ -55,16 +101,16 @@ class GymGuiStandInFinder(importlib.abc.MetaPathFinder):
         path: Sequence[str] | None,
         target: ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in STAND_IN_MODULES:
+        if fullname not in SERVED:
             return None
         if fullname == "gym_gui":
             if self._importable_elsewhere(fullname, path, target):
                 return None
         elif not is_stand_in(sys.modules.get(fullname.rpartition(".")[0])):
             return None  # below a real gym_gui: never fill in its gaps
-        if fullname == "gym_gui.core.worker":
-            return importlib.util.spec_from_file_location(fullname, _CORE_WORKER_SOURCE)
-        return importlib.machinery.ModuleSpec(fullname, _LOADER, is_package=True)
+        return importlib.machinery.ModuleSpec(
+            fullname, _LOADER, is_package=SERVED[fullname][1], origin="mosaic-sdk stand-in"
+        )
 
     def _importable_elsewhere(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None
@@ -105,9 +151,11 @@ def uninstall_gym_gui_stand_in() -> None:
 
 
 __all__ = [
+    "SERVED",
     "STAND_IN_MARK",
     "STAND_IN_MODULES",
     "GymGuiStandInFinder",
+    "content_module",
     "install_gym_gui_stand_in",
     "is_stand_in",
     "uninstall_gym_gui_stand_in",

@@ -1,0 +1,87 @@
+"""The stand-in's ``gym_gui.logging_config.log_constants``: ``LogConstant`` and every
+``LOG_*`` name, made when first read.
+
+The platform defines several hundred constants (a code such as ``LOG401``, a level, a message,
+a component and subcomponent, tags); its workers import about a hundred of them. The stand-in
+does not carry that catalogue. Instead, reading any ``LOG_<WORDS>`` name (``from ... import
+LOG_WORKER_XUANCE_RUNTIME_STARTED`` included) makes a :class:`LogConstant` once and keeps it,
+so the same name is always the same object:
+
+* ``code``: the name itself (the platform's numeric codes are not known here);
+* ``level``: ``"ERROR"`` when a word is ERROR, FAILED, FAILURE or EXCEPTION, ``"WARNING"`` for
+  WARNING, WARN, DEFAULTED, FALLBACK, SKIPPED, TIMEOUT, ``"DEBUG"`` for DEBUG, else ``"INFO"``;
+* ``component`` / ``subcomponent``: ``"Worker"`` and the worker's name for
+  ``LOG_WORKER_<NAME>_...`` and ``LOG_MOSAIC_WORKER_<NAME>_...``, else the first two words;
+* ``message``: the remaining words in lower case (``"runtime started"``);
+* ``tags``: the words in lower case.
+
+Any other name is an ``AttributeError`` (an ``ImportError`` for ``from ... import``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__mosaic_stand_in__ = True
+
+_NAME = re.compile(r"LOG(?:_[A-Z0-9]+)+")
+_ERROR = {"ERROR", "FAILED", "FAILURE", "EXCEPTION"}
+_WARNING = {"WARNING", "WARN", "DEFAULTED", "FALLBACK", "SKIPPED", "TIMEOUT"}
+
+
+@dataclass(frozen=True, slots=True)
+class LogConstant:
+    """A structured log record template: code, level, message, component, subcomponent, tags."""
+
+    code: str
+    level: int | str
+    message: str
+    component: str
+    subcomponent: str
+    tags: tuple[str, ...] = ()
+
+
+def constant_for(name: str) -> LogConstant:
+    """The constant the stand-in gives ``name`` (see the module docstring)."""
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not a log constant name (LOG_ followed by WORDS)")
+    words = name.split("_")[1:]
+    if words[:1] == ["MOSAIC"] and words[1:2] == ["WORKER"] and len(words) > 2:
+        component, sub, rest = "Worker", words[2], words[3:]
+    elif words[:1] == ["WORKER"] and len(words) > 1:
+        component, sub, rest = "Worker", words[1], words[2:]
+    else:
+        component, sub, rest = words[0], words[1] if len(words) > 1 else "", words[2:]
+    upper = set(words)
+    if upper & _ERROR:
+        level = "ERROR"
+    elif upper & _WARNING:
+        level = "WARNING"
+    elif "DEBUG" in upper:
+        level = "DEBUG"
+    else:
+        level = "INFO"
+    return LogConstant(
+        code=name,
+        level=level,
+        message=" ".join(rest).lower() or name.lower(),
+        component=component.title(),
+        subcomponent=sub.title(),
+        tags=tuple(w.lower() for w in words),
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if _NAME.fullmatch(name):
+        value = globals().setdefault(name, constant_for(name))
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+__all__ = ["LogConstant", "constant_for"]

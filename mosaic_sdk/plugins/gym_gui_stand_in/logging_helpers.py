@@ -1,0 +1,74 @@
+"""The stand-in's ``gym_gui.logging_config.helpers``: ``log_constant`` and ``LogConstantMixin``.
+
+``log_constant(logger, constant, message=None, extra=None, exc_info=None)`` logs at the
+constant's level the text ``"<code> <message>"`` (``"<code> <message> | <detail>"`` when
+``message`` is given), with ``log_code``, ``component``, ``subcomponent`` and ``tags``
+(comma-joined) as extra record fields, plus ``extra``; keys a ``LogRecord`` reserves
+(``name``, ``msg``, ``message``, ...) are left out of ``extra`` instead of raising.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from mosaic_sdk.plugins.gym_gui_stand_in.log_constants import LogConstant
+
+__mosaic_stand_in__ = True
+
+# the attributes every LogRecord has (plus those Formatter adds): `extra` may not set them
+_RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
+    "message",
+    "asctime",
+}
+
+
+def _level(level: int | str) -> int:
+    if isinstance(level, int):
+        return level
+    value = logging.getLevelName(str(level).upper())
+    return value if isinstance(value, int) else logging.INFO
+
+
+def log_constant(
+    logger: logging.Logger,
+    constant: LogConstant,
+    *,
+    message: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+    exc_info: BaseException | tuple[Any, ...] | None = None,
+) -> None:
+    """Log ``constant`` through ``logger`` (see the module docstring)."""
+    fields: dict[str, Any] = {
+        "log_code": constant.code,
+        "component": constant.component,
+        "subcomponent": constant.subcomponent,
+        "tags": ",".join(constant.tags),
+    }
+    for key, value in (extra or {}).items():
+        if key not in _RESERVED:
+            fields[key] = value
+    text = constant.message if message is None else f"{constant.message} | {message}"
+    logger.log(
+        _level(constant.level), "%s %s", constant.code, text, extra=fields, exc_info=exc_info
+    )
+
+
+class LogConstantMixin:
+    """Gives a class with a ``_logger`` a ``log_constant`` method."""
+
+    _logger: logging.Logger
+
+    def log_constant(
+        self,
+        constant: LogConstant,
+        *,
+        message: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        exc_info: BaseException | tuple[Any, ...] | None = None,
+    ) -> None:
+        log_constant(self._logger, constant, message=message, extra=extra, exc_info=exc_info)
+
+
+__all__ = ["LogConstantMixin", "log_constant"]

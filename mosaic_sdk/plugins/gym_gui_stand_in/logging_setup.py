@@ -1,0 +1,56 @@
+"""The stand-in's ``gym_gui.logging_config``: ``configure_logging``.
+
+``configure_logging(level=INFO, *, stream=True, log_to_file=True, force=False)`` gives the root
+logger a handler on stderr (``stream``; never stdout, which carries the telemetry) and one
+appending to ``<var>/logs/gym_gui.log`` (``log_to_file``; see
+:mod:`~mosaic_sdk.plugins.gym_gui_stand_in.config_paths`), at ``level``. A second call with the
+same choice of handlers only changes the level; ``force`` or another choice replaces the
+handlers this function installed (never anyone else's). ``log_constants`` and ``helpers`` are
+served as its submodules.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+__mosaic_stand_in__ = True
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+_installed: list[logging.Handler] = []
+_choice: tuple[bool, bool] | None = None
+
+
+def configure_logging(
+    level: int = logging.INFO,
+    *,
+    stream: bool = True,
+    log_to_file: bool = True,
+    force: bool = False,
+) -> None:
+    """Configure the root logger once per process (see the module docstring)."""
+    global _choice
+    root = logging.getLogger()
+    root.setLevel(level)
+    if _choice == (stream, log_to_file) and not force:
+        return
+    for handler in _installed:
+        root.removeHandler(handler)
+        handler.close()
+    _installed.clear()
+    formatter = logging.Formatter(LOG_FORMAT)
+    if stream:
+        _installed.append(logging.StreamHandler(sys.stderr))
+    if log_to_file:
+        from mosaic_sdk.plugins.gym_gui_stand_in.config_paths import VAR_LOGS_DIR
+
+        VAR_LOGS_DIR.mkdir(parents=True, exist_ok=True)
+        _installed.append(logging.FileHandler(VAR_LOGS_DIR / "gym_gui.log", encoding="utf-8"))
+    for handler in _installed:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+    _choice = (stream, log_to_file)
+
+
+__all__ = ["configure_logging"]
