@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from mosaic_sdk.runner.stdin import StdinClosed, WorkerStdin
@@ -76,11 +77,19 @@ class ControlRelay:
     """One run's command channel (see the module docstring). Thread-safe."""
 
     def __init__(
-        self, worker: str, protocol: int | None, *, reply_timeout: float = REPLY_TIMEOUT
+        self,
+        worker: str,
+        protocol: int | None,
+        *,
+        reply_timeout: float = REPLY_TIMEOUT,
+        stop_without_protocol: Callable[[str], None] | None = None,
     ) -> None:
         self.worker = worker
         self.protocol = protocol
         self.reply_timeout = reply_timeout
+        #: How the run stops a worker that reads no commands (the runner's cancel: SIGTERM,
+        #: then SIGKILL after the grace); None: ``stop`` is refused like the other commands.
+        self.stop_without_protocol = stop_without_protocol
         self._stdin: WorkerStdin | None = None
         self._ended: str | None = None
         self._pending: dict[str, _Pending] = {}
@@ -122,12 +131,25 @@ class ControlRelay:
         cmd, rid = request["cmd"], request.get("id")
         if self._ended is not None:
             return self._not_running(cmd, rid)
+        if self.protocol is None and cmd == "stop" and self.stop_without_protocol is not None:
+            self.stop_without_protocol(
+                "stop through the control socket (the worker reads no commands: SIGTERM)"
+            )
+            return {
+                "type": "control_reply",
+                "v": PROTOCOL,
+                "id": rid,
+                "cmd": cmd,
+                "ok": True,
+                "source": "runner",
+                "via": "SIGTERM",
+            }
         if self.protocol is None:
             return runner_error(
                 "no_protocol",
                 f"worker {self.worker!r} does not claim the control protocol "
                 "(control_protocol is not set in its capabilities), so it reads no commands",
-                "stop it with Ctrl-C or SIGTERM to mosaic run; a worker built on "
+                "only stop works for it (the runner sends SIGTERM); a worker built on "
                 "mosaic_sdk's worker_main claims the protocol with control_protocol=1",
                 cmd=cmd,
                 id=rid,

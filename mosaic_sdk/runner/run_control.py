@@ -38,10 +38,11 @@ class RunControl:
         *,
         keys: bool = False,
         warn: Callable[[str], None] | None = None,
+        cancel: Callable[[str], None] | None = None,
     ) -> None:
         self.warn = warn
         self.protocol = claimed_protocol(handle)
-        self.relay = ControlRelay(handle.name, self.protocol)
+        self.relay = ControlRelay(handle.name, self.protocol, stop_without_protocol=cancel)
         self.run_dir = run_dir
         self.want_keys = keys
         self.server: ControlServer | None = None

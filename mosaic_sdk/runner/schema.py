@@ -2,13 +2,15 @@
 
 One file holds every run, its lifecycle events, steps, episodes and log lines.
 
-Layout (``SCHEMA_VERSION`` 3; an older store gets the new columns, indexes and tables when
+Layout (``SCHEMA_VERSION`` 4; an older store gets the new columns, indexes and tables when
 opened for writing):
 
 - ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
   ``cancelled``), exit code, times, the runner's pid and host, run directory, config, and the
   running counts (``steps``, ``episodes``, ``events``, ``log_lines``...) that the writer updates
   in the same transaction as the rows it adds, so a reader never sees them disagree;
+  ``control_protocol``: the control protocol the worker claims (NULL: it reads no commands,
+  so its control socket only stops it; version 4);
   ``lost_rows``: rows the runner could not store (a failed run says so in ``error``), and
   ``runner_start_ticks``: the runner process's start time, so a reused pid is not taken for it;
   ``observers_json``: what each observer plugin of the run was not given (see
@@ -49,7 +51,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 STATUSES = ("running", "completed", "failed", "cancelled")
 
 _SCHEMA = """
@@ -231,6 +233,7 @@ _ADDED_COLUMNS = {
         "lost_rows": "INTEGER NOT NULL DEFAULT 0",
         "runner_start_ticks": "INTEGER",
         "observers_json": "TEXT",
+        "control_protocol": "INTEGER",
     },
     "steps": {"agent_id": "TEXT"},
     "episodes": {"agent_id": "TEXT"},

@@ -67,6 +67,7 @@ class RunStore:
         config: dict[str, Any] | None = None,
         argv: Sequence[str] | None = None,
         stderr_path: Path | None = None,
+        control_protocol: int | None = None,
     ) -> None:
         """Add a run with status ``running``; refuses an id the store already holds.
 
@@ -74,8 +75,8 @@ class RunStore:
         try:
             self.conn.execute(
                 "INSERT INTO runs (run_id, worker, status, started_at, runner_pid, runner_host,"
-                " runner_start_ticks, run_dir, stderr_path, config_json, argv_json)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+                " runner_start_ticks, run_dir, stderr_path, config_json, argv_json,"
+                " control_protocol) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     worker,
@@ -87,6 +88,7 @@ class RunStore:
                     None if stderr_path is None else str(stderr_path),
                     None if config is None else json.dumps(config, sort_keys=True),
                     None if argv is None else json.dumps(list(argv)),
+                    control_protocol,
                 ),
             )
         except sqlite3.IntegrityError:

@@ -39,7 +39,7 @@ from mosaic_sdk.runner.paths import default_store_path, runs_dir_for
 from mosaic_sdk.runner.process import WorkerProcess
 from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
 from mosaic_sdk.runner.resolve import WorkerProtocolError, resolve_worker
-from mosaic_sdk.runner.run_control import RunControl
+from mosaic_sdk.runner.run_control import RunControl, claimed_protocol
 from mosaic_sdk.runner.store import RunStore
 
 #: Wait this long for EOF on stdout after the worker exited and its group was reaped (the
@@ -103,7 +103,9 @@ class RunSupervisor:
         # the run directory, beside the store unless runs_dir says otherwise.
         runs_root = (runs_dir or runs_dir_for(self.store_path)).absolute()
         try:
-            self.store.create_run(rid, handle.name, run_dir=runs_root / rid)
+            self.store.create_run(
+                rid, handle.name, run_dir=runs_root / rid, control_protocol=claimed_protocol(handle)
+            )
         except BaseException:
             self.store.close()
             raise
@@ -173,7 +175,7 @@ class RunSupervisor:
             on_commit=None if feed is None else feed.offer,
         )
         control = self._control = RunControl(
-            self.handle, prepared.run_dir, keys=self.keys, warn=warn
+            self.handle, prepared.run_dir, keys=self.keys, warn=warn, cancel=self.cancel
         )
         ingest = LineIngest(self.run_id, on_control_reply=control.relay.on_reply)
         stderr_ingest = StderrIngest(self.run_id, writer)

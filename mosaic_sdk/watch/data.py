@@ -18,6 +18,7 @@ import numpy as np
 
 from mosaic_sdk.plots.curves import Curve, RunningCurve, skipped_text
 from mosaic_sdk.plots.curves import smooth as trailing_mean
+from mosaic_sdk.runner.control_relay import PROTOCOL as CONTROL_PROTOCOL
 from mosaic_sdk.runner.control_socket import SOCKET_NAME
 from mosaic_sdk.runner.store import RunStore, StoreError, status_text
 
@@ -39,6 +40,14 @@ def open_store(path: Path) -> RunStore:
             "(or pass the store your runs use: mosaic watch --store PATH)"
         )
     return RunStore(path, readonly=True)
+
+
+def control_commands(run: dict[str, Any]) -> list[str]:
+    """The buttons the run page offers: pause, resume and stop for a worker of the control
+    protocol; only stop (the runner sends SIGTERM) for one that reads no commands."""
+    if run.get("control_protocol") == CONTROL_PROTOCOL:
+        return ["pause", "resume", "stop"]
+    return ["stop"]
 
 
 def control_available(run: dict[str, Any]) -> bool:
@@ -96,6 +105,7 @@ def run_detail(path: Path, run_id: str) -> dict[str, Any]:
         error=run["error"],
         run_dir=run["run_dir"],
         control=control_available(run),
+        control_commands=control_commands(run),
         host=run["runner_host"],
         same_host=run["runner_host"] in (None, socket.gethostname()),
     )
@@ -211,6 +221,7 @@ __all__ = [
     "CurveCache",
     "StoreMissingError",
     "control_available",
+    "control_commands",
     "downsample_indices",
     "events_after",
     "list_runs",

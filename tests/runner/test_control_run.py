@@ -137,8 +137,16 @@ def test_a_worker_without_the_protocol(env: dict[str, str], tmp_path: Path) -> N
         assert code == 1 and reply["error"]["code"] == "no_protocol" and reply["source"] == "runner"
         code, text = run.control("ping")
         assert code == 1 and "does not claim the control protocol" in text
+        assert "only stop works for it" in text
+        # stop still works: the runner cancels the run the usual way (SIGTERM, then SIGKILL)
+        code, reply = run.control("stop", "--json")
+        assert code == 0 and reply["ok"] is True and reply["source"] == "runner"
+        assert reply["via"] == "SIGTERM"
+        result = run.finish()
     finally:
         run.kill()
+    assert result["status"] == "cancelled", result
+    assert "stop through the control socket" in (result["error"] or ""), result
 
 
 def test_another_protocol_version_is_refused(env: dict[str, str], tmp_path: Path) -> None:

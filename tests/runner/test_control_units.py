@@ -189,6 +189,12 @@ def test_relay_refuses_bad_requests_without_writing(request_: object, code: str)
 
 def test_relay_without_protocol_or_with_another_version() -> None:
     assert ControlRelay("w", None).request({"cmd": "ping"})["error"]["code"] == "no_protocol"
+    stopped: list[str] = []
+    relay = ControlRelay("w", None, stop_without_protocol=stopped.append)
+    assert relay.request({"cmd": "pause"})["error"]["code"] == "no_protocol" and not stopped
+    reply = relay.request({"cmd": "stop", "id": "s1"})
+    assert reply["ok"] is True and reply["id"] == "s1" and reply["via"] == "SIGTERM"
+    assert stopped and "SIGTERM" in stopped[0]
     reply = ControlRelay("w", 2).request({"cmd": "ping"})
     assert reply["error"]["code"] == "unsupported_protocol" and "2" in reply["error"]["message"]
 

@@ -31,6 +31,9 @@ async function summary() {
   }));
   document.getElementById("config").textContent = JSON.stringify(data.config, null, 2);
   document.getElementById("controls").hidden = !data.control;
+  for (const button of document.querySelectorAll("#controls button")) {
+    button.hidden = !(data.control_commands || []).includes(button.dataset.cmd);
+  }
   state.running = data.status.startsWith("running");
   if (state.running && !data.same_host) {
     watch.show("stream-note", "the run's runner is on host " + data.host + ": its frames are not on this machine");
