@@ -22,11 +22,16 @@ class FilledRun:
         worker: str = "example",
         config: dict[str, Any] | None = None,
         run_dir: Path | None = None,
+        control_protocol: int | None = None,
     ) -> None:
         self.store, self.run_id, self.line_no = store, run_id, 0
         with RunStore(store) as s:
             s.create_run(
-                run_id, worker, config=config or {"env_id": "CartPole-v1"}, run_dir=run_dir
+                run_id,
+                worker,
+                config=config or {"env_id": "CartPole-v1"},
+                run_dir=run_dir,
+                control_protocol=control_protocol,
             )
 
     def _write(self, sql: str, row: tuple[Any, ...], counts: tuple[int, ...], ret: Any) -> None:

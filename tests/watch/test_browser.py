@@ -124,7 +124,7 @@ def test_worker_text_is_shown_as_text_and_control_buttons_work(
     store = tmp_path / "runs.sqlite"
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    run = FilledRun(store, "HOSTILE", run_dir=run_dir)
+    run = FilledRun(store, "HOSTILE", run_dir=run_dir, control_protocol=1)
     script = "<script>window.__pwned = 1</script>"
     image = '<img src=x onerror="window.__pwned = 2">'
     run.add_log(script)
@@ -143,6 +143,20 @@ def test_worker_text_is_shown_as_text_and_control_buttons_work(
         wait_for(page, "document.getElementById('control-reply').textContent.includes('done')")
         assert fake.requests == [{"cmd": "pause"}]
         page.screenshot(path=str(tmp_path / "hostile-run.png"))
+
+        # A worker that reads no commands: the page offers stop alone.
+        deaf_dir = tmp_path / "deaf"
+        deaf_dir.mkdir()
+        FilledRun(store, "DEAF", run_dir=deaf_dir)
+        deaf = FakeRunner(deaf_dir / "control.sock")
+        try:
+            page.goto(f"{base}/runs/DEAF?token={TOKEN}")
+            page.locator("#controls button[data-cmd=stop]").wait_for(state="visible")
+            shown = "[...document.querySelectorAll('#controls button')].filter(b => !b.hidden)"
+            assert page.evaluate(f"() => {shown}.map(b => b.dataset.cmd)") == ["stop"]
+            assert page.locator("#controls button[data-cmd=pause]").is_hidden()
+        finally:
+            deaf.close()
 
         page.goto(f"{base}/?token={TOKEN}")  # the runs page escapes too
         page.locator('tr[data-run="HOSTILE"]').wait_for()
