@@ -133,6 +133,30 @@ def test_emitter_lines_reach_the_platform_under_their_episode_index() -> None:
     assert [e["metadata"] for e in episodes][2] == {"episode_index": 2, "won": True}
 
 
+def test_steps_of_episodes_interleaved_by_threads_keep_their_own_index() -> None:
+    """The emitter makes the metadata text once per episode: threads writing steps of
+    different episodes at once must still each get their own."""
+    import threading
+
+    buf = io.StringIO()
+    em = TelemetryEmitter("r", buf, flush_interval=0.005)
+
+    def work(episode: int) -> None:
+        for i in range(300):
+            em.step(episode, i, 0.0)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    em.close()
+    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    assert len(lines) == 1200
+    assert all(x["metadata"] == {"episode_index": x["episode_index"]} for x in lines)
+    assert sorted(v["episode_index"] for v in forwarded(buf.getvalue()))[::300] == [0, 1, 2, 3]
+
+
 def test_example_worker_output_reaches_the_platform_as_episodes_0_1_2(tmp_path: Path) -> None:
     config = tmp_path / "config.json"
     config.write_text(

@@ -94,6 +94,8 @@ class TelemetryEmitter(LineOutput):
         self._worker = f',"worker_id":{dumps(worker_id)}' if worker_id is not None else ""
         self._worker_id = worker_id
         self._agent_id = agent_id
+        #: (episode index, its ``"metadata":...,`` text) of the last step without metadata.
+        self._bare_metadata: tuple[int, str] = (-1, "")
 
         self._seq = 0
         #: The last terminal event written (run_completed / run_failed / run_cancelled).
@@ -322,13 +324,19 @@ class TelemetryEmitter(LineOutput):
             )
         enc = encode_value
         head = f'"action":{enc(action)},' if action is not None else ""
-        head += self._agent_field(agent_id)
+        head += self._agent if agent_id is None else self._agent_field(agent_id)
         head += f'"episode_index":{index},'
         if episode_seed is not None:
             head += f'"episode_seed":{unsigned("episode_seed", episode_seed)},'
         if frame_ref is not None:
             head += f'"frame_ref":{dumps(frame_ref)},'
-        head += f'"metadata":{metadata_json(index, metadata)},'
+        if metadata:
+            head += f'"metadata":{metadata_json(index, metadata)},'
+        else:  # the same text for every step of an episode: made once per episode
+            bare = self._bare_metadata
+            if bare[0] != index:
+                bare = self._bare_metadata = (index, f'"metadata":{metadata_json(index)},')
+            head += bare[1]
         if observation is not None:
             head += f'"observation":{enc(observation)},'
         if payload_version is not None:
