@@ -29,6 +29,7 @@ from typing import Any
 from mosaic_sdk.telemetry.episode_index import (
     FROM_DEFAULT,
     FROM_EPISODE,
+    FROM_METADATA,
     METADATA_KEY,
     platform_episode_index,
 )
@@ -87,7 +88,7 @@ def _episode_index_shape(data: dict[str, Any], problems: list[str]) -> None:
     try:
         where = platform_episode_index(data)[1]
     except ValueError:  # the proxy fails on the metadata: proxy_problems says so
-        where = "metadata"
+        where = FROM_METADATA
     if where == FROM_DEFAULT and "episode_index" not in data:
         problems.append(
             "no episode index ('metadata.episode_index', where the platform's proxy reads it, "
