@@ -1,20 +1,41 @@
 """What the deployed platform can use of a worker's stdout: the platform level's line rules.
 
 The platform reads a worker's stdout line by line. Its telemetry proxy forwards only JSON
-objects whose ``"type"`` is ``"step"`` or ``"episode"`` (reading ``episode_index`` or
-``episode``, ``step_index`` or ``step``) and drops everything else silently; lifecycle lines
-are the platform emitter's ``{"event", "payload", "run_id", "timestamp"}`` (the SDK's
-lifecycle lines carry the same fields, plus ``"type": "lifecycle"`` and its own). No
-``schema_version``, ``seq`` or ``ts_unix_ns`` is required at this level.
+objects whose ``"type"`` is ``"step"`` or ``"episode"`` and drops every other line silently,
+except a JSON value that is not an object, on which its reader fails. It takes the episode
+index from ``metadata.episode_index`` (``metadata_json`` or ``metadata``, an object or the
+JSON text of one), else from ``episode``, else 0, never from a top-level ``episode_index``
+(:func:`mosaic_sdk.telemetry.episode_index.platform_episode_index`); ``step_index`` or
+``step``. Lifecycle lines are the platform emitter's ``{"event", "payload", "run_id",
+"timestamp"}`` (the SDK's lifecycle lines carry the same fields, plus ``"type":
+"lifecycle"`` and its own). No ``schema_version``, ``seq`` or ``ts_unix_ns`` is required at
+this level.
 
 :func:`platform_line_problems` reads the raw text of a line (not the reader's normalised
-form, which accepts spellings the proxy drops) and returns every problem at once.
+form, which accepts spellings the proxy drops) and returns every problem of its shape at once.
+:func:`proxy_problems` says what the proxy does with a step or episode line: whether its
+reader fails on the line (it converts fields with ``int()``/``float()`` into unsigned protobuf
+fields and stops at the first exception: nothing later in the run reaches the platform, and
+the worker blocks once the pipe is full), and whether the episode index the platform gets is
+the one the SDK reads.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
+
+from mosaic_sdk.telemetry.episode_index import (
+    FROM_DEFAULT,
+    FROM_EPISODE,
+    FROM_METADATA,
+    METADATA_KEY,
+    platform_episode_index,
+)
+
+#: What happens when the proxy fails on a line.
+STOPS = "its reader stops there: nothing after this line reaches the platform"
 
 #: Fields of a lifecycle line in the platform emitter's shape, with the JSON type each needs.
 LIFECYCLE_FIELDS: dict[str, str] = {
@@ -56,9 +77,31 @@ def _optional(data: dict[str, Any], checks: dict[str, Any], problems: list[str])
             problems.append(f"{name!r} is {data[name]!r}, not {what}")
 
 
+def _episode_index_shape(data: dict[str, Any], problems: list[str]) -> None:
+    """An episode index somewhere the proxy or the SDK reads it, an integer >= 0 each (where
+    the proxy reads it and whether it fails: :func:`proxy_problems`)."""
+    meta = data.get("metadata")
+    if isinstance(meta, dict) and meta.get(METADATA_KEY) is not None:
+        value = meta[METADATA_KEY]
+        if not _is_int(value) or value < 0:
+            problems.append(f"'metadata.episode_index' is {value!r}, not an integer >= 0")
+    try:
+        where = platform_episode_index(data)[1]
+    except ValueError:  # the proxy fails on the metadata: proxy_problems says so
+        where = FROM_METADATA
+    if where == FROM_DEFAULT and "episode_index" not in data:
+        problems.append(
+            "no episode index ('metadata.episode_index', where the platform's proxy reads it, "
+            "or 'episode'; and 'episode_index', where the SDK reads it)"
+        )
+    for name in ("episode_index", "episode"):
+        if name in data and (not _is_int(data[name]) or data[name] < 0):
+            problems.append(f"{name!r} is {data[name]!r}, not an integer >= 0")
+
+
 def step_problems(data: dict[str, Any]) -> list[str]:
     problems: list[str] = []
-    _index(data, ("episode_index", "episode"), problems)
+    _episode_index_shape(data, problems)
     _index(data, ("step_index", "step"), problems)
     _optional(
         data,
@@ -74,7 +117,7 @@ def step_problems(data: dict[str, Any]) -> list[str]:
 
 def episode_problems(data: dict[str, Any]) -> list[str]:
     problems: list[str] = []
-    _index(data, ("episode_index", "episode"), problems)
+    _episode_index_shape(data, problems)
     _optional(
         data,
         {
@@ -100,15 +143,21 @@ def lifecycle_problems(data: dict[str, Any]) -> list[str]:
 def platform_line_problems(text: str) -> list[str]:
     """Why the deployed platform cannot use this stdout line ([] when it can)."""
     stripped = text.strip()
-    if not stripped.startswith("{"):
-        what = "an empty line" if not stripped else "not JSON"
-        return [f"{what}: the proxy drops it silently (a stray print or a library's output?)"]
+    if not stripped:
+        return ["an empty line: the proxy drops it silently (a stray print?)"]
     try:
         data = json.loads(stripped)
     except ValueError as exc:
+        if not stripped.startswith("{"):
+            return ["not JSON: the proxy drops it silently (a stray print or a library's output?)"]
         return [f"malformed JSON ({exc}): the proxy drops it silently"]
+    except RecursionError:
+        return ["JSON nested too deeply to parse: the proxy's reader fails on it; " + STOPS]
     if not isinstance(data, dict):
-        return ["a JSON value that is not an object"]
+        return [
+            f"a JSON value that is not an object ({type(data).__name__}, a stray print?): the "
+            f"proxy's reader fails on it (AttributeError); {STOPS}"
+        ]
     kind = data.get("type")
     if kind == "step":
         return step_problems(data)
@@ -127,8 +176,98 @@ def platform_line_problems(text: str) -> list[str]:
     return ['a JSON object without "type" or "event": neither a step/episode nor a lifecycle line']
 
 
+# --- what the proxy makes of a step or episode line --------------------------------------
+
+
+def forwarded(data: Any) -> bool:
+    """Whether the proxy forwards this parsed line (a step or an episode)."""
+    return isinstance(data, dict) and str(data.get("type", "")).lower() in ("step", "episode")
+
+
+def _converts(
+    problems: list[str], label: str, value: Any, convert: Callable[[Any], Any], bits: int = 0
+) -> Any:
+    """``convert(value)`` as the proxy does it; a problem when that fails, or when the result
+    does not fit the proxy's unsigned protobuf field of ``bits`` bits."""
+    try:
+        out = convert(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        problems.append(
+            f"{label} is {value!r:.40}: the proxy's {convert.__name__.rstrip('()')}() fails on it "
+            f"({type(exc).__name__}); {STOPS}"
+        )
+        return None
+    if bits and not 0 <= out < 1 << bits:
+        problems.append(
+            f"{label} is {value!r:.40}: outside the proxy's unsigned {bits}-bit field "
+            f"(ValueError); {STOPS}"
+        )
+        return None
+    return out
+
+
+def _int_of_float(value: Any) -> int:
+    return int(float(value))
+
+
+_int_of_float.__name__ = "int(float())"
+
+
+def proxy_episode_index(data: dict[str, Any]) -> tuple[int | None, list[str]]:
+    """The episode index the platform gets for a step or episode line (None when the proxy
+    fails on the line) and the problems: a failure, or an index that is not the SDK's."""
+    problems: list[str] = []
+    try:
+        raw, where = platform_episode_index(data)
+    except ValueError as exc:
+        return None, [f"{exc}; {STOPS}"]
+    label = "'episode'" if where == FROM_EPISODE else f"{where}.episode_index"
+    got = _converts(problems, label, raw, int, 64)
+    if got is None:
+        return None, problems
+    sdk = data.get("episode_index")
+    if "episode_index" in data and _is_int(sdk):
+        if where == FROM_DEFAULT:
+            problems.append(
+                f"'episode_index' {sdk} is never read by the platform's proxy (it reads "
+                f"metadata.episode_index, else 'episode'): the line reaches the platform as "
+                f'episode 0; add "metadata": {{"episode_index": {sdk}}}'
+            )
+        elif got != sdk:
+            problems.append(
+                f"{label} is {raw!r} but 'episode_index' is {sdk}: the platform shows this "
+                f"line under episode {got}, the SDK under {sdk}"
+            )
+    return got, problems
+
+
+def proxy_problems(data: dict[str, Any]) -> list[str]:
+    """What goes wrong when the platform's proxy reads this step or episode line ([] when it
+    forwards the line whole, under the SDK's episode index)."""
+    _, problems = proxy_episode_index(data)
+    get = data.get
+    if str(get("type", "")).lower() == "step":
+        _converts(problems, "'step_index'", get("step_index", get("step", 0)), int, 64)
+        _converts(problems, "'reward'", get("reward", 0.0), float)
+        _converts(problems, "'payload_version'", get("payload_version", 0), int, 32)
+        _converts(problems, "'episode_seed'", get("episode_seed", 0), int, 64)
+    else:
+        _converts(problems, "'total_reward'", get("total_reward", get("reward", 0.0)), float)
+        _converts(problems, "'steps'", get("steps", 0), int, 64)
+    ts = get("ts_unix_ns")
+    if isinstance(ts, (int, float, str)) and str(ts).replace(".", "").replace("-", "").isdigit():
+        ns = _converts(problems, "'ts_unix_ns'", ts, _int_of_float)
+        if ns is not None and not -(1 << 63) <= ns // 1_000_000_000 < 1 << 63:
+            problems.append(f"'ts_unix_ns' is {ts!r:.40}: too large for a timestamp; {STOPS}")
+    return problems
+
+
 __all__ = [
     "LIFECYCLE_FIELDS",
+    "STOPS",
+    "forwarded",
+    "proxy_episode_index",
+    "proxy_problems",
     "episode_problems",
     "lifecycle_problems",
     "platform_line_problems",

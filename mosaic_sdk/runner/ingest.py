@@ -26,8 +26,12 @@ from mosaic_sdk.runner.rows import LineBatch, finite_float, insert_rows
 from mosaic_sdk.runner.writer import StoreWriter
 from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, classify_line
 
-#: A JSON text this short cannot nest deeper than MAX_JSON_DEPTH (each level takes 2 characters).
-_SHALLOW_LEN = 2 * MAX_JSON_DEPTH
+#: A step line of the fast path this short cannot nest deeper than MAX_JSON_DEPTH: each level
+#: takes 2 characters, and the fields it must have take 44 more that are no brackets
+#: (``"type":"step"``, ``"episode_index":``, ``"step_index":``, two commas). Schema 3's
+#: ``metadata`` made a bare step line ~206 characters: past a bound of 200, every line paid
+#: two scans of its text (~0.35 us).
+_SHALLOW_STEP_LEN = 2 * MAX_JSON_DEPTH + len('"type":"step""episode_index":"step_index":,,')
 
 # The fast path parses with pydantic-core's JSON parser (a dependency of pydantic, already
 # installed): 1.4 us for a flood step line against 3.5 us for json's C scanner. On what both
@@ -97,14 +101,16 @@ class LineIngest:
             text = raw.decode("utf-8", "replace")
             if text[-1:] == "\r":
                 text = text[:-1]
-            # (A line long enough to nest deeper than classify_line allows, with that many
-            # brackets, goes to classify_line, which checks its depth.)
             # (ending with "}": the object is the whole line, with nothing after it)
+            # (A line long enough to nest deeper than classify_line allows, with that many
+            # brackets, goes to classify_line, which checks its depth; shorter lines that turn
+            # out to be step lines cannot nest that deep: see _SHALLOW_STEP_LEN.)
             if (
                 text[:2] == '{"'
                 and text[-1:] == "}"
                 and (
-                    len(text) <= _SHALLOW_LEN or text.count("[") + text.count("{") <= MAX_JSON_DEPTH
+                    len(text) <= _SHALLOW_STEP_LEN
+                    or text.count("[") + text.count("{") <= MAX_JSON_DEPTH
                 )
             ):
                 try:

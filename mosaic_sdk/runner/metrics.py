@@ -6,7 +6,9 @@ A worker reports metrics two ways (see docs/guides/metrics.md):
   each event name, how many the run wrote and the latest value of each numeric payload field
   (nested objects give dotted names, ``{"loss": {"policy": 0.1}}`` → ``loss.policy``);
 - episode metadata (``emitter.episode(..., metadata={...})``): how many episodes carried
-  some, and the latest value of each key.
+  some, and the latest value of each key. The ``episode_index`` the emitter adds to every
+  line's metadata for the platform is not the worker's metadata and is left out
+  (:func:`~mosaic_sdk.telemetry.episode_index.caller_metadata`).
 
 Both are read from the store with one pass over the rows (no run is read into memory whole).
 """
@@ -18,6 +20,7 @@ import math
 from typing import Any
 
 from mosaic_sdk.telemetry.emitter import LIFECYCLE_EVENTS
+from mosaic_sdk.telemetry.episode_index import caller_metadata
 
 #: A string value longer than this is cut (metadata may hold anything).
 MAX_TEXT = 80
@@ -69,7 +72,7 @@ def run_metrics(store: Any, run_id: str) -> dict[str, Any]:
     latest: dict[str, Any] = {}
     for row in store.episode_lines(run_id, '"metadata"'):
         try:
-            metadata = json.loads(row["raw"]).get("metadata")
+            metadata = caller_metadata(json.loads(row["raw"]))
         except (ValueError, AttributeError):
             continue
         if isinstance(metadata, dict) and metadata:

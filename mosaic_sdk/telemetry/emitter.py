@@ -7,10 +7,12 @@ discriminator (``type``):
 - lifecycle: ``{"event": "run_started", "payload": {...}, "run_id": ..., "timestamp": <s>,
   "type": "lifecycle", ...}``, the platform emitter's shape plus the common fields;
 - step: ``"type": "step"`` with the fields the platform's telemetry proxy reads
-  (``episode_index``, ``step_index``, ``action``, ``observation``, ``reward``,
-  ``terminated``, ``truncated``, ``agent_id``, ``worker_id``, ...);
-- episode: ``"type": "episode"`` with ``episode_index``, ``total_reward``, ``steps``,
-  ``terminated``, ``truncated``, ...
+  (``metadata.episode_index``, ``step_index``, ``action``, ``observation``, ``reward``,
+  ``terminated``, ``truncated``, ``agent_id``, ``worker_id``, ``episode_seed``,
+  ``payload_version``, ``render_payload``, ``frame_ref``), and the top-level
+  ``episode_index`` the SDK reads (the same number: :mod:`mosaic_sdk.telemetry.episode_index`);
+- episode: ``"type": "episode"`` with ``episode_index`` (and ``metadata.episode_index``),
+  ``total_reward``, ``steps``, ``terminated``, ``truncated``, ...
 
 Delivery (:mod:`mosaic_sdk.telemetry.output`): lifecycle lines are written and flushed at
 once, together with anything pending. Step and episode lines are batched and flushed when
@@ -34,9 +36,12 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from mosaic_sdk.telemetry.encoding import dumps, encode_value
+from mosaic_sdk.telemetry.episode_index import metadata_json, unsigned
 from mosaic_sdk.telemetry.output import DEFAULT_FLUSH_INTERVAL, LineOutput, env_float
 
-SCHEMA_VERSION = 2
+#: 3: step and episode lines carry ``metadata.episode_index`` (where the platform's proxy reads
+#: the episode index), equal to ``episode_index``; step lines may carry ``payload_version``.
+SCHEMA_VERSION = 3
 
 LIFECYCLE_EVENTS: tuple[str, ...] = (
     "run_started",
@@ -89,6 +94,8 @@ class TelemetryEmitter(LineOutput):
         self._worker = f',"worker_id":{dumps(worker_id)}' if worker_id is not None else ""
         self._worker_id = worker_id
         self._agent_id = agent_id
+        #: (episode index, its ``"metadata":...,`` text) of the last step without metadata.
+        self._bare_metadata: tuple[int, str] = (-1, "")
 
         self._seq = 0
         #: The last terminal event written (run_completed / run_failed / run_cancelled).
@@ -277,6 +284,13 @@ class TelemetryEmitter(LineOutput):
             self._bucket -= 1.0
         return True
 
+    def _agent_field(self, agent_id: str | None) -> str:
+        if agent_id is None:
+            return self._agent
+        if not isinstance(agent_id, str) or not agent_id:
+            raise ValueError(f"agent_id must be a non-empty string, got {agent_id!r}")
+        return f'"agent_id":{dumps(agent_id)},'
+
     def step(
         self,
         episode_index: int,
@@ -291,25 +305,46 @@ class TelemetryEmitter(LineOutput):
         render_payload: Any = None,
         frame_ref: str | None = None,
         episode_seed: int | None = None,
+        payload_version: int | None = None,
+        agent_id: str | None = None,
         force: bool = False,
     ) -> bool:
-        """Write one step line (subject to throttling); returns whether it was written."""
+        """Write one step line (subject to throttling); returns whether it was written.
+
+        The episode index goes at the top and into ``metadata`` (where the platform's proxy
+        reads it; :mod:`mosaic_sdk.telemetry.episode_index`). ``agent_id`` overrides the
+        emitter's for this line. ``ValueError`` for values the proxy cannot take (a negative
+        index, a seed or ``payload_version`` that is not an unsigned integer).
+        """
+        index = int(episode_index)
+        step_no = int(step_index)
+        if index < 0 or step_no < 0:
+            raise ValueError(
+                f"episode_index and step_index must be >= 0, got {episode_index!r}, {step_index!r}"
+            )
         enc = encode_value
         head = f'"action":{enc(action)},' if action is not None else ""
-        head += self._agent
-        head += f'"episode_index":{int(episode_index)},'
+        head += self._agent if agent_id is None else self._agent_field(agent_id)
+        head += f'"episode_index":{index},'
         if episode_seed is not None:
-            head += f'"episode_seed":{int(episode_seed)},'
+            head += f'"episode_seed":{unsigned("episode_seed", episode_seed)},'
         if frame_ref is not None:
             head += f'"frame_ref":{dumps(frame_ref)},'
         if metadata:
-            head += f'"metadata":{dumps(dict(metadata))},'
+            head += f'"metadata":{metadata_json(index, metadata)},'
+        else:  # the same text for every step of an episode: made once per episode
+            bare = self._bare_metadata
+            if bare[0] != index:
+                bare = self._bare_metadata = (index, f'"metadata":{metadata_json(index)},')
+            head += bare[1]
         if observation is not None:
             head += f'"observation":{enc(observation)},'
+        if payload_version is not None:
+            head += f'"payload_version":{unsigned("payload_version", payload_version, 32)},'
         if render_payload is not None:
             head += f'"render_payload":{enc(render_payload)},'
         tail = (
-            f'"step_index":{int(step_index)},"terminated":{"true" if terminated else "false"},'
+            f'"step_index":{step_no},"terminated":{"true" if terminated else "false"},'
             f'"truncated":{"true" if truncated else "false"},'
         )
         reward_text = enc(float(reward) if type(reward) is not float else reward)
@@ -336,17 +371,26 @@ class TelemetryEmitter(LineOutput):
         truncated: bool = False,
         metadata: Mapping[str, Any] | None = None,
         episode_seed: int | None = None,
+        agent_id: str | None = None,
     ) -> int:
-        """Write one episode line (never throttled); returns its ``seq``."""
-        head = self._agent + f'"episode_index":{int(episode_index)},'
+        """Write one episode line (never throttled); returns its ``seq``.
+
+        ``metadata`` gets the episode index as ``episode_index`` (see :meth:`step`).
+        """
+        index = int(episode_index)
+        n_steps = int(steps)
+        if index < 0 or n_steps < 0:
+            raise ValueError(
+                f"episode_index and steps must be >= 0, got {episode_index!r}, {steps!r}"
+            )
+        head = self._agent_field(agent_id) + f'"episode_index":{index},'
         if episode_seed is not None:
-            head += f'"episode_seed":{int(episode_seed)},'
-        if metadata:
-            head += f'"metadata":{dumps(dict(metadata))},'
+            head += f'"episode_seed":{unsigned("episode_seed", episode_seed)},'
+        head += f'"metadata":{metadata_json(index, metadata)},'
         with self._lock:
             seq = self._next_seq()
             line = (
-                f'{{{head}{self._common}"seq":{seq},"steps":{int(steps)},'
+                f'{{{head}{self._common}"seq":{seq},"steps":{n_steps},'
                 f'"terminated":{"true" if terminated else "false"},'
                 f'"total_reward":{encode_value(float(total_reward))},'
                 f'"truncated":{"true" if truncated else "false"},'

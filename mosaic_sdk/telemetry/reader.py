@@ -10,7 +10,9 @@ too deeply nested text, an exhausted interpreter stack) gives an ``invalid`` lin
 the text and says why in ``error``. It accepts the three discriminators found
 upstream: ``type`` (ours and the proxy's), ``event_type`` (the worker guide) and ``event``
 (the platform's lifecycle emitter), and the ``episode``/``step`` aliases of
-``episode_index``/``step_index``. The result's ``data`` is normalised to our field names.
+``episode_index``/``step_index``; a line without ``episode_index`` gets the index the
+platform's proxy reads (``metadata.episode_index``, else ``episode``). The result's ``data`` is
+normalised to our field names.
 
 :func:`validate_line` checks a parsed object strictly against the versioned schema (the
 pydantic models in :mod:`mosaic_sdk.telemetry.models`, from which
@@ -23,6 +25,7 @@ import json
 from typing import Any
 
 from mosaic_sdk.telemetry.emitter import LIFECYCLE_EVENTS
+from mosaic_sdk.telemetry.episode_index import FROM_DEFAULT, FROM_EPISODE, platform_episode_index
 
 KINDS = ("lifecycle", "step", "episode", "control_reply", "log", "invalid")
 #: The kinds that are telemetry (the rest is library output or broken).
@@ -91,11 +94,27 @@ def _normalise(kind: str, data: dict[str, Any]) -> dict[str, Any]:
         if kind == "lifecycle" and "event" not in data and isinstance(legacy, str):
             data["event"] = legacy
     if kind in ("step", "episode"):
-        if "episode_index" not in data and "episode" in data:
-            data["episode_index"] = data.pop("episode")
+        if "episode_index" not in data:
+            _platform_index(data)
         if kind == "step" and "step_index" not in data and "step" in data:
             data["step_index"] = data.pop("step")
     return data
+
+
+def _platform_index(data: dict[str, Any]) -> None:
+    """A line without ``episode_index`` (not written by the SDK): take the index where the
+    platform's proxy takes it (``metadata.episode_index``, else ``episode``), so the SDK and
+    the platform number its episodes alike. An ``episode`` beside a metadata index is kept as
+    it is (the platform's trainer writes a display value there, seed + index)."""
+    try:
+        value, where = platform_episode_index(data)
+    except ValueError:  # metadata the proxy fails on: read the plain alias, as before
+        where = FROM_EPISODE if "episode" in data else FROM_DEFAULT
+        value = data.get("episode")
+    if where == FROM_EPISODE:
+        data["episode_index"] = data.pop("episode")
+    elif where != FROM_DEFAULT:
+        data["episode_index"] = value
 
 
 def json_depth_exceeds(value: Any, limit: int) -> bool:

@@ -66,6 +66,7 @@ BROKEN: dict[str, tuple[str, set[str]]] = {
         {"telemetry.run_started_first", "telemetry.terminal_last"},
     ),
     "badseq": ("badseq=fixture_badseq:plugin", {"telemetry.seq_increasing"}),
+    "staleindex": ("staleindex=fixture_staleindex:plugin", {"telemetry.proxy_episode_index"}),
     "buffered": ("buffered=fixture_buffered:plugin", {"telemetry.streams_live"}),
     "thin": ("thin=fixture_thin:plugin", {"telemetry.heartbeats", "telemetry.counts_add_up"}),
     "nondet": ("nondet=fixture_nondet:plugin", {"determinism.same_seed_same_telemetry"}),
@@ -111,6 +112,10 @@ UPSTREAM: dict[str, tuple[str, set[str]]] = {
         {"telemetry.streams_live"},
     ),
     "upnoisy": ("upnoisy=fixture_upstream_noisy:get_worker_metadata", {"telemetry.valid_jsonl"}),
+    "uptoplevel": (
+        "uptoplevel=fixture_upstream_toplevel:get_worker_metadata",
+        {"telemetry.proxy_episode_index"},
+    ),
     "updeaf": (
         "updeaf=fixture_upstream_deaf:get_worker_metadata",
         {"stop.sigterm_exits", "stop.run_cancelled"},

@@ -12,7 +12,7 @@ import pytest
 
 from mosaic_sdk.conformance import all_checks, describe_checks, get_check
 from mosaic_sdk.conformance.checks.telemetry import _count_problems
-from mosaic_sdk.conformance.platform_lines import platform_line_problems
+from mosaic_sdk.conformance.platform_lines import platform_line_problems, proxy_problems
 from mosaic_sdk.conformance.registry import LEVELS, PLATFORM, SDK, conformance_check
 
 #: What the issue lists as the platform's needs (plus loading and describing the worker).
@@ -25,6 +25,7 @@ PLATFORM_CHECKS = {
     "telemetry.run_started_first",
     "telemetry.terminal_last",
     "telemetry.streams_live",
+    "telemetry.proxy_episode_index",
     "stop.sigterm_exits",
     "stop.run_cancelled",
 }
@@ -95,10 +96,12 @@ def test_lines_the_platform_uses(text: str) -> None:
         ("Loading weights... done", "not JSON: the proxy drops it silently"),
         ("", "an empty line"),
         ("{not json", "malformed JSON"),
-        ("[1, 2]", "not JSON"),
+        ("[1, 2]", "not an object (list, a stray print?): the proxy's reader fails on it"),
+        ("3", "not an object (int, a stray print?): the proxy's reader fails on it"),
         (line(event_type="step", step_index=1), "'step' (the guide's spelling) is dropped"),
         (line(type="log", message="x"), "the proxy forwards only"),
-        (line(type="step", step_index=1), "no 'episode_index' (or 'episode')"),
+        (line(type="step", step_index=1), "no episode index ('metadata.episode_index', where"),
+        (line(type="step", metadata={"episode_index": -1}), "'metadata.episode_index' is -1"),
         (line(type="step", episode_index=-1, step_index=1), "not an integer >= 0"),
         (line(type="step", episode_index=0, step=True), "'step' is True"),
         (line(type="step", episode_index=0, step_index=0, reward="1"), "'reward' is '1'"),
@@ -109,6 +112,92 @@ def test_lines_the_platform_uses(text: str) -> None:
 def test_lines_the_platform_cannot_use(text: str, problem: str) -> None:
     problems = platform_line_problems(text)
     assert problems and any(problem in p for p in problems), problems
+
+
+# --- what the proxy makes of a step or episode line ----------------------------------------
+
+STOPS = "its reader stops there: nothing after this line reaches the platform"
+
+
+def sdk_lines() -> list[dict]:
+    import io
+
+    from mosaic_sdk.telemetry import TelemetryEmitter
+
+    buf = io.StringIO()
+    em = TelemetryEmitter("r", buf, agent_id="a", flush_interval=0)
+    em.step(2, 0, 1.0, metadata={"k": 1}, episode_seed=5, payload_version=1)
+    em.episode(2, 1.0, 1, metadata={"k": 1}, episode_seed=5)
+    return [json.loads(x) for x in buf.getvalue().splitlines()]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        *sdk_lines(),
+        {"type": "step", "episode": 2, "step": 1},  # the proxy's fallback, no SDK index
+        {"type": "step", "metadata": {"episode_index": 2}, "step_index": 1},
+        {"type": "step", "metadata_json": '{"episode_index": 2}', "episode_index": 2},
+        {"type": "episode", "metadata": '{"episode_index": 2}', "episode_index": 2},
+        {"type": "step", "episode": 2, "episode_index": 2},
+        {"type": "step", "metadata": "not json", "episode": 2},  # ignored by the proxy
+    ],
+)
+def test_lines_the_proxy_forwards_under_the_sdks_index(data: dict) -> None:
+    assert proxy_problems(data) == []
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (
+            {"type": "step", "episode_index": 2, "step_index": 0},
+            "'episode_index' 2 is never read by the platform's proxy (it reads "
+            "metadata.episode_index, else 'episode'): the line reaches the platform as episode "
+            '0; add "metadata": {"episode_index": 2}',
+        ),
+        (
+            {"type": "episode", "episode_index": 0, "steps": 1},
+            "'episode_index' 0 is never read",  # right by chance only: still wrong
+        ),
+        (
+            {"type": "step", "episode_index": 2, "metadata": {"episode_index": 1}},
+            "metadata.episode_index is 1 but 'episode_index' is 2: the platform shows this line "
+            "under episode 1, the SDK under 2",
+        ),
+        (
+            {"type": "step", "episode_index": 2, "metadata": '{"episode_index": 0}'},
+            "metadata.episode_index is 0 but 'episode_index' is 2",
+        ),
+        (
+            {"type": "step", "episode_index": 2, "episode": 7},
+            "'episode' is 7 but 'episode_index' is 2",
+        ),
+        ({"type": "step", "metadata": "[1]"}, "'metadata' is JSON text of list [1], not of an"),
+        ({"type": "step", "metadata_json": "null"}, "JSON text of NoneType"),
+        ({"type": "step", "metadata": {"episode_index": "x"}}, "the proxy's int() fails"),
+        ({"type": "step", "metadata": {"episode_index": -1}}, "unsigned 64-bit field"),
+        ({"type": "step", "episode": None}, "'episode' is None: the proxy's int() fails"),
+        ({"type": "step", "episode": 0, "step_index": None}, "'step_index' is None"),
+        ({"type": "step", "episode": 0, "step": -3}, "'step_index' is -3: outside"),
+        ({"type": "step", "episode": 0, "reward": None}, "'reward' is None: the proxy's float()"),
+        ({"type": "step", "episode": 0, "reward": 10**400}, "float() fails on it (Overflow"),
+        ({"type": "step", "episode": 0, "payload_version": 2**32}, "unsigned 32-bit field"),
+        ({"type": "step", "episode": 0, "payload_version": None}, "'payload_version' is None"),
+        ({"type": "step", "episode": 0, "episode_seed": "seed"}, "'episode_seed' is 'seed'"),
+        ({"type": "step", "episode": 0, "episode_seed": -1}, "'episode_seed' is -1: outside"),
+        ({"type": "step", "episode": 0, "ts_unix_ns": "1.2.3"}, "'ts_unix_ns' is '1.2.3'"),
+        ({"type": "step", "episode": 0, "ts_unix_ns": 10**40}, "too large for a timestamp"),
+        ({"type": "episode", "episode": 0, "total_reward": None}, "'total_reward' is None"),
+        ({"type": "episode", "episode": 0, "reward": "x"}, "'total_reward' is 'x'"),
+        ({"type": "episode", "episode": 0, "steps": None}, "'steps' is None"),
+    ],
+)
+def test_lines_the_proxy_gets_wrong_or_fails_on(data: dict, problem: str) -> None:
+    problems = proxy_problems(data)
+    assert any(problem in p for p in problems), problems
+    if "never read" not in problem and "but 'episode_index'" not in problem:
+        assert any(p.endswith(STOPS) for p in problems), problems
 
 
 def test_a_lifecycle_line_gets_every_problem_at_once() -> None:

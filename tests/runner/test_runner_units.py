@@ -89,6 +89,8 @@ def _emitted_lines() -> list[bytes]:
 UPSTREAM_AND_ODD = [
     b'{"event_type": "step", "episode": 3, "step": 4, "reward": 1}',  # the worker guide's shape
     b'{"type": "step", "episode": 5, "step": 6, "reward": 2}',  # aliases with our discriminator
+    # the platform's trainer: a display value in "episode", the index where the proxy reads it
+    b'{"type": "step", "episode": 107, "metadata": {"episode_index": 2}, "step": 0}',
     b'{"type":"step","episode_index":1,"step_index":2,"reward":3} trailing',  # broken
     b'{"type":"step","episode_index":1,"step_index":2,"reward":3}\r',  # CRLF
     b'{"event": "run_completed", "payload": {}, "run_id": "r"}',  # the platform's lifecycle
@@ -145,7 +147,9 @@ def test_ingest_rows_agree_with_classify_line() -> None:
             assert repr(row[2:11]) == repr(expected), raw  # repr: NaN == NaN, -0.0 != 0.0
         elif kind in ("log", "invalid"):
             assert row[6] == item.text
-    assert ingest.steps == 5 + len(STEP_EDGES) and ingest.episodes == 1 and ingest.events == 3
+    assert ingest.steps == 6 + len(STEP_EDGES) and ingest.episodes == 1 and ingest.events == 3
+    platform_line = next(r for r in batch.steps if b'"episode": 107' in r[9].encode())
+    assert platform_line[3] == 2  # stored under the index the platform shows
     assert ingest.terminal_event is not None
     assert ingest.terminal_event["event"] == "run_completed"
     assert batch.lines == len(raws)
@@ -356,3 +360,16 @@ def test_insert_rows_stores_every_row_once(tmp_path: Path, count: int) -> None:
     ).fetchall()
     assert got == rows
     conn.close()
+
+
+@pytest.mark.parametrize("nesting", [97, 98, 99, 100, 101])
+def test_ingest_and_classify_line_agree_on_the_deepest_short_step_lines(nesting: int) -> None:
+    """The shortest step lines around MAX_JSON_DEPTH (the fast path skips the bracket count
+    for step lines of up to 244 characters: they cannot nest deeper than 100)."""
+    opened, closed = "[" * nesting, "]" * nesting
+    raw = f'{{"type":"step","episode_index":{opened}{closed},"step_index":0}}'.encode()
+    ingest = LineIngest("r")
+    batch = LineBatch()
+    ingest.add(batch, [raw])
+    kind = "step" if batch.steps else batch.logs[0][3]
+    assert kind == classify_line(raw).kind == ("step" if nesting < 100 else "invalid")

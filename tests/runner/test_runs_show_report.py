@@ -173,3 +173,28 @@ def test_hostile_metrics_are_escaped_and_non_numbers_left_out(
     assert "m\\x1b[2J\\u202e (1 event)  k\\x1b[2J\\u202e=1.5" in text
     assert "stats (4 events)  nested.deep.y=3  x=2" in text
     assert "who\\x1b[2J\\u202e=v\\x1b[2J\\u202e" in text
+
+
+def test_stored_emitter_lines_keep_the_platform_copy_but_show_no_metadata_for_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Decision (telemetry schema 3): the store keeps each line as the worker wrote it, so
+    ``raw`` holds the ``metadata.episode_index`` the platform read, and the ``episode_index``
+    column the top-level one; the episode metadata ``runs show`` reports leaves the copy out
+    (the example worker passes no metadata of its own)."""
+    import sqlite3
+
+    store = tmp_path / "runs.sqlite"
+    run_id = example_run(capsys, store)
+    with sqlite3.connect(store) as conn:
+        episodes = conn.execute(
+            "SELECT episode_index, raw FROM episodes WHERE run_id = ? ORDER BY line_no", (run_id,)
+        ).fetchall()
+        steps = conn.execute(
+            "SELECT episode_index, raw FROM steps WHERE run_id = ?", (run_id,)
+        ).fetchall()
+    assert [index for index, _ in episodes] == [0, 1]
+    for index, raw in episodes + steps:
+        assert json.loads(raw)["metadata"] == {"episode_index": index}
+    _, shown = show(capsys, store, run_id)
+    assert shown["metrics"]["episode_metadata"] == {"episodes": 0, "latest": {}}

@@ -3,11 +3,17 @@ consistent counts; determinism: the same seed gives the same steps and episodes.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 from mosaic_sdk.conformance.checks.cli import launched
-from mosaic_sdk.conformance.platform_lines import platform_line_problems
+from mosaic_sdk.conformance.platform_lines import (
+    forwarded,
+    platform_line_problems,
+    proxy_episode_index,
+    proxy_problems,
+)
 from mosaic_sdk.conformance.recording import RecordedLine, RecordedRun
 from mosaic_sdk.conformance.registry import PLATFORM, SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
@@ -68,6 +74,60 @@ def _line_problems(rec: RecordedLine, level: str) -> list[str]:
     if not rec.line.is_telemetry:
         return ["not JSON" if rec.line.kind == "log" else str(rec.line.error)]
     return validate_line(dict(rec.line.data))
+
+
+@conformance_check(
+    "telemetry.proxy_episode_index",
+    description="The platform's telemetry proxy reads every step and episode line without "
+    "failing, each under the episode index the SDK reads",
+    hint={
+        PLATFORM: 'Put the episode index where the proxy reads it: "metadata": '
+        '{"episode_index": N} on every step and episode line (it never reads a top-level '
+        '"episode_index"; keep that too, with the same N, for the SDK); write step_index, '
+        "steps, episode_seed and payload_version as integers >= 0, reward and total_reward as "
+        "numbers",
+        SDK: "Write step and episode lines with TelemetryEmitter.step/episode (schema version "
+        "3 copies the episode index into metadata.episode_index, where the platform reads it); "
+        "pass no metadata with a different episode_index",
+    },
+    runs=("normal",),
+)
+def proxy_reads_episodes(subject: WorkerSubject) -> str | None:
+    run = launched(subject, "normal")
+    bad: list[str] = []
+    platform: list[Any] = []  # the episode index of each episode line, as the platform gets it
+    sdk: list[Any] = []  # ... and as the SDK reads it
+    lines = 0
+    for number, rec in enumerate(run.lines, 1):
+        try:
+            data = json.loads(rec.text)
+        except (ValueError, RecursionError):
+            continue  # not forwarded (telemetry.valid_jsonl reports it)
+        if not forwarded(data):
+            continue
+        lines += 1
+        problems = proxy_problems(data)
+        if problems:
+            bad.append(f"line {number}: {'; '.join(problems)}: {rec.text[:80]!r}")
+        if str(data.get("type")).lower() == "episode":
+            platform.append(proxy_episode_index(data)[0])
+            sdk.append(rec.line.data.get("episode_index"))
+    if not lines:
+        raise CheckSkipped("the normal run wrote no step or episode line")
+    if bad:
+        summary = f"{len(bad)} of {lines} step/episode lines"
+        if platform != sdk:
+            summary += (
+                f"; the platform numbers the episodes {_few(platform)} where the SDK reads "
+                f"{_few(sdk)}"
+            )
+        raise CheckFailed(f"{summary}; first: {bad[0]}", details=bad[:20])
+    return f"{lines} step/episode lines, episodes {_few(platform)}"
+
+
+def _few(values: list[Any], limit: int = 8) -> str:
+    shown = ", ".join(map(str, values[:limit]))
+    return f"[{shown}{', ...' if len(values) > limit else ''}]"
 
 
 def _telemetry(subject: WorkerSubject, kind: str = "normal") -> tuple[RecordedRun, list[Any]]:
