@@ -148,9 +148,42 @@ class FastLaneReader:
         self._metrics_off = geometry.metrics_offset
         self._generation = status.generation
         self._views: list[np.ndarray | None] = [None] * self._capacity
+        self._bind_native_reads()
         if old is not None:
             old.close()
             self.reattachments += 1
+
+    def _bind_native_reads(self) -> None:
+        """Make ``latest_frame`` and ``read_latest_into`` the native cursor's methods.
+
+        With the C helper, one call does what :meth:`_read` does in the plain case (flags,
+        head, slot, seqlocked copy, the finished frame) and hands every other case to
+        :meth:`_slow`. The bound methods go into the instance's ``__dict__``, where they
+        shadow the class's methods, so a call costs no Python frame. The Python fallback
+        (``MOSAIC_ATOMICS=python``) has no cursor and keeps the class's methods.
+        """
+        instance = self.__dict__
+        make = getattr(self._words, "fastlane_cursor", None)
+        if make is None:
+            instance.pop("latest_frame", None)
+            instance.pop("read_latest_into", None)
+            return
+        cursor = make(
+            self._capacity,
+            self._slot_size,
+            self._frame_bytes,
+            self._payload_cap,
+            self._metrics_off,
+            self._width,
+            self._height,
+            self._channels,
+            self._generation,
+            FastLaneFrame,
+            FastLaneMetrics,
+            self._slow,
+        )
+        instance["latest_frame"] = cursor.latest_frame
+        instance["read_latest_into"] = cursor.read_into
 
     def _check(self, status: SegmentStatus) -> RingGeometry:
         if not status.initialised:
@@ -178,15 +211,21 @@ class FastLaneReader:
         None means: nothing published yet, the writer has gone, or the writer overwrote the
         slot during every one of a few tries (counted in ``retries``).
         """
-        return self._read(None)
+        return self._read(None, _TRIES)
 
     def read_latest_into(self, out: Any) -> FastLaneFrame | None:
         """Like :meth:`latest_frame`, but copies the pixels into ``out`` (a writable buffer of
         at least ``width*height*channels`` bytes, e.g. a preallocated uint8 array), which
         becomes the frame's ``data``. Nothing is allocated per call."""
-        return self._read(out)
+        return self._read(out, _TRIES)
 
-    def _read(self, out: Any) -> FastLaneFrame | None:
+    def _slow(self, out: Any, tried: int) -> FastLaneFrame | None:
+        """The native cursor's way out: every case but a plain read of a complete slot.
+        ``tried`` is 1 when the cursor already found the newest slot not ready."""
+        self.retries += tried
+        return self._read(out, _TRIES - tried)
+
+    def _read(self, out: Any, tries: int) -> FastLaneFrame | None:
         words = self._words
         if words is None:
             raise FastLaneError(f"FastLane reader for {self._name!r} is closed")
@@ -197,7 +236,7 @@ class FastLaneReader:
         metrics_off = self._metrics_off
         frame_bytes = self._frame_bytes
         head = 0
-        for _ in range(_TRIES):
+        for _ in range(tries):
             head = words.load_u64(OFF_HEAD)
             if head == 0:
                 return None
@@ -381,6 +420,8 @@ class FastLaneReader:
         self._mapping = None
         self._words = None
         self._views = []
+        self.__dict__.pop("latest_frame", None)  # the class's methods raise "closed"
+        self.__dict__.pop("read_latest_into", None)
         mapping.close()
 
     def __enter__(self) -> FastLaneReader:

@@ -103,7 +103,7 @@ class FastLaneConfig:
         return cls(width=int(shape[1]), height=int(shape[0]), channels=int(shape[2]), **kwargs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FastLaneMetrics:
     """The HUD scalars published with a frame."""
 
@@ -124,12 +124,15 @@ class FastLaneMetrics:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FastLaneFrame:
     """One frame read from a ring: its bytes and the metrics published with those bytes.
 
     ``data`` is ``bytes`` (a private copy) or, from ``read_latest_into``, the caller's array.
     ``seq`` is the frame's number within its ``generation`` (what ``publish`` returned).
+
+    Both record types keep their fields in ``__slots__``: the native reader fills them in
+    directly, without a ``__dict__`` or an ``__init__`` call (``SharedWords.fastlane_cursor``).
     """
 
     data: Any
@@ -152,21 +155,45 @@ class FastLaneFrame:
 
 
 _new = object.__new__
-_set = object.__setattr__
+
+
+def _slot_setters(cls: type, *names: str) -> tuple[Any, ...]:
+    """The ``__set__`` of each named slot of ``cls`` (they write past a frozen ``__setattr__``)."""
+    return tuple(vars(cls)[name].__set__ for name in names)
+
+
+(
+    _set_data,
+    _set_width,
+    _set_height,
+    _set_channels,
+    _set_metrics,
+    _set_metadata,
+    _set_seq,
+    _set_generation,
+) = _slot_setters(
+    FastLaneFrame,
+    "data",
+    "width",
+    "height",
+    "channels",
+    "metrics",
+    "metadata",
+    "seq",
+    "generation",
+)
+_set_reward, _set_return, _set_rate = _slot_setters(
+    FastLaneMetrics, "last_reward", "rolling_return", "step_rate_hz"
+)
 
 
 def make_metrics(last_reward: float, rolling_return: float, step_rate_hz: float) -> FastLaneMetrics:
-    """Build a FastLaneMetrics without the frozen-dataclass ``__init__`` (reader hot path)."""
+    """Build a FastLaneMetrics through its slots, without the frozen ``__init__`` (the
+    Python reader's hot path; the native one fills the same slots in C)."""
     obj = _new(FastLaneMetrics)
-    _set(
-        obj,
-        "__dict__",
-        {
-            "last_reward": last_reward,
-            "rolling_return": rolling_return,
-            "step_rate_hz": step_rate_hz,
-        },
-    )
+    _set_reward(obj, last_reward)
+    _set_return(obj, rolling_return)
+    _set_rate(obj, step_rate_hz)
     return obj
 
 
@@ -180,20 +207,14 @@ def make_frame(
     seq: int,
     generation: int,
 ) -> FastLaneFrame:
-    """Build a FastLaneFrame without the frozen-dataclass ``__init__`` (reader hot path)."""
+    """Build a FastLaneFrame through its slots, without the frozen ``__init__``."""
     obj = _new(FastLaneFrame)
-    _set(
-        obj,
-        "__dict__",
-        {
-            "data": data,
-            "width": width,
-            "height": height,
-            "channels": channels,
-            "metrics": metrics,
-            "metadata": metadata,
-            "seq": seq,
-            "generation": generation,
-        },
-    )
+    _set_data(obj, data)
+    _set_width(obj, width)
+    _set_height(obj, height)
+    _set_channels(obj, channels)
+    _set_metrics(obj, metrics)
+    _set_metadata(obj, metadata)
+    _set_seq(obj, seq)
+    _set_generation(obj, generation)
     return obj

@@ -362,6 +362,7 @@ SharedWords_get_address(SharedWords *self, void *closure)
 /* FastLane one-call slot write/read: defined in the section at the end of this file. */
 static PyObject *SharedWords_fastlane_write(SharedWords *, PyObject *const *, Py_ssize_t);
 static PyObject *SharedWords_fastlane_read(SharedWords *, PyObject *const *, Py_ssize_t);
+static PyObject *SharedWords_fastlane_cursor(SharedWords *, PyObject *const *, Py_ssize_t);
 
 static PyMethodDef SharedWords_methods[] = {
     {"load_u64", (PyCFunction)(void (*)(void))SharedWords_load_u64, METH_FASTCALL, "Acquire load of the u64 at offset."},
@@ -380,6 +381,7 @@ static PyMethodDef SharedWords_methods[] = {
     {"fence", (PyCFunction)SharedWords_fence, METH_NOARGS, "Full memory fence."},
     {"fastlane_write", (PyCFunction)(void (*)(void))SharedWords_fastlane_write, METH_FASTCALL, "Seqlocked write of one FastLane slot, then release-store head (see the end of _atomics.c)."},
     {"fastlane_read", (PyCFunction)(void (*)(void))SharedWords_fastlane_read, METH_FASTCALL, "Seqlocked copy of one FastLane slot; None when torn or not the expected frame."},
+    {"fastlane_cursor", (PyCFunction)(void (*)(void))SharedWords_fastlane_cursor, METH_FASTCALL, "A FastLaneCursor: the reader's whole newest-frame read in one call (see the end of _atomics.c)."},
     {"release", (PyCFunction)SharedWords_release, METH_NOARGS, "Stop exporting the buffer (required before closing an mmap)."},
     {"__enter__", (PyCFunction)SharedWords_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)SharedWords_exit, METH_VARARGS, NULL},
@@ -391,6 +393,8 @@ static PyGetSetDef SharedWords_getset[] = {
     {"address", (getter)SharedWords_get_address, NULL, "Address of the buffer's first byte (0 once released).", NULL},
     {NULL}
 };
+
+static PyTypeObject FastLaneCursorType; /* defined in the FastLane section at the end */
 
 static PyTypeObject SharedWordsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -422,6 +426,10 @@ PyInit__atomics(void)
     m = PyModule_Create(&atomics_module);
     if (m == NULL)
         return NULL;
+    if (PyType_Ready(&FastLaneCursorType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     Py_INCREF(&SharedWordsType);
     if (PyModule_AddObject(m, "SharedWords", (PyObject *)&SharedWordsType) < 0) {
         Py_DECREF(&SharedWordsType);
@@ -734,3 +742,375 @@ not_ready:
     if (have_dest) PyBuffer_Release(&dv);
     Py_RETURN_NONE;
 }
+
+
+/* ========================================================================
+ * FastLaneCursor: a reader's whole "newest frame" read in one C call.
+ *
+ * words.fastlane_cursor(capacity, slot_size, frame_bytes, payload_cap, metrics_off,
+ *                       width, height, channels, generation,
+ *                       frame_type, metrics_type, slow)
+ * binds a ring's geometry (checked against the buffer once, here) to the
+ * reader's record types. cursor.latest_frame() and cursor.read_into(dest)
+ * then do, in one call: the flags check, the head load, the slot arithmetic,
+ * the seqlocked copy of frame, metadata and metrics (the protocol of
+ * fastlane_read above, unchanged), and build the finished frame_type and
+ * metrics_type objects by filling their __slots__ directly.
+ *
+ * Only the plain case is handled here: a readable slot holding the newest
+ * frame, complete, with the ring's frame size. Everything else (nothing
+ * published, FLAG_INVALIDATED, a slot in flight or torn, lengths that do not
+ * fit, a destination that does not fit, a released buffer) is handed to
+ * slow(dest, tried), the reader's Python path, whose answer is returned;
+ * tried is 1 when a slot was tried and found not ready (one retry spent).
+ *
+ * metrics_off >= 0: the metrics block sits at slot_off + metrics_off (inside
+ * the seqlock); < 0: a version-1 ring, the header's HUD copy at offset 56.
+ * ======================================================================== */
+#include <structmember.h>
+
+#define FL_HDR_SIZE 80
+#define FL_OFF_FLAGS 8
+#define FL_OFF_HEAD 40
+#define FL_OFF_HUD 56
+#define FL_FLAG_INVALIDATED 1u
+
+static const char *const fl_frame_fields[] = {
+    "data", "width", "height", "channels", "metrics", "metadata", "seq", "generation"};
+static const char *const fl_metrics_fields[] = {"last_reward", "rolling_return", "step_rate_hz"};
+#define FL_NFRAME 8
+#define FL_NMETRICS 3
+
+typedef struct {
+    PyObject_HEAD
+    SharedWords *words;
+    PyTypeObject *frame_type;
+    PyTypeObject *metrics_type;
+    PyObject *width, *height, *channels, *generation;
+    PyObject *slow;
+    Py_ssize_t frame_slot[FL_NFRAME];
+    Py_ssize_t metrics_slot[FL_NMETRICS];
+    uint64_t capacity;
+    Py_ssize_t slot_size, frame_bytes, payload_cap, metrics_off;
+} FastLaneCursor;
+
+static int
+fl_slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssize_t *offs)
+{
+    /* The byte offset of each named __slots__ member of type (a class with __slots__, such
+     * as a dataclass(slots=True)); an error when one is not a plain object slot. */
+    if (!PyType_Check(type) || type->tp_itemsize != 0 || type->tp_alloc == NULL) {
+        PyErr_SetString(PyExc_TypeError, "fastlane_cursor: record types must be classes");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        PyObject *d = PyObject_GetAttrString((PyObject *)type, names[i]);
+        if (d == NULL)
+            return -1;
+        if (!Py_IS_TYPE(d, &PyMemberDescr_Type) ||
+            ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX ||
+            ((PyMemberDescrObject *)d)->d_member->offset < (Py_ssize_t)sizeof(PyObject) ||
+            ((PyMemberDescrObject *)d)->d_member->offset + (Py_ssize_t)sizeof(PyObject *) >
+                type->tp_basicsize) {
+            Py_DECREF(d);
+            PyErr_Format(PyExc_TypeError,
+                         "fastlane_cursor: %s.%s is not a __slots__ member",
+                         type->tp_name, names[i]);
+            return -1;
+        }
+        offs[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_DECREF(d);
+    }
+    return 0;
+}
+
+static PyObject *
+fl_new_record(PyTypeObject *type, const Py_ssize_t *offs, PyObject **values, int n)
+{
+    /* A new instance of type with its slots set to values (references stolen, also on
+     * failure). */
+    PyObject *obj = type->tp_alloc(type, 0);
+    if (obj == NULL) {
+        for (int i = 0; i < n; i++)
+            Py_DECREF(values[i]);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        *(PyObject **)((char *)obj + offs[i]) = values[i];
+    return obj;
+}
+
+static PyObject *
+SharedWords_fastlane_cursor(SharedWords *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t capacity, slot_size, frame_bytes, payload_cap, metrics_off;
+    FastLaneCursor *c;
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError,
+                        "fastlane_cursor(capacity, slot_size, frame_bytes, payload_cap, "
+                        "metrics_off, width, height, channels, generation, frame_type, "
+                        "metrics_type, slow)");
+        return NULL;
+    }
+    if (parse_off(args[0], &capacity) < 0 || parse_off(args[1], &slot_size) < 0 ||
+        parse_off(args[2], &frame_bytes) < 0 || parse_off(args[3], &payload_cap) < 0 ||
+        parse_off(args[4], &metrics_off) < 0)
+        return NULL;
+    if (!self->has_view) {
+        PyErr_SetString(PyExc_ValueError, "SharedWords: buffer already released");
+        return NULL;
+    }
+    if (capacity < 1 || slot_size < 16 || slot_size % 8 != 0 || frame_bytes < 0 ||
+        payload_cap < frame_bytes || 16 + payload_cap > self->view.len ||
+        capacity > (self->view.len - FL_HDR_SIZE) / slot_size ||
+        FL_HDR_SIZE + (capacity - 1) * slot_size + 16 + payload_cap > self->view.len ||
+        (metrics_off >= 0 && (metrics_off % 8 != 0 || metrics_off + 32 > slot_size))) {
+        PyErr_SetString(PyExc_IndexError,
+                        "fastlane_cursor: the ring's geometry does not fit the buffer");
+        return NULL;
+    }
+    if (!PyCallable_Check(args[11])) {
+        PyErr_SetString(PyExc_TypeError, "fastlane_cursor: slow must be callable");
+        return NULL;
+    }
+    c = PyObject_GC_New(FastLaneCursor, &FastLaneCursorType);
+    if (c == NULL)
+        return NULL;
+    c->words = self; Py_INCREF(self);
+    c->width = args[5]; Py_INCREF(args[5]);
+    c->height = args[6]; Py_INCREF(args[6]);
+    c->channels = args[7]; Py_INCREF(args[7]);
+    c->generation = args[8]; Py_INCREF(args[8]);
+    c->frame_type = (PyTypeObject *)args[9]; Py_INCREF(args[9]);
+    c->metrics_type = (PyTypeObject *)args[10]; Py_INCREF(args[10]);
+    c->slow = args[11]; Py_INCREF(args[11]);
+    c->capacity = (uint64_t)capacity;
+    c->slot_size = slot_size;
+    c->frame_bytes = frame_bytes;
+    c->payload_cap = payload_cap;
+    c->metrics_off = metrics_off;
+    PyObject_GC_Track(c);
+    if (fl_slot_offsets(c->frame_type, fl_frame_fields, FL_NFRAME, c->frame_slot) < 0 ||
+        fl_slot_offsets(c->metrics_type, fl_metrics_fields, FL_NMETRICS, c->metrics_slot) < 0) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
+static PyObject *
+fl_cursor_slow(FastLaneCursor *c, PyObject *dest, int tried)
+{
+    PyObject *args[2];
+    PyObject *flag = PyLong_FromLong(tried);
+    PyObject *out;
+    if (flag == NULL)
+        return NULL;
+    args[0] = dest == NULL ? Py_None : dest;
+    args[1] = flag;
+    out = PyObject_Vectorcall(c->slow, args, 2, NULL);
+    Py_DECREF(flag);
+    return out;
+}
+
+static PyObject *
+fl_cursor_read(FastLaneCursor *c, PyObject *dest)
+{
+    SharedWords *w = c->words;
+    const char *base, *src;
+    uint64_t head, want, s1, s2, bits[3];
+    uint32_t flen, mlen;
+    Py_ssize_t slot_off, moff;
+    PyObject *data, *meta, *vals[FL_NFRAME], *mvals[FL_NMETRICS], *metrics, *out;
+    Py_buffer dv;
+    double d;
+
+    if (w == NULL || c->slow == NULL) {
+        PyErr_SetString(PyExc_ValueError, "FastLaneCursor: cleared");
+        return NULL;
+    }
+    if (!w->has_view)
+        return fl_cursor_slow(c, dest, 0);
+    base = (const char *)w->view.buf;
+    if (__atomic_load_n((const uint32_t *)(base + FL_OFF_FLAGS), __ATOMIC_ACQUIRE) &
+        FL_FLAG_INVALIDATED)
+        return fl_cursor_slow(c, dest, 0);
+    head = __atomic_load_n((const uint64_t *)(base + FL_OFF_HEAD), __ATOMIC_ACQUIRE);
+    if (head == 0)
+        return fl_cursor_slow(c, dest, 0);
+    slot_off = FL_HDR_SIZE + (Py_ssize_t)((head - 1) % c->capacity) * c->slot_size;
+    moff = c->metrics_off >= 0 ? slot_off + c->metrics_off : FL_OFF_HUD;
+    want = 2 * head + 2;
+    s1 = __atomic_load_n((const uint64_t *)(base + slot_off), __ATOMIC_ACQUIRE);
+    if (s1 != want)
+        return fl_cursor_slow(c, dest, 1);
+    flen = __atomic_load_n((const uint32_t *)(base + slot_off + 8), __ATOMIC_RELAXED);
+    mlen = __atomic_load_n((const uint32_t *)(base + slot_off + 12), __ATOMIC_RELAXED);
+    if ((Py_ssize_t)flen != c->frame_bytes || (Py_ssize_t)flen + (Py_ssize_t)mlen > c->payload_cap)
+        return fl_cursor_slow(c, dest, 1); /* torn lengths, or a corrupt slot: Python decides */
+    src = base + slot_off + 16;
+    if (dest != NULL) {
+        if (PyObject_GetBuffer(dest, &dv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+            PyErr_Clear();
+            return fl_cursor_slow(c, dest, 0); /* the Python path names what is wrong */
+        }
+        if (dv.len < (Py_ssize_t)flen) {
+            PyBuffer_Release(&dv);
+            return fl_cursor_slow(c, dest, 0);
+        }
+        if (flen > FL_NOGIL_BYTES) {
+            Py_BEGIN_ALLOW_THREADS
+            memcpy(dv.buf, src, flen);
+            Py_END_ALLOW_THREADS
+        } else {
+            memcpy(dv.buf, src, flen);
+        }
+        PyBuffer_Release(&dv);
+        data = dest;
+        Py_INCREF(data);
+    } else if (flen > FL_NOGIL_BYTES) {
+        data = PyBytes_FromStringAndSize(NULL, flen);
+        if (data == NULL)
+            return NULL;
+        {
+            char *dst = PyBytes_AS_STRING(data);
+            Py_BEGIN_ALLOW_THREADS
+            memcpy(dst, src, flen);
+            Py_END_ALLOW_THREADS
+        }
+    } else {
+        data = PyBytes_FromStringAndSize(src, flen);
+        if (data == NULL)
+            return NULL;
+    }
+    if (mlen > 0) {
+        meta = PyBytes_FromStringAndSize(src + flen, mlen);
+        if (meta == NULL) {
+            Py_DECREF(data);
+            return NULL;
+        }
+    } else {
+        meta = Py_None;
+        Py_INCREF(meta);
+    }
+    for (int i = 0; i < 3; i++)
+        bits[i] = __atomic_load_n((const uint64_t *)(base + moff + 8 * i), __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    s2 = __atomic_load_n((const uint64_t *)(base + slot_off), __ATOMIC_RELAXED);
+    if (s2 != s1) {
+        Py_DECREF(data);
+        Py_DECREF(meta);
+        return fl_cursor_slow(c, dest, 1);
+    }
+    for (int i = 0; i < 3; i++) {
+        memcpy(&d, &bits[i], 8);
+        mvals[i] = PyFloat_FromDouble(d);
+        if (mvals[i] == NULL) {
+            while (--i >= 0)
+                Py_DECREF(mvals[i]);
+            Py_DECREF(data);
+            Py_DECREF(meta);
+            return NULL;
+        }
+    }
+    metrics = fl_new_record(c->metrics_type, c->metrics_slot, mvals, FL_NMETRICS);
+    if (metrics == NULL) {
+        Py_DECREF(data);
+        Py_DECREF(meta);
+        return NULL;
+    }
+    /* Three floats can never be part of a reference cycle: leave the collector out, as
+     * CPython does for tuples of atomic values (a tracked object per read would start a
+     * young-generation collection every few hundred reads). */
+    PyObject_GC_UnTrack(metrics);
+    vals[6] = PyLong_FromUnsignedLongLong(head);
+    if (vals[6] == NULL) {
+        Py_DECREF(data);
+        Py_DECREF(meta);
+        Py_DECREF(metrics);
+        return NULL;
+    }
+    vals[0] = data;
+    vals[1] = c->width; Py_INCREF(c->width);
+    vals[2] = c->height; Py_INCREF(c->height);
+    vals[3] = c->channels; Py_INCREF(c->channels);
+    vals[4] = metrics;
+    vals[5] = meta;
+    vals[7] = c->generation; Py_INCREF(c->generation);
+    out = fl_new_record(c->frame_type, c->frame_slot, vals, FL_NFRAME);
+    /* Likewise the frame, when every value in it is atomic (its data our own bytes and not
+     * the caller's object, whose references we do not know); width, height, channels and
+     * generation are ints. */
+    if (out != NULL && dest == NULL)
+        PyObject_GC_UnTrack(out);
+    return out;
+}
+
+static PyObject *
+FastLaneCursor_latest_frame(FastLaneCursor *c, PyObject *Py_UNUSED(ignored))
+{
+    return fl_cursor_read(c, NULL);
+}
+
+static PyObject *
+FastLaneCursor_read_into(FastLaneCursor *c, PyObject *dest)
+{
+    return fl_cursor_read(c, dest);
+}
+
+static int
+FastLaneCursor_traverse(FastLaneCursor *c, visitproc visit, void *arg)
+{
+    Py_VISIT(c->words);
+    Py_VISIT(c->frame_type);
+    Py_VISIT(c->metrics_type);
+    Py_VISIT(c->width);
+    Py_VISIT(c->height);
+    Py_VISIT(c->channels);
+    Py_VISIT(c->generation);
+    Py_VISIT(c->slow);
+    return 0;
+}
+
+static int
+FastLaneCursor_clear(FastLaneCursor *c)
+{
+    Py_CLEAR(c->slow);
+    Py_CLEAR(c->frame_type);
+    Py_CLEAR(c->metrics_type);
+    Py_CLEAR(c->width);
+    Py_CLEAR(c->height);
+    Py_CLEAR(c->channels);
+    Py_CLEAR(c->generation);
+    Py_CLEAR(c->words);
+    return 0;
+}
+
+static void
+FastLaneCursor_dealloc(FastLaneCursor *c)
+{
+    PyObject_GC_UnTrack(c);
+    FastLaneCursor_clear(c);
+    PyObject_GC_Del(c);
+}
+
+static PyMethodDef FastLaneCursor_methods[] = {
+    {"latest_frame", (PyCFunction)FastLaneCursor_latest_frame, METH_NOARGS,
+     "The newest complete frame as a frame_type (or slow(None, tried)'s answer)."},
+    {"read_into", (PyCFunction)FastLaneCursor_read_into, METH_O,
+     "Like latest_frame, copying the pixels into dest, which becomes the frame's data."},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject FastLaneCursorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mosaic_sdk.shm._atomics.FastLaneCursor",
+    .tp_doc = "A FastLane reader's newest-frame read in one call (made by SharedWords.fastlane_cursor).",
+    .tp_basicsize = sizeof(FastLaneCursor),
+    .tp_itemsize = 0,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_dealloc = (destructor)FastLaneCursor_dealloc,
+    .tp_traverse = (traverseproc)FastLaneCursor_traverse,
+    .tp_clear = (inquiry)FastLaneCursor_clear,
+    .tp_methods = FastLaneCursor_methods,
+};
