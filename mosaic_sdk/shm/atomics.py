@@ -10,6 +10,8 @@
 - ``futex_wait(off, expected, timeout)`` / ``futex_wake(off, count)``: block on a u32 word;
 - ``fastlane_write(...)`` / ``fastlane_read(...)``: one-call seqlocked write and copy of a
   FastLane slot (layout in ``schema/fastlane.md``; used by ``mosaic_sdk.fastlane``);
+- ``fastlane_cursor(...)`` (native only): a FastLane reader's whole newest-frame read, flags
+  to finished frame record, in one call (the reader falls back to ``fastlane_read`` without it);
 - ``fence()``: a full barrier; ``release()``: stop exporting the buffer (do it before closing
   the mmap; the object is also a context manager).
 
