@@ -130,6 +130,7 @@ def test_mosaic_run_stores_rows_per_agent_and_runs_show_counts_them(tmp_path: Pa
         timeout=180,
     )
     assert done.returncode == 0, done.stderr
+    assert not [n for n in os.listdir("/dev/shm") if n.startswith("mosaic.fastlane.ma-run")]
     conn = sqlite3.connect(store)
     try:
         rows = dict(
