@@ -124,7 +124,8 @@ def test_mosaic_run_stores_rows_per_agent_and_runs_show_counts_them(tmp_path: Pa
     done = subprocess.run(
         MOSAIC
         + ["run", "example_ma", "--run-id", "ma-run", "--store", str(store), "--json"]
-        + ["--set", "episodes=2", "--set", "max_cycles=20", "--set", "seed=5"],
+        + ["--set", "episodes=2", "--set", "max_cycles=20", "--set", "seed=5"]
+        + ["--set", "fastlane=true"],
         capture_output=True,
         text=True,
         timeout=180,
