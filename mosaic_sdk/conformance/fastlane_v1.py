@@ -134,8 +134,9 @@ def probe_fastlane(run_id: str, process: Any, done: threading.Event) -> dict[str
     """While a worker runs, attach to its segment and read frames with the v1 reader.
 
     Returns what was seen: ``seen`` (the segment appeared), ``header`` (dict), ``frame``
-    (dimensions and lengths of the first complete frame), ``heads`` (head values observed)
-    and ``errors``.
+    (dimensions and lengths of the first complete frame), ``heads`` (head values observed),
+    ``streams`` (the run's other segments, ``<segment>-w<n>`` as multi-agent runs name their
+    per-agent streams, each with the highest head seen) and ``errors``.
     """
     name = segment_name(run_id)
     path = os.path.join(SHM_DIR, name)
@@ -145,11 +146,14 @@ def probe_fastlane(run_id: str, process: Any, done: threading.Event) -> dict[str
         "header": None,
         "frame": None,
         "heads": [],
+        "streams": {},
         "errors": [],
     }
     reader: V1SegmentReader | None = None
+    streams: dict[str, V1SegmentReader] = {}
     try:
         while not done.is_set():
+            _watch_streams(name, streams, found)
             if reader is None and os.path.exists(path):
                 try:
                     reader = V1SegmentReader(name)
@@ -175,7 +179,7 @@ def probe_fastlane(run_id: str, process: Any, done: threading.Event) -> dict[str
                             for k, v in asdict(frame).items()
                             if k not in ("pixels", "metadata")
                         } | {"pixel_bytes": len(frame.pixels)}
-                if found["frame"] is not None and len(found["heads"]) >= 3:
+                if found["frame"] is not None and len(found["heads"]) >= 3 and not streams:
                     break
             if process.poll() is not None:
                 break
@@ -183,7 +187,30 @@ def probe_fastlane(run_id: str, process: Any, done: threading.Event) -> dict[str
     finally:
         if reader is not None:
             reader.close()
+        for stream in streams.values():
+            stream.close()
     return found
+
+
+def _watch_streams(name: str, streams: dict[str, V1SegmentReader], found: dict[str, Any]) -> None:
+    """Map the run's per-stream segments (``<name>-w<n>``) as they appear; note their heads."""
+    prefix = name + "-w"
+    try:
+        names = [n for n in os.listdir(SHM_DIR) if n.startswith(prefix)]
+    except OSError:
+        return
+    for stream_name in names:
+        if stream_name not in streams:
+            try:
+                streams[stream_name] = V1SegmentReader(stream_name)
+            except (OSError, ValueError):  # gone again, or not sized yet: next round
+                found["streams"].setdefault(stream_name, 0)
+                continue
+        try:
+            head = streams[stream_name].header().head
+        except (OSError, ValueError):
+            continue
+        found["streams"][stream_name] = max(found["streams"].get(stream_name, 0), head)
 
 
 __all__ = [

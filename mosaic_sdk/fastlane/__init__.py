@@ -28,7 +28,7 @@ from mosaic_sdk.fastlane.records import (
 )
 from mosaic_sdk.fastlane.segment import cleanup_stale_segment
 from mosaic_sdk.fastlane.tiling import tile_frames
-from mosaic_sdk.fastlane.writer import FastLaneWriter, create_fastlane_name
+from mosaic_sdk.fastlane.writer import FastLaneWriter, agent_stream_id, create_fastlane_name
 from mosaic_sdk.lazy_exports import LazyExports
 
 _LAZY = LazyExports(
@@ -60,6 +60,7 @@ __all__ = [
     "FastLaneUnavailableError",
     "FastLaneVectorTelemetryWrapper",
     "FastLaneWriter",
+    "agent_stream_id",
     "apply_fastlane_environment",
     "cleanup_stale_segment",
     "create_fastlane_name",

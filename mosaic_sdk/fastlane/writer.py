@@ -41,6 +41,26 @@ def create_fastlane_name(run_id: str) -> str:
     return segment_name(run_id)
 
 
+def agent_stream_id(run_id: str, agent_index: int) -> str:
+    """The FastLane stream id of the agent at ``agent_index`` (0-based, in the order the run
+    declares its agents) of a multi-agent run: ``<run_id>-w<agent_index + 1>``.
+
+    Its segment is ``create_fastlane_name(agent_stream_id(run_id, i))``. This is the name the
+    platform's multi-stream grid tab attaches to for its cells 1..N (``{run_id}-w{i}``); the
+    run's own segment (``run_id``) stays free for a frame of the whole scene, which is what
+    the platform's per-agent tabs read (they attach by run id, whatever the agent).
+    ``ValueError`` for a negative index or an empty run id.
+    """
+    if not isinstance(run_id, str) or not run_id:
+        raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
+    if isinstance(agent_index, bool) or not isinstance(agent_index, int) or agent_index < 0:
+        raise ValueError(
+            f"agent_index must be an int >= 0 (the agent's position in the run's agents), "
+            f"got {agent_index!r}"
+        )
+    return f"{run_id}-w{agent_index + 1}"
+
+
 def _geometry(config: FastLaneConfig) -> Geometry:
     return Geometry(
         config.width, config.height, config.channels, config.metadata_size, config.capacity

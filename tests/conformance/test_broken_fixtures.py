@@ -140,6 +140,11 @@ BROKEN_FASTLANE: dict[str, tuple[str, set[str]]] = {
         {"fastlane.segment_removed", "hygiene.no_shm_leftovers"},
     ),
     "flbad": ("flbad=fixture_handmade_fastlane:bad", {"fastlane.v1_readable"}),
+    # Multi-agent fixtures (fixtures/fixture_agents.py): they claim FastLane as well.
+    "agentsok": ("agentsok=fixture_agents:ok", set()),
+    "agentstranger": ("agentstranger=fixture_agents:stranger", {"agents.declared"}),
+    "agentmiscount": ("agentmiscount=fixture_agents:miscount", {"agents.counts_add_up"}),
+    "agentnostreams": ("agentnostreams=fixture_agents:nostreams", {"agents.fastlane_streams"}),
 }
 if fastlane_available():
     BROKEN.update(BROKEN_FASTLANE)

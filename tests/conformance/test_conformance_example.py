@@ -18,7 +18,7 @@ def _installed(name: str) -> bool:
     return name in discover_workers().workers
 
 
-@pytest.mark.parametrize("worker", ["example", "cleanrl"])
+@pytest.mark.parametrize("worker", ["example", "example_ma", "cleanrl"])
 def test_in_repo_worker_is_conformant(worker: str) -> None:
     if not _installed(worker):
         pytest.skip(f"the {worker} worker is not installed (pip install -e plugins/{worker})")
@@ -47,4 +47,17 @@ def test_in_repo_worker_is_conformant(worker: str) -> None:
                 "fastlane.v1_readable",
                 "fastlane.segment_removed",
             ]
+        assert {n: verdicts[n] for n in must_pass} == dict.fromkeys(must_pass, PASSED)
+    if worker == "example_ma":
+        # the multi-agent checks apply and pass, and so do pause/stop through the protocol
+        must_pass = [
+            "agents.declared",
+            "agents.counts_add_up",
+            "telemetry.counts_add_up",
+            "control.pause_resume",
+            "control.stop_cancels",
+            "stop.run_cancelled",
+        ]
+        if fastlane_available():
+            must_pass += ["agents.fastlane_streams", "fastlane.frames_published"]
         assert {n: verdicts[n] for n in must_pass} == dict.fromkeys(must_pass, PASSED)

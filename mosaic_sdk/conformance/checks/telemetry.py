@@ -319,8 +319,9 @@ def heartbeats(subject: WorkerSubject) -> str | None:
 @conformance_check(
     "telemetry.counts_add_up",
     description="Step lines, episode lines and run_completed agree on steps, episodes and rewards",
-    hint="Emit one episode line per finished episode with steps = its number of steps and "
-    "total_reward = the sum of its step rewards; report run_completed(episodes=...)",
+    hint="Emit one episode line per finished episode (per agent, with its agent_id, in a "
+    "multi-agent run) with steps = its number of steps and total_reward = the sum of its step "
+    "rewards; report run_completed(episodes=...) with the number of episodes played",
     runs=("normal",),
     levels=(SDK,),
 )
@@ -337,8 +338,13 @@ def counts_add_up(subject: WorkerSubject) -> str | None:
     completed = [d for d in lines if d.get("event") == "run_completed"]
     if completed:
         declared = completed[-1].get("payload", {}).get("episodes")
-        if isinstance(declared, int) and declared != len(episodes):
-            problems.append(f"run_completed says {declared} episodes, {len(episodes)} reported")
+        # In a multi-agent run every agent reports each episode it played: run_completed
+        # counts the run's episodes, the distinct episode indices of its lines.
+        played = len(episodes)
+        if len({e.get("agent_id") for e in episodes}) > 1:
+            played = len({e.get("episode_index") for e in episodes})
+        if isinstance(declared, int) and declared != played:
+            problems.append(f"run_completed says {declared} episodes, {played} reported")
     if problems:
         raise CheckFailed(problems[0], details=problems[:20])
     return f"{len(steps)} steps in {len(episodes)} episodes"

@@ -1,0 +1,79 @@
+"""The multi-agent example worker's plugin (entry point ``example_ma``): see ``multiagent.py``.
+
+A second worker of this package rather than a third plugin: it shares the example's metadata,
+its tests and its install, and differs only in the env and the per-agent telemetry. Importing
+this module is cheap (no PettingZoo): discovery calls ``mosaic_worker_describe`` for every
+installed worker.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk import hookimpl
+from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
+from mosaic_sdk.plugins import platform_factory
+from mosaic_worker_example import __version__
+from mosaic_worker_example.multiagent import WORKER_TYPE, MultiAgentConfig
+
+#: The entry point: `example_ma = "mosaic_worker_example.multiagent_plugin:get_worker_metadata"`.
+get_worker_metadata = platform_factory(__name__)
+
+
+@hookimpl
+def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    return describe()
+
+
+def describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    metadata = WorkerMetadata(
+        name="Example Multi-Agent Worker",
+        version=__version__,
+        description="Runs a PettingZoo parallel env with random agents and reports per-agent "
+        "telemetry and one FastLane stream per agent",
+        author="mosaic-worker-sdk developers",
+        upstream_library="pettingzoo",
+        license="MIT",
+    )
+    capabilities = WorkerCapabilities(
+        worker_type=WORKER_TYPE,  # must equal the entry-point name
+        supported_paradigms=("simultaneous",),
+        env_families=("pettingzoo", "butterfly"),
+        action_spaces=("discrete",),
+        observation_spaces=("image",),
+        max_agents=2,
+        supports_fastlane=True,
+        supports_pause_resume=True,
+        control_protocol=1,
+        estimated_memory_mb=256,
+    )
+    return metadata, capabilities
+
+
+@hookimpl
+def mosaic_worker_config_model() -> type[WorkerConfig]:
+    return MultiAgentConfig
+
+
+@hookimpl
+def mosaic_worker_launch_command(
+    config_path: Path, config: WorkerConfig, run_dir: Path
+) -> LaunchCommand:
+    return LaunchCommand(
+        argv=(
+            sys.executable,
+            "-m",
+            "mosaic_worker_example.multiagent",
+            "--config",
+            str(config_path),
+        )
+    )
+
+
+@hookimpl
+def mosaic_worker_conformance_config() -> dict[str, Any]:
+    # Small and deterministic; the step delay makes a run last about 1 s (streaming,
+    # heartbeats and a SIGTERM in the middle of a run are observed).
+    return {"episodes": 2, "max_cycles": 30, "seed": 7, "step_delay_ms": 15.0}
