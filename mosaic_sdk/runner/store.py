@@ -359,21 +359,36 @@ class RunStore:
             (int(round(float(started_at) * 1e9)), run_id, int(after)),
         ).fetchall()
 
-    def row_cursor(self, run_id: str, table: str, columns: Sequence[str]) -> sqlite3.Cursor:
+    def row_cursor(
+        self, run_id: str, table: str, columns: Sequence[str], agent: str | None = None
+    ) -> sqlite3.Cursor:
         """A cursor of tuples of ``columns`` of ``table`` (``steps``, ``episodes``, ``events``)
         for one run (a full id), in line order; rows are read as they are fetched, so a long
-        run is never in memory at once (``mosaic runs export``)."""
+        run is never in memory at once (``mosaic runs export``). ``agent``: only the rows of
+        that ``agent_id`` (steps and episodes). A store older than the ``agent_id`` column
+        gives NULL for it (and no rows for an ``agent``)."""
         if table not in ("steps", "episodes", "events"):
             raise ValueError(f"no table {table!r} to read rows from")
         known = {row["name"] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+        has_agent = "agent_id" in known
+        if table != "events":
+            known.add("agent_id")  # NULL where the store predates it
         unknown = [c for c in columns if c not in known]
         if unknown or not columns:
             raise ValueError(f"{table} has no column(s) {unknown}")
+        if agent is not None and table == "events":
+            raise ValueError("events have no agent_id: filter steps or episodes by agent")
+        select = ", ".join(
+            "NULL AS agent_id" if c == "agent_id" and not has_agent else c for c in columns
+        )
+        where, params = "run_id = ?", [run_id]
+        if agent is not None:
+            where += " AND agent_id = ?" if has_agent else " AND 0"
+            params += [agent] if has_agent else []
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(
-            f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY line_no",
-            (run_id,),
+            f"SELECT {select} FROM {table} WHERE {where} ORDER BY line_no", params
         )
 
     def episode_lines(self, run_id: str, containing: str) -> Any:
