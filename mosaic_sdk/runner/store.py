@@ -337,14 +337,30 @@ class RunStore:
         )
 
     def episode_rows(
-        self, run_id: str, started_at: float, after: int = 0
+        self,
+        run_id: str,
+        started_at: float,
+        after: int = 0,
+        agent: str | None = None,
+        *,
+        agentless: bool = False,
     ) -> list[tuple[float, float, int, float, float]]:
         """``(line_no, return, kind, steps, seconds since started_at)`` of each episode of
         ``run_id`` (a full id) with ``line_no > after``, in line order, as numbers numpy takes
         at once (a learning curve, :mod:`mosaic_sdk.plots.curves`). ``kind`` says what the
         stored return was: 0 a number (``return``; it may be infinite), 1 nothing (NULL), 2
         something else (a string...); ``return`` is 0 for kinds 1 and 2. A missing step count
-        is -1, a missing timestamp -inf."""
+        is -1, a missing timestamp -inf. ``agent``: only the episodes of that ``agent_id``;
+        ``agentless``: only those without one (a multi-agent run's curves, one per agent)."""
+        where, params = "", []
+        if agent is not None or agentless:
+            have = {r["name"] for r in self.conn.execute("PRAGMA table_info(episodes)")}
+            if "agent_id" not in have:
+                where = "" if agentless else " AND 0"
+            elif agentless:
+                where = " AND agent_id IS NULL"
+            else:
+                where, params = " AND agent_id = ?", [agent]
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(
@@ -355,8 +371,8 @@ class RunStore:
             " CASE WHEN typeof(steps) IN ('integer', 'real') THEN steps ELSE -1 END,"
             " CASE WHEN typeof(ts_unix_ns) IN ('integer', 'real') THEN (ts_unix_ns - ?) / 1e9"
             " ELSE -1e999 END"
-            " FROM episodes WHERE run_id = ? AND line_no > ? ORDER BY line_no",
-            (int(round(float(started_at) * 1e9)), run_id, int(after)),
+            f" FROM episodes WHERE run_id = ? AND line_no > ?{where} ORDER BY line_no",
+            (int(round(float(started_at) * 1e9)), run_id, int(after), *params),
         ).fetchall()
 
     def row_cursor(
