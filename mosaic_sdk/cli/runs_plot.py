@@ -61,8 +61,7 @@ def register(rsub: Any, store_arg: Any) -> None:
     p.add_argument(
         "--by-agent",
         action="store_true",
-        help="a multi-agent run as one curve per agent_id (with --group-seeds: one band per "
-        "agent)",
+        help="a multi-agent run as one curve per agent_id (with --group-seeds: one band per agent)",
     )
     p.add_argument(
         "--spread",
