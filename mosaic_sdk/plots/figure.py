@@ -208,9 +208,10 @@ def plot_runs(
         raise ValueError(f"smoothing window {window}: use 1 (none) or more episodes")
     runs = _unique_runs(store, run_ids)
     # one entry per (run, agent): agent None is the whole run
-    agents_of = {
-        r["run_id"]: (run_agents(store, r["run_id"]) if by_agent else []) or [None] for r in runs
-    }
+    agents_of: dict[str, list[AgentKey | None]] = {}
+    for r in runs:
+        found: list[AgentKey | None] = list(run_agents(store, r["run_id"])) if by_agent else []
+        agents_of[r["run_id"]] = found or [None]
     curves = {
         (rid, agent): learning_curve(store, rid, x_axis, agent)
         for rid, agents in agents_of.items()

@@ -245,6 +245,16 @@ class RunStore:
             (run_id, after, limit),
         ).fetchall()
 
+    def events_named(
+        self, run_id: str, event: str, after: int = 0, limit: int = 10_000
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` events called ``event`` with ``line_no > after``, in order."""
+        return self.conn.execute(
+            "SELECT line_no, seq, event, ts_unix_ns, synthesised, payload_json FROM events"
+            " WHERE run_id = ? AND event = ? AND line_no > ? ORDER BY line_no LIMIT ?",
+            (run_id, event, after, limit),
+        ).fetchall()
+
     def log_lines_after(
         self, run_id: str, stream: str, after: int, limit: int
     ) -> list[dict[str, Any]]:
