@@ -282,9 +282,9 @@ class RunStore:
         return out
 
     def agents(self, run_id: str) -> list[dict[str, Any]]:
-        """Steps, episodes and mean return per ``agent_id`` of a run, when it has more than
-        one agent (rows without an id form the group ``None``); ``[]`` otherwise, and on a
-        store older than the ``agent_id`` column."""
+        """Steps, episodes and returns (mean, min, max, last: None without a numeric one) per
+        ``agent_id`` of a run, when it has more than one agent (rows without an id form the
+        group ``None``); ``[]`` otherwise, and on a store older than the ``agent_id`` column."""
         conn = self.conn
         have = {r["name"] for r in conn.execute("PRAGMA table_info(steps)").fetchall()}
         if "agent_id" not in have:
@@ -303,8 +303,27 @@ class RunStore:
 
         def group(agent: str | None) -> dict[str, Any]:
             return groups.setdefault(
-                agent, {"agent_id": agent, "steps": 0, "episodes": 0, "mean_return": None}
+                agent,
+                {
+                    "agent_id": agent,
+                    "steps": 0,
+                    "episodes": 0,
+                    "mean_return": None,
+                    "min_return": None,
+                    "max_return": None,
+                    "last_return": None,
+                },
             )
+
+        # the returns that are numbers (a worker may write anything into total_reward)
+        number = "CASE WHEN typeof(total_reward) IN ('integer', 'real') THEN total_reward END"
+        returns = f"avg(total_reward) AS mean, min({number}) AS lo, max({number}) AS hi"
+        # SQLite takes a bare column from the row of max(line_no): the agent's last episode
+        last = f"{number} AS last, max(line_no)"
+
+        def fill(g: dict[str, Any], r: Any) -> None:
+            g["episodes"], g["mean_return"] = r["n"], r["mean"]
+            g["min_return"], g["max_return"], g["last_return"] = r["lo"], r["hi"], r["last"]
 
         # the partial indexes hold exactly the rows with an agent id: counting them is cheap
         for r in conn.execute(
@@ -314,24 +333,24 @@ class RunStore:
         ).fetchall():
             group(r["agent_id"])["steps"] = r["n"]
         for r in conn.execute(
-            "SELECT agent_id, count(*) AS n, avg(total_reward) AS mean FROM episodes"
+            f"SELECT agent_id, count(*) AS n, {returns}, {last} FROM episodes"
             " WHERE run_id = ? AND agent_id IS NOT NULL GROUP BY agent_id",
             (run_id,),
         ).fetchall():
-            g = group(r["agent_id"])
-            g["episodes"], g["mean_return"] = r["n"], r["mean"]
+            fill(group(r["agent_id"]), r)
         if not groups:
             return []
         total = conn.execute("SELECT steps FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         no_id_steps = (total["steps"] if total else 0) - sum(g["steps"] for g in groups.values())
         no_id = conn.execute(
-            "SELECT count(*) AS n, avg(total_reward) AS mean FROM episodes"
+            f"SELECT count(*) AS n, {returns}, {last} FROM episodes"
             " WHERE run_id = ? AND agent_id IS NULL",
             (run_id,),
         ).fetchone()
         if no_id_steps > 0 or no_id["n"]:
             g = group(None)
-            g["steps"], g["episodes"], g["mean_return"] = no_id_steps, no_id["n"], no_id["mean"]
+            g["steps"] = no_id_steps
+            fill(g, no_id)
         if len(groups) < 2:
             return []
         return sorted(groups.values(), key=lambda g: (g["agent_id"] is None, str(g["agent_id"])))
