@@ -111,3 +111,33 @@ def test_the_command_line_flag(store_path, tmp_path, capsys):
     assert "(2 runs, 2 curves, x = steps)" in capsys.readouterr().out
     assert main([*args, "--by-agent"]) == 0
     assert "(2 runs, 4 curves, x = steps)" in capsys.readouterr().out
+
+
+def test_the_documented_commands(tmp_path, capsys):
+    """The multi-agent block of docs/guides/plots.md, run as written against a store with two
+    seeds of a two-agent run: each ``$`` line prints what the page says."""
+    import shlex
+
+    from tests.docs_snippets.blocks import blocks
+
+    [block] = [
+        b for b in blocks("docs/guides/plots.md") if b.reason == "tests/plots/test_plot_agents.py"
+    ]
+    store = tmp_path / "agents.sqlite"
+    for seed in (1, 2):
+        add_agent_run(store, f"duel-{seed}", seed, {"red": [1.0, 2.0, 3.0], "blue": [0.0, 1.0]})
+    lines = block.code.splitlines()
+    ran = 0
+    for i, line in enumerate(lines):
+        if not line.startswith("$ "):
+            continue
+        args = shlex.split(line[2:])
+        assert args[0] == "mosaic"
+        args = [str(tmp_path / a) if a.endswith((".png", ".svg", ".csv", ".sqlite")) else a
+                for a in args[1:]]  # fmt: skip
+        capsys.readouterr()
+        assert main(args) == 0, line
+        printed = capsys.readouterr().out.strip().replace(str(tmp_path) + "/", "")
+        assert printed == lines[i + 1], line
+        ran += 1
+    assert ran == 3
