@@ -43,6 +43,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pydantic_core import from_json
+
 from mosaic_sdk.runner.rows import LineBatch
 
 #: Frames published per second at most (the viewer, ``mosaic watch``, draws at most 30).
@@ -198,7 +200,7 @@ class StepFrames:
                 batches = list(self._pending)
                 self._pending.clear()
                 step_lines = self._step_lines
-            raw = _newest_payload_line(batches)
+            raw = newest_payload_line(batches)
             if raw is not None:
                 try:
                     self._publish(raw, step_lines)
@@ -210,9 +212,12 @@ class StepFrames:
 
     def _publish(self, raw: str, step_lines: int) -> None:
         try:
-            line = json.loads(raw)
+            line = from_json(raw)  # pydantic-core's parser: ~1.6x json's on a frame's list
         except ValueError:
-            return  # the ingest kept it as a step line, yet it is not JSON to us: no frame
+            try:
+                line = json.loads(raw)  # what from_json refuses and json takes (lone surrogates)
+            except ValueError:
+                return  # stored as a step line, yet not JSON to us: no frame
         if not isinstance(line, dict):
             return
         try:
@@ -314,7 +319,9 @@ def on_commit_all(
     return call_all
 
 
-def _newest_payload_line(batches: list[list[tuple[Any, ...]]]) -> str | None:
+def newest_payload_line(batches: list[list[tuple[Any, ...]]]) -> str | None:
+    """The text of the newest step row among ``batches`` (stored step rows, oldest batch
+    first) that holds ``"render_payload"``; None when none does."""
     for rows in reversed(batches):
         for row in reversed(rows):
             raw = row[_RAW]
@@ -336,5 +343,6 @@ __all__ = [
     "StepFrames",
     "StepFramesReport",
     "frame_from_payload",
+    "newest_payload_line",
     "on_commit_all",
 ]
