@@ -1,4 +1,5 @@
-"""``mosaic runs export RUN [--format csv|jsonl|parquet] [--what steps|episodes|events]``:
+"""``mosaic runs export RUN [--format csv|jsonl|parquet] [--what steps|episodes|events]
+[--agent ID]``:
 a run's stored rows for other tools (pandas, a notebook, a spreadsheet).
 
 Thin: the formats and the streaming are in :mod:`mosaic_sdk.runner.export`.
@@ -35,6 +36,11 @@ def register(rsub: Any, store_arg: Any) -> None:
         help="which rows (default steps)",
     )
     p.add_argument(
+        "--agent",
+        metavar="ID",
+        help="only the steps or episodes of this agent_id (a multi-agent run)",
+    )
+    p.add_argument(
         "-o",
         "--output",
         default="-",
@@ -62,7 +68,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise UsageError("parquet is binary: give -o FILE.parquet, or redirect the output")
     with open_store(args) as store:
         try:
-            count = export_run(store, args.run_id, what=args.what, fmt=fmt, output=args.output)
+            count = export_run(
+                store, args.run_id, what=args.what, fmt=fmt, output=args.output, agent=args.agent
+            )
         except (StoreError, MissingExtraError) as exc:
             raise UsageError(str(exc)) from None
         except OSError as exc:

@@ -59,6 +59,11 @@ def register(rsub: Any, store_arg: Any) -> None:
         "with a band",
     )
     p.add_argument(
+        "--by-agent",
+        action="store_true",
+        help="a multi-agent run as one curve per agent_id (with --group-seeds: one band per agent)",
+    )
+    p.add_argument(
         "--spread",
         choices=("minmax", "std"),
         default="minmax",
@@ -107,6 +112,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
                 x_axis=args.x_axis,
                 window=args.smooth,
                 group_seeds=group_seeds,
+                by_agent=args.by_agent,
                 spread=args.spread,
                 ignore=(*DEFAULT_IGNORED, *args.ignore),
                 title=args.title,

@@ -64,6 +64,38 @@ def add_skipped(total: dict[str, int], more: Mapping[str, int]) -> dict[str, int
     return total
 
 
+#: One agent of a multi-agent run: ``("agent", ID)``, or ``("agentless",)`` for its rows that
+#: carry no ``agent_id``.
+AgentKey = tuple[str, ...]
+NO_AGENT: AgentKey = ("agentless",)
+
+
+def agent_key(agent_id: str | None) -> AgentKey:
+    """The :data:`AgentKey` of a stored ``agent_id`` (``None``: the rows without one)."""
+    return NO_AGENT if agent_id is None else ("agent", str(agent_id))
+
+
+def agent_name(key: AgentKey) -> str:
+    """How an agent is named on a chart: its id, or ``(no agent_id)``."""
+    return "(no agent_id)" if key == NO_AGENT else key[1]
+
+
+def run_agents(store: Any, run_id: str) -> list[AgentKey]:
+    """The agents of a run (a full id) that have episodes, in the order ``mosaic runs show``
+    lists them; ``[]`` for a run of one agent (or none)."""
+    return [agent_key(a["agent_id"]) for a in store.agents(run_id) if a["episodes"]]
+
+
+def _rows(
+    store: Any, run_id: str, started_at: float, after: int, agent: AgentKey | None
+) -> list[Any]:
+    if agent is None:
+        return store.episode_rows(run_id, started_at, after)
+    if agent == NO_AGENT:
+        return store.episode_rows(run_id, started_at, after, agentless=True)
+    return store.episode_rows(run_id, started_at, after, agent[1])
+
+
 class CurveError(ValueError):
     """A run has no curve to draw (no episodes, no returns, no step counts...): one line."""
 
@@ -100,6 +132,8 @@ class Curve:
     x: np.ndarray
     y: np.ndarray
     skipped: Mapping[str, int] = field(default_factory=dict)
+    #: The agent this curve is of (see :func:`run_agents`); ``None``: the whole run.
+    agent: AgentKey | None = None
 
     def __len__(self) -> int:
         return len(self.x)
@@ -148,20 +182,24 @@ def episodes_from_rows(run_id: str, rows: Sequence[Sequence[float]]) -> Episodes
     return Episodes(run_id, returns, steps, seconds, has_steps, kept, last_line)
 
 
-def read_episodes(store: Any, run_id: str) -> Episodes:
+def read_episodes(store: Any, run_id: str, agent: AgentKey | None = None) -> Episodes:
     """The episodes of ``run_id`` (an id or unique prefix) in ``store`` (a
-    :class:`~mosaic_sdk.runner.store.RunStore`), as arrays; one query, one pass."""
+    :class:`~mosaic_sdk.runner.store.RunStore`), as arrays; one query, one pass. ``agent``:
+    only that agent's episodes (:func:`run_agents`)."""
     run = store.get_run(run_id)
     full = run["run_id"]
-    return episodes_from_rows(full, store.episode_rows(full, run["started_at"]))
+    return episodes_from_rows(full, _rows(store, full, run["started_at"], 0, agent))
 
 
-def curve_from_episodes(episodes: Episodes, x_axis: str = "steps") -> Curve:
+def curve_from_episodes(
+    episodes: Episodes, x_axis: str = "steps", agent: AgentKey | None = None
+) -> Curve:
     """The learning curve of ``episodes`` against ``x_axis`` (``steps``, ``episodes``,
-    ``time``). Raises :class:`CurveError` when nothing is left to draw."""
+    ``time``), of ``agent`` when they are one agent's. Raises :class:`CurveError` when nothing
+    is left to draw."""
     if x_axis not in X_AXES:
         raise ValueError(f"x axis {x_axis!r}: use one of {', '.join(X_AXES)}")
-    run = episodes.run_id
+    run = episodes.run_id + ("" if agent is None else f" (agent {agent_name(agent)})")
     if len(episodes) == 0:
         raise CurveError(
             f"run {run} has no stored episodes, so no learning curve (its worker writes no "
@@ -187,12 +225,15 @@ def curve_from_episodes(episodes: Episodes, x_axis: str = "steps") -> Curve:
     x, y = x[keep], episodes.returns[keep]
     if x_axis == "time":
         x = np.maximum.accumulate(x)  # clocks step back (NTP); the curve must not
-    return Curve(run, x_axis, x, y, skipped)
+    return Curve(episodes.run_id, x_axis, x, y, skipped, agent)
 
 
-def learning_curve(store: Any, run_id: str, x_axis: str = "steps") -> Curve:
-    """The learning curve of one run of ``store`` (read-only)."""
-    return curve_from_episodes(read_episodes(store, run_id), x_axis)
+def learning_curve(
+    store: Any, run_id: str, x_axis: str = "steps", agent: AgentKey | None = None
+) -> Curve:
+    """The learning curve of one run of ``store`` (read-only); of one of its agents when
+    ``agent`` is given (x then counts that agent's own env steps and episodes)."""
+    return curve_from_episodes(read_episodes(store, run_id, agent), x_axis, agent)
 
 
 class RunningCurve:
@@ -201,10 +242,11 @@ class RunningCurve:
     of 10k episodes is read once). Its points and skipped episodes are those of
     ``learning_curve(store, run_id, "steps")``; episodes without step counts sit at x = 0
     (a live view draws what there is rather than refuse). Not thread-safe: one caller at a
-    time."""
+    time. ``agent``: the curve of one agent of a multi-agent run (:func:`run_agents`)."""
 
-    def __init__(self, run_id: str, started_at: float) -> None:
+    def __init__(self, run_id: str, started_at: float, agent: AgentKey | None = None) -> None:
         self.run_id = run_id
+        self.agent = agent
         self.started_at = float(started_at)
         #: Episodes read so far (on the curve and skipped).
         self.read = 0
@@ -216,7 +258,7 @@ class RunningCurve:
 
     def update(self, store: Any) -> int:
         """Read the episodes stored since the last update; how many there were."""
-        rows = store.episode_rows(self.run_id, self.started_at, self.last_line)
+        rows = _rows(store, self.run_id, self.started_at, self.last_line, self.agent)
         if not rows:
             return 0
         part = episodes_from_rows(self.run_id, rows)
@@ -234,7 +276,7 @@ class RunningCurve:
         """The curve read so far (arrays of its own: later updates do not change it)."""
         x = np.asarray(self._x, dtype=np.float64)
         y = np.asarray(self._y, dtype=np.float64)
-        return Curve(self.run_id, "steps", x, y, dict(self.skipped))
+        return Curve(self.run_id, "steps", x, y, dict(self.skipped), self.agent)
 
 
 def smooth(y: np.ndarray, window: int) -> np.ndarray:
@@ -332,6 +374,7 @@ def envelope(
 
 
 __all__ = [
+    "NO_AGENT",
     "SKIP_REASONS",
     "SPREADS",
     "X_AXES",
@@ -341,7 +384,10 @@ __all__ = [
     "CurveError",
     "Episodes",
     "RunningCurve",
+    "AgentKey",
     "add_skipped",
+    "agent_key",
+    "agent_name",
     "aggregate",
     "curve_from_episodes",
     "downsample",
@@ -349,6 +395,7 @@ __all__ = [
     "episodes_from_rows",
     "learning_curve",
     "read_episodes",
+    "run_agents",
     "skipped_text",
     "smooth",
 ]

@@ -18,13 +18,16 @@ from typing import Any
 from mosaic_sdk.extras import require
 from mosaic_sdk.plots.curves import (
     X_LABELS,
+    AgentKey,
     Band,
     Curve,
     add_skipped,
+    agent_name,
     aggregate,
     downsample,
     envelope,
     learning_curve,
+    run_agents,
     skipped_text,
 )
 from mosaic_sdk.plots.groups import DEFAULT_IGNORED, group_by_seed
@@ -68,7 +71,8 @@ class PlotResult:
 
     @property
     def runs(self) -> int:
-        return sum(len(s.run_ids) if isinstance(s, Band) else 1 for s in self.series)
+        ids = {r for s in self.series for r in (s.run_ids if isinstance(s, Band) else (s.run_id,))}
+        return len(ids)  # a run drawn per agent is one run
 
 
 def render(
@@ -182,6 +186,7 @@ def plot_runs(
     x_axis: str = "steps",
     window: int = 1,
     group_seeds: bool = False,
+    by_agent: bool = False,
     spread: str = "minmax",
     ignore: Iterable[str] = DEFAULT_IGNORED,
     title: str | None = None,
@@ -191,7 +196,9 @@ def plot_runs(
 
     With ``group_seeds``, runs of one worker whose configs are equal apart from ``ignore``
     (``seed`` and ``run_id`` by default) become one mean line over a ``spread`` band
-    (``minmax`` or ``std``); a group of one run is drawn as a plain curve. Raises
+    (``minmax`` or ``std``); a group of one run is drawn as a plain curve. With ``by_agent``,
+    a multi-agent run is drawn as one curve per agent (x counts that agent's own steps), and
+    with ``group_seeds`` too, one band per group and agent. Raises
     :class:`~mosaic_sdk.runner.store.UnknownRunError`,
     :class:`~mosaic_sdk.plots.curves.CurveError` (a run without episodes), ValueError (a
     suffix other than .png/.svg) or MissingExtraError (no matplotlib), before writing."""
@@ -200,25 +207,51 @@ def plot_runs(
     if window < 1:
         raise ValueError(f"smoothing window {window}: use 1 (none) or more episodes")
     runs = _unique_runs(store, run_ids)
-    curves = {r["run_id"]: learning_curve(store, r["run_id"], x_axis) for r in runs}
+    # one entry per (run, agent): agent None is the whole run
+    agents_of: dict[str, list[AgentKey | None]] = {}
+    for r in runs:
+        found: list[AgentKey | None] = list(run_agents(store, r["run_id"])) if by_agent else []
+        agents_of[r["run_id"]] = found or [None]
+    curves = {
+        (rid, agent): learning_curve(store, rid, x_axis, agent)
+        for rid, agents in agents_of.items()
+        for agent in agents
+    }
     series: list[Curve | Band] = []
     labels: list[str] = []
     if group_seeds:
         for group in group_by_seed(runs, ignore):
-            members = [curves[r] for r in group.run_ids]
-            if len(members) == 1:
-                series.append(members[0])
-                labels.append(f"{group.run_ids[0]} ({group.label})")
-            else:
-                series.append(aggregate(members, window=window, spread=spread, label=group.label))
-                labels.append(group.label)
+            agents = _union(agents_of[r] for r in group.run_ids)
+            for agent in agents:
+                members = [curves[r, agent] for r in group.run_ids if (r, agent) in curves]
+                suffix = "" if agent is None else f" agent {agent_name(agent)}"
+                if len(members) == 1:
+                    series.append(members[0])
+                    labels.append(f"{members[0].run_id} ({group.label}){suffix}")
+                else:
+                    label = group.label + suffix
+                    series.append(aggregate(members, window=window, spread=spread, label=label))
+                    labels.append(label)
     else:
         for run in runs:
-            series.append(curves[run["run_id"]])
-            labels.append(_run_label(run))
+            for agent in agents_of[run["run_id"]]:
+                series.append(curves[run["run_id"], agent])
+                suffix = "" if agent is None else f" agent {agent_name(agent)}"
+                labels.append(_run_label(run) + suffix)
     out = render(series, path, labels=labels, window=window, title=title)
-    skipped = {rid: c.skipped for rid, c in curves.items() if c.skipped}
+    skipped: dict[str, dict[str, int]] = {}
+    for (rid, _agent), c in curves.items():
+        if c.skipped:
+            add_skipped(skipped.setdefault(rid, {}), c.skipped)
     return PlotResult(out, tuple(series), tuple(labels), skipped)
+
+
+def _union(lists: Iterable[list[AgentKey | None]]) -> list[AgentKey | None]:
+    """The agents of several runs, each once, in the order they first come."""
+    seen: dict[AgentKey | None, None] = {}
+    for agents in lists:
+        seen.update(dict.fromkeys(agents))
+    return list(seen)
 
 
 def _unique_runs(store: Any, run_ids: Sequence[str]) -> list[Mapping[str, Any]]:

@@ -2,7 +2,9 @@
 
 Rows are streamed from the store in ``line_no`` order, a batch at a time: a run with
 millions of steps is never in memory at once. The columns are the table's own, ``run_id``
-and ``raw`` (the line as the worker wrote it) included, with the values as stored:
+``agent_id`` (NULL for a single-agent worker's rows; steps and episodes only) and ``raw``
+(the line as the worker wrote it) included, with the values as stored. Steps and episodes can
+be limited to one agent (``agent=``: the ``agent_id`` as stored, text):
 
 - **CSV** (RFC 4180, UTF-8, a header row): text is always quoted, numbers never, and NULL is
   an empty unquoted field, so NULL and the empty string stay apart (``,,`` vs ``,"",``).
@@ -41,6 +43,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("terminated", "int64"),
         ("truncated", "int64"),
         ("ts_unix_ns", "int64"),
+        ("agent_id", "string"),
         ("raw", "string"),
     ),
     "episodes": (
@@ -53,6 +56,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("terminated", "int64"),
         ("truncated", "int64"),
         ("ts_unix_ns", "int64"),
+        ("agent_id", "string"),
         ("raw", "string"),
     ),
     "events": (
@@ -101,10 +105,13 @@ def format_for(path: str | Path | None, default: str = "csv") -> str:
     }.get(suffix, default)
 
 
-def iter_batches(store: Any, run_id: str, what: str) -> Iterator[list[tuple[Any, ...]]]:
+def iter_batches(
+    store: Any, run_id: str, what: str, agent: str | None = None
+) -> Iterator[list[tuple[Any, ...]]]:
     """Lists of row tuples (at most :data:`BATCH_ROWS` each) of ``what`` of one run, in
-    ``line_no`` order. ``run_id`` must be the run's full id (see ``RunStore.resolve``)."""
-    cursor = store.row_cursor(run_id, what, columns(what))
+    ``line_no`` order; only those of ``agent`` when given. ``run_id`` must be the run's full
+    id (see ``RunStore.resolve``)."""
+    cursor = store.row_cursor(run_id, what, columns(what), agent=agent)
     while True:
         rows = cursor.fetchmany(BATCH_ROWS)
         if not rows:
@@ -200,12 +207,16 @@ def export_run(
     what: str = "steps",
     fmt: str = "csv",
     output: str | Path | IO[bytes] = "-",
+    agent: str | None = None,
 ) -> int:
     """Export ``what`` of ``run_id`` (an id or unique prefix) of ``store`` as ``fmt`` to
     ``output``: a file path (written beside and renamed: it appears whole or not at all), or
-    a binary stream (``"-"``: standard output). Returns the number of rows written."""
+    a binary stream (``"-"``: standard output). ``agent``: only the steps or episodes of that
+    ``agent_id``. Returns the number of rows written."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if agent is not None and what == "events":
+        raise ExportError("events have no agent_id: --agent filters steps or episodes")
     names = columns(what)
     if fmt == "parquet":  # before a file is opened
         require("pyarrow", "parquet", "mosaic runs export --format parquet")
@@ -216,7 +227,7 @@ def export_run(
         partial = target.with_name(f".{target.name}.partial")
         try:
             with open(partial, "wb") as stream:
-                count = _write(store, full, what, fmt, names, stream)
+                count = _write(store, full, what, fmt, names, stream, agent)
             os.replace(partial, target)
         finally:
             partial.unlink(missing_ok=True)
@@ -225,16 +236,22 @@ def export_run(
         import sys
 
         sys.stdout.flush()
-        count = _write(store, full, what, fmt, names, sys.stdout.buffer)
+        count = _write(store, full, what, fmt, names, sys.stdout.buffer, agent)
         sys.stdout.buffer.flush()
         return count
-    return _write(store, full, what, fmt, names, output)
+    return _write(store, full, what, fmt, names, output, agent)
 
 
 def _write(
-    store: Any, run_id: str, what: str, fmt: str, names: tuple[str, ...], stream: IO[bytes]
+    store: Any,
+    run_id: str,
+    what: str,
+    fmt: str,
+    names: tuple[str, ...],
+    stream: IO[bytes],
+    agent: str | None = None,
 ) -> int:
-    batches = iter_batches(store, run_id, what)
+    batches = iter_batches(store, run_id, what, agent)
     if fmt == "parquet":
         return write_parquet(batches, what, stream)
     text = io.TextIOWrapper(stream, encoding="utf-8", newline="", write_through=False)

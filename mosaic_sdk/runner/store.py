@@ -245,6 +245,16 @@ class RunStore:
             (run_id, after, limit),
         ).fetchall()
 
+    def events_named(
+        self, run_id: str, event: str, after: int = 0, limit: int = 10_000
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` events called ``event`` with ``line_no > after``, in order."""
+        return self.conn.execute(
+            "SELECT line_no, seq, event, ts_unix_ns, synthesised, payload_json FROM events"
+            " WHERE run_id = ? AND event = ? AND line_no > ? ORDER BY line_no LIMIT ?",
+            (run_id, event, after, limit),
+        ).fetchall()
+
     def log_lines_after(
         self, run_id: str, stream: str, after: int, limit: int
     ) -> list[dict[str, Any]]:
@@ -272,9 +282,9 @@ class RunStore:
         return out
 
     def agents(self, run_id: str) -> list[dict[str, Any]]:
-        """Steps, episodes and mean return per ``agent_id`` of a run, when it has more than
-        one agent (rows without an id form the group ``None``); ``[]`` otherwise, and on a
-        store older than the ``agent_id`` column."""
+        """Steps, episodes and returns (mean, min, max, last: None without a numeric one) per
+        ``agent_id`` of a run, when it has more than one agent (rows without an id form the
+        group ``None``); ``[]`` otherwise, and on a store older than the ``agent_id`` column."""
         conn = self.conn
         have = {r["name"] for r in conn.execute("PRAGMA table_info(steps)").fetchall()}
         if "agent_id" not in have:
@@ -293,8 +303,27 @@ class RunStore:
 
         def group(agent: str | None) -> dict[str, Any]:
             return groups.setdefault(
-                agent, {"agent_id": agent, "steps": 0, "episodes": 0, "mean_return": None}
+                agent,
+                {
+                    "agent_id": agent,
+                    "steps": 0,
+                    "episodes": 0,
+                    "mean_return": None,
+                    "min_return": None,
+                    "max_return": None,
+                    "last_return": None,
+                },
             )
+
+        # the returns that are numbers (a worker may write anything into total_reward)
+        number = "CASE WHEN typeof(total_reward) IN ('integer', 'real') THEN total_reward END"
+        returns = f"avg(total_reward) AS mean, min({number}) AS lo, max({number}) AS hi"
+        # SQLite takes a bare column from the row of max(line_no): the agent's last episode
+        last = f"{number} AS last, max(line_no)"
+
+        def fill(g: dict[str, Any], r: Any) -> None:
+            g["episodes"], g["mean_return"] = r["n"], r["mean"]
+            g["min_return"], g["max_return"], g["last_return"] = r["lo"], r["hi"], r["last"]
 
         # the partial indexes hold exactly the rows with an agent id: counting them is cheap
         for r in conn.execute(
@@ -304,24 +333,24 @@ class RunStore:
         ).fetchall():
             group(r["agent_id"])["steps"] = r["n"]
         for r in conn.execute(
-            "SELECT agent_id, count(*) AS n, avg(total_reward) AS mean FROM episodes"
+            f"SELECT agent_id, count(*) AS n, {returns}, {last} FROM episodes"
             " WHERE run_id = ? AND agent_id IS NOT NULL GROUP BY agent_id",
             (run_id,),
         ).fetchall():
-            g = group(r["agent_id"])
-            g["episodes"], g["mean_return"] = r["n"], r["mean"]
+            fill(group(r["agent_id"]), r)
         if not groups:
             return []
         total = conn.execute("SELECT steps FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         no_id_steps = (total["steps"] if total else 0) - sum(g["steps"] for g in groups.values())
         no_id = conn.execute(
-            "SELECT count(*) AS n, avg(total_reward) AS mean FROM episodes"
+            f"SELECT count(*) AS n, {returns}, {last} FROM episodes"
             " WHERE run_id = ? AND agent_id IS NULL",
             (run_id,),
         ).fetchone()
         if no_id_steps > 0 or no_id["n"]:
             g = group(None)
-            g["steps"], g["episodes"], g["mean_return"] = no_id_steps, no_id["n"], no_id["mean"]
+            g["steps"] = no_id_steps
+            fill(g, no_id)
         if len(groups) < 2:
             return []
         return sorted(groups.values(), key=lambda g: (g["agent_id"] is None, str(g["agent_id"])))
@@ -337,14 +366,30 @@ class RunStore:
         )
 
     def episode_rows(
-        self, run_id: str, started_at: float, after: int = 0
+        self,
+        run_id: str,
+        started_at: float,
+        after: int = 0,
+        agent: str | None = None,
+        *,
+        agentless: bool = False,
     ) -> list[tuple[float, float, int, float, float]]:
         """``(line_no, return, kind, steps, seconds since started_at)`` of each episode of
         ``run_id`` (a full id) with ``line_no > after``, in line order, as numbers numpy takes
         at once (a learning curve, :mod:`mosaic_sdk.plots.curves`). ``kind`` says what the
         stored return was: 0 a number (``return``; it may be infinite), 1 nothing (NULL), 2
         something else (a string...); ``return`` is 0 for kinds 1 and 2. A missing step count
-        is -1, a missing timestamp -inf."""
+        is -1, a missing timestamp -inf. ``agent``: only the episodes of that ``agent_id``;
+        ``agentless``: only those without one (a multi-agent run's curves, one per agent)."""
+        where, params = "", []
+        if agent is not None or agentless:
+            have = {r["name"] for r in self.conn.execute("PRAGMA table_info(episodes)")}
+            if "agent_id" not in have:
+                where = "" if agentless else " AND 0"
+            elif agentless:
+                where = " AND agent_id IS NULL"
+            else:
+                where, params = " AND agent_id = ?", [agent]
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(
@@ -355,25 +400,40 @@ class RunStore:
             " CASE WHEN typeof(steps) IN ('integer', 'real') THEN steps ELSE -1 END,"
             " CASE WHEN typeof(ts_unix_ns) IN ('integer', 'real') THEN (ts_unix_ns - ?) / 1e9"
             " ELSE -1e999 END"
-            " FROM episodes WHERE run_id = ? AND line_no > ? ORDER BY line_no",
-            (int(round(float(started_at) * 1e9)), run_id, int(after)),
+            f" FROM episodes WHERE run_id = ? AND line_no > ?{where} ORDER BY line_no",
+            (int(round(float(started_at) * 1e9)), run_id, int(after), *params),
         ).fetchall()
 
-    def row_cursor(self, run_id: str, table: str, columns: Sequence[str]) -> sqlite3.Cursor:
+    def row_cursor(
+        self, run_id: str, table: str, columns: Sequence[str], agent: str | None = None
+    ) -> sqlite3.Cursor:
         """A cursor of tuples of ``columns`` of ``table`` (``steps``, ``episodes``, ``events``)
         for one run (a full id), in line order; rows are read as they are fetched, so a long
-        run is never in memory at once (``mosaic runs export``)."""
+        run is never in memory at once (``mosaic runs export``). ``agent``: only the rows of
+        that ``agent_id`` (steps and episodes). A store older than the ``agent_id`` column
+        gives NULL for it (and no rows for an ``agent``)."""
         if table not in ("steps", "episodes", "events"):
             raise ValueError(f"no table {table!r} to read rows from")
         known = {row["name"] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+        has_agent = "agent_id" in known
+        if table != "events":
+            known.add("agent_id")  # NULL where the store predates it
         unknown = [c for c in columns if c not in known]
         if unknown or not columns:
             raise ValueError(f"{table} has no column(s) {unknown}")
+        if agent is not None and table == "events":
+            raise ValueError("events have no agent_id: filter steps or episodes by agent")
+        select = ", ".join(
+            "NULL AS agent_id" if c == "agent_id" and not has_agent else c for c in columns
+        )
+        where, params = "run_id = ?", [run_id]
+        if agent is not None:
+            where += " AND agent_id = ?" if has_agent else " AND 0"
+            params += [agent] if has_agent else []
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(
-            f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY line_no",
-            (run_id,),
+            f"SELECT {select} FROM {table} WHERE {where} ORDER BY line_no", params
         )
 
     def episode_lines(self, run_id: str, containing: str) -> Any:

@@ -40,6 +40,7 @@ from mosaic_sdk.runner.process import WorkerProcess
 from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
 from mosaic_sdk.runner.resolve import WorkerProtocolError, resolve_worker
 from mosaic_sdk.runner.run_control import RunControl, claimed_protocol
+from mosaic_sdk.runner.step_frames import StepFrames, on_commit_all
 from mosaic_sdk.runner.store import RunStore
 
 #: Wait this long for EOF on stdout after the worker exited and its group was reaped (the
@@ -167,12 +168,13 @@ class RunSupervisor:
         self.store.mark_started(self.run_id)
         warn = self.reporter.warn
         feed = ObserverFeed.for_plugins(self.pm, self.run_id, warn=warn)
+        frames = StepFrames(self.run_id, warn=warn)  # render_payload -> FastLane
         writer = StoreWriter(
             self.store_path,
             self.run_id,
             abandon=lambda: self._cancel_reason is not None,
             report=warn,
-            on_commit=None if feed is None else feed.offer,
+            on_commit=on_commit_all(None if feed is None else feed.offer, frames.offer),
         )
         control = self._control = RunControl(
             self.handle, prepared.run_dir, keys=self.keys, warn=warn, cancel=self.cancel
@@ -239,6 +241,7 @@ class RunSupervisor:
             self._report_warnings(warnings, stderr_ingest, final)
             writer.submit(final)
             writer.close(abandon=lambda: self._kill_now)
+            frames.close()
             batcher.run_due_hooks(final=True)
             if outcome.synthesised is not None:
                 self._telemetry_hook(outcome.synthesised)
@@ -290,6 +293,7 @@ class RunSupervisor:
             writer.close(timeout=5)
             if feed is not None:
                 feed.close(timeout=0)
+            frames.close(timeout=0)  # removes its FastLane segment, whatever happened
             self.store.close()
 
     def _report_warnings(

@@ -8,6 +8,9 @@ store it may only read. Values come back as the worker wrote them: escaping is t
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import socket
 import threading
 import time
@@ -16,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from mosaic_sdk.plots.curves import Curve, RunningCurve, skipped_text
+from mosaic_sdk.fastlane.writer import create_fastlane_name
+from mosaic_sdk.plots.curves import (
+    NO_AGENT,
+    AgentKey,
+    Curve,
+    RunningCurve,
+    agent_key,
+    skipped_text,
+)
 from mosaic_sdk.plots.curves import smooth as trailing_mean
 from mosaic_sdk.runner.control_relay import PROTOCOL as CONTROL_PROTOCOL
 from mosaic_sdk.runner.control_socket import SOCKET_NAME
@@ -26,6 +37,66 @@ from mosaic_sdk.runner.store import RunStore, StoreError, status_text
 MAX_POINTS = 1000
 #: The control socket's name in a run directory (the runner's :data:`SOCKET_NAME`).
 CONTROL_SOCKET = SOCKET_NAME
+#: Where POSIX shared-memory segments are listed (Linux); elsewhere a run shows its own stream.
+SHM_DIR = Path("/dev/shm")
+#: The lifecycle event a policy evaluation writes after each batch of episodes.
+EVAL_BATCH_EVENT = "policy_eval_batch"
+#: The file a policy evaluation keeps up to date in its run directory, and its schema prefix.
+EVAL_SUMMARY_FILE = "eval_summary.json"
+EVAL_SUMMARY_SCHEMA = "mosaic.cleanrl.eval_summary/"
+
+
+def worker_stream_name(run_id: str, worker_idx: int) -> str:
+    """The FastLane stream of worker ``worker_idx`` of a run with several (one per agent or
+    env worker): ``{run_id}_W{worker_idx}``, the platform's rule. (To be replaced by the
+    shared naming function of :mod:`mosaic_sdk.fastlane` when it lands.)"""
+    return f"{run_id}_W{worker_idx}"
+
+
+def run_streams(run_id: str) -> list[dict[str, Any]]:
+    """The FastLane streams a run page shows: the run's own stream and, when the run has
+    several, each ``{run_id}_W{n}`` stream whose segment exists, by ``n``. A run with no
+    per-worker stream gets its own stream only (it may appear later)."""
+    own: dict[str, Any] = {"stream": run_id, "label": "run", "worker": None}
+    prefix = create_fastlane_name(worker_stream_name(run_id, 0))[:-1]
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return [own]
+    workers = sorted(
+        int(name[len(prefix) :])
+        for name in names
+        if name.startswith(prefix) and name[len(prefix) :].isdigit()
+    )
+    if not workers:
+        return [own]
+    streams: list[dict[str, Any]] = [
+        {"stream": worker_stream_name(run_id, n), "label": f"worker {n}", "worker": n}
+        for n in workers
+    ]
+    if create_fastlane_name(run_id) in names:
+        streams.insert(0, own)
+    return streams
+
+
+def stream_of_run(run_id: str, stream: str | None) -> str:
+    """``stream`` when it is one of the run's (its own, or ``{run_id}_W{n}``); ValueError
+    otherwise: a page reads the frames of the run it shows, nothing else."""
+    if stream is None or stream == "" or stream == run_id:
+        return run_id
+    if re.fullmatch(re.escape(run_id) + r"_W[0-9]{1,6}", stream):
+        return stream
+    raise ValueError(f"stream {stream!r:.80} is not one of run {run_id}'s FastLane streams")
+
+
+def agent_rows(store: RunStore, run_id: str) -> list[dict[str, Any]]:
+    """The agents of a multi-agent run (``[]`` for one agent): id, steps, episodes, mean
+    return, and ``key``: what the curve API takes (``agent=ID`` or ``agentless=1``)."""
+    out = []
+    for a in store.agents(run_id):
+        key = agent_key(a["agent_id"])
+        out.append({**a, "label": "(no agent_id)" if key == NO_AGENT else str(a["agent_id"])})
+    return out
 
 
 class StoreMissingError(StoreError):
@@ -97,8 +168,15 @@ def run_detail(path: Path, run_id: str) -> dict[str, Any]:
     """The run page's summary: the row, its counts and config, and what can be shown live."""
     with open_store(path) as store:
         run = store.get_run(run_id)
+        agents = agent_rows(store, run["run_id"])
+        evaluation = bool(store.events_named(run["run_id"], EVAL_BATCH_EVENT, limit=1))
+    if not evaluation and run.get("run_dir"):
+        evaluation = (Path(run["run_dir"]) / EVAL_SUMMARY_FILE).is_file()
     out = run_row(run)
     out.update(
+        agents=agents,
+        streams=run_streams(run["run_id"]),
+        evaluation=evaluation,
         counts=run["counts"],
         config=run["config"],
         exit_code=run["exit_code"],
@@ -139,6 +217,59 @@ def logs_after(
     return out
 
 
+def eval_batches(path: Path, run_id: str, after: int = 0) -> dict[str, Any]:
+    """A policy evaluation's batches as they arrive: one row per ``policy_eval_batch`` event
+    past ``after`` (``batch``, ``episodes`` so far, ``batch_episodes``, ``avg`` / ``min`` /
+    ``max``: the batch's returns (min and max when the worker wrote them), ``line_no``: the
+    cursor), and ``summary``: the run's ``eval_summary.json`` (None when absent or not one)."""
+    with open_store(path) as store:
+        run = store.get_run(run_id)
+        events = store.events_named(run["run_id"], EVAL_BATCH_EVENT, after)
+    batches = []
+    for e in events:
+        try:
+            payload = json.loads(e["payload_json"] or "{}")
+        except ValueError:
+            continue
+        if not isinstance(payload, dict):
+            continue
+        batches.append(
+            {
+                "line_no": e["line_no"],
+                "batch": payload.get("batch"),
+                "episodes": payload.get("episodes"),
+                "batch_episodes": payload.get("batch_episodes"),
+                "avg": _finite_or_none(payload.get("batch_avg_return")),
+                "min": _finite_or_none(payload.get("batch_min_return")),
+                "max": _finite_or_none(payload.get("batch_max_return")),
+                "overall_avg": _finite_or_none(payload.get("avg_return")),
+            }
+        )
+    return {"run_id": run["run_id"], "batches": batches, "summary": _eval_summary(run)}
+
+
+def _eval_summary(run: dict[str, Any]) -> dict[str, Any] | None:
+    run_dir = run.get("run_dir")
+    if not run_dir:
+        return None
+    try:
+        summary = json.loads((Path(run_dir) / EVAL_SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # absent, or caught between two writes
+        return None
+    if not isinstance(summary, dict):
+        return None
+    if not str(summary.get("schema", "")).startswith(EVAL_SUMMARY_SCHEMA):
+        return None
+    return summary
+
+
+def _finite_or_none(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
 class CurveCache:
     """Learning curves of runs, one :class:`~mosaic_sdk.plots.curves.RunningCurve` each (the
     curve module of ``mosaic runs plot``, read incrementally): each request reads only the
@@ -146,30 +277,40 @@ class CurveCache:
 
     def __init__(self, store_path: Path) -> None:
         self.store_path = store_path
-        self._curves: dict[str, RunningCurve] = {}
+        self._curves: dict[tuple[str, AgentKey | None], RunningCurve] = {}
         self._lock = threading.Lock()
 
-    def _update(self, store: RunStore, run_id: str) -> tuple[Curve, int]:
+    def _update(
+        self, store: RunStore, run_id: str, agent: AgentKey | None = None
+    ) -> tuple[Curve, int]:
         started_at = float(store.get_run(run_id)["started_at"])
         with self._lock:
-            running = self._curves.get(run_id)
+            running = self._curves.get((run_id, agent))
             if running is None or running.started_at != started_at:  # new, or a new run
-                running = self._curves[run_id] = RunningCurve(run_id, started_at)
+                running = RunningCurve(run_id, started_at, agent)
+                self._curves[run_id, agent] = running
             running.update(store)
             return running.curve(), running.read
 
     def curve(
-        self, run_id: str, *, smooth: int = 20, points: int = MAX_POINTS, known: int = -1
+        self,
+        run_id: str,
+        *,
+        smooth: int = 20,
+        points: int = MAX_POINTS,
+        known: int = -1,
+        agent: AgentKey | None = None,
     ) -> dict[str, Any]:
         """The run's curve, raw and smoothed (mean of the last ``smooth`` episodes), at most
         ``points`` points each; ``episodes``: the points, ``read``: the episodes read (the
         points and the skipped ones: ``skipped`` by reason, ``skipped_text`` in words).
         ``known``: the ``read`` the page already has; when no episode came since, only
-        ``{"episodes", "read", "unchanged": true}`` is returned."""
+        ``{"episodes", "read", "unchanged": true}`` is returned. ``agent``: the curve of one
+        agent of a multi-agent run (its own episodes and env steps)."""
         started = time.perf_counter()
         with open_store(self.store_path) as store:
             full = store.resolve(run_id)
-            curve, read = self._update(store, full)
+            curve, read = self._update(store, full, agent)
         n = len(curve)
         if read == known:
             return {"run_id": full, "episodes": n, "read": read, "unchanged": True}
@@ -217,6 +358,14 @@ def downsample_indices(y: np.ndarray, points: int) -> np.ndarray:
 
 __all__ = [
     "CONTROL_SOCKET",
+    "EVAL_BATCH_EVENT",
+    "EVAL_SUMMARY_FILE",
+    "SHM_DIR",
+    "agent_rows",
+    "eval_batches",
+    "run_streams",
+    "stream_of_run",
+    "worker_stream_name",
     "MAX_POINTS",
     "CurveCache",
     "StoreMissingError",

@@ -8,6 +8,7 @@ is a JSON ``{"error": ...}`` the page shows, with a 4xx/503 status, never a serv
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.websockets import WebSocket
 
+from mosaic_sdk.plots.curves import NO_AGENT, agent_key
 from mosaic_sdk.runner.store import StoreError, UnknownRunError
 from mosaic_sdk.watch import data
 from mosaic_sdk.watch.control import COMMANDS, send_command
@@ -128,14 +130,30 @@ async def api_curve(request: Request) -> JSONResponse:
     cache: data.CurveCache = request.app.state.curves
 
     def work() -> dict[str, Any]:
-        return cache.curve(
+        agent = request.query_params.get("agent")
+        key = None if agent is None else agent_key(agent)
+        if request.query_params.get("agentless") == "1":
+            key = NO_AGENT
+        out = cache.curve(
             run_id,
             smooth=_int(request, "smooth", 20),
             points=_int(request, "points", data.MAX_POINTS),
             known=_int(request, "known", -1),
+            agent=key,
         )
+        if key is not None:
+            out["agent"] = None if key == NO_AGENT else agent
+        return out
 
     return await _answer(work)
+
+
+async def api_eval(request: Request) -> JSONResponse:
+    """A policy evaluation's batches past ``after`` and its ``eval_summary.json``."""
+    run_id = request.path_params["run_id"]
+    return await _answer(
+        lambda: data.eval_batches(store_path(request), run_id, _int(request, "after", 0))
+    )
 
 
 async def api_control(request: Request) -> JSONResponse:
@@ -175,13 +193,23 @@ async def frames(websocket: WebSocket) -> None:
         fps = float(websocket.query_params.get("fps", MAX_FPS))
     except ValueError:
         fps = MAX_FPS
-    await FrameStream(websocket, websocket.path_params["run_id"], fps).run()
+    run_id = websocket.path_params["run_id"]
+    try:  # ?stream=: one of the run's per-worker streams (a run with several)
+        stream = data.stream_of_run(run_id, websocket.query_params.get("stream"))
+    except ValueError as exc:
+        await websocket.send_text(
+            json.dumps({"type": "status", "state": "refused", "message": str(exc)})
+        )
+        await websocket.close(code=1008)
+        return
+    await FrameStream(websocket, stream, fps).run()
 
 
 __all__ = [
     "STATIC",
     "api_control",
     "api_curve",
+    "api_eval",
     "api_events",
     "api_logs",
     "api_run",

@@ -272,3 +272,85 @@ def test_the_store_reads_rows_only_of_known_tables_and_columns(store_path):
         with pytest.raises(ValueError, match=r"no column\(s\) \['x; DROP'\]"):
             store.row_cursor("r1", "steps", ["line_no", "x; DROP"])
         assert [r[0] for r in store.row_cursor("r1", "steps", ["line_no"])] == [2, 3, 4, 5, 6]
+
+
+def _multi_agent_store(tmp_path):
+    path = tmp_path / "agents.sqlite"
+    add_run(path, "ma", returns=[])
+    add_rows(
+        path,
+        "steps",
+        [
+            ("ma", 2, 2, 0, 0, 1.0, 0, 0, 1, "s-a", "a"),
+            ("ma", 3, 3, 0, 0, 2.0, 0, 0, 2, "s-b", "b"),
+            ("ma", 4, 4, 0, 1, 3.0, 0, 0, 3, "s-a2", "a"),
+            ("ma", 5, 5, 0, 1, 4.0, 0, 0, 4, "s-none", None),
+        ],
+    )
+    add_rows(
+        path,
+        "episodes",
+        [
+            ("ma", 6, 6, 0, 4.0, 2, 1, 0, 5, "e-a", "a"),
+            ("ma", 7, 7, 0, 2.0, 1, 1, 0, 6, "e-b", "b"),
+        ],
+    )
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_agent_id_is_a_column_and_agent_filters(tmp_path, fmt):
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    path = _multi_agent_store(tmp_path)
+
+    def read(out):
+        if fmt == "jsonl":
+            return [json.loads(line) for line in out.read_text().splitlines()]
+        if fmt == "csv":
+            with open(out, newline="") as f:
+                return list(csv.DictReader(f))
+        import pyarrow.parquet as pq
+
+        return pq.read_table(out).to_pylist()
+
+    with RunStore(path, readonly=True) as store:
+        out = tmp_path / f"all.{fmt}"
+        assert export_run(store, "ma", what="steps", fmt=fmt, output=out) == 4
+        agents = [r["agent_id"] for r in read(out)]
+        assert agents == ["a", "b", "a", "" if fmt == "csv" else None]
+        out = tmp_path / f"a.{fmt}"
+        assert export_run(store, "ma", what="steps", fmt=fmt, output=out, agent="a") == 2
+        assert [r["raw"] for r in read(out)] == ["s-a", "s-a2"]
+        out = tmp_path / f"b.{fmt}"
+        assert export_run(store, "ma", what="episodes", fmt=fmt, output=out, agent="b") == 1
+        assert [(r["raw"], r["agent_id"]) for r in read(out)] == [("e-b", "b")]
+        out = tmp_path / f"none.{fmt}"
+        assert export_run(store, "ma", what="steps", fmt=fmt, output=out, agent="zz") == 0
+
+
+def test_agent_filter_on_the_command_line(tmp_path, capsys):
+    path = _multi_agent_store(tmp_path)
+    out = tmp_path / "b.jsonl"
+    args = ["runs", "export", "ma", "--store", str(path), "--agent", "b", "-o", str(out)]
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("wrote 1 steps row to ")
+    assert [json.loads(line)["raw"] for line in out.read_text().splitlines()] == ["s-b"]
+    args = ["runs", "export", "ma", "--store", str(path), "--what", "events", "--agent", "b"]
+    assert main(args) == 2
+    assert "events have no agent_id" in capsys.readouterr().err
+
+
+def test_a_store_without_the_agent_column_exports_null(tmp_path):
+    path = tmp_path / "old.sqlite"
+    add_run(path, "r", returns=[1.0])
+    conn = sqlite3.connect(path)
+    conn.execute("DROP INDEX episodes_by_agent")
+    conn.execute("ALTER TABLE episodes DROP COLUMN agent_id")
+    conn.commit()
+    conn.close()
+    with RunStore(path, readonly=True) as store:
+        out = tmp_path / "e.jsonl"
+        assert export_run(store, "r", what="episodes", fmt="jsonl", output=out) == 1
+        assert json.loads(out.read_text())["agent_id"] is None
+        assert export_run(store, "r", what="episodes", fmt="jsonl", output=out, agent="a") == 0

@@ -8,7 +8,13 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.runner.schema import INSERT_EPISODE, INSERT_EVENT, INSERT_LOG, UPDATE_COUNTS
+from mosaic_sdk.runner.schema import (
+    INSERT_EPISODE,
+    INSERT_EVENT,
+    INSERT_LOG,
+    INSERT_STEP,
+    UPDATE_COUNTS,
+)
 from mosaic_sdk.runner.store import RunStore
 
 
@@ -50,11 +56,23 @@ class FilledRun:
         row = (self.run_id, self.line_no, self.line_no, event, 0, 0, json.dumps(payload), text)
         self._write(INSERT_EVENT, row, (0, 0, 1, 0, 0, 0), None)
 
-    def add_episode(self, total_reward: float, steps: int) -> None:
+    def add_episode(self, total_reward: float, steps: int, agent_id: str | None = None) -> None:
         self.line_no += 1
-        text = json.dumps({"type": "episode", "total_reward": total_reward, "steps": steps})
-        row = (self.run_id, self.line_no, self.line_no, 0, total_reward, steps, 1, 0, 0, text, None)
+        line = {"type": "episode", "total_reward": total_reward, "steps": steps}
+        if agent_id is not None:
+            line["agent_id"] = agent_id
+        text = json.dumps(line)
+        row = (
+            *(self.run_id, self.line_no, self.line_no, 0, total_reward, steps, 1, 0, 0),
+            *(text, agent_id),
+        )
         self._write(INSERT_EPISODE, row, (0, 1, 0, 0, 0, 0), total_reward)
+
+    def add_step(self, reward: float, agent_id: str | None = None) -> None:
+        self.line_no += 1
+        text = json.dumps({"type": "step", "reward": reward, "agent_id": agent_id})
+        row = (self.run_id, self.line_no, self.line_no, 0, 0, reward, 0, 0, 0, text, agent_id)
+        self._write(INSERT_STEP, row, (1, 0, 0, 0, 0, 0), None)
 
     def add_log(self, text: str, stream: str = "stdout") -> None:
         self.line_no += 1

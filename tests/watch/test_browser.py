@@ -179,3 +179,60 @@ def test_a_missing_store_is_a_message_on_the_page(page: Any, tmp_path: Path) -> 
         wait_for(page, "document.getElementById('notice').textContent.includes('no store')")
     finally:
         stop(watch)
+
+
+def test_agents_worker_streams_and_evaluation_batches_on_the_run_page(
+    page: Any, tmp_path: Path
+) -> None:
+    import numpy as np
+
+    from mosaic_sdk.fastlane import FastLaneConfig, FastLaneWriter
+    from mosaic_sdk.watch.data import worker_stream_name
+    from tests.watch.test_agents_eval import _batch, multi_agent_run
+
+    store = tmp_path / "runs.sqlite"
+    run_id = f"MA-{uuid.uuid4().hex[:8]}"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    run = multi_agent_run(store, run_id, run_dir)  # eval_summary.json is in run_dir
+    so_far: list[float] = []
+    _batch(run, run_dir, 1, [1.0, 3.0], so_far)
+    writers = []
+    for n in (1, 2):
+        w = FastLaneWriter.create(worker_stream_name(run_id, n), FastLaneConfig(width=8, height=8))
+        writers.append(w)
+    watch, base = start_watch(store)
+    try:
+        page.goto(f"{base}/runs/{run_id}?token={TOKEN}")
+        # one curve per agent, and a filter that hides one
+        wait_for(page, "Object.keys(window.__watch.agentCurves).length === 2")
+        assert page.locator("#agents tbody tr").count() == 2
+        page.locator('#agent-filter input[data-key="agent=blue"]').uncheck()
+        wait_for(page, "Object.keys(window.__watch.agentCurves).join() === 'red'")
+        assert page.locator("#agent-curve polyline.series").count() == 1
+        # one small view per worker stream, each with its own frames
+        for i in range(40):
+            for n, w in enumerate(writers, 1):
+                w.publish(np.full((8, 8, 3), (60 * n + i) % 256, np.uint8))
+            page.wait_for_timeout(50)
+            done = page.evaluate(
+                "() => Object.values(window.__watch.streamFrames).filter(n => n >= 2).length"
+            )
+            if done == 2:
+                break
+        counts = page.evaluate("() => window.__watch.streamFrames")
+        assert set(counts) == {f"{run_id}_W1", f"{run_id}_W2"}, counts
+        assert page.locator("#streams figure").count() == 2
+        # evaluation batches appear as they arrive
+        wait_for(page, "window.__watch.evalBatches === 1")
+        _batch(run, run_dir, 2, [5.0, 9.0], so_far)
+        wait_for(page, "window.__watch.evalBatches === 2")
+        rows = page.locator("#eval tbody tr")
+        assert rows.nth(1).inner_text().split() == ["2", "2", "7.00", "5.00", "9.00"]
+        assert "4 of 6 episodes" in page.locator("#eval-info").inner_text()
+        page.screenshot(path=str(tmp_path / "agents-eval.png"))
+    finally:
+        stop(watch)
+        for w in writers:
+            w.close()
+            w.unlink()

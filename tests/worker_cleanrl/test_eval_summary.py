@@ -31,6 +31,7 @@ def test_batches_accumulate_and_the_file_refreshes_at_most_once_a_second(tmp_pat
     summary = _summary(tmp_path, clock)
     event = summary.add_batch([1.0, 3.0])
     assert event == {"batch": 1, "episodes": 2, "batch_episodes": 2, "batch_avg_return": 2.0,
+                     "batch_min_return": 1.0, "batch_max_return": 3.0,
                      "avg_return": 2.0, "min_return": 1.0, "max_return": 3.0}  # fmt: skip
     first = read_eval_summary(tmp_path)
     assert first["schema"] == EVAL_SUMMARY_SCHEMA and first["status"] == "running"

@@ -2,9 +2,19 @@
 "use strict";
 
 const runId = decodeURIComponent(location.pathname.split("/").pop());
-const state = { events: -1, logs: { stdout: -1, stderr: -1 }, read: -1, running: true, streaming: false };
+const state = {
+  events: -1, logs: { stdout: -1, stderr: -1 }, read: -1, running: true, streaming: false,
+  // a multi-agent run: its agents, which are shown, each one's curve cursor and points
+  agents: [], hiddenAgents: new Set(), agentRead: {}, agentPoints: {},
+  // a run with several FastLane streams (one per worker): the open ones, the hidden ones
+  streams: [], open: {}, hiddenStreams: new Set(),
+  evaluation: false, evalAfter: 0, evalBatches: [],
+};
 // Read by the end-to-end tests and the benchmark: what the page has shown.
-window.__watch = { frames: 0, lastSeq: null, sizes: [], shown: [], events: 0, logs: 0, curvePoints: 0 };
+window.__watch = {
+  frames: 0, lastSeq: null, sizes: [], shown: [], events: 0, logs: 0, curvePoints: 0,
+  agentCurves: {}, streamFrames: {}, evalBatches: 0,
+};
 
 function append(box, nodes) {
   const atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
@@ -35,14 +45,196 @@ async function summary() {
     button.hidden = !(data.control_commands || []).includes(button.dataset.cmd);
   }
   state.running = data.status.startsWith("running");
+  showAgents(data.agents || []);
+  state.evaluation = !!data.evaluation;
+  const several = (data.streams || []).length > 1;
   if (state.running && !data.same_host) {
     watch.show("stream-note", "the run's runner is on host " + data.host + ": its frames are not on this machine");
+  } else if (state.running && several) {
+    showStreams(data.streams);
   } else if (state.running && !state.streaming) {
     startStream();
-  } else if (!state.running && !state.streaming) {
+  } else if (!state.running && !state.streaming && Object.keys(state.open).length === 0) {
     watch.show("stream-note", "the run has ended: live frames exist only while a run is publishing");
   }
   return true;
+}
+
+// A row of checkboxes, one per item; toggling one calls onChange(key, shown).
+function filterBoxes(box, items, hidden, onChange) {
+  const have = new Set(Array.from(box.querySelectorAll("input")).map((i) => i.dataset.key));
+  for (const item of items) {
+    if (have.has(item.key)) continue;
+    const input = watch.el("input", null, { type: "checkbox", "data-key": item.key });
+    input.checked = !hidden.has(item.key);
+    input.addEventListener("change", () => {
+      if (input.checked) hidden.delete(item.key); else hidden.add(item.key);
+      onChange(item.key, input.checked);
+    });
+    const label = watch.el("label");
+    label.appendChild(input);
+    label.appendChild(document.createTextNode(" " + item.label));
+    box.appendChild(label);
+  }
+  box.hidden = items.length === 0;
+}
+
+function agentQuery(agent) {
+  return agent.agent_id === null ? "agentless=1" : "agent=" + encodeURIComponent(agent.agent_id);
+}
+
+function showAgents(agents) {
+  state.agents = agents;
+  document.getElementById("agents-section").hidden = agents.length === 0;
+  if (agents.length === 0) return;
+  document.getElementById("agents-info").textContent = agents.length + " agents";
+  document.querySelector("#agents tbody").replaceChildren(...agents.map((a) => {
+    const tr = watch.el("tr");
+    tr.appendChild(watch.el("td", a.label));
+    tr.appendChild(watch.el("td", a.steps, { class: "n" }));
+    tr.appendChild(watch.el("td", a.episodes, { class: "n" }));
+    tr.appendChild(watch.el("td", watch.num(a.mean_return), { class: "n" }));
+    return tr;
+  }));
+  filterBoxes(document.getElementById("agent-filter"),
+    agents.map((a) => ({ key: agentQuery(a), label: a.label })), state.hiddenAgents, drawAgents);
+}
+
+async function agentCurves() {
+  await Promise.all(state.agents.map(async (agent) => {
+    const key = agentQuery(agent);
+    const known = key in state.agentRead ? state.agentRead[key] : -1;
+    const { ok, data } = await watch.api(watch.apiUrl(runId, "curve") + "?known=" + known + "&" + key);
+    if (!ok || data.unchanged) return;
+    state.agentRead[key] = data.read;
+    state.agentPoints[key] = { label: agent.label, points: data.smoothed };
+  }));
+  if (state.agents.length) drawAgents();
+}
+
+function drawAgents() {
+  const series = [];
+  state.agents.forEach((agent, i) => {
+    const key = agentQuery(agent);
+    const curve = state.agentPoints[key];
+    if (!curve || state.hiddenAgents.has(key)) return;
+    series.push({ label: curve.label, color: watch.colors[i % watch.colors.length], points: curve.points, width: 2 });
+  });
+  drawChart(document.getElementById("agent-curve"), series,
+    { xLabel: "env steps of the agent", yLabel: "episode return (smoothed)", empty: "no agent shown" });
+  const shown = {};
+  for (const s of series) shown[s.label] = s.points.length;
+  window.__watch.agentCurves = shown;
+}
+
+function showStreams(streams) {
+  state.streams = streams;
+  filterBoxes(document.getElementById("stream-filter"),
+    streams.map((s) => ({ key: s.stream, label: s.label })), state.hiddenStreams, (key, shown) => {
+      const figure = document.querySelector('figure[data-stream="' + CSS.escape(key) + '"]');
+      if (figure) figure.hidden = !shown;
+      if (!shown && state.open[key]) { state.open[key].close(); }
+      if (shown) showStreams(state.streams);
+    });
+  const box = document.getElementById("streams");
+  for (const s of streams) {
+    let figure = box.querySelector('figure[data-stream="' + CSS.escape(s.stream) + '"]');
+    if (!figure) {
+      figure = watch.el("figure", null, { "data-stream": s.stream });
+      figure.appendChild(watch.el("canvas", null, { role: "img", "aria-label": "the newest frame of " + s.label }));
+      figure.appendChild(watch.el("figcaption", s.label));
+      box.appendChild(figure);
+    }
+    figure.hidden = state.hiddenStreams.has(s.stream);
+    if (!figure.hidden && !state.open[s.stream]) openStream(s.stream, s.label, figure);
+  }
+}
+
+// One per-worker stream into its own small canvas (a run with several streams).
+function openStream(stream, label, figure) {
+  const socket = frameSocket(stream);
+  state.open[stream] = socket;
+  const canvas = figure.querySelector("canvas");
+  const caption = figure.querySelector("figcaption");
+  const context = canvas.getContext("2d");
+  socket.onmessage = async (message) => {
+    if (typeof message.data === "string") {
+      caption.textContent = label + ": " + JSON.parse(message.data).message;
+      return;
+    }
+    const { header, bitmap } = await decodeFrame(message.data);
+    socket.send("ack");
+    if (!bitmap) return;
+    if (canvas.width !== bitmap.width || canvas.height !== bitmap.height) {
+      canvas.width = bitmap.width; canvas.height = bitmap.height;
+    }
+    context.drawImage(bitmap, 0, 0);
+    bitmap.close();
+    caption.textContent = label + "\n" + header.hud_text;
+    const counts = window.__watch.streamFrames;
+    counts[stream] = (counts[stream] || 0) + 1;
+  };
+  socket.onclose = () => { delete state.open[stream]; };
+}
+
+function frameSocket(stream) {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  const params = new URLSearchParams();
+  const token = watch.token();
+  if (token) params.set("token", token);
+  if (stream !== undefined) params.set("stream", stream);
+  const query = params.toString();
+  const socket = new WebSocket(scheme + "//" + location.host + "/ws/runs/" + encodeURIComponent(runId) +
+    "/frames" + (query ? "?" + query : ""));
+  socket.binaryType = "arraybuffer";
+  return socket;
+}
+
+async function decodeFrame(buffer) {
+  const view = new DataView(buffer);
+  const length = view.getUint32(0);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length)));
+  const blob = new Blob([new Uint8Array(buffer, 4 + length)], { type: "image/jpeg" });
+  try {
+    return { header, bitmap: await createImageBitmap(blob) };  // decoded off the main thread
+  } catch (e) {
+    return { header, bitmap: null, error: String(e) };
+  }
+}
+
+async function evaluation() {
+  if (!state.evaluation) return;
+  const { ok, data } = await watch.api(watch.apiUrl(runId, "eval") + "?after=" + state.evalAfter);
+  if (!ok) return;
+  document.getElementById("eval-section").hidden = false;
+  const s = data.summary;
+  if (s) {
+    document.getElementById("eval-info").textContent = s.status + ": " + s.episodes +
+      (s.episodes_planned ? " of " + s.episodes_planned : "") + " episodes, average " +
+      watch.num(s.avg_return) + " (min " + watch.num(s.min_return) + ", max " + watch.num(s.max_return) + ")";
+  }
+  if (data.batches.length === 0) return;
+  for (const b of data.batches) state.evalAfter = Math.max(state.evalAfter, b.line_no);
+  state.evalBatches.push(...data.batches);
+  // the summary file knows the last batch's min and max when its event did not carry them
+  const last = s && s.last_batch;
+  for (const b of state.evalBatches) {
+    if (last && b.batch === last.index && b.min === null) { b.min = last.min_return; b.max = last.max_return; }
+  }
+  document.querySelector("#eval tbody").replaceChildren(...state.evalBatches.map((b) => {
+    const tr = watch.el("tr");
+    for (const v of [b.batch, b.batch_episodes, watch.num(b.avg), watch.num(b.min), watch.num(b.max)]) {
+      tr.appendChild(watch.el("td", v, { class: "n" }));
+    }
+    return tr;
+  }));
+  const pts = (key) => state.evalBatches.filter((b) => b[key] !== null).map((b) => [b.batch, b[key]]);
+  drawChart(document.getElementById("eval-curve"), [
+    { label: "average", color: "#0d47a1", points: pts("avg"), width: 2 },
+    { label: "min", color: "#90caf9", points: pts("min"), width: 1 },
+    { label: "max", color: "#ef9a9a", points: pts("max"), width: 1 },
+  ], { xLabel: "batch", yLabel: "episode return", empty: "no batch yet" });
+  window.__watch.evalBatches = state.evalBatches.length;
 }
 
 async function events() {
@@ -85,12 +277,7 @@ async function curve() {
 
 function startStream() {
   state.streaming = true;
-  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const token = watch.token();
-  const url = scheme + "//" + location.host + "/ws/runs/" + encodeURIComponent(runId) + "/frames" +
-    (token ? "?token=" + encodeURIComponent(token) : "");
-  const socket = new WebSocket(url);
-  socket.binaryType = "arraybuffer";
+  const socket = frameSocket();
   const canvas = document.getElementById("frame");
   const context = canvas.getContext("2d");
   let count = 0, since = performance.now();
@@ -100,15 +287,9 @@ function startStream() {
       watch.show("stream-note", note.message);
       return;
     }
-    const view = new DataView(message.data);
-    const length = view.getUint32(0);
-    const header = JSON.parse(new TextDecoder().decode(new Uint8Array(message.data, 4, length)));
-    const blob = new Blob([new Uint8Array(message.data, 4 + length)], { type: "image/jpeg" });
-    let bitmap;
-    try {
-      bitmap = await createImageBitmap(blob);  // decoded off the main thread
-    } catch (e) {
-      watch.show("stream-note", "a frame could not be decoded (" + e + ")");
+    const { header, bitmap, error } = await decodeFrame(message.data);
+    if (!bitmap) {
+      watch.show("stream-note", "a frame could not be decoded (" + error + ")");
       socket.send("ack");
       return;
     }
@@ -156,6 +337,7 @@ async function control(cmd) {
 async function tick() {
   // All four at once: the first look at a long run costs one round trip, not two.
   const [found] = await Promise.all([summary(), events(), logs(), curve()]);
+  await Promise.all([agentCurves(), evaluation()]);  // they need what summary() found
   setTimeout(tick, found && !state.running ? 5000 : 1000);
 }
 

@@ -86,6 +86,8 @@ class EvalSummary:
         return {"batch": self.batches, "episodes": len(self.returns),
                 "batch_episodes": len(returns),
                 "batch_avg_return": self.last_batch["avg_return"],
+                "batch_min_return": self.last_batch["min_return"],
+                "batch_max_return": self.last_batch["max_return"],
                 **return_stats(self.returns)}  # fmt: skip
 
     def write(self, status: str) -> Path:

@@ -1,0 +1,348 @@
+"""Live frames from step lines: a step line's ``render_payload`` published to the run's FastLane
+stream, for workers that never touch shared memory.
+
+The platform's telemetry proxy does this for every step line it forwards: a worker that writes
+``"render_payload": {"rgb": [[[r, g, b], ...], ...]}`` gets a live view without a FastLane
+writer of its own. :class:`StepFrames` does the same under ``mosaic run``, so ``mosaic watch``
+(or any FastLane reader) shows those frames.
+
+What is a frame (as the platform's proxy reads it):
+
+- ``render_payload`` is an object, or a string holding a JSON object;
+- its ``rgb`` (else ``RGB``) is an HxWxC nested list of 0..255 numbers, C = 1, 3 or 4
+  (fractions are cut off, as numpy's cast to uint8 does);
+- we also take an NxHxWxC stack (a grid of frames, as a vectorized env renders), tiled with
+  :func:`~mosaic_sdk.fastlane.tile_frames`; the platform's proxy drops those.
+
+A payload without ``rgb`` (a text render, ``null``) is no frame and no error. A payload with
+pixels that are not a frame (ragged, values outside 0..255, 2 or 5 channels, not JSON) is a
+*bad payload*: counted, reported once (the first one, with what was wrong), never fatal.
+
+Cost: nothing on the ingest thread. :meth:`StepFrames.offer` is the store writer's commit
+callback; it keeps a reference to the committed step rows and returns. Its own thread wakes
+at most ``fps`` times a second, looks for the newest step row whose text holds
+``"render_payload"`` among the rows committed since its last look, and parses only that line.
+Frames therefore reach the viewer about one flush interval (0.1 s) after the worker wrote them.
+
+One writer per stream: when the worker writes the run's FastLane segment itself (a live
+writer other than this process owns it), nothing is published. A worker that starts its own
+FastLane writer only after its first step line with a ``render_payload`` finds the segment
+taken (:class:`~mosaic_sdk.fastlane.FastLaneBusyError`): such a worker should write no
+``render_payload`` into its step lines.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pydantic_core import from_json
+
+from mosaic_sdk.runner.rows import LineBatch
+
+#: Frames published per second at most (the viewer, ``mosaic watch``, draws at most 30).
+DEFAULT_FPS = 30.0
+#: Committed batches kept between two looks; older ones are not searched for a frame.
+MAX_PENDING_BATCHES = 64
+#: Where the raw line is in a stored step row (run_id, line_no, 7 numbers, raw, agent_id).
+_RAW = 9
+_KEY = '"render_payload"'
+
+
+class BadPayload(ValueError):
+    """A ``render_payload`` with pixels that are no frame (the message says why)."""
+
+
+def frame_from_payload(payload: Any) -> Any:
+    """The frame (an HxWxC uint8 numpy array) of a step line's ``render_payload``; None when
+    it carries no pixels; :class:`BadPayload` when its pixels are no frame."""
+    import numpy as np
+
+    if payload is None:
+        return None
+    if isinstance(payload, str):
+        try:
+            payload = json.loads(payload)
+        except ValueError as exc:
+            raise BadPayload(f"render_payload is a string but not JSON ({exc})") from None
+    if not isinstance(payload, dict):
+        raise BadPayload(
+            f"render_payload is a {type(payload).__name__}; write an object with an 'rgb' "
+            "HxWxC list"
+        )
+    rgb = payload.get("rgb")
+    if rgb is None:
+        rgb = payload.get("RGB")
+    if rgb is None:
+        return None  # a text render or a hint: no pixels, nothing wrong
+    if not isinstance(rgb, list) or not rgb:
+        raise BadPayload(f"render_payload.rgb is {_short(rgb)}, not an HxWxC list of 0..255")
+    try:
+        array = np.asarray(rgb)
+    except ValueError:
+        raise BadPayload("render_payload.rgb is ragged: its rows differ in length") from None
+    if array.dtype.kind not in "biuf" or array.size == 0:
+        raise BadPayload(
+            f"render_payload.rgb holds {array.dtype.name} values; write integers 0..255"
+        )
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        raise BadPayload("render_payload.rgb holds NaN or infinite values; pixels are 0..255")
+    if array.min() < 0 or array.max() > 255:
+        raise BadPayload(
+            f"render_payload.rgb has values {int(array.min())}..{int(array.max())}; "
+            "pixels are 0..255"
+        )
+    frame = array.astype(np.uint8)
+    if frame.ndim == 4:  # a stack of frames: one grid, as the FastLane wrapper tiles them
+        from mosaic_sdk.fastlane import tile_frames
+
+        if frame.shape[-1] not in (1, 3, 4):
+            raise BadPayload(f"render_payload.rgb has {frame.shape[-1]} channels; use 1, 3 or 4")
+        frame = np.ascontiguousarray(tile_frames(list(frame)))
+    if frame.ndim != 3:
+        raise BadPayload(
+            f"render_payload.rgb has shape {frame.shape}; a frame is height x width x channels"
+        )
+    if frame.shape[2] not in (1, 3, 4):
+        raise BadPayload(f"render_payload.rgb has {frame.shape[2]} channels; use 1, 3 or 4")
+    return frame
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+@dataclass
+class StepFramesReport:
+    """What :class:`StepFrames` did for a run."""
+
+    frames: int = 0
+    #: Step lines whose render_payload had pixels that are no frame.
+    bad_payloads: int = 0
+    #: Why nothing was published, when nothing could be (the worker writes FastLane itself).
+    disabled: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class StepFrames:
+    """Publishes the render payloads of one run's step lines to its FastLane stream (see the
+    module docstring). Give :meth:`offer` to the store writer as its commit callback; call
+    :meth:`close` at the end of the run."""
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        fps: float = DEFAULT_FPS,
+        warn: Callable[[str], None] | None = None,
+        stream: str | None = None,
+    ) -> None:
+        if not fps > 0:
+            raise ValueError(f"fps must be > 0, got {fps!r}")
+        self.run_id = run_id
+        #: The FastLane stream (run id of the segment) written: the run's own by default.
+        self.stream = stream or run_id
+        self.interval = 1.0 / fps
+        self.report = StepFramesReport()
+        self._warn = warn or (lambda _message: None)
+        self._pending: deque[list[tuple[Any, ...]]] = deque(maxlen=MAX_PENDING_BATCHES)
+        self._step_lines = 0
+        self._cond = threading.Condition()
+        self._closing = False
+        self._closed = False
+        self._writer: Any = None
+        self._last_rate: tuple[float, int] | None = None
+        self._thread = threading.Thread(target=self._loop, name="mosaic-step-frames", daemon=True)
+        self._thread.start()
+
+    # -- the store writer's thread ------------------------------------------------------------
+    def offer(self, batch: LineBatch) -> None:
+        """Note a committed batch's step rows (never waits, never raises)."""
+        steps = batch.steps
+        if steps and self.report.disabled is None:
+            with self._cond:
+                self._pending.append(steps)
+                self._step_lines += len(steps)
+                self._cond.notify()
+
+    # -- its own thread -----------------------------------------------------------------------
+    def _loop(self) -> None:
+        try:
+            self._publish_loop()
+        finally:
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.close()
+                writer.unlink()
+
+    def _publish_loop(self) -> None:
+        due = 0.0
+        while True:
+            with self._cond:
+                while not self._pending and not self._closing:
+                    self._cond.wait()
+                if not self._pending:
+                    return
+            wait = due - time.monotonic()
+            if wait > 0 and not self._closing:
+                time.sleep(wait)  # batches that arrive meanwhile: only the newest frame counts
+            with self._cond:
+                batches = list(self._pending)
+                self._pending.clear()
+                step_lines = self._step_lines
+            raw = newest_payload_line(batches)
+            if raw is not None:
+                try:
+                    self._publish(raw, step_lines)
+                except Exception as exc:  # noqa: BLE001 - a frame must never touch the run
+                    self._disable(f"publishing failed: {type(exc).__name__}: {exc}")
+                due = time.monotonic() + self.interval
+            if self.report.disabled is not None:
+                return
+
+    def _publish(self, raw: str, step_lines: int) -> None:
+        try:
+            line = from_json(raw)  # pydantic-core's parser: ~1.6x json's on a frame's list
+        except ValueError:
+            try:
+                line = json.loads(raw)  # what from_json refuses and json takes (lone surrogates)
+            except ValueError:
+                return  # stored as a step line, yet not JSON to us: no frame
+        if not isinstance(line, dict):
+            return
+        try:
+            frame = frame_from_payload(line.get("render_payload"))
+        except BadPayload as exc:
+            self.report.bad_payloads += 1
+            if self.report.bad_payloads == 1:
+                self._warn(
+                    f"run {self.run_id}: a step line's render_payload is no frame: {exc}; such "
+                    "lines show no frame in the live view (counted, said once)"
+                )
+            return
+        if frame is None:
+            return
+        if self._writer is None and not self._open(frame):
+            return
+        self._writer.publish(frame, metrics=self._metrics(line, step_lines))
+        self.report.frames += 1
+
+    def _open(self, frame: Any) -> bool:
+        from mosaic_sdk.fastlane import FastLaneBusyError, FastLaneConfig, FastLaneWriter
+        from mosaic_sdk.fastlane.segment import inspect_segment
+        from mosaic_sdk.fastlane.writer import create_fastlane_name
+
+        status = inspect_segment(create_fastlane_name(self.stream), settle=0.0)
+        if status is not None and status.initialised and not status.stale:
+            if status.writer_pid != os.getpid():
+                self._disable("the worker writes FastLane itself")
+                return False
+        height, width, channels = frame.shape
+        try:
+            self._writer = FastLaneWriter.create(
+                self.stream, FastLaneConfig(width=width, height=height, channels=channels)
+            )
+        except FastLaneBusyError:
+            self._disable("the worker writes FastLane itself")
+            return False
+        return True
+
+    def _metrics(self, line: dict[str, Any], step_lines: int) -> Any:
+        from mosaic_sdk.fastlane import FastLaneMetrics
+
+        now = time.monotonic()
+        rate = 0.0
+        if self._last_rate is not None:
+            then, lines = self._last_rate
+            if now > then:
+                rate = (step_lines - lines) / (now - then)
+        self._last_rate = (now, step_lines)
+        reward = _number(line.get("reward"))
+        rolling = _number(line.get("total_reward", line.get("episode_return")))
+        return FastLaneMetrics(last_reward=reward, rolling_return=rolling, step_rate_hz=rate)
+
+    def _disable(self, why: str) -> None:
+        self.report.disabled = why
+        with self._cond:
+            self._pending.clear()
+
+    # -- the end of the run -------------------------------------------------------------------
+    def close(self, timeout: float = 2.0) -> StepFramesReport:
+        """Publish the last frame waiting, close and remove the stream's segment (viewers see
+        it closed, as when a worker's writer ends); returns the report. Idempotent."""
+        with self._cond:
+            if self._closed:
+                return self.report
+            self._closed = self._closing = True
+            self._cond.notify()
+        # the thread publishes what waits, then closes the segment (also when this stops
+        # waiting for it)
+        self._thread.join(timeout)
+        if self.report.bad_payloads > 1:
+            self._warn(
+                f"run {self.run_id}: {self.report.bad_payloads} step lines had a render_payload "
+                "that is no frame"
+            )
+        return self.report
+
+
+def on_commit_all(
+    *callbacks: Callable[[LineBatch], None] | None,
+) -> Callable[[LineBatch], None] | None:
+    """One commit callback that calls each of ``callbacks`` (Nones left out) in turn; None
+    when there is none. Each is called even when one before it raised (the first error is
+    raised after all ran, so the writer reports it)."""
+    given = [c for c in callbacks if c is not None]
+    if len(given) <= 1:
+        return given[0] if given else None
+
+    def call_all(batch: LineBatch) -> None:
+        error: Exception | None = None
+        for callback in given:
+            try:
+                callback(batch)
+            except Exception as exc:  # noqa: BLE001 - raised below, once all ran
+                error = error or exc
+        if error is not None:
+            raise error
+
+    return call_all
+
+
+def newest_payload_line(batches: list[list[tuple[Any, ...]]]) -> str | None:
+    """The text of the newest step row among ``batches`` (stored step rows, oldest batch
+    first) that holds ``"render_payload"``; None when none does."""
+    for rows in reversed(batches):
+        for row in reversed(rows):
+            raw = row[_RAW]
+            if _KEY in raw:
+                return str(raw)
+    return None
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    value = float(value)
+    return value if math.isfinite(value) else 0.0
+
+
+__all__ = [
+    "DEFAULT_FPS",
+    "BadPayload",
+    "StepFrames",
+    "StepFramesReport",
+    "frame_from_payload",
+    "newest_payload_line",
+    "on_commit_all",
+]
