@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from mosaic_sdk.fastlane.writer import create_fastlane_name
+from mosaic_sdk.fastlane.writer import agent_stream_id, create_fastlane_name
 from mosaic_sdk.plots.curves import (
     NO_AGENT,
     AgentKey,
@@ -46,33 +46,28 @@ EVAL_SUMMARY_FILE = "eval_summary.json"
 EVAL_SUMMARY_SCHEMA = "mosaic.cleanrl.eval_summary/"
 
 
-def worker_stream_name(run_id: str, worker_idx: int) -> str:
-    """The FastLane stream of worker ``worker_idx`` of a run with several (one per agent or
-    env worker): ``{run_id}_W{worker_idx}``, the platform's rule. (To be replaced by the
-    shared naming function of :mod:`mosaic_sdk.fastlane` when it lands.)"""
-    return f"{run_id}_W{worker_idx}"
-
-
 def run_streams(run_id: str) -> list[dict[str, Any]]:
-    """The FastLane streams a run page shows: the run's own stream and, when the run has
-    several, each ``{run_id}_W{n}`` stream whose segment exists, by ``n``. A run with no
-    per-worker stream gets its own stream only (it may appear later)."""
+    """The FastLane streams a run page shows: the run's own stream and, when the run has one
+    per agent, each ``{run_id}-w{n}`` stream whose segment exists, by ``n`` (the SDK's rule,
+    :func:`mosaic_sdk.fastlane.agent_stream_id`, which the platform's grid tab reads too). A
+    run with no per-agent stream gets its own stream only (it may appear later)."""
     own: dict[str, Any] = {"stream": run_id, "label": "run", "worker": None}
-    prefix = create_fastlane_name(worker_stream_name(run_id, 0))[:-1]
+    prefix = create_fastlane_name(agent_stream_id(run_id, 0))[:-1]
     try:
         names = os.listdir(SHM_DIR)
     except OSError:
         return [own]
-    workers = sorted(
+    numbers = sorted(
         int(name[len(prefix) :])
         for name in names
         if name.startswith(prefix) and name[len(prefix) :].isdigit()
     )
-    if not workers:
+    if not numbers:
         return [own]
     streams: list[dict[str, Any]] = [
-        {"stream": worker_stream_name(run_id, n), "label": f"worker {n}", "worker": n}
-        for n in workers
+        {"stream": agent_stream_id(run_id, n - 1), "label": f"agent stream {n}", "worker": n}
+        for n in numbers
+        if n >= 1
     ]
     if create_fastlane_name(run_id) in names:
         streams.insert(0, own)
@@ -80,11 +75,11 @@ def run_streams(run_id: str) -> list[dict[str, Any]]:
 
 
 def stream_of_run(run_id: str, stream: str | None) -> str:
-    """``stream`` when it is one of the run's (its own, or ``{run_id}_W{n}``); ValueError
+    """``stream`` when it is one of the run's (its own, or ``{run_id}-w{n}``); ValueError
     otherwise: a page reads the frames of the run it shows, nothing else."""
     if stream is None or stream == "" or stream == run_id:
         return run_id
-    if re.fullmatch(re.escape(run_id) + r"_W[0-9]{1,6}", stream):
+    if re.fullmatch(re.escape(run_id) + r"-w[1-9][0-9]{0,5}", stream):
         return stream
     raise ValueError(f"stream {stream!r:.80} is not one of run {run_id}'s FastLane streams")
 
@@ -365,7 +360,6 @@ __all__ = [
     "eval_batches",
     "run_streams",
     "stream_of_run",
-    "worker_stream_name",
     "MAX_POINTS",
     "CurveCache",
     "StoreMissingError",

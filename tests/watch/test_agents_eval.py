@@ -1,5 +1,5 @@
 """mosaic watch and multi-agent runs: per-agent curves, several FastLane streams (one per
-worker, ``{run_id}_W{n}``), and a policy evaluation's batches as they arrive."""
+agent, ``{run_id}-w{n}``), and a policy evaluation's batches as they arrive."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
-from mosaic_sdk.fastlane import FastLaneConfig, FastLaneWriter
+from mosaic_sdk.fastlane import FastLaneConfig, FastLaneWriter, agent_stream_id
 from mosaic_sdk.watch import data
 from tests.watch.conftest import LOOPBACK_HOST
 from tests.watch.storefill import FilledRun
@@ -89,18 +89,16 @@ def test_several_fastlane_streams_are_listed_and_each_can_be_watched(
         {"stream": run_id, "label": "run", "worker": None}
     ]
     for n in (1, 2):
-        w = FastLaneWriter.create(
-            data.worker_stream_name(run_id, n), FastLaneConfig(width=4, height=2)
-        )
+        w = FastLaneWriter.create(agent_stream_id(run_id, n - 1), FastLaneConfig(width=4, height=2))
         w.publish(np.full((2, 4, 3), 100 * n, np.uint8))
         writers.append(w)
     streams = client.get(f"/api/runs/{run_id}").json()["streams"]
     assert [(s["stream"], s["label"]) for s in streams] == [
-        (f"{run_id}_W1", "worker 1"),
-        (f"{run_id}_W2", "worker 2"),
+        (f"{run_id}-w1", "agent stream 1"),
+        (f"{run_id}-w2", "agent stream 2"),
     ]
     for n in (1, 2):
-        url = f"/ws/runs/{run_id}/frames?stream={run_id}_W{n}"
+        url = f"/ws/runs/{run_id}/frames?stream={run_id}-w{n}"
         with client.websocket_connect(url, headers=LOOPBACK_HOST) as ws:
             header, image = next_frame(ws)
         assert (header["width"], header["height"]) == (4, 2)
@@ -109,13 +107,13 @@ def test_several_fastlane_streams_are_listed_and_each_can_be_watched(
 
 def test_a_stream_of_another_run_is_refused(client: TestClient, store: Path) -> None:
     FilledRun(store, "R1")
-    for other in ("R2", "R1_W1x", "R10_W1", "../R1"):
+    for other in ("R2", "R1-w1x", "R10-w1", "R1-w0", "R1_W1", "../R1"):
         with client.websocket_connect(
             f"/ws/runs/R1/frames?stream={other}", headers=LOOPBACK_HOST
         ) as ws:
             note = json.loads(ws.receive_text())
         assert note["state"] == "refused" and "not one of run R1" in note["message"]
-    assert data.stream_of_run("R1", "R1_W3") == "R1_W3"
+    assert data.stream_of_run("R1", "R1-w3") == "R1-w3"
     assert data.stream_of_run("R1", None) == "R1"
 
 

@@ -186,8 +186,7 @@ def test_agents_worker_streams_and_evaluation_batches_on_the_run_page(
 ) -> None:
     import numpy as np
 
-    from mosaic_sdk.fastlane import FastLaneConfig, FastLaneWriter
-    from mosaic_sdk.watch.data import worker_stream_name
+    from mosaic_sdk.fastlane import FastLaneConfig, FastLaneWriter, agent_stream_id
     from tests.watch.test_agents_eval import _batch, multi_agent_run
 
     store = tmp_path / "runs.sqlite"
@@ -199,7 +198,7 @@ def test_agents_worker_streams_and_evaluation_batches_on_the_run_page(
     _batch(run, run_dir, 1, [1.0, 3.0], so_far)
     writers = []
     for n in (1, 2):
-        w = FastLaneWriter.create(worker_stream_name(run_id, n), FastLaneConfig(width=8, height=8))
+        w = FastLaneWriter.create(agent_stream_id(run_id, n - 1), FastLaneConfig(width=8, height=8))
         writers.append(w)
     watch, base = start_watch(store)
     try:
@@ -221,7 +220,7 @@ def test_agents_worker_streams_and_evaluation_batches_on_the_run_page(
             if done == 2:
                 break
         counts = page.evaluate("() => window.__watch.streamFrames")
-        assert set(counts) == {f"{run_id}_W1", f"{run_id}_W2"}, counts
+        assert set(counts) == {f"{run_id}-w1", f"{run_id}-w2"}, counts
         assert page.locator("#streams figure").count() == 2
         # evaluation batches appear as they arrive
         wait_for(page, "window.__watch.evalBatches === 1")
