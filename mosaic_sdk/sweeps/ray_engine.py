@@ -108,6 +108,7 @@ class RayEngine:
             self.sweep_id,
             self.spec.metric,
             report=self.report,
+            pm=self.handle.pm,
         )
         restore = self._install_signal_handlers(collector)
         try:
