@@ -1,5 +1,7 @@
 """Running workers as child processes: launch preparation, supervision, the SQLite store and
-the live view behind ``mosaic run``.
+the live view behind ``mosaic run``, and :mod:`~mosaic_sdk.runner.recorder`, which records the
+output of every run (``mosaic run``'s, and each sweep trial's, Ray trials included) into the
+store and hands it to the plugins.
 
 ``run_worker`` and ``RunResult`` are loaded on first use, so that importing
 ``mosaic_sdk.runner.launch`` (the conformance suite does) does not pull in the store::

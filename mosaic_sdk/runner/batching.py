@@ -1,7 +1,12 @@
 """The store side of a run's stdout: :class:`StoreBatcher` fills batches of the worker's lines
 for the :class:`~mosaic_sdk.runner.ingest.StoreWriter` (at most ``batch_lines`` lines, handed
 over after ``flush_interval`` seconds at the latest), and hands each batch's lifecycle events
-to ``on_event`` only once the writer has committed that batch."""
+to ``on_event`` only once the writer has committed that batch.
+
+It is the stdout side of :class:`~mosaic_sdk.runner.recorder.RunRecorder`: a
+:class:`~mosaic_sdk.runner.lifecycle.RunObserver` fed by the run's lifecycle under ``mosaic
+run``, or by :meth:`RunRecorder.add_stdout <mosaic_sdk.runner.recorder.RunRecorder.add_stdout>`
+with the lines a Ray trial sent to the driver."""
 
 from __future__ import annotations
 

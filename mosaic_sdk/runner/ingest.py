@@ -4,9 +4,11 @@
 :func:`~mosaic_sdk.telemetry.reader.classify_line` per line, no other parsing; a line that
 cannot be read is kept as an ``invalid`` log line, never raised); :class:`StderrIngest` does
 the same for stderr lines. :class:`~mosaic_sdk.runner.writer.StoreWriter` (re-exported here)
-commits the batches on its own thread. The supervisor decides when a batch is handed over: at
-``batch_lines`` lines, ``flush_interval`` after its first line, at once for a lifecycle line,
-and at the end.
+commits the batches on its own thread. Both are used by
+:class:`~mosaic_sdk.runner.recorder.RunRecorder`, the recorder of every run (``mosaic run``,
+local and Ray sweep trials), whose :class:`~mosaic_sdk.runner.batching.StoreBatcher` decides
+when a batch is handed over: at ``batch_lines`` lines, ``flush_interval`` after its first line,
+at once for a lifecycle line, and at the end.
 
 The queue between them is bounded: when the disk is slower than the worker, the reader
 stops reading, the pipe fills and the worker waits in ``write()``. Nothing is dropped; what

@@ -1,7 +1,8 @@
 """One run's lifecycle: start, read to the end of output, stop, reap, cleanup hook.
 
 :class:`RunLifecycle` is the only code that supervises a worker process. ``mosaic run``
-(:class:`~mosaic_sdk.runner.supervisor.RunSupervisor`), the conformance suite
+(:class:`~mosaic_sdk.runner.supervisor.RunSupervisor`, local sweep trials included), a Ray
+trial on its node (:mod:`mosaic_sdk.sweeps.ray_trial`), the conformance suite
 (:func:`mosaic_sdk.conformance.recording.record_run`) and control sessions
 (:func:`mosaic_sdk.runner.session_lifecycle.launch_session`: ``start_session``, ``mosaic
 play``, the conformance control checks) drive it, each with a :class:`RunObserver` of its

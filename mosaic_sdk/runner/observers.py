@@ -1,7 +1,9 @@
 """Live data for plugins: committed steps and episodes, delivered to observer plugins.
 
 A plugin that implements ``mosaic_telemetry_steps`` and/or ``mosaic_telemetry_episodes`` is an
-*observer*. After each batch the store writer commits, :meth:`ObserverFeed.offer` hands that
+*observer*. Every run has a feed, made by its :class:`~mosaic_sdk.runner.recorder.RunRecorder`
+(``mosaic run``, local sweep trials, and Ray trials in the driver's process) when any plugin
+observes. After each batch the store writer commits, :meth:`ObserverFeed.offer` hands that
 batch's step and episode rows (as stored: a :class:`RowBatch` of :class:`StepRow` or
 :class:`EpisodeRow`) to every observer. Each observer has a thread and a bounded queue of its
 own, so ingest never waits for a plugin, and one slow plugin does not slow another:

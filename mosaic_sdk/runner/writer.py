@@ -10,8 +10,9 @@ It never gives a row up silently:
   waits (the worker waits in ``write()``) unless the run is being abandoned. Warnings on
   stderr say what is wrong and how many rows wait;
 - rows the writer could not store by the end (it retries for ``give_up_after`` seconds after
-  :meth:`close`) are counted in :attr:`lost_rows`, which the supervisor turns into a failed
-  run. :meth:`submit` and :meth:`close` never wait on a writer that has stopped.
+  :meth:`close`) are counted in :attr:`lost_rows`, which the run's
+  :class:`~mosaic_sdk.runner.recorder.RunRecorder` turns into a failed run. :meth:`submit`
+  and :meth:`close` never wait on a writer that has stopped.
 
 ``on_commit(batch)``, when given, is called on the writer's thread after each committed batch
 with the rows as stored (the :func:`storable` copy when the batch needed one, without the rows
