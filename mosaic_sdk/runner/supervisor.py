@@ -1,18 +1,18 @@
 """``run_worker``: run one worker to the end, storing everything it writes. The library behind
 ``mosaic run``.
 
-The worker is supervised by :class:`~mosaic_sdk.runner.lifecycle.RunLifecycle` (one thread
-reads its stdout to the end, the stderr thread of :class:`WorkerProcess` reads stderr); what
-it writes is recorded by a :class:`~mosaic_sdk.runner.recorder.RunRecorder`, the recorder of
-every run: it parses and batches the lines, commits them on its writer thread, hands committed
+The worker is supervised by :class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle` (one
+thread reads its stdout to the end, the stderr thread of :class:`WorkerProcess` reads stderr); what
+it writes is recorded by a :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`, the recorder
+of every run: it parses and batches the lines, commits them on its writer thread, hands committed
 lifecycle events to ``mosaic_telemetry_event`` and committed steps and episodes to the
-observer plugins (:mod:`mosaic_sdk.runner.observers`), and stores the end of the run.
+observer plugins (:mod:`mosaic_sdk.runner.recording.observers`), and stores the end of the run.
 
 Stopping: Ctrl-C, SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGTERM to the
 worker, wait ``grace`` seconds, then SIGKILL its process group; a second Ctrl-C kills at once. After
 the worker has exited, for any reason, the rest of its output is read to EOF and stored,
 leftovers of its process group are reaped, ``mosaic_run_cleanup`` is called once, and the run
-row gets its final status (see :mod:`mosaic_sdk.runner.outcome`). Workers are resolved by
+row gets its final status (see :mod:`mosaic_sdk.runner.recording.outcome`). Workers are resolved by
 :mod:`mosaic_sdk.runner.resolve` (re-exported here).
 """
 
@@ -27,19 +27,19 @@ from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner import private
-from mosaic_sdk.runner.ingest import LineIngest
-from mosaic_sdk.runner.launch import ResolvedJob, prepare_run, resolve_job
-from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle
-from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
+from mosaic_sdk.runner.control.run_control import RunControl, claimed_protocol
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
-from mosaic_sdk.runner.outcome import RunResult
-from mosaic_sdk.runner.paths import default_store_path, runs_dir_for
-from mosaic_sdk.runner.process import WorkerProcess
-from mosaic_sdk.runner.recorder import RunRecorder
+from mosaic_sdk.runner.recording.ingest import LineIngest
+from mosaic_sdk.runner.recording.outcome import RunResult
+from mosaic_sdk.runner.recording.recorder import RunRecorder
 from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
 from mosaic_sdk.runner.resolve import WorkerProtocolError, resolve_worker
-from mosaic_sdk.runner.run_control import RunControl, claimed_protocol
-from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.runner.storage.paths import default_store_path, runs_dir_for
+from mosaic_sdk.runner.storage.store import RunStore
+from mosaic_sdk.runner.supervision.launch import ResolvedJob, prepare_run, resolve_job
+from mosaic_sdk.runner.supervision.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle
+from mosaic_sdk.runner.supervision.lines import DEFAULT_MAX_LINE
+from mosaic_sdk.runner.supervision.process import WorkerProcess
 
 #: Wait this long for EOF on stdout after the worker exited and its group was reaped (the
 #: lifecycle's wait, shared with the conformance suite; kept under its old name).
@@ -263,7 +263,7 @@ class RunSupervisor:
             self.store.close()
 
     def _install_signal_handlers(self) -> Any:
-        from mosaic_sdk.runner.signals import install_stop_handlers
+        from mosaic_sdk.runner.supervision.signals import install_stop_handlers
 
         return install_stop_handlers(self._on_signal)
 
@@ -305,8 +305,8 @@ def run_worker(
 
     Raises (before anything starts) :class:`~mosaic_sdk.plugins.PluginError` for an unknown,
     broken or incompatible worker, :class:`~mosaic_sdk.contract.ConfigError` for a bad config
-    or run id, :class:`~mosaic_sdk.runner.store.StoreError` for an unusable store. A run that
-    starts always returns a result, failures of the worker included. In the main thread,
+    or run id, :class:`~mosaic_sdk.runner.storage.store.StoreError` for an unusable store. A run
+    that starts always returns a result, failures of the worker included. In the main thread,
     SIGINT, SIGTERM and SIGHUP cancel the run while it lasts. Warnings (a plugin that failed
     to load, a hook that raised, a store that stays locked...) go to ``reporter`` (default:
     the process's, which prints nothing outside the CLI; see

@@ -12,10 +12,10 @@ driver what it sees, in order, as messages keyed by the attempt's run id:
   stop, the tail of stderr, warnings).
 
 :class:`Collector` is a thin adapter: it makes the run row and the sweep's attempt row, and
-passes each message on to the attempt's :class:`~mosaic_sdk.runner.recorder.RunRecorder`, the
-recorder of every run, ``mosaic run`` included. So a trial is an ordinary run: the same rows,
-the same final status (:func:`~mosaic_sdk.runner.outcome.decide`), and the same plugins hear
-of it: the observers (``mosaic_telemetry_steps`` / ``mosaic_telemetry_episodes``) and
+passes each message on to the attempt's :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`,
+the recorder of every run, ``mosaic run`` included. So a trial is an ordinary run: the same rows,
+the same final status (:func:`~mosaic_sdk.runner.recording.outcome.decide`), and the same plugins
+hear of it: the observers (``mosaic_telemetry_steps`` / ``mosaic_telemetry_episodes``) and
 ``mosaic_telemetry_event`` of the plugin manager given as ``pm`` (the worker's, from the
 driver), in the driver's process. An attempt whose messages stop without an ``end`` (its node
 was lost) is closed by :meth:`Collector.lost`: stored ``failed`` with everything it had sent
@@ -29,9 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.runner.outcome import Outcome, lifecycle_event
-from mosaic_sdk.runner.recorder import RunRecorder
-from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.runner.recording.outcome import Outcome, lifecycle_event
+from mosaic_sdk.runner.recording.recorder import RunRecorder
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.spec import Metric
 from mosaic_sdk.sweeps.store import SweepStore, trial_status
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner import private
-from mosaic_sdk.runner.ids import new_run_id
-from mosaic_sdk.runner.paths import default_store_path
-from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.runner.storage.ids import new_run_id
+from mosaic_sdk.runner.storage.paths import default_store_path
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervisor import resolve_worker
 from mosaic_sdk.sweeps.spec import (
     SpecError,

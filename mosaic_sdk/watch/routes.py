@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.websockets import WebSocket
 
-from mosaic_sdk.runner.store import StoreError, UnknownRunError
+from mosaic_sdk.runner.storage.store import StoreError, UnknownRunError
 from mosaic_sdk.watch import data
 from mosaic_sdk.watch.control import COMMANDS, send_command
 from mosaic_sdk.watch.security import TOKEN_HEADER, token_matches

@@ -4,7 +4,7 @@ Every run is recorded by a :class:`RunRecorder`, whoever supervises its worker:
 
 - ``mosaic run`` (:class:`~mosaic_sdk.runner.supervisor.RunSupervisor`, and through it the
   trials of a local sweep) hands :attr:`RunRecorder.stdout` to its
-  :class:`~mosaic_sdk.runner.lifecycle.RunLifecycle` as the lifecycle's observer and
+  :class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle` as the lifecycle's observer and
   :attr:`RunRecorder.stderr` as its stderr callback;
 - a Ray trial supervises its worker on its node and sends the lines to the driver, whose
   :class:`~mosaic_sdk.sweeps.collector.Collector` passes each message on to the attempt's
@@ -16,18 +16,20 @@ conformance suite's recordings store no rows, so they have no recorder.
 
 What it owns, per run:
 
-- parsing: :class:`~mosaic_sdk.runner.ingest.LineIngest` (stdout) and
-  :class:`~mosaic_sdk.runner.ingest.StderrIngest`;
-- batching: :class:`~mosaic_sdk.runner.batching.StoreBatcher`;
-- the store writer: :class:`~mosaic_sdk.runner.writer.StoreWriter`, its thread;
-- the observers: an :class:`~mosaic_sdk.runner.observers.ObserverFeed` for the plugins that
+- parsing: :class:`~mosaic_sdk.runner.recording.ingest.LineIngest` (stdout) and
+  :class:`~mosaic_sdk.runner.recording.ingest.StderrIngest`;
+- batching: :class:`~mosaic_sdk.runner.recording.batching.StoreBatcher`;
+- the store writer: :class:`~mosaic_sdk.runner.storage.writer.StoreWriter`, its thread;
+- the observers: an :class:`~mosaic_sdk.runner.recording.observers.ObserverFeed` for the plugins
+that
   implement ``mosaic_telemetry_steps`` / ``mosaic_telemetry_episodes``, fed by the writer
   after each commit, and ``mosaic_telemetry_event`` for every lifecycle event once the batch
   holding it is committed (synthesised events included);
-- the end: :meth:`RunRecorder.decide` (:func:`~mosaic_sdk.runner.outcome.decide` on what the
+- the end: :meth:`RunRecorder.decide` (:func:`~mosaic_sdk.runner.recording.outcome.decide` on what
+the
   ingest saw) and :meth:`RunRecorder.finish`, which stores the synthesised event and the
   runner's notes, closes the writer, runs the last hooks, stores the observers' reports and
-  the final status (:func:`~mosaic_sdk.runner.outcome.record_end`).
+  the final status (:func:`~mosaic_sdk.runner.recording.outcome.record_end`).
 """
 
 from __future__ import annotations
@@ -37,13 +39,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mosaic_sdk.runner.batching import StoreBatcher
-from mosaic_sdk.runner.ingest import LineIngest, StderrIngest
-from mosaic_sdk.runner.observers import ObserverFeed
-from mosaic_sdk.runner.outcome import Outcome, decide, record_end
+from mosaic_sdk.runner.recording.batching import StoreBatcher
+from mosaic_sdk.runner.recording.ingest import LineIngest, StderrIngest
+from mosaic_sdk.runner.recording.observers import ObserverFeed
+from mosaic_sdk.runner.recording.outcome import Outcome, decide, record_end
 from mosaic_sdk.runner.reporting import current_reporter
-from mosaic_sdk.runner.store import RunStore
-from mosaic_sdk.runner.writer import StoreWriter
+from mosaic_sdk.runner.storage.store import RunStore
+from mosaic_sdk.runner.storage.writer import StoreWriter
 
 EVENT_HOOK = "mosaic_telemetry_event"
 
@@ -102,8 +104,8 @@ class RunRecorder:
         self.ingest = LineIngest(run_id, on_control_reply=on_control_reply)
         #: The stderr callback: ``stderr(lines, partial)`` queues the lines as log rows.
         self.stderr = StderrIngest(run_id, self.writer)
-        #: The stdout side, a :class:`~mosaic_sdk.runner.lifecycle.RunObserver`: give it to
-        #: the run's lifecycle (or call :meth:`add_stdout`).
+        #: The stdout side, a :class:`~mosaic_sdk.runner.supervision.lifecycle.RunObserver`: give it
+        # to : the run's lifecycle (or call :meth:`add_stdout`).
         self.stdout = StoreBatcher(
             run_id,
             self.writer,
