@@ -4,8 +4,8 @@
 - macOS: ``~/Library/Application Support/mosaic``
 - Windows: ``%LOCALAPPDATA%\\mosaic``
 
-The runner keeps its store and run directories there (:mod:`mosaic_sdk.runner.paths`), and the
-``gym_gui`` stand-in its ``var`` tree. Layer 1: standard library only.
+The runner keeps its store and run directories there (:mod:`mosaic_sdk.runner.storage.paths`), and
+the ``gym_gui`` stand-in its ``var`` tree. Layer 1: standard library only.
 """
 
 from __future__ import annotations

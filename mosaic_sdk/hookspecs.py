@@ -135,9 +135,9 @@ def mosaic_telemetry_steps(run_id: str, steps: Sequence[Any]) -> None:
     Called by the runner (``mosaic run``) after each batch of rows it commits to the store,
     on a thread of this plugin's own (never the thread that reads the worker), with the run's
     id and the batch's steps: a read-only sequence (``RowBatch``; ``list(steps)`` for a list)
-    of :class:`mosaic_sdk.runner.observers.StepRow` named tuples (the columns of the ``steps``
-    table: ``line_no``, ``episode_index``, ``step_index``, ``reward``, ..., ``raw`` (the line
-    as written), ``agent_id``), in stored order, each made when it is read. Batches
+    of :class:`mosaic_sdk.runner.recording.observers.StepRow` named tuples (the columns of the
+    ``steps`` table: ``line_no``, ``episode_index``, ``step_index``, ``reward``, ..., ``raw`` (the
+    line as written), ``agent_id``), in stored order, each made when it is read. Batches
     that waited are coalesced into one call. Every plugin that implements it gets every step
     (1:N), e.g. to forward a run to another service while it happens.
 
@@ -157,7 +157,7 @@ def mosaic_telemetry_episodes(run_id: str, episodes: Sequence[Any]) -> None:
 
     Called by the runner exactly as :func:`mosaic_telemetry_steps` is (same thread, same
     batches, just after the steps of the same batch), with the batch's episodes as a sequence
-    of :class:`mosaic_sdk.runner.observers.EpisodeRow` named tuples (``line_no``,
+    of :class:`mosaic_sdk.runner.recording.observers.EpisodeRow` named tuples (``line_no``,
     ``episode_index``, ``total_reward``, ``steps``, ..., ``raw``, ``agent_id``). Every plugin
     that implements it gets every episode (1:N); slow or failing implementations are handled
     as for steps (dropped and counted for that plugin alone, or disabled for the run).

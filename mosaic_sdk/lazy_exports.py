@@ -5,7 +5,7 @@ cheap by listing their heavier names in a table, name to module, resolved when f
 
     from mosaic_sdk.lazy_exports import LazyExports
 
-    _LAZY = LazyExports(__name__, {"RunStore": "mosaic_sdk.runner.store"})
+    _LAZY = LazyExports(__name__, {"RunStore": "mosaic_sdk.runner.storage.store"})
     __getattr__ = _LAZY.get
     __dir__ = _LAZY.dir
     __all__ = _LAZY.all()

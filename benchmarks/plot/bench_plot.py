@@ -95,9 +95,9 @@ def command(store: Path, ids: list[str], out: Path, *extra: str) -> None:
 
 def plain_matplotlib(store_path: Path, ids: list[str], out: Path) -> None:
     from matplotlib.figure import Figure
+    from mosaic_sdk.runner.store import RunStore
 
     from mosaic_sdk.plots.curves import learning_curve
-    from mosaic_sdk.runner.store import RunStore
 
     with RunStore(store_path, readonly=True) as store:
         curves = [learning_curve(store, r) for r in ids]
@@ -118,9 +118,10 @@ def main() -> None:
     if args.quick:
         runs, episodes, steps, repeat = 4, 500, 5_000, 1
 
-    from mosaic_sdk.plots import plot_runs, read_episodes
     from mosaic_sdk.runner.export import export_run, iter_batches
     from mosaic_sdk.runner.store import RunStore
+
+    from mosaic_sdk.plots import plot_runs, read_episodes
 
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)

@@ -33,6 +33,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from mosaic_sdk.runner.preflight import preflight
+
     from mosaic_sdk.runner.supervisor import resolve_worker
 
     handle = resolve_worker("example")

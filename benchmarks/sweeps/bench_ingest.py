@@ -59,6 +59,7 @@ def stored_rows(store: Path) -> int:
 def collector_run(lines: list[bytes], trials: int, tmp: Path) -> tuple[float, float, int]:
     """Lines/s, driver CPU us/line and lost lines for ``trials`` attempts of ``lines`` each."""
     from mosaic_sdk.runner.ids import new_run_id
+
     from mosaic_sdk.sweeps.collector import Collector
     from mosaic_sdk.sweeps.spec import Metric
     from mosaic_sdk.sweeps.store import SweepStore

@@ -1,7 +1,7 @@
 """``mosaic control RUN pause|resume|stop|checkpoint|ping [--store PATH] [--json]``
 
 Sends one command to a running run through its control socket (``control.sock`` in the run's
-directory, see :mod:`mosaic_sdk.runner.control_socket`) and prints the reply. Exit code:
+directory, see :mod:`mosaic_sdk.runner.control.control_socket`) and prints the reply. Exit code:
 
 - 0: the worker answered ``ok``;
 - 1: an answer that is not ``ok``: the worker refused the command, or the runner answered for
@@ -45,7 +45,7 @@ def register(sub: Any) -> None:
 
 def _run_row(args: argparse.Namespace) -> dict[str, Any]:
     from mosaic_sdk.cli.runs import open_store
-    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.runner.storage.store import StoreError
 
     with open_store(args) as store:
         try:
@@ -63,8 +63,8 @@ def _fail(args: argparse.Namespace, code: str, message: str) -> int:
 
 
 def cmd_control(args: argparse.Namespace) -> int:
-    from mosaic_sdk.runner.control_client import ControlClientError, send_command
-    from mosaic_sdk.runner.control_socket import SOCKET_NAME
+    from mosaic_sdk.runner.control.control_client import ControlClientError, send_command
+    from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
     from mosaic_sdk.runner.printable import printable
 
     run = _run_row(args)

@@ -65,7 +65,7 @@ def play(args: argparse.Namespace) -> int:
     from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
     from mosaic_sdk.plugins.errors import PluginError
     from mosaic_sdk.runner.config_input import load_job
-    from mosaic_sdk.runner.session_launch import SessionLaunchError, start_session
+    from mosaic_sdk.runner.supervision.session_launch import SessionLaunchError, start_session
 
     try:
         job = load_job(args.config, args.set)

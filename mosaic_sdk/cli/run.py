@@ -93,8 +93,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mosaic_sdk.contract import ConfigError
     from mosaic_sdk.plugins import PluginError
     from mosaic_sdk.runner.live import PlainDisplay, RichDisplay, choose_display
-    from mosaic_sdk.runner.paths import MosaicHomeError
-    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.runner.storage.paths import MosaicHomeError
+    from mosaic_sdk.runner.storage.store import StoreError
     from mosaic_sdk.runner.supervisor import RunSupervisor, resolve_worker
 
     if not math.isfinite(args.grace) or args.grace < 0:  # NaN or infinity would never kill
@@ -158,8 +158,8 @@ def _preflight(handle: Any, job: Any, args: argparse.Namespace) -> None:
     """
     if getattr(handle, "style", "plugin") != "plugin":
         return
-    from mosaic_sdk.runner.preflight import preflight
     from mosaic_sdk.runner.printable import printable
+    from mosaic_sdk.runner.supervision.preflight import preflight
 
     try:
         said = preflight(handle, job)
@@ -196,7 +196,7 @@ def result_dict(result: Any) -> dict[str, Any]:
 def summary_line(result: Any) -> str:
     """``run 01J... completed: 500 steps, 5 episodes, ... (store ...); inspect: mosaic runs
     show 01J...``"""
-    from mosaic_sdk.runner.paths import MosaicHomeError, default_store_path
+    from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
 
     c = result.counts
     store_opt = f" --store {result.store_path}"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
-from mosaic_sdk.runner.store import status_text
+from mosaic_sdk.runner.storage.store import status_text
 
 
 def register(sub: Any) -> None:
@@ -55,8 +55,8 @@ def open_store(args: argparse.Namespace) -> Any:
     """The run store of ``args.store`` (or the default store), opened read-only; a
     :class:`~mosaic_sdk.cli.UsageError` that says what to do when it is missing or unusable.
     Shared by ``mosaic runs``, ``mosaic sweep`` and ``mosaic control``."""
-    from mosaic_sdk.runner.paths import MosaicHomeError, default_store_path
-    from mosaic_sdk.runner.store import RunStore, StoreError
+    from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
+    from mosaic_sdk.runner.storage.store import RunStore, StoreError
 
     explicit = getattr(args, "store", None)
     try:
@@ -127,7 +127,7 @@ def print_plain_table(header: tuple[str, ...], shown: list[tuple[str, ...]]) -> 
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.runner.storage.store import StoreError
 
     with open_store(args) as store:
         try:

@@ -2,7 +2,7 @@
 [--agent ID]``:
 a run's stored rows for other tools (pandas, a notebook, a spreadsheet).
 
-Thin: the formats and the streaming are in :mod:`mosaic_sdk.runner.export`.
+Thin: the formats and the streaming are in :mod:`mosaic_sdk.runner.storage.export`.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def register(rsub: Any, store_arg: Any) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     from mosaic_sdk.cli.runs import open_store
     from mosaic_sdk.extras import MissingExtraError, require
-    from mosaic_sdk.runner.export import export_run, format_for
-    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.runner.storage.export import export_run, format_for
+    from mosaic_sdk.runner.storage.store import StoreError
 
     fmt = args.fmt or format_for(args.output)
     to_stdout = args.output == "-"

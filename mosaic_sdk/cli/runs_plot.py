@@ -87,7 +87,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from mosaic_sdk.plots.curves import CurveError
     from mosaic_sdk.plots.figure import plot_format, plot_runs, require_matplotlib
     from mosaic_sdk.plots.groups import DEFAULT_IGNORED
-    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.runner.storage.store import StoreError
 
     try:
         plot_format(args.output)  # before opening anything: a wrong name costs nothing
@@ -144,7 +144,7 @@ def _sweep_runs(store: Any, sweep: str) -> list[str]:
     """The run of the last attempt of each trial of ``sweep`` that stored episodes."""
     import sqlite3
 
-    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.runner.storage.store import StoreError
     from mosaic_sdk.sweeps.store import SweepStore
 
     try:

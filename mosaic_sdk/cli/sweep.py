@@ -91,8 +91,8 @@ def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from mosaic_sdk.plugins import PluginError
-    from mosaic_sdk.runner.paths import MosaicHomeError
-    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.runner.storage.paths import MosaicHomeError
+    from mosaic_sdk.runner.storage.store import StoreError
     from mosaic_sdk.sweeps.driver import run_sweep
     from mosaic_sdk.sweeps.spec import SpecError
 
@@ -208,7 +208,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.runner.storage.store import StoreError
 
     with open_store(args) as store:
         try:

@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
 
 
 def _store(explicit: str | None) -> Path:
-    from mosaic_sdk.runner.paths import MosaicHomeError, default_store_path
+    from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
 
     try:
         return Path(explicit).expanduser() if explicit else default_store_path()

@@ -1,21 +1,21 @@
 """Launching a worker the way the runner does and recording everything it does.
 
 :func:`record_run` resolves and prepares the launch with
-:func:`mosaic_sdk.runner.launch.resolve_job` and :func:`~mosaic_sdk.runner.launch.prepare_run`
-and supervises it with :class:`mosaic_sdk.runner.lifecycle.RunLifecycle`, the code
-``mosaic run`` uses (no launching, reading or reaping of its own): a :class:`RunObserver`
-keeps every stdout line with its arrival time, sends the SIGTERM of a stop run and notes what
-is left when the worker exits. It records the exit code and time, stderr, the files the run
-added to its run directory, and what it left behind (processes, shared-memory segments). Then
-it releases those leftovers (the lifecycle reaps the process group and descendants and calls
-``mosaic_run_cleanup``; segments named after the run id are removed), so that checks can
-report them without the machine keeping them.
+:func:`mosaic_sdk.runner.supervision.launch.resolve_job` and
+:func:`~mosaic_sdk.runner.supervision.launch.prepare_run` and supervises it with
+:class:`mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, the code ``mosaic run`` uses (no
+launching, reading or reaping of its own): a :class:`RunObserver` keeps every stdout line with its
+arrival time, sends the SIGTERM of a stop run and notes what is left when the worker exits. It
+records the exit code and time, stderr, the files the run added to its run directory, and what it
+left behind (processes, shared-memory segments). Then it releases those leftovers (the lifecycle
+reaps the process group and descendants and calls ``mosaic_run_cleanup``; segments named after the
+run id are removed), so that checks can report them without the machine keeping them.
 
 Every launch of the suite goes through :func:`prepare_conformance_run`: the runner's
 preparation with ``like_platform=True``, so the worker's environment lacks what only
 ``mosaic run`` adds (``PYTHONUNBUFFERED``, see
-:data:`mosaic_sdk.runner.launch.RUNNER_ONLY_ENV`) and a worker that prints without flushing is
-seen block-buffered, as the platform sees it, at both levels.
+:data:`mosaic_sdk.runner.supervision.launch.RUNNER_ONLY_ENV`) and a worker that prints without
+flushing is seen block-buffered, as the platform sees it, at both levels.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from mosaic_sdk.conformance.leftovers import (
     shm_segments_of,
 )
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner.launch import PreparedRun, ResolvedJob, prepare_run, resolve_job
-from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle, RunObserver
-from mosaic_sdk.runner.process import WorkerProcess
+from mosaic_sdk.runner.supervision.launch import PreparedRun, ResolvedJob, prepare_run, resolve_job
+from mosaic_sdk.runner.supervision.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle, RunObserver
+from mosaic_sdk.runner.supervision.process import WorkerProcess
 from mosaic_sdk.telemetry.emitter import TERMINAL_EVENTS
 from mosaic_sdk.telemetry.reader import TelemetryLine, classify_line
 

@@ -7,9 +7,10 @@ and asks the link when the worker has exited and to end it. Two links exist:
 - :class:`PipeLink` (here): a stream you write the worker's stdin to and, optionally, the
   ``subprocess.Popen`` of the worker. Ending it is SIGTERM, then SIGKILL, of that one process.
   ``Session.launch(argv)`` and ``Session(stdin, stdout)`` use it.
-- the runner's lifecycle link (:mod:`mosaic_sdk.runner.session_lifecycle`): the worker runs
-  under :class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`, the supervision ``mosaic run``
-  uses (its own process group and session, SIGKILL when the runner dies, the stop signal then
+- the runner's lifecycle link (:mod:`mosaic_sdk.runner.supervision.session_lifecycle`): the worker
+runs
+  under :class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, the supervision ``mosaic
+  run`` uses (its own process group and session, SIGKILL when the runner dies, the stop signal then
   SIGKILL of the whole tree after the grace, setsid() descendants included, stderr kept,
   ``mosaic_run_cleanup`` called once). ``start_session``, ``mosaic play`` and the
   conformance control checks use it.

@@ -21,7 +21,7 @@ worker writes is kept: telemetry in :attr:`Session.lines`, the deployed dialect'
 path (its run directory is made under ``runs_dir``, the default runs directory otherwise) and
 returns a session; it lives on the runner's floor, since this package (a library a worker
 imports) never imports the runner. There the worker runs under the runner's
-:class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`, as under ``mosaic run``: ending the
+:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, as under ``mosaic run``: ending the
 session ends the worker's whole process tree and calls its ``mosaic_run_cleanup``.
 
 A session reads nothing itself unless given a stream: it writes commands through a

@@ -160,9 +160,10 @@ class Band:
 
 
 def episodes_from_rows(run_id: str, rows: Sequence[Sequence[float]]) -> Episodes:
-    """The :class:`Episodes` of rows of :meth:`~mosaic_sdk.runner.store.RunStore.episode_rows`
-    (``(line_no, return, kind, steps, seconds)``): the one place that decides which stored
-    returns are on a curve and why the others are not."""
+    """The :class:`Episodes` of rows of
+    :meth:`~mosaic_sdk.runner.storage.store.RunStore.episode_rows` (``(line_no, return, kind, steps,
+    seconds)``): the one place that decides which stored returns are on a curve and why the others
+    are not."""
     data = np.array(rows, dtype=np.float64).reshape(-1, 5)
     lines, kind = data[:, 0], data[:, 2]
     returns, steps, seconds = data[:, 1].copy(), data[:, 3], data[:, 4]
@@ -184,7 +185,7 @@ def episodes_from_rows(run_id: str, rows: Sequence[Sequence[float]]) -> Episodes
 
 def read_episodes(store: Any, run_id: str, agent: AgentKey | None = None) -> Episodes:
     """The episodes of ``run_id`` (an id or unique prefix) in ``store`` (a
-    :class:`~mosaic_sdk.runner.store.RunStore`), as arrays; one query, one pass. ``agent``:
+    :class:`~mosaic_sdk.runner.storage.store.RunStore`), as arrays; one query, one pass. ``agent``:
     only that agent's episodes (:func:`run_agents`)."""
     run = store.get_run(run_id)
     full = run["run_id"]

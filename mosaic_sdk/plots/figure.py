@@ -192,14 +192,14 @@ def plot_runs(
     title: str | None = None,
 ) -> PlotResult:
     """Draw the learning curves of ``run_ids`` (ids or unique prefixes) of ``store`` (a
-    :class:`~mosaic_sdk.runner.store.RunStore`, read-only is enough) into ``path``.
+    :class:`~mosaic_sdk.runner.storage.store.RunStore`, read-only is enough) into ``path``.
 
     With ``group_seeds``, runs of one worker whose configs are equal apart from ``ignore``
     (``seed`` and ``run_id`` by default) become one mean line over a ``spread`` band
     (``minmax`` or ``std``); a group of one run is drawn as a plain curve. With ``by_agent``,
     a multi-agent run is drawn as one curve per agent (x counts that agent's own steps), and
     with ``group_seeds`` too, one band per group and agent. Raises
-    :class:`~mosaic_sdk.runner.store.UnknownRunError`,
+    :class:`~mosaic_sdk.runner.storage.store.UnknownRunError`,
     :class:`~mosaic_sdk.plots.curves.CurveError` (a run without episodes), ValueError (a
     suffix other than .png/.svg) or MissingExtraError (no matplotlib), before writing."""
     plot_format(path)

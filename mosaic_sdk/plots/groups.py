@@ -72,8 +72,8 @@ def group_by_seed(
     runs: Iterable[Mapping[str, Any]], ignore: Iterable[str] = DEFAULT_IGNORED
 ) -> list[SeedGroup]:
     """Group ``runs`` (mappings with ``run_id``, ``worker`` and ``config``, as
-    :meth:`RunStore.get_run <mosaic_sdk.runner.store.RunStore.get_run>` returns them) by worker
-    and config apart from ``ignore``; groups in the order their first run comes, runs in the
+    :meth:`RunStore.get_run <mosaic_sdk.runner.storage.store.RunStore.get_run>` returns them) by
+    worker and config apart from ``ignore``; groups in the order their first run comes, runs in the
     order given. Each group's label names the worker and the params whose values differ
     between the groups."""
     skip = tuple(ignore)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.contract import ConfigError, read_config_json, unwrap_job_descriptor
-from mosaic_sdk.runner.launch import ResolvedJob, resolve_job
+from mosaic_sdk.runner.supervision.launch import ResolvedJob, resolve_job
 from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, json_depth_exceeds
 
 _TOO_DEEP = object()
@@ -30,8 +30,8 @@ def load_job(
     path: str | Path | None, overrides: Iterable[str] = (), *, run_id: str | None = None
 ) -> ResolvedJob:
     """The job of ``mosaic run``: the config file (flat or a job descriptor, read once by
-    :func:`~mosaic_sdk.runner.launch.resolve_job`, which also decides the run id), then the
-    ``--set`` overrides. The run id is changed with ``--run-id``, never ``--set run_id=``."""
+    :func:`~mosaic_sdk.runner.supervision.launch.resolve_job`, which also decides the run id), then
+    the ``--set`` overrides. The run id is changed with ``--run-id``, never ``--set run_id=``."""
     job = resolve_job(read_config_json(path) if path is not None else {}, run_id=run_id)
     config = apply_overrides(job.config, overrides)
     if config.get("run_id") != job.run_id:

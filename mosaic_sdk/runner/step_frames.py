@@ -45,7 +45,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from mosaic_sdk.runner.rows import LineBatch
+from mosaic_sdk.runner.storage.rows import LineBatch
 
 #: Frames published per second at most (the viewer, ``mosaic watch``, draws at most 30).
 DEFAULT_FPS = 30.0

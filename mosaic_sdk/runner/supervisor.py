@@ -1,18 +1,18 @@
 """``run_worker``: run one worker to the end, storing everything it writes. The library behind
 ``mosaic run``.
 
-One thread reads the worker's stdout (:meth:`WorkerProcess.read_lines`, so it can also keep
-time), classifies each line and fills batches (:mod:`mosaic_sdk.runner.batching`); a
-:class:`~mosaic_sdk.runner.ingest.StoreWriter` thread commits them; the stderr thread of
-:class:`WorkerProcess` queues stderr lines as log rows. Lifecycle events go to the
-``mosaic_telemetry_event`` hook once committed; committed steps and episodes go to the
-observer plugins (:mod:`mosaic_sdk.runner.observers`).
+The worker is supervised by :class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle` (one
+thread reads its stdout to the end, the stderr thread of :class:`WorkerProcess` reads stderr); what
+it writes is recorded by a :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`, the recorder
+of every run: it parses and batches the lines, commits them on its writer thread, hands committed
+lifecycle events to ``mosaic_telemetry_event`` and committed steps and episodes to the
+observer plugins (:mod:`mosaic_sdk.runner.recording.observers`), and stores the end of the run.
 
 Stopping: Ctrl-C, SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGTERM to the
 worker, wait ``grace`` seconds, then SIGKILL its process group; a second Ctrl-C kills at once. After
 the worker has exited, for any reason, the rest of its output is read to EOF and stored,
 leftovers of its process group are reaped, ``mosaic_run_cleanup`` is called once, and the run
-row gets its final status (see :mod:`mosaic_sdk.runner.outcome`). Workers are resolved by
+row gets its final status (see :mod:`mosaic_sdk.runner.recording.outcome`). Workers are resolved by
 :mod:`mosaic_sdk.runner.resolve` (re-exported here).
 """
 
@@ -27,21 +27,19 @@ from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner import private
-from mosaic_sdk.runner.batching import StoreBatcher
-from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StderrIngest, StoreWriter
-from mosaic_sdk.runner.launch import ResolvedJob, prepare_run, resolve_job
-from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle
-from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
+from mosaic_sdk.runner.control.run_control import RunControl, claimed_protocol
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
-from mosaic_sdk.runner.observers import ObserverFeed
-from mosaic_sdk.runner.outcome import RunResult, decide, record_end
-from mosaic_sdk.runner.paths import default_store_path, runs_dir_for
-from mosaic_sdk.runner.process import WorkerProcess
+from mosaic_sdk.runner.recording.ingest import LineIngest
+from mosaic_sdk.runner.recording.outcome import RunResult
+from mosaic_sdk.runner.recording.recorder import RunRecorder
 from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
 from mosaic_sdk.runner.resolve import WorkerProtocolError, resolve_worker
-from mosaic_sdk.runner.run_control import RunControl, claimed_protocol
-from mosaic_sdk.runner.step_frames import StepFrames, on_commit_all
-from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.runner.storage.paths import default_store_path, runs_dir_for
+from mosaic_sdk.runner.storage.store import RunStore
+from mosaic_sdk.runner.supervision.launch import ResolvedJob, prepare_run, resolve_job
+from mosaic_sdk.runner.supervision.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle
+from mosaic_sdk.runner.supervision.lines import DEFAULT_MAX_LINE
+from mosaic_sdk.runner.supervision.process import WorkerProcess
 
 #: Wait this long for EOF on stdout after the worker exited and its group was reaped (the
 #: lifecycle's wait, shared with the conformance suite; kept under its old name).
@@ -146,20 +144,6 @@ class RunSupervisor:
         name = signal.Signals(signum).name
         self.cancel(f"{name} received by mosaic run")
 
-    # -- hooks ------------------------------------------------------------------------------
-    def _call_hook(self, name: str, **kwargs: Any) -> None:
-        try:
-            getattr(self.pm.hook, name)(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - a plugin's bug must not stop the run
-            self.reporter.warn(
-                f"a {name} hook raised {type(exc).__name__}: {exc} (the run goes on)"
-            )
-
-    def _telemetry_hook(self, event: dict[str, Any]) -> None:
-        self._call_hook(
-            "mosaic_telemetry_event", run_id=self.run_id, worker=self.handle.name, event=event
-        )
-
     # -- the run ----------------------------------------------------------------------------
     def run(self) -> RunResult:
         """Start the worker, supervise it to the end, and return the result."""
@@ -167,37 +151,34 @@ class RunSupervisor:
         started = time.monotonic()
         self.store.mark_started(self.run_id)
         warn = self.reporter.warn
-        feed = ObserverFeed.for_plugins(self.pm, self.run_id, warn=warn)
-        frames = StepFrames(self.run_id, warn=warn)  # render_payload -> FastLane
-        writer = StoreWriter(
-            self.store_path,
-            self.run_id,
-            abandon=lambda: self._cancel_reason is not None,
-            report=warn,
-            on_commit=on_commit_all(None if feed is None else feed.offer, frames.offer),
-        )
         control = self._control = RunControl(
             self.handle, prepared.run_dir, keys=self.keys, warn=warn, cancel=self.cancel
         )
-        ingest = LineIngest(self.run_id, on_control_reply=control.relay.on_reply)
-        stderr_ingest = StderrIngest(self.run_id, writer)
-        batcher = StoreBatcher(
-            self.run_id,
-            writer,
-            ingest,
-            batch_lines=self.batch_lines,
-            flush_interval=self.flush_interval,
-            on_event=self._telemetry_hook,
-            on_tick=lambda: self.display.update(self._snapshot(ingest, started)),
-            warn=warn,
-        )
+        try:
+            recorder = RunRecorder(
+                self.store,
+                self.run_id,
+                self.handle.name,
+                self.pm,
+                batch_lines=self.batch_lines,
+                flush_interval=self.flush_interval,
+                abandon=lambda: self._cancel_reason is not None,
+                on_control_reply=control.relay.on_reply,
+                on_tick=lambda: self.display.update(self._snapshot(recorder.ingest, started)),
+                warn=warn,
+                step_frames=True,
+            )
+        except BaseException:
+            control.close()
+            raise
+        ingest = recorder.ingest
         restore = self._install_signal_handlers()
         lifecycle = RunLifecycle(
             self.handle,
             prepared,
-            batcher,
+            recorder.stdout,
             stderr_path=self.stderr_path,
-            on_stderr_lines=stderr_ingest,
+            on_stderr_lines=recorder.stderr,
             max_line_bytes=self.max_line_bytes,
             grace=self.grace,
             stdin_pipe=control.stdin_pipe,
@@ -224,34 +205,23 @@ class RunSupervisor:
             cleanup_error = lifecycle.cleanup(exit_code)
             if cleanup_error is not None:
                 warn(f"{cleanup_error} (the run goes on)")
-            outcome = decide(
-                self.run_id,
-                terminal=ingest.terminal_event,
+            outcome = recorder.decide(
                 exit_code=exit_code,
                 cancel_reason=self._cancel_reason,
                 stderr_tail=stderr_tail,
-                episodes=ingest.episodes,
                 start_error=start_error,
-                telemetry_lines=ingest.steps + ingest.episodes + ingest.events,
-                other_lines=ingest.log_lines,
             )
-            final = batcher.final_batch()
-            if outcome.synthesised is not None:
-                ingest.add_synthesised(final, outcome.synthesised)
-            self._report_warnings(warnings, stderr_ingest, final)
-            writer.submit(final)
-            writer.close(abandon=lambda: self._kill_now)
-            frames.close()
-            batcher.run_due_hooks(final=True)
-            if outcome.synthesised is not None:
-                self._telemetry_hook(outcome.synthesised)
-            observers = [] if feed is None else feed.close()
-            if observers:
-                self.store.record_observers(self.run_id, observers)
-            # rows the store could not take make the record incomplete: a failed run
-            status, error, counts = record_end(
-                self.store, self.run_id, outcome, exit_code, writer.lost_rows, writer.error, warn
+            for text in warnings:  # each once: to the reporter, and stored as a runner's note
+                warn(f"run {self.run_id}: {text}")
+            end = recorder.finish(
+                outcome,
+                exit_code,
+                notes=warnings,
+                note_error=RUNNER_NOTE,
+                abandon=lambda: self._kill_now,
             )
+            status, error, counts, observers = end.status, end.error, end.counts, end.observers
+            writer = recorder.writer
             self.display.finish(self._snapshot(ingest, started, status))
             return RunResult(
                 run_id=self.run_id,
@@ -290,27 +260,11 @@ class RunSupervisor:
             control.close()  # the socket is removed and the terminal restored, whatever happened
             restore()
             lifecycle.close()
-            writer.close(timeout=5)
-            if feed is not None:
-                feed.close(timeout=0)
-            frames.close(timeout=0)  # removes its FastLane segment, whatever happened
+            recorder.close(timeout=5)
             self.store.close()
 
-    def _report_warnings(
-        self, warnings: list[str], stderr_ingest: StderrIngest, batch: LineBatch
-    ) -> None:
-        """Each problem once: to the reporter, and as a stderr line of the run marked as
-        written by mosaic run (so ``mosaic runs show`` tells it later)."""
-        for text in warnings:
-            self.reporter.warn(f"run {self.run_id}: {text}")
-            stderr_ingest.line_no += 1
-            batch.logs.append(
-                (self.run_id, "stderr", stderr_ingest.line_no, "log", 0, RUNNER_NOTE, text)
-            )
-            batch.stderr += 1
-
     def _install_signal_handlers(self) -> Any:
-        from mosaic_sdk.runner.signals import install_stop_handlers
+        from mosaic_sdk.runner.supervision.signals import install_stop_handlers
 
         return install_stop_handlers(self._on_signal)
 
@@ -352,8 +306,8 @@ def run_worker(
 
     Raises (before anything starts) :class:`~mosaic_sdk.plugins.PluginError` for an unknown,
     broken or incompatible worker, :class:`~mosaic_sdk.contract.ConfigError` for a bad config
-    or run id, :class:`~mosaic_sdk.runner.store.StoreError` for an unusable store. A run that
-    starts always returns a result, failures of the worker included. In the main thread,
+    or run id, :class:`~mosaic_sdk.runner.storage.store.StoreError` for an unusable store. A run
+    that starts always returns a result, failures of the worker included. In the main thread,
     SIGINT, SIGTERM and SIGHUP cancel the run while it lasts. Warnings (a plugin that failed
     to load, a hook that raised, a store that stays locked...) go to ``reporter`` (default:
     the process's, which prints nothing outside the CLI; see

@@ -11,12 +11,15 @@ driver what it sees, in order, as messages keyed by the attempt's run id:
 - ``("end", run_id, info)``: the worker ended (``info``: exit code, the reason it was asked to
   stop, the tail of stderr, warnings).
 
-:class:`Collector` turns them into an ordinary run: the run row, the rows of the runner's own
-:class:`~mosaic_sdk.runner.ingest.LineIngest` committed by a
-:class:`~mosaic_sdk.runner.ingest.StoreWriter`, and the final status decided by
-:func:`~mosaic_sdk.runner.outcome.decide`, exactly as for ``mosaic run``. An attempt whose
-messages stop without an ``end`` (its node was lost) is closed by :meth:`Collector.lost`:
-stored ``failed`` with everything it had sent and a synthesised ``run_failed`` saying why.
+:class:`Collector` is a thin adapter: it makes the run row and the sweep's attempt row, and
+passes each message on to the attempt's :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`,
+the recorder of every run, ``mosaic run`` included. So a trial is an ordinary run: the same rows,
+the same final status (:func:`~mosaic_sdk.runner.recording.outcome.decide`), and the same plugins
+hear of it: the observers (``mosaic_telemetry_steps`` / ``mosaic_telemetry_episodes``) and
+``mosaic_telemetry_event`` of the plugin manager given as ``pm`` (the worker's, from the
+driver), in the driver's process. An attempt whose messages stop without an ``end`` (its node
+was lost) is closed by :meth:`Collector.lost`: stored ``failed`` with everything it had sent
+and a synthesised ``run_failed`` saying why.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StderrIngest, StoreWriter
-from mosaic_sdk.runner.outcome import decide, lifecycle_event, record_end
-from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.runner.recording.outcome import Outcome, lifecycle_event
+from mosaic_sdk.runner.recording.recorder import RunRecorder
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.spec import Metric
 from mosaic_sdk.sweeps.store import SweepStore, trial_status
 
@@ -38,29 +41,12 @@ BUSY_WAIT = 10.0
 
 
 class _Attempt:
-    """One attempt being stored: its ingest, its writer, what it said so far."""
+    """One attempt being stored: its recorder and its trial."""
 
-    def __init__(self, run_id: str, store_path: Path, trial_key: str, batch_lines: int) -> None:
-        self.run_id = run_id
+    def __init__(self, recorder: RunRecorder, trial_key: str) -> None:
+        self.run_id = recorder.run_id
         self.trial_key = trial_key
-        # One writer per attempt, all on the driver's one store: they take turns at SQLite's
-        # write lock, so wait for it inside SQLite (BUSY_WAIT) rather than in the writer's
-        # backoff, which is made for another process holding the lock for long.
-        self.writer = StoreWriter(store_path, run_id, busy_timeout=BUSY_WAIT)
-        self.ingest = LineIngest(run_id)
-        self.stderr = StderrIngest(run_id, self.writer)
-        self.batch_lines = batch_lines
-        self.lines = 0
-
-    def out(self, lines: list[bytes], partial: bool) -> None:
-        start, total = 0, len(lines)
-        while start < total:
-            end = min(total, start + self.batch_lines)
-            batch = LineBatch()
-            self.ingest.add(batch, lines[start:end], partial_last=partial and end == total)
-            self.writer.submit(batch)
-            start = end
-        self.lines += total
+        self.recorder = recorder
 
 
 class Collector:
@@ -75,6 +61,8 @@ class Collector:
         *,
         report: Callable[[str], None] = print,
         batch_lines: int = 4096,
+        pm: Any = None,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         self.store_path = Path(store_path)
         self.worker = worker
@@ -82,6 +70,9 @@ class Collector:
         self.metric = metric
         self.report = report
         self.batch_lines = batch_lines
+        #: The plugin manager whose observers and event hooks hear of every attempt.
+        self.pm = pm
+        self.warn = warn
         self.runs = RunStore(self.store_path)
         self.sweeps = SweepStore(self.runs)
         self._open: dict[str, _Attempt] = {}
@@ -92,27 +83,36 @@ class Collector:
         self.lines_received = 0
 
     def close(self) -> None:
+        """Release the store (and the writers of attempts left open, whose end is unknown)."""
+        with self._lock:
+            for attempt in self._open.values():
+                attempt.recorder.close()
         self.runs.close()
 
     def handle(self, messages: list[Message]) -> None:
         with self._lock:
-            for msg in messages:
-                kind, run_id = msg[0], msg[1]
-                if kind == "start":
-                    self._start(run_id, msg[2])
-                    continue
-                attempt = self._open.get(run_id)
-                if attempt is None:  # after a loss was declared: nothing more to store
-                    continue
-                if kind == "out":
-                    attempt.out(msg[2], msg[3])
-                    self.lines_received += len(msg[2])
-                elif kind == "pid":
-                    self.runs.set_worker_pid(run_id, msg[2])
-                elif kind == "err":
-                    attempt.stderr(msg[2], msg[3])
-                elif kind == "end":
-                    self._end(attempt, msg[2])
+            self._handle(messages)
+            for attempt in self._open.values():  # hooks of what was committed meanwhile
+                attempt.recorder.check()
+
+    def _handle(self, messages: list[Message]) -> None:
+        for msg in messages:
+            kind, run_id = msg[0], msg[1]
+            if kind == "start":
+                self._start(run_id, msg[2])
+                continue
+            attempt = self._open.get(run_id)
+            if attempt is None:  # after a loss was declared: nothing more to store
+                continue
+            if kind == "out":
+                attempt.recorder.add_stdout(msg[2], msg[3])
+                self.lines_received += len(msg[2])
+            elif kind == "pid":
+                self.runs.set_worker_pid(run_id, msg[2])
+            elif kind == "err":
+                attempt.recorder.stderr(msg[2], msg[3])
+            elif kind == "end":
+                self._end(attempt, msg[2])
 
     def open_attempts(self, trial_key: str | None = None) -> list[str]:
         with self._lock:
@@ -163,19 +163,26 @@ class Collector:
         self.sweeps.add_attempt(
             self.sweep_id, info["trial_key"], run_id, info["params"], node=info["node"]
         )
-        self._open[run_id] = _Attempt(run_id, self.store_path, info["trial_key"], self.batch_lines)
+        # One writer per attempt, all on the driver's one store: they take turns at SQLite's
+        # write lock, so wait for it inside SQLite (BUSY_WAIT) rather than in the writer's
+        # backoff, which is made for another process holding the lock for long.
+        recorder = RunRecorder(
+            self.runs,
+            run_id,
+            self.worker,
+            self.pm,
+            batch_lines=self.batch_lines,
+            busy_timeout=BUSY_WAIT,
+            warn=self.warn,
+        )
+        self._open[run_id] = _Attempt(recorder, info["trial_key"])
 
     def _end(self, attempt: _Attempt, info: dict[str, Any]) -> None:
-        outcome = decide(
-            attempt.run_id,
-            terminal=attempt.ingest.terminal_event,
+        outcome = attempt.recorder.decide(
             exit_code=info.get("exit_code"),
             cancel_reason=info.get("cancel_reason"),
             stderr_tail=info.get("stderr_tail", ""),
-            episodes=attempt.ingest.episodes,
             start_error=info.get("start_error"),
-            telemetry_lines=attempt.ingest.steps + attempt.ingest.episodes + attempt.ingest.events,
-            other_lines=attempt.ingest.log_lines,
         )
         stopped = bool(info.get("cancel_reason")) and not self.sweep_cancelled
         self._close(
@@ -197,22 +204,9 @@ class Collector:
         *,
         stopped_early: bool,
     ) -> None:
-        from mosaic_sdk.runner.outcome import Outcome
-
         del self._open[attempt.run_id]
-        if synthesised is not None:
-            final = LineBatch()
-            attempt.ingest.add_synthesised(final, synthesised)
-            attempt.writer.submit(final)
-        attempt.writer.close()
-        status, error, _ = record_end(
-            self.runs,
-            attempt.run_id,
-            Outcome(status, error, synthesised),
-            exit_code,
-            attempt.writer.lost_rows,
-            attempt.writer.error,
-        )
+        end = attempt.recorder.finish(Outcome(status, error, synthesised), exit_code)
+        status, error = end.status, end.error
         metric = self.sweeps.metric_of_run(attempt.run_id, self.metric)
         tstatus = trial_status(status, stopped_early)
         self.sweeps.finish_attempt(attempt.run_id, tstatus, metric, error)
@@ -220,7 +214,7 @@ class Collector:
         why = f" ({error})" if error and status != "completed" else ""
         self.report(
             f"trial {attempt.trial_key} {tstatus}{why}: {self.metric.name} {shown}, "
-            f"{attempt.ingest.episodes} episodes; run {attempt.run_id}"
+            f"{attempt.recorder.ingest.episodes} episodes; run {attempt.run_id}"
         )
 
 

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner import private
-from mosaic_sdk.runner.ids import new_run_id
-from mosaic_sdk.runner.paths import default_store_path
-from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.runner.storage.ids import new_run_id
+from mosaic_sdk.runner.storage.paths import default_store_path
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervisor import resolve_worker
 from mosaic_sdk.sweeps.spec import (
     SpecError,
@@ -46,18 +47,19 @@ class SweepResult:
         return 0 if any(t["status"] == "completed" for t in self.trials) else 1
 
 
-def check_spec(worker: str, raw: Mapping[str, Any]) -> tuple[Any, SweepSpec]:
+def check_spec(worker: str | WorkerHandle, raw: Mapping[str, Any]) -> tuple[Any, SweepSpec]:
     """The worker's handle and the parsed spec, checked against its config model."""
     spec = parse_spec(raw)
-    if spec.worker is not None and spec.worker != worker:
-        raise SpecError([f"worker: the spec is for {spec.worker!r}, not {worker!r}"])
+    name = worker if isinstance(worker, str) else worker.name
+    if spec.worker is not None and spec.worker != name:
+        raise SpecError([f"worker: the spec is for {spec.worker!r}, not {name!r}"])
     handle = resolve_worker(worker)
     check_against_model(spec, handle.config_model())
     return handle, spec
 
 
 def run_sweep(
-    worker: str,
+    worker: str | WorkerHandle,
     raw: Mapping[str, Any],
     *,
     engine: str = "local",
@@ -69,7 +71,8 @@ def run_sweep(
     report: Callable[[str], None] = print,
     ray_options: Mapping[str, Any] | None = None,
 ) -> SweepResult:
-    """Run a sweep of ``worker`` to the end (see the module docstring).
+    """Run a sweep of ``worker`` (a name, or a handle whose plugin manager's observers and
+    event hooks hear of every trial) to the end (see the module docstring).
 
     Raises :class:`SpecError` (bad spec), ``PluginError`` (unknown worker) or ``StoreError``
     before anything starts."""
@@ -84,9 +87,10 @@ def run_sweep(
         if resume is not None:
             sweep_id = sweeps.resolve(resume)
             row = sweeps.get_sweep(sweep_id)
-            if row["worker"] != worker:
+            name = worker if isinstance(worker, str) else worker.name
+            if row["worker"] != name:
                 raise SpecError(
-                    [f"--resume {resume}: that sweep ran worker {row['worker']!r}, not {worker!r}"]
+                    [f"--resume {resume}: that sweep ran worker {row['worker']!r}, not {name!r}"]
                 )
             if row["engine"] != engine:
                 raise SpecError(

@@ -127,7 +127,7 @@ class LocalEngine:
         )
 
     def _install_signal_handlers(self) -> Callable[[], None]:
-        from mosaic_sdk.runner.signals import install_stop_handlers
+        from mosaic_sdk.runner.supervision.signals import install_stop_handlers
 
         return install_stop_handlers(self._on_signal)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner.paths import runs_dir_for
+from mosaic_sdk.runner.storage.paths import runs_dir_for
 from mosaic_sdk.sweeps.collector import Collector
 from mosaic_sdk.sweeps.spec import SweepSpec
 from mosaic_sdk.sweeps.store import SweepStore
@@ -108,6 +108,7 @@ class RayEngine:
             self.sweep_id,
             self.spec.metric,
             report=self.report,
+            pm=self.handle.pm,
         )
         restore = self._install_signal_handlers(collector)
         try:

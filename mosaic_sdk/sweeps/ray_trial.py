@@ -4,10 +4,11 @@ the driver, its metric reported to Tune as episodes arrive. Imports Ray (the ``r
 :class:`MosaicTrial` is a Tune class trainable (the class API, not a function: Tune calls its
 ``cleanup()`` when a scheduler such as ASHA stops the trial or the sweep is interrupted, and
 that is where the worker gets SIGTERM, ends with ``run_cancelled``, and the rest of its output
-is sent). The worker is supervised by :class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`, as
-under ``mosaic run``: one thread starts it, reads it to the end and reaps what it left, so the
-worker is killed with the trial's process if that dies (parent-death signal). The messages
-sent to the driver are those of :mod:`mosaic_sdk.sweeps.collector`.
+is sent). The worker is supervised by
+:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, as under ``mosaic run``: one thread
+starts it, reads it to the end and reaps what it left, so the worker is killed with the trial's
+process if that dies (parent-death signal). The messages sent to the driver are those of
+:mod:`mosaic_sdk.sweeps.collector`.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from typing import Any
 
 from ray import tune
 
-from mosaic_sdk.runner.launch import prepare_run, resolve_job
-from mosaic_sdk.runner.lifecycle import RunLifecycle, RunObserver
-from mosaic_sdk.runner.paths import default_runs_dir
-from mosaic_sdk.runner.process import WorkerProcess
+from mosaic_sdk.runner.storage.paths import default_runs_dir
+from mosaic_sdk.runner.supervision.launch import prepare_run, resolve_job
+from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle, RunObserver
+from mosaic_sdk.runner.supervision.process import WorkerProcess
 from mosaic_sdk.runner.supervisor import resolve_worker
 from mosaic_sdk.sweeps.spec import trial_config
 

@@ -1,5 +1,5 @@
 """Sweeps in the run store: the ``sweeps`` and ``sweep_trials`` tables (see
-:mod:`mosaic_sdk.runner.schema`), and the metric of a trial, read from its run's episodes.
+:mod:`mosaic_sdk.runner.storage.schema`), and the metric of a trial, read from its run's episodes.
 
 A trial attempt is an ordinary run in ``runs``; its ``sweep_trials`` row ties it to the sweep
 and holds the parameters, the trial's status and its metric. Trial statuses: ``running``,
@@ -16,7 +16,7 @@ import socket
 import time
 from typing import Any
 
-from mosaic_sdk.runner.store import RunStore, StoreError
+from mosaic_sdk.runner.storage.store import RunStore, StoreError
 from mosaic_sdk.shm.processes import process_alive
 from mosaic_sdk.sweeps.spec import Metric
 
@@ -29,7 +29,7 @@ class UnknownSweepError(StoreError):
 
 
 class SweepStore:
-    """Sweep rows on a :class:`~mosaic_sdk.runner.store.RunStore`'s connection."""
+    """Sweep rows on a :class:`~mosaic_sdk.runner.storage.store.RunStore`'s connection."""
 
     def __init__(self, runs: RunStore) -> None:
         self.runs = runs

@@ -1,8 +1,8 @@
 """The run page's pause/resume/stop buttons, sent through the runner's control client.
 
 The runner listens on ``control.sock`` in the run's directory (see
-:mod:`mosaic_sdk.runner.control_socket`). This module only adapts the runner's one client,
-:func:`mosaic_sdk.runner.control_client.send_command` (its checks of the socket's owner and
+:mod:`mosaic_sdk.runner.control.control_socket`). This module only adapts the runner's one client,
+:func:`mosaic_sdk.runner.control.control_client.send_command` (its checks of the socket's owner and
 mode and of the peer, and its way to reach a socket whose path is longer than ``AF_UNIX``
 allows), to the page: the three commands of the buttons, the call off the event loop, and a
 refusal reply instead of an exception. The page only shows the buttons when the socket exists.
@@ -15,9 +15,9 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from mosaic_sdk.runner.control_client import CLIENT_TIMEOUT, ControlClientError
-from mosaic_sdk.runner.control_client import send_command as send_to_socket
-from mosaic_sdk.runner.control_socket import SOCKET_NAME
+from mosaic_sdk.runner.control.control_client import CLIENT_TIMEOUT, ControlClientError
+from mosaic_sdk.runner.control.control_client import send_command as send_to_socket
+from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
 
 #: The commands the run page's buttons send.
 COMMANDS = ("pause", "resume", "stop")
@@ -40,7 +40,7 @@ async def send_command(
     """Send ``cmd`` to the run whose directory is ``run_dir``; the reply as a dict.
 
     Never raises for a run that cannot be reached: the reply says why (``ok`` false, with the
-    runner client's :attr:`~mosaic_sdk.runner.control_client.ControlClientError.code`)."""
+    runner client's :attr:`~mosaic_sdk.runner.control.control_client.ControlClientError.code`)."""
     if cmd not in COMMANDS:
         return refusal(
             "unknown_command", f"{cmd!r} is not a control command", f"use one of {COMMANDS}"

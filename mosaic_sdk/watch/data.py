@@ -1,6 +1,6 @@
 """What ``mosaic watch`` reads from the store: runs, events, log lines and learning curves.
 
-Every call opens the store read-only (:class:`~mosaic_sdk.runner.store.RunStore` with
+Every call opens the store read-only (:class:`~mosaic_sdk.runner.storage.store.RunStore` with
 ``readonly=True``), so the app never writes the file the runs are writing, and works on a
 store it may only read. Values come back as the worker wrote them: escaping is the page's job
 (it only ever sets ``textContent``).
@@ -29,9 +29,9 @@ from mosaic_sdk.plots.curves import (
     skipped_text,
 )
 from mosaic_sdk.plots.curves import smooth as trailing_mean
-from mosaic_sdk.runner.control_relay import PROTOCOL as CONTROL_PROTOCOL
-from mosaic_sdk.runner.control_socket import SOCKET_NAME
-from mosaic_sdk.runner.store import RunStore, StoreError, status_text
+from mosaic_sdk.runner.control.control_relay import PROTOCOL as CONTROL_PROTOCOL
+from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
+from mosaic_sdk.runner.storage.store import RunStore, StoreError, status_text
 
 #: The most points of one curve the server sends (raw and smoothed each).
 MAX_POINTS = 1000

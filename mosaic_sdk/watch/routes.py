@@ -20,7 +20,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.websockets import WebSocket
 
 from mosaic_sdk.plots.curves import NO_AGENT, agent_key
-from mosaic_sdk.runner.store import StoreError, UnknownRunError
+from mosaic_sdk.runner.storage.store import StoreError, UnknownRunError
 from mosaic_sdk.watch import data
 from mosaic_sdk.watch.control import COMMANDS, send_command
 from mosaic_sdk.watch.security import TOKEN_HEADER, token_matches

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from mosaic_sdk.runner.launch import ResolvedJob, resolve_job
 
 import mosaic_sdk
 from mosaic_sdk.cli import main
 from mosaic_sdk.contract import ConfigError
-from mosaic_sdk.runner.launch import ResolvedJob, resolve_job
 from mosaic_sdk.runner.supervisor import run_worker
 
 DESCRIPTOR = {"run_id": "plat-1", "metadata": {"worker": {"config": {"lines": 1}}}}
@@ -74,7 +74,7 @@ def test_cli_refuses_set_run_id(fixture_workers: Path, tmp_path: Path, capsys) -
     assert "--run-id" in capsys.readouterr().err
 
 
-SQL_MODULES = {"store.py", "schema.py", "writer.py", "rows.py"}
+SQL_MODULES = {f"runner/storage/{m}.py" for m in ("store", "schema", "writer", "rows")}
 #: Store modules outside the runner: the sweeps tables (mosaic_sdk.sweeps.store).
 OTHER_SQL_MODULES = {"sweeps/store.py"}
 
@@ -84,7 +84,7 @@ def test_only_the_store_modules_run_sql() -> None:
     root = Path(mosaic_sdk.__file__).parent
     offenders = []
     for path in sorted(root.rglob("*.py")):
-        if path.parent.name == "runner" and path.name in SQL_MODULES:
+        if path.relative_to(root).as_posix() in SQL_MODULES:
             continue
         if path.relative_to(root).as_posix() in OTHER_SQL_MODULES:
             continue

@@ -3,9 +3,9 @@
 Each check drives the worker over its stdin with a :class:`~mosaic_sdk.control.session.Session`
 started from the same prepared launch as the recorded runs (run directory, config file,
 launch command, environment) and supervised like them and like ``mosaic run``, by
-:class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`
-(:func:`~mosaic_sdk.runner.session_lifecycle.launch_session`): when a check ends its session,
-the worker's whole process tree ends (setsid() descendants included), its
+:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`
+(:func:`~mosaic_sdk.runner.supervision.session_lifecycle.launch_session`): when a check ends its
+session, the worker's whole process tree ends (setsid() descendants included), its
 ``mosaic_run_cleanup`` is called, and its stderr is in the suite's logs. They apply to workers
 that declare ``control_protocol``; the
 pause check also needs ``supports_pause_resume``, the interactive check a config that accepts
@@ -35,8 +35,8 @@ REPLAY_STEPS = 50
 def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Any:
     """Launch the worker for ``kind`` under the run lifecycle, its stdin a pipe."""
     from mosaic_sdk.conformance.recording import prepare_conformance_run
-    from mosaic_sdk.runner.launch import resolve_job
-    from mosaic_sdk.runner.session_lifecycle import launch_session
+    from mosaic_sdk.runner.supervision.launch import resolve_job
+    from mosaic_sdk.runner.supervision.session_lifecycle import launch_session
 
     handle = subject.require_handle()
     config = {"seed": DEFAULT_SEED, **subject.conformance_config()}

@@ -2,7 +2,7 @@
 
 :class:`KeyReader` reads single key presses from a terminal (its stdin, put in cbreak mode
 while the run lasts and restored after, whatever happens) on a thread of its own and sends the
-matching command through the run's :class:`~mosaic_sdk.runner.control_relay.ControlRelay`
+matching command through the run's :class:`~mosaic_sdk.runner.control.control_relay.ControlRelay`
 (the same path as the control socket). What came back is kept as one line in
 :attr:`KeyReader.note`, which the live view shows under :data:`KEYS_HELP`. The supervisor only
 makes a reader when stdin is a terminal (never for a pipe or a file).
@@ -16,7 +16,7 @@ import select
 import threading
 from typing import Any
 
-from mosaic_sdk.runner.control_relay import ControlRelay
+from mosaic_sdk.runner.control.control_relay import ControlRelay
 
 #: The footer of the live view.
 KEYS_HELP = "p pause/resume · c checkpoint · s stop"

@@ -1,8 +1,8 @@
 """A control :class:`~mosaic_sdk.control.session.Session` on a worker run by :class:`RunLifecycle`.
 
 :func:`launch_session` starts a prepared run under
-:class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`, the one supervision of worker processes
-(``mosaic run``, ``mosaic sweep`` and the recorded conformance runs use it too), with the
+:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, the one supervision of worker
+processes (``mosaic run``, ``mosaic sweep`` and the recorded conformance runs use it too), with the
 worker's stdin kept as a pipe, and returns a session on it. :class:`LifecycleLink` is the
 session's :class:`~mosaic_sdk.control.link.WorkerLink`:
 
@@ -13,7 +13,7 @@ session's :class:`~mosaic_sdk.control.link.WorkerLink`:
   thread starts and supervises the worker, so the worker's parent-death signal (SIGKILL when
   the runner dies) is tied to the supervision, not to whichever thread called
   :func:`launch_session`;
-- commands go through the lifecycle's :class:`~mosaic_sdk.runner.stdin.WorkerStdin`;
+- commands go through the lifecycle's :class:`~mosaic_sdk.runner.supervision.stdin.WorkerStdin`;
 - ending the session (``shutdown``, ``with``, ``kill``) closes stdin, then asks the lifecycle
   to stop the worker (SIGTERM, then SIGKILL of its process group and every process seen below
   it after the grace), and waits for that thread; before ``close``, ``stop`` and the end the
@@ -32,9 +32,14 @@ from pathlib import Path
 
 from mosaic_sdk.control.session import DEFAULT_TIMEOUT, Session
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner.launch import PreparedRun
-from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, READ_WAIT, RunLifecycle, RunObserver
-from mosaic_sdk.runner.stdin import StdinClosed
+from mosaic_sdk.runner.supervision.launch import PreparedRun
+from mosaic_sdk.runner.supervision.lifecycle import (
+    END_OF_OUTPUT_WAIT,
+    READ_WAIT,
+    RunLifecycle,
+    RunObserver,
+)
+from mosaic_sdk.runner.supervision.stdin import StdinClosed
 
 #: Seconds a command line may wait for room in the worker's stdin pipe.
 WRITE_TIMEOUT = 5.0

@@ -14,7 +14,7 @@ import math
 from itertools import chain
 from typing import Any
 
-from mosaic_sdk.runner import store as store_sql
+from mosaic_sdk.runner.storage import store as store_sql
 
 _INT64 = (-(2**63), 2**63 - 1)
 

@@ -26,8 +26,8 @@ from mosaic_sdk.contract import (
 )
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner import private
-from mosaic_sdk.runner.ids import new_run_id
-from mosaic_sdk.runner.paths import default_runs_dir
+from mosaic_sdk.runner.storage.ids import new_run_id
+from mosaic_sdk.runner.storage.paths import default_runs_dir
 
 #: What ``mosaic run`` adds to every worker's environment that the platform's dispatcher never
 #: sets (it copies its own environment and adds only its variables). ``PYTHONUNBUFFERED=1``

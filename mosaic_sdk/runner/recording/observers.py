@@ -1,10 +1,13 @@
 """Live data for plugins: committed steps and episodes, delivered to observer plugins.
 
 A plugin that implements ``mosaic_telemetry_steps`` and/or ``mosaic_telemetry_episodes`` is an
-*observer*. After each batch the store writer commits, :meth:`ObserverFeed.offer` hands that
-batch's step and episode rows (as stored: a :class:`RowBatch` of :class:`StepRow` or
-:class:`EpisodeRow`) to every observer. Each observer has a thread and a bounded queue of its
-own, so ingest never waits for a plugin, and one slow plugin does not slow another:
+*observer*. Every run has a feed, made by its
+:class:`~mosaic_sdk.runner.recording.recorder.RunRecorder` (``mosaic run``, local sweep trials, and
+Ray trials in the driver's process) when any plugin observes. After each batch the store writer
+commits, :meth:`ObserverFeed.offer` hands that batch's step and episode rows (as stored: a
+:class:`RowBatch` of :class:`StepRow` or :class:`EpisodeRow`) to every observer. Each observer has a
+thread and a bounded queue of its own, so ingest never waits for a plugin, and one slow plugin does
+not slow another:
 
 - an observer is called at most every ``DELIVERY_INTERVAL`` (10 ms) unless a quarter of its
   bound is waiting; the batches that arrived meanwhile are delivered in one call per hook
@@ -29,7 +32,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from mosaic_sdk.runner.reporting import current_reporter
-from mosaic_sdk.runner.rows import LineBatch
+from mosaic_sdk.runner.storage.rows import LineBatch
 
 STEPS_HOOK = "mosaic_telemetry_steps"
 EPISODES_HOOK = "mosaic_telemetry_episodes"

@@ -1,6 +1,6 @@
 """The SQLite store of runs: :class:`RunStore`, the queries behind ``mosaic runs``.
 
-The file's layout and how it is opened are in :mod:`mosaic_sdk.runner.schema` (re-exported
+The file's layout and how it is opened are in :mod:`mosaic_sdk.runner.storage.schema` (re-exported
 here: ``connect``, the ``INSERT_*`` statements, :class:`StoreError`...).
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.runner.schema import (
+from mosaic_sdk.runner.storage.schema import (
     INSERT_EPISODE,
     INSERT_EVENT,
     INSERT_LOG,
@@ -38,8 +38,8 @@ def _row_dict(cursor: sqlite3.Cursor, row: Sequence[Any]) -> dict[str, Any]:
 class RunStore:
     """A connection to one store file, with the queries ``mosaic runs`` needs.
 
-    The runner's writes go through :class:`mosaic_sdk.runner.ingest.StoreWriter`, which owns a
-    connection of its own; this class is for creating and finishing run rows and for reading.
+    The runner's writes go through :class:`mosaic_sdk.runner.recording.ingest.StoreWriter`, which
+    owns a connection of its own; this class is for creating and finishing run rows and for reading.
     """
 
     def __init__(self, path: Path | str, *, readonly: bool = False) -> None:
@@ -164,7 +164,7 @@ class RunStore:
         )
 
     def _is_default(self) -> bool:
-        from mosaic_sdk.runner.paths import default_store_path
+        from mosaic_sdk.runner.storage.paths import default_store_path
 
         try:
             return self.path.resolve() == default_store_path().resolve()

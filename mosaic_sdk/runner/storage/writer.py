@@ -3,20 +3,21 @@
 It never gives a row up silently:
 
 - a batch SQLite cannot bind (a 400-digit integer, a lone surrogate...) is inserted again as
-  :func:`~mosaic_sdk.runner.rows.storable` rows: every line stored, parsed or raw;
+  :func:`~mosaic_sdk.runner.storage.rows.storable` rows: every line stored, parsed or raw;
 - a store that cannot be written for a while (another process holds the write lock, the disk
   is full: ``sqlite3.OperationalError``) is retried with backoff. Meanwhile queued batches are
   merged into one backlog of at most ``max_backlog_rows`` rows; past that, :meth:`submit`
   waits (the worker waits in ``write()``) unless the run is being abandoned. Warnings on
   stderr say what is wrong and how many rows wait;
 - rows the writer could not store by the end (it retries for ``give_up_after`` seconds after
-  :meth:`close`) are counted in :attr:`lost_rows`, which the supervisor turns into a failed
-  run. :meth:`submit` and :meth:`close` never wait on a writer that has stopped.
+  :meth:`close`) are counted in :attr:`lost_rows`, which the run's
+  :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder` turns into a failed run. :meth:`submit`
+  and :meth:`close` never wait on a writer that has stopped.
 
 ``on_commit(batch)``, when given, is called on the writer's thread after each committed batch
 with the rows as stored (the :func:`storable` copy when the batch needed one, without the rows
-that became log lines); the observer feed (:mod:`mosaic_sdk.runner.observers`) uses it. It must
-return at once; an exception from it is reported once and ignored.
+that became log lines); the observer feed (:mod:`mosaic_sdk.runner.recording.observers`) uses it. It
+must return at once; an exception from it is reported once and ignored.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.runner import store as store_sql
 from mosaic_sdk.runner.reporting import current_reporter
-from mosaic_sdk.runner.rows import LineBatch, insert_batch, insert_each, storable
+from mosaic_sdk.runner.storage import store as store_sql
+from mosaic_sdk.runner.storage.rows import LineBatch, insert_batch, insert_each, storable
 
 #: A stall is reported once it lasts this long (seconds), then every REPORT_EVERY seconds.
 REPORT_FIRST = 2.0

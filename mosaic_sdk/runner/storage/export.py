@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mosaic_sdk.extras import require
-from mosaic_sdk.runner.schema import StoreError
+from mosaic_sdk.runner.storage.schema import StoreError
 
 #: What can be exported: the table and its columns, each with its Parquet type.
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner.launch import ResolvedJob, prepare_run, resolve_job
-from mosaic_sdk.runner.lifecycle import RunLifecycle
+from mosaic_sdk.runner.supervision.launch import ResolvedJob, prepare_run, resolve_job
+from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle
 
 #: How long a dry run may take before it is stopped (a worker that ignores ``--dry-run``
 #: and trains instead).
@@ -78,7 +78,7 @@ def preflight(
     """Run ``handle``'s ``--dry-run`` on the config; raises ``ConfigError`` when the config
     model refuses it already, ``OSError`` when the worker's command cannot be started.
 
-    The dry run goes through :class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`, the one
+    The dry run goes through :class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, the one
     supervision path: its own session, SIGKILL of the group and of every process seen below
     it on a timeout or an interruption (Ctrl-C), reaped whatever happens. Its stdout is read
     and dropped; no ``mosaic_run_cleanup`` is called, since no run was started.

@@ -3,7 +3,7 @@
 :func:`send_command` checks the socket before it trusts it (a Unix socket, owned by this user,
 not open to group or others, in a directory of this user), connects, checks that the process
 at the other end runs as this user too, sends one request line and returns the one reply line
-(see :mod:`mosaic_sdk.runner.control_socket`). Everything that stops it is a
+(see :mod:`mosaic_sdk.runner.control.control_socket`). Everything that stops it is a
 :class:`ControlClientError` whose ``code`` names the case and whose message says what to do.
 """
 
@@ -16,8 +16,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.runner.control_relay import REPLY_TIMEOUT
-from mosaic_sdk.runner.control_socket import MAX_REQUEST, peer_uid, socket_address
+from mosaic_sdk.runner.control.control_relay import REPLY_TIMEOUT
+from mosaic_sdk.runner.control.control_socket import MAX_REQUEST, peer_uid, socket_address
 
 #: Seconds the client waits for the reply: the runner's own wait for the worker, and a margin.
 CLIENT_TIMEOUT = REPLY_TIMEOUT + 2.0

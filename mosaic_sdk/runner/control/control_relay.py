@@ -3,12 +3,12 @@
 A worker that claims ``control_protocol=1`` (:class:`~mosaic_sdk.contract.WorkerCapabilities`)
 reads one JSON command a line on its stdin and answers each with one ``control_reply`` line on
 stdout. :class:`ControlRelay` is the runner's side of that dialogue, shared by the control
-socket (:mod:`mosaic_sdk.runner.control_socket`) and the keys of the live view:
+socket (:mod:`mosaic_sdk.runner.control.control_socket`) and the keys of the live view:
 
 - :meth:`ControlRelay.request` checks a request (``{"cmd": "pause"}``, optionally ``"id"`` and
   arguments), assigns an id when it has none, writes ``{"v": 1, "id": ..., "cmd": ...}`` to the
-  worker's stdin (:class:`~mosaic_sdk.runner.stdin.WorkerStdin`: serialized, never blocking for
-  long), and waits up to :data:`REPLY_TIMEOUT` seconds for the reply with that id.
+  worker's stdin (:class:`~mosaic_sdk.runner.supervision.stdin.WorkerStdin`: serialized, never
+  blocking for long), and waits up to :data:`REPLY_TIMEOUT` seconds for the reply with that id.
 - :meth:`ControlRelay.on_reply` is called by the ingest for every ``control_reply`` line it
   reads (the line is stored like any other; the relay only looks at it).
 - Whatever goes wrong, the caller gets one reply in the wire's shape: the worker's own, or
@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from mosaic_sdk.runner.stdin import StdinClosed, WorkerStdin
+from mosaic_sdk.runner.supervision.stdin import StdinClosed, WorkerStdin
 from mosaic_sdk.telemetry.encoding import lone_surrogate_at
 
 #: The control protocol version this runner speaks.

@@ -3,10 +3,13 @@
 :class:`LineIngest` turns stdout lines into rows of a :class:`LineBatch` (one
 :func:`~mosaic_sdk.telemetry.reader.classify_line` per line, no other parsing; a line that
 cannot be read is kept as an ``invalid`` log line, never raised); :class:`StderrIngest` does
-the same for stderr lines. :class:`~mosaic_sdk.runner.writer.StoreWriter` (re-exported here)
-commits the batches on its own thread. The supervisor decides when a batch is handed over: at
-``batch_lines`` lines, ``flush_interval`` after its first line, at once for a lifecycle line,
-and at the end.
+the same for stderr lines. :class:`~mosaic_sdk.runner.storage.writer.StoreWriter` (re-exported here)
+commits the batches on its own thread. Both are used by
+:class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`, the recorder of every run (``mosaic
+run``, local and Ray sweep trials), whose
+:class:`~mosaic_sdk.runner.recording.batching.StoreBatcher` decides when a batch is handed over: at
+``batch_lines`` lines, ``flush_interval`` after its first line, at once for a lifecycle line, and at
+the end.
 
 The queue between them is bounded: when the disk is slower than the worker, the reader
 stops reading, the pipe fills and the worker waits in ``write()``. Nothing is dropped; what
@@ -21,9 +24,9 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from mosaic_sdk.runner.lines import CutLine
-from mosaic_sdk.runner.rows import LineBatch, finite_float, insert_rows
-from mosaic_sdk.runner.writer import StoreWriter
+from mosaic_sdk.runner.storage.rows import LineBatch, finite_float, insert_rows
+from mosaic_sdk.runner.storage.writer import StoreWriter
+from mosaic_sdk.runner.supervision.lines import CutLine
 from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, classify_line
 
 #: A step line of the fast path this short cannot nest deeper than MAX_JSON_DEPTH: each level

@@ -2,10 +2,10 @@
 
 :func:`start_session` (and ``mosaic play``) start a worker the way ``mosaic run`` does: the
 same job resolution, run directory and launch command
-(:func:`~mosaic_sdk.runner.launch.prepare_run`), with the config's ``mode`` set, and the same
-supervision (:class:`~mosaic_sdk.runner.lifecycle.RunLifecycle`, through
-:func:`~mosaic_sdk.runner.session_lifecycle.launch_session`): ending the session ends the
-worker's whole process tree and calls its ``mosaic_run_cleanup``; its stderr is kept in
+(:func:`~mosaic_sdk.runner.supervision.launch.prepare_run`), with the config's ``mode`` set, and the
+same supervision (:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, through
+:func:`~mosaic_sdk.runner.supervision.session_lifecycle.launch_session`): ending the session ends
+the worker's whole process tree and calls its ``mosaic_run_cleanup``; its stderr is kept in
 ``stderr.log`` in the run directory. A worker that does not speak the control protocol is
 refused with a clear message.
 """
@@ -20,10 +20,10 @@ from typing import IO, Any
 from mosaic_sdk.control.session import DEFAULT_TIMEOUT, START_TIMEOUT, Session
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner import private
-from mosaic_sdk.runner.launch import PreparedRun, prepare_run, resolve_job
 from mosaic_sdk.runner.reporting import Reporter
 from mosaic_sdk.runner.resolve import resolve_worker
-from mosaic_sdk.runner.session_lifecycle import launch_session
+from mosaic_sdk.runner.supervision.launch import PreparedRun, prepare_run, resolve_job
+from mosaic_sdk.runner.supervision.session_lifecycle import launch_session
 
 
 class SessionLaunchError(ValueError):

@@ -1,7 +1,13 @@
 """The store side of a run's stdout: :class:`StoreBatcher` fills batches of the worker's lines
-for the :class:`~mosaic_sdk.runner.ingest.StoreWriter` (at most ``batch_lines`` lines, handed
-over after ``flush_interval`` seconds at the latest), and hands each batch's lifecycle events
-to ``on_event`` only once the writer has committed that batch."""
+for the :class:`~mosaic_sdk.runner.recording.ingest.StoreWriter` (at most ``batch_lines`` lines,
+handed over after ``flush_interval`` seconds at the latest), and hands each batch's lifecycle events
+to ``on_event`` only once the writer has committed that batch.
+
+It is the stdout side of :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`: a
+:class:`~mosaic_sdk.runner.supervision.lifecycle.RunObserver` fed by the run's lifecycle under
+``mosaic run``, or by :meth:`RunRecorder.add_stdout
+<mosaic_sdk.runner.recording.recorder.RunRecorder.add_stdout>` with the lines a Ray trial sent to
+the driver."""
 
 from __future__ import annotations
 
@@ -9,9 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StoreWriter
-from mosaic_sdk.runner.lifecycle import READ_WAIT, RunObserver
+from mosaic_sdk.runner.recording.ingest import LineBatch, LineIngest, StoreWriter
 from mosaic_sdk.runner.reporting import current_reporter
+from mosaic_sdk.runner.supervision.lifecycle import READ_WAIT, RunObserver
 
 
 class StoreBatcher(RunObserver):

@@ -58,7 +58,8 @@ class RunResult:
     env_steps: int = 0
     #: Problems of the runner that did not change the status (e.g. stderr.log incomplete).
     warnings: list[str] = field(default_factory=list)
-    #: One report per observer plugin (see :class:`mosaic_sdk.runner.observers.ObserverReport`).
+    #: One report per observer plugin (see
+    #:class:`mosaic_sdk.runner.recording.observers.ObserverReport`).
     observers: list[dict[str, Any]] = field(default_factory=list)
 
     @property

@@ -4,12 +4,12 @@
 :mod:`mosaic_sdk.runner.private`; the socket itself is ``0600``), so only the owner of the run
 reaches it. A client connects, writes one JSON line (``{"cmd": "pause"}``, optionally ``"id"``
 and arguments) and reads one JSON line back: the reply of
-:meth:`~mosaic_sdk.runner.control_relay.ControlRelay.request`. Each connection is served by a
-short thread of its own (at most :data:`MAX_CLIENTS` at once; more get ``busy``). A peer of
+:meth:`~mosaic_sdk.runner.control.control_relay.ControlRelay.request`. Each connection is served by
+a short thread of its own (at most :data:`MAX_CLIENTS` at once; more get ``busy``). A peer of
 another user (root included) is refused with ``permission_denied`` (``SO_PEERCRED``). The
 socket is removed when the server closes (:meth:`ControlServer.close`, called in the run's
 ``finally``: a run that fails removes it too; only a runner killed with SIGKILL leaves it, and
-a client then gets "connection refused", see :mod:`mosaic_sdk.runner.control_client`).
+a client then gets "connection refused", see :mod:`mosaic_sdk.runner.control.control_client`).
 
 Unix socket paths are limited to about 100 bytes; a longer run directory is reached through
 ``/proc/self/fd`` (Linux) by :func:`socket_address`.
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.runner.control_relay import ControlRelay, runner_error
+from mosaic_sdk.runner.control.control_relay import ControlRelay, runner_error
 from mosaic_sdk.runner.reporting import current_reporter
 
 #: The socket's file name in the run directory.

@@ -1,9 +1,10 @@
 """One run's lifecycle: start, read to the end of output, stop, reap, cleanup hook.
 
 :class:`RunLifecycle` is the only code that supervises a worker process. ``mosaic run``
-(:class:`~mosaic_sdk.runner.supervisor.RunSupervisor`), the conformance suite
+(:class:`~mosaic_sdk.runner.supervisor.RunSupervisor`, local sweep trials included), a Ray
+trial on its node (:mod:`mosaic_sdk.sweeps.ray_trial`), the conformance suite
 (:func:`mosaic_sdk.conformance.recording.record_run`) and control sessions
-(:func:`mosaic_sdk.runner.session_lifecycle.launch_session`: ``start_session``, ``mosaic
+(:func:`mosaic_sdk.runner.supervision.session_lifecycle.launch_session`: ``start_session``, ``mosaic
 play``, the conformance control checks) drive it, each with a :class:`RunObserver` of its
 own, so a worker is treated the same way by all: the same stop
 (SIGTERM, ``grace`` seconds, then SIGKILL of the process group and every process seen below
@@ -12,8 +13,9 @@ the worker), the same wait for the end of output after the worker exits
 
 The steps, in order:
 
-1. :meth:`RunLifecycle.start` starts the :class:`~mosaic_sdk.runner.process.WorkerProcess`
-   of a :class:`~mosaic_sdk.runner.launch.PreparedRun` (``RuntimeError`` if it cannot).
+1. :meth:`RunLifecycle.start` starts the
+:class:`~mosaic_sdk.runner.supervision.process.WorkerProcess`
+   of a :class:`~mosaic_sdk.runner.supervision.launch.PreparedRun` (``RuntimeError`` if it cannot).
 2. :meth:`RunLifecycle.supervise` reads stdout until EOF and the worker until its exit. The
    observer gets every batch of lines with its arrival time (:meth:`RunObserver.on_lines`),
    a call on every pass (:meth:`RunObserver.on_pass`) and one every :data:`CHECK_INTERVAL`
@@ -38,9 +40,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner.launch import PreparedRun
-from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE
-from mosaic_sdk.runner.process import WorkerProcess
+from mosaic_sdk.runner.supervision.launch import PreparedRun
+from mosaic_sdk.runner.supervision.lines import DEFAULT_MAX_LINE
+from mosaic_sdk.runner.supervision.process import WorkerProcess
 
 #: Seconds to wait for EOF on stdout after the worker exited and its group was reaped (a
 #: process outside the group may still hold the pipe open). One value for ``mosaic run`` and
@@ -110,7 +112,8 @@ class RunLifecycle:
         #: Stop the worker when it is still running this long after its stdout closed.
         self.stop_after_eof = stop_after_eof
         #: Keep the worker's stdin as a pipe (a worker that speaks the control protocol); the
-        #: pipe is written through ``proc.stdin`` (:class:`~mosaic_sdk.runner.stdin.WorkerStdin`).
+        #: pipe is written through ``proc.stdin``
+        # (:class:`~mosaic_sdk.runner.supervision.stdin.WorkerStdin`).
         self.stdin_pipe = stdin_pipe
         self.proc: WorkerProcess | None = None
         self.stop_reason: str | None = None

@@ -10,9 +10,10 @@ terminal reaches the runner, which decides what to forward) with stdout and stde
   lines that arrived within it, so a caller can do other work (flush a batch, redraw a view,
   handle a signal) while the worker is quiet. :attr:`WorkerProcess.stdout_partial` tells
   whether the last line ended without a newline. Use one of the two readers per process.
-- Both readers are linear and bounded (:class:`~mosaic_sdk.runner.lines.LineSplitter`): a
+- Both readers are linear and bounded (:class:`~mosaic_sdk.runner.supervision.lines.LineSplitter`):
+a
   line longer than ``max_line_bytes`` (default 16 MiB) is cut to that many bytes and returned
-  as a :class:`~mosaic_sdk.runner.lines.CutLine` that says how many bytes were dropped.
+  as a :class:`~mosaic_sdk.runner.supervision.lines.CutLine` that says how many bytes were dropped.
 - stderr is drained by a thread into ``stderr_path`` (when given) and the last lines are
   kept in :attr:`WorkerProcess.stderr_tail`; ``on_stderr_lines(lines, partial)`` (optional)
   receives every stderr line too, from that thread. On stderr a lone ``\r`` ends a line too
@@ -22,8 +23,8 @@ terminal reaches the runner, which decides what to forward) with stdout and stde
   way. A worker never blocks on a stderr that nobody reads.
 - :meth:`WorkerProcess.stop` sends SIGTERM to the worker, waits ``grace`` seconds, then
   SIGKILLs its whole process group and every process seen below it (setsid() escapees
-  included, see :mod:`mosaic_sdk.runner.proctree`); :meth:`WorkerProcess.reap_group` ends
-  what the worker left behind once it has exited (no orphans). On Linux the worker gets
+  included, see :mod:`mosaic_sdk.runner.supervision.proctree`); :meth:`WorkerProcess.reap_group`
+  ends what the worker left behind once it has exited (no orphans). On Linux the worker gets
   SIGKILL when the runner dies.
 - stdin is ``/dev/null`` unless ``stdin_pipe`` (a worker that speaks the control protocol):
   then :attr:`WorkerProcess.stdin` writes command lines to it, one writer at a time.
@@ -41,9 +42,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from mosaic_sdk.runner.lines import DEFAULT_MAX_LINE, LineSplitter
-from mosaic_sdk.runner.proctree import Descendants, parent_death_preexec, pipe_holders
-from mosaic_sdk.runner.stdin import WorkerStdin
+from mosaic_sdk.runner.supervision.lines import DEFAULT_MAX_LINE, LineSplitter
+from mosaic_sdk.runner.supervision.proctree import Descendants, parent_death_preexec, pipe_holders
+from mosaic_sdk.runner.supervision.stdin import WorkerStdin
 
 _CHUNK = 1 << 16
 #: Characters of one stderr line kept in the tail (for error messages; the store has it all).
@@ -84,9 +85,10 @@ class WorkerProcess:
             raise RuntimeError(f"cannot start the worker ({self.argv[0]}): {exc}") from exc
         self.pid = self.proc.pid
         self.pgid = self.pid
-        #: The worker's stdin (``stdin_pipe``): see :class:`~mosaic_sdk.runner.stdin.WorkerStdin`.
+        #: The worker's stdin (``stdin_pipe``): see
+        #:class:`~mosaic_sdk.runner.supervision.stdin.WorkerStdin`.
         self.stdin = WorkerStdin(self.proc.stdin, self.pid)
-        #: Every process seen below the worker (see :mod:`mosaic_sdk.runner.proctree`).
+        #: Every process seen below the worker (see :mod:`mosaic_sdk.runner.supervision.proctree`).
         self.descendants = Descendants(self.pid)
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
         self._stderr_path = stderr_path
@@ -316,8 +318,8 @@ class WorkerProcess:
     def reap_group(self, grace: float = 2.0) -> bool:
         """After the worker exited: end what it left behind, in its group or below it (setsid
         escapees), and whatever still holds its stdout or stderr open (a double-forked daemon
-        in no tree, see :func:`~mosaic_sdk.runner.proctree.pipe_holders`); True if anything
-        was."""
+        in no tree, see :func:`~mosaic_sdk.runner.supervision.proctree.pipe_holders`); True if
+        anything was."""
         if not (self._stdout_eof and not self._stderr_thread.is_alive()):
             self.descendants.adopt(pipe_holders(self._output_fds()))
         if not self._leftovers():

@@ -1,8 +1,8 @@
 """Everything of one run's control channel, for the supervisor: relay, socket and keys.
 
 :class:`RunControl` is made before the worker starts, :meth:`RunControl.attach` connects it to the
-started :class:`~mosaic_sdk.runner.process.WorkerProcess`, :meth:`RunControl.end` says the run
-is over (waiting commands get ``run_not_running``) and :meth:`RunControl.close` removes the
+started :class:`~mosaic_sdk.runner.supervision.process.WorkerProcess`, :meth:`RunControl.end` says
+the run is over (waiting commands get ``run_not_running``) and :meth:`RunControl.close` removes the
 socket and gives the terminal back; ``close`` runs in the supervisor's ``finally``.
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner.control_keys import KEYS_HELP, KeyReader
-from mosaic_sdk.runner.control_relay import PROTOCOL, ControlRelay
-from mosaic_sdk.runner.control_socket import ControlServer, start_server
+from mosaic_sdk.runner.control.control_keys import KEYS_HELP, KeyReader
+from mosaic_sdk.runner.control.control_relay import PROTOCOL, ControlRelay
+from mosaic_sdk.runner.control.control_socket import ControlServer, start_server
 
 
 def claimed_protocol(handle: WorkerHandle) -> int | None:

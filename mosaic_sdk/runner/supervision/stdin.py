@@ -1,5 +1,5 @@
 """The worker's stdin, when the runner keeps it as a pipe (a worker that speaks the control
-protocol, see :mod:`mosaic_sdk.runner.control_relay`).
+protocol, see :mod:`mosaic_sdk.runner.control.control_relay`).
 
 :class:`WorkerStdin` is the only writer of that pipe. Writes are serialized (one lock: two
 commands never interleave), non-blocking (a worker that stops reading its stdin fills the

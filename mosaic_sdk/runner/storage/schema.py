@@ -14,7 +14,7 @@ opened for writing):
   ``lost_rows``: rows the runner could not store (a failed run says so in ``error``), and
   ``runner_start_ticks``: the runner process's start time, so a reused pid is not taken for it;
   ``observers_json``: what each observer plugin of the run was not given (see
-  :mod:`mosaic_sdk.runner.observers`; NULL when the run had none).
+  :mod:`mosaic_sdk.runner.recording.observers`; NULL when the run had none).
 - ``events``: lifecycle lines (``run_started``, ``heartbeat``, ``run_completed``...), with
   ``synthesised = 1`` for the ones the runner wrote itself (a ``run_failed`` for a worker that
   died silently, a ``run_cancelled`` after Ctrl-C).
