@@ -44,7 +44,7 @@ def describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
         supported_paradigms=({{ cookiecutter.paradigm|py_str }},),
         env_families=({{ cookiecutter.env_family|py_str }},),
         action_spaces=("discrete", "continuous"),
-        observation_spaces=("vector",),
+        observation_spaces=({{ '"discrete"' if cookiecutter.env_family == "toy_text" else '"vector"' }},),
         supports_fastlane={{ "True" if cookiecutter.include_fastlane else "False" }},
         # The SDK's control protocol: ctx.cancelled pauses the loop, checkpoint() saves.
         supports_pause_resume=True,
