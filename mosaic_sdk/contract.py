@@ -48,6 +48,7 @@ ENV_FAMILIES: tuple[str, ...] = (
     "atari",
     "box2d",
     "classic_control",
+    "toy_text",  # gymnasium's toy-text envs: FrozenLake, Taxi, CliffWalking, Blackjack
     "mujoco",
     "dm_control",
     "minigrid",
@@ -63,7 +64,7 @@ ENV_FAMILIES: tuple[str, ...] = (
 ACTION_SPACES: tuple[str, ...] = ("discrete", "continuous", "multi_discrete", "multi_binary")
 
 #: Observation kinds.
-OBSERVATION_SPACES: tuple[str, ...] = ("vector", "image", "dict", "text", "graph")
+OBSERVATION_SPACES: tuple[str, ...] = ("vector", "image", "discrete", "dict", "text", "graph")
 
 VOCABULARIES: dict[str, tuple[str, ...]] = {
     "supported_paradigms": PARADIGMS,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from docs_snippets.blocks import CODE, KINDS, OUTPUT, ROOT, Block, blocks, pages
+from docs_snippets.transcript import mismatch, steps
 
 DRIVER = Path(__file__).resolve().parent / "docs_snippets" / "driver.py"
 PAGES = pages()
@@ -50,6 +51,61 @@ def test_every_block_is_code_output_or_says_why_not() -> None:
             ):
                 problems.append(f"{b.where}: no test reads {b.page} and runs '{b.marker}'")
     assert not problems, "\n".join(problems)
+
+
+def shows_output(b: Block) -> bool:
+    return b.language == "console" and any(shown for _, shown in steps(b.code))
+
+
+def test_every_console_transcript_is_compared_with_real_output() -> None:
+    """A console block that shows what a command prints is run here and compared (``run``), or
+    by a test that compares it with ``docs_snippets.transcript`` (``tested-by``); never shown
+    unchecked (``fragment``, ``skip``)."""
+    problems = []
+    for b in every_block():
+        if not shows_output(b) or b.kind == "run":
+            continue
+        if b.kind == "tested-by":
+            test = ROOT / b.reason.split()[0]
+            if test.is_file() and "docs_snippets.transcript" in test.read_text(encoding="utf-8"):
+                continue
+            problems.append(
+                f"{b.where}: shows output, but {test.name} does not compare it "
+                "(use docs_snippets.transcript)"
+            )
+        else:
+            problems.append(
+                f"{b.where}: shows output in a `{b.kind}` console block that nothing runs; run "
+                "it, have a test compare it (tested-by), or show the output as `text`"
+            )
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("shown", "real", "same"),
+    [
+        (["ping: ok in 0.6 ms"], ["ping: ok in 14.25 ms"], True),
+        (["ping: ok in 0.6 ms"], ["ping: ok (paused=False) in 0.6 ms"], False),
+        (["schema_version=2 in 1.0 ms"], ["schema_version=3 in 1.0 ms"], False),
+        (['{"seq": 1, "ts_unix_ns": 1763850000000000000}'], ['{"seq": 1, "ts_unix_ns": 17}'], True),
+        (['{"seq": 1, "v": 1}'], ['{"seq": 296, "v": 1}'], True),
+        (['{"seq": 1, "v": 1}'], ['{"seq": 1, "v": 2}'], False),
+        (['{"seq": 1}'], ['{"sequence": 1}'], False),
+        (["writer: pid 4242 (alive)"], ["writer: pid 17 (alive)"], True),
+        (["run 01JD3K7Q8ZB5R2N6XJ4WQ0CTRL: ok"], ["run 01KAAAAAAAAAAAAAAAAAAAAAAA: ok"], True),
+        (["store /home/me/runs.sqlite"], ["store /tmp/x/y/runs.sqlite"], True),
+        (["a", "...", "z"], ["a", "b", "c", "z"], True),
+        (["a", "...", "z"], ["a", "z"], True),
+        (["a", "z"], ["a", "b", "z"], False),
+        (["hint: Run a ..."], ["hint: Run a Heartbeat"], True),
+        (["frame:  84x84x3"], ["frame: 84x84x3"], True),
+        (["bad_state: already paused"], ["out_of_order: already paused"], False),
+    ],
+)
+def test_transcript_matching_is_loose_only_where_runs_differ(
+    shown: list[str], real: list[str], same: bool
+) -> None:
+    assert (mismatch(shown, real) is None) is same
 
 
 def snippet_environment(tmp_path: Path) -> dict[str, str]:

@@ -50,5 +50,6 @@ def handle(args: argparse.Namespace) -> int:
         print(f"  {command}")
     warning = result.sdk_warning()
     if warning:
+        sys.stdout.flush()  # the note comes after the commands, also when both go to one pipe
         print(warning, file=sys.stderr)
     return 0

@@ -132,7 +132,15 @@ def _do(session: Any, word: str, rest: str) -> bool:
 def _frame(session: Any, output: str) -> None:
     from mosaic_sdk.cli.fastlane import snapshot
     from mosaic_sdk.control.session import ControlTimeout
+    from mosaic_sdk.extras import MissingExtraError, require
+    from mosaic_sdk.fastlane.snapshot import snapshot_format
 
+    try:  # what the PNG needs first: its errors have nothing to do with the session
+        snapshot_format(output)
+        require("PIL.Image", "images", "mosaic play's frame command")
+    except (ValueError, MissingExtraError) as exc:
+        print(f"error: {exc}")
+        return
     if session.last_frame is not None:
         try:  # the last step's frame may still be pending: the worker publishes it soon
             session.wait_frame(timeout=5.0)
@@ -141,7 +149,14 @@ def _frame(session: Any, output: str) -> None:
     try:
         snapshot(argparse.Namespace(run_id=session.run_id, output=output, timeout=1.0, wait=0.0))
     except UsageError as exc:
-        print(f"error: {exc} (reset first; FastLane must be on)")
+        message = str(exc)
+        if session.last_frame is None and not message.startswith("cannot write"):
+            # no reply so far named a frame: no episode yet, or a worker without frames
+            message += (
+                " (reset first: a worker that claims supports_fastlane publishes the frame"
+                " of each state once an episode has started)"
+            )
+        print(f"error: {message}")
 
 
 def _int(text: str, name: str) -> int:

@@ -211,3 +211,21 @@ def resolve_fastlane(
         max_dim=setting("max_dim", int, 0, "MOSAIC_FASTLANE_MAX_DIM", "CLEANRL_FASTLANE_MAX_DIM"),
         run_id=env.get("MOSAIC_RUN_ID") or None,
     )
+
+
+def use_headless_video(environ: MutableMapping[str, str] | None = None) -> bool:
+    """Without a display, point SDL (pygame, which gymnasium's toy-text, classic-control and
+    box2d envs render with) at its ``dummy`` video driver; True when it did.
+
+    FastLane renders ``rgb_array`` frames, which need no display. Without one, SDL's video
+    start-up probes for a desktop and prints ``XDG_RUNTIME_DIR is invalid or not set in the
+    environment.`` on stderr: a line in the log of every run that looks like a failure and
+    is none. The dummy driver renders the same pixels and prints nothing. Left alone: an
+    ``SDL_VIDEODRIVER`` the user set, and any process with ``DISPLAY`` or
+    ``WAYLAND_DISPLAY`` (a desktop, where a ``human`` render mode must keep working).
+    """
+    env = os.environ if environ is None else environ
+    if env.get("SDL_VIDEODRIVER") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return False
+    env["SDL_VIDEODRIVER"] = "dummy"
+    return True

@@ -21,7 +21,12 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from mosaic_sdk.fastlane.environment import DEFAULT_GRID_LIMIT, DEFAULT_INTERVAL_MS, VIDEO_MODES
+from mosaic_sdk.fastlane.environment import (
+    DEFAULT_GRID_LIMIT,
+    DEFAULT_INTERVAL_MS,
+    VIDEO_MODES,
+    use_headless_video,
+)
 from mosaic_sdk.fastlane.pump import FramePump
 
 _SETTING_KEYS = {"video_mode", "slot", "grid_limit", "interval_ms", "max_dim"}
@@ -125,6 +130,7 @@ class FastLaneTelemetryWrapper(
             return_window=return_window,
         )
         super().__init__(env)
+        use_headless_video()  # before the first render starts SDL (see its docstring)
         self.video_mode = _check_mode(video_mode)
         if slot < 0:
             raise ValueError(f"FastLane slot must be >= 0, got {slot}")
@@ -181,6 +187,7 @@ class FastLaneVectorTelemetryWrapper(PendingFrames, VectorWrapper):
         return_window: int = 10,
     ) -> None:
         super().__init__(env)
+        use_headless_video()  # before the first render starts SDL (see its docstring)
         self.video_mode = _check_mode(video_mode)
         if not 0 <= slot < env.num_envs:
             raise ValueError(

@@ -4,9 +4,16 @@ the guide's level table matches the registry, and every snippet of the guide run
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
+from docs_snippets.blocks import blocks
+from docs_snippets.transcript import compare, steps
 
 from mosaic_sdk.cli import conformance as cli_conformance
 from mosaic_sdk.conformance import all_checks, pytest_plugin
@@ -159,3 +166,42 @@ def test_every_snippet_of_the_guide_runs() -> None:
                         given = value or argv[i + 1]
                         assert not choices or given in choices, arg
     assert {"mosaic", "pytest"} <= seen
+
+
+# --- the transcripts of the guide are what `mosaic conformance` prints --------------------
+
+#: The guide's workers, as fixtures: my-worker (no heartbeats) and my-upstream-worker.
+GUIDE_WORKERS = (
+    "my-worker=my_worker:plugin,my-upstream-worker=my_upstream_worker:get_worker_metadata"
+)
+
+
+def shown_transcripts() -> list[tuple[str, list[str]]]:
+    page = "docs/guides/conformance.md"
+    return [
+        (command, shown)
+        for b in blocks(page)
+        if b.language == "console"
+        for command, shown in steps(b.code)
+        if shown
+    ]
+
+
+@pytest.mark.parametrize(("command", "shown"), shown_transcripts())
+def test_guide_transcripts_match_real_output(
+    command: str, shown: list[str], use_workers, tmp_path: Path
+) -> None:
+    use_workers(GUIDE_WORKERS)
+    argv = shlex.split(command)
+    assert argv[:2] == ["mosaic", "conformance"], command
+    done = subprocess.run(
+        [sys.executable, "-m", "mosaic_sdk.cli", *argv[1:]],
+        env={**os.environ, "MOSAIC_DISABLE_PLUGIN_AUTOLOAD": "1", "MOSAIC_HOME": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    problem = compare(command, shown, done.stdout)
+    assert problem is None, problem

@@ -75,3 +75,33 @@ def test_a_worker_without_the_protocol_is_refused() -> None:
 def test_an_unknown_worker_is_refused() -> None:
     code, _, err = mosaic_play(["no-such-worker"], "")
     assert code == 2 and "no-such-worker" in err
+
+
+def test_frame_without_pillow_says_which_extra_to_install(tmp_path: Path) -> None:
+    """The frame command needs Pillow (the images extra); it said "(reset first; FastLane must
+    be on)" instead, which sends the reader after the wrong thing."""
+    hidden = tmp_path / "no-pillow" / "PIL"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError(\"No module named 'PIL'\")\n")
+    pythonpath = os.pathsep.join(p for p in (str(hidden.parent), os.environ.get("PYTHONPATH")) if p)
+    code, out, err = mosaic_play(
+        ["example", "--set", "seed=2", "--runs-dir", str(tmp_path / "runs")],
+        f"reset 1\nframe {tmp_path / 'f.png'}\nping\nquit\n",
+        env={"PYTHONPATH": pythonpath},
+    )
+    assert code == 0, err
+    [line] = [x for x in out.splitlines() if x.startswith("error:")]
+    assert "mosaic play's frame command needs Pillow" in line
+    assert "pip install 'mosaic-worker-sdk[images]'" in line
+    assert "reset first" not in line and "FastLane must be on" not in line
+    assert not (tmp_path / "f.png").exists()
+
+
+def test_frame_before_reset_says_reset_first(tmp_path: Path) -> None:
+    code, out, err = mosaic_play(
+        ["example", "--set", "seed=2", "--runs-dir", str(tmp_path / "runs")],
+        f"frame {tmp_path / 'f.png'}\nquit\n",
+    )
+    assert code == 0, err
+    [line] = [x for x in out.splitlines() if x.startswith("error:")]
+    assert "reset first" in line and "FastLane must be on" not in line

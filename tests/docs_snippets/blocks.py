@@ -1,7 +1,9 @@
 """The fenced blocks of README.md and docs/**/*.md, each with the marker that precedes it.
 
 A block is code by its language: ``python`` runs, ``bash``/``sh`` runs with bash, ``console``
-runs its ``$ `` lines, ``json``/``toml`` are parsed, ``sql`` is prepared against the run store's
+runs its ``$ `` lines and compares what each prints with the output shown under it (loosely
+where runs differ: times, ids, pids, paths; rules in ``transcript.py``), ``json``/``toml`` are
+parsed, ``sql`` is prepared against the run store's
 schema. ``text`` (and the other output languages below) is output, not code. A block without a
 language is an error: say ``text`` if it is output.
 
@@ -13,7 +15,8 @@ An HTML comment on the line before a block changes what happens to it:
 - ``<!-- snippet: signature MODULE -->``: one or more ``name(params)`` lines; each must have
   the parameters of ``MODULE.name``, in order.
 - ``<!-- snippet: tested-by tests/FILE.py -->``: another test runs it; that file must exist and
-  read this page.
+  read this page. A console block that shows output must be run here or compared by its test
+  with ``docs_snippets.transcript``: output shown under a ``skip`` or ``fragment`` is refused.
 - ``<!-- snippet: NAME -->``: a named snippet another test runs by that name (the test file that
   reads this page quotes ``"NAME"``).
 """

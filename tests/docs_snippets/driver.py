@@ -25,6 +25,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from transcript import compare, steps  # noqa: E402  (this file runs as a script)
+
 COMMAND_TIMEOUT = 120
 ERROR_LINE = re.compile(r"^(\S+: )?error: ", re.M)
 
@@ -94,12 +97,16 @@ def importable(node: ast.stmt) -> bool:
     return bool(names) and all(importlib.util.find_spec(n.split(".")[0]) for n in names)
 
 
-def shell(command: str, *, check_syntax: bool = False) -> subprocess.CompletedProcess[str]:
+def shell(
+    command: str, *, check_syntax: bool = False, merge: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Runs ``command`` with bash; ``merge`` puts stderr into stdout, in order (as a terminal)."""
     argv = ["bash", "-n", "-c", command] if check_syntax else ["bash", "-e", "-c", command]
     return subprocess.run(
         argv,
         stdin=subprocess.DEVNULL,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merge else subprocess.PIPE,
         text=True,
         timeout=COMMAND_TIMEOUT,
         check=False,
@@ -112,39 +119,28 @@ def run_bash(block: dict) -> None:
         raise BlockFailed(f"exit {done.returncode}\n{done.stdout}{done.stderr}")
 
 
-def console_commands(code: str) -> list[tuple[str, bool]]:
-    """(command, expected to fail) for each ``$ `` line; a shown ``error:`` line means fail."""
-    found: list[tuple[str, list[str]]] = []
-    lines = code.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("$ "):
-            command = line[2:]
-            while command.endswith("\\") and i + 1 < len(lines):
-                i += 1
-                command = command[:-1] + " " + lines[i].strip()
-            found.append((command, []))
-        elif found:
-            found[-1][1].append(line)
-        i += 1
-    return [(c, bool(ERROR_LINE.search("\n".join(out)))) for c, out in found]
-
-
 def run_console(block: dict) -> None:
-    commands = console_commands(block["code"])
+    """Each ``$ `` line runs; the output shown under it must match (rules in transcript.py).
+
+    A shown ``error:`` line means the command must fail and print one."""
+    commands = steps(block["code"])
     if not commands:
         raise BlockFailed("a console block has no `$ ` command line; is it output (text)?")
-    for command, fails in commands:
+    for command, shown in commands:
+        fails = bool(ERROR_LINE.search("\n".join(shown)))
         if block["kind"] == "fragment":
             done = shell(command, check_syntax=True)
-            fails = False
-        else:
-            done = shell(command)
-        if fails and (done.returncode == 0 or not ERROR_LINE.search(done.stderr)):
+            if done.returncode != 0:
+                raise BlockFailed(f"`{command}`: not valid bash\n{done.stdout}{done.stderr}")
+            continue
+        done = shell(command, merge=True)
+        if fails and (done.returncode == 0 or not ERROR_LINE.search(done.stdout)):
             raise BlockFailed(f"`{command}` should fail with an error line, exit {done.returncode}")
         if not fails and done.returncode != 0:
-            raise BlockFailed(f"`{command}`: exit {done.returncode}\n{done.stdout}{done.stderr}")
+            raise BlockFailed(f"`{command}`: exit {done.returncode}\n{done.stdout}")
+        problem = compare(command, shown, done.stdout)
+        if problem:
+            raise BlockFailed(problem)
 
 
 def run_sql(block: dict) -> None:

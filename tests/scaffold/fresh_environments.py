@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-BUILD_TOOLS = ("pip", "setuptools>=77", "wheel", "pytest>=8")
+BUILD_TOOLS = ("pip", "setuptools>=77", "wheel", "pytest>=8", "build")
 #: What the baked default worker needs beyond the SDK (CartPole renders through pygame).
 WORKER_EXTRAS = ("gymnasium[classic-control]>=1.0,<2",)
 

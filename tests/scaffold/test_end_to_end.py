@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fresh_environments import FreshEnv, build_wheel
+from fresh_environments import FreshEnv, build_wheel, child_environ
 
 VARIANTS = {
     "defaults": {},
@@ -191,6 +193,46 @@ def test_its_own_tests_pass(baked: Baked) -> None:
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout.splitlines()[-1]
+
+
+def test_its_ci_workflow_passes_with_the_sdk_installed_as_its_readme_says(
+    baked: Baked, wheelhouse: Path, tmp_path: Path
+) -> None:
+    """Every ``run`` step of the baked .github/workflows/ci.yml, in order, in a new venv that has
+    no SDK: the workflow's first step installs it (``sdk_requirement``), the way the baked
+    README says, with the SDK's wheel as the only package source (``--find-links``), as for a
+    wheel built from a checkout."""
+    yaml = pytest.importorskip("yaml")
+    project = tmp_path / "project"
+    shutil.copytree(
+        baked.project, project, ignore=shutil.ignore_patterns("*.egg-info", "build", "dist")
+    )
+    workflow = yaml.safe_load((project / ".github/workflows/ci.yml").read_text(encoding="utf-8"))
+    steps = [step for step in workflow["jobs"]["test"]["steps"] if "run" in step]
+    assert steps[0]["name"] == "Install the MOSAIC SDK"
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    sdk_line = steps[0]["run"].strip().replace("python -m pip", "pip")
+    assert sdk_line in readme, "the README installs the SDK as the workflow does"
+    venv = tmp_path / "ci-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    env = child_environ(
+        PATH=os.pathsep.join([str(venv / "bin"), os.environ.get("PATH", "")]),
+        VIRTUAL_ENV=str(venv),
+        PIP_NO_INDEX="1",
+        PIP_FIND_LINKS=str(wheelhouse),
+    )
+    for step in steps:
+        done = subprocess.run(
+            ["bash", "-e", "-c", step["run"]],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        assert done.returncode == 0, (step["name"], done.stdout[-3000:], done.stderr[-3000:])
+    assert list((project / "dist").glob("*.whl")), "the workflow's last step builds the wheel"
 
 
 def test_its_wheel_is_discovered_in_another_fresh_environment(

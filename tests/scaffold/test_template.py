@@ -116,6 +116,19 @@ def test_defaults_bake_a_complete_worker(tmp_path: Path, cookiecutter_config: Pa
     ]
 
 
+def test_a_toy_text_worker_gets_the_toy_text_extra_and_discrete_observations(
+    tmp_path: Path, cookiecutter_config: Path
+) -> None:
+    """A FrozenLake worker (issue 26) was baked with gymnasium[classic-control] and "vector"."""
+    answers = {"env_family": "toy_text", "env_id": "FrozenLake-v1"}
+    project = bake(tmp_path, answers, config_file=cookiecutter_config).project_dir
+    pyproject = assert_valid_project(project)
+    assert "gymnasium[toy-text]>=1.0,<2" in pyproject["project"]["dependencies"]  # type: ignore[index]
+    plugin = (project / "mosaic_worker_my_agent" / "plugin.py").read_text(encoding="utf-8")
+    assert 'env_families=("toy_text",)' in plugin
+    assert 'observation_spaces=("discrete",)' in plugin
+
+
 def test_nothing_is_written_to_the_home_directory(
     tmp_path: Path, cookiecutter_config: Path
 ) -> None:

@@ -44,7 +44,7 @@ def describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
         supported_paradigms=({{ cookiecutter.paradigm|py_str }},),
         env_families=({{ cookiecutter.env_family|py_str }},),
         action_spaces=("discrete", "continuous"),
-        observation_spaces=("vector",),
+        observation_spaces=({{ '"discrete"' if cookiecutter.env_family == "toy_text" else '"vector"' }},),
         supports_fastlane={{ "True" if cookiecutter.include_fastlane else "False" }},
         # The SDK's control protocol: ctx.cancelled pauses the loop, checkpoint() saves.
         supports_pause_resume=True,
@@ -70,12 +70,24 @@ def mosaic_worker_launch_command(
     )
 
 
+#: How long a conformance run lasts: long enough to observe streaming, heartbeats and a
+#: SIGTERM in the middle of a run, even on a busy machine (the suite asks for >= 1 s).
+CONFORMANCE_RUN_SECONDS = 1.5
+
+
 @hookimpl
 def mosaic_worker_conformance_config() -> dict[str, Any]:
     # Small and deterministic: the conformance suite runs the worker several times. The step
-    # delay makes a run (about 60 steps) last about a second, long enough to observe
-    # streaming, heartbeats and a SIGTERM in the middle of a run, even on a busy machine.
-    return {"episodes": 3, "max_steps_per_episode": 40, "seed": 7, "step_delay_ms": 15.0}
+    # delay is sized from the steps such a run really takes in this env with this worker's
+    # policy (measured: a CartPole episode lasts tens of steps, a FrozenLake one a few), so
+    # that the run lasts CONFORMANCE_RUN_SECONDS whatever the env.
+    from .runtime import count_steps
+
+    base: dict[str, Any] = {"episodes": 3, "max_steps_per_episode": 40, "seed": 7}
+    sizing = Config(run_id="conformance-sizing", {% if cookiecutter.include_fastlane %}fastlane=False, {% endif %}**base)
+    steps = count_steps(sizing)
+    delay_ms = 1000.0 * CONFORMANCE_RUN_SECONDS / max(1, steps)
+    return {**base, "step_delay_ms": round(delay_ms, 1)}
 
 
 @hookimpl

@@ -128,6 +128,30 @@ def interactive_session(ctx: RunContext) -> InteractiveSession:
     )
 
 
+def count_steps(config: Config) -> int:
+    """The steps a run of ``config`` takes: its episodes played as :func:`run` plays them (same
+    seeding, same learner), without telemetry or delay. The conformance config is sized by it."""
+    env = make_env(config)
+    learner = PreferenceLearner(env.action_space, config)
+    total = 0
+    try:
+        for episode in range(config.episodes):
+            obs, _ = env.reset(seed=config.seed if episode == 0 else None)
+            actions: list[Any] = []
+            episode_return = 0.0
+            terminated = truncated = False
+            while not (terminated or truncated):
+                action = learner.act(obs)
+                obs, reward, terminated, truncated, _ = env.step(action)
+                actions.append(action)
+                episode_return += float(reward)
+                total += 1
+            learner.learn(actions, episode_return)
+    finally:
+        env.close()
+    return total
+
+
 def run(ctx: RunContext) -> None:
     """Run ``config.episodes`` episodes, learning and reporting as they go."""
     config = ctx.config

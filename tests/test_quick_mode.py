@@ -1,0 +1,52 @@
+"""``./scripts/test --quick``: the tests it leaves out are the heavy ones, and it installs none of
+the heavy packages; the full run (``./scripts/test``, what CI runs) leaves nothing out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import HEAVY, TESTS_DIR, heavy_reason
+
+ROOT = TESTS_DIR.parent
+SCRIPT = (ROOT / "scripts" / "test").read_text(encoding="utf-8")
+
+
+def test_every_heavy_path_exists() -> None:
+    # a renamed heavy file would otherwise run in quick mode without torch or Ray
+    for prefix in HEAVY:
+        assert (TESTS_DIR / prefix).exists(), f"tests/conftest.py HEAVY names {prefix}: gone"
+
+
+def test_heavy_files_are_recognised() -> None:
+    assert heavy_reason(TESTS_DIR / "sweeps" / "test_ray.py") is not None
+    assert heavy_reason(TESTS_DIR / "worker_cleanrl" / "test_agents.py") is not None
+    assert heavy_reason(Path(__file__)) is None
+
+
+def test_quick_mode_installs_no_heavy_package_and_deselects_heavy_tests() -> None:
+    quick = SCRIPT.split('if [ "$QUICK" = "1" ]; then', 1)[1].split("\nfi\n", 1)[0]
+    for heavy in ("torch", "ray", "cleanrl", "stable-baselines3"):
+        assert heavy not in quick
+    assert '-m "not heavy"' in quick
+    full = SCRIPT.split("\nfi\n", 1)[1]
+    assert "not heavy" not in full and "torch==" in full
+
+
+def test_the_quick_selection_leaves_out_exactly_the_heavy_tests(tmp_path: Path) -> None:
+    def collected(*args: str) -> set[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *args]
+            + [str(TESTS_DIR / "sweeps"), str(TESTS_DIR / "test_contract.py")],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return {line for line in done.stdout.splitlines() if "::" in line}
+
+    everything, quick = collected(), collected("-m", "not heavy")
+    left_out = everything - quick
+    assert left_out and all("test_ray.py" in nodeid for nodeid in left_out)
+    assert any("test_contract.py" in nodeid for nodeid in quick)
