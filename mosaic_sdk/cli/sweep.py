@@ -51,6 +51,13 @@ def register(sub: Any) -> None:
         "max_trials)",
     )
     p.add_argument(
+        "--trial-timeout",
+        type=float,
+        metavar="S",
+        help="stop a trial still running after S seconds (SIGTERM, then SIGKILL after the "
+        "grace); it is stored failed, 'timed out after S s' (the spec key trial_timeout)",
+    )
+    p.add_argument(
         "--engine",
         choices=("local", "ray"),
         default="local",
@@ -86,7 +93,7 @@ def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
     from mosaic_sdk.sweeps.spec import apply_shorthands, load_spec
 
     raw = load_spec(args.spec) if args.spec else {}
-    return apply_shorthands(raw, args.grid, args.seeds, args.max_trials)
+    return apply_shorthands(raw, args.grid, args.seeds, args.max_trials, args.trial_timeout)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -98,9 +105,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.resume is None and not (args.spec or args.grid or args.seeds):
         raise UsageError("give a sweep spec file, --grid KEY=V1,V2 or --seeds RANGE")
-    if args.resume is not None and (args.spec or args.grid or args.seeds or args.max_trials):
+    if args.resume is not None and (
+        args.spec or args.grid or args.seeds or args.max_trials or args.trial_timeout is not None
+    ):
         raise UsageError(
-            "--resume takes the spec from the store; leave out SPEC, --grid, --seeds, --max-trials"
+            "--resume takes the spec from the store; leave out SPEC, --grid, --seeds, "
+            "--max-trials, --trial-timeout"
         )
     if args.address is not None and args.engine != "ray":
         raise UsageError("--address is for --engine ray")

@@ -68,6 +68,7 @@ class RunSupervisor:
         max_line_bytes: int = DEFAULT_MAX_LINE,
         keys: bool = False,
         reporter: Reporter | None = None,
+        time_limit: float | None = None,
     ) -> None:
         #: Hears the run's warnings (default: the process's; see runner.reporting).
         self.reporter = reporter_or_current(reporter)
@@ -83,6 +84,9 @@ class RunSupervisor:
             )
         self.handle = handle
         self.grace = grace
+        #: Stop the worker after this many seconds (SIGTERM, then SIGKILL after ``grace``);
+        #: the run ends ``failed``, "timed out after S s". None: no limit.
+        self.time_limit = time_limit
         self.display = display or NullDisplay()
         self.batch_lines = batch_lines
         self.flush_interval = flush_interval
@@ -198,6 +202,7 @@ class RunSupervisor:
             on_stderr_lines=stderr_ingest,
             max_line_bytes=self.max_line_bytes,
             grace=self.grace,
+            time_limit=self.time_limit,
             stdin_pipe=control.stdin_pipe,
         )
         self._lifecycle = lifecycle
@@ -232,6 +237,7 @@ class RunSupervisor:
                 start_error=start_error,
                 telemetry_lines=ingest.steps + ingest.episodes + ingest.events,
                 other_lines=ingest.log_lines,
+                timed_out=lifecycle.time_limit_reason,
             )
             final = batcher.final_batch()
             if outcome.synthesised is not None:

@@ -176,6 +176,7 @@ class Collector:
             start_error=info.get("start_error"),
             telemetry_lines=attempt.ingest.steps + attempt.ingest.episodes + attempt.ingest.events,
             other_lines=attempt.ingest.log_lines,
+            timed_out=info.get("timed_out"),
         )
         stopped = bool(info.get("cancel_reason")) and not self.sweep_cancelled
         self._close(

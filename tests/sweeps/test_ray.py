@@ -296,3 +296,34 @@ def test_ctrl_c_on_a_ray_sweep_stops_everything_and_resume_finishes_it(
     for key, run_id in finished.items():  # finished trials were not run again
         assert [t["run_id"] for t in trials if t["trial_key"] == key] == [run_id]
     assert _processes_mentioning(ray_tmp) == []
+
+
+def test_trial_timeout_on_ray_stops_a_hanging_trial_and_stores_it_failed(
+    tmp_path: Path, ray_env: None, ray_tmp: str, fixture_worker: str, shm_unchanged: None
+) -> None:
+    store = tmp_path / "s.sqlite"
+    result = run_sweep(
+        fixture_worker,
+        {
+            "space": {"mode": {"grid": ["stubborn", "steps"]}},
+            "trials_at_once": 2,
+            "trial_timeout": 2,
+            "max_failures": 0,
+        },
+        engine="ray",
+        store=store,
+        grace=0.5,
+        report=lambda _m: None,
+        ray_options={"num_cpus": 2, "ray_temp_dir": ray_tmp},
+    )
+    assert result.status == "completed"
+    by_mode = {t["params"]["mode"]: t for t in result.trials}
+    assert by_mode["steps"]["status"] == "completed"
+    hung = by_mode["stubborn"]
+    assert hung["status"] == hung["run_status"] == "failed", hung
+    assert hung["error"].startswith("timed out after 2 s"), hung["error"]
+    assert _events(store, hung["run_id"])[-1] == "run_failed"
+    with RunStore(store, readonly=True) as runs:
+        assert runs.get_run(hung["run_id"])["exit_code"] == -signal.SIGKILL
+    for pid in worker_pids(store):
+        assert not alive(pid)
