@@ -69,6 +69,12 @@ def register(sub: Any) -> None:
         help="(ray) the cluster to join, e.g. auto or ray://head:10001; "
         "default: start a local Ray instance",
     )
+    p.add_argument(
+        "--connect-timeout",
+        type=float,
+        metavar="S",
+        help="(ray) give up joining the --address cluster after S seconds (default 30)",
+    )
     p.add_argument("--resume", metavar="SWEEP", help="continue an interrupted sweep")
     add_place_options(p, "a trial")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -112,8 +118,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             "--resume takes the spec from the store; leave out SPEC, --grid, --seeds, "
             "--max-trials, --trial-timeout"
         )
-    if args.address is not None and args.engine != "ray":
-        raise UsageError("--address is for --engine ray")
+    if args.engine != "ray" and (args.address is not None or args.connect_timeout is not None):
+        raise UsageError("--address and --connect-timeout are for --engine ray")
+    if args.connect_timeout is not None and not 0 < args.connect_timeout < float("inf"):
+        raise UsageError(f"--connect-timeout {args.connect_timeout:g}: give seconds > 0")
+    ray_options = {}
+    if args.connect_timeout is not None:
+        ray_options["connect_timeout"] = args.connect_timeout
     report = (lambda _msg: None) if args.json else (lambda msg: print(msg, flush=True))
     try:
         result = run_sweep(
@@ -126,12 +137,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             resume=args.resume,
             grace=args.grace,
             report=report,
+            ray_options=ray_options,
         )
     except SpecError as exc:
         lines = "\n  ".join(exc.errors)
         raise UsageError(f"the sweep spec cannot run (nothing was started):\n  {lines}") from None
     except (PluginError, StoreError, MosaicHomeError) as exc:
         raise UsageError(str(exc)) from None
+    except RuntimeError as exc:
+        from mosaic_sdk.sweeps.ray_engine import ClusterUnreachable
+
+        if not isinstance(exc, ClusterUnreachable):
+            raise
+        print(f"mosaic sweep: {exc}", file=sys.stderr)
+        return 1
     except ModuleNotFoundError as exc:
         if exc.name == "ray" or (exc.name or "").startswith("ray."):
             raise UsageError(
