@@ -1,9 +1,10 @@
-"""``mosaic sweep NAME SPEC [--grid K=V1,V2] [--seeds 1-5] [--engine local|ray] [--address ADDR]
-[--resume SWEEP]`` and ``mosaic sweeps list`` / ``mosaic sweeps show SWEEP``.
+"""``mosaic sweep NAME SPEC [--grid K=V1,V2] [--seeds 1-5] [--trial-timeout S]
+[--engine local|ray] [--address ADDR] [--connect-timeout S] [--resume SWEEP]`` and
+``mosaic sweeps list`` / ``mosaic sweeps show SWEEP``.
 
 ``mosaic sweep`` exits 0 when the sweep ran to the end (some trials may have failed: they are
-listed), 1 when no trial completed, 130 when cancelled, 2 for a usage or spec error (nothing
-started).
+listed), 1 when no trial completed or the Ray cluster could not be joined (one line says why),
+130 when cancelled, 2 for a usage or spec error (nothing started).
 """
 
 from __future__ import annotations

@@ -12,7 +12,13 @@ Faults: an attempt whose actor dies (its node lost) is stored ``failed`` with wh
 and Tune starts the trial again (a new attempt, a new run). Ctrl-C (SIGINT or SIGTERM) ends
 the sweep as Tune ends an interrupted experiment: its state is saved, every running trial is
 stopped (its worker gets SIGTERM, then SIGKILL) and stored ``cancelled``; ``--resume`` hands
-the saved experiment to ``Tuner.restore``, which runs what had not finished.
+the saved experiment to ``Tuner.restore``, which runs what had not finished. A trial past
+the spec's ``trial_timeout`` is stopped by its own supervision (SIGTERM, then SIGKILL) and
+stored ``failed``, "timed out after S s".
+
+Its own local instance runs on 127.0.0.1 in a ``mosaic-ray-*`` temp dir, ended with the sweep
+(by a watchdog when the driver is killed: :mod:`~mosaic_sdk.sweeps.ray_instance`); joining a
+cluster (``address``) gives up after ``connect_timeout`` with :class:`ClusterUnreachable`.
 """
 
 from __future__ import annotations

@@ -331,3 +331,27 @@ def test_trial_timeout_stops_a_hanging_trial_and_stores_it_failed_with_the_reaso
 
 def _events_of(runs: RunStore, run_id: str) -> list[str]:
     return [e["event"] for e in runs.events(run_id)]
+
+
+def test_trial_timeout_on_the_command_line(
+    tmp_path: Path, fixture_worker: str, shm_unchanged: None
+) -> None:
+    store = tmp_path / "s.sqlite"
+    cli = [sys.executable, "-m", "mosaic_sdk.cli", "sweep", fixture_worker, "--store", str(store)]
+    done = subprocess.run(
+        [*cli, "--grid", "mode=stubborn", "--trial-timeout", "1", "--grace", "0.5", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr[-2000:]  # no trial completed
+    (trial,) = json.loads(done.stdout)["trials"]
+    assert trial["status"] == "failed" and trial["error"].startswith("timed out after 1 s")
+    refused = subprocess.run(
+        [*cli, "--resume", "01X", "--trial-timeout", "1"], capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "--trial-timeout" in refused.stderr
+    local = subprocess.run(
+        [*cli, "--seeds", "1", "--connect-timeout", "5"], capture_output=True, text=True
+    )
+    assert local.returncode == 2 and "--connect-timeout" in local.stderr
