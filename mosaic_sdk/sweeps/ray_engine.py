@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -44,6 +45,8 @@ from mosaic_sdk.sweeps.store import SweepStore
 
 #: Longest a sweep waits for the cluster it is to join (s), unless told otherwise.
 CONNECT_TIMEOUT = 30.0
+#: Longest the probe that joins first (see ``RayEngine._probe``) may take to import Ray (s).
+IMPORT_WAIT = 60.0
 #: Ray's switch (read by ``ray._private.services.get_node_ip_address``) that stops it from
 #: replacing 127.0.0.1 with this machine's other address, in this process and its children.
 _RAY_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -259,11 +262,14 @@ class RayEngine:
         proc = subprocess.Popen(
             [sys.executable, "-c", _PROBE, address],
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
         )
+        assert proc.stdout is not None
+        # The time limit starts once Ray is imported (seconds on a busy machine).
+        select.select([proc.stdout], [], [], IMPORT_WAIT)
         try:
             _, err = proc.communicate(timeout=self.connect_timeout)
         except subprocess.TimeoutExpired:
@@ -456,6 +462,7 @@ _PROBE = """
 import sys
 try:
     import ray
+    print("imported", flush=True)
     ray.init(address=sys.argv[1], log_to_driver=False)
 except BaseException as exc:
     text = str(exc).strip()

@@ -449,7 +449,8 @@ def test_a_head_node_started_apart_is_joined_by_its_loopback_address(
     tmp_path: Path, ray_env: None, ray_tmp: str, shm_unchanged: None
 ) -> None:
     """``ray start --head --node-ip-address 127.0.0.1`` (with Ray's loopback switch, as the
-    guide says), then ``--address 127.0.0.1:PORT``: the sweep runs on it, on loopback only."""
+    guide says), then ``mosaic sweep --address 127.0.0.1:PORT`` from an environment without
+    the switch: the sweep sets it itself, joins on loopback and runs its trials there."""
     from mosaic_sdk.sweeps.ray_instance import end_instance
 
     head_tmp = tempfile.mkdtemp(prefix="h", dir=ray_tmp)
@@ -465,23 +466,21 @@ def test_a_head_node_started_apart_is_joined_by_its_loopback_address(
     try:
         assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
         store = tmp_path / "s.sqlite"
-        result = run_sweep(
-            "example",
-            {
-                "base": {"episodes": 2, "max_steps_per_episode": 10},
-                "seeds": [1, 2],
-                "trials_at_once": 2,
-            },
-            engine="ray",
-            store=store,
-            address=f"127.0.0.1:{port}",
-            report=lambda _m: None,
+        env = _driver_env(ray_tmp)
+        del env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"]  # the driver's own switch is tested
+        done = subprocess.run(
+            [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example", "--seeds", "1-2"]
+            + ["--grid", "episodes=2", "--grid", "max_steps_per_episode=10"]
+            + ["--engine", "ray", "--address", f"127.0.0.1:{port}", "--store", str(store)]
+            + ["--json"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
         )
-        assert result.status == "completed"
-        assert [t["status"] for t in result.trials] == ["completed", "completed"]
-        import ray
-
-        assert not ray.is_initialized()
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        result = json.loads(done.stdout)
+        assert [t["status"] for t in result["trials"]] == ["completed", "completed"]
     finally:
         end_instance(head_tmp)  # the head's processes, by pid (no `ray stop`: it ends all)
     assert _instance_left(head_tmp) == []
@@ -515,7 +514,8 @@ def test_a_cluster_that_cannot_be_reached_ends_the_sweep_in_one_line(
         }[kind]
         done = subprocess.run(
             [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example", "--seeds", "1"]
-            + ["--engine", "ray", "--address", address, "--connect-timeout", "8"]
+            + ["--engine", "ray", "--address", address]
+            + (["--connect-timeout", "8"] if kind == "silent" else [])
             + ["--store", str(tmp_path / "s.sqlite")],
             capture_output=True,
             text=True,
@@ -529,3 +529,5 @@ def test_a_cluster_that_cannot_be_reached_ends_the_sweep_in_one_line(
     lines = [line for line in done.stderr.splitlines() if line.startswith("mosaic sweep:")]
     assert len(lines) == 1 and address in lines[0], done.stderr[-3000:]
     assert "--connect-timeout" in lines[0] and "ray start --head" in lines[0]
+    if kind == "silent":
+        assert "no answer within 8 s" in lines[0]
