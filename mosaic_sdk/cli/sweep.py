@@ -1,9 +1,10 @@
-"""``mosaic sweep NAME SPEC [--grid K=V1,V2] [--seeds 1-5] [--engine local|ray] [--address ADDR]
-[--resume SWEEP]`` and ``mosaic sweeps list`` / ``mosaic sweeps show SWEEP``.
+"""``mosaic sweep NAME SPEC [--grid K=V1,V2] [--seeds 1-5] [--trial-timeout S]
+[--engine local|ray] [--address ADDR] [--connect-timeout S] [--resume SWEEP]`` and
+``mosaic sweeps list`` / ``mosaic sweeps show SWEEP``.
 
 ``mosaic sweep`` exits 0 when the sweep ran to the end (some trials may have failed: they are
-listed), 1 when no trial completed, 130 when cancelled, 2 for a usage or spec error (nothing
-started).
+listed), 1 when no trial completed or the Ray cluster could not be joined (one line says why),
+130 when cancelled, 2 for a usage or spec error (nothing started).
 """
 
 from __future__ import annotations
@@ -51,6 +52,13 @@ def register(sub: Any) -> None:
         "max_trials)",
     )
     p.add_argument(
+        "--trial-timeout",
+        type=float,
+        metavar="S",
+        help="stop a trial still running after S seconds (SIGTERM, then SIGKILL after the "
+        "grace); it is stored failed, 'timed out after S s' (the spec key trial_timeout)",
+    )
+    p.add_argument(
         "--engine",
         choices=("local", "ray"),
         default="local",
@@ -61,6 +69,12 @@ def register(sub: Any) -> None:
         metavar="ADDR",
         help="(ray) the cluster to join, e.g. auto or ray://head:10001; "
         "default: start a local Ray instance",
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=float,
+        metavar="S",
+        help="(ray) give up joining the --address cluster after S seconds (default 30)",
     )
     p.add_argument("--resume", metavar="SWEEP", help="continue an interrupted sweep")
     add_place_options(p, "a trial")
@@ -86,7 +100,7 @@ def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
     from mosaic_sdk.sweeps.spec import apply_shorthands, load_spec
 
     raw = load_spec(args.spec) if args.spec else {}
-    return apply_shorthands(raw, args.grid, args.seeds, args.max_trials)
+    return apply_shorthands(raw, args.grid, args.seeds, args.max_trials, args.trial_timeout)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -98,12 +112,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.resume is None and not (args.spec or args.grid or args.seeds):
         raise UsageError("give a sweep spec file, --grid KEY=V1,V2 or --seeds RANGE")
-    if args.resume is not None and (args.spec or args.grid or args.seeds or args.max_trials):
+    if args.resume is not None and (
+        args.spec or args.grid or args.seeds or args.max_trials or args.trial_timeout is not None
+    ):
         raise UsageError(
-            "--resume takes the spec from the store; leave out SPEC, --grid, --seeds, --max-trials"
+            "--resume takes the spec from the store; leave out SPEC, --grid, --seeds, "
+            "--max-trials, --trial-timeout"
         )
-    if args.address is not None and args.engine != "ray":
-        raise UsageError("--address is for --engine ray")
+    if args.engine != "ray" and (args.address is not None or args.connect_timeout is not None):
+        raise UsageError("--address and --connect-timeout are for --engine ray")
+    if args.connect_timeout is not None and not 0 < args.connect_timeout < float("inf"):
+        raise UsageError(f"--connect-timeout {args.connect_timeout:g}: give seconds > 0")
+    ray_options = {}
+    if args.connect_timeout is not None:
+        ray_options["connect_timeout"] = args.connect_timeout
     report = (lambda _msg: None) if args.json else (lambda msg: print(msg, flush=True))
     try:
         result = run_sweep(
@@ -116,12 +138,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             resume=args.resume,
             grace=args.grace,
             report=report,
+            ray_options=ray_options,
         )
     except SpecError as exc:
         lines = "\n  ".join(exc.errors)
         raise UsageError(f"the sweep spec cannot run (nothing was started):\n  {lines}") from None
     except (PluginError, StoreError, MosaicHomeError) as exc:
         raise UsageError(str(exc)) from None
+    except RuntimeError as exc:
+        from mosaic_sdk.sweeps.ray_engine import ClusterUnreachable
+
+        if not isinstance(exc, ClusterUnreachable):
+            raise
+        print(f"mosaic sweep: {exc}", file=sys.stderr)
+        return 1
     except ModuleNotFoundError as exc:
         if exc.name == "ray" or (exc.name or "").startswith("ray."):
             raise UsageError(

@@ -36,4 +36,22 @@ def write_text(path: Path, text: str) -> None:
         fh.write(text)
 
 
-__all__ = ["DIR_MODE", "FILE_MODE", "create_file", "make_dir", "write_text"]
+def restrict_tree(path: Path) -> None:
+    """Make ``path`` and everything under it owner-only (directories ``0700``, files
+    ``0600``), for trees written by code that does not choose its modes (Ray Tune's state).
+    Symbolic links are left alone; a file removed meanwhile is skipped."""
+    path = Path(path)
+    if not path.is_dir() or path.is_symlink():
+        return
+    for root, dirs, files in os.walk(path):
+        for name, mode in [(d, DIR_MODE) for d in dirs] + [(f, FILE_MODE) for f in files]:
+            entry = os.path.join(root, name)
+            try:
+                if not os.path.islink(entry):
+                    os.chmod(entry, mode)
+            except FileNotFoundError:
+                pass
+    os.chmod(path, DIR_MODE)
+
+
+__all__ = ["DIR_MODE", "FILE_MODE", "create_file", "make_dir", "restrict_tree", "write_text"]

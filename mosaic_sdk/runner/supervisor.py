@@ -67,6 +67,7 @@ class RunSupervisor:
         max_line_bytes: int = DEFAULT_MAX_LINE,
         keys: bool = False,
         reporter: Reporter | None = None,
+        time_limit: float | None = None,
     ) -> None:
         #: Hears the run's warnings (default: the process's; see runner.reporting).
         self.reporter = reporter_or_current(reporter)
@@ -82,6 +83,9 @@ class RunSupervisor:
             )
         self.handle = handle
         self.grace = grace
+        #: Stop the worker after this many seconds (SIGTERM, then SIGKILL after ``grace``);
+        #: the run ends ``failed``, "timed out after S s". None: no limit.
+        self.time_limit = time_limit
         self.display = display or NullDisplay()
         self.batch_lines = batch_lines
         self.flush_interval = flush_interval
@@ -181,6 +185,7 @@ class RunSupervisor:
             on_stderr_lines=recorder.stderr,
             max_line_bytes=self.max_line_bytes,
             grace=self.grace,
+            time_limit=self.time_limit,
             stdin_pipe=control.stdin_pipe,
         )
         self._lifecycle = lifecycle
@@ -210,6 +215,7 @@ class RunSupervisor:
                 cancel_reason=self._cancel_reason,
                 stderr_tail=stderr_tail,
                 start_error=start_error,
+                timed_out=lifecycle.time_limit_reason,
             )
             for text in warnings:  # each once: to the reporter, and stored as a runner's note
                 warn(f"run {self.run_id}: {text}")

@@ -183,6 +183,7 @@ class Collector:
             cancel_reason=info.get("cancel_reason"),
             stderr_tail=info.get("stderr_tail", ""),
             start_error=info.get("start_error"),
+            timed_out=info.get("timed_out"),
         )
         stopped = bool(info.get("cancel_reason")) and not self.sweep_cancelled
         self._close(

@@ -104,6 +104,7 @@ class LocalEngine:
             store=self.store_path,
             runs_dir=self.runs_dir,
             grace=self.grace,
+            time_limit=self.spec.trial_timeout,
         )
         with self._lock:
             self.sweeps.add_attempt(self.sweep_id, trial.key, sup.run_id, trial.params)

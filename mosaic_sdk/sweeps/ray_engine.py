@@ -12,24 +12,104 @@ Faults: an attempt whose actor dies (its node lost) is stored ``failed`` with wh
 and Tune starts the trial again (a new attempt, a new run). Ctrl-C (SIGINT or SIGTERM) ends
 the sweep as Tune ends an interrupted experiment: its state is saved, every running trial is
 stopped (its worker gets SIGTERM, then SIGKILL) and stored ``cancelled``; ``--resume`` hands
-the saved experiment to ``Tuner.restore``, which runs what had not finished.
+the saved experiment to ``Tuner.restore``, which runs what had not finished. A trial past
+the spec's ``trial_timeout`` is stopped by its own supervision (SIGTERM, then SIGKILL) and
+stored ``failed``, "timed out after S s".
+
+Its own local instance runs on 127.0.0.1 in a ``mosaic-ray-*`` temp dir, ended with the sweep
+(by a watchdog when the driver is killed: :mod:`~mosaic_sdk.sweeps.ray_instance`); joining a
+cluster (``address``) gives up after ``connect_timeout`` with :class:`ClusterUnreachable`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import signal
+import socket
+import subprocess
+import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
+from mosaic_sdk.runner import private
 from mosaic_sdk.runner.storage.paths import runs_dir_for
 from mosaic_sdk.sweeps.collector import Collector
 from mosaic_sdk.sweeps.spec import SweepSpec
 from mosaic_sdk.sweeps.store import SweepStore
+
+#: Longest a sweep waits for the cluster it is to join (s), unless told otherwise.
+CONNECT_TIMEOUT = 30.0
+#: Longest the probe that joins first (see ``RayEngine._probe``) may take to import Ray (s).
+IMPORT_WAIT = 60.0
+#: Ray's switch (read by ``ray._private.services.get_node_ip_address``) that stops it from
+#: replacing 127.0.0.1 with this machine's other address, in this process and its children.
+_RAY_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+class ClusterUnreachable(RuntimeError):
+    """The cluster given by ``--address`` cannot be reached or joined; the message is one
+    sentence that says what to try."""
+
+
+def cluster_target(address: str) -> tuple[str, int] | None:
+    """The host and port a sweep must reach for ``address`` (None for ``auto``): the GCS of
+    ``HOST[:PORT]`` (6379 by default), the client server of ``ray://HOST[:PORT]`` (10001)."""
+    if address in ("auto", "local"):
+        return None
+    rest, default = address, 6379
+    if rest.startswith("ray://"):
+        rest, default = rest[len("ray://") :], 10001
+    rest = rest.split("/", 1)[0]
+    if rest.startswith("["):  # [::1]:6379
+        host, _, port = rest[1:].partition("]")
+        port = port.lstrip(":")
+    else:
+        host, _, port = rest.rpartition(":") if ":" in rest else (rest, "", "")
+    if not host:
+        raise ClusterUnreachable(
+            f"--address {address!r} names no host: give HOST:PORT, ray://HOST:PORT or auto"
+        )
+    try:
+        return host, int(port) if port else default
+    except ValueError:
+        raise ClusterUnreachable(
+            f"--address {address!r}: {port!r} is not a port; give HOST:PORT, e.g. 127.0.0.1:6379"
+        ) from None
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+@contextlib.contextmanager
+def loopback_ray() -> Iterator[None]:
+    """Keep Ray on 127.0.0.1: by default it replaces a loopback address (of ``ray.init``'s
+    address or node IP) with this machine's outward address, so a head node started with
+    ``--node-ip-address 127.0.0.1`` cannot be joined as ``127.0.0.1:PORT``, and a local
+    instance listens on the network. Ray reads its switch at import: the module's constant is
+    set as well as the environment (for the processes the instance starts)."""
+    from ray._private import ray_constants
+
+    old_env = os.environ.get(_RAY_LOOPBACK_ENV)
+    old_value = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    os.environ[_RAY_LOOPBACK_ENV] = "0"
+    if old_value is not None:
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if old_env is None:
+            os.environ.pop(_RAY_LOOPBACK_ENV, None)
+        else:
+            os.environ[_RAY_LOOPBACK_ENV] = old_env
+        if old_value is not None:
+            ray_constants.ENABLE_RAY_CLUSTER = old_value
 
 
 def param_space(spec: SweepSpec) -> dict[str, Any]:
@@ -69,6 +149,7 @@ class RayEngine:
         ray_temp_dir: str | None = None,
         storage_dir: Path | None = None,
         trial_cpus: float = 1.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         self.handle = handle
         self.spec = spec
@@ -83,41 +164,144 @@ class RayEngine:
         self.ray_temp_dir = ray_temp_dir
         self.storage_dir = storage_dir or runs_dir_for(sweeps.runs.path) / "ray"
         self.trial_cpus = trial_cpus
+        self.connect_timeout = connect_timeout
         self.interrupted = False
 
     def run(self, resume: bool = False) -> bool:
-        """Run the sweep to its end; True when it was interrupted."""
+        """Run the sweep to its end; True when it was interrupted. ``ClusterUnreachable``
+        when the cluster of ``address`` cannot be joined within ``connect_timeout``.
+
+        A local instance (no ``address``) listens on 127.0.0.1 only, in a temp dir of its
+        own (``mosaic-ray-*``) watched by a process that ends it and removes the dir if this
+        one dies (:mod:`~mosaic_sdk.sweeps.ray_instance`); at a clean end this process does
+        it. Tune's state (``storage_dir``) is owner-only, as the store."""
         import ray
 
+        from mosaic_sdk.sweeps import ray_instance
+
         started = False
-        if not ray.is_initialized():
-            if self.address is not None:
-                ray.init(address=self.address, log_to_driver=False)
-            else:
-                temp = self.ray_temp_dir or tempfile.mkdtemp(prefix="mosaic-ray-")
-                ray.init(
-                    num_cpus=self.num_cpus or max(2, self.spec.trials_at_once),
-                    include_dashboard=False,
-                    _temp_dir=temp,
-                    log_to_driver=False,
-                )
-            started = True
-        collector = Collector(
-            self.sweeps.runs.path,
-            self.handle.name,
-            self.sweep_id,
-            self.spec.metric,
-            report=self.report,
-            pm=self.handle.pm,
-        )
-        restore = self._install_signal_handlers(collector)
+        watchdog = None
+        temp: str | None = None
+        loopback = contextlib.ExitStack()
         try:
-            return self._run(collector, resume)
+            if not ray.is_initialized():
+                if self.address is not None:
+                    self._connect()
+                else:
+                    loopback.enter_context(loopback_ray())
+                    temp = self.ray_temp_dir or tempfile.mkdtemp(prefix=ray_instance.TEMP_PREFIX)
+                    watchdog = ray_instance.start_watchdog(temp, remove=self.ray_temp_dir is None)
+                    ray.init(
+                        num_cpus=self.num_cpus or max(2, self.spec.trials_at_once),
+                        include_dashboard=False,
+                        _temp_dir=temp,
+                        _node_ip_address="127.0.0.1",
+                        log_to_driver=False,
+                    )
+                started = True
+            collector = Collector(
+                self.sweeps.runs.path,
+                self.handle.name,
+                self.sweep_id,
+                self.spec.metric,
+                report=self.report,
+                pm=self.handle.pm,
+            )
+            restore = self._install_signal_handlers(collector)
+            try:
+                return self._run(collector, resume)
+            finally:
+                restore()
+                collector.close()
         finally:
-            restore()
-            collector.close()
             if started:
                 ray.shutdown()
+            if watchdog is not None:
+                ray_instance.stop_watchdog(watchdog)
+            if temp is not None:  # what ray.shutdown left (its agents linger), then the dir
+                ray_instance.end_instance(temp)
+                if self.ray_temp_dir is None:
+                    ray_instance.remove_temp_dir(temp)
+            loopback.close()
+            private.restrict_tree(self.storage_dir)
+
+    def _connect(self) -> None:
+        """Join the cluster at ``address`` within ``connect_timeout`` or raise
+        ``ClusterUnreachable`` (one sentence, what to try)."""
+
+        address = str(self.address)
+        target = cluster_target(address)
+        hint = (
+            "start it (ray start --head --port PORT), give its address as HOST:PORT (the "
+            "head's GCS port), ray://HOST:10001 (a Ray client server) or auto (on a node of "
+            "the cluster), or wait longer with --connect-timeout S"
+        )
+        stack = contextlib.ExitStack()
+        if target is not None:
+            host, port = target
+            try:
+                socket.create_connection((host, port), timeout=self.connect_timeout).close()
+            except OSError as exc:
+                why = exc.strerror or type(exc).__name__
+                raise ClusterUnreachable(
+                    f"cannot reach the Ray cluster at {address} ({host}:{port}: {why}); {hint}"
+                ) from None
+            if is_loopback(host):
+                stack.enter_context(loopback_ray())
+        with stack:
+            failure = self._probe(address)
+            if failure is not None:
+                raise ClusterUnreachable(
+                    f"cannot join the Ray cluster at {address} ({failure}); {hint}"
+                )
+            self._init(address, hint)
+
+    def _probe(self, address: str) -> str | None:
+        """Join the cluster from a child process first, within ``connect_timeout``: Ray's
+        own connection retries last minutes and cannot be interrupted from here. None when
+        it joined; otherwise why not."""
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _PROBE, address],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        assert proc.stdout is not None
+        # The time limit starts once Ray is imported (seconds on a busy machine).
+        select.select([proc.stdout], [], [], IMPORT_WAIT)
+        try:
+            _, err = proc.communicate(timeout=self.connect_timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the probe's own group
+            proc.communicate()
+            return f"no answer within {self.connect_timeout:g} s"
+        if proc.returncode == 0:
+            return None
+        said = [line.strip() for line in err.splitlines() if line.strip()]
+        return said[-1][:300] if said else f"the probe exited with {proc.returncode}"
+
+    def _init(self, address: str, hint: str) -> None:
+        import ray
+
+        with _deadline(self.connect_timeout):
+            try:
+                ray.init(address=address, log_to_driver=False)
+            except (_TimedOut, ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+                if ray.is_initialized():
+                    ray.shutdown()
+                why = (
+                    f"no answer within {self.connect_timeout:g} s"
+                    if isinstance(exc, _TimedOut)
+                    else str(exc).strip().splitlines()[0]
+                    if str(exc).strip()
+                    else type(exc).__name__
+                )
+                raise ClusterUnreachable(
+                    f"cannot join the Ray cluster at {address} ({why}); {hint}"
+                ) from None
 
     def _run(self, collector: Collector, resume: bool) -> bool:
         from ray import tune
@@ -149,6 +333,7 @@ class RayEngine:
             path = self.sweeps.get_sweep(self.sweep_id)["engine_state"]
             tuner = tune.Tuner.restore(path, trainable=trainable, resume_errored=False)
         else:
+            private.make_dir(self.storage_dir)
             tuner = self._new_tuner(trainable)
             self.sweeps.set_engine_state(self.sweep_id, str(self.storage_dir / self.sweep_id))
         stop = threading.Event()
@@ -159,9 +344,11 @@ class RayEngine:
             daemon=True,
         )
         pump.start()
+        old_umask = os.umask(0o077)  # Tune's state, written meanwhile: owner-only, as the store
         try:
             tuner.fit()
         finally:
+            os.umask(old_umask)
             stop.set()
             pump.join()
             self._drain(inbox, collector)
@@ -271,4 +458,43 @@ class RayEngine:
         return restore
 
 
-__all__ = ["RayEngine", "param_space"]
+#: The child that tries to join a cluster before this process does (see ``_probe``).
+_PROBE = """
+import sys
+try:
+    import ray
+    print("imported", flush=True)
+    ray.init(address=sys.argv[1], log_to_driver=False)
+except BaseException as exc:
+    text = str(exc).strip()
+    print(text.splitlines()[0] if text else type(exc).__name__, file=sys.stderr)
+    sys.exit(1)
+ray.shutdown()
+"""
+
+
+class _TimedOut(Exception):
+    """Raised in the main thread when joining a cluster takes too long."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise ``_TimedOut`` in the main thread after ``seconds`` (Ray retries an unanswering
+    cluster for minutes); elsewhere no bound."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise _TimedOut
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+__all__ = ["CONNECT_TIMEOUT", "ClusterUnreachable", "RayEngine", "cluster_target", "param_space"]

@@ -123,6 +123,7 @@ class MosaicTrial(tune.Trainable):
                 ("err", self.run_id, list(lines), partial)
             ),
             grace=self.grace,
+            time_limit=setup_args["spec"].trial_timeout,
         )
         import ray
 
@@ -170,7 +171,10 @@ class MosaicTrial(tune.Trainable):
                     self.run_id,
                     {
                         "exit_code": exit_code,
-                        "cancel_reason": self.lifecycle.stop_reason,
+                        "cancel_reason": None
+                        if self.lifecycle.time_limit_reason
+                        else self.lifecycle.stop_reason,
+                        "timed_out": self.lifecycle.time_limit_reason,
                         "stderr_tail": stderr_tail,
                         "start_error": start_error,
                     },

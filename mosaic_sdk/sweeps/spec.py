@@ -40,6 +40,7 @@ _TOP_KEYS = (
     "trials_at_once",
     "max_failures",
     "max_trials",
+    "trial_timeout",
 )
 
 #: The most trials a spec may make unless it says otherwise (``max_trials``, ``--max-trials``):
@@ -87,6 +88,9 @@ class SweepSpec:
     max_failures: int = 1
     worker: str | None = None
     max_trials: int = MAX_TRIALS
+    #: Seconds a trial may run before it is stopped (SIGTERM, then SIGKILL after the grace)
+    #: and stored ``failed``, "timed out after S s"; None: no limit.
+    trial_timeout: float | None = None
 
     @property
     def trial_count(self) -> int:
@@ -111,6 +115,8 @@ class SweepSpec:
         }
         if self.worker is not None:
             out["worker"] = self.worker
+        if self.trial_timeout is not None:
+            out["trial_timeout"] = self.trial_timeout
         if self.scheduler is not None:
             s = self.scheduler
             out["scheduler"] = {
@@ -210,10 +216,11 @@ def apply_shorthands(
     grids: Iterable[str] = (),
     seeds: str | None = None,
     max_trials: int | None = None,
+    trial_timeout: float | None = None,
 ) -> dict[str, Any]:
     """``raw`` with ``--grid key=v1,v2`` (values JSON when they parse), ``--seeds`` (kept as
-    text: :func:`parse_spec` counts it against the limit before expanding it) and
-    ``--max-trials``."""
+    text: :func:`parse_spec` counts it against the limit before expanding it),
+    ``--max-trials`` and ``--trial-timeout``."""
     out = json.loads(json.dumps(dict(raw)))
     for text in grids:
         key, sep, values = text.partition("=")
@@ -225,7 +232,18 @@ def apply_shorthands(
         out["seeds"] = seeds
     if max_trials is not None:
         out["max_trials"] = max_trials
+    if trial_timeout is not None:
+        out["trial_timeout"] = trial_timeout
     return out
+
+
+def _timeout(errors: list[str], raw: Any) -> float | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw < float("inf"):
+        errors.append(f"trial_timeout: give a number of seconds > 0 (got {raw!r})")
+        return None
+    return raw
 
 
 def _int(errors: list[str], where: str, value: Any, minimum: int) -> int:
@@ -327,6 +345,7 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
         max_failures=_int(errors, "max_failures", raw.get("max_failures", 1), 0),
         worker=worker,
         max_trials=max_trials,
+        trial_timeout=_timeout(errors, raw.get("trial_timeout")),
     )
     if not errors and spec.trial_count > max_trials:
         grids = [f"{len(d['grid'])} ({k})" for k, d in space.items() if "grid" in d]

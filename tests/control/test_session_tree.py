@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mosaic_sdk.runner.proctree import pid_alive
 
 from mosaic_sdk.runner import start_session
-from mosaic_sdk.runner.proctree import pid_alive
 
 FIXTURES = Path(__file__).resolve().parents[1] / "conformance" / "fixtures"
 

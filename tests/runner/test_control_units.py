@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from mosaic_sdk.runner.control_client import ControlClientError, check_socket, send_command
 from mosaic_sdk.runner.control_keys import KeyReader
 from mosaic_sdk.runner.control_relay import ControlRelay

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mosaic_sdk.runner.store import RunStore
 
 from mosaic_sdk import hookimpl
 from mosaic_sdk.plugins import discover_workers
 from mosaic_sdk.runner.reporting import Reporter
-from mosaic_sdk.runner.store import RunStore
 from mosaic_sdk.runner.supervisor import (
     RunSupervisor,
     WorkerProtocolError,

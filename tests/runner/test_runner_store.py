@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from mosaic_sdk.runner.store import RunStore, StoreError
 
 from mosaic_sdk.runner.reporting import Reporter
-from mosaic_sdk.runner.store import RunStore, StoreError
 from mosaic_sdk.runner.supervisor import RunSupervisor, resolve_worker, run_worker
 from mosaic_sdk.shm.processes import process_start_ticks
 

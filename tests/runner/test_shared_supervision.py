@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle
 
 from mosaic_sdk.conformance.leftovers import processes_of
 from mosaic_sdk.conformance.recording import EOF_GRACE, RunPlan, record_run
-from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle
 from mosaic_sdk.runner.supervisor import EOF_WAIT_AFTER_EXIT, resolve_worker, run_worker
 
 

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StoreWriter
 from mosaic_sdk.runner.store import RunStore
 

@@ -53,3 +53,18 @@ def shm_unchanged(tmp_path: Path):
             conn.close()
     left = {name for name in mosaic_segments() - before if any(r in name for r in ours)}
     assert left == set()
+
+
+RUNNER_FIXTURES = Path(__file__).resolve().parent.parent / "runner" / "fixtures"
+
+
+@pytest.fixture
+def fixture_worker(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The runner tests' ``fixture`` worker (tests/runner/fixtures/runner_workers.py: its
+    ``mode`` config key says how it behaves, e.g. ``stubborn`` hangs and ignores SIGTERM),
+    discoverable here and in child processes (Ray's included)."""
+    monkeypatch.syspath_prepend(str(RUNNER_FIXTURES))
+    old = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", str(RUNNER_FIXTURES) + (os.pathsep + old if old else ""))
+    monkeypatch.setenv("MOSAIC_PLUGINS", "fixture=runner_workers:Fixture")
+    return "fixture"

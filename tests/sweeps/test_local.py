@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from conftest import alive, worker_pids
-
 from mosaic_sdk.runner.store import RunStore
+
 from mosaic_sdk.sweeps.driver import run_sweep
 from mosaic_sdk.sweeps.store import SweepStore
 
@@ -291,3 +291,67 @@ def test_resume_after_the_driver_is_killed_marks_its_attempts_lost_and_runs_them
     ]
     lost = [t for t in trials if t["status"] == "lost"]
     assert all(f"pid {driver.pid}" in t["error"] for t in lost)
+
+
+def test_trial_timeout_stops_a_hanging_trial_and_stores_it_failed_with_the_reason(
+    tmp_path: Path, fixture_worker: str, shm_unchanged: None
+) -> None:
+    """A worker that hangs (``stubborn`` ignores SIGTERM; ``polite`` stops on it) no longer
+    holds its slot: after trial_timeout it gets SIGTERM, then SIGKILL after the grace, and the
+    trial and its run end failed, "timed out after 1 s"; the quick trial completes."""
+    store = tmp_path / "s.sqlite"
+    result = run_sweep(
+        fixture_worker,
+        {
+            "space": {"mode": {"grid": ["stubborn", "polite", "steps"]}},
+            "trials_at_once": 3,
+            "trial_timeout": 1,
+        },
+        store=store,
+        grace=0.5,
+        report=lambda _m: None,
+    )
+    assert result.status == "completed"
+    by_mode = {t["params"]["mode"]: t for t in result.trials}
+    assert by_mode["steps"]["status"] == "completed"
+    with RunStore(store, readonly=True) as runs:
+        for mode, killed in (("stubborn", True), ("polite", False)):
+            trial = by_mode[mode]
+            assert trial["status"] == trial["run_status"] == "failed", trial
+            assert trial["error"].startswith("timed out after 1 s"), trial["error"]
+            run = runs.get_run(trial["run_id"])
+            assert run["status"] == "failed" and run["error"] == trial["error"]
+            assert (run["exit_code"] == -signal.SIGKILL) is killed, run["exit_code"]
+            assert _events_of(runs, trial["run_id"])[-1] == "run_failed"
+        sweep = SweepStore(runs).get_sweep(result.sweep_id)
+    assert sweep["spec"]["trial_timeout"] == 1
+    for pid in worker_pids(store):
+        assert not alive(pid)
+
+
+def _events_of(runs: RunStore, run_id: str) -> list[str]:
+    return [e["event"] for e in runs.events(run_id)]
+
+
+def test_trial_timeout_on_the_command_line(
+    tmp_path: Path, fixture_worker: str, shm_unchanged: None
+) -> None:
+    store = tmp_path / "s.sqlite"
+    cli = [sys.executable, "-m", "mosaic_sdk.cli", "sweep", fixture_worker, "--store", str(store)]
+    done = subprocess.run(
+        [*cli, "--grid", "mode=stubborn", "--trial-timeout", "1", "--grace", "0.5", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr[-2000:]  # no trial completed
+    (trial,) = json.loads(done.stdout)["trials"]
+    assert trial["status"] == "failed" and trial["error"].startswith("timed out after 1 s")
+    refused = subprocess.run(
+        [*cli, "--resume", "01X", "--trial-timeout", "1"], capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "--trial-timeout" in refused.stderr
+    local = subprocess.run(
+        [*cli, "--seeds", "1", "--connect-timeout", "5"], capture_output=True, text=True
+    )
+    assert local.returncode == 2 and "--connect-timeout" in local.stderr

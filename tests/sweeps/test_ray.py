@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from conftest import alive, worker_pids
-
 from mosaic_sdk.runner.store import RunStore
+
 from mosaic_sdk.sweeps.driver import run_sweep
 from mosaic_sdk.sweeps.store import SweepStore
 
@@ -34,10 +34,16 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture
 def ray_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep Ray quiet and local: no auth token written in the home, no usage stats."""
+    """Keep Ray quiet and local: no auth token written in the home, no usage stats, and every
+    node on 127.0.0.1 (Ray would otherwise replace it with this machine's outward address, in
+    this process and in the processes it starts)."""
+    from ray._private import ray_constants
+
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
 
 
 @pytest.fixture
@@ -48,6 +54,12 @@ def ray_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("RAY_TMPDIR", path)
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _instance_left(temp_dir: str | Path) -> list[int]:
+    from mosaic_sdk.sweeps.ray_instance import instance_pids
+
+    return instance_pids(temp_dir)
 
 
 def _events(store: Path, run_id: str) -> list[str]:
@@ -85,6 +97,12 @@ def test_ray_engine_on_a_local_instance_stores_trials_and_asha_stops_the_weak_on
         ray_options={"num_cpus": 1, "ray_temp_dir": ray_tmp},
     )
     assert not ray.is_initialized()  # the instance it started is shut down
+    assert _instance_left(ray_tmp) == []
+    state = tmp_path / "s" / "ray"  # Tune's state beside the store: owner-only, as it
+    modes = {p: p.stat().st_mode & 0o777 for p in [state, *state.rglob("*")] if not p.is_symlink()}
+    assert any(p.is_file() for p in modes) and (state / result.sweep_id).is_dir()
+    wrong = {str(p): oct(m) for p, m in modes.items() if m != (0o700 if p.is_dir() else 0o600)}
+    assert wrong == {}
     assert result.status == "completed"
     trials = {(t["params"]["env_id"], t["params"]["policy"]): t for t in result.trials}
     assert len(trials) == 4 and all(t["attempt"] == 1 for t in result.trials)
@@ -240,6 +258,7 @@ def test_ctrl_c_on_a_ray_sweep_stops_everything_and_resume_finishes_it(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env=_driver_env(ray_tmp),
     )
     try:
         deadline = time.monotonic() + 240
@@ -281,12 +300,14 @@ def test_ctrl_c_on_a_ray_sweep_stops_everything_and_resume_finishes_it(
     for pid in worker_pids(store):
         assert not alive(pid), f"worker {pid} outlived the sweep"
     assert _processes_mentioning(ray_tmp) == []  # the local Ray instance is gone
+    assert list(Path(ray_tmp).glob("mosaic-ray-*")) == []  # and its temp dir
 
     resumed = subprocess.run(
         [*cli, "--engine", "ray", "--resume", sweep_id, "--store", str(store)],
         capture_output=True,
         text=True,
         timeout=400,
+        env=_driver_env(ray_tmp),
     )
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     with RunStore(store, readonly=True) as runs:
@@ -296,3 +317,217 @@ def test_ctrl_c_on_a_ray_sweep_stops_everything_and_resume_finishes_it(
     for key, run_id in finished.items():  # finished trials were not run again
         assert [t["run_id"] for t in trials if t["trial_key"] == key] == [run_id]
     assert _processes_mentioning(ray_tmp) == []
+    assert list(Path(ray_tmp).glob("mosaic-ray-*")) == []
+
+
+def test_trial_timeout_on_ray_stops_a_hanging_trial_and_stores_it_failed(
+    tmp_path: Path, ray_env: None, ray_tmp: str, fixture_worker: str, shm_unchanged: None
+) -> None:
+    store = tmp_path / "s.sqlite"
+    result = run_sweep(
+        fixture_worker,
+        {
+            "space": {"mode": {"grid": ["stubborn", "steps"]}},
+            "trials_at_once": 2,
+            "trial_timeout": 2,
+            "max_failures": 0,
+        },
+        engine="ray",
+        store=store,
+        grace=0.5,
+        report=lambda _m: None,
+        ray_options={"num_cpus": 2, "ray_temp_dir": ray_tmp},
+    )
+    assert result.status == "completed"
+    by_mode = {t["params"]["mode"]: t for t in result.trials}
+    assert by_mode["steps"]["status"] == "completed"
+    hung = by_mode["stubborn"]
+    assert hung["status"] == hung["run_status"] == "failed", hung
+    assert hung["error"].startswith("timed out after 2 s"), hung["error"]
+    assert _events(store, hung["run_id"])[-1] == "run_failed"
+    with RunStore(store, readonly=True) as runs:
+        assert runs.get_run(hung["run_id"])["exit_code"] == -signal.SIGKILL
+    for pid in worker_pids(store):
+        assert not alive(pid)
+
+
+SLOW_SPEC = {
+    "base": {
+        "episodes": 200,
+        "max_steps_per_episode": 20,
+        "step_delay_ms": 20,
+        "include_observations": False,
+    },
+    "seeds": [1, 2],
+    "trials_at_once": 2,
+}
+
+
+def _driver_env(ray_tmp: str) -> dict[str, str]:
+    """The driver's environment: its ``mosaic-ray-*`` temp dir made inside ``ray_tmp``."""
+    return {**os.environ, "TMPDIR": ray_tmp}
+
+
+def _wait_for_running_trial(driver: subprocess.Popen, store: Path) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        assert driver.poll() is None, driver.stdout.read() if driver.stdout else ""
+        assert time.monotonic() < deadline, "no trial ran in time"
+        try:
+            conn = sqlite3.connect(store)
+            try:
+                row = conn.execute(
+                    "SELECT 1 FROM sweep_trials t JOIN runs r USING (run_id)"
+                    " WHERE t.status = 'running' AND r.episodes >= 1"
+                ).fetchone()
+            finally:
+                conn.close()
+        except sqlite3.OperationalError:
+            row = None
+        if row:
+            return
+        time.sleep(0.1)
+
+
+def test_sigkill_of_the_driver_leaves_no_ray_process_and_no_temp_dir(
+    tmp_path: Path, ray_env: None, ray_tmp: str, shm_unchanged: None
+) -> None:
+    """The local instance's watchdog ends it (every process, by pid) and removes its
+    ``mosaic-ray-*`` dir when the driver is SIGKILLed mid-sweep."""
+    store = tmp_path / "s.sqlite"
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(SLOW_SPEC))
+    cli = [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example", str(spec)]
+    driver = subprocess.Popen(
+        [*cli, "--engine", "ray", "--store", str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_driver_env(ray_tmp),
+    )
+    try:
+        _wait_for_running_trial(driver, store)
+        (temp,) = Path(ray_tmp).glob("mosaic-ray-*")
+        assert _instance_left(temp), "the instance's processes are not found by its temp dir"
+        driver.kill()
+        driver.wait()
+        killed_at = time.monotonic()
+        while time.monotonic() - killed_at < 60 and (
+            _instance_left(temp) or temp.exists() or any(map(alive, worker_pids(store)))
+        ):
+            time.sleep(0.2)
+        print(f"nothing left {time.monotonic() - killed_at:.1f} s after the SIGKILL")
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert _instance_left(temp) == [], "Ray processes outlived the driver's SIGKILL"
+    assert not temp.exists()
+    for pid in worker_pids(store):
+        assert not alive(pid), f"worker {pid} outlived the driver: " + _describe(pid)
+
+
+def _describe(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return stat + " " + f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "(gone)"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_head_node_started_apart_is_joined_by_its_loopback_address(
+    tmp_path: Path, ray_env: None, ray_tmp: str, shm_unchanged: None
+) -> None:
+    """``ray start --head --node-ip-address 127.0.0.1`` (with Ray's loopback switch, as the
+    guide says), then ``mosaic sweep --address 127.0.0.1:PORT`` from an environment without
+    the switch: the sweep sets it itself, joins on loopback and runs its trials there."""
+    from mosaic_sdk.sweeps.ray_instance import end_instance
+
+    head_tmp = tempfile.mkdtemp(prefix="h", dir=ray_tmp)
+    port = _free_port()
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    started = subprocess.run(
+        [ray_bin, "start", "--head", "--port", str(port), "--node-ip-address", "127.0.0.1"]
+        + ["--temp-dir", head_tmp, "--num-cpus", "2", "--include-dashboard", "false"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    try:
+        assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
+        store = tmp_path / "s.sqlite"
+        env = _driver_env(ray_tmp)
+        del env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"]  # the driver's own switch is tested
+        done = subprocess.run(
+            [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example", "--seeds", "1-2"]
+            + ["--grid", "episodes=2", "--grid", "max_steps_per_episode=10"]
+            + ["--engine", "ray", "--address", f"127.0.0.1:{port}", "--store", str(store)]
+            + ["--json"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        result = json.loads(done.stdout)
+        assert [t["status"] for t in result["trials"]] == ["completed", "completed"]
+    finally:
+        end_instance(head_tmp)  # the head's processes, by pid (no `ray stop`: it ends all)
+    assert _instance_left(head_tmp) == []
+
+
+class _Silent:
+    """A TCP port that accepts connections and never answers."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.parametrize("kind", ["refused", "ray-client-refused", "silent"])
+def test_a_cluster_that_cannot_be_reached_ends_the_sweep_in_one_line(
+    tmp_path: Path, ray_env: None, ray_tmp: str, kind: str
+) -> None:
+    silent = _Silent()
+    try:
+        address = {
+            "refused": f"127.0.0.1:{_free_port()}",
+            "ray-client-refused": f"ray://127.0.0.1:{_free_port()}",
+            "silent": f"127.0.0.1:{silent.port}",
+        }[kind]
+        done = subprocess.run(
+            [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example", "--seeds", "1"]
+            + ["--engine", "ray", "--address", address]
+            + (["--connect-timeout", "8"] if kind == "silent" else [])
+            + ["--store", str(tmp_path / "s.sqlite")],
+            capture_output=True,
+            text=True,
+            timeout=90,  # Ray alone retries for minutes
+            env=_driver_env(ray_tmp),
+        )
+    finally:
+        silent.close()
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if line.startswith("mosaic sweep:")]
+    assert len(lines) == 1 and address in lines[0], done.stderr[-3000:]
+    assert "--connect-timeout" in lines[0] and "ray start --head" in lines[0]
+    if kind == "silent":
+        assert "no answer within 8 s" in lines[0]

@@ -225,3 +225,16 @@ def test_trial_count_agrees_with_the_expansion() -> None:
     ):
         spec = parse_spec(raw)
         assert spec.trial_count == len(expand_trials(spec)), raw
+
+
+@pytest.mark.parametrize("bad", [0, -1, "10", True, float("inf")])
+def test_trial_timeout_must_be_a_positive_number_of_seconds(bad: object) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec({"trial_timeout": bad})
+    assert any("trial_timeout: give a number of seconds > 0" in e for e in info.value.errors)
+
+
+def test_trial_timeout_from_the_cli_shorthand_is_kept_in_the_spec() -> None:
+    spec = parse_spec(apply_shorthands({}, trial_timeout=2.5))
+    assert spec.trial_timeout == 2.5 and spec.to_dict()["trial_timeout"] == 2.5
+    assert "trial_timeout" not in parse_spec({}).to_dict()

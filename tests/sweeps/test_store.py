@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mosaic_sdk.runner.schema import SCHEMA_VERSION
 from mosaic_sdk.runner.store import RunStore
+
 from mosaic_sdk.sweeps.spec import Metric
 from mosaic_sdk.sweeps.store import SweepStore
 

@@ -7,10 +7,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from mosaic_sdk.runner.schema import STATUSES
 from starlette.testclient import TestClient
 
 from mosaic_sdk.cli import main
-from mosaic_sdk.runner.schema import STATUSES
 from tests.watch.storefill import FilledRun
 
 DEAD_PID = 2147483646  # no process can have it: the runner of a "running" run is gone

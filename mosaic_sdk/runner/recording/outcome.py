@@ -4,6 +4,9 @@ runner writes when the worker did not say how it ended.
 
 Rules (checked in this order):
 
+0. the runner stopped the worker for its time limit (``timed_out``): ``failed`` with that
+   reason (and a synthesised ``run_failed`` unless the worker wrote one), unless the worker
+   wrote ``run_completed`` and exited 0 all the same;
 1. the user cancelled (Ctrl-C, SIGTERM, :meth:`RunSupervisor.cancel`): ``failed`` if the worker
    wrote ``run_failed``, ``completed`` if it wrote ``run_completed`` and exited 0, otherwise
    ``cancelled`` (with a synthesised ``run_cancelled`` unless the worker wrote one);
@@ -114,12 +117,34 @@ def decide(
     start_error: str | None = None,
     telemetry_lines: int = 0,
     other_lines: int = 0,
+    timed_out: str | None = None,
 ) -> Outcome:
-    """The final status of a run, and the event to synthesise (or None)."""
+    """The final status of a run, and the event to synthesise (or None).
+
+    ``timed_out`` (the reason, e.g. ``"timed out after 30 s"``) when the runner stopped the
+    worker for its time limit: ``failed`` with that reason, unless the worker completed."""
     name = terminal.get("event") if terminal else None
     payload = terminal.get("payload") if terminal else None
     worker_error = payload.get("error") if isinstance(payload, dict) else None
     how = describe_exit(exit_code)
+    if timed_out is not None and not (name == "run_completed" and exit_code == 0):
+        error = f"{timed_out}; the worker {how}"
+        event = None
+        if name != "run_failed":
+            event = lifecycle_event(
+                run_id,
+                "run_failed",
+                {
+                    "error": error,
+                    "error_type": "TimedOut",
+                    "exit_code": exit_code,
+                    "stderr_tail": stderr_tail,
+                    "traceback": None,
+                    "episode": None,
+                    "step": None,
+                },
+            )
+        return Outcome("failed", error, event)
     if cancel_reason is not None:
         if name == "run_failed":
             return Outcome("failed", str(worker_error or "the worker reported run_failed"), None)

@@ -158,8 +158,10 @@ class RunRecorder:
         cancel_reason: str | None,
         stderr_tail: str = "",
         start_error: str | None = None,
+        timed_out: str | None = None,
     ) -> Outcome:
-        """The run's final status from what it wrote (see :func:`decide`)."""
+        """The run's final status from what it wrote (see :func:`decide`); ``timed_out`` is
+        the reason a time limit stopped the run, if one did."""
         ingest = self.ingest
         return decide(
             self.run_id,
@@ -171,6 +173,7 @@ class RunRecorder:
             start_error=start_error,
             telemetry_lines=ingest.steps + ingest.episodes + ingest.events,
             other_lines=ingest.log_lines,
+            timed_out=timed_out,
         )
 
     def finish(

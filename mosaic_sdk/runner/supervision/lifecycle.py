@@ -95,6 +95,7 @@ class RunLifecycle:
         tail_lines: int = 40,
         grace: float = 10.0,
         timeout: float | None = None,
+        time_limit: float | None = None,
         stop_after_eof: float | None = None,
         stdin_pipe: bool = False,
     ) -> None:
@@ -109,6 +110,10 @@ class RunLifecycle:
         self.grace = grace
         #: Kill the group this many seconds after the start (None: never).
         self.timeout = timeout
+        #: Stop the worker the usual way (SIGTERM, then SIGKILL of its group after ``grace``)
+        #: this many seconds after its start (None: never); see :attr:`time_limit_reason`.
+        self.time_limit = time_limit
+        self.time_limit_hit = False
         #: Stop the worker when it is still running this long after its stdout closed.
         self.stop_after_eof = stop_after_eof
         #: Keep the worker's stdin as a pipe (a worker that speaks the control protocol); the
@@ -156,6 +161,16 @@ class RunLifecycle:
                 self.term_sent_at = time.monotonic()
                 proc.send_signal(signal.SIGTERM)
         return True
+
+    @property
+    def time_limit_reason(self) -> str | None:
+        """``"timed out after S s"`` once the worker was stopped for its ``time_limit``, else
+        None (also when a stop asked before the limit was still under way)."""
+        if self.time_limit is None or not self.time_limit_hit:
+            return None
+        if self.stop_reason != f"timed out after {self.time_limit:g} s":
+            return None
+        return self.stop_reason
 
     def kill(self) -> None:
         """Kill the worker's group at the next pass (a second Ctrl-C)."""
@@ -232,6 +247,10 @@ class RunLifecycle:
                 self.timed_out = True
                 proc.kill_group(signal.SIGKILL)
                 return
+        if self.time_limit is not None and not self.time_limit_hit:
+            if now - proc.started_at >= self.time_limit:
+                self.time_limit_hit = True
+                self.request_stop(f"timed out after {self.time_limit:g} s")
         if (
             self.stop_after_eof is not None
             and eof_at is not None

@@ -1,0 +1,174 @@
+"""The local Ray instance a ``ray`` sweep starts for itself: what belongs to it, how it ends,
+and the watchdog that ends it when the driver cannot.
+
+An instance is known by its temp dir (``mosaic-ray-*``, Ray's ``_temp_dir``): its GCS server,
+raylet and agents name that directory on their command lines, and Ray's workers (and the
+trials' workers under them) are their descendants. :func:`end_instance` ends exactly those
+processes of this user, by pid: SIGTERM, then SIGKILL for what is left after a short wait.
+
+The watchdog is this module run as a process of its own session (a Ctrl-C in the terminal
+does not reach it): ``python -m mosaic_sdk.sweeps.ray_instance DRIVER_PID TEMP_DIR [--remove]``.
+It waits on a pidfd of the driver; when the driver is gone (a SIGKILL included) it ends the
+instance and, with ``--remove``, removes the temp dir. After a clean end the driver does both
+itself and stops its watchdog (SIGTERM: it exits without touching anything).
+
+Imports nothing of Ray: the watchdog starts in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: The prefix of the temp dirs of the local instances sweeps start.
+TEMP_PREFIX = "mosaic-ray-"
+#: How long processes get between SIGTERM and SIGKILL when an instance is ended (s).
+TERM_WAIT = 2.0
+
+
+def _parents() -> dict[int, int]:
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] not in ("Z", "X"):
+            out[int(entry)] = int(fields[1])
+    return out
+
+
+def _mentions(pid: int, text: bytes) -> bool:
+    try:
+        if os.stat(f"/proc/{pid}").st_uid != os.getuid():
+            return False
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read()
+    except OSError:
+        return False
+    start = cmdline.find(text)
+    while start >= 0:  # the directory itself, not one whose name merely starts the same
+        after = cmdline[start + len(text) : start + len(text) + 1]
+        if after in (b"", b"/", b"\0", b" ", b",", b"'", b'"'):
+            return True
+        start = cmdline.find(text, start + 1)
+    return False
+
+
+def instance_pids(temp_dir: str | Path) -> list[int]:
+    """The live processes of the instance kept in ``temp_dir``: those of this user whose
+    command line names it, and their descendants (this process and its ancestors excepted)."""
+    text = str(temp_dir).rstrip("/").encode()
+    parents = _parents()
+    spared = set()
+    pid = os.getpid()
+    while pid > 1 and pid not in spared:
+        spared.add(pid)
+        pid = parents.get(pid, 1)
+    roots = {p for p in parents if p not in spared and _mentions(p, text)}
+    children: dict[int, list[int]] = {}
+    for child, parent in parents.items():
+        children.setdefault(parent, []).append(child)
+    found, todo = set(), list(roots)
+    while todo:
+        p = todo.pop()
+        if p in found or p in spared:
+            continue
+        found.add(p)
+        todo.extend(children.get(p, []))
+    return sorted(found)
+
+
+def end_instance(temp_dir: str | Path, wait: float = TERM_WAIT) -> int:
+    """End every process of the instance in ``temp_dir`` (SIGTERM, SIGKILL after ``wait``);
+    returns how many there were. Nothing else is signalled."""
+    ended: set[int] = set()
+    for signum, pause in ((signal.SIGTERM, wait), (signal.SIGKILL, 0.2), (signal.SIGKILL, 0.5)):
+        pids = instance_pids(temp_dir)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signum)
+                ended.add(pid)
+            except OSError:
+                pass
+        deadline = time.monotonic() + pause
+        while time.monotonic() < deadline and instance_pids(temp_dir):
+            time.sleep(0.05)
+    return len(ended)
+
+
+def remove_temp_dir(temp_dir: str | Path) -> bool:
+    """Remove ``temp_dir`` when no process of its instance runs; True when it is gone."""
+    if instance_pids(temp_dir):
+        return False
+    shutil.rmtree(temp_dir, ignore_errors=True)
+    return not os.path.exists(temp_dir)
+
+
+def start_watchdog(temp_dir: str | Path, remove: bool) -> subprocess.Popen[bytes]:
+    """Start the watchdog of the instance in ``temp_dir`` for this process (the driver)."""
+    argv = [sys.executable, "-m", "mosaic_sdk.sweeps.ray_instance", str(os.getpid())]
+    argv += [str(temp_dir), *(["--remove"] if remove else [])]
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def stop_watchdog(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a watchdog after a clean end (it leaves everything as it is)."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def watch(driver: int, temp_dir: str, remove: bool) -> int:
+    """The watchdog's body: wait for ``driver`` to end, then end its instance."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        fd = os.pidfd_open(driver)
+    except ProcessLookupError:
+        fd = None
+    if fd is not None:
+        select.select([fd], [], [])
+        os.close(fd)
+    end_instance(temp_dir)
+    if remove:
+        remove_temp_dir(temp_dir)
+    return 0
+
+
+if __name__ == "__main__":  # the watchdog (see the module docstring)
+    args = sys.argv[1:]
+    sys.exit(watch(int(args[0]), args[1], "--remove" in args[2:]))
+
+
+__all__ = [
+    "TEMP_PREFIX",
+    "end_instance",
+    "instance_pids",
+    "remove_temp_dir",
+    "start_watchdog",
+    "stop_watchdog",
+    "watch",
+]

@@ -1,0 +1,91 @@
+"""The local Ray instance's end, without Ray: processes that name an instance's temp dir (and
+their descendants) are ended by pid, nothing else; the watchdog does it when its driver dies."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import alive
+
+from mosaic_sdk.sweeps.ray_instance import end_instance, instance_pids
+
+#: A stand-in for an instance process: names DIR on its command line, starts a child that
+#: does not (as raylet starts Ray's workers), prints the child's pid, sleeps.
+PARENT = (
+    "import subprocess, sys, time; "
+    "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+    "print(c.pid, flush=True); time.sleep(120)"
+)
+
+
+@pytest.fixture
+def temp_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="mosaic-ray-"))
+    yield path
+    if path.exists():
+        shutil.rmtree(path)
+
+
+def _start(text: str) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PARENT, f"--temp-dir={text}"], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    return proc, int(proc.stdout.readline())
+
+
+def test_end_instance_ends_its_processes_and_their_children_and_nothing_else(
+    temp_dir: Path,
+) -> None:
+    ours, child = _start(f"{temp_dir}/session_latest")
+    other, other_child = _start(f"{temp_dir}-other/x")  # a name that merely starts the same
+    try:
+        assert set(instance_pids(temp_dir)) == {ours.pid, child}
+        assert end_instance(temp_dir, wait=1.0) == 2
+        ours.wait(5)
+        deadline = time.monotonic() + 5
+        while alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(child)
+        assert other.poll() is None and alive(other_child)
+    finally:
+        for proc, pid in ((ours, child), (other, other_child)):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_the_watchdog_ends_the_instance_and_removes_its_dir_when_the_driver_dies(
+    temp_dir: Path,
+) -> None:
+    driver = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    instance, child = _start(str(temp_dir))
+    watchdog = subprocess.Popen(
+        [sys.executable, "-m", "mosaic_sdk.sweeps.ray_instance", str(driver.pid)]
+        + [str(temp_dir), "--remove"],
+        start_new_session=True,
+    )
+    try:
+        time.sleep(1.0)  # the watchdog waits while the driver lives
+        assert watchdog.poll() is None and temp_dir.exists() and instance.poll() is None
+        driver.kill()
+        driver.wait()
+        assert watchdog.wait(30) == 0
+        instance.wait(5)
+        assert not alive(child) and not temp_dir.exists()
+    finally:
+        for proc in (driver, instance, watchdog):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
