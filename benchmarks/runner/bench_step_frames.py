@@ -1,4 +1,4 @@
-"""What frames from step lines cost (mosaic_sdk.runner.step_frames).
+"""What frames from step lines cost (mosaic_sdk.runner.recording.step_frames).
 
 Two figures, medians of --repeat runs, each beside its baseline measured in the same run:
 
@@ -23,7 +23,7 @@ import numpy as np
 from pydantic_core import from_json
 
 from mosaic_sdk.fastlane import FastLaneConfig, FastLaneWriter
-from mosaic_sdk.runner.step_frames import frame_from_payload, newest_payload_line
+from mosaic_sdk.runner.recording.step_frames import frame_from_payload, newest_payload_line
 
 
 def step_row(i: int, payload: object = None) -> tuple:

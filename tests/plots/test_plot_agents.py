@@ -119,6 +119,7 @@ def test_the_documented_commands(tmp_path, capsys):
     import shlex
 
     from tests.docs_snippets.blocks import blocks
+    from tests.docs_snippets.transcript import compare, steps
 
     [block] = [
         b for b in blocks("docs/guides/plots.md") if b.reason == "tests/plots/test_plot_agents.py"
@@ -126,18 +127,15 @@ def test_the_documented_commands(tmp_path, capsys):
     store = tmp_path / "agents.sqlite"
     for seed in (1, 2):
         add_agent_run(store, f"duel-{seed}", seed, {"red": [1.0, 2.0, 3.0], "blue": [0.0, 1.0]})
-    lines = block.code.splitlines()
     ran = 0
-    for i, line in enumerate(lines):
-        if not line.startswith("$ "):
-            continue
-        args = shlex.split(line[2:])
+    for command, shown in steps(block.code):
+        args = shlex.split(command)
         assert args[0] == "mosaic"
         args = [str(tmp_path / a) if a.endswith((".png", ".svg", ".csv", ".sqlite")) else a
                 for a in args[1:]]  # fmt: skip
         capsys.readouterr()
-        assert main(args) == 0, line
-        printed = capsys.readouterr().out.strip().replace(str(tmp_path) + "/", "")
-        assert printed == lines[i + 1], line
+        assert main(args) == 0, command
+        printed = capsys.readouterr().out.replace(str(tmp_path) + "/", "")
+        assert compare(command, shown, printed) is None, compare(command, shown, printed)
         ran += 1
     assert ran == 3

@@ -14,8 +14,8 @@ from mosaic_sdk.runner.rows import LineBatch
 
 from mosaic_sdk.fastlane import FastLaneReader, FastLaneUnavailableError
 from mosaic_sdk.fastlane.writer import create_fastlane_name
+from mosaic_sdk.runner.recording.step_frames import BadPayload, StepFrames, frame_from_payload
 from mosaic_sdk.runner.reporting import Reporter
-from mosaic_sdk.runner.step_frames import BadPayload, StepFrames, frame_from_payload
 from mosaic_sdk.runner.supervisor import run_worker
 
 SHM = Path("/dev/shm")
@@ -23,7 +23,7 @@ SHM = Path("/dev/shm")
 
 @pytest.fixture
 def frame_worker(monkeypatch: pytest.MonkeyPatch) -> str:
-    from conftest import _discoverable
+    from tests.runner.conftest import _discoverable
 
     _discoverable(monkeypatch, "framefixture=frame_workers:FrameFixture")
     return "framefixture"

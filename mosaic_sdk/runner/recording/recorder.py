@@ -43,8 +43,8 @@ from mosaic_sdk.runner.recording.batching import StoreBatcher
 from mosaic_sdk.runner.recording.ingest import LineIngest, StderrIngest
 from mosaic_sdk.runner.recording.observers import ObserverFeed
 from mosaic_sdk.runner.recording.outcome import Outcome, decide, record_end
+from mosaic_sdk.runner.recording.step_frames import StepFrames, on_commit_all
 from mosaic_sdk.runner.reporting import current_reporter
-from mosaic_sdk.runner.step_frames import StepFrames, on_commit_all
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.storage.writer import StoreWriter
 
