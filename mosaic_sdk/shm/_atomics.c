@@ -498,6 +498,41 @@ fl_now_ns(void)
  * reading each destination line before overwriting it. */
 #define FL_STREAM_BYTES (1024 * 1024)
 
+/* The copies of a slot's bytes both readers make (fastlane_read and the cursor), between
+ * the two loads of the slot's seq: into the caller's buffer, into a new bytes object, and the
+ * metadata (None when there is none). Copies above FL_NOGIL_BYTES release the GIL. */
+static void
+fl_read_into(void *dst, const char *src, uint32_t n)
+{
+    if (n > FL_NOGIL_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        memcpy(dst, src, n);
+        Py_END_ALLOW_THREADS
+    } else {
+        memcpy(dst, src, n);
+    }
+}
+
+static PyObject *
+fl_read_bytes(const char *src, uint32_t n)
+{
+    PyObject *out;
+    if (n <= FL_NOGIL_BYTES)
+        return PyBytes_FromStringAndSize(src, n);
+    out = PyBytes_FromStringAndSize(NULL, n);
+    if (out != NULL)
+        fl_read_into(PyBytes_AS_STRING(out), src, n);
+    return out;
+}
+
+static PyObject *
+fl_read_meta(const char *src, uint32_t n)
+{
+    if (n > 0)
+        return PyBytes_FromStringAndSize(src, n);
+    Py_RETURN_NONE;
+}
+
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
 #define FL_HAVE_STREAM 1
@@ -681,36 +716,17 @@ SharedWords_fastlane_read(SharedWords *self, PyObject *const *args, Py_ssize_t n
                          dv.len, (unsigned)flen);
             return NULL;
         }
-        if (flen > FL_NOGIL_BYTES) {
-            Py_BEGIN_ALLOW_THREADS
-            memcpy(dv.buf, src, flen);
-            Py_END_ALLOW_THREADS
-        } else {
-            memcpy(dv.buf, src, flen);
-        }
+        fl_read_into(dv.buf, src, flen);
         PyBuffer_Release(&dv);
         have_dest = 0;
         frame = PyLong_FromUnsignedLong(flen);
-    } else if (flen > FL_NOGIL_BYTES) {
-        frame = PyBytes_FromStringAndSize(NULL, flen);
-        if (frame != NULL) {
-            char *dst = PyBytes_AS_STRING(frame);
-            Py_BEGIN_ALLOW_THREADS
-            memcpy(dst, src, flen);
-            Py_END_ALLOW_THREADS
-        }
     } else {
-        frame = PyBytes_FromStringAndSize(src, flen);
+        frame = fl_read_bytes(src, flen);
     }
     if (frame == NULL)
         return NULL;
-    if (mlen > 0) {
-        meta = PyBytes_FromStringAndSize(src + flen, mlen);
-        if (meta == NULL) { Py_DECREF(frame); return NULL; }
-    } else {
-        meta = Py_None;
-        Py_INCREF(meta);
-    }
+    meta = fl_read_meta(src + flen, mlen);
+    if (meta == NULL) { Py_DECREF(frame); return NULL; }
     r = fl_load_f64(self, metrics_off);
     g = fl_load_f64(self, metrics_off + 8);
     hz = fl_load_f64(self, metrics_off + 16);
@@ -958,40 +974,19 @@ fl_cursor_read(FastLaneCursor *c, PyObject *dest)
             PyBuffer_Release(&dv);
             return fl_cursor_slow(c, dest, 0);
         }
-        if (flen > FL_NOGIL_BYTES) {
-            Py_BEGIN_ALLOW_THREADS
-            memcpy(dv.buf, src, flen);
-            Py_END_ALLOW_THREADS
-        } else {
-            memcpy(dv.buf, src, flen);
-        }
+        fl_read_into(dv.buf, src, flen);
         PyBuffer_Release(&dv);
         data = dest;
         Py_INCREF(data);
-    } else if (flen > FL_NOGIL_BYTES) {
-        data = PyBytes_FromStringAndSize(NULL, flen);
-        if (data == NULL)
-            return NULL;
-        {
-            char *dst = PyBytes_AS_STRING(data);
-            Py_BEGIN_ALLOW_THREADS
-            memcpy(dst, src, flen);
-            Py_END_ALLOW_THREADS
-        }
     } else {
-        data = PyBytes_FromStringAndSize(src, flen);
+        data = fl_read_bytes(src, flen);
         if (data == NULL)
             return NULL;
     }
-    if (mlen > 0) {
-        meta = PyBytes_FromStringAndSize(src + flen, mlen);
-        if (meta == NULL) {
-            Py_DECREF(data);
-            return NULL;
-        }
-    } else {
-        meta = Py_None;
-        Py_INCREF(meta);
+    meta = fl_read_meta(src + flen, mlen);
+    if (meta == NULL) {
+        Py_DECREF(data);
+        return NULL;
     }
     for (int i = 0; i < 3; i++)
         bits[i] = __atomic_load_n((const uint64_t *)(base + moff + 8 * i), __ATOMIC_RELAXED);
