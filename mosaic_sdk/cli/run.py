@@ -46,6 +46,21 @@ def register(sub: Any) -> None:
         help="the longest output line kept whole (default 16 MiB); a longer line is stored "
         "cut to N bytes, with the number of bytes dropped",
     )
+    p.add_argument(
+        "--stall-after",
+        metavar="SECONDS",
+        default=None,
+        help="call the run stalled when its worker writes nothing for this long (0 or off: "
+        "never); default: 3 x the heartbeat interval the worker declares, none if it "
+        "declares none",
+    )
+    p.add_argument(
+        "--on-stall",
+        choices=("warn", "cancel"),
+        default="warn",
+        help="what a stall does: warn (default: mark the run stalled and say so) or cancel "
+        "(stop it like Ctrl-C: SIGTERM, --grace, SIGKILL; it ends failed, 'stalled: ...')",
+    )
     view = p.add_mutually_exclusive_group()
     view.add_argument("--quiet", "-q", action="store_true", help="print only the summary line")
     view.add_argument(
@@ -101,7 +116,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--grace {args.grace} is not a finite number of seconds >= 0 (e.g. --grace 10)"
         )
-    limits = {}
+    from mosaic_sdk.runner.recording.health import stall_limit_value
+
+    limits: dict[str, Any] = {}
+    try:
+        stall_after = stall_limit_value(args.stall_after, "--stall-after")
+    except ValueError as exc:
+        raise UsageError(f"{exc}, e.g. --stall-after 60") from None
     if args.max_line_bytes is not None:
         if args.max_line_bytes < 1:
             raise UsageError(f"--max-line-bytes {args.max_line_bytes}: give a number of bytes >= 1")
@@ -121,6 +142,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             grace=args.grace,
             display=display,
             keys=isinstance(display, RichDisplay) and _stdin_is_terminal(),
+            stall_after=stall_after,
+            on_stall=args.on_stall,
             **limits,
         )
     except ConfigError as exc:

@@ -54,6 +54,8 @@ class Snapshot:
     #: The reply to the last key pressed in the view (see run_control), and the keys' help.
     control_note: str | None = None
     control_keys: str | None = None
+    #: The run's health when it is not well: ``"stalled: no output for S s (limit L s)"``.
+    health: str | None = None
 
     @property
     def mean_return(self) -> float | None:
@@ -117,6 +119,7 @@ class PlainDisplay:
             f"({rate:.0f}/s){_lines_note(snap, plain=True)} episodes={snap.episodes} "
             f"mean_return(last {RECENT_EPISODES})={_fmt_return(snap.mean_return)} "
             f"last_event={printable(snap.last_event or '-')}"
+            + (f" health={snap.health!r}" if snap.health else "")
         )
 
     def update(self, snap: Snapshot) -> None:
@@ -157,7 +160,7 @@ class RichDisplay:
 
         rows = [
             ("run", f"{snap.run_id}  ({snap.worker})"),
-            ("status", snap.status),
+            ("status", snap.status if not snap.health else f"{snap.status} ({snap.health})"),
             ("elapsed", _fmt_elapsed(snap.elapsed)),
             ("steps", f"{snap.steps:,}  ({rate:,.0f}/s){_lines_note(snap)}"),
             ("episodes", f"{snap.episodes:,}"),

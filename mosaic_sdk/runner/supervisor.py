@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner import private
 from mosaic_sdk.runner.control.run_control import RunControl, claimed_protocol
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
+from mosaic_sdk.runner.recording.health import STALL_ACTIONS
 from mosaic_sdk.runner.recording.ingest import LineIngest
 from mosaic_sdk.runner.recording.outcome import RunResult
 from mosaic_sdk.runner.recording.recorder import RunRecorder
@@ -68,6 +69,8 @@ class RunSupervisor:
         keys: bool = False,
         reporter: Reporter | None = None,
         time_limit: float | None = None,
+        stall_after: float | None = None,
+        on_stall: str = "warn",
     ) -> None:
         #: Hears the run's warnings (default: the process's; see runner.reporting).
         self.reporter = reporter_or_current(reporter)
@@ -86,6 +89,17 @@ class RunSupervisor:
         #: Stop the worker after this many seconds (SIGTERM, then SIGKILL after ``grace``);
         #: the run ends ``failed``, "timed out after S s". None: no limit.
         self.time_limit = time_limit
+        #: The stall limit (s; 0: none; None: from the worker's declared heartbeat interval)
+        #: and what a stall does: ``"warn"`` (mark and report) or ``"cancel"`` (stop the
+        #: worker like a cancel; the run ends ``failed``, "stalled: ...").
+        if on_stall not in STALL_ACTIONS:
+            allowed = ", ".join(STALL_ACTIONS)
+            raise ValueError(f"on_stall must be one of {allowed}, got {on_stall!r}")
+        if stall_after is not None and not (0 <= stall_after < math.inf):
+            raise ValueError(f"stall_after must be >= 0 seconds (0: off), got {stall_after!r}")
+        self.stall_after = stall_after
+        self.on_stall = on_stall
+        self._stall_reason: str | None = None
         self.display = display or NullDisplay()
         self.batch_lines = batch_lines
         self.flush_interval = flush_interval
@@ -144,6 +158,13 @@ class RunSupervisor:
         if self._kill_now:
             lifecycle.kill()
 
+    def _stop_stalled(self, reason: str) -> None:
+        """``--on-stall cancel``: stop the worker the way a cancel does (SIGTERM, grace, then
+        SIGKILL); the run ends ``failed`` with ``reason``."""
+        lifecycle = self._lifecycle
+        if lifecycle is not None and lifecycle.request_stop(reason):
+            self._stall_reason = reason
+
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
         self.cancel(f"{name} received by mosaic run")
@@ -168,9 +189,13 @@ class RunSupervisor:
                 flush_interval=self.flush_interval,
                 abandon=lambda: self._cancel_reason is not None,
                 on_control_reply=control.relay.on_reply,
-                on_tick=lambda: self.display.update(self._snapshot(recorder.ingest, started)),
+                on_tick=lambda: self.display.update(
+                    self._snapshot(recorder.ingest, started, health=recorder.health.describe)
+                ),
                 warn=warn,
                 step_frames=True,
+                stall_after=self.stall_after,
+                on_stall=self._stop_stalled if self.on_stall == "cancel" else None,
             )
         except BaseException:
             control.close()
@@ -216,6 +241,7 @@ class RunSupervisor:
                 stderr_tail=stderr_tail,
                 start_error=start_error,
                 timed_out=lifecycle.time_limit_reason,
+                stalled=self._stall_reason,
             )
             for text in warnings:  # each once: to the reporter, and stored as a runner's note
                 warn(f"run {self.run_id}: {text}")
@@ -274,7 +300,13 @@ class RunSupervisor:
 
         return install_stop_handlers(self._on_signal)
 
-    def _snapshot(self, ingest: LineIngest, started: float, status: str = "running") -> Snapshot:
+    def _snapshot(
+        self,
+        ingest: LineIngest,
+        started: float,
+        status: str = "running",
+        health: Callable[[float], str | None] | None = None,
+    ) -> Snapshot:
         return Snapshot(
             run_id=self.run_id,
             worker=self.handle.name,
@@ -289,6 +321,7 @@ class RunSupervisor:
             status=status,
             control_note=self._control.note if self._control else None,
             control_keys=self._control.keys_help if self._control else None,
+            health=None if health is None else health(time.monotonic()),
         )
 
 
@@ -307,6 +340,8 @@ def run_worker(
     max_line_bytes: int = DEFAULT_MAX_LINE,
     keys: bool = False,
     reporter: Reporter | None = None,
+    stall_after: float | None = None,
+    on_stall: str = "warn",
 ) -> RunResult:
     """Run ``worker`` (a name or a handle) with ``config`` to the end; returns a RunResult.
 
@@ -317,7 +352,9 @@ def run_worker(
     SIGINT, SIGTERM and SIGHUP cancel the run while it lasts. Warnings (a plugin that failed
     to load, a hook that raised, a store that stays locked...) go to ``reporter`` (default:
     the process's, which prints nothing outside the CLI; see
-    :mod:`mosaic_sdk.runner.reporting`): the runner never prints.
+    :mod:`mosaic_sdk.runner.reporting`): the runner never prints. ``stall_after`` and
+    ``on_stall`` are ``mosaic run --stall-after/--on-stall`` (see
+    :mod:`mosaic_sdk.runner.recording.health`).
     """
     handle = resolve_worker(worker, reporter=reporter)
     supervisor = RunSupervisor(
@@ -334,6 +371,8 @@ def run_worker(
         max_line_bytes=max_line_bytes,
         keys=keys,
         reporter=reporter,
+        stall_after=stall_after,
+        on_stall=on_stall,
     )
     return supervisor.run()
 

@@ -3,7 +3,9 @@
 The interval defaults to 30 s; ``MOSAIC_HEARTBEAT_INTERVAL`` (seconds) overrides the default,
 an explicit ``interval=`` overrides both. The payload carries ``episode`` and ``step`` from a
 ``progress`` callable, the process's resident memory (``memory_mb``) and its CPU use since the
-previous heartbeat (``cpu_percent``, 100 = one core busy).
+previous heartbeat (``cpu_percent``, 100 = one core busy), and the heartbeat's own
+``interval`` (seconds): the runner takes a worker that declares its interval for stalled
+after a few intervals without a line (``mosaic run --stall-after`` overrides).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class Heartbeat:
             data.update(self._progress())
         data["memory_mb"] = round(resident_memory_mb(), 2)
         data["cpu_percent"] = round(100.0 * busy, 1)
+        data["interval"] = self.interval
         return data
 
     def beat(self) -> None:

@@ -1,7 +1,9 @@
 """The store side of a run's stdout: :class:`StoreBatcher` fills batches of the worker's lines
 for the :class:`~mosaic_sdk.runner.recording.ingest.StoreWriter` (at most ``batch_lines`` lines,
 handed over after ``flush_interval`` seconds at the latest), and hands each batch's lifecycle events
-to ``on_event`` only once the writer has committed that batch.
+to ``on_event`` only once the writer has committed that batch. It also keeps the run's
+:class:`~mosaic_sdk.runner.recording.health.RunHealth` up to date (the arrival time of each
+chunk of lines, never of each line) and checks it at every check of the read loop.
 
 It is the stdout side of :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`: a
 :class:`~mosaic_sdk.runner.supervision.lifecycle.RunObserver` fed by the run's lifecycle under
@@ -15,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mosaic_sdk.runner.recording.health import RunHealth
 from mosaic_sdk.runner.recording.ingest import LineBatch, LineIngest, StoreWriter
 from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.supervision.lifecycle import READ_WAIT, RunObserver
@@ -35,6 +38,8 @@ class StoreBatcher(RunObserver):
         on_event: Callable[[dict[str, Any]], None],
         on_tick: Callable[[], None],
         warn: Callable[[str], None] | None = None,
+        health: RunHealth | None = None,
+        on_health: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.run_id = run_id
         self.warn = warn or current_reporter().warn
@@ -48,6 +53,10 @@ class StoreBatcher(RunObserver):
         self.batch = LineBatch(serial=1)
         self.hooks_due: list[tuple[int, list[dict[str, Any]]]] = []  # (batch serial, events)
         self.writer_gone = False
+        #: The run's health (no stall detection when none is given), and who hears of a
+        #: change (the payload :meth:`RunHealth.check` returned).
+        self.health = health if health is not None else RunHealth(0)
+        self.on_health = on_health
 
     def final_batch(self) -> LineBatch:
         """A new batch after every one handed over: for what the runner adds at the end."""
@@ -70,7 +79,24 @@ class StoreBatcher(RunObserver):
             return READ_WAIT
         return self.batch.first_at + self.flush_interval - now
 
+    def add_event(self, event: dict[str, Any]) -> None:
+        """Store a lifecycle event the runner made up, after the lines read so far (handed
+        over at once; ``on_event`` hears of it once committed)."""
+        batch = self.batch
+        if batch.first_at is None:
+            batch.first_at = time.monotonic()
+        self.ingest.add_synthesised(batch, event)
+        self.hooks_due.append((batch.serial, [event]))
+        self._hand_over()
+
     def on_lines(self, lines: list[bytes], arrived: float, eof: bool, partial: bool) -> None:
+        if lines:
+            health = self.health
+            health.last_line_at = arrived  # one store per chunk read, not per line
+            if health.stalled_at is not None:  # "recovered" goes before the lines that ended it
+                change = health.check(arrived)
+                if change is not None and self.on_health is not None:
+                    self.on_health(change)
         start, total = 0, len(lines)
         while start < total:  # fill batches of at most batch_lines lines
             batch = self.batch
@@ -80,6 +106,7 @@ class StoreBatcher(RunObserver):
             events = self.ingest.add(batch, lines[start:end], partial_last=partial and end == total)
             start = end
             if events:
+                self.health.on_events(events, arrived)
                 self.hooks_due.append((batch.serial, events))
                 self._hand_over()
             elif batch.lines >= self.batch_lines:
@@ -91,6 +118,9 @@ class StoreBatcher(RunObserver):
             self._hand_over()
 
     def on_check(self, now: float) -> None:
+        change = self.health.check(now)
+        if change is not None and self.on_health is not None:
+            self.on_health(change)
         self.run_due_hooks()
         self.on_tick()
         if not self.writer.alive and not self.writer_gone:  # rows are counted lost from here

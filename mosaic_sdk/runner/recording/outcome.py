@@ -4,7 +4,8 @@ runner writes when the worker did not say how it ended.
 
 Rules (checked in this order):
 
-0. the runner stopped the worker for its time limit (``timed_out``): ``failed`` with that
+0. the runner stopped the worker for its time limit (``timed_out``) or its stall limit
+   (``stalled``, ``--on-stall cancel``): ``failed`` with that
    reason (and a synthesised ``run_failed`` unless the worker wrote one), unless the worker
    wrote ``run_completed`` and exited 0 all the same;
 1. the user cancelled (Ctrl-C, SIGTERM, :meth:`RunSupervisor.cancel`): ``failed`` if the worker
@@ -118,17 +119,21 @@ def decide(
     telemetry_lines: int = 0,
     other_lines: int = 0,
     timed_out: str | None = None,
+    stalled: str | None = None,
 ) -> Outcome:
     """The final status of a run, and the event to synthesise (or None).
 
     ``timed_out`` (the reason, e.g. ``"timed out after 30 s"``) when the runner stopped the
-    worker for its time limit: ``failed`` with that reason, unless the worker completed."""
+    worker for its time limit, ``stalled`` (e.g. ``"stalled: no output for 3 s (...)"``) when
+    it stopped it for its stall limit: ``failed`` with that reason, unless the worker
+    completed."""
     name = terminal.get("event") if terminal else None
     payload = terminal.get("payload") if terminal else None
     worker_error = payload.get("error") if isinstance(payload, dict) else None
     how = describe_exit(exit_code)
-    if timed_out is not None and not (name == "run_completed" and exit_code == 0):
-        error = f"{timed_out}; the worker {how}"
+    limit_hit = timed_out if timed_out is not None else stalled
+    if limit_hit is not None and not (name == "run_completed" and exit_code == 0):
+        error = f"{limit_hit}; the worker {how}"
         event = None
         if name != "run_failed":
             event = lifecycle_event(
@@ -136,7 +141,7 @@ def decide(
                 "run_failed",
                 {
                     "error": error,
-                    "error_type": "TimedOut",
+                    "error_type": "TimedOut" if timed_out is not None else "Stalled",
                     "exit_code": exit_code,
                     "stderr_tail": stderr_tail,
                     "traceback": None,

@@ -25,6 +25,10 @@ that
   implement ``mosaic_telemetry_steps`` / ``mosaic_telemetry_episodes``, fed by the writer
   after each commit, and ``mosaic_telemetry_event`` for every lifecycle event once the batch
   holding it is committed (synthesised events included);
+- the run's health (:class:`~mosaic_sdk.runner.recording.health.RunHealth`): when its last
+  line and heartbeat arrived, checked at every check of the read loop (or :meth:`check`); a
+  run past its stall limit gets a synthesised ``stalled`` event (``recovered`` when lines
+  come again), a warning, and ``on_stall(reason)`` is called (the supervisor then stops it);
 - the end: :meth:`RunRecorder.decide` (:func:`~mosaic_sdk.runner.recording.outcome.decide` on what
 the
   ingest saw) and :meth:`RunRecorder.finish`, which stores the synthesised event and the
@@ -40,9 +44,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mosaic_sdk.runner.recording.batching import StoreBatcher
+from mosaic_sdk.runner.recording.health import STALLED_EVENT, RunHealth, stall_reason
 from mosaic_sdk.runner.recording.ingest import LineIngest, StderrIngest
 from mosaic_sdk.runner.recording.observers import ObserverFeed
-from mosaic_sdk.runner.recording.outcome import Outcome, decide, record_end
+from mosaic_sdk.runner.recording.outcome import Outcome, decide, lifecycle_event, record_end
 from mosaic_sdk.runner.recording.step_frames import StepFrames, on_commit_all
 from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.storage.store import RunStore
@@ -69,6 +74,9 @@ class RunRecorder:
     whose observers and event hooks hear of the run (None: nobody does). ``abandon()`` tells
     the writer that the run is being given up (it then stops waiting for a stalled store);
     ``on_tick`` is called at every check of the read loop (the live view).
+    ``stall_after`` is the stall limit (s; 0: none; None: from the worker's declared heartbeat
+    interval, see :mod:`~mosaic_sdk.runner.recording.health`); ``on_stall(reason)`` is called
+    when the run stalls (None: it is only marked and reported).
     """
 
     def __init__(
@@ -86,6 +94,8 @@ class RunRecorder:
         on_tick: Callable[[], None] | None = None,
         warn: Callable[[str], None] | None = None,
         step_frames: bool = False,
+        stall_after: float | None = None,
+        on_stall: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -110,6 +120,10 @@ class RunRecorder:
             ),
         )
         self.ingest = LineIngest(run_id, on_control_reply=on_control_reply)
+        #: When the last line and heartbeat arrived; stalled or not (see module docstring).
+        self.health = RunHealth(stall_after)
+        self.on_stall = on_stall
+        self.health_events = 0  # the stalled/recovered events stored (not the worker's)
         #: The stderr callback: ``stderr(lines, partial)`` queues the lines as log rows.
         self.stderr = StderrIngest(run_id, self.writer)
         #: The stdout side, a :class:`~mosaic_sdk.runner.supervision.lifecycle.RunObserver`: give it
@@ -123,6 +137,8 @@ class RunRecorder:
             on_event=self.event,
             on_tick=on_tick or _nothing,
             warn=self.warn,
+            health=self.health,
+            on_health=self.health_event,
         )
         self._finished: RecordedEnd | None = None
 
@@ -136,6 +152,26 @@ class RunRecorder:
             self.pm.hook.mosaic_telemetry_event(run_id=self.run_id, worker=self.worker, event=event)
         except Exception as exc:  # noqa: BLE001 - a plugin's bug must not stop the run
             self.warn(f"a {EVENT_HOOK} hook raised {type(exc).__name__}: {exc} (the run goes on)")
+
+    def health_event(self, change: dict[str, Any]) -> None:
+        """Store a change of the run's health (a :meth:`RunHealth.check` payload, with its
+        ``event`` key), warn, and call ``on_stall`` for a stall. A Ray trial's health is
+        checked on its node, which sends the change here."""
+        payload = dict(change)
+        name = str(payload.pop("event"))
+        self.stdout.add_event(lifecycle_event(self.run_id, name, payload))
+        self.health_events += 1
+        if name == STALLED_EVENT:
+            reason = stall_reason(payload)
+            then = "; stopping it" if self.on_stall is not None else ""
+            self.warn(f"run {self.run_id} {reason}{then}")
+            if self.on_stall is not None:
+                self.on_stall(reason)
+        else:
+            self.warn(
+                f"run {self.run_id} is writing again after {payload['silent_seconds']:g} s "
+                "of silence (recovered)"
+            )
 
     # -- lines that arrive as messages (no read loop) ------------------------------------------
     def add_stdout(self, lines: list[bytes], partial: bool = False) -> None:
@@ -159,9 +195,10 @@ class RunRecorder:
         stderr_tail: str = "",
         start_error: str | None = None,
         timed_out: str | None = None,
+        stalled: str | None = None,
     ) -> Outcome:
         """The run's final status from what it wrote (see :func:`decide`); ``timed_out`` is
-        the reason a time limit stopped the run, if one did."""
+        the reason a time limit stopped the run, ``stalled`` the reason its stall limit did."""
         ingest = self.ingest
         return decide(
             self.run_id,
@@ -171,9 +208,10 @@ class RunRecorder:
             stderr_tail=stderr_tail,
             episodes=ingest.episodes,
             start_error=start_error,
-            telemetry_lines=ingest.steps + ingest.episodes + ingest.events,
+            telemetry_lines=ingest.steps + ingest.episodes + ingest.events - self.health_events,
             other_lines=ingest.log_lines,
             timed_out=timed_out,
+            stalled=stalled,
         )
 
     def finish(

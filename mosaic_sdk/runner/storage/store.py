@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.runner.recording.health import RECOVERED_EVENT, STALLED_EVENT
 from mosaic_sdk.runner.storage.schema import (
     INSERT_EPISODE,
     INSERT_EVENT,
@@ -215,8 +216,28 @@ class RunStore:
             if row["runner_host"] == socket.gethostname():
                 alive = process_alive(int(row["runner_pid"]), int(ticks or 0))
         out["runner_alive"] = alive
+        out["stalled"] = self._stalled(row["run_id"]) if row["status"] == "running" else None
         end = row["ended_at"] if row["ended_at"] is not None else time.time()
         out["duration_seconds"] = round(max(0.0, end - row["started_at"]), 3)
+        return out
+
+    def _stalled(self, run_id: str) -> dict[str, Any] | None:
+        """The payload of the run's ``stalled`` event when no ``recovered`` came after it
+        (the runner's health events, see :mod:`mosaic_sdk.runner.recording.health`), with its
+        ``ts_unix_ns``; None for a run that is not stalled."""
+        row = self.conn.execute(
+            "SELECT event, ts_unix_ns, payload_json FROM events WHERE run_id = ?"
+            " AND synthesised = 1 AND event IN (?, ?) ORDER BY line_no DESC LIMIT 1",
+            (run_id, STALLED_EVENT, RECOVERED_EVENT),
+        ).fetchone()
+        if row is None or row["event"] != STALLED_EVENT:
+            return None
+        try:
+            payload = json.loads(row["payload_json"] or "{}")
+        except ValueError:
+            payload = {}
+        out = dict(payload) if isinstance(payload, dict) else {}
+        out["ts_unix_ns"] = row["ts_unix_ns"]
         return out
 
     def events(self, run_id: str, limit: int | None = None) -> list[dict[str, Any]]:
@@ -447,10 +468,23 @@ class RunStore:
 
 def status_text(run: Mapping[str, Any]) -> str:
     """The status of a stored run (a :meth:`RunStore.get_run` / ``list_runs`` dict) as people
-    read it, in ``mosaic runs`` and ``mosaic watch`` alike: the stored status, or
-    ``running (runner died: pid N is gone)`` when a running run's runner process is gone."""
+    read it, in ``mosaic runs`` and ``mosaic watch`` alike: the stored status,
+    ``running (runner died: pid N is gone)`` when a running run's runner process is gone, or
+    ``running (stalled: no output for S s, limit L s)`` while the runner calls it stalled
+    (S counted from its last line to now)."""
     if run["status"] == "running" and run.get("runner_alive") is False:
         return f"running (runner died: pid {run.get('runner_pid')} is gone)"
+    stalled = run.get("stalled")
+    if run["status"] == "running" and stalled:
+        last = stalled.get("last_line_unix")
+        silent = stalled.get("silent_seconds")
+        if isinstance(last, (int, float)) and not isinstance(last, bool):
+            silent = max(time.time() - last, silent if isinstance(silent, (int, float)) else 0)
+        limit = stalled.get("limit_seconds")
+        said = "" if not isinstance(silent, (int, float)) else f": no output for {silent:.0f} s"
+        if isinstance(limit, (int, float)) and not isinstance(limit, bool):
+            said += f", limit {limit:g} s"
+        return f"running (stalled{said})"
     return str(run["status"])
 
 

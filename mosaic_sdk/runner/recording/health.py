@@ -1,0 +1,190 @@
+"""Run health: when a run's last line and last heartbeat arrived, and whether it is stalled.
+
+A run is *stalled* when nothing came from its worker's stdout for longer than its stall limit.
+The limit is, in order:
+
+1. the one the runner was given (``mosaic run --stall-after S``, a sweep's
+   ``trial_stall_after``); ``0`` turns stall detection off;
+2. :data:`STALL_FACTOR` times the heartbeat interval the worker declared: the ``interval`` of
+   its ``heartbeat`` payloads (the SDK's :class:`~mosaic_sdk.telemetry.heartbeat.Heartbeat`
+   writes it) or the ``heartbeat_interval`` of its ``run_started`` payload (the last one
+   seen counts);
+3. none: a worker that declares no interval, run without a limit, is never called stalled.
+
+:class:`RunHealth` only keeps times and decides; it does no I/O. Its users feed it the arrival
+time of each chunk of lines (one attribute store per chunk, never per line: the ingest path
+reads ~150k lines/s), the lifecycle events among them, and call :meth:`RunHealth.check` from
+their read loop's periodic check. A change of state comes back as the payload of a lifecycle
+event for the runner to store (:data:`STALLED_EVENT`, then :data:`RECOVERED_EVENT` when lines
+come again). Used by :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder` (``mosaic run``
+and local sweep trials) and by a Ray trial on its node (:mod:`mosaic_sdk.sweeps.ray_trial`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+#: The stall limit is this many declared heartbeat intervals.
+STALL_FACTOR = 3.0
+#: The runner's lifecycle event when a run passes its stall limit, and when lines come again.
+STALLED_EVENT = "stalled"
+RECOVERED_EVENT = "recovered"
+#: What ``--on-stall`` may say: mark and report only, or stop the run (it ends ``failed``).
+STALL_ACTIONS = ("warn", "cancel")
+
+
+def stall_limit_value(raw: Any, what: str) -> float | None:
+    """``raw`` as a stall limit in seconds (None stays None: no limit given; 0 turns stall
+    detection off). ``ValueError`` naming ``what`` for anything else but a number >= 0."""
+    if raw is None:
+        return None
+    if isinstance(raw, str) and raw.strip().lower() in ("off", "none", "no"):
+        return 0.0
+    if isinstance(raw, bool):
+        raise ValueError(f"{what}: give a number of seconds >= 0, or 0/off (got {raw!r})")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: give a number of seconds >= 0, or 0/off (got {raw!r})") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise ValueError(f"{what}: give a number of seconds >= 0, or 0/off (got {raw!r})")
+    return value
+
+
+def _interval(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if value > 0 and math.isfinite(value) else None
+
+
+def stall_reason(payload: dict[str, Any]) -> str:
+    """The one sentence for a stalled run (its error when the stall stopped it)."""
+    return (
+        f"stalled: no output for {payload['silent_seconds']:g} s "
+        f"(limit {payload['limit_seconds']:g} s, {payload['limit_from']})"
+    )
+
+
+class RunHealth:
+    """The health of one run (see the module docstring).
+
+    ``stall_after``: the runner's limit in seconds (0: no stall detection), or None to use
+    the worker's declared heartbeat interval. ``clock`` is the monotonic clock the arrival
+    times come from.
+    """
+
+    def __init__(
+        self, stall_after: float | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if stall_after is not None and not (stall_after >= 0 and math.isfinite(stall_after)):
+            raise ValueError(f"stall_after must be >= 0 seconds (0: off), got {stall_after!r}")
+        self.stall_after = stall_after
+        self.clock = clock
+        self.started_at = clock()
+        #: Arrival (monotonic) of the newest chunk of stdout lines, and of the newest heartbeat.
+        self.last_line_at: float | None = None
+        self.last_heartbeat_at: float | None = None
+        #: The heartbeat interval the worker declared (s), if it did.
+        self.declared_interval: float | None = None
+        #: When the current stall was noticed (None: not stalled), and how many there were.
+        self.stalled_at: float | None = None
+        self.stalled_payload: dict[str, Any] | None = None
+        self.stalls = 0
+        self._silent_from = 0.0
+
+    @property
+    def limit(self) -> float | None:
+        """The stall limit in force (s), or None when there is none (yet)."""
+        if self.stall_after is not None:
+            return self.stall_after if self.stall_after > 0 else None
+        if self.declared_interval is not None:
+            return STALL_FACTOR * self.declared_interval
+        return None
+
+    @property
+    def limit_from(self) -> str:
+        if self.stall_after is not None:
+            return "set by the runner"
+        return f"{STALL_FACTOR:g} x the declared heartbeat interval {self.declared_interval:g} s"
+
+    @property
+    def stalled(self) -> bool:
+        return self.stalled_at is not None
+
+    def describe(self, now: float) -> str | None:
+        """``"stalled: no output for S s (limit L s)"`` while stalled, else None (the live
+        view's health line)."""
+        if self.stalled_at is None or self.stalled_payload is None:
+            return None
+        silent = now - self._silent_from
+        limit = self.stalled_payload["limit_seconds"]
+        return f"stalled: no output for {silent:.0f} s (limit {limit:g} s)"
+
+    # -- feeding ----------------------------------------------------------------------------
+    def on_events(self, events: Iterable[dict[str, Any]], arrived: float) -> None:
+        """Note the lifecycle events of a chunk that arrived at ``arrived``: heartbeats, and
+        the heartbeat interval a ``heartbeat`` or ``run_started`` payload declares."""
+        for event in events:
+            name = event.get("event")
+            payload = event.get("payload")
+            if name == "heartbeat":
+                self.last_heartbeat_at = arrived
+                key = "interval"
+            elif name == "run_started":
+                key = "heartbeat_interval"
+            else:
+                continue
+            if isinstance(payload, dict):
+                declared = _interval(payload.get(key))
+                if declared is not None:
+                    self.declared_interval = declared
+
+    # -- deciding ---------------------------------------------------------------------------
+    def check(self, now: float) -> dict[str, Any] | None:
+        """The payload of a :data:`STALLED_EVENT` or :data:`RECOVERED_EVENT` (its ``event``
+        key says which) when the run's state changed at ``now``, else None."""
+        last = self.last_line_at
+        if self.stalled_at is not None:
+            if last is not None and last > self.stalled_at:
+                silent = last - self._silent_from
+                self.stalled_at = self.stalled_payload = None
+                return {"event": RECOVERED_EVENT, "silent_seconds": round(silent, 3)}
+            return None
+        limit = self.limit
+        if limit is None:
+            return None
+        since = self.started_at if last is None else last
+        silent = now - since
+        if silent < limit:
+            return None
+        self.stalled_at = now
+        self._silent_from = since
+        self.stalls += 1
+        wall = time.time()
+        beat = self.last_heartbeat_at
+        payload = {
+            "event": STALLED_EVENT,
+            "silent_seconds": round(silent, 3),
+            "limit_seconds": limit,
+            "limit_from": self.limit_from,
+            "last_line_unix": None if last is None else round(wall - (now - last), 3),
+            "last_heartbeat_unix": None if beat is None else round(wall - (now - beat), 3),
+            "heartbeat_interval": self.declared_interval,
+        }
+        self.stalled_payload = payload
+        return payload
+
+
+__all__ = [
+    "RECOVERED_EVENT",
+    "STALLED_EVENT",
+    "STALL_ACTIONS",
+    "STALL_FACTOR",
+    "RunHealth",
+    "stall_limit_value",
+    "stall_reason",
+]
