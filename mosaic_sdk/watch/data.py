@@ -135,6 +135,7 @@ def run_row(run: dict[str, Any]) -> dict[str, Any]:
         "run_id": run["run_id"],
         "worker": run["worker"],
         "status": status_text(run),  # the text `mosaic runs` shows
+        "stalled": run.get("stalled"),  # the runner's stalled event while the run is stalled
         "env_id": None if env is None else str(env),
         "steps": run["counts"]["steps"],
         "episodes": run["counts"]["episodes"],

@@ -50,10 +50,14 @@ class FilledRun:
         finally:
             conn.close()
 
-    def add_event(self, event: str, payload: dict[str, Any] | None = None) -> None:
+    def add_event(
+        self, event: str, payload: dict[str, Any] | None = None, synthesised: bool = False
+    ) -> None:
+        """One lifecycle line (``synthesised``: one the runner wrote, e.g. ``stalled``)."""
         self.line_no += 1
         text = json.dumps({"type": "lifecycle", "event": event, "payload": payload or {}})
-        row = (self.run_id, self.line_no, self.line_no, event, 0, 0, json.dumps(payload), text)
+        flag = 1 if synthesised else 0
+        row = (self.run_id, self.line_no, self.line_no, event, 0, flag, json.dumps(payload), text)
         self._write(INSERT_EVENT, row, (0, 0, 1, 0, 0, 0), None)
 
     def add_episode(self, total_reward: float, steps: int, agent_id: str | None = None) -> None:

@@ -24,7 +24,8 @@ function row(run) {
   const pick = watch.el("td"); pick.appendChild(box); tr.appendChild(pick);
   const link = watch.el("a", run.run_id, { href: watch.runUrl(run.run_id) + location.search });
   const id = watch.el("td"); id.appendChild(link); tr.appendChild(id);
-  tr.appendChild(watch.el("td", run.status, { class: "status " + run.status.split(" ")[0] }));
+  const stalled = run.stalled ? " stalled" : "";
+  tr.appendChild(watch.el("td", run.status, { class: "status " + run.status.split(" ")[0] + stalled }));
   tr.appendChild(watch.el("td", run.worker));
   tr.appendChild(watch.el("td", run.env_id || "-"));
   tr.appendChild(watch.el("td", run.steps, { class: "n" }));
