@@ -1,5 +1,6 @@
 """``mosaic sweep NAME SPEC [--grid K=V1,V2] [--seeds 1-5] [--trial-timeout S]
-[--engine local|ray] [--address ADDR] [--connect-timeout S] [--resume SWEEP]`` and
+[--trial-stall-after S] [--engine local|ray] [--address ADDR] [--connect-timeout S]
+[--resume SWEEP]`` and
 ``mosaic sweeps list`` / ``mosaic sweeps show SWEEP``.
 
 ``mosaic sweep`` exits 0 when the sweep ran to the end (some trials may have failed: they are
@@ -59,6 +60,13 @@ def register(sub: Any) -> None:
         "grace); it is stored failed, 'timed out after S s' (the spec key trial_timeout)",
     )
     p.add_argument(
+        "--trial-stall-after",
+        type=float,
+        metavar="S",
+        help="stop a trial whose worker writes nothing for S seconds, the same way; it is "
+        "stored failed, 'stalled: no output for S s ...' (the spec key trial_stall_after)",
+    )
+    p.add_argument(
         "--engine",
         choices=("local", "ray"),
         default="local",
@@ -100,7 +108,14 @@ def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
     from mosaic_sdk.sweeps.spec import apply_shorthands, load_spec
 
     raw = load_spec(args.spec) if args.spec else {}
-    return apply_shorthands(raw, args.grid, args.seeds, args.max_trials, args.trial_timeout)
+    return apply_shorthands(
+        raw,
+        args.grid,
+        args.seeds,
+        args.max_trials,
+        args.trial_timeout,
+        args.trial_stall_after,
+    )
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -113,11 +128,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.resume is None and not (args.spec or args.grid or args.seeds):
         raise UsageError("give a sweep spec file, --grid KEY=V1,V2 or --seeds RANGE")
     if args.resume is not None and (
-        args.spec or args.grid or args.seeds or args.max_trials or args.trial_timeout is not None
+        args.spec
+        or args.grid
+        or args.seeds
+        or args.max_trials
+        or args.trial_timeout is not None
+        or args.trial_stall_after is not None
     ):
         raise UsageError(
             "--resume takes the spec from the store; leave out SPEC, --grid, --seeds, "
-            "--max-trials, --trial-timeout"
+            "--max-trials, --trial-timeout, --trial-stall-after"
         )
     if args.engine != "ray" and (args.address is not None or args.connect_timeout is not None):
         raise UsageError("--address and --connect-timeout are for --engine ray")

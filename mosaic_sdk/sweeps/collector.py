@@ -8,8 +8,12 @@ driver what it sees, in order, as messages keyed by the attempt's run id:
 - ``("pid", run_id, pid)``: the worker's process id, once it started;
 - ``("out", run_id, lines, partial)``: a batch of stdout lines (bytes, without newlines);
 - ``("err", run_id, lines, partial)``: a batch of stderr lines;
+- ``("health", run_id, change)``: the node noticed a stall (``trial_stall_after``): the payload
+  of a :meth:`RunHealth.check <mosaic_sdk.runner.recording.health.RunHealth.check>`, stored as
+  the runner's ``stalled`` event;
 - ``("end", run_id, info)``: the worker ended (``info``: exit code, the reason it was asked to
-  stop, the tail of stderr, warnings).
+  stop, the limit that stopped it, ``timed_out`` or ``stalled``, the tail of stderr,
+  warnings).
 
 :class:`Collector` is a thin adapter: it makes the run row and the sweep's attempt row, and
 passes each message on to the attempt's :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`,
@@ -63,8 +67,12 @@ class Collector:
         batch_lines: int = 4096,
         pm: Any = None,
         warn: Callable[[str], None] | None = None,
+        stall_after: float | None = None,
     ) -> None:
         self.store_path = Path(store_path)
+        #: The stall limit of the attempts' recorders here (None: 3 declared heartbeat
+        #: intervals, marked only; 0 when the trials' nodes enforce ``trial_stall_after``).
+        self.stall_after = stall_after
         self.worker = worker
         self.sweep_id = sweep_id
         self.metric = metric
@@ -111,6 +119,8 @@ class Collector:
                 self.runs.set_worker_pid(run_id, msg[2])
             elif kind == "err":
                 attempt.recorder.stderr(msg[2], msg[3])
+            elif kind == "health":  # the trial's node noticed a stall (trial_stall_after)
+                attempt.recorder.health_event(msg[2])
             elif kind == "end":
                 self._end(attempt, msg[2])
 
@@ -174,6 +184,7 @@ class Collector:
             batch_lines=self.batch_lines,
             busy_timeout=BUSY_WAIT,
             warn=self.warn,
+            stall_after=self.stall_after,
         )
         self._open[run_id] = _Attempt(recorder, info["trial_key"])
 
@@ -184,6 +195,7 @@ class Collector:
             stderr_tail=info.get("stderr_tail", ""),
             start_error=info.get("start_error"),
             timed_out=info.get("timed_out"),
+            stalled=info.get("stalled"),
         )
         stopped = bool(info.get("cancel_reason")) and not self.sweep_cancelled
         self._close(

@@ -105,6 +105,8 @@ class LocalEngine:
             runs_dir=self.runs_dir,
             grace=self.grace,
             time_limit=self.spec.trial_timeout,
+            stall_after=self.spec.trial_stall_after,
+            on_stall="warn" if self.spec.trial_stall_after is None else "cancel",
         )
         with self._lock:
             self.sweeps.add_attempt(self.sweep_id, trial.key, sup.run_id, trial.params)

@@ -206,6 +206,8 @@ class RayEngine:
                 self.spec.metric,
                 report=self.report,
                 pm=self.handle.pm,
+                # a trial_stall_after is enforced on the trials' nodes, which send the event
+                stall_after=None if self.spec.trial_stall_after is None else 0.0,
             )
             restore = self._install_signal_handlers(collector)
             try:

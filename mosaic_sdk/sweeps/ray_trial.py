@@ -9,6 +9,13 @@ is sent). The worker is supervised by
 starts it, reads it to the end and reaps what it left, so the worker is killed with the trial's
 process if that dies (parent-death signal). The messages sent to the driver are those of
 :mod:`mosaic_sdk.sweeps.collector`.
+
+The spec's ``trial_stall_after`` is enforced here, on the trial's node, where the lines arrive
+first: a :class:`~mosaic_sdk.runner.recording.health.RunHealth` is kept by the read loop's
+observer; when the worker has written nothing for that long, the ``stalled`` event goes to the
+driver (a ``health`` message, stored by the attempt's recorder) and the worker is stopped as
+for the ``trial_timeout`` (SIGTERM, grace, SIGKILL); the ``end`` message says why
+(``stalled``), and the attempt is stored ``failed``.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import Any
 
 from ray import tune
 
+from mosaic_sdk.runner.recording.health import STALLED_EVENT, RunHealth, stall_reason
 from mosaic_sdk.runner.storage.paths import default_runs_dir
 from mosaic_sdk.runner.supervision.launch import prepare_run, resolve_job
 from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle, RunObserver
@@ -42,12 +50,16 @@ STOP_REASON = "stopped by Ray Tune"
 
 
 class _Streamer(RunObserver):
-    """Batches stdout lines for the driver and follows the episodes for the metric."""
+    """Batches stdout lines for the driver, follows the episodes for the metric, and the
+    run's health when the spec has a ``trial_stall_after``."""
 
-    def __init__(self, trial: MosaicTrial) -> None:
+    def __init__(self, trial: MosaicTrial, stall_after: float | None = None) -> None:
         self.trial = trial
         self.batch: list[bytes] = []
         self.first_at: float | None = None
+        self.health = None if stall_after is None else RunHealth(stall_after)
+        #: Why the worker was stopped for its stall limit (None: it was not).
+        self.stalled: str | None = None
 
     def max_wait(self, now: float) -> float:
         return 0.1 if self.first_at is None else self.first_at + FLUSH_AFTER - now
@@ -55,6 +67,8 @@ class _Streamer(RunObserver):
     def on_lines(self, lines: list[bytes], arrived: float, eof: bool, partial: bool) -> None:
         if not lines:
             return
+        if self.health is not None:
+            self.health.last_line_at = arrived  # one store per chunk, not per line
         if self.first_at is None:
             self.first_at = time.monotonic()
         self.batch.extend(lines)
@@ -78,6 +92,20 @@ class _Streamer(RunObserver):
     def on_pass(self, now: float, eof: bool) -> None:
         if self.first_at is not None and (eof or now >= self.first_at + FLUSH_AFTER):
             self.flush()
+
+    def on_check(self, now: float) -> None:
+        health = self.health
+        if health is None:
+            return
+        change = health.check(now)
+        if change is None or change["event"] != STALLED_EVENT:
+            return
+        self.health = None  # stopped for it: one stall per trial
+        self.flush()  # the lines before the stall go first
+        reason = stall_reason(change)
+        if self.trial.lifecycle.request_stop(reason):
+            self.stalled = reason
+        self.trial.send(("health", self.trial.run_id, change))
 
     def flush(self, partial: bool = False) -> None:
         if self.batch:
@@ -113,7 +141,7 @@ class MosaicTrial(tune.Trainable):
         self.cancel_reason: str | None = None
         self._cond = threading.Condition()
         self._reported = 0
-        self.streamer = _Streamer(self)
+        self.streamer = _Streamer(self, setup_args["spec"].trial_stall_after)
         self.lifecycle = RunLifecycle(
             self.handle,
             prepared,
@@ -172,9 +200,10 @@ class MosaicTrial(tune.Trainable):
                     {
                         "exit_code": exit_code,
                         "cancel_reason": None
-                        if self.lifecycle.time_limit_reason
+                        if self.lifecycle.time_limit_reason or self.streamer.stalled
                         else self.lifecycle.stop_reason,
                         "timed_out": self.lifecycle.time_limit_reason,
+                        "stalled": self.streamer.stalled,
                         "stderr_tail": stderr_tail,
                         "start_error": start_error,
                     },

@@ -41,6 +41,7 @@ _TOP_KEYS = (
     "max_failures",
     "max_trials",
     "trial_timeout",
+    "trial_stall_after",
 )
 
 #: The most trials a spec may make unless it says otherwise (``max_trials``, ``--max-trials``):
@@ -91,6 +92,10 @@ class SweepSpec:
     #: Seconds a trial may run before it is stopped (SIGTERM, then SIGKILL after the grace)
     #: and stored ``failed``, "timed out after S s"; None: no limit.
     trial_timeout: float | None = None
+    #: Seconds a trial may write nothing before it is stopped the same way and stored
+    #: ``failed``, "stalled: no output for S s ..." (see mosaic_sdk.runner.recording.health);
+    #: None: trials are only marked stalled, after 3 declared heartbeat intervals.
+    trial_stall_after: float | None = None
 
     @property
     def trial_count(self) -> int:
@@ -117,6 +122,8 @@ class SweepSpec:
             out["worker"] = self.worker
         if self.trial_timeout is not None:
             out["trial_timeout"] = self.trial_timeout
+        if self.trial_stall_after is not None:
+            out["trial_stall_after"] = self.trial_stall_after
         if self.scheduler is not None:
             s = self.scheduler
             out["scheduler"] = {
@@ -217,10 +224,11 @@ def apply_shorthands(
     seeds: str | None = None,
     max_trials: int | None = None,
     trial_timeout: float | None = None,
+    trial_stall_after: float | None = None,
 ) -> dict[str, Any]:
     """``raw`` with ``--grid key=v1,v2`` (values JSON when they parse), ``--seeds`` (kept as
     text: :func:`parse_spec` counts it against the limit before expanding it),
-    ``--max-trials`` and ``--trial-timeout``."""
+    ``--max-trials``, ``--trial-timeout`` and ``--trial-stall-after``."""
     out = json.loads(json.dumps(dict(raw)))
     for text in grids:
         key, sep, values = text.partition("=")
@@ -234,14 +242,16 @@ def apply_shorthands(
         out["max_trials"] = max_trials
     if trial_timeout is not None:
         out["trial_timeout"] = trial_timeout
+    if trial_stall_after is not None:
+        out["trial_stall_after"] = trial_stall_after
     return out
 
 
-def _timeout(errors: list[str], raw: Any) -> float | None:
+def _timeout(errors: list[str], raw: Any, key: str = "trial_timeout") -> float | None:
     if raw is None:
         return None
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw < float("inf"):
-        errors.append(f"trial_timeout: give a number of seconds > 0 (got {raw!r})")
+        errors.append(f"{key}: give a number of seconds > 0 (got {raw!r})")
         return None
     return raw
 
@@ -346,6 +356,7 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
         worker=worker,
         max_trials=max_trials,
         trial_timeout=_timeout(errors, raw.get("trial_timeout")),
+        trial_stall_after=_timeout(errors, raw.get("trial_stall_after"), "trial_stall_after"),
     )
     if not errors and spec.trial_count > max_trials:
         grids = [f"{len(d['grid'])} ({k})" for k, d in space.items() if "grid" in d]

@@ -329,6 +329,63 @@ def test_trial_timeout_stops_a_hanging_trial_and_stores_it_failed_with_the_reaso
         assert not alive(pid)
 
 
+def test_trial_stall_after_stops_a_silent_trial_and_stores_it_failed_with_the_reason(
+    tmp_path: Path, fixture_worker: str, shm_unchanged: None
+) -> None:
+    """A worker that stops writing but stays alive (``hang``) is stopped after
+    trial_stall_after seconds of silence and stored failed, "stalled: ..."; the runner's
+    ``stalled`` event is in its run; a trial that keeps writing completes."""
+    store = tmp_path / "s.sqlite"
+    result = run_sweep(
+        fixture_worker,
+        {
+            "space": {"mode": {"grid": ["hang", "steps"]}},
+            "trials_at_once": 2,
+            "trial_stall_after": 1,
+        },
+        store=store,
+        grace=0.5,
+        report=lambda _m: None,
+    )
+    assert result.status == "completed"
+    by_mode = {t["params"]["mode"]: t for t in result.trials}
+    assert by_mode["steps"]["status"] == "completed"
+    hung = by_mode["hang"]
+    assert hung["status"] == hung["run_status"] == "failed", hung
+    assert hung["error"].startswith("stalled: no output for "), hung["error"]
+    assert "limit 1 s" in hung["error"]
+    with RunStore(store, readonly=True) as runs:
+        events = _events_of(runs, hung["run_id"])
+        assert "stalled" in events and events[-1] == "run_failed"
+        assert "stalled" not in _events_of(runs, by_mode["steps"]["run_id"])
+        sweep = SweepStore(runs).get_sweep(result.sweep_id)
+    assert sweep["spec"]["trial_stall_after"] == 1
+    for pid in worker_pids(store):
+        assert not alive(pid)
+
+
+def test_trial_stall_after_on_the_command_line(
+    tmp_path: Path, fixture_worker: str, shm_unchanged: None
+) -> None:
+    store = tmp_path / "s.sqlite"
+    cli = [sys.executable, "-m", "mosaic_sdk.cli", "sweep", fixture_worker, "--store", str(store)]
+    done = subprocess.run(
+        [*cli, "--grid", "mode=hang", "--trial-stall-after", "1", "--grace", "0.5", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr[-2000:]  # no trial completed
+    (trial,) = json.loads(done.stdout)["trials"]
+    assert trial["status"] == "failed" and trial["error"].startswith("stalled: no output for ")
+    refused = subprocess.run(
+        [*cli, "--resume", "01X", "--trial-stall-after", "1"], capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "--trial-stall-after" in refused.stderr
+    for pid in worker_pids(store):
+        assert not alive(pid), f"worker {pid} outlived the sweep"
+
+
 def _events_of(runs: RunStore, run_id: str) -> list[str]:
     return [e["event"] for e in runs.events(run_id)]
 

@@ -351,6 +351,45 @@ def test_trial_timeout_on_ray_stops_a_hanging_trial_and_stores_it_failed(
         assert not alive(pid)
 
 
+def test_trial_stall_after_on_ray_stops_a_silent_trial_on_its_node_and_stores_it_failed(
+    tmp_path: Path, ray_env: None, ray_tmp: str, fixture_worker: str, shm_unchanged: None
+) -> None:
+    """The stall limit is enforced on the trial's node: the worker that went silent is
+    stopped there, the ``stalled`` event reaches the driver's store, and the attempt ends
+    failed with the reason; the trial that keeps writing completes."""
+    store = tmp_path / "s.sqlite"
+    result = run_sweep(
+        fixture_worker,
+        {
+            "space": {"mode": {"grid": ["hang", "steps"]}},
+            "trials_at_once": 2,
+            "trial_stall_after": 2,
+            "max_failures": 0,
+        },
+        engine="ray",
+        store=store,
+        grace=0.5,
+        report=lambda _m: None,
+        ray_options={"num_cpus": 2, "ray_temp_dir": ray_tmp},
+    )
+    assert result.status == "completed"
+    by_mode = {t["params"]["mode"]: t for t in result.trials}
+    assert by_mode["steps"]["status"] == "completed"
+    hung = by_mode["hang"]
+    assert hung["status"] == hung["run_status"] == "failed", hung
+    assert hung["error"].startswith("stalled: no output for "), hung["error"]
+    assert "limit 2 s" in hung["error"]
+    events = _events(store, hung["run_id"])
+    assert "stalled" in events and events[-1] == "run_failed"
+    with RunStore(store, readonly=True) as runs:
+        run = runs.get_run(hung["run_id"])
+        assert run["status"] == "failed" and run["stalled"] is None
+        stalled = [e for e in runs.events(hung["run_id"]) if e["event"] == "stalled"]
+    assert len(stalled) == 1 and stalled[0]["synthesised"] == 1
+    for pid in worker_pids(store):
+        assert not alive(pid)
+
+
 SLOW_SPEC = {
     "base": {
         "episodes": 200,

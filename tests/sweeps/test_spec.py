@@ -238,3 +238,16 @@ def test_trial_timeout_from_the_cli_shorthand_is_kept_in_the_spec() -> None:
     spec = parse_spec(apply_shorthands({}, trial_timeout=2.5))
     assert spec.trial_timeout == 2.5 and spec.to_dict()["trial_timeout"] == 2.5
     assert "trial_timeout" not in parse_spec({}).to_dict()
+
+
+@pytest.mark.parametrize("bad", [0, -1, "10", True, float("inf")])
+def test_trial_stall_after_must_be_a_positive_number_of_seconds(bad: object) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec({"trial_stall_after": bad})
+    assert any("trial_stall_after: give a number of seconds > 0" in e for e in info.value.errors)
+
+
+def test_trial_stall_after_from_the_cli_shorthand_is_kept_in_the_spec() -> None:
+    spec = parse_spec(apply_shorthands({}, trial_stall_after=1.5))
+    assert spec.trial_stall_after == 1.5 and spec.to_dict()["trial_stall_after"] == 1.5
+    assert "trial_stall_after" not in parse_spec({}).to_dict()
