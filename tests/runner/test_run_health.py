@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from rich.console import Console
 
 from mosaic_sdk.cli import main
