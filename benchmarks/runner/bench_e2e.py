@@ -5,9 +5,11 @@ measured in the same run (read each line, one INSERT and one COMMIT per line, sa
 and checks that the store holds every line (0 lost). Each repetition runs twice, alternating:
 with no observer plugin, and with one no-op observer of ``mosaic_telemetry_steps`` /
 ``mosaic_telemetry_episodes`` (its rows are delivered on its own thread); the ratio of the two
-medians is what an observer costs ingest.
+medians is what an observer costs ingest. Run health is tracked in every run, with the stall
+limit ``--stall-after`` (default 60 s: on, never reached; 0 turns it off).
 
     python benchmarks/runner/bench_e2e.py [--lines 1000000] [--baseline-lines 20000]
+        [--stall-after 60]
 """
 
 from __future__ import annotations
@@ -72,7 +74,9 @@ class NoOpObserver:
         pass
 
 
-def ours(lines: int, tmp: Path, rep: int, observer: bool = False) -> tuple[float, int, int, dict]:
+def ours(
+    lines: int, tmp: Path, rep: int, observer: bool = False, stall_after: float = 60.0
+) -> tuple[float, int, int, dict]:
     from mosaic_sdk.runner.supervisor import resolve_worker, run_worker
 
     store = tmp / f"ours-{rep}{'-observed' if observer else ''}.sqlite"
@@ -81,7 +85,9 @@ def ours(lines: int, tmp: Path, rep: int, observer: bool = False) -> tuple[float
         handle.pm.register(NoOpObserver(), name="noop")
     cpu0 = cpu_seconds()
     start = time.perf_counter()
-    result = run_worker(handle, {"lines": lines}, store=store, runs_dir=tmp / "runs")
+    result = run_worker(
+        handle, {"lines": lines}, store=store, runs_dir=tmp / "runs", stall_after=stall_after
+    )
     elapsed = time.perf_counter() - start
     cpu1 = cpu_seconds()
     CPU["runner+observer" if observer else "runner"].append((cpu1[0] - cpu0[0]) / lines * 1e6)
@@ -144,6 +150,7 @@ def main() -> int:
     p.add_argument("--lines", type=int, default=1_000_000)
     p.add_argument("--baseline-lines", type=int, default=20_000)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--stall-after", type=float, default=60.0, help="0: no stall limit")
     args = p.parse_args()
     setup_env()
     with tempfile.TemporaryDirectory() as d:
@@ -152,11 +159,13 @@ def main() -> int:
         alone = worker_alone(args.lines, tmp)
         rates, lost, observed_rates, observed_lost, missed = [], [], [], [], []
         for rep in range(args.repeat):
-            rate, stored, counted, _ = ours(args.lines, tmp, rep)
+            rate, stored, counted, _ = ours(args.lines, tmp, rep, stall_after=args.stall_after)
             rates.append(rate)
             lost.append(args.lines - stored)
             assert counted == stored
-            rate, stored, counted, report = ours(args.lines, tmp, rep, observer=True)
+            rate, stored, counted, report = ours(
+                args.lines, tmp, rep, observer=True, stall_after=args.stall_after
+            )
             observed_rates.append(rate)
             observed_lost.append(args.lines - stored)
             missed.append(report["missed_steps"] + report["missed_episodes"])
@@ -164,7 +173,10 @@ def main() -> int:
         base = statistics.median(naive(args.baseline_lines, tmp, rep) for rep in range(args.repeat))
     ours_rate = statistics.median(rates)
     observed = statistics.median(observed_rates)
-    print(f"end to end: {args.lines:,} step lines per run, median of {args.repeat} runs")
+    print(
+        f"end to end: {args.lines:,} step lines per run, median of {args.repeat} runs; "
+        f"run health on, stall limit {args.stall_after:g} s"
+    )
     print(f"{'measure':<44} {'lines/s':>12} {'ratio':>8} {'goal':>14}")
     print(
         f"{'mosaic run (batched, writer thread)':<44} {ours_rate:>12,.0f} "
