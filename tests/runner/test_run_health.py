@@ -198,16 +198,24 @@ def test_a_declared_heartbeat_interval_is_enough(
     assert "3 x the declared heartbeat interval 0.2 s" in result["error"]
 
 
-def test_without_a_declared_interval_or_limit_nothing_is_called_stalled(
-    fixture_workers: Path, store_path: Path
+@pytest.mark.parametrize(
+    ("config", "stall_after"),
+    [
+        ({"mode": "hang", "lines": 1}, None),  # no declared interval, no limit
+        ({"mode": "hang", "lines": 1, "heartbeat_interval": 0.2}, 0.0),  # declared, but off
+    ],
+)
+def test_without_a_limit_nothing_is_called_stalled(
+    fixture_workers: Path, store_path: Path, config: dict[str, Any], stall_after: float | None
 ) -> None:
     reporter = Reporter()
     sup = RunSupervisor(
         resolve_worker("fixture"),
-        {"mode": "hang", "lines": 1},
+        config,
         store=store_path,
         grace=2,
         time_limit=1.5,
+        stall_after=stall_after,
         on_stall="cancel",
         reporter=reporter,
     )
