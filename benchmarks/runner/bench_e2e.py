@@ -229,6 +229,16 @@ def main() -> int:
         f"{'worker alone, into `wc -l` (upper bound)':<44} {alone:>12,.0f} "
         f"{alone / base:>7.1f}x {'':>14}"
     )
+    per_run = [f"{r / 1000:.1f}k" for r in rates]
+    print(
+        f"per run (in run order), lines/s: 1 agent {per_run}, with the observer "
+        f"{[f'{r / 1000:.1f}k' for r in observed_rates]}"
+        + (
+            f", {args.agents} agents {[f'{r / 1000:.1f}k' for r in agent_rates]}"
+            if agent_rates
+            else ""
+        )
+    )
     print(f"lines lost per run: {lost}, with the observer: {observed_lost} (goal: 0)")
     if agent_rates:
         print(
