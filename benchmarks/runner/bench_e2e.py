@@ -5,10 +5,14 @@ measured in the same run (read each line, one INSERT and one COMMIT per line, sa
 and checks that the store holds every line (0 lost). Each repetition runs twice, alternating:
 with no observer plugin, and with one no-op observer of ``mosaic_telemetry_steps`` /
 ``mosaic_telemetry_episodes`` (its rows are delivered on its own thread); the ratio of the two
-medians is what an observer costs ingest. Run health is tracked in every run, with the stall
-limit ``--stall-after`` (default 60 s: on, never reached; 0 turns it off).
+medians is what an observer costs ingest. With ``--agents N`` (4 by default; 1 to leave it
+out) each repetition runs a third time: a multi-agent run as ``example_ma`` writes it, the same
+number of step lines spread over N agents (``agent_id`` on every step and episode line), and
+the store's counts per agent are checked against what the worker wrote. Run health is tracked
+in every run, with the stall limit ``--stall-after`` (default 60 s: on, never reached; 0 turns
+it off).
 
-    python benchmarks/runner/bench_e2e.py [--lines 1000000] [--baseline-lines 20000]
+    python benchmarks/runner/bench_e2e.py [--lines 1000000] [--baseline-lines 20000] [--agents 4]
         [--stall-after 60]
 """
 
@@ -59,7 +63,13 @@ def cpu_seconds() -> tuple[float, float]:
     return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
-CPU: dict[str, list[float]] = {"runner": [], "worker": [], "runner+observer": []}
+CPU: dict[str, list[float]] = {
+    "runner": [],
+    "worker": [],
+    "runner+observer": [],
+    "runner, agents": [],
+    "worker, agents": [],
+}
 
 
 class NoOpObserver:
@@ -75,29 +85,55 @@ class NoOpObserver:
 
 
 def ours(
-    lines: int, tmp: Path, rep: int, observer: bool = False, stall_after: float = 60.0
+    lines: int,
+    tmp: Path,
+    rep: int,
+    observer: bool = False,
+    agents: int = 1,
+    stall_after: float = 60.0,
 ) -> tuple[float, int, int, dict]:
     from mosaic_sdk.runner.supervisor import resolve_worker, run_worker
 
-    store = tmp / f"ours-{rep}{'-observed' if observer else ''}.sqlite"
+    kind = "-observed" if observer else f"-{agents}-agents" if agents > 1 else ""
+    store = tmp / f"ours-{rep}{kind}.sqlite"
     handle = resolve_worker("flood")  # discovery is not part of the measured run
     if observer:
         handle.pm.register(NoOpObserver(), name="noop")
+    config = {"lines": lines, "agents": agents} if agents > 1 else {"lines": lines}
     cpu0 = cpu_seconds()
     start = time.perf_counter()
-    result = run_worker(
-        handle, {"lines": lines}, store=store, runs_dir=tmp / "runs", stall_after=stall_after
-    )
+    result = run_worker(handle, config, store=store, runs_dir=tmp / "runs", stall_after=stall_after)
     elapsed = time.perf_counter() - start
     cpu1 = cpu_seconds()
-    CPU["runner+observer" if observer else "runner"].append((cpu1[0] - cpu0[0]) / lines * 1e6)
-    CPU["worker"].append((cpu1[1] - cpu0[1]) / lines * 1e6)
+    key = "runner+observer" if observer else "runner, agents" if agents > 1 else "runner"
+    CPU[key].append((cpu1[0] - cpu0[0]) / lines * 1e6)
+    CPU["worker, agents" if agents > 1 else "worker"].append((cpu1[1] - cpu0[1]) / lines * 1e6)
     conn = sqlite3.connect(store)
     [(stored,)] = conn.execute("SELECT count(*) FROM steps WHERE run_id = ?", (result.run_id,))
     conn.close()
     assert result.status == "completed", result.error
     report = result.observers[0] if result.observers else {}
+    if agents > 1:
+        report = {"wrong_agents": agent_count_errors(store, result.run_id, lines, agents)}
     return lines / elapsed, stored, result.counts["steps"], report
+
+
+def agent_count_errors(store: Path, run_id: str, lines: int, agents: int) -> list[str]:
+    """What the store's counts per agent get wrong against what the flood worker wrote
+    (``[]``: every agent has its steps and episodes, and no row lacks its agent)."""
+    from flood_worker import agent_names
+
+    from mosaic_sdk.runner.storage.store import RunStore
+
+    steps = lines // agents
+    want = {name: (steps, steps // 1000) for name in agent_names(agents)}
+    with RunStore(store, readonly=True) as s:
+        got = {a["agent_id"]: (a["steps"], a["episodes"]) for a in s.agents(run_id)}
+    return [
+        f"{name}: {got.get(name)} (steps, episodes) stored, {want.get(name)} written"
+        for name in sorted(set(want) | set(got), key=str)
+        if got.get(name) != want.get(name)
+    ]
 
 
 def naive(lines: int, tmp: Path, rep: int) -> float:
@@ -150,14 +186,20 @@ def main() -> int:
     p.add_argument("--lines", type=int, default=1_000_000)
     p.add_argument("--baseline-lines", type=int, default=20_000)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--agents", type=int, default=4, help="agents of the multi-agent runs (1: none)")
     p.add_argument("--stall-after", type=float, default=60.0, help="0: no stall limit")
     args = p.parse_args()
+    if args.agents > 1 and args.lines % args.agents:
+        p.error(f"--lines ({args.lines}) must be a multiple of --agents ({args.agents})")
     setup_env()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         os.environ["MOSAIC_HOME"] = str(tmp / "home")
         alone = worker_alone(args.lines, tmp)
         rates, lost, observed_rates, observed_lost, missed = [], [], [], [], []
+        agent_rates: list[float] = []
+        agent_lost: list[int] = []
+        agent_errors: list[str] = []
         for rep in range(args.repeat):
             rate, stored, counted, _ = ours(args.lines, tmp, rep, stall_after=args.stall_after)
             rates.append(rate)
@@ -170,6 +212,14 @@ def main() -> int:
             observed_lost.append(args.lines - stored)
             missed.append(report["missed_steps"] + report["missed_episodes"])
             assert counted == stored
+            if args.agents > 1:
+                rate, stored, counted, report = ours(
+                    args.lines, tmp, rep, agents=args.agents, stall_after=args.stall_after
+                )
+                agent_rates.append(rate)
+                agent_lost.append(args.lines - stored)
+                agent_errors.extend(report["wrong_agents"])
+                assert counted == stored
         base = statistics.median(naive(args.baseline_lines, tmp, rep) for rep in range(args.repeat))
     ours_rate = statistics.median(rates)
     observed = statistics.median(observed_rates)
@@ -186,12 +236,32 @@ def main() -> int:
         f"{'mosaic run + 1 no-op observer':<44} {observed:>12,.0f} "
         f"{observed / base:>7.1f}x {'>= 100,000':>14}"
     )
+    if agent_rates:
+        multi = statistics.median(agent_rates)
+        label = f"mosaic run, {args.agents} agents (agent_id)"
+        print(f"{label:<44} {multi:>12,.0f} {multi / base:>7.1f}x {'>= 100,000':>14}")
     print(f"{'naive: 1 INSERT + 1 COMMIT per line':<44} {base:>12,.0f} {1.0:>7.1f}x {'':>14}")
     print(
         f"{'worker alone, into `wc -l` (upper bound)':<44} {alone:>12,.0f} "
         f"{alone / base:>7.1f}x {'':>14}"
     )
+    per_run = [f"{r / 1000:.1f}k" for r in rates]
+    print(
+        f"per run (in run order), lines/s: 1 agent {per_run}, with the observer "
+        f"{[f'{r / 1000:.1f}k' for r in observed_rates]}"
+        + (
+            f", {args.agents} agents {[f'{r / 1000:.1f}k' for r in agent_rates]}"
+            if agent_rates
+            else ""
+        )
+    )
     print(f"lines lost per run: {lost}, with the observer: {observed_lost} (goal: 0)")
+    if agent_rates:
+        print(
+            f"{args.agents} agents / 1 agent: {multi / ours_rate:.3f}x (medians); step lines "
+            f"lost per run: {agent_lost} (goal: 0); counts per agent: "
+            + ("all correct" if not agent_errors else "; ".join(agent_errors))
+        )
     print(
         f"observer / no observer: {observed / ours_rate:.3f}x (medians); rows the observer "
         f"missed (too slow) per run: {missed}"
@@ -199,10 +269,22 @@ def main() -> int:
     print(
         f"CPU per line: runner {statistics.median(CPU['runner']):.2f} us (all threads), "
         f"with the observer {statistics.median(CPU['runner+observer']):.2f} us, "
-        f"worker {statistics.median(CPU['worker']):.2f} us; "
+        + (
+            f"{args.agents} agents {statistics.median(CPU['runner, agents']):.2f} us, "
+            if agent_rates
+            else ""
+        )
+        + f"worker {statistics.median(CPU['worker']):.2f} us"
+        + (
+            f" ({args.agents} agents {statistics.median(CPU['worker, agents']):.2f} us)"
+            if agent_rates
+            else ""
+        )
+        + "; "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end"
     )
-    return 0 if all(n == 0 for n in lost + observed_lost) else 1
+    ok = all(n == 0 for n in lost + observed_lost + agent_lost) and not agent_errors
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -2,7 +2,11 @@
 
 Registered through ``MOSAIC_PLUGINS=flood=flood_worker:FloodWorker`` with this directory on
 ``PYTHONPATH``; its child is this file run as a script. Config: ``lines`` (step lines to
-write), ``episode_length`` (an episode line every that many steps).
+write), ``episode_length`` (an episode line every that many steps), ``agents`` (with more than
+one, a multi-agent run as the ``example_ma`` worker writes it: ``run_started`` declares the
+agents, each env step writes one step line per agent with its ``agent_id``, each episode one
+episode line per agent, and ``run_completed`` carries the counts per agent; ``lines`` is then
+the step lines of all agents together, ``episode_length`` the steps of one agent's episode).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig,
 class FloodConfig(WorkerConfig):
     lines: int = Field(1_000_000, ge=0)
     episode_length: int = Field(1000, ge=1)
+    agents: int = Field(1, ge=1)
 
 
 class FloodWorker:
@@ -55,6 +60,54 @@ def flood(run_id: str, lines: int, episode_length: int) -> None:
         em.run_completed(episodes=episode, total_reward=float(lines), duration_seconds=0.0)
 
 
+def agent_names(agents: int) -> list[str]:
+    """The agents of a multi-agent flood run, in the order ``run_started`` declares them."""
+    return [f"agent_{i}" for i in range(agents)]
+
+
+def flood_agents(run_id: str, lines: int, episode_length: int, agents: int) -> None:
+    """``lines`` step lines in all, one per agent per env step (``agent_id`` on each), and one
+    episode line per agent every ``episode_length`` env steps: what ``example_ma`` writes."""
+    from mosaic_sdk.telemetry import TelemetryEmitter
+
+    names = agent_names(agents)
+    steps = lines // agents
+    with TelemetryEmitter(run_id, sys.stdout) as em:
+        em.run_started(worker_type="flood", agents=names)
+        step = em.step
+        episode = 0
+        for i in range(steps):
+            t = i % episode_length
+            end = t == episode_length - 1
+            for name in names:
+                step(episode, t, 1.0, terminated=end, agent_id=name)
+            if end:
+                for name in names:
+                    em.episode(
+                        episode,
+                        float(episode_length),
+                        episode_length,
+                        terminated=True,
+                        agent_id=name,
+                    )
+                episode += 1
+        counts = {
+            name: {"episodes": episode, "steps": steps, "total_reward": float(steps)}
+            for name in names
+        }
+        em.run_completed(
+            episodes=episode,
+            total_reward=float(steps * agents),
+            duration_seconds=0.0,
+            agents=counts,
+        )
+
+
 if __name__ == "__main__":
     cfg = json.loads(Path(sys.argv[1]).read_text())
-    flood(cfg["run_id"], int(cfg.get("lines", 1_000_000)), int(cfg.get("episode_length", 1000)))
+    args = (cfg["run_id"], int(cfg.get("lines", 1_000_000)), int(cfg.get("episode_length", 1000)))
+    agents = int(cfg.get("agents", 1))
+    if agents > 1:
+        flood_agents(*args, agents)
+    else:
+        flood(*args)
