@@ -143,6 +143,37 @@ def test_the_ci_installs_the_sdk_from_the_chosen_source(
     assert steps[1]["with"]["python-version"] == "${{ matrix.python-version }}"
 
 
+def sdk_section_commands(project: Path) -> list[str]:
+    """The commands of the first fenced block of the baked README's SDK section."""
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Where the SDK comes from", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.startswith("pip")]
+
+
+def test_the_readme_leads_with_an_sdk_install_that_works(
+    tmp_path: Path, cookiecutter_config: Path
+) -> None:
+    """Baked with the index requirement (an SDK from a checkout or a wheel), the README's first
+    command was ``pip install 'mosaic-worker-sdk>=0.1'``, the one its previous sentence said
+    fails; it now gives the sources that work and says what to change in CI."""
+    index = bake(
+        tmp_path / "index",
+        {"sdk_requirement": "mosaic-worker-sdk>=0.1"},
+        config_file=cookiecutter_config,
+    )
+    commands = sdk_section_commands(index.project_dir)
+    assert "pip install 'mosaic-worker-sdk>=0.1'" not in commands, commands
+    assert commands[0] == "pip install -e /path/to/mosaic-worker-sdk"
+    assert 'pip install "mosaic-worker-sdk @ git+URL"' in commands
+    readme = (index.project_dir / "README.md").read_text(encoding="utf-8")
+    assert "runs\n`pip install 'mosaic-worker-sdk>=0.1'`" in readme  # named as CI's line
+
+    source = "mosaic-worker-sdk @ git+https://example.org/me/mosaic-worker-sdk@v1"
+    url = bake(tmp_path / "url", {"sdk_requirement": source}, config_file=cookiecutter_config)
+    assert sdk_section_commands(url.project_dir) == [f"pip install '{source}'"]
+
+
 def test_an_index_requirement_gets_a_warning(tmp_path: Path, cookiecutter_config: Path) -> None:
     done = subprocess.run(
         [
