@@ -233,3 +233,34 @@ def test_the_default_source_is_how_the_sdk_was_installed() -> None:
     local = {"url": "file:///src/sdk", "dir_info": {"editable": True}}
     assert requirement_from_direct_url(json.dumps(local)) is None
     assert requirement_from_direct_url("not json") is None
+
+
+@pytest.mark.parametrize(("how", "reason"), [("stop", "stop command"), ("sigterm", "SIGTERM")])
+def test_a_baked_worker_says_why_it_was_cancelled(
+    how: str, reason: str, tmp_path: Path, cookiecutter_config: Path
+) -> None:
+    """A baked worker stopped by the control protocol's ``stop`` reported run_cancelled with
+    reason "SIGTERM/SIGINT received"; it now reports ``ctx.stop_reason``, as worker_main does."""
+    import signal
+
+    from mosaic_sdk.control.session import Session
+
+    baked = bake(tmp_path, {"include_fastlane": False}, config_file=cookiecutter_config)
+    config = tmp_path / "config.json"
+    slow = {"run_id": "stop-reason", "episodes": 50, "step_delay_ms": 10.0, "seed": 1}
+    config.write_text(json.dumps(slow), encoding="utf-8")
+    argv = [sys.executable, "-m", "mosaic_worker_my_agent", "--config", str(config)]
+    env = {**os.environ, "MOSAIC_RUN_DIR": str(tmp_path)}
+    session = Session.launch(argv, env=env, cwd=str(baked.project_dir), timeout=60)
+    try:
+        session.wait_for(lambda line: line.get("type") == "step", timeout=60)
+        if how == "stop":
+            assert session.stop().stopping
+        else:
+            assert session.process is not None
+            session.process.send_signal(signal.SIGTERM)
+        assert session.wait_exit(30) == 143
+        (ended,) = [x for x in session.lines if x.get("event") == "run_cancelled"]
+        assert ended["payload"]["reason"] == reason
+    finally:
+        session.kill()
