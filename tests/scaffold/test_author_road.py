@@ -264,3 +264,29 @@ def test_a_baked_worker_says_why_it_was_cancelled(
         assert ended["payload"]["reason"] == reason
     finally:
         session.kill()
+
+
+def test_a_compiled_template_bakes_a_project_without_bytecode(
+    tmp_path: Path, cookiecutter_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip compiles the template's .py files when it installs the SDK (not editable), and
+    cookiecutter copied those __pycache__ directories, compiled from the unrendered template,
+    into every baked project."""
+    import compileall
+    import shutil
+
+    import mosaic_sdk.scaffold as scaffold
+
+    installed = tmp_path / "site-packages-template"
+    shutil.copytree(TEMPLATE_DIR, installed, ignore=shutil.ignore_patterns("__pycache__"))
+    compileall.compile_dir(installed, quiet=2)  # what pip does at install; Jinja files fail
+    assert list(installed.rglob("*.pyc")), "the copy must hold bytecode, as an installed SDK"
+    monkeypatch.setattr(scaffold, "TEMPLATE_DIR", installed)
+    project = bake(tmp_path / "out", {}, config_file=cookiecutter_config).project_dir
+    assert (project / "mosaic_worker_my_agent" / "cli.py").is_file()
+    leftovers = [
+        str(p.relative_to(project))
+        for p in project.rglob("*")
+        if "__pycache__" in str(p) or p.suffix == ".pyc"
+    ]
+    assert leftovers == []
