@@ -81,6 +81,16 @@ class RunContext:
             return self.control.safe_point()
         return self.cancel.is_set()
 
+    @property
+    def stop_reason(self) -> str:
+        """Why the run is stopping, for ``run_cancelled(reason=...)``: ``"stop command"``, the
+        signal's name (``"SIGTERM"``, ``"SIGINT"``), else ``"cancelled"``."""
+        if self.cancel_reason:
+            return self.cancel_reason
+        if self.cancel_signal:
+            return signal.Signals(self.cancel_signal).name
+        return "cancelled"
+
     def log(self, message: str) -> None:
         """A human-readable message on stderr (never on the telemetry stream)."""
         print(message, file=sys.stderr, flush=True)
@@ -257,10 +267,7 @@ def worker_main(
         emitter.close()
         return EXIT_FAILED
     if ctx.cancel.is_set() and emitter.terminal_event is None:
-        reason = ctx.cancel_reason or (
-            signal.Signals(ctx.cancel_signal).name if ctx.cancel_signal else "cancelled"
-        )
-        emitter.run_cancelled(reason=reason, completed_episodes=0)
+        emitter.run_cancelled(reason=ctx.stop_reason, completed_episodes=0)
     emitter.close()
     if emitter.terminal_event == "run_failed":
         return EXIT_FAILED

@@ -39,3 +39,10 @@ def test_toy_text_envs_and_discrete_observations_have_names() -> None:
     # a FrozenLake worker (issue 26) had neither: it was baked as classic_control/vector
     assert "toy_text" in contract.ENV_FAMILIES
     assert "discrete" in contract.OBSERVATION_SPACES
+
+
+def test_every_paradigm_is_explained() -> None:
+    # a population-based (CEM) worker's author (issue 26) had the values but not their meaning
+    text = PAGE.read_text(encoding="utf-8")
+    explained = {line.split("`")[1] for line in text.splitlines() if line.startswith("- `")}
+    assert set(contract.PARADIGMS) <= explained, set(contract.PARADIGMS) - explained

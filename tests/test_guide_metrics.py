@@ -22,7 +22,7 @@ def blocks(lang: str) -> list[str]:
 
 @pytest.fixture
 def metrics_worker(plugin_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    [snippet] = blocks("python")
+    snippet = blocks("python")[0]  # the worker; the population example runs on its own
     (tmp_path / "metrics_snippet.py").write_text(snippet)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ["PYTHONPATH"])

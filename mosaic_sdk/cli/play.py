@@ -33,7 +33,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "play",
         help="step a worker interactively (reset, step, run N, frame, quit)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description="Step a worker by hand, in the terminal: it starts in interactive mode "
+        "(FastLane on) and reads one command a line: " + HELP.removeprefix("commands: ") + ".",
     )
     p.add_argument("name", help="worker name (see `mosaic workers list`)")
     p.add_argument("--config", metavar="FILE", help="JSON config file (flat or a job descriptor)")

@@ -136,6 +136,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         events = store.events(run["run_id"], limit=max(args.events, 0))
         logs = store.log_lines(run["run_id"], limit=max(args.logs, 0))
+        replies = store.count_log_lines(run["run_id"], "control_reply")
         from mosaic_sdk.runner.metrics import run_metrics
 
         metrics = run_metrics(store, run["run_id"])
@@ -173,7 +174,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("events", str(c["events"])),
         (
             "log lines",
-            f"{c['log_lines']} ({c['invalid_lines']} invalid, {c['stderr_lines']} from stderr)",
+            f"{c['log_lines']} ({c['invalid_lines']} invalid, {c['stderr_lines']} from stderr"
+            + (f", {replies} control replies)" if replies else ")"),
         ),
         ("run dir", run["run_dir"] or "-"),
         ("stderr", run["stderr_path"] or "-"),
@@ -194,7 +196,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if logs:
         print(f"\nlast {len(logs)} log line(s):")
         for line in logs:
-            tag = printable(line["stream"]) + (" invalid" if line["kind"] == "invalid" else "")
+            kind = line["kind"] if line["kind"] in ("invalid", "control_reply") else None
+            tag = printable(line["stream"]) + (f" {kind}" if kind else "")
             tag += " partial" if line["partial"] else ""
             print(f"  [{tag}] {printable(line['text'][:200])}")
     return 0

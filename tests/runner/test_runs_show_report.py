@@ -198,3 +198,36 @@ def test_stored_emitter_lines_keep_the_platform_copy_but_show_no_metadata_for_it
         assert json.loads(raw)["metadata"] == {"episode_index": index}
     _, shown = show(capsys, store, run_id)
     assert shown["metrics"]["episode_metadata"] == {"episodes": 0, "latest": {}}
+
+
+def test_control_replies_are_named_as_such_not_left_as_anonymous_log_lines(
+    io_worker: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A run paused, resumed and stopped through `mosaic control` showed "3 log lines (0
+    invalid, 0 from stderr)" and three untagged stdout lines: as if the worker had printed
+    something stray. The replies are counted and tagged as control replies."""
+    lines = [
+        {"type": "lifecycle", "event": "run_started", "run_id": "replies", "payload": {}},
+        {"type": "control_reply", "v": 1, "id": "p", "cmd": "pause", "ok": True},
+        {"type": "control_reply", "v": 1, "id": "r", "cmd": "resume", "ok": True},
+        {"type": "lifecycle", "event": "run_completed", "run_id": "replies", "payload": {}},
+    ]
+    out = tmp_path / "out"
+    out.write_text("".join(json.dumps(x) + "\n" for x in lines) + "a stray print\n")
+    (tmp_path / "err").write_text("")
+    store = tmp_path / "runs.sqlite"
+    code, _, err = run_cli(
+        capsys,
+        "run", io_worker, "--store", str(store), "--run-id", "replies", "--no-preflight",
+        "--set", "mode=replay", "--set", f"path={out}", "--set", f"stderr_file={tmp_path / 'err'}",
+    )  # fmt: skip
+    assert code == 0, err
+    text, shown = show(capsys, store, "replies")
+    assert shown["counts"]["log_lines"] == 3
+    assert rows(text)["log lines"] == "3 (0 invalid, 0 from stderr, 2 control replies)"
+    listed = text.split("log line(s):", 1)[1].splitlines()
+    assert [line.split("]")[0].strip() for line in listed if line.strip()] == [
+        "[stdout control_reply",
+        "[stdout control_reply",
+        "[stdout",
+    ]

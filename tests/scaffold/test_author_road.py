@@ -143,6 +143,37 @@ def test_the_ci_installs_the_sdk_from_the_chosen_source(
     assert steps[1]["with"]["python-version"] == "${{ matrix.python-version }}"
 
 
+def sdk_section_commands(project: Path) -> list[str]:
+    """The commands of the first fenced block of the baked README's SDK section."""
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Where the SDK comes from", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.startswith("pip")]
+
+
+def test_the_readme_leads_with_an_sdk_install_that_works(
+    tmp_path: Path, cookiecutter_config: Path
+) -> None:
+    """Baked with the index requirement (an SDK from a checkout or a wheel), the README's first
+    command was ``pip install 'mosaic-worker-sdk>=0.1'``, the one its previous sentence said
+    fails; it now gives the sources that work and says what to change in CI."""
+    index = bake(
+        tmp_path / "index",
+        {"sdk_requirement": "mosaic-worker-sdk>=0.1"},
+        config_file=cookiecutter_config,
+    )
+    commands = sdk_section_commands(index.project_dir)
+    assert "pip install 'mosaic-worker-sdk>=0.1'" not in commands, commands
+    assert commands[0] == "pip install -e /path/to/mosaic-worker-sdk"
+    assert 'pip install "mosaic-worker-sdk @ git+URL"' in commands
+    readme = (index.project_dir / "README.md").read_text(encoding="utf-8")
+    assert "runs\n`pip install 'mosaic-worker-sdk>=0.1'`" in readme  # named as CI's line
+
+    source = "mosaic-worker-sdk @ git+https://example.org/me/mosaic-worker-sdk@v1"
+    url = bake(tmp_path / "url", {"sdk_requirement": source}, config_file=cookiecutter_config)
+    assert sdk_section_commands(url.project_dir) == [f"pip install '{source}'"]
+
+
 def test_an_index_requirement_gets_a_warning(tmp_path: Path, cookiecutter_config: Path) -> None:
     done = subprocess.run(
         [
@@ -202,3 +233,60 @@ def test_the_default_source_is_how_the_sdk_was_installed() -> None:
     local = {"url": "file:///src/sdk", "dir_info": {"editable": True}}
     assert requirement_from_direct_url(json.dumps(local)) is None
     assert requirement_from_direct_url("not json") is None
+
+
+@pytest.mark.parametrize(("how", "reason"), [("stop", "stop command"), ("sigterm", "SIGTERM")])
+def test_a_baked_worker_says_why_it_was_cancelled(
+    how: str, reason: str, tmp_path: Path, cookiecutter_config: Path
+) -> None:
+    """A baked worker stopped by the control protocol's ``stop`` reported run_cancelled with
+    reason "SIGTERM/SIGINT received"; it now reports ``ctx.stop_reason``, as worker_main does."""
+    import signal
+
+    from mosaic_sdk.control.session import Session
+
+    baked = bake(tmp_path, {"include_fastlane": False}, config_file=cookiecutter_config)
+    config = tmp_path / "config.json"
+    slow = {"run_id": "stop-reason", "episodes": 50, "step_delay_ms": 10.0, "seed": 1}
+    config.write_text(json.dumps(slow), encoding="utf-8")
+    argv = [sys.executable, "-m", "mosaic_worker_my_agent", "--config", str(config)]
+    env = {**os.environ, "MOSAIC_RUN_DIR": str(tmp_path)}
+    session = Session.launch(argv, env=env, cwd=str(baked.project_dir), timeout=60)
+    try:
+        session.wait_for(lambda line: line.get("type") == "step", timeout=60)
+        if how == "stop":
+            assert session.stop().stopping
+        else:
+            assert session.process is not None
+            session.process.send_signal(signal.SIGTERM)
+        assert session.wait_exit(30) == 143
+        (ended,) = [x for x in session.lines if x.get("event") == "run_cancelled"]
+        assert ended["payload"]["reason"] == reason
+    finally:
+        session.kill()
+
+
+def test_a_compiled_template_bakes_a_project_without_bytecode(
+    tmp_path: Path, cookiecutter_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip compiles the template's .py files when it installs the SDK (not editable), and
+    cookiecutter copied those __pycache__ directories, compiled from the unrendered template,
+    into every baked project."""
+    import compileall
+    import shutil
+
+    import mosaic_sdk.scaffold as scaffold
+
+    installed = tmp_path / "site-packages-template"
+    shutil.copytree(TEMPLATE_DIR, installed, ignore=shutil.ignore_patterns("__pycache__"))
+    compileall.compile_dir(installed, quiet=2)  # what pip does at install; Jinja files fail
+    assert list(installed.rglob("*.pyc")), "the copy must hold bytecode, as an installed SDK"
+    monkeypatch.setattr(scaffold, "TEMPLATE_DIR", installed)
+    project = bake(tmp_path / "out", {}, config_file=cookiecutter_config).project_dir
+    assert (project / "mosaic_worker_my_agent" / "cli.py").is_file()
+    leftovers = [
+        str(p.relative_to(project))
+        for p in project.rglob("*")
+        if "__pycache__" in str(p) or p.suffix == ".pyc"
+    ]
+    assert leftovers == []

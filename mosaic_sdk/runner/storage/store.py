@@ -258,6 +258,13 @@ class RunStore:
             sql += f" AND stream = '{'stderr' if stream == 'stderr' else 'stdout'}'"
         return self._tail(sql, run_id, limit)
 
+    def count_log_lines(self, run_id: str, kind: str) -> int:
+        """How many of a run's log lines are of ``kind`` (e.g. ``control_reply``)."""
+        row = self.conn.execute(
+            "SELECT count(*) AS n FROM log_lines WHERE run_id = ? AND kind = ?", (run_id, kind)
+        ).fetchone()
+        return int(row["n"])
+
     def events_after(self, run_id: str, after: int, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` events with ``line_no > after``, in order (a live view's cursor)."""
         return self.conn.execute(

@@ -217,8 +217,9 @@ def run(ctx: RunContext) -> None:
     )
     write_analytics(ctx.run_dir, manifest)
     if status == "cancelled":
-        reason = ctx.cancel_reason or "SIGTERM/SIGINT received"
-        emitter.run_cancelled(reason=reason, completed_episodes=len(returns), agents=counts)
+        emitter.run_cancelled(
+            reason=ctx.stop_reason, completed_episodes=len(returns), agents=counts
+        )
         return
     emitter.run_completed(
         episodes=len(returns),

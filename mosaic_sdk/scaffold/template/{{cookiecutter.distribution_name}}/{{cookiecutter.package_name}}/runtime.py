@@ -216,6 +216,6 @@ def run(ctx: RunContext) -> None:
         if status != "failed":
             save_checkpoint(ctx, learner, report.total_steps)
         if status == "cancelled":
-            report.cancelled()
+            report.cancelled(ctx.stop_reason)
         else:
             report.completed({"mean_return": manifest.mean_return, "steps": report.total_steps})

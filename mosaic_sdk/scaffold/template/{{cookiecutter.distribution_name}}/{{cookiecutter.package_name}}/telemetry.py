@@ -91,7 +91,6 @@ class RunReporter:
             final_metrics=final_metrics,
         )
 
-    def cancelled(self) -> None:
-        self.emitter.run_cancelled(
-            reason="SIGTERM/SIGINT received", completed_episodes=len(self.returns)
-        )
+    def cancelled(self, reason: str) -> None:
+        """``reason``: why the run stopped (``ctx.stop_reason``: a stop command, a signal)."""
+        self.emitter.run_cancelled(reason=reason, completed_episodes=len(self.returns))
