@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.runner.storage.records import ObserverRecord
 from mosaic_sdk.runner.storage.schema import (
     INSERT_EPISODE,
     INSERT_EVENT,
@@ -114,7 +115,7 @@ class RunStore:
         for table in ("events", "steps", "episodes", "log_lines", "runs"):
             self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
-    def record_observers(self, run_id: str, reports: Sequence[dict[str, Any]]) -> None:
+    def record_observers(self, run_id: str, reports: Sequence[ObserverRecord]) -> None:
         """Record what each observer plugin of the run was given and missed (a JSON list)."""
         self.conn.execute(
             "UPDATE runs SET observers_json = ? WHERE run_id = ?",
