@@ -70,15 +70,11 @@ def fastlane_writes(source: str) -> list[tuple[int, str]]:
 
 def modules(root: Path) -> list[Path]:
     """The Python modules of ``mosaic_sdk`` and ``plugins/`` under ``root`` (a checkout),
-    without the scaffold's template (not Python until rendered) and tests."""
+    without the scaffold's template (not Python until rendered), tests, and the copies a
+    wheel build leaves in a plugin's ``build/`` directory."""
     paths = [*(root / "mosaic_sdk").rglob("*.py"), *(root / "plugins").rglob("*.py")]
-    return sorted(
-        p
-        for p in paths
-        if "template" not in p.parts
-        and "tests" not in p.relative_to(root).parts
-        and "__pycache__" not in p.parts
-    )
+    skipped = {"template", "tests", "__pycache__", "build", "dist"}
+    return sorted(p for p in paths if not skipped.intersection(p.relative_to(root).parts))
 
 
 def writers(root: Path) -> list[str]:
