@@ -114,6 +114,46 @@ def test_cleanrl_keeps_config_over_environment_through_the_sdk_rule() -> None:
     assert cleanrl_resolve(CleanRLConfig(run_id="r"), launched) is not None
 
 
+def test_cleanrl_exports_its_settings_through_the_one_writer() -> None:
+    """CleanRL writes the resolved settings back for its child processes: the platform's
+    variables and ours in both spellings, the interval and the size limit, and the switch;
+    and a child reads back what the run resolved."""
+    pytest.importorskip("mosaic_worker_cleanrl")
+    from mosaic_worker_cleanrl.config import CleanRLConfig
+    from mosaic_worker_cleanrl.fastlane_settings import export_fastlane
+    from mosaic_worker_cleanrl.fastlane_settings import resolve_fastlane as cleanrl_resolve
+
+    config = CleanRLConfig(
+        run_id="r", fastlane=True, fastlane_video_mode="grid", fastlane_interval_ms=5
+    )
+    settings = cleanrl_resolve(
+        config, {"GYM_GUI_FASTLANE_SLOT": "2", "MOSAIC_FASTLANE_MAX_DIM": "64"}
+    )
+    assert settings is not None
+    env: dict[str, str] = {}
+    export_fastlane(settings, config, env)
+    for prefix in ("MOSAIC_FASTLANE_", "GYM_GUI_FASTLANE_"):
+        assert env[prefix + "ONLY"] == "0" and env[prefix + "SLOT"] == "2"
+        assert env[prefix + "VIDEO_MODE"] == "grid" and env[prefix + "GRID_LIMIT"] == "4"
+    assert env["MOSAIC_FASTLANE"] == "1"
+    assert float(env["MOSAIC_FASTLANE_INTERVAL_MS"]) == 5.0
+    assert env["MOSAIC_FASTLANE_MAX_DIM"] == "64"
+    assert len(env) == 11
+    child = resolve_fastlane(None, environ=env)
+    assert child.enabled and child.as_hook_settings() == settings
+
+
+def test_the_conformance_fastlane_run_gets_the_platform_launchers_variables() -> None:
+    """The conformance suite's FastLane run: FastLane-only, slot 0, in both spellings, and not
+    the SDK's own ``MOSAIC_FASTLANE`` switch (a worker must publish on the platform's)."""
+    from mosaic_sdk.conformance.subject import fastlane_env
+
+    env = fastlane_env()
+    assert env["GYM_GUI_FASTLANE_ONLY"] == env["MOSAIC_FASTLANE_ONLY"] == "1"
+    assert env["GYM_GUI_FASTLANE_SLOT"] == "0" and "MOSAIC_FASTLANE" not in env
+    assert resolve_fastlane(None, environ=env).enabled
+
+
 # --- the workers follow it ----------------------------------------------------------------
 
 

@@ -18,9 +18,12 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.cli import UsageError
+
+if TYPE_CHECKING:
+    from mosaic_sdk.runner.storage.records import RunRecord
 
 #: The commands of ``mosaic control`` (the protocol's, without interactive stepping).
 CLI_COMMANDS = ("pause", "resume", "stop", "checkpoint", "ping")
@@ -43,13 +46,13 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_control)
 
 
-def _run_row(args: argparse.Namespace) -> dict[str, Any]:
+def _run_row(args: argparse.Namespace) -> RunRecord:
     from mosaic_sdk.cli.runs import open_store
     from mosaic_sdk.runner.storage.store import StoreError
 
     with open_store(args) as store:
         try:
-            return dict(store.get_run(args.run_id))
+            return store.get_run(args.run_id)
         except StoreError as exc:
             raise UsageError(str(exc)) from None
 
@@ -75,9 +78,10 @@ def cmd_control(args: argparse.Namespace) -> int:
             "run_finished",
             f"run {rid} has ended ({run['status']}); commands reach running runs only",
         )
-    if not run.get("run_dir"):
+    run_dir = run["run_dir"]
+    if not run_dir:
         return _fail(args, "socket_missing", f"run {rid} has no run directory in the store")
-    path = Path(run["run_dir"]) / SOCKET_NAME
+    path = Path(run_dir) / SOCKET_NAME
     started = time.perf_counter()
     try:
         reply = send_command(path, {"cmd": args.command})

@@ -14,11 +14,17 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.cli import UsageError
 from mosaic_sdk.runner.storage.store import status_text
+
+if TYPE_CHECKING:
+    from mosaic_sdk.runner.metrics import RunMetrics
+    from mosaic_sdk.runner.storage.records import AgentSummary, JsonValue, ObserverRecord
+    from mosaic_sdk.runner.storage.store import RunStore
 
 
 def register(sub: Any) -> None:
@@ -51,7 +57,7 @@ def add_store_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS, help="SQLite store file")
 
 
-def open_store(args: argparse.Namespace) -> Any:
+def open_store(args: argparse.Namespace) -> RunStore:
     """The run store of ``args.store`` (or the default store), opened read-only; a
     :class:`~mosaic_sdk.cli.UsageError` that says what to do when it is missing or unusable.
     Shared by ``mosaic runs``, ``mosaic sweep`` and ``mosaic control``."""
@@ -143,15 +149,16 @@ def cmd_show(args: argparse.Namespace) -> int:
         agents = store.agents(run["run_id"])
     manifest, manifest_error = _analytics(run["run_dir"])
     if args.json:
-        run["last_events"] = events
-        run["last_log_lines"] = logs
-        run["analytics"] = manifest
-        run["analytics_error"] = manifest_error
-        run["metrics"] = metrics
-        run["agents"] = agents
+        report: dict[str, object] = dict(run)
+        report["last_events"] = events
+        report["last_log_lines"] = logs
+        report["analytics"] = manifest
+        report["analytics_error"] = manifest_error
+        report["metrics"] = metrics
+        report["agents"] = agents
         if run["status"] == "running" and run["runner_alive"] is False:
-            run["note"] = "runner died"
-        print(json.dumps(run, indent=2, sort_keys=True, default=str))
+            report["note"] = "runner died"
+        print(json.dumps(report, indent=2, sort_keys=True, default=str))
         return 0
     from mosaic_sdk.runner.printable import printable
 
@@ -203,7 +210,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _observer_rows(reports: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def _observer_rows(reports: list[ObserverRecord]) -> list[tuple[str, str]]:
     """One row per observer plugin that missed rows or failed (the others say nothing)."""
     rows = []
     for r in reports:
@@ -220,7 +227,7 @@ def _observer_rows(reports: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return rows
 
 
-def _print_agents(agents: list[dict[str, Any]]) -> None:
+def _print_agents(agents: list[AgentSummary]) -> None:
     from mosaic_sdk.runner.printable import printable
 
     if not agents:
@@ -291,11 +298,11 @@ def _analytics_rows(manifest: dict[str, Any] | None, error: str | None) -> list[
     return rows
 
 
-def _print_metrics(metrics: dict[str, Any]) -> None:
+def _print_metrics(metrics: RunMetrics) -> None:
     from mosaic_sdk.runner.metrics import format_value
     from mosaic_sdk.runner.printable import printable
 
-    def pairs(values: dict[str, Any]) -> str:
+    def pairs(values: Mapping[str, JsonValue]) -> str:
         return "  ".join(f"{k}={format_value(v)}" for k, v in sorted(values.items()))
 
     if metrics["events"]:

@@ -75,13 +75,24 @@ def run_timeout() -> float:
 MALFORMED_CONFIG = '{"run_id": "conformance-bad-config", "seed": '
 #: Run kinds that may be recorded together (two at a time).
 RUN_KINDS: tuple[str, ...] = ("normal", "repeat", "stop", "dry_run", "bad_config", "fastlane")
-#: Environment that switches FastLane on in a worker (both spellings).
-FASTLANE_ENV = {"MOSAIC_FASTLANE_ONLY": "1", "GYM_GUI_FASTLANE_ONLY": "1"}
 
 
 def fastlane_available() -> bool:
     """Whether this SDK has its FastLane package (the FastLane checks need it)."""
     return importlib.util.find_spec("mosaic_sdk.fastlane") is not None
+
+
+def fastlane_env() -> dict[str, str]:
+    """The environment of the FastLane run: FastLane-only, slot 0, as the platform's launcher
+    writes it (both spellings, without the SDK's own ``MOSAIC_FASTLANE`` switch: a worker
+    must publish on the platform's variables), written by the one writer of FastLane's
+    variables, :func:`~mosaic_sdk.fastlane.environment.apply_fastlane_environment` (imported
+    here: this SDK may lack :mod:`mosaic_sdk.fastlane`, see :func:`fastlane_available`)."""
+    from mosaic_sdk.fastlane.environment import apply_fastlane_environment
+
+    env: dict[str, str] = {}
+    apply_fastlane_environment(env, fastlane_only=True, fastlane_slot=0, switch=False)
+    return env
 
 
 class WorkerSubject:
@@ -249,7 +260,7 @@ class WorkerSubject:
             from mosaic_sdk.conformance.fastlane_v1 import probe_fastlane
 
             return RunPlan(
-                kind, run_id, config, extra_env={**home, **FASTLANE_ENV}, probe=probe_fastlane
+                kind, run_id, config, extra_env={**home, **fastlane_env()}, probe=probe_fastlane
             )
         raise ValueError(f"unknown run kind {kind!r}; known: {', '.join(RUN_KINDS)}")
 
@@ -317,7 +328,7 @@ class WorkerSubject:
 
 
 __all__ = [
-    "FASTLANE_ENV",
+    "fastlane_env",
     "HEARTBEAT_INTERVAL",
     "STOP_TIMEOUT",
     "WorkerSubject",

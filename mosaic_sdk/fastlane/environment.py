@@ -83,11 +83,22 @@ def apply_fastlane_environment(
     fastlane_slot: int,
     video_mode: str = "single",
     grid_limit: int = DEFAULT_GRID_LIMIT,
+    interval_ms: float | None = None,
+    max_dim: int | None = None,
+    switch: bool = True,
 ) -> MutableMapping[str, Any]:
     """Write FastLane's variables into ``env`` (a launch environment) in both spellings.
 
-    Also sets ``MOSAIC_FASTLANE`` to ``1`` (``0`` when ``video_mode`` is ``off``) so that the
-    worker publishes frames even when the slow lane stays on. Returns ``env``.
+    This is the one writer of FastLane's variables in the SDK and its workers (a test scans
+    every other module for one). ``*_FASTLANE_ONLY``, ``_SLOT``, ``_VIDEO_MODE`` and
+    ``_GRID_LIMIT`` are written as ``GYM_GUI_FASTLANE_*`` (the platform's) and
+    ``MOSAIC_FASTLANE_*``; ``interval_ms`` and ``max_dim``, when given, as
+    ``MOSAIC_FASTLANE_INTERVAL_MS`` / ``MOSAIC_FASTLANE_MAX_DIM`` (the platform has none: its
+    CleanRL worker's ``CLEANRL_FASTLANE_*`` are only read). With ``switch`` (the default),
+    ``MOSAIC_FASTLANE`` is set to ``1`` (``0`` when ``video_mode`` is ``off``) so that the
+    worker publishes frames even when the slow lane stays on; ``switch=False`` writes only the
+    variables the platform's launcher writes (what a worker must obey under the platform).
+    Raises ``ValueError`` for a setting :class:`FastLaneSettings` refuses. Returns ``env``.
     """
     settings = FastLaneSettings(
         enabled=True,
@@ -95,6 +106,8 @@ def apply_fastlane_environment(
         video_mode=video_mode,
         slot=int(fastlane_slot),
         grid_limit=int(grid_limit),
+        interval_ms=DEFAULT_INTERVAL_MS if interval_ms is None else interval_ms,
+        max_dim=0 if max_dim is None else max_dim,
     )
     values = {
         "ONLY": "1" if settings.fastlane_only else "0",
@@ -105,7 +118,12 @@ def apply_fastlane_environment(
     for prefix in _PREFIXES:
         for key, value in values.items():
             env[prefix + key] = value
-    env["MOSAIC_FASTLANE"] = "0" if settings.video_mode == "off" else "1"
+    if interval_ms is not None:
+        env["MOSAIC_FASTLANE_INTERVAL_MS"] = str(interval_ms)
+    if max_dim is not None:
+        env["MOSAIC_FASTLANE_MAX_DIM"] = str(max_dim)
+    if switch:
+        env["MOSAIC_FASTLANE"] = "0" if settings.video_mode == "off" else "1"
     return env
 
 

@@ -23,9 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from mosaic_sdk.runner.storage.records import EpisodePoint
+    from mosaic_sdk.runner.storage.store import RunStore
 
 XAxis = Literal["steps", "episodes", "time"]
 X_AXES: tuple[str, ...] = ("steps", "episodes", "time")
@@ -80,15 +84,15 @@ def agent_name(key: AgentKey) -> str:
     return "(no agent_id)" if key == NO_AGENT else key[1]
 
 
-def run_agents(store: Any, run_id: str) -> list[AgentKey]:
+def run_agents(store: RunStore, run_id: str) -> list[AgentKey]:
     """The agents of a run (a full id) that have episodes, in the order ``mosaic runs show``
     lists them; ``[]`` for a run of one agent (or none)."""
     return [agent_key(a["agent_id"]) for a in store.agents(run_id) if a["episodes"]]
 
 
 def _rows(
-    store: Any, run_id: str, started_at: float, after: int, agent: AgentKey | None
-) -> list[Any]:
+    store: RunStore, run_id: str, started_at: float, after: int, agent: AgentKey | None
+) -> list[EpisodePoint]:
     if agent is None:
         return store.episode_rows(run_id, started_at, after)
     if agent == NO_AGENT:
@@ -183,7 +187,7 @@ def episodes_from_rows(run_id: str, rows: Sequence[Sequence[float]]) -> Episodes
     return Episodes(run_id, returns, steps, seconds, has_steps, kept, last_line)
 
 
-def read_episodes(store: Any, run_id: str, agent: AgentKey | None = None) -> Episodes:
+def read_episodes(store: RunStore, run_id: str, agent: AgentKey | None = None) -> Episodes:
     """The episodes of ``run_id`` (an id or unique prefix) in ``store`` (a
     :class:`~mosaic_sdk.runner.storage.store.RunStore`), as arrays; one query, one pass. ``agent``:
     only that agent's episodes (:func:`run_agents`)."""
@@ -230,7 +234,7 @@ def curve_from_episodes(
 
 
 def learning_curve(
-    store: Any, run_id: str, x_axis: str = "steps", agent: AgentKey | None = None
+    store: RunStore, run_id: str, x_axis: str = "steps", agent: AgentKey | None = None
 ) -> Curve:
     """The learning curve of one run of ``store`` (read-only); of one of its agents when
     ``agent`` is given (x then counts that agent's own env steps and episodes)."""
@@ -257,7 +261,7 @@ class RunningCurve:
         self._x: list[float] = []
         self._y: list[float] = []
 
-    def update(self, store: Any) -> int:
+    def update(self, store: RunStore) -> int:
         """Read the episodes stored since the last update; how many there were."""
         rows = _rows(store, self.run_id, self.started_at, self.last_line, self.agent)
         if not rows:

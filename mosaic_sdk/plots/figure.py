@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.extras import require
 from mosaic_sdk.plots.curves import (
@@ -31,6 +31,10 @@ from mosaic_sdk.plots.curves import (
     skipped_text,
 )
 from mosaic_sdk.plots.groups import DEFAULT_IGNORED, group_by_seed
+
+if TYPE_CHECKING:
+    from mosaic_sdk.runner.storage.records import RunRecord
+    from mosaic_sdk.runner.storage.store import RunStore
 
 #: File suffixes :func:`render` writes, and matplotlib's format name for each.
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -179,7 +183,7 @@ def _draw_band(ax: Any, band: Band, name: str, color: str) -> None:
 
 
 def plot_runs(
-    store: Any,
+    store: RunStore,
     run_ids: Sequence[str],
     path: str | Path,
     *,
@@ -254,19 +258,19 @@ def _union(lists: Iterable[list[AgentKey | None]]) -> list[AgentKey | None]:
     return list(seen)
 
 
-def _unique_runs(store: Any, run_ids: Sequence[str]) -> list[Mapping[str, Any]]:
+def _unique_runs(store: RunStore, run_ids: Sequence[str]) -> list[RunRecord]:
     if not run_ids:
         raise ValueError("no run to plot: give one or more run ids")
-    seen: dict[str, Mapping[str, Any]] = {}
+    seen: dict[str, RunRecord] = {}
     for run_id in run_ids:
         run = store.get_run(run_id)
         seen.setdefault(run["run_id"], run)
     return list(seen.values())
 
 
-def _run_label(run: Mapping[str, Any]) -> str:
-    config = run.get("config") or {}
-    seed = config.get("seed") if isinstance(config, Mapping) else None
+def _run_label(run: RunRecord) -> str:
+    config = run["config"] or {}
+    seed = config.get("seed") if isinstance(config, Mapping) else None  # a hand-edited store
     extra = f", seed {seed}" if seed is not None else ""
     return f"{run['run_id']} ({run['worker']}{extra})"
 

@@ -24,10 +24,23 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from mosaic_sdk.runner.storage.records import JsonObject, JsonValue
 
 #: Config keys that differ between runs of one group by default.
 DEFAULT_IGNORED: tuple[str, ...] = ("seed", "run_id")
+
+
+class ConfiguredRun(TypedDict):
+    """What grouping reads of a run: a :class:`~mosaic_sdk.runner.storage.records.RunRecord`
+    (as :meth:`RunStore.get_run <mosaic_sdk.runner.storage.store.RunStore.get_run>` returns
+    it) is one."""
+
+    run_id: str
+    worker: str
+    config: JsonObject | None
 
 
 @dataclass(frozen=True)
@@ -35,23 +48,25 @@ class SeedGroup:
     """Runs of one worker and one config apart from the ignored keys."""
 
     worker: str
-    params: dict[str, Any]  # the config without the ignored keys, flattened to dotted keys
+    params: dict[str, JsonValue]  # the config without the ignored keys, flattened (dotted keys)
     run_ids: tuple[str, ...]
     label: str  # the worker and the params that tell this group from the others
-    seeds: tuple[Any, ...]  # each run's ``seed`` (None when its config has none)
+    seeds: tuple[JsonValue, ...]  # each run's ``seed`` (None when its config has none)
 
     @property
     def key(self) -> str:
         return group_key(self.worker, self.params)
 
 
-def flatten(config: Mapping[str, Any] | None, ignore: Iterable[str] = ()) -> dict[str, Any]:
+def flatten(
+    config: Mapping[str, JsonValue] | None, ignore: Iterable[str] = ()
+) -> dict[str, JsonValue]:
     """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``, leaving out keys named in ``ignore`` at any
     depth. Lists stay values."""
     skip = set(ignore)
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
 
-    def walk(prefix: str, value: Any) -> None:
+    def walk(prefix: str, value: JsonValue) -> None:
         if isinstance(value, Mapping) and (value or not prefix):
             for k, v in value.items():
                 if str(k) not in skip:
@@ -59,17 +74,17 @@ def flatten(config: Mapping[str, Any] | None, ignore: Iterable[str] = ()) -> dic
         else:
             out[prefix] = value
 
-    walk("", config or {})
+    walk("", dict(config or {}))
     return out
 
 
-def group_key(worker: str, params: Mapping[str, Any]) -> str:
+def group_key(worker: str, params: Mapping[str, JsonValue]) -> str:
     """A string equal for two runs exactly when their worker and params are equal."""
     return json.dumps([worker, params], sort_keys=True, default=repr)
 
 
 def group_by_seed(
-    runs: Iterable[Mapping[str, Any]], ignore: Iterable[str] = DEFAULT_IGNORED
+    runs: Iterable[ConfiguredRun], ignore: Iterable[str] = DEFAULT_IGNORED
 ) -> list[SeedGroup]:
     """Group ``runs`` (mappings with ``run_id``, ``worker`` and ``config``, as
     :meth:`RunStore.get_run <mosaic_sdk.runner.storage.store.RunStore.get_run>` returns them) by
@@ -78,8 +93,8 @@ def group_by_seed(
     between the groups."""
     skip = tuple(ignore)
     order: list[str] = []
-    members: dict[str, list[Mapping[str, Any]]] = {}
-    params_of: dict[str, tuple[str, dict[str, Any]]] = {}
+    members: dict[str, list[ConfiguredRun]] = {}
+    params_of: dict[str, tuple[str, dict[str, JsonValue]]] = {}
     for run in runs:
         worker = str(run["worker"])
         params = flatten(run.get("config"), skip)
@@ -111,7 +126,7 @@ def group_by_seed(
     return groups
 
 
-def _differing_keys(all_params: list[dict[str, Any]]) -> list[str]:
+def _differing_keys(all_params: list[dict[str, JsonValue]]) -> list[str]:
     keys = sorted({k for p in all_params for k in p})
     missing = object()
     return [
@@ -122,9 +137,9 @@ def _differing_keys(all_params: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _short(value: Any, limit: int = 40) -> str:
+def _short(value: JsonValue, limit: int = 40) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=repr)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-__all__ = ["DEFAULT_IGNORED", "SeedGroup", "flatten", "group_by_seed", "group_key"]
+__all__ = ["DEFAULT_IGNORED", "ConfiguredRun", "SeedGroup", "flatten", "group_by_seed", "group_key"]

@@ -17,21 +17,47 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypedDict
 
+from mosaic_sdk.runner.storage.records import JsonValue
 from mosaic_sdk.telemetry.emitter import LIFECYCLE_EVENTS
 from mosaic_sdk.telemetry.episode_index import caller_metadata
+
+if TYPE_CHECKING:
+    from mosaic_sdk.runner.storage.store import RunStore
 
 #: A string value longer than this is cut (metadata may hold anything).
 MAX_TEXT = 80
 
 
-def _numeric(value: Any) -> bool:
+class EventMetrics(TypedDict):
+    """One custom event name: how many the run wrote, the latest value of each numeric field."""
+
+    count: int
+    latest: dict[str, float]
+
+
+class EpisodeMetadata(TypedDict):
+    """How many episodes carried metadata, and the latest value of each key (as shown)."""
+
+    episodes: int
+    latest: dict[str, JsonValue]
+
+
+class RunMetrics(TypedDict):
+    """What :func:`run_metrics` returns (``mosaic runs show --json`` prints it as ``metrics``)."""
+
+    events: dict[str, EventMetrics]
+    episode_metadata: EpisodeMetadata
+
+
+def _numeric(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _flatten(data: Mapping[str, JsonValue], prefix: str = "") -> dict[str, JsonValue]:
+    out: dict[str, JsonValue] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
@@ -41,7 +67,7 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _scalar(value: Any) -> Any:
+def _scalar(value: JsonValue) -> JsonValue:
     """A metadata value as shown: numbers, booleans and null as they are, a string cut to
     :data:`MAX_TEXT`, a list as ``<list of N>``."""
     if value is None or isinstance(value, bool) or _numeric(value):
@@ -53,10 +79,10 @@ def _scalar(value: Any) -> Any:
     return str(value)  # a non-finite float, as the telemetry reader decoded it
 
 
-def run_metrics(store: Any, run_id: str) -> dict[str, Any]:
+def run_metrics(store: RunStore, run_id: str) -> RunMetrics:
     """``{"events": {name: {"count": N, "latest": {field: number}}},
     "episode_metadata": {"episodes": N, "latest": {key: value}}}`` for one run."""
-    events: dict[str, dict[str, Any]] = {}
+    events: dict[str, EventMetrics] = {}
     for row in store.custom_events(run_id, LIFECYCLE_EVENTS):
         entry = events.setdefault(row["event"], {"count": 0, "latest": {}})
         entry["count"] += 1
@@ -66,13 +92,13 @@ def run_metrics(store: Any, run_id: str) -> dict[str, Any]:
             continue
         if isinstance(payload, dict):
             for name, value in _flatten(payload).items():
-                if _numeric(value):
+                if isinstance(value, int | float) and _numeric(value):
                     entry["latest"][name] = value
     with_metadata = 0
-    latest: dict[str, Any] = {}
-    for row in store.episode_lines(run_id, '"metadata"'):
+    latest: dict[str, JsonValue] = {}
+    for raw in store.episode_lines(run_id, '"metadata"'):
         try:
-            metadata = caller_metadata(json.loads(row["raw"]))
+            metadata = caller_metadata(json.loads(raw))
         except (ValueError, AttributeError):
             continue
         if isinstance(metadata, dict) and metadata:
@@ -84,11 +110,18 @@ def run_metrics(store: Any, run_id: str) -> dict[str, Any]:
     }
 
 
-def format_value(value: Any) -> str:
+def format_value(value: JsonValue) -> str:
     """A metric value for the text view: floats with 6 significant digits."""
     if isinstance(value, float):
         return f"{value:.6g}"
     return json.dumps(value) if value is None or isinstance(value, bool) else str(value)
 
 
-__all__ = ["MAX_TEXT", "format_value", "run_metrics"]
+__all__ = [
+    "MAX_TEXT",
+    "EpisodeMetadata",
+    "EventMetrics",
+    "RunMetrics",
+    "format_value",
+    "run_metrics",
+]

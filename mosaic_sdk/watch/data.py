@@ -31,6 +31,13 @@ from mosaic_sdk.plots.curves import (
 from mosaic_sdk.plots.curves import smooth as trailing_mean
 from mosaic_sdk.runner.control.control_relay import PROTOCOL as CONTROL_PROTOCOL
 from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
+from mosaic_sdk.runner.storage.records import (
+    AgentSummary,
+    EventRecord,
+    JsonObject,
+    LogLineRecord,
+    RunRecord,
+)
 from mosaic_sdk.runner.storage.store import RunStore, StoreError, status_text
 
 #: The most points of one curve the server sends (raw and smoothed each).
@@ -84,10 +91,16 @@ def stream_of_run(run_id: str, stream: str | None) -> str:
     raise ValueError(f"stream {stream!r:.80} is not one of run {run_id}'s FastLane streams")
 
 
-def agent_rows(store: RunStore, run_id: str) -> list[dict[str, Any]]:
+class AgentRow(AgentSummary):
+    """An agent of the run page: its :class:`AgentSummary` and how the page names it."""
+
+    label: str
+
+
+def agent_rows(store: RunStore, run_id: str) -> list[AgentRow]:
     """The agents of a multi-agent run (``[]`` for one agent): id, steps, episodes, mean
     return, and ``key``: what the curve API takes (``agent=ID`` or ``agentless=1``)."""
-    out = []
+    out: list[AgentRow] = []
     for a in store.agents(run_id):
         key = agent_key(a["agent_id"])
         out.append({**a, "label": "(no agent_id)" if key == NO_AGENT else str(a["agent_id"])})
@@ -108,7 +121,7 @@ def open_store(path: Path) -> RunStore:
     return RunStore(path, readonly=True)
 
 
-def control_commands(run: dict[str, Any]) -> list[str]:
+def control_commands(run: RunRecord) -> list[str]:
     """The buttons the run page offers: pause, resume and stop for a worker of the control
     protocol; only stop (the runner sends SIGTERM) for one that reads no commands."""
     if run.get("control_protocol") == CONTROL_PROTOCOL:
@@ -116,7 +129,7 @@ def control_commands(run: dict[str, Any]) -> list[str]:
     return ["stop"]
 
 
-def control_available(run: dict[str, Any]) -> bool:
+def control_available(run: RunRecord) -> bool:
     """Whether the run's directory holds a control socket (the runner made one)."""
     run_dir = run.get("run_dir")
     if not run_dir or run["status"] != "running":
@@ -127,7 +140,7 @@ def control_available(run: dict[str, Any]) -> bool:
         return False
 
 
-def run_row(run: dict[str, Any]) -> dict[str, Any]:
+def run_row(run: RunRecord) -> dict[str, Any]:
     """One line of the runs page."""
     config = run.get("config") or {}
     env = config.get("env_id") if isinstance(config, dict) else None
@@ -166,8 +179,9 @@ def run_detail(path: Path, run_id: str) -> dict[str, Any]:
         run = store.get_run(run_id)
         agents = agent_rows(store, run["run_id"])
         evaluation = bool(store.events_named(run["run_id"], EVAL_BATCH_EVENT, limit=1))
-    if not evaluation and run.get("run_dir"):
-        evaluation = (Path(run["run_dir"]) / EVAL_SUMMARY_FILE).is_file()
+    run_dir = run["run_dir"]
+    if not evaluation and run_dir:
+        evaluation = (Path(run_dir) / EVAL_SUMMARY_FILE).is_file()
     out = run_row(run)
     out.update(
         agents=agents,
@@ -186,22 +200,22 @@ def run_detail(path: Path, run_id: str) -> dict[str, Any]:
     return out
 
 
-def events_after(path: Path, run_id: str, after: int, limit: int = 500) -> list[dict[str, Any]]:
+def events_after(path: Path, run_id: str, after: int, limit: int = 500) -> list[EventRecord]:
     """The run's lifecycle events with ``line_no > after`` (the last ``limit`` when ``after``
     is below 0: the page's first look at a long run)."""
     with open_store(path) as store:
         full = store.resolve(run_id)
         if after < 0:
-            return list(store.events(full, limit=limit))
+            return store.events(full, limit=limit)
         return store.events_after(full, after, limit)
 
 
 def logs_after(
     path: Path, run_id: str, after: dict[str, int], limit: int = 500
-) -> list[dict[str, Any]]:
+) -> list[LogLineRecord]:
     """Log lines of both streams past the page's cursors (``after[stream]``; below 0: the
     last ``limit`` lines of that stream)."""
-    out: list[dict[str, Any]] = []
+    out: list[LogLineRecord] = []
     with open_store(path) as store:
         full = store.resolve(run_id)
         for stream in ("stdout", "stderr"):
@@ -244,8 +258,8 @@ def eval_batches(path: Path, run_id: str, after: int = 0) -> dict[str, Any]:
     return {"run_id": run["run_id"], "batches": batches, "summary": _eval_summary(run)}
 
 
-def _eval_summary(run: dict[str, Any]) -> dict[str, Any] | None:
-    run_dir = run.get("run_dir")
+def _eval_summary(run: RunRecord) -> JsonObject | None:
+    run_dir = run["run_dir"]
     if not run_dir:
         return None
     try:
@@ -259,7 +273,7 @@ def _eval_summary(run: dict[str, Any]) -> dict[str, Any] | None:
     return summary
 
 
-def _finite_or_none(value: Any) -> float | None:
+def _finite_or_none(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     value = float(value)

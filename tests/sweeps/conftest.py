@@ -1,12 +1,59 @@
-"""Helpers of the sweep tests: processes and shared-memory segments left behind."""
+"""Helpers of the sweep tests: processes and shared-memory segments left behind, and an
+observer plugin that keeps what it is given (import them as ``tests.sweeps.conftest``: a bare
+``conftest`` is another directory's in a whole run)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from mosaic_sdk import hookimpl
+from mosaic_sdk.runner.recording.observers import EpisodeRow, StepRow
+
+
+class Seen:
+    """An observer plugin: keeps every row and event it is given, per run (``events``: the
+    events; ``named``: ``"worker:event"`` of each; ``workers``: the workers named)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.steps: dict[str, list[StepRow]] = {}
+        self.episodes: dict[str, list[EpisodeRow]] = {}
+        self.events: dict[str, list[dict[str, Any]]] = {}
+        self.named: dict[str, list[str]] = {}
+        self.workers: set[str] = set()
+
+    @hookimpl
+    def mosaic_telemetry_steps(self, run_id: str, steps: list[StepRow]) -> None:
+        with self.lock:
+            self.steps.setdefault(run_id, []).extend(steps)
+
+    @hookimpl
+    def mosaic_telemetry_episodes(self, run_id: str, episodes: list[EpisodeRow]) -> None:
+        with self.lock:
+            self.episodes.setdefault(run_id, []).extend(episodes)
+
+    @hookimpl
+    def mosaic_telemetry_event(self, run_id: str, worker: str, event: dict[str, Any]) -> None:
+        with self.lock:
+            self.events.setdefault(run_id, []).append(event)
+            self.named.setdefault(run_id, []).append(f"{worker}:{event['event']}")
+            self.workers.add(worker)
+
+
+def stored_rows(store: Path, table: str, run_id: str) -> list[tuple[Any, ...]]:
+    """Every row of ``table`` of one run, in line order, as tuples (as an observer gets them)."""
+    conn = sqlite3.connect(store)
+    try:
+        sql = f"SELECT * FROM {table} WHERE run_id = ? ORDER BY line_no"
+        return conn.execute(sql, (run_id,)).fetchall()
+    finally:
+        conn.close()
 
 
 def alive(pid: int) -> bool:

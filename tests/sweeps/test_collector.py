@@ -6,43 +6,16 @@ attempt's synthesised event included. No Ray needed: the messages are made here.
 from __future__ import annotations
 
 import io
-import sqlite3
-import threading
 from pathlib import Path
-from typing import Any
 
-from mosaic_sdk.runner.observers import EpisodeRow, StepRow
 from mosaic_sdk.runner.store import RunStore
 
-from mosaic_sdk import hookimpl
 from mosaic_sdk.plugins import create_plugin_manager
 from mosaic_sdk.sweeps.collector import Collector
 from mosaic_sdk.sweeps.spec import Metric
 from mosaic_sdk.sweeps.store import SweepStore
 from mosaic_sdk.telemetry.emitter import TelemetryEmitter
-
-
-class Seen:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.steps: dict[str, list[StepRow]] = {}
-        self.episodes: dict[str, list[EpisodeRow]] = {}
-        self.events: dict[str, list[str]] = {}
-
-    @hookimpl
-    def mosaic_telemetry_steps(self, run_id: str, steps: list[StepRow]) -> None:
-        with self.lock:
-            self.steps.setdefault(run_id, []).extend(steps)
-
-    @hookimpl
-    def mosaic_telemetry_episodes(self, run_id: str, episodes: list[EpisodeRow]) -> None:
-        with self.lock:
-            self.episodes.setdefault(run_id, []).extend(episodes)
-
-    @hookimpl
-    def mosaic_telemetry_event(self, run_id: str, worker: str, event: dict[str, Any]) -> None:
-        with self.lock:
-            self.events.setdefault(run_id, []).append(f"{worker}:{event['event']}")
+from tests.sweeps.conftest import Seen, stored_rows
 
 
 def _lines(run_id: str, episodes: int, steps: int, complete: bool) -> list[bytes]:
@@ -59,15 +32,6 @@ def _lines(run_id: str, episodes: int, steps: int, complete: bool) -> list[bytes
         )
     emitter.close()
     return [line.encode() for line in out.getvalue().splitlines()]
-
-
-def _stored(store: Path, table: str, run_id: str) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(store)
-    try:
-        sql = f"SELECT * FROM {table} WHERE run_id = ? ORDER BY line_no"
-        return conn.execute(sql, (run_id,)).fetchall()
-    finally:
-        conn.close()
 
 
 def test_observers_and_event_hooks_hear_of_every_collected_attempt(tmp_path: Path) -> None:
@@ -95,20 +59,20 @@ def test_observers_and_event_hooks_hear_of_every_collected_attempt(tmp_path: Pat
         assert runs.get_run(done)["status"] == "completed"
         assert runs.get_run(lost)["status"] == "failed"
         for run_id in (done, lost):
-            steps = _stored(store, "steps", run_id)
-            episodes = _stored(store, "episodes", run_id)
+            steps = stored_rows(store, "steps", run_id)
+            episodes = stored_rows(store, "episodes", run_id)
             assert steps and episodes
             assert [tuple(r) for r in seen.steps[run_id]] == steps
             assert [tuple(r) for r in seen.episodes[run_id]] == episodes
             stored_events = [f"fixture:{e['event']}" for e in runs.events(run_id)]
-            assert seen.events[run_id] == stored_events
+            assert seen.named[run_id] == stored_events
             [report] = runs.get_run(run_id)["observers"]
             assert report["delivered_steps"] == len(steps)
             assert report["delivered_episodes"] == len(episodes)
             assert report["missed_steps"] == report["missed_episodes"] == 0
-    assert seen.events[done] == ["fixture:run_started", "fixture:run_completed"]
+    assert seen.named[done] == ["fixture:run_started", "fixture:run_completed"]
     # the event the driver made up for the lost attempt reached the hook as well
-    assert seen.events[lost] == ["fixture:run_started", "fixture:run_failed"]
+    assert seen.named[lost] == ["fixture:run_started", "fixture:run_failed"]
 
 
 def test_without_a_plugin_manager_the_collector_stores_alone(tmp_path: Path) -> None:

@@ -27,11 +27,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mosaic_sdk.runner.storage.records import RECOVERED_EVENT, STALLED_EVENT
+
 #: The stall limit is this many declared heartbeat intervals.
 STALL_FACTOR = 3.0
-#: The runner's lifecycle event when a run passes its stall limit, and when lines come again.
-STALLED_EVENT = "stalled"
-RECOVERED_EVENT = "recovered"
 #: What ``--on-stall`` may say: mark and report only, or stop the run (it ends ``failed``).
 STALL_ACTIONS = ("warn", "cancel")
 

@@ -29,10 +29,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Generic, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 from mosaic_sdk.runner.reporting import current_reporter
+from mosaic_sdk.runner.storage.records import EpisodeRow, ObserverRecord, StepRow, TelemetryValues
 from mosaic_sdk.runner.storage.rows import LineBatch
+
+if TYPE_CHECKING:
+    from pluggy import PluginManager
 
 STEPS_HOOK = "mosaic_telemetry_steps"
 EPISODES_HOOK = "mosaic_telemetry_episodes"
@@ -49,42 +53,6 @@ DRAIN_TIMEOUT = 5.0
 DELIVERY_INTERVAL = 0.01
 
 
-class StepRow(NamedTuple):
-    """One stored step: the columns of the ``steps`` table, in order, holding the values the
-    writer bound (SQLite's column types may store them converted: ``True`` as 1, an integer
-    ``agent_id`` as text)."""
-
-    run_id: str
-    line_no: int
-    seq: Any
-    episode_index: Any
-    step_index: Any
-    reward: Any
-    terminated: Any
-    truncated: Any
-    ts_unix_ns: Any
-    raw: str
-    agent_id: Any
-
-
-class EpisodeRow(NamedTuple):
-    """One stored episode: the columns of the ``episodes`` table, in order, holding the values the
-    writer bound (SQLite's column types may store them converted: ``True`` as 1, an integer
-    ``agent_id`` as text)."""
-
-    run_id: str
-    line_no: int
-    seq: Any
-    episode_index: Any
-    total_reward: Any
-    steps: Any
-    terminated: Any
-    truncated: Any
-    ts_unix_ns: Any
-    raw: str
-    agent_id: Any
-
-
 RowT = TypeVar("RowT", StepRow, EpisodeRow)
 
 
@@ -95,9 +63,9 @@ class RowBatch(Sequence[RowT], Generic[RowT]):
 
     __slots__ = ("_rows", "_make")
 
-    def __init__(self, rows: Sequence[tuple[Any, ...]], row_type: type[RowT]) -> None:
+    def __init__(self, rows: Sequence[TelemetryValues], row_type: type[RowT]) -> None:
         self._rows = rows
-        self._make: Callable[[tuple[Any, ...]], RowT] = row_type._make
+        self._make: Callable[[TelemetryValues], RowT] = row_type._make
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -134,11 +102,18 @@ class ObserverReport:
     #: ``"ExcType: message"`` of the exception that disabled it, or None.
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> ObserverRecord:
+        return ObserverRecord(
+            name=self.name,
+            delivered_steps=self.delivered_steps,
+            delivered_episodes=self.delivered_episodes,
+            missed_steps=self.missed_steps,
+            missed_episodes=self.missed_episodes,
+            error=self.error,
+        )
 
 
-Rows = list[tuple[Any, ...]]
+Rows = list[TelemetryValues]
 
 
 class _Observer:
@@ -148,8 +123,8 @@ class _Observer:
         self,
         name: str,
         run_id: str,
-        steps_hook: Callable[..., Any] | None,
-        episodes_hook: Callable[..., Any] | None,
+        steps_hook: Callable[..., object] | None,
+        episodes_hook: Callable[..., object] | None,
         max_pending_rows: int,
         warn: Callable[[str], None],
     ) -> None:
@@ -301,7 +276,7 @@ class ObserverFeed:
     @classmethod
     def for_plugins(
         cls,
-        pm: Any,
+        pm: PluginManager,
         run_id: str,
         *,
         max_pending_rows: int | None = None,
@@ -316,7 +291,7 @@ class ObserverFeed:
             max_pending_rows = MAX_PENDING_ROWS
         if max_pending_rows < 1:
             raise ValueError(f"max_pending_rows must be >= 1, got {max_pending_rows}")
-        hooks: dict[str, dict[str, Any]] = {}  # plugin name -> hook name -> plugin
+        hooks: dict[str, dict[str, object]] = {}  # plugin name -> hook name -> plugin
         for hook_name in (STEPS_HOOK, EPISODES_HOOK):
             caller = getattr(pm.hook, hook_name, None)
             if caller is None:
@@ -363,7 +338,7 @@ class ObserverFeed:
             except Exception:  # noqa: BLE001 - pragma: no cover - nothing above should raise
                 pass
 
-    def close(self, timeout: float = DRAIN_TIMEOUT) -> list[dict[str, Any]]:
+    def close(self, timeout: float = DRAIN_TIMEOUT) -> list[ObserverRecord]:
         """Let every observer take what is queued (``timeout`` seconds for all of them), then
         return one report dict per observer; warns about each one that missed rows. Idempotent."""
         if self._reports is None:

@@ -28,10 +28,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.runner.reporting import current_reporter
+from mosaic_sdk.runner.storage.records import ObserverRecord, RunCounts
 from mosaic_sdk.telemetry.emitter import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from mosaic_sdk.runner.storage.store import RunStore
 
 #: Exit code of ``mosaic run`` per final status.
 EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 130}
@@ -47,7 +51,7 @@ class RunResult:
     exit_code: int | None
     run_dir: Path
     store_path: Path
-    counts: dict[str, int]
+    counts: RunCounts
     error: str | None = None
     duration_seconds: float = 0.0
     synthesised: list[str] = field(default_factory=list)
@@ -64,7 +68,7 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     #: One report per observer plugin (see
     #:class:`mosaic_sdk.runner.recording.observers.ObserverReport`).
-    observers: list[dict[str, Any]] = field(default_factory=list)
+    observers: list[ObserverRecord] = field(default_factory=list)
 
     @property
     def runner_exit_code(self) -> int:
@@ -217,14 +221,14 @@ def store_failure(lost_rows: int, error: BaseException | None) -> str | None:
 
 
 def record_end(
-    store: Any,
+    store: RunStore,
     run_id: str,
     outcome: Outcome,
     exit_code: int | None,
     lost_rows: int,
     store_error: BaseException | None,
     warn: Callable[[str], None] | None = None,
-) -> tuple[str, str | None, dict[str, int]]:
+) -> tuple[str, str | None, RunCounts]:
     """Write the final status of a run into ``store`` (a RunStore); returns the status, the
     error and the stored counts. Lost rows make it ``failed``; a final status the store does
     not take (still locked, disk full) is told to ``warn`` (default: the process's reporter)
@@ -233,7 +237,9 @@ def record_end(
     failure = store_failure(lost_rows, store_error)
     if failure is not None:
         status, error = "failed", (error + "; " if error else "") + failure
-    counts: dict[str, int] = {}
+    counts = RunCounts(
+        steps=0, episodes=0, events=0, log_lines=0, invalid_lines=0, stderr_lines=0, lines=0
+    )
     try:
         store.finish_run(run_id, status, exit_code, error, lost_rows=lost_rows)
         counts = store.get_run(run_id)["counts"]
@@ -241,9 +247,6 @@ def record_end(
         note = f"the final status could not be stored ({type(exc).__name__}: {exc})"
         status, error = "failed", (error + "; " if error else "") + note
         (warn or current_reporter().warn)(f"run {run_id}: {note}")
-    for key in ("steps", "episodes", "events", "log_lines", "invalid_lines", "stderr_lines"):
-        counts.setdefault(key, 0)
-    counts.setdefault("lines", 0)
     return status, error, counts
 
 

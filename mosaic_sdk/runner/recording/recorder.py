@@ -50,6 +50,7 @@ from mosaic_sdk.runner.recording.observers import ObserverFeed
 from mosaic_sdk.runner.recording.outcome import Outcome, decide, lifecycle_event, record_end
 from mosaic_sdk.runner.recording.step_frames import StepFrames, on_commit_all
 from mosaic_sdk.runner.reporting import current_reporter
+from mosaic_sdk.runner.storage.records import ObserverRecord, RunCounts
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.storage.writer import StoreWriter
 
@@ -63,8 +64,8 @@ class RecordedEnd:
 
     status: str
     error: str | None
-    counts: dict[str, int]
-    observers: list[dict[str, Any]] = field(default_factory=list)
+    counts: RunCounts
+    observers: list[ObserverRecord] = field(default_factory=list)
 
 
 class RunRecorder:

@@ -26,10 +26,14 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from mosaic_sdk.extras import require
+from mosaic_sdk.runner.storage.records import ExportValues, Stored
 from mosaic_sdk.runner.storage.schema import StoreError
+
+if TYPE_CHECKING:
+    from mosaic_sdk.runner.storage.store import RunStore
 
 #: What can be exported: the table and its columns, each with its Parquet type.
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -106,8 +110,8 @@ def format_for(path: str | Path | None, default: str = "csv") -> str:
 
 
 def iter_batches(
-    store: Any, run_id: str, what: str, agent: str | None = None
-) -> Iterator[list[tuple[Any, ...]]]:
+    store: RunStore, run_id: str, what: str, agent: str | None = None
+) -> Iterator[list[ExportValues]]:
     """Lists of row tuples (at most :data:`BATCH_ROWS` each) of ``what`` of one run, in
     ``line_no`` order; only those of ``agent`` when given. ``run_id`` must be the run's full
     id (see ``RunStore.resolve``)."""
@@ -135,11 +139,11 @@ class _Null:
 _NULL = _Null()
 
 
-def _csv_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+def _csv_row(row: ExportValues) -> tuple[Stored | _Null, ...]:
     return row if None not in row else tuple(_NULL if v is None else v for v in row)
 
 
-def write_csv(batches: Iterator[list[tuple[Any, ...]]], names: tuple[str, ...], out: IO) -> int:
+def write_csv(batches: Iterator[list[ExportValues]], names: tuple[str, ...], out: IO[str]) -> int:
     """Write a header and the rows to the text stream ``out``; returns the row count."""
     # Every str quoted, numbers bare (floats by repr(): exact round trip), NULL an empty
     # unquoted field: a reader can tell NULL from "".
@@ -152,7 +156,7 @@ def write_csv(batches: Iterator[list[tuple[Any, ...]]], names: tuple[str, ...], 
     return count
 
 
-def write_jsonl(batches: Iterator[list[tuple[Any, ...]]], names: tuple[str, ...], out: IO) -> int:
+def write_jsonl(batches: Iterator[list[ExportValues]], names: tuple[str, ...], out: IO[str]) -> int:
     """Write one JSON object per row to the text stream ``out``; returns the row count."""
     encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
     count = 0
@@ -162,7 +166,9 @@ def write_jsonl(batches: Iterator[list[tuple[Any, ...]]], names: tuple[str, ...]
     return count
 
 
-def write_parquet(batches: Iterator[list[tuple[Any, ...]]], what: str, out: str | Path | IO) -> int:
+def write_parquet(
+    batches: Iterator[list[ExportValues]], what: str, out: str | Path | IO[bytes]
+) -> int:
     """Write the rows as one Parquet file to ``out`` (a path or binary stream)."""
     pa = require("pyarrow", "parquet", "mosaic runs export --format parquet")
     pq = require("pyarrow.parquet", "parquet", "mosaic runs export --format parquet")
@@ -190,7 +196,7 @@ def write_parquet(batches: Iterator[list[tuple[Any, ...]]], what: str, out: str 
     return count
 
 
-def _fits(value: Any, kind: str) -> bool:
+def _fits(value: Stored, kind: str) -> bool:
     if value is None:
         return True
     if kind == "int64":
@@ -201,7 +207,7 @@ def _fits(value: Any, kind: str) -> bool:
 
 
 def export_run(
-    store: Any,
+    store: RunStore,
     run_id: str,
     *,
     what: str = "steps",
@@ -243,7 +249,7 @@ def export_run(
 
 
 def _write(
-    store: Any,
+    store: RunStore,
     run_id: str,
     what: str,
     fmt: str,

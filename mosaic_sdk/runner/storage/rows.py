@@ -11,10 +11,13 @@ converted at all becomes a log line (``kind = 'unstored'``) holding the raw line
 from __future__ import annotations
 
 import math
+import sqlite3
+from collections.abc import Sequence
 from itertools import chain
-from typing import Any
+from typing import cast
 
-from mosaic_sdk.runner.storage import store as store_sql
+from mosaic_sdk.runner.storage import schema as store_sql
+from mosaic_sdk.runner.storage.records import EventValues, LogValues, TelemetryValues
 
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -39,10 +42,10 @@ class LineBatch:
     )
 
     def __init__(self, serial: int = 0) -> None:
-        self.steps: list[tuple[Any, ...]] = []
-        self.episodes: list[tuple[Any, ...]] = []
-        self.events: list[tuple[Any, ...]] = []
-        self.logs: list[tuple[Any, ...]] = []
+        self.steps: list[TelemetryValues] = []
+        self.episodes: list[TelemetryValues] = []
+        self.events: list[EventValues] = []
+        self.logs: list[LogValues] = []
         self.lines = 0  # stdout lines in this batch
         self.invalid = 0
         self.stderr = 0
@@ -67,7 +70,7 @@ class LineBatch:
         self.serial = max(self.serial, later.serial)
 
 
-def finite_float(value: Any) -> float | None:
+def finite_float(value: object) -> float | None:
     """``float(value)`` for an int or float that has a finite one, else None (never raises)."""
     if type(value) is float:
         return value if math.isfinite(value) else None
@@ -80,7 +83,7 @@ def finite_float(value: Any) -> float | None:
     return None
 
 
-def number(value: Any) -> Any:
+def number(value: object) -> int | float | None:
     """A value SQLite binds in a numeric column, else None (the raw line keeps it)."""
     if value is None or type(value) is float:
         return value
@@ -95,7 +98,7 @@ def number(value: Any) -> Any:
     return None
 
 
-def text(value: Any) -> str:
+def text(value: object) -> str:
     """A string SQLite binds (lone surrogates become ``\\udXXX`` escapes); never raises."""
     if type(value) is not str:
         try:
@@ -109,16 +112,29 @@ def text(value: Any) -> str:
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def optional_text(value: Any) -> str | None:
+def optional_text(value: object) -> str | None:
     return None if value is None else text(value)
 
 
-def _telemetry_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+def _telemetry_row(row: TelemetryValues) -> TelemetryValues:
     # steps and episodes: run_id, line_no, then seven numeric columns, raw, agent_id
-    return (row[0], row[1], *(number(v) for v in row[2:9]), text(row[9]), optional_text(row[10]))
+    run_id, line_no, seq, episode, index, value, terminated, truncated, ts, raw, agent = row
+    return (
+        run_id,
+        line_no,
+        number(seq),
+        number(episode),
+        number(index),
+        number(value),
+        number(terminated),
+        number(truncated),
+        number(ts),
+        text(raw),
+        optional_text(agent),
+    )
 
 
-def _event_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+def _event_row(row: EventValues) -> EventValues:
     run_id, line_no, seq, name, ts, synthesised, payload, raw = row
     return (
         run_id,
@@ -132,12 +148,12 @@ def _event_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
     )
 
 
-def _log_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+def _log_row(row: LogValues) -> LogValues:
     run_id, stream, line_no, kind, partial, error, body = row
     return (run_id, stream, line_no, text(kind), partial, optional_text(error), text(body))
 
 
-def _unstored(run_id: Any, line_no: Any, table: str, raw: Any, exc: BaseException) -> tuple:
+def _unstored(run_id: str, line_no: int, table: str, raw: object, exc: BaseException) -> LogValues:
     reason = text(f"not storable as a {table} row: {type(exc).__name__}: {exc}")
     return (run_id, "stdout", line_no, UNSTORED, 0, reason, text(raw))
 
@@ -148,17 +164,22 @@ def storable(batch: LineBatch) -> tuple[LineBatch, int]:
     out.lines, out.invalid, out.stderr = batch.lines, batch.invalid, batch.stderr
     out.last_return = finite_float(batch.last_return)
     degraded = 0
-    for rows, convert, target, table, raw_at in (
-        (batch.steps, _telemetry_row, out.steps, "step", 9),
-        (batch.episodes, _telemetry_row, out.episodes, "episode", 9),
-        (batch.events, _event_row, out.events, "event", 7),
+    for rows, target, table in (
+        (batch.steps, out.steps, "step"),
+        (batch.episodes, out.episodes, "episode"),
     ):
         for row in rows:
             try:
-                target.append(convert(row))
+                target.append(_telemetry_row(row))
             except Exception as exc:  # noqa: BLE001 - keep the raw line whatever went wrong
-                out.logs.append(_unstored(row[0], row[1], table, row[raw_at], exc))
+                out.logs.append(_unstored(row[0], row[1], table, row[9], exc))
                 degraded += 1
+    for event in batch.events:
+        try:
+            out.events.append(_event_row(event))
+        except Exception as exc:  # noqa: BLE001 - keep the raw line whatever went wrong
+            out.logs.append(_unstored(event[0], event[1], "event", event[7], exc))
+            degraded += 1
     out.logs.extend(_log_row(row) for row in batch.logs)
     return out, degraded
 
@@ -169,7 +190,7 @@ _BLOCKS = (256, 128, 64, 32, 16)
 _multi_row_sql: dict[tuple[str, int], str] = {}
 
 
-def insert_rows(conn: Any, sql: str, rows: list[tuple[Any, ...]]) -> None:
+def insert_rows(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
     """``executemany(sql, rows)``, but as multi-row ``INSERT ... VALUES (...), (...)`` blocks.
 
     One statement per block of up to 256 rows does the B-tree work in a single
@@ -190,7 +211,7 @@ def insert_rows(conn: Any, sql: str, rows: list[tuple[Any, ...]]) -> None:
         conn.executemany(sql, rows[start:])
 
 
-def insert_batch(conn: Any, run_id: str, batch: LineBatch) -> None:
+def insert_batch(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> None:
     """Insert the rows of ``batch`` and add them to the run's counters (inside a transaction)."""
     if batch.steps:
         insert_rows(conn, store_sql.INSERT_STEP, batch.steps)
@@ -218,15 +239,13 @@ def insert_batch(conn: Any, run_id: str, batch: LineBatch) -> None:
 
 
 def insert_each(
-    conn: Any, run_id: str, batch: LineBatch, kept: LineBatch | None = None
+    conn: sqlite3.Connection, run_id: str, batch: LineBatch, kept: LineBatch | None = None
 ) -> tuple[int, int, Exception | None]:
     """:func:`insert_batch`, one row at a time, for a batch whose rows bind but which a table
     refused (a duplicate key...): a refused row becomes an ``unstored`` log line, and only a
     row refused that way too is lost. Returns (rows degraded, rows lost, the last error).
     ``sqlite3.OperationalError`` (locked, full) is raised: the caller retries the batch.
     ``kept``, when given, receives the step and episode rows stored in their own table."""
-    import sqlite3
-
     stored = {"steps": 0, "episodes": 0, "events": 0, "stdout": 0, "stderr": 0}
     degraded = lost = 0
     last: Exception | None = None
@@ -239,7 +258,7 @@ def insert_each(
         for row in rows:
             try:
                 conn.execute(sql, row)
-                stored[row[1] if key == "logs" else key] += 1
+                stored[str(row[1]) if key == "logs" else key] += 1
                 if kept is not None and key in ("steps", "episodes"):
                     getattr(kept, key).append(row)
                 continue
@@ -251,7 +270,8 @@ def insert_each(
                 try:
                     conn.execute(
                         store_sql.INSERT_LOG,
-                        _unstored(row[0], row[1], key.rstrip("s"), row[raw_at], last),
+                        # a step, episode or event row: row[1] is its line_no
+                        _unstored(row[0], cast(int, row[1]), key.rstrip("s"), row[raw_at], last),
                     )
                     stored["stdout"] += 1
                     degraded += 1

@@ -51,6 +51,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from mosaic_sdk.runner.storage.records import EpisodeRow, StepRow
+
 SCHEMA_VERSION = 4
 STATUSES = ("running", "completed", "failed", "cancelled")
 
@@ -135,33 +137,10 @@ CREATE TABLE IF NOT EXISTS log_lines (
 ) WITHOUT ROWID;
 """
 
-# Steps and episodes columns in table order; a row tuple of the runner holds them in this order.
-STEP_COLUMNS = (
-    "run_id",
-    "line_no",
-    "seq",
-    "episode_index",
-    "step_index",
-    "reward",
-    "terminated",
-    "truncated",
-    "ts_unix_ns",
-    "raw",
-    "agent_id",
-)
-EPISODE_COLUMNS = (
-    "run_id",
-    "line_no",
-    "seq",
-    "episode_index",
-    "total_reward",
-    "steps",
-    "terminated",
-    "truncated",
-    "ts_unix_ns",
-    "raw",
-    "agent_id",
-)
+# Steps and episodes columns in table order; a row tuple of the runner holds them in this order
+# (the fields of the records handed to observers, defined once in records.py).
+STEP_COLUMNS: tuple[str, ...] = StepRow._fields
+EPISODE_COLUMNS: tuple[str, ...] = EpisodeRow._fields
 # Migration to version 3: sweeps (mosaic_sdk.sweeps). A step of its own: tables only, no column
 # of another table, so it merges with the other version-3 changes.
 _SWEEPS_SCHEMA = """

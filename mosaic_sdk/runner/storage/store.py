@@ -11,11 +11,22 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from mosaic_sdk.runner.recording.health import RECOVERED_EVENT, STALLED_EVENT
+from mosaic_sdk.runner.storage.records import (
+    RECOVERED_EVENT,
+    STALLED_EVENT,
+    AgentSummary,
+    EpisodePoint,
+    EventRecord,
+    JsonObject,
+    LogLineRecord,
+    ObserverRecord,
+    RunRecord,
+    columns_of,
+)
 from mosaic_sdk.runner.storage.schema import (
     INSERT_EPISODE,
     INSERT_EVENT,
@@ -31,8 +42,13 @@ from mosaic_sdk.runner.storage.schema import (
 )
 from mosaic_sdk.shm.processes import process_alive, process_start_ticks
 
+#: The ``SELECT`` lists of the records read back (their keys, in order: defined once, in
+#: :mod:`~mosaic_sdk.runner.storage.records`).
+_EVENT_COLUMNS = ", ".join(columns_of(EventRecord))
+_LOG_COLUMNS = ", ".join(columns_of(LogLineRecord))
 
-def _row_dict(cursor: sqlite3.Cursor, row: Sequence[Any]) -> dict[str, Any]:
+
+def _row_dict(cursor: sqlite3.Cursor, row: Sequence[object]) -> dict[str, Any]:
     return {col[0]: value for col, value in zip(cursor.description, row, strict=True)}
 
 
@@ -115,7 +131,7 @@ class RunStore:
         for table in ("events", "steps", "episodes", "log_lines", "runs"):
             self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
-    def record_observers(self, run_id: str, reports: Sequence[dict[str, Any]]) -> None:
+    def record_observers(self, run_id: str, reports: Sequence[ObserverRecord]) -> None:
         """Record what each observer plugin of the run was given and missed (a JSON list)."""
         self.conn.execute(
             "UPDATE runs SET observers_json = ? WHERE run_id = ?",
@@ -172,16 +188,17 @@ class RunStore:
         except OSError:
             return False
 
-    def get_run(self, run_id: str) -> dict[str, Any]:
-        """The run's row as a dict, plus ``counts`` and ``runner_alive``."""
+    def get_run(self, run_id: str) -> RunRecord:
+        """The run's row as a dict (a :class:`~mosaic_sdk.runner.storage.records.RunRecord`),
+        with ``counts``, ``runner_alive`` and ``duration_seconds``."""
         full = self.resolve(run_id)
         row = self.conn.execute("SELECT * FROM runs WHERE run_id = ?", (full,)).fetchone()
-        return self._summarise(row)
+        return cast(RunRecord, self._summarise(row))
 
-    def list_runs(self, limit: int | None = 20, worker: str | None = None) -> list[dict[str, Any]]:
+    def list_runs(self, limit: int | None = 20, worker: str | None = None) -> list[RunRecord]:
         """The newest runs first."""
         sql = "SELECT * FROM runs"
-        params: list[Any] = []
+        params: list[str | int] = []
         if worker:
             sql += " WHERE worker = ?"
             params.append(worker)
@@ -189,7 +206,8 @@ class RunStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [self._summarise(r) for r in self.conn.execute(sql, params).fetchall()]
+        rows = self.conn.execute(sql, params).fetchall()
+        return [cast(RunRecord, self._summarise(r)) for r in rows]
 
     def _summarise(self, row: dict[str, Any]) -> dict[str, Any]:
         out = dict(row)
@@ -208,6 +226,7 @@ class RunStore:
         out["argv"] = json.loads(row["argv_json"]) if row["argv_json"] else None
         del out["config_json"], out["argv_json"]
         out.setdefault("lost_rows", 0)  # a version-1 store opened read-only
+        out.setdefault("control_protocol", None)  # an older store opened read-only
         observers = out.pop("observers_json", None)  # absent from an older store
         out["observers"] = json.loads(observers) if observers else []
         ticks = out.pop("runner_start_ticks", None)
@@ -221,7 +240,7 @@ class RunStore:
         out["duration_seconds"] = round(max(0.0, end - row["started_at"]), 3)
         return out
 
-    def _stalled(self, run_id: str) -> dict[str, Any] | None:
+    def _stalled(self, run_id: str) -> JsonObject | None:
         """The payload of the run's ``stalled`` event when no ``recovered`` came after it
         (the runner's health events, see :mod:`mosaic_sdk.runner.recording.health`), with its
         ``ts_unix_ns``; None for a run that is not stalled."""
@@ -236,24 +255,23 @@ class RunStore:
             payload = json.loads(row["payload_json"] or "{}")
         except ValueError:
             payload = {}
-        out = dict(payload) if isinstance(payload, dict) else {}
+        out: JsonObject = dict(payload) if isinstance(payload, dict) else {}
         out["ts_unix_ns"] = row["ts_unix_ns"]
         return out
 
-    def events(self, run_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+    def events(self, run_id: str, limit: int | None = None) -> list[EventRecord]:
         """Lifecycle events of a run in order (the last ``limit`` when given)."""
         return self._tail(
-            "SELECT line_no, seq, event, ts_unix_ns, synthesised, payload_json FROM events"
-            " WHERE run_id = ?",
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ?",
             run_id,
             limit,
         )
 
     def log_lines(
         self, run_id: str, limit: int | None = None, stream: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[LogLineRecord]:
         """Log lines of a run (stdout then stderr numbering; the last ``limit``)."""
-        sql = "SELECT stream, line_no, kind, partial, error, text FROM log_lines WHERE run_id = ?"
+        sql = f"SELECT {_LOG_COLUMNS} FROM log_lines WHERE run_id = ?"
         if stream is not None:
             sql += f" AND stream = '{'stderr' if stream == 'stderr' else 'stdout'}'"
         return self._tail(sql, run_id, limit)
@@ -265,35 +283,37 @@ class RunStore:
         ).fetchone()
         return int(row["n"])
 
-    def events_after(self, run_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+    def events_after(self, run_id: str, after: int, limit: int) -> list[EventRecord]:
         """Up to ``limit`` events with ``line_no > after``, in order (a live view's cursor)."""
         return self.conn.execute(
-            "SELECT line_no, seq, event, ts_unix_ns, synthesised, payload_json FROM events"
+            f"SELECT {_EVENT_COLUMNS} FROM events"
             " WHERE run_id = ? AND line_no > ? ORDER BY line_no LIMIT ?",
             (run_id, after, limit),
         ).fetchall()
 
     def events_named(
         self, run_id: str, event: str, after: int = 0, limit: int = 10_000
-    ) -> list[dict[str, Any]]:
+    ) -> list[EventRecord]:
         """Up to ``limit`` events called ``event`` with ``line_no > after``, in order."""
         return self.conn.execute(
-            "SELECT line_no, seq, event, ts_unix_ns, synthesised, payload_json FROM events"
+            f"SELECT {_EVENT_COLUMNS} FROM events"
             " WHERE run_id = ? AND event = ? AND line_no > ? ORDER BY line_no LIMIT ?",
             (run_id, event, after, limit),
         ).fetchall()
 
     def log_lines_after(
         self, run_id: str, stream: str, after: int, limit: int
-    ) -> list[dict[str, Any]]:
+    ) -> list[LogLineRecord]:
         """Up to ``limit`` log lines of ``stream`` with ``line_no > after``, in order."""
         return self.conn.execute(
-            "SELECT stream, line_no, kind, partial, error, text FROM log_lines"
+            f"SELECT {_LOG_COLUMNS} FROM log_lines"
             " WHERE run_id = ? AND stream = ? AND line_no > ? ORDER BY line_no LIMIT ?",
             (run_id, stream, after, limit),
         ).fetchall()
 
-    def _tail(self, sql: str, run_id: str, limit: int | None) -> list[dict[str, Any]]:
+    def _tail(self, sql: str, run_id: str, limit: int | None) -> list[Any]:
+        """The rows of ``sql`` in line order, the last ``limit`` when given (rows of the
+        caller's record type: the ``SELECT`` list says which)."""
         if limit is None:
             return self.conn.execute(sql + " ORDER BY line_no", (run_id,)).fetchall()
         rows = self.conn.execute(sql + " ORDER BY line_no DESC LIMIT ?", (run_id, limit))
@@ -309,7 +329,7 @@ class RunStore:
             out[table] = int(row["n"])
         return out
 
-    def agents(self, run_id: str) -> list[dict[str, Any]]:
+    def agents(self, run_id: str) -> list[AgentSummary]:
         """Steps, episodes and returns (mean, min, max, last: None without a numeric one) per
         ``agent_id`` of a run, when it has more than one agent (rows without an id form the
         group ``None``); ``[]`` otherwise, and on a store older than the ``agent_id`` column."""
@@ -325,11 +345,11 @@ class RunStore:
         finally:
             conn.execute("COMMIT")
 
-    def _agents(self, run_id: str) -> list[dict[str, Any]]:
+    def _agents(self, run_id: str) -> list[AgentSummary]:
         conn = self.conn
-        groups: dict[str | None, dict[str, Any]] = {}
+        groups: dict[str | None, AgentSummary] = {}
 
-        def group(agent: str | None) -> dict[str, Any]:
+        def group(agent: str | None) -> AgentSummary:
             return groups.setdefault(
                 agent,
                 {
@@ -349,7 +369,7 @@ class RunStore:
         # SQLite takes a bare column from the row of max(line_no): the agent's last episode
         last = f"{number} AS last, max(line_no)"
 
-        def fill(g: dict[str, Any], r: Any) -> None:
+        def fill(g: AgentSummary, r: dict[str, Any]) -> None:
             g["episodes"], g["mean_return"] = r["n"], r["mean"]
             g["min_return"], g["max_return"], g["last_return"] = r["lo"], r["hi"], r["last"]
 
@@ -383,14 +403,16 @@ class RunStore:
             return []
         return sorted(groups.values(), key=lambda g: (g["agent_id"] is None, str(g["agent_id"])))
 
-    def custom_events(self, run_id: str, standard: Sequence[str]) -> Any:
-        """``(event, payload_json)`` of the events the worker wrote whose name is not in
-        ``standard``, in order (a cursor: a long run is not read into memory at once)."""
+    def custom_events(self, run_id: str, standard: Sequence[str]) -> Iterator[EventRecord]:
+        """The events the worker wrote whose name is not in ``standard``, in order (read as
+        they are iterated: a long run is not read into memory at once)."""
         marks = ",".join("?" * len(standard))
-        return self.conn.execute(
-            "SELECT event, payload_json FROM events WHERE run_id = ? AND synthesised = 0"
-            f" AND event NOT IN ({marks}) ORDER BY line_no",
-            (run_id, *standard),
+        return iter(
+            self.conn.execute(
+                f"SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ? AND synthesised = 0"
+                f" AND event NOT IN ({marks}) ORDER BY line_no",
+                (run_id, *standard),
+            )
         )
 
     def episode_rows(
@@ -401,7 +423,7 @@ class RunStore:
         agent: str | None = None,
         *,
         agentless: bool = False,
-    ) -> list[tuple[float, float, int, float, float]]:
+    ) -> list[EpisodePoint]:
         """``(line_no, return, kind, steps, seconds since started_at)`` of each episode of
         ``run_id`` (a full id) with ``line_no > after``, in line order, as numbers numpy takes
         at once (a learning curve, :mod:`mosaic_sdk.plots.curves`). ``kind`` says what the
@@ -464,13 +486,17 @@ class RunStore:
             f"SELECT {select} FROM {table} WHERE {where} ORDER BY line_no", params
         )
 
-    def episode_lines(self, run_id: str, containing: str) -> Any:
-        """``(raw,)`` of the episode lines whose text contains ``containing``, in order."""
+    def episode_lines(self, run_id: str, containing: str) -> Iterator[str]:
+        """The episode lines (as written) whose text contains ``containing``, in order (read
+        as they are iterated)."""
         pattern = "%" + containing.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return self.conn.execute(
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        rows = cursor.execute(
             "SELECT raw FROM episodes WHERE run_id = ? AND raw LIKE ? ESCAPE '\\' ORDER BY line_no",
             (run_id, pattern + "%"),
         )
+        return (raw for (raw,) in rows)
 
 
 def status_text(run: Mapping[str, Any]) -> str:

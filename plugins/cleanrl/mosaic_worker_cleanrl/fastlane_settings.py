@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+from mosaic_sdk.fastlane import apply_fastlane_environment
 from mosaic_sdk.fastlane import resolve_fastlane as sdk_resolve_fastlane
 from mosaic_worker_cleanrl.config import CleanRLConfig
 
-_PREFIXES = ("MOSAIC_FASTLANE_", "GYM_GUI_FASTLANE_")
 _FIELDS = {
     "fastlane_only": "fastlane_only",
     "fastlane_video_mode": "video_mode",
@@ -42,19 +42,17 @@ def resolve_fastlane(config: CleanRLConfig, environ: Mapping[str, str]) -> dict[
 def export_fastlane(
     settings: dict[str, Any], config: CleanRLConfig, env: MutableMapping[str, str]
 ) -> None:
-    """Write the resolved settings back in both spellings (for tools and child processes)."""
-    values = {
-        "ONLY": "1" if config.fastlane_only else "0",
-        "SLOT": str(settings["slot"]),
-        "VIDEO_MODE": settings["video_mode"],
-        "GRID_LIMIT": str(settings["grid_limit"]),
-    }
-    for prefix in _PREFIXES:
-        for key, value in values.items():
-            env[prefix + key] = value
-    env["MOSAIC_FASTLANE"] = "1"
-    env["MOSAIC_FASTLANE_INTERVAL_MS"] = str(settings["interval_ms"])
-    env["MOSAIC_FASTLANE_MAX_DIM"] = str(settings["max_dim"])
+    """Write the resolved settings back (for tools and child processes), through the SDK's one
+    writer of FastLane's variables (both spellings, the interval and the size limit)."""
+    apply_fastlane_environment(
+        env,
+        fastlane_only=bool(config.fastlane_only),
+        fastlane_slot=settings["slot"],
+        video_mode=settings["video_mode"],
+        grid_limit=settings["grid_limit"],
+        interval_ms=settings["interval_ms"],
+        max_dim=settings["max_dim"],
+    )
 
 
 __all__ = ["export_fastlane", "resolve_fastlane"]

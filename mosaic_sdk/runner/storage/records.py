@@ -1,0 +1,215 @@
+"""The records of the store, typed once: what :class:`~mosaic_sdk.runner.storage.store.RunStore`
+reads back and what the observer plugins are handed.
+
+Rows read from the store are plain dicts (``TypedDict``: no object is built per row, and
+``json.dumps`` prints them as they are); rows handed to observers are named tuples made when
+read (:class:`StepRow`, :class:`EpisodeRow`). Their users are ``mosaic runs``
+(:mod:`mosaic_sdk.cli`), ``mosaic watch`` (:mod:`mosaic_sdk.watch.data`), the curves
+(:mod:`mosaic_sdk.plots`), the export (:mod:`mosaic_sdk.runner.storage.export`) and the
+observer feed (:mod:`mosaic_sdk.runner.recording.observers`).
+
+What the runner decides has its own type (``line_no: int``, ``raw: str``, ``event: str``...);
+a column a worker fills holds what it wrote, as SQLite keeps it: :data:`Stored` (an integer,
+a float, text, or NULL: an ``episode_index`` of ``"abc"`` stays text; the ``raw`` line keeps
+the rest). A run's config is JSON (:data:`JsonObject`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, TypeAlias, TypedDict
+
+#: A value a worker wrote, as a column of the store holds it (SQLite's storage classes but
+#: BLOB, which the runner never binds). A JSON ``true`` is stored as 1.
+Stored: TypeAlias = int | float | str | None
+#: A JSON value as :func:`json.loads` returns it.
+JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+#: A JSON object (a run's config, an event's payload).
+JsonObject: TypeAlias = dict[str, JsonValue]
+
+
+class RunCounts(TypedDict):
+    """The running counts of a run (the writer updates them with the rows they count)."""
+
+    steps: int
+    episodes: int
+    events: int
+    log_lines: int
+    invalid_lines: int
+    stderr_lines: int
+    #: stdout lines read (telemetry or not)
+    lines: int
+
+
+class ObserverRecord(TypedDict):
+    """What one observer plugin got of a run and what it missed (``runs.observers_json``; see
+    :class:`~mosaic_sdk.runner.recording.observers.ObserverReport`)."""
+
+    name: str
+    delivered_steps: int
+    delivered_episodes: int
+    missed_steps: int
+    missed_episodes: int
+    #: ``"ExcType: message"`` of the exception that disabled it, or None.
+    error: str | None
+
+
+#: The runner's lifecycle events (``synthesised``) when a run passes its stall limit, and when
+#: lines come again (decided by :mod:`mosaic_sdk.runner.recording.health`; read back by the
+#: store to give a running run's ``stalled``).
+STALLED_EVENT = "stalled"
+RECOVERED_EVENT = "recovered"
+
+
+class RunRecord(TypedDict):
+    """A stored run as :meth:`RunStore.get_run` and ``list_runs`` return it (and ``mosaic runs
+    list/show --json`` print it): the ``runs`` row, with the counts gathered in ``counts``, the
+    JSON columns decoded, and two figures of the reading: ``runner_alive`` (whether the
+    runner of a ``running`` run still lives: None when unknown, e.g. on another host) and
+    ``duration_seconds`` (until now for a run that has not ended)."""
+
+    run_id: str
+    worker: str
+    #: ``running`` | ``completed`` | ``failed`` | ``cancelled``
+    status: str
+    exit_code: int | None
+    error: str | None
+    started_at: float
+    ended_at: float | None
+    runner_pid: int | None
+    runner_host: str | None
+    worker_pid: int | None
+    run_dir: str | None
+    stderr_path: str | None
+    last_episode_return: float | None
+    lost_rows: int
+    #: the control protocol the worker claims (None: it reads no commands)
+    control_protocol: int | None
+    counts: RunCounts
+    config: JsonObject | None
+    argv: list[str] | None
+    observers: list[ObserverRecord]
+    runner_alive: bool | None
+    #: the payload of the runner's ``stalled`` event while a running run is stalled (its
+    #: ``ts_unix_ns`` added), else None (:mod:`mosaic_sdk.runner.recording.health`)
+    stalled: JsonObject | None
+    duration_seconds: float
+
+
+class EventRecord(TypedDict):
+    """A stored lifecycle event (``events`` table, without the run id and the raw line)."""
+
+    line_no: int
+    seq: Stored
+    event: str
+    ts_unix_ns: Stored
+    #: 1 for an event the runner wrote itself (a ``run_failed`` for a worker that died...)
+    synthesised: int
+    #: the payload as JSON text (None: the line had none, or it could not be encoded)
+    payload_json: str | None
+
+
+class LogLineRecord(TypedDict):
+    """A stored log line (``log_lines`` table, without the run id)."""
+
+    #: ``stdout`` | ``stderr``
+    stream: str
+    line_no: int
+    #: ``log`` | ``invalid`` | ``unstored``
+    kind: str
+    #: 1 for a last line that ended without a newline
+    partial: int
+    error: str | None
+    text: str
+
+
+class AgentSummary(TypedDict):
+    """The steps, episodes and returns of one agent of a multi-agent run
+    (:meth:`RunStore.agents`); a return is None when the agent has no numeric one."""
+
+    #: None: the run's rows without an ``agent_id``
+    agent_id: str | None
+    steps: int
+    episodes: int
+    mean_return: float | None
+    min_return: float | None
+    max_return: float | None
+    last_return: float | None
+
+
+class StepRow(NamedTuple):
+    """One stored step: the columns of the ``steps`` table, in order, holding the values the
+    writer bound (SQLite's column types may store them converted: ``True`` as 1, an integer
+    ``agent_id`` as text)."""
+
+    run_id: str
+    line_no: int
+    seq: Stored
+    episode_index: Stored
+    step_index: Stored
+    reward: Stored
+    terminated: Stored
+    truncated: Stored
+    ts_unix_ns: Stored
+    raw: str
+    agent_id: Stored
+
+
+class EpisodeRow(NamedTuple):
+    """One stored episode: the columns of the ``episodes`` table, in order, holding the values
+    the writer bound (SQLite's column types may store them converted: ``True`` as 1, an
+    integer ``agent_id`` as text)."""
+
+    run_id: str
+    line_no: int
+    seq: Stored
+    episode_index: Stored
+    total_reward: Stored
+    steps: Stored
+    terminated: Stored
+    truncated: Stored
+    ts_unix_ns: Stored
+    raw: str
+    agent_id: Stored
+
+
+#: A row of a batch as the ingest builds it: :class:`StepRow`'s or :class:`EpisodeRow`'s
+#: values (a plain tuple: the hot path makes no objects), then the event and log rows in the
+#: column order of their ``INSERT`` statements.
+TelemetryValues: TypeAlias = tuple[
+    str, int, Stored, Stored, Stored, Stored, Stored, Stored, Stored, str, Stored
+]
+EventValues: TypeAlias = tuple[str, int, Stored, str, Stored, int, str | None, str]
+LogValues: TypeAlias = tuple[str, str, int, str, int, str | None, str]
+#: A row of ``mosaic runs export``: the values of the exported columns.
+ExportValues: TypeAlias = tuple[Stored, ...]
+#: An episode as a learning curve reads it (:meth:`RunStore.episode_rows`): ``(line_no,
+#: return, kind, steps, seconds since the run's start)``, numbers numpy takes at once.
+EpisodePoint: TypeAlias = tuple[float, float, int, float, float]
+
+
+def columns_of(record: type) -> tuple[str, ...]:
+    """The keys of a record type in their order (its SQL ``SELECT`` list)."""
+    return tuple(record.__annotations__)
+
+
+__all__ = [
+    "AgentSummary",
+    "EpisodePoint",
+    "EpisodeRow",
+    "EventRecord",
+    "EventValues",
+    "ExportValues",
+    "JsonObject",
+    "RECOVERED_EVENT",
+    "STALLED_EVENT",
+    "JsonValue",
+    "LogLineRecord",
+    "LogValues",
+    "ObserverRecord",
+    "RunCounts",
+    "RunRecord",
+    "Stored",
+    "StepRow",
+    "TelemetryValues",
+    "columns_of",
+]
