@@ -65,7 +65,7 @@ def play(args: argparse.Namespace) -> int:
     from mosaic_sdk.contract import ConfigError
     from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
     from mosaic_sdk.plugins.errors import PluginError
-    from mosaic_sdk.runner.config_input import load_job
+    from mosaic_sdk.runner.supervision.config_input import load_job
     from mosaic_sdk.runner.supervision.session_launch import SessionLaunchError, start_session
 
     try:

@@ -99,7 +99,7 @@ def add_place_options(p: argparse.ArgumentParser, who: str, runs_dir_default: st
 
 
 def _load_job(args: argparse.Namespace) -> Any:
-    from mosaic_sdk.runner.config_input import load_job
+    from mosaic_sdk.runner.supervision.config_input import load_job
 
     return load_job(args.config or None, args.overrides, run_id=args.run_id)
 

@@ -22,7 +22,7 @@ from mosaic_sdk.cli import UsageError
 from mosaic_sdk.runner.storage.store import status_text
 
 if TYPE_CHECKING:
-    from mosaic_sdk.runner.metrics import RunMetrics
+    from mosaic_sdk.runner.storage.metrics import RunMetrics
     from mosaic_sdk.runner.storage.records import AgentSummary, JsonValue, ObserverRecord
     from mosaic_sdk.runner.storage.store import RunStore
 
@@ -143,7 +143,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         events = store.events(run["run_id"], limit=max(args.events, 0))
         logs = store.log_lines(run["run_id"], limit=max(args.logs, 0))
         replies = store.count_log_lines(run["run_id"], "control_reply")
-        from mosaic_sdk.runner.metrics import run_metrics
+        from mosaic_sdk.runner.storage.metrics import run_metrics
 
         metrics = run_metrics(store, run["run_id"])
         agents = store.agents(run["run_id"])
@@ -299,8 +299,8 @@ def _analytics_rows(manifest: dict[str, Any] | None, error: str | None) -> list[
 
 
 def _print_metrics(metrics: RunMetrics) -> None:
-    from mosaic_sdk.runner.metrics import format_value
     from mosaic_sdk.runner.printable import printable
+    from mosaic_sdk.runner.storage.metrics import format_value
 
     def pairs(values: Mapping[str, JsonValue]) -> str:
         return "  ".join(f"{k}={format_value(v)}" for k, v in sorted(values.items()))

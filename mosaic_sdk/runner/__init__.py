@@ -4,17 +4,18 @@ and each sweep trial's, Ray trials included).
 
 The package is split along its seams:
 
-- :mod:`mosaic_sdk.runner.supervision`: the worker process and its lifecycle (launch,
-  pre-flight, the process and its tree, stdin, signals, lines; control sessions' lifecycle);
+- :mod:`mosaic_sdk.runner.supervision`: the worker process and its lifecycle (the config a
+  user hands over, resolving a worker, launch, pre-flight, the process and its tree, stdin,
+  signals, lines; control sessions' lifecycle);
 - :mod:`mosaic_sdk.runner.recording`: from the worker's lines to stored rows and the plugins
   (:class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`: ingest, batching, observers,
   the end-of-run decision);
-- :mod:`mosaic_sdk.runner.storage`: the SQLite store (schema, rows, the writer thread, paths,
-  run ids, ``mosaic runs export``);
+- :mod:`mosaic_sdk.runner.storage`: the SQLite store (schema, typed records, rows, the writer
+  thread, paths, run ids, owner-only files, the metrics read back, ``mosaic runs export``);
 - :mod:`mosaic_sdk.runner.control`: a run's control protocol (relay, socket, client, keys);
-- and, here, the front: :mod:`~mosaic_sdk.runner.supervisor` (``run_worker``),
-  :mod:`~mosaic_sdk.runner.resolve`, :mod:`~mosaic_sdk.runner.reporting`,
-  :mod:`~mosaic_sdk.runner.live`, :mod:`~mosaic_sdk.runner.config_input` and small helpers.
+- and, here, the front: :mod:`~mosaic_sdk.runner.supervisor` (``run_worker``), the live view
+  (:mod:`~mosaic_sdk.runner.live`), and what the runner says to people
+  (:mod:`~mosaic_sdk.runner.reporting`, :mod:`~mosaic_sdk.runner.printable`).
 
 Every module keeps its old import path: ``mosaic_sdk.runner.store`` is
 ``mosaic_sdk.runner.storage.store`` (the same module object, see :data:`MOVED`), so
@@ -46,7 +47,7 @@ from mosaic_sdk.lazy_exports import LazyExports
 #: sub-package that holds it now.
 MOVED: dict[str, str] = {
     **dict.fromkeys(
-        ("store", "schema", "rows", "writer", "export", "paths", "ids"),
+        ("store", "schema", "rows", "writer", "export", "paths", "ids", "private", "metrics"),
         "storage",
     ),
     **dict.fromkeys(
@@ -61,6 +62,8 @@ MOVED: dict[str, str] = {
             "lines",
             "session_lifecycle",
             "session_launch",
+            "config_input",
+            "resolve",
         ),
         "supervision",
     ),

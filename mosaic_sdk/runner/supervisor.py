@@ -13,7 +13,7 @@ worker, wait ``grace`` seconds, then SIGKILL its process group; a second Ctrl-C 
 the worker has exited, for any reason, the rest of its output is read to EOF and stored,
 leftovers of its process group are reaped, ``mosaic_run_cleanup`` is called once, and the run
 row gets its final status (see :mod:`mosaic_sdk.runner.recording.outcome`). Workers are resolved by
-:mod:`mosaic_sdk.runner.resolve` (re-exported here).
+:mod:`mosaic_sdk.runner.supervision.resolve` (re-exported here).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner import private
 from mosaic_sdk.runner.control.run_control import RunControl, claimed_protocol
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
 from mosaic_sdk.runner.recording.health import STALL_ACTIONS
@@ -34,13 +33,14 @@ from mosaic_sdk.runner.recording.ingest import LineIngest
 from mosaic_sdk.runner.recording.outcome import RunResult
 from mosaic_sdk.runner.recording.recorder import RunRecorder
 from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
-from mosaic_sdk.runner.resolve import WorkerProtocolError, resolve_worker
+from mosaic_sdk.runner.storage import private
 from mosaic_sdk.runner.storage.paths import default_store_path, runs_dir_for
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervision.launch import ResolvedJob, prepare_run, resolve_job
 from mosaic_sdk.runner.supervision.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle
 from mosaic_sdk.runner.supervision.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.supervision.process import WorkerProcess
+from mosaic_sdk.runner.supervision.resolve import WorkerProtocolError, resolve_worker
 
 #: Wait this long for EOF on stdout after the worker exited and its group was reaped (the
 #: lifecycle's wait, shared with the conformance suite; kept under its old name).

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner import private
+from mosaic_sdk.runner.storage import private
 from mosaic_sdk.runner.storage.ids import new_run_id
 from mosaic_sdk.runner.storage.paths import default_store_path
 from mosaic_sdk.runner.storage.store import RunStore

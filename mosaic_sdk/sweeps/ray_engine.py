@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner import private
+from mosaic_sdk.runner.storage import private
 from mosaic_sdk.runner.storage.paths import runs_dir_for
 from mosaic_sdk.sweeps.collector import Collector
 from mosaic_sdk.sweeps.spec import SweepSpec

@@ -33,6 +33,12 @@ def test_every_flat_module_is_at_the_top_or_moved() -> None:
         assert (RUNNER / home / f"{name}.py").is_file(), (name, home)
 
 
+def test_the_top_keeps_only_the_front() -> None:
+    """Issue 23: ``runner/`` keeps a few modules at its top; the rest live in sub-packages."""
+    top = {p.stem for p in RUNNER.glob("*.py")} - {"__init__"}
+    assert top == {"supervisor", "live", "reporting", "printable"}
+
+
 @pytest.mark.parametrize("name", sorted(MOVED))
 def test_an_old_path_is_the_module_at_its_new_home(name: str) -> None:
     old = importlib.import_module(f"mosaic_sdk.runner.{name}")

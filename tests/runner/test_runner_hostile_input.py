@@ -9,7 +9,7 @@ from mosaic_sdk.runner.ingest import LineBatch, LineIngest
 
 from mosaic_sdk.cli import main
 from mosaic_sdk.contract import ConfigError
-from mosaic_sdk.runner.config_input import apply_overrides, read_config_file
+from mosaic_sdk.runner.supervision.config_input import apply_overrides, read_config_file
 from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH
 
 

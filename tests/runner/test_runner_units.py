@@ -15,8 +15,12 @@ from mosaic_sdk.runner.process import WorkerProcess
 from mosaic_sdk.runner.store import RunStore, StoreError, UnknownRunError
 
 from mosaic_sdk.contract import ConfigError
-from mosaic_sdk.runner.config_input import apply_overrides, parse_override, read_config_file
 from mosaic_sdk.runner.live import NullDisplay, PlainDisplay, RichDisplay, Snapshot, choose_display
+from mosaic_sdk.runner.supervision.config_input import (
+    apply_overrides,
+    parse_override,
+    read_config_file,
+)
 from mosaic_sdk.telemetry import TelemetryEmitter, classify_line
 
 # --- WorkerProcess.read_lines -------------------------------------------------------------

@@ -1,9 +1,9 @@
 """The per-run control socket: ``control.sock`` in the run's directory.
 
 :class:`ControlServer` listens on a Unix socket in the run directory (made ``0700`` by
-:mod:`mosaic_sdk.runner.private`; the socket itself is ``0600``), so only the owner of the run
-reaches it. A client connects, writes one JSON line (``{"cmd": "pause"}``, optionally ``"id"``
-and arguments) and reads one JSON line back: the reply of
+:mod:`mosaic_sdk.runner.storage.private`; the socket itself is ``0600``), so only the owner of
+the run reaches it. A client connects, writes one JSON line (``{"cmd": "pause"}``, optionally
+``"id"`` and arguments) and reads one JSON line back: the reply of
 :meth:`~mosaic_sdk.runner.control.control_relay.ControlRelay.request`. Each connection is served by
 a short thread of its own (at most :data:`MAX_CLIENTS` at once; more get ``busy``). A peer of
 another user (root included) is refused with ``permission_denied`` (``SO_PEERCRED``). The

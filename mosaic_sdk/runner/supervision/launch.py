@@ -25,7 +25,7 @@ from mosaic_sdk.contract import (
     unwrap_job_descriptor,
 )
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner import private
+from mosaic_sdk.runner.storage import private
 from mosaic_sdk.runner.storage.ids import new_run_id
 from mosaic_sdk.runner.storage.paths import default_runs_dir
 

@@ -19,10 +19,10 @@ from typing import IO, Any
 
 from mosaic_sdk.control.session import DEFAULT_TIMEOUT, START_TIMEOUT, Session
 from mosaic_sdk.plugins import WorkerHandle
-from mosaic_sdk.runner import private
 from mosaic_sdk.runner.reporting import Reporter
-from mosaic_sdk.runner.resolve import resolve_worker
+from mosaic_sdk.runner.storage import private
 from mosaic_sdk.runner.supervision.launch import PreparedRun, prepare_run, resolve_job
+from mosaic_sdk.runner.supervision.resolve import resolve_worker
 from mosaic_sdk.runner.supervision.session_lifecycle import launch_session
 
 
@@ -92,8 +92,8 @@ def start_session(
     ``reporter`` hears the warnings of loading it (see :mod:`mosaic_sdk.runner.reporting`).
     Ending the session (``shutdown(timeout)``, the end of a ``with`` block) stops the
     worker's whole process tree: SIGTERM, then SIGKILL ``timeout`` seconds later.
-    Raises :class:`~mosaic_sdk.runner.resolve.WorkerProtocolError` (a ``PluginError``) for a
-    worker of another worker protocol version, as ``mosaic run`` does,
+    Raises :class:`~mosaic_sdk.runner.supervision.resolve.WorkerProtocolError` (a
+    ``PluginError``) for a worker of another worker protocol version, as ``mosaic run`` does,
     :class:`SessionLaunchError` for a worker without the control protocol (or without
     the mode) or that cannot be started, ``ControlTimeout`` when its first line does not come
     in ``start_timeout`` s."""
