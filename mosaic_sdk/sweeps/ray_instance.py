@@ -88,12 +88,37 @@ def instance_pids(temp_dir: str | Path) -> list[int]:
     return sorted(found)
 
 
+def _start_ticks(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks after boot), None once it is gone or a zombie: with
+    the pid, it names one process, not a later one that got the same pid."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
 def end_instance(temp_dir: str | Path, wait: float = TERM_WAIT) -> int:
     """End every process of the instance in ``temp_dir`` (SIGTERM, SIGKILL after ``wait``);
-    returns how many there were. Nothing else is signalled."""
+    returns how many there were. Nothing else is signalled.
+
+    A process found once is signalled until it is gone, even when it no longer looks like the
+    instance's: Ray's agents rename themselves (``ray::DashboardAgent``), outlive a SIGTERM,
+    and stop being the raylet's descendants when the raylet dies of that SIGTERM; left to the
+    next look, they would live on for a minute after the driver's SIGKILL."""
+    known: dict[int, int] = {}
+
+    def targets() -> list[int]:
+        for pid in instance_pids(temp_dir):
+            ticks = _start_ticks(pid)
+            if ticks is not None:
+                known.setdefault(pid, ticks)
+        return [pid for pid, ticks in known.items() if _start_ticks(pid) == ticks]
+
     ended: set[int] = set()
     for signum, pause in ((signal.SIGTERM, wait), (signal.SIGKILL, 0.2), (signal.SIGKILL, 0.5)):
-        pids = instance_pids(temp_dir)
+        pids = targets()
         if not pids:
             break
         for pid in pids:
@@ -103,7 +128,7 @@ def end_instance(temp_dir: str | Path, wait: float = TERM_WAIT) -> int:
             except OSError:
                 pass
         deadline = time.monotonic() + pause
-        while time.monotonic() < deadline and instance_pids(temp_dir):
+        while time.monotonic() < deadline and targets():
             time.sleep(0.05)
     return len(ended)
 
