@@ -329,13 +329,19 @@ class RayEngine:
         trainable = tune.with_resources(
             tune.with_parameters(MosaicTrial, setup_args=setup_args), {"cpu": self.trial_cpus}
         )
-        if resume:
-            path = self.sweeps.get_sweep(self.sweep_id)["engine_state"]
-            tuner = tune.Tuner.restore(path, trainable=trainable, resume_errored=False)
-        else:
-            private.make_dir(self.storage_dir)
-            tuner = self._new_tuner(trainable)
-            self.sweeps.set_engine_state(self.sweep_id, str(self.storage_dir / self.sweep_id))
+        # Tune's state, from its first file on (the Tuner writes tuner.pkl when it is made):
+        # owner-only, as the store. A driver killed by SIGKILL never restricts it afterwards.
+        old_umask = os.umask(0o077)
+        try:
+            if resume:
+                path = self.sweeps.get_sweep(self.sweep_id)["engine_state"]
+                tuner = tune.Tuner.restore(path, trainable=trainable, resume_errored=False)
+            else:
+                private.make_dir(self.storage_dir)
+                tuner = self._new_tuner(trainable)
+                self.sweeps.set_engine_state(self.sweep_id, str(self.storage_dir / self.sweep_id))
+        finally:
+            os.umask(old_umask)
         stop = threading.Event()
         pump = threading.Thread(
             target=self._pump,
