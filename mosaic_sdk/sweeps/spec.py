@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -348,8 +349,7 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
             else:
                 seeds.append(s)
         if len(set(seeds)) != len(seeds):
-            seen: set[int] = set()
-            repeated = sorted({x for x in seeds if x in seen or seen.add(x)})
+            repeated = sorted(seed for seed, n in Counter(seeds).items() if n > 1)
             shown = ", ".join(map(str, repeated[:5])) + (", ..." if len(repeated) > 5 else "")
             errors.append(
                 f"seeds: {len(repeated):,} seed(s) given more than once ({shown}); give each "
