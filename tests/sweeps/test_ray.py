@@ -543,6 +543,65 @@ def test_a_head_node_started_apart_is_joined_by_its_loopback_address(
     assert _instance_left(head_tmp) == []
 
 
+def test_a_head_node_with_token_authentication_is_joined_or_refused_in_one_clear_line(
+    tmp_path: Path, ray_env: None, ray_tmp: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hostile pass of issue 24: ``ray start --head`` enables token authentication by
+    default (Ray 2.60, a token in ~/.ray/auth_token), and ``ray.init`` sends no token to an
+    explicit address unless RAY_AUTH_MODE=token. ``--address 127.0.0.1:PORT`` failed after
+    20 s with "Failed to connect to Ray cluster" and advice that did not name the cause. Now a
+    loopback head is joined with the token at hand; without one, the line says what to set."""
+    from mosaic_sdk.sweeps.ray_instance import end_instance
+
+    monkeypatch.delenv("RAY_AUTH_MODE")  # Ray's default: the head turns token auth on
+    home, stranger = tmp_path / "home", tmp_path / "stranger"
+    (home / ".ray").mkdir(parents=True)
+    stranger.mkdir()
+    (home / ".ray" / "auth_token").write_text(os.urandom(32).hex())
+    head_tmp = tempfile.mkdtemp(prefix="h", dir=ray_tmp)
+    port = _free_port()
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    started = subprocess.run(
+        [ray_bin, "start", "--head", "--port", str(port), "--node-ip-address", "127.0.0.1"]
+        + ["--temp-dir", head_tmp, "--num-cpus", "2", "--include-dashboard", "false"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(home)},
+    )
+    try:
+        assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
+        assert "Token authentication is enabled" in started.stderr
+        sweep = [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example", "--seeds", "1-2"]
+        sweep += ["--grid", "episodes=2", "--grid", "max_steps_per_episode=10", "--engine"]
+        sweep += ["ray", "--address", f"127.0.0.1:{port}", "--connect-timeout", "60"]
+        done = subprocess.run(
+            [*sweep, "--store", str(tmp_path / "s.sqlite"), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env={**_driver_env(ray_tmp), "HOME": str(home)},
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        result = json.loads(done.stdout)
+        assert [t["status"] for t in result["trials"]] == ["completed", "completed"]
+
+        refused = subprocess.run(
+            [*sweep, "--store", str(tmp_path / "t.sqlite")],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env={**_driver_env(ray_tmp), "HOME": str(stranger)},
+        )
+        assert refused.returncode != 0
+        assert "Traceback" not in refused.stderr
+        [line] = [x for x in refused.stderr.splitlines() if x.startswith("mosaic sweep:")]
+        assert "uses token authentication" in line and "RAY_AUTH_MODE=token" in line, line
+    finally:
+        end_instance(head_tmp)  # the head's processes, by pid (no `ray stop`: it ends all)
+    assert _instance_left(head_tmp) == []
+
+
 class _Silent:
     """A TCP port that accepts connections and never answers."""
 
