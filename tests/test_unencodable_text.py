@@ -40,10 +40,13 @@ JSON_VALUES = st.recursive(
 )
 
 
-def strict_stream(encoding: str = "utf-8") -> tuple[io.BytesIO, io.TextIOWrapper]:
-    """A text stream that refuses what it cannot encode, as a worker's stdout does."""
+def strict_stream(
+    encoding: str = "utf-8", errors: str = "strict"
+) -> tuple[io.BytesIO, io.TextIOWrapper]:
+    """A text stream that refuses what it cannot encode, as a worker's stdout does (or, with
+    ``errors``, one that writes it some other way, as stdout under a C.UTF-8 locale does)."""
     raw = io.BytesIO()
-    return raw, io.TextIOWrapper(raw, encoding=encoding, errors="strict", newline="\n")
+    return raw, io.TextIOWrapper(raw, encoding=encoding, errors=errors, newline="\n")
 
 
 def emit_all(stream: io.TextIOWrapper, value: Any, text: str) -> TelemetryEmitter:
@@ -58,11 +61,16 @@ def emit_all(stream: io.TextIOWrapper, value: Any, text: str) -> TelemetryEmitte
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(value=JSON_VALUES, text=STRINGS, encoding=st.sampled_from(["utf-8", "ascii", "latin-1"]))
+@given(
+    value=JSON_VALUES,
+    text=STRINGS,
+    encoding=st.sampled_from(["utf-8", "ascii", "latin-1"]),
+    errors=st.sampled_from(["strict", "surrogateescape", "backslashreplace", "replace"]),
+)
 def test_every_line_arrives_and_reads_back_the_same_text(
-    value: Any, text: str, encoding: str
+    value: Any, text: str, encoding: str, errors: str
 ) -> None:
-    raw, stream = strict_stream(encoding)
+    raw, stream = strict_stream(encoding, errors)
     em = emit_all(stream, value, text)
     assert not em.broken
     lines = [json.loads(line) for line in raw.getvalue().decode(encoding).split("\n")[:-1]]
@@ -85,6 +93,33 @@ def test_a_lone_surrogate_is_said_once_on_stderr_and_the_stream_goes_on(capsys) 
     assert json.loads(lines[2])["payload"]["path"] == "/data/\udcff2.bin"
     assert not em.broken and em.escaped == 3
     assert capsys.readouterr().err.count("cannot encode") == 1
+
+
+def test_a_worker_on_a_c_utf8_locale_writes_utf8_and_the_same_name_arrives(tmp_path: Path) -> None:
+    """The hostile pass of issue 24: stdout under a C or C.UTF-8 locale has
+    ``errors="surrogateescape"``, so an emitter on the default stream wrote ``"\\udcff"`` as the
+    raw byte 0xff: a line that is not UTF-8 (a strict reader fails on it; the runner and the
+    platform read U+FFFD instead of the name), and nothing said so."""
+    code = (
+        "import sys; from mosaic_sdk.telemetry import TelemetryEmitter\n"
+        "assert sys.stdout.errors == 'surrogateescape', sys.stdout.errors\n"
+        "em = TelemetryEmitter('r1')\n"
+        "em.run_started(worker_type='w', config={'path': '/data/\\udcff.bin'})\n"
+        "em.step(0, 0, 1.0, action='/data/\\udcff.bin')\n"
+        "em.run_completed(episodes=0, total_reward=0.0, duration_seconds=0.0)\n"
+    )
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
+    for name in ("PYTHONIOENCODING", "PYTHONUTF8"):
+        env.pop(name, None)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env=env, timeout=60, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    lines = [json.loads(line) for line in proc.stdout.decode("utf-8").split("\n")[:-1]]
+    assert lines[0]["payload"]["config"]["path"] == "/data/\udcff.bin"
+    assert lines[1]["action"] == "/data/\udcff.bin"
+    assert lines[2]["event"] == "run_completed"
+    assert proc.stderr.decode().count("cannot encode") == 1
 
 
 def test_escaping_writes_json_escapes_a_json_reader_takes_back() -> None:

@@ -250,8 +250,16 @@ class RayEngine:
                 ) from None
             if is_loopback(host):
                 stack.enter_context(loopback_ray())
+                token_auth_on_this_machine()
         with stack:
             failure = self._probe(address)
+            if failure == _AUTH_REFUSED:
+                raise ClusterUnreachable(
+                    f"cannot join the Ray cluster at {address}: it uses token authentication "
+                    "and refused this process's token (none, or another); set "
+                    "RAY_AUTH_MODE=token and give the cluster's token in ~/.ray/auth_token, "
+                    "RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN"
+                )
             if failure is not None:
                 raise ClusterUnreachable(
                     f"cannot join the Ray cluster at {address} ({failure}); {hint}"
@@ -331,13 +339,19 @@ class RayEngine:
         trainable = tune.with_resources(
             tune.with_parameters(MosaicTrial, setup_args=setup_args), {"cpu": self.trial_cpus}
         )
-        if resume:
-            path = self.sweeps.get_sweep(self.sweep_id)["engine_state"]
-            tuner = tune.Tuner.restore(path, trainable=trainable, resume_errored=False)
-        else:
-            private.make_dir(self.storage_dir)
-            tuner = self._new_tuner(trainable)
-            self.sweeps.set_engine_state(self.sweep_id, str(self.storage_dir / self.sweep_id))
+        # Tune's state, from its first file on (the Tuner writes tuner.pkl when it is made):
+        # owner-only, as the store. A driver killed by SIGKILL never restricts it afterwards.
+        old_umask = os.umask(0o077)
+        try:
+            if resume:
+                path = self.sweeps.get_sweep(self.sweep_id)["engine_state"]
+                tuner = tune.Tuner.restore(path, trainable=trainable, resume_errored=False)
+            else:
+                private.make_dir(self.storage_dir)
+                tuner = self._new_tuner(trainable)
+                self.sweeps.set_engine_state(self.sweep_id, str(self.storage_dir / self.sweep_id))
+        finally:
+            os.umask(old_umask)
         stop = threading.Event()
         pump = threading.Thread(
             target=self._pump,
@@ -461,7 +475,11 @@ class RayEngine:
 
 
 #: The child that tries to join a cluster before this process does (see ``_probe``).
-_PROBE = """
+#: What the probe says last when the cluster refused its token (Ray itself only says "Failed
+#: to connect", and puts the reason in the exception's cause).
+_AUTH_REFUSED = "token authentication refused"
+
+_PROBE = f"""
 import sys
 try:
     import ray
@@ -470,9 +488,32 @@ try:
 except BaseException as exc:
     text = str(exc).strip()
     print(text.splitlines()[0] if text else type(exc).__name__, file=sys.stderr)
+    cause = exc
+    while cause is not None:
+        if type(cause).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(cause):
+            print({_AUTH_REFUSED!r}, file=sys.stderr)
+            break
+        cause = cause.__cause__ or cause.__context__
     sys.exit(1)
 ray.shutdown()
 """
+
+
+def token_auth_on_this_machine() -> None:
+    """Joining a cluster of this machine (a loopback address), do what Ray does for ``auto``:
+    with ``RAY_AUTH_MODE`` unset and a token at hand (``~/.ray/auth_token``...), use token
+    authentication, as Ray 2.60's ``ray start --head`` does by default. Ray never does it
+    for an explicit address, so that a token is not sent to another machine; a loopback
+    address is this one. In this process and the processes it starts (the probe)."""
+    if os.environ.get("RAY_AUTH_MODE") is not None:
+        return
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:  # a Ray without token authentication
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
 class _TimedOut(Exception):

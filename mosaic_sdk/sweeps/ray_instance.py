@@ -1,15 +1,17 @@
 """The local Ray instance a ``ray`` sweep starts for itself: what belongs to it, how it ends,
 and the watchdog that ends it when the driver cannot.
 
-An instance is known by its temp dir (``mosaic-ray-*``, Ray's ``_temp_dir``): its GCS server,
-raylet and agents name that directory on their command lines, and Ray's workers (and the
+An instance is known by its temp dir (``mosaic-ray-*``, Ray's ``_temp_dir``): its GCS server
+and raylet name that directory on their command lines, and Ray's agents and workers (and the
 trials' workers under them) are their descendants. :func:`end_instance` ends exactly those
 processes of this user, by pid: SIGTERM, then SIGKILL for what is left after a short wait.
 
 The watchdog is this module run as a process of its own session (a Ctrl-C in the terminal
 does not reach it): ``python -m mosaic_sdk.sweeps.ray_instance DRIVER_PID TEMP_DIR [--remove]``.
-It waits on a pidfd of the driver; when the driver is gone (a SIGKILL included) it ends the
-instance and, with ``--remove``, removes the temp dir. After a clean end the driver does both
+It waits on a pidfd of the driver, noting the instance's processes by pid twice a second (Ray's
+agents rename themselves, and the raylet they descend from dies with the driver, so afterwards
+nothing tells them apart); when the driver is gone (a SIGKILL included) it ends every one of
+them and, with ``--remove``, removes the temp dir. After a clean end the driver does both
 itself and stops its watchdog (SIGTERM: it exits without touching anything).
 
 Imports nothing of Ray: the watchdog starts in a fraction of a second.
@@ -24,12 +26,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 #: The prefix of the temp dirs of the local instances sweeps start.
 TEMP_PREFIX = "mosaic-ray-"
 #: How long processes get between SIGTERM and SIGKILL when an instance is ended (s).
 TERM_WAIT = 2.0
+#: How often the watchdog notes the instance's processes while the driver lives (s).
+WATCH_INTERVAL = 0.5
 
 
 def _parents() -> dict[int, int]:
@@ -64,17 +69,19 @@ def _mentions(pid: int, text: bytes) -> bool:
     return False
 
 
-def instance_pids(temp_dir: str | Path) -> list[int]:
+def instance_pids(temp_dir: str | Path, known: Iterable[int] = ()) -> list[int]:
     """The live processes of the instance kept in ``temp_dir``: those of this user whose
-    command line names it, and their descendants (this process and its ancestors excepted)."""
+    command line names it, the ``known`` ones (found so by an earlier look), and their
+    descendants (this process and its ancestors excepted)."""
     text = str(temp_dir).rstrip("/").encode()
+    extra = set(known)
     parents = _parents()
     spared = set()
     pid = os.getpid()
     while pid > 1 and pid not in spared:
         spared.add(pid)
         pid = parents.get(pid, 1)
-    roots = {p for p in parents if p not in spared and _mentions(p, text)}
+    roots = {p for p in parents if p not in spared and (p in extra or _mentions(p, text))}
     children: dict[int, list[int]] = {}
     for child, parent in parents.items():
         children.setdefault(parent, []).append(child)
@@ -88,12 +95,43 @@ def instance_pids(temp_dir: str | Path) -> list[int]:
     return sorted(found)
 
 
-def end_instance(temp_dir: str | Path, wait: float = TERM_WAIT) -> int:
+def _start_ticks(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks after boot), None once it is gone or a zombie: with
+    the pid, it names one process, not a later one that got the same pid."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def remember(temp_dir: str | Path, known: dict[int, int]) -> list[int]:
+    """Add the instance's processes to ``known`` (pid -> start time) and return those of
+    ``known`` that still run (a pid whose process ended and was reused is not one of them)."""
+    valid = [pid for pid, ticks in known.items() if _start_ticks(pid) == ticks]
+    for pid in instance_pids(temp_dir, valid):
+        ticks = _start_ticks(pid)
+        if ticks is not None:
+            known[pid] = ticks
+    return sorted(pid for pid, ticks in known.items() if _start_ticks(pid) == ticks)
+
+
+def end_instance(
+    temp_dir: str | Path, wait: float = TERM_WAIT, known: dict[int, int] | None = None
+) -> int:
     """End every process of the instance in ``temp_dir`` (SIGTERM, SIGKILL after ``wait``);
-    returns how many there were. Nothing else is signalled."""
+    returns how many there were. Nothing else is signalled.
+
+    A process found once (here, or by the watchdog while the driver lived: ``known``, see
+    :func:`remember`) is signalled until it is gone, even when it no longer looks like the
+    instance's. Ray's agents rename themselves (``ray::DashboardAgent``) and share the
+    raylet's fate only after a minute: when the driver is SIGKILLed its raylet dies at once,
+    and the orphaned agents neither name the temp dir nor descend from a process that does."""
+    known = {} if known is None else known
     ended: set[int] = set()
     for signum, pause in ((signal.SIGTERM, wait), (signal.SIGKILL, 0.2), (signal.SIGKILL, 0.5)):
-        pids = instance_pids(temp_dir)
+        pids = remember(temp_dir, known)
         if not pids:
             break
         for pid in pids:
@@ -103,7 +141,7 @@ def end_instance(temp_dir: str | Path, wait: float = TERM_WAIT) -> int:
             except OSError:
                 pass
         deadline = time.monotonic() + pause
-        while time.monotonic() < deadline and instance_pids(temp_dir):
+        while time.monotonic() < deadline and remember(temp_dir, known):
             time.sleep(0.05)
     return len(ended)
 
@@ -149,10 +187,13 @@ def watch(driver: int, temp_dir: str, remove: bool) -> int:
         fd = os.pidfd_open(driver)
     except ProcessLookupError:
         fd = None
-    if fd is not None:
-        select.select([fd], [], [])
-        os.close(fd)
-    end_instance(temp_dir)
+    known: dict[int, int] = {}
+    while fd is not None:
+        remember(temp_dir, known)  # by pid: what the instance is, while it can still be told
+        if select.select([fd], [], [], WATCH_INTERVAL)[0]:
+            os.close(fd)
+            fd = None
+    end_instance(temp_dir, known=known)
     if remove:
         remove_temp_dir(temp_dir)
     return 0
@@ -167,6 +208,7 @@ __all__ = [
     "TEMP_PREFIX",
     "end_instance",
     "instance_pids",
+    "remember",
     "remove_temp_dir",
     "start_watchdog",
     "stop_watchdog",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,19 +188,39 @@ def parse_seeds(text: str, limit: int = MAX_TRIALS) -> list[int]:
                 raise ValueError
         except ValueError:
             raise SpecError(
-                [f"--seeds {text!r}: {part!r} is not a seed or a range like 1-5"]
+                [f"--seeds {clip(text)!r}: {clip(part)!r} is not a seed or a range like 1-5"]
             ) from None
         ranges.append((a, b))
     count = sum(b - a + 1 for a, b in ranges)
     if count > limit:
         raise SpecError(
             [
-                f"--seeds {text!r} is {count:,} seeds, more than the {limit:,} trials a sweep "
-                "may run (max_trials); give fewer seeds, or raise the limit with --max-trials "
-                "or the spec key max_trials"
+                f"--seeds {clip(text)!r} is {count_text(count)} seeds, more than the "
+                f"{count_text(limit)} trials a sweep may run (max_trials); give fewer seeds, or "
+                "raise the limit with --max-trials or the spec key max_trials"
             ]
         )
     return [seed for a, b in ranges for seed in range(a, b + 1)]
+
+
+#: The longest piece of a spec's own text an error message quotes.
+_CLIP = 80
+
+
+def clip(text: str, limit: int = _CLIP) -> str:
+    """``text`` cut to about ``limit`` characters (with how much was left out): an error
+    message quotes what it is about, not a whole 10,000-character value."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit // 2]}...({len(text) - limit + limit // 2:,} more characters)"
+
+
+def count_text(count: int) -> str:
+    """``count`` with thousands separators, or ``about 10^N`` when it has more than 30 digits
+    (Python refuses to turn an int of over 4,300 digits into text at all)."""
+    if count < 10**30:
+        return f"{count:,}"
+    return f"about 10^{math.floor(math.log10(count))}"
 
 
 def count_trials(space: Space, samples: int, seeds: int) -> int:
@@ -338,7 +359,12 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
             else:
                 seeds.append(s)
         if len(set(seeds)) != len(seeds):
-            errors.append(f"seeds: {seeds_raw!r} repeats a seed")
+            repeated = sorted(seed for seed, n in Counter(seeds).items() if n > 1)
+            shown = ", ".join(map(str, repeated[:5])) + (", ..." if len(repeated) > 5 else "")
+            errors.append(
+                f"seeds: {len(repeated):,} seed(s) given more than once ({shown}); give each "
+                "seed once"
+            )
     worker = raw.get("worker")
     if worker is not None and not isinstance(worker, str):
         errors.append(f"worker: give a worker name (got {worker!r})")
@@ -359,15 +385,18 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
         trial_stall_after=_timeout(errors, raw.get("trial_stall_after"), "trial_stall_after"),
     )
     if not errors and spec.trial_count > max_trials:
-        grids = [f"{len(d['grid'])} ({k})" for k, d in space.items() if "grid" in d]
+        grids = [f"{len(d['grid'])} ({clip(k, 40)})" for k, d in space.items() if "grid" in d]
+        if len(grids) > 8:  # name the first few grids, count the rest
+            grids = [*grids[:6], f"... {len(grids) - 6:,} more grids"]
+        samples = str(spec.samples) if spec.samples < 10**30 else count_text(spec.samples)
         parts = grids + (
-            [f"{spec.samples} samples"] if any("grid" not in d for d in space.values()) else []
+            [f"{samples} samples"] if any("grid" not in d for d in space.values()) else []
         )
         parts += [f"{len(seeds)} seeds"] if seeds else []
         errors.append(
-            f"the spec makes {spec.trial_count:,} trials ({' x '.join(parts)}), more than "
-            f"max_trials = {max_trials:,}; shrink the space, or raise the limit with "
-            "--max-trials N or the spec key max_trials"
+            f"the spec makes {count_text(spec.trial_count)} trials ({' x '.join(parts)}), more "
+            f"than max_trials = {count_text(max_trials)}; shrink the space, or raise the limit "
+            "with --max-trials N or the spec key max_trials"
         )
     if errors:
         raise SpecError(errors)

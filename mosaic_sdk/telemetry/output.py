@@ -4,7 +4,9 @@ the rest when 64 KiB are pending or ``flush_interval`` seconds after the first p
 (a daemon thread keeps that bound while the worker is busy elsewhere). A closed or broken
 stream is said once on stderr and never stops the worker; every live output is flushed at
 interpreter exit. Text the stream cannot encode (a lone surrogate from a file name read with
-``surrogateescape``, or a command id) never breaks it: those characters are written as JSON
+``surrogateescape``, or a command id) never breaks it, nor goes out as bytes that are not
+text (a stream with ``errors="surrogateescape"``, as stdout is under a C or C.UTF-8 locale,
+would write ``"\\udcff"`` as the raw byte 0xff): those characters are written as JSON
 ``\\uXXXX`` escapes, which every JSON reader takes back, and that is said once on stderr.
 
 Imports nothing of numpy, pydantic or pluggy (``import mosaic_sdk.telemetry`` stays light).
@@ -78,6 +80,13 @@ class LineOutput:
 
     def __init__(self, stream: TextIO | None, flush_interval: float | None) -> None:
         self._stream = stream if stream is not None else sys.stdout
+        #: The stream's encoding when it would not refuse what it cannot encode (stdout under a
+        #: C or C.UTF-8 locale has ``errors="surrogateescape"``: ``"\udcff"`` would go out as
+        #: the raw byte 0xff, which is not UTF-8, and arrive as U+FFFD); None for a strict one.
+        errors = getattr(self._stream, "errors", None)
+        self._lenient: str | None = None
+        if errors not in (None, "strict"):
+            self._lenient = getattr(self._stream, "encoding", None) or "utf-8"
         if flush_interval is None:
             flush_interval = (
                 env_float("MOSAIC_TELEMETRY_FLUSH_MS", DEFAULT_FLUSH_INTERVAL * 1e3) / 1e3
@@ -123,6 +132,8 @@ class LineOutput:
             return
         try:
             try:
+                if self._lenient is not None and not data.isascii():
+                    data.encode(self._lenient)  # what a strict stream would refuse, refused
                 self._stream.write(data)
             except UnicodeEncodeError:  # a subclass of ValueError: the stream itself is fine
                 self._write_escaped(data)

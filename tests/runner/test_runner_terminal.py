@@ -71,6 +71,20 @@ def test_printable_leaves_no_control_character(text: str) -> None:
     assert not any(0x202A <= ord(ch) <= 0x202E or 0x2066 <= ord(ch) <= 0x2069 for ch in out)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()))
+)
+def test_printable_text_can_always_be_printed_as_utf8(text: str) -> None:
+    """Lone surrogates too (hypothesis leaves category Cs out unless told): a file name read
+    with surrogateescape must not end ``mosaic runs show`` with UnicodeEncodeError."""
+    printable(text).encode("utf-8")
+
+
+def test_printable_escapes_lone_surrogates() -> None:
+    assert printable("/data/\udcff.bin \ud800") == "/data/\\udcff.bin \\ud800"
+
+
 # --- the live view ----------------------------------------------------------------------------
 
 
@@ -177,6 +191,36 @@ def test_mosaic_run_in_a_terminal_survives_hostile_names(io_worker: str, tmp_pat
     assert code == 0, out
     assert "completed" in out and "itself failed" not in out
     _no_obeyed_escapes(out)
+
+
+def test_runs_show_prints_an_analytics_manifest_holding_lone_surrogates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hostile pass of issue 24: a worker wrote analytics.json with names from a non-UTF-8
+    disk; ``mosaic runs show RUN`` ended in a UnicodeEncodeError traceback."""
+    from mosaic_sdk.runner.store import RunStore
+
+    from mosaic_sdk.analytics import AnalyticsManifest, write_analytics
+
+    store, run_dir = tmp_path / "s.sqlite", tmp_path / "r1"
+    with RunStore(store) as s:
+        s.create_run("r1", "w", run_dir=run_dir)
+    manifest = AnalyticsManifest(
+        run_id="r1",
+        worker_type="w",
+        status="completed",
+        episodes=1,
+        steps=1,
+        duration_seconds=0.1,
+        env_id="E\udcff",
+        algo="\ud800",
+        tensorboard_dirs=["/data/\udcff.bin"],
+    )
+    write_analytics(run_dir, manifest)
+    assert main(["runs", "show", "r1", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "env_id E\\udcff, algo \\ud800" in out
+    assert "/data/\\udcff.bin" in out
 
 
 def test_runs_list_escapes_what_the_store_holds(

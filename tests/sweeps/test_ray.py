@@ -428,11 +428,51 @@ def _wait_for_running_trial(driver: subprocess.Popen, store: Path) -> None:
         time.sleep(0.1)
 
 
+def _start_ticks(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def _tree(root: int) -> dict[int, int]:
+    """``root``'s descendants now, each with its start time (a pid names one process)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                pass
+    found: dict[int, int] = {}
+    todo = [root]
+    while todo:
+        parent = todo.pop()
+        for pid, ppid in parents.items():
+            ticks = _start_ticks(pid)
+            if ppid == parent and pid not in found and ticks is not None:
+                found[pid] = ticks
+                todo.append(pid)
+    return found
+
+
+def _still_running(known: dict[int, int]) -> list[int]:
+    return sorted(pid for pid, ticks in known.items() if _start_ticks(pid) == ticks)
+
+
 def test_sigkill_of_the_driver_leaves_no_ray_process_and_no_temp_dir(
     tmp_path: Path, ray_env: None, ray_tmp: str, shm_unchanged: None
 ) -> None:
     """The local instance's watchdog ends it (every process, by pid) and removes its
-    ``mosaic-ray-*`` dir when the driver is SIGKILLed mid-sweep."""
+    ``mosaic-ray-*`` dir when the driver is SIGKILLed mid-sweep; Tune's state beside the store
+    is owner-only even though the driver never reached its clean end.
+
+    Every process under the driver before the kill is followed by pid, not by what its command
+    line says: Ray's agents rename themselves (``ray::DashboardAgent``) and, on main before
+    issue 24's hostile pass, outlived the driver by a minute unseen."""
     store = tmp_path / "s.sqlite"
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(SLOW_SPEC))
@@ -448,11 +488,16 @@ def test_sigkill_of_the_driver_leaves_no_ray_process_and_no_temp_dir(
         _wait_for_running_trial(driver, store)
         (temp,) = Path(ray_tmp).glob("mosaic-ray-*")
         assert _instance_left(temp), "the instance's processes are not found by its temp dir"
+        before = _tree(driver.pid)
+        before.update((pid, t) for pid in _instance_left(temp) if (t := _start_ticks(pid)))
         driver.kill()
         driver.wait()
         killed_at = time.monotonic()
         while time.monotonic() - killed_at < 60 and (
-            _instance_left(temp) or temp.exists() or any(map(alive, worker_pids(store)))
+            _instance_left(temp)
+            or _still_running(before)
+            or temp.exists()
+            or any(map(alive, worker_pids(store)))
         ):
             time.sleep(0.2)
         print(f"nothing left {time.monotonic() - killed_at:.1f} s after the SIGKILL")
@@ -460,10 +505,22 @@ def test_sigkill_of_the_driver_leaves_no_ray_process_and_no_temp_dir(
         if driver.poll() is None:
             driver.kill()
             driver.wait()
+    left = _still_running(before)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)  # ours: started under this test's driver
+    assert left == [], "outlived the driver's SIGKILL: " + "; ".join(map(_describe, left))
     assert _instance_left(temp) == [], "Ray processes outlived the driver's SIGKILL"
     assert not temp.exists()
     for pid in worker_pids(store):
         assert not alive(pid), f"worker {pid} outlived the driver: " + _describe(pid)
+    tune_state = tmp_path / "s" / "ray"  # beside the store s.sqlite
+    assert tune_state.is_dir()
+    open_to_others = [
+        f"{oct(path.stat().st_mode & 0o777)} {path}"
+        for path in [tune_state, *tune_state.rglob("*")]
+        if path.stat().st_mode & 0o077
+    ]
+    assert open_to_others == [], "Tune's state is open to others: " + ", ".join(open_to_others)
 
 
 def _describe(pid: int) -> str:
@@ -520,6 +577,65 @@ def test_a_head_node_started_apart_is_joined_by_its_loopback_address(
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
         result = json.loads(done.stdout)
         assert [t["status"] for t in result["trials"]] == ["completed", "completed"]
+    finally:
+        end_instance(head_tmp)  # the head's processes, by pid (no `ray stop`: it ends all)
+    assert _instance_left(head_tmp) == []
+
+
+def test_a_head_node_with_token_authentication_is_joined_or_refused_in_one_clear_line(
+    tmp_path: Path, ray_env: None, ray_tmp: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hostile pass of issue 24: ``ray start --head`` enables token authentication by
+    default (Ray 2.60, a token in ~/.ray/auth_token), and ``ray.init`` sends no token to an
+    explicit address unless RAY_AUTH_MODE=token. ``--address 127.0.0.1:PORT`` failed after
+    20 s with "Failed to connect to Ray cluster" and advice that did not name the cause. Now a
+    loopback head is joined with the token at hand; without one, the line says what to set."""
+    from mosaic_sdk.sweeps.ray_instance import end_instance
+
+    monkeypatch.delenv("RAY_AUTH_MODE")  # Ray's default: the head turns token auth on
+    home, stranger = tmp_path / "home", tmp_path / "stranger"
+    (home / ".ray").mkdir(parents=True)
+    stranger.mkdir()
+    (home / ".ray" / "auth_token").write_text(os.urandom(32).hex())
+    head_tmp = tempfile.mkdtemp(prefix="h", dir=ray_tmp)
+    port = _free_port()
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    started = subprocess.run(
+        [ray_bin, "start", "--head", "--port", str(port), "--node-ip-address", "127.0.0.1"]
+        + ["--temp-dir", head_tmp, "--num-cpus", "2", "--include-dashboard", "false"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(home)},
+    )
+    try:
+        assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
+        assert "Token authentication is enabled" in started.stderr
+        sweep = [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example", "--seeds", "1-2"]
+        sweep += ["--grid", "episodes=2", "--grid", "max_steps_per_episode=10", "--engine"]
+        sweep += ["ray", "--address", f"127.0.0.1:{port}", "--connect-timeout", "60"]
+        done = subprocess.run(
+            [*sweep, "--store", str(tmp_path / "s.sqlite"), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env={**_driver_env(ray_tmp), "HOME": str(home)},
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        result = json.loads(done.stdout)
+        assert [t["status"] for t in result["trials"]] == ["completed", "completed"]
+
+        refused = subprocess.run(
+            [*sweep, "--store", str(tmp_path / "t.sqlite")],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env={**_driver_env(ray_tmp), "HOME": str(stranger)},
+        )
+        assert refused.returncode != 0
+        assert "Traceback" not in refused.stderr
+        [line] = [x for x in refused.stderr.splitlines() if x.startswith("mosaic sweep:")]
+        assert "uses token authentication" in line and "RAY_AUTH_MODE=token" in line, line
     finally:
         end_instance(head_tmp)  # the head's processes, by pid (no `ray stop`: it ends all)
     assert _instance_left(head_tmp) == []

@@ -251,3 +251,35 @@ def test_trial_stall_after_from_the_cli_shorthand_is_kept_in_the_spec() -> None:
     spec = parse_spec(apply_shorthands({}, trial_stall_after=1.5))
     assert spec.trial_stall_after == 1.5 and spec.to_dict()["trial_stall_after"] == 1.5
     assert "trial_stall_after" not in parse_spec({}).to_dict()
+
+
+def test_a_spec_of_more_than_4300_digits_of_trials_is_refused_in_one_short_line() -> None:
+    """The hostile pass of issue 24: 4,400 grids of 10 values make 10^4400 trials, and Python
+    refuses to turn an int of over 4,300 digits into text; ``mosaic sweep`` ended in a
+    ValueError traceback (exit 1) instead of the refusal (exit 2)."""
+    raw = {"space": {f"k{i}": {"grid": list(range(10))} for i in range(4400)}, "seeds": [1, 2]}
+    with pytest.raises(SpecError) as caught:
+        parse_spec(raw)
+    [line] = caught.value.errors
+    assert line.startswith("the spec makes about 10^4400 trials (10 (k0) x ")
+    assert "... 4,394 more grids x 2 seeds), more than max_trials = 100,000" in line
+    assert len(line) < 400
+
+
+def test_repeated_seeds_are_named_not_the_whole_list() -> None:
+    """``seeds = "1-99999,1-1"`` printed the 100,000 seeds it had expanded (689 KB of stderr)."""
+    with pytest.raises(SpecError) as caught:
+        parse_spec({"seeds": "1-99999,1-1"})
+    assert caught.value.errors == ["seeds: 1 seed(s) given more than once (1); give each seed once"]
+    with pytest.raises(
+        SpecError, match=r"7 seed\(s\) given more than once \(1, 2, 3, 4, 5, \.\.\.\)"
+    ):
+        parse_spec({"seeds": "1-7,1-7"})
+
+
+def test_a_long_seeds_text_is_quoted_cut() -> None:
+    text = "1-" + "9" * 4000
+    with pytest.raises(SpecError) as caught:
+        parse_spec({"seeds": text})
+    [line] = caught.value.errors
+    assert "more characters" in line and "about 10^4000 seeds" in line and len(line) < 400
