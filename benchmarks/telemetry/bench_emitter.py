@@ -126,7 +126,7 @@ def main() -> int:
 
     base = med(baseline, args.baseline_lines)
     rows = [
-        ("TelemetryEmitter, default batching", med(ours, args.lines, None), ">= 200,000"),
+        ("TelemetryEmitter, default batching", med(ours, args.lines, None), ">= 300,000"),
         ("TelemetryEmitter, flush_interval=0", med(ours, args.lines // 3, 0.0), ""),
         ("TelemetryEmitter, default, +action+obs(4)", med(ours, args.lines, None, True), ""),
         ("baseline: json.dumps + flush per line", base, ""),
