@@ -16,7 +16,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TextIO
+from typing import TextIO
 
 from mosaic_sdk.plugins.gym_gui_stand_in.log_constants import LogConstant
 from mosaic_sdk.plugins.gym_gui_stand_in.logging_helpers import log_constant
