@@ -355,10 +355,10 @@ def counts_add_up(subject: WorkerSubject) -> str | None:
 
 def _count_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]]) -> list[str]:
     problems: list[str] = []
-    by_episode: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    by_episode: dict[tuple[object, object], list[dict[str, Any]]] = {}
     for s in steps:
         by_episode.setdefault((s.get("agent_id"), s.get("episode_index")), []).append(s)
-    seen: set[tuple[Any, Any]] = set()
+    seen: set[tuple[object, object]] = set()
     for e in episodes:
         key = _episode_key(e, by_episode)
         if key in seen:
@@ -390,8 +390,8 @@ def _count_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]])
 
 
 def _episode_key(
-    episode: dict[str, Any], by_episode: dict[tuple[Any, Any], list[dict[str, Any]]]
-) -> tuple[Any, Any]:
+    episode: dict[str, Any], by_episode: dict[tuple[object, object], list[dict[str, Any]]]
+) -> tuple[object, object]:
     """The (agent_id, episode_index) of the step lines an episode line reports on.
 
     An agent id on only one side of a single-agent episode (the proxy reads ``agent_id`` on
