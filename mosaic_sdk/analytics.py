@@ -131,7 +131,7 @@ class AnalyticsManifest:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Any, *, source: str = "analytics.json") -> AnalyticsManifest:
+    def from_dict(cls, data: object, *, source: str = "analytics.json") -> AnalyticsManifest:
         """Check ``data`` against the model; raises :class:`AnalyticsError` naming each problem."""
         if not isinstance(data, Mapping):
             raise AnalyticsError(f"{source}: expected a JSON object, got {type(data).__name__}")
@@ -201,7 +201,7 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, globalns=vars(sys.modules[__name__]))
 
 
-def _problems(cls: type, data: Mapping[str, Any], where: str) -> list[str]:
+def _problems(cls: type, data: Mapping[str, object], where: str) -> list[str]:
     hints = _hints(cls)
     known = {f.name for f in fields(cls)}
     problems = [f"{where}{k}: unknown field" for k in sorted(set(data) - known)]
@@ -214,7 +214,7 @@ def _problems(cls: type, data: Mapping[str, Any], where: str) -> list[str]:
     return problems
 
 
-def _check(tp: Any, value: Any, where: str) -> list[str]:
+def _check(tp: Any, value: object, where: str) -> list[str]:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         if any(not _check(a, value, where) for a in args):
@@ -248,7 +248,7 @@ def _name(tp: Any) -> str:
     return "null" if tp is type(None) else getattr(tp, "__name__", str(tp))
 
 
-def _json_type(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+def _json_type(tp: Any, defs: dict[str, object]) -> dict[str, object]:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         return {"anyOf": [_json_type(a, defs) for a in args]}
@@ -265,9 +265,9 @@ def _json_type(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
     return {"type": simple[tp]}
 
 
-def _object_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
+def _object_schema(cls: type, defs: dict[str, object]) -> dict[str, object]:
     hints = _hints(cls)
-    props: dict[str, Any] = {}
+    props: dict[str, dict[str, object]] = {}
     required: list[str] = []
     for f in fields(cls):
         props[f.name] = {"description": f.metadata["doc"], **_json_type(hints[f.name], defs)}
@@ -286,9 +286,9 @@ def _object_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def analytics_json_schema() -> dict[str, Any]:
+def analytics_json_schema() -> dict[str, object]:
     """The JSON Schema of ``analytics.json``, generated from :class:`AnalyticsManifest`."""
-    defs: dict[str, Any] = {}
+    defs: dict[str, object] = {}
     schema = _object_schema(AnalyticsManifest, defs)
     return {
         "$id": SCHEMA_ID,

@@ -16,11 +16,13 @@ the two in step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pluggy
+
+from mosaic_sdk.json_types import JsonObject
 
 if TYPE_CHECKING:  # pragma: no cover
     from mosaic_sdk.contract import (
@@ -79,7 +81,7 @@ def mosaic_worker_launch_command(
 
 
 @hookspec(firstresult=True)
-def mosaic_worker_conformance_config() -> dict[str, Any] | None:
+def mosaic_worker_conformance_config() -> Mapping[str, object] | None:
     """Return a small config (without ``run_id``) for the conformance suite to run with.
 
     Called by the conformance suite before its run-time checks. The run should last about
@@ -115,7 +117,7 @@ def mosaic_fastlane_wrap_env(env: Any, run_id: str, settings: dict[str, Any]) ->
 
 
 @hookspec
-def mosaic_telemetry_event(run_id: str, worker: str, event: dict[str, Any]) -> None:
+def mosaic_telemetry_event(run_id: str, worker: str, event: JsonObject) -> None:
     """Observe one lifecycle event of a run (``run_started``, ``heartbeat``, ``run_completed``...).
 
     Called by the runner for every lifecycle line it receives from a worker, in order, after
@@ -190,7 +192,9 @@ def mosaic_worker_protocol_version() -> int | None:
 
 
 @hookspec(firstresult=True)
-def mosaic_worker_algo_params_schema(algo: str | None) -> dict[str, dict[str, Any]] | None:
+def mosaic_worker_algo_params_schema(
+    algo: str | None,
+) -> Mapping[str, Mapping[str, object]] | None:
     """Return the JSON Schema of the algorithm-specific parameters of the worker's algorithms.
 
     Called by ``mosaic workers show NAME --json`` (with ``algo=None``) and by a GUI that builds
@@ -204,7 +208,7 @@ def mosaic_worker_algo_params_schema(algo: str | None) -> dict[str, dict[str, An
 
 
 @hookspec(firstresult=True)
-def mosaic_worker_details() -> dict[str, Any] | None:
+def mosaic_worker_details() -> Mapping[str, object] | None:
     """Return extra sections for ``mosaic workers show``.
 
     Called by ``mosaic workers show NAME`` (and its ``--json`` form) after the standard

@@ -32,7 +32,7 @@ import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from mosaic_sdk.contract import (
     ConfigError,
@@ -44,6 +44,9 @@ from mosaic_sdk.contract import (
 from mosaic_sdk.control.channel import ControlChannel
 from mosaic_sdk.telemetry.emitter import TelemetryEmitter
 from mosaic_sdk.telemetry.stdout import claim_stdout
+
+if TYPE_CHECKING:
+    from mosaic_sdk.control.interactive import InteractiveSession
 
 EXIT_COMPLETED = 0
 EXIT_FAILED = 1
@@ -168,13 +171,13 @@ def _stdin() -> BinaryIO:
 def worker_main(
     *,
     config_model: type[WorkerConfig],
-    run: Callable[[RunContext], Any],
+    run: Callable[[RunContext], object],
     describe_dry_run: Callable[[WorkerConfig], str] | None = None,
     argv: Sequence[str] | None = None,
     prog: str | None = None,
     log_path: Callable[[WorkerConfig, Path], Path] | None = None,
-    capabilities: Any = None,
-    interactive: Callable[[RunContext], Any] | None = None,
+    capabilities: object = None,
+    interactive: Callable[[RunContext], InteractiveSession] | None = None,
     control_stdin: BinaryIO | None = None,
 ) -> int:
     """Parse the worker CLI, load the config, run ``run(ctx)``; returns the exit code.

@@ -31,6 +31,7 @@ FLOORS = {
     "extras": 1,
     "home": 1,
     "job_descriptor": 1,
+    "json_types": 1,
     "hookspecs": 2,
     "plugins": 2,
     "runner": 3,

@@ -22,7 +22,9 @@ from mosaic_sdk.cli import UsageError
 EXIT_CORRUPT = 1
 
 
-def _reports_corruption(handler: Callable[[argparse.Namespace], int]) -> Any:
+def _reports_corruption(
+    handler: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
     """A corrupt segment is not the user's mistake: one line and exit 1, never a traceback."""
 
     @functools.wraps(handler)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.cli import UsageError
+
+if TYPE_CHECKING:
+    from mosaic_sdk.plugins.handle import WorkerEntry
 
 
 def register(sub: Any) -> None:
@@ -66,7 +69,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _status(entry: dict[str, Any]) -> str:
+def _status(entry: WorkerEntry) -> str:
     """The status cell of one ``workers list`` row, with the choice of a shared name."""
     from rich.markup import escape
 

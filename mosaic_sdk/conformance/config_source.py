@@ -27,8 +27,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
+
+from mosaic_sdk.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from mosaic_sdk.contract import WorkerConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -57,7 +62,8 @@ class ConformanceConfigError(ValueError):
 class ConformanceConfig:
     """A conformance config and where it came from (``origin``: hook, file or entry point)."""
 
-    data: dict[str, Any]
+    #: JSON when read from a file or an entry point; a hook's config is judged by the checks.
+    data: Mapping[str, object]
     origin: str
 
 
@@ -81,7 +87,7 @@ def source_directory(dist: importlib_metadata.Distribution) -> Path | None:
     return None
 
 
-def _json_problems(value: Any, where: str) -> list[str]:
+def _json_problems(value: object, where: str) -> list[str]:
     if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
         return []
     if isinstance(value, float):
@@ -100,7 +106,7 @@ def _json_problems(value: Any, where: str) -> list[str]:
     return [f"key {where!r}: a {kind} is not a JSON value; write it as a string or a number"]
 
 
-def check_table(table: Any, origin: str) -> dict[str, Any]:
+def check_table(table: object, origin: str) -> JsonObject:
     """The config as a plain dict; :class:`ConformanceConfigError` for content that cannot
     be a worker config (not a table, ``run_id``, values JSON cannot carry)."""
     if not isinstance(table, Mapping):
@@ -118,7 +124,7 @@ def check_table(table: Any, origin: str) -> dict[str, Any]:
     return dict(table)
 
 
-def read_pyproject(path: Path) -> dict[str, Any] | None:
+def read_pyproject(path: Path) -> JsonObject | None:
     """The ``[tool.mosaic.conformance]`` table of ``path``, or None when it has none."""
     origin = f"{path} {TABLE_NAME}"
     try:
@@ -127,7 +133,7 @@ def read_pyproject(path: Path) -> dict[str, Any] | None:
         raise ConformanceConfigError(str(path), [f"malformed TOML: {exc}"]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConformanceConfigError(str(path), [f"cannot read it: {exc}"]) from None
-    node: Any = document
+    node: object = document
     for part in TABLE:
         if not isinstance(node, Mapping) or part not in node:
             return None
@@ -146,7 +152,7 @@ def _distribution(name: str | None) -> importlib_metadata.Distribution | None:
 
 def read_entry_point(
     dist: importlib_metadata.Distribution, worker: str
-) -> tuple[dict[str, Any], str] | None:
+) -> tuple[JsonObject, str] | None:
     """The config named by ``dist``'s ``mosaic.conformance`` entry point ``worker``."""
     found = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP and ep.name == worker]
     if not found:
@@ -191,7 +197,7 @@ def file_config(distribution: str | None, worker: str) -> ConformanceConfig | No
     return table or ConformanceConfig(entry[0], entry[1])
 
 
-def check_against_model(config: ConformanceConfig, model: Any, run_id: str) -> None:
+def check_against_model(config: ConformanceConfig, model: type[WorkerConfig], run_id: str) -> None:
     """Raise :class:`ConformanceConfigError` when the worker's config model rejects a key or a
     value of a config given without the SDK (each line of the model's error names its key)."""
     try:

@@ -23,8 +23,8 @@ the one the SDK reads.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeGuard
 
 from mosaic_sdk.telemetry.episode_index import (
     FROM_DEFAULT,
@@ -46,22 +46,22 @@ LIFECYCLE_FIELDS: dict[str, str] = {
 }
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-_TYPES = {
+_TYPES: dict[str, Callable[[object], bool]] = {
     "a string": lambda v: isinstance(v, str) and v != "",
     "an object": lambda v: isinstance(v, dict),
     "a number": _is_number,
 }
 
 
-def _index(data: dict[str, Any], names: tuple[str, str], problems: list[str]) -> None:
+def _index(data: Mapping[str, object], names: tuple[str, str], problems: list[str]) -> None:
     present = [n for n in names if n in data]
     if not present:
         problems.append(f"no {names[0]!r} (or {names[1]!r})")
@@ -71,13 +71,17 @@ def _index(data: dict[str, Any], names: tuple[str, str], problems: list[str]) ->
         problems.append(f"{present[0]!r} is {value!r}, not an integer >= 0")
 
 
-def _optional(data: dict[str, Any], checks: dict[str, Any], problems: list[str]) -> None:
+def _optional(
+    data: Mapping[str, object],
+    checks: Mapping[str, tuple[Callable[[object], bool], str]],
+    problems: list[str],
+) -> None:
     for name, (test, what) in checks.items():
         if name in data and data[name] is not None and not test(data[name]):
             problems.append(f"{name!r} is {data[name]!r}, not {what}")
 
 
-def _episode_index_shape(data: dict[str, Any], problems: list[str]) -> None:
+def _episode_index_shape(data: Mapping[str, object], problems: list[str]) -> None:
     """An episode index somewhere the proxy or the SDK reads it, an integer >= 0 each (where
     the proxy reads it and whether it fails: :func:`proxy_problems`)."""
     meta = data.get("metadata")
@@ -95,11 +99,12 @@ def _episode_index_shape(data: dict[str, Any], problems: list[str]) -> None:
             "or 'episode'; and 'episode_index', where the SDK reads it)"
         )
     for name in ("episode_index", "episode"):
-        if name in data and (not _is_int(data[name]) or data[name] < 0):
-            problems.append(f"{name!r} is {data[name]!r}, not an integer >= 0")
+        value = data.get(name)
+        if name in data and (not _is_int(value) or value < 0):
+            problems.append(f"{name!r} is {value!r}, not an integer >= 0")
 
 
-def step_problems(data: dict[str, Any]) -> list[str]:
+def step_problems(data: Mapping[str, object]) -> list[str]:
     problems: list[str] = []
     _episode_index_shape(data, problems)
     _index(data, ("step_index", "step"), problems)
@@ -115,7 +120,7 @@ def step_problems(data: dict[str, Any]) -> list[str]:
     return problems
 
 
-def episode_problems(data: dict[str, Any]) -> list[str]:
+def episode_problems(data: Mapping[str, object]) -> list[str]:
     problems: list[str] = []
     _episode_index_shape(data, problems)
     _optional(
@@ -131,7 +136,7 @@ def episode_problems(data: dict[str, Any]) -> list[str]:
     return problems
 
 
-def lifecycle_problems(data: dict[str, Any]) -> list[str]:
+def lifecycle_problems(data: Mapping[str, object]) -> list[str]:
     missing = [name for name in LIFECYCLE_FIELDS if name not in data]
     problems = [f"lifecycle line without {', '.join(map(repr, missing))}"] if missing else []
     for name, kind in LIFECYCLE_FIELDS.items():
@@ -179,13 +184,13 @@ def platform_line_problems(text: str) -> list[str]:
 # --- what the proxy makes of a step or episode line --------------------------------------
 
 
-def forwarded(data: Any) -> bool:
+def forwarded(data: object) -> bool:
     """Whether the proxy forwards this parsed line (a step or an episode)."""
     return isinstance(data, dict) and str(data.get("type", "")).lower() in ("step", "episode")
 
 
 def _converts(
-    problems: list[str], label: str, value: Any, convert: Callable[[Any], Any], bits: int = 0
+    problems: list[str], label: str, value: object, convert: Callable[[Any], Any], bits: int = 0
 ) -> Any:
     """``convert(value)`` as the proxy does it; a problem when that fails, or when the result
     does not fit the proxy's unsigned protobuf field of ``bits`` bits."""
@@ -213,7 +218,7 @@ def _int_of_float(value: Any) -> int:
 _int_of_float.__name__ = "int(float())"
 
 
-def proxy_episode_index(data: dict[str, Any]) -> tuple[int | None, list[str]]:
+def proxy_episode_index(data: Mapping[str, object]) -> tuple[int | None, list[str]]:
     """The episode index the platform gets for a step or episode line (None when the proxy
     fails on the line) and the problems: a failure, or an index that is not the SDK's."""
     problems: list[str] = []
@@ -241,7 +246,7 @@ def proxy_episode_index(data: dict[str, Any]) -> tuple[int | None, list[str]]:
     return got, problems
 
 
-def proxy_problems(data: dict[str, Any]) -> list[str]:
+def proxy_problems(data: Mapping[str, object]) -> list[str]:
     """What goes wrong when the platform's proxy reads this step or episode line ([] when it
     forwards the line whole, under the SDK's episode index)."""
     _, problems = proxy_episode_index(data)

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.conformance.config_source import (
     ConformanceConfig,
@@ -34,6 +34,9 @@ from mosaic_sdk.plugins import (
     WorkerLoadError,
     discover_workers,
 )
+
+if TYPE_CHECKING:
+    from mosaic_sdk.contract import WorkerConfig
 
 #: ``MOSAIC_HEARTBEAT_INTERVAL`` (seconds) set for the telemetry runs.
 HEARTBEAT_INTERVAL = 0.2
@@ -183,14 +186,14 @@ class WorkerSubject:
     def capability(self, name: str) -> Any:
         return getattr(self.description()[1], name)
 
-    def config_model(self) -> Any:
+    def config_model(self) -> type[WorkerConfig]:
         handle = self.require_handle()
         try:
             return self.memo("config_model", handle.config_model)
         except Exception as exc:  # noqa: BLE001
             raise CheckSkipped(f"the worker has no usable config model ({exc})") from None
 
-    def conformance_config(self) -> dict[str, Any]:
+    def conformance_config(self) -> dict[str, object]:
         """The worker's conformance config (without ``run_id``), or ``{}`` for the defaults."""
         return dict(self.conformance_source().data)
 

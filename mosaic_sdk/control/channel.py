@@ -23,11 +23,14 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from mosaic_sdk.telemetry.emitter import TelemetryEmitter
+
+if TYPE_CHECKING:
+    from mosaic_sdk.control.protocol import Command, ProtocolError
 
 #: What the interactive queue yields when the channel is woken (a signal) or stdin closed.
 WAKE = ("wake", None)
@@ -42,7 +45,7 @@ class ControlChannel:
         emitter: TelemetryEmitter,
         cancel: threading.Event,
         *,
-        capabilities: Any = None,
+        capabilities: object = None,
         on_stop: Callable[[], None] | None = None,
     ) -> None:
         self.emitter = emitter
@@ -137,7 +140,7 @@ class ControlChannel:
         except Exception as exc:  # noqa: BLE001 - a reader that dies would drop commands
             self.reply(_failed(None, None, exc))
 
-    def _dispatch(self, command: Any) -> None:
+    def _dispatch(self, command: Command) -> None:
         from mosaic_sdk.control.protocol import INTERACTIVE_COMMANDS, ProtocolError, ok_reply
 
         name, cid = command.cmd, command.id
@@ -238,14 +241,14 @@ class ControlChannel:
                 dialect.write(self, dialect.error_line("the interactive session has ended"))
 
     # -- replies ----------------------------------------------------------------------------
-    def reply(self, fields: dict[str, Any]) -> None:
+    def reply(self, fields: Mapping[str, object]) -> None:
         """Write one control_reply line (dropped when the run's telemetry is closed)."""
         try:
             self.emitter.control_reply(fields)
         except RuntimeError:
             pass
 
-    def _emit_event(self, event: str, payload: dict[str, Any]) -> None:
+    def _emit_event(self, event: str, payload: Mapping[str, object]) -> None:
         try:
             self.emitter.lifecycle(event, payload)
         except RuntimeError:
@@ -268,7 +271,7 @@ class ControlChannel:
             self.reply(ok_reply(cid, "checkpoint", checkpoint_path=str(path)))
 
 
-def _ended(cid: str, cmd: str) -> Any:
+def _ended(cid: str, cmd: str) -> ProtocolError:
     from mosaic_sdk.control.protocol import ProtocolError
 
     return ProtocolError(
@@ -280,7 +283,7 @@ def _ended(cid: str, cmd: str) -> Any:
     )
 
 
-def _failed(cid: str | None, cmd: str | None, exc: BaseException) -> dict[str, Any]:
+def _failed(cid: str | None, cmd: str | None, exc: BaseException) -> dict[str, object]:
     from mosaic_sdk.control.protocol import error_reply
 
     return error_reply(

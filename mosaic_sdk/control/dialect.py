@@ -22,6 +22,7 @@ every other command gets an ``error`` line.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,18 +32,18 @@ DIALECT_VERSION = "1.0"
 LEGACY_COMMANDS = ("reset", "step", "ping", "stop")
 
 
-def error_line(message: str) -> dict[str, Any]:
+def error_line(message: str) -> dict[str, str]:
     return {"type": "error", "message": message}
 
 
-def write(channel: ControlChannel, obj: dict[str, Any]) -> None:
+def write(channel: ControlChannel, obj: Mapping[str, object]) -> None:
     try:
         channel.emitter.write_foreign(obj)
     except RuntimeError:
         pass  # the run's output is closed
 
 
-def handle_legacy(channel: ControlChannel, data: dict[str, Any]) -> None:
+def handle_legacy(channel: ControlChannel, data: Mapping[str, object]) -> None:
     """A command without ``"v"``: to the interactive session, or answered here."""
     if channel.interactive is not None:
         if channel.interactive_ended:
@@ -62,7 +63,7 @@ def handle_legacy(channel: ControlChannel, data: dict[str, Any]) -> None:
         write(channel, error_line(f"unknown command {cmd!r}; known: {', '.join(LEGACY_COMMANDS)}"))
 
 
-def render_payload(frame: Any) -> dict[str, Any] | None:
+def render_payload(frame: Any) -> dict[str, object] | None:
     """The deployed dialect's frame: the whole RGB array as a nested JSON list."""
     if frame is None:
         return None

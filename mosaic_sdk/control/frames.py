@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mosaic_sdk.control.protocol import FrameRef
+
+if TYPE_CHECKING:
+    from mosaic_sdk.fastlane import FastLaneFrame, FastLaneReader
 
 #: Seconds between two looks at the segment while waiting.
 POLL_S = 0.002
@@ -24,9 +27,11 @@ class FrameWaiter:
     """Waits for frames of FastLane runs, through one reader kept attached between calls."""
 
     def __init__(self) -> None:
-        self._attached: tuple[str, Any] | None = None
+        self._attached: tuple[str, FastLaneReader] | None = None
 
-    def wait(self, ref: FrameRef, timeout: float, *, note: Callable[[], str] = str) -> Any:
+    def wait(
+        self, ref: FrameRef, timeout: float, *, note: Callable[[], str] = str
+    ) -> FastLaneFrame:
         """The newest frame once the frame of ``ref``'s state is published (see the module
         docstring); ``ControlTimeout`` after ``timeout`` seconds (``note()`` is added to its
         message)."""
@@ -46,7 +51,7 @@ class FrameWaiter:
                 )
             time.sleep(POLL_S)
 
-    def _newest(self, run_id: str) -> Any:
+    def _newest(self, run_id: str) -> FastLaneFrame | None:
         from mosaic_sdk.fastlane import FastLaneError, FastLaneReader
 
         if self._attached is not None and self._attached[0] != run_id:

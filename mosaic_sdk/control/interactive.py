@@ -115,7 +115,7 @@ class InteractiveSession:
             env = getattr(env, "env", None)
         return None
 
-    def frame_ref(self) -> dict[str, Any] | None:
+    def frame_ref(self) -> dict[str, object] | None:
         """Where the frame of the current state is: the FastLane run, the frames published so
         far and whether this state's frame is still pending (``None`` without FastLane)."""
         wrapper = self.fastlane()
@@ -194,7 +194,7 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
     )
 
 
-def _init_info(session: InteractiveSession) -> dict[str, Any]:
+def _init_info(session: InteractiveSession) -> dict[str, object]:
     info = session.info
     return {
         "env_id": info["env_id"],
@@ -363,7 +363,7 @@ def _serve_legacy(ctx: RunContext, session: InteractiveSession, data: dict[str, 
         dialect.write(channel, dialect.error_line(f"{type(exc).__name__}: {exc}"))
 
 
-def _with_frame(session: InteractiveSession, line: dict[str, Any]) -> dict[str, Any]:
+def _with_frame(session: InteractiveSession, line: dict[str, object]) -> dict[str, object]:
     if session.json_frames:
         payload = dialect.render_payload(session.frame())
         if payload is not None:

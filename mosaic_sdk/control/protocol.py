@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from mosaic_sdk.json_types import JsonObject
 
 PROTOCOL_VERSION = 1
 SCHEMA_ID = "https://mosaic-worker-sdk.invalid/schema/control.schema.json"
@@ -114,7 +117,7 @@ Command = Annotated[
     Ping | Pause | Resume | Stop | Checkpoint | Reset | Step | Act | Close,
     Field(discriminator="cmd"),
 ]
-_COMMAND: TypeAdapter[Any] = TypeAdapter(Command)
+_COMMAND: TypeAdapter[Command] = TypeAdapter(Command)
 
 
 class ErrorInfo(BaseModel):
@@ -196,14 +199,14 @@ class ProtocolError(Exception):
         self.id = id
         self.cmd = cmd
 
-    def reply(self) -> dict[str, Any]:
+    def reply(self) -> dict[str, object]:
         """The reply's fields (see :func:`error_reply`)."""
         return error_reply(self.id, self.cmd, self.code, self.message, self.hint)
 
 
 def error_reply(
     id: str | None, cmd: str | None, code: str, message: str, hint: str = ""
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The fields of an ``ok: false`` reply (the emitter adds ``type`` and the common fields)."""
     return {
         "v": PROTOCOL_VERSION,
@@ -214,7 +217,7 @@ def error_reply(
     }
 
 
-def ok_reply(id: str, cmd: str, **result: Any) -> dict[str, Any]:
+def ok_reply(id: str, cmd: str, **result: object) -> dict[str, object]:
     """The fields of an ``ok: true`` reply."""
     return {"v": PROTOCOL_VERSION, "id": id, "cmd": cmd, "ok": True, **result}
 
@@ -222,7 +225,7 @@ def ok_reply(id: str, cmd: str, **result: Any) -> dict[str, Any]:
 _EXAMPLE = '{"v": 1, "id": "1", "cmd": "ping"}'
 
 
-def decode_line(line: str | bytes) -> dict[str, Any]:
+def decode_line(line: str | bytes) -> JsonObject:
     """Parse one line into a JSON object, or raise ``ProtocolError("malformed_json")``."""
     try:
         data = json.loads(line)
@@ -241,7 +244,7 @@ def decode_line(line: str | bytes) -> dict[str, Any]:
     return data
 
 
-def parse_command(data: dict[str, Any]) -> Any:
+def parse_command(data: Mapping[str, object]) -> Command:
     """Validate one versioned command object (with ``"v"``); returns its model.
 
     Raises :class:`ProtocolError` with code ``unsupported_version``, ``unknown_command`` or
@@ -284,13 +287,13 @@ def parse_command(data: dict[str, Any]) -> Any:
         ) from None
 
 
-def validate_reply(data: dict[str, Any]) -> Reply:
+def validate_reply(data: Mapping[str, object]) -> Reply:
     """Check a reply's fields (``type`` and the emitter's common fields are left out)."""
     common = {"run_id", "schema_version", "seq", "ts_unix_ns", "worker_id"}
     return Reply.model_validate({k: v for k, v in data.items() if k not in common})
 
 
-def read_reply(data: dict[str, Any]) -> Reply:
+def read_reply(data: Mapping[str, object]) -> Reply:
     """A reply as a client reads it: :func:`validate_reply`, except that fields this SDK does
     not know (added by a newer worker within protocol version 1, at the top or in ``frame`` or
     ``error``) are left out instead of refused. What it knows is checked as strictly."""

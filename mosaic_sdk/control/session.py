@@ -43,11 +43,15 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mosaic_sdk.control.frames import FrameWaiter
 from mosaic_sdk.control.link import PipeLink, WorkerLink
 from mosaic_sdk.control.protocol import FrameRef, Reply, read_reply
+from mosaic_sdk.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from mosaic_sdk.fastlane import FastLaneFrame
 
 DEFAULT_TIMEOUT = 5.0
 #: Seconds to wait for a started worker's first line (imports such as torch are slow).
@@ -106,7 +110,7 @@ class Session:
         self.run_dir = run_dir
         self._ids = itertools.count(1)
         self._cond = threading.Condition()
-        self._replies: dict[str, dict[str, Any]] = {}
+        self._replies: dict[str, JsonObject] = {}
         self._waiting: set[str] = set()
         #: Replies whose id this session did not send (e.g. to a malformed line).
         self.unmatched: deque[dict[str, Any]] = deque()
@@ -157,34 +161,38 @@ class Session:
         )  # fmt: skip
 
     # -- the commands ---------------------------------------------------------------------------
-    def ping(self, **kw: Any) -> Reply:
-        return self.request("ping", **kw)
+    def ping(self, *, timeout: float | None = None, **kw: object) -> Reply:
+        return self.request("ping", timeout=timeout, **kw)
 
-    def pause(self, **kw: Any) -> Reply:
-        return self.request("pause", **kw)
+    def pause(self, *, timeout: float | None = None, **kw: object) -> Reply:
+        return self.request("pause", timeout=timeout, **kw)
 
-    def resume(self, **kw: Any) -> Reply:
-        return self.request("resume", **kw)
+    def resume(self, *, timeout: float | None = None, **kw: object) -> Reply:
+        return self.request("resume", timeout=timeout, **kw)
 
-    def stop(self, **kw: Any) -> Reply:
-        return self.request("stop", **kw)
+    def stop(self, *, timeout: float | None = None, **kw: object) -> Reply:
+        return self.request("stop", timeout=timeout, **kw)
 
-    def checkpoint(self, **kw: Any) -> Reply:
-        return self.request("checkpoint", **kw)
+    def checkpoint(self, *, timeout: float | None = None, **kw: object) -> Reply:
+        return self.request("checkpoint", timeout=timeout, **kw)
 
-    def reset(self, seed: int | None = None, **kw: Any) -> Reply:
-        return self.request("reset", seed=seed, **kw)
+    def reset(
+        self, seed: int | None = None, *, timeout: float | None = None, **kw: object
+    ) -> Reply:
+        return self.request("reset", timeout=timeout, seed=seed, **kw)
 
-    def step(self, action: Any = None, **kw: Any) -> Reply:
-        return self.request("step", **({"action": action} if action is not None else {}), **kw)
+    def step(self, action: object = None, *, timeout: float | None = None, **kw: object) -> Reply:
+        if action is not None:
+            kw["action"] = action
+        return self.request("step", timeout=timeout, **kw)
 
-    def act(self, observation: Any, **kw: Any) -> Reply:
-        return self.request("act", observation=observation, **kw)
+    def act(self, observation: object, *, timeout: float | None = None, **kw: object) -> Reply:
+        return self.request("act", timeout=timeout, observation=observation, **kw)
 
-    def close(self, **kw: Any) -> Reply:
-        return self.request("close", **kw)
+    def close(self, *, timeout: float | None = None, **kw: object) -> Reply:
+        return self.request("close", timeout=timeout, **kw)
 
-    def request(self, cmd: str, *, timeout: float | None = None, **args: Any) -> Reply:
+    def request(self, cmd: str, *, timeout: float | None = None, **args: object) -> Reply:
         """Send ``{"v": 1, "id": ..., "cmd": cmd, **args}`` and return the reply."""
         cid = str(next(self._ids))
         if cmd in ("close", "stop"):
@@ -207,7 +215,9 @@ class Session:
             self.last_frame = reply.frame
         return reply
 
-    def wait_frame(self, reply: Reply | None = None, *, timeout: float | None = None) -> Any:
+    def wait_frame(
+        self, reply: Reply | None = None, *, timeout: float | None = None
+    ) -> FastLaneFrame:
         """Wait until the frame of ``reply``'s state (default: the last reply with a
         ``frame``) is in the run's FastLane segment; return the newest frame there (a
         :class:`~mosaic_sdk.fastlane.FastLaneFrame`).
@@ -297,7 +307,7 @@ class Session:
         finally:
             self.end_of_output()
 
-    def _take(self, data: dict[str, Any]) -> None:
+    def _take(self, data: JsonObject) -> None:
         kind = data.get("type")
         if kind == "control_reply":
             cid = data.get("id")
@@ -310,7 +320,7 @@ class Session:
         else:
             self.lines.append(data)
 
-    def _await(self, cid: str, cmd: str, timeout: float) -> dict[str, Any]:
+    def _await(self, cid: str, cmd: str, timeout: float) -> JsonObject:
         deadline = time.monotonic() + timeout
         with self._cond:
             while cid not in self._replies:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 #: The environment variable of the user's choice: ``NAME=DISTRIBUTION[,...]``.
 PREFER_ENV = "MOSAIC_PREFER_WORKER"
@@ -79,6 +79,29 @@ def read_preferences(environ: Mapping[str, str]) -> tuple[dict[str, str], list[s
     return preferences, problems
 
 
+class ContenderDict(TypedDict):
+    """:meth:`Contender.to_dict`."""
+
+    address: str
+    distribution: str | None
+    entry_point: str
+    style: str | None
+    ok: bool
+    error: str | None
+
+
+class ChoiceDict(TypedDict):
+    """:meth:`WorkerChoice.to_dict`: a shared name's choice in ``mosaic workers list --json``."""
+
+    name: str
+    chosen: str | None
+    rule: str
+    reason: str
+    notes: list[str]
+    contenders: list[ContenderDict]
+    how_to_choose: str
+
+
 @dataclass(frozen=True)
 class Contender:
     """One entry point of a shared name, after loading it."""
@@ -95,7 +118,7 @@ class Contender:
     def loads(self) -> bool:
         return self.error is None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ContenderDict:
         return {
             "address": self.address,
             "distribution": self.distribution,
@@ -128,7 +151,7 @@ class WorkerChoice:
             text += f", or name one by its address ({reachable})"
         return text
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ChoiceDict:
         return {
             "name": self.name,
             "chosen": self.chosen,

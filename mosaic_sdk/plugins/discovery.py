@@ -7,10 +7,10 @@ import inspect
 import os
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from importlib import metadata as importlib_metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 from pydantic import ValidationError
@@ -27,12 +27,15 @@ from mosaic_sdk.plugins.choice import (
 )
 from mosaic_sdk.plugins.errors import UnknownWorkerError, WorkerLoadError, WorkerUnavailableError
 from mosaic_sdk.plugins.gym_gui_stand_in import install_gym_gui_stand_in
-from mosaic_sdk.plugins.handle import WorkerHandle
+from mosaic_sdk.plugins.handle import WorkerEntry, WorkerHandle
 from mosaic_sdk.plugins.platform_entry import PLUGIN_ATTRIBUTE
 from mosaic_sdk.plugins.upstream import UpstreamWorkerAdapter
 
+if TYPE_CHECKING:
+    from mosaic_sdk.plugins.plugin_group import PluginInfo
 
-def has_hookimpls(obj: Any) -> bool:
+
+def has_hookimpls(obj: object) -> bool:
     """Whether ``obj`` has attributes marked with ``@mosaic_sdk.hookimpl``."""
     attr = f"{PROJECT_NAME}_impl"
     for name in dir(obj):
@@ -58,7 +61,7 @@ class EntryPointCandidate:
     value: str
     distribution: str | None
     dist_version: str | None
-    load: Any  # zero-argument callable returning the named object
+    load: Callable[[], object]  # returns the named object
 
     def source(self) -> str:
         return f"{self.distribution or '?'} ({self.value})"
@@ -124,15 +127,22 @@ def entry_point_candidates(environ: Mapping[str, str]) -> list[EntryPointCandida
     return found
 
 
-def _bad_spec(spec: str) -> Any:
-    def load() -> Any:
+def _bad_spec(spec: str) -> Callable[[], object]:
+    def load() -> object:
         raise ValueError(f"MOSAIC_PLUGINS entry {spec!r} is not of the form name=module[:attr]")
 
     return load
 
 
-def _loader(value: str) -> Any:
-    def load() -> Any:
+def _given(obj: object) -> Callable[[], object]:
+    def load() -> object:
+        return obj
+
+    return load
+
+
+def _loader(value: str) -> Callable[[], object]:
+    def load() -> object:
         module_name, _, attr = value.partition(":")
         obj: Any = importlib.import_module(module_name)
         for part in filter(None, attr.split(".")):
@@ -142,7 +152,9 @@ def _loader(value: str) -> Any:
     return load
 
 
-def _handle(c: EntryPointCandidate, plugin: Any, pm: Any, style: str) -> WorkerHandle:
+def _handle(
+    c: EntryPointCandidate, plugin: object, pm: pluggy.PluginManager, style: str
+) -> WorkerHandle:
     """The handle of the worker ``plugin`` loaded from ``c`` and registered in ``pm``."""
     return WorkerHandle(
         c.name,
@@ -191,7 +203,7 @@ class WorkerRegistry:
         self.by_address: dict[str, WorkerHandle] = {}
         self.address_errors: dict[str, WorkerLoadError] = {}
         #: Plugins of the ``mosaic.plugins`` group, and the errors of the broken ones (by name).
-        self.plugins: dict[str, Any] = {}
+        self.plugins: dict[str, PluginInfo] = {}
         self.plugin_errors: dict[str, WorkerLoadError] = {}
 
     def names(self) -> list[str]:
@@ -217,12 +229,12 @@ class WorkerRegistry:
                 return handle  # the one worker of that name, addressed in full
         raise UnknownWorkerError(name, self.names())
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[WorkerEntry]:
         """One dict per worker, broken ones included (``ok`` False, with ``error``). A shared
         name's row carries ``choice`` (:meth:`WorkerChoice.to_dict`); each contender the bare
         name does not mean follows it as a row of its own, named by its address, with
         ``alternative_of``."""
-        rows: list[dict[str, Any]] = []
+        rows: list[WorkerEntry] = []
         for name in sorted({*self.workers, *self.errors}):
             rows.append(self._row(name, self.workers.get(name), self.errors.get(name)))
             choice = self.choices.get(name)
@@ -240,7 +252,7 @@ class WorkerRegistry:
         return rows
 
     @staticmethod
-    def _row(name: str, handle: WorkerHandle | None, err: WorkerLoadError | None) -> dict[str, Any]:
+    def _row(name: str, handle: WorkerHandle | None, err: WorkerLoadError | None) -> WorkerEntry:
         if handle is not None:
             return handle.summary()
         assert err is not None
@@ -253,7 +265,7 @@ class WorkerRegistry:
         }
 
 
-def plugin_from(obj: Any, c: EntryPointCandidate) -> tuple[Any, str]:
+def plugin_from(obj: object, c: EntryPointCandidate) -> tuple[object, str]:
     """The plugin an entry point's object stands for, and its style (``plugin`` or
     ``upstream``).
 
@@ -277,7 +289,7 @@ def plugin_from(obj: Any, c: EntryPointCandidate) -> tuple[Any, str]:
     return _hook_provider(obj, c)
 
 
-def _hook_provider(obj: Any, c: EntryPointCandidate) -> tuple[Any, str]:
+def _hook_provider(obj: object, c: EntryPointCandidate) -> tuple[object, str]:
     if inspect.ismodule(obj):
         return obj, "plugin"
     if inspect.isclass(obj):
@@ -387,7 +399,7 @@ def _load_contenders(
 def discover_workers(
     *,
     environ: Mapping[str, str] | None = None,
-    extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, object] | None = None,
     pm: pluggy.PluginManager | None = None,
 ) -> WorkerRegistry:
     """Load every worker, and the plugins of the ``mosaic.plugins`` group (registered on the
@@ -411,7 +423,7 @@ def discover_workers(
     candidates = entry_point_candidates(env)
     for name, obj in (extra or {}).items():
         candidates.append(
-            EntryPointCandidate(name, f"<{type(obj).__name__}>", None, None, lambda o=obj: o)
+            EntryPointCandidate(name, f"<{type(obj).__name__}>", None, None, _given(obj))
         )
 
     by_name: dict[str, list[EntryPointCandidate]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 
 class PluginError(Exception):
@@ -35,6 +35,16 @@ class WorkerUnavailableError(PluginError):
         super().__init__(error.one_line())
 
 
+class LoadErrorDict(TypedDict):
+    """:meth:`WorkerLoadError.to_dict`: the error of a broken worker or plugin in the
+    ``--json`` listings."""
+
+    name: str
+    distribution: str | None
+    error_type: str
+    message: str
+
+
 @dataclass(frozen=True)
 class WorkerLoadError:
     """Why a worker could not be loaded: structured, for ``mosaic workers list --json``."""
@@ -49,7 +59,7 @@ class WorkerLoadError:
         dist = f" (from {self.distribution})" if self.distribution else ""
         return f"worker {self.name!r}{dist} is unavailable: {self.error_type}: {self.message}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> LoadErrorDict:
         return {
             "name": self.name,
             "distribution": self.distribution,

@@ -4,12 +4,36 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pluggy
 
 from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
+from mosaic_sdk.plugins.choice import ChoiceDict
+from mosaic_sdk.plugins.errors import LoadErrorDict
 from mosaic_sdk.plugins.upstream import fields_of
+
+
+class _EntryFields(TypedDict):
+    name: str
+    ok: bool
+    version: str | None
+    distribution: str | None
+
+
+class WorkerEntry(_EntryFields, total=False):
+    """One row of :meth:`~mosaic_sdk.plugins.discovery.WorkerRegistry.entries` (``mosaic
+    workers list --json``): :meth:`WorkerHandle.summary` for a worker that loads, ``error``
+    for one that does not; ``choice`` on a shared name's row, ``alternative_of`` on the rows
+    of the contenders it does not mean."""
+
+    entry_point: str
+    style: str
+    display_name: str
+    description: str
+    error: LoadErrorDict
+    choice: ChoiceDict
+    alternative_of: str
 
 
 class WorkerHandle:
@@ -18,7 +42,7 @@ class WorkerHandle:
     def __init__(
         self,
         name: str,
-        plugin: Any,
+        plugin: object,
         pm: pluggy.PluginManager,
         *,
         distribution: str | None,
@@ -33,10 +57,10 @@ class WorkerHandle:
         self.dist_version = dist_version
         self.entry_point = entry_point
         self.style = style  # "plugin" or "upstream"
-        self._callers: dict[str, Any] = {}
+        self._callers: dict[str, pluggy.HookCaller] = {}
         self._description: tuple[WorkerMetadata, WorkerCapabilities] | None = None
 
-    def _hook(self, hook_name: str) -> Any:
+    def _hook(self, hook_name: str) -> pluggy.HookCaller:
         caller = self._callers.get(hook_name)
         if caller is None:
             others = [p for p in _worker_plugins(self.pm) if p is not self.plugin]
@@ -75,7 +99,9 @@ class WorkerHandle:
             )
         return model
 
-    def launch_command(self, config_path: Path, config: WorkerConfig, run_dir: Path) -> Any:
+    def launch_command(
+        self, config_path: Path, config: WorkerConfig, run_dir: Path
+    ) -> LaunchCommand:
         cmd = self._hook("mosaic_worker_launch_command")(
             config_path=config_path, config=config, run_dir=run_dir
         )
@@ -85,27 +111,27 @@ class WorkerHandle:
             cmd = LaunchCommand.model_validate(cmd)
         return cmd
 
-    def conformance_config(self) -> dict[str, Any] | None:
+    def conformance_config(self) -> dict[str, object] | None:
         result = self._hook("mosaic_worker_conformance_config")()
         return None if result is None else dict(result)
 
     def make_env(self, config: WorkerConfig) -> Any:
         return self._hook("mosaic_worker_make_env")(config=config)
 
-    def algo_params_schema(self, algo: str | None = None) -> dict[str, dict[str, Any]]:
+    def algo_params_schema(self, algo: str | None = None) -> dict[str, dict[str, object]]:
         """``{algorithm: JSON Schema of its parameters}`` (every one when ``algo`` is None);
         empty when the worker does not implement ``mosaic_worker_algo_params_schema``."""
         result = self._hook("mosaic_worker_algo_params_schema")(algo=algo)
         return {} if result is None else dict(result)
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> dict[str, object]:
         result = self._hook("mosaic_worker_details")()
         return {} if result is None else dict(result)
 
     def protocol_version(self) -> int:
         return int(self._hook("mosaic_worker_protocol_version")())
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> WorkerEntry:
         meta, caps = self.describe()
         return {
             "name": self.name,
@@ -119,5 +145,5 @@ class WorkerHandle:
         }
 
 
-def _worker_plugins(pm: pluggy.PluginManager) -> list[Any]:
+def _worker_plugins(pm: pluggy.PluginManager) -> list[object]:
     return [p for n, p in pm.list_name_plugin() if n.startswith("worker:")]

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
+from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
@@ -66,7 +67,7 @@ class PlatformFactory:
         module = sys.modules.get(self.__mosaic_plugin__)
         return module if module is not None else importlib.import_module(self.__mosaic_plugin__)
 
-    def __call__(self) -> tuple[Any, Any]:
+    def __call__(self) -> tuple[object, object]:
         module = self.plugin_module()
         describe = getattr(module, "mosaic_worker_describe", None)
         if describe is None:
@@ -111,7 +112,7 @@ def platform_classes() -> tuple[type[Any], type[Any]] | None:
     return module.WorkerMetadata, module.WorkerCapabilities
 
 
-def as_platform_pair(metadata: Any, capabilities: Any) -> tuple[Any, Any]:
+def as_platform_pair(metadata: object, capabilities: object) -> tuple[object, object]:
     """``metadata`` and ``capabilities`` (the SDK's models, or anything with their fields) as
     instances of the platform's classes when there are some, else as the SDK's models."""
     from mosaic_sdk.contract import WorkerCapabilities, WorkerMetadata
@@ -129,16 +130,16 @@ def as_platform_pair(metadata: Any, capabilities: Any) -> tuple[Any, Any]:
     return _as_dataclass(meta_cls, metadata), _as_dataclass(caps_cls, capabilities)
 
 
-def _fields(obj: Any, names: Any) -> dict[str, Any]:
+def _fields(obj: object, names: Iterable[str]) -> dict[str, object]:
     if isinstance(obj, dict):
         return {k: v for k, v in obj.items() if k in names}
     return {n: getattr(obj, n) for n in names if hasattr(obj, n)}
 
 
-def _as_dataclass(cls: type[Any], model: Any) -> Any:
+def _as_dataclass(cls: type[Any], model: object) -> object:
     """An instance of the dataclass ``cls`` with its fields taken from ``model``: lists become
     tuples, ``None`` stays ``None``, fields ``cls`` does not have are left out."""
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}
     for f in dataclasses.fields(cls):
         if not f.init:
             continue

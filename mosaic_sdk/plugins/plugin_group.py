@@ -22,7 +22,7 @@ import inspect
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import pluggy
 
@@ -33,12 +33,28 @@ from mosaic_sdk.plugins.discovery import (
     installed_entry_points,
     load_error,
 )
-from mosaic_sdk.plugins.errors import WorkerLoadError
+from mosaic_sdk.plugins.errors import LoadErrorDict, WorkerLoadError
 
 #: The entry-point group of plugins that are not workers.
 PLUGIN_GROUP = "mosaic.plugins"
 #: The name a plugin of the group is registered under in the plugin manager.
 PLUGIN_PREFIX = "plugin:"
+
+
+class _PluginEntryFields(TypedDict):
+    name: str
+    ok: bool
+    distribution: str | None
+    version: str | None
+    entry_point: str | None
+    hooks: list[str]
+
+
+class PluginEntry(_PluginEntryFields, total=False):
+    """One row of :func:`plugin_entries` (``mosaic plugins list --json``); ``error`` on a
+    broken plugin's."""
+
+    error: LoadErrorDict
 
 
 @dataclass
@@ -52,7 +68,7 @@ class PluginInfo:
     #: The hooks it implements (sorted).
     hooks: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PluginEntry:
         return {
             "name": self.name,
             "ok": True,
@@ -70,7 +86,7 @@ def plugin_group_candidates(environ: Mapping[str, str]) -> list[EntryPointCandid
     return installed_entry_points(PLUGIN_GROUP)
 
 
-def _plugin_object(obj: Any, c: EntryPointCandidate) -> Any:
+def _plugin_object(obj: object, c: EntryPointCandidate) -> object:
     if inspect.isclass(obj):
         obj = obj()
     if not has_hookimpls(obj):
@@ -82,7 +98,7 @@ def _plugin_object(obj: Any, c: EntryPointCandidate) -> Any:
     return obj
 
 
-def _hooks_of(pm: pluggy.PluginManager, plugin: Any) -> list[str]:
+def _hooks_of(pm: pluggy.PluginManager, plugin: object) -> list[str]:
     callers = pm.get_hookcallers(plugin) or []
     return sorted(caller.name for caller in callers)
 
@@ -130,7 +146,7 @@ def load_plugin_group(
 
 def plugin_entries(
     loaded: Mapping[str, PluginInfo], errors: Mapping[str, WorkerLoadError]
-) -> list[dict[str, Any]]:
+) -> list[PluginEntry]:
     """One JSON-ready dict per plugin of the group, broken ones included (``ok`` False)."""
     rows = [info.to_dict() for info in loaded.values()]
     for name, err in errors.items():

@@ -12,9 +12,11 @@ even without the GUI. ``None`` in the platform's ``Optional`` fields is kept as 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from mosaic_sdk.contract import (
     LaunchCommand,
@@ -27,13 +29,13 @@ from mosaic_sdk.hookspecs import hookimpl
 from mosaic_sdk.plugins.gym_gui_stand_in import LAUNCHER
 
 
-def _as_tuple(value: Any) -> Any:
+def _as_tuple(value: object) -> object:
     if isinstance(value, (list, set, frozenset)):
         return tuple(value)
     return value
 
 
-def fields_of(obj: Any, model: type[Any]) -> dict[str, Any]:
+def fields_of(obj: object, model: type[BaseModel]) -> dict[str, Any]:
     if isinstance(obj, Mapping):
         source = dict(obj)
     else:
@@ -48,7 +50,7 @@ class UpstreamConfig(WorkerConfigWithExtras):
 class UpstreamWorkerAdapter:
     """Presents an upstream-style ``get_worker_metadata()`` factory as a worker plugin."""
 
-    def __init__(self, name: str, factory: Any, module: str) -> None:
+    def __init__(self, name: str, factory: Callable[[], object], module: str) -> None:
         self.name = name
         self.factory = factory
         self.module = module

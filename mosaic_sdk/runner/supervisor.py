@@ -23,6 +23,7 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
@@ -165,7 +166,7 @@ class RunSupervisor:
         if lifecycle is not None and lifecycle.request_stop(reason):
             self._stall_reason = reason
 
-    def _on_signal(self, signum: int, frame: Any) -> None:
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         self.cancel(f"{name} received by mosaic run")
 

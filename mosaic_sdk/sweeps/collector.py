@@ -31,13 +31,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.runner.recording.outcome import Outcome, lifecycle_event
 from mosaic_sdk.runner.recording.recorder import RunRecorder
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.spec import Metric
 from mosaic_sdk.sweeps.store import SweepStore, trial_status
+
+if TYPE_CHECKING:
+    import pluggy
 
 Message = tuple[Any, ...]
 #: Longest wait for the store's write lock inside SQLite (s) before a writer backs off.
@@ -65,7 +68,7 @@ class Collector:
         *,
         report: Callable[[str], None] = print,
         batch_lines: int = 4096,
-        pm: Any = None,
+        pm: pluggy.PluginManager | None = None,
         warn: Callable[[str], None] | None = None,
         stall_after: float | None = None,
     ) -> None:

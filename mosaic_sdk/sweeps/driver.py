@@ -47,7 +47,9 @@ class SweepResult:
         return 0 if any(t["status"] == "completed" for t in self.trials) else 1
 
 
-def check_spec(worker: str | WorkerHandle, raw: Mapping[str, Any]) -> tuple[Any, SweepSpec]:
+def check_spec(
+    worker: str | WorkerHandle, raw: Mapping[str, object]
+) -> tuple[WorkerHandle, SweepSpec]:
     """The worker's handle and the parsed spec, checked against its config model."""
     spec = parse_spec(raw)
     name = worker if isinstance(worker, str) else worker.name
@@ -60,7 +62,7 @@ def check_spec(worker: str | WorkerHandle, raw: Mapping[str, Any]) -> tuple[Any,
 
 def run_sweep(
     worker: str | WorkerHandle,
-    raw: Mapping[str, Any],
+    raw: Mapping[str, object],
     *,
     engine: str = "local",
     store: Path | str | None = None,
@@ -133,7 +135,7 @@ def run_sweep(
 
 def _run_engine(
     engine: str,
-    handle: Any,
+    handle: WorkerHandle,
     spec: SweepSpec,
     sweeps: SweepStore,
     sweep_id: str,

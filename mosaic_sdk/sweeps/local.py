@@ -16,7 +16,7 @@ import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import FrameType
 
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.supervisor import RunSupervisor
@@ -61,7 +61,7 @@ class LocalEngine:
         for sup in active:
             sup.cancel(reason)
 
-    def _on_signal(self, signum: int, frame: Any) -> None:
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.cancel(f"{signal.Signals(signum).name} received by mosaic sweep")
 
     # -- the sweep --------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray import tune
 
@@ -37,6 +37,9 @@ from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle, RunObserver
 from mosaic_sdk.runner.supervision.process import WorkerProcess
 from mosaic_sdk.runner.supervisor import resolve_worker
 from mosaic_sdk.sweeps.spec import trial_config
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
 
 #: Send a batch of lines to the driver when it is this old (s) or this long (lines).
 FLUSH_AFTER = 0.1
@@ -224,7 +227,7 @@ class MosaicTrial(tune.Trainable):
             self._cond.notify_all()
 
     # -- Tune's side -------------------------------------------------------------------------
-    def step(self) -> dict[str, Any]:
+    def step(self) -> dict[str, float]:
         with self._cond:
             self._cond.wait_for(lambda: self.ended or len(self.values) > self._reported, STEP_WAIT)
             n = len(self.values)
@@ -233,16 +236,16 @@ class MosaicTrial(tune.Trainable):
         self._reported = n
         if not ended and self.max_t is not None:
             n = min(n, self.max_t - 1)
-        result: dict[str, Any] = {"episodes": n, "done": ended}
+        result: dict[str, float] = {"episodes": n, "done": ended}
         if recent:
             result[self.metric_name] = sum(recent) / len(recent)
         return result
 
-    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any]:
+    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, str]:
         """Nothing to save: an attempt that is retried starts its worker anew (a new run)."""
         return {"run_id": self.run_id}
 
-    def load_checkpoint(self, checkpoint: Any) -> None:
+    def load_checkpoint(self, checkpoint: object) -> None:
         """Nothing to load (see :meth:`save_checkpoint`)."""
 
     def cleanup(self) -> None:
@@ -265,10 +268,14 @@ class LostAttempts(tune.Callback):
     """Tells the driver that a trial's attempt died (Tune pickles it with the experiment and
     restores it on ``--resume``: it holds nothing but finds :data:`NOTICES` by import)."""
 
-    def on_trial_recover(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
+    def on_trial_recover(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: object
+    ) -> None:
         NOTICES.put((trial.trial_id, "its Ray actor died (node lost?); Tune retries it"))
 
-    def on_trial_error(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
+    def on_trial_error(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: object
+    ) -> None:
         NOTICES.put((trial.trial_id, "its Ray actor died (node lost?); no retry is left"))
 
 
@@ -280,17 +287,17 @@ class _Inbox:
     def __init__(self, max_items: int) -> None:
         import asyncio
 
-        self.items: list[Any] = []
+        self.items: list[object] = []
         self.max_items = max_items
         self.cond = asyncio.Condition()
 
-    async def put(self, item: Any) -> None:
+    async def put(self, item: object) -> None:
         async with self.cond:
             await self.cond.wait_for(lambda: len(self.items) < self.max_items)
             self.items.append(item)
             self.cond.notify_all()
 
-    async def take(self, timeout: float) -> list[Any]:
+    async def take(self, timeout: float) -> list[object]:
         import asyncio
 
         async with self.cond:

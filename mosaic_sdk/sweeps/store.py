@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from mosaic_sdk.runner.storage.store import RunStore, StoreError
@@ -37,7 +38,7 @@ class SweepStore:
 
     # -- writing ----------------------------------------------------------------------------
     def create_sweep(
-        self, sweep_id: str, worker: str, engine: str, spec: dict[str, Any], metric: Metric
+        self, sweep_id: str, worker: str, engine: str, spec: Mapping[str, object], metric: Metric
     ) -> None:
         self.conn.execute(
             "INSERT INTO sweeps (sweep_id, worker, engine, status, created_at, spec_json,"
@@ -74,7 +75,7 @@ class SweepStore:
         sweep_id: str,
         trial_key: str,
         run_id: str,
-        params: dict[str, Any],
+        params: Mapping[str, object],
         node: str | None = None,
     ) -> int:
         """Record a new attempt of a trial (status ``running``); returns its number (1, 2...)."""
@@ -162,7 +163,7 @@ class SweepStore:
             " FROM sweeps s LEFT JOIN sweep_trials t ON t.sweep_id = s.sweep_id"
             " GROUP BY s.sweep_id ORDER BY s.created_at DESC"
         )
-        params: tuple[Any, ...] = ()
+        params: tuple[int, ...] = ()
         if limit is not None:
             sql += " LIMIT ?"
             params = (limit,)

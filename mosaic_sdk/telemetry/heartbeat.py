@@ -55,7 +55,7 @@ class Heartbeat:
         self,
         emitter: TelemetryEmitter,
         interval: float | None = None,
-        progress: Callable[[], Mapping[str, Any]] | None = None,
+        progress: Callable[[], Mapping[str, object]] | None = None,
     ) -> None:
         self.interval = heartbeat_interval() if interval is None else float(interval)
         if self.interval <= 0:

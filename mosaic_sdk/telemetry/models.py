@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
@@ -128,10 +129,10 @@ class ControlReplyLine(_Line, Reply):
 TelemetryObject = Annotated[
     LifecycleLine | StepLine | EpisodeLine | ControlReplyLine, Field(discriminator="type")
 ]
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(TelemetryObject)
+_ADAPTER: TypeAdapter[TelemetryObject] = TypeAdapter(TelemetryObject)
 
 
-def validate_object(data: dict[str, Any]) -> list[str]:
+def validate_object(data: Mapping[str, object]) -> list[str]:
     """Return one message per schema violation of ``data`` ([] when it is valid)."""
     try:
         _ADAPTER.validate_python(data)
@@ -144,7 +145,7 @@ def validate_object(data: dict[str, Any]) -> list[str]:
     return []
 
 
-def json_schema() -> dict[str, Any]:
+def json_schema() -> dict[str, object]:
     """The JSON Schema (draft 2020-12) of one telemetry line."""
     schema = _ADAPTER.json_schema()
     return {

@@ -22,6 +22,7 @@ pydantic models in :mod:`mosaic_sdk.telemetry.models`, from which
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mosaic_sdk.telemetry.emitter import LIFECYCLE_EVENTS
@@ -117,16 +118,16 @@ def _platform_index(data: dict[str, Any]) -> None:
         data["episode_index"] = value
 
 
-def json_depth_exceeds(value: Any, limit: int) -> bool:
+def json_depth_exceeds(value: object, limit: int) -> bool:
     """True when ``value`` (parsed JSON) nests lists and dicts more than ``limit`` deep.
 
     Iterative (it cannot itself run out of stack) and stops at the first too-deep container.
     """
-    stack: list[tuple[Any, int]] = [(value, 0)]
+    stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, dict):
-            children: Any = node.values()
+            children: Iterable[object] = node.values()
         elif isinstance(node, list):
             children = node
         else:
@@ -186,7 +187,7 @@ def _classify(text: str) -> TelemetryLine:
     return TelemetryLine(kind, text, _normalise(kind, data))
 
 
-def validate_line(data: dict[str, Any]) -> list[str]:
+def validate_line(data: Mapping[str, object]) -> list[str]:
     """Strict check of one parsed telemetry object against the schema; [] when valid."""
     from mosaic_sdk.telemetry.models import validate_object
 

@@ -11,7 +11,6 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -25,7 +24,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8766
 
 
-def create_app(store_path: Path | str, *, token: str | None = None, loopback: bool = True) -> Any:
+def create_app(store_path: Path | str, *, token: str | None = None, loopback: bool = True) -> Guard:
     """The ASGI app for ``store_path`` (which need not exist yet), wrapped in its guard.
 
     ``loopback``: the app is bound to a loopback address (pages need no token; control does).
@@ -51,7 +50,7 @@ def create_app(store_path: Path | str, *, token: str | None = None, loopback: bo
     app.state.token = token or new_token()
     app.state.curves = CurveCache(path)
     guarded = Guard(app, token=app.state.token, loopback=loopback)
-    guarded.state = app.state  # type: ignore[attr-defined]
+    guarded.state = app.state
     return guarded
 
 

@@ -11,7 +11,6 @@ refusal reply instead of an exception. The page only shows the buttons when the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
@@ -25,7 +24,7 @@ COMMANDS = ("pause", "resume", "stop")
 REPLY_TIMEOUT = CLIENT_TIMEOUT
 
 
-def refusal(code: str, message: str, hint: str = "") -> dict[str, Any]:
+def refusal(code: str, message: str, hint: str = "") -> dict[str, object]:
     """A ``control_reply`` with ``ok`` false, as the page shows a refused command."""
     return {
         "type": "control_reply",
@@ -36,7 +35,7 @@ def refusal(code: str, message: str, hint: str = "") -> dict[str, Any]:
 
 async def send_command(
     run_dir: str | Path | None, cmd: str, timeout: float = REPLY_TIMEOUT
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Send ``cmd`` to the run whose directory is ``run_dir``; the reply as a dict.
 
     Never raises for a run that cannot be reached: the reply says why (``ok`` false, with the

@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from mosaic_sdk.runner.storage.records import (
     EventRecord,
     JsonObject,
     LogLineRecord,
+    RunCounts,
     RunRecord,
 )
 from mosaic_sdk.runner.storage.store import RunStore, StoreError, status_text
@@ -53,12 +54,21 @@ EVAL_SUMMARY_FILE = "eval_summary.json"
 EVAL_SUMMARY_SCHEMA = "mosaic.cleanrl.eval_summary/"
 
 
-def run_streams(run_id: str) -> list[dict[str, Any]]:
+class StreamRow(TypedDict):
+    """A FastLane stream of the run page: its id, its label and the agent's number (None for
+    the run's own stream)."""
+
+    stream: str
+    label: str
+    worker: int | None
+
+
+def run_streams(run_id: str) -> list[StreamRow]:
     """The FastLane streams a run page shows: the run's own stream and, when the run has one
     per agent, each ``{run_id}-w{n}`` stream whose segment exists, by ``n`` (the SDK's rule,
     :func:`mosaic_sdk.fastlane.agent_stream_id`, which the platform's grid tab reads too). A
     run with no per-agent stream gets its own stream only (it may appear later)."""
-    own: dict[str, Any] = {"stream": run_id, "label": "run", "worker": None}
+    own: StreamRow = {"stream": run_id, "label": "run", "worker": None}
     prefix = create_fastlane_name(agent_stream_id(run_id, 0))[:-1]
     try:
         names = os.listdir(SHM_DIR)
@@ -71,7 +81,7 @@ def run_streams(run_id: str) -> list[dict[str, Any]]:
     )
     if not numbers:
         return [own]
-    streams: list[dict[str, Any]] = [
+    streams: list[StreamRow] = [
         {"stream": agent_stream_id(run_id, n - 1), "label": f"agent stream {n}", "worker": n}
         for n in numbers
         if n >= 1
@@ -140,7 +150,41 @@ def control_available(run: RunRecord) -> bool:
         return False
 
 
-def run_row(run: RunRecord) -> dict[str, Any]:
+class RunRow(TypedDict):
+    """One line of the runs page (``/api/runs``)."""
+
+    run_id: str
+    worker: str
+    #: the text ``mosaic runs`` shows
+    status: str
+    stalled: JsonObject | None
+    env_id: str | None
+    steps: int
+    episodes: int
+    last_return: float | None
+    started_at: float
+    ended_at: float | None
+    duration_seconds: float
+
+
+class RunDetail(RunRow):
+    """The run page's summary (``/api/runs/{run_id}``)."""
+
+    agents: list[AgentRow]
+    streams: list[StreamRow]
+    evaluation: bool
+    counts: RunCounts
+    config: JsonObject | None
+    exit_code: int | None
+    error: str | None
+    run_dir: str | None
+    control: bool
+    control_commands: list[str]
+    host: str | None
+    same_host: bool
+
+
+def run_row(run: RunRecord) -> RunRow:
     """One line of the runs page."""
     config = run.get("config") or {}
     env = config.get("env_id") if isinstance(config, dict) else None
@@ -159,7 +203,15 @@ def run_row(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def list_runs(path: Path, status: str | None = None, worker: str | None = None) -> dict[str, Any]:
+class RunList(TypedDict):
+    """The runs page (``/api/runs``): its rows, and the workers and statuses to filter by."""
+
+    runs: list[RunRow]
+    workers: list[str]
+    statuses: list[str]
+
+
+def list_runs(path: Path, status: str | None = None, worker: str | None = None) -> RunList:
     """Every run of the store (newest first), filtered, with the workers and statuses seen."""
     with open_store(path) as store:
         stored = store.list_runs(limit=None)
@@ -173,7 +225,7 @@ def list_runs(path: Path, status: str | None = None, worker: str | None = None) 
     return {"runs": runs, "workers": workers, "statuses": statuses}
 
 
-def run_detail(path: Path, run_id: str) -> dict[str, Any]:
+def run_detail(path: Path, run_id: str) -> RunDetail:
     """The run page's summary: the row, its counts and config, and what can be shown live."""
     with open_store(path) as store:
         run = store.get_run(run_id)
@@ -182,22 +234,21 @@ def run_detail(path: Path, run_id: str) -> dict[str, Any]:
     run_dir = run["run_dir"]
     if not evaluation and run_dir:
         evaluation = (Path(run_dir) / EVAL_SUMMARY_FILE).is_file()
-    out = run_row(run)
-    out.update(
-        agents=agents,
-        streams=run_streams(run["run_id"]),
-        evaluation=evaluation,
-        counts=run["counts"],
-        config=run["config"],
-        exit_code=run["exit_code"],
-        error=run["error"],
-        run_dir=run["run_dir"],
-        control=control_available(run),
-        control_commands=control_commands(run),
-        host=run["runner_host"],
-        same_host=run["runner_host"] in (None, socket.gethostname()),
-    )
-    return out
+    return {
+        **run_row(run),
+        "agents": agents,
+        "streams": run_streams(run["run_id"]),
+        "evaluation": evaluation,
+        "counts": run["counts"],
+        "config": run["config"],
+        "exit_code": run["exit_code"],
+        "error": run["error"],
+        "run_dir": run["run_dir"],
+        "control": control_available(run),
+        "control_commands": control_commands(run),
+        "host": run["runner_host"],
+        "same_host": run["runner_host"] in (None, socket.gethostname()),
+    }
 
 
 def events_after(path: Path, run_id: str, after: int, limit: int = 500) -> list[EventRecord]:
@@ -227,7 +278,7 @@ def logs_after(
     return out
 
 
-def eval_batches(path: Path, run_id: str, after: int = 0) -> dict[str, Any]:
+def eval_batches(path: Path, run_id: str, after: int = 0) -> dict[str, object]:
     """A policy evaluation's batches as they arrive: one row per ``policy_eval_batch`` event
     past ``after`` (``batch``, ``episodes`` so far, ``batch_episodes``, ``avg`` / ``min`` /
     ``max``: the batch's returns (min and max when the worker wrote them), ``line_no``: the
@@ -310,7 +361,7 @@ class CurveCache:
         points: int = MAX_POINTS,
         known: int = -1,
         agent: AgentKey | None = None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """The run's curve, raw and smoothed (mean of the last ``smooth`` episodes), at most
         ``points`` points each; ``episodes``: the points, ``read``: the episodes read (the
         points and the skipped ones: ``skipped`` by reason, ``skipped_text`` in words).

@@ -12,7 +12,6 @@ import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -58,7 +57,7 @@ def _int(request: Request, name: str, default: int) -> int:
     return value
 
 
-async def _answer(work: Callable[[], Any]) -> JSONResponse:
+async def _answer(work: Callable[[], object]) -> JSONResponse:
     """Run a store read in a thread; its result as JSON, a store problem as ``{"error"}``."""
     try:
         return JSONResponse(await run_in_threadpool(work))
@@ -86,11 +85,11 @@ async def api_runs(request: Request) -> JSONResponse:
     status = request.query_params.get("status") or None
     worker = request.query_params.get("worker") or None
 
-    def work() -> dict[str, Any]:
+    def work() -> dict[str, object]:
         try:
             return {"store": str(path), **data.list_runs(path, status=status, worker=worker)}
         except data.StoreMissingError as exc:  # no store yet: an empty list and the reason
-            empty: dict[str, Any] = {"runs": [], "workers": [], "statuses": []}
+            empty: dict[str, object] = {"runs": [], "workers": [], "statuses": []}
             return {"store": str(path), **empty, "notice": str(exc)}
 
     return await _answer(work)
@@ -104,7 +103,7 @@ async def api_run(request: Request) -> JSONResponse:
 async def api_events(request: Request) -> JSONResponse:
     run_id = request.path_params["run_id"]
 
-    def work() -> dict[str, Any]:
+    def work() -> dict[str, object]:
         after = _int(request, "after", -1)
         rows = data.events_after(store_path(request), run_id, after)
         return {"events": rows}
@@ -115,7 +114,7 @@ async def api_events(request: Request) -> JSONResponse:
 async def api_logs(request: Request) -> JSONResponse:
     run_id = request.path_params["run_id"]
 
-    def work() -> dict[str, Any]:
+    def work() -> dict[str, object]:
         after = {
             "stdout": _int(request, "after_stdout", -1),
             "stderr": _int(request, "after_stderr", -1),
@@ -129,7 +128,7 @@ async def api_curve(request: Request) -> JSONResponse:
     run_id = request.path_params["run_id"]
     cache: data.CurveCache = request.app.state.curves
 
-    def work() -> dict[str, Any]:
+    def work() -> dict[str, object]:
         agent = request.query_params.get("agent")
         key = None if agent is None else agent_key(agent)
         if request.query_params.get("agentless") == "1":

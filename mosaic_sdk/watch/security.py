@@ -18,8 +18,12 @@ from __future__ import annotations
 import ipaddress
 import secrets
 from http.cookies import SimpleCookie
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
+
+if TYPE_CHECKING:
+    from starlette.datastructures import State
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 TOKEN_HEADER = "x-mosaic-token"
 TOKEN_COOKIE = "mosaic_watch_token"
@@ -63,12 +67,15 @@ def token_matches(given: str | None, token: str) -> bool:
 class Guard:
     """ASGI middleware applying the rules above to HTTP requests and WebSockets."""
 
-    def __init__(self, app: Any, *, token: str, loopback: bool) -> None:
+    #: The wrapped app's ``state`` (set by :func:`mosaic_sdk.watch.app.create_app`).
+    state: State
+
+    def __init__(self, app: ASGIApp, *, token: str, loopback: bool) -> None:
         self.app = app
         self.token = token
         self.loopback = loopback
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
@@ -91,7 +98,7 @@ class Guard:
             return
         set_cookie = scope["type"] == "http" and token_matches(from_query, self.token)
 
-        async def send_with_headers(message: dict[str, Any]) -> None:
+        async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 extra = list(SECURITY_HEADERS)
                 if set_cookie:
@@ -103,7 +110,7 @@ class Guard:
         await self.app(scope, receive, send_with_headers)
 
     def _problem(
-        self, scope: dict[str, Any], headers: dict[str, str], has_token: bool
+        self, scope: Scope, headers: dict[str, str], has_token: bool
     ) -> tuple[int, str] | None:
         host = _host_name(headers.get("host", ""))
         if self.loopback and not is_loopback(host):
@@ -123,7 +130,7 @@ class Guard:
         return None
 
     async def _refuse(
-        self, scope: dict[str, Any], receive: Any, send: Any, status: int, text: str
+        self, scope: Scope, receive: Receive, send: Send, status: int, text: str
     ) -> None:
         if scope["type"] == "websocket":
             await receive()  # websocket.connect

@@ -19,7 +19,7 @@ import json
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mosaic_sdk.fastlane import (
     FastLaneCorruptError,
@@ -28,6 +28,9 @@ from mosaic_sdk.fastlane import (
     FastLaneReader,
     FastLaneUnavailableError,
 )
+
+if TYPE_CHECKING:
+    from starlette.websockets import WebSocket
 
 MAX_FPS = 30.0
 CREDITS = 2
@@ -96,7 +99,7 @@ class _Viewer:
 class FrameStream:
     """Streams one run's FastLane ring to one WebSocket (Starlette's ``WebSocket``)."""
 
-    def __init__(self, websocket: Any, run_id: str, fps: float = MAX_FPS) -> None:
+    def __init__(self, websocket: WebSocket, run_id: str, fps: float = MAX_FPS) -> None:
         self.ws = websocket
         self.run_id = run_id
         self.viewer = _Viewer(interval=1.0 / max(1.0, min(MAX_FPS, fps)))

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
 from mosaic_sdk.conformance.subject import WorkerSubject
+
+if TYPE_CHECKING:
+    from mosaic_sdk.contract import WorkerConfig
 
 UNKNOWN_KEY = "conformance_unknown_key"
 WRONG_TYPE_VALUE: dict[str, Any] = {"not": "a scalar"}
@@ -23,14 +26,14 @@ def _flat(subject: WorkerSubject) -> dict[str, Any]:
     return {**subject.conformance_config(), "run_id": _run_id(subject)}
 
 
-def _build(model: Any, data: Any, what: str) -> Any:
+def _build(model: type[WorkerConfig], data: Any, what: str) -> WorkerConfig:
     try:
         return model.from_dict(data)
     except Exception as exc:  # noqa: BLE001
         raise CheckFailed(f"{what} does not validate: {exc}") from None
 
 
-def _rejection(model: Any, data: Any) -> str | None:
+def _rejection(model: type[WorkerConfig], data: Any) -> str | None:
     """The message of the error ``from_dict(data)`` raises, or None when it accepts."""
     try:
         model.from_dict(data)
@@ -151,7 +154,7 @@ def rejects_unknown_key(subject: WorkerSubject) -> str | None:
     return None
 
 
-def scalar_fields(model: Any) -> list[str]:
+def scalar_fields(model: type[WorkerConfig]) -> list[str]:
     """Fields whose JSON Schema type is a scalar (or a scalar or null): seed first."""
     properties = model.model_json_schema().get("properties", {})
     names = []

@@ -17,12 +17,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.conformance.checks import claims
 from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
 from mosaic_sdk.conformance.subject import DEFAULT_SEED, WorkerSubject, run_timeout, stop_timeout
+
+if TYPE_CHECKING:
+    from mosaic_sdk.control.protocol import Reply
+    from mosaic_sdk.control.session import Session
 
 #: How soon after the pause reply the steps must stop (seconds).
 PAUSE_WITHIN = 0.1
@@ -32,7 +36,7 @@ PAUSE_WATCH = 0.5
 REPLAY_STEPS = 50
 
 
-def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Any:
+def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Session:
     """Launch the worker for ``kind`` under the run lifecycle, its stdin a pipe."""
     from mosaic_sdk.conformance.recording import prepare_conformance_run
     from mosaic_sdk.runner.supervision.launch import resolve_job
@@ -58,7 +62,9 @@ def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Any:
         raise CheckFailed(f"the worker could not be started: {exc}") from None
 
 
-def _first(session: Any, predicate: Callable[[dict[str, Any]], bool], what: str) -> Any:
+def _first(
+    session: Session, predicate: Callable[[dict[str, Any]], bool], what: str
+) -> dict[str, Any]:
     from mosaic_sdk.control.session import ControlTimeout
 
     try:
@@ -71,11 +77,11 @@ def _is_step(line: dict[str, Any]) -> bool:
     return line.get("type") == "step"
 
 
-def _steps(session: Any) -> list[dict[str, Any]]:
+def _steps(session: Session) -> list[dict[str, Any]]:
     return [x for x in list(session.lines) if _is_step(x)]
 
 
-def _answer(call: Callable[[], Any], what: str) -> Any:
+def _answer(call: Callable[[], Reply], what: str) -> Reply:
     """A command's reply; fails the check on an error reply or a timeout."""
     from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
 
@@ -173,9 +179,9 @@ def stop_cancels(subject: WorkerSubject) -> str | None:
         session.shutdown(timeout=stop_timeout())
 
 
-def _episode(session: Any, seed: int) -> list[tuple[Any, ...]]:
+def _episode(session: Session, seed: int) -> list[tuple[object, ...]]:
     first = _answer(lambda: session.reset(seed=seed), f"reset seed={seed}")
-    played: list[tuple[Any, ...]] = [("reset", json.dumps(first.observation))]
+    played: list[tuple[object, ...]] = [("reset", json.dumps(first.observation))]
     for _ in range(REPLAY_STEPS):
         reply = _answer(session.step, "step")
         played.append(

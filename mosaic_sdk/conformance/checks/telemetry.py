@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mosaic_sdk.conformance.checks.cli import launched
@@ -95,8 +96,10 @@ def _line_problems(rec: RecordedLine, level: str) -> list[str]:
 def proxy_reads_episodes(subject: WorkerSubject) -> str | None:
     run = launched(subject, "normal")
     bad: list[str] = []
-    platform: list[Any] = []  # the episode index of each episode line, as the platform gets it
-    sdk: list[Any] = []  # ... and as the SDK reads it
+    platform: list[
+        int | None
+    ] = []  # the episode index of each episode line, as the platform gets it
+    sdk: list[object] = []  # ... and as the SDK reads it
     lines = 0
     for number, rec in enumerate(run.lines, 1):
         try:
@@ -125,7 +128,7 @@ def proxy_reads_episodes(subject: WorkerSubject) -> str | None:
     return f"{lines} step/episode lines, episodes {_few(platform)}"
 
 
-def _few(values: list[Any], limit: int = 8) -> str:
+def _few(values: Sequence[object], limit: int = 8) -> str:
     shown = ", ".join(map(str, values[:limit]))
     return f"[{shown}{', ...' if len(values) > limit else ''}]"
 
@@ -200,7 +203,7 @@ def seq_increasing(subject: WorkerSubject) -> str | None:
     seqs = [d.get("seq") for d in lines]
     if all(s is None for s in seqs):
         raise CheckSkipped("the lines carry no seq (the worker does not use the SDK emitter)")
-    previous: Any = None
+    previous: int | None = None
     for number, seq in enumerate(seqs, 1):
         if not isinstance(seq, int) or isinstance(seq, bool):
             raise CheckFailed(f"telemetry line {number} has seq {seq!r}, not an integer")
@@ -263,7 +266,7 @@ def streaming(run: RecordedRun) -> tuple[bool, str]:
     return lead >= STREAM_LEAD_SECONDS or lead >= STREAM_LEAD_FRACTION * span, note
 
 
-def _stamp(data: dict[str, Any]) -> float | None:
+def _stamp(data: Mapping[str, object]) -> float | None:
     """When the worker says it wrote a line (wall-clock seconds): ``ts_unix_ns``, else a
     lifecycle line's ``timestamp``; None when the line says neither."""
     ts = data.get("ts_unix_ns")
@@ -352,10 +355,10 @@ def counts_add_up(subject: WorkerSubject) -> str | None:
 
 def _count_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]]) -> list[str]:
     problems: list[str] = []
-    by_episode: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    by_episode: dict[tuple[object, object], list[dict[str, Any]]] = {}
     for s in steps:
         by_episode.setdefault((s.get("agent_id"), s.get("episode_index")), []).append(s)
-    seen: set[tuple[Any, Any]] = set()
+    seen: set[tuple[object, object]] = set()
     for e in episodes:
         key = _episode_key(e, by_episode)
         if key in seen:
@@ -387,8 +390,8 @@ def _count_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]])
 
 
 def _episode_key(
-    episode: dict[str, Any], by_episode: dict[tuple[Any, Any], list[dict[str, Any]]]
-) -> tuple[Any, Any]:
+    episode: dict[str, Any], by_episode: dict[tuple[object, object], list[dict[str, Any]]]
+) -> tuple[object, object]:
     """The (agent_id, episode_index) of the step lines an episode line reports on.
 
     An agent id on only one side of a single-agent episode (the proxy reads ``agent_id`` on
@@ -402,7 +405,7 @@ def _episode_key(
     return key
 
 
-def comparable(data: dict[str, Any]) -> dict[str, Any]:
+def comparable(data: Mapping[str, object]) -> dict[str, object]:
     """A step or episode line without the fields that differ between identical runs."""
     return {k: v for k, v in data.items() if k not in VOLATILE_FIELDS}
 

@@ -36,11 +36,11 @@ def log_constant(
     constant: LogConstant,
     *,
     message: str | None = None,
-    extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, object] | None = None,
     exc_info: BaseException | tuple[Any, ...] | None = None,
 ) -> None:
     """Log ``constant`` through ``logger`` (see the module docstring)."""
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         "log_code": constant.code,
         "component": constant.component,
         "subcomponent": constant.subcomponent,
@@ -65,7 +65,7 @@ class LogConstantMixin:
         constant: LogConstant,
         *,
         message: str | None = None,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
         exc_info: BaseException | tuple[Any, ...] | None = None,
     ) -> None:
         log_constant(self._logger, constant, message=message, extra=extra, exc_info=exc_info)

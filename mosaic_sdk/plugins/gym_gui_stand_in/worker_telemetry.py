@@ -16,7 +16,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TextIO
+from typing import TextIO
 
 from mosaic_sdk.plugins.gym_gui_stand_in.log_constants import LogConstant
 from mosaic_sdk.plugins.gym_gui_stand_in.logging_helpers import log_constant
@@ -43,7 +43,7 @@ class LifecycleEvent:
     event: str
     run_id: str
     timestamp: float
-    payload: dict[str, Any]
+    payload: dict[str, object]
 
 
 class TelemetryEmitter:
@@ -65,7 +65,7 @@ class TelemetryEmitter:
     def _emit(
         self,
         event: LifecycleEventType,
-        payload: Mapping[str, Any] | None,
+        payload: Mapping[str, object] | None,
         constant: LogConstant | None,
         exc_info: BaseException | None = None,
     ) -> None:
@@ -77,18 +77,18 @@ class TelemetryEmitter:
             )
 
     def run_started(
-        self, payload: Mapping[str, Any], *, constant: LogConstant | None = None
+        self, payload: Mapping[str, object], *, constant: LogConstant | None = None
     ) -> None:
         self._emit(LifecycleEventType.RUN_STARTED, payload, constant)
 
     def run_completed(
-        self, payload: Mapping[str, Any], *, constant: LogConstant | None = None
+        self, payload: Mapping[str, object], *, constant: LogConstant | None = None
     ) -> None:
         self._emit(LifecycleEventType.RUN_COMPLETED, payload, constant)
 
     def run_failed(
         self,
-        payload: Mapping[str, Any],
+        payload: Mapping[str, object],
         *,
         constant: LogConstant | None = None,
         exc_info: BaseException | None = None,
@@ -96,22 +96,22 @@ class TelemetryEmitter:
         self._emit(LifecycleEventType.RUN_FAILED, payload, constant, exc_info)
 
     def run_cancelled(
-        self, payload: Mapping[str, Any], *, constant: LogConstant | None = None
+        self, payload: Mapping[str, object], *, constant: LogConstant | None = None
     ) -> None:
         self._emit(LifecycleEventType.RUN_CANCELLED, payload, constant)
 
     def heartbeat(
-        self, payload: Mapping[str, Any] | None = None, *, constant: LogConstant | None = None
+        self, payload: Mapping[str, object] | None = None, *, constant: LogConstant | None = None
     ) -> None:
         self._emit(LifecycleEventType.HEARTBEAT, payload, constant)
 
     def checkpoint_saved(
-        self, payload: Mapping[str, Any], *, constant: LogConstant | None = None
+        self, payload: Mapping[str, object], *, constant: LogConstant | None = None
     ) -> None:
         self._emit(LifecycleEventType.CHECKPOINT_SAVED, payload, constant)
 
     def checkpoint_loaded(
-        self, payload: Mapping[str, Any], *, constant: LogConstant | None = None
+        self, payload: Mapping[str, object], *, constant: LogConstant | None = None
     ) -> None:
         self._emit(LifecycleEventType.CHECKPOINT_LOADED, payload, constant)
 

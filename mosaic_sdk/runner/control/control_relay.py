@@ -51,8 +51,8 @@ ERROR_CODES = (
 
 
 def runner_error(
-    code: str, message: str, hint: str, *, cmd: Any = None, id: Any = None
-) -> dict[str, Any]:
+    code: str, message: str, hint: str, *, cmd: object = None, id: object = None
+) -> dict[str, object]:
     """A reply made by the runner (the worker never saw the command, or did not answer)."""
     return {
         "type": "control_reply",
@@ -214,7 +214,7 @@ class ControlRelay:
         with self._lock:
             self._pending.pop(rid, None)
 
-    def _not_running(self, cmd: Any, rid: Any) -> dict[str, Any]:
+    def _not_running(self, cmd: object, rid: object) -> dict[str, object]:
         return runner_error(
             "run_not_running",
             f"the run is not running any more ({self._ended})",
@@ -224,7 +224,7 @@ class ControlRelay:
         )
 
     @staticmethod
-    def _check(request: Any) -> dict[str, Any] | None:
+    def _check(request: object) -> dict[str, object] | None:
         """A runner_error for a malformed request or an unknown command, else None."""
         if not isinstance(request, dict):
             return runner_error(

@@ -41,7 +41,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.runner.recording.batching import StoreBatcher
 from mosaic_sdk.runner.recording.health import STALLED_EVENT, RunHealth, stall_reason
@@ -53,6 +53,9 @@ from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.storage.records import ObserverRecord, RunCounts
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.storage.writer import StoreWriter
+
+if TYPE_CHECKING:
+    import pluggy
 
 EVENT_HOOK = "mosaic_telemetry_event"
 
@@ -85,7 +88,7 @@ class RunRecorder:
         store: RunStore,
         run_id: str,
         worker: str,
-        pm: Any = None,
+        pm: pluggy.PluginManager | None = None,
         *,
         batch_lines: int = 256,
         flush_interval: float = 0.1,

@@ -41,11 +41,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import from_json
 
 from mosaic_sdk.runner.storage.rows import LineBatch
+
+if TYPE_CHECKING:
+    from mosaic_sdk.fastlane import FastLaneMetrics, FastLaneWriter
 
 #: Frames published per second at most (the viewer, ``mosaic watch``, draws at most 30).
 DEFAULT_FPS = 30.0
@@ -115,7 +118,7 @@ def frame_from_payload(payload: Any) -> Any:
     return frame
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -130,7 +133,7 @@ class StepFramesReport:
     #: Why nothing was published, when nothing could be (the worker writes FastLane itself).
     disabled: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -160,7 +163,7 @@ class StepFrames:
         self._cond = threading.Condition()
         self._closing = False
         self._closed = False
-        self._writer: Any = None
+        self._writer: FastLaneWriter | None = None
         self._last_rate: tuple[float, int] | None = None
         self._thread = threading.Thread(target=self._loop, name="mosaic-step-frames", daemon=True)
         self._thread.start()
@@ -232,12 +235,15 @@ class StepFrames:
             return
         if frame is None:
             return
-        if self._writer is None and not self._open(frame):
+        writer = self._writer if self._writer is not None else self._open(frame)
+        if writer is None:
             return
-        self._writer.publish(frame, metrics=self._metrics(line, step_lines))
+        writer.publish(frame, metrics=self._metrics(line, step_lines))
         self.report.frames += 1
 
-    def _open(self, frame: Any) -> bool:
+    def _open(self, frame: Any) -> FastLaneWriter | None:
+        """The run's writer, created for ``frame``'s size; None when the worker writes FastLane
+        itself (then publishing is disabled)."""
         from mosaic_sdk.fastlane import FastLaneBusyError, FastLaneConfig, FastLaneWriter
         from mosaic_sdk.fastlane.segment import inspect_segment
         from mosaic_sdk.fastlane.writer import create_fastlane_name
@@ -246,7 +252,7 @@ class StepFrames:
         if status is not None and status.initialised and not status.stale:
             if status.writer_pid != os.getpid():
                 self._disable("the worker writes FastLane itself")
-                return False
+                return None
         height, width, channels = frame.shape
         try:
             self._writer = FastLaneWriter.create(
@@ -254,10 +260,10 @@ class StepFrames:
             )
         except FastLaneBusyError:
             self._disable("the worker writes FastLane itself")
-            return False
-        return True
+            return None
+        return self._writer
 
-    def _metrics(self, line: dict[str, Any], step_lines: int) -> Any:
+    def _metrics(self, line: dict[str, Any], step_lines: int) -> FastLaneMetrics:
         from mosaic_sdk.fastlane import FastLaneMetrics
 
         now = time.monotonic()

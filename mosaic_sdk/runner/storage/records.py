@@ -11,20 +11,19 @@ observer feed (:mod:`mosaic_sdk.runner.recording.observers`).
 What the runner decides has its own type (``line_no: int``, ``raw: str``, ``event: str``...);
 a column a worker fills holds what it wrote, as SQLite keeps it: :data:`Stored` (an integer,
 a float, text, or NULL: an ``episode_index`` of ``"abc"`` stays text; the ``raw`` line keeps
-the rest). A run's config is JSON (:data:`JsonObject`).
+the rest). A run's config is JSON (:data:`JsonObject`, defined in :mod:`mosaic_sdk.json_types`
+and re-exported here).
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple, TypeAlias, TypedDict
 
+from mosaic_sdk.json_types import JsonObject, JsonValue
+
 #: A value a worker wrote, as a column of the store holds it (SQLite's storage classes but
 #: BLOB, which the runner never binds). A JSON ``true`` is stored as 1.
 Stored: TypeAlias = int | float | str | None
-#: A JSON value as :func:`json.loads` returns it.
-JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
-#: A JSON object (a run's config, an event's payload).
-JsonObject: TypeAlias = dict[str, JsonValue]
 
 
 class RunCounts(TypedDict):

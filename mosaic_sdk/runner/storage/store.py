@@ -81,7 +81,7 @@ class RunStore:
         worker: str,
         *,
         run_dir: Path | None = None,
-        config: dict[str, Any] | None = None,
+        config: Mapping[str, object] | None = None,
         argv: Sequence[str] | None = None,
         stderr_path: Path | None = None,
         control_protocol: int | None = None,
@@ -115,7 +115,7 @@ class RunStore:
             ) from None
 
     def set_launch(
-        self, run_id: str, config: dict[str, Any], argv: Sequence[str], stderr_path: Path
+        self, run_id: str, config: Mapping[str, object], argv: Sequence[str], stderr_path: Path
     ) -> None:
         """Record how the run is launched (known once its id is claimed and the config written)."""
         self.conn.execute(

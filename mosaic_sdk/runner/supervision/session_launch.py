@@ -32,7 +32,7 @@ class SessionLaunchError(ValueError):
 
 def prepare_session(
     worker: str,
-    config: Mapping[str, Any] | None = None,
+    config: Mapping[str, object] | None = None,
     *,
     mode: str = "interactive",
     runs_dir: Path | None = None,
@@ -46,7 +46,7 @@ def prepare_session(
 
 def _prepare(
     worker: str,
-    config: Mapping[str, Any] | None,
+    config: Mapping[str, object] | None,
     *,
     mode: str,
     runs_dir: Path | None,

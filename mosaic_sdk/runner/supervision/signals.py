@@ -5,10 +5,12 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable
-from typing import Any
+from types import FrameType
 
 
-def install_stop_handlers(handler: Callable[[int, Any], None]) -> Callable[[], None]:
+def install_stop_handlers(
+    handler: Callable[[int, FrameType | None], None],
+) -> Callable[[], None]:
     """Route SIGINT, SIGTERM and SIGHUP to ``handler``; returns the function that puts the
     previous handlers back. Outside the main thread (where Python refuses handlers) it
     changes nothing. SIGHUP too: when the terminal closes, a worker in a session of its own

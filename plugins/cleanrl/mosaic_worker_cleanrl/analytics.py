@@ -13,17 +13,32 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from mosaic_sdk.analytics import AnalyticsManifest
 from mosaic_sdk.analytics import write_analytics as write_manifest
+
+if TYPE_CHECKING:
+    from mosaic_worker_cleanrl.config import CleanRLConfig
+    from mosaic_worker_cleanrl.env_telemetry import TelemetrySink
 
 WORKER_TYPE = "cleanrl"
 _STEP_IN_NAME = re.compile(r"(\d+)")
 
 
-def collect_checkpoints(run_dir: Path, since: float = 0.0) -> list[dict[str, Any]]:
+class _CheckpointPath(TypedDict):
+    path: str
+
+
+class CheckpointEntry(_CheckpointPath, total=False):
+    """A checkpoint found in the run directory: its path, and the step its name gives."""
+
+    step: int
+
+
+def collect_checkpoints(run_dir: Path, since: float = 0.0) -> list[CheckpointEntry]:
     """Checkpoints written under ``run_dir`` since ``since`` (unix seconds): our PPO's
     ``checkpoints/*.pt`` and upstream scripts' ``checkpoints/*.cleanrl_model`` (where the
     worker puts them) or ``runs/**/*.cleanrl_model`` (a script run without the worker's
@@ -34,7 +49,7 @@ def collect_checkpoints(run_dir: Path, since: float = 0.0) -> list[dict[str, Any
         for path in sorted(run_dir.glob(pattern)):
             if path.stat().st_mtime + 1e-3 < since:
                 continue
-            entry: dict[str, Any] = {"path": str(path)}
+            entry: CheckpointEntry = {"path": str(path)}
             numbers = _STEP_IN_NAME.findall(path.stem)
             if path.suffix == ".pt" and numbers:
                 entry["step"] = int(numbers[-1])
@@ -63,12 +78,12 @@ def log_tail(path: Path, lines: int = 20) -> str:
 
 def write_analytics(
     run_dir: Path,
-    config: Any,
-    sink: Any,
-    checkpoints: list[dict[str, Any]],
+    config: CleanRLConfig,
+    sink: TelemetrySink,
+    checkpoints: list[CheckpointEntry],
     duration: float,
     status: str,
-    extra: dict[str, Any] | None = None,
+    extra: Mapping[str, object] | None = None,
 ) -> Path:
     """Write ``analytics.json`` (atomically) and return its path."""
     # worker-specific data may hold values JSON has no type for (paths, numpy scalars)
@@ -93,6 +108,7 @@ def write_analytics(
 
 
 __all__ = [
+    "CheckpointEntry",
     "WORKER_TYPE",
     "collect_checkpoints",
     "log_tail",

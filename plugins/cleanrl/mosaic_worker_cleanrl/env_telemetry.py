@@ -21,11 +21,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
 from gymnasium.vector import VectorWrapper
+
+if TYPE_CHECKING:
+    from mosaic_sdk.telemetry import TelemetryEmitter
 
 INFO_KEY = "mosaic_telemetry"
 _MAX_OBS_VALUES = 64
@@ -36,7 +39,7 @@ class TelemetrySink:
 
     def __init__(
         self,
-        emitter: Any | None,
+        emitter: TelemetryEmitter | None,
         *,
         steps: bool = True,
         step_every: int = 20,

@@ -48,7 +48,7 @@ class _VectorFactoryMeta(type):
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         return cls._build(*args, **kwargs)
 
-    def __instancecheck__(cls, obj: Any) -> bool:
+    def __instancecheck__(cls, obj: object) -> bool:
         return isinstance(getattr(obj, "unwrapped", obj), cls._base)
 
 

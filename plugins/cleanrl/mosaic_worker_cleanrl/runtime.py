@@ -27,9 +27,10 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from mosaic_sdk.telemetry import Heartbeat
@@ -127,8 +128,8 @@ def run(ctx: RunContext) -> None:
     run_algorithm(ctx, config, resolution.ignored)
 
 
-def _cancel_handler(ctx: RunContext) -> Any:
-    def handler(signum: int, frame: Any) -> None:
+def _cancel_handler(ctx: RunContext) -> Callable[[int, FrameType | None], None]:
+    def handler(signum: int, frame: FrameType | None) -> None:
         ctx.cancel_signal = signum
         ctx.cancel.set()
         raise RunCancelled(signal.Signals(signum).name)

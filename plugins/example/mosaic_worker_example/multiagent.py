@@ -19,12 +19,15 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
 from mosaic_sdk.analytics import AnalyticsManifest, write_analytics
 from mosaic_sdk.contract import WorkerConfig
+
+if TYPE_CHECKING:
+    from mosaic_sdk.fastlane import FastLaneWriter
 from mosaic_sdk.telemetry import Heartbeat
 from mosaic_sdk.worker_cli import RunContext, worker_main
 
@@ -75,7 +78,7 @@ class AgentStreams:
         self.run_id = run_id
         self.streams = {a: agent_stream_id(run_id, i) for i, a in enumerate(agents)}
         self.interval = interval_ms / 1000.0
-        self.writers: dict[str, Any] = {}
+        self.writers: dict[str, FastLaneWriter] = {}
         self.last = -float("inf")
 
     def publish(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from mosaic_sdk import hookimpl
 from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
@@ -73,7 +72,7 @@ def mosaic_worker_launch_command(
 
 
 @hookimpl
-def mosaic_worker_conformance_config() -> dict[str, Any]:
+def mosaic_worker_conformance_config() -> dict[str, object]:
     # Small and deterministic; the step delay makes a run last about 1 s (streaming,
     # heartbeats and a SIGTERM in the middle of a run are observed).
     return {"episodes": 2, "max_cycles": 30, "seed": 7, "step_delay_ms": 15.0}

@@ -68,7 +68,7 @@ def mosaic_worker_launch_command(
 
 
 @hookimpl
-def mosaic_worker_conformance_config() -> dict[str, Any]:
+def mosaic_worker_conformance_config() -> dict[str, object]:
     # Small and deterministic: the conformance suite runs the worker several times. The step
     # delay makes a run last about 1 s, long enough to observe streaming, heartbeats and a
     # SIGTERM in the middle of a run.

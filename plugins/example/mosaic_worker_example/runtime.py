@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def interactive_session(ctx: RunContext) -> InteractiveSession:
     )
 
 
-def save_checkpoint(ctx: RunContext, progress: dict[str, Any], returns: list[float]) -> Path:
+def save_checkpoint(ctx: RunContext, progress: Mapping[str, int], returns: list[float]) -> Path:
     """The example has no weights: its checkpoint is the run's progress, as JSON."""
     path = ctx.run_dir / f"checkpoint-{progress['step']}.json"
     path.write_text(json.dumps({**progress, "returns": returns}))

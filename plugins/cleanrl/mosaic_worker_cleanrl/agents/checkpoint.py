@@ -33,12 +33,12 @@ CHECKPOINT_FORMAT = "mosaic-cleanrl-ppo/1"
 def save_checkpoint(
     path: Path,
     agent: Any,
-    optimizer: Any,
+    optimizer: torch.optim.Optimizer | None,
     *,
     global_step: int,
     iteration: int,
     env_id: str,
-    args: dict[str, Any],
+    args: Mapping[str, object],
 ) -> None:
     """Write a checkpoint atomically (temporary file, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
