@@ -84,10 +84,18 @@ def format_time(ts: float | None) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from mosaic_sdk.runner.printable import printable
+
     with open_store(args) as store:
         runs = store.list_runs(limit=args.limit or None, worker=args.worker)
     if args.json:
         print(json.dumps(runs, indent=2, sort_keys=True, default=str))
+        return 0
+    if not runs and args.worker:
+        print(
+            f"No runs of worker {printable(args.worker)!r} in the store; "
+            "`mosaic runs list` shows them all."
+        )
         return 0
     if not runs:
         print("No runs in the store yet; start one with `mosaic run NAME`.")
@@ -105,8 +113,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
         for r in runs
     ]
-    from mosaic_sdk.runner.printable import printable
-
     shown = [tuple(printable(v) for v in row) for row in table]
     if sys.stdout.isatty():
         from rich.console import Console

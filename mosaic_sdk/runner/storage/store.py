@@ -27,6 +27,7 @@ from mosaic_sdk.runner.storage.records import (
     RunRecord,
     columns_of,
 )
+from mosaic_sdk.runner.storage.rows import text
 from mosaic_sdk.runner.storage.schema import (
     INSERT_EPISODE,
     INSERT_EVENT,
@@ -160,7 +161,13 @@ class RunStore:
 
     # -- reading ----------------------------------------------------------------------------
     def resolve(self, run_id: str) -> str:
-        """The full id of ``run_id`` or of the one run whose id starts with it."""
+        """The full id of ``run_id`` or of the one run whose id starts with it.
+
+        What a user typed is bound as the store keeps text (:func:`~.rows.text`: a lone
+        surrogate, from argv bytes that are not UTF-8, becomes its ``\\udXXX`` escape), so
+        it is looked up, never a ``UnicodeEncodeError``; the same holds for the ``worker``
+        and ``agent`` filters below."""
+        run_id = text(run_id)
         row = self.conn.execute("SELECT run_id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row:
             return str(row["run_id"])
@@ -201,7 +208,7 @@ class RunStore:
         params: list[str | int] = []
         if worker:
             sql += " WHERE worker = ?"
-            params.append(worker)
+            params.append(text(worker))
         sql += " ORDER BY started_at DESC, run_id DESC"
         if limit is not None:
             sql += " LIMIT ?"
@@ -439,7 +446,7 @@ class RunStore:
             elif agentless:
                 where = " AND agent_id IS NULL"
             else:
-                where, params = " AND agent_id = ?", [agent]
+                where, params = " AND agent_id = ?", [text(agent)]
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(
@@ -479,7 +486,7 @@ class RunStore:
         where, params = "run_id = ?", [run_id]
         if agent is not None:
             where += " AND agent_id = ?" if has_agent else " AND 0"
-            params += [agent] if has_agent else []
+            params += [text(agent)] if has_agent else []
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(
