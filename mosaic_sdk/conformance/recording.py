@@ -102,6 +102,9 @@ class RecordedRun:
     lines: list[RecordedLine] = field(default_factory=list)
     stderr: str = ""
     timed_out: bool = False
+    #: Why the suite stopped the worker (the lifecycle's stop reason: the stop run's SIGTERM,
+    #: "the worker closed its stdout but did not exit"...), None when it ended by itself.
+    stopped_by: str | None = None
     signal_sent_at: float | None = None
     finished_before_signal: bool = False
     killed_after_grace: bool = False
@@ -126,6 +129,18 @@ class RecordedRun:
     @property
     def first_line_at(self) -> float | None:
         return self.lines[0].arrived if self.lines else None
+
+    def ending(self) -> str:
+        """How the run ended, for a check's reason: its exit code, how long it ran, and who
+        stopped it (``exit code -15 after 12.4 s, stopped by the suite: ...``)."""
+        text = f"exit code {self.exit_code}"
+        if self.exited_at is not None and self.started_at:
+            text += f" after {self.exited_at - self.started_at:.1f} s"
+        if self.timed_out:
+            text += ", killed: the run took longer than its time limit"
+        elif self.stopped_by is not None:
+            text += f", stopped by the suite: {self.stopped_by}"
+        return text
 
     def stderr_excerpt(self, limit: int = 3) -> str:
         tail = [s for s in self.stderr.splitlines() if s.strip()][-limit:]
@@ -285,6 +300,7 @@ def _release(lifecycle: RunLifecycle, plan: RunPlan, run: RecordedRun) -> None:
     run.exit_code = lifecycle.finish()
     run.exited_at = proc.exited_at
     run.timed_out = lifecycle.timed_out
+    run.stopped_by = lifecycle.stop_reason
     run.killed_after_grace = lifecycle.killed_after_grace
     if not run.leftover_pids and not run.timed_out:
         run.leftover_pids = processes_of(plan.run_id)

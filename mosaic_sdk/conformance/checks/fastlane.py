@@ -23,7 +23,7 @@ def _probe(subject: WorkerSubject) -> dict[str, Any]:
         excerpt = run.stderr_excerpt()
         raise CheckFailed(
             f"no segment {segment_name(run.run_id)} appeared while the worker ran with "
-            f"MOSAIC_FASTLANE_ONLY=1 (exit code {run.exit_code}"
+            f"MOSAIC_FASTLANE_ONLY=1 ({run.ending()}"
             + (f"; stderr: {excerpt})" if excerpt else ")")
         )
     return probe
