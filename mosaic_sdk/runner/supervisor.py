@@ -29,7 +29,7 @@ from typing import Any
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.control.run_control import RunControl, claimed_protocol
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
-from mosaic_sdk.runner.recording.health import STALL_ACTIONS
+from mosaic_sdk.runner.recording.health import STALL_ACTIONS, checked_stall_after
 from mosaic_sdk.runner.recording.ingest import LineIngest
 from mosaic_sdk.runner.recording.outcome import RunResult
 from mosaic_sdk.runner.recording.recorder import RunRecorder
@@ -96,9 +96,7 @@ class RunSupervisor:
         if on_stall not in STALL_ACTIONS:
             allowed = ", ".join(STALL_ACTIONS)
             raise ValueError(f"on_stall must be one of {allowed}, got {on_stall!r}")
-        if stall_after is not None and not (0 <= stall_after < math.inf):
-            raise ValueError(f"stall_after must be >= 0 seconds (0: off), got {stall_after!r}")
-        self.stall_after = stall_after
+        self.stall_after = checked_stall_after(stall_after)
         self.on_stall = on_stall
         self._stall_reason: str | None = None
         self.display = display or NullDisplay()

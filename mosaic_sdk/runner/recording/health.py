@@ -42,15 +42,24 @@ def stall_limit_value(raw: Any, what: str) -> float | None:
         return None
     if isinstance(raw, str) and raw.strip().lower() in ("off", "none", "no"):
         return 0.0
+    refused = ValueError(f"{what}: give a number of seconds >= 0, or 0/off (got {raw!r})")
     if isinstance(raw, bool):
-        raise ValueError(f"{what}: give a number of seconds >= 0, or 0/off (got {raw!r})")
+        raise refused
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise ValueError(f"{what}: give a number of seconds >= 0, or 0/off (got {raw!r})") from None
+        raise refused from None
     if not (value >= 0 and math.isfinite(value)):
-        raise ValueError(f"{what}: give a number of seconds >= 0, or 0/off (got {raw!r})")
+        raise refused
     return value
+
+
+def checked_stall_after(stall_after: float | None) -> float | None:
+    """``stall_after`` as given to the runner (s; 0: off; None: from the declared heartbeat
+    interval); ``ValueError`` for a negative or infinite limit."""
+    if stall_after is not None and not (stall_after >= 0 and math.isfinite(stall_after)):
+        raise ValueError(f"stall_after must be >= 0 seconds (0: off), got {stall_after!r}")
+    return stall_after
 
 
 def _interval(value: Any) -> float | None:
@@ -79,9 +88,7 @@ class RunHealth:
     def __init__(
         self, stall_after: float | None = None, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        if stall_after is not None and not (stall_after >= 0 and math.isfinite(stall_after)):
-            raise ValueError(f"stall_after must be >= 0 seconds (0: off), got {stall_after!r}")
-        self.stall_after = stall_after
+        self.stall_after = checked_stall_after(stall_after)
         self.clock = clock
         self.started_at = clock()
         #: Arrival (monotonic) of the newest chunk of stdout lines, and of the newest heartbeat.
@@ -89,10 +96,9 @@ class RunHealth:
         self.last_heartbeat_at: float | None = None
         #: The heartbeat interval the worker declared (s), if it did.
         self.declared_interval: float | None = None
-        #: When the current stall was noticed (None: not stalled), and how many there were.
+        #: When the current stall was noticed (None: not stalled), and its event's payload.
         self.stalled_at: float | None = None
         self.stalled_payload: dict[str, Any] | None = None
-        self.stalls = 0
         self._silent_from = 0.0
 
     @property
@@ -162,7 +168,6 @@ class RunHealth:
             return None
         self.stalled_at = now
         self._silent_from = since
-        self.stalls += 1
         wall = time.time()
         beat = self.last_heartbeat_at
         payload = {
@@ -184,6 +189,7 @@ __all__ = [
     "STALL_ACTIONS",
     "STALL_FACTOR",
     "RunHealth",
+    "checked_stall_after",
     "stall_limit_value",
     "stall_reason",
 ]
