@@ -94,9 +94,7 @@ class StoreBatcher(RunObserver):
             health = self.health
             health.last_line_at = arrived  # one store per chunk read, not per line
             if health.stalled_at is not None:  # "recovered" goes before the lines that ended it
-                change = health.check(arrived)
-                if change is not None and self.on_health is not None:
-                    self.on_health(change)
+                self._check_health(arrived)
         start, total = 0, len(lines)
         while start < total:  # fill batches of at most batch_lines lines
             batch = self.batch
@@ -117,10 +115,13 @@ class StoreBatcher(RunObserver):
         if first_at is not None and (eof or now >= first_at + self.flush_interval):
             self._hand_over()
 
-    def on_check(self, now: float) -> None:
+    def _check_health(self, now: float) -> None:
         change = self.health.check(now)
         if change is not None and self.on_health is not None:
             self.on_health(change)
+
+    def on_check(self, now: float) -> None:
+        self._check_health(now)
         self.run_due_hooks()
         self.on_tick()
         if not self.writer.alive and not self.writer_gone:  # rows are counted lost from here
