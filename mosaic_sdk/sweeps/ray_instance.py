@@ -29,6 +29,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from mosaic_sdk.shm.processes import process_alive, process_start_ticks
+
 #: The prefix of the temp dirs of the local instances sweeps start.
 TEMP_PREFIX = "mosaic-ray-"
 #: How long processes get between SIGTERM and SIGKILL when an instance is ended (s).
@@ -95,26 +97,15 @@ def instance_pids(temp_dir: str | Path, known: Iterable[int] = ()) -> list[int]:
     return sorted(found)
 
 
-def _start_ticks(pid: int) -> int | None:
-    """When ``pid`` started (clock ticks after boot), None once it is gone or a zombie: with
-    the pid, it names one process, not a later one that got the same pid."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return None if fields[0] in ("Z", "X") else int(fields[19])
-
-
 def remember(temp_dir: str | Path, known: dict[int, int]) -> list[int]:
     """Add the instance's processes to ``known`` (pid -> start time) and return those of
     ``known`` that still run (a pid whose process ended and was reused is not one of them)."""
-    valid = [pid for pid, ticks in known.items() if _start_ticks(pid) == ticks]
+    valid = [pid for pid, ticks in known.items() if process_alive(pid, ticks)]
     for pid in instance_pids(temp_dir, valid):
-        ticks = _start_ticks(pid)
-        if ticks is not None:
+        ticks = process_start_ticks(pid)
+        if ticks:  # 0: gone already
             known[pid] = ticks
-    return sorted(pid for pid, ticks in known.items() if _start_ticks(pid) == ticks)
+    return sorted(pid for pid, ticks in known.items() if process_alive(pid, ticks))
 
 
 def end_instance(
