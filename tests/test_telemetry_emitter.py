@@ -292,3 +292,32 @@ def test_lifecycle_lines_carry_version_seq_and_ns_time() -> None:
     assert a["schema_version"] == b["schema_version"] == SCHEMA_VERSION
     assert (a["seq"], b["seq"]) == (1, 2)
     assert b["ts_unix_ns"] >= a["ts_unix_ns"] > 10**18
+
+
+def test_metrics_writes_one_valid_lifecycle_line_with_step_values_and_agent() -> None:
+    buf = io.StringIO()
+    em = TelemetryEmitter(run_id="r1", stream=buf, flush_interval=0)
+    em.metrics({"losses/value": 0.25, "charts/sps": 1200, "nan": float("nan")}, step=np.int64(64))
+    em.metrics({"loss": 1.5}, step=3, agent_id="player_1")
+    em.close()
+    lines = [json.loads(text) for text in buf.getvalue().splitlines()]
+    assert [line["event"] for line in lines] == ["metrics", "metrics"]
+    assert all(line["type"] == "lifecycle" for line in lines)
+    first, second = (line["payload"] for line in lines)
+    assert first["step"] == 64 and type(first["step"]) is int
+    assert first["values"]["losses/value"] == 0.25 and first["values"]["charts/sps"] == 1200
+    assert first["values"]["nan"] != first["values"]["nan"]  # NaN kept as NaN
+    assert "agent_id" not in first
+    assert second == {"step": 3, "values": {"loss": 1.5}, "agent_id": "player_1"}
+    for text in buf.getvalue().splitlines():
+        assert validate_line(json.loads(text)) == []
+
+
+def test_metrics_refuses_a_negative_step_a_non_mapping_and_a_bad_agent() -> None:
+    em = TelemetryEmitter(run_id="r1", stream=io.StringIO())
+    with pytest.raises(ValueError, match="step >= 0"):
+        em.metrics({"a": 1.0}, step=-1)
+    with pytest.raises(TypeError, match="mapping"):
+        em.metrics([1.0], step=0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="agent_id"):
+        em.metrics({"a": 1.0}, step=0, agent_id="")

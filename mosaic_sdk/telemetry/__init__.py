@@ -6,6 +6,7 @@ Light to import (no numpy, pydantic or pluggy): a worker pays only for what it u
 from mosaic_sdk.telemetry.emitter import (
     DEFAULT_FLUSH_INTERVAL,
     LIFECYCLE_EVENTS,
+    METRICS_EVENT,
     SCHEMA_VERSION,
     TERMINAL_EVENTS,
     TelemetryEmitter,
@@ -17,6 +18,7 @@ __all__ = [
     "DEFAULT_FLUSH_INTERVAL",
     "DEFAULT_HEARTBEAT_INTERVAL",
     "LIFECYCLE_EVENTS",
+    "METRICS_EVENT",
     "SCHEMA_VERSION",
     "TERMINAL_EVENTS",
     "Heartbeat",

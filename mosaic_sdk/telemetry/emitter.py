@@ -56,6 +56,12 @@ LIFECYCLE_EVENTS: tuple[str, ...] = (
 )
 TERMINAL_EVENTS: tuple[str, ...] = ("run_completed", "run_failed", "run_cancelled")
 
+#: The lifecycle event :meth:`TelemetryEmitter.metrics` writes: named numbers at a step.
+#: Its payload is ``{"step": int, "values": {name: number}, "agent_id": str}`` (``agent_id``
+#: only when given). A lifecycle line, so every consumer that knows the four line types
+#: passes it through; the platform's proxy drops it, as it drops every lifecycle line.
+METRICS_EVENT = "metrics"
+
 
 class TelemetryEmitter(LineOutput):
     """Writes a run's telemetry as JSONL (see the module docstring for the format).
@@ -246,6 +252,46 @@ class TelemetryEmitter(LineOutput):
         }
         return self.lifecycle(event, payload)
 
+    def metrics(
+        self,
+        values: Mapping[str, Any],
+        *,
+        step: int,
+        agent_id: str | None = None,
+    ) -> int:
+        """Report named numbers at ``step`` (one point of each series); returns the line's ``seq``.
+
+        ``values`` maps a series name to a number, TensorBoard-style ``group/name``
+        (``{"losses/value": 0.3, "charts/sps": 1200}``); nested mappings become dotted names
+        when the run is stored. ``step`` is the x value of your choosing (env steps, updates),
+        an integer >= 0. ``agent_id`` gives per-agent series in multi-agent workers.
+
+        Written as a ``metrics`` lifecycle event (:data:`METRICS_EVENT`) but batched like step
+        lines rather than flushed at once, so reporting every update costs no extra write.
+        NaN and infinity are written as ``NaN``/``Infinity`` and stored as such.
+        """
+        if not isinstance(values, Mapping):
+            raise TypeError(f"metrics() takes a mapping of names to numbers, got {values!r}")
+        if isinstance(step, bool) or not isinstance(step, int):
+            step = int(step)  # numpy integers; a float step of 3.0 becomes 3
+        if step < 0:
+            raise ValueError(f"metrics() needs a step >= 0, got {step!r}")
+        payload: dict[str, Any] = {"step": step, "values": dict(values)}
+        if agent_id is not None:
+            self._agent_field(agent_id)  # the same check as step and episode lines
+            payload["agent_id"] = agent_id
+        body = dumps(payload)
+        with self._lock:
+            seq = self._next_seq()
+            now_ns = time.time_ns()
+            line = (
+                f'{{"event":"{METRICS_EVENT}","payload":{body},{self._common}"seq":{seq},'
+                f'"timestamp":{now_ns / 1e9!r},"ts_unix_ns":{now_ns},"type":"lifecycle"'
+                f"{self._worker}}}\n"
+            )
+            self._write_locked(line, urgent=False)
+            return seq
+
     # -- control replies and foreign dialects -----------------------------------------------
     def control_reply(self, fields: Mapping[str, Any]) -> int:
         """Write one ``control_reply`` line (``fields``: ``v``, ``id``, ``cmd``, ``ok``, ...)
@@ -403,6 +449,7 @@ class TelemetryEmitter(LineOutput):
 __all__ = [
     "DEFAULT_FLUSH_INTERVAL",
     "LIFECYCLE_EVENTS",
+    "METRICS_EVENT",
     "SCHEMA_VERSION",
     "TERMINAL_EVENTS",
     "TelemetryEmitter",
