@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -35,21 +34,17 @@ class LazyExports:
         self.package = package
         self.names = dict(names)
         self.eager = list(eager)
-        # Deprecated aliases: {old name: the module that defines it now}. Reading one warns
-        # with its new import and still works; they are not listed in __all__ or dir().
+        # Public names that moved away: {name: the module that defines it now}. Reading one
+        # fails with one line naming its new import (Gymnasium's habit); nothing is aliased.
         self.moved = dict(moved or {})
 
     def get(self, name: str) -> Any:
         """Import the module that defines ``name`` and return it; cached in the package."""
         new_home = self.moved.get(name)
         if new_home is not None:
-            warnings.warn(
-                f"{self.package}.{name} is deprecated: import it with "
-                f"'from {new_home} import {name}'; the alias goes away in the next minor release",
-                DeprecationWarning,
-                stacklevel=2,
+            raise AttributeError(
+                f"{self.package}.{name} moved: import it with 'from {new_home} import {name}'"
             )
-            return getattr(importlib.import_module(new_home), name)
         module = self.names.get(name)
         if module is None:
             raise AttributeError(f"module {self.package!r} has no attribute {name!r}")

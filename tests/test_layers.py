@@ -3,8 +3,7 @@
 Floor 1 (pure libraries a worker imports), floor 2 (the plugin framework), floor 3 (tools),
 floor 4 (the CLI). Every ``import``/``from ... import`` in a module, at any depth (functions
 included), and every ``importlib.import_module("mosaic_sdk...")`` with a literal name, is read
-with :mod:`ast`; the only upward names allowed are the deprecated aliases listed in a
-package's ``LazyExports(moved=...)``, which warn when read.
+with :mod:`ast`.
 """
 
 from __future__ import annotations
@@ -106,17 +105,16 @@ def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
     source = "def f():\n    from mosaic_sdk.plugins.wrapping import maybe_wrap_env\n"
     names = [name for _, name in imported_names(ast.parse(source))]
     assert floor_of(names[0]) == 2 and FLOORS["fastlane"] == 1
-    call = "import importlib\nimportlib.import_module('mosaic_sdk.runner.store')\n"
-    assert ("mosaic_sdk.runner.store") in [n for _, n in imported_names(ast.parse(call))]
+    call = "import importlib\nimportlib.import_module('mosaic_sdk.runner.storage.store')\n"
+    assert ("mosaic_sdk.runner.storage.store") in [n for _, n in imported_names(ast.parse(call))]
 
 
-def test_the_moved_fastlane_name_warns_and_still_works() -> None:
+def test_the_moved_fastlane_name_fails_with_its_new_import() -> None:
     fastlane = importlib.import_module("mosaic_sdk.fastlane")
     from mosaic_sdk.plugins import maybe_wrap_env
 
-    with pytest.warns(DeprecationWarning, match="from mosaic_sdk.plugins import maybe_wrap_env"):
-        old = fastlane.maybe_wrap_env
-    assert old is maybe_wrap_env
+    with pytest.raises(AttributeError, match="from mosaic_sdk.plugins import maybe_wrap_env"):
+        fastlane.maybe_wrap_env  # noqa: B018
     assert "maybe_wrap_env" not in fastlane.__all__
     with warnings.catch_warnings():
         warnings.simplefilter("error")

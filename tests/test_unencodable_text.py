@@ -20,9 +20,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mosaic_sdk.runner.control_relay import ControlRelay
 
 from mosaic_sdk.analytics import AnalyticsManifest, read_analytics, write_analytics
+from mosaic_sdk.runner.control.control_relay import ControlRelay
 from mosaic_sdk.telemetry import TelemetryEmitter
 from mosaic_sdk.telemetry.encoding import lone_surrogate_at
 from mosaic_sdk.telemetry.output import json_escape_unencodable

@@ -3,9 +3,9 @@ sends it. Goal: median <= 2 ms.
 
 A real ``mosaic run`` (a child process) of a worker that only answers commands
 (``ping_worker.py``); this process is the client and sends each ping with
-:func:`mosaic_sdk.runner.control_client.send_command` (the checks of the socket, a connection,
-one line each way: what ``mosaic control`` does after its start-up). Beside it, in the same
-run:
+:func:`mosaic_sdk.runner.control.control_client.send_command` (the checks of the socket, a
+connection, one line each way: what ``mosaic control`` does after its start-up). Beside it, in
+the same run:
 
 - ``socket echo``: a bare Unix-socket echo server in a child process, one connection per
   request (the floor of the transport: no relay, no worker);
@@ -63,7 +63,7 @@ def setup_env() -> None:
 
 
 def start_run(tmp: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
-    from mosaic_sdk.runner.paths import runs_dir_for
+    from mosaic_sdk.runner.storage.paths import runs_dir_for
 
     store, rid = tmp / "bench.sqlite", "01JBENCHCONTROL00000000000"
     argv = [sys.executable, "-m", "mosaic_sdk.cli", "run", "pinger", "--store", str(store)]
@@ -79,7 +79,7 @@ def start_run(tmp: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
 
 
 def ours(sock: Path, n: int) -> list[float]:
-    from mosaic_sdk.runner.control_client import send_command
+    from mosaic_sdk.runner.control.control_client import send_command
 
     out = []
     for _ in range(n):
@@ -155,7 +155,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mosaic-bench-control-") as tmp_name:
         tmp = Path(tmp_name)
         run, rid, store = start_run(tmp)
-        from mosaic_sdk.runner.paths import runs_dir_for
+        from mosaic_sdk.runner.storage.paths import runs_dir_for
 
         sock = runs_dir_for(store) / rid / "control.sock"
         try:
@@ -174,7 +174,7 @@ def main() -> None:
                 },
                 args.cli,
             )
-            from mosaic_sdk.runner.control_client import send_command
+            from mosaic_sdk.runner.control.control_client import send_command
 
             send_command(sock, {"cmd": "stop"})
             run.wait(30)

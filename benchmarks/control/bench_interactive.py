@@ -38,10 +38,9 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from mosaic_sdk.runner.session_launch import prepare_session, start_session
-
 from mosaic_sdk.control.session import Session
 from mosaic_sdk.fastlane.layout import segment_name
+from mosaic_sdk.runner.supervision.session_launch import prepare_session, start_session
 from mosaic_sdk.shm.segment import shm_unlink
 
 CONFIG = {"env_id": "CartPole-v1", "policy": "balance"}

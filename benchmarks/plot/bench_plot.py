@@ -33,7 +33,7 @@ RUNS, EPISODES = 10, 10_000
 
 
 def fill_episodes(path: Path, runs: int, episodes: int) -> list[str]:
-    from mosaic_sdk.runner.store import INSERT_EPISODE, RunStore
+    from mosaic_sdk.runner.storage.store import INSERT_EPISODE, RunStore
 
     rng = np.random.default_rng(0)
     ids = []
@@ -60,7 +60,7 @@ def fill_episodes(path: Path, runs: int, episodes: int) -> list[str]:
 
 
 def fill_steps(path: Path, steps: int) -> str:
-    from mosaic_sdk.runner.store import INSERT_STEP, RunStore
+    from mosaic_sdk.runner.storage.store import INSERT_STEP, RunStore
 
     run_id = "steps"
     obs = [0.0123456789, -0.25, 0.03125, 1.5]
@@ -95,9 +95,9 @@ def command(store: Path, ids: list[str], out: Path, *extra: str) -> None:
 
 def plain_matplotlib(store_path: Path, ids: list[str], out: Path) -> None:
     from matplotlib.figure import Figure
-    from mosaic_sdk.runner.store import RunStore
 
     from mosaic_sdk.plots.curves import learning_curve
+    from mosaic_sdk.runner.storage.store import RunStore
 
     with RunStore(store_path, readonly=True) as store:
         curves = [learning_curve(store, r) for r in ids]
@@ -118,10 +118,9 @@ def main() -> None:
     if args.quick:
         runs, episodes, steps, repeat = 4, 500, 5_000, 1
 
-    from mosaic_sdk.runner.export import export_run, iter_batches
-    from mosaic_sdk.runner.store import RunStore
-
     from mosaic_sdk.plots import plot_runs, read_episodes
+    from mosaic_sdk.runner.storage.export import export_run, iter_batches
+    from mosaic_sdk.runner.storage.store import RunStore
 
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)

@@ -25,8 +25,8 @@ import subprocess
 import sys
 import time
 
-from mosaic_sdk.runner.lines import CutLine
-from mosaic_sdk.runner.process import WorkerProcess
+from mosaic_sdk.runner.supervision.lines import CutLine
+from mosaic_sdk.runner.supervision.process import WorkerProcess
 
 MB = 1_000_000
 CHUNK = 1 << 16

@@ -20,12 +20,11 @@ import statistics
 import sys
 import time
 
-from mosaic_sdk.runner.observers import ObserverFeed
-from mosaic_sdk.runner.rows import LineBatch
-
 from mosaic_sdk import hookimpl
 from mosaic_sdk.plugins import create_plugin_manager
-from mosaic_sdk.runner import observers
+from mosaic_sdk.runner.recording import observers
+from mosaic_sdk.runner.recording.observers import ObserverFeed
+from mosaic_sdk.runner.storage.rows import LineBatch
 
 ROWS = 256
 

@@ -32,8 +32,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=5)
     args = parser.parse_args()
 
-    from mosaic_sdk.runner.preflight import preflight
-
+    from mosaic_sdk.runner.supervision.preflight import preflight
     from mosaic_sdk.runner.supervisor import resolve_worker
 
     handle = resolve_worker("example")

@@ -58,8 +58,7 @@ def stored_rows(store: Path) -> int:
 
 def collector_run(lines: list[bytes], trials: int, tmp: Path) -> tuple[float, float, int]:
     """Lines/s, driver CPU us/line and lost lines for ``trials`` attempts of ``lines`` each."""
-    from mosaic_sdk.runner.ids import new_run_id
-
+    from mosaic_sdk.runner.storage.ids import new_run_id
     from mosaic_sdk.sweeps.collector import Collector
     from mosaic_sdk.sweeps.spec import Metric
     from mosaic_sdk.sweeps.store import SweepStore
@@ -83,8 +82,8 @@ def collector_run(lines: list[bytes], trials: int, tmp: Path) -> tuple[float, fl
 
 def runner_baseline(lines: list[bytes], tmp: Path) -> tuple[float, float, int]:
     """The same lines of one run through LineIngest + StoreWriter (mosaic run's path)."""
-    from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StoreWriter
-    from mosaic_sdk.runner.store import RunStore
+    from mosaic_sdk.runner.recording.ingest import LineBatch, LineIngest, StoreWriter
+    from mosaic_sdk.runner.storage.store import RunStore
 
     store = tmp / f"base-{time.monotonic_ns()}.sqlite"
     with RunStore(store) as rs:

@@ -48,8 +48,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from mosaic_sdk.runner.store import INSERT_EPISODE, INSERT_STEP, RunStore  # noqa: E402
-
 from mosaic_sdk.fastlane import (  # noqa: E402
     FastLaneConfig,
     FastLaneMetrics,
@@ -58,6 +56,7 @@ from mosaic_sdk.fastlane import (  # noqa: E402
     agent_stream_id,
 )
 from mosaic_sdk.fastlane.layout import segment_name  # noqa: E402
+from mosaic_sdk.runner.storage.store import INSERT_EPISODE, INSERT_STEP, RunStore  # noqa: E402
 from mosaic_sdk.shm.segment import shm_unlink  # noqa: E402
 from mosaic_sdk.watch.browser import headless_chromium  # noqa: E402
 

@@ -37,9 +37,7 @@ _LAZY = LazyExports(
         "FastLaneTelemetryWrapper": "mosaic_sdk.fastlane.wrapper",
         "FastLaneVectorTelemetryWrapper": "mosaic_sdk.fastlane.wrapper",
     },
-    # 0.1.0 exported maybe_wrap_env here. It wraps through the plugin hook, so it lives on the
-    # plugin floor now. No import of this package reaches up there; reading the old name
-    # imports it then, with a DeprecationWarning that gives the new import.
+    # maybe_wrap_env wraps through the plugin hook, so it lives on the plugin floor now.
     moved={"maybe_wrap_env": "mosaic_sdk.plugins"},
 )
 __getattr__ = _LAZY.get

@@ -38,14 +38,11 @@ from mosaic_sdk.runner.storage import private
 from mosaic_sdk.runner.storage.paths import default_store_path, runs_dir_for
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervision.launch import ResolvedJob, prepare_run, resolve_job
-from mosaic_sdk.runner.supervision.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle
+from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle
 from mosaic_sdk.runner.supervision.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.supervision.process import WorkerProcess
 from mosaic_sdk.runner.supervision.resolve import WorkerProtocolError, resolve_worker
 
-#: Wait this long for EOF on stdout after the worker exited and its group was reaped (the
-#: lifecycle's wait, shared with the conformance suite; kept under its old name).
-EOF_WAIT_AFTER_EXIT = END_OF_OUTPUT_WAIT
 #: The ``error`` of a log line that mosaic run wrote into a run's stderr, not the worker.
 RUNNER_NOTE = "written by mosaic run, not the worker"
 
@@ -377,7 +374,6 @@ def run_worker(
 
 
 __all__ = [
-    "EOF_WAIT_AFTER_EXIT",
     "RunResult",
     "RunSupervisor",
     "WorkerProtocolError",

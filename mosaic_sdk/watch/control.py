@@ -20,8 +20,6 @@ from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
 
 #: The commands the run page's buttons send.
 COMMANDS = ("pause", "resume", "stop")
-#: Seconds to wait for the reply: the runner's client's wait (the runner's own, and a margin).
-REPLY_TIMEOUT = CLIENT_TIMEOUT
 
 
 def refusal(code: str, message: str, hint: str = "") -> dict[str, object]:
@@ -34,7 +32,7 @@ def refusal(code: str, message: str, hint: str = "") -> dict[str, object]:
 
 
 async def send_command(
-    run_dir: str | Path | None, cmd: str, timeout: float = REPLY_TIMEOUT
+    run_dir: str | Path | None, cmd: str, timeout: float = CLIENT_TIMEOUT
 ) -> dict[str, object]:
     """Send ``cmd`` to the run whose directory is ``run_dir``; the reply as a dict.
 
@@ -55,4 +53,4 @@ async def send_command(
         return refusal("unreachable", f"cannot reach the run's control socket {path}: {exc}")
 
 
-__all__ = ["COMMANDS", "REPLY_TIMEOUT", "refusal", "send_command"]
+__all__ = ["COMMANDS", "refusal", "send_command"]

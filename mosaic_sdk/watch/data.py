@@ -28,7 +28,6 @@ from mosaic_sdk.plots.curves import (
     agent_key,
     skipped_text,
 )
-from mosaic_sdk.plots.curves import smooth as trailing_mean
 from mosaic_sdk.runner.control.control_relay import PROTOCOL as CONTROL_PROTOCOL
 from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
 from mosaic_sdk.runner.storage.records import (
@@ -43,8 +42,6 @@ from mosaic_sdk.runner.storage.store import RunStore, StoreError, status_text
 
 #: The most points of one curve the server sends (raw and smoothed each).
 MAX_POINTS = 1000
-#: The control socket's name in a run directory (the runner's :data:`SOCKET_NAME`).
-CONTROL_SOCKET = SOCKET_NAME
 #: Where POSIX shared-memory segments are listed (Linux); elsewhere a run shows its own stream.
 SHM_DIR = Path("/dev/shm")
 #: The lifecycle event a policy evaluation writes after each batch of episodes.
@@ -145,7 +142,7 @@ def control_available(run: RunRecord) -> bool:
     if not run_dir or run["status"] != "running":
         return False
     try:
-        return (Path(run_dir) / CONTROL_SOCKET).is_socket()
+        return (Path(run_dir) / SOCKET_NAME).is_socket()
     except OSError:
         return False
 
@@ -395,10 +392,6 @@ def _pairs(x: np.ndarray, y: np.ndarray) -> list[list[float]]:
     return [[float(a), float(b)] for a, b in zip(x.tolist(), y.tolist(), strict=True)]
 
 
-#: Mean of the last ``window`` values at each index: the curve module's trailing average.
-rolling_mean = trailing_mean
-
-
 def downsample_indices(y: np.ndarray, points: int) -> np.ndarray:
     """Indices of at most ``points`` values that keep the shape: the first and last, and the
     lowest and highest value of each of ``points // 2`` equal buckets, in order."""
@@ -418,7 +411,6 @@ def downsample_indices(y: np.ndarray, points: int) -> np.ndarray:
 
 
 __all__ = [
-    "CONTROL_SOCKET",
     "EVAL_BATCH_EVENT",
     "EVAL_SUMMARY_FILE",
     "SHM_DIR",
@@ -436,7 +428,6 @@ __all__ = [
     "list_runs",
     "logs_after",
     "open_store",
-    "rolling_mean",
     "run_detail",
     "run_row",
 ]

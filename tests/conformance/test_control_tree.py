@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.lifecycle import RunLifecycle
-from mosaic_sdk.runner.proctree import pid_alive
 
 from mosaic_sdk.conformance import check_worker
 from mosaic_sdk.conformance.results import PASSED
+from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle
+from mosaic_sdk.runner.supervision.proctree import pid_alive
 
 CHECKS = ["control.stop_cancels", "control.interactive_replay", "control.bad_command_answered"]
 

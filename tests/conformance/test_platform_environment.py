@@ -13,13 +13,13 @@ import json
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.launch import RUNNER_ONLY_ENV, prepare_run, resolve_job
 
 from mosaic_sdk.cli import conformance as cli_conformance
 from mosaic_sdk.conformance import check_worker, get_check
 from mosaic_sdk.conformance.recording import prepare_conformance_run
 from mosaic_sdk.conformance.registry import PLATFORM, SDK
 from mosaic_sdk.plugins import discover_workers
+from mosaic_sdk.runner.supervision.launch import RUNNER_ONLY_ENV, prepare_run, resolve_job
 
 UNFLUSHED = "upunflushed=fixture_upstream_unflushed:get_worker_metadata"
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.proctree import pid_alive
 
 from mosaic_sdk.runner import start_session
+from mosaic_sdk.runner.supervision.proctree import pid_alive
 
 FIXTURES = Path(__file__).resolve().parents[1] / "conformance" / "fixtures"
 
@@ -111,7 +111,7 @@ def test_the_worker_stderr_and_cleanup_are_kept(setsid_worker: Path) -> None:
 def test_a_worker_that_cannot_start_is_a_clear_error(
     setsid_worker: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mosaic_sdk.runner.session_launch import SessionLaunchError
+    from mosaic_sdk.runner.supervision.session_launch import SessionLaunchError
 
     monkeypatch.setenv("MOSAIC_PLUGINS", "setsid=fixture_setsid:plugin")
     monkeypatch.setattr("sys.executable", "/nonexistent/python")

@@ -144,7 +144,7 @@ def run_console(block: dict) -> None:
 
 
 def run_sql(block: dict) -> None:
-    from mosaic_sdk.runner.store import RunStore
+    from mosaic_sdk.runner.storage.store import RunStore
 
     with RunStore(Path("schema-check.sqlite")):
         pass

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from mosaic_sdk.runner.store import RunStore, UnknownRunError
 from stored_runs import add_rows, add_run
 
 from mosaic_sdk.plots.curves import (
@@ -19,6 +18,7 @@ from mosaic_sdk.plots.curves import (
     skipped_text,
     smooth,
 )
+from mosaic_sdk.runner.storage.store import RunStore, UnknownRunError
 
 
 @pytest.fixture

@@ -10,12 +10,12 @@ import subprocess
 import sys
 
 import pytest
-from mosaic_sdk.runner.export import ExportError, columns, export_run, format_for
-from mosaic_sdk.runner.store import RunStore
 from stored_runs import add_rows, add_run
 
 from mosaic_sdk.cli import main
-from mosaic_sdk.runner import export
+from mosaic_sdk.runner.storage import export
+from mosaic_sdk.runner.storage.export import ExportError, columns, export_run, format_for
+from mosaic_sdk.runner.storage.store import RunStore
 
 TS = 1_750_000_000_123_456_789  # more digits than a float64 holds
 STEPS = [

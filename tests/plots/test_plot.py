@@ -7,7 +7,6 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from mosaic_sdk.runner.store import RunStore, UnknownRunError
 from PIL import Image
 from stored_runs import add_run
 
@@ -15,6 +14,7 @@ from mosaic_sdk.cli import main
 from mosaic_sdk.extras import MissingExtraError
 from mosaic_sdk.plots import Band, Curve, plot_runs
 from mosaic_sdk.plots.curves import CurveError
+from mosaic_sdk.runner.storage.store import RunStore, UnknownRunError
 
 BLUE, ORANGE, GREEN = (0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E), (0x2C, 0xA0, 0x2C)  # tab10
 

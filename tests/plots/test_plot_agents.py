@@ -7,12 +7,12 @@ import json
 
 import numpy as np
 import pytest
-from mosaic_sdk.runner.store import RunStore
 from stored_runs import STARTED, add_rows, add_run
 
 from mosaic_sdk.cli import main
 from mosaic_sdk.plots import Band, Curve, plot_runs
 from mosaic_sdk.plots.curves import NO_AGENT, RunningCurve, agent_key, learning_curve, run_agents
+from mosaic_sdk.runner.storage.store import RunStore
 
 pytest.importorskip("matplotlib")
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from docs_snippets.blocks import blocks
 from docs_snippets.transcript import compare, steps
-from mosaic_sdk.runner.control_socket import SOCKET_NAME
-from mosaic_sdk.runner.lifecycle import RunLifecycle
-from mosaic_sdk.runner.paths import runs_dir_for
-from mosaic_sdk.runner.store import RunStore
 
 from mosaic_sdk.runner import supervisor as supervisor_module
+from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
+from mosaic_sdk.runner.storage.paths import runs_dir_for
+from mosaic_sdk.runner.storage.store import RunStore
+from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PLUGINS = (

@@ -13,11 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.control_client import ControlClientError, check_socket, send_command
-from mosaic_sdk.runner.control_keys import KeyReader
-from mosaic_sdk.runner.control_relay import ControlRelay
-from mosaic_sdk.runner.control_socket import SOCKET_NAME, ControlServer, socket_address
-from mosaic_sdk.runner.stdin import StdinClosed, WorkerStdin
+
+from mosaic_sdk.runner.control.control_client import ControlClientError, check_socket, send_command
+from mosaic_sdk.runner.control.control_keys import KeyReader
+from mosaic_sdk.runner.control.control_relay import ControlRelay
+from mosaic_sdk.runner.control.control_socket import SOCKET_NAME, ControlServer, socket_address
+from mosaic_sdk.runner.supervision.stdin import StdinClosed, WorkerStdin
 
 # -- the worker's stdin ------------------------------------------------------------------------
 
@@ -309,7 +310,7 @@ def test_socket_bad_requests_get_one_runner_reply(run_dir: Path, data: bytes, co
 def test_server_refuses_a_peer_of_another_uid(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mosaic_sdk.runner import control_socket
+    from mosaic_sdk.runner.control import control_socket
 
     server = ControlServer(run_dir, ControlRelay("w", 1))
     real = os.getuid()

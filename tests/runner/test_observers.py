@@ -12,15 +12,15 @@ from typing import Any
 
 import pluggy
 import pytest
-from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StoreWriter
-from mosaic_sdk.runner.observers import EpisodeRow, ObserverFeed, RowBatch, StepRow
-from mosaic_sdk.runner.store import RunStore
 
 from mosaic_sdk import hookimpl
 from mosaic_sdk.cli import main
 from mosaic_sdk.plugins import create_plugin_manager, discover_workers
-from mosaic_sdk.runner import observers as observers_mod
+from mosaic_sdk.runner.recording import observers as observers_mod
+from mosaic_sdk.runner.recording.ingest import LineBatch, LineIngest, StoreWriter
+from mosaic_sdk.runner.recording.observers import EpisodeRow, ObserverFeed, RowBatch, StepRow
 from mosaic_sdk.runner.reporting import Reporter
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervisor import run_worker
 
 

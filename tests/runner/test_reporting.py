@@ -10,16 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mosaic_sdk.runner.process import WorkerProcess
-from mosaic_sdk.runner.store import RunStore
 
 import mosaic_sdk
 from mosaic_sdk import hookimpl
 from mosaic_sdk.cli import main
 from mosaic_sdk.plugins import discover_workers
 from mosaic_sdk.plugins.errors import WorkerLoadError
-from mosaic_sdk.runner import control_socket, resolve
+from mosaic_sdk.runner.control import control_socket
 from mosaic_sdk.runner.reporting import Reporter, current_reporter, use_reporter
+from mosaic_sdk.runner.storage.store import RunStore
+from mosaic_sdk.runner.supervision import resolve
+from mosaic_sdk.runner.supervision.process import WorkerProcess
 from mosaic_sdk.runner.supervisor import run_worker
 
 RUNNER = Path(mosaic_sdk.__file__).parent / "runner"

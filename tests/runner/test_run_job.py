@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.launch import ResolvedJob, resolve_job
 
 import mosaic_sdk
 from mosaic_sdk.cli import main
 from mosaic_sdk.contract import ConfigError
+from mosaic_sdk.runner.supervision.launch import ResolvedJob, resolve_job
 from mosaic_sdk.runner.supervisor import run_worker
 
 DESCRIPTOR = {"run_id": "plat-1", "metadata": {"worker": {"config": {"lines": 1}}}}

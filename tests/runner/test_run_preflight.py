@@ -64,8 +64,7 @@ def test_a_worker_that_ignores_dry_run_is_stopped_whole(
     fixture_workers: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MOSAIC_PLUGINS", "deaf=runner_workers:Deaf")
-    from mosaic_sdk.runner.preflight import preflight
-
+    from mosaic_sdk.runner.supervision.preflight import preflight
     from mosaic_sdk.runner.supervisor import resolve_worker
 
     started = time.monotonic()
@@ -96,8 +95,7 @@ def test_a_dry_run_leaves_no_setsid_descendant_behind(
     """The dry run goes through the run lifecycle, which reaps processes that left the
     worker's group with setsid(); a Popen + killpg of the group alone missed them."""
     monkeypatch.setenv("MOSAIC_PLUGINS", "escaper=runner_workers:Escaper")
-    from mosaic_sdk.runner.preflight import preflight
-
+    from mosaic_sdk.runner.supervision.preflight import preflight
     from mosaic_sdk.runner.supervisor import resolve_worker
 
     marker = f"escaper-{os.getpid()}-{time.time_ns()}"

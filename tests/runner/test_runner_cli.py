@@ -283,7 +283,7 @@ def test_signal_to_mosaic_run_cancels_with_130(
 def test_runs_show_reports_a_dead_runner(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from mosaic_sdk.runner.store import RunStore
+    from mosaic_sdk.runner.storage.store import RunStore
 
     store = tmp_path / "s.sqlite"
     with RunStore(store) as s:

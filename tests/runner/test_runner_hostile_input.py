@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.ingest import LineBatch, LineIngest
 
 from mosaic_sdk.cli import main
 from mosaic_sdk.contract import ConfigError
+from mosaic_sdk.runner.recording.ingest import LineBatch, LineIngest
 from mosaic_sdk.runner.supervision.config_input import apply_overrides, read_config_file
 from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH
 
@@ -108,7 +108,7 @@ def test_mosaic_home_of_an_unknown_user_is_one_error_line(
 
 
 def test_mosaic_home_error_from_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mosaic_sdk.runner.paths import MosaicHomeError, mosaic_home
+    from mosaic_sdk.runner.storage.paths import MosaicHomeError, mosaic_home
 
     monkeypatch.setenv("MOSAIC_HOME", "~no_such_user_mosaic_test")
     with pytest.raises(MosaicHomeError, match="set MOSAIC_HOME to a directory"):

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mosaic_sdk.runner.store import RunStore
 
 from mosaic_sdk import hookimpl
 from mosaic_sdk.plugins import discover_workers
 from mosaic_sdk.runner.reporting import Reporter
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervisor import (
     RunSupervisor,
     WorkerProtocolError,
@@ -324,7 +324,7 @@ def test_lines_reach_the_store_while_the_worker_runs(
 def test_batches_hold_at_most_batch_lines(
     fixture_workers: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mosaic_sdk.runner.writer import StoreWriter
+    from mosaic_sdk.runner.storage.writer import StoreWriter
 
     handed: list[int] = []
     submit = StoreWriter.submit
@@ -352,7 +352,7 @@ def test_a_grandchild_holding_stdout_is_reaped(fixture_workers: Path, store_path
 
 
 def test_same_run_id_twice_is_refused(fixture_workers: Path, store_path: Path) -> None:
-    from mosaic_sdk.runner.store import StoreError
+    from mosaic_sdk.runner.storage.store import StoreError
 
     run_worker("fixture", {"lines": 1}, run_id="twice", store=store_path)
     with pytest.raises(StoreError, match="already in the store"):
@@ -369,7 +369,7 @@ def test_default_store_is_under_mosaic_home(fixture_workers: Path) -> None:
 def test_a_store_write_error_fails_the_run_and_says_so(
     fixture_workers: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mosaic_sdk.runner import writer
+    from mosaic_sdk.runner.storage import writer
 
     real_insert = writer.insert_batch
 
@@ -399,7 +399,7 @@ def test_a_store_write_error_fails_the_run_and_says_so(
 def test_a_crash_of_the_runner_itself_is_recorded_and_kills_the_worker(
     fixture_workers: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mosaic_sdk.runner import ingest
+    from mosaic_sdk.runner.recording import ingest
 
     def broken_add(self, batch, raws, partial_last=False):  # type: ignore[no-untyped-def]
         raise RuntimeError("a bug in the runner")

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.proctree import Descendants, parent_death_preexec, pid_alive
+
+from mosaic_sdk.runner.supervision.proctree import Descendants, parent_death_preexec, pid_alive
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

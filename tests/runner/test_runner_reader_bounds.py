@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mosaic_sdk.runner.lines import CutLine, LineSplitter
-from mosaic_sdk.runner.process import _CHUNK, WorkerProcess
 
 from mosaic_sdk.runner import run_worker
+from mosaic_sdk.runner.supervision.lines import CutLine, LineSplitter
+from mosaic_sdk.runner.supervision.process import _CHUNK, WorkerProcess
 from mosaic_sdk.runner.supervisor import RUNNER_NOTE, RunSupervisor, resolve_worker
 
 MiB = 1 << 20

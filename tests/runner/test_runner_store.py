@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.store import RunStore, StoreError
 
 from mosaic_sdk.runner.reporting import Reporter
+from mosaic_sdk.runner.storage.store import RunStore, StoreError
 from mosaic_sdk.runner.supervisor import RunSupervisor, resolve_worker, run_worker
 from mosaic_sdk.shm.processes import process_start_ticks
 
@@ -28,7 +28,7 @@ def test_a_store_locked_by_another_process_loses_no_row(
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    from mosaic_sdk.runner import store
+    from mosaic_sdk.runner.storage import store
 
     real = store.connect
     # every busy timeout 0.3 s: a lock of a few seconds stands for one longer than 30 s
@@ -269,7 +269,7 @@ def test_a_store_that_fails_makes_a_failed_run_with_the_count_everywhere(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from mosaic_sdk.cli import main
-    from mosaic_sdk.runner import writer
+    from mosaic_sdk.runner.storage import writer
 
     class Broken(BaseException):
         pass

@@ -198,9 +198,8 @@ def test_runs_show_prints_an_analytics_manifest_holding_lone_surrogates(
 ) -> None:
     """The hostile pass of issue 24: a worker wrote analytics.json with names from a non-UTF-8
     disk; ``mosaic runs show RUN`` ended in a UnicodeEncodeError traceback."""
-    from mosaic_sdk.runner.store import RunStore
-
     from mosaic_sdk.analytics import AnalyticsManifest, write_analytics
+    from mosaic_sdk.runner.storage.store import RunStore
 
     store, run_dir = tmp_path / "s.sqlite", tmp_path / "r1"
     with RunStore(store) as s:
@@ -226,7 +225,7 @@ def test_runs_show_prints_an_analytics_manifest_holding_lone_surrogates(
 def test_runs_list_escapes_what_the_store_holds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mosaic_sdk.runner.store import RunStore
+    from mosaic_sdk.runner.storage.store import RunStore
 
     store = tmp_path / "s.sqlite"
     with RunStore(store) as s:  # a store written by anything: trust none of its text

@@ -9,18 +9,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.ingest import LineBatch, LineIngest
-from mosaic_sdk.runner.outcome import decide, describe_exit
-from mosaic_sdk.runner.process import WorkerProcess
-from mosaic_sdk.runner.store import RunStore, StoreError, UnknownRunError
 
 from mosaic_sdk.contract import ConfigError
 from mosaic_sdk.runner.live import NullDisplay, PlainDisplay, RichDisplay, Snapshot, choose_display
+from mosaic_sdk.runner.recording.ingest import LineBatch, LineIngest
+from mosaic_sdk.runner.recording.outcome import decide, describe_exit
+from mosaic_sdk.runner.storage.store import RunStore, StoreError, UnknownRunError
 from mosaic_sdk.runner.supervision.config_input import (
     apply_overrides,
     parse_override,
     read_config_file,
 )
+from mosaic_sdk.runner.supervision.process import WorkerProcess
 from mosaic_sdk.telemetry import TelemetryEmitter, classify_line
 
 # --- WorkerProcess.read_lines -------------------------------------------------------------
@@ -345,9 +345,8 @@ def test_plain_display_survives_a_closed_stream() -> None:
 
 @pytest.mark.parametrize("count", [0, 1, 15, 16, 17, 255, 256, 257, 700])
 def test_insert_rows_stores_every_row_once(tmp_path: Path, count: int) -> None:
-    from mosaic_sdk.runner.ingest import insert_rows
-
-    from mosaic_sdk.runner import store as store_sql
+    from mosaic_sdk.runner.recording.ingest import insert_rows
+    from mosaic_sdk.runner.storage import store as store_sql
 
     conn = store_sql.connect(tmp_path / "s.sqlite")
 

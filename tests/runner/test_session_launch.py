@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.session_launch import fastlane_environment, start_session
 
 from mosaic_sdk.fastlane.layout import segment_name
 from mosaic_sdk.runner.supervision.resolve import WorkerProtocolError
+from mosaic_sdk.runner.supervision.session_launch import fastlane_environment, start_session
 from mosaic_sdk.shm.segment import shm_unlink
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -5,15 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle
 
 from mosaic_sdk.conformance.leftovers import processes_of
-from mosaic_sdk.conformance.recording import EOF_GRACE, RunPlan, record_run
-from mosaic_sdk.runner.supervisor import EOF_WAIT_AFTER_EXIT, resolve_worker, run_worker
-
-
-def test_one_end_of_output_wait() -> None:
-    assert EOF_GRACE == EOF_WAIT_AFTER_EXIT == END_OF_OUTPUT_WAIT
+from mosaic_sdk.conformance.recording import RunPlan, record_run
+from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle
+from mosaic_sdk.runner.supervisor import resolve_worker, run_worker
 
 
 def test_both_go_through_the_lifecycle_and_judge_an_orphan_alike(

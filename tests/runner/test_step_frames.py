@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mosaic_sdk.runner.rows import LineBatch
 
 from mosaic_sdk.fastlane import FastLaneReader, FastLaneUnavailableError
 from mosaic_sdk.fastlane.writer import create_fastlane_name
 from mosaic_sdk.runner.recording.step_frames import BadPayload, StepFrames, frame_from_payload
 from mosaic_sdk.runner.reporting import Reporter
+from mosaic_sdk.runner.storage.rows import LineBatch
 from mosaic_sdk.runner.supervisor import run_worker
 
 SHM = Path("/dev/shm")

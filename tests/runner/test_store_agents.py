@@ -8,11 +8,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StoreWriter
-from mosaic_sdk.runner.schema import SCHEMA_VERSION
-from mosaic_sdk.runner.store import RunStore
 
 from mosaic_sdk.cli import main
+from mosaic_sdk.runner.recording.ingest import LineBatch, LineIngest, StoreWriter
+from mosaic_sdk.runner.storage.schema import SCHEMA_VERSION
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervisor import run_worker
 
 V2_SQL = Path(__file__).resolve().parent / "fixtures" / "store_v2.sql"

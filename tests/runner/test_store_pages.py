@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from mosaic_sdk.runner.schema import PAGE_SIZE, connect
-from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.runner.storage.schema import PAGE_SIZE, connect
+from mosaic_sdk.runner.storage.store import RunStore
 
 
 def page_size(path: Path) -> int:

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mosaic_sdk.runner.ingest import LineBatch, LineIngest, StoreWriter
-from mosaic_sdk.runner.store import RunStore
+
+from mosaic_sdk.runner.recording.ingest import LineBatch, LineIngest, StoreWriter
+from mosaic_sdk.runner.storage.store import RunStore
 
 RUN = "R1"
 
@@ -193,7 +194,7 @@ def test_every_line_is_stored_parsed_or_raw(tmp_path_factory: Any, lines: list[s
 def _short_busy_timeout(monkeypatch: pytest.MonkeyPatch, seconds: float = 0.2) -> list:
     """Make every store connection give up on a lock after ``seconds`` (instead of 30 s), so a
     lock held for a few seconds stands for one held longer than the busy timeout."""
-    from mosaic_sdk.runner import store
+    from mosaic_sdk.runner.storage import store
 
     real = store.connect
     made: list = []

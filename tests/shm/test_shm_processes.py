@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from mosaic_sdk.conformance import leftovers
-from mosaic_sdk.runner import proctree
+from mosaic_sdk.runner.supervision import proctree
 from mosaic_sdk.shm import processes
 
 ANSWERS = {

@@ -8,9 +8,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from mosaic_sdk.runner.store import RunStore
-
 from mosaic_sdk.plugins import create_plugin_manager
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.collector import Collector
 from mosaic_sdk.sweeps.spec import Metric
 from mosaic_sdk.sweeps.store import SweepStore

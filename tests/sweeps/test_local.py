@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from conftest import alive, worker_pids
-from mosaic_sdk.runner.store import RunStore
 
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.driver import run_sweep
 from mosaic_sdk.sweeps.store import SweepStore
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from conftest import alive, worker_pids
-from mosaic_sdk.runner.store import RunStore
 
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.driver import run_sweep
 from mosaic_sdk.sweeps.store import SweepStore
 

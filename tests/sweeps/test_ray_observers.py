@@ -1,7 +1,7 @@
 """Observer plugins see Ray trials: every trial of a Ray sweep is an ordinary run, recorded by
-the same :class:`~mosaic_sdk.runner.recorder.RunRecorder` as ``mosaic run``, so the plugins'
-``mosaic_telemetry_steps`` / ``mosaic_telemetry_episodes`` / ``mosaic_telemetry_event`` hear of
-it (in the driver's process) as they hear of a local run.
+the same :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder` as ``mosaic run``, so the
+plugins' ``mosaic_telemetry_steps`` / ``mosaic_telemetry_episodes`` /
+``mosaic_telemetry_event`` hear of it (in the driver's process) as they hear of a local run.
 
 Marked ``ray``; against a real local Ray instance (loopback only); skipped without Ray Tune.
 (``ray`` tests are ``heavy``.) The 16-trial sweep checks issue 23's "a 16-trial Ray sweep
@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.store import RunStore
 from test_ray import ray_env, ray_tmp  # noqa: F401 - fixtures
 
 from mosaic_sdk.plugins import discover_workers
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.driver import run_sweep
 from tests.sweeps.conftest import Seen, stored_rows
 

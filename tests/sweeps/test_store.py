@@ -8,9 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mosaic_sdk.runner.schema import SCHEMA_VERSION
-from mosaic_sdk.runner.store import RunStore
-
+from mosaic_sdk.runner.storage.schema import SCHEMA_VERSION
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.spec import Metric
 from mosaic_sdk.sweeps.store import SweepStore
 

@@ -8,14 +8,14 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.runner.schema import (
+from mosaic_sdk.runner.storage.schema import (
     INSERT_EPISODE,
     INSERT_EVENT,
     INSERT_LOG,
     INSERT_STEP,
     UPDATE_COUNTS,
 )
-from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.runner.storage.store import RunStore
 
 
 class FilledRun:

@@ -122,7 +122,7 @@ def test_a_runner_gone_is_a_refusal_not_an_error(client: TestClient, runner: Fak
 
 
 def test_finished_runs_have_no_buttons(client: TestClient, store: Path, runner: FakeRunner) -> None:
-    from mosaic_sdk.runner.store import RunStore
+    from mosaic_sdk.runner.storage.store import RunStore
 
     with RunStore(store) as s:
         s.finish_run("RUN-1", "completed", 0)

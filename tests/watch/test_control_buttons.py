@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.control_socket import SOCKET_NAME
-from mosaic_sdk.runner.paths import runs_dir_for
-from mosaic_sdk.runner.store import RunStore
 from starlette.testclient import TestClient
 
+from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
+from mosaic_sdk.runner.storage.paths import runs_dir_for
+from mosaic_sdk.runner.storage.store import RunStore
 from tests.watch.conftest import TOKEN
 
 FIXTURES = Path(__file__).resolve().parents[1] / "runner" / "fixtures"

@@ -1,5 +1,5 @@
 """`mosaic runs` and `mosaic watch` tell a run's status in the same words, for every status
-(one function, mosaic_sdk.runner.store.status_text, answers for both)."""
+(one function, mosaic_sdk.runner.storage.store.status_text, answers for both)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.schema import STATUSES
 from starlette.testclient import TestClient
 
 from mosaic_sdk.cli import main
+from mosaic_sdk.runner.storage.schema import STATUSES
 from tests.watch.storefill import FilledRun
 
 DEAD_PID = 2147483646  # no process can have it: the runner of a "running" run is gone

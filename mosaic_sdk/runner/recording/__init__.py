@@ -1,5 +1,3 @@
 """From a worker's lines to stored rows and the plugins: :mod:`.recorder` (``RunRecorder``,
 the recorder of every run), :mod:`.ingest` (parsing), :mod:`.batching`, :mod:`.observers`
-(observer plugins) and :mod:`.outcome` (the end-of-run decision). Each module is also
-importable under its old name, ``mosaic_sdk.runner.NAME`` (see
-:data:`mosaic_sdk.runner.MOVED`)."""
+(observer plugins) and :mod:`.outcome` (the end-of-run decision)."""
