@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli.store_access import open_store
 
 if TYPE_CHECKING:
     from mosaic_sdk.runner.storage.records import RunRecord
@@ -47,7 +48,6 @@ def register(sub: Any) -> None:
 
 
 def _run_row(args: argparse.Namespace) -> RunRecord:
-    from mosaic_sdk.cli.runs import open_store
     from mosaic_sdk.runner.storage.store import StoreError
 
     with open_store(args) as store:

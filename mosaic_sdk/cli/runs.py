@@ -13,18 +13,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, runs_export, runs_plot
+from mosaic_sdk.cli.store_access import (
+    add_store_argument,
+    format_time,
+    open_store,
+    print_plain_table,
+)
 from mosaic_sdk.runner.storage.store import status_text
 
 if TYPE_CHECKING:
     from mosaic_sdk.runner.storage.metrics import RunMetrics
     from mosaic_sdk.runner.storage.records import AgentSummary, JsonValue, ObserverRecord
-    from mosaic_sdk.runner.storage.store import RunStore
 
 
 def register(sub: Any) -> None:
@@ -43,44 +47,10 @@ def register(sub: Any) -> None:
     show.add_argument("--logs", type=int, default=10, help="how many last log lines (default 10)")
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.set_defaults(handler=cmd_show)
-    from mosaic_sdk.cli import runs_export, runs_plot
-
     runs_plot.register(rsub, add_store_argument)
     runs_export.register(rsub, add_store_argument)
     add_store_argument(p)
     p.set_defaults(handler=cmd_list, json=False, limit=20, worker=None)
-
-
-def add_store_argument(p: argparse.ArgumentParser) -> None:
-    """Give ``p`` the ``--store PATH`` option every store-reading sub-command takes (unset:
-    the default store; see :func:`open_store`)."""
-    p.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS, help="SQLite store file")
-
-
-def open_store(args: argparse.Namespace) -> RunStore:
-    """The run store of ``args.store`` (or the default store), opened read-only; a
-    :class:`~mosaic_sdk.cli.UsageError` that says what to do when it is missing or unusable.
-    Shared by ``mosaic runs``, ``mosaic sweep`` and ``mosaic control``."""
-    from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
-    from mosaic_sdk.runner.storage.store import RunStore, StoreError
-
-    explicit = getattr(args, "store", None)
-    try:
-        path = Path(explicit).expanduser() if explicit else default_store_path()
-    except (MosaicHomeError, RuntimeError) as exc:  # RuntimeError: --store ~nobody/x
-        raise UsageError(str(exc)) from None
-    if not path.exists():
-        where = f"--store {path}" if explicit else f"the default store {path}"
-        raise UsageError(f"no runs yet: {where} does not exist (start one with `mosaic run NAME`)")
-    try:
-        return RunStore(path, readonly=True)  # reading needs no write access to the store
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def format_time(ts: float | None) -> str:
-    """A stored timestamp as local ``YYYY-mm-dd HH:MM:SS`` (``-`` when there is none)."""
-    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -129,13 +99,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     print_plain_table(header, shown)
     return 0
-
-
-def print_plain_table(header: tuple[str, ...], shown: list[tuple[str, ...]]) -> None:
-    """Columns padded to their widest cell, two spaces apart (cells already printable)."""
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *shown, strict=False)]
-    for row in (header, *shown):
-        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli.store_access import open_store
 
 
 def register(rsub: Any, store_arg: Any) -> None:
@@ -52,7 +53,6 @@ def register(rsub: Any, store_arg: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from mosaic_sdk.cli.runs import open_store
     from mosaic_sdk.extras import MissingExtraError, require
     from mosaic_sdk.runner.storage.export import export_run, format_for
     from mosaic_sdk.runner.storage.store import StoreError

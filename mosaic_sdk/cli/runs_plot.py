@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli.store_access import open_store
 
 DEFAULT_OUTPUT = "learning-curves.png"
 
@@ -82,7 +83,6 @@ def register(rsub: Any, store_arg: Any) -> None:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from mosaic_sdk.cli.runs import open_store
     from mosaic_sdk.extras import MissingExtraError
     from mosaic_sdk.plots.curves import CurveError
     from mosaic_sdk.plots.figure import plot_format, plot_runs, require_matplotlib

@@ -20,7 +20,12 @@ from typing import Any
 
 from mosaic_sdk.cli import UsageError
 from mosaic_sdk.cli.run import add_place_options
-from mosaic_sdk.cli.runs import add_store_argument, format_time, open_store, print_plain_table
+from mosaic_sdk.cli.store_access import (
+    add_store_argument,
+    format_time,
+    open_store,
+    print_plain_table,
+)
 
 
 def register(sub: Any) -> None:
