@@ -43,8 +43,15 @@ from mosaic_sdk.telemetry.reader import TelemetryLine, classify_line
 
 #: Seconds to wait for the first step line before SIGTERM is sent anyway (stop runs).
 STOP_FALLBACK_DELAY = 2.0
-#: Seconds to wait for stdout to close once the worker has exited: the runner's own wait.
-EOF_GRACE = END_OF_OUTPUT_WAIT
+
+#: A line is late when it arrives this long after the worker wrote it (``ts_unix_ns``)...
+STREAM_LAG_SECONDS = 0.25
+#: ...and later than this fraction of the time over which the run wrote its lines.
+STREAM_LAG_FRACTION = 0.5
+#: Without timestamps: a run streams when its first line arrives this many seconds before
+#: exit, or this fraction of the whole run (launch to exit) before exit.
+STREAM_LEAD_SECONDS = 0.25
+STREAM_LEAD_FRACTION = 0.2
 
 Probe = Callable[[str, WorkerProcess, threading.Event], Any]
 
@@ -314,6 +321,53 @@ def _release(lifecycle: RunLifecycle, plan: RunPlan, run: RecordedRun) -> None:
     lifecycle.close()
 
 
+def streaming(run: RecordedRun) -> tuple[bool, str]:
+    """Whether the run's lines arrived while it ran, and the measurement that says so.
+
+    With a write time on the lines (``ts_unix_ns``, else the lifecycle ``timestamp`` in
+    seconds): the first line must arrive within
+    :data:`STREAM_LAG_SECONDS`, or :data:`STREAM_LAG_FRACTION` of the span over which the run
+    wrote its lines, of being written (a worker that prints everything at the end delivers
+    its first line a whole run late). Without: the first line must arrive well before the
+    process exits (:data:`STREAM_LEAD_SECONDS` / :data:`STREAM_LEAD_FRACTION`).
+    """
+    stamped = [
+        (r.arrived + run.clock_offset, written)
+        for r in run.telemetry
+        if (written := written_at(r.line.data)) is not None
+    ]
+    if len(stamped) >= 2:
+        lag = stamped[0][0] - stamped[0][1]
+        span = stamped[-1][1] - stamped[0][1]
+        note = (
+            f"first line arrived {lag:.2f} s after it was written (lines written over {span:.2f} s)"
+        )
+        return lag <= max(STREAM_LAG_SECONDS, STREAM_LAG_FRACTION * span), note
+    if run.exited_at is None or run.first_line_at is None:
+        return False, "the exit time of the worker was not observed"
+    lead = run.exited_at - run.first_line_at
+    span = run.exited_at - run.started_at
+    note = f"first line {lead:.2f} s before exit (run {span:.2f} s)"
+    return lead >= STREAM_LEAD_SECONDS or lead >= STREAM_LEAD_FRACTION * span, note
+
+
+def written_at(data: Mapping[str, object]) -> float | None:
+    """When the worker says it wrote a line (wall-clock seconds): ``ts_unix_ns``, else a
+    lifecycle line's ``timestamp``; None when the line says neither."""
+    ts = data.get("ts_unix_ns")
+    if isinstance(ts, int) and not isinstance(ts, bool):
+        return ts / 1e9
+    seconds = data.get("timestamp")
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+        return float(seconds)
+    return None
+
+
+def streamed(run: RecordedRun) -> bool:
+    """Whether the run's lines arrived while it ran (see :func:`streaming`)."""
+    return streaming(run)[0]
+
+
 def dump_run(run: RecordedRun) -> str:
     """A JSON summary of a recorded run (for debugging a failing check)."""
     return json.dumps(
@@ -333,4 +387,13 @@ def dump_run(run: RecordedRun) -> str:
     )
 
 
-__all__ = ["RecordedLine", "RecordedRun", "RunPlan", "dump_run", "record_run"]
+__all__ = [
+    "RecordedLine",
+    "RecordedRun",
+    "RunPlan",
+    "dump_run",
+    "record_run",
+    "streamed",
+    "streaming",
+    "written_at",
+]

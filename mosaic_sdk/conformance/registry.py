@@ -22,20 +22,13 @@ import importlib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from mosaic_sdk.conformance.subject import WorkerSubject
+from mosaic_sdk.conformance.subject import BOTH, LEVELS, PLATFORM, SDK, WorkerSubject
 
 Gate = Callable[["WorkerSubject"], "str | None"]
 CheckFunction = Callable[..., "str | None"]
 
-PLATFORM = "platform"
-SDK = "sdk"
-#: Conformance levels, loosest first: ``platform`` (what the deployed platform needs) and
-#: ``sdk`` (everything the suite checks).
-LEVELS: tuple[str, ...] = (PLATFORM, SDK)
-BOTH: tuple[str, ...] = LEVELS
 
 #: Families in report order.
 FAMILIES: tuple[str, ...] = (

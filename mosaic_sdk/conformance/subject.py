@@ -25,8 +25,7 @@ from mosaic_sdk.conformance.config_source import (
     check_against_model,
     file_config,
 )
-from mosaic_sdk.conformance.recording import RecordedRun, RunPlan, record_run
-from mosaic_sdk.conformance.registry import PLATFORM, SDK
+from mosaic_sdk.conformance.recording import RecordedRun, RunPlan, record_run, streamed
 from mosaic_sdk.conformance.results import CheckSkipped
 from mosaic_sdk.plugins import (
     UnknownWorkerError,
@@ -38,6 +37,12 @@ from mosaic_sdk.plugins import (
 if TYPE_CHECKING:
     from mosaic_sdk.contract import WorkerConfig
 
+PLATFORM = "platform"
+SDK = "sdk"
+#: Conformance levels, loosest first: ``platform`` (what the deployed platform needs) and
+#: ``sdk`` (everything the suite checks).
+LEVELS: tuple[str, ...] = (PLATFORM, SDK)
+BOTH: tuple[str, ...] = LEVELS
 #: ``MOSAIC_HEARTBEAT_INTERVAL`` (seconds) set for the telemetry runs.
 HEARTBEAT_INTERVAL = 0.2
 #: Seed of the recorded runs when the conformance config sets none.
@@ -273,8 +278,6 @@ class WorkerSubject:
         A worker that streams is stopped at its first step line. One whose lines all arrive
         at exit gives no such cue: it is stopped at 60 % of its normal run's duration.
         """
-        from mosaic_sdk.conformance.checks.telemetry import streamed
-
         normal = self.run("normal")
         if normal.exited_at is None or normal.launch_error or streamed(normal):
             return None
@@ -331,6 +334,10 @@ class WorkerSubject:
 
 
 __all__ = [
+    "BOTH",
+    "LEVELS",
+    "PLATFORM",
+    "SDK",
     "fastlane_env",
     "HEARTBEAT_INTERVAL",
     "STOP_TIMEOUT",

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from mosaic_sdk.conformance.registry import Gate
-
-if TYPE_CHECKING:  # pragma: no cover
-    from mosaic_sdk.conformance.subject import WorkerSubject
+from mosaic_sdk.conformance.subject import WorkerSubject, fastlane_available
 
 
 def claims(capability: str) -> Gate:
@@ -28,8 +24,6 @@ def claims(capability: str) -> Gate:
 
 def fastlane_in_sdk(subject: WorkerSubject) -> str | None:
     """Gate: this SDK ships ``mosaic_sdk.fastlane``."""
-    from mosaic_sdk.conformance.subject import fastlane_available
-
     return None if fastlane_available() else "this SDK has no mosaic_sdk.fastlane package"
 
 

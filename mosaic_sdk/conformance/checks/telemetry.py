@@ -15,21 +15,13 @@ from mosaic_sdk.conformance.platform_lines import (
     proxy_episode_index,
     proxy_problems,
 )
-from mosaic_sdk.conformance.recording import RecordedLine, RecordedRun
+from mosaic_sdk.conformance.recording import RecordedLine, RecordedRun, streaming, written_at
 from mosaic_sdk.conformance.registry import PLATFORM, SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
 from mosaic_sdk.conformance.subject import HEARTBEAT_INTERVAL, WorkerSubject
 from mosaic_sdk.telemetry.emitter import TERMINAL_EVENTS
 from mosaic_sdk.telemetry.reader import validate_line
 
-#: A line is late when it arrives this long after the worker wrote it (``ts_unix_ns``)...
-STREAM_LAG_SECONDS = 0.25
-#: ...and later than this fraction of the time over which the run wrote its lines.
-STREAM_LAG_FRACTION = 0.5
-#: Without timestamps: a run streams when its first line arrives this many seconds before
-#: exit, or this fraction of the whole run (launch to exit) before exit.
-STREAM_LEAD_SECONDS = 0.25
-STREAM_LEAD_FRACTION = 0.2
 #: Fields that legitimately differ between two runs with the same seed.
 VOLATILE_FIELDS = frozenset({"ts_unix_ns", "timestamp", "seq", "run_id", "worker_id"})
 
@@ -236,48 +228,6 @@ def streams_live(subject: WorkerSubject) -> str | None:
     return note
 
 
-def streaming(run: RecordedRun) -> tuple[bool, str]:
-    """Whether the run's lines arrived while it ran, and the measurement that says so.
-
-    With a write time on the lines (``ts_unix_ns``, else the lifecycle ``timestamp`` in
-    seconds): the first line must arrive within
-    :data:`STREAM_LAG_SECONDS`, or :data:`STREAM_LAG_FRACTION` of the span over which the run
-    wrote its lines, of being written (a worker that prints everything at the end delivers
-    its first line a whole run late). Without: the first line must arrive well before the
-    process exits (:data:`STREAM_LEAD_SECONDS` / :data:`STREAM_LEAD_FRACTION`).
-    """
-    stamped = [
-        (r.arrived + run.clock_offset, written)
-        for r in run.telemetry
-        if (written := _stamp(r.line.data)) is not None
-    ]
-    if len(stamped) >= 2:
-        lag = stamped[0][0] - stamped[0][1]
-        span = stamped[-1][1] - stamped[0][1]
-        note = (
-            f"first line arrived {lag:.2f} s after it was written (lines written over {span:.2f} s)"
-        )
-        return lag <= max(STREAM_LAG_SECONDS, STREAM_LAG_FRACTION * span), note
-    if run.exited_at is None or run.first_line_at is None:
-        return False, "the exit time of the worker was not observed"
-    lead = run.exited_at - run.first_line_at
-    span = run.exited_at - run.started_at
-    note = f"first line {lead:.2f} s before exit (run {span:.2f} s)"
-    return lead >= STREAM_LEAD_SECONDS or lead >= STREAM_LEAD_FRACTION * span, note
-
-
-def _stamp(data: Mapping[str, object]) -> float | None:
-    """When the worker says it wrote a line (wall-clock seconds): ``ts_unix_ns``, else a
-    lifecycle line's ``timestamp``; None when the line says neither."""
-    ts = data.get("ts_unix_ns")
-    if isinstance(ts, int) and not isinstance(ts, bool):
-        return ts / 1e9
-    seconds = data.get("timestamp")
-    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
-        return float(seconds)
-    return None
-
-
 def _run_span(run: RecordedRun) -> float:
     """Seconds from the run's first telemetry line to its last (run_started to the terminal
     event when both are there): by when the worker wrote them when both lines say
@@ -285,15 +235,10 @@ def _run_span(run: RecordedRun) -> float:
     lines = run.telemetry
     start = next((r for r in lines if r.event == "run_started"), lines[0])
     end = next((r for r in lines if r.event in TERMINAL_EVENTS), lines[-1])
-    began, ended = _stamp(start.line.data), _stamp(end.line.data)
+    began, ended = written_at(start.line.data), written_at(end.line.data)
     if began is not None and ended is not None:
         return ended - began
     return end.arrived - start.arrived
-
-
-def streamed(run: RecordedRun) -> bool:
-    """Whether the run's lines arrived while it ran (see :func:`streaming`)."""
-    return streaming(run)[0]
 
 
 @conformance_check(
