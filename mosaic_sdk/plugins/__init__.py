@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from mosaic_sdk.plugins.discovery import (
         BUILTIN_PLUGINS,
         ENTRY_POINT_GROUP,
-        EntryPointCandidate,
         UncheckedLoad,
         WorkerRegistry,
         create_plugin_manager,
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
         load_unchecked,
         load_worker,
     )
+    from mosaic_sdk.plugins.entry_points import EntryPointCandidate
     from mosaic_sdk.plugins.errors import (
         PluginError,
         UnknownWorkerError,
@@ -76,7 +76,6 @@ _LAZY = LazyExports(
             (
                 "BUILTIN_PLUGINS",
                 "ENTRY_POINT_GROUP",
-                "EntryPointCandidate",
                 "UncheckedLoad",
                 "WorkerRegistry",
                 "create_plugin_manager",
@@ -91,6 +90,7 @@ _LAZY = LazyExports(
             ("PluginError", "UnknownWorkerError", "WorkerLoadError", "WorkerUnavailableError"),
             "mosaic_sdk.plugins.errors",
         ),
+        "EntryPointCandidate": "mosaic_sdk.plugins.entry_points",
         "WorkerHandle": "mosaic_sdk.plugins.handle",
         "PlatformFactory": "mosaic_sdk.plugins.platform_entry",
         "platform_factory": "mosaic_sdk.plugins.platform_entry",

@@ -6,14 +6,11 @@ import importlib
 import inspect
 import os
 import sys
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from importlib import metadata as importlib_metadata
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pluggy
-from pydantic import ValidationError
 
 from mosaic_sdk import hookspecs
 from mosaic_sdk.hookspecs import PROJECT_NAME
@@ -25,26 +22,19 @@ from mosaic_sdk.plugins.choice import (
     read_preferences,
     split_address,
 )
+from mosaic_sdk.plugins.entry_points import (
+    EntryPointCandidate,
+    csv_names,
+    has_hookimpls,
+    installed_entry_points,
+    load_error,
+)
 from mosaic_sdk.plugins.errors import UnknownWorkerError, WorkerLoadError, WorkerUnavailableError
 from mosaic_sdk.plugins.gym_gui_stand_in import install_gym_gui_stand_in
 from mosaic_sdk.plugins.handle import WorkerEntry, WorkerHandle
 from mosaic_sdk.plugins.platform_entry import PLUGIN_ATTRIBUTE
+from mosaic_sdk.plugins.plugin_group import PluginInfo, load_plugin_group
 from mosaic_sdk.plugins.upstream import UpstreamWorkerAdapter
-
-if TYPE_CHECKING:
-    from mosaic_sdk.plugins.plugin_group import PluginInfo
-
-
-def has_hookimpls(obj: object) -> bool:
-    """Whether ``obj`` has attributes marked with ``@mosaic_sdk.hookimpl``."""
-    attr = f"{PROJECT_NAME}_impl"
-    for name in dir(obj):
-        if name.startswith("mosaic_"):
-            member = getattr(obj, name, None)
-            if member is not None and hasattr(member, attr):
-                return True
-    return False
-
 
 ENTRY_POINT_GROUP = "mosaic.workers"
 
@@ -53,18 +43,6 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "mosaic_sdk.plugins.defaults",
     "mosaic_sdk.plugins.fastlane_provider",
 )
-
-
-@dataclass
-class EntryPointCandidate:
-    name: str
-    value: str
-    distribution: str | None
-    dist_version: str | None
-    load: Callable[[], object]  # returns the named object
-
-    def source(self) -> str:
-        return f"{self.distribution or '?'} ({self.value})"
 
 
 # --- the SDK's own default answers -------------------------------------------------------------
@@ -86,28 +64,6 @@ def create_plugin_manager(environ: Mapping[str, str] | None = None) -> pluggy.Pl
         pm.trace.root.setwriter(lambda text: sys.stderr.write(text))
         pm.enable_tracing()
     return pm
-
-
-def csv_names(value: str | None) -> list[str]:
-    """The non-empty, stripped items of a comma-separated setting (``MOSAIC_PLUGINS`` ...)."""
-    return [item.strip() for item in (value or "").split(",") if item.strip()]
-
-
-def installed_entry_points(group: str) -> list[EntryPointCandidate]:
-    """The installed entry points of ``group``, each once (a distribution seen twice on
-    sys.path is listed once)."""
-    found: list[EntryPointCandidate] = []
-    seen: set[tuple[str, str, str | None]] = set()
-    for ep in importlib_metadata.entry_points(group=group):
-        dist = getattr(ep, "dist", None)
-        dist_name = dist.metadata["Name"] if dist is not None else None
-        key = (ep.name, ep.value, dist_name)
-        if key in seen:
-            continue
-        seen.add(key)
-        version = dist.version if dist is not None else None
-        found.append(EntryPointCandidate(ep.name, ep.value, dist_name, version, ep.load))
-    return found
 
 
 def entry_point_candidates(environ: Mapping[str, str]) -> list[EntryPointCandidate]:
@@ -164,24 +120,6 @@ def _handle(
         dist_version=c.dist_version,
         entry_point=c.value,
         style=style,
-    )
-
-
-def load_error(c: EntryPointCandidate, exc: BaseException) -> WorkerLoadError:
-    """The :class:`WorkerLoadError` that says why ``c`` could not be loaded: a validation
-    error's fields on one line, else the exception's text, with its traceback."""
-    if isinstance(exc, ValidationError):
-        message = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-    else:
-        message = str(exc) or exc.__class__.__name__
-    return WorkerLoadError(
-        name=c.name,
-        distribution=c.distribution,
-        error_type=type(exc).__name__,
-        message=message,
-        traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
     )
 
 
@@ -416,7 +354,6 @@ def discover_workers(
     install_gym_gui_stand_in()  # upstream-style workers import gym_gui.core.worker
     pm = pm or create_plugin_manager(env)
     registry = WorkerRegistry(pm)
-    from mosaic_sdk.plugins.plugin_group import load_plugin_group
 
     registry.plugins, registry.plugin_errors = load_plugin_group(pm, env)
     disabled = {_canonical_name(n) for n in csv_names(env.get("MOSAIC_DISABLE_WORKERS"))}

@@ -26,7 +26,7 @@ from typing import TypedDict
 
 import pluggy
 
-from mosaic_sdk.plugins.discovery import (
+from mosaic_sdk.plugins.entry_points import (
     EntryPointCandidate,
     csv_names,
     has_hookimpls,
