@@ -134,7 +134,7 @@ def test_importing_the_libraries_stays_light() -> None:
 def test_the_cleanrl_shim_wraps_through_the_same_manager(spy: WrapSpy, run_id: str) -> None:
     pytest.importorskip("mosaic_worker_cleanrl")
     import gymnasium
-    from mosaic_worker_cleanrl.runtime import fastlane_hook
+    from mosaic_worker_cleanrl.run_setup import fastlane_hook
 
     settings = {"video_mode": "single", "slot": 0, "grid_limit": 4, "interval_ms": 0, "max_dim": 0}
     env = fastlane_hook()(gymnasium.make("CartPole-v1", render_mode="rgb_array"), run_id, settings)

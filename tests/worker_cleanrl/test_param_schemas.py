@@ -9,7 +9,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from mosaic_worker_cleanrl.config import RESERVED_ARGUMENTS, CleanRLConfig
+from mosaic_worker_cleanrl.algo_params import RESERVED_ARGUMENTS
+from mosaic_worker_cleanrl.config import CleanRLConfig
 from mosaic_worker_cleanrl.registry import algo_params_schema, algo_params_schemas, resolve
 
 from mosaic_sdk.contract import ConfigError

@@ -12,21 +12,27 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mosaic_sdk.contract import WorkerConfig
+import gymnasium
+
+from mosaic_sdk.contract import ConfigError, WorkerConfig, read_config_json, unwrap_job_descriptor
 from mosaic_sdk.worker_cli import worker_main
+from mosaic_worker_cleanrl.availability import check
 from mosaic_worker_cleanrl.config import CleanRLConfig
+from mosaic_worker_cleanrl.curriculum_env import check_stage_spaces
+from mosaic_worker_cleanrl.env_families import missing_family_package, register_env_families
+from mosaic_worker_cleanrl.evaluation import eval_env_id, make_eval_env
+from mosaic_worker_cleanrl.gym_compat import register_ale_envs
+from mosaic_worker_cleanrl.interactive import interactive_session
+from mosaic_worker_cleanrl.launch_args import build_argv
+from mosaic_worker_cleanrl.platform_config import resolve_run
+from mosaic_worker_cleanrl.plugin import mosaic_worker_describe
+from mosaic_worker_cleanrl.registry import default_env, resolve
+from mosaic_worker_cleanrl.runtime import LOG_NAME, run
+from mosaic_worker_cleanrl.upstream_video import VIDEO_INSTALL, video_available
 
 
 def check_config(config: WorkerConfig) -> str:
     """Everything that can be checked without training; raises ValueError with the reason."""
-    import gymnasium
-
-    from mosaic_worker_cleanrl.availability import check
-    from mosaic_worker_cleanrl.env_families import missing_family_package, register_env_families
-    from mosaic_worker_cleanrl.gym_compat import register_ale_envs
-    from mosaic_worker_cleanrl.registry import default_env, resolve
-    from mosaic_worker_cleanrl.upstream_video import VIDEO_INSTALL, video_available
-
     assert isinstance(config, CleanRLConfig)
     register_ale_envs()
     register_env_families()
@@ -46,8 +52,6 @@ def check_config(config: WorkerConfig) -> str:
     if config.eval_capture_video and not video_available():
         raise ValueError(f"eval_capture_video needs moviepy: {VIDEO_INSTALL}")
     if config.mode == "curriculum":
-        from mosaic_worker_cleanrl.curriculum_env import check_stage_spaces
-
         check_stage_spaces(list(config.curriculum_schedule or []), gymnasium.make)
         target = f"a curriculum of {len(config.curriculum_schedule or [])} stages"
     else:
@@ -60,7 +64,6 @@ def check_config(config: WorkerConfig) -> str:
         return f"play {config.policy_path} on {target} step by step (control protocol)"
     if config.mode == "policy_eval":
         return f"evaluate {config.policy_path} for {config.eval_episodes} episodes on {target}"
-    from mosaic_worker_cleanrl.platform_config import resolve_run
 
     resolution = resolve_run(config, os.environ)
     config = resolution.config
@@ -69,7 +72,6 @@ def check_config(config: WorkerConfig) -> str:
     found = check(algo.path, default_env(algo), gym_compat=compat)
     if not found.runs:
         raise ValueError(f"algo {config.algo!r} does not run here: {found.why_not}")
-    from mosaic_worker_cleanrl.launch_args import build_argv
 
     argv = build_argv(config, algo, Path("<run_dir>"))
     ignored = f"\n{resolution.summary()}" if resolution.ignored else ""
@@ -78,6 +80,7 @@ def check_config(config: WorkerConfig) -> str:
 
 def _check_policy(config: CleanRLConfig, path: Path) -> None:
     """The policy loads, and (policy_eval) acts in the env it will be evaluated on."""
+    # Imported here: the agents import torch, which only the policy modes need.
     from mosaic_worker_cleanrl.agents import load_policy
 
     try:
@@ -87,7 +90,6 @@ def _check_policy(config: CleanRLConfig, path: Path) -> None:
     if config.mode != "policy_eval":
         return  # resume_training checks against the script's own envs
     from mosaic_worker_cleanrl.agents.spaces import check_fits
-    from mosaic_worker_cleanrl.evaluation import eval_env_id, make_eval_env
 
     env_id = eval_env_id(config, policy)
     try:
@@ -101,8 +103,6 @@ def _check_policy(config: CleanRLConfig, path: Path) -> None:
 
 
 def log_path(config: WorkerConfig, run_dir: Path) -> Path:
-    from mosaic_worker_cleanrl.runtime import LOG_NAME
-
     return run_dir / LOG_NAME
 
 
@@ -110,8 +110,6 @@ def with_config_worker_id(argv: Sequence[str]) -> list[str]:
     """``argv`` plus ``--worker-id`` from the config's ``worker_id`` when the command line
     gives none (the command line wins); unchanged when the config cannot be read (the SDK
     then reports why)."""
-    from mosaic_sdk.contract import ConfigError, read_config_json, unwrap_job_descriptor
-
     args = list(argv)
     if any(a == "--worker-id" or a.startswith("--worker-id=") for a in args):
         return args
@@ -133,10 +131,6 @@ def with_config_worker_id(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from mosaic_worker_cleanrl.interactive import interactive_session
-    from mosaic_worker_cleanrl.plugin import mosaic_worker_describe
-    from mosaic_worker_cleanrl.runtime import run
-
     argv = with_config_worker_id(sys.argv[1:] if argv is None else argv)
     return worker_main(
         config_model=CleanRLConfig,

@@ -19,28 +19,28 @@ type is an error naming the argument, never a flag passed on blindly.
 from __future__ import annotations
 
 import copy
+import difflib
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 
 from mosaic_sdk.contract import WorkerConfig
+from mosaic_worker_cleanrl.algo_params import (
+    FOLDED_ARGUMENTS,
+    NOT_FORWARDED,
+    RESERVED_ARGUMENTS,
+    VERSION_DEPENDENT,
+    fold_algo_params,
+    is_placeholder,
+    known_kind,
+)
+from mosaic_worker_cleanrl.arguments import ArgumentSpec, check_value, normalise_name
+from mosaic_worker_cleanrl.curriculum_presets import preset_schedule
 from mosaic_worker_cleanrl.curriculum_schedule import CurriculumStage
+from mosaic_worker_cleanrl.registry import AlgorithmNotFoundError, resolve
 
 Mode = Literal["train", "policy_eval", "resume_training", "curriculum", "interactive"]
-
-#: Script arguments the worker sets from its own typed fields (not through algo_params).
-RESERVED_ARGUMENTS: dict[str, str] = {
-    "env_id": "env_id",
-    "total_timesteps": "total_timesteps",
-    "seed": "seed",
-    "num_envs": "num_envs",
-    "cuda": "cuda",
-    "track": "track_wandb",
-    "tensorboard_dir": "tensorboard_dir",
-    "checkpoint_dir": "(the run directory's checkpoints/)",
-    "resume_from": "policy_path with mode resume_training",
-}
 
 _ALIASES = {"use_cuda": "cuda"}
 
@@ -192,12 +192,8 @@ class CleanRLConfig(WorkerConfig):
             if alias in data:
                 value = data.pop(alias)
                 data.setdefault(name, value)
-        from mosaic_worker_cleanrl.platform_config import fold_algo_params
-
         data = fold_algo_params(data)
         if isinstance(data.get("curriculum_schedule"), str):
-            from mosaic_worker_cleanrl.curriculum_presets import preset_schedule
-
             data["curriculum_schedule"] = preset_schedule(data["curriculum_schedule"])
         if data.get("curriculum_schedule") and data.get("mode", "train") == "train":
             data["mode"] = "curriculum"
@@ -205,8 +201,6 @@ class CleanRLConfig(WorkerConfig):
 
     @model_validator(mode="after")
     def _check_consistency(self) -> CleanRLConfig:
-        from mosaic_worker_cleanrl.registry import AlgorithmNotFoundError, resolve
-
         if self.mode == "curriculum" and not self.curriculum_schedule:
             raise ValueError("mode 'curriculum' needs a non-empty curriculum_schedule")
         if self.mode in ("policy_eval", "resume_training", "interactive") and not self.policy_path:
@@ -228,15 +222,6 @@ class CleanRLConfig(WorkerConfig):
 def check_algo_params(config: CleanRLConfig, script: Any) -> None:
     """Raise ``ValueError`` naming every bad ``algo_params`` entry (unknown name, bad type);
     the names the algorithm accepts are listed once, after all the problems."""
-    import difflib
-
-    from mosaic_worker_cleanrl.arguments import ArgumentSpec, check_value, normalise_name
-    from mosaic_worker_cleanrl.platform_config import (
-        FOLDED_ARGUMENTS,
-        is_placeholder,
-        known_kind,
-    )
-
     problems = []
     unknown = []
     seen: set[str] = set()
@@ -272,8 +257,6 @@ def check_algo_params(config: CleanRLConfig, script: Any) -> None:
         if why:
             problems.append(f"algo_params.{key}: {why}")
     if unknown:
-        from mosaic_worker_cleanrl.platform_config import NOT_FORWARDED, VERSION_DEPENDENT
-
         anywhere = sorted({*NOT_FORWARDED, *VERSION_DEPENDENT} - set(allowed))
         problems.append(
             f"algo_params: {config.algo} has no argument {', '.join(unknown)}; "

@@ -25,6 +25,7 @@ from mosaic_sdk.worker_cli import RunContext
 from mosaic_worker_cleanrl.analytics import write_analytics
 from mosaic_worker_cleanrl.config import CleanRLConfig
 from mosaic_worker_cleanrl.eval_summary import EvalSummary
+from mosaic_worker_cleanrl.run_setup import install_instrumentation, make_sink
 
 
 def eval_env_id(config: CleanRLConfig, policy: Any) -> str:
@@ -68,7 +69,6 @@ def run_policy_eval(ctx: RunContext) -> None:
 
     from mosaic_worker_cleanrl.agents import load_policy
     from mosaic_worker_cleanrl.agents.spaces import check_fits
-    from mosaic_worker_cleanrl.runtime import install_instrumentation, make_sink
 
     config = ctx.config
     assert isinstance(config, CleanRLConfig)

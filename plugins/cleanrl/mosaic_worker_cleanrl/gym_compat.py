@@ -29,7 +29,7 @@ import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 
-def _env_info(vector_info: dict[str, Any], index: int) -> dict[str, Any]:
+def env_info(vector_info: dict[str, Any], index: int) -> dict[str, Any]:
     """The info dict of env ``index`` out of a vectorised info dict (masks respected)."""
     out: dict[str, Any] = {}
     for key, value in vector_info.items():
@@ -38,7 +38,7 @@ def _env_info(vector_info: dict[str, Any], index: int) -> dict[str, Any]:
         mask = vector_info.get("_" + key)
         if mask is not None and not mask[index]:
             continue
-        out[key] = _env_info(value, index) if isinstance(value, dict) else value[index]
+        out[key] = env_info(value, index) if isinstance(value, dict) else value[index]
     return out
 
 
@@ -52,7 +52,7 @@ def to_legacy_infos(infos: dict[str, Any], num_envs: int) -> dict[str, Any]:
     vector_final_info = infos.get("final_info", {})
     for i in np.flatnonzero(mask):
         final_obs[i] = infos["final_obs"][i]
-        final_info[i] = _env_info(vector_final_info, int(i)) if vector_final_info else {}
+        final_info[i] = env_info(vector_final_info, int(i)) if vector_final_info else {}
     legacy = {k: v for k, v in infos.items() if k not in ("final_obs", "_final_obs")}
     legacy["final_observation"], legacy["_final_observation"] = final_obs, mask.copy()
     legacy["final_info"], legacy["_final_info"] = final_info, mask.copy()

@@ -28,12 +28,16 @@ from typing import Any
 
 import gymnasium
 
+from mosaic_worker_cleanrl.curriculum_remote import register_remote
+from mosaic_worker_cleanrl.env_families import register_env_families
 from mosaic_worker_cleanrl.env_telemetry import (
     EpisodeTelemetryWrapper,
     ForwardingVectorWrapper,
     TelemetrySink,
     VectorTelemetryRelay,
 )
+from mosaic_worker_cleanrl.gym_compat import install_compat
+from mosaic_worker_cleanrl.legacy_gym import put_on_path
 from mosaic_worker_cleanrl.subprocess_patch import exported_to_processes
 
 FastLaneHook = Callable[[Any, str, dict[str, Any]], Any]
@@ -156,8 +160,6 @@ class Instrumentation:
     # -- install / uninstall --------------------------------------------------------------
     def install(self) -> Instrumentation:
         if self.compat:
-            from mosaic_worker_cleanrl.gym_compat import install_compat
-
             self._undo.append(install_compat())
         vector = gymnasium.vector
         saved = (gymnasium.make, vector.SyncVectorEnv, vector.AsyncVectorEnv)
@@ -195,4 +197,35 @@ class Instrumentation:
         self.uninstall()
 
 
-__all__ = ["Instrumentation"]
+def instrument_subprocess(
+    variables: Mapping[str, str], environ: Mapping[str, str]
+) -> Instrumentation:
+    """Patch gymnasium in an env subprocess, from the variables the worker handed it
+    (:func:`mosaic_worker_cleanrl.subprocess_patch.subprocess_variables`)."""
+    owner = int(variables.get("CLEANRL_WORKER_PID", "0") or 0)
+    compat = variables.get("CLEANRL_WORKER_GYM_COMPAT") == "1"
+    if compat:  # the script's `import gym` in this process too (unpickling its env thunks)
+        put_on_path()
+    register_env_families()  # a spawned env subprocess starts with gymnasium's ids only
+
+    rate = float(variables.get("CLEANRL_WORKER_STEP_RATE", "0") or 0)
+    every = int(variables.get("CLEANRL_WORKER_STEP_EVERY", "20") or 20)
+    steps = variables.get("CLEANRL_WORKER_STEPS", "1") == "1"
+    sink = TelemetrySink(
+        None, steps=steps, step_every=every, step_rate=rate or None, owner_pid=owner
+    )
+    inst = Instrumentation(
+        sink,
+        environ.get("MOSAIC_RUN_ID", "subprocess"),
+        compat=compat,
+        render_frames=variables.get("CLEANRL_WORKER_RENDER") == "1",
+        child_variables=variables,
+    )
+    inst.install()
+    stage_file = variables.get("CLEANRL_WORKER_CURRICULUM")
+    if stage_file:  # the curriculum env id, reading the worker's stage file
+        register_remote(stage_file, inst.original_make)
+    return inst
+
+
+__all__ = ["Instrumentation", "instrument_subprocess"]

@@ -32,6 +32,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from mosaic_worker_cleanrl.gym_compat import env_info
+
 #: The directory that holds only the ``gym`` package of this layer.
 GYM_DIR = Path(__file__).resolve().parent / "_gym"
 #: The gym version the layer presents.
@@ -131,12 +133,6 @@ def _from_thunk(thunk: Callable[[], Any]) -> Any:
     return modern(thunk())
 
 
-def _env_info(vector_info: dict[str, Any], index: int) -> dict[str, Any]:
-    from mosaic_worker_cleanrl.gym_compat import _env_info as split
-
-    return split(vector_info, index)
-
-
 def split_infos(
     infos: dict[str, Any],
     num_envs: int,
@@ -150,13 +146,13 @@ def split_infos(
     for i in range(num_envs):
         done = bool(terminated[i] or truncated[i])
         if not done:
-            out.append(_env_info(infos, i))
+            out.append(env_info(infos, i))
             continue
         if legacy:
             info = dict(infos["final_info"][i] or {})
             final_obs = infos["final_observation"][i]
         else:
-            info = _env_info(infos.get("final_info", {}), i)
+            info = env_info(infos.get("final_info", {}), i)
             final_obs = infos["final_obs"][i]
         info["terminal_observation"] = final_obs
         if truncated[i] and not terminated[i]:

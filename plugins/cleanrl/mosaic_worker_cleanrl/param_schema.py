@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mosaic_worker_cleanrl.algo_params import RESERVED_ARGUMENTS
 from mosaic_worker_cleanrl.arguments import ArgumentSpec, ScriptArguments
 
 _JSON_TYPES = {
@@ -47,8 +48,6 @@ def argument_schema(spec: ArgumentSpec) -> dict[str, Any]:
 
 def algo_params_schema(algo: str, script: ScriptArguments, source: str = "") -> dict[str, Any]:
     """The JSON Schema of ``algo_params`` for ``algo`` (its script's arguments ``script``)."""
-    from mosaic_worker_cleanrl.config import RESERVED_ARGUMENTS
-
     properties = {
         name: argument_schema(spec)
         for name, spec in script.arguments.items()

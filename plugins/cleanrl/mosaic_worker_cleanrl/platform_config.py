@@ -1,29 +1,9 @@
-"""What the worker does with each part of the config and environment MOSAIC's platform sends.
+"""What a run uses of the config and environment MOSAIC's platform sends, and what it ignores.
 
-The platform's CleanRL train form sends a flat config with an ``extras`` dict; its
-``algo_params`` hold the algorithm's whole argument set as the platform's schema knows it (a
-newer CleanRL than the one installable here, so some names are missing from the installed
-scripts), and its dispatcher sets ``CLEANRL_*``, ``TRACK_*``, ``WANDB_*`` and FastLane
-variables. Nothing of that makes a run fail: each key is either honoured or accepted and
-reported once, with the reason, in :attr:`Resolution.ignored`.
-
-Decided here (one place):
-
-- ``algo_params`` that name one of the config's own fields (:data:`FOLDED_ARGUMENTS`:
-  ``env_id``, ``num_envs``, ``seed``, ``total_timesteps``, ``cuda``, ``track``) set that field;
-  a value that contradicts the field is an error (:func:`fold_algo_params`);
-- ``algo_params`` never forwarded (:data:`NOT_FORWARDED`: ``upload_model``, ``hf_entity``,
-  ``total_frames``, ``procedural_generation``);
-- CleanRL arguments that some script versions lack (:data:`VERSION_DEPENDENT`): forwarded when
-  the installed script has them, else ignored;
-- ``capture_video`` without moviepy, ``save_model`` where the script's evaluation cannot run,
-  an optional argument set to the form's 0 placeholder, W&B keys without wandb or with
-  tracking off, the run metadata (``notes``, ``agent_id``);
-- the dispatcher's variables (:func:`resolve`): ``CLEANRL_NUM_ENVS`` / ``CLEANRL_SEED`` when
-  the config does not set them, ``CLEANRL_AGENT_ID``, ``TRACK_WANDB``, ``TRACK_TENSORBOARD``,
-  ``CLEANRL_PROCEDURAL_GENERATION``, ``CLEANRL_RUN_ID``. FastLane variables are read by
-  :mod:`mosaic_worker_cleanrl.fastlane_settings`; ``WANDB_*`` and proxy variables by wandb
-  itself, which runs in this process.
+The platform's CleanRL form sends ``algo_params`` for a newer CleanRL than the one installed
+here, and its dispatcher sets ``CLEANRL_*``, ``TRACK_*`` and ``WANDB_*`` variables. Nothing of
+that makes a run fail: each key is honoured, or accepted and reported once with the reason in
+:attr:`Resolution.ignored` (the names themselves: :mod:`mosaic_worker_cleanrl.algo_params`).
 """
 
 from __future__ import annotations
@@ -31,53 +11,19 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from mosaic_worker_cleanrl.arguments import ScriptArguments
-    from mosaic_worker_cleanrl.config import CleanRLConfig
-
-#: ``algo_params`` names that are the config's own fields (name -> field).
-FOLDED_ARGUMENTS: dict[str, str] = {
-    "env_id": "env_id",
-    "num_envs": "num_envs",
-    "seed": "seed",
-    "total_timesteps": "total_timesteps",
-    "cuda": "cuda",
-    "track": "track_wandb",
-}
-
-#: Folded names whose 0 is the form's empty field, not a value.
-_COUNTS = ("num_envs", "total_timesteps")
-
-NO_UPLOAD = "no network upload from this worker: saved models stay in the run directory"
-
-#: ``algo_params`` accepted for every algorithm and never forwarded: (kind, reason).
-NOT_FORWARDED: dict[str, tuple[str, str]] = {
-    "upload_model": ("bool", NO_UPLOAD),
-    "hf_entity": ("str", NO_UPLOAD),
-    "total_frames": ("int", "the run's length is the config's total_timesteps"),
-    "procedural_generation": (
-        "bool",
-        "fixed levels are not supported: envs reset with the seeds the script gives them",
-    ),
-}
-
-#: CleanRL arguments that some versions of a script have and others lack (name -> kind):
-#: accepted for every algorithm, forwarded when the installed script declares them.
-VERSION_DEPENDENT: dict[str, str] = {
-    "save_model": "bool",
-    "capture_video": "bool",
-    "torch_deterministic": "bool",
-    "num_envs": "int",
-    "local_num_envs": "int",
-    "local_batch_size": "int",
-    "local_minibatch_size": "int",
-    "world_size": "int",
-    "exp_name": "str",
-    "wandb_project_name": "str",
-    "wandb_entity": "str",
-}
+from mosaic_worker_cleanrl import availability
+from mosaic_worker_cleanrl.algo_params import (
+    COUNT_ARGUMENTS,
+    NOT_FORWARDED,
+    PLACEHOLDER,
+    is_placeholder,
+)
+from mosaic_worker_cleanrl.arguments import ScriptArguments, normalise_name
+from mosaic_worker_cleanrl.config import CleanRLConfig
+from mosaic_worker_cleanrl.registry import resolve as find_algorithm
+from mosaic_worker_cleanrl.upstream_video import VIDEO_INSTALL, video_available
 
 #: Config fields that are run metadata only: kept in the config (``run_started``,
 #: ``analytics.json``), not used by the training.
@@ -99,52 +45,6 @@ WANDB_ARGUMENTS = ("wandb_project_name", "wandb_entity")
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
-
-
-def fold_algo_params(data: dict[str, Any]) -> dict[str, Any]:
-    """Move ``algo_params`` entries that name one of the config's own fields into that field
-    (the platform's form repeats ``env_id`` and ``num_envs`` there). Raises ``ValueError`` when
-    such an entry contradicts the field."""
-    from mosaic_worker_cleanrl.arguments import normalise_name
-
-    params = data.get("algo_params")
-    if not isinstance(params, Mapping):
-        return data
-    kept: dict[str, Any] = {}
-    problems = []
-    for key, value in params.items():
-        name = normalise_name(key) if isinstance(key, str) else key
-        target = FOLDED_ARGUMENTS.get(name)
-        if target is None or (target in _COUNTS and is_placeholder(value)):
-            # 0 for num_envs: the form's empty number field (resolve reports it)
-            kept[key] = value
-            continue
-        if target in data and data[target] != value:
-            problems.append(
-                f"algo_params.{key} is {value!r} but {target} is {data[target]!r}; "
-                f"they name the same setting: remove one or make them equal"
-            )
-            continue
-        data[target] = value
-    if problems:
-        raise ValueError("; ".join(problems))
-    data["algo_params"] = kept
-    return data
-
-
-def is_placeholder(value: Any) -> bool:
-    """The platform's form writes 0 for a number field whose default is empty."""
-    return value == 0 and isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-PLACEHOLDER = "0 read as unset: the platform's form writes 0 for an empty number field"
-
-
-def known_kind(name: str) -> str | None:
-    """The kind of an ``algo_params`` name accepted for every algorithm (None: not one)."""
-    if name in NOT_FORWARDED:
-        return NOT_FORWARDED[name][0]
-    return VERSION_DEPENDENT.get(name)
 
 
 @dataclass
@@ -197,13 +97,9 @@ def resolve(
     ``have_wandb`` / ``have_video`` default to whether wandb / moviepy are importable;
     ``save_model_problems`` are the reasons ``save_model`` cannot work for this script.
     """
-    from mosaic_worker_cleanrl.arguments import normalise_name
-
     if have_wandb is None:
         have_wandb = importlib.util.find_spec("wandb") is not None
     if have_video is None:
-        from mosaic_worker_cleanrl.upstream_video import video_available
-
         have_video = video_available()
     ignored: dict[str, str] = {}
     update: dict[str, Any] = {}
@@ -258,15 +154,13 @@ def resolve(
     for key, value in config.algo_params.items():
         name = normalise_name(key)
         spec = script.arguments.get(name)
-        if name in _COUNTS:  # only a placeholder is left here (fold_algo_params)
+        if name in COUNT_ARGUMENTS:  # only a placeholder is left here (fold_algo_params)
             ignored[f"algo_params.{key}"] = PLACEHOLDER
         elif name in NOT_FORWARDED:
             ignored[f"algo_params.{key}"] = NOT_FORWARDED[name][1]
         elif spec is None:
             ignored[f"algo_params.{key}"] = f"the installed {config.algo} has no {_flag(name)}"
         elif name == "capture_video" and value is True and not have_video:
-            from mosaic_worker_cleanrl.upstream_video import VIDEO_INSTALL
-
             ignored[f"algo_params.{key}"] = f"recording needs moviepy: {VIDEO_INSTALL}"
         elif name == "save_model" and value is True and save_model_problems:
             ignored[f"algo_params.{key}"] = "; ".join(save_model_problems)
@@ -311,14 +205,10 @@ def resolve_run(config: CleanRLConfig, environ: Mapping[str, str]) -> Resolution
     config is kept as it is."""
     if config.mode == "policy_eval":
         return Resolution(config)
-    from mosaic_worker_cleanrl.registry import resolve as find_algorithm
-
     algo = find_algorithm(config.algo, config.cleanrl_path)
     problems: list[str] = []
     if algo.upstream:
-        from mosaic_worker_cleanrl.availability import save_model_problems
-
-        problems = save_model_problems(algo.path, algo.import_root)
+        problems = availability.save_model_problems(algo.path, algo.import_root)
     return resolve(config, algo.arguments(), environ, save_model_problems=problems)
 
 
@@ -340,15 +230,10 @@ def wandb_environment(config: CleanRLConfig) -> dict[str, str]:
 
 
 __all__ = [
-    "FOLDED_ARGUMENTS",
     "METADATA_FIELDS",
-    "NOT_FORWARDED",
-    "VERSION_DEPENDENT",
     "WANDB_ARGUMENTS",
     "WANDB_FIELDS",
     "Resolution",
-    "fold_algo_params",
-    "known_kind",
     "resolve",
     "resolve_run",
     "summary",

@@ -16,7 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from mosaic_worker_cleanrl import param_schema
 from mosaic_worker_cleanrl.arguments import ScriptArguments, read_script_arguments
+from mosaic_worker_cleanrl.availability import check, missing_modules, save_model_support
 
 OWN_PPO_MODULE = "mosaic_worker_cleanrl.algorithms.ppo"
 
@@ -149,8 +151,6 @@ def algorithm_table(
     ``algo_params.save_model`` gives here, see
     :class:`mosaic_worker_cleanrl.availability.SaveModel`; our PPO always checkpoints) and
     ``path``."""
-    from mosaic_worker_cleanrl.availability import check, save_model_support
-
     rows = []
     for name, (family, description) in ALGORITHMS.items():
         row: dict[str, Any] = {
@@ -199,9 +199,7 @@ def _installed_cleanrl() -> str:
 def algo_params_schema(spec: AlgorithmSpec) -> dict[str, Any]:
     """The JSON Schema of ``algo_params`` for a resolved algorithm (see
     :mod:`mosaic_worker_cleanrl.param_schema`)."""
-    from mosaic_worker_cleanrl.param_schema import algo_params_schema as build
-
-    return build(spec.name, spec.arguments(), spec.module)
+    return param_schema.algo_params_schema(spec.name, spec.arguments(), spec.module)
 
 
 def algo_params_schemas(cleanrl_path: str | Path | None = None) -> dict[str, dict[str, Any]]:
@@ -215,8 +213,6 @@ def algo_params_schemas(cleanrl_path: str | Path | None = None) -> dict[str, dic
         schemas[name] = algo_params_schema(spec)
     return schemas
 
-
-from mosaic_worker_cleanrl.availability import missing_modules  # noqa: E402  (re-exported)
 
 __all__ = [
     "ALGORITHMS",

@@ -38,14 +38,14 @@ from mosaic_sdk.worker_cli import RunContext
 from mosaic_worker_cleanrl.analytics import collect_checkpoints, log_tail, write_analytics
 from mosaic_worker_cleanrl.config import CleanRLConfig
 from mosaic_worker_cleanrl.env_telemetry import TelemetrySink
-from mosaic_worker_cleanrl.fastlane_settings import export_fastlane, resolve_fastlane
+from mosaic_worker_cleanrl.evaluation import run_policy_eval
 from mosaic_worker_cleanrl.instrument import Instrumentation
 from mosaic_worker_cleanrl.launch_args import build_argv
 from mosaic_worker_cleanrl.legacy_gym import gym_module_on_path
 from mosaic_worker_cleanrl.platform_config import METADATA_FIELDS, resolve_run, wandb_environment
 from mosaic_worker_cleanrl.registry import AlgorithmSpec, resolve
+from mosaic_worker_cleanrl.run_setup import install_instrumentation, make_sink
 from mosaic_worker_cleanrl.stderr_tail import StderrTail
-from mosaic_worker_cleanrl.subprocess_patch import child_variables
 
 LOG_NAME = "algorithm.log"
 
@@ -53,60 +53,6 @@ LOG_NAME = "algorithm.log"
 class RunCancelled(BaseException):
     """Raised in the script's frame by SIGTERM/SIGINT (a BaseException: ``except Exception``
     in a script does not swallow it)."""
-
-
-def fastlane_hook() -> Any:
-    """The ``mosaic_fastlane_wrap_env`` hook of the process's FastLane plugin manager (the
-    one ``maybe_wrap_env`` uses, so plugins registered there see CleanRL's envs too)."""
-    from mosaic_sdk.plugins.fastlane_provider import fastlane_plugin_manager
-
-    pm = fastlane_plugin_manager()
-
-    def call(env: Any, run_id: str, settings: dict[str, Any]) -> Any:
-        return pm.hook.mosaic_fastlane_wrap_env(env=env, run_id=run_id, settings=settings)
-
-    return call
-
-
-def make_sink(ctx: RunContext, config: CleanRLConfig) -> TelemetrySink:
-    return TelemetrySink(
-        ctx.emitter,
-        steps=config.telemetry_steps and not config.fastlane_only,
-        step_every=config.telemetry_step_every,
-        step_rate=config.telemetry_step_rate,
-    )
-
-
-def install_instrumentation(
-    ctx: RunContext, config: CleanRLConfig, sink: TelemetrySink, compat: bool
-) -> Instrumentation:
-    """Patches for this process; env subprocesses its ``AsyncVectorEnv`` starts get them too
-    (see :mod:`mosaic_worker_cleanrl.subprocess_patch`), no other child does."""
-    from mosaic_worker_cleanrl.env_families import register_env_families
-
-    register_env_families()  # MiniGrid / BabyAI ids, when minigrid is installed
-    settings = resolve_fastlane(config, os.environ)
-    if settings is not None:
-        export_fastlane(settings, config, os.environ)
-    os.environ["MOSAIC_RUN_ID"] = config.run_id
-    children = child_variables(
-        compat=compat,
-        render_frames=settings is not None,
-        owner_pid=os.getpid(),
-        steps=sink.steps_enabled,
-        step_every=config.telemetry_step_every,
-        step_rate=config.telemetry_step_rate,
-    )
-    inst = Instrumentation(
-        sink,
-        config.run_id,
-        fastlane_settings=settings,
-        fastlane_hook=fastlane_hook() if settings is not None else None,
-        compat=compat,
-        log=ctx.log,
-        child_variables=children,
-    )
-    return inst.install()
 
 
 def run(ctx: RunContext) -> None:
@@ -121,8 +67,6 @@ def run(ctx: RunContext) -> None:
         for key, value in wandb_environment(config).items():
             os.environ.setdefault(key, value)
     if config.mode == "policy_eval":
-        from mosaic_worker_cleanrl.evaluation import run_policy_eval
-
         run_policy_eval(ctx)
         return
     run_algorithm(ctx, config, resolution.ignored)
@@ -375,4 +319,4 @@ def finish(
         )
 
 
-__all__ = ["LOG_NAME", "RunCancelled", "execute_module", "fastlane_hook", "run", "run_algorithm"]
+__all__ = ["LOG_NAME", "RunCancelled", "execute_module", "run", "run_algorithm"]

@@ -14,7 +14,7 @@ therefore never sits in the worker's environment:
    start returns. The env thunk the constructor calls in this process, and other threads,
    see none of it. A child forked meanwhile (the ``fork`` start method) drops them at once:
    it has the patch in memory.
-3. ``sitecustomize`` in a new interpreter calls :func:`install_in_subprocess`, which removes
+3. ``sitecustomize`` in a new interpreter calls :func:`subprocess_variables`, which removes
    the variables and the directory from its environment before anything else (so the env
    subprocess's own children start clean) and patches gymnasium only in a ``multiprocessing``
    child (``spawn``) or fork server (``forkserver``); the resource tracker that
@@ -189,13 +189,13 @@ def started_by_multiprocessing(argv: Sequence[str]) -> bool:
     )
 
 
-def install_in_subprocess(
+def subprocess_variables(
     environ: MutableMapping[str, str], argv: Sequence[str] | None = None
-) -> object | None:
-    """Run by ``sitecustomize`` at start-up: consume the variables (see the module docstring)
-    and patch gymnasium when this is an env subprocess. Returns the Instrumentation, or None
-    when the switch is off, this is the worker process itself, or not a ``multiprocessing``
-    child."""
+) -> dict[str, str] | None:
+    """Run by ``sitecustomize`` at start-up: consume the variables (see the module docstring).
+    Returns them when this is an env subprocess to patch
+    (:func:`~mosaic_worker_cleanrl.instrument.instrument_subprocess`); None when the switch is
+    off, this is the worker process itself, or not a ``multiprocessing`` child."""
     if SWITCH not in environ:
         return None
     variables = consume(environ)
@@ -206,37 +206,7 @@ def install_in_subprocess(
         return None
     if not started_by_multiprocessing(sys.orig_argv if argv is None else argv):
         return None
-    from mosaic_worker_cleanrl.env_families import register_env_families
-    from mosaic_worker_cleanrl.env_telemetry import TelemetrySink
-    from mosaic_worker_cleanrl.instrument import Instrumentation
-
-    compat = variables.get("CLEANRL_WORKER_GYM_COMPAT") == "1"
-    if compat:  # the script's `import gym` in this process too (unpickling its env thunks)
-        from mosaic_worker_cleanrl.legacy_gym import put_on_path
-
-        put_on_path()
-    register_env_families()  # a spawned env subprocess starts with gymnasium's ids only
-
-    rate = float(variables.get("CLEANRL_WORKER_STEP_RATE", "0") or 0)
-    every = int(variables.get("CLEANRL_WORKER_STEP_EVERY", "20") or 20)
-    steps = variables.get("CLEANRL_WORKER_STEPS", "1") == "1"
-    sink = TelemetrySink(
-        None, steps=steps, step_every=every, step_rate=rate or None, owner_pid=owner
-    )
-    inst = Instrumentation(
-        sink,
-        environ.get("MOSAIC_RUN_ID", "subprocess"),
-        compat=compat,
-        render_frames=variables.get("CLEANRL_WORKER_RENDER") == "1",
-        child_variables=variables,
-    )
-    inst.install()
-    stage_file = variables.get("CLEANRL_WORKER_CURRICULUM")
-    if stage_file:  # the curriculum env id, reading the worker's stage file
-        from mosaic_worker_cleanrl.curriculum_remote import register_remote
-
-        register_remote(stage_file, inst.original_make)
-    return inst
+    return variables
 
 
 __all__ = [
@@ -246,8 +216,8 @@ __all__ = [
     "consume",
     "exported",
     "exported_to_processes",
-    "install_in_subprocess",
     "site_pythonpath",
     "started_by_multiprocessing",
     "subprocess_environment",
+    "subprocess_variables",
 ]

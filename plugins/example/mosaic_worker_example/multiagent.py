@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from mosaic_sdk.analytics import AnalyticsManifest, write_analytics
-from mosaic_sdk.contract import WorkerConfig
+from mosaic_sdk.contract import WorkerCapabilities, WorkerConfig, WorkerMetadata
 
 if TYPE_CHECKING:
     from mosaic_sdk.fastlane import FastLaneWriter
 from mosaic_sdk.telemetry import Heartbeat
 from mosaic_sdk.worker_cli import RunContext, worker_main
+from mosaic_worker_example import __version__
 
 WORKER_TYPE = "example_ma"
 #: The PettingZoo parallel envs this worker knows, by the name its config uses.
@@ -248,9 +249,32 @@ def check_config(config: WorkerConfig) -> str:
     return f"{config.episodes} episode(s) of {config.env_id}, random actions per agent"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from mosaic_worker_example.multiagent_plugin import describe
+def describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    metadata = WorkerMetadata(
+        name="Example Multi-Agent Worker",
+        version=__version__,
+        description="Runs a PettingZoo parallel env with random agents and reports per-agent "
+        "telemetry and one FastLane stream per agent",
+        author="mosaic-worker-sdk developers",
+        upstream_library="pettingzoo",
+        license="MIT",
+    )
+    capabilities = WorkerCapabilities(
+        worker_type=WORKER_TYPE,  # must equal the entry-point name
+        supported_paradigms=("simultaneous",),
+        env_families=("pettingzoo", "butterfly"),
+        action_spaces=("discrete",),
+        observation_spaces=("image",),
+        max_agents=2,
+        supports_fastlane=True,
+        supports_pause_resume=True,
+        control_protocol=1,
+        estimated_memory_mb=256,
+    )
+    return metadata, capabilities
 
+
+def main(argv: Sequence[str] | None = None) -> int:
     return worker_main(
         config_model=MultiAgentConfig,
         run=run,

@@ -14,8 +14,7 @@ from pathlib import Path
 from mosaic_sdk import hookimpl
 from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
 from mosaic_sdk.plugins import platform_factory
-from mosaic_worker_example import __version__
-from mosaic_worker_example.multiagent import WORKER_TYPE, MultiAgentConfig
+from mosaic_worker_example.multiagent import MultiAgentConfig, describe
 
 #: The entry point: `example_ma = "mosaic_worker_example.multiagent_plugin:get_worker_metadata"`.
 get_worker_metadata = platform_factory(__name__)
@@ -24,31 +23,6 @@ get_worker_metadata = platform_factory(__name__)
 @hookimpl
 def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
     return describe()
-
-
-def describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
-    metadata = WorkerMetadata(
-        name="Example Multi-Agent Worker",
-        version=__version__,
-        description="Runs a PettingZoo parallel env with random agents and reports per-agent "
-        "telemetry and one FastLane stream per agent",
-        author="mosaic-worker-sdk developers",
-        upstream_library="pettingzoo",
-        license="MIT",
-    )
-    capabilities = WorkerCapabilities(
-        worker_type=WORKER_TYPE,  # must equal the entry-point name
-        supported_paradigms=("simultaneous",),
-        env_families=("pettingzoo", "butterfly"),
-        action_spaces=("discrete",),
-        observation_spaces=("image",),
-        max_agents=2,
-        supports_fastlane=True,
-        supports_pause_resume=True,
-        control_protocol=1,
-        estimated_memory_mb=256,
-    )
-    return metadata, capabilities
 
 
 @hookimpl

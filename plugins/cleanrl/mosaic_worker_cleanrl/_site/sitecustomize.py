@@ -31,9 +31,15 @@ def _load_shadowed() -> None:
 
 
 def _patch_gymnasium() -> None:
-    from mosaic_worker_cleanrl.subprocess_patch import install_in_subprocess
+    # Imported here, not at the top: every process started with the switch runs this file,
+    # and only an env subprocess pays for gymnasium and the instrumentation.
+    from mosaic_worker_cleanrl.subprocess_patch import subprocess_variables
 
-    install_in_subprocess(os.environ)
+    variables = subprocess_variables(os.environ)
+    if variables is not None:
+        from mosaic_worker_cleanrl.instrument import instrument_subprocess
+
+        instrument_subprocess(variables, os.environ)
 
 
 try:
