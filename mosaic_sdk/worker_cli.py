@@ -1,25 +1,9 @@
 """The command line every worker shares: ``python -m my_worker --config PATH [--dry-run] ...``.
 
-:func:`worker_main` implements the platform's worker CLI contract once, so that each worker
-only writes its run function:
-
-- ``--config PATH`` (a JSON file, flat or a job descriptor), ``--dry-run`` (validate, print a
-  summary on stderr, write nothing, exit 0), ``--worker-id ID``, ``-v``, and the reserved
-  ``--grpc`` / ``--grpc-target`` (accepted; this SDK reports through stdout only);
-- a missing, malformed or invalid config ends with ``run_failed`` on stdout, one clear line on
-  stderr and exit code 2;
-- telemetry gets the real stdout to itself (:func:`~mosaic_sdk.telemetry.stdout.claim_stdout`):
-  prints of libraries go to stderr, or to ``log_path`` when given;
-- SIGTERM and SIGINT set ``ctx.cancel``; the run function checks ``ctx.cancelled`` and
-  returns; a run that returns without a terminal event gets ``run_cancelled`` when cancelled,
-  and an exception gets ``run_failed`` with its traceback;
-- the control protocol (:mod:`mosaic_sdk.control`) on stdin: ``ctx.control`` reads commands
-  in a thread, and ``ctx.cancelled`` is the loop's safe point (it blocks while paused and runs
-  requested checkpoints); ``stop`` ends the run as SIGTERM does. A config whose ``mode`` is
-  ``"interactive"`` is served by the worker's ``interactive(ctx)`` session instead of ``run``.
-
-Exit codes: 0 completed, 1 failed, 2 bad config or usage, 130 cancelled by SIGINT, 143
-cancelled by SIGTERM.
+:func:`worker_main` implements the platform's worker CLI contract once (config loading and its
+errors, stdout for telemetry only, signals, the control channel on stdin, interactive mode),
+so that each worker only writes its run function. Exit codes: 0 completed, 1 failed, 2 bad
+config or usage, 130 cancelled by SIGINT, 143 cancelled by SIGTERM.
 """
 
 from __future__ import annotations
@@ -42,6 +26,7 @@ from mosaic_sdk.contract import (
     unwrap_job_descriptor,
 )
 from mosaic_sdk.control.channel import ControlChannel
+from mosaic_sdk.run_context import RunContext
 from mosaic_sdk.telemetry.emitter import TelemetryEmitter
 from mosaic_sdk.telemetry.stdout import claim_stdout
 
@@ -51,52 +36,6 @@ if TYPE_CHECKING:
 EXIT_COMPLETED = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
-
-
-class RunContext:
-    """What a worker's run function gets."""
-
-    def __init__(
-        self,
-        config: WorkerConfig,
-        emitter: TelemetryEmitter,
-        run_dir: Path,
-        worker_id: str | None,
-        verbose: int,
-    ) -> None:
-        self.config = config
-        self.emitter = emitter
-        self.run_dir = run_dir
-        self.worker_id = worker_id
-        self.verbose = verbose
-        self.cancel = threading.Event()
-        self.cancel_signal: int | None = None
-        #: Why the run was cancelled when no signal did it (e.g. "stop command").
-        self.cancel_reason: str | None = None
-        #: The control channel (``worker_main`` sets it; None for a hand-made context).
-        self.control: ControlChannel | None = None
-
-    @property
-    def cancelled(self) -> bool:
-        """True when the run must stop. Also the loop's control safe point: blocks while the
-        run is paused and runs requested checkpoints (call it from the loop's thread)."""
-        if self.control is not None:
-            return self.control.safe_point()
-        return self.cancel.is_set()
-
-    @property
-    def stop_reason(self) -> str:
-        """Why the run is stopping, for ``run_cancelled(reason=...)``: ``"stop command"``, the
-        signal's name (``"SIGTERM"``, ``"SIGINT"``), else ``"cancelled"``."""
-        if self.cancel_reason:
-            return self.cancel_reason
-        if self.cancel_signal:
-            return signal.Signals(self.cancel_signal).name
-        return "cancelled"
-
-    def log(self, message: str) -> None:
-        """A human-readable message on stderr (never on the telemetry stream)."""
-        print(message, file=sys.stderr, flush=True)
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -253,6 +192,7 @@ def worker_main(
     try:
         if interactive_mode:
             assert interactive is not None
+            # Imported here: only an interactive run pays for the protocol's models.
             from mosaic_sdk.control.interactive import serve_interactive
 
             worker_type = getattr(capabilities, "worker_type", None) or prog or "worker"

@@ -25,6 +25,7 @@ FLOORS = {
     "shm": 1,
     "control": 1,
     "worker_cli": 1,
+    "run_context": 1,
     "lazy_exports": 1,
     "analytics": 1,
     "extras": 1,

@@ -30,7 +30,7 @@ _LAZY = LazyExports(
         "serve_interactive": "mosaic_sdk.control.interactive",
         "Session": "mosaic_sdk.control.session",
         "ControlCommandError": "mosaic_sdk.control.session",
-        "ControlTimeout": "mosaic_sdk.control.session",
+        "ControlTimeout": "mosaic_sdk.control.protocol",
         "WorkerLink": "mosaic_sdk.control.link",
         "PipeLink": "mosaic_sdk.control.link",
     },

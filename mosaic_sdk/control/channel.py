@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from mosaic_sdk.control import dialect
 from mosaic_sdk.telemetry.emitter import TelemetryEmitter
 
 if TYPE_CHECKING:
@@ -125,7 +126,6 @@ class ControlChannel:
 
     def handle_line(self, text: str) -> None:
         """Answer or forward one command line (never raises)."""
-        from mosaic_sdk.control import dialect
         from mosaic_sdk.control.protocol import ProtocolError, decode_line, parse_command
 
         try:
@@ -229,8 +229,6 @@ class ControlChannel:
     def end_interactive(self) -> None:
         """The interactive session is over: answer what is still queued, and refuse what
         comes later, so that every command still gets its one reply."""
-        from mosaic_sdk.control import dialect
-
         self.interactive_ended = True
         queued = self.interactive
         while queued is not None and not queued.empty():

@@ -22,28 +22,38 @@ every other command gets an ``error`` line.
 
 from __future__ import annotations
 
+import queue
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # pragma: no cover
-    from mosaic_sdk.control.channel import ControlChannel
+from mosaic_sdk.telemetry.emitter import TelemetryEmitter
 
 DIALECT_VERSION = "1.0"
 LEGACY_COMMANDS = ("reset", "step", "ping", "stop")
+
+
+class Channel(Protocol):
+    """What the dialect uses of a :class:`~mosaic_sdk.control.channel.ControlChannel`."""
+
+    emitter: TelemetryEmitter
+    interactive: queue.Queue[tuple[str, Any]] | None
+    interactive_ended: bool
+
+    def request_stop(self) -> None: ...
 
 
 def error_line(message: str) -> dict[str, str]:
     return {"type": "error", "message": message}
 
 
-def write(channel: ControlChannel, obj: Mapping[str, object]) -> None:
+def write(channel: Channel, obj: Mapping[str, object]) -> None:
     try:
         channel.emitter.write_foreign(obj)
     except RuntimeError:
         pass  # the run's output is closed
 
 
-def handle_legacy(channel: ControlChannel, data: Mapping[str, object]) -> None:
+def handle_legacy(channel: Channel, data: Mapping[str, object]) -> None:
     """A command without ``"v"``: to the interactive session, or answered here."""
     if channel.interactive is not None:
         if channel.interactive_ended:
@@ -73,6 +83,7 @@ def render_payload(frame: Any) -> dict[str, object] | None:
 
 __all__ = [
     "DIALECT_VERSION",
+    "Channel",
     "LEGACY_COMMANDS",
     "error_line",
     "handle_legacy",

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mosaic_sdk.control.protocol import FrameRef
+from mosaic_sdk.control.protocol import ControlTimeout, FrameRef
 
 if TYPE_CHECKING:
     from mosaic_sdk.fastlane import FastLaneFrame, FastLaneReader
@@ -35,8 +35,6 @@ class FrameWaiter:
         """The newest frame once the frame of ``ref``'s state is published (see the module
         docstring); ``ControlTimeout`` after ``timeout`` seconds (``note()`` is added to its
         message)."""
-        from mosaic_sdk.control.session import ControlTimeout
-
         target = ref.frames_published + (1 if ref.pending else 0)
         deadline = time.monotonic() + timeout
         while True:

@@ -27,14 +27,12 @@ from __future__ import annotations
 import queue
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mosaic_sdk.control import dialect
 from mosaic_sdk.control.channel import EOF
 from mosaic_sdk.control.protocol import ProtocolError, error_reply, ok_reply
-
-if TYPE_CHECKING:  # pragma: no cover
-    from mosaic_sdk.worker_cli import RunContext
+from mosaic_sdk.run_context import RunContext
 
 #: The value of a config's ``mode`` that selects interactive mode.
 INTERACTIVE = "interactive"

@@ -180,6 +180,10 @@ class Reply(BaseModel):
     frame: FrameRef | None = None
 
 
+class ControlTimeout(TimeoutError):
+    """No reply, or no frame, in time (raised on the client's side)."""
+
+
 class ProtocolError(Exception):
     """A command that cannot be carried out; becomes an ``ok: false`` reply."""
 
@@ -334,6 +338,7 @@ __all__ = [
     "Act",
     "Checkpoint",
     "Close",
+    "ControlTimeout",
     "ErrorInfo",
     "FrameRef",
     "Pause",

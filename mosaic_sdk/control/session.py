@@ -47,7 +47,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mosaic_sdk.control.frames import FrameWaiter
 from mosaic_sdk.control.link import PipeLink, WorkerLink
-from mosaic_sdk.control.protocol import FrameRef, Reply, read_reply
+from mosaic_sdk.control.protocol import ControlTimeout, FrameRef, Reply, read_reply
 from mosaic_sdk.json_types import JsonObject
 
 if TYPE_CHECKING:
@@ -70,10 +70,6 @@ class ControlCommandError(RuntimeError):
         self.hint = error.hint if error else ""
         hint = f" (hint: {self.hint})" if self.hint else ""
         super().__init__(f"{reply.cmd or 'command'} failed [{self.code}]: {self.message}{hint}")
-
-
-class ControlTimeout(TimeoutError):
-    """No reply in time."""
 
 
 class Session:
