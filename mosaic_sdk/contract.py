@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from mosaic_sdk.job_descriptor import unwrap_job_descriptor
+from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, json_depth_exceeds
 
 # --- vocabularies ---------------------------------------------------------------------------
 
@@ -239,7 +240,6 @@ def read_config_json(path: str | Path) -> dict[str, Any]:
         raise ConfigError([f"config file {path} is not UTF-8 text; pass a JSON file"]) from None
     except OSError as exc:
         raise ConfigError([f"cannot read config file {path}: {exc.strerror}"]) from None
-    from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, json_depth_exceeds
 
     too_deep = ConfigError(
         [

@@ -13,6 +13,7 @@ from mosaic_sdk.conformance.api import (
     run_check,
     session_subject,
 )
+from mosaic_sdk.conformance.config_source import ConformanceConfigError
 from mosaic_sdk.conformance.registry import check_level, get_check, select_checks
 from mosaic_sdk.conformance.results import ADVISORY, ERROR, FAILED, SKIPPED, CheckResult
 
@@ -39,8 +40,6 @@ class CheckCase:
 
     def __call__(self) -> CheckResult:
         import pytest
-
-        from mosaic_sdk.conformance.config_source import ConformanceConfigError
 
         subject = session_subject(self.worker)
         try:

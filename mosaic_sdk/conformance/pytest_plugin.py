@@ -76,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     workers = config.getoption("mosaic_workers", default=None)
     if not workers:
         return
+    # Imported here: every pytest session loads this plugin; the suite only when asked.
     from mosaic_sdk.conformance.api import session_subject
     from mosaic_sdk.conformance.config_source import ConformanceConfigError
     from mosaic_sdk.plugins import UnknownWorkerError, discover_workers
@@ -100,6 +101,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if FIXTURE not in metafunc.fixturenames:
         return
+    # Imported here: every pytest session loads this plugin; the suite only when asked.
     from mosaic_sdk.conformance.cases import conformance_params
 
     workers = metafunc.config.getoption("mosaic_workers")
@@ -117,6 +119,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
+    # Imported here: every pytest session loads this plugin; the suite only when asked.
     from mosaic_sdk.conformance.api import plan_session
     from mosaic_sdk.conformance.cases import CheckCase
 
@@ -130,6 +133,7 @@ def pytest_collection_modifyitems(
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Imported here: every pytest session loads this plugin; the suite only when asked.
     from mosaic_sdk.conformance.api import close_session_subjects
 
     close_session_subjects()

@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.conformance.config_source import (
     ConformanceConfig,
+    ConformanceConfigError,
     check_against_model,
     file_config,
 )
+from mosaic_sdk.conformance.fastlane_v1 import probe_fastlane
 from mosaic_sdk.conformance.recording import RecordedRun, RunPlan, record_run, streamed
 from mosaic_sdk.conformance.results import CheckSkipped
 from mosaic_sdk.plugins import (
@@ -32,6 +34,7 @@ from mosaic_sdk.plugins import (
     WorkerHandle,
     WorkerLoadError,
     discover_workers,
+    load_unchecked,
 )
 
 if TYPE_CHECKING:
@@ -96,6 +99,7 @@ def fastlane_env() -> dict[str, str]:
     must publish on the platform's variables), written by the one writer of FastLane's
     variables, :func:`~mosaic_sdk.fastlane.environment.apply_fastlane_environment` (imported
     here: this SDK may lack :mod:`mosaic_sdk.fastlane`, see :func:`fastlane_available`)."""
+    # Optional part: this SDK may lack mosaic_sdk.fastlane (see fastlane_available).
     from mosaic_sdk.fastlane.environment import apply_fastlane_environment
 
     env: dict[str, str] = {}
@@ -138,7 +142,6 @@ class WorkerSubject:
         # Discovery refused the worker (or does not know it): load its first entry point of
         # that name without the checks discovery makes, so the rest of the contract can
         # still be tested.
-        from mosaic_sdk.plugins import load_unchecked
 
         found = load_unchecked(self.name, environ=self.environ)
         self.duplicates = found.sources
@@ -222,8 +225,6 @@ class WorkerSubject:
     def check_conformance_config(self) -> None:
         """Raise :class:`~.config_source.ConformanceConfigError` now when the config given
         without the SDK is malformed (a hook's config is judged by the config checks)."""
-        from mosaic_sdk.conformance.config_source import ConformanceConfigError
-
         if self.handle is None:
             return
         try:
@@ -265,8 +266,6 @@ class WorkerSubject:
         if kind == "bad_config":
             return RunPlan(kind, run_id, config, extra_env=home, config_text=MALFORMED_CONFIG)
         if kind == "fastlane":
-            from mosaic_sdk.conformance.fastlane_v1 import probe_fastlane
-
             return RunPlan(
                 kind, run_id, config, extra_env={**home, **fastlane_env()}, probe=probe_fastlane
             )

@@ -30,6 +30,7 @@ from mosaic_sdk.fastlane.records import (
 )
 from mosaic_sdk.fastlane.segment import Mapping, inspect_segment, remove_stale
 from mosaic_sdk.shm.processes import process_start_ticks
+from mosaic_sdk.shm.segment import shm_unlink
 
 _U8 = np.dtype(np.uint8)
 _NO_METRICS = FastLaneMetrics()
@@ -317,8 +318,6 @@ class FastLaneWriter:
         """Remove the segment's name, if it still names this writer's segment. Idempotent.
 
         Does nothing in a process forked from the writer's (the parent still owns it)."""
-        from mosaic_sdk.shm.segment import shm_unlink
-
         if os.getpid() != self._owner_pid:
             return
         mapping = self._mapping

@@ -25,6 +25,7 @@ from mosaic_sdk.hookspecs import hookimpl
 @hookimpl(trylast=True)
 def mosaic_fastlane_wrap_env(env: Any, run_id: str, settings: dict[str, Any]) -> Any:
     """Default provider: wrap ``env`` with FastLane's gymnasium wrapper."""
+    # Imported here: every plugin manager loads this module; gymnasium only for a wrap.
     from mosaic_sdk.fastlane.wrapper import wrap_env
 
     return wrap_env(env, run_id, settings)
@@ -50,6 +51,7 @@ def fastlane_plugin_manager() -> pluggy.PluginManager:
     global _process_pm
     with _lock:
         if _process_pm is None:
+            # Imported here: discovery (entry points, the stand-in) only when a wrap asks for it.
             from mosaic_sdk.plugins.discovery import create_plugin_manager
 
             _process_pm = create_plugin_manager()

@@ -115,6 +115,7 @@ def platform_classes() -> tuple[type[Any], type[Any]] | None:
 def as_platform_pair(metadata: object, capabilities: object) -> tuple[object, object]:
     """``metadata`` and ``capabilities`` (the SDK's models, or anything with their fields) as
     instances of the platform's classes when there are some, else as the SDK's models."""
+    # Imported here: a plugin module makes its factory at import, without pydantic.
     from mosaic_sdk.contract import WorkerCapabilities, WorkerMetadata
 
     if not isinstance(metadata, WorkerMetadata):

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mosaic_sdk.fastlane.environment import FastLaneSettings, read_fastlane_environment
+from mosaic_sdk.plugins.fastlane_provider import wrap_env_through_hook
 
 
 def maybe_wrap_env(
@@ -46,7 +47,6 @@ def maybe_wrap_env(
         raise ValueError(
             "FastLane is switched on but no run id is known: pass run_id= or set MOSAIC_RUN_ID"
         )
-    from mosaic_sdk.plugins.fastlane_provider import wrap_env_through_hook
 
     return wrap_env_through_hook(env, rid, settings.as_hook_settings())
 

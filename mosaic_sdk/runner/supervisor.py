@@ -42,6 +42,7 @@ from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle
 from mosaic_sdk.runner.supervision.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.supervision.process import WorkerProcess
 from mosaic_sdk.runner.supervision.resolve import WorkerProtocolError, resolve_worker
+from mosaic_sdk.runner.supervision.signals import install_stop_handlers
 
 #: The ``error`` of a log line that mosaic run wrote into a run's stderr, not the worker.
 RUNNER_NOTE = "written by mosaic run, not the worker"
@@ -292,8 +293,6 @@ class RunSupervisor:
             self.store.close()
 
     def _install_signal_handlers(self) -> Any:
-        from mosaic_sdk.runner.supervision.signals import install_stop_handlers
-
         return install_stop_handlers(self._on_signal)
 
     def _snapshot(

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.scaffold import naming
+from mosaic_sdk.scaffold.prompts import prompt_each
 from mosaic_sdk.scaffold.sdk_source import default_sdk_requirement, from_index
 
 #: The cookiecutter template of a worker package.
@@ -215,8 +216,6 @@ def resolve_answers(
         if no_input:
             answers = prompt_for_config(context, True)
         else:  # ask again at once when an answer is refused
-            from mosaic_sdk.scaffold.prompts import prompt_each
-
             answers = prompt_each(context, _answer_check())
     return {k: v for k, v in answers.items() if not k.startswith("_")}
 

@@ -28,6 +28,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mosaic_sdk.scaffold.sdk_source import check_sdk_requirement
+
 #: Import packages shipped by this SDK or its in-repository workers, and the platform's own
 #: (``cleanrl_worker`` is the platform's CleanRL worker; ours is ``mosaic_worker_cleanrl``).
 SDK_PACKAGES: frozenset[str] = frozenset(
@@ -321,8 +323,6 @@ def check_field(
     if field in rules:
         return rules[field](text)
     if field == "sdk_requirement":
-        from mosaic_sdk.scaffold.sdk_source import check_sdk_requirement
-
         return check_sdk_requirement(text)
     if field == "worker_type":
         return check_worker_type(text, installed_workers)

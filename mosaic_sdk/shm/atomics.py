@@ -243,6 +243,7 @@ def _choose() -> tuple[Any, str, bool]:
         )
     if forced != "python":
         try:
+            # Optional: the C extension, where it was built; else the Python fallback.
             from mosaic_sdk.shm import _atomics  # type: ignore[attr-defined]
 
             return _atomics.SharedWords, "native", bool(_atomics.HAVE_FUTEX)

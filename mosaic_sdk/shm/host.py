@@ -40,6 +40,7 @@ def _split(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
 
 
 def _host_entry(name: str, fns_blob: bytes, *args: Any) -> None:
+    # Imported in the env host process only, not by the trainer that imports this module.
     from mosaic_sdk.shm.host_process import run_host
 
     run_host(name, pickle.loads(fns_blob), *args)

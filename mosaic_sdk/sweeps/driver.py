@@ -20,6 +20,7 @@ from mosaic_sdk.runner.storage.ids import new_run_id
 from mosaic_sdk.runner.storage.paths import default_store_path
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervisor import resolve_worker
+from mosaic_sdk.sweeps.local import LocalEngine
 from mosaic_sdk.sweeps.spec import (
     SpecError,
     SweepSpec,
@@ -148,8 +149,6 @@ def _run_engine(
 ) -> bool:
     """Run the trials; True when the sweep was cancelled."""
     if engine == "local":
-        from mosaic_sdk.sweeps.local import LocalEngine
-
         trials = expand_trials(spec)
         done = sweeps.finished_keys(sweep_id) if resuming else set()
         todo = [t for t in trials if t.key not in done]
@@ -162,6 +161,7 @@ def _run_engine(
         )
         local.run(todo)
         return local.cancel_reason is not None
+    # Optional: Ray Tune (the sweeps-ray extra).
     from mosaic_sdk.sweeps.ray_engine import RayEngine
 
     ray = RayEngine(

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import FrameType
 
 from mosaic_sdk.plugins import WorkerHandle
+from mosaic_sdk.runner.supervision.signals import install_stop_handlers
 from mosaic_sdk.runner.supervisor import RunSupervisor
 from mosaic_sdk.sweeps.spec import SweepSpec, Trial, trial_config
 from mosaic_sdk.sweeps.store import SweepStore
@@ -130,8 +131,6 @@ class LocalEngine:
         )
 
     def _install_signal_handlers(self) -> Callable[[], None]:
-        from mosaic_sdk.runner.supervision.signals import install_stop_handlers
-
         return install_stop_handlers(self._on_signal)
 
 

@@ -177,6 +177,7 @@ class RayEngine:
         it. Tune's state (``storage_dir``) is owner-only, as the store."""
         import ray
 
+        # Optional: these import Ray, the sweeps-ray extra.
         from mosaic_sdk.sweeps import ray_instance
 
         started = False
@@ -316,6 +317,7 @@ class RayEngine:
     def _run(self, collector: Collector, resume: bool) -> bool:
         from ray import tune
 
+        # Optional: ray_trial imports Ray.
         from mosaic_sdk.sweeps.ray_trial import NOTICES, MosaicTrial, make_inbox
 
         # A trial reports its metric once it has episodes: results before that lack it.
@@ -379,6 +381,7 @@ class RayEngine:
         from ray import tune
         from ray.tune.schedulers import ASHAScheduler
 
+        # Optional: ray_trial imports Ray.
         from mosaic_sdk.sweeps.ray_trial import LostAttempts
 
         spec = self.spec
@@ -433,7 +436,7 @@ class RayEngine:
         """Close the attempts of trials Tune saw die, after storing all they had sent."""
         import ray
 
-        from mosaic_sdk.sweeps.ray_trial import NOTICES
+        from mosaic_sdk.sweeps.ray_trial import NOTICES  # optional: imports Ray
 
         notices = []
         while not NOTICES.empty():

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.contract import ConfigError
 from mosaic_sdk.sweeps.space import DISTRIBUTIONS, Space, is_number, parse_space, space_points
 
 METRICS = {
@@ -437,8 +438,6 @@ def trial_config(spec: SweepSpec, params: Mapping[str, Any]) -> dict[str, Any]:
 def check_against_model(spec: SweepSpec, model: Any) -> None:
     """Validate the base config and every value the space can give against ``model`` (a
     :class:`~mosaic_sdk.contract.WorkerConfig` class); ``SpecError`` names each bad value."""
-    from mosaic_sdk.contract import ConfigError
-
     errors: list[str] = []
 
     def check(where: str, params: Mapping[str, Any]) -> bool:

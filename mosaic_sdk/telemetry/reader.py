@@ -189,6 +189,7 @@ def _classify(text: str) -> TelemetryLine:
 
 def validate_line(data: Mapping[str, object]) -> list[str]:
     """Strict check of one parsed telemetry object against the schema; [] when valid."""
+    # Imported here: the pydantic models only for a strict check (import stays light).
     from mosaic_sdk.telemetry.models import validate_object
 
     return validate_object(data)

@@ -163,6 +163,7 @@ def counts_add_up(subject: WorkerSubject) -> str | None:
     levels=(SDK,),
 )
 def fastlane_streams(subject: WorkerSubject) -> str | None:
+    # Optional part: gated on fastlane_in_sdk.
     from mosaic_sdk.fastlane import agent_stream_id
 
     run = launched(subject, "fastlane")

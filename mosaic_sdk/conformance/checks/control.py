@@ -20,9 +20,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.conformance.checks import claims
+from mosaic_sdk.conformance.recording import prepare_conformance_run
 from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
 from mosaic_sdk.conformance.subject import DEFAULT_SEED, WorkerSubject, run_timeout, stop_timeout
+from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
+from mosaic_sdk.runner.supervision.launch import resolve_job
+from mosaic_sdk.runner.supervision.session_lifecycle import launch_session
 
 if TYPE_CHECKING:
     from mosaic_sdk.control.protocol import Reply
@@ -38,10 +42,6 @@ REPLAY_STEPS = 50
 
 def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Session:
     """Launch the worker for ``kind`` under the run lifecycle, its stdin a pipe."""
-    from mosaic_sdk.conformance.recording import prepare_conformance_run
-    from mosaic_sdk.runner.supervision.launch import resolve_job
-    from mosaic_sdk.runner.supervision.session_lifecycle import launch_session
-
     handle = subject.require_handle()
     config = {"seed": DEFAULT_SEED, **subject.conformance_config()}
     if mode is not None:
@@ -65,8 +65,6 @@ def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Sess
 def _first(
     session: Session, predicate: Callable[[dict[str, Any]], bool], what: str
 ) -> dict[str, Any]:
-    from mosaic_sdk.control.session import ControlTimeout
-
     try:
         return session.wait_for(predicate, timeout=run_timeout(), what=what)
     except ControlTimeout as exc:
@@ -83,8 +81,6 @@ def _steps(session: Session) -> list[dict[str, Any]]:
 
 def _answer(call: Callable[[], Reply], what: str) -> Reply:
     """A command's reply; fails the check on an error reply or a timeout."""
-    from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
-
     try:
         return call()
     except (ControlCommandError, ControlTimeout) as exc:
@@ -230,8 +226,6 @@ def interactive_replay(subject: WorkerSubject) -> str | None:
     levels=(SDK,),
 )
 def bad_command_answered(subject: WorkerSubject) -> str | None:
-    from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
-
     session = _session(subject, "badcommand")
     try:
         _first(session, lambda x: x.get("event") == "run_started", "run_started")

@@ -109,6 +109,7 @@ def check_env_bare(subject: WorkerSubject) -> str | None:
     levels=(SDK,),
 )
 def check_env_fastlane(subject: WorkerSubject) -> str | None:
+    # Optional part: gated on fastlane_in_sdk.
     from mosaic_sdk.plugins.wrapping import maybe_wrap_env
 
     run_id = subject.run_id("env-fastlane")

@@ -43,6 +43,7 @@ def configure_logging(
     if stream:
         _installed.append(logging.StreamHandler(sys.stderr))
     if log_to_file:
+        # Imported here: config_paths reads MOSAIC_HOME when imported; only file logging needs it.
         from mosaic_sdk.plugins.gym_gui_stand_in.config_paths import VAR_LOGS_DIR
 
         VAR_LOGS_DIR.mkdir(parents=True, exist_ok=True)

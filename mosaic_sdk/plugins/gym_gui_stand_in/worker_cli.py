@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mosaic_sdk.job_descriptor import unwrap_job_descriptor
+from mosaic_sdk.plugins.gym_gui_stand_in.logging_setup import configure_logging
 
 if TYPE_CHECKING:
     import argparse
@@ -80,8 +81,6 @@ class WorkerCLI:
     @staticmethod
     def setup_logging(verbose: bool = False) -> None:
         """Log to stderr at DEBUG (``verbose``) or INFO."""
-        from mosaic_sdk.plugins.gym_gui_stand_in.logging_setup import configure_logging
-
         configure_logging(logging.DEBUG if verbose else logging.INFO, log_to_file=False)
 
     @staticmethod

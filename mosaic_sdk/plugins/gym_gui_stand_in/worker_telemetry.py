@@ -56,6 +56,7 @@ class TelemetryEmitter:
         sink: TextIO | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
+        # Imported here: importing the stand-in's light modules must not load the SDK's telemetry.
         from mosaic_sdk.telemetry.emitter import TelemetryEmitter as SdkEmitter
 
         self._run_id = run_id

@@ -104,6 +104,7 @@ def frame_from_payload(payload: Any) -> Any:
         )
     frame = array.astype(np.uint8)
     if frame.ndim == 4:  # a stack of frames: one grid, as the FastLane wrapper tiles them
+        # Imported here: FastLane (numpy) only for a run that sends frames.
         from mosaic_sdk.fastlane import tile_frames
 
         if frame.shape[-1] not in (1, 3, 4):
@@ -244,6 +245,7 @@ class StepFrames:
     def _open(self, frame: Any) -> FastLaneWriter | None:
         """The run's writer, created for ``frame``'s size; None when the worker writes FastLane
         itself (then publishing is disabled)."""
+        # Imported here: FastLane (numpy) only for a run that sends frames.
         from mosaic_sdk.fastlane import FastLaneBusyError, FastLaneConfig, FastLaneWriter
         from mosaic_sdk.fastlane.segment import inspect_segment
         from mosaic_sdk.fastlane.writer import create_fastlane_name
@@ -264,6 +266,7 @@ class StepFrames:
         return self._writer
 
     def _metrics(self, line: dict[str, Any], step_lines: int) -> FastLaneMetrics:
+        # Imported here: FastLane (numpy) only for a run that sends frames.
         from mosaic_sdk.fastlane import FastLaneMetrics
 
         now = time.monotonic()

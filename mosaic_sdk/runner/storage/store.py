@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from mosaic_sdk.runner.storage.paths import default_store_path
 from mosaic_sdk.runner.storage.records import (
     RECOVERED_EVENT,
     STALLED_EVENT,
@@ -188,8 +189,6 @@ class RunStore:
         )
 
     def _is_default(self) -> bool:
-        from mosaic_sdk.runner.storage.paths import default_store_path
-
         try:
             return self.path.resolve() == default_store_path().resolve()
         except OSError:

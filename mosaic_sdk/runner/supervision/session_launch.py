@@ -18,6 +18,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from mosaic_sdk.control.session import DEFAULT_TIMEOUT, START_TIMEOUT, Session
+from mosaic_sdk.fastlane.environment import (
+    apply_fastlane_environment,
+    read_fastlane_environment,
+)
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.reporting import Reporter
 from mosaic_sdk.runner.storage import private
@@ -132,11 +136,6 @@ def fastlane_environment(env: Mapping[str, str]) -> dict[str, str]:
     :func:`~mosaic_sdk.fastlane.apply_fastlane_environment` (both spellings of every
     variable). The settings ``env`` already has (slot, video mode, grid limit, FastLane-only:
     the caller's environment) are kept; a video mode of ``off`` stays off."""
-    from mosaic_sdk.fastlane.environment import (
-        apply_fastlane_environment,
-        read_fastlane_environment,
-    )
-
     try:
         current = read_fastlane_environment(env)
     except ValueError as exc:
