@@ -239,6 +239,24 @@ def check_answers(answers: Mapping[str, Any]) -> list[str]:
     )
 
 
+def _yes(value: Any) -> bool:
+    return value is True or str(value).strip().lower() in _YES
+
+
+def _no_fastlane_for_pettingzoo(answers: dict[str, Any], overrides: Mapping[str, Any]) -> list[str]:
+    """A PettingZoo worker is baked without FastLane (its frames go per agent, which the
+    template does not bake yet): the default is switched off, an explicit yes refused."""
+    if answers.get("env_family") != "pettingzoo" or not _yes(answers.get("include_fastlane")):
+        return []
+    if "include_fastlane" in overrides and _yes(overrides["include_fastlane"]):
+        return [
+            "include_fastlane=yes cannot be baked with env_family=pettingzoo (the template "
+            "publishes FastLane frames for gymnasium families only); use include_fastlane=no"
+        ]
+    answers["include_fastlane"] = False
+    return []
+
+
 def bake(
     output_dir: str | Path,
     overrides: Mapping[str, Any] | None = None,
@@ -256,7 +274,8 @@ def bake(
     from cookiecutter.main import cookiecutter
 
     answers = resolve_answers(overrides, no_input=no_input, config_file=config_file)
-    problems = check_answers(answers)
+    problems = _no_fastlane_for_pettingzoo(answers, overrides or {})
+    problems += check_answers(answers)
     if problems:
         raise ScaffoldError(problems)
     out = Path(output_dir)
