@@ -243,10 +243,26 @@ def _yes(value: Any) -> bool:
     return value is True or str(value).strip().lower() in _YES
 
 
-def _no_fastlane_for_pettingzoo(answers: dict[str, Any], overrides: Mapping[str, Any]) -> list[str]:
-    """A PettingZoo worker is baked without FastLane (its frames go per agent, which the
-    template does not bake yet): the default is switched off, an explicit yes refused."""
-    if answers.get("env_family") != "pettingzoo" or not _yes(answers.get("include_fastlane")):
+#: The default description of a PettingZoo worker, by paradigm (the template's default
+#: speaks of a gymnasium environment; the answer comes before the paradigm is known).
+PETTINGZOO_DESCRIPTIONS = {
+    "turn_based": "A MOSAIC worker whose agents learn a PettingZoo game, taking turns",
+    "simultaneous": "A MOSAIC worker whose agents learn a PettingZoo game, acting at once",
+}
+
+
+def _pettingzoo_defaults(answers: dict[str, Any], overrides: Mapping[str, Any]) -> list[str]:
+    """The answers a PettingZoo worker is baked with: no FastLane (its frames go per agent,
+    which the template does not bake yet: the default is switched off, an explicit yes
+    refused), and a description of its own unless one was given."""
+    if answers.get("env_family") != "pettingzoo":
+        return []
+    if "description" not in overrides and answers.get("description") == (
+        template_variables().get("description")
+    ):
+        paradigm = str(answers.get("paradigm"))
+        answers["description"] = PETTINGZOO_DESCRIPTIONS.get(paradigm, answers["description"])
+    if not _yes(answers.get("include_fastlane")):
         return []
     if "include_fastlane" in overrides and _yes(overrides["include_fastlane"]):
         return [
@@ -274,7 +290,7 @@ def bake(
     from cookiecutter.main import cookiecutter
 
     answers = resolve_answers(overrides, no_input=no_input, config_file=config_file)
-    problems = _no_fastlane_for_pettingzoo(answers, overrides or {})
+    problems = _pettingzoo_defaults(answers, overrides or {})
     problems += check_answers(answers)
     if problems:
         raise ScaffoldError(problems)

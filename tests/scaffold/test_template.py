@@ -226,6 +226,7 @@ def test_a_pettingzoo_worker_is_baked_for_its_paradigm(
     assert "pettingzoo>=1.25,<2" in deps and not [d for d in deps if "gymnasium" in d]
     package = project / "mosaic_worker_my_agent"
     assert result.answers["env_id"] == env_id and result.answers["include_fastlane"] is False
+    assert "PettingZoo game" in pyproject["project"]["description"]  # type: ignore[index]
     assert f"DEFAULT_ENV_ID = {env_id!r}".replace("'", '"') in (package / "config.py").read_text()
     runtime = (package / "runtime.py").read_text(encoding="utf-8")
     assert loop in runtime and "gymnasium.make" not in runtime
@@ -236,6 +237,9 @@ def test_a_pettingzoo_worker_is_baked_for_its_paradigm(
     plugin = (package / "plugin.py").read_text(encoding="utf-8")
     assert f'supported_paradigms=("{paradigm}",)' in plugin and "max_agents=MAX_AGENTS" in plugin
     assert not (package / "fastlane.py").exists()
+    # a turn-based worker serves interactive mode: a person plays one agent (mosaic play)
+    cli = (package / "cli.py").read_text(encoding="utf-8")
+    assert ("interactive=interactive_session" in cli) == (paradigm == "turn_based")
     ruff(project, "check", ".")
     ruff(project, "format", "--check", ".")
 

@@ -15,7 +15,7 @@ from mosaic_sdk.worker_cli import worker_main
 
 from .config import Config
 from .plugin import describe
-from .runtime import run
+from .runtime import {{ "interactive_session, run" if cookiecutter.paradigm == "turn_based" else "run" }}
 
 #: The constructor a PettingZoo env module must have for this worker's loop.
 CONSTRUCTOR = {{ ("env" if cookiecutter.paradigm == "turn_based" else "parallel_env")|py_str }}
@@ -44,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return worker_main(
         config_model=Config,
         run=run,
+{%- if cookiecutter.paradigm == "turn_based" %}
+        interactive=interactive_session,
+{%- endif %}
         capabilities=describe()[1],
         describe_dry_run=check_config,
         argv=argv,

@@ -7,7 +7,9 @@ Add the hyper-parameters of your algorithm here.
 """
 
 from __future__ import annotations
-
+{% if cookiecutter.paradigm == "turn_based" %}
+from typing import Literal
+{% endif %}
 from mosaic_sdk.contract import WorkerConfig
 from pydantic import Field
 
@@ -44,6 +46,17 @@ class {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Co
     heartbeat_interval: float | None = Field(
         None, gt=0, description="Seconds between heartbeats (None: the SDK default)"
     )
+{%- if cookiecutter.paradigm == "turn_based" %}
+    mode: Literal["train", "interactive"] = Field(
+        "train",
+        description="'train' plays and learns; 'interactive' first learns from `episodes` "
+        "games, then serves reset/step commands on stdin: a person plays `human` against the "
+        "policy (`mosaic play {{ cookiecutter.worker_type }}`)",
+    )
+    human: str | None = Field(
+        None, description="Interactive mode: the agent a person plays (None: the last agent)"
+    )
+{%- endif %}
 
 
 #: The name the rest of the package uses.

@@ -33,6 +33,10 @@ class PreferencePolicy:
             return int(self.rng.choice(legal))
         return int(self.rng.choice(len(self.preferences), p=self.probabilities(mask)))
 
+    def greedy(self, mask: np.ndarray | None = None) -> int:
+        """The most preferred legal action (the first of equals): the policy of play."""
+        return int(np.argmax(self.probabilities(mask)))
+
     def state(self) -> dict[str, Any]:
         """What a checkpoint keeps."""
         return {

@@ -19,6 +19,11 @@ How a turn-based game is reported:
   own episode line (its moves, its return); ``run_completed`` counts games.
 - ``ctx.cancelled`` is checked before every move: that is where the SDK's control protocol
   pauses the run and saves a checkpoint on request.
+
+A config with ``"mode": "interactive"`` is served by :func:`interactive_session` instead: the
+policies learn from ``config.episodes`` games, then a person plays ``config.human`` against
+them (``mosaic play``; the SDK's ``TurnBasedSession`` shows the legal moves and refuses an
+illegal one).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 
 import numpy as np
 from mosaic_sdk.analytics import AnalyticsManifest, write_analytics
+from mosaic_sdk.control.interactive import TurnBasedSession
 from mosaic_sdk.worker_cli import RunContext
 
 from . import WORKER_TYPE
@@ -122,6 +128,34 @@ def count_steps(config: Config) -> int:
     finally:
         env.close()
     return total
+
+
+def interactive_session(ctx: RunContext) -> TurnBasedSession:
+    """Interactive mode: learn from ``config.episodes`` games, then let a person play
+    ``config.human`` while the policies play the other agents (greedy, so that a seeded
+    ``reset`` replays)."""
+    config = ctx.config
+    assert isinstance(config, Config)
+    env = make_env(config)
+    policies = make_policies(env, list(env.possible_agents), config)
+    try:
+        for episode in range(config.episodes):
+            if ctx.cancel.is_set():
+                break
+            played = play_game(env, policies, seed=config.seed if episode == 0 else None)
+            assert played is not None
+            learn(policies, *played)
+    finally:
+        env.close()
+    game = make_env(config)
+
+    def policy(agent: str, observation: Any) -> int:
+        return policies[agent].greedy(mask_of(observation))
+
+    human = config.human or game.possible_agents[-1]
+    return TurnBasedSession(
+        game, policy, human=human, info={"env_id": config.env_id, "algo": ALGORITHM}
+    )
 
 
 def run(ctx: RunContext) -> None:

@@ -105,6 +105,26 @@ def test_the_reward_of_a_game_is_credited_to_the_move_that_earned_it(tmp_path: P
     for e in (line for line in lines if line.get("type") == "episode"):
         own = steps_of(steps, e)
         assert own[-1]["terminated"] and own[-1]["reward"] == e["total_reward"]
+
+
+def test_a_person_plays_one_agent_against_the_policy(tmp_path: Path) -> None:
+    from mosaic_sdk.control import Session
+    from mosaic_sdk.control.session import ControlCommandError
+
+    path = tmp_path / "config.json"
+    config = {"run_id": "test-play", "seed": 1, "mode": "interactive", "episodes": 3}
+    path.write_text(json.dumps(config), encoding="utf-8")
+    argv = [sys.executable, "-m", {{ cookiecutter.package_name|py_str }}, "--config", str(path)]
+    with Session.launch(argv, timeout=60) as session:
+        reply = session.reset(seed=4)
+        assert reply.agent_id and reply.legal_actions  # the person's agent, its legal moves
+        illegal = next(a for a in range(100) if a not in reply.legal_actions)
+        with pytest.raises(ControlCommandError, match="illegal_action"):
+            session.step(action=illegal)  # refused, not played
+        while not reply.episode_done:
+            reply = session.step(action=reply.legal_actions[0])
+        assert session.close().closed
+    assert session.events() == ["run_started", "run_completed"]
 {%- endif %}
 
 
