@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -151,6 +151,15 @@ class WorkerCapabilities(BaseModel):
     supports_population: bool = False
     supports_checkpointing: bool = False
     supports_pause_resume: bool = False
+    step_numbering: Literal["per_agent", "per_ply"] = Field(
+        "per_agent",
+        description=(
+            "How a multi-agent run numbers its step lines' step_index within an episode: "
+            "'per_agent' counts each agent's own steps (0, 1, 2... per agent), 'per_ply' "
+            "counts the plies of the episode across agents (a turn-based game's move number). "
+            "The conformance checks judge pause/resume and counts accordingly"
+        ),
+    )
     supports_fastlane: bool = Field(
         False,
         description=(

@@ -13,6 +13,11 @@ Starts the worker in interactive mode under a :class:`~mosaic_sdk.control.sessio
 
 Every reply is printed as one line; a refused command prints ``error: ...`` and the session
 goes on.
+
+A turn-based worker (its replies name ``agent_id``): the person plays that agent and the
+worker's policy the others. Each reply says what the others played and the person's legal
+moves; a bare move (``4``) is ``step 4``; an illegal move is refused (``error: ... legal
+moves: [...]``), not played, and the game waits for a legal one.
 """
 
 from __future__ import annotations
@@ -56,7 +61,46 @@ def _step_line(reply: Any) -> str:
         f"action {json.dumps(reply.action)}, reward {reply.reward:g}, "
         f"return {reply.episode_return:g}"
     )
-    return text + ("  [episode done]" if reply.episode_done else "")
+    return text + ("  [episode done]" if reply.episode_done else "") + _turn(reply)
+
+
+def _board(observation: Any) -> str:
+    """A board game's observation as text, when it is a grid of two planes (PettingZoo's
+    classic games: the person's marks, the others'): ``x`` yours, ``o`` theirs; an empty cell
+    shows its move number when the game has one move per cell (row by row), else ``.``."""
+    if not isinstance(observation, dict):
+        return ""
+    grid, mask = observation.get("observation"), observation.get("action_mask")
+    try:
+        rows = [[[int(v) for v in cell] for cell in row] for row in grid or []]
+    except (TypeError, ValueError):
+        return ""
+    if not rows or any(len(cell) != 2 for row in rows for cell in row):
+        return ""
+    width = max(len(row) for row in rows)
+    numbered = isinstance(mask, list) and len(mask) == len(rows) * width
+    lines = []
+    for r, row in enumerate(rows):
+        cells = []
+        for c, (mine, theirs) in enumerate(row):
+            empty = str(r * width + c) if numbered else "."
+            cells.append("x" if mine else "o" if theirs else empty)
+        lines.append("  " + " ".join(f"{cell:>2}" for cell in cells))
+    return "\n" + "\n".join(lines)
+
+
+def _turn(reply: Any) -> str:
+    """A turn-based reply: what the policy played for the others, the board, and the
+    person's turn."""
+    if reply.agent_id is None:
+        return ""
+    played = "; ".join(
+        f"{m['agent_id']} played {json.dumps(m['action'])}" for m in reply.played or []
+    )
+    text = (f"\n  {played}" if played else "") + _board(reply.observation)
+    if reply.episode_done:
+        return text + f"\n  game over: {reply.agent_id} ended with return {reply.episode_return:g}"
+    return text + f"\n  your turn ({reply.agent_id}): legal moves {json.dumps(reply.legal_actions)}"
 
 
 def play(args: argparse.Namespace) -> int:
@@ -107,9 +151,12 @@ def _do(session: Any, word: str, rest: str) -> bool:
     if word in ("q", "quit", "exit"):
         print(f"closed: {session.close().closed}", flush=True)
         return False
+    if word.isdigit() and not rest:  # a bare move: `4` is `step 4`
+        word, rest = "step", word
     if word in ("r", "reset"):
         reply = session.reset(seed=_int(rest, "SEED") if rest else None)
-        print(f"episode {reply.episode_index} (seed {reply.seed}): {_obs(reply.observation)}")
+        shown = f": {_obs(reply.observation)}" if reply.agent_id is None else ""
+        print(f"episode {reply.episode_index} (seed {reply.seed}){shown}" + _turn(reply))
     elif word in ("s", "step"):
         print(_step_line(session.step(action=_json(rest) if rest else None)))
     elif word in ("n", "run"):

@@ -61,8 +61,11 @@ def register(rsub: Any, store_arg: Any) -> None:
     )
     p.add_argument(
         "--by-agent",
-        action="store_true",
-        help="a multi-agent run as one curve per agent_id (with --group-seeds: one band per agent)",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a multi-agent run as one curve per agent_id (with --group-seeds: one band per "
+        "agent); the default for runs with several agents. --no-by-agent draws the episodes "
+        "of all agents as one curve",
     )
     p.add_argument(
         "--spread",
@@ -130,6 +133,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    _say_agents(result)
     lines = len(result.series)
     if args.sweep:
         print(f"sweep {args.sweep}: {len(run_ids)} trial run(s), grouped apart from seed")
@@ -138,6 +142,27 @@ def cmd_plot(args: argparse.Namespace) -> int:
         f"{lines} curve{'s' if lines != 1 else ''}, x = {args.x_axis})"
     )
     return 0
+
+
+def _say_agents(result: Any) -> None:
+    """Tell how the runs with several agents were drawn, on stderr (stdout says what was
+    written)."""
+    from mosaic_sdk.runner.printable import printable
+
+    for run_id, agents in result.multi_agent.items():
+        names = ", ".join(agents)
+        if result.split_by_agent:
+            text = (
+                f"mosaic: note: run {run_id} has {len(agents)} agents ({names}): one curve "
+                "per agent (--no-by-agent draws them as one)"
+            )
+        else:
+            text = (
+                f"mosaic: note: run {run_id} has {len(agents)} agents ({names}), drawn as one "
+                "curve of all their episodes (in a zero-sum game their returns cancel); "
+                "--by-agent draws one per agent"
+            )
+        print(printable(text), file=sys.stderr, flush=True)
 
 
 def _sweep_runs(store: Any, sweep: str) -> list[str]:

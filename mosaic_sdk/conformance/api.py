@@ -21,7 +21,7 @@ from mosaic_sdk.conformance.results import (
     CheckResult,
     CheckSkipped,
 )
-from mosaic_sdk.conformance.subject import WorkerSubject
+from mosaic_sdk.conformance.subject import HookError, WorkerSubject
 
 
 class ConformanceError(AssertionError):
@@ -67,6 +67,7 @@ def run_check(
     level = check_level(level) if level is not None else subject.default_level()
     started = time.perf_counter()
     details: list[str] = []
+    hook_hint = ""
     try:
         gate = check.skip_reason(subject)
         if gate:
@@ -79,6 +80,12 @@ def run_check(
         verdict, reason, details = FAILED, exc.reason, exc.details
     except CheckSkipped as exc:
         verdict, reason = SKIPPED, exc.reason
+    except HookError as exc:  # the worker's hook raised: the reason names the hook
+        verdict, reason = ERROR, str(exc)
+        hook_hint = (
+            f"Make {exc.hook} return without raising (call it in Python to see the "
+            "traceback); every check that needs its answer reports this error"
+        )
     except Exception as exc:  # noqa: BLE001 - a bug in a check or a hook: reported, not raised
         verdict, reason = ERROR, f"{type(exc).__name__}: {exc}"
     expected = (expected_failures or {}).get(check.name)
@@ -99,7 +106,8 @@ def run_check(
         verdict=verdict,
         duration=time.perf_counter() - started,
         reason=_one_line(reason),
-        hint=check.hint_for(level) if verdict in (FAILED, ERROR, XPASSED, ADVISORY) else "",
+        hint=hook_hint
+        or (check.hint_for(level) if verdict in (FAILED, ERROR, XPASSED, ADVISORY) else ""),
         details=[_one_line(d, 200) for d in details[:50]],
         level=level,
         levels=list(check.levels),

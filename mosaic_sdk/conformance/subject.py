@@ -107,6 +107,20 @@ def fastlane_env() -> dict[str, str]:
     return env
 
 
+class HookError(RuntimeError):
+    """A hook of the worker raised: the checks that need its answer report an ``error``
+    verdict naming the hook (never a traceback)."""
+
+    def __init__(self, hook: str, exc: BaseException) -> None:
+        self.hook = hook
+        self.cause = exc
+        text = str(exc).strip().splitlines()
+        super().__init__(
+            f"the worker's {hook} hook raised {type(exc).__name__}"
+            + (f": {text[-1]}" if text else "")
+        )
+
+
 class WorkerSubject:
     """One worker under test, with a private ``MOSAIC_HOME`` for its runs (see module doc)."""
 
@@ -213,7 +227,10 @@ class WorkerSubject:
 
     def _find_conformance_config(self) -> ConformanceConfig:
         handle = self.require_handle()
-        hooked = handle.conformance_config()
+        try:
+            hooked = handle.conformance_config()
+        except Exception as exc:  # noqa: BLE001 - every check that needs it reports an error
+            raise HookError("mosaic_worker_conformance_config", exc) from None
         if hooked is not None:
             return ConformanceConfig(dict(hooked), "the mosaic_worker_conformance_config hook")
         found = file_config(handle.distribution, self.name)
@@ -303,9 +320,11 @@ class WorkerSubject:
             list(pool.map(self._run_quietly, missing))
 
     def _run_quietly(self, kind: str) -> None:
+        # A run that cannot be planned (a hook raised) is tried again by each check that
+        # reads it, which reports the error as its verdict.
         try:
             self.run(kind)
-        except CheckSkipped:
+        except (CheckSkipped, HookError):
             pass
 
     def planned_runs(self, checks: Iterable[Any], level: str | None = None) -> list[str]:
@@ -314,7 +333,11 @@ class WorkerSubject:
         kinds: dict[str, None] = {}
         for check in checks:
             runs = check.runs if level is None else check.runs_for(level)
-            if runs and check.skip_reason(self) is None:
+            try:
+                gated_off = check.skip_reason(self) is not None
+            except HookError:  # the check itself reports it as an error
+                gated_off = True
+            if runs and not gated_off:
                 kinds.update(dict.fromkeys(runs))
         return list(kinds)
 
@@ -337,6 +360,7 @@ __all__ = [
     "LEVELS",
     "PLATFORM",
     "SDK",
+    "HookError",
     "fastlane_env",
     "HEARTBEAT_INTERVAL",
     "STOP_TIMEOUT",

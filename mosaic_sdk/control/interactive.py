@@ -20,6 +20,15 @@ published or pending like a step's, and a frame still pending from before it sho
 that is gone. ``interval_ms=0`` publishes every step's frame (nothing is ever pending).
 A seeded ``reset`` also seeds the action space, so ``reset {seed}`` followed by the same
 ``step`` commands replays the same episode.
+
+Turn-based games: a :class:`TurnBasedSession` wraps a PettingZoo AEC env; a person acts for
+one agent (``human``) and the worker's policy plays the others. ``reset`` and ``step`` play
+the policy's moves until it is the person's turn again (or the game is over) and their
+replies add ``agent_id`` (the person's agent), ``legal_actions`` (its legal moves now) and
+``played`` (the policy's moves since the last reply). ``step`` with a move that is not legal
+is refused with ``illegal_action`` and nothing is played; ``step`` without one lets the
+policy move for the person too. The reward of a reply is what the person's agent earned
+since its last move (credited to that move), ``episode_return`` its return in the game.
 """
 
 from __future__ import annotations
@@ -145,6 +154,132 @@ class InteractiveSession:
     def frame(self) -> Any:
         return self.env.render()
 
+    def turn_fields(self) -> dict[str, object]:
+        """Fields a ``reset``/``step`` reply adds (a turn-based session's turn; none here)."""
+        return {}
+
+
+class IllegalAction(ValueError):
+    """A turn-based session refused a move: it is not legal now (nothing was played)."""
+
+    def __init__(self, agent: str, action: Any, legal: list[int]) -> None:
+        self.agent, self.action, self.legal = agent, action, legal
+        super().__init__(
+            f"move {action!r} is not legal for {agent} now; legal moves: {legal}"
+            if legal
+            else f"{agent} has no move to make now (the episode is over)"
+        )
+
+
+class TurnBasedSession(InteractiveSession):
+    """A turn-based (PettingZoo AEC) game: a person plays ``human``, the policy the others.
+
+    ``policy(agent, observation) -> action`` is the worker's policy for any agent (it must be
+    deterministic for a given observation, or seeded, for ``reset {seed}`` to replay). The
+    legal moves of an agent come from its observation's ``action_mask`` (PettingZoo's classic
+    games), else from its discrete action space.
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        policy: Callable[[str, Any], Any],
+        *,
+        human: str,
+        info: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(env, lambda observation: policy(self.human, observation), info=info)
+        if human not in env.possible_agents:
+            raise ValueError(
+                f"human {human!r} is not an agent of this game; its agents: "
+                f"{', '.join(env.possible_agents)}"
+            )
+        self.agent_policy = policy
+        self.human = human
+        self.agents = list(env.possible_agents)
+        self.legal: list[int] = []
+        self.played: list[dict[str, Any]] = []
+        self.terminated = self.truncated = False
+
+    def legal_moves(self, observation: Any) -> list[int]:
+        import numpy as np
+
+        if isinstance(observation, Mapping) and "action_mask" in observation:
+            return [int(i) for i in np.flatnonzero(np.asarray(observation["action_mask"]) > 0)]
+        space = self.env.action_space(self.human)
+        return [int(space.start) + i for i in range(int(space.n))]
+
+    def reset(self, seed: int | None) -> Any:
+        self.env.reset(seed=seed)
+        self.seed = seed
+        self.episode_index += 1
+        self.step_index = 0
+        self.episode_return = 0.0
+        self.episode_done = False
+        self.terminated = self.truncated = False
+        self.played = []
+        self._advance()
+        return self.observation
+
+    def _advance(self) -> float:
+        """Play the policy's moves until the person's turn or the end of the game; returns
+        the reward the person's agent earned meanwhile (since its last move)."""
+        earned = 0.0
+        env = self.env
+        while env.agents:
+            agent = env.agent_selection
+            observation, reward, terminated, truncated, _ = env.last()
+            done = bool(terminated or truncated)
+            if agent == self.human:
+                earned += float(reward)
+                self.observation = observation
+                if not done:
+                    self.legal = self.legal_moves(observation)
+                    return earned
+                self.terminated, self.truncated = bool(terminated), bool(truncated)
+            if done:
+                env.step(None)
+                continue
+            action = self.agent_policy(agent, observation)
+            env.step(action)
+            self.played.append({"agent_id": agent, "action": action})
+        self.legal = []
+        self.episode_done = True
+        return earned
+
+    def step(self, action: Any = None) -> tuple[Any, float, bool, bool]:
+        """The person's move (``None``: the policy's move for the person), then the others'
+        until the person's turn comes again; returns the move, the reward it earned,
+        terminated, truncated. An illegal move raises :class:`IllegalAction`, unplayed."""
+        if self.env.agent_selection != self.human or not self.env.agents:
+            raise IllegalAction(self.human, action, [])
+        if action is None:
+            action = self.agent_policy(self.human, self.observation)
+        else:
+            action = self.coerce_action(action)
+        self.played = []
+        self.env.step(action)
+        reward = self._advance()
+        self.step_index += 1
+        self.episode_return += reward
+        return action, reward, self.terminated, self.truncated
+
+    def coerce_action(self, action: Any) -> Any:
+        """A move given as JSON: one of the legal moves now, else :class:`IllegalAction`."""
+        if isinstance(action, bool) or not isinstance(action, int) or action not in self.legal:
+            raise IllegalAction(self.human, action, list(self.legal))
+        return action
+
+    def frame(self) -> Any:
+        return self.env.render()
+
+    def turn_fields(self) -> dict[str, object]:
+        return {
+            "agent_id": self.human,
+            "legal_actions": list(self.legal),
+            "played": [dict(m) for m in self.played],
+        }
+
 
 def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type: str) -> None:
     """Serve commands until ``close``, EOF, ``stop`` or a signal (see the module docstring)."""
@@ -160,6 +295,7 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
         seed=getattr(ctx.config, "seed", None),
         config=ctx.config.to_dict(),
         mode=INTERACTIVE,
+        **({"agents": session.agents} if isinstance(session, TurnBasedSession) else {}),
     )
     dialect.write(channel, {"type": "init", "run_id": ctx.config.run_id, **_init_info(session)})
     try:
@@ -211,6 +347,7 @@ def _finish_episode(ctx: RunContext, session: InteractiveSession, terminated: bo
         terminated=terminated,
         truncated=not terminated,
         episode_seed=session.seed,
+        agent_id=session.human if isinstance(session, TurnBasedSession) else None,
     )
 
 
@@ -236,6 +373,7 @@ def _serve_v1(ctx: RunContext, session: InteractiveSession, command: Any) -> boo
                     episode_return=0.0,
                     observation=obs,
                     frame=session.frame_ref(),
+                    **session.turn_fields(),
                 )
             )
         elif name == "act":
@@ -259,10 +397,14 @@ def _serve_v1(ctx: RunContext, session: InteractiveSession, command: Any) -> boo
                     episode_done=session.episode_done,
                     observation=session.observation,
                     frame=session.frame_ref(),
+                    **session.turn_fields(),
                 )
             )
     except ProtocolError as exc:
         channel.reply(exc.reply())
+    except IllegalAction as exc:  # refused and not played: the game waits for a legal move
+        hint = "send step with one of the legal moves (or without action: the policy's move)"
+        channel.reply(error_reply(cid, name, "illegal_action", str(exc), hint))
     except Exception as exc:  # noqa: BLE001 - a bad action or env error: reply, go on
         channel.reply(
             error_reply(cid, name, "failed", f"{type(exc).__name__}: {exc}", _FAILED_HINT)
@@ -369,4 +511,10 @@ def _with_frame(session: InteractiveSession, line: dict[str, object]) -> dict[st
     return line
 
 
-__all__ = ["INTERACTIVE", "InteractiveSession", "serve_interactive"]
+__all__ = [
+    "INTERACTIVE",
+    "IllegalAction",
+    "InteractiveSession",
+    "TurnBasedSession",
+    "serve_interactive",
+]

@@ -45,6 +45,7 @@ ERROR_CODES = (
     "out_of_order",  # e.g. step before reset, resume when not paused
     "not_supported",  # the worker does not claim what the command needs
     "not_interactive",  # an interactive command to a run that is not in interactive mode
+    "illegal_action",  # a turn-based game refused the move (not played; legal_actions lists them)
     "failed",  # the worker tried and failed (the message says why)
 )
 
@@ -152,7 +153,8 @@ class Reply(BaseModel):
     ``paused``; ``stop``: ``stopping``; ``checkpoint``: ``checkpoint_path``; ``reset``:
     ``seed``, ``episode_index``, ``step_index`` (0), ``episode_return`` (0), ``observation``,
     ``frame``; ``step``: those plus ``action``, ``reward``, ``terminated``, ``truncated``,
-    ``episode_done``; ``act``: ``action``; ``close``: ``closed``, ``frame``.
+    ``episode_done``; ``act``: ``action``; ``close``: ``closed``, ``frame``. A turn-based
+    worker's ``reset`` and ``step`` replies add ``agent_id``, ``legal_actions`` and ``played``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -178,6 +180,21 @@ class Reply(BaseModel):
     episode_return: float | None = None
     episode_done: bool | None = None
     frame: FrameRef | None = None
+    agent_id: str | None = Field(
+        None,
+        description="Turn-based interactive mode: the agent the person plays (whose turn it "
+        "is unless the episode is done)",
+    )
+    legal_actions: list[Any] | None = Field(
+        None,
+        description="Turn-based interactive mode: the moves agent_id may make now (empty when "
+        "the episode is done)",
+    )
+    played: list[dict[str, Any]] | None = Field(
+        None,
+        description="Turn-based interactive mode: the moves the worker's policy made for the "
+        "other agents since the last reply, in order ({agent_id, action})",
+    )
 
 
 class ControlTimeout(TimeoutError):

@@ -72,6 +72,10 @@ class PlotResult:
     #: The runs that have episodes without a point (by run id: counts by reason; see
     #: :func:`~mosaic_sdk.plots.curves.skipped_text`). The figure says so too.
     skipped: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: The runs with several agents (by run id: their agents' names), split or not.
+    multi_agent: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Whether those runs were drawn one curve per agent.
+    split_by_agent: bool = False
 
     @property
     def runs(self) -> int:
@@ -190,7 +194,7 @@ def plot_runs(
     x_axis: str = "steps",
     window: int = 1,
     group_seeds: bool = False,
-    by_agent: bool = False,
+    by_agent: bool | None = None,
     spread: str = "minmax",
     ignore: Iterable[str] = DEFAULT_IGNORED,
     title: str | None = None,
@@ -200,9 +204,11 @@ def plot_runs(
 
     With ``group_seeds``, runs of one worker whose configs are equal apart from ``ignore``
     (``seed`` and ``run_id`` by default) become one mean line over a ``spread`` band
-    (``minmax`` or ``std``); a group of one run is drawn as a plain curve. With ``by_agent``,
-    a multi-agent run is drawn as one curve per agent (x counts that agent's own steps), and
-    with ``group_seeds`` too, one band per group and agent. Raises
+    (``minmax`` or ``std``); a group of one run is drawn as a plain curve. With ``by_agent``
+    (the default, ``None``, for every run that has several agents), a multi-agent run is
+    drawn as one curve per agent (x counts that agent's own steps), and with ``group_seeds``
+    too, one band per group and agent; ``by_agent=False`` draws the episodes of all its agents
+    as one curve (in a zero-sum game their returns cancel). Raises
     :class:`~mosaic_sdk.runner.storage.store.UnknownRunError`,
     :class:`~mosaic_sdk.plots.curves.CurveError` (a run without episodes), ValueError (a
     suffix other than .png/.svg) or MissingExtraError (no matplotlib), before writing."""
@@ -213,9 +219,13 @@ def plot_runs(
     runs = _unique_runs(store, run_ids)
     # one entry per (run, agent): agent None is the whole run
     agents_of: dict[str, list[AgentKey | None]] = {}
+    multi_agent: dict[str, tuple[str, ...]] = {}
     for r in runs:
-        found: list[AgentKey | None] = list(run_agents(store, r["run_id"])) if by_agent else []
-        agents_of[r["run_id"]] = found or [None]
+        found: list[AgentKey | None] = list(run_agents(store, r["run_id"]))
+        if len(found) > 1:
+            multi_agent[r["run_id"]] = tuple(agent_name(a) for a in found if a is not None)
+        split = by_agent if by_agent is not None else len(found) > 1
+        agents_of[r["run_id"]] = (found if split else []) or [None]
     curves = {
         (rid, agent): learning_curve(store, rid, x_axis, agent)
         for rid, agents in agents_of.items()
@@ -247,7 +257,8 @@ def plot_runs(
     for (rid, _agent), c in curves.items():
         if c.skipped:
             add_skipped(skipped.setdefault(rid, {}), c.skipped)
-    return PlotResult(out, tuple(series), tuple(labels), skipped)
+    split = bool(multi_agent) and by_agent is not False
+    return PlotResult(out, tuple(series), tuple(labels), skipped, multi_agent, split)
 
 
 def _union(lists: Iterable[list[AgentKey | None]]) -> list[AgentKey | None]:

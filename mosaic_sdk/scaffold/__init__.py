@@ -238,6 +238,40 @@ def check_answers(answers: Mapping[str, Any]) -> list[str]:
     )
 
 
+def _yes(value: Any) -> bool:
+    return value is True or str(value).strip().lower() in _YES
+
+
+#: The default description of a PettingZoo worker, by paradigm (the template's default
+#: speaks of a gymnasium environment; the answer comes before the paradigm is known).
+PETTINGZOO_DESCRIPTIONS = {
+    "turn_based": "A MOSAIC worker whose agents learn a PettingZoo game, taking turns",
+    "simultaneous": "A MOSAIC worker whose agents learn a PettingZoo game, acting at once",
+}
+
+
+def _pettingzoo_defaults(answers: dict[str, Any], overrides: Mapping[str, Any]) -> list[str]:
+    """The answers a PettingZoo worker is baked with: no FastLane (its frames go per agent,
+    which the template does not bake yet: the default is switched off, an explicit yes
+    refused), and a description of its own unless one was given."""
+    if answers.get("env_family") != "pettingzoo":
+        return []
+    if "description" not in overrides and answers.get("description") == (
+        template_variables().get("description")
+    ):
+        paradigm = str(answers.get("paradigm"))
+        answers["description"] = PETTINGZOO_DESCRIPTIONS.get(paradigm, answers["description"])
+    if not _yes(answers.get("include_fastlane")):
+        return []
+    if "include_fastlane" in overrides and _yes(overrides["include_fastlane"]):
+        return [
+            "include_fastlane=yes cannot be baked with env_family=pettingzoo (the template "
+            "publishes FastLane frames for gymnasium families only); use include_fastlane=no"
+        ]
+    answers["include_fastlane"] = False
+    return []
+
+
 def bake(
     output_dir: str | Path,
     overrides: Mapping[str, Any] | None = None,
@@ -255,7 +289,8 @@ def bake(
     from cookiecutter.main import cookiecutter
 
     answers = resolve_answers(overrides, no_input=no_input, config_file=config_file)
-    problems = check_answers(answers)
+    problems = _pettingzoo_defaults(answers, overrides or {})
+    problems += check_answers(answers)
     if problems:
         raise ScaffoldError(problems)
     out = Path(output_dir)

@@ -17,7 +17,11 @@ The rules:
   of the SDK's repository and not one that is already installed.
 - free text (display name, description, author, email): one line, printable, at most 300
   characters; the email, when given, looks like ``user@host``.
-- ``env_id``: a gymnasium env id, e.g. ``CartPole-v1`` or ``ALE/Pong-v5``.
+- ``env_id``: a gymnasium env id, e.g. ``CartPole-v1`` or ``ALE/Pong-v5``; for
+  ``env_family=pettingzoo``, the module of a PettingZoo env, e.g.
+  ``pettingzoo.classic.tictactoe_v3``.
+- ``env_family`` and ``paradigm`` together: one of the pairs the template bakes a working
+  worker for (:data:`BAKEABLE`); the others are refused with that list.
 """
 
 from __future__ import annotations
@@ -281,6 +285,59 @@ def check_env_id(value: str) -> list[str]:
 _VERSION_RE = re.compile(r"\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?")
 
 
+#: The gymnasium env families the template bakes (``gymnasium.make(env_id)``, one agent).
+GYMNASIUM_FAMILIES: tuple[str, ...] = (
+    "gymnasium",
+    "classic_control",
+    "toy_text",
+    "box2d",
+    "atari",
+    "mujoco",
+    "custom",
+)
+#: The paradigms the template bakes, per env family: a single-agent gymnasium loop, a
+#: PettingZoo AEC loop (agents in turn) or a PettingZoo parallel loop (agents at once).
+BAKEABLE: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(GYMNASIUM_FAMILIES, ("sequential",)),
+    "pettingzoo": ("turn_based", "simultaneous"),
+}
+
+
+def bakeable_pairs() -> str:
+    """The env_family/paradigm pairs the template bakes, in one line."""
+    by_paradigms: dict[tuple[str, ...], list[str]] = {}
+    for family, paradigms in BAKEABLE.items():
+        by_paradigms.setdefault(paradigms, []).append(family)
+    return "; ".join(
+        f"paradigm={' or '.join(paradigms)} with env_family={', '.join(families)}"
+        for paradigms, families in by_paradigms.items()
+    )
+
+
+def check_combination(env_family: Any, paradigm: Any) -> list[str]:
+    """Problems with an env family and paradigm the template cannot bake together."""
+    if paradigm in BAKEABLE.get(str(env_family), ()):
+        return []
+    return [
+        f"the template cannot bake env_family={env_family} with paradigm={paradigm}; "
+        f"it bakes {bakeable_pairs()} (pick one of those and adapt the worker)"
+    ]
+
+
+_MODULE_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+
+
+def check_pettingzoo_env_id(value: str) -> list[str]:
+    """Problems with the env id of a PettingZoo worker: the module of its env."""
+    if not _MODULE_RE.fullmatch(value or ""):
+        return [
+            f"env_id {value!r} is not the module of a PettingZoo env; use its dotted path, "
+            "e.g. 'pettingzoo.classic.tictactoe_v3' (turn_based) or "
+            "'pettingzoo.classic.rps_v2' (simultaneous)"
+        ]
+    return []
+
+
 def check_version(value: str) -> list[str]:
     """Problems with the first version number (a plain PEP 440 version such as 0.1.0)."""
     if not _VERSION_RE.fullmatch(value):
@@ -359,6 +416,11 @@ def check_answers(
         problems += check_field("sdk_requirement", answers["sdk_requirement"])
     for field, allowed in (choices or {}).items():
         problems += check_choice(field, answers.get(field), allowed)
+    family, paradigm = answers.get("env_family"), answers.get("paradigm")
+    if family is not None and paradigm is not None:
+        problems += check_combination(family, paradigm)
+    if family == "pettingzoo":
+        problems += check_pettingzoo_env_id(str(answers.get("env_id", "")))
     return problems
 
 
@@ -377,18 +439,23 @@ def installed_worker_types() -> dict[str, str | None]:
 
 
 __all__ = [
+    "BAKEABLE",
     "FREE_TEXT_FIELDS",
+    "GYMNASIUM_FAMILIES",
     "POPULAR_PACKAGES",
     "SDK_DISTRIBUTIONS",
     "SDK_PACKAGES",
     "SDK_WORKER_TYPES",
     "TAKEN_ON_PYPI",
+    "bakeable_pairs",
     "check_answers",
+    "check_combination",
     "check_choice",
     "check_distribution_name",
     "check_email",
     "check_env_id",
     "check_package_name",
+    "check_pettingzoo_env_id",
     "check_text",
     "check_version",
     "check_worker_type",

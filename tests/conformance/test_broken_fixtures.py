@@ -86,6 +86,15 @@ BROKEN: dict[str, tuple[str, set[str]]] = {
     "stopignored": ("stopignored=fixture_stopignored:plugin", {"control.stop_cancels"}),
     "deafcontrol": ("deafcontrol=fixture_deafcontrol:plugin", {"control.bad_command_answered"}),
     "unseeded": ("unseeded=fixture_unseeded:plugin", {"control.interactive_replay"}),
+    # Turn-based fixtures (fixtures/fixture_turns.py): agents move in turn, each step line
+    # written at the mover's next turn; judged per agent or per ply as they declare.
+    "turnsok": ("turnsok=fixture_turns:ok", set()),
+    "turnsply": ("turnsply=fixture_turns:ply", set()),
+    "turnsmisnumbered": (
+        "turnsmisnumbered=fixture_turns:misnumbered",
+        {"telemetry.counts_add_up", "control.pause_resume"},
+    ),
+    "turnsnopause": ("turnsnopause=fixture_turns:nopause", {"control.pause_resume"}),
     # SDK-built fixtures judged at the platform level: only the platform's rules fail them.
     "dup@platform": ("dup=fixture_dup:plugin,dup=fixture_dup:plugin", {"discovery.name_unique"}),
     "brokendesc@platform": ("brokendesc=fixture_brokendesc:plugin", {"description.metadata_valid"}),
@@ -200,6 +209,30 @@ def test_guide_style_worker_fails_the_sdk_level(use_workers) -> None:
     for field in ("schema_version", "seq", "ts_unix_ns"):
         assert f"{field}: Field required" in reason, reason
     assert results["telemetry.seq_increasing"].verdict == SKIPPED
+
+
+def test_a_hook_that_raises_is_an_error_naming_the_hook(use_workers, capsys) -> None:
+    """A raising mosaic_worker_conformance_config hook: every check that needs the config is
+    an ``error`` whose reason names the hook and what it raised; `mosaic conformance` prints
+    its report (exit 1), not a traceback."""
+    use_workers("turnsbadhook=fixture_turns:badhook")
+    results = {r.name: r for r in check_worker("turnsbadhook", on_fail=None)}
+    errors = {n for n, r in results.items() if r.verdict == ERROR}
+    assert {"telemetry.counts_add_up", "control.pause_resume", "stop.sigterm_exits"} <= errors
+    for name in errors:
+        reason = results[name].reason
+        assert "mosaic_worker_conformance_config hook raised LookupError" in reason, reason
+        assert (
+            "tictactoe_v99" in reason and "mosaic_worker_conformance_config" in results[name].hint
+        )
+    assert {r.verdict for r in results.values()} <= {ERROR, PASSED, SKIPPED}
+    parser = argparse.ArgumentParser(prog="mosaic")
+    cli_conformance.register(parser.add_subparsers())
+    args = parser.parse_args(["conformance", "turnsbadhook"])
+    assert args.handler(args) == 1
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err
+    assert "mosaic_worker_conformance_config hook raised LookupError" in out.out
 
 
 @pytest.mark.parametrize("level", [PLATFORM, SDK])

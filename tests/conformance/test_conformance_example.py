@@ -18,7 +18,7 @@ def _installed(name: str) -> bool:
     return name in discover_workers().workers
 
 
-@pytest.mark.parametrize("worker", ["example", "example_ma", "cleanrl"])
+@pytest.mark.parametrize("worker", ["example", "example_ma", "example_turnbased", "cleanrl"])
 def test_in_repo_worker_is_conformant(worker: str) -> None:
     if not _installed(worker):
         pytest.skip(f"the {worker} worker is not installed (pip install -e plugins/{worker})")

@@ -60,11 +60,23 @@ def test_each_agent_gets_its_own_curve_of_its_own_episodes(store_path, tmp_path)
     assert single.y.tolist() == [7.0, 8.0]
 
 
-def test_without_by_agent_a_multi_agent_run_is_one_curve(store_path, tmp_path):
+def test_a_multi_agent_run_is_split_by_agent_by_default(store_path, tmp_path):
     with RunStore(store_path, readonly=True) as store:
-        result = plot_runs(store, ["ma-1"], tmp_path / "one.png")
+        result = plot_runs(store, ["ma-1", "single"], tmp_path / "auto.png")
+    assert result.labels == (
+        "ma-1 (example, seed 1) agent blue",
+        "ma-1 (example, seed 1) agent red",
+        "single (example, seed 1)",
+    )
+    assert result.multi_agent == {"ma-1": ("blue", "red")} and result.split_by_agent
+
+
+def test_with_by_agent_false_a_multi_agent_run_is_one_curve(store_path, tmp_path):
+    with RunStore(store_path, readonly=True) as store:
+        result = plot_runs(store, ["ma-1"], tmp_path / "one.png", by_agent=False)
     (curve,) = result.series
     assert len(curve) == 6 and curve.agent is None
+    assert result.multi_agent == {"ma-1": ("blue", "red")} and not result.split_by_agent
 
 
 def test_by_agent_with_group_seeds_is_one_band_per_agent(store_path, tmp_path):
@@ -111,6 +123,15 @@ def test_the_command_line_flag(store_path, tmp_path, capsys):
     assert "(2 runs, 2 curves, x = steps)" in capsys.readouterr().out
     assert main([*args, "--by-agent"]) == 0
     assert "(2 runs, 4 curves, x = steps)" in capsys.readouterr().out
+    # without the flag a multi-agent run is split too, and the command says so
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    assert "(2 runs, 4 curves, x = steps)" in out
+    assert "note: run ma-1 has 2 agents (blue, red): one curve per agent" in err
+    assert main([*args, "--no-by-agent"]) == 0
+    out, err = capsys.readouterr()
+    assert "(2 runs, 2 curves, x = steps)" in out
+    assert "drawn as one curve of all their episodes" in err
 
 
 def test_the_documented_commands(tmp_path, capsys):

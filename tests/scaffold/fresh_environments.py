@@ -17,8 +17,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_TOOLS = ("pip", "setuptools>=77", "wheel", "pytest>=8", "build")
-#: What the baked default worker needs beyond the SDK (CartPole renders through pygame).
-WORKER_EXTRAS = ("gymnasium[classic-control]>=1.0,<2",)
+#: What the baked workers need beyond the SDK (CartPole renders through pygame; the
+#: PettingZoo variants need pettingzoo, whose classic games import pygame).
+WORKER_EXTRAS = ("gymnasium[classic-control]>=1.0,<2", "pettingzoo>=1.25,<2", "pygame-ce>=2.3")
 
 
 def child_environ(**extra: str) -> dict[str, str]:

@@ -33,7 +33,25 @@ VARIANTS = {
         "env_family": "classic_control",
         "include_fastlane": "no",
     },
+    # PettingZoo workers: an AEC loop (agents in turn) and a parallel loop (agents at once).
+    "pettingzoo_turn_based": {
+        "worker_name": "Tic Tac",
+        "env_family": "pettingzoo",
+        "paradigm": "turn_based",
+    },
+    "pettingzoo_simultaneous": {
+        "worker_name": "Rock Paper",
+        "env_family": "pettingzoo",
+        "paradigm": "simultaneous",
+    },
 }
+
+#: A small run of each variant (a gymnasium worker truncates episodes; a game ends by itself).
+RUN_CONFIGS = {
+    "pettingzoo_turn_based": {"episodes": 2, "seed": 3},
+    "pettingzoo_simultaneous": {"episodes": 2, "seed": 3, "max_cycles": 10},
+}
+DEFAULT_RUN_CONFIG = {"episodes": 2, "seed": 3, "max_steps_per_episode": 30}
 
 #: Checks that fail because of a known defect of the SDK itself, not of the template, with
 #: the reason. Passed to `mosaic conformance --expect-fail`, which is strict: once the SDK is
@@ -82,15 +100,17 @@ def baked(
     assert new.returncode == 0, new.stderr
     (project,) = (root / "src").iterdir()
     env.install("-e", f"{project}[test]")  # what the baked README and CI do
-    worker_type = answers.get("worker_type", "my_agent")
+    name = answers.get("worker_name", "My Agent")
+    slug = name.lower().replace(" ", "_")
+    worker_type = answers.get("worker_type", slug)
     yield Baked(
         request.param,
         answers,
         env,
         project,
         worker_type,
-        answers.get("worker_name", "My Agent"),
-        answers.get("package_name", "mosaic_worker_my_agent"),
+        name,
+        answers.get("package_name", f"mosaic_worker_{slug}"),
     )
 
 
@@ -153,7 +173,7 @@ def failed_checks(report: str) -> str:
 
 def test_mosaic_run_completes(baked: Baked, tmp_path: Path) -> None:
     config = tmp_path / "small.json"
-    config.write_text(json.dumps({"episodes": 2, "seed": 3, "max_steps_per_episode": 30}))
+    config.write_text(json.dumps(RUN_CONFIGS.get(baked.variant, DEFAULT_RUN_CONFIG)))
     done = baked.env.run(
         "mosaic",
         "run",

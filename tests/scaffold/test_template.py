@@ -206,8 +206,61 @@ def test_bakes_are_ruff_clean(tmp_path: Path, cookiecutter_config: Path) -> None
 
 
 @pytest.mark.parametrize(
+    ("paradigm", "env_id", "loop"),
+    [
+        ("turn_based", "pettingzoo.classic.tictactoe_v3", "env.agent_iter()"),
+        ("simultaneous", "pettingzoo.classic.rps_v2", "env.step(chosen)"),
+    ],
+)
+def test_a_pettingzoo_worker_is_baked_for_its_paradigm(
+    tmp_path: Path, cookiecutter_config: Path, paradigm: str, env_id: str, loop: str
+) -> None:
+    """env_family=pettingzoo bakes a PettingZoo worker (issue 33 baked a gymnasium one that
+    called gymnasium.make on a PettingZoo id): its dependency, its env module, its loop, a
+    multi-agent description that declares its step numbering, no FastLane; ruff-clean."""
+    answers = {"env_family": "pettingzoo", "paradigm": paradigm}
+    result = bake(tmp_path, answers, config_file=cookiecutter_config)
+    project = result.project_dir
+    pyproject = assert_valid_project(project)
+    deps = pyproject["project"]["dependencies"]  # type: ignore[index]
+    assert "pettingzoo>=1.25,<2" in deps and not [d for d in deps if "gymnasium" in d]
+    package = project / "mosaic_worker_my_agent"
+    assert result.answers["env_id"] == env_id and result.answers["include_fastlane"] is False
+    assert "PettingZoo game" in pyproject["project"]["description"]  # type: ignore[index]
+    assert f"DEFAULT_ENV_ID = {env_id!r}".replace("'", '"') in (package / "config.py").read_text()
+    runtime = (package / "runtime.py").read_text(encoding="utf-8")
+    assert loop in runtime and "gymnasium.make" not in runtime
+    described = literal_assignments(package / "plugin.py")
+    assert (
+        described["step_numbering"] == "per_agent" and described["upstream_library"] == "pettingzoo"
+    )
+    plugin = (package / "plugin.py").read_text(encoding="utf-8")
+    assert f'supported_paradigms=("{paradigm}",)' in plugin and "max_agents=MAX_AGENTS" in plugin
+    assert not (package / "fastlane.py").exists()
+    # a turn-based worker serves interactive mode: a person plays one agent (mosaic play)
+    cli = (package / "cli.py").read_text(encoding="utf-8")
+    assert ("interactive=interactive_session" in cli) == (paradigm == "turn_based")
+    ruff(project, "check", ".")
+    ruff(project, "format", "--check", ".")
+
+
+@pytest.mark.parametrize(
     ("answers", "message"),
     [
+        ({"env_family": "minigrid"}, "cannot bake env_family=minigrid with paradigm=sequential"),
+        (
+            {"env_family": "pettingzoo"},
+            "paradigm=turn_based or simultaneous with env_family=pettingzoo",
+        ),
+        ({"paradigm": "turn_based"}, "cannot bake env_family=gymnasium with paradigm=turn_based"),
+        (
+            {"env_family": "pettingzoo", "paradigm": "turn_based", "include_fastlane": "yes"},
+            "include_fastlane=yes cannot be baked with env_family=pettingzoo",
+        ),
+        (
+            {"env_family": "pettingzoo", "paradigm": "turn_based", "env_id": "TicTacToe-v3"},
+            "is not the module of a PettingZoo env",
+        ),
         ({"package_name": "class"}, "package_name 'class' is a Python keyword"),
         ({"package_name": "my-worker"}, "use lowercase ASCII letters"),
         ({"package_name": "caf\u00e9"}, "is not a valid import name"),

@@ -27,4 +27,16 @@ def fastlane_in_sdk(subject: WorkerSubject) -> str | None:
     return None if fastlane_available() else "this SDK has no mosaic_sdk.fastlane package"
 
 
-__all__ = ["claims", "fastlane_in_sdk"]
+def step_numbering(subject: WorkerSubject) -> str:
+    """How the worker numbers the step lines of a multi-agent run: ``"per_agent"`` (each
+    agent's own steps, 0, 1, 2...; the default) or ``"per_ply"`` (the plies of an episode
+    across its agents, a turn-based game's move number), as its capabilities declare
+    (``WorkerCapabilities.step_numbering``). The pause/resume and count checks judge by it."""
+    try:
+        declared = subject.capability("step_numbering")
+    except AttributeError:  # a platform-shaped description without the field
+        return "per_agent"
+    return "per_ply" if declared == "per_ply" else "per_agent"
+
+
+__all__ = ["claims", "fastlane_in_sdk", "step_numbering"]

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mosaic_sdk.conformance.checks import claims
+from mosaic_sdk.conformance.checks import claims, step_numbering
 from mosaic_sdk.conformance.recording import prepare_conformance_run
 from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
@@ -100,16 +100,60 @@ def _interactive(subject: WorkerSubject) -> str | None:
     return None
 
 
+def _next_of(line: dict[str, Any] | None) -> tuple[int, int] | None:
+    """The (episode, step) that follows a step line: the next step, or the next episode's
+    first after a line that ends its episode; ``None`` without a line."""
+    if line is None:
+        return None
+    episode, step = int(line.get("episode_index", 0)), int(line.get("step_index", 0))
+    ended = bool(line.get("terminated") or line.get("truncated"))
+    return (episode + 1, 0) if ended else (episode, step + 1)
+
+
+def resumed_where(
+    before: list[dict[str, Any]], following: dict[str, Any], numbering: str
+) -> tuple[str, bool]:
+    """Whether ``following`` (the first step line after resume) goes on where the step lines
+    ``before`` the pause stopped; returns ``(what was expected, ok)``.
+
+    ``per_ply`` (and a single-agent run): it follows the last line before the pause.
+    ``per_agent``: it follows the last line of its own agent, or, when that agent wrote none
+    before the pause, it is that agent's first step (0) of the last line's episode or a later
+    one: each agent's steps are compared with its own, not with another agent's.
+    """
+    last = before[-1]
+    got = (following.get("episode_index"), following.get("step_index"))
+    agent = following.get("agent_id")
+    if numbering == "per_ply" or agent is None:
+        expected = _next_of(last)
+        assert expected is not None
+        return f"episode {expected[0]} step {expected[1]}", got == expected
+    own = [s for s in before if s.get("agent_id") == agent]
+    if own:
+        expected = _next_of(own[-1])
+        assert expected is not None
+        return (
+            f"episode {expected[0]} step {expected[1]} (agent {agent!r}'s next step)",
+            got == expected,
+        )
+    episode = int(last.get("episode_index", 0))
+    ok = got[1] == 0 and isinstance(got[0], int) and got[0] >= episode
+    return f"agent {agent!r}'s first step (0) of episode {episode} or later", ok
+
+
 @conformance_check(
     "control.pause_resume",
     description=f"A pause stops the steps within {PAUSE_WITHIN * 1000:g} ms and resume continues "
-    "from the same step",
-    hint="Check ctx.cancelled (the control safe point) before every step; do not read "
-    "ctx.cancel directly, and do not step from another thread",
+    "from the same step (per agent, or per ply as the worker declares in step_numbering)",
+    hint="Check ctx.cancelled (the control safe point) before every step, or before every "
+    "agent's move in a turn-based loop; do not read ctx.cancel directly, and do not step from "
+    "another thread. A multi-agent run is judged per agent (each agent's step_index goes on "
+    "from its own last one) unless its capabilities declare step_numbering='per_ply'",
     gates=(claims("control_protocol"), claims("supports_pause_resume")),
     levels=(SDK,),
 )
 def pause_resume(subject: WorkerSubject) -> str | None:
+    numbering = step_numbering(subject)
     session = _session(subject, "pause")
     try:
         _first(session, _is_step, "the first step line")
@@ -133,17 +177,20 @@ def pause_resume(subject: WorkerSubject) -> str | None:
             lambda x: _is_step(x) and x.get("seq", 0) > last.get("seq", 0),
             "a step after resume",
         )
+        expected, ok = resumed_where(steps, following, numbering)
         episode, step = int(last.get("episode_index", 0)), int(last.get("step_index", 0))
-        ended = bool(last.get("terminated") or last.get("truncated"))
-        expected = (episode + 1, 0) if ended else (episode, step + 1)
-        got = (following.get("episode_index"), following.get("step_index"))
-        if got != expected:
+        who = f" of agent {last['agent_id']!r}" if last.get("agent_id") is not None else ""
+        got_who = (
+            f" (agent {following['agent_id']!r})" if following.get("agent_id") is not None else ""
+        )
+        if not ok:
             raise CheckFailed(
-                f"after resume the run went on at episode {got[0]} step {got[1]}, not at "
-                f"episode {expected[0]} step {expected[1]} (the last step before the pause was "
-                f"episode {episode} step {step})"
+                f"after resume the run went on at episode {following.get('episode_index')} "
+                f"step {following.get('step_index')}{got_who}, not at {expected} (the last "
+                f"step before the pause was episode {episode} step {step}{who}; step "
+                f"numbering judged {numbering})"
             )
-        return f"paused after episode {episode} step {step}, resumed there"
+        return f"paused after episode {episode} step {step}{who}, resumed there ({numbering})"
     finally:
         session.shutdown(timeout=stop_timeout())
 

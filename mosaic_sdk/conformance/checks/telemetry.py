@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mosaic_sdk.conformance.checks import step_numbering
 from mosaic_sdk.conformance.checks.cli import launched
 from mosaic_sdk.conformance.platform_lines import (
     forwarded,
@@ -269,7 +270,9 @@ def heartbeats(subject: WorkerSubject) -> str | None:
     description="Step lines, episode lines and run_completed agree on steps, episodes and rewards",
     hint="Emit one episode line per finished episode (per agent, with its agent_id, in a "
     "multi-agent run) with steps = its number of steps and total_reward = the sum of its step "
-    "rewards; report run_completed(episodes=...) with the number of episodes played",
+    "rewards; report run_completed(episodes=...) with the number of episodes played. Number "
+    "each agent's steps 0, 1, 2... (step_numbering 'per_agent', the default), or the plies of "
+    "an episode across agents and declare step_numbering='per_ply' in WorkerCapabilities",
     runs=("normal",),
     levels=(SDK,),
 )
@@ -282,7 +285,13 @@ def counts_add_up(subject: WorkerSubject) -> str | None:
             f"{len(steps)} step and {len(episodes)} episode lines: the conformance config "
             "should produce at least one of each"
         )
-    problems = _count_problems(steps, episodes)
+    numbering = step_numbering(subject)
+    if numbering == "per_ply":
+        problems = _ply_problems(steps, episodes) + _count_problems(
+            steps, episodes, check_indices=False
+        )
+    else:
+        problems = _count_problems(steps, episodes)
     completed = [d for d in lines if d.get("event") == "run_completed"]
     if completed:
         declared = completed[-1].get("payload", {}).get("episodes")
@@ -298,7 +307,40 @@ def counts_add_up(subject: WorkerSubject) -> str | None:
     return f"{len(steps)} steps in {len(episodes)} episodes"
 
 
-def _count_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]]) -> list[str]:
+def _ply_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]]) -> list[str]:
+    """``per_ply`` numbering: in each episode the step lines of all its agents number the
+    plies, each index once, below the sum of the agents' steps, the last ply among them."""
+    problems: list[str] = []
+    plies: dict[object, int] = {}
+    for e in episodes:
+        n = e.get("steps")
+        if isinstance(n, int):
+            key = e.get("episode_index")
+            plies[key] = plies.get(key, 0) + n
+    indices: dict[object, list[object]] = {}
+    for s in steps:
+        indices.setdefault(s.get("episode_index"), []).append(s.get("step_index"))
+    for episode, found in indices.items():
+        if episode not in plies:
+            continue  # reported by the per-agent part (step lines but no episode line)
+        total = plies[episode]
+        if len(set(found)) != len(found):
+            problems.append(f"episode {episode}: a ply (step_index) appears twice across agents")
+        if any(not isinstance(i, int) or i >= total for i in found):
+            problems.append(
+                f"episode {episode}: step lines beyond its {total} plies (the agents' steps "
+                "add up to that; per_ply numbering counts the plies of the episode)"
+            )
+        if total and (total - 1) not in found:
+            problems.append(f"episode {episode}: no line for its last ply ({total - 1})")
+    return problems
+
+
+def _count_problems(
+    steps: list[dict[str, Any]], episodes: list[dict[str, Any]], *, check_indices: bool = True
+) -> list[str]:
+    """Per (agent, episode): the step lines against the episode line. With ``check_indices``
+    (``per_agent`` numbering) the step indices must be the agent's own 0..steps-1."""
     problems: list[str] = []
     by_episode: dict[tuple[object, object], list[dict[str, Any]]] = {}
     for s in steps:
@@ -315,12 +357,8 @@ def _count_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]])
         indices = [s.get("step_index") for s in own]
         if not isinstance(n, int):
             continue
-        if len(set(indices)) != len(indices):
-            problems.append(f"episode {key[1]}: a step_index appears twice")
-        if any(not isinstance(i, int) or i >= n for i in indices):
-            problems.append(f"episode {key[1]}: step lines beyond its {n} steps")
-        if n and own and (n - 1) not in indices:
-            problems.append(f"episode {key[1]}: no line for its last step ({n - 1})")
+        if check_indices:
+            problems += _index_problems(key[1], indices, n, bool(own))
         if len(own) == n:
             total = math.fsum(float(s.get("reward", 0.0)) for s in own)
             reported = float(e.get("total_reward", math.nan))
@@ -331,6 +369,18 @@ def _count_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]])
     for key in by_episode:
         if key not in seen:
             problems.append(f"episode {key[1]} has step lines but no episode line")
+    return problems
+
+
+def _index_problems(episode: object, indices: list[object], n: int, any_line: bool) -> list[str]:
+    """An agent's own step indices in an episode of ``n`` steps (``per_agent`` numbering)."""
+    problems: list[str] = []
+    if len(set(indices)) != len(indices):
+        problems.append(f"episode {episode}: a step_index appears twice")
+    if any(not isinstance(i, int) or i >= n for i in indices):
+        problems.append(f"episode {episode}: step lines beyond its {n} steps")
+    if n and any_line and (n - 1) not in indices:
+        problems.append(f"episode {episode}: no line for its last step ({n - 1})")
     return problems
 
 

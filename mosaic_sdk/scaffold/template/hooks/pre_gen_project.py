@@ -16,6 +16,8 @@ ANSWERS = {
     "author": {{ cookiecutter.author|py_str }},
     "email": {{ cookiecutter.email|py_str }},
     "env_id": {{ cookiecutter.env_id|py_str }},
+    "env_family": {{ cookiecutter.env_family|py_str }},
+    "paradigm": {{ cookiecutter.paradigm|py_str }},
     "version": {{ cookiecutter.version|py_str }},
     "sdk_requirement": {{ cookiecutter.sdk_requirement|py_str }},
 }

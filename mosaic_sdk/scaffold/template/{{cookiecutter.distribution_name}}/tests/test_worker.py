@@ -1,4 +1,4 @@
-"""Unit tests of the worker: config, description, learner, and one real run through the CLI."""
+{% if cookiecutter.env_family == "pettingzoo" %}{% include "pettingzoo/test_worker.py" %}{% else %}"""Unit tests of the worker: config, description, learner, and one real run through the CLI."""
 
 from __future__ import annotations
 
@@ -125,3 +125,4 @@ def test_a_fastlane_run_completes_and_leaves_no_segment(tmp_path: Path) -> None:
     if shm.is_dir():  # the writer removed its segment when the env closed
         assert not [p for p in shm.iterdir() if "test-run" in p.name]
 {%- endif %}
+{% endif %}

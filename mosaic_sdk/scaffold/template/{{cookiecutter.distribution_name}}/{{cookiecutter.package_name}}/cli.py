@@ -1,4 +1,4 @@
-"""``python -m {{ cookiecutter.package_name }} --config PATH [--dry-run] [--worker-id ID] [-v]``.
+{% if cookiecutter.env_family == "pettingzoo" %}{% include "pettingzoo/cli.py" %}{% else %}"""``python -m {{ cookiecutter.package_name }} --config PATH [--dry-run] [--worker-id ID] [-v]``.
 
 The whole CLI contract (config loading, errors, signals, exit codes) comes from the SDK's
 ``worker_main``; this module supplies the config model, the run function and the dry-run check.
@@ -45,3 +45,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+{% endif %}

@@ -1,4 +1,4 @@
-"""The worker's configuration: the SDK's ``WorkerConfig`` (``run_id``, ``seed``) plus ours.
+{% if cookiecutter.env_family == "pettingzoo" %}{% include "pettingzoo/config.py" %}{% else %}"""The worker's configuration: the SDK's ``WorkerConfig`` (``run_id``, ``seed``) plus ours.
 
 Every field has a default, so ``mosaic run {{ cookiecutter.worker_type }}`` works without a
 config file. Unknown keys are refused with a message naming them; values are validated by
@@ -53,3 +53,4 @@ class {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Co
 
 #: The name the rest of the package uses.
 Config = {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Config
+{% endif %}

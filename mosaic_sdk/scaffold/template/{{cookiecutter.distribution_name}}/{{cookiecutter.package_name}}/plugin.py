@@ -1,4 +1,4 @@
-"""The worker's plugin: the module the ``mosaic.workers`` entry point belongs to.
+{% if cookiecutter.env_family == "pettingzoo" %}{% include "pettingzoo/plugin.py" %}{% else %}"""The worker's plugin: the module the ``mosaic.workers`` entry point belongs to.
 
 Each function marked ``@hookimpl`` answers one hook of ``mosaic_sdk.hookspecs``. Keep them
 cheap: discovery calls ``mosaic_worker_describe`` for every installed worker.
@@ -96,3 +96,4 @@ def mosaic_worker_make_env(config: WorkerConfig) -> Any:
 
     env_id = getattr(config, "env_id", {{ cookiecutter.env_id|py_str }})
     return gymnasium.make(env_id, render_mode="rgb_array")
+{% endif %}

@@ -1,4 +1,4 @@
-"""One run of the worker: the environment loop and the learner. Replace the learner with yours.
+{% if cookiecutter.env_family == "pettingzoo" %}{% include "pettingzoo/runtime_" ~ cookiecutter.paradigm ~ ".py" %}{% else %}"""One run of the worker: the environment loop and the learner. Replace the learner with yours.
 
 The SDK's ``worker_main`` (see ``cli.py``) has already parsed the command line, validated the
 config, given stdout to telemetry and installed the SIGTERM/SIGINT handlers; :func:`run`
@@ -219,3 +219,4 @@ def run(ctx: RunContext) -> None:
             report.cancelled(ctx.stop_reason)
         else:
             report.completed({"mean_return": manifest.mean_return, "steps": report.total_steps})
+{% endif %}

@@ -1,4 +1,4 @@
-"""What a run reports, written through the SDK's telemetry emitter.
+{% if cookiecutter.env_family == "pettingzoo" %}{% include "pettingzoo/telemetry.py" %}{% else %}"""What a run reports, written through the SDK's telemetry emitter.
 
 The SDK's :class:`~mosaic_sdk.telemetry.TelemetryEmitter` writes the JSONL lines (one schema,
 sequence numbers, batching); this module decides *what* this worker reports and keeps the
@@ -94,3 +94,4 @@ class RunReporter:
     def cancelled(self, reason: str) -> None:
         """``reason``: why the run stopped (``ctx.stop_reason``: a stop command, a signal)."""
         self.emitter.run_cancelled(reason=reason, completed_episodes=len(self.returns))
+{% endif %}
