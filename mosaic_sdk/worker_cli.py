@@ -6,6 +6,12 @@ only writes its run function:
 - ``--config PATH`` (a JSON file, flat or a job descriptor), ``--dry-run`` (validate, print a
   summary on stderr, write nothing, exit 0), ``--worker-id ID``, ``-v``, and the reserved
   ``--grpc`` / ``--grpc-target`` (accepted; this SDK reports through stdout only);
+- what the platform's dispatcher writes is taken: the config's ``worker_id`` names the worker
+  on every telemetry line when ``--worker-id`` is not given, and the platform's form keys the
+  worker does not use (``schema_id``, ``schema_definition``...: see
+  :data:`~mosaic_sdk.contract.PLATFORM_CONFIG_KEYS`) are reported once on stderr as ignored;
+- the run directory (``MOSAIC_RUN_DIR``, else the config file's) is created when missing: the
+  platform's daemon names one it does not create;
 - a missing, malformed or invalid config ends with ``run_failed`` on stdout, one clear line on
   stderr and exit code 2;
 - telemetry gets the real stdout to itself (:func:`~mosaic_sdk.telemetry.stdout.claim_stdout`):
@@ -38,6 +44,7 @@ from mosaic_sdk.contract import (
     ConfigError,
     WorkerConfig,
     check_run_id,
+    ignored_platform_keys,
     read_config_json,
     unwrap_job_descriptor,
 )
@@ -132,6 +139,11 @@ def _fail_config(message: str, raw: Any, worker_id: str | None, out: Any) -> int
     return EXIT_CONFIG
 
 
+def ignored_summary(keys: Sequence[str]) -> str:
+    """The one line that reports the platform's config keys a worker does not use."""
+    return f"config keys of the platform this worker does not use, ignored: {', '.join(keys)}"
+
+
 #: The run id a ``--dry-run`` validates with when the config names none: nothing is run or
 #: written, so no real id is needed, and a config file can be checked before a run exists.
 DRY_RUN_ID = "dry-run"
@@ -191,18 +203,23 @@ def worker_main(
     if args.grpc:
         print("warning: --grpc is reserved; telemetry is written to stdout", file=sys.stderr)
     try:
-        _, config = load_config(
+        raw, config = load_config(
             args.config, config_model, default_run_id=DRY_RUN_ID if args.dry_run else None
         )
     except ConfigError as exc:
         return _fail_config(
             f"invalid config: {exc}", getattr(exc, "raw", None), args.worker_id, out
         )
+    # The command line's --worker-id wins; the dispatcher writes both, the same.
+    worker_id = args.worker_id or config.worker_id
+    ignored = ignored_platform_keys(raw, config_model)
+    if ignored:  # once per run, on stderr (never the telemetry stream)
+        print(f"note: {ignored_summary(ignored)}", file=sys.stderr, flush=True)
     if describe_dry_run is not None:
         try:
             summary = describe_dry_run(config)
         except ValueError as exc:
-            return _fail_config(str(exc), config.to_dict(), args.worker_id, out)
+            return _fail_config(str(exc), config.to_dict(), worker_id, out)
     else:
         summary = "config is valid"
     interactive_mode = getattr(config, "mode", None) == "interactive"
@@ -210,7 +227,7 @@ def worker_main(
         return _fail_config(
             "this worker has no interactive mode (config mode 'interactive'); use mode 'train'",
             config.to_dict(),
-            args.worker_id,
+            worker_id,
             out,
         )
     if args.dry_run:
@@ -218,6 +235,16 @@ def worker_main(
         return EXIT_COMPLETED
 
     run_dir = Path(os.environ.get("MOSAIC_RUN_DIR") or Path(args.config).resolve().parent)
+    # The platform's daemon names a run directory (var/trainer/runs/<run id>) it does not create.
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _fail_config(
+            f"cannot create the run directory {run_dir} (MOSAIC_RUN_DIR): {exc}",
+            config.to_dict(),
+            worker_id,
+            out,
+        )
     if log_path is not None:
         target = log_path(config, run_dir)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -225,8 +252,8 @@ def worker_main(
         os.dup2(fd, 1)
         os.close(fd)
 
-    emitter = TelemetryEmitter(config.run_id, out, worker_id=args.worker_id)
-    ctx = RunContext(config, emitter, run_dir, args.worker_id, args.verbose)
+    emitter = TelemetryEmitter(config.run_id, out, worker_id=worker_id)
+    ctx = RunContext(config, emitter, run_dir, worker_id, args.verbose)
 
     def on_stop() -> None:
         # Exactly as SIGTERM: the worker's own handler runs too (e.g. one that interrupts a
@@ -285,6 +312,7 @@ __all__ = [
     "EXIT_FAILED",
     "RunContext",
     "build_parser",
+    "ignored_summary",
     "load_config",
     "worker_main",
 ]
