@@ -344,8 +344,15 @@ class WorkerConfig(BaseModel):
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict; ``from_dict(to_dict(c)) == c``."""
-        return self.model_dump(mode="json")
+        """Plain JSON-ready dict; ``from_dict(to_dict(c)) == c``. ``worker_id`` is left out
+        when unset, so the file a worker gets holds only keys someone gave it."""
+        return self._dump()
+
+    def _dump(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        if data.get("worker_id") is None:
+            data.pop("worker_id", None)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkerConfig:
@@ -385,7 +392,7 @@ class WorkerConfigWithExtras(WorkerConfig):
         """The flat form: extras go back to the top level, where they came from (a worker
         reading its config file sees the keys it was given); ``from_dict`` collects them
         again, so the round trip stays exact."""
-        data = self.model_dump(mode="json")
+        data = self._dump()
         extras = data.pop("extras", {})
         return {**extras, **data}
 
