@@ -155,9 +155,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
         statuses=outcome.statuses,
         episodes=[e.episode_index for e in episodes],
         steps=[e.steps for e in episodes],
+        agents=[e.agent_id for e in episodes],
     )
-    indices = ", ".join(str(e.episode_index) for e in episodes) or "none"
-    stored = f"{len(episodes)} episode(s) in the daemon's telemetry store (indices {indices})"
+    stored = f"{len(episodes)} episode(s) in the daemon's telemetry store ({_indices(episodes)})"
     if outcome.ok:
         _say(args, f"run {outcome.run_id}: {outcome.status}; {stored}")
         _print_json(args, result)
@@ -170,6 +170,16 @@ def cmd_submit(args: argparse.Namespace) -> int:
     )
     _print_json(args, result)
     return 1
+
+
+def _indices(episodes: list[Any]) -> str:
+    """``indices 0, 1, 2``; per agent when the run has several (``a: 0, 1; b: 0, 1``)."""
+    agents: dict[str, list[str]] = {}
+    for e in episodes:
+        agents.setdefault(e.agent_id, []).append(str(e.episode_index))
+    if len(agents) <= 1:
+        return "indices " + (", ".join(next(iter(agents.values()), [])) or "none")
+    return "indices " + "; ".join(f"{a}: {', '.join(i)}" for a, i in agents.items())
 
 
 def _print_json(args: argparse.Namespace, result: dict[str, Any]) -> None:

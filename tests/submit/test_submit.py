@@ -159,6 +159,20 @@ def test_the_platforms_form_keys_run_too(daemon: DaemonDouble) -> None:
     assert "ignored: schema_id, schema_definition" in run.stderr
 
 
+def test_the_multi_agent_example_stores_each_agents_episodes(daemon: DaemonDouble) -> None:
+    pytest.importorskip("pettingzoo")
+    done = submit(
+        "example_ma", "--daemon", daemon.address, "--wait", "--set", "episodes=2",
+        "--set", "max_cycles=5",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (run,) = daemon.runs.values()
+    assert run.launch is not None and run.launch.argv[2] == "mosaic_worker_example.multiagent"
+    agents = sorted({e["agent_id"] for e in run.episodes})
+    assert len(agents) == 2
+    assert f"{agents[0]}: 0, 1; {agents[1]}: 0, 1" in done.stdout
+
+
 def test_a_config_the_daemon_refuses_is_a_clear_error(daemon: DaemonDouble) -> None:
     done = submit("example", "--daemon", daemon.address, "--run-name", "x" * 200)
     assert done.returncode == 2
