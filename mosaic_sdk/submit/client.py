@@ -130,10 +130,13 @@ class DaemonClient:
         timeout: float | None = None,
         on_status: Callable[[str, Any], None] | None = None,
     ) -> RunOutcome:
-        """Follow ``run_id`` through ``WatchRuns`` until it is ``TERM`` or ``FAULT``; calls
-        ``on_status(name, record)`` at each change of status. :class:`SubmitError` when the
+        """Follow a run just submitted (``INIT``) through ``WatchRuns`` until it is ``TERM`` or
+        ``FAULT``; calls ``on_status(name, record)`` at each change of status (``INIT`` first,
+        with no record). :class:`SubmitError` when the
         daemon goes away or ``timeout`` seconds pass first (the run goes on in the daemon)."""
-        outcome = RunOutcome(run_id, "UNSPECIFIED")
+        outcome = RunOutcome(run_id, "INIT", statuses=["INIT"])
+        if on_status is not None:  # SubmitRun accepted it: the daemon registered it INIT
+            on_status("INIT", None)
         request = protocol.message("WatchRunsRequest")(since_seq=0)
         stream = self._stream("WatchRuns")(request, timeout=timeout)
         try:

@@ -12,7 +12,8 @@ environment without ``PYTHONUNBUFFERED``, with ``CUDA_VISIBLE_DEVICES`` empty an
 telemetry proxy reads it (only ``type`` ``step`` and ``episode`` lines; the episode index from
 ``metadata.episode_index``, else ``episode``, else 0) and episodes are stored.
 
-Statuses: ``INIT`` at submission, ``HSHK`` when the worker starts, ``RDY`` at its first output
+Statuses: ``INIT`` at submission, ``HSHK`` when the worker starts (once a client watches, or
+after 2 s: the daemon's dispatcher polls every 2 s), ``RDY`` at its first output
 line, ``EXEC`` at its first step or episode line, ``TERM`` when it exits (failure reason
 ``exit_code_N`` when N != 0), ``FAULT`` (``worker_timeout``) when it writes nothing for
 ``heartbeat_timeout`` seconds (the worker is then killed).
@@ -77,6 +78,7 @@ class DaemonDouble:
         self._cond = threading.Condition()
         self._server: grpc.Server | None = None
         self._procs: list[subprocess.Popen[bytes]] = []
+        self._watchers = 0
         self.address = ""
 
     # -- server --------------------------------------------------------------------------
@@ -189,6 +191,8 @@ class DaemonDouble:
         with self._cond:
             seen = len(self._events)
             snapshot = [self._record(r) for r in self.runs.values()]
+            self._watchers += 1
+            self._cond.notify_all()
         yield from snapshot
         while context.is_active():
             with self._cond:
@@ -207,6 +211,10 @@ class DaemonDouble:
 
     # -- the dispatcher ------------------------------------------------------------------
     def _dispatch(self, run: DoubleRun) -> None:
+        # The daemon's dispatcher polls for INIT runs every 2 s: a client that watches right
+        # after submitting sees every status; here the run waits for a watcher (2 s at most).
+        with self._cond:
+            self._cond.wait_for(lambda: self._watchers > 0, timeout=2.0)
         worker = run.config["metadata"]["worker"]
         worker_id = str(worker.get("worker_id") or "")
         payload = dict(worker["config"])
