@@ -173,13 +173,25 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def _indices(episodes: list[Any]) -> str:
-    """``indices 0, 1, 2``; per agent when the run has several (``a: 0, 1; b: 0, 1``)."""
-    agents: dict[str, list[str]] = {}
+    """``indices 0, 1, 2`` (``0-52`` for a run of four or more); per agent when the run has
+    several (``a: 0, 1; b: 0, 1``)."""
+    agents: dict[str, list[int]] = {}
     for e in episodes:
-        agents.setdefault(e.agent_id, []).append(str(e.episode_index))
+        agents.setdefault(e.agent_id, []).append(e.episode_index)
     if len(agents) <= 1:
-        return "indices " + (", ".join(next(iter(agents.values()), [])) or "none")
-    return "indices " + "; ".join(f"{a}: {', '.join(i)}" for a, i in agents.items())
+        return "indices " + (_ranges(next(iter(agents.values()), [])) or "none")
+    return "indices " + "; ".join(f"{a}: {_ranges(i)}" for a, i in agents.items())
+
+
+def _ranges(indices: list[int]) -> str:
+    parts: list[str] = []
+    start = 0
+    for i in range(1, len(indices) + 1):
+        if i == len(indices) or indices[i] != indices[i - 1] + 1:
+            run = indices[start:i]
+            parts += [f"{run[0]}-{run[-1]}"] if len(run) >= 4 else [str(n) for n in run]
+            start = i
+    return ", ".join(parts)
 
 
 def _print_json(args: argparse.Namespace, result: dict[str, Any]) -> None:

@@ -229,3 +229,11 @@ def test_without_grpcio_the_error_names_the_extra(
     monkeypatch.setitem(sys.modules, "grpc", None)
     assert main(["submit", "example", "--daemon", "127.0.0.1:9"]) == 2
     assert "pip install 'mosaic-worker-sdk[submit]'" in capsys.readouterr().err
+
+
+def test_long_runs_of_episode_indices_are_shown_as_ranges() -> None:
+    from mosaic_sdk.cli.submit import _ranges
+
+    assert _ranges([0, 1, 2]) == "0, 1, 2"
+    assert _ranges(list(range(53))) == "0-52"
+    assert _ranges([0, 1, 2, 3, 5, 7, 8, 9, 10]) == "0-3, 5, 7-10"
