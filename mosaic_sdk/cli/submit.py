@@ -103,8 +103,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         config = handle.config_model().from_dict(flat)
     except ConfigError as exc:
         raise UsageError(f"invalid config for worker {args.name!r}: {exc}") from None
-    worker_id = dispatch.worker_id_for(args.name, args.worker_id, flat)
     try:
+        worker_id = dispatch.worker_id_for(args.name, args.worker_id, flat)
         launch = dispatch.module_launch(handle, config)
     except dispatch.SubmitError as exc:
         raise UsageError(str(exc)) from None

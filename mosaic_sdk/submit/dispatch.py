@@ -249,15 +249,21 @@ def train_run_config(
     }
 
 
+_WORKER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
 def worker_id_for(worker: str, given: str | None, config: Mapping[str, Any]) -> str:
     """The worker id of a submission: ``--worker-id``, else the config's, else
-    ``<worker>_worker`` (the platform's forms name theirs that way)."""
-    if given:
-        return given
-    from_config = config.get("worker_id")
-    if isinstance(from_config, str) and from_config:
-        return from_config
-    return f"{worker}_worker"
+    ``<worker>_worker`` (the platform's forms name theirs that way). The daemon names files
+    after it (``worker-RUNID-ID.json``, ``ID.stdout.log``): :class:`SubmitError` unless it is
+    1-64 letters, digits, ``.``, ``_`` or ``-``."""
+    chosen: object = given or config.get("worker_id") or f"{worker}_worker"
+    if not isinstance(chosen, str) or not _WORKER_ID.match(chosen):
+        raise SubmitError(
+            f"worker id {chosen!r}: use 1-64 letters, digits, '.', '_' or '-' (the daemon "
+            "names files after it), e.g. --worker-id example-gpu-01"
+        )
+    return chosen
 
 
 __all__ = [

@@ -218,6 +218,8 @@ def test_an_unknown_worker_and_a_bad_config_are_usage_errors(daemon: DaemonDoubl
     assert done.returncode == 2 and "no_such_worker" in done.stderr
     done = submit("example", "--daemon", daemon.address, "--set", "episodes=0")
     assert done.returncode == 2 and "episodes" in done.stderr
+    done = submit("example", "--daemon", daemon.address, "--worker-id", "../etc")
+    assert done.returncode == 2 and "worker id '../etc'" in done.stderr
     assert not daemon.runs
 
 
