@@ -7,7 +7,10 @@ and :func:`unknown_vocabulary` says which ones are not known, for ``mosaic worke
 
 ``WorkerConfig`` is the base model of every worker's configuration. Unknown keys are an error
 naming the key, unless the subclass opts in to ``collect_extras = True``: then they are kept in
-its ``extras`` dict.
+its ``extras`` dict. What the platform's dispatcher writes into every worker's config file is
+part of the base: ``worker_id`` is a field of every config, and the form keys of
+:data:`PLATFORM_CONFIG_KEYS` are accepted and dropped unless a worker declares them
+(:func:`ignored_platform_keys` names them, for the worker CLI to report once).
 """
 
 from __future__ import annotations
@@ -276,13 +279,36 @@ def read_config_json(path: str | Path) -> dict[str, Any]:
     return dict(raw)
 
 
+#: Keys the platform's trainer (its forms and its dispatcher) may write into any worker's flat
+#: config besides ``run_id``, ``seed`` and ``worker_id``, with what they are there. A worker
+#: that declares one as a field gets it; for every other worker it is accepted and ignored.
+PLATFORM_CONFIG_KEYS: Mapping[str, str] = {
+    "schema_id": "the platform's telemetry schema id (its dispatcher only logs it)",
+    "schema_definition": "the platform's telemetry schema (its dispatcher only logs it)",
+    "schema_version": "the platform's telemetry schema version",
+    "agent_id": "the agent id of the platform's form (its proxy stamps it on step lines)",
+    "notes": "free text of the platform's form",
+}
+
+
+def ignored_platform_keys(data: Any, model: type[WorkerConfig]) -> list[str]:
+    """The keys of :data:`PLATFORM_CONFIG_KEYS` in the config ``data`` (flat or a job
+    descriptor) that ``model`` does not declare: accepted, and unused by that worker."""
+    if not isinstance(data, Mapping):
+        return []
+    flat = unwrap_job_descriptor(data)
+    return [k for k in PLATFORM_CONFIG_KEYS if k in flat and k not in model.model_fields]
+
+
 class WorkerConfig(BaseModel):
     """Base configuration every worker's config extends.
 
-    ``run_id`` is required and safe for file and shared-memory names; ``seed`` is optional.
-    Subclasses add their own fields with defaults. Unknown keys are rejected with a message
-    that names them, unless the subclass sets ``collect_extras = True`` (they then land in
-    ``extras``).
+    ``run_id`` is required and safe for file and shared-memory names; ``seed`` is optional;
+    ``worker_id`` is the platform's worker id (its dispatcher writes it into every config whose
+    form names a worker). Subclasses add their own fields with defaults. Unknown keys are
+    rejected with a message that names them, unless the subclass sets ``collect_extras = True``
+    (they then land in ``extras``); the platform's form keys (:data:`PLATFORM_CONFIG_KEYS`)
+    are dropped unless the subclass declares them.
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -292,13 +318,22 @@ class WorkerConfig(BaseModel):
 
     run_id: RunId = Field(description="1-128 chars of [A-Za-z0-9._-], not starting with '.'")
     seed: int | None = Field(None, description="Seed for every random generator of the run")
+    worker_id: str | None = Field(
+        None,
+        description="The platform's worker id: stamped on every telemetry line when the "
+        "worker CLI gets no --worker-id (which wins)",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _gather_extras(cls, data: Any) -> Any:
-        if not cls.collect_extras or not isinstance(data, Mapping):
+        if not isinstance(data, Mapping):
             return data
         known = set(cls.model_fields)
+        if any(k in data and k not in known for k in PLATFORM_CONFIG_KEYS):
+            data = {k: v for k, v in data.items() if k in known or k not in PLATFORM_CONFIG_KEYS}
+        if not cls.collect_extras:
+            return data
         data = dict(data)
         unknown = {k: data.pop(k) for k in list(data) if k not in known}
         if unknown:
@@ -318,8 +353,15 @@ class WorkerConfig(BaseModel):
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict; ``from_dict(to_dict(c)) == c``."""
-        return self.model_dump(mode="json")
+        """Plain JSON-ready dict; ``from_dict(to_dict(c)) == c``. ``worker_id`` is left out
+        when unset, so the file a worker gets holds only keys someone gave it."""
+        return self._dump()
+
+    def _dump(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        if data.get("worker_id") is None:
+            data.pop("worker_id", None)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkerConfig:
@@ -359,7 +401,7 @@ class WorkerConfigWithExtras(WorkerConfig):
         """The flat form: extras go back to the top level, where they came from (a worker
         reading its config file sees the keys it was given); ``from_dict`` collects them
         again, so the round trip stays exact."""
-        data = self.model_dump(mode="json")
+        data = self._dump()
         extras = data.pop("extras", {})
         return {**extras, **data}
 
@@ -387,6 +429,7 @@ __all__ = [
     "ENV_FAMILIES",
     "OBSERVATION_SPACES",
     "PARADIGMS",
+    "PLATFORM_CONFIG_KEYS",
     "RUN_ID_PATTERN",
     "VOCABULARIES",
     "ConfigError",
@@ -398,6 +441,7 @@ __all__ = [
     "WorkerMetadata",
     "check_run_id",
     "format_validation_error",
+    "ignored_platform_keys",
     "read_config_json",
     "unknown_vocabulary",
     "unwrap_job_descriptor",

@@ -2,7 +2,8 @@
 
 :func:`worker_main` implements the platform's worker CLI contract once (config loading and its
 errors, stdout for telemetry only, signals, the control channel on stdin, interactive mode),
-so that each worker only writes its run function. Exit codes: 0 completed, 1 failed, 2 bad
+what the platform's dispatcher writes (``worker_id``, its form keys, a run directory it
+names but never creates), so that each worker only writes its run function. Exit codes: 0 completed, 1 failed, 2 bad
 config or usage, 130 cancelled by SIGINT, 143 cancelled by SIGTERM.
 """
 
@@ -22,6 +23,7 @@ from mosaic_sdk.contract import (
     ConfigError,
     WorkerConfig,
     check_run_id,
+    ignored_platform_keys,
     read_config_json,
     unwrap_job_descriptor,
 )
@@ -69,6 +71,11 @@ def _fail_config(message: str, raw: Any, worker_id: str | None, out: Any) -> int
     with TelemetryEmitter(_raw_run_id(raw), out, worker_id=worker_id, flush_interval=0) as em:
         em.run_failed(error=message, error_type="ConfigError")
     return EXIT_CONFIG
+
+
+def ignored_summary(keys: Sequence[str]) -> str:
+    """The one line that reports the platform's config keys a worker does not use."""
+    return f"config keys of the platform this worker does not use, ignored: {', '.join(keys)}"
 
 
 #: The run id a ``--dry-run`` validates with when the config names none: nothing is run or
@@ -130,18 +137,23 @@ def worker_main(
     if args.grpc:
         print("warning: --grpc is reserved; telemetry is written to stdout", file=sys.stderr)
     try:
-        _, config = load_config(
+        raw, config = load_config(
             args.config, config_model, default_run_id=DRY_RUN_ID if args.dry_run else None
         )
     except ConfigError as exc:
         return _fail_config(
             f"invalid config: {exc}", getattr(exc, "raw", None), args.worker_id, out
         )
+    # The command line's --worker-id wins; the dispatcher writes both, the same.
+    worker_id = args.worker_id or config.worker_id
+    ignored = ignored_platform_keys(raw, config_model)
+    if ignored:  # once per run, on stderr (never the telemetry stream)
+        print(f"note: {ignored_summary(ignored)}", file=sys.stderr, flush=True)
     if describe_dry_run is not None:
         try:
             summary = describe_dry_run(config)
         except ValueError as exc:
-            return _fail_config(str(exc), config.to_dict(), args.worker_id, out)
+            return _fail_config(str(exc), config.to_dict(), worker_id, out)
     else:
         summary = "config is valid"
     interactive_mode = getattr(config, "mode", None) == "interactive"
@@ -149,7 +161,7 @@ def worker_main(
         return _fail_config(
             "this worker has no interactive mode (config mode 'interactive'); use mode 'train'",
             config.to_dict(),
-            args.worker_id,
+            worker_id,
             out,
         )
     if args.dry_run:
@@ -157,6 +169,16 @@ def worker_main(
         return EXIT_COMPLETED
 
     run_dir = Path(os.environ.get("MOSAIC_RUN_DIR") or Path(args.config).resolve().parent)
+    # The platform's daemon names a run directory (var/trainer/runs/<run id>) it does not create.
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _fail_config(
+            f"cannot create the run directory {run_dir} (MOSAIC_RUN_DIR): {exc}",
+            config.to_dict(),
+            worker_id,
+            out,
+        )
     if log_path is not None:
         target = log_path(config, run_dir)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -164,8 +186,8 @@ def worker_main(
         os.dup2(fd, 1)
         os.close(fd)
 
-    emitter = TelemetryEmitter(config.run_id, out, worker_id=args.worker_id)
-    ctx = RunContext(config, emitter, run_dir, args.worker_id, args.verbose)
+    emitter = TelemetryEmitter(config.run_id, out, worker_id=worker_id)
+    ctx = RunContext(config, emitter, run_dir, worker_id, args.verbose)
 
     def on_stop() -> None:
         # Exactly as SIGTERM: the worker's own handler runs too (e.g. one that interrupts a
@@ -225,6 +247,7 @@ __all__ = [
     "EXIT_FAILED",
     "RunContext",
     "build_parser",
+    "ignored_summary",
     "load_config",
     "worker_main",
 ]

@@ -1,6 +1,7 @@
 """`mosaic conformance` on workers written to the platform's guide, at their default level
 (``platform``): the guide's package fails only for the guide's own defects, each with its fix;
-the same package with the runtime of docs/guides/upstream-workers.md is conformant.
+the same package with the runtime and the command line of docs/guides/upstream-workers.md is
+conformant.
 
 Needs the conformance levels (``check_worker(level=...)``); skipped where they are absent."""
 
@@ -34,8 +35,13 @@ def test_the_guide_package_fails_only_for_the_guides_own_defects() -> None:
     results = check_worker("myworker", on_fail=None)
     assert {r.level for r in results} == {"platform"}  # its style's level
     failed = {r.name: r for r in results if not r.ok}
-    assert set(failed) == {"telemetry.valid_jsonl", "stop.run_cancelled"}, failed
+    assert set(failed) == {
+        "telemetry.valid_jsonl",
+        "stop.run_cancelled",
+        "cli.dispatcher_launch",
+    }, failed
     assert "event_type" in failed["telemetry.valid_jsonl"].reason
+    assert "--worker-id" in failed["cli.dispatcher_launch"].reason  # argparse refuses it
     assert '"type": "step"' in failed["telemetry.valid_jsonl"].hint
     assert "run_cancelled" in failed["stop.run_cancelled"].hint
 
@@ -49,6 +55,8 @@ def test_the_guide_package_with_the_fixed_runtime_is_conformant(
     text = PAGE.read_text(encoding="utf-8")
     [runtime] = re.findall(r"<!-- snippet: fixed-runtime -->\n```python\n(.*?)```", text, re.S)
     (source / "my_worker" / "runtime.py").write_text(runtime)
+    [cli] = re.findall(r"<!-- snippet: fixed-cli -->\n```python\n(.*?)```", text, re.S)
+    (source / "my_worker" / "cli.py").write_text(cli)
     site = tmp_path / "site"
     pip_install(source, site)
     on_path(site, monkeypatch)

@@ -41,6 +41,7 @@ FLOORS = {
     "sweep": 3,
     "sweeps": 3,
     "plots": 3,
+    "submit": 3,
     "cli": 4,
 }
 

@@ -71,6 +71,7 @@ TESTED = {
     "launcher",
     "conformance-table",
     "fixed-runtime",
+    "fixed-cli",
     "sdk-config",
     "sdk-runtime",
     "sdk-cli",
@@ -203,10 +204,11 @@ def fixed_guide_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     uninstall_gym_gui_stand_in()
     root = tmp_path / "fixed"
     (root / "my_worker").mkdir(parents=True)
-    for name in ("__init__.py", "config.py", "cli.py"):
+    for name in ("__init__.py", "config.py"):
         source = GUIDE_PACKAGE / "my_worker" / name
         (root / "my_worker" / name).write_text(source.read_text(encoding="utf-8"))
     (root / "my_worker" / "runtime.py").write_text(code("fixed-runtime"))
+    (root / "my_worker" / "cli.py").write_text(code("fixed-cli"))
     on_path(root, monkeypatch)
     monkeypatch.setenv("MOSAIC_PLUGINS", "myworker=my_worker:get_worker_metadata")
     monkeypatch.setenv("MOSAIC_DISABLE_PLUGIN_AUTOLOAD", "1")
@@ -239,6 +241,18 @@ def test_the_fixed_runtime_writes_lines_the_proxy_forwards(tmp_path: Path) -> No
     assert [line["step_index"] for line in typed[:-1]] == [0, 100, 200, 249]
     assert all("episode_index" in line for line in typed)
     assert result.counts["log_lines"] == 0
+
+
+@pytest.mark.usefixtures("fixed_guide_worker")
+def test_the_fixed_cli_runs_as_the_platforms_dispatcher_launches_it() -> None:
+    from mosaic_sdk.conformance import check_worker
+
+    (result,) = [
+        r
+        for r in check_worker("myworker", on_fail=None, level="platform")
+        if r.name == "cli.dispatcher_launch"
+    ]
+    assert result.verdict == "passed", result.reason
 
 
 @pytest.mark.usefixtures("fixed_guide_worker")

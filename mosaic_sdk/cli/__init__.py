@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "new",
     "watch",
     "play",
+    "submit",
 )
 
 

@@ -20,6 +20,7 @@ flushing is seen block-buffered, as the platform sees it, at both levels.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -38,6 +39,12 @@ from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.supervision.launch import PreparedRun, ResolvedJob, prepare_run, resolve_job
 from mosaic_sdk.runner.supervision.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle, RunObserver
 from mosaic_sdk.runner.supervision.process import WorkerProcess
+from mosaic_sdk.submit.dispatch import (
+    DEFAULT_DAEMON,
+    dispatcher_argv,
+    dispatcher_env,
+    module_launch,
+)
 from mosaic_sdk.telemetry.emitter import TERMINAL_EVENTS
 from mosaic_sdk.telemetry.reader import TelemetryLine, classify_line
 
@@ -79,6 +86,7 @@ class RunPlan:
     stop_grace: float = 10.0
     timeout: float = 120.0
     probe: Probe | None = None
+    dispatched_as: str | None = None
 
 
 @dataclass
@@ -193,6 +201,12 @@ def record_run(
         prepared.config_path.write_text(plan.config_text, encoding="utf-8")
     before = _files(prepared.run_dir)
     run.argv = prepared.argv + list(plan.argv_suffix)
+    if plan.dispatched_as is not None:
+        try:
+            prepared, run.argv = as_dispatched(handle, prepared, plan.dispatched_as)
+        except Exception as exc:  # noqa: BLE001 - a worker's hook may raise anything
+            run.launch_error = str(exc)
+            return run
     logs_dir.mkdir(parents=True, exist_ok=True)
     recorder = _Recorder(plan, run)
     lifecycle = RunLifecycle(
@@ -225,6 +239,20 @@ def record_run(
         _release(lifecycle, plan, run)
     run.new_files = sorted(_files(prepared.run_dir) - before)
     return run
+
+
+def as_dispatched(
+    handle: WorkerHandle, prepared: PreparedRun, worker_id: str
+) -> tuple[PreparedRun, list[str]]:
+    """``prepared`` launched as MOSAIC's dispatcher launches: its argv and environment. The
+    run directory it names (``MOSAIC_RUN_DIR``) is not created, as the daemon creates none."""
+    launch = module_launch(handle, prepared.config)
+    argv = dispatcher_argv(launch, prepared.config_path, worker_id, DEFAULT_DAEMON)
+    platform_dir = prepared.run_dir / "platform" / prepared.run_id
+    env = dispatcher_env(
+        prepared.env, prepared.config_path, worker_id, {"MOSAIC_RUN_DIR": str(platform_dir)}
+    )
+    return dataclasses.replace(prepared, env=env), argv
 
 
 class _Recorder(RunObserver):
@@ -391,6 +419,7 @@ __all__ = [
     "RecordedLine",
     "RecordedRun",
     "RunPlan",
+    "as_dispatched",
     "dump_run",
     "record_run",
     "streamed",

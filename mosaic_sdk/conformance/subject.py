@@ -10,6 +10,7 @@ that reads them; :meth:`ensure_runs` records several at once, two at a time.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
@@ -36,6 +37,8 @@ from mosaic_sdk.plugins import (
     discover_workers,
     load_unchecked,
 )
+from mosaic_sdk.runner.storage.ids import new_run_id
+from mosaic_sdk.submit.dispatch import dispatcher_config
 
 if TYPE_CHECKING:
     from mosaic_sdk.contract import WorkerConfig
@@ -84,8 +87,22 @@ def run_timeout() -> float:
 
 #: A config that no worker can accept: the bad-config run writes it as its config file.
 MALFORMED_CONFIG = '{"run_id": "conformance-bad-config", "seed": '
+#: What the platform's forms add to a worker's config besides ``run_id`` and ``worker_id``
+#: (the dispatcher logs the schema and passes both on): the dispatched run's config has them.
+DISPATCHER_FORM_KEYS: dict[str, Any] = {
+    "schema_id": "telemetry.step.default",
+    "schema_definition": {"schema_id": "telemetry.step.default", "required_fields": []},
+}
 #: Run kinds that may be recorded together (two at a time).
-RUN_KINDS: tuple[str, ...] = ("normal", "repeat", "stop", "dry_run", "bad_config", "fastlane")
+RUN_KINDS: tuple[str, ...] = (
+    "normal",
+    "repeat",
+    "stop",
+    "dry_run",
+    "bad_config",
+    "fastlane",
+    "dispatched",
+)
 
 
 def fastlane_available() -> bool:
@@ -282,6 +299,17 @@ class WorkerSubject:
             return RunPlan(kind, run_id, config, extra_env=home, argv_suffix=("--dry-run",))
         if kind == "bad_config":
             return RunPlan(kind, run_id, config, extra_env=home, config_text=MALFORMED_CONFIG)
+        if kind == "dispatched":
+            # As MOSAIC's trainer daemon launches: a ULID run id, the form's worker id and
+            # keys in the config file (written raw: the worker, not the SDK, judges it).
+            ulid = self.memo("dispatched_run_id", new_run_id)
+            worker_id = f"{self.name}-conformance"
+            text = json.dumps(
+                dispatcher_config({**config, **DISPATCHER_FORM_KEYS}, ulid, worker_id), indent=2
+            )
+            return RunPlan(
+                kind, ulid, config, extra_env=home, config_text=text, dispatched_as=worker_id
+            )
         if kind == "fastlane":
             return RunPlan(
                 kind, run_id, config, extra_env={**home, **fastlane_env()}, probe=probe_fastlane

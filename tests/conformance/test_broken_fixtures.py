@@ -58,8 +58,11 @@ BROKEN: dict[str, tuple[str, set[str]]] = {
             "cli.dry_run_writes_nothing",
             "cli.bad_config_exits_nonzero",
             "cli.bad_config_reports",
+            "cli.dispatcher_launch",
         },
     ),
+    "nodispatch": ("nodispatch=fixture_nodispatch:plugin", {"cli.dispatcher_launch"}),
+    "cudaempty": ("cudaempty=fixture_cudaempty:plugin", {"cli.dispatcher_launch"}),
     "noisy": ("noisy=fixture_noisy:plugin", {"telemetry.valid_jsonl"}),
     "lifecycle": (
         "lifecycle=fixture_lifecycle:plugin",
@@ -98,7 +101,11 @@ BROKEN: dict[str, tuple[str, set[str]]] = {
     # SDK-built fixtures judged at the platform level: only the platform's rules fail them.
     "dup@platform": ("dup=fixture_dup:plugin,dup=fixture_dup:plugin", {"discovery.name_unique"}),
     "brokendesc@platform": ("brokendesc=fixture_brokendesc:plugin", {"description.metadata_valid"}),
-    "sloppycli@platform": ("sloppycli=fixture_sloppycli:plugin", {"cli.config_runs"}),
+    "sloppycli@platform": (
+        "sloppycli=fixture_sloppycli:plugin",
+        {"cli.config_runs", "cli.dispatcher_launch"},
+    ),
+    "nodispatch@platform": ("nodispatch=fixture_nodispatch:plugin", {"cli.dispatcher_launch"}),
     "lifecycle@platform": (
         "lifecycle=fixture_lifecycle:plugin",
         {"telemetry.run_started_first", "telemetry.terminal_last"},
@@ -124,6 +131,10 @@ UPSTREAM: dict[str, tuple[str, set[str]]] = {
     "uptoplevel": (
         "uptoplevel=fixture_upstream_toplevel:get_worker_metadata",
         {"telemetry.proxy_episode_index"},
+    ),
+    "upnoworkerid": (
+        "upnoworkerid=fixture_upstream_noworkerid:get_worker_metadata",
+        {"cli.dispatcher_launch"},
     ),
     "updeaf": (
         "updeaf=fixture_upstream_deaf:get_worker_metadata",

@@ -21,6 +21,7 @@ PLATFORM_CHECKS = {
     "discovery.name_unique",
     "description.metadata_valid",
     "cli.config_runs",
+    "cli.dispatcher_launch",
     "telemetry.valid_jsonl",
     "telemetry.run_started_first",
     "telemetry.terminal_last",

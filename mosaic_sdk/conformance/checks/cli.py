@@ -113,3 +113,40 @@ def bad_config_reports(subject: WorkerSubject) -> str | None:
     if problems:
         raise CheckFailed(" and ".join(problems))
     return None
+
+
+@conformance_check(
+    "cli.dispatcher_launch",
+    description="The worker runs as MOSAIC's trainer daemon launches it: the dispatcher's "
+    "config file (a ULID run_id, worker_id, the form's schema_id and schema_definition), its "
+    "argv (python -m MODULE --config F --grpc --grpc-target ADDR --worker-id ID) and its "
+    "environment (CUDA_VISIBLE_DEVICES empty, no PYTHONUNBUFFERED, a run directory not yet made)",
+    hint={
+        PLATFORM: "The platform's dispatcher adds worker_id (and its form's schema_id and "
+        "schema_definition) to the config file and starts `python -m MODULE --config F --grpc "
+        "--grpc-target ADDR --worker-id ID` with CUDA_VISIBLE_DEVICES empty: accept those keys "
+        "(ignore the ones you do not use) and those flags, launch as `python -m MODULE`, and "
+        "create MOSAIC_RUN_DIR when it is missing",
+        SDK: "Subclass mosaic_sdk.contract.WorkerConfig (worker_id is a base field and the "
+        "platform's form keys are accepted and reported as ignored; do not refuse them in code "
+        "of your own), start through mosaic_sdk.worker_cli.worker_main (it takes --grpc, "
+        "--grpc-target and --worker-id), launch as (sys.executable, '-m', MODULE, '--config', "
+        "path), and read CUDA_VISIBLE_DEVICES as possibly empty",
+    },
+    runs=("dispatched",),
+)
+def dispatcher_launch(subject: WorkerSubject) -> str | None:
+    run = launched(subject, "dispatched")
+    command = " ".join(["python", *run.argv[1:]])
+    if run.exit_code != 0:
+        raise CheckFailed(
+            f"launched as the platform's dispatcher launches it ({command}, "
+            f"CUDA_VISIBLE_DEVICES=''), the worker ended with {run.ending()}{_stderr(run)}"
+        )
+    if not run.telemetry:
+        raise CheckFailed(
+            f"launched as the platform's dispatcher launches it ({command}), the worker exited "
+            "0 but wrote no telemetry line on stdout"
+        )
+    forwarded = sum(1 for r in run.telemetry if r.line.kind in ("step", "episode"))
+    return f"exit 0, {forwarded} step/episode lines for the platform's proxy"

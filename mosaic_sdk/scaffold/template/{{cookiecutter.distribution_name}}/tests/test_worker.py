@@ -74,6 +74,26 @@ def test_a_run_reports_valid_telemetry_and_writes_its_manifest(tmp_path: Path) -
     assert manifest.worker_type == WORKER_TYPE
 
 
+def test_the_platforms_dispatcher_config_runs(tmp_path: Path) -> None:
+    # MOSAIC's trainer daemon adds worker_id and its form's keys to the config and starts the
+    # worker with --grpc --grpc-target ADDR --worker-id ID: the SDK's base config takes them.
+    done = run_worker(
+        tmp_path,
+        "--grpc",
+        "--grpc-target",
+        "127.0.0.1:50055",
+        "--worker-id",
+        "w-1",
+        episodes=1,
+        max_steps_per_episode=5,
+        worker_id="w-1",
+        schema_id="telemetry.step.default",
+        schema_definition={"fields": []},
+    )
+    assert done.returncode == 0, done.stderr
+    assert {json.loads(line)["worker_id"] for line in done.stdout.splitlines()} == {"w-1"}
+
+
 def test_interactive_mode_steps_on_command(tmp_path: Path) -> None:
     from mosaic_sdk.control import Session
 

@@ -1,0 +1,199 @@
+"""``mosaic submit NAME --daemon HOST:PORT [--config FILE] [--set KEY=VALUE]... [--wait]``
+
+Submits a run of an installed SDK worker to a running MOSAIC trainer daemon through its gRPC
+``SubmitRun``, in the run config the daemon validates: the daemon's dispatcher then starts the
+worker as it starts its own (``python -m MODULE --config F --grpc --grpc-target ADDR
+--worker-id ID`` under its telemetry proxy) and keeps its telemetry. ``--wait`` follows the run's
+status to the end and prints what the daemon stored. Needs the ``submit`` extra (grpcio).
+
+Exit code: 0 submitted (with ``--wait``: ended ``TERM`` without a failure reason), 1 no daemon
+answers or the run failed or faulted, 2 a usage or config error (the daemon's refusal included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from mosaic_sdk.cli import UsageError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "submit",
+        help="submit a run of a worker to a running MOSAIC trainer daemon",
+        description="Submit a run of an installed worker to a MOSAIC trainer daemon (its gRPC "
+        "SubmitRun): the platform starts the worker as it starts its own and keeps its "
+        "telemetry. --wait follows the run to its end.",
+    )
+    p.add_argument("name", help="worker name (see `mosaic workers list`)")
+    p.add_argument(
+        "--daemon",
+        default=None,
+        metavar="HOST:PORT",
+        help="the trainer daemon's gRPC address (default 127.0.0.1:50055, the platform's)",
+    )
+    p.add_argument("--config", metavar="FILE", help="JSON config file (flat or a job descriptor)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key (repeatable; VALUE is JSON if it parses, else a string)",
+    )
+    p.add_argument(
+        "--run-name", help="the run's name in the platform (default: NAME-RUNID; 1-120 chars)"
+    )
+    p.add_argument(
+        "--worker-id",
+        help="the worker id the platform shows and stamps on telemetry (default: the "
+        "config's worker_id, else NAME_worker)",
+    )
+    p.add_argument(
+        "--wait", action="store_true", help="follow the run until it ends and say how it ended"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --wait: give up following after this long (the run goes on)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.set_defaults(handler=cmd_submit)
+
+
+def _say(args: argparse.Namespace, text: str) -> None:
+    print(text, file=sys.stderr if args.json else sys.stdout, flush=True)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from mosaic_sdk.contract import ConfigError
+    from mosaic_sdk.extras import MissingExtraError, require
+    from mosaic_sdk.plugins import PluginError
+    from mosaic_sdk.runner.storage.ids import new_run_id
+    from mosaic_sdk.runner.supervision.config_input import load_job
+    from mosaic_sdk.runner.supervision.resolve import resolve_worker
+    from mosaic_sdk.submit import dispatch
+
+    try:
+        require("grpc", "submit", "mosaic submit")
+        require("google.protobuf.descriptor_pb2", "submit", "mosaic submit")
+    except MissingExtraError as exc:
+        raise UsageError(str(exc)) from None
+    # grpcio is the submit extra's: imported here so that `mosaic` runs without it.
+    from mosaic_sdk.submit.client import DaemonClient
+
+    daemon = args.daemon or dispatch.DEFAULT_DAEMON
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout {args.timeout} is not a number of seconds > 0")
+    try:
+        handle = resolve_worker(args.name)
+        job = load_job(args.config or None, args.overrides)
+    except (PluginError, LookupError) as exc:
+        raise UsageError(str(exc)) from None
+    except ConfigError as exc:
+        raise UsageError(f"invalid config: {exc}") from None
+    run_id = job.run_id if dispatch.is_ulid(job.run_id) else new_run_id()
+    flat = {**job.config, "run_id": run_id}
+    try:
+        config = handle.config_model().from_dict(flat)
+    except ConfigError as exc:
+        raise UsageError(f"invalid config for worker {args.name!r}: {exc}") from None
+    try:
+        worker_id = dispatch.worker_id_for(args.name, args.worker_id, flat)
+        launch = dispatch.module_launch(handle, config)
+    except dispatch.SubmitError as exc:
+        raise UsageError(str(exc)) from None
+    payload = dispatch.train_run_config(
+        worker=args.name,
+        launch=launch,
+        config=flat,
+        run_id=run_id,
+        worker_id=worker_id,
+        run_name=args.run_name or dispatch.default_run_name(args.name, run_id),
+        grpc_target=daemon,
+    )
+    result: dict[str, Any] = {"daemon": daemon, "worker": args.name, "worker_id": worker_id}
+    with DaemonClient(daemon) as client:
+        try:
+            client.health()
+        except dispatch.SubmitError as exc:
+            print(f"mosaic: error: {exc}", file=sys.stderr)
+            return 1
+        try:
+            response = client.submit(payload, run_id)
+        except dispatch.SubmitError as exc:
+            print(f"mosaic: error: {exc}", file=sys.stderr)
+            return 2
+        result.update(run_id=response.run_id, digest=response.digest)
+        _say(
+            args,
+            f"submitted run {response.run_id} of {args.name} (python -m {launch.module}, "
+            f"worker id {worker_id}) to the daemon at {daemon}",
+        )
+        if not args.wait:
+            result["status"] = "INIT"
+            _print_json(args, result)
+            return 0
+        try:
+            outcome = client.follow(
+                response.run_id,
+                timeout=args.timeout,
+                on_status=lambda name, record: _say(args, f"  {name}"),
+            )
+            episodes = client.stored_episodes(response.run_id)
+        except dispatch.SubmitError as exc:
+            print(f"mosaic: error: {exc}", file=sys.stderr)
+            return 1
+    result.update(
+        status=outcome.status,
+        failure_reason=outcome.failure_reason,
+        statuses=outcome.statuses,
+        episodes=[e.episode_index for e in episodes],
+        steps=[e.steps for e in episodes],
+        agents=[e.agent_id for e in episodes],
+    )
+    stored = f"{len(episodes)} episode(s) in the daemon's telemetry store ({_indices(episodes)})"
+    if outcome.ok:
+        _say(args, f"run {outcome.run_id}: {outcome.status}; {stored}")
+        _print_json(args, result)
+        return 0
+    reason = outcome.failure_reason or "no reason given"
+    print(
+        f"mosaic: error: run {outcome.run_id} ended {outcome.status} ({reason}); {stored}; "
+        "the worker's stderr is in the daemon's log",
+        file=sys.stderr,
+    )
+    _print_json(args, result)
+    return 1
+
+
+def _indices(episodes: list[Any]) -> str:
+    """``indices 0, 1, 2`` (``0-52`` for a run of four or more); per agent when the run has
+    several (``a: 0, 1; b: 0, 1``)."""
+    agents: dict[str, list[int]] = {}
+    for e in episodes:
+        agents.setdefault(e.agent_id, []).append(e.episode_index)
+    if len(agents) <= 1:
+        return "indices " + (_ranges(next(iter(agents.values()), [])) or "none")
+    return "indices " + "; ".join(f"{a}: {_ranges(i)}" for a, i in agents.items())
+
+
+def _ranges(indices: list[int]) -> str:
+    parts: list[str] = []
+    start = 0
+    for i in range(1, len(indices) + 1):
+        if i == len(indices) or indices[i] != indices[i - 1] + 1:
+            run = indices[start:i]
+            parts += [f"{run[0]}-{run[-1]}"] if len(run) >= 4 else [str(n) for n in run]
+            start = i
+    return ", ".join(parts)
+
+
+def _print_json(args: argparse.Namespace, result: dict[str, Any]) -> None:
+    if args.json:
+        print(json.dumps(result, sort_keys=True), flush=True)

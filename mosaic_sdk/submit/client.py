@@ -1,0 +1,214 @@
+"""A client of the MOSAIC trainer daemon: submit a run, follow its status, read its episodes.
+
+Needs ``grpcio`` (the ``submit`` extra: ``pip install 'mosaic-worker-sdk[submit]'``). Every
+failure is a :class:`~mosaic_sdk.submit.dispatch.SubmitError` with one line that says what
+happened and what to do: no daemon answers, the daemon refuses the run config, the run
+faults.
+
+The daemon's run states (``RunStatus``): ``INIT`` (accepted), ``HSHK`` (worker started),
+``RDY`` (its telemetry proxy registered), ``EXEC`` (telemetry flows), then ``TERM`` (ended;
+with a ``failure_reason`` such as ``exit_code_2`` when the worker failed) or ``FAULT`` (no
+heartbeat for too long). ``PAUSE`` is not used by the daemon today.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from mosaic_sdk.submit import protocol
+from mosaic_sdk.submit.dispatch import SubmitError
+
+#: Seconds to wait for a daemon to answer its health check.
+CONNECT_TIMEOUT = 5.0
+
+
+@dataclass
+class RunOutcome:
+    """How a run ended in the daemon: its last status, the failure reason the daemon gives
+    (``exit_code_N``, ``worker_timeout``...; None when it gives none), every status seen."""
+
+    run_id: str
+    status: str
+    failure_reason: str | None = None
+    statuses: list[str] = field(default_factory=list)
+    digest: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "TERM" and not self.failure_reason
+
+
+@dataclass(frozen=True)
+class StoredEpisode:
+    """One episode as the daemon's telemetry store gives it back."""
+
+    episode_index: int
+    steps: int
+    total_reward: float
+    agent_id: str
+    worker_id: str
+
+
+class DaemonClient:
+    """One connection to a trainer daemon at ``address`` (``HOST:PORT``)."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.channel = grpc.insecure_channel(address)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> DaemonClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _unary(self, method: str) -> Callable[..., Any]:
+        request, response, _ = protocol.METHODS[method]
+        return self.channel.unary_unary(
+            protocol.method_path(method),
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=protocol.message(response).FromString,
+        )
+
+    def _stream(self, method: str) -> Callable[..., Any]:
+        request, response, _ = protocol.METHODS[method]
+        return self.channel.unary_stream(
+            protocol.method_path(method),
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=protocol.message(response).FromString,
+        )
+
+    # -- calls ---------------------------------------------------------------------------
+    def health(self, timeout: float = CONNECT_TIMEOUT) -> Any:
+        """The daemon's ``HealthCheckResponse``; :class:`SubmitError` when none answers."""
+        try:
+            return self._unary("GetHealth")(
+                protocol.message("HealthCheckRequest")(), timeout=timeout
+            )
+        except grpc.RpcError as exc:
+            raise SubmitError(
+                f"no MOSAIC trainer daemon answers at {self.address} ({_code(exc)}); start "
+                "it (python -m gym_gui.services.trainer_daemon) or give its address with "
+                "--daemon HOST:PORT"
+            ) from None
+
+    def submit(self, config: Mapping[str, Any], run_id: str = "") -> Any:
+        """``SubmitRun``: the daemon's ``SubmitRunResponse`` (``run_id``, ``digest``)."""
+        request = protocol.message("SubmitRunRequest")(
+            run_id=run_id, config_json=json.dumps(config, sort_keys=True)
+        )
+        try:
+            return self._unary("SubmitRun")(request, timeout=30.0)
+        except grpc.RpcError as exc:
+            code = exc.code() if isinstance(exc, grpc.Call) else None
+            details = _details(exc)
+            if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED):
+                raise SubmitError(
+                    f"the daemon at {self.address} refused the run: {details}"
+                ) from None
+            raise SubmitError(
+                f"submitting to the daemon at {self.address} failed ({_code(exc)}: {details})"
+            ) from None
+
+    def run_record(self, run_id: str) -> Any | None:
+        """The daemon's ``RunRecord`` of ``run_id`` (``ListRuns``), None when it has none."""
+        response = self._unary("ListRuns")(protocol.message("ListRunsRequest")(), timeout=10.0)
+        return next((r for r in response.runs if r.run_id == run_id), None)
+
+    def follow(
+        self,
+        run_id: str,
+        *,
+        timeout: float | None = None,
+        on_status: Callable[[str, Any], None] | None = None,
+    ) -> RunOutcome:
+        """Follow a run just submitted (``INIT``) through ``WatchRuns`` until it is ``TERM`` or
+        ``FAULT``; calls ``on_status(name, record)`` at each change of status (``INIT`` first,
+        with no record). :class:`SubmitError` when the
+        daemon goes away or ``timeout`` seconds pass first (the run goes on in the daemon)."""
+        outcome = RunOutcome(run_id, "INIT", statuses=["INIT"])
+        if on_status is not None:  # SubmitRun accepted it: the daemon registered it INIT
+            on_status("INIT", None)
+        request = protocol.message("WatchRunsRequest")(since_seq=0)
+        stream = self._stream("WatchRuns")(request, timeout=timeout)
+        try:
+            for record in _records_of(stream, run_id):
+                name = protocol.status_name(record.status)
+                outcome.digest = record.digest or outcome.digest
+                if not outcome.statuses or outcome.statuses[-1] != name:
+                    outcome.statuses.append(name)
+                    if on_status is not None:
+                        on_status(name, record)
+                outcome.status = name
+                if name in protocol.FINAL_STATUSES:
+                    if record.HasField("failure_reason") and record.failure_reason:
+                        outcome.failure_reason = record.failure_reason
+                    return outcome
+        except grpc.RpcError as exc:
+            if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise SubmitError(
+                    f"run {run_id} is still {outcome.status} after {timeout:g} s; it goes on "
+                    f"in the daemon at {self.address}"
+                ) from None
+            raise SubmitError(
+                f"lost the daemon at {self.address} while following run {run_id} "
+                f"({_code(exc)}); the run was last {outcome.status}"
+            ) from None
+        finally:
+            stream.cancel()
+        raise SubmitError(
+            f"the daemon at {self.address} ended the status stream of run {run_id} while it "
+            f"was {outcome.status}"
+        )
+
+    def stored_episodes(self, run_id: str, *, wait: float = 2.0) -> list[StoredEpisode]:
+        """The episodes of ``run_id`` in the daemon's telemetry store (``StreamRunEpisodes``
+        replays them, then waits for new ones: what arrived within ``wait`` seconds)."""
+        request = protocol.message("StreamEpisodesRequest")(run_id=run_id, since_seq=0)
+        stream = self._stream("StreamRunEpisodes")(request, timeout=wait)
+        found: dict[tuple[int, str], StoredEpisode] = {}
+        try:
+            for episode in stream:
+                found[(int(episode.episode_index), episode.agent_id)] = StoredEpisode(
+                    int(episode.episode_index),
+                    int(episode.steps),
+                    float(episode.total_reward),
+                    episode.agent_id,
+                    episode.worker_id,
+                )
+        except grpc.RpcError as exc:
+            if not isinstance(exc, grpc.Call) or exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise SubmitError(
+                    f"reading the episodes of run {run_id} from the daemon at {self.address} "
+                    f"failed ({_code(exc)})"
+                ) from None
+        return sorted(found.values(), key=lambda e: (e.episode_index, e.agent_id))
+
+
+def _records_of(stream: Iterator[Any], run_id: str) -> Iterator[Any]:
+    for record in stream:
+        if record.run_id == run_id:
+            yield record
+
+
+def _code(exc: grpc.RpcError) -> str:
+    if isinstance(exc, grpc.Call):
+        return str(exc.code().name)
+    return type(exc).__name__
+
+
+def _details(exc: grpc.RpcError) -> str:
+    if isinstance(exc, grpc.Call):
+        return str(exc.details() or exc.code().name)
+    return str(exc)
+
+
+__all__ = ["CONNECT_TIMEOUT", "DaemonClient", "RunOutcome", "StoredEpisode"]

@@ -1,0 +1,283 @@
+"""How the MOSAIC trainer daemon starts a worker, and the run config it validates.
+
+Facts of the platform's trainer (read from its daemon, dispatcher and config validation):
+
+- ``SubmitRun`` takes a ``TrainRunConfig`` as JSON (:data:`TRAIN_RUN_SCHEMA`: ``run_name``,
+  ``entry_point``, ``arguments``, ``environment``, ``resources``, ``artifacts`` required, no
+  other top-level keys than ``metadata`` and ``schedule``). Its ``metadata.worker`` says what
+  to start: ``module``, ``arguments``, ``use_grpc``, ``grpc_target``, ``worker_id`` and the
+  worker's flat ``config``. A ``config.run_id`` that is a ULID is kept as the run id; any
+  other is replaced by a new ULID.
+- The dispatcher writes ``metadata.worker.config`` to a file, with ``run_id`` forced to the
+  run's ULID and ``worker_id`` added when the form names a worker, and starts
+  ``python -m MODULE [arguments] --config FILE --grpc --grpc-target ADDR --worker-id ID``
+  (:func:`dispatcher_argv`) in a copy of its own environment plus ``CUDA_VISIBLE_DEVICES``
+  (empty without a GPU), ``TRAINER_WORKER_CONFIG_PATH``, ``WORKER_ID`` and the run's
+  ``environment`` (:func:`dispatcher_env`); it never sets ``PYTHONUNBUFFERED``.
+
+:func:`module_launch` finds the ``python -m MODULE`` of an SDK worker from its own launch
+command; :func:`train_run_config` writes the whole submission. The conformance suite launches
+with the same functions (``cli.dispatcher_launch``), so what it checks is what ``mosaic submit``
+sends.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mosaic_sdk.contract import WorkerConfig
+from mosaic_sdk.plugins import WorkerHandle
+
+#: Where the platform's daemon listens by default (and the target its proxy reports to).
+DEFAULT_DAEMON = "127.0.0.1:50055"
+#: The longest ``run_name`` the daemon accepts.
+RUN_NAME_MAX_LENGTH = 120
+#: What the daemon's resources must at least be.
+MIN_CPUS = 1
+MIN_MEMORY_MB = 256
+MAX_GPUS = 8
+
+_ULID = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
+
+_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+
+#: The JSON Schema of the daemon's ``TrainRunConfig`` (draft 2020-12), as it validates it.
+TRAIN_RUN_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "TrainRunConfig",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["run_name", "entry_point", "arguments", "environment", "resources", "artifacts"],
+    "properties": {
+        "run_name": {"type": "string", "minLength": 1, "maxLength": RUN_NAME_MAX_LENGTH},
+        "entry_point": {"type": "string", "minLength": 1},
+        "arguments": {"type": "array", "items": {"type": "string"}},
+        "environment": _STRING_MAP,
+        "resources": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["cpus", "memory_mb", "gpus"],
+            "properties": {
+                "cpus": {"type": "integer", "minimum": MIN_CPUS},
+                "memory_mb": {"type": "integer", "minimum": MIN_MEMORY_MB},
+                "gpus": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["requested"],
+                    "properties": {
+                        "requested": {"type": "integer", "minimum": 0, "maximum": MAX_GPUS},
+                        "mandatory": {"type": "boolean"},
+                    },
+                },
+            },
+        },
+        "artifacts": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "output_prefix": {"type": "string", "minLength": 1},
+                "persist_logs": {"type": "boolean"},
+                "keep_checkpoints": {"type": "boolean"},
+            },
+        },
+        "metadata": {"type": "object"},
+        "schedule": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "max_duration_seconds": {"type": "integer", "minimum": 1},
+                "max_steps": {"type": "integer", "minimum": 1},
+            },
+        },
+    },
+}
+
+
+class SubmitError(Exception):
+    """A run that cannot be submitted, or did not end well: one line saying what and how."""
+
+
+def is_ulid(text: object) -> bool:
+    """Whether ``text`` is a ULID the daemon keeps as the run id (26 Crockford characters)."""
+    return isinstance(text, str) and bool(_ULID.match(text))
+
+
+@dataclass(frozen=True)
+class ModuleLaunch:
+    """``python -m module [arguments]``: how the daemon starts a worker (see the module doc),
+    with the variables the worker's own launch command adds to the environment."""
+
+    module: str
+    arguments: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
+
+
+def module_launch(handle: WorkerHandle, config: WorkerConfig) -> ModuleLaunch:
+    """The ``python -m MODULE`` of a worker, read from its launch command (``--config`` and
+    its path dropped: the daemon adds its own). A worker launched otherwise cannot be
+    started by the daemon: :class:`SubmitError` says so."""
+    placeholder = Path("config.json")
+    command = handle.launch_command(placeholder, config, Path("."))
+    argv = list(command.argv)
+    if len(argv) < 3 or argv[1] != "-m" or "python" not in Path(argv[0]).name:
+        raise SubmitError(
+            f"worker {handle.name!r} launches as {' '.join(argv[:3])!r}, but the platform's "
+            "daemon starts a worker as `python -m MODULE`; make its mosaic_worker_launch_command "
+            "return (sys.executable, '-m', MODULE, '--config', config_path)"
+        )
+    arguments: list[str] = []
+    rest = argv[3:]
+    i = 0
+    while i < len(rest):
+        if rest[i] == "--config" and i + 1 < len(rest):
+            i += 2
+            continue
+        if not rest[i].startswith("--config="):
+            arguments.append(rest[i])
+        i += 1
+    return ModuleLaunch(argv[2], tuple(arguments), dict(command.env) or None)
+
+
+def dispatcher_config(config: Mapping[str, Any], run_id: str, worker_id: str) -> dict[str, Any]:
+    """The worker config file the dispatcher writes: ``run_id`` forced, ``worker_id`` added
+    when the config has none."""
+    payload = dict(config)
+    payload["run_id"] = run_id
+    if worker_id:
+        payload.setdefault("worker_id", worker_id)
+    return payload
+
+
+def dispatcher_argv(
+    launch: ModuleLaunch,
+    config_path: str | Path,
+    worker_id: str,
+    grpc_target: str = DEFAULT_DAEMON,
+    python: str | None = None,
+) -> list[str]:
+    """The dispatcher's command for a worker (without its telemetry proxy in front)."""
+    argv = [python or sys.executable, "-m", launch.module, *launch.arguments]
+    argv += ["--config", str(config_path), "--grpc", "--grpc-target", grpc_target]
+    if worker_id:
+        argv += ["--worker-id", worker_id]
+    return argv
+
+
+def dispatcher_env(
+    base: Mapping[str, str] | None,
+    config_path: str | Path,
+    worker_id: str,
+    environment: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The dispatcher's environment for a worker with no GPU reserved: its own (``base``,
+    default ``os.environ``), ``CUDA_VISIBLE_DEVICES`` empty, ``TRAINER_WORKER_CONFIG_PATH``,
+    the run's ``environment``, then ``WORKER_ID`` when not set. Nothing else: in particular
+    no ``PYTHONUNBUFFERED`` (an inherited one is removed, as the platform's own environment
+    has none)."""
+    env = dict(os.environ if base is None else base)
+    env.pop("PYTHONUNBUFFERED", None)
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    env["TRAINER_WORKER_CONFIG_PATH"] = str(config_path)
+    env.update({str(k): str(v) for k, v in (environment or {}).items()})
+    if worker_id and not env.get("WORKER_ID"):
+        env["WORKER_ID"] = worker_id
+    return env
+
+
+def default_run_name(worker: str, run_id: str) -> str:
+    """``example-01J...``: a run name the daemon accepts (1-120 characters)."""
+    return f"{worker}-{run_id}"[:RUN_NAME_MAX_LENGTH]
+
+
+def train_run_config(
+    *,
+    worker: str,
+    launch: ModuleLaunch,
+    config: Mapping[str, Any],
+    run_id: str,
+    worker_id: str,
+    run_name: str,
+    grpc_target: str = DEFAULT_DAEMON,
+    python: str | None = None,
+) -> dict[str, Any]:
+    """The ``TrainRunConfig`` of one run of ``worker``, as the daemon validates it
+    (:data:`TRAIN_RUN_SCHEMA`). ``config`` is the worker's flat config; its ``run_id`` is set
+    to ``run_id`` (a ULID: the daemon keeps it), its ``worker_id`` to ``worker_id`` unless set.
+    ``MOSAIC_RUN_ID`` and ``MOSAIC_RUN_DIR`` are in ``environment`` so that the daemon
+    rewrites them to its own run id and run directory."""
+    if not is_ulid(run_id):
+        raise SubmitError(f"run id {run_id!r} is not a ULID; the daemon would replace it")
+    environment = {
+        **{str(k): str(v) for k, v in (launch.env or {}).items()},
+        "MOSAIC_RUN_ID": run_id,
+        "MOSAIC_RUN_DIR": run_id,
+        "MOSAIC_WORKER": worker,
+    }
+    arguments = ["-m", launch.module, *launch.arguments]
+    return {
+        "run_name": run_name,
+        "entry_point": python or sys.executable,
+        "arguments": arguments,
+        "environment": environment,
+        "resources": {
+            "cpus": MIN_CPUS,
+            "memory_mb": 1024,
+            "gpus": {"requested": 0, "mandatory": False},
+        },
+        "artifacts": {
+            "output_prefix": f"runs/{run_name}",
+            "persist_logs": True,
+            "keep_checkpoints": False,
+        },
+        "metadata": {
+            "ui": {"worker_id": worker_id, "submitted_by": "mosaic submit", "worker": worker},
+            "worker": {
+                "worker_id": worker_id,
+                "module": launch.module,
+                "arguments": list(launch.arguments),
+                "use_grpc": True,
+                "grpc_target": grpc_target,
+                "config": dispatcher_config(config, run_id, worker_id),
+            },
+        },
+    }
+
+
+_WORKER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def worker_id_for(worker: str, given: str | None, config: Mapping[str, Any]) -> str:
+    """The worker id of a submission: ``--worker-id``, else the config's, else
+    ``<worker>_worker`` (the platform's forms name theirs that way). The daemon names files
+    after it (``worker-RUNID-ID.json``, ``ID.stdout.log``): :class:`SubmitError` unless it is
+    1-64 letters, digits, ``.``, ``_`` or ``-``."""
+    chosen: object = given or config.get("worker_id") or f"{worker}_worker"
+    if not isinstance(chosen, str) or not _WORKER_ID.match(chosen):
+        raise SubmitError(
+            f"worker id {chosen!r}: use 1-64 letters, digits, '.', '_' or '-' (the daemon "
+            "names files after it), e.g. --worker-id example-gpu-01"
+        )
+    return chosen
+
+
+__all__ = [
+    "DEFAULT_DAEMON",
+    "ModuleLaunch",
+    "RUN_NAME_MAX_LENGTH",
+    "SubmitError",
+    "TRAIN_RUN_SCHEMA",
+    "default_run_name",
+    "dispatcher_argv",
+    "dispatcher_config",
+    "dispatcher_env",
+    "is_ulid",
+    "module_launch",
+    "train_run_config",
+    "worker_id_for",
+]

@@ -1,0 +1,217 @@
+"""The messages of the MOSAIC trainer daemon's gRPC service, built in code from its facts.
+
+The platform publishes its protocol as ``package gymgui.trainer; service TrainerService``
+(proto3). This module declares the part ``mosaic submit`` speaks, message by message, with the
+platform's field numbers and types, and builds the message classes at run time in a
+descriptor pool of its own (no generated code, no ``.proto`` file, no clash with the
+platform's own classes when both are imported):
+
+- ``SubmitRun(SubmitRunRequest{1 run_id: string, 2 config_json: string})``
+  -> ``SubmitRunResponse{1 run_id: string, 2 digest: string}``;
+- ``CancelRun(CancelRunRequest{1 run_id})`` -> ``CancelRunResponse{}``;
+- ``ListRuns(ListRunsRequest{1 status_filter: repeated RunStatus})``
+  -> ``ListRunsResponse{1 runs: repeated RunRecord}``;
+- ``WatchRuns(WatchRunsRequest{1 status_filter: repeated RunStatus, 2 since_seq: uint64})``
+  -> stream of ``RunRecord``;
+- ``GetHealth(HealthCheckRequest{})`` -> ``HealthCheckResponse{1 pid: uint64, 2 started_at:
+  Timestamp, 3 listen_address: string, 4 healthy: bool}``;
+- ``StreamRunEpisodes(StreamEpisodesRequest{1 run_id, 2 since_seq: uint64})`` -> stream of
+  ``RunEpisode``;
+- ``RunRecord{1 run_id, 2 status: RunStatus, 3 digest, 4 created_at, 5 updated_at,
+  6 last_heartbeat: Timestamp, 7 gpu_slot: optional int32, 8 failure_reason: optional string,
+  9 gpu_slots: repeated int32, 10 seq_id: uint64}``;
+- ``RunEpisode{1 run_id, 2 episode_index: uint64, 3 total_reward: double, 4 steps: uint64,
+  5 terminated: bool, 6 truncated: bool, 7 metadata_json: string, 8 timestamp: Timestamp,
+  9 seq_id: uint64, 10 agent_id: string, 11 worker_id: string}``;
+- ``enum RunStatus {UNSPECIFIED 0, INIT 1, HSHK 2, RDY 3, EXEC 4, PAUSE 5, FAULT 6, TERM 7}``
+  (each prefixed ``RUN_STATUS_``).
+
+Only ``protobuf`` is needed here; the gRPC client is :mod:`mosaic_sdk.submit.client`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+
+PACKAGE = "gymgui.trainer"
+SERVICE = f"{PACKAGE}.TrainerService"
+FILE_NAME = "mosaic_sdk/submit/gymgui_trainer.proto"
+
+#: RunStatus: the daemon's finite state machine, by name without its ``RUN_STATUS_`` prefix.
+RUN_STATUS: dict[str, int] = {
+    "UNSPECIFIED": 0,
+    "INIT": 1,
+    "HSHK": 2,
+    "RDY": 3,
+    "EXEC": 4,
+    "PAUSE": 5,
+    "FAULT": 6,
+    "TERM": 7,
+}
+STATUS_NAMES: dict[int, str] = {number: name for name, number in RUN_STATUS.items()}
+#: States a run does not leave.
+FINAL_STATUSES: frozenset[str] = frozenset({"FAULT", "TERM"})
+
+_F = descriptor_pb2.FieldDescriptorProto
+_STRING, _BOOL, _DOUBLE = _F.TYPE_STRING, _F.TYPE_BOOL, _F.TYPE_DOUBLE
+_UINT64, _INT32, _ENUM, _MESSAGE = _F.TYPE_UINT64, _F.TYPE_INT32, _F.TYPE_ENUM, _F.TYPE_MESSAGE
+_TIMESTAMP = ".google.protobuf.Timestamp"
+_STATUS = f".{PACKAGE}.RunStatus"
+
+# (name, number, type, type_name, repeated, proto3 optional) per field, per message.
+Field = tuple[str, int, int, str, bool, bool]
+
+
+def _f(
+    name: str,
+    number: int,
+    kind: int,
+    type_name: str = "",
+    *,
+    repeated: bool = False,
+    optional: bool = False,
+) -> Field:
+    return (name, number, kind, type_name, repeated, optional)
+
+
+MESSAGES: dict[str, tuple[Field, ...]] = {
+    "SubmitRunRequest": (_f("run_id", 1, _STRING), _f("config_json", 2, _STRING)),
+    "SubmitRunResponse": (_f("run_id", 1, _STRING), _f("digest", 2, _STRING)),
+    "CancelRunRequest": (_f("run_id", 1, _STRING),),
+    "CancelRunResponse": (),
+    "RunRecord": (
+        _f("run_id", 1, _STRING),
+        _f("status", 2, _ENUM, _STATUS),
+        _f("digest", 3, _STRING),
+        _f("created_at", 4, _MESSAGE, _TIMESTAMP),
+        _f("updated_at", 5, _MESSAGE, _TIMESTAMP),
+        _f("last_heartbeat", 6, _MESSAGE, _TIMESTAMP),
+        _f("gpu_slot", 7, _INT32, optional=True),
+        _f("failure_reason", 8, _STRING, optional=True),
+        _f("gpu_slots", 9, _INT32, repeated=True),
+        _f("seq_id", 10, _UINT64),
+    ),
+    "ListRunsRequest": (_f("status_filter", 1, _ENUM, _STATUS, repeated=True),),
+    "ListRunsResponse": (_f("runs", 1, _MESSAGE, f".{PACKAGE}.RunRecord", repeated=True),),
+    "WatchRunsRequest": (
+        _f("status_filter", 1, _ENUM, _STATUS, repeated=True),
+        _f("since_seq", 2, _UINT64),
+    ),
+    "HealthCheckRequest": (),
+    "HealthCheckResponse": (
+        _f("pid", 1, _UINT64),
+        _f("started_at", 2, _MESSAGE, _TIMESTAMP),
+        _f("listen_address", 3, _STRING),
+        _f("healthy", 4, _BOOL),
+    ),
+    "StreamEpisodesRequest": (_f("run_id", 1, _STRING), _f("since_seq", 2, _UINT64)),
+    "RunEpisode": (
+        _f("run_id", 1, _STRING),
+        _f("episode_index", 2, _UINT64),
+        _f("total_reward", 3, _DOUBLE),
+        _f("steps", 4, _UINT64),
+        _f("terminated", 5, _BOOL),
+        _f("truncated", 6, _BOOL),
+        _f("metadata_json", 7, _STRING),
+        _f("timestamp", 8, _MESSAGE, _TIMESTAMP),
+        _f("seq_id", 9, _UINT64),
+        _f("agent_id", 10, _STRING),
+        _f("worker_id", 11, _STRING),
+    ),
+}
+
+#: The service's methods this SDK uses: (request, response, server streams).
+METHODS: dict[str, tuple[str, str, bool]] = {
+    "SubmitRun": ("SubmitRunRequest", "SubmitRunResponse", False),
+    "CancelRun": ("CancelRunRequest", "CancelRunResponse", False),
+    "ListRuns": ("ListRunsRequest", "ListRunsResponse", False),
+    "WatchRuns": ("WatchRunsRequest", "RunRecord", True),
+    "GetHealth": ("HealthCheckRequest", "HealthCheckResponse", False),
+    "StreamRunEpisodes": ("StreamEpisodesRequest", "RunEpisode", True),
+}
+
+
+def _file_proto() -> descriptor_pb2.FileDescriptorProto:
+    file = descriptor_pb2.FileDescriptorProto(
+        name=FILE_NAME,
+        package=PACKAGE,
+        syntax="proto3",
+        dependency=[timestamp_pb2.DESCRIPTOR.name],
+    )
+    enum = file.enum_type.add(name="RunStatus")
+    for name, number in RUN_STATUS.items():
+        enum.value.add(name=f"RUN_STATUS_{name}", number=number)
+    for message_name, fields in MESSAGES.items():
+        message = file.message_type.add(name=message_name)
+        for name, number, kind, type_name, repeated, optional in fields:
+            field = message.field.add(
+                name=name,
+                number=number,
+                type=kind,  # type: ignore[arg-type]
+                label=_F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL,
+            )
+            if type_name:
+                field.type_name = type_name
+            if optional:  # proto3 `optional`: a synthetic oneof of its own
+                field.proto3_optional = True
+                field.oneof_index = len(message.oneof_decl)
+                message.oneof_decl.add(name=f"_{name}")
+    service = file.service.add(name="TrainerService")
+    for method, (request, response, streams) in METHODS.items():
+        service.method.add(
+            name=method,
+            input_type=f".{PACKAGE}.{request}",
+            output_type=f".{PACKAGE}.{response}",
+            server_streaming=streams,
+        )
+    return file
+
+
+@lru_cache(maxsize=1)
+def _classes() -> dict[str, Any]:
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(descriptor_pb2.FileDescriptorProto.FromString(timestamp_pb2.DESCRIPTOR.serialized_pb))
+    pool.Add(_file_proto())
+    return {
+        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{PACKAGE}.{name}"))
+        for name in MESSAGES
+    }
+
+
+def message(name: str) -> Any:
+    """The message class ``name`` (one of :data:`MESSAGES`)."""
+    return _classes()[name]
+
+
+def method_path(method: str) -> str:
+    """The gRPC path of a method of the trainer service (``/gymgui.trainer.TrainerService/X``)."""
+    if method not in METHODS:
+        raise KeyError(f"unknown TrainerService method {method!r}")
+    return f"/{SERVICE}/{method}"
+
+
+def status_name(number: int) -> str:
+    """``"TERM"`` for 7; an unknown number as ``"UNKNOWN(9)"``."""
+    return STATUS_NAMES.get(int(number), f"UNKNOWN({int(number)})")
+
+
+def status_numbers(names: Sequence[str]) -> list[int]:
+    return [RUN_STATUS[name] for name in names]
+
+
+__all__ = [
+    "FINAL_STATUSES",
+    "MESSAGES",
+    "METHODS",
+    "PACKAGE",
+    "RUN_STATUS",
+    "SERVICE",
+    "message",
+    "method_path",
+    "status_name",
+    "status_numbers",
+]

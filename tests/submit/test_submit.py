@@ -1,0 +1,241 @@
+"""``mosaic submit`` against a server shaped like the MOSAIC trainer daemon (daemon_double.py):
+the messages on the wire, the run config the daemon validates, the launch its dispatcher makes,
+the status sequence, a refusal, a failed run, a fault, no daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+pytest.importorskip("grpc")
+
+from mosaic_sdk.plugins import discover_workers  # noqa: E402
+from mosaic_sdk.submit import dispatch, protocol  # noqa: E402
+from tests.submit.daemon_double import DaemonDouble  # noqa: E402
+
+SMALL = ["--set", "episodes=3", "--set", "max_steps_per_episode=5"]
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[DaemonDouble]:
+    double = DaemonDouble(tmp_path)
+    double.start()
+    yield double
+    double.stop()
+
+
+def submit(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mosaic_sdk.cli", "submit", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+    )
+
+
+# -- the messages ------------------------------------------------------------------------------
+def test_messages_carry_the_platforms_field_numbers_on_the_wire() -> None:
+    request = protocol.message("SubmitRunRequest")(run_id="r", config_json="{}")
+    # field 1 (string: tag 0x0a), field 2 (string: tag 0x12)
+    assert request.SerializeToString() == b"\x0a\x01r\x12\x02{}"
+    record = protocol.message("RunRecord")(run_id="r", status=7, failure_reason="x", seq_id=3)
+    # 1 run_id, 2 status (varint 7), 8 failure_reason (tag 0x42), 10 seq_id (tag 0x50)
+    assert record.SerializeToString() == b"\x0a\x01r\x10\x07\x42\x01x\x50\x03"
+    empty = protocol.message("RunRecord")(run_id="r", status=7)
+    assert not empty.HasField("failure_reason")  # proto3 optional: absent, not ""
+    episode = protocol.message("RunEpisode").FromString(b"\x10\x02\x20\x05\x5a\x01w")
+    assert (episode.episode_index, episode.steps, episode.worker_id) == (2, 5, "w")
+    assert protocol.method_path("SubmitRun") == "/gymgui.trainer.TrainerService/SubmitRun"
+    assert [protocol.status_name(n) for n in range(8)] == [
+        "UNSPECIFIED", "INIT", "HSHK", "RDY", "EXEC", "PAUSE", "FAULT", "TERM",
+    ]  # fmt: skip
+
+
+# -- the run config the daemon validates -------------------------------------------------------
+def _example_payload(**changes: object) -> dict[str, object]:
+    handle = discover_workers().get("example")
+    run_id = "01JDAAAAAAAAAAAAAAAAAAAAAA"
+    config = handle.config_model().from_dict({"run_id": run_id})
+    payload = dispatch.train_run_config(
+        worker="example",
+        launch=dispatch.module_launch(handle, config),
+        config={"run_id": run_id, "episodes": 2},
+        run_id=run_id,
+        worker_id="w1",
+        run_name="example-run",
+    )
+    payload.update(changes)
+    return payload
+
+
+def test_the_submission_is_a_train_run_config_the_daemon_accepts() -> None:
+    payload = _example_payload()
+    jsonschema.validate(payload, dispatch.TRAIN_RUN_SCHEMA)
+    worker = payload["metadata"]["worker"]  # type: ignore[index]
+    assert worker["module"] == "mosaic_worker_example"
+    assert worker["worker_id"] == "w1" and worker["use_grpc"] is True
+    assert worker["config"] == {
+        "run_id": "01JDAAAAAAAAAAAAAAAAAAAAAA",
+        "episodes": 2,
+        "worker_id": "w1",
+    }
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"run_name": "x" * 121}, {"resources": {"cpus": 0}}, {"extra": 1}, {"arguments": [1]}],
+)
+def test_the_schema_refuses_what_the_daemon_refuses(changes: dict[str, object]) -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(_example_payload(**changes), dispatch.TRAIN_RUN_SCHEMA)
+
+
+def test_module_launch_reads_python_dash_m_from_the_launch_command() -> None:
+    registry = discover_workers()
+    for name, module in [("example", "mosaic_worker_example")] + (
+        [("example_multiagent", "mosaic_worker_example.multiagent")]
+        if "example_multiagent" in registry.workers
+        else []
+    ):
+        handle = registry.get(name)
+        config = handle.config_model().from_dict({"run_id": "r"})
+        assert dispatch.module_launch(handle, config).module == module
+
+
+# -- end to end --------------------------------------------------------------------------------
+def test_submit_wait_runs_the_example_to_term_with_its_episodes_stored(
+    daemon: DaemonDouble,
+) -> None:
+    done = submit("example", "--daemon", daemon.address, "--wait", "--json", *SMALL)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "TERM" and result["failure_reason"] is None
+    assert result["episodes"] == [0, 1, 2] and result["steps"] == [5, 5, 5]
+    assert result["statuses"][-1] == "TERM"
+    run = daemon.runs[result["run_id"]]
+    assert run.statuses == ["INIT", "HSHK", "RDY", "EXEC", "TERM"]
+    assert dispatch.is_ulid(run.run_id)
+    # launched the way the dispatcher launches
+    assert run.launch is not None
+    argv = run.launch.argv
+    assert argv[1:3] == ["-m", "mosaic_worker_example"]
+    assert argv[3] == "--config" and argv[5:] == [
+        "--grpc", "--grpc-target", daemon.address, "--worker-id", "example_worker",
+    ]  # fmt: skip
+    assert run.launch.config_file["worker_id"] == "example_worker"
+    assert run.launch.config_file["run_id"] == run.run_id
+    assert run.launch.env["CUDA_VISIBLE_DEVICES"] == ""
+    assert "PYTHONUNBUFFERED" not in run.launch.env
+    assert run.launch.env["MOSAIC_RUN_ID"] == run.run_id
+    assert {e["worker_id"] for e in run.episodes} == {"example_worker"}
+
+
+def test_the_platforms_form_keys_run_too(daemon: DaemonDouble) -> None:
+    """What the GUI's forms add (a worker id, a schema) reaches the worker and is accepted."""
+    done = submit(
+        "example",
+        "--daemon", daemon.address,
+        "--wait",
+        "--worker-id", "example-gpu-01",
+        "--set", "schema_id=telemetry.step.default",
+        "--set", 'schema_definition={"fields": []}',
+        "--run-name", "my run",
+        *SMALL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "TERM" in done.stdout and "indices 0, 1, 2" in done.stdout
+    (run,) = daemon.runs.values()
+    assert run.launch is not None and run.launch.config_file["schema_id"]
+    assert run.config["run_name"] == "my run"
+    assert "ignored: schema_id, schema_definition" in run.stderr
+
+
+def test_the_multi_agent_example_stores_each_agents_episodes(daemon: DaemonDouble) -> None:
+    pytest.importorskip("pettingzoo")
+    done = submit(
+        "example_ma", "--daemon", daemon.address, "--wait", "--set", "episodes=2",
+        "--set", "max_cycles=5",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (run,) = daemon.runs.values()
+    assert run.launch is not None and run.launch.argv[2] == "mosaic_worker_example.multiagent"
+    agents = sorted({e["agent_id"] for e in run.episodes})
+    assert len(agents) == 2
+    assert f"{agents[0]}: 0, 1; {agents[1]}: 0, 1" in done.stdout
+
+
+def test_a_config_the_daemon_refuses_is_a_clear_error(daemon: DaemonDouble) -> None:
+    done = submit("example", "--daemon", daemon.address, "--run-name", "x" * 200)
+    assert done.returncode == 2
+    assert "refused the run" in done.stderr and "Invalid TrainRunConfig" in done.stderr
+    assert not daemon.runs
+
+
+def test_a_run_that_fails_reports_the_daemons_reason(daemon: DaemonDouble) -> None:
+    done = submit("example", "--daemon", daemon.address, "--wait", "--set", "env_id=NoSuchEnv-v9")
+    assert done.returncode == 1
+    assert "ended TERM (exit_code_2)" in done.stderr, done.stderr  # its config check
+    assert "0 episode(s)" in done.stderr
+
+
+def test_a_run_that_faults_says_so(tmp_path: Path) -> None:
+    double = DaemonDouble(tmp_path, heartbeat_timeout=1.5)
+    double.start()
+    try:
+        done = submit(
+            "example",
+            "--daemon", double.address,
+            "--wait",
+            "--set", "step_delay_ms=8000",
+            "--set", "episodes=1",
+        )  # fmt: skip
+    finally:
+        double.stop()
+    assert done.returncode == 1
+    assert "ended FAULT (worker_timeout)" in done.stderr, done.stderr
+
+
+def test_no_daemon_is_a_clear_error() -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = submit("example", "--daemon", f"127.0.0.1:{port}", "--wait")
+    assert done.returncode == 1
+    assert f"no MOSAIC trainer daemon answers at 127.0.0.1:{port}" in done.stderr
+
+
+def test_an_unknown_worker_and_a_bad_config_are_usage_errors(daemon: DaemonDouble) -> None:
+    done = submit("no_such_worker", "--daemon", daemon.address)
+    assert done.returncode == 2 and "no_such_worker" in done.stderr
+    done = submit("example", "--daemon", daemon.address, "--set", "episodes=0")
+    assert done.returncode == 2 and "episodes" in done.stderr
+    done = submit("example", "--daemon", daemon.address, "--worker-id", "../etc")
+    assert done.returncode == 2 and "worker id '../etc'" in done.stderr
+    assert not daemon.runs
+
+
+def test_without_grpcio_the_error_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mosaic_sdk.cli import main
+
+    monkeypatch.setitem(sys.modules, "grpc", None)
+    assert main(["submit", "example", "--daemon", "127.0.0.1:9"]) == 2
+    assert "pip install 'mosaic-worker-sdk[submit]'" in capsys.readouterr().err
+
+
+def test_long_runs_of_episode_indices_are_shown_as_ranges() -> None:
+    from mosaic_sdk.cli.submit import _ranges
+
+    assert _ranges([0, 1, 2]) == "0, 1, 2"
+    assert _ranges(list(range(53))) == "0-52"
+    assert _ranges([0, 1, 2, 3, 5, 7, 8, 9, 10]) == "0-3, 5, 7-10"
