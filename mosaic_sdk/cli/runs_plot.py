@@ -61,7 +61,8 @@ def register(rsub: Any, store_arg: Any) -> None:
     p.add_argument(
         "--by-agent",
         action="store_true",
-        help="a multi-agent run as one curve per agent_id (with --group-seeds: one band per agent)",
+        help="a multi-agent run as one curve per agent_id (with --group-seeds: one band per "
+        "agent); at most 20 agents a run, those with the most episodes",
     )
     p.add_argument(
         "--spread",
@@ -127,6 +128,16 @@ def cmd_plot(args: argparse.Namespace) -> int:
     for run_id, skipped in result.skipped.items():  # on the figure too, in the legend
         print(
             printable(f"mosaic: warning: run {run_id}: {skipped_text(skipped)}; not on its curve"),
+            file=sys.stderr,
+            flush=True,
+        )
+    for run_id, (drawn, agents) in result.agents_left_out.items():
+        print(
+            printable(
+                f"mosaic: warning: run {run_id}: {agents - drawn} of its {agents} agents are "
+                f"not drawn (at most {drawn} per run: those with the most episodes; "
+                "see them all with `mosaic runs show`)"
+            ),
             file=sys.stderr,
             flush=True,
         )

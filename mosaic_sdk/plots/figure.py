@@ -27,8 +27,8 @@ from mosaic_sdk.plots.curves import (
     downsample,
     envelope,
     learning_curve,
-    run_agents,
     skipped_text,
+    top_agents,
 )
 from mosaic_sdk.plots.groups import DEFAULT_IGNORED, group_by_seed
 
@@ -45,6 +45,9 @@ DRAW_POINTS = 2000
 #: looks like that band anyway.
 RAW_LINE_MAX = 1000
 ENVELOPE_BUCKETS = 500
+#: With ``by_agent``, the most agents of one run drawn (those with the most episodes; the
+#: legend holds 20 series): 100k agents were 100k queries and lines, minutes of drawing.
+MAX_AGENT_CURVES = 20
 _FEATURE = "mosaic runs plot"
 
 
@@ -72,6 +75,9 @@ class PlotResult:
     #: The runs that have episodes without a point (by run id: counts by reason; see
     #: :func:`~mosaic_sdk.plots.curves.skipped_text`). The figure says so too.
     skipped: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: With ``by_agent``, the runs with more agents than :data:`MAX_AGENT_CURVES` (by run id:
+    #: ``(drawn, agents)``, the agents that have episodes).
+    agents_left_out: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def runs(self) -> int:
@@ -201,8 +207,10 @@ def plot_runs(
     With ``group_seeds``, runs of one worker whose configs are equal apart from ``ignore``
     (``seed`` and ``run_id`` by default) become one mean line over a ``spread`` band
     (``minmax`` or ``std``); a group of one run is drawn as a plain curve. With ``by_agent``,
-    a multi-agent run is drawn as one curve per agent (x counts that agent's own steps), and
-    with ``group_seeds`` too, one band per group and agent. Raises
+    a multi-agent run is drawn as one curve per agent (x counts that agent's own steps; at
+    most :data:`MAX_AGENT_CURVES` agents of a run, those with the most episodes: the others
+    are counted in :attr:`PlotResult.agents_left_out`), and with ``group_seeds`` too, one band
+    per group and agent. Raises
     :class:`~mosaic_sdk.runner.storage.store.UnknownRunError`,
     :class:`~mosaic_sdk.plots.curves.CurveError` (a run without episodes), ValueError (a
     suffix other than .png/.svg) or MissingExtraError (no matplotlib), before writing."""
@@ -213,8 +221,14 @@ def plot_runs(
     runs = _unique_runs(store, run_ids)
     # one entry per (run, agent): agent None is the whole run
     agents_of: dict[str, list[AgentKey | None]] = {}
+    left_out: dict[str, tuple[int, int]] = {}
     for r in runs:
-        found: list[AgentKey | None] = list(run_agents(store, r["run_id"])) if by_agent else []
+        found: list[AgentKey | None] = []
+        if by_agent:
+            drawn, total = top_agents(store, r["run_id"], MAX_AGENT_CURVES)
+            found = list(drawn)
+            if total > len(drawn):
+                left_out[r["run_id"]] = (len(drawn), total)
         agents_of[r["run_id"]] = found or [None]
     curves = {
         (rid, agent): learning_curve(store, rid, x_axis, agent)
@@ -247,7 +261,7 @@ def plot_runs(
     for (rid, _agent), c in curves.items():
         if c.skipped:
             add_skipped(skipped.setdefault(rid, {}), c.skipped)
-    return PlotResult(out, tuple(series), tuple(labels), skipped)
+    return PlotResult(out, tuple(series), tuple(labels), skipped, left_out)
 
 
 def _union(lists: Iterable[list[AgentKey | None]]) -> list[AgentKey | None]:
@@ -279,6 +293,7 @@ __all__ = [
     "DRAW_POINTS",
     "ENVELOPE_BUCKETS",
     "FORMATS",
+    "MAX_AGENT_CURVES",
     "RAW_LINE_MAX",
     "PlotResult",
     "plot_format",
