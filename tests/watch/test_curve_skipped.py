@@ -1,8 +1,8 @@
 """An episode whose return is not a number ("abc") or not finite (1e400) is skipped the same
 way by both views of a learning curve (one curve module, mosaic_sdk.plots.curves), and both
 say so: ``mosaic runs plot`` in the legend and a warning, ``mosaic watch`` in its curve
-answer (and the page shows it: test_browser.py, in Chromium). The store is written by a real ``mosaic run``, which keeps
-"abc" as text and 1e400 as an infinite REAL."""
+answer (and the page shows it: test_browser.py, in Chromium). The store is written by a real
+``mosaic run``, which keeps "abc" as text and 1e400 as an infinite REAL."""
 
 from __future__ import annotations
 
