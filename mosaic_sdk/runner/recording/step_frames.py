@@ -155,6 +155,30 @@ def frame_from_payload(payload: Any) -> Any:
     return frame
 
 
+def frame_from_line(raw: str) -> tuple[dict[str, Any], Any] | None:
+    """The step line ``raw`` (its text, as stored) parsed, and the frame of its
+    ``render_payload`` (:func:`frame_from_payload`); None when the line is not a JSON object
+    or its payload carries no pixels. :class:`OversizedPayload` for a line longer than
+    :data:`MAX_PAYLOAD_LINE` (not parsed), :class:`BadPayload` for pixels that are no frame."""
+    if len(raw) > MAX_PAYLOAD_LINE:  # not parsed: its lists alone would cost GBs
+        raise OversizedPayload(
+            f"the step line holding it has {len(raw):,} characters; a render_payload is "
+            f"read from lines of at most {MAX_PAYLOAD_LINE:,} (write large frames with a "
+            "FastLane writer, mosaic_sdk.fastlane)"
+        )
+    try:
+        line = from_json(raw)  # pydantic-core's parser: ~1.6x json's on a frame's list
+    except ValueError:
+        try:
+            line = json.loads(raw)  # what from_json refuses and json takes (lone surrogates)
+        except ValueError:
+            return None  # stored as a step line, yet not JSON to us: no frame
+    if not isinstance(line, dict):
+        return None
+    frame = frame_from_payload(line.get("render_payload"))
+    return None if frame is None else (line, frame)
+
+
 def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -257,23 +281,8 @@ class StepFrames:
                 return
 
     def _publish(self, raw: str, step_lines: int) -> None:
-        if len(raw) > MAX_PAYLOAD_LINE:  # not parsed: its lists alone would cost GBs
-            raise OversizedPayload(
-                f"the step line holding it has {len(raw):,} characters; a render_payload is "
-                f"read from lines of at most {MAX_PAYLOAD_LINE:,} (write large frames with a "
-                "FastLane writer, mosaic_sdk.fastlane)"
-            )
         try:
-            line = from_json(raw)  # pydantic-core's parser: ~1.6x json's on a frame's list
-        except ValueError:
-            try:
-                line = json.loads(raw)  # what from_json refuses and json takes (lone surrogates)
-            except ValueError:
-                return  # stored as a step line, yet not JSON to us: no frame
-        if not isinstance(line, dict):
-            return
-        try:
-            frame = frame_from_payload(line.get("render_payload"))
+            got = frame_from_line(raw)
         except OversizedPayload:
             raise
         except BadPayload as exc:
@@ -284,8 +293,9 @@ class StepFrames:
                     "lines show no frame in the live view (counted, said once)"
                 )
             return
-        if frame is None:
+        if got is None:
             return
+        line, frame = got
         writer = self._writer if self._writer is not None else self._open(frame)
         if writer is None:
             return
@@ -415,6 +425,7 @@ __all__ = [
     "OversizedPayload",
     "StepFrames",
     "StepFramesReport",
+    "frame_from_line",
     "frame_from_payload",
     "newest_payload_line",
     "on_commit_all",
