@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -50,3 +53,33 @@ def plugin_fixtures(monkeypatch: pytest.MonkeyPatch) -> Path:
     old = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", str(path) + (os.pathsep + old if old else ""))
     return path
+
+
+# -- a hang guard ----------------------------------------------------------------------------
+_T = TypeVar("_T")
+
+#: Seconds a guarded call may take before the test calls it hung: a timeout, not a measure
+#: (how fast a call returns belongs in benchmarks/), far above any normal run so that a loaded
+#: machine never trips it.
+HANG_LIMIT = 120.0
+
+
+def returns(call: Callable[[], _T], limit: float = HANG_LIMIT) -> _T:
+    """``call()``'s value (or its exception, raised here); AssertionError when it has not
+    returned within ``limit`` seconds (it is left running in a daemon thread)."""
+    out: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - raised in the test's thread below
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, name="hang-guard", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        raise AssertionError(f"{call!r} did not return within {limit:g} s: it hangs")
+    if "error" in out:
+        raise out["error"]  # type: ignore[misc]
+    return out["value"]  # type: ignore[return-value]

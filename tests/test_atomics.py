@@ -71,9 +71,7 @@ def test_futex_wakes_a_waiter_in_another_process() -> None:
     os.waitpid(pid, 0)
     assert w.load_u32(4) == 1
     assert w.futex_wait(0, 5, 0.01) is True  # value differs: returns at once
-    t0 = time.monotonic()
-    assert w.futex_wait(0, 1, 0.05) is False  # times out
-    assert time.monotonic() - t0 >= 0.04
+    assert w.futex_wait(0, 1, 0.05) is False  # times out: not woken
     w.release()
     m.close()
 

@@ -6,9 +6,12 @@ Two figures, medians of --repeat runs, each beside its baseline measured in the 
   every run of a worker that never renders pays, on the step-frames thread), per row, beside
   iterating the same rows and touching their text (what any consumer of the rows pays);
 - one frame from a step line's text to the FastLane ring (JSON parse, checks, publish) at
-  84x84x3, beside the platform proxy's way (json.loads, np.asarray(rgb, uint8), publish).
+  84x84x3, beside the platform proxy's way (json.loads, np.asarray(rgb, uint8), publish);
+- a hostile line, a stack of --stack 1x1 frames (1M: a 12 MB line), refused by the bounds of
+  ``frame_from_line`` (issue 30, item 7), beside reading it unbounded as before (parse,
+  numpy, tiling the stack): CPU seconds and peak traced memory.
 
-    python benchmarks/runner/bench_step_frames.py [--rows 1000000] [--repeat 5]
+    python benchmarks/runner/bench_step_frames.py [--rows 1000000] [--repeat 5] [--stack N]
 """
 
 from __future__ import annotations
@@ -18,12 +21,18 @@ import json
 import os
 import statistics
 import time
+import tracemalloc
 
 import numpy as np
 from pydantic_core import from_json
 
-from mosaic_sdk.fastlane import FastLaneConfig, FastLaneWriter
-from mosaic_sdk.runner.recording.step_frames import frame_from_payload, newest_payload_line
+from mosaic_sdk.fastlane import FastLaneConfig, FastLaneWriter, tile_frames
+from mosaic_sdk.runner.recording.step_frames import (
+    OversizedPayload,
+    frame_from_line,
+    frame_from_payload,
+    newest_payload_line,
+)
 
 
 def step_row(i: int, payload: object = None) -> tuple:
@@ -47,6 +56,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--stack", type=int, default=1_000_000)
     args = p.parse_args()
     rows = [step_row(i) for i in range(args.rows)]
     batches = [rows[i : i + 4096] for i in range(0, len(rows), 4096)]
@@ -88,6 +98,36 @@ def main() -> None:
     share = f"at 30 frames/s: {a * 30:.1%} of a core"
     print(f"  step frames              {a * 1e3:8.2f} ms/frame  ({share})")
     print(f"  baseline: platform's way {b * 1e3:8.2f} ms/frame")
+
+    stack = [[[[9, 9, 9]]]] * args.stack
+    hostile = json.dumps({"type": "step", "render_payload": {"rgb": stack}}, separators=(",", ":"))
+    del stack
+
+    def bounded() -> None:
+        try:
+            frame_from_line(hostile)
+        except OversizedPayload:
+            pass
+
+    def unbounded() -> None:  # what one look at such a line cost before the bounds
+        rgb = from_json(hostile)["render_payload"]["rgb"]
+        tile_frames(list(np.asarray(rgb).astype(np.uint8)))
+
+    print(f"a line of a stack of {args.stack:,} 1x1 frames ({len(hostile):,} characters)")
+    for name, fn in (("step frames (bounded)", bounded), ("baseline: unbounded", unbounded)):
+        cpu, peak = [], []
+        for _ in range(min(args.repeat, 3)):
+            start = time.process_time()
+            fn()
+            cpu.append(time.process_time() - start)
+            tracemalloc.start()  # a second pass: tracing slows allocation, so not timed
+            fn()
+            peak.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+        print(
+            f"  {name:<24} {statistics.median(cpu):8.3f} s CPU, "
+            f"peak {statistics.median(peak) / 2**20:8.1f} MiB (median of {len(cpu)})"
+        )
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ def register(rsub: Any, store_arg: Any) -> None:
         default=None,
         help="a multi-agent run as one curve per agent_id (with --group-seeds: one band per "
         "agent); the default for runs with several agents. --no-by-agent draws the episodes "
-        "of all agents as one curve",
+        "of all agents as one curve; at most 20 agents a run, those with the most episodes",
     )
     p.add_argument(
         "--spread",
@@ -134,6 +134,16 @@ def cmd_plot(args: argparse.Namespace) -> int:
             flush=True,
         )
     _say_agents(result)
+    for run_id, (drawn, agents) in result.agents_left_out.items():
+        print(
+            printable(
+                f"mosaic: warning: run {run_id}: {agents - drawn} of its {agents} agents are "
+                f"not drawn (at most {drawn} per run: those with the most episodes; "
+                "see them all with `mosaic runs show`)"
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
     lines = len(result.series)
     if args.sweep:
         print(f"sweep {args.sweep}: {len(run_ids)} trial run(s), grouped apart from seed")
@@ -151,14 +161,17 @@ def _say_agents(result: Any) -> None:
 
     for run_id, agents in result.multi_agent.items():
         names = ", ".join(agents)
+        total = result.agents_left_out.get(run_id, (0, len(agents)))[1]
+        if total > len(agents):
+            names += f", ... ({total - len(agents)} more)"
         if result.split_by_agent:
             text = (
-                f"mosaic: note: run {run_id} has {len(agents)} agents ({names}): one curve "
+                f"mosaic: note: run {run_id} has {total} agents ({names}): one curve "
                 "per agent (--no-by-agent draws them as one)"
             )
         else:
             text = (
-                f"mosaic: note: run {run_id} has {len(agents)} agents ({names}), drawn as one "
+                f"mosaic: note: run {run_id} has {total} agents ({names}), drawn as one "
                 "curve of all their episodes (in a zero-sum game their returns cancel); "
                 "--by-agent draws one per agent"
             )

@@ -30,7 +30,9 @@ class FastLaneCorruptError(FastLaneError):
     reads outside a slot nor returns a frame of the wrong size; it raises this instead."""
 
 
-_MAX_DIM = 1 << 15
+#: The largest height or width of a FastLane frame.
+MAX_FRAME_SIDE = 1 << 15
+_MAX_DIM = MAX_FRAME_SIDE
 
 
 @dataclass(frozen=True)

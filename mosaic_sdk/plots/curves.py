@@ -79,15 +79,36 @@ def agent_key(agent_id: str | None) -> AgentKey:
     return NO_AGENT if agent_id is None else ("agent", str(agent_id))
 
 
+#: The most characters of an agent id a chart's label or a message shows (a worker may write
+#: any text as an ``agent_id``: a 1 MB one stalled matplotlib's legend layout for minutes).
+AGENT_NAME_MAX = 40
+
+
 def agent_name(key: AgentKey) -> str:
-    """How an agent is named on a chart: its id, or ``(no agent_id)``."""
-    return "(no agent_id)" if key == NO_AGENT else key[1]
+    """How an agent is named on a chart: its id (cut to :data:`AGENT_NAME_MAX` characters,
+    saying how long it was), or ``(no agent_id)``."""
+    if key == NO_AGENT:
+        return "(no agent_id)"
+    name = key[1]
+    if len(name) <= AGENT_NAME_MAX:
+        return name
+    return f"{name[:AGENT_NAME_MAX]}... ({len(name):,} characters)"
 
 
 def run_agents(store: RunStore, run_id: str) -> list[AgentKey]:
     """The agents of a run (a full id) that have episodes, in the order ``mosaic runs show``
     lists them; ``[]`` for a run of one agent (or none)."""
     return [agent_key(a["agent_id"]) for a in store.agents(run_id) if a["episodes"]]
+
+
+def top_agents(store: RunStore, run_id: str, limit: int) -> tuple[list[AgentKey], int]:
+    """At most ``limit`` agents of a run (a full id) that have episodes: those with the most
+    episodes (ties: the first in :func:`run_agents`'s order), listed in that order; and how
+    many agents with episodes the run has in all. ``([], 0)`` for a run of one agent."""
+    agents = [a for a in store.agents(run_id) if a["episodes"]]
+    order = sorted(range(len(agents)), key=lambda i: -agents[i]["episodes"])
+    kept = sorted(order[: max(0, limit)])
+    return [agent_key(agents[i]["agent_id"]) for i in kept], len(agents)
 
 
 def _rows(
@@ -391,6 +412,7 @@ __all__ = [
     "RunningCurve",
     "AgentKey",
     "add_skipped",
+    "AGENT_NAME_MAX",
     "agent_key",
     "agent_name",
     "aggregate",
@@ -401,6 +423,7 @@ __all__ = [
     "learning_curve",
     "read_episodes",
     "run_agents",
+    "top_agents",
     "skipped_text",
     "smooth",
 ]

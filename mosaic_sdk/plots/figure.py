@@ -27,8 +27,8 @@ from mosaic_sdk.plots.curves import (
     downsample,
     envelope,
     learning_curve,
-    run_agents,
     skipped_text,
+    top_agents,
 )
 from mosaic_sdk.plots.groups import DEFAULT_IGNORED, group_by_seed
 
@@ -45,6 +45,9 @@ DRAW_POINTS = 2000
 #: looks like that band anyway.
 RAW_LINE_MAX = 1000
 ENVELOPE_BUCKETS = 500
+#: With ``by_agent``, the most agents of one run drawn (those with the most episodes; the
+#: legend holds 20 series): 100k agents were 100k queries and lines, minutes of drawing.
+MAX_AGENT_CURVES = 20
 _FEATURE = "mosaic runs plot"
 
 
@@ -72,10 +75,14 @@ class PlotResult:
     #: The runs that have episodes without a point (by run id: counts by reason; see
     #: :func:`~mosaic_sdk.plots.curves.skipped_text`). The figure says so too.
     skipped: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    #: The runs with several agents (by run id: their agents' names), split or not.
+    #: The runs with several agents (by run id: the names of at most :data:`MAX_AGENT_CURVES`
+    #: of them, those with the most episodes), split or not.
     multi_agent: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Whether those runs were drawn one curve per agent.
     split_by_agent: bool = False
+    #: With ``by_agent``, the runs with more agents than :data:`MAX_AGENT_CURVES` (by run id:
+    #: ``(drawn, agents)``, the agents that have episodes).
+    agents_left_out: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def runs(self) -> int:
@@ -206,7 +213,9 @@ def plot_runs(
     (``seed`` and ``run_id`` by default) become one mean line over a ``spread`` band
     (``minmax`` or ``std``); a group of one run is drawn as a plain curve. With ``by_agent``
     (the default, ``None``, for every run that has several agents), a multi-agent run is
-    drawn as one curve per agent (x counts that agent's own steps), and with ``group_seeds``
+    drawn as one curve per agent (x counts that agent's own steps; at most
+    :data:`MAX_AGENT_CURVES` agents of a run, those with the most episodes: the others are
+    counted in :attr:`PlotResult.agents_left_out`), and with ``group_seeds``
     too, one band per group and agent; ``by_agent=False`` draws the episodes of all its agents
     as one curve (in a zero-sum game their returns cancel). Raises
     :class:`~mosaic_sdk.runner.storage.store.UnknownRunError`,
@@ -220,12 +229,16 @@ def plot_runs(
     # one entry per (run, agent): agent None is the whole run
     agents_of: dict[str, list[AgentKey | None]] = {}
     multi_agent: dict[str, tuple[str, ...]] = {}
+    left_out: dict[str, tuple[int, int]] = {}
     for r in runs:
-        found: list[AgentKey | None] = list(run_agents(store, r["run_id"]))
-        if len(found) > 1:
-            multi_agent[r["run_id"]] = tuple(agent_name(a) for a in found if a is not None)
-        split = by_agent if by_agent is not None else len(found) > 1
-        agents_of[r["run_id"]] = (found if split else []) or [None]
+        drawn, total = top_agents(store, r["run_id"], MAX_AGENT_CURVES)
+        if total > 1:
+            multi_agent[r["run_id"]] = tuple(agent_name(a) for a in drawn)
+        split = by_agent if by_agent is not None else total > 1
+        if split and total > len(drawn):
+            left_out[r["run_id"]] = (len(drawn), total)
+        found: list[AgentKey | None] = list(drawn) if split else []
+        agents_of[r["run_id"]] = found or [None]
     curves = {
         (rid, agent): learning_curve(store, rid, x_axis, agent)
         for rid, agents in agents_of.items()
@@ -258,7 +271,7 @@ def plot_runs(
         if c.skipped:
             add_skipped(skipped.setdefault(rid, {}), c.skipped)
     split = bool(multi_agent) and by_agent is not False
-    return PlotResult(out, tuple(series), tuple(labels), skipped, multi_agent, split)
+    return PlotResult(out, tuple(series), tuple(labels), skipped, multi_agent, split, left_out)
 
 
 def _union(lists: Iterable[list[AgentKey | None]]) -> list[AgentKey | None]:
@@ -290,6 +303,7 @@ __all__ = [
     "DRAW_POINTS",
     "ENVELOPE_BUCKETS",
     "FORMATS",
+    "MAX_AGENT_CURVES",
     "RAW_LINE_MAX",
     "PlotResult",
     "plot_format",

@@ -12,6 +12,7 @@ from stored_runs import STARTED, add_rows, add_run
 from mosaic_sdk.cli import main
 from mosaic_sdk.plots import Band, Curve, plot_runs
 from mosaic_sdk.plots.curves import NO_AGENT, RunningCurve, agent_key, learning_curve, run_agents
+from mosaic_sdk.runner.storage.schema import INSERT_EPISODE
 from mosaic_sdk.runner.storage.store import RunStore
 
 pytest.importorskip("matplotlib")
@@ -160,3 +161,63 @@ def test_the_documented_commands(tmp_path, capsys):
         assert compare(command, shown, printed) is None, compare(command, shown, printed)
         ran += 1
     assert ran == 3
+
+
+def test_a_run_of_100k_agents_draws_the_busiest_and_says_how_many_are_left_out(tmp_path, capsys):
+    """Issue 30, item 3: one curve per agent of 100k agents never ended; at most
+    MAX_AGENT_CURVES are drawn (those with the most episodes) and the rest are counted."""
+    from mosaic_sdk.plots.figure import MAX_AGENT_CURVES
+
+    path = tmp_path / "runs.sqlite"
+    add_run(path, "crowd", config={"seed": 1}, returns=[])
+    rows = [
+        (
+            "crowd", i + 2, i + 2, 0, 1.0, 10, 1, 0, None, "{}", f"a{i:06d}",
+        )
+        for i in range(100_000)
+    ]  # fmt: skip
+    busy = [f"a{i:06d}" for i in (99_999, 50_000, 7)]  # a second episode each
+    rows += [("crowd", 200_000 + j, 0, 1, 5.0, 10, 1, 0, None, "{}", a) for j, a in enumerate(busy)]
+    with RunStore(path) as store, store.conn:  # one transaction: add_rows commits each row
+        store.conn.execute("BEGIN")
+        store.conn.executemany(INSERT_EPISODE, rows)
+    out = tmp_path / "crowd.png"
+    with RunStore(path, readonly=True) as store:
+        result = plot_runs(store, ["crowd"], out, by_agent=True)
+    assert MAX_AGENT_CURVES == 20
+    assert len(result.series) == MAX_AGENT_CURVES
+    assert result.agents_left_out == {"crowd": (MAX_AGENT_CURVES, 100_000)}
+    drawn = [s.agent[1] for s in result.series]
+    assert set(busy) <= set(drawn)  # the agents with the most episodes come first
+    assert drawn == sorted(drawn)  # listed as `mosaic runs show` lists them
+    assert out.exists()
+    code = main(["runs", "plot", "crowd", "--by-agent", "--store", str(path), "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "(1 run, 20 curves, x = steps)" in captured.out
+    warnings = [line for line in captured.err.splitlines() if "agents are not drawn" in line]
+    assert warnings == [
+        "mosaic: warning: run crowd: 99980 of its 100000 agents are not drawn (at most 20 per"
+        " run: those with the most episodes; see them all with `mosaic runs show`)"
+    ]
+
+
+def test_a_megabyte_agent_id_is_cut_short_in_labels(tmp_path, capsys):
+    """Issue 30, item 3: a 1 MB agent_id went whole into the legend (still laying it out
+    after 60 s); labels and messages show its first AGENT_NAME_MAX characters and its length."""
+    from mosaic_sdk.plots.curves import AGENT_NAME_MAX, agent_name
+
+    huge = "w" * 1_000_000
+    path = tmp_path / "runs.sqlite"
+    add_agent_run(path, "wide", 1, {huge: [1.0, 2.0], "b": [3.0]})
+    out = tmp_path / "wide.svg"
+    with RunStore(path, readonly=True) as store:
+        result = plot_runs(store, ["wide"], out, by_agent=True)
+    assert agent_name(agent_key(huge)) == "w" * AGENT_NAME_MAX + "... (1,000,000 characters)"
+    assert result.labels == (
+        "wide (example, seed 1) agent b",
+        "wide (example, seed 1) agent " + "w" * AGENT_NAME_MAX + "... (1,000,000 characters)",
+    )
+    assert result.series[1].y.tolist() == [1.0, 2.0]  # the whole id selects its episodes
+    assert result.agents_left_out == {}
+    assert "w" * (AGENT_NAME_MAX + 1) not in out.read_text()

@@ -12,6 +12,7 @@ import pytest
 import mosaic_sdk
 from mosaic_sdk.cli import main
 from mosaic_sdk.contract import ConfigError
+from mosaic_sdk.runner.storage.paths import runs_dir_for
 from mosaic_sdk.runner.supervision.launch import ResolvedJob, resolve_job
 from mosaic_sdk.runner.supervisor import run_worker
 
@@ -34,8 +35,11 @@ def test_a_descriptor_run_id_that_disagrees_with_run_id_is_one_clear_error(
     assert code == 2
     assert len(lines) == 1, err
     assert "'plat-1'" in lines[0] and "'mine'" in lines[0]
-    assert not (tmp_path / "runs" / "mine").exists()
-    assert not (tmp_path / "runs" / "plat-1").exists()
+    # run directories live beside the store, under its stem (issue 30, item 12: this looked
+    # under tmp_path/runs, where none is ever made)
+    assert runs_dir_for(store) == tmp_path / "store"
+    assert not runs_dir_for(store).exists()
+    assert not store.exists()
 
 
 def test_the_library_refuses_the_same_disagreement_before_touching_the_store(
@@ -43,9 +47,9 @@ def test_the_library_refuses_the_same_disagreement_before_touching_the_store(
 ) -> None:
     with pytest.raises(ConfigError, match="'plat-1'.*'other'"):
         run_worker("fixture", DESCRIPTOR, run_id="other", store=store_path)
-    assert not (store_path.parent / "runs").exists() or not any(
-        (store_path.parent / "runs").iterdir()
-    )
+    assert runs_dir_for(store_path) == store_path.parent / store_path.stem
+    assert not runs_dir_for(store_path).exists()
+    assert not store_path.exists()  # not even created
 
 
 def test_a_descriptor_run_id_is_used_when_no_other_is_given(
@@ -88,7 +92,7 @@ def test_only_the_store_modules_run_sql() -> None:
             continue
         if path.relative_to(root).as_posix() in OTHER_SQL_MODULES:
             continue
-        if "{{" in str(path):  # the scaffold's template, not Python until baked
+        if "scaffold/template" in path.as_posix():  # the template: not Python until baked
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (

@@ -20,7 +20,12 @@ from mosaic_sdk.runner.storage.records import (
     StepRow,
     columns_of,
 )
-from mosaic_sdk.runner.storage.schema import EPISODE_COLUMNS, STEP_COLUMNS
+from mosaic_sdk.runner.storage.schema import (
+    EPISODE_COLUMNS,
+    INSERT_EPISODE,
+    INSERT_STEP,
+    STEP_COLUMNS,
+)
 from mosaic_sdk.runner.storage.store import RunStore
 
 V2_SQL = Path(__file__).resolve().parent / "fixtures" / "store_v2.sql"
@@ -117,7 +122,30 @@ def store_events(path: Path) -> list[EventRecord]:
         return store.events("R")
 
 
-def test_the_observer_rows_are_the_table_columns() -> None:
-    """One definition: the ``INSERT`` column lists are the fields of the observers' rows."""
+def test_the_observer_rows_are_the_table_columns(tmp_path: Path) -> None:
+    """One definition: the columns of the ``steps`` and ``episodes`` tables of a store, in
+    table order, are the fields of the observers' rows, and a row stored with the ``INSERT``
+    reads back (``SELECT *``) as that row (issue 30, item 14: this compared STEP_COLUMNS with
+    StepRow._fields, which is defined as that very tuple, and never read the table)."""
+    path = tmp_path / "store.sqlite"
+    _store_with_a_run(path)
+    with RunStore(path, readonly=True) as store:
+        conn = store.conn
+        for table, row_type, insert in (
+            ("steps", StepRow, INSERT_STEP),
+            ("episodes", EpisodeRow, INSERT_EPISODE),
+        ):
+            names = tuple(r["name"] for r in conn.execute(f"PRAGMA table_info({table})"))
+            assert names == row_type._fields, table
+            listed = insert[insert.index("(") + 1 : insert.index(")")].split(", ")
+            assert tuple(listed) == row_type._fields
+            cursor = conn.cursor()
+            cursor.row_factory = None
+            stored = cursor.execute(f"SELECT * FROM {table} WHERE run_id = 'R'").fetchall()
+            assert stored
+            for row in stored:
+                record = row_type(*row)
+                assert record.run_id == "R" and record.agent_id in ("a", "b")
+                assert json.loads(record.raw)["agent_id"] == record.agent_id
     assert STEP_COLUMNS == StepRow._fields and EPISODE_COLUMNS == EpisodeRow._fields
     assert set(ObserverReport("x").to_dict()) == set(columns_of(ObserverRecord))

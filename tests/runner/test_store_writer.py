@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from mosaic_sdk.runner.recording.ingest import LineBatch, LineIngest, StoreWriter
 from mosaic_sdk.runner.storage.store import RunStore
+from tests.conftest import returns
 
 RUN = "R1"
 
@@ -308,9 +309,7 @@ def test_a_stalled_store_does_not_hold_producers_once_the_run_is_abandoned(
     assert writer.lost_rows == 0
     give_up.set()  # e.g. Ctrl-C: the producer is let go, what it hands over is counted lost
     assert done.wait(10)
-    started = time.monotonic()
-    writer.close(abandon=lambda: True)
-    assert time.monotonic() - started < 5
+    returns(lambda: writer.close(abandon=lambda: True))  # a hang guard, not a measure
     assert writer.lost_rows == 250
     holder.join()
 

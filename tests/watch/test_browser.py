@@ -235,3 +235,25 @@ def test_agents_worker_streams_and_evaluation_batches_on_the_run_page(
         for w in writers:
             w.close()
             w.unlink()
+
+
+def test_the_run_page_says_which_episodes_its_curve_skipped(page: Any, tmp_path: Path) -> None:
+    """The sentence of the curve answer's ``skipped_text`` is shown under the chart (issue 30,
+    item 13: no browser test looked at it, and blanking it in run.js passed)."""
+    store = tmp_path / "runs.sqlite"
+    run = FilledRun(store, "SKIPS")
+    run.add_episode(1.0, 5)
+    run.add_episode("abc", 5)  # type: ignore[arg-type]  # what a broken worker stores
+    run.add_episode(float("inf"), 5)
+    run.add_episode(2.0, 5)
+    watch, base = start_watch(store)
+    try:
+        page.goto(f"{base}/runs/SKIPS?token={TOKEN}")
+        wait_for(page, "window.__watch.curvePoints >= 2")
+        wait_for(page, "document.getElementById('curve-skipped').textContent.length > 0")
+        assert page.locator("#curve-skipped").inner_text() == (
+            "2 episodes skipped: 1 with a return that is not a number, 1 with a return that is"
+            " not finite (not on the curve)"
+        )
+    finally:
+        stop(watch)

@@ -1,8 +1,8 @@
 """An episode whose return is not a number ("abc") or not finite (1e400) is skipped the same
 way by both views of a learning curve (one curve module, mosaic_sdk.plots.curves), and both
 say so: ``mosaic runs plot`` in the legend and a warning, ``mosaic watch`` in its curve
-answer (and the page shows it). The store is written by a real ``mosaic run``, which keeps
-"abc" as text and 1e400 as an infinite REAL."""
+answer (and the page shows it: test_browser.py, in Chromium). The store is written by a real
+``mosaic run``, which keeps "abc" as text and 1e400 as an infinite REAL."""
 
 from __future__ import annotations
 
@@ -103,8 +103,9 @@ def test_a_run_of_only_skipped_episodes_says_why_in_both(
 
 
 def test_the_run_page_has_a_place_for_the_sentence(client: TestClient) -> None:
-    """run.js writes ``skipped_text`` under the chart (checked in a browser by test_browser
-    when Chromium is installed); the place for it is in the page."""
+    """The place for the sentence is in the page and run.js fills it; that the page shows it
+    is checked in a browser by
+    ``tests/watch/test_browser.py::test_the_run_page_says_which_episodes_its_curve_skipped``."""
     assert 'id="curve-skipped"' in client.get("/static/run.html").text
     script = client.get("/static/run.js").text
     assert 'getElementById("curve-skipped")' in script and "data.skipped_text" in script

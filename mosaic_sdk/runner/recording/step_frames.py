@@ -18,6 +18,13 @@ A payload without ``rgb`` (a text render, ``null``) is no frame and no error. A 
 pixels that are not a frame (ragged, values outside 0..255, 2 or 5 channels, not JSON) is a
 *bad payload*: counted, reported once (the first one, with what was wrong), never fatal.
 
+What one payload may cost is bounded: a step line longer than :data:`MAX_PAYLOAD_LINE`
+characters is not parsed, a stack of more than :data:`MAX_STACK_FRAMES` frames is not read into
+numpy, and a frame higher or wider than FastLane carries
+(:data:`~mosaic_sdk.fastlane.records.MAX_FRAME_SIDE`) is not published. Such a payload, or a
+frame FastLane refuses, is *refused*: counted, reported once, and the next frame shows as usual
+(a refused frame never ends the live view).
+
 Cost: nothing on the ingest thread. :meth:`StepFrames.offer` is the store writer's commit
 callback; it keeps a reference to the committed step rows and returns. Its own thread wakes
 at most ``fps`` times a second, looks for the newest step row whose text holds
@@ -45,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import from_json
 
+from mosaic_sdk.fastlane.records import MAX_FRAME_SIDE
 from mosaic_sdk.runner.storage.rows import LineBatch
 
 if TYPE_CHECKING:
@@ -54,6 +62,12 @@ if TYPE_CHECKING:
 DEFAULT_FPS = 30.0
 #: Committed batches kept between two looks; older ones are not searched for a frame.
 MAX_PENDING_BATCHES = 64
+#: The longest step line (characters) whose ``render_payload`` is read: 4 MiB holds a frame of
+#: about a million values (580 x 580 x 3) as JSON; a line of a million tiny stacked frames
+#: (12 MB) cost 2.8 s of CPU and 1.45 GB to parse and tile. Larger frames belong in FastLane.
+MAX_PAYLOAD_LINE = 4 * 1024 * 1024
+#: The most frames of a stack (a vectorized env's grid) that are tiled into one picture.
+MAX_STACK_FRAMES = 256
 #: Where the raw line is in a stored step row (run_id, line_no, 7 numbers, raw, agent_id).
 _RAW = 9
 _KEY = '"render_payload"'
@@ -61,6 +75,19 @@ _KEY = '"render_payload"'
 
 class BadPayload(ValueError):
     """A ``render_payload`` with pixels that are no frame (the message says why)."""
+
+
+class OversizedPayload(BadPayload):
+    """A ``render_payload`` that costs more to read or show than a live frame may (the
+    message says which bound it passed)."""
+
+
+def _nesting(value: Any, most: int = 5) -> int:
+    """How deep ``value``'s first elements nest lists (at most ``most``)."""
+    depth = 0
+    while depth < most and isinstance(value, list) and value:
+        value, depth = value[0], depth + 1
+    return depth
 
 
 def frame_from_payload(payload: Any) -> Any:
@@ -87,6 +114,11 @@ def frame_from_payload(payload: Any) -> Any:
         return None  # a text render or a hint: no pixels, nothing wrong
     if not isinstance(rgb, list) or not rgb:
         raise BadPayload(f"render_payload.rgb is {_short(rgb)}, not an HxWxC list of 0..255")
+    if len(rgb) > MAX_STACK_FRAMES and _nesting(rgb) >= 4:  # before numpy reads them all
+        raise OversizedPayload(
+            f"render_payload.rgb is a stack of {len(rgb):,} frames; at most "
+            f"{MAX_STACK_FRAMES} are tiled into one picture"
+        )
     try:
         array = np.asarray(rgb)
     except ValueError:
@@ -116,7 +148,36 @@ def frame_from_payload(payload: Any) -> Any:
         )
     if frame.shape[2] not in (1, 3, 4):
         raise BadPayload(f"render_payload.rgb has {frame.shape[2]} channels; use 1, 3 or 4")
+    if max(frame.shape[:2]) > MAX_FRAME_SIDE:
+        raise OversizedPayload(
+            f"render_payload.rgb is a {frame.shape[0]} x {frame.shape[1]} frame; FastLane "
+            f"frames are at most {MAX_FRAME_SIDE} pixels high and wide"
+        )
     return frame
+
+
+def frame_from_line(raw: str) -> tuple[dict[str, Any], Any] | None:
+    """The step line ``raw`` (its text, as stored) parsed, and the frame of its
+    ``render_payload`` (:func:`frame_from_payload`); None when the line is not a JSON object
+    or its payload carries no pixels. :class:`OversizedPayload` for a line longer than
+    :data:`MAX_PAYLOAD_LINE` (not parsed), :class:`BadPayload` for pixels that are no frame."""
+    if len(raw) > MAX_PAYLOAD_LINE:  # not parsed: its lists alone would cost GBs
+        raise OversizedPayload(
+            f"the step line holding it has {len(raw):,} characters; a render_payload is "
+            f"read from lines of at most {MAX_PAYLOAD_LINE:,} (write large frames with a "
+            "FastLane writer, mosaic_sdk.fastlane)"
+        )
+    try:
+        line = from_json(raw)  # pydantic-core's parser: ~1.6x json's on a frame's list
+    except ValueError:
+        try:
+            line = json.loads(raw)  # what from_json refuses and json takes (lone surrogates)
+        except ValueError:
+            return None  # stored as a step line, yet not JSON to us: no frame
+    if not isinstance(line, dict):
+        return None
+    frame = frame_from_payload(line.get("render_payload"))
+    return None if frame is None else (line, frame)
 
 
 def _short(value: object) -> str:
@@ -131,6 +192,9 @@ class StepFramesReport:
     frames: int = 0
     #: Step lines whose render_payload had pixels that are no frame.
     bad_payloads: int = 0
+    #: Render payloads not shown because they cost more than a live frame may (see
+    #: :data:`MAX_PAYLOAD_LINE`, :data:`MAX_STACK_FRAMES`) or FastLane refused the frame.
+    refused_payloads: int = 0
     #: Why nothing was published, when nothing could be (the worker writes FastLane itself).
     disabled: str | None = None
 
@@ -208,24 +272,20 @@ class StepFrames:
             if raw is not None:
                 try:
                     self._publish(raw, step_lines)
+                except OversizedPayload as exc:
+                    self._refuse(str(exc))
                 except Exception as exc:  # noqa: BLE001 - a frame must never touch the run
-                    self._disable(f"publishing failed: {type(exc).__name__}: {exc}")
+                    # this frame is not shown; the next one is tried as usual
+                    self._refuse(f"FastLane refused the frame: {type(exc).__name__}: {exc}")
                 due = time.monotonic() + self.interval
             if self.report.disabled is not None:
                 return
 
     def _publish(self, raw: str, step_lines: int) -> None:
         try:
-            line = from_json(raw)  # pydantic-core's parser: ~1.6x json's on a frame's list
-        except ValueError:
-            try:
-                line = json.loads(raw)  # what from_json refuses and json takes (lone surrogates)
-            except ValueError:
-                return  # stored as a step line, yet not JSON to us: no frame
-        if not isinstance(line, dict):
-            return
-        try:
-            frame = frame_from_payload(line.get("render_payload"))
+            got = frame_from_line(raw)
+        except OversizedPayload:
+            raise
         except BadPayload as exc:
             self.report.bad_payloads += 1
             if self.report.bad_payloads == 1:
@@ -234,8 +294,9 @@ class StepFrames:
                     "lines show no frame in the live view (counted, said once)"
                 )
             return
-        if frame is None:
+        if got is None:
             return
+        line, frame = got
         writer = self._writer if self._writer is not None else self._open(frame)
         if writer is None:
             return
@@ -280,6 +341,14 @@ class StepFrames:
         rolling = _number(line.get("total_reward", line.get("episode_return")))
         return FastLaneMetrics(last_reward=reward, rolling_return=rolling, step_rate_hz=rate)
 
+    def _refuse(self, why: str) -> None:
+        self.report.refused_payloads += 1
+        if self.report.refused_payloads == 1:
+            self._warn(
+                f"run {self.run_id}: a step line's render_payload is not shown: {why}; such "
+                "payloads are skipped, the next frames show (counted, said once)"
+            )
+
     def _disable(self, why: str) -> None:
         self.report.disabled = why
         with self._cond:
@@ -301,6 +370,11 @@ class StepFrames:
             self._warn(
                 f"run {self.run_id}: {self.report.bad_payloads} step lines had a render_payload "
                 "that is no frame"
+            )
+        if self.report.refused_payloads > 1:
+            self._warn(
+                f"run {self.run_id}: {self.report.refused_payloads} render_payloads were not "
+                "shown (too large for a live frame, or refused by FastLane)"
             )
         return self.report
 
@@ -348,9 +422,13 @@ def _number(value: Any) -> float:
 
 __all__ = [
     "DEFAULT_FPS",
+    "MAX_PAYLOAD_LINE",
+    "MAX_STACK_FRAMES",
     "BadPayload",
+    "OversizedPayload",
     "StepFrames",
     "StepFramesReport",
+    "frame_from_line",
     "frame_from_payload",
     "newest_payload_line",
     "on_commit_all",

@@ -3,7 +3,7 @@
 One file holds every run, its lifecycle events, steps, episodes and log lines.
 
 Layout (``SCHEMA_VERSION`` 4; an older store gets the new columns, indexes and tables when
-opened for writing):
+opened for writing; a newer one, written by a newer SDK, is refused before anything is written):
 
 - ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
   ``cancelled``), exit code, times, the runner's pid and host, run directory, config, and the
@@ -258,6 +258,49 @@ def _schema_version(conn: sqlite3.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
+def _refuse_unknown_version(path: Path, version: str | None) -> None:
+    """Refuse a store whose ``schema_version`` this SDK does not know: one written by a newer
+    SDK (its tables may hold what this one would lose or misread; migrating it "down" would
+    rewrite it), or one whose version is not a number. Called before anything is written."""
+    if version is None:
+        return
+    try:
+        number = int(version)
+    except ValueError:
+        number = None
+    if number is not None and number <= SCHEMA_VERSION:
+        return
+    said = f"schema version {version[:40]!r}" if number is None else f"schema version {number}"
+    raise StoreError(
+        f"the store {path} has {said}, newer than this SDK's store schema version "
+        f"{SCHEMA_VERSION}; it was written by a newer mosaic-worker-sdk: upgrade the SDK "
+        "(pip install -U mosaic-worker-sdk) or pass another --store"
+    )
+
+
+def _sidecars(path: Path) -> tuple[Path, Path]:
+    """The ``-wal`` and ``-shm`` files SQLite keeps beside a WAL-mode store."""
+    return Path(str(path) + "-wal"), Path(str(path) + "-shm")
+
+
+def _close_refused(conn: sqlite3.Connection, path: Path, had: tuple[bool, bool]) -> None:
+    """Close a connection to a store that is being refused and remove the ``-wal`` and
+    ``-shm`` files that opening it made (a corrupt file's are left behind by SQLite: its
+    closing checkpoint fails); files that were there before are someone else's."""
+    try:
+        conn.close()
+    except sqlite3.Error:
+        pass
+    for sidecar, existed in zip(_sidecars(path), had, strict=True):
+        if not existed:
+            try:
+                sidecar.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                pass  # not ours to insist on: the refusal is what the user needs
+
+
 def _migrate(conn: sqlite3.Connection) -> None:
     """Bring a new or older store to ``SCHEMA_VERSION`` (one transaction: all or nothing)."""
     conn.execute("BEGIN IMMEDIATE")
@@ -296,17 +339,30 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
     path = Path(path)
     _check_path(path)
     _create_private(path)
+    had = tuple(sidecar.exists() for sidecar in _sidecars(path))
     try:
         conn = sqlite3.connect(
             str(path), timeout=timeout, isolation_level=None, check_same_thread=False
         )
+    except sqlite3.Error as exc:
+        raise StoreError(
+            f"cannot open the store {path}: {exc} (is it a mosaic store? pass another --store)"
+        ) from None
+    try:
+        # read before anything is written: a newer SDK's store is refused untouched
+        version = _schema_version(conn)
+        _refuse_unknown_version(path, version)
         conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # takes effect on a new, empty file only
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=OFF")
-        if _schema_version(conn) != str(SCHEMA_VERSION):  # else: nothing to write, no lock
+        if version != str(SCHEMA_VERSION):  # else: nothing to write, no lock
             _migrate(conn)
+    except StoreError:
+        _close_refused(conn, path, (had[0], had[1]))
+        raise
     except sqlite3.DatabaseError as exc:
+        _close_refused(conn, path, (had[0], had[1]))
         raise StoreError(
             f"cannot open the store {path}: {exc} (is it a mosaic store? pass another --store)"
         ) from None
@@ -326,6 +382,7 @@ def connect_readonly(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection
         raise StoreError(f"the store {path} does not exist; pass another --store")
     base = path.absolute().as_uri()
     wal = Path(str(path) + "-wal")
+    had = (wal.exists(), _sidecars(path)[1].exists())
     last: sqlite3.Error | None = None
     for query in ("?mode=ro", "?mode=ro&immutable=1"):
         if query.endswith("immutable=1") and wal.exists() and wal.stat().st_size > 0:
@@ -344,14 +401,19 @@ def connect_readonly(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection
         try:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         except sqlite3.DatabaseError as exc:
-            conn.close()
+            _close_refused(conn, path, had)
             last = exc
             if not isinstance(exc, sqlite3.OperationalError):
                 break  # not a database: no other way of opening helps
             continue
         if "runs" not in tables:
-            conn.close()
+            _close_refused(conn, path, had)
             raise StoreError(f"{path} is not a mosaic store (no runs table); pass another --store")
+        try:
+            _refuse_unknown_version(path, _schema_version(conn))
+        except StoreError:
+            _close_refused(conn, path, had)
+            raise
         return conn
     raise StoreError(
         f"cannot read the store {path}: {last} (is it a mosaic store, and may you read it "
