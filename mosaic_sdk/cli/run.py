@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -213,12 +214,40 @@ def result_dict(result: Any) -> dict[str, Any]:
         "warnings": list(getattr(result, "warnings", [])),
         "lost_rows": result.lost_rows,
         "observers": list(getattr(result, "observers", [])),
+        "agents": list(getattr(result, "agents", [])),
     }
 
 
+def count_parts(c: Mapping[str, Any], env_steps: int | None = None) -> list[str]:
+    """``["150 env steps", "15 step lines", "3 episodes"]`` (a multi-agent run: ``"2 games
+    (4 agent episodes)"``) from a run's counts: each number named for what it counts."""
+    env = c.get("env_steps", c["steps"]) if env_steps is None else env_steps
+    parts = [f"{env} env steps", f"{c.get('step_lines', c['steps'])} step lines"]
+    if c.get("games") is not None:
+        parts[0] += " (summed over the agents)"
+        parts.append(f"{c['games']} games ({c['agent_episodes']} agent episodes)")
+    else:
+        parts.append(f"{c['episodes']} episodes")
+    return parts
+
+
+def agent_returns(agents: Sequence[Mapping[str, Any]]) -> str:
+    """``player_0 mean 1.000 (last 2.000), player_1 mean -1.000 (...)``: a multi-agent run's
+    returns told apart (their blend means nothing: in a zero-sum game it reads 0)."""
+    out = []
+    for a in agents:
+        name = "(no agent_id)" if a["agent_id"] is None else str(a["agent_id"])
+        mean, last = a.get("mean_return"), a.get("last_return")
+        said = "-" if mean is None else f"{mean:.3f}"
+        said += "" if last is None else f" (last {last:.3f})"
+        out.append(f"{name} mean {said}")
+    return ", ".join(out)
+
+
 def summary_line(result: Any) -> str:
-    """``run 01J... completed: 500 steps, 5 episodes, ... (store ...); inspect: mosaic runs
-    show 01J...``"""
+    """``run 01J... completed: 500 env steps, 50 step lines, 5 episodes, ... (store ...);
+    inspect: mosaic runs show 01J...`` (a multi-agent run: games, agent episodes and the
+    returns per agent)."""
     from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
 
     c = result.counts
@@ -228,16 +257,11 @@ def summary_line(result: Any) -> str:
             store_opt = ""
     except MosaicHomeError:  # no default store: the option is needed
         pass
-    env_steps = max(getattr(result, "env_steps", 0), c["steps"])
-    steps = f"{env_steps} steps"
-    if env_steps != c["steps"]:
-        steps += f" ({c['steps']} step lines)"
-    parts = [
-        steps,
-        f"{c['episodes']} episodes",
-        f"{c['events']} events",
-        f"{c['log_lines']} log lines",
-    ]
+    parts = count_parts(c, max(getattr(result, "env_steps", 0), c["steps"]))
+    parts += [f"{c['events']} events", f"{c['log_lines']} log lines"]
+    agents = getattr(result, "agents", None) or []
+    if agents:
+        parts.append("returns per agent: " + agent_returns(agents))
     from mosaic_sdk.runner.printable import printable
 
     why = f" ({result.error})" if result.error and result.status != "completed" else ""

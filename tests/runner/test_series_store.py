@@ -283,3 +283,86 @@ def test_a_run_stores_every_series_point_among_many_step_lines(
         sps = store.series_points(result.run_id, "charts/sps")
         assert sps.steps == list(range(9, 3000, 10)) and sps.values == [float(s) for s in sps.steps]
         assert all(math.isnan(v) for v in store.series_points(result.run_id, "losses.v").values)
+
+
+def test_counts_name_env_steps_step_lines_and_episodes_apart(
+    echo_worker: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Throttled step lines (every 5th), an episode in progress at the end, and two agents
+    of a zero-sum game: env steps, step lines, games and agent episodes each say what they
+    count, and the returns are told per agent."""
+    from mosaic_sdk.cli import main
+    from mosaic_sdk.cli.run import summary_line
+
+    lines = []
+    for episode in range(2):
+        for agent, ret in (("a", 1.0), ("b", -1.0)):
+            for i in range(0, 20, 5):
+                lines.append(
+                    json.dumps(
+                        {
+                            "type": "step",
+                            "episode_index": episode,
+                            "step_index": i,
+                            "agent_id": agent,
+                        }
+                    )
+                )
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "episode",
+                        "episode_index": episode,
+                        "total_reward": ret,
+                        "steps": 20,
+                        "agent_id": agent,
+                    }
+                )
+            )
+    for i in range(3):  # game 2 goes on: agent a's step lines after its last episode line
+        lines.append(
+            json.dumps({"type": "step", "episode_index": 2, "step_index": i, "agent_id": "a"})
+        )
+    lines.append(_metrics(7, {"losses/v": 0.5}, 1, agent="a"))
+    lines.append(_event("run_completed", {}, 0))
+    source = tmp_path / "lines.jsonl"
+    source.write_text("".join(line + "\n" for line in lines))
+    store = tmp_path / "runs.sqlite"
+    result = run_worker(echo_worker, {"lines_file": str(source)}, store=store)
+    c = result.counts
+    assert (c["env_steps"], c["step_lines"], c["games"], c["agent_episodes"]) == (83, 19, 2, 4)
+    line = summary_line(result)
+    assert (
+        "83 env steps (summed over the agents), 19 step lines, 2 games (4 agent episodes)" in line
+    )
+    assert "returns per agent: a mean 1.000 (last 1.000), b mean -1.000 (last -1.000)" in line
+    capsys.readouterr()
+    assert main(["runs", "show", result.run_id, "--store", str(store), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert {a["agent_id"]: a["env_steps"] for a in shown["agents"]} == {"a": 43, "b": 40}
+    assert shown["series"] == [
+        {
+            "name": "losses/v",
+            "agent_id": "a",
+            "points": 1,
+            "first_step": 7,
+            "last_step": 7,
+            "last_value": 0.5,
+            "last_wall_ns": 1,
+        }
+    ]
+    assert shown["series_counts"] == {"points": 1, "refused": 0, "series": 1}
+    assert main(["runs", "show", result.run_id, "--store", str(store)]) == 0
+    text = capsys.readouterr().out
+    assert "series (1 series, 1 points):" in text
+    assert text.split("series (1 series, 1 points):")[1].splitlines()[2].split() == [
+        "losses/v",
+        "a",
+        "1",
+        "7",
+        "0.5",
+    ]
+    assert main(["runs", "list", "--store", str(store)]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].split()[-5:] == ["env", "steps", "step", "lines", "episodes"]
+    assert listed[1].split()[-7:] == ["83", "19", "2", "games", "(4", "agent", "episodes)"]

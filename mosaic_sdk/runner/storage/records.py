@@ -28,10 +28,24 @@ Stored: TypeAlias = int | float | str | None
 
 
 class RunCounts(TypedDict):
-    """The running counts of a run (the writer updates them with the rows they count)."""
+    """The counts of a run, each named for what it counts. The writer updates the stored
+    ones with the rows they count; ``step_lines``, ``env_steps``, ``games`` and
+    ``agent_episodes`` are worked out when read."""
 
+    #: step lines stored (the same as ``step_lines``; kept under its old name)
     steps: int
+    #: step lines stored: fewer than the env steps when a worker throttles them
+    step_lines: int
+    #: environment steps: the sum of the ``steps`` of the episode lines plus the step lines
+    #: of the episodes not finished (after an agent's last episode line), per agent summed
+    #: for a multi-agent run; never fewer than the step lines
+    env_steps: int
+    #: episode lines stored (a multi-agent run writes one per agent per game)
     episodes: int
+    #: multi-agent runs: games (distinct ``episode_index``) and the agents' episode lines;
+    #: None for a single-agent run
+    games: int | None
+    agent_episodes: int | None
     events: int
     log_lines: int
     invalid_lines: int
@@ -131,7 +145,11 @@ class AgentSummary(TypedDict):
 
     #: None: the run's rows without an ``agent_id``
     agent_id: str | None
+    #: step lines of the agent
     steps: int
+    #: env steps of the agent (the sum of its episodes' ``steps``, plus its step lines after
+    #: its last episode line; at least its step lines)
+    env_steps: int
     episodes: int
     mean_return: float | None
     min_return: float | None

@@ -245,6 +245,7 @@ class RunStore:
         }
         for key in out["counts"]:
             out.pop(key, None)
+        out["counts"].update(self._env_counts(row["run_id"], int(row["steps"])))
         out["config"] = json.loads(row["config_json"]) if row["config_json"] else None
         out["argv"] = json.loads(row["argv_json"]) if row["argv_json"] else None
         del out["config_json"], out["argv_json"]
@@ -261,6 +262,90 @@ class RunStore:
         out["stalled"] = self._stalled(row["run_id"]) if row["status"] == "running" else None
         end = row["ended_at"] if row["ended_at"] is not None else time.time()
         out["duration_seconds"] = round(max(0.0, end - row["started_at"]), 3)
+        return out
+
+    def _has_column(self, table: str, column: str) -> bool:
+        return any(r["name"] == column for r in self.conn.execute(f"PRAGMA table_info({table})"))
+
+    def _env_counts(self, run_id: str, step_lines: int) -> dict[str, int | None]:
+        """``step_lines``, ``env_steps``, and for a multi-agent run ``games`` and
+        ``agent_episodes`` (None otherwise): see :class:`~.records.RunCounts`."""
+        per_agent = self._agent_env_steps(run_id)
+        if per_agent is None:  # single-agent
+            steps, _ = self._episode_steps(run_id, None, agentless=True)
+            return {
+                "step_lines": step_lines,
+                "env_steps": max(step_lines, steps),
+                "games": None,
+                "agent_episodes": None,
+            }
+        games = self.conn.execute(
+            "SELECT count(DISTINCT episode_index) AS g, count(*) AS n FROM episodes"
+            " WHERE run_id = ? AND agent_id IS NOT NULL",
+            (run_id,),
+        ).fetchone()
+        return {
+            "step_lines": step_lines,
+            "env_steps": max(step_lines, sum(per_agent.values())),
+            "games": int(games["g"]),
+            "agent_episodes": int(games["n"]),
+        }
+
+    def _episode_steps(
+        self, run_id: str, agent: str | None, *, agentless: bool = False
+    ) -> tuple[int, int]:
+        """(env steps, step lines) of one agent (``agentless``: of the whole run, every row):
+        the sum of the integer ``steps`` of its episode lines, plus the step lines written
+        after its last episode line (the episode in progress, or cut short)."""
+        where = "" if agentless else " AND agent_id IS ?"
+        params: list[object] = [run_id] if agentless else [run_id, agent]
+        row = self.conn.execute(
+            "SELECT coalesce(sum(CASE WHEN typeof(steps) = 'integer' AND steps > 0"
+            " THEN steps END), 0) AS s, coalesce(max(line_no), 0) AS last"
+            f" FROM episodes WHERE run_id = ?{where}",
+            params,
+        ).fetchone()
+        after = self.conn.execute(
+            f"SELECT count(*) AS n FROM steps WHERE run_id = ?{where} AND line_no > ?",
+            [*params, row["last"]],
+        ).fetchone()
+        return int(row["s"]) + int(after["n"]), int(after["n"])
+
+    def _agent_env_steps(self, run_id: str) -> dict[str | None, int] | None:
+        """Env steps per ``agent_id`` of a run whose rows carry one (see
+        :meth:`_episode_steps`; each at least the agent's step lines); None for a run
+        without agent ids (or a store older than the column)."""
+        if not self._has_column("episodes", "agent_id"):
+            return None
+        conn = self.conn
+        any_agent = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM episodes WHERE run_id = ?1 AND agent_id IS NOT NULL)"
+            " OR EXISTS (SELECT 1 FROM steps WHERE run_id = ?1 AND agent_id IS NOT NULL) AS y",
+            (run_id,),
+        ).fetchone()
+        if not any_agent["y"]:
+            return None
+        agents = [
+            r["agent_id"]
+            for r in conn.execute(
+                "SELECT DISTINCT agent_id FROM episodes WHERE run_id = ?1 AND agent_id IS NOT NULL"
+                " UNION SELECT DISTINCT agent_id FROM steps WHERE run_id = ?1"
+                " AND agent_id IS NOT NULL",
+                (run_id,),
+            )
+        ]
+        lines = {
+            r["agent_id"]: int(r["n"])
+            for r in conn.execute(
+                "SELECT agent_id, count(*) AS n FROM steps WHERE run_id = ?"
+                " AND agent_id IS NOT NULL GROUP BY agent_id",
+                (run_id,),
+            )
+        }
+        out: dict[str | None, int] = {}
+        for agent in agents:
+            steps, _ = self._episode_steps(run_id, agent)
+            out[agent] = max(steps, lines.get(agent, 0))
         return out
 
     def _stalled(self, run_id: str) -> JsonObject | None:
@@ -378,6 +463,7 @@ class RunStore:
                 {
                     "agent_id": agent,
                     "steps": 0,
+                    "env_steps": 0,
                     "episodes": 0,
                     "mean_return": None,
                     "min_return": None,
@@ -424,6 +510,9 @@ class RunStore:
             fill(g, no_id)
         if len(groups) < 2:
             return []
+        env = self._agent_env_steps(run_id) or {}
+        for agent, g in groups.items():
+            g["env_steps"] = env.get(agent, g["steps"]) if agent is not None else g["steps"]
         return sorted(groups.values(), key=lambda g: (g["agent_id"] is None, str(g["agent_id"])))
 
     def custom_events(self, run_id: str, standard: Sequence[str]) -> Iterator[EventRecord]:
