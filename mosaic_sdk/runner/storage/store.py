@@ -674,11 +674,15 @@ class RunStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(max(0, int(limit)))
-        nan = math.nan
-        for step, value, wall in cursor.execute(sql, params):
-            steps.append(step)
-            values.append(nan if value is None else value)  # NULL is how SQLite keeps NaN
-            walls.append(wall)
+        rows = cursor.execute(sql, params).fetchall()
+        if not rows:
+            return out
+        columns = list(zip(*rows, strict=True))
+        steps.extend(columns[0])
+        values.extend(columns[1])
+        walls.extend(columns[2])
+        if None in values:  # NULL is how SQLite keeps NaN
+            values[:] = [math.nan if v is None else v for v in values]
         return out
 
     def series_counts(self, run_id: str) -> SeriesCounts:
