@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -74,6 +75,13 @@ def register(sub: Any) -> None:
         help="skip the worker's own --dry-run before the run (it catches configs the worker "
         "would refuse, e.g. an env id that does not exist, before a run is stored)",
     )
+    p.add_argument(
+        "--tensorboard",
+        metavar="DIR",
+        help="also write the run's series as TensorBoard event files under DIR/RUN_ID while "
+        "it goes on (an observer plugin; the same as setting MOSAIC_TENSORBOARD_DIR; needs "
+        "tensorboardX: pip install 'mosaic-worker-sdk[tensorboard]')",
+    )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(handler=cmd_run)
 
@@ -124,6 +132,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         stall_after = stall_limit_value(args.stall_after, "--stall-after")
     except ValueError as exc:
         raise UsageError(f"{exc}, e.g. --stall-after 60") from None
+    if args.tensorboard:
+        from mosaic_sdk.extras import MissingExtraError, require
+        from mosaic_sdk.runner.tensorboard import ENV_DIR, EXTRA
+
+        try:
+            require("tensorboardX", EXTRA, "mosaic run --tensorboard")
+        except MissingExtraError as exc:
+            raise UsageError(str(exc)) from None
+        # the runner registers its observer from the setting (sweeps' trials inherit it)
+        os.environ[ENV_DIR] = str(Path(args.tensorboard).expanduser().absolute())
     if args.max_line_bytes is not None:
         if args.max_line_bytes < 1:
             raise UsageError(f"--max-line-bytes {args.max_line_bytes}: give a number of bytes >= 1")

@@ -261,12 +261,13 @@ def _observer_rows(reports: list[ObserverRecord]) -> list[tuple[str, str]]:
     for r in reports:
         if r.get("error"):
             rows.append(("observer", f"{r['name']}: disabled after an error: {r['error']}"))
-        elif r.get("missed_steps") or r.get("missed_episodes"):
+        elif r.get("missed_steps") or r.get("missed_episodes") or r.get("missed_points"):
+            points = f", {r['missed_points']} series points" if r.get("missed_points") else ""
             rows.append(
                 (
                     "observer",
                     f"{r['name']}: too slow, missed {r['missed_steps']} steps and "
-                    f"{r['missed_episodes']} episodes (the store holds them all)",
+                    f"{r['missed_episodes']} episodes{points} (the store holds them all)",
                 )
             )
     return rows

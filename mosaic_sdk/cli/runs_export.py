@@ -26,8 +26,10 @@ def register(rsub: Any, store_arg: Any) -> None:
     p.add_argument(
         "--format",
         dest="fmt",
-        choices=("csv", "jsonl", "parquet"),
-        help="default: by the suffix of -o (.csv, .jsonl, .parquet), else csv",
+        choices=("csv", "jsonl", "parquet", "tensorboard"),
+        help="default: by the suffix of -o (.csv, .jsonl, .parquet), else csv; tensorboard "
+        "(with --what metrics): TensorBoard event files under the directory -o DIR (needs "
+        "tensorboardX: pip install 'mosaic-worker-sdk[tensorboard]')",
     )
     p.add_argument(
         "--what",
@@ -69,6 +71,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise UsageError("--metric picks series: use it with --what metrics")
     fmt = args.fmt or format_for(args.output)
     to_stdout = args.output == "-"
+    if fmt == "tensorboard":
+        return _export_tensorboard(args, to_stdout)
     if fmt == "parquet":
         try:
             require("pyarrow", "parquet", "mosaic runs export --format parquet")
@@ -96,4 +100,32 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not to_stdout:
         rows = "point" if args.what == "metrics" else f"{args.what} row"
         print(f"wrote {count} {rows}{'s' if count != 1 else ''} to {args.output} ({fmt})")
+    return 0
+
+
+def _export_tensorboard(args: argparse.Namespace, to_stdout: bool) -> int:
+    from mosaic_sdk.cli.runs import open_store
+    from mosaic_sdk.extras import MissingExtraError, require
+    from mosaic_sdk.runner.storage.store import StoreError
+    from mosaic_sdk.runner.tensorboard import EXTRA, export_tensorboard
+
+    if args.what != "metrics":
+        raise UsageError("--format tensorboard writes series: use it with --what metrics")
+    if to_stdout:
+        raise UsageError("--format tensorboard writes a directory of event files: give -o DIR")
+    try:
+        require("tensorboardX", EXTRA, "mosaic runs export --format tensorboard")
+    except MissingExtraError as exc:
+        raise UsageError(str(exc)) from None
+    with open_store(args) as store:
+        try:
+            full = store.resolve(args.run_id)
+            count = export_tensorboard(
+                store, full, args.output, agent=args.agent, metrics=args.metric or None
+            )
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    print(f"wrote {count} point{'s' if count != 1 else ''} to {args.output} (tensorboard)")
     return 0

@@ -68,6 +68,9 @@ class ObserverRecord(TypedDict):
     missed_episodes: int
     #: ``"ExcType: message"`` of the exception that disabled it, or None.
     error: str | None
+    #: series points given to ``mosaic_telemetry_series`` and missed (version 5)
+    delivered_points: int
+    missed_points: int
 
 
 #: The runner's lifecycle events (``synthesised``) when a run passes its stall limit, and when
@@ -215,6 +218,19 @@ SeriesValues: TypeAlias = tuple[str, int, str, str | None]
 PointValues: TypeAlias = tuple[str, int, int, int, int, float]
 
 
+class SeriesPoint(NamedTuple):
+    """One point of a series as observer plugins get it (``mosaic_telemetry_series``)."""
+
+    run_id: str
+    name: str
+    agent_id: str | None
+    step: int
+    #: may be NaN or infinite
+    value: float
+    #: the line's time, ns since the epoch
+    wall_ns: int
+
+
 @dataclass(frozen=True)
 class SeriesInfo:
     """One series of a run as :meth:`RunStore.series` lists it: its name (TensorBoard's
@@ -279,6 +295,7 @@ __all__ = [
     "RunRecord",
     "SeriesCounts",
     "SeriesInfo",
+    "SeriesPoint",
     "SeriesPoints",
     "SeriesValues",
     "Stored",
