@@ -366,3 +366,18 @@ def test_counts_name_env_steps_step_lines_and_episodes_apart(
     listed = capsys.readouterr().out.splitlines()
     assert listed[0].split()[-5:] == ["env", "steps", "step", "lines", "episodes"]
     assert listed[1].split()[-7:] == ["83", "19", "2", "games", "(4", "agent", "episodes)"]
+
+
+def test_metrics_lines_off_the_fast_path_give_the_same_rows(tmp_path: Path) -> None:
+    """A metrics line the fast path does not take (leading blank, an ``event_type`` dialect
+    line is not one) gives the same event row and points as one it takes."""
+    line = _metrics(4, {"a": 1.5, "b": {"c": 2}}, 9)
+    rows = []
+    for text in (line, " " + line):
+        ingest = LineIngest("R")
+        batch = LineBatch()
+        assert ingest.add(batch, [text.encode()]) == []
+        event = batch.events[0]
+        rows.append((event[3], event[6], batch.series, batch.points))
+    assert rows[0] == rows[1]
+    assert rows[0][2] == [("R", 1, "a", None), ("R", 2, "b.c", None)]
