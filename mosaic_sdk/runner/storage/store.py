@@ -269,13 +269,14 @@ class RunStore:
 
     def _env_counts(self, run_id: str, step_lines: int) -> dict[str, int | None]:
         """``step_lines``, ``env_steps``, and for a multi-agent run ``games`` and
-        ``agent_episodes`` (None otherwise): see :class:`~.records.RunCounts`."""
+        ``agent_episodes`` (None otherwise): see :class:`~.records.RunCounts`. Cheap on a
+        long run: sums over the episodes, index lookups and range counts over the steps
+        after the last episode line (a run's step lines are counted, never scanned)."""
         per_agent = self._agent_env_steps(run_id)
         if per_agent is None:  # single-agent
-            steps, _ = self._episode_steps(run_id, None, agentless=True)
             return {
                 "step_lines": step_lines,
-                "env_steps": max(step_lines, steps),
+                "env_steps": max(step_lines, self._env_steps(run_id, None, agentless=True)),
                 "games": None,
                 "agent_episodes": None,
             }
@@ -291,13 +292,13 @@ class RunStore:
             "agent_episodes": int(games["n"]),
         }
 
-    def _episode_steps(
-        self, run_id: str, agent: str | None, *, agentless: bool = False
-    ) -> tuple[int, int]:
-        """(env steps, step lines) of one agent (``agentless``: of the whole run, every row):
-        the sum of the integer ``steps`` of its episode lines, plus the step lines written
-        after its last episode line (the episode in progress, or cut short)."""
-        where = "" if agentless else " AND agent_id IS ?"
+    def _env_steps(self, run_id: str, agent: str | None, *, agentless: bool = False) -> int:
+        """Env steps of one agent (``agentless``: of the whole run, every row): the sum of
+        the integer ``steps`` of its episode lines plus its step lines after its last episode
+        line (the episode in progress, or cut short); its step lines when its episode lines
+        carry no step counts (or it has none); 0 for ``agentless`` then (the caller takes the
+        run's step lines)."""
+        where = "" if agentless else " AND agent_id = ?"
         params: list[object] = [run_id] if agentless else [run_id, agent]
         row = self.conn.execute(
             "SELECT coalesce(sum(CASE WHEN typeof(steps) = 'integer' AND steps > 0"
@@ -305,48 +306,46 @@ class RunStore:
             f" FROM episodes WHERE run_id = ?{where}",
             params,
         ).fetchone()
-        after = self.conn.execute(
-            f"SELECT count(*) AS n FROM steps WHERE run_id = ?{where} AND line_no > ?",
-            [*params, row["last"]],
+        if row["s"] > 0:
+            after = self.conn.execute(
+                f"SELECT count(*) AS n FROM steps WHERE run_id = ? AND line_no > ?{where}",
+                [run_id, row["last"], *params[1:]],
+            ).fetchone()
+            return int(row["s"]) + int(after["n"])
+        if agentless:
+            return 0
+        lines = self.conn.execute(
+            "SELECT count(*) AS n FROM steps WHERE run_id = ? AND agent_id = ?", params
         ).fetchone()
-        return int(row["s"]) + int(after["n"]), int(after["n"])
+        return int(lines["n"])
 
-    def _agent_env_steps(self, run_id: str) -> dict[str | None, int] | None:
-        """Env steps per ``agent_id`` of a run whose rows carry one (see
-        :meth:`_episode_steps`; each at least the agent's step lines); None for a run
-        without agent ids (or a store older than the column)."""
-        if not self._has_column("episodes", "agent_id"):
-            return None
-        conn = self.conn
-        any_agent = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM episodes WHERE run_id = ?1 AND agent_id IS NOT NULL)"
-            " OR EXISTS (SELECT 1 FROM steps WHERE run_id = ?1 AND agent_id IS NOT NULL) AS y",
-            (run_id,),
-        ).fetchone()
-        if not any_agent["y"]:
-            return None
-        agents = [
-            r["agent_id"]
-            for r in conn.execute(
-                "SELECT DISTINCT agent_id FROM episodes WHERE run_id = ?1 AND agent_id IS NOT NULL"
-                " UNION SELECT DISTINCT agent_id FROM steps WHERE run_id = ?1"
-                " AND agent_id IS NOT NULL",
+    def _agent_ids(self, run_id: str, table: str) -> list[str]:
+        """The distinct ``agent_id`` values of a run's rows of ``table``, found by jumps
+        through the partial index (one lookup per agent, not a scan of the rows)."""
+        return [
+            r["id"]
+            for r in self.conn.execute(
+                "WITH RECURSIVE a(id) AS ("
+                f" SELECT (SELECT min(agent_id) FROM {table} WHERE run_id = ?1"
+                "  AND agent_id IS NOT NULL)"
+                f" UNION ALL SELECT (SELECT min(agent_id) FROM {table} WHERE run_id = ?1"
+                "  AND agent_id > a.id) FROM a WHERE a.id IS NOT NULL"
+                ") SELECT id FROM a WHERE id IS NOT NULL",
                 (run_id,),
             )
         ]
-        lines = {
-            r["agent_id"]: int(r["n"])
-            for r in conn.execute(
-                "SELECT agent_id, count(*) AS n FROM steps WHERE run_id = ?"
-                " AND agent_id IS NOT NULL GROUP BY agent_id",
-                (run_id,),
-            )
-        }
-        out: dict[str | None, int] = {}
-        for agent in agents:
-            steps, _ = self._episode_steps(run_id, agent)
-            out[agent] = max(steps, lines.get(agent, 0))
-        return out
+
+    def _agent_env_steps(self, run_id: str) -> dict[str | None, int] | None:
+        """Env steps per ``agent_id`` of a run whose rows carry one (see
+        :meth:`_env_steps`); None for a run without agent ids (or a store older than the
+        column)."""
+        if not self._has_column("episodes", "agent_id"):
+            return None
+        agents = dict.fromkeys(self._agent_ids(run_id, "episodes"))
+        agents.update(dict.fromkeys(self._agent_ids(run_id, "steps")))
+        if not agents:
+            return None
+        return {agent: self._env_steps(run_id, agent) for agent in agents}
 
     def _stalled(self, run_id: str) -> JsonObject | None:
         """The payload of the run's ``stalled`` event when no ``recovered`` came after it
