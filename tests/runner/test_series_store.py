@@ -381,3 +381,22 @@ def test_metrics_lines_off_the_fast_path_give_the_same_rows(tmp_path: Path) -> N
         rows.append((event[3], event[6], batch.series, batch.points))
     assert rows[0] == rows[1]
     assert rows[0][2] == [("R", 1, "a", None), ("R", 2, "b.c", None)]
+
+
+def test_points_a_table_refuses_are_counted_and_the_lines_kept(tmp_path: Path) -> None:
+    """The one-row-at-a-time fallback of the writer: points its table refuses (here the
+    same point twice) are counted as refused, every line is stored, nothing is lost."""
+    path = tmp_path / "runs.sqlite"
+    with RunStore(path) as store:
+        store.create_run("R", "w")
+    ingest = LineIngest("R")
+    batch = LineBatch(1)
+    ingest.add(batch, [_metrics(1, {"a": 1.0, "b": 2.0}, 5).encode()])
+    batch.points.append(batch.points[0])  # a duplicate key: the batch fails as a whole
+    writer = StoreWriter(path, "R")
+    writer.submit(batch)
+    writer.close()
+    assert writer.lost_rows == 0
+    with RunStore(path) as store:
+        assert store.count_rows("R")["events"] == 1
+        assert store.series_counts("R") == {"points": 0, "refused": 3, "series": 0}
