@@ -294,6 +294,10 @@ def _print_agents(agents: list[AgentSummary]) -> None:
         )
 
 
+#: Series listed by ``runs show`` (``--json`` lists them all).
+SERIES_SHOWN = 50
+
+
 def _series_json(info: SeriesInfo) -> dict[str, object]:
     """A series for ``--json``: NaN and infinities as the strings ``"nan"``, ``"inf"``,
     ``"-inf"`` (JSON has no such numbers)."""
@@ -318,6 +322,8 @@ def _print_series(series: list[SeriesInfo], counts: SeriesCounts) -> None:
     print(f"\nseries ({counts['series']} series, {counts['points']} points{refused}):")
     if not series:
         return
+    more = len(series) - SERIES_SHOWN
+    series = series[:SERIES_SHOWN]
     names = [printable(s.name) for s in series]
     agents = [printable("-" if s.agent_id is None else s.agent_id) for s in series]
     nw = max(len("name"), *(len(n) for n in names))
@@ -327,6 +333,8 @@ def _print_series(series: list[SeriesInfo], counts: SeriesCounts) -> None:
         print(
             f"  {name:<{nw}}  {agent:<{aw}}  {s.points:>8}  {s.last_step:>10}  {s.last_value:.6g}"
         )
+    if more > 0:
+        print(f"  ... and {more} more (--json lists them all; runs export --what metrics)")
 
 
 def _short(text: str | None, limit: int = 160) -> str:

@@ -400,3 +400,19 @@ def test_points_a_table_refuses_are_counted_and_the_lines_kept(tmp_path: Path) -
     with RunStore(path) as store:
         assert store.count_rows("R")["events"] == 1
         assert store.series_counts("R") == {"points": 0, "refused": 3, "series": 0}
+
+
+def test_runs_show_lists_the_first_series_and_says_how_many_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mosaic_sdk.cli import main
+
+    path = tmp_path / "runs.sqlite"
+    _ingest(path, [_metrics(1, {f"s{i:03d}": float(i) for i in range(60)}, 1)])
+    assert main(["runs", "show", "R", "--store", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "series (60 series, 60 points):" in text
+    assert "  s049  " in text and "  s050  " not in text
+    assert "... and 10 more (--json lists them all" in text
+    assert main(["runs", "show", "R", "--store", str(path), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["series"]) == 60
