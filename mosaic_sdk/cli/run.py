@@ -134,7 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"{exc}, e.g. --stall-after 60") from None
     if args.tensorboard:
         from mosaic_sdk.extras import MissingExtraError, require
-        from mosaic_sdk.runner.tensorboard import ENV_DIR, EXTRA
+        from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, EXTRA
 
         try:
             require("tensorboardX", EXTRA, "mosaic run --tensorboard")

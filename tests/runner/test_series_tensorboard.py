@@ -14,10 +14,10 @@ import pytest
 from mosaic_sdk import hookimpl
 from mosaic_sdk.cli import main
 from mosaic_sdk.plugins import discover_workers
+from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, TensorBoardObserver, run_dir
 from mosaic_sdk.runner.storage.records import SeriesPoint
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervisor import run_worker
-from mosaic_sdk.runner.tensorboard import ENV_DIR, run_dir
 
 pytest.importorskip("tensorboardX")
 event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
@@ -185,3 +185,18 @@ def test_hook_mosaic_telemetry_series_sees_every_point_named(
         assert_same(got[agent], want[agent])
     [report] = [r for r in result.observers if r["name"] == "seen"]
     assert report["delivered_points"] == len(seen.points) == 40 * 4 + 2
+
+
+def test_the_observer_s_points_are_readable_before_the_run_ends(tmp_path: Path) -> None:
+    """Each delivery is on disk when the hook returns (TensorBoard follows a live run); the
+    run's files are closed at its cleanup, and points that come after it are still written."""
+    observer = TensorBoardObserver(tmp_path)
+    first = [SeriesPoint("R", "loss", None, s, 1 / (s + 1), 10**18 + s) for s in range(3)]
+    observer.mosaic_telemetry_series(run_id="R", points=first)
+    want = {"loss": [(p.step, p.wall_ns / 1e9, p.value) for p in first]}
+    assert_same(read_back(run_dir(tmp_path, "R", None)), want)
+    observer.mosaic_run_cleanup(run_id="R")
+    late = [SeriesPoint("R", "loss", None, 7, 0.5, 10**18 + 7)]
+    observer.mosaic_telemetry_series(run_id="R", points=late)
+    want["loss"].append((7, (10**18 + 7) / 1e9, 0.5))
+    assert_same(read_back(run_dir(tmp_path, "R", None)), want)

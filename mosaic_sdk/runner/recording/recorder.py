@@ -49,11 +49,11 @@ from mosaic_sdk.runner.recording.ingest import LineIngest, StderrIngest
 from mosaic_sdk.runner.recording.observers import ObserverFeed
 from mosaic_sdk.runner.recording.outcome import Outcome, decide, lifecycle_event, record_end
 from mosaic_sdk.runner.recording.step_frames import StepFrames, on_commit_all
+from mosaic_sdk.runner.recording.tensorboard import register_from_env
 from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.storage.records import ObserverRecord, RunCounts
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.storage.writer import StoreWriter
-from mosaic_sdk.runner.tensorboard import register_from_env
 
 if TYPE_CHECKING:
     import pluggy

@@ -16,6 +16,7 @@ The event files are written by tensorboardX (the ``tensorboard`` extra: ``pip in
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -30,6 +31,8 @@ from mosaic_sdk.runner.storage.records import SeriesPoint
 
 if TYPE_CHECKING:
     from mosaic_sdk.runner.storage.store import RunStore
+
+_WRITERS = itertools.count(1)
 
 #: The extra that installs tensorboardX.
 EXTRA = "tensorboard"
@@ -49,15 +52,18 @@ class EventFiles:
 
     def __init__(self, root: Path, run_id: str, feature: str = "TensorBoard event files") -> None:
         require("tensorboardX", EXTRA, feature)
-        # tensorboardX is the optional `tensorboard` extra: imported once it is known present
-        from tensorboardX import FileWriter
+        # tensorboardX is the optional `tensorboard` extra: imported once it is known present.
+        # Its EventsWriter writes each event as it is given (its FileWriter queues them for a
+        # thread, and its flush does not wait for that queue: a reader would miss points).
+        from tensorboardX.event_file_writer import EventsWriter
         from tensorboardX.proto import types_pb2
+        from tensorboardX.proto.event_pb2 import Event
         from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
         from tensorboardX.proto.tensor_pb2 import TensorProto
         from tensorboardX.proto.tensor_shape_pb2 import TensorShapeProto
 
-        self._file_writer = FileWriter
-        self._summary, self._tensor = Summary, TensorProto
+        self._events_writer = EventsWriter
+        self._event, self._summary, self._tensor = Event, Summary, TensorProto
         self._double, self._scalar_shape = types_pb2.DT_DOUBLE, TensorShapeProto()
         self._metadata = SummaryMetadata(
             plugin_data=SummaryMetadata.PluginData(plugin_name="scalars")
@@ -72,14 +78,17 @@ class EventFiles:
         if writer is None:
             path = run_dir(self.root, self.run_id, agent_id)
             path.mkdir(parents=True, exist_ok=True)
-            writer = self._writers[agent_id] = self._file_writer(str(path), flush_secs=5)
+            # a file of its own: two writers of one directory in one second (the observer
+            # after a run's cleanup closed its files) would otherwise share a file name
+            suffix = f".{os.getpid()}.{next(_WRITERS)}"
+            writer = self._writers[agent_id] = self._events_writer(str(path / "events"), suffix)
         tensor = self._tensor(
             dtype=self._double, double_val=[value], tensor_shape=self._scalar_shape
         )
         summary = self._summary(
             value=[self._summary.Value(tag=name, tensor=tensor, metadata=self._metadata)]
         )
-        writer.add_summary(summary, int(step), wall_ns / 1e9)
+        writer.write_event(self._event(wall_time=wall_ns / 1e9, step=int(step), summary=summary))
         self.points += 1
 
     def add_points(self, points: Iterable[SeriesPoint]) -> None:
@@ -133,20 +142,30 @@ class TensorBoardObserver:
         self.root = Path(root)
         self._lock = threading.Lock()
         self._runs: dict[str, EventFiles] = {}
+        #: Runs whose cleanup came (the last points may still be on their way: written,
+        #: then closed at once). The newest ones only: a sweep makes many runs.
+        self._ended: dict[str, None] = {}
 
     @hookimpl
     def mosaic_telemetry_series(self, run_id: str, points: Sequence[SeriesPoint]) -> None:
         with self._lock:
             files = self._runs.get(run_id)
             if files is None:
-                files = self._runs[run_id] = EventFiles(self.root, run_id, f"{ENV_DIR}")
+                files = EventFiles(self.root, run_id, ENV_DIR)
+                if run_id not in self._ended:
+                    self._runs[run_id] = files
             files.add_points(points)
             files.flush()
+            if run_id in self._ended:
+                files.close()
 
     @hookimpl
     def mosaic_run_cleanup(self, run_id: str) -> None:
         with self._lock:
             files = self._runs.pop(run_id, None)
+            self._ended[run_id] = None
+            while len(self._ended) > 1000:
+                del self._ended[next(iter(self._ended))]
         if files is not None:
             files.close()
 
