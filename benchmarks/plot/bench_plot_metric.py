@@ -77,9 +77,10 @@ def fill_episodes(path: Path, runs: int, episodes: int) -> list[str]:
             returns = 500 * (1 - np.exp(-np.arange(episodes) / episodes * 3))
             returns += rng.normal(0, 10, episodes)
             t0 = time.time_ns()
+            raw = json.dumps({"type": "episode", "total_reward": 0.0, "steps": 200})
             rows = [
                 (run_id, n + 2, n + 2, n, float(returns[n]), 200, 1, 0, t0 + n * 10**6,
-                 json.dumps({"type": "episode", "episode_index": n}), None)
+                 raw, None)
                 for n in range(episodes)
             ]  # fmt: skip
             store.conn.execute("BEGIN")

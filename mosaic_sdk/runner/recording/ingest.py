@@ -132,15 +132,6 @@ class LineIngest:
                     d = None
                 if (
                     type(d) is dict
-                    and d.get("type") == "lifecycle"
-                    and d.get("event") == METRICS_EVENT
-                ):
-                    # a metrics line (batched by the emitter like step lines, as frequent):
-                    # classify_line would return this object unchanged, as for step lines
-                    self._metrics(batch, line_no, d, text)
-                    continue
-                if (
-                    type(d) is dict
                     and d.get("type") == "step"
                     and "episode_index" in d
                     and "step_index" in d
@@ -160,6 +151,15 @@ class LineIngest:
                             d.get("agent_id"),
                         )
                     )
+                    continue
+                if (
+                    type(d) is dict
+                    and d.get("type") == "lifecycle"
+                    and d.get("event") == METRICS_EVENT
+                ):
+                    # a metrics line (batched by the emitter like step lines, as frequent):
+                    # classify_line would return this object unchanged, as for step lines
+                    self._metrics(batch, line_no, d, text)
                     continue
             try:
                 self._classified(batch, line_no, text, partial_last and i == last, lifecycle)
