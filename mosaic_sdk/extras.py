@@ -7,6 +7,7 @@ in extras of the distribution (``pyproject.toml``)::
     mosaic-worker-sdk[plot]      matplotlib (and Pillow): ``mosaic runs plot``
     mosaic-worker-sdk[parquet]   pyarrow: ``mosaic runs export --format parquet``
     mosaic-worker-sdk[submit]    grpcio and protobuf: ``mosaic submit`` (a run in MOSAIC's daemon)
+    mosaic-worker-sdk[tensorboard]  tensorboardX: series as TensorBoard event files
 
 :func:`require` imports a module of an extra or raises :class:`MissingExtraError`, whose
 message names the feature, the missing module and the ``pip install`` line that fixes it.
@@ -27,6 +28,7 @@ EXTRAS = {
     "plot": ("matplotlib>=3.7", "Pillow>=10.1"),
     "parquet": ("pyarrow>=14",),
     "submit": ("grpcio>=1.60", "protobuf>=4.25"),
+    "tensorboard": ("tensorboardX>=2.6",),
 }
 
 

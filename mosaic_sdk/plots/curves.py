@@ -212,9 +212,8 @@ def read_episodes(store: RunStore, run_id: str, agent: AgentKey | None = None) -
     """The episodes of ``run_id`` (an id or unique prefix) in ``store`` (a
     :class:`~mosaic_sdk.runner.storage.store.RunStore`), as arrays; one query, one pass. ``agent``:
     only that agent's episodes (:func:`run_agents`)."""
-    run = store.get_run(run_id)
-    full = run["run_id"]
-    return episodes_from_rows(full, _rows(store, full, run["started_at"], 0, agent))
+    full, started_at = store.started_at(run_id)
+    return episodes_from_rows(full, _rows(store, full, started_at, 0, agent))
 
 
 def curve_from_episodes(

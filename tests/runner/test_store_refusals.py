@@ -9,10 +9,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.schema import SCHEMA_VERSION, StoreError, connect, connect_readonly
-from mosaic_sdk.runner.store import RunStore
 
 from mosaic_sdk.cli import main
+from mosaic_sdk.runner.storage.schema import SCHEMA_VERSION, StoreError, connect, connect_readonly
+from mosaic_sdk.runner.storage.store import RunStore
 
 
 def fingerprint(path: Path) -> tuple[str, int, int]:

@@ -2,3 +2,7 @@
 :mod:`.rows` (``LineBatch``, rows that always bind), :mod:`.writer` (``StoreWriter``, the
 writer thread), :mod:`.paths` (where the store and run directories live), :mod:`.ids` (run
 ids) and :mod:`.export` (``mosaic runs export``)."""
+
+from mosaic_sdk.runner.storage.records import SeriesCounts, SeriesInfo, SeriesPoints
+
+__all__ = ["SeriesCounts", "SeriesInfo", "SeriesPoints"]
