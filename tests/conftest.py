@@ -20,8 +20,12 @@ HEAVY: dict[str, str] = {
 
 
 def heavy_reason(path: Path) -> str | None:
-    """Why the test file at ``path`` is heavy, or None."""
-    relative = path.resolve().relative_to(TESTS_DIR).as_posix()
+    """Why the test file at ``path`` is heavy, or None (also for a file outside ``tests/``,
+    such as the conformance suite collected with ``--pyargs mosaic_sdk.conformance``)."""
+    resolved = path.resolve()
+    if not resolved.is_relative_to(TESTS_DIR):
+        return None
+    relative = resolved.relative_to(TESTS_DIR).as_posix()
     return next((why for prefix, why in HEAVY.items() if relative.startswith(prefix)), None)
 
 
