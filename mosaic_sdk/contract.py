@@ -125,6 +125,7 @@ def agent_stream_clash(run_id: str) -> str | None:
         f"that does not end in -w and a number (e.g. {rest + '_w' + tail!r})"
     )
 
+
 # --- metadata and capabilities -------------------------------------------------------------
 
 

@@ -139,7 +139,9 @@ class ControlRelay:
                 if self.protocol is None
                 else f"speaks control protocol {self.protocol!r}, not {PROTOCOL}"
             )
-            self.stop_without_protocol(f"stop through the control socket (the worker {why}: SIGTERM)")
+            self.stop_without_protocol(
+                f"stop through the control socket (the worker {why}: SIGTERM)"
+            )
             return {
                 "type": "control_reply",
                 "v": PROTOCOL,
