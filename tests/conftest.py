@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.heavy)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def shared_plugin_probe_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One cache of plugin probe verdicts for the whole session (MOSAIC_PLUGIN_CACHE, children
+    included): every test has a MOSAIC_HOME of its own, and the default cache under it would
+    start a probe child in every test that discovers workers. Tests of the cache set their
+    own."""
+    path = tmp_path_factory.mktemp("plugin-probes") / "plugin-probes.json"
+    old = os.environ.get("MOSAIC_PLUGIN_CACHE")
+    os.environ["MOSAIC_PLUGIN_CACHE"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("MOSAIC_PLUGIN_CACHE", None)
+    else:
+        os.environ["MOSAIC_PLUGIN_CACHE"] = old
+
+
 @pytest.fixture(autouse=True)
 def isolated_mosaic_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
@@ -49,8 +67,6 @@ def plugin_fixtures(monkeypatch: pytest.MonkeyPatch) -> Path:
     """Put tests/plugin_fixtures on sys.path and PYTHONPATH (for launched children too)."""
     path = TESTS_DIR / "plugin_fixtures"
     monkeypatch.syspath_prepend(str(path))
-    import os
-
     old = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", str(path) + (os.pathsep + old if old else ""))
     return path

@@ -5,12 +5,14 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import re
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from importlib import metadata as importlib_metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
 from pydantic import ValidationError
@@ -26,13 +28,22 @@ from mosaic_sdk.plugins.choice import (
     split_address,
 )
 from mosaic_sdk.plugins.errors import UnknownWorkerError, WorkerLoadError, WorkerUnavailableError
+from mosaic_sdk.plugins.guard import (
+    PluginTimeout,
+    plugin_output_to_stderr,
+    plugin_timeout,
+    run_guarded,
+)
 from mosaic_sdk.plugins.gym_gui_stand_in import install_gym_gui_stand_in
 from mosaic_sdk.plugins.handle import WorkerEntry, WorkerHandle
 from mosaic_sdk.plugins.platform_entry import PLUGIN_ATTRIBUTE
+from mosaic_sdk.plugins.probe import ProbeFailure, ProbeItem, forget, probe
 from mosaic_sdk.plugins.upstream import UpstreamWorkerAdapter
 
 if TYPE_CHECKING:
     from mosaic_sdk.plugins.plugin_group import PluginInfo
+
+T = TypeVar("T")
 
 
 def has_hookimpls(obj: object) -> bool:
@@ -62,9 +73,19 @@ class EntryPointCandidate:
     distribution: str | None
     dist_version: str | None
     load: Callable[[], object]  # returns the named object
+    #: Whether a child process can load it from ``value`` (an installed entry point or a
+    #: ``MOSAIC_PLUGINS`` entry; not an object given in-process): see :mod:`.probe`.
+    probe: bool = False
+    #: The distribution's metadata directory, when known.
+    location: str | None = None
 
     def source(self) -> str:
         return f"{self.distribution or '?'} ({self.value})"
+
+    def probe_item(self, group: str) -> ProbeItem:
+        return ProbeItem(
+            group, self.name, self.value, self.distribution, self.dist_version, self.location
+        )
 
 
 # --- the SDK's own default answers -------------------------------------------------------------
@@ -106,7 +127,18 @@ def installed_entry_points(group: str) -> list[EntryPointCandidate]:
             continue
         seen.add(key)
         version = dist.version if dist is not None else None
-        found.append(EntryPointCandidate(ep.name, ep.value, dist_name, version, ep.load))
+        location = getattr(dist, "_path", None)  # PathDistribution's directory, when it is one
+        found.append(
+            EntryPointCandidate(
+                ep.name,
+                ep.value,
+                dist_name,
+                version,
+                ep.load,
+                probe=True,
+                location=None if location is None else str(location),
+            )
+        )
     return found
 
 
@@ -121,10 +153,19 @@ def entry_point_candidates(environ: Mapping[str, str]) -> list[EntryPointCandida
             continue
         found.append(
             EntryPointCandidate(
-                name.strip(), value.strip(), "MOSAIC_PLUGINS", None, _loader(value.strip())
+                name.strip(),
+                value.strip(),
+                "MOSAIC_PLUGINS",
+                None,
+                _loader(value.strip()),
+                probe=_LOADABLE.fullmatch(value.strip()) is not None,
             )
         )
     return found
+
+
+#: ``module[:attr]`` as an entry point writes it (what a probe's child can load by name).
+_LOADABLE = re.compile(r"[\w.]+(\s*:\s*[\w.]+)?")
 
 
 def _bad_spec(spec: str) -> Callable[[], object]:
@@ -169,10 +210,22 @@ def _handle(
 
 def load_error(c: EntryPointCandidate, exc: BaseException) -> WorkerLoadError:
     """The :class:`WorkerLoadError` that says why ``c`` could not be loaded: a validation
-    error's fields on one line, else the exception's text, with its traceback."""
+    error's fields on one line, what a ``SystemExit`` (argparse, ``sys.exit()``) or another
+    exception that is not an ``Exception`` means, else the exception's text, with its
+    traceback."""
     if isinstance(exc, ValidationError):
         message = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+    elif isinstance(exc, SystemExit):
+        message = (
+            f"it called sys.exit({exc.code!r}) while loading (argparse does so when a factory "
+            "parses sys.argv); it is skipped"
+        )
+    elif not isinstance(exc, Exception):
+        message = (
+            f"it raised {type(exc).__name__}({str(exc)!r}) while loading, which stops a "
+            "program unless caught; it is skipped"
         )
     else:
         message = str(exc) or exc.__class__.__name__
@@ -314,16 +367,50 @@ def _canonical_name(text: str) -> str:
     return text if dist is None else address(bare, dist)
 
 
-def _load(
-    c: EntryPointCandidate, name: str, plugin_name: str, pm: pluggy.PluginManager
+class Attempt:
+    """One guarded load: registrations it made, undone if the load is abandoned (timed out)
+    so that a plugin that returns later cannot register itself behind discovery's back."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._registered: list[tuple[pluggy.PluginManager, str]] = []
+
+    def register(self, pm: pluggy.PluginManager, plugin: object, name: str) -> None:
+        with self._lock:
+            if self._abandoned:
+                raise PluginTimeout("it returned after its time was up")
+            pm.register(plugin, name=name)
+            self._registered.append((pm, name))
+
+    def unregister(self) -> None:
+        with self._lock:
+            for pm, name in self._registered:
+                if pm.get_plugin(name) is not None:
+                    pm.unregister(name=name)
+            self._registered.clear()
+
+    def abandon(self) -> None:
+        with self._lock:
+            self._abandoned = True
+        self.unregister()
+
+
+def load_unguarded(
+    c: EntryPointCandidate,
+    name: str,
+    plugin_name: str,
+    pm: pluggy.PluginManager,
+    attempt: Attempt | None = None,
 ) -> WorkerHandle | WorkerLoadError:
     """Load ``c``, register its plugin as ``plugin_name`` and check that it describes itself
-    as ``name``; the handle, or the error (then nothing stays registered)."""
+    as ``name``; the handle, or the error (then nothing stays registered). Catches whatever
+    the plugin raises, ``SystemExit`` included: run it where that is the plugin's, on a
+    loader thread (:func:`guarded_load`) or in the probe's child."""
+    attempt = attempt or Attempt()
     try:
         plugin, style = plugin_from(c.load(), c)
-        pm.register(plugin, name=plugin_name)
-    except KeyboardInterrupt:
-        raise
+        attempt.register(pm, plugin, plugin_name)
     except BaseException as exc:  # noqa: BLE001 - a broken plugin (even one calling
         return load_error(c, exc)  # sys.exit at import) must not stop discovery
     handle = _handle(c, plugin, pm, style)
@@ -334,10 +421,74 @@ def _load(
                 f"capabilities.worker_type is {caps.worker_type!r} but the entry point is "
                 f"named {name!r}; make them equal"
             )
-    except Exception as exc:  # noqa: BLE001
-        pm.unregister(name=plugin_name)
+    except BaseException as exc:  # noqa: BLE001 - the factory runs here: its SystemExit too
+        attempt.unregister()
         return load_error(c, exc)
     return handle
+
+
+class LoadPolicy:
+    """How the entry points of one discovery are loaded: the plugin time bound, and the
+    probe's verdicts (:mod:`mosaic_sdk.plugins.probe`) by entry point."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.verdicts: dict[ProbeItem, ProbeFailure | None] = {}
+
+    def probe(self, group: str, candidates: list[EntryPointCandidate]) -> None:
+        """Probe every probe-able candidate of ``group`` (one child for all that need it)."""
+        self.probe_items([c.probe_item(group) for c in candidates if c.probe])
+
+    def probe_items(self, items: list[ProbeItem]) -> None:
+        items = [item for item in dict.fromkeys(items) if item not in self.verdicts]
+        if not items:
+            return
+        for index, verdict in probe(items, self.timeout).items():
+            self.verdicts[items[index]] = verdict
+
+    def load(
+        self,
+        group: str,
+        c: EntryPointCandidate,
+        work: Callable[[Attempt], T | WorkerLoadError],
+    ) -> T | WorkerLoadError:
+        """``work(attempt)`` for ``c`` on a loader thread, within the time bound; the probe's
+        error instead when it found one."""
+        item = c.probe_item(group) if c.probe else None
+        verdict = self.verdicts.get(item) if item is not None else None
+        if verdict is not None:
+            return WorkerLoadError(
+                name=c.name,
+                distribution=c.distribution,
+                error_type=verdict.error_type,
+                message=verdict.message,
+                traceback=verdict.traceback,
+            )
+        attempt = Attempt()
+        outcome = run_guarded(c.name, lambda: work(attempt), self.timeout)
+        if not outcome.finished:
+            attempt.abandon()
+        if outcome.error is not None:
+            result: T | WorkerLoadError = load_error(c, outcome.error)
+        else:
+            result = outcome.value  # type: ignore[assignment]
+        if isinstance(result, WorkerLoadError) and item is not None and item in self.verdicts:
+            forget([item])  # it passed a probe once: probe it again next time
+        return result
+
+
+def _load(
+    c: EntryPointCandidate,
+    name: str,
+    plugin_name: str,
+    pm: pluggy.PluginManager,
+    policy: LoadPolicy,
+) -> WorkerHandle | WorkerLoadError:
+    """:func:`load_unguarded` under ``policy``: on a loader thread, within the time bound,
+    or the probe's verdict."""
+    return policy.load(
+        "worker", c, lambda attempt: load_unguarded(c, name, plugin_name, pm, attempt)
+    )
 
 
 def _load_contenders(
@@ -346,6 +497,7 @@ def _load_contenders(
     group: list[EntryPointCandidate],
     preferred: str | None,
     notes: list[str],
+    policy: LoadPolicy,
 ) -> None:
     """Several entry points named ``name``: load each under its address, let the rule of
     :mod:`mosaic_sdk.plugins.choice` pick the one the bare name means."""
@@ -364,7 +516,7 @@ def _load_contenders(
     outcomes: dict[str, WorkerHandle | WorkerLoadError] = {}
     contenders: list[Contender] = []
     for c, addr in zip(group, addresses, strict=True):
-        outcome = _load(c, name, f"worker:{addr}", registry.pm)
+        outcome = _load(c, name, f"worker:{addr}", registry.pm, policy)
         outcomes[addr] = outcome
         if isinstance(outcome, WorkerHandle):
             contenders.append(Contender(addr, c.distribution, c.value, outcome.style))
@@ -413,12 +565,18 @@ def discover_workers(
     points, e.g. in tests.
     """
     env = os.environ if environ is None else environ
+    with plugin_output_to_stderr():
+        return _discover(env, extra, pm)
+
+
+def _discover(
+    env: Mapping[str, str], extra: Mapping[str, object] | None, pm: pluggy.PluginManager | None
+) -> WorkerRegistry:
     install_gym_gui_stand_in()  # upstream-style workers import gym_gui.core.worker
     pm = pm or create_plugin_manager(env)
     registry = WorkerRegistry(pm)
-    from mosaic_sdk.plugins.plugin_group import load_plugin_group
+    from mosaic_sdk.plugins.plugin_group import enabled_candidates, load_plugin_group
 
-    registry.plugins, registry.plugin_errors = load_plugin_group(pm, env)
     disabled = {_canonical_name(n) for n in csv_names(env.get("MOSAIC_DISABLE_WORKERS"))}
     candidates = entry_point_candidates(env)
     for name, obj in (extra or {}).items():
@@ -431,12 +589,26 @@ def discover_workers(
         if c.name not in disabled and address(c.name, c.distribution) not in disabled:
             by_name.setdefault(c.name, []).append(c)
 
+    # every entry point of both groups in one probe (one child process for all that need it)
+    policy = LoadPolicy(plugin_timeout(env))
+    policy.probe_items(
+        [
+            group[0].probe_item("plugin")
+            for group in enabled_candidates(env).values()
+            if len(group) == 1 and group[0].probe
+        ]
+        + [c.probe_item("worker") for group in by_name.values() for c in group if c.probe]
+    )
+    registry.plugins, registry.plugin_errors = load_plugin_group(pm, env, policy)
+
     preferences, preference_problems = read_preferences(env)
     for name, group in sorted(by_name.items()):
         if len(group) > 1:
-            _load_contenders(registry, name, group, preferences.get(name), preference_problems)
+            _load_contenders(
+                registry, name, group, preferences.get(name), preference_problems, policy
+            )
             continue
-        outcome = _load(group[0], name, f"worker:{name}", pm)
+        outcome = _load(group[0], name, f"worker:{name}", pm, policy)
         if isinstance(outcome, WorkerHandle):
             registry.workers[name] = outcome
         else:
@@ -466,14 +638,24 @@ def load_unchecked(name: str, *, environ: Mapping[str, str] | None = None) -> Un
     if not candidates:
         return UncheckedLoad(None, sources, "no entry point of that name")
     c = candidates[0]
-    install_gym_gui_stand_in()
-    pm = create_plugin_manager(env)
-    try:
-        plugin, style = plugin_from(c.load(), c)
-        pm.register(plugin, name=f"worker:{name}")
-    except Exception as exc:  # noqa: BLE001 - any import-time failure is the finding
-        return UncheckedLoad(None, sources, f"{type(exc).__name__}: {exc}")
-    return UncheckedLoad(_handle(c, plugin, pm, style), sources, None)
+    with plugin_output_to_stderr():
+        install_gym_gui_stand_in()
+        pm = create_plugin_manager(env)
+        policy = LoadPolicy(plugin_timeout(env))
+        policy.probe("worker", [c])
+
+        def work(attempt: Attempt) -> WorkerHandle | WorkerLoadError:
+            try:
+                plugin, style = plugin_from(c.load(), c)
+                attempt.register(pm, plugin, f"worker:{name}")
+            except BaseException as exc:  # noqa: BLE001 - any import-time failure is the finding
+                return load_error(c, exc)
+            return _handle(c, plugin, pm, style)
+
+        outcome = policy.load("worker", c, work)
+    if isinstance(outcome, WorkerLoadError):
+        return UncheckedLoad(None, sources, f"{outcome.error_type}: {outcome.message}")
+    return UncheckedLoad(outcome, sources, None)
 
 
 def load_worker(name: str, *, environ: Mapping[str, str] | None = None) -> WorkerHandle:
@@ -482,6 +664,7 @@ def load_worker(name: str, *, environ: Mapping[str, str] | None = None) -> Worke
 
 
 __all__ = [
+    "Attempt",
     "BUILTIN_PLUGINS",
     "ENTRY_POINT_GROUP",
     "EntryPointCandidate",
@@ -492,8 +675,10 @@ __all__ = [
     "discover_workers",
     "entry_point_candidates",
     "has_hookimpls",
+    "LoadPolicy",
     "load_error",
     "load_unchecked",
+    "load_unguarded",
     "load_worker",
     "plugin_from",
 ]
