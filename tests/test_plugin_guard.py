@@ -70,6 +70,10 @@ def test_what_other_threads_print_while_plugins_load_goes_to_stderr(
     assert err == "from a plugin\nfrom a loader\n"
 
 
+#: What the hanging factory waits for: set when its test ends, so no thread is left behind.
+RELEASE = threading.Event()
+
+
 def _factory(kind: str):
     def factory():
         if kind == "exit":
@@ -77,7 +81,7 @@ def _factory(kind: str):
         if kind == "cancel":
             raise asyncio.CancelledError
         if kind == "hang":
-            threading.Event().wait()
+            RELEASE.wait()
         if kind == "print":
             print("PRINTED while describing")
         meta = SimpleNamespace(name=kind, version="1.0")
@@ -90,10 +94,13 @@ def test_discovery_in_process_survives_plugins_given_as_objects(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # objects given in-process cannot be probed in a child: the guard alone stands
-    registry = discover_workers(
-        environ={"MOSAIC_DISABLE_PLUGIN_AUTOLOAD": "1", "MOSAIC_PLUGIN_TIMEOUT": "1"},
-        extra={kind: _factory(kind) for kind in ("exit", "cancel", "hang", "print", "fine")},
-    )
+    try:
+        registry = discover_workers(
+            environ={"MOSAIC_DISABLE_PLUGIN_AUTOLOAD": "1", "MOSAIC_PLUGIN_TIMEOUT": "1"},
+            extra={kind: _factory(kind) for kind in ("exit", "cancel", "hang", "print", "fine")},
+        )
+    finally:
+        RELEASE.set()
     assert sorted(registry.workers) == ["fine", "print"]
     assert {n: e.error_type for n, e in registry.errors.items()} == {
         "exit": "SystemExit",
