@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mosaic_sdk.plugins import discover_workers
+from mosaic_sdk.plugins import discover_workers, load_unchecked
 from mosaic_sdk.plugins.guard import (
     DEFAULT_TIMEOUT,
     PluginTimeout,
@@ -172,3 +172,25 @@ def test_a_module_is_found_for_its_fingerprint_without_running_it(
     assert module_fingerprint("mosaic_sdk.plugins.probe_child:main") is not None
     assert module_fingerprint("no_such_module_for_mosaic_tests") is None
     assert module_fingerprint("not a name") is None
+
+
+def test_load_unchecked_skips_the_checks_but_not_the_guards(
+    plugin_fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the conformance suite loads a worker discovery refuses (a worker_type that differs from
+    # its name) without the checks; the probe's child made the checks, so only what would
+    # take the process down is taken from it
+    monkeypatch.syspath_prepend(str(HOSTILE))
+    environ = {
+        "MOSAIC_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "MOSAIC_PLUGINS": "mismatch=fixture_workers:MismatchedWorker,"
+        "osexit=hostile_factories:calls_os_exit,hangs=hostile_hang_import:get_worker_metadata",
+        "MOSAIC_PLUGIN_TIMEOUT": "3",
+    }
+    assert "mismatch" in discover_workers(environ=environ).errors
+    found = load_unchecked("mismatch", environ=environ)
+    assert found.handle is not None and found.handle.capabilities.worker_type == "other"
+    ended = load_unchecked("osexit", environ=environ)
+    assert ended.handle is None and (ended.error or "").startswith("PluginEndedProcess: ")
+    hung = load_unchecked("hangs", environ=environ)
+    assert hung.handle is None and (hung.error or "").startswith("PluginTimeout: ")

@@ -427,12 +427,19 @@ def load_unguarded(
     return handle
 
 
+#: The probe's verdicts on a plugin that would take the process down (ended it, never returned).
+FATAL = frozenset({"PluginEndedProcess", "PluginTimeout"})
+
+
 class LoadPolicy:
     """How the entry points of one discovery are loaded: the plugin time bound, and the
     probe's verdicts (:mod:`mosaic_sdk.plugins.probe`) by entry point."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, *, fatal_only: bool = False) -> None:
         self.timeout = timeout
+        #: Trust only the probe's verdicts that the process could not survive (a load without
+        #: discovery's checks: what the child found wrong may not be wrong for it).
+        self.fatal_only = fatal_only
         self.verdicts: dict[ProbeItem, ProbeFailure | None] = {}
 
     def probe(self, group: str, candidates: list[EntryPointCandidate]) -> None:
@@ -456,6 +463,8 @@ class LoadPolicy:
         error instead when it found one."""
         item = c.probe_item(group) if c.probe else None
         verdict = self.verdicts.get(item) if item is not None else None
+        if verdict is not None and self.fatal_only and verdict.error_type not in FATAL:
+            verdict = None
         if verdict is not None:
             return WorkerLoadError(
                 name=c.name,
@@ -641,7 +650,7 @@ def load_unchecked(name: str, *, environ: Mapping[str, str] | None = None) -> Un
     with plugin_output_to_stderr():
         install_gym_gui_stand_in()
         pm = create_plugin_manager(env)
-        policy = LoadPolicy(plugin_timeout(env))
+        policy = LoadPolicy(plugin_timeout(env), fatal_only=True)
         policy.probe("worker", [c])
 
         def work(attempt: Attempt) -> WorkerHandle | WorkerLoadError:
