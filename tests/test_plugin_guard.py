@@ -70,6 +70,17 @@ def test_what_other_threads_print_while_plugins_load_goes_to_stderr(
     assert err == "from a plugin\nfrom a loader\n"
 
 
+def test_binary_writes_of_a_loader_go_to_stderr_too(
+    capfdbinary: pytest.CaptureFixture[bytes],
+) -> None:
+    with plugin_output_to_stderr():
+        run_guarded("b", lambda: (sys.stdout.buffer.write(b"raw bytes\n"), sys.stdout.flush()), 30)
+        sys.stdout.write("mine\n")
+        sys.stdout.flush()
+    out, err = capfdbinary.readouterr()
+    assert out == b"mine\n" and err == b"raw bytes\n"
+
+
 #: What the hanging factory waits for: set when its test ends, so no thread is left behind.
 RELEASE = threading.Event()
 

@@ -137,6 +137,11 @@ class _RoutedStdout:
     def flush(self) -> None:
         self._target().flush()
 
+    @property
+    def buffer(self) -> Any:
+        """The binary stream under the one this thread writes to."""
+        return getattr(self._target(), "buffer", None) or self._real.buffer
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 

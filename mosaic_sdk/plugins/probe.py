@@ -219,8 +219,11 @@ class _Child:
         self.send({"sys_path": list(sys.path), "argv": list(sys.argv)})
 
     def send(self, message: object) -> None:
-        self.stdin.write(json.dumps(message).encode("utf-8") + b"\n")
-        self.stdin.flush()
+        try:
+            self.stdin.write(json.dumps(message).encode("utf-8") + b"\n")
+            self.stdin.flush()
+        except OSError:
+            pass  # it has ended: its stdout says so (end of file) and it is judged there
 
     def give(self, index: int, item: ProbeItem, timeout: float) -> None:
         self.current, self.begun, self.since = index, False, time.monotonic()
@@ -272,14 +275,14 @@ def _probe_in_children(
                 ):
                     try:
                         children.append(_Child(err))
-                    except OSError:
+                    except (OSError, TypeError, ValueError):  # no usable sys.executable
                         if not children:
                             break  # no child can start: the rest load under the guard only
                     continue
                 if not children:
                     break
                 wake = min(c.deadline for c in children)
-                if queue and len(children) < MAX_CHILDREN:
+                if queue and busy and len(children) < MAX_CHILDREN:
                     wake = min(wake, min(c.since for c in busy) + SPAWN_AFTER)
                 ready = select.select([c.fd for c in children], [], [], max(wake - now, 0))[0]
                 for child in list(children):
