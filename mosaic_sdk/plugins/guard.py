@@ -140,7 +140,7 @@ class _RoutedStdout:
     @property
     def buffer(self) -> Any:
         """The binary stream under the one this thread writes to."""
-        return getattr(self._target(), "buffer", None) or self._real.buffer
+        return getattr(self._target(), "buffer", None) or getattr(self._real, "buffer", None)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
