@@ -70,7 +70,11 @@ def test_workers_list_json_has_a_row_for_each_and_stays_json(env: dict[str, str]
     rows = {row["name"]: row for row in json.loads(done.stdout)}  # the prints went elsewhere
     for name in ("example", "example_ma", "cleanrl", "printer", "counted"):
         assert rows[name]["ok"] is True, rows[name]
-    errors = {n: r["error"]["error_type"] for n, r in rows.items() if not r["ok"]}
+    errors = {
+        n: r["error"]["error_type"]
+        for n, r in rows.items()
+        if not r["ok"] and r["distribution"] == "mosaic-hostile-plugins"
+    }
     assert errors == EXPECTED_ERRORS
     assert "sys.exit(2)" in rows["argv"]["error"]["message"]
     assert "argparse" in rows["argv"]["error"]["message"]
@@ -86,7 +90,7 @@ def test_workers_list_as_a_table_says_each_error(env: dict[str, str]) -> None:
     done = mosaic(env, "workers", "list")
     assert done.returncode == 0, done.stderr[-3000:]
     text = " ".join(done.stdout.split())
-    assert "8 worker(s) failed to load" in text
+    assert "worker(s) failed to load; they are skipped" in text
     for error_type in set(EXPECTED_ERRORS.values()):
         assert error_type in text
 
@@ -174,5 +178,7 @@ def test_disabled_plugins_are_not_loaded_or_probed(env: dict[str, str]) -> None:
     }
     done = mosaic(env, "workers", "list", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert all(row["ok"] for row in json.loads(done.stdout))
+    rows = {row["name"]: row["ok"] for row in json.loads(done.stdout)}
+    assert rows["example"] and rows["printer"] and rows["counted"]
+    assert not set(EXPECTED_ERRORS) & set(rows)
     assert "stuck" not in mosaic(env, "plugins", "list").stdout
