@@ -107,6 +107,29 @@ def check_run_id(value: str) -> str:
 
 RunId = Annotated[str, AfterValidator(check_run_id)]
 
+_AGENT_STREAM_TAIL = re.compile(r"-w[1-9][0-9]*")
+
+
+def agent_stream_clash(run_id: str) -> str | None:
+    """Why ``run_id`` cannot name a run beside the agent streams of other runs, or None.
+
+    The FastLane stream of agent N of run R is ``R-wN``
+    (:func:`mosaic_sdk.fastlane.agent_stream_id`, the names the platform's grid reads), so a
+    run whose own id ends in ``-w<N>`` (N >= 1) writes to the segment of agent N of the run
+    named by the rest: one of the two writers is refused. The rule is the platform's, so such
+    ids are refused where runs are started (the platform's own ids are ULIDs).
+    """
+    rest, sep, tail = run_id.rpartition("-w")
+    if not sep or not rest or not _AGENT_STREAM_TAIL.fullmatch(sep + tail):
+        return None
+    return (
+        f"run id {run_id!r} ends in '-w{tail}', the name of the FastLane stream of agent "
+        f"{tail} of a run {rest!r} (agent streams are named <run_id>-w<N>, as the platform's "
+        "grid reads them): the two runs would share one shared-memory segment; choose an id "
+        f"that does not end in -w and a number (e.g. {rest + '_w' + tail!r})"
+    )
+
+
 # --- metadata and capabilities -------------------------------------------------------------
 
 
@@ -439,6 +462,7 @@ __all__ = [
     "WorkerConfig",
     "WorkerConfigWithExtras",
     "WorkerMetadata",
+    "agent_stream_clash",
     "check_run_id",
     "format_validation_error",
     "ignored_platform_keys",

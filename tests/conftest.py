@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,8 +24,12 @@ HEAVY: dict[str, str] = {
 
 
 def heavy_reason(path: Path) -> str | None:
-    """Why the test file at ``path`` is heavy, or None."""
-    relative = path.resolve().relative_to(TESTS_DIR).as_posix()
+    """Why the test file at ``path`` is heavy, or None (also for a file outside ``tests/``,
+    such as the conformance suite collected with ``--pyargs mosaic_sdk.conformance``)."""
+    resolved = path.resolve()
+    if not resolved.is_relative_to(TESTS_DIR):
+        return None
+    relative = resolved.relative_to(TESTS_DIR).as_posix()
     return next((why for prefix, why in HEAVY.items() if relative.startswith(prefix)), None)
 
 
@@ -32,6 +37,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if heavy_reason(item.path) is not None or item.get_closest_marker("ray"):
             item.add_marker(pytest.mark.heavy)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def shared_plugin_probe_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One cache of plugin probe verdicts for the whole session (MOSAIC_PLUGIN_CACHE, children
+    included): every test has a MOSAIC_HOME of its own, and the default cache under it would
+    start a probe child in every test that discovers workers. Tests of the cache set their
+    own."""
+    path = tmp_path_factory.mktemp("plugin-probes") / "plugin-probes.json"
+    old = os.environ.get("MOSAIC_PLUGIN_CACHE")
+    os.environ["MOSAIC_PLUGIN_CACHE"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("MOSAIC_PLUGIN_CACHE", None)
+    else:
+        os.environ["MOSAIC_PLUGIN_CACHE"] = old
 
 
 @pytest.fixture(autouse=True)
@@ -48,8 +69,6 @@ def plugin_fixtures(monkeypatch: pytest.MonkeyPatch) -> Path:
     """Put tests/plugin_fixtures on sys.path and PYTHONPATH (for launched children too)."""
     path = TESTS_DIR / "plugin_fixtures"
     monkeypatch.syspath_prepend(str(path))
-    import os
-
     old = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", str(path) + (os.pathsep + old if old else ""))
     return path

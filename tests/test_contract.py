@@ -17,6 +17,7 @@ from mosaic_sdk.contract import (
     WorkerConfig,
     WorkerConfigWithExtras,
     WorkerMetadata,
+    agent_stream_clash,
     check_run_id,
     unknown_vocabulary,
 )
@@ -183,3 +184,30 @@ def test_models_reject_unknown_fields_and_bad_values() -> None:
         WorkerCapabilities(worker_type="has space")
     with pytest.raises(ValidationError):
         WorkerCapabilities(worker_type="x", max_agents=0)
+
+
+@pytest.mark.parametrize(
+    ("run_id", "clashes"),
+    [
+        ("run-42-w1", True),
+        ("run-42-w12", True),
+        ("a-w1-w3", True),
+        ("run-42", False),
+        ("run-42-w0", False),  # agent streams count from 1
+        ("run-42-w01", False),  # and never with a leading zero
+        ("run-42-w1x", False),
+        ("run-42_w1", False),
+        ("-w1", False),  # no run is named ''
+        ("run-42-W1", False),
+        ("01JABCDEFGHJKMNPQRSTVWXYZ0", False),
+    ],
+)
+def test_a_run_id_that_names_another_run_s_agent_stream(run_id: str, clashes: bool) -> None:
+    from mosaic_sdk.fastlane import agent_stream_id
+
+    why = agent_stream_clash(run_id)
+    assert (why is not None) == clashes
+    if clashes:
+        rest, _, n = run_id.rpartition("-w")
+        assert agent_stream_id(rest, int(n) - 1) == run_id  # it is that stream's very name
+        assert f"agent {n} of a run {rest!r}" in why

@@ -189,3 +189,74 @@ def test_a_sweep_of_two_trials_stores_both_agents_of_each(tmp_path: Path) -> Non
             assert agents == set(AGENTS), trial
     finally:
         conn.close()
+
+
+def test_a_run_id_ending_in_w_n_is_refused_and_the_agent_stream_s_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    # issue 30: a run with id R-w1 took (or was refused) the segment of agent 1 of run R, and
+    # nothing said why: now R-w1 is refused before anything starts, and R_w1 runs beside R
+    run_id = f"clash{os.getpid()}"
+    store = tmp_path / "runs.sqlite"
+    segments = Path("/dev/shm")
+    first = subprocess.Popen(
+        MOSAIC
+        + ["run", "example_ma", "--run-id", run_id, "--store", str(store), "--json"]
+        + ["--set", "episodes=1000", "--set", "step_delay_ms=5", "--set", "fastlane=true"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stream = segments / create_fastlane_name(agent_stream_id(run_id, 0))
+    try:
+        deadline = time.monotonic() + 120
+        while not stream.exists():
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline, "no agent stream within 120 s"
+            time.sleep(0.05)
+        refused = subprocess.run(
+            MOSAIC
+            + ["run", "example", "--run-id", f"{run_id}-w1", "--store", str(store)]
+            + ["--set", "episodes=1", "--set", "fastlane=true"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert refused.returncode == 2, refused.stderr
+        [line] = refused.stderr.splitlines()
+        assert f"run id '{run_id}-w1' ends in '-w1'" in line
+        assert f"agent 1 of a run '{run_id}'" in line and f"'{run_id}_w1'" in line
+        beside = subprocess.run(
+            MOSAIC
+            + ["run", "example", "--run-id", f"{run_id}_w1", "--store", str(store), "--json"]
+            + ["--set", "episodes=1", "--set", "max_steps_per_episode=20"]
+            + ["--set", "fastlane=true"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert beside.returncode == 0, beside.stderr
+        assert json.loads(beside.stdout)["status"] == "completed"
+        # the first run's agent stream is still its own, and still moving
+        reader = FastLaneReader.attach(agent_stream_id(run_id, 0))
+        try:
+            first_frame = reader.latest_frame()
+            deadline = time.monotonic() + 30
+            while True:
+                later = reader.latest_frame()
+                if later is not None and (first_frame is None or later.seq > first_frame.seq):
+                    break
+                assert time.monotonic() < deadline, "the agent stream stopped"
+                time.sleep(0.05)
+            assert later.height == 280 and later.width == 480
+        finally:
+            reader.close()
+        assert first.poll() is None
+        with sqlite3.connect(store) as conn:
+            ids = sorted(r[0] for r in conn.execute("SELECT run_id FROM runs"))
+        assert ids == [run_id, f"{run_id}_w1"]
+    finally:
+        if first.poll() is None:
+            first.terminate()
+        first.communicate(timeout=60)
+    assert not [n for n in os.listdir(segments) if n.startswith(f"mosaic.fastlane.{run_id}")]

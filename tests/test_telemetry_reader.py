@@ -127,3 +127,13 @@ def test_importing_telemetry_does_not_import_heavy_modules() -> None:
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.strip() == ""
+
+
+def test_a_step_or_episode_line_whose_agent_id_is_not_a_string_is_invalid() -> None:
+    for agent in (5, True, [1, 2], {"a": 1}, 1.5):
+        for kind in ("step", "episode"):
+            line = classify_line(json.dumps({"type": kind, "episode_index": 0, "agent_id": agent}))
+            assert line.kind == "invalid" and "agent_id must be a string" in line.error
+    for agent in ("5", None):
+        line = classify_line(json.dumps({"type": "step", "episode_index": 0, "agent_id": agent}))
+        assert line.kind == "step" and line.data["agent_id"] == agent

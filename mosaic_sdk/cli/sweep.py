@@ -130,13 +130,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from mosaic_sdk.sweeps.driver import run_sweep
     from mosaic_sdk.sweeps.spec import SpecError
 
+    if args.max_trials is not None and args.max_trials < 1:
+        raise UsageError(
+            f"--max-trials {args.max_trials}: give a whole number >= 1, the most trials the "
+            "sweep may make (leave it out for the default, 100000)"
+        )
     if args.resume is None and not (args.spec or args.grid or args.seeds):
         raise UsageError("give a sweep spec file, --grid KEY=V1,V2 or --seeds RANGE")
     if args.resume is not None and (
         args.spec
         or args.grid
         or args.seeds
-        or args.max_trials
+        or args.max_trials is not None
         or args.trial_timeout is not None
         or args.trial_stall_after is not None
     ):

@@ -17,17 +17,22 @@ Plugins that are not workers (observers, wrappers) are found through a second gr
 ``mosaic.plugins`` (:mod:`mosaic_sdk.plugins.plugin_group`), and registered on the same manager.
 
 Each entry point is loaded on its own; one that fails is recorded as a
-:class:`WorkerLoadError` and discovery carries on. A ``worker_type`` that differs from the
-entry-point name is an error of that worker. When several entry points share a name, each is
-reachable as ``NAME@DISTRIBUTION`` and a documented rule (:mod:`mosaic_sdk.plugins.choice`;
-``MOSAIC_PREFER_WORKER=NAME=DISTRIBUTION`` first) says which one the bare name means.
+:class:`WorkerLoadError` and discovery carries on, whatever the plugin does: it is probed in a
+throwaway child process first (:mod:`mosaic_sdk.plugins.probe`, remembered while it does not
+change), then loaded on a thread of its own within ``MOSAIC_PLUGIN_TIMEOUT`` seconds, with
+what it prints sent to stderr (:mod:`mosaic_sdk.plugins.guard`). A ``worker_type`` that
+differs from the entry-point name is an error of that worker. When several entry points share
+a name, each is reachable as ``NAME@DISTRIBUTION`` and a documented rule
+(:mod:`mosaic_sdk.plugins.choice`; ``MOSAIC_PREFER_WORKER=NAME=DISTRIBUTION`` first) says
+which one the bare name means.
 
 Environment (as pytest's equivalents): ``MOSAIC_DISABLE_PLUGIN_AUTOLOAD=1`` loads no entry
 points; ``MOSAIC_DISABLE_WORKERS=a,b`` skips those names; ``MOSAIC_TRACE_HOOKS=1`` traces
 every hook call to stderr; ``MOSAIC_PLUGINS=name=module[:attr],...`` adds workers that are
 not installed as distributions (handy in tests and during development).
 
-Modules: ``discovery`` (manager, entry points, registry), ``choice`` (shared names),
+Modules: ``discovery`` (manager, entry points, registry), ``guard`` (the in-process guard),
+``probe`` and ``probe_child`` (the subprocess probe and its cache), ``choice`` (shared names),
 ``platform_entry`` (``platform_factory``), ``handle`` (``WorkerHandle``),
 ``upstream`` (the adapter), ``plugin_group`` (the ``mosaic.plugins`` group), ``errors``,
 ``defaults`` (the SDK's own trylast answers), ``wrapping`` (``maybe_wrap_env``, every FastLane

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -23,17 +24,23 @@ from mosaic_sdk.plugins.choice import (
     split_address,
 )
 from mosaic_sdk.plugins.entry_points import (
+    Attempt,
     EntryPointCandidate,
+    LoadPolicy,
     csv_names,
     has_hookimpls,
     installed_entry_points,
     load_error,
 )
 from mosaic_sdk.plugins.errors import UnknownWorkerError, WorkerLoadError, WorkerUnavailableError
+from mosaic_sdk.plugins.guard import (
+    plugin_output_to_stderr,
+    plugin_timeout,
+)
 from mosaic_sdk.plugins.gym_gui_stand_in import install_gym_gui_stand_in
 from mosaic_sdk.plugins.handle import WorkerEntry, WorkerHandle
 from mosaic_sdk.plugins.platform_entry import PLUGIN_ATTRIBUTE
-from mosaic_sdk.plugins.plugin_group import PluginInfo, load_plugin_group
+from mosaic_sdk.plugins.plugin_group import PluginInfo, enabled_candidates, load_plugin_group
 from mosaic_sdk.plugins.upstream import UpstreamWorkerAdapter
 
 ENTRY_POINT_GROUP = "mosaic.workers"
@@ -77,10 +84,19 @@ def entry_point_candidates(environ: Mapping[str, str]) -> list[EntryPointCandida
             continue
         found.append(
             EntryPointCandidate(
-                name.strip(), value.strip(), "MOSAIC_PLUGINS", None, _loader(value.strip())
+                name.strip(),
+                value.strip(),
+                "MOSAIC_PLUGINS",
+                None,
+                _loader(value.strip()),
+                probe=_LOADABLE.fullmatch(value.strip()) is not None,
             )
         )
     return found
+
+
+#: ``module[:attr]`` as an entry point writes it (what a probe's child can load by name).
+_LOADABLE = re.compile(r"[\w.]+(\s*:\s*[\w.]+)?")
 
 
 def _bad_spec(spec: str) -> Callable[[], object]:
@@ -252,16 +268,21 @@ def _canonical_name(text: str) -> str:
     return text if dist is None else address(bare, dist)
 
 
-def _load(
-    c: EntryPointCandidate, name: str, plugin_name: str, pm: pluggy.PluginManager
+def load_unguarded(
+    c: EntryPointCandidate,
+    name: str,
+    plugin_name: str,
+    pm: pluggy.PluginManager,
+    attempt: Attempt | None = None,
 ) -> WorkerHandle | WorkerLoadError:
     """Load ``c``, register its plugin as ``plugin_name`` and check that it describes itself
-    as ``name``; the handle, or the error (then nothing stays registered)."""
+    as ``name``; the handle, or the error (then nothing stays registered). Catches whatever
+    the plugin raises, ``SystemExit`` included: run it where that is the plugin's, on a
+    loader thread (:func:`guarded_load`) or in the probe's child."""
+    attempt = attempt or Attempt()
     try:
         plugin, style = plugin_from(c.load(), c)
-        pm.register(plugin, name=plugin_name)
-    except KeyboardInterrupt:
-        raise
+        attempt.register(pm, plugin, plugin_name)
     except BaseException as exc:  # noqa: BLE001 - a broken plugin (even one calling
         return load_error(c, exc)  # sys.exit at import) must not stop discovery
     handle = _handle(c, plugin, pm, style)
@@ -272,10 +293,24 @@ def _load(
                 f"capabilities.worker_type is {caps.worker_type!r} but the entry point is "
                 f"named {name!r}; make them equal"
             )
-    except Exception as exc:  # noqa: BLE001
-        pm.unregister(name=plugin_name)
+    except BaseException as exc:  # noqa: BLE001 - the factory runs here: its SystemExit too
+        attempt.unregister()
         return load_error(c, exc)
     return handle
+
+
+def _load(
+    c: EntryPointCandidate,
+    name: str,
+    plugin_name: str,
+    pm: pluggy.PluginManager,
+    policy: LoadPolicy,
+) -> WorkerHandle | WorkerLoadError:
+    """:func:`load_unguarded` under ``policy``: on a loader thread, within the time bound,
+    or the probe's verdict."""
+    return policy.load(
+        "worker", c, lambda attempt: load_unguarded(c, name, plugin_name, pm, attempt)
+    )
 
 
 def _load_contenders(
@@ -284,6 +319,7 @@ def _load_contenders(
     group: list[EntryPointCandidate],
     preferred: str | None,
     notes: list[str],
+    policy: LoadPolicy,
 ) -> None:
     """Several entry points named ``name``: load each under its address, let the rule of
     :mod:`mosaic_sdk.plugins.choice` pick the one the bare name means."""
@@ -302,7 +338,7 @@ def _load_contenders(
     outcomes: dict[str, WorkerHandle | WorkerLoadError] = {}
     contenders: list[Contender] = []
     for c, addr in zip(group, addresses, strict=True):
-        outcome = _load(c, name, f"worker:{addr}", registry.pm)
+        outcome = _load(c, name, f"worker:{addr}", registry.pm, policy)
         outcomes[addr] = outcome
         if isinstance(outcome, WorkerHandle):
             contenders.append(Contender(addr, c.distribution, c.value, outcome.style))
@@ -351,11 +387,17 @@ def discover_workers(
     points, e.g. in tests.
     """
     env = os.environ if environ is None else environ
+    with plugin_output_to_stderr():
+        return _discover(env, extra, pm)
+
+
+def _discover(
+    env: Mapping[str, str], extra: Mapping[str, object] | None, pm: pluggy.PluginManager | None
+) -> WorkerRegistry:
     install_gym_gui_stand_in()  # upstream-style workers import gym_gui.core.worker
     pm = pm or create_plugin_manager(env)
     registry = WorkerRegistry(pm)
 
-    registry.plugins, registry.plugin_errors = load_plugin_group(pm, env)
     disabled = {_canonical_name(n) for n in csv_names(env.get("MOSAIC_DISABLE_WORKERS"))}
     candidates = entry_point_candidates(env)
     for name, obj in (extra or {}).items():
@@ -368,12 +410,26 @@ def discover_workers(
         if c.name not in disabled and address(c.name, c.distribution) not in disabled:
             by_name.setdefault(c.name, []).append(c)
 
+    # every entry point of both groups in one probe (one child process for all that need it)
+    policy = LoadPolicy(plugin_timeout(env))
+    policy.probe_items(
+        [
+            group[0].probe_item("plugin")
+            for group in enabled_candidates(env).values()
+            if len(group) == 1 and group[0].probe
+        ]
+        + [c.probe_item("worker") for group in by_name.values() for c in group if c.probe]
+    )
+    registry.plugins, registry.plugin_errors = load_plugin_group(pm, env, policy)
+
     preferences, preference_problems = read_preferences(env)
     for name, group in sorted(by_name.items()):
         if len(group) > 1:
-            _load_contenders(registry, name, group, preferences.get(name), preference_problems)
+            _load_contenders(
+                registry, name, group, preferences.get(name), preference_problems, policy
+            )
             continue
-        outcome = _load(group[0], name, f"worker:{name}", pm)
+        outcome = _load(group[0], name, f"worker:{name}", pm, policy)
         if isinstance(outcome, WorkerHandle):
             registry.workers[name] = outcome
         else:
@@ -403,14 +459,24 @@ def load_unchecked(name: str, *, environ: Mapping[str, str] | None = None) -> Un
     if not candidates:
         return UncheckedLoad(None, sources, "no entry point of that name")
     c = candidates[0]
-    install_gym_gui_stand_in()
-    pm = create_plugin_manager(env)
-    try:
-        plugin, style = plugin_from(c.load(), c)
-        pm.register(plugin, name=f"worker:{name}")
-    except Exception as exc:  # noqa: BLE001 - any import-time failure is the finding
-        return UncheckedLoad(None, sources, f"{type(exc).__name__}: {exc}")
-    return UncheckedLoad(_handle(c, plugin, pm, style), sources, None)
+    with plugin_output_to_stderr():
+        install_gym_gui_stand_in()
+        pm = create_plugin_manager(env)
+        policy = LoadPolicy(plugin_timeout(env), fatal_only=True)
+        policy.probe("worker", [c])
+
+        def work(attempt: Attempt) -> WorkerHandle | WorkerLoadError:
+            try:
+                plugin, style = plugin_from(c.load(), c)
+                attempt.register(pm, plugin, f"worker:{name}")
+            except BaseException as exc:  # noqa: BLE001 - any import-time failure is the finding
+                return load_error(c, exc)
+            return _handle(c, plugin, pm, style)
+
+        outcome = policy.load("worker", c, work)
+    if isinstance(outcome, WorkerLoadError):
+        return UncheckedLoad(None, sources, f"{outcome.error_type}: {outcome.message}")
+    return UncheckedLoad(outcome, sources, None)
 
 
 def load_worker(name: str, *, environ: Mapping[str, str] | None = None) -> WorkerHandle:
@@ -419,6 +485,7 @@ def load_worker(name: str, *, environ: Mapping[str, str] | None = None) -> Worke
 
 
 __all__ = [
+    "Attempt",
     "BUILTIN_PLUGINS",
     "ENTRY_POINT_GROUP",
     "EntryPointCandidate",
@@ -429,8 +496,10 @@ __all__ = [
     "discover_workers",
     "entry_point_candidates",
     "has_hookimpls",
+    "LoadPolicy",
     "load_error",
     "load_unchecked",
+    "load_unguarded",
     "load_worker",
     "plugin_from",
 ]

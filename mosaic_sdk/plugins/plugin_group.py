@@ -18,6 +18,7 @@ discovery carries on. ``MOSAIC_DISABLE_PLUGIN_AUTOLOAD=1`` loads none;
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from collections.abc import Mapping
@@ -27,13 +28,15 @@ from typing import TypedDict
 import pluggy
 
 from mosaic_sdk.plugins.entry_points import (
+    Attempt,
     EntryPointCandidate,
+    LoadPolicy,
     csv_names,
     has_hookimpls,
     installed_entry_points,
-    load_error,
 )
 from mosaic_sdk.plugins.errors import LoadErrorDict, WorkerLoadError
+from mosaic_sdk.plugins.guard import plugin_timeout
 
 #: The entry-point group of plugins that are not workers.
 PLUGIN_GROUP = "mosaic.plugins"
@@ -86,7 +89,9 @@ def plugin_group_candidates(environ: Mapping[str, str]) -> list[EntryPointCandid
     return installed_entry_points(PLUGIN_GROUP)
 
 
-def _plugin_object(obj: object, c: EntryPointCandidate) -> object:
+def plugin_object(obj: object, c: EntryPointCandidate) -> object:
+    """The plugin a ``mosaic.plugins`` entry point's object stands for (a class is
+    instantiated); ``TypeError`` when it implements no hook."""
     if inspect.isclass(obj):
         obj = obj()
     if not has_hookimpls(obj):
@@ -103,17 +108,31 @@ def _hooks_of(pm: pluggy.PluginManager, plugin: object) -> list[str]:
     return sorted(caller.name for caller in callers)
 
 
-def load_plugin_group(
-    pm: pluggy.PluginManager, environ: Mapping[str, str] | None = None
-) -> tuple[dict[str, PluginInfo], dict[str, WorkerLoadError]]:
-    """Register every plugin of the ``mosaic.plugins`` group on ``pm``; returns the loaded
-    ones and the errors of the others, by entry-point name. Never raises for a broken one."""
-    env = os.environ if environ is None else environ
-    disabled = set(csv_names(env.get("MOSAIC_DISABLE_PLUGINS")))
+def enabled_candidates(environ: Mapping[str, str]) -> dict[str, list[EntryPointCandidate]]:
+    """The entry points of the group by name, without those ``MOSAIC_DISABLE_PLUGINS``
+    names."""
+    disabled = set(csv_names(environ.get("MOSAIC_DISABLE_PLUGINS")))
     by_name: dict[str, list[EntryPointCandidate]] = {}
-    for c in plugin_group_candidates(env):
+    for c in plugin_group_candidates(environ):
         if c.name not in disabled:
             by_name.setdefault(c.name, []).append(c)
+    return by_name
+
+
+def load_plugin_group(
+    pm: pluggy.PluginManager,
+    environ: Mapping[str, str] | None = None,
+    policy: LoadPolicy | None = None,
+) -> tuple[dict[str, PluginInfo], dict[str, WorkerLoadError]]:
+    """Register every plugin of the ``mosaic.plugins`` group on ``pm``; returns the loaded
+    ones and the errors of the others, by entry-point name. Never raises for a broken one:
+    each is loaded as workers are (``policy``: the probe and the time bound of
+    :func:`~mosaic_sdk.plugins.discover_workers`; probed here when not given)."""
+    env = os.environ if environ is None else environ
+    by_name = enabled_candidates(env)
+    if policy is None:
+        policy = LoadPolicy(plugin_timeout(env))
+        policy.probe("plugin", [g[0] for g in by_name.values() if len(g) == 1])
     loaded: dict[str, PluginInfo] = {}
     errors: dict[str, WorkerLoadError] = {}
     for name, group in sorted(by_name.items()):
@@ -128,20 +147,26 @@ def load_plugin_group(
             )
             continue
         c = group[0]
-        try:
-            plugin = _plugin_object(c.load(), c)
-            if pm.get_plugin(PLUGIN_PREFIX + name) is None:
-                pm.register(plugin, name=PLUGIN_PREFIX + name)
-            plugin = pm.get_plugin(PLUGIN_PREFIX + name)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - a broken plugin must not stop discovery
-            errors[name] = load_error(c, exc)
+        outcome = policy.load("plugin", c, functools.partial(_register, pm, c))
+        if isinstance(outcome, WorkerLoadError):
+            errors[name] = outcome
             continue
+        plugin = pm.get_plugin(PLUGIN_PREFIX + name)
         loaded[name] = PluginInfo(
             name, c.distribution, c.dist_version, c.value, _hooks_of(pm, plugin)
         )
     return loaded, errors
+
+
+def _register(
+    pm: pluggy.PluginManager, c: EntryPointCandidate, attempt: Attempt
+) -> object | WorkerLoadError:
+    """Load ``c`` and register it as ``plugin:NAME`` (on a loader thread: whatever it raises
+    is caught there)."""
+    plugin = plugin_object(c.load(), c)
+    if pm.get_plugin(PLUGIN_PREFIX + c.name) is None:
+        attempt.register(pm, plugin, PLUGIN_PREFIX + c.name)
+    return plugin
 
 
 def plugin_entries(
@@ -168,7 +193,9 @@ __all__ = [
     "PLUGIN_GROUP",
     "PLUGIN_PREFIX",
     "PluginInfo",
+    "enabled_candidates",
     "load_plugin_group",
+    "plugin_object",
     "plugin_entries",
     "plugin_group_candidates",
 ]

@@ -340,11 +340,15 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
         errors.append(f"base: give the base config as an object (got {base!r})")
         base = {}
     space = parse_space(errors, raw.get("space", {}))
+    said = len(errors)
     max_trials = _int(errors, "max_trials", raw.get("max_trials", MAX_TRIALS), 1)
     seeds_raw = raw.get("seeds", [])
     if isinstance(seeds_raw, str):
+        # a bad max_trials is said once above; the seeds are counted against the default
+        # then, not against the stand-in minimum (which read "more than the 1 trials")
+        limit = max_trials if len(errors) == said else MAX_TRIALS
         try:
-            seeds_raw = parse_seeds(seeds_raw, max_trials)
+            seeds_raw = parse_seeds(seeds_raw, limit)
         except SpecError as exc:
             errors.extend(e.replace("--seeds", "seeds") for e in exc.errors)
             seeds_raw = []

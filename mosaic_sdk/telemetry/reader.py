@@ -4,7 +4,8 @@
 line (``lifecycle``, ``step``, ``episode``, ``control_reply``) from library output (``log``:
 text that is not JSON) and from broken telemetry (``invalid``: JSON that is not a telemetry
 object, or text that starts like JSON but does not parse, or nests deeper than
-:data:`MAX_JSON_DEPTH`). It
+:data:`MAX_JSON_DEPTH`, or a step or episode line whose ``agent_id`` is not a string: ``5``
+and ``"5"`` would be one agent once stored as text). It
 never raises, for any ``str`` or ``bytes``: whatever goes wrong while parsing (a malformed or
 too deeply nested text, an exhausted interpreter stack) gives an ``invalid`` line that keeps
 the text and says why in ``error``. It accepts the three discriminators found
@@ -184,7 +185,35 @@ def _classify(text: str) -> TelemetryLine:
     kind, error = _kind_of(data)
     if error:
         return TelemetryLine("invalid", text, data, error)
+    if kind in ("step", "episode"):
+        agent = data.get("agent_id")
+        if agent is not None and type(agent) is not str:
+            return TelemetryLine("invalid", text, data, agent_id_error(agent))
     return TelemetryLine(kind, text, _normalise(kind, data))
+
+
+def agent_id_error(agent: object) -> str:
+    """Why a step or episode line whose ``agent_id`` is not a string is ``invalid``: ``5``
+    and ``"5"`` (``true`` and ``"True"``) are different values that text would make one
+    agent, so such a line is kept as text, never stored as a row of some agent."""
+    shown = json.dumps(agent, ensure_ascii=True, default=str)
+    shown = shown if len(shown) <= 60 else shown[:50] + "..."
+    return (
+        f"agent_id must be a string (or null), got a JSON {_json_type(agent)} {shown}; write "
+        "the agent's id as text"
+    )
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
 
 
 def validate_line(data: Mapping[str, object]) -> list[str]:

@@ -326,7 +326,9 @@ def test_agent_id_is_a_column_and_agent_filters(tmp_path, fmt):
         assert export_run(store, "ma", what="episodes", fmt=fmt, output=out, agent="b") == 1
         assert [(r["raw"], r["agent_id"]) for r in read(out)] == [("e-b", "b")]
         out = tmp_path / f"none.{fmt}"
-        assert export_run(store, "ma", what="steps", fmt=fmt, output=out, agent="zz") == 0
+        with pytest.raises(ExportError, match=r"run ma has no agent 'zz'; its agents: 'a', 'b'"):
+            export_run(store, "ma", what="steps", fmt=fmt, output=out, agent="zz")
+        assert not out.exists()
 
 
 def test_agent_filter_on_the_command_line(tmp_path, capsys):
@@ -341,6 +343,31 @@ def test_agent_filter_on_the_command_line(tmp_path, capsys):
     assert "events have no agent_id" in capsys.readouterr().err
 
 
+def test_an_agent_the_run_does_not_have_is_refused_naming_the_ones_it_has(tmp_path, capsys):
+    # issue 30: --agent nosuch wrote 0 rows with exit 0
+    path = _multi_agent_store(tmp_path)
+    out = tmp_path / "x.csv"
+    for what in ("steps", "episodes"):
+        args = ["runs", "export", "ma", "--store", str(path), "--what", what, "--agent", "nosuch"]
+        assert main([*args, "-o", str(out)]) == 2
+        [line] = capsys.readouterr().err.splitlines()
+        assert "run ma has no agent 'nosuch'; its agents: 'a', 'b' (give one of them" in line
+        assert not out.exists()
+    # an agent with steps but no episodes is one the run has: its episodes are 0 rows
+    add_rows(path, "steps", [("ma", 8, 8, 0, 2, 1.0, 0, 0, 7, "s-c", "c")])
+    args = ["runs", "export", "ma", "--store", str(path), "--what", "episodes", "--agent", "c"]
+    assert main([*args, "-o", str(out)]) == 0
+    assert "wrote 0 episodes rows" in capsys.readouterr().out
+    many = tmp_path / "many.sqlite"
+    add_run(many, "m", returns=[])
+    add_rows(
+        many, "steps", [("m", i + 2, i, 0, 0, 1.0, 0, 0, i, "s", f"p{i:02d}") for i in range(25)]
+    )
+    assert main(["runs", "export", "m", "--store", str(many), "--agent", "zz"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert "'p00', 'p01'" in line and "'p19' and 5 more" in line and "'p20'" not in line
+
+
 def test_a_store_without_the_agent_column_exports_null(tmp_path):
     path = tmp_path / "old.sqlite"
     add_run(path, "r", returns=[1.0])
@@ -353,4 +380,5 @@ def test_a_store_without_the_agent_column_exports_null(tmp_path):
         out = tmp_path / "e.jsonl"
         assert export_run(store, "r", what="episodes", fmt="jsonl", output=out) == 1
         assert json.loads(out.read_text())["agent_id"] is None
-        assert export_run(store, "r", what="episodes", fmt="jsonl", output=out, agent="a") == 0
+        with pytest.raises(ExportError, match="carry no agent_id .a single-agent run.; leave"):
+            export_run(store, "r", what="episodes", fmt="jsonl", output=out, agent="a")

@@ -26,7 +26,8 @@ from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PLUGINS = (
-    "control=control_worker:Control,control_deaf=control_worker:Deaf,control_v2=control_worker:V2"
+    "control=control_worker:Control,control_deaf=control_worker:Deaf,control_v2=control_worker:V2,"
+    "control_v0=control_worker:V0"
 )
 
 
@@ -161,6 +162,24 @@ def test_another_protocol_version_is_refused(env: dict[str, str], tmp_path: Path
         assert code == 1 and reply["error"]["code"] == "unsupported_protocol"
     finally:
         run.kill()
+
+
+@pytest.mark.parametrize("worker", ["control_v0", "control_v2"])
+def test_stop_stops_a_worker_of_another_protocol(
+    env: dict[str, str], tmp_path: Path, worker: str
+) -> None:
+    # issue 30: a worker claiming control_protocol 0 (or 2) could not be stopped at all
+    run = Run(env, tmp_path / "s.sqlite", worker)
+    try:
+        code, reply = run.control("pause", "--json")
+        assert code == 1 and reply["error"]["code"] == "unsupported_protocol"
+        code, reply = run.control("stop", "--json")
+        assert code == 0 and reply["ok"] is True and reply["via"] == "SIGTERM", reply
+        result = run.finish()
+    finally:
+        run.kill()
+    assert result["status"] == "cancelled", result
+    assert "speaks control protocol" in (result["error"] or ""), result
 
 
 def test_a_worker_that_closed_its_stdin(env: dict[str, str], tmp_path: Path) -> None:

@@ -202,6 +202,21 @@ def test_relay_without_protocol_or_with_another_version() -> None:
     assert reply["error"]["code"] == "unsupported_protocol" and "2" in reply["error"]["message"]
 
 
+@pytest.mark.parametrize("protocol", [0, 2, -1])
+def test_relay_stops_a_worker_of_another_protocol_with_the_signal(protocol: int) -> None:
+    # issue 30: control_protocol 0 (or 2) answered stop with unsupported_protocol
+    stopped: list[str] = []
+    relay = ControlRelay("w", protocol, stop_without_protocol=stopped.append)
+    assert relay.request({"cmd": "pause"})["error"]["code"] == "unsupported_protocol"
+    assert not stopped
+    reply = relay.request({"cmd": "stop", "id": "s1"})
+    assert reply["ok"] is True and reply["id"] == "s1" and reply["via"] == "SIGTERM"
+    assert stopped == [
+        f"stop through the control socket (the worker speaks control protocol {protocol}, "
+        "not 1: SIGTERM)"
+    ]
+
+
 def test_relay_duplicate_id_and_end_of_run() -> None:
     relay = ControlRelay("w", 1, reply_timeout=5)
     worker = FakeWorker(relay, answer=False)

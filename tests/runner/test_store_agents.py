@@ -117,25 +117,80 @@ def test_a_version_2_store_read_only_shows_runs_without_agents(
     conn.close()
 
 
-def test_non_string_agent_ids_are_stored_as_text(tmp_path: Path) -> None:
+def test_non_string_agent_ids_are_refused_not_merged_into_text(tmp_path: Path) -> None:
+    # issue 30: 5 and "5" (True and "True") became one agent once stored as text
     path = tmp_path / "s.sqlite"
     with RunStore(path) as store:
         store.create_run("R", "fixture")
     ingest, batch = LineIngest("R"), LineBatch(serial=1)
+    step = {"type": "step", "episode_index": 0, "step_index": 0, "reward": 1.0}
     raws = [
-        {"type": "step", "episode_index": 0, "step_index": 0, "reward": 1.0, "agent_id": 7},
-        {"type": "step", "episode_index": 0, "step_index": 1, "reward": 1.0, "agent_id": [1]},
-        {"type": "step", "episode_index": 0, "step_index": 2, "reward": 1.0, "agent_id": "\ud800"},
+        {**step, "agent_id": "5"},
+        {**step, "agent_id": 5},
+        {**step, "agent_id": "True"},
+        {**step, "agent_id": True},
+        {**step, "agent_id": [1, 2]},
+        {**step, "agent_id": {"a": 1}},
+        {**step, "agent_id": 5.0},
+        {**step, "agent_id": "\ud800"},  # a string, if not UTF-8: kept, escaped
+        {**step, "agent_id": None},  # null: a line without an agent
+        {"type": "episode", "episode_index": 0, "total_reward": 1.0, "agent_id": 5},
     ]
     ingest.add(batch, [json.dumps(d).encode() for d in raws])
     writer = StoreWriter(path, "R")
     writer.submit(batch)
     writer.close()
     assert writer.lost_rows == 0
+    assert ingest.steps == 4 and ingest.episodes == 0 and ingest.invalid_lines == 6
     conn = sqlite3.connect(path)
-    got = conn.execute("SELECT agent_id FROM steps ORDER BY line_no").fetchall()
+    stored = conn.execute("SELECT line_no, agent_id FROM steps ORDER BY line_no").fetchall()
+    logs = conn.execute("SELECT line_no, kind, error, text FROM log_lines ORDER BY line_no")
+    logs = logs.fetchall()
+    episodes = conn.execute("SELECT count(*) FROM episodes").fetchone()
     conn.close()
-    assert got == [("7",), ("[1]",), ("\\ud800",)]
+    assert stored == [(1, "5"), (3, "True"), (8, "\\ud800"), (9, None)]
+    assert episodes == (0,)
+    assert [(n, kind) for n, kind, _, _ in logs] == [(n, "invalid") for n in (2, 4, 5, 6, 7, 10)]
+    errors = [error for _, _, error, _ in logs]
+    assert errors[0] == (
+        "agent_id must be a string (or null), got a JSON number 5; write the agent's id as text"
+    )
+    assert "a JSON boolean true" in errors[1] and "a JSON array [1, 2]" in errors[2]
+    assert "a JSON object" in errors[3] and "a JSON number 5.0" in errors[4]
+    # every refused line is kept as written
+    assert [json.loads(t) for _, _, _, t in logs] == [raws[i] for i in (1, 3, 4, 5, 6, 9)]
+
+
+def test_a_run_with_a_number_agent_id_shows_it_as_invalid_lines_not_an_agent(
+    capsys: pytest.CaptureFixture[str], io_worker: str, tmp_path: Path
+) -> None:
+    step = {"type": "step", "episode_index": 0, "reward": 1.0}
+    lines = [
+        {"type": "lifecycle", "event": "run_started", "run_id": "numbers", "payload": {}},
+        {**step, "step_index": 0, "agent_id": "5"},
+        {**step, "step_index": 1, "agent_id": 5},
+        {**step, "step_index": 2, "agent_id": "6"},
+        {"type": "episode", "episode_index": 0, "total_reward": 2.0, "agent_id": "5"},
+        {"type": "episode", "episode_index": 0, "total_reward": 9.0, "agent_id": 5},
+        {"type": "lifecycle", "event": "run_completed", "run_id": "numbers", "payload": {}},
+    ]
+    out = tmp_path / "out"
+    out.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (tmp_path / "err").write_text("")
+    store = tmp_path / "runs.sqlite"
+    code = main(
+        ["run", io_worker, "--store", str(store), "--run-id", "numbers", "--no-preflight"]
+        + ["--set", "mode=replay", "--set", f"path={out}"]
+        + ["--set", f"stderr_file={tmp_path / 'err'}"]
+    )
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["runs", "show", "numbers", "--store", str(store), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["counts"]["steps"] == 2 and shown["counts"]["episodes"] == 1
+    assert shown["counts"]["invalid_lines"] == 2
+    agents = {a["agent_id"]: (a["steps"], a["episodes"]) for a in shown["agents"]}
+    assert agents == {"5": (1, 1), "6": (1, 0)}
 
 
 def test_runs_show_breaks_a_multi_agent_run_down_per_agent(

@@ -233,6 +233,16 @@ def test_a_spec_too_big_to_run_exits_2_with_its_count_and_leaves_no_sweep(tmp_pa
         conn.close()
 
 
+def test_max_trials_0_is_a_usage_error_that_says_the_least(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    for argv in (["--seeds", "1-3", "--max-trials", "0"], ["--resume", "x", "--max-trials", "0"]):
+        done = subprocess.run(_sweep_cli(store, *argv), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, done.stderr
+        [line] = done.stderr.splitlines()
+        assert "--max-trials 0: give a whole number >= 1" in line, line
+    assert not store.exists()
+
+
 def test_resume_after_the_driver_is_killed_marks_its_attempts_lost_and_runs_them_again(
     tmp_path: Path, shm_unchanged: None
 ) -> None:

@@ -215,6 +215,15 @@ def test_max_trials_raises_or_lowers_the_limit_and_is_kept_for_resume() -> None:
         parse_spec({**raw, "max_trials": 0})
 
 
+@pytest.mark.parametrize("limit", [0, -3, True, "5"])
+def test_a_bad_max_trials_is_said_once_not_as_a_limit_of_one(limit: object) -> None:
+    # issue 30: the stand-in minimum of a bad max_trials (1) was then used as the limit:
+    # "seeds '1-3' is 3 seeds, more than the 1 trials a sweep may run"
+    with pytest.raises(SpecError) as caught:
+        parse_spec({"seeds": "1-3", "max_trials": limit})
+    assert caught.value.errors == [f"max_trials: give a whole number >= 1 (got {limit!r})"]
+
+
 def test_trial_count_agrees_with_the_expansion() -> None:
     for raw in (
         {},

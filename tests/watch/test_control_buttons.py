@@ -23,6 +23,8 @@ from tests.watch.conftest import TOKEN
 
 FIXTURES = Path(__file__).resolve().parents[1] / "runner" / "fixtures"
 AUTH = {"X-Mosaic-Token": TOKEN}
+CLASSES = {"control": "Control", "control_deaf": "Deaf", "control_v0": "V0"}
+PROTOCOLS = {"control": 1, "control_deaf": None, "control_v0": 0}
 
 
 def _start(store: Path, worker: str, run_id: str) -> subprocess.Popen[str]:
@@ -30,7 +32,7 @@ def _start(store: Path, worker: str, run_id: str) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "PYTHONPATH": str(FIXTURES) + (os.pathsep + old if old else ""),
-        "MOSAIC_PLUGINS": f"{worker}=control_worker:{'Deaf' if 'deaf' in worker else 'Control'}",
+        "MOSAIC_PLUGINS": f"{worker}=control_worker:{CLASSES[worker]}",
         "MOSAIC_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
     argv = [sys.executable, "-m", "mosaic_sdk.cli", "run", worker, "--store", str(store)]
@@ -51,7 +53,11 @@ def _start(store: Path, worker: str, run_id: str) -> subprocess.Popen[str]:
 
 @pytest.mark.parametrize(
     ("worker", "buttons"),
-    [("control", ["pause", "resume", "stop"]), ("control_deaf", ["stop"])],
+    [
+        ("control", ["pause", "resume", "stop"]),
+        ("control_deaf", ["stop"]),
+        ("control_v0", ["stop"]),  # issue 30: another protocol's stop answered an error
+    ],
 )
 def test_the_buttons_are_what_the_worker_takes_and_stop_always_stops(
     client: TestClient, store: Path, worker: str, buttons: list[str]
@@ -73,4 +79,4 @@ def test_the_buttons_are_what_the_worker_takes_and_stop_always_stops(
             proc.communicate(timeout=60)
     assert json.loads(out)["status"] == "cancelled", err
     with RunStore(store, readonly=True) as s:
-        assert s.get_run(run_id)["control_protocol"] == (1 if worker == "control" else None)
+        assert s.get_run(run_id)["control_protocol"] == PROTOCOLS[worker]

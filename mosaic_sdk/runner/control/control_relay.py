@@ -131,9 +131,16 @@ class ControlRelay:
         cmd, rid = request["cmd"], request.get("id")
         if self._ended is not None:
             return self._not_running(cmd, rid)
-        if self.protocol is None and cmd == "stop" and self.stop_without_protocol is not None:
+        if self.protocol != PROTOCOL and cmd == "stop" and self.stop_without_protocol is not None:
+            # stop always works: a worker that reads no commands, or speaks another protocol
+            # (0, 2...), is stopped the runner's way
+            why = (
+                "reads no commands"
+                if self.protocol is None
+                else f"speaks control protocol {self.protocol!r}, not {PROTOCOL}"
+            )
             self.stop_without_protocol(
-                "stop through the control socket (the worker reads no commands: SIGTERM)"
+                f"stop through the control socket (the worker {why}: SIGTERM)"
             )
             return {
                 "type": "control_reply",
@@ -159,7 +166,8 @@ class ControlRelay:
                 "unsupported_protocol",
                 f"worker {self.worker!r} speaks control protocol {self.protocol}, this runner "
                 f"speaks {PROTOCOL}",
-                "install a mosaic-worker-sdk and a worker made for the same protocol",
+                "install a mosaic-worker-sdk and a worker made for the same protocol; stop "
+                "works for it (the runner sends SIGTERM)",
                 cmd=cmd,
                 id=rid,
             )

@@ -135,6 +135,8 @@ class LineIngest:
                     and d.get("type") == "step"
                     and "episode_index" in d
                     and "step_index" in d
+                    # an agent_id that is not text: classify_line makes the line invalid
+                    and ((agent := d.get("agent_id")) is None or type(agent) is str)
                 ):
                     steps.append(
                         (
@@ -148,7 +150,7 @@ class LineIngest:
                             d.get("truncated"),
                             d.get("ts_unix_ns"),
                             text,
-                            d.get("agent_id"),
+                            agent,
                         )
                     )
                     continue

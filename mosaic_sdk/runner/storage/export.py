@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from mosaic_sdk.runner.storage.store import RunStore
 
 #: What can be exported: the table and its columns, each with its Parquet type.
+#: The most agent ids an error message names.
+AGENTS_NAMED = 20
+
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "steps": (
         ("run_id", "string"),
@@ -251,6 +254,28 @@ def _fits(value: Stored, kind: str) -> bool:
     return isinstance(value, str)
 
 
+def _named(agent: str) -> str:
+    """An agent id as an error message quotes it: ``repr`` (control characters and lone
+    surrogates escaped), a long one cut."""
+    return repr(agent if len(agent) <= 80 else agent[:60] + "...")
+
+
+def no_such_agent(run_id: str, agent: str, known: Sequence[str]) -> str:
+    """The one line that refuses ``--agent AGENT`` for a run without rows of that agent,
+    naming the agents it has (the first :data:`AGENTS_NAMED` of them)."""
+    if not known:
+        return (
+            f"run {run_id} has no agent {_named(agent)}: its steps and episodes carry no "
+            "agent_id (a single-agent run); leave out --agent"
+        )
+    named = ", ".join(_named(a) for a in known[:AGENTS_NAMED])
+    more = f" and {len(known) - AGENTS_NAMED:,} more" if len(known) > AGENTS_NAMED else ""
+    return (
+        f"run {run_id} has no agent {_named(agent)}; its agents: {named}{more} (give one of "
+        "them to --agent)"
+    )
+
+
 def export_run(
     store: RunStore,
     run_id: str,
@@ -275,6 +300,8 @@ def export_run(
         require("pyarrow", "parquet", "mosaic runs export --format parquet")
         require("pyarrow.parquet", "parquet", "mosaic runs export --format parquet")
     full = store.resolve(run_id)
+    if agent is not None and not store.has_agent(full, agent):
+        raise ExportError(no_such_agent(full, agent, store.agent_ids(full)))
     if isinstance(output, (str, Path)) and str(output) != "-":
         target = Path(output)
         partial = target.with_name(f".{target.name}.partial")

@@ -549,6 +549,38 @@ class RunStore:
             g["env_steps"] = env.get(agent, g["steps"]) if agent is not None else g["steps"]
         return sorted(groups.values(), key=lambda g: (g["agent_id"] is None, str(g["agent_id"])))
 
+    def has_agent(self, run_id: str, agent: str) -> bool:
+        """Whether a step or episode row of the run carries ``agent_id`` ``agent`` (one
+        lookup in each partial index); False on a store older than the column."""
+        for table in ("steps", "episodes"):
+            known = {r["name"] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+            if "agent_id" not in known:
+                continue
+            found = self.conn.execute(
+                f"SELECT 1 FROM {table} WHERE run_id = ? AND agent_id = ? LIMIT 1",
+                (run_id, text(agent)),
+            ).fetchone()
+            if found is not None:
+                return True
+        return False
+
+    def agent_ids(self, run_id: str) -> list[str]:
+        """The distinct ``agent_id`` values of the run's step and episode rows, sorted;
+        ``[]`` for a single-agent run and on a store older than the column."""
+        found: set[str] = set()
+        for table in ("steps", "episodes"):
+            known = {r["name"] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+            if "agent_id" in known:
+                found.update(
+                    r["agent_id"]
+                    for r in self.conn.execute(
+                        f"SELECT DISTINCT agent_id FROM {table}"
+                        " WHERE run_id = ? AND agent_id IS NOT NULL",
+                        (run_id,),
+                    )
+                )
+        return sorted(found, key=str)
+
     def custom_events(self, run_id: str, standard: Sequence[str]) -> Iterator[EventRecord]:
         """The events the worker wrote whose name is not in ``standard``, in order (read as
         they are iterated: a long run is not read into memory at once)."""

@@ -21,6 +21,7 @@ from mosaic_sdk.contract import (
     ConfigError,
     LaunchCommand,
     WorkerConfig,
+    agent_stream_clash,
     check_run_id,
     unwrap_job_descriptor,
 )
@@ -81,6 +82,9 @@ def resolve_job(
         data["run_id"] = check_run_id(chosen)
     except ValueError as exc:
         raise ConfigError([str(exc)]) from None
+    clash = agent_stream_clash(data["run_id"])
+    if clash is not None:
+        raise ConfigError([clash])
     return ResolvedJob(data, data["run_id"])
 
 

@@ -1,0 +1,6 @@
+"""A worker module whose import never returns."""
+
+import time
+
+while True:
+    time.sleep(0.1)
