@@ -24,9 +24,11 @@ from typing import Any
 
 from pydantic_core import from_json
 
+from mosaic_sdk.runner.recording.series import SeriesIngest
 from mosaic_sdk.runner.storage.rows import LineBatch, finite_float, insert_rows
 from mosaic_sdk.runner.storage.writer import StoreWriter
 from mosaic_sdk.runner.supervision.lines import CutLine
+from mosaic_sdk.telemetry import METRICS_EVENT
 from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, classify_line
 
 #: A step line of the fast path this short cannot nest deeper than MAX_JSON_DEPTH: each level
@@ -46,8 +48,9 @@ _SHALLOW_STEP_LEN = 2 * MAX_JSON_DEPTH + len('"type":"step""episode_index":"step
 class LineIngest:
     """Classifies stdout lines of one run into batch rows and keeps the live counters.
 
-    ``on_lifecycle(event_dict)`` is called for every lifecycle line, after it was put into the
-    batch (the supervisor flushes that batch at once and runs the hooks once it is committed).
+    :meth:`add` returns the lifecycle lines (the supervisor flushes their batch at once and
+    runs the hooks once it is committed), but for ``metrics`` lines: those are batched like
+    step lines. Lifecycle lines also give series points (:mod:`.series`, in :attr:`series`).
     """
 
     def __init__(
@@ -68,6 +71,8 @@ class LineIngest:
         self.last_event: str | None = None
         self.terminal_event: dict[str, Any] | None = None
         self.last_step: tuple[Any, Any] | None = None
+        #: The run's series: their numbering, and the points and refusals so far.
+        self.series = SeriesIngest(run_id)
 
     @property
     def env_steps(self) -> int:
@@ -216,8 +221,17 @@ class LineIngest:
             if type(n_steps) is int and n_steps > 0:
                 self.episode_steps += n_steps
         elif kind == "lifecycle":
-            self._lifecycle(batch, line_no, d, item.text, synthesised=False)
-            lifecycle.append(d)
+            name = self._lifecycle(batch, line_no, d, item.text, synthesised=False)
+            try:
+                if name == METRICS_EVENT:
+                    self.series.metrics(batch, line_no, d)
+                else:
+                    self.series.lifecycle(batch, line_no, name, d)
+            except Exception:  # noqa: BLE001 - the event is stored; its points are refused
+                self.series.refused += 1
+                batch.refused += 1
+            if name != METRICS_EVENT:
+                lifecycle.append(d)
         else:
             batch.logs.append(
                 (run_id, "stdout", line_no, kind, int(partial), item.error, item.text)
@@ -229,7 +243,7 @@ class LineIngest:
 
     def _lifecycle(
         self, batch: LineBatch, line_no: int, d: dict[str, Any], text: str, synthesised: bool
-    ) -> None:
+    ) -> str:
         event = d.get("event")
         name = event if isinstance(event, str) and event else "unknown"
         payload = d.get("payload")
@@ -252,9 +266,11 @@ class LineIngest:
             )
         )
         self.events += 1
-        self.last_event = name
+        if name != METRICS_EVENT:
+            self.last_event = name
         if name in ("run_completed", "run_failed", "run_cancelled"):
             self.terminal_event = d
+        return name
 
     def add_synthesised(self, batch: LineBatch, event: dict[str, Any]) -> None:
         """Add an event the runner made up (numbered after the worker's last line)."""

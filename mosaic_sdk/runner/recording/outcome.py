@@ -238,7 +238,15 @@ def record_end(
     if failure is not None:
         status, error = "failed", (error + "; " if error else "") + failure
     counts = RunCounts(
-        steps=0, episodes=0, events=0, log_lines=0, invalid_lines=0, stderr_lines=0, lines=0
+        steps=0,
+        episodes=0,
+        events=0,
+        log_lines=0,
+        invalid_lines=0,
+        stderr_lines=0,
+        lines=0,
+        series_points=0,
+        series_refused=0,
     )
     try:
         store.finish_run(run_id, status, exit_code, error, lost_rows=lost_rows)

@@ -17,6 +17,7 @@ and re-exported here).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias, TypedDict
 
 from mosaic_sdk.json_types import JsonObject, JsonValue
@@ -37,6 +38,9 @@ class RunCounts(TypedDict):
     stderr_lines: int
     #: stdout lines read (telemetry or not)
     lines: int
+    #: series points stored, and values refused as points (:meth:`RunStore.series_counts`)
+    series_points: int
+    series_refused: int
 
 
 class ObserverRecord(TypedDict):
@@ -186,6 +190,53 @@ ExportValues: TypeAlias = tuple[Stored, ...]
 EpisodePoint: TypeAlias = tuple[float, float, int, float, float]
 
 
+#: A series of a batch as the ingest numbers it: ``(run_id, series_id, name, agent_id)``.
+SeriesValues: TypeAlias = tuple[str, int, str, str | None]
+#: A point of a batch: ``(run_id, series_id, step, wall_ns, line_no, value)``, the column
+#: order of ``series_points`` (``value`` may be NaN or infinite).
+PointValues: TypeAlias = tuple[str, int, int, int, int, float]
+
+
+@dataclass(frozen=True)
+class SeriesInfo:
+    """One series of a run as :meth:`RunStore.series` lists it: its name (TensorBoard's
+    ``group/name``), its ``agent_id`` (None for none), how many points it has, its first and
+    last step, and its last point's value (the point of the largest step, then the latest
+    wall time; may be NaN or infinite) and wall time (ns since the epoch)."""
+
+    name: str
+    agent_id: str | None
+    points: int
+    first_step: int
+    last_step: int
+    last_value: float
+    last_wall_ns: int
+
+
+@dataclass(frozen=True)
+class SeriesPoints:
+    """The points of one series (:meth:`RunStore.series_points`), by step, then wall time:
+    three lists of one length (``values`` keeps NaN and infinities)."""
+
+    name: str
+    agent_id: str | None
+    steps: list[int]
+    values: list[float]
+    wall_ns: list[int]
+
+
+class SeriesCounts(TypedDict):
+    """What a run's series hold (:meth:`RunStore.series_counts`)."""
+
+    #: points stored
+    points: int
+    #: values not stored: not a number (a string, a list, a bool), no integer step, a name
+    #: too long, or past the run's limit of distinct series
+    refused: int
+    #: distinct (name, agent_id) series
+    series: int
+
+
 def columns_of(record: type) -> tuple[str, ...]:
     """The keys of a record type in their order (its SQL ``SELECT`` list)."""
     return tuple(record.__annotations__)
@@ -206,7 +257,12 @@ __all__ = [
     "LogValues",
     "ObserverRecord",
     "RunCounts",
+    "PointValues",
     "RunRecord",
+    "SeriesCounts",
+    "SeriesInfo",
+    "SeriesPoints",
+    "SeriesValues",
     "Stored",
     "StepRow",
     "TelemetryValues",

@@ -7,11 +7,13 @@ here: ``connect``, the ``INSERT_*`` statements, :class:`StoreError`...).
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,6 +27,9 @@ from mosaic_sdk.runner.storage.records import (
     LogLineRecord,
     ObserverRecord,
     RunRecord,
+    SeriesCounts,
+    SeriesInfo,
+    SeriesPoints,
     columns_of,
 )
 from mosaic_sdk.runner.storage.rows import text
@@ -129,7 +134,15 @@ class RunStore:
 
     def delete_run(self, run_id: str) -> None:
         """Remove a run that never started (its launch could not be prepared)."""
-        for table in ("events", "steps", "episodes", "log_lines", "runs"):
+        for table in (
+            "events",
+            "steps",
+            "episodes",
+            "log_lines",
+            "series",
+            "series_points",
+            "runs",
+        ):
             self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
     def record_observers(self, run_id: str, reports: Sequence[ObserverRecord]) -> None:
@@ -226,6 +239,9 @@ class RunStore:
             "invalid_lines": row["invalid_lines"],
             "stderr_lines": row["stderr_lines"],
             "lines": row["lines"],
+            # absent from an older store opened read-only
+            "series_points": row.get("series_points", 0),
+            "series_refused": row.get("series_refused", 0),
         }
         for key in out["counts"]:
             out.pop(key, None)
@@ -491,6 +507,108 @@ class RunStore:
         cursor.row_factory = None
         return cursor.execute(
             f"SELECT {select} FROM {table} WHERE {where} ORDER BY line_no", params
+        )
+
+    # -- series (issue 32; what becomes one: mosaic_sdk.runner.recording.series) -----------
+    def _has_series(self) -> bool:
+        """Whether the store has the series tables (an older store opened read-only has not:
+        its runs have no series)."""
+        row = self.conn.execute(
+            "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'series'"
+        ).fetchone()
+        return bool(row["n"])
+
+    def series(self, run_id: str, pattern: str | None = None) -> list[SeriesInfo]:
+        """The series of a run (an id or a unique prefix), by name then agent: each with its
+        number of points, first and last step, and last value (the point of the largest
+        step, then the latest wall time: NaN and infinities kept). ``pattern``: only the
+        names it matches, an :mod:`fnmatch` glob (``losses/*``; case counts)."""
+        full = self.resolve(run_id)
+        if not self._has_series():
+            return []
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        rows = cursor.execute(
+            "SELECT name, agent_id, points, first_step, last_step, last_value, last_wall_ns"
+            " FROM series WHERE run_id = ? AND points > 0"
+            " ORDER BY name, agent_id IS NOT NULL, agent_id",
+            (full,),
+        ).fetchall()
+        return [
+            SeriesInfo(
+                name=name,
+                agent_id=agent,
+                points=points,
+                first_step=first,
+                last_step=last,
+                last_value=math.nan if value is None else float(value),
+                last_wall_ns=wall,
+            )
+            for name, agent, points, first, last, value, wall in rows
+            if pattern is None or fnmatchcase(name, pattern)
+        ]
+
+    def series_points(
+        self,
+        run_id: str,
+        name: str,
+        agent_id: str | None = None,
+        *,
+        after_step: int | None = None,
+        limit: int | None = None,
+    ) -> SeriesPoints:
+        """The points of one series of a run (``agent_id`` None: the series without one), by
+        step, then wall time; ``after_step``: only those with a larger step (a live view
+        polls with the last step it has); ``limit``: the first ``limit`` of them. A series
+        the run does not have has no points (a live view may ask before the first one)."""
+        full = self.resolve(run_id)
+        steps: list[int] = []
+        values: list[float] = []
+        walls: list[int] = []
+        out = SeriesPoints(name=name, agent_id=agent_id, steps=steps, values=values, wall_ns=walls)
+        if not self._has_series():
+            return out
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        found = cursor.execute(
+            "SELECT series_id FROM series WHERE run_id = ? AND name = ? AND agent_id IS ?",
+            (full, text(name), None if agent_id is None else text(agent_id)),
+        ).fetchone()
+        if found is None:
+            return out
+        sql = "SELECT step, value, wall_ns FROM series_points WHERE run_id = ? AND series_id = ?"
+        params: list[object] = [full, found[0]]
+        if after_step is not None:
+            sql += " AND step > ?"
+            params.append(int(after_step))
+        sql += " ORDER BY step, wall_ns, line_no"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(max(0, int(limit)))
+        nan = math.nan
+        for step, value, wall in cursor.execute(sql, params):
+            steps.append(step)
+            values.append(nan if value is None else value)  # NULL is how SQLite keeps NaN
+            walls.append(wall)
+        return out
+
+    def series_counts(self, run_id: str) -> SeriesCounts:
+        """How many points a run's series hold, how many values were refused (no number, no
+        integer step, past the limits: :mod:`mosaic_sdk.runner.recording.series`), and how
+        many series it has."""
+        full = self.resolve(run_id)
+        if not self._has_series():
+            return SeriesCounts(points=0, refused=0, series=0)
+        row = self.conn.execute(
+            "SELECT series_points, series_refused,"
+            " (SELECT count(*) FROM series WHERE run_id = ?1 AND points > 0) AS n"
+            " FROM runs WHERE run_id = ?1",
+            (full,),
+        ).fetchone()
+        return SeriesCounts(
+            points=int(row["series_points"]),
+            refused=int(row["series_refused"]),
+            series=int(row["n"]),
         )
 
     def episode_lines(self, run_id: str, containing: str) -> Iterator[str]:
