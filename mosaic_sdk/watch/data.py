@@ -9,6 +9,7 @@ store it may only read. Values come back as the worker wrote them: escaping is t
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import socket
@@ -167,9 +168,61 @@ class RunRow(TypedDict):
     duration_seconds: float
 
 
+class NamedCounts(TypedDict):
+    """What a run's numbers count, named apart: env steps (the step lines, or the episodes'
+    step counts when the worker throttles its step lines or steps several envs a line:
+    whichever is larger), step lines, and episode lines; for a multi-agent run, ``games``
+    (the distinct episode indexes of the agents' episodes, or the most episodes of one agent
+    when that is more: every agent plays each game once) beside ``agent_episodes`` (every
+    agent's episode lines)."""
+
+    env_steps: int
+    step_lines: int
+    episodes: int
+    games: int | None
+    agent_episodes: int | None
+
+
+def named_counts(
+    store: RunStore,
+    run: RunRecord,
+    agents: list[AgentRow],
+    curves: CurveCache | None = None,
+) -> NamedCounts:
+    """The run's :class:`NamedCounts`, read through the store's public API (the episodes'
+    step counts from ``curves``, which reads them once, when given)."""
+    step_lines, episodes = run["counts"]["steps"], run["counts"]["episodes"]
+    if curves is not None:
+        episode_steps = curves.episode_steps(store, run["run_id"])
+    else:
+        rows = store.episode_rows(run["run_id"], run["started_at"])
+        episode_steps = sum(max(0.0, r[3]) for r in rows)
+    out: NamedCounts = {
+        "env_steps": max(step_lines, int(episode_steps)),
+        "step_lines": step_lines,
+        "episodes": episodes,
+        "games": None,
+        "agent_episodes": None,
+    }
+    if agents:
+        with_agent = [a for a in agents if a["agent_id"] is not None]
+        out["agent_episodes"] = sum(a["episodes"] for a in with_agent)
+        indexes = {
+            index
+            for index, agent in store.row_cursor(
+                run["run_id"], "episodes", ["episode_index", "agent_id"]
+            )
+            if agent is not None and isinstance(index, int)
+        }
+        most = max((a["episodes"] for a in with_agent), default=0)
+        out["games"] = max(len(indexes), most)
+    return out
+
+
 class RunDetail(RunRow):
     """The run page's summary (``/api/runs/{run_id}``)."""
 
+    named_counts: NamedCounts
     agents: list[AgentRow]
     streams: list[StreamRow]
     evaluation: bool
@@ -225,17 +278,20 @@ def list_runs(path: Path, status: str | None = None, worker: str | None = None) 
     return {"runs": runs, "workers": workers, "statuses": statuses}
 
 
-def run_detail(path: Path, run_id: str) -> RunDetail:
-    """The run page's summary: the row, its counts and config, and what can be shown live."""
+def run_detail(path: Path, run_id: str, curves: CurveCache | None = None) -> RunDetail:
+    """The run page's summary: the row, its counts (named apart: :class:`NamedCounts`) and
+    config, and what can be shown live."""
     with open_store(path) as store:
         run = store.get_run(run_id)
         agents = agent_rows(store, run["run_id"])
+        counted = named_counts(store, run, agents, curves)
         evaluation = bool(store.events_named(run["run_id"], EVAL_BATCH_EVENT, limit=1))
     run_dir = run["run_dir"]
     if not evaluation and run_dir:
         evaluation = (Path(run_dir) / EVAL_SUMMARY_FILE).is_file()
     return {
         **run_row(run),
+        "named_counts": counted,
         "agents": agents,
         "streams": run_streams(run["run_id"]),
         "evaluation": evaluation,
@@ -341,17 +397,27 @@ class CurveCache:
         self._curves: dict[tuple[str, AgentKey | None], RunningCurve] = {}
         self._lock = threading.Lock()
 
+    def _running(self, store: RunStore, run_id: str, agent: AgentKey | None) -> RunningCurve:
+        """The run's curve brought up to date (the caller holds the lock)."""
+        started_at = float(store.get_run(run_id)["started_at"])
+        running = self._curves.get((run_id, agent))
+        if running is None or running.started_at != started_at:  # new, or a new run
+            running = RunningCurve(run_id, started_at, agent)
+            self._curves[run_id, agent] = running
+        running.update(store)
+        return running
+
     def _update(
         self, store: RunStore, run_id: str, agent: AgentKey | None = None
     ) -> tuple[Curve, int]:
-        started_at = float(store.get_run(run_id)["started_at"])
         with self._lock:
-            running = self._curves.get((run_id, agent))
-            if running is None or running.started_at != started_at:  # new, or a new run
-                running = RunningCurve(run_id, started_at, agent)
-                self._curves[run_id, agent] = running
-            running.update(store)
+            running = self._running(store, run_id, agent)
             return running.curve(), running.read
+
+    def episode_steps(self, store: RunStore, run_id: str) -> float:
+        """The sum of the run's episodes' step counts (read incrementally, with its curve)."""
+        with self._lock:
+            return self._running(store, run_id, None).total_steps
 
     def curve(
         self,
@@ -391,6 +457,134 @@ class CurveCache:
         }
 
 
+class SeriesRow(TypedDict):
+    """One series of a run as the chart pages list it (``/api/runs/{run_id}/series``)."""
+
+    name: str
+    agent_id: str | None
+    points: int
+    first_step: int
+    last_step: int
+    #: a number, or ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (JSON has no such numbers)
+    last_value: float | str
+    #: seconds since the epoch
+    last_wall: float
+
+
+#: The most points of one series one request returns (a page asks again from the last step).
+MAX_SERIES_POINTS = 200_000
+#: The most series one points request reads.
+MAX_SERIES_PER_REQUEST = 200
+
+
+def json_number(value: float) -> float | str:
+    """``value``, or its name when JSON has no number for it (``"NaN"``, ``"Infinity"``,
+    ``"-Infinity"``: what JavaScript's ``Number()`` reads back)."""
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def series_list(path: Path, run_id: str, pattern: str | None = None) -> dict[str, object]:
+    """The run's series (``pattern``: an fnmatch glob on the name, ``losses/*``), with the
+    store's counts of points, refused values and series, and the run's own counts named
+    apart (:func:`run_counts`)."""
+    with open_store(path) as store:
+        run = store.get_run(run_id)
+        full = run["run_id"]
+        infos = store.series(full, pattern or None)
+        counts = store.series_counts(full)
+    rows: list[SeriesRow] = [
+        {
+            "name": i.name,
+            "agent_id": i.agent_id,
+            "points": i.points,
+            "first_step": i.first_step,
+            "last_step": i.last_step,
+            "last_value": json_number(i.last_value),
+            "last_wall": i.last_wall_ns / 1e9,
+        }
+        for i in infos
+    ]
+    return {
+        "run_id": full,
+        "status": status_text(run),
+        "started_at": run["started_at"],
+        "pattern": pattern,
+        "series": rows,
+        "counts": dict(counts),
+    }
+
+
+class SeriesWanted(TypedDict):
+    """One series a page asks the points of: its name, agent and the last step it has."""
+
+    name: str
+    agent_id: str | None
+    after_step: int | None
+
+
+def parse_wanted(raw: str) -> list[SeriesWanted]:
+    """The ``series`` query parameter of the points API: a JSON list of ``{"name", "agent_id",
+    "after_step"}`` (the last two optional); ValueError saying what is wrong otherwise."""
+    hint = (
+        'series= takes a JSON list like [{"name": "losses/value", "agent_id": null, '
+        '"after_step": 120}]'
+    )
+    try:
+        items = json.loads(raw)
+    except ValueError:
+        raise ValueError(f"{hint}; got {raw!r:.80}, not JSON") from None
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"{hint}; got {raw!r:.80}")
+    if len(items) > MAX_SERIES_PER_REQUEST:
+        raise ValueError(f"at most {MAX_SERIES_PER_REQUEST} series a request; got {len(items)}")
+    out: list[SeriesWanted] = []
+    for item in items:
+        name = item.get("name") if isinstance(item, dict) else None
+        agent = item.get("agent_id") if isinstance(item, dict) else None
+        after = item.get("after_step") if isinstance(item, dict) else None
+        if (
+            not isinstance(name, str)
+            or not (agent is None or isinstance(agent, str))
+            or not (after is None or (isinstance(after, int) and not isinstance(after, bool)))
+            or (after is not None and not -(2**63) <= after < 2**63)
+        ):
+            raise ValueError(f"{hint}; {json.dumps(item)[:80]} is not one")
+        out.append({"name": name, "agent_id": agent, "after_step": after})
+    return out
+
+
+def series_points(
+    path: Path, run_id: str, wanted: list[SeriesWanted], limit: int = MAX_SERIES_POINTS
+) -> dict[str, object]:
+    """The points of each wanted series past its ``after_step``, by step (at most ``limit``
+    each: ``more`` says when a series has more past them), as columns: ``steps``,
+    ``values`` (non-finite ones by name, see :func:`json_number`) and ``wall`` (seconds)."""
+    limit = max(1, min(int(limit), MAX_SERIES_POINTS))
+    out = []
+    with open_store(path) as store:
+        full = store.resolve(run_id)
+        for w in wanted:
+            p = store.series_points(
+                full, w["name"], w["agent_id"], after_step=w["after_step"], limit=limit + 1
+            )
+            n = min(len(p.steps), limit)
+            out.append(
+                {
+                    "name": p.name,
+                    "agent_id": p.agent_id,
+                    "steps": p.steps[:n],
+                    "values": [json_number(v) for v in p.values[:n]],
+                    "wall": [ns / 1e9 for ns in p.wall_ns[:n]],
+                    "more": len(p.steps) > limit,
+                }
+            )
+    return {"run_id": full, "series": out}
+
+
 def _pairs(x: np.ndarray, y: np.ndarray) -> list[list[float]]:
     return [[float(a), float(b)] for a, b in zip(x.tolist(), y.tolist(), strict=True)]
 
@@ -427,6 +621,15 @@ __all__ = [
     "run_streams",
     "stream_of_run",
     "MAX_POINTS",
+    "NamedCounts",
+    "named_counts",
+    "MAX_SERIES_POINTS",
+    "SeriesRow",
+    "SeriesWanted",
+    "json_number",
+    "parse_wanted",
+    "series_list",
+    "series_points",
     "CurveCache",
     "StoreMissingError",
     "control_available",

@@ -97,7 +97,8 @@ async def api_runs(request: Request) -> JSONResponse:
 
 async def api_run(request: Request) -> JSONResponse:
     run_id = request.path_params["run_id"]
-    return await _answer(lambda: data.run_detail(store_path(request), run_id))
+    cache: data.CurveCache = request.app.state.curves
+    return await _answer(lambda: data.run_detail(store_path(request), run_id, cache))
 
 
 async def api_events(request: Request) -> JSONResponse:
@@ -143,6 +144,26 @@ async def api_curve(request: Request) -> JSONResponse:
         if key is not None:
             out["agent"] = None if key == NO_AGENT else agent
         return out
+
+    return await _answer(work)
+
+
+async def api_series(request: Request) -> JSONResponse:
+    """The run's series (``?glob=losses/*``: those whose name the glob matches) and counts."""
+    run_id = request.path_params["run_id"]
+    pattern = request.query_params.get("glob") or None
+    return await _answer(lambda: data.series_list(store_path(request), run_id, pattern))
+
+
+async def api_series_points(request: Request) -> JSONResponse:
+    """Points of several series of a run: ``?series=[{"name", "agent_id", "after_step"}]``
+    (JSON), each past its ``after_step``; ``limit``: the most points per series."""
+    run_id = request.path_params["run_id"]
+
+    def work() -> dict[str, object]:
+        wanted = data.parse_wanted(request.query_params.get("series", ""))
+        limit = _int(request, "limit", data.MAX_SERIES_POINTS)
+        return data.series_points(store_path(request), run_id, wanted, limit)
 
     return await _answer(work)
 
@@ -212,6 +233,8 @@ __all__ = [
     "api_events",
     "api_logs",
     "api_run",
+    "api_series",
+    "api_series_points",
     "api_runs",
     "frames",
     "page",

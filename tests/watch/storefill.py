@@ -8,14 +8,30 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.runner.schema import (
+from mosaic_sdk.runner.recording.ingest import LineIngest
+from mosaic_sdk.runner.storage.rows import LineBatch
+from mosaic_sdk.runner.storage.schema import (
     INSERT_EPISODE,
     INSERT_EVENT,
     INSERT_LOG,
     INSERT_STEP,
     UPDATE_COUNTS,
 )
-from mosaic_sdk.runner.store import RunStore
+from mosaic_sdk.runner.storage.store import RunStore
+from mosaic_sdk.runner.storage.writer import StoreWriter
+
+
+def metrics_line(
+    values: dict[str, Any], step: int, agent_id: str | None = None, ts_ns: int | None = None
+) -> str:
+    """A ``metrics`` lifecycle line as ``TelemetryEmitter.metrics`` writes it."""
+    payload: dict[str, Any] = {"step": step, "values": values}
+    if agent_id is not None:
+        payload["agent_id"] = agent_id
+    line: dict[str, Any] = {"type": "lifecycle", "event": "metrics", "payload": payload}
+    if ts_ns is not None:
+        line["ts_unix_ns"] = ts_ns
+    return json.dumps(line)
 
 
 class FilledRun:
@@ -31,6 +47,7 @@ class FilledRun:
         control_protocol: int | None = None,
     ) -> None:
         self.store, self.run_id, self.line_no = store, run_id, 0
+        self._ingest: LineIngest | None = None  # the runner's own, for series (add_lines)
         with RunStore(store) as s:
             s.create_run(
                 run_id,
@@ -82,6 +99,29 @@ class FilledRun:
         self.line_no += 1
         row = (self.run_id, stream, self.line_no, "log", 0, None, text)
         self._write(INSERT_LOG, row, (0, 0, 0, 1, 0, 1 if stream == "stderr" else 0), None)
+
+    def add_lines(self, lines: list[str]) -> None:
+        """Worker lines through the runner's own ingest and store writer (series points of
+        ``metrics`` and custom lifecycle events are made there), numbered after the rest."""
+        if self._ingest is None:
+            self._ingest = LineIngest(self.run_id)
+        self._ingest.line_no = self.line_no
+        batch = LineBatch(1)
+        self._ingest.add(batch, [line.encode() for line in lines])
+        writer = StoreWriter(self.store, self.run_id)
+        writer.submit(batch)
+        writer.close()
+        assert writer.lost_rows == 0
+        self.line_no = self._ingest.line_no
+
+    def add_metrics(
+        self,
+        values: dict[str, Any],
+        step: int,
+        agent_id: str | None = None,
+        ts_ns: int | None = None,
+    ) -> None:
+        self.add_lines([metrics_line(values, step, agent_id, ts_ns)])
 
     def finish(self, status: str = "completed") -> None:
         with RunStore(self.store) as s:

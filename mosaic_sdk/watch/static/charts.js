@@ -1,0 +1,468 @@
+// Charts of mosaic watch, drawn with uPlot (static/vendor/, fetched at build time): a chart per
+// series with smoothing as TensorBoard does it, x as step / wall time / relative time, several
+// runs and agents on one chart, drag-zoom (double-click resets) and a download of what it shows.
+"use strict";
+
+const charts = {
+  X_MODES: { step: "step", relative: "relative time (s)", wall: "wall time" },
+
+  // An fnmatch glob as a RegExp over the whole name: * anything (slashes too), ? one
+  // character, [abc] / [!abc] a set; everything else stands for itself.
+  globRegExp(pattern) {
+    let out = "";
+    for (let i = 0; i < pattern.length; i++) {
+      const c = pattern[i];
+      if (c === "*") out += ".*";
+      else if (c === "?") out += ".";
+      else if (c === "[") {
+        const end = pattern.indexOf("]", i + 2);
+        if (end < 0) { out += "\\["; continue; }
+        let set = pattern.slice(i + 1, end);
+        const negate = set[0] === "!";
+        if (negate) set = set.slice(1);
+        out += "[" + (negate ? "^" : "") + set.replace(/[\\\]^]/g, "\\$&") + "]";
+        i = end;
+      } else out += c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+    }
+    return new RegExp("^" + out + "$", "s");
+  },
+
+  // TensorBoard's smoothing: an exponential moving average whose start is debiased (divided by
+  // 1 - weight^n after n finite values, so the first points are not pulled towards 0). A
+  // non-finite value is kept as it is and leaves the average alone; so is a constant series.
+  smooth(values, weight) {
+    const n = values.length;
+    const out = new Array(n);
+    if (!(weight > 0)) { for (let i = 0; i < n; i++) out[i] = values[i]; return out; }
+    let constant = true;
+    for (let i = 1; i < n && constant; i++) constant = values[i] === values[0];
+    let average = 0, finite = 0;
+    for (let i = 0; i < n; i++) {
+      const v = values[i];
+      if (constant || !Number.isFinite(v)) { out[i] = v; continue; }
+      average = average * weight + (1 - weight) * v;
+      finite += 1;
+      out[i] = average / (1 - Math.pow(weight, finite));
+    }
+    return out;
+  },
+
+  // A value uPlot draws: a finite number, else null (a gap).
+  drawable(v) { return Number.isFinite(v) ? v : null; },
+
+  // JSON's and CSV's spelling of a number (NaN and infinities by name, as the API sends them).
+  jsonNumber(v) { return Number.isFinite(v) ? v : String(v); },
+
+  // x values of a line in a mode; lines without wall times (episode returns) keep their x.
+  xOf(line, mode) {
+    if (mode === "step" || !line.wall) return line.steps;
+    if (mode === "wall") return line.wall;
+    const t0 = line.origin === undefined ? (line.wall.length ? line.wall[0] : 0) : line.origin;
+    return line.wall.map((t) => t - t0);
+  },
+
+  // Columns uPlot takes: one x array and each line's y (null where it has no point). Lines
+  // sharing one x array (the usual case: series written at the same steps) need no merge.
+  align(xs, ys) {
+    if (xs.length === 0) return [[]];
+    const first = xs[0];
+    const same = xs.every((x) => x === first || (x.length === first.length &&
+      x[0] === first[0] && x[x.length - 1] === first[first.length - 1] && x.every((v, i) => v === first[i])));
+    if (same && charts.sorted(first)) return [first, ...ys];
+    const all = new Float64Array(xs.reduce((n, x) => n + x.length, 0));
+    let k = 0;
+    for (const x of xs) { all.set(x, k); k += x.length; }
+    all.sort();
+    const joined = [];
+    for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) joined.push(all[i]);
+    const where = new Map();
+    joined.forEach((v, i) => where.set(v, i));
+    const columns = ys.map((y, j) => {
+      const col = new Array(joined.length).fill(null);
+      const x = xs[j];
+      for (let i = 0; i < x.length; i++) col[where.get(x[i])] = y[i];
+      return col;
+    });
+    return [joined, ...columns];
+  },
+
+  sorted(x) {
+    for (let i = 1; i < x.length; i++) if (!(x[i] >= x[i - 1])) return false;
+    return true;
+  },
+
+  // Save text as a file (the browser's download).
+  save(filename, text, type) {
+    const url = URL.createObjectURL(new Blob([text], { type }));
+    const a = watch.el("a", null, { href: url, download: filename });
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  },
+
+  csvField(v) {
+    const s = v === null || v === undefined ? "" : String(v);
+    return /[",\n\r]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+  },
+};
+
+// One chart: a uPlot with a title, its own legend, and CSV / JSON downloads of what it shows.
+// A line: {label, color, steps, values, wall?, origin?, run_id?, name?, agent_id?, version}.
+class ChartPanel {
+  constructor(parent, title, options) {
+    this.title = title;
+    this.options = Object.assign({ xLabel: null, yLabel: "", height: 220, smoothable: true }, options || {});
+    this.box = watch.el("div", null, { class: "chart-panel", "data-chart": title });
+    const head = watch.el("div", null, { class: "chart-head" });
+    head.appendChild(watch.el("span", title, { class: "chart-title" }));
+    for (const format of ["csv", "json"]) {
+      const button = watch.el("button", format.toUpperCase(), { class: "download", "data-format": format, title: "download what this chart shows" });
+      button.addEventListener("click", () => this.download(format));
+      head.appendChild(button);
+    }
+    this.box.appendChild(head);
+    this.plotBox = watch.el("div", null, { class: "chart-plot" });
+    this.box.appendChild(this.plotBox);
+    this.legend = watch.el("div", null, { class: "chart-legend" });
+    this.box.appendChild(this.legend);
+    parent.appendChild(this.box);
+    this.plot = null;
+    this.shape = "";
+    this.lines = [];
+    this.drawn = null;
+    this.drawMs = 0;
+  }
+
+  zoomed() {
+    const u = this.plot;
+    if (!u || !u.data[0].length) return null;
+    const x = u.data[0], s = u.scales.x;
+    if (s.min > x[0] || s.max < x[x.length - 1]) return [s.min, s.max];
+    return null;
+  }
+
+  // Draw `lines` with the page's settings {weight, mode}; redrawn only when they changed.
+  update(lines, settings) {
+    if (typeof uPlot === "undefined") {
+      this.plotBox.textContent = "the chart library (uPlot) is missing from this install: reinstall " +
+        "the SDK (its build fetches uPlot), or run scripts/vendor-uplot in a source checkout";
+      return false;
+    }
+    const weight = this.options.smoothable ? settings.weight : 0;
+    const mode = this.options.xLabel ? "step" : settings.mode;
+    const stamp = lines.map((l) => l.label + ":" + l.version).join("|") + "|" + weight + "|" + mode;
+    if (stamp === this.stamp && this.plot) return false;
+    this.stamp = stamp;
+    const started = performance.now();
+    this.lines = lines;
+    this.weight = weight;
+    this.mode = mode;
+    const xs = [], ys = [], series = [{ label: this.options.xLabel || charts.X_MODES[mode] }];
+    this.smoothed = lines.map((l) => charts.smooth(l.values, weight));
+    lines.forEach((line, i) => {
+      const x = charts.xOf(line, mode);
+      if (weight > 0) {  // the raw values faint behind the smoothed line, as TensorBoard does
+        xs.push(x); ys.push(line.values.map(charts.drawable));
+        series.push({ label: line.label + " (raw)", stroke: line.color, alpha: 0.25, width: 1, spanGaps: true, points: { show: false } });
+      }
+      xs.push(x); ys.push(this.smoothed[i].map(charts.drawable));
+      series.push({ label: line.label, stroke: line.color, width: line.width || 1.5, dash: line.dash, spanGaps: true, points: { show: line.values.length === 1 } });
+    });
+    const data = charts.align(xs, ys);
+    const shape = series.map((s) => s.label).join("|") + "|" + mode;
+    const zoom = this.shape === shape ? this.zoomed() : null;
+    if (this.plot && this.shape === shape) {
+      this.plot.setData(data, zoom === null);
+    } else {
+      if (this.plot) this.plot.destroy();
+      this.plot = new uPlot(this.plotOptions(series, mode), data, this.plotBox);
+      this.shape = shape;
+    }
+    this.drawn = data;
+    this.drawLegend(lines);
+    this.drawMs = performance.now() - started;
+    return true;
+  }
+
+  plotOptions(series, mode) {
+    const width = Math.max(240, this.plotBox.clientWidth || this.box.clientWidth || 480);
+    return {
+      width, height: this.options.height,
+      scales: { x: { time: mode === "wall" } },
+      series,
+      axes: [{ label: series[0].label, size: 40 }, { label: this.options.yLabel, size: 56 }],
+      legend: { show: false },
+      cursor: { drag: { x: true, y: false } },  // drag to zoom; double-click resets
+    };
+  }
+
+  drawLegend(lines) {
+    this.legend.replaceChildren(...lines.map((line) => {
+      const item = watch.el("span", null, { class: "legend-item" });
+      const swatch = watch.el("span", null, { class: "swatch" });
+      swatch.style.background = line.color;
+      item.appendChild(swatch);
+      const last = line.values.length ? this.smoothed[lines.indexOf(line)][line.values.length - 1] : null;
+      item.appendChild(document.createTextNode(line.label + (last === null ? "" : " " + watch.num(last, 4))));
+      return item;
+    }));
+  }
+
+  resize() {
+    if (!this.plot) return;
+    const width = Math.max(240, this.plotBox.clientWidth || 480);
+    if (width !== this.plot.width) this.plot.setSize({ width, height: this.options.height });
+  }
+
+  // The lines' points on the chart now (inside the zoom, when zoomed), raw and smoothed.
+  shown() {
+    const zoom = this.zoomed();
+    return this.lines.map((line, i) => {
+      const x = charts.xOf(line, this.mode);
+      const keep = [];
+      for (let k = 0; k < x.length; k++) if (!zoom || (x[k] >= zoom[0] && x[k] <= zoom[1])) keep.push(k);
+      return {
+        run_id: line.run_id || null, name: line.name || this.title, agent_id: line.agent_id === undefined ? null : line.agent_id,
+        label: line.label,
+        steps: keep.map((k) => line.steps[k]),
+        wall_time: line.wall ? keep.map((k) => line.wall[k]) : null,
+        values: keep.map((k) => charts.jsonNumber(line.values[k])),
+        smoothed: keep.map((k) => charts.jsonNumber(this.smoothed[i][k])),
+      };
+    });
+  }
+
+  download(format) {
+    const shown = this.shown();
+    const base = (this.title.replace(/[^A-Za-z0-9._-]+/g, "_") || "chart");
+    if (format === "json") {
+      const body = { chart: this.title, x_axis: this.mode, smoothing: this.weight, zoom: this.zoomed(), lines: shown };
+      charts.save(base + ".json", JSON.stringify(body, null, 1), "application/json");
+      return;
+    }
+    const rows = [["run_id", "name", "agent_id", "step", "wall_time", "value", "smoothed"].join(",")];
+    for (const l of shown) {
+      for (let k = 0; k < l.steps.length; k++) {
+        rows.push([l.run_id, l.name, l.agent_id, l.steps[k], l.wall_time ? l.wall_time[k] : "", l.values[k], l.smoothed[k]]
+          .map(charts.csvField).join(","));
+      }
+    }
+    charts.save(base + ".csv", rows.join("\n") + "\n", "text/csv");
+  }
+
+  remove() {
+    if (this.plot) this.plot.destroy();
+    this.box.remove();
+  }
+}
+
+// The series of one run, fetched as they grow: the list every poll, then the new points (past
+// each series' last step) of the series the page shows, several series a request.
+class SeriesFeed {
+  constructor(runId) {
+    this.runId = runId;
+    this.infos = [];
+    this.lines = new Map();  // name + "\u0000" + agent -> line
+    this.counts = null;
+    this.error = null;
+  }
+
+  static key(name, agent) { return name + "\u0000" + (agent === null ? "" : "a:" + agent); }
+
+  async poll(wanted) {
+    const { ok, data } = await watch.api(watch.apiUrl(this.runId, "series"));
+    if (!ok) { this.error = data.error; return; }
+    this.error = null;
+    this.runId = data.run_id;
+    this.infos = data.series;
+    this.counts = data.counts;
+    this.startedAt = data.started_at;
+    const due = [];
+    for (const info of data.series) {
+      if (!wanted(info)) continue;
+      const key = SeriesFeed.key(info.name, info.agent_id);
+      let line = this.lines.get(key);
+      if (!line) {
+        line = { run_id: data.run_id, name: info.name, agent_id: info.agent_id, steps: [], values: [], wall: [], version: 0, lastStep: null };
+        this.lines.set(key, line);
+      }
+      line.origin = this.startedAt;
+      if (line.lastStep === null || info.last_step > line.lastStep) due.push(line);
+    }
+    for (let rounds = 0; due.length && rounds < 50; rounds++) {
+      const batch = due.splice(0, 40);
+      const query = batch.map((l) => ({ name: l.name, agent_id: l.agent_id, after_step: l.lastStep }));
+      const reply = await watch.api(watch.apiUrl(this.runId, "series/points") + "?series=" + encodeURIComponent(JSON.stringify(query)));
+      if (!reply.ok) { this.error = reply.data.error; return; }
+      reply.data.series.forEach((got, i) => {
+        const line = batch[i];
+        if (got.steps.length === 0) return;
+        for (let k = 0; k < got.steps.length; k++) {
+          line.steps.push(got.steps[k]); line.values.push(Number(got.values[k])); line.wall.push(got.wall[k]);
+        }
+        line.lastStep = got.steps[got.steps.length - 1];
+        line.version += 1;
+        if (got.more) due.push(line);
+      });
+    }
+  }
+}
+
+// The series part of a page: a toolbar (glob filter, smoothing, x axis, agents apart), the list
+// of series, and a chart per series name with a line per run (and agent).
+class SeriesBoard {
+  constructor(root, runIds, options) {
+    this.root = root;
+    this.feeds = runIds.map((id) => new SeriesFeed(id));
+    this.options = options || {};
+    this.panels = new Map();
+    this.extra = [];  // other charts of the page that follow the toolbar (episode returns)
+    this.settings = { glob: "*", weight: 0.6, mode: "step", split: false };
+    const q = (sel) => root.querySelector(sel);
+    this.globInput = q(".series-glob");
+    this.slider = q(".smoothing");
+    this.sliderValue = q(".smoothing-value");
+    this.modeSelect = q(".x-mode");
+    this.splitBox = q(".split-agents");
+    this.list = q(".series-list");
+    this.grid = q(".chart-grid");
+    this.note = q(".series-note");
+    this.settings.weight = Number(this.slider.value);
+    this.sliderValue.textContent = this.slider.value;
+    this.globInput.addEventListener("input", () => { this.settings.glob = this.globInput.value.trim() || "*"; this.refresh(); });
+    this.slider.addEventListener("input", () => {
+      this.settings.weight = Math.min(0.999, Math.max(0, Number(this.slider.value)));
+      this.sliderValue.textContent = this.settings.weight.toFixed(3);
+      this.render();
+    });
+    this.modeSelect.addEventListener("change", () => { this.settings.mode = this.modeSelect.value; this.render(); });
+    this.splitBox.addEventListener("change", () => { this.settings.split = this.splitBox.checked; this.render(); });
+    let pending = null;
+    window.addEventListener("resize", () => {
+      clearTimeout(pending);
+      pending = setTimeout(() => { for (const p of this.allPanels()) p.resize(); }, 150);
+    });
+  }
+
+  matcher() {
+    try { return charts.globRegExp(this.settings.glob); } catch (e) { return /^$/; }
+  }
+
+  allPanels() { return [...this.panels.values(), ...this.extra]; }
+
+  async poll() {
+    const match = this.matcher();
+    await Promise.all(this.feeds.map((feed) => feed.poll((info) => match.test(info.name))));
+    this.render();
+  }
+
+  refresh() { this.render(); this.poll(); }
+
+  render() {
+    const match = this.matcher();
+    this.showList(match);
+    const groups = new Map();
+    const several = this.feeds.length > 1;
+    this.feeds.forEach((feed, r) => {
+      for (const info of feed.infos) {
+        if (!match.test(info.name)) continue;
+        const line = feed.lines.get(SeriesFeed.key(info.name, info.agent_id));
+        if (!line || line.steps.length === 0) continue;
+        const split = this.settings.split && info.agent_id !== null;
+        const title = split ? info.name + " [" + info.agent_id + "]" : info.name;
+        if (!groups.has(title)) groups.set(title, []);
+        const parts = [];
+        if (several) parts.push(feed.runId);
+        if (info.agent_id !== null && !split) parts.push(info.agent_id);
+        line.label = parts.join(" ") || info.name;
+        line.runIndex = r;
+        groups.get(title).push(line);
+      }
+    });
+    for (const [title, panel] of this.panels) {
+      if (!groups.has(title)) { panel.remove(); this.panels.delete(title); }
+    }
+    // one colour per run when several are compared (a run's agents then dashed apart), else per line
+    for (const lines of groups.values()) {
+      const seen = new Map();
+      lines.forEach((l, i) => {
+        const nth = seen.get(l.runIndex) || 0;
+        seen.set(l.runIndex, nth + 1);
+        l.color = watch.colors[(several ? l.runIndex : i) % watch.colors.length];
+        l.dash = several && nth > 0 ? [2 + 2 * nth, 3] : undefined;
+      });
+    }
+    const titles = [...groups.keys()].sort();
+    let drawMs = 0;
+    for (const title of titles) {
+      let panel = this.panels.get(title);
+      if (!panel) { panel = new ChartPanel(this.grid, title); this.panels.set(title, panel); }
+      panel.update(groups.get(title), this.settings);
+      drawMs += panel.drawMs;
+    }
+    // keep the charts in name order
+    titles.forEach((title) => this.grid.appendChild(this.panels.get(title).box));
+    for (const panel of this.extra) if (panel.lines.length) panel.update(panel.lines, this.settings);
+    const problems = this.feeds.filter((f) => f.error).map((f) => f.runId + ": " + f.error);
+    const none = this.feeds.every((f) => f.infos.length === 0);
+    this.note.textContent = problems.join("\n") || (none ? "no series yet: a worker reports them with TelemetryEmitter.metrics(...) or its own lifecycle events" : "");
+    this.note.hidden = !this.note.textContent;
+    window.__watch.seriesCharts = titles;
+    window.__watch.seriesDrawMs = drawMs;
+  }
+
+  showList(match) {
+    const rows = [];
+    this.feeds.forEach((feed, r) => {
+      for (const info of feed.infos) {
+        if (!match.test(info.name)) continue;
+        const li = watch.el("li", null, { "data-series": info.name });
+        const who = (this.feeds.length > 1 ? feed.runId + " " : "") + (info.agent_id === null ? "" : "[" + info.agent_id + "] ");
+        li.appendChild(watch.el("span", info.name, { class: "series-name" }));
+        li.appendChild(watch.el("span", " " + who + info.points + " points, last " +
+          watch.num(Number(info.last_value), 4) + " at step " + info.last_step, { class: "muted" }));
+        rows.push(li);
+      }
+    });
+    this.list.replaceChildren(...rows);
+    const total = this.feeds.reduce((n, f) => n + f.infos.length, 0);
+    const refused = this.feeds.reduce((n, f) => n + ((f.counts || {}).refused || 0), 0);
+    this.root.querySelector(".series-count").textContent = rows.length + " of " + total + " series" +
+      (refused ? "; " + refused + " values refused (not numbers, or past the limits)" : "");
+  }
+
+  // The chart the tests and the benchmark read: its title -> the panel.
+  panel(title) { return this.panels.get(title) || this.extra.find((p) => p.title === title) || null; }
+}
+
+// The toolbar and boxes a SeriesBoard fills (the run page and the compare page share it).
+function seriesSection() {
+  const section = watch.el("section", null, { class: "series-board", id: "series" });
+  const h2 = watch.el("h2", "Series ");
+  h2.appendChild(watch.el("span", "", { class: "muted series-count" }));
+  section.appendChild(h2);
+  const bar = watch.el("div", null, { class: "toolbar" });
+  const glob = watch.el("label", "filter ");
+  glob.appendChild(watch.el("input", null, { class: "series-glob", id: "series-glob", type: "search", placeholder: "glob, e.g. losses/*", value: "" }));
+  bar.appendChild(glob);
+  const smooth = watch.el("label", "smoothing ");
+  smooth.appendChild(watch.el("input", null, { class: "smoothing", id: "smoothing", type: "range", min: "0", max: "0.999", step: "0.001", value: "0.6" }));
+  smooth.appendChild(watch.el("span", "0.6", { class: "smoothing-value" }));
+  bar.appendChild(smooth);
+  const mode = watch.el("label", "x ");
+  const select = watch.el("select", null, { class: "x-mode", id: "x-mode" });
+  for (const [value, label] of Object.entries(charts.X_MODES)) select.appendChild(watch.el("option", label, { value }));
+  mode.appendChild(select);
+  bar.appendChild(mode);
+  const split = watch.el("label", null);
+  split.appendChild(watch.el("input", null, { class: "split-agents", id: "split-agents", type: "checkbox" }));
+  split.appendChild(document.createTextNode(" a chart per agent"));
+  bar.appendChild(split);
+  bar.appendChild(watch.el("span", "drag to zoom, double-click to reset", { class: "muted" }));
+  section.appendChild(bar);
+  section.appendChild(watch.el("p", "", { class: "notice series-note", hidden: "" }));
+  section.appendChild(watch.el("ul", null, { class: "series-list", id: "series-list" }));
+  section.appendChild(watch.el("div", null, { class: "chart-grid", id: "chart-grid" }));
+  return section;
+}
