@@ -8,6 +8,7 @@ store it may only read. Values come back as the worker wrote them: escaping is t
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -20,7 +21,10 @@ from typing import TypedDict
 
 import numpy as np
 
+from mosaic_sdk.control.protocol import PROTOCOL_VERSION as CONTROL_PROTOCOL
+from mosaic_sdk.control.protocol import SOCKET_NAME
 from mosaic_sdk.fastlane.writer import agent_stream_id, create_fastlane_name
+from mosaic_sdk.json_types import JsonObject
 from mosaic_sdk.plots.curves import (
     NO_AGENT,
     AgentKey,
@@ -30,12 +34,9 @@ from mosaic_sdk.plots.curves import (
     skipped_text,
 )
 from mosaic_sdk.plots.curves import smooth as trailing_mean
-from mosaic_sdk.runner.control.control_relay import PROTOCOL as CONTROL_PROTOCOL
-from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
 from mosaic_sdk.runner.storage.records import (
     AgentSummary,
     EventRecord,
-    JsonObject,
     LogLineRecord,
     RunCounts,
     RunRecord,
@@ -44,7 +45,7 @@ from mosaic_sdk.runner.storage.store import RunStore, StoreError, status_text
 
 #: The most points of one curve the server sends (raw and smoothed each).
 MAX_POINTS = 1000
-#: The control socket's name in a run directory (the runner's :data:`SOCKET_NAME`).
+#: The control socket's name in a run directory (:data:`mosaic_sdk.control.protocol.SOCKET_NAME`).
 CONTROL_SOCKET = SOCKET_NAME
 #: Where POSIX shared-memory segments are listed (Linux); elsewhere a run shows its own stream.
 SHM_DIR = Path("/dev/shm")
@@ -557,12 +558,29 @@ def parse_wanted(raw: str) -> list[SeriesWanted]:
     return out
 
 
+#: How the points API gives its columns: JSON numbers, or little-endian float64 in base64
+#: (what the pages ask for: a tenth of the server's time and half the bytes of JSON numbers).
+ENCODINGS = ("json", "base64")
+
+
+def _float64_base64(values: object) -> str:
+    return base64.b64encode(np.asarray(values, dtype="<f8").tobytes()).decode("ascii")
+
+
 def series_points(
-    path: Path, run_id: str, wanted: list[SeriesWanted], limit: int = MAX_SERIES_POINTS
+    path: Path,
+    run_id: str,
+    wanted: list[SeriesWanted],
+    limit: int = MAX_SERIES_POINTS,
+    encoding: str = "json",
 ) -> dict[str, object]:
     """The points of each wanted series past its ``after_step``, by step (at most ``limit``
     each: ``more`` says when a series has more past them), as columns: ``steps``,
-    ``values`` (non-finite ones by name, see :func:`json_number`) and ``wall`` (seconds)."""
+    ``values`` (non-finite ones by name, see :func:`json_number`) and ``wall`` (seconds).
+    ``encoding="base64"``: each column is the base64 of its little-endian float64 values
+    (NaN and infinities as they are)."""
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding={encoding!r:.40} is not one of {', '.join(ENCODINGS)}")
     limit = max(1, min(int(limit), MAX_SERIES_POINTS))
     out = []
     with open_store(path) as store:
@@ -572,17 +590,18 @@ def series_points(
                 full, w["name"], w["agent_id"], after_step=w["after_step"], limit=limit + 1
             )
             n = min(len(p.steps), limit)
-            out.append(
-                {
-                    "name": p.name,
-                    "agent_id": p.agent_id,
-                    "steps": p.steps[:n],
-                    "values": [json_number(v) for v in p.values[:n]],
-                    "wall": [ns / 1e9 for ns in p.wall_ns[:n]],
-                    "more": len(p.steps) > limit,
-                }
-            )
-    return {"run_id": full, "series": out}
+            row: dict[str, object] = {"name": p.name, "agent_id": p.agent_id}
+            if encoding == "base64":
+                row["steps"] = _float64_base64(p.steps[:n])
+                row["values"] = _float64_base64(p.values[:n])
+                row["wall"] = _float64_base64(np.asarray(p.wall_ns[:n], dtype=np.int64) / 1e9)
+            else:
+                row["steps"] = p.steps[:n]
+                row["values"] = [json_number(v) for v in p.values[:n]]
+                row["wall"] = [ns / 1e9 for ns in p.wall_ns[:n]]
+            row["more"] = len(p.steps) > limit
+            out.append(row)
+    return {"run_id": full, "encoding": encoding, "series": out}
 
 
 def _pairs(x: np.ndarray, y: np.ndarray) -> list[list[float]]:

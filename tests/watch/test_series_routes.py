@@ -84,6 +84,36 @@ def test_points_come_as_columns_past_each_series_step(client: TestClient, store:
     assert limited["series"][0]["steps"] == [0, 10] and limited["series"][0]["more"] is True
 
 
+def test_base64_columns_are_the_same_points_as_float64(client: TestClient, store: Path) -> None:
+    """What the pages ask for: each column as the base64 of little-endian float64 values."""
+    import base64
+
+    import numpy as np
+
+    run = FilledRun(store, "RUN-B")
+    run.add_lines(
+        [
+            metrics_line({"loss": v}, step=7 * i, ts_ns=1_800_000_000_000_000_000 + i)
+            for i, v in enumerate([0.5, math.nan, -math.inf, 1e300])
+        ]
+    )
+    wanted = [{"name": "loss", "agent_id": None}]
+    got = points(client, "RUN-B", wanted, encoding="base64").json()
+    assert got["encoding"] == "base64"
+    [loss] = got["series"]
+
+    def column(text: str) -> np.ndarray:
+        return np.frombuffer(base64.b64decode(text), dtype="<f8")
+
+    assert column(loss["steps"]).tolist() == [0.0, 7.0, 14.0, 21.0]
+    values = column(loss["values"])
+    assert values[0] == 0.5 and math.isnan(values[1]) and values[2] == -math.inf
+    assert values[3] == 1e300
+    assert column(loss["wall"])[0] == 1_800_000_000.0
+    bad = points(client, "RUN-B", wanted, encoding="xml")
+    assert bad.status_code == 400 and "encoding='xml' is not one of json, base64" in bad.text
+
+
 def test_a_bad_series_query_is_a_400_saying_what_it_takes(client: TestClient, store: Path) -> None:
     FilledRun(store, "RUN-Q")
     for bad in ("", "x", "{}", "[]", '[{"name": 3}]', '[{"name": "a", "after_step": "7"}]'):

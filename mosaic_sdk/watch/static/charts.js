@@ -32,24 +32,35 @@ const charts = {
   // non-finite value is kept as it is and leaves the average alone; so is a constant series.
   smooth(values, weight) {
     const n = values.length;
-    const out = new Array(n);
-    if (!(weight > 0)) { for (let i = 0; i < n; i++) out[i] = values[i]; return out; }
+    const out = new Float64Array(n);
+    if (!(weight > 0)) { out.set(values); return out; }
     let constant = true;
     for (let i = 1; i < n && constant; i++) constant = values[i] === values[0];
-    let average = 0, finite = 0;
+    if (constant) { out.set(values); return out; }
+    let average = 0, power = 1;
     for (let i = 0; i < n; i++) {
       const v = values[i];
-      if (constant || !Number.isFinite(v)) { out[i] = v; continue; }
+      if (!Number.isFinite(v)) { out[i] = v; continue; }
       average = average * weight + (1 - weight) * v;
-      finite += 1;
-      out[i] = average / (1 - Math.pow(weight, finite));
+      power *= weight;
+      out[i] = average / (1 - power);
     }
     return out;
   },
 
-  // A value uPlot draws: a finite number, else null (a gap).
-  drawable(v) { return Number.isFinite(v) ? v : null; },
+  // A column uPlot draws: a Float64Array when every value is finite (the usual case, and the
+  // fastest), else an array with null (a gap) where a value is not finite.
+  column(values) {
+    const n = values.length;
+    let finite = true;
+    for (let i = 0; i < n && finite; i++) finite = Number.isFinite(values[i]);
+    if (finite) return values instanceof Float64Array ? values : Float64Array.from(values);
+    const out = new Array(n);
+    for (let i = 0; i < n; i++) out[i] = Number.isFinite(values[i]) ? values[i] : null;
+    return out;
+  },
 
+  // A value uPlot draws: a finite number, else null (a gap).
   // JSON's and CSV's spelling of a number (NaN and infinities by name, as the API sends them).
   jsonNumber(v) { return Number.isFinite(v) ? v : String(v); },
 
@@ -61,34 +72,117 @@ const charts = {
     return line.wall.map((t) => t - t0);
   },
 
-  // Columns uPlot takes: one x array and each line's y (null where it has no point). Lines
-  // sharing one x array (the usual case: series written at the same steps) need no merge.
-  align(xs, ys) {
-    if (xs.length === 0) return [[]];
+  // Whether the lines' x arrays are one (series written at the same steps: the usual case).
+  sameX(xs) {
     const first = xs[0];
-    const same = xs.every((x) => x === first || (x.length === first.length &&
-      x[0] === first[0] && x[x.length - 1] === first[first.length - 1] && x.every((v, i) => v === first[i])));
-    if (same && charts.sorted(first)) return [first, ...ys];
-    const all = new Float64Array(xs.reduce((n, x) => n + x.length, 0));
-    let k = 0;
-    for (const x of xs) { all.set(x, k); k += x.length; }
-    all.sort();
-    const joined = [];
-    for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) joined.push(all[i]);
-    const where = new Map();
-    joined.forEach((v, i) => where.set(v, i));
-    const columns = ys.map((y, j) => {
-      const col = new Array(joined.length).fill(null);
-      const x = xs[j];
-      for (let i = 0; i < x.length; i++) col[where.get(x[i])] = y[i];
-      return col;
-    });
-    return [joined, ...columns];
+    if (!first || !charts.sorted(first)) return false;
+    for (const x of xs) {
+      if (x === first) continue;
+      if (x.length !== first.length) return false;
+      for (let i = 0; i < x.length; i++) if (x[i] !== first[i]) return false;
+    }
+    return true;
   },
 
   sorted(x) {
     for (let i = 1; i < x.length; i++) if (!(x[i] >= x[i - 1])) return false;
     return true;
+  },
+
+  // Past this many points in all, lines at different x are thinned before they are joined.
+  JOIN_LIMIT: 200000,
+
+  // Columns of long lines at different x, thinned onto one x grid: each segment [lo, hi) of
+  // `segments` ([lo, hi, buckets]) is cut in buckets of a pixel or so, and each line keeps,
+  // in each bucket, its first, lowest, highest and last values (in the order written), at
+  // four x places inside the bucket: what a pixel column shows of it. A value that is not
+  // finite leaves a gap (null) in its bucket.
+  grid(xs, columns, segments) {
+    let size = 0;
+    for (const [, , buckets] of segments) size += 4 * buckets;
+    const gx = new Float64Array(size);
+    let at = 0;
+    for (const [lo, hi, buckets] of segments) {
+      const width = (hi - lo) / buckets;
+      for (let b = 0; b < buckets; b++) for (let k = 0; k < 4; k++) gx[at++] = lo + (b + (k + 0.5) / 4) * width;
+    }
+    const out = [gx];
+    for (const [j, y] of columns) {
+      const x = xs[j];
+      const col = new Array(size);
+      let base = 0;
+      segments.forEach(([lo, hi, buckets], s) => {
+        const last = s === segments.length - 1;
+        const width = (hi - lo) / buckets || 1;
+        const first = new Int32Array(buckets).fill(-1), low = new Int32Array(buckets).fill(-1);
+        const high = new Int32Array(buckets).fill(-1), end = new Int32Array(buckets).fill(-1);
+        const gap = new Uint8Array(buckets);
+        for (let i = 0; i < x.length; i++) {
+          const xi = x[i];
+          if (!(xi >= lo) || xi > hi || (xi === hi && !last)) continue;
+          const b = Math.min(buckets - 1, Math.floor((xi - lo) / width));
+          const v = y[i];
+          if (!Number.isFinite(v)) { gap[b] = 1; continue; }
+          if (first[b] < 0) { first[b] = low[b] = high[b] = i; }
+          else { if (v < y[low[b]]) low[b] = i; if (v > y[high[b]]) high[b] = i; }
+          end[b] = i;
+        }
+        for (let b = 0; b < buckets; b++) {
+          if (first[b] < 0) { if (gap[b]) col[base + 4 * b] = null; continue; }
+          const four = [first[b], low[b], high[b], end[b]].sort((p, q) => p - q);
+          let t = 0;
+          for (let k = 0; k < 4; k++) if (k === 0 || four[k] !== four[k - 1]) col[base + 4 * b + t++] = y[four[k]];
+          if (gap[b]) col[base + 4 * b + 3] = null;
+        }
+        base += 4 * buckets;
+      });
+      out.push(col);
+    }
+    return out;
+  },
+
+  // Columns for lines at different x: one sorted x of every line's x, and each line's values
+  // at its own x (undefined elsewhere: uPlot draws across it; null where a value is not
+  // finite: a gap). picks[j]: the indices of line j to use (all of them when null).
+  join(xs, columns, picks) {
+    let total = 0;
+    for (let j = 0; j < xs.length; j++) total += picks[j] ? picks[j].length : xs[j].length;
+    const all = new Float64Array(total);
+    let k = 0;
+    xs.forEach((x, j) => {
+      const pick = picks[j];
+      if (pick) for (const i of pick) all[k++] = x[i]; else { all.set(x, k); k += x.length; }
+    });
+    all.sort();
+    let m = 0;
+    for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[m - 1]) all[m++] = all[i];
+    const joined = all.slice(0, m);
+    const where = (v) => {  // the index of v in joined (binary search)
+      let lo = 0, hi = m - 1;
+      while (lo < hi) { const mid = (lo + hi) >> 1; if (joined[mid] < v) lo = mid + 1; else hi = mid; }
+      return lo;
+    };
+    const out = [joined];
+    columns.forEach(([j, y]) => {
+      const col = new Array(m);
+      const x = xs[j];
+      const pick = picks[j];
+      const n = pick ? pick.length : x.length;
+      for (let t = 0; t < n; t++) {
+        const i = pick ? pick[t] : t;
+        col[where(x[i])] = Number.isFinite(y[i]) ? y[i] : null;
+      }
+      out.push(col);
+    });
+    return out;
+  },
+
+  // A column of the points API in base64: little-endian float64 values.
+  float64s(text) {
+    const bytes = atob(text);
+    const buffer = new Uint8Array(bytes.length);
+    for (let i = 0; i < bytes.length; i++) buffer[i] = bytes.charCodeAt(i);
+    return new Float64Array(buffer.buffer);
   },
 
   // Save text as a file (the browser's download).
@@ -158,20 +252,22 @@ class ChartPanel {
     this.lines = lines;
     this.weight = weight;
     this.mode = mode;
-    const xs = [], ys = [], series = [{ label: this.options.xLabel || charts.X_MODES[mode] }];
+    const series = [{ label: this.options.xLabel || charts.X_MODES[mode] }];
     this.smoothed = lines.map((l) => charts.smooth(l.values, weight));
+    this.xs = lines.map((l) => charts.xOf(l, mode));
+    this.columns = [];  // [line index, values] per drawn line
     lines.forEach((line, i) => {
-      const x = charts.xOf(line, mode);
       if (weight > 0) {  // the raw values faint behind the smoothed line, as TensorBoard does
-        xs.push(x); ys.push(line.values.map(charts.drawable));
-        series.push({ label: line.label + " (raw)", stroke: line.color, alpha: 0.25, width: 1, spanGaps: true, points: { show: false } });
+        this.columns.push([i, line.values]);
+        series.push({ label: line.label + " (raw)", stroke: line.color, alpha: 0.25, width: 1, points: { show: false } });
       }
-      xs.push(x); ys.push(this.smoothed[i].map(charts.drawable));
-      series.push({ label: line.label, stroke: line.color, width: line.width || 1.5, dash: line.dash, spanGaps: true, points: { show: line.values.length === 1 } });
+      this.columns.push([i, this.smoothed[i]]);
+      series.push({ label: line.label, stroke: line.color, width: line.width || 1.5, dash: line.dash, points: { show: line.values.length === 1 } });
     });
-    const data = charts.align(xs, ys);
+    this.shared = charts.sameX(this.xs);
     const shape = series.map((s) => s.label).join("|") + "|" + mode;
     const zoom = this.shape === shape ? this.zoomed() : null;
+    const data = this.data(zoom);
     if (this.plot && this.shape === shape) {
       this.plot.setData(data, zoom === null);
     } else {
@@ -185,6 +281,44 @@ class ChartPanel {
     return true;
   }
 
+  // uPlot's columns for the x range `zoom` ([lo, hi], or null: everything). Lines at one x
+  // are given whole (uPlot thins what it draws by itself); lines at different x are joined,
+  // and thinned first when they are long: finely inside the zoom, coarsely outside it.
+  data(zoom) {
+    const xs = this.xs;
+    if (this.shared) {
+      return [Float64Array.from(xs[0]), ...this.columns.map(([, y]) => charts.column(y))];
+    }
+    const total = xs.reduce((n, x) => n + x.length, 0);
+    this.thinned = total > charts.JOIN_LIMIT;
+    this.dataZoom = zoom ? zoom.join() : "";
+    if (!this.thinned) return charts.join(xs, this.columns, xs.map(() => null));
+    let lo = Infinity, hi = -Infinity;
+    for (const x of xs) for (let i = 0; i < x.length; i++) { if (x[i] < lo) lo = x[i]; if (x[i] > hi) hi = x[i]; }
+    const buckets = Math.max(200, Math.round(this.plotBox.clientWidth || 900));
+    if (!zoom || !(zoom[1] > zoom[0])) return charts.grid(xs, this.columns, [[lo, hi > lo ? hi : lo + 1, buckets]]);
+    const share = (a, b) => Math.max(1, Math.round(buckets * (b - a) / (hi - lo)));
+    const segments = [];
+    if (zoom[0] > lo) segments.push([lo, zoom[0], share(lo, zoom[0])]);
+    segments.push([Math.max(lo, zoom[0]), Math.min(hi, zoom[1]), buckets]);
+    if (zoom[1] < hi) segments.push([zoom[1], hi, share(zoom[1], hi)]);
+    return charts.grid(xs, this.columns, segments);
+  }
+
+  // A zoom of thinned lines reads them again, finely, inside the new range.
+  rethin(u) {
+    if (!this.thinned || this.rethinning) return;
+    this.rethinning = true;
+    setTimeout(() => {
+      const zoom = this.zoomed();
+      this.rethinning = false;
+      if ((zoom ? zoom.join() : "") === this.dataZoom) return;
+      const data = this.data(zoom);
+      this.drawn = data;
+      u.setData(data, false);
+    }, 0);
+  }
+
   plotOptions(series, mode) {
     const width = Math.max(240, this.plotBox.clientWidth || this.box.clientWidth || 480);
     return {
@@ -194,6 +328,10 @@ class ChartPanel {
       axes: [{ label: series[0].label, size: 40 }, { label: this.options.yLabel, size: 56 }],
       legend: { show: false },
       cursor: { drag: { x: true, y: false } },  // drag to zoom; double-click resets
+      hooks: {
+        draw: [() => { this.drawnAt = performance.now(); this.draws = (this.draws || 0) + 1; }],
+        setScale: [(u, key) => { if (key === "x") this.rethin(u); }],
+      },
     };
   }
 
@@ -219,7 +357,7 @@ class ChartPanel {
   shown() {
     const zoom = this.zoomed();
     return this.lines.map((line, i) => {
-      const x = charts.xOf(line, this.mode);
+      const x = this.xs[i];
       const keep = [];
       for (let k = 0; k < x.length; k++) if (!zoom || (x[k] >= zoom[0] && x[k] <= zoom[1])) keep.push(k);
       return {
@@ -293,15 +431,17 @@ class SeriesFeed {
     for (let rounds = 0; due.length && rounds < 50; rounds++) {
       const batch = due.splice(0, 40);
       const query = batch.map((l) => ({ name: l.name, agent_id: l.agent_id, after_step: l.lastStep }));
-      const reply = await watch.api(watch.apiUrl(this.runId, "series/points") + "?series=" + encodeURIComponent(JSON.stringify(query)));
+      const reply = await watch.api(watch.apiUrl(this.runId, "series/points") + "?encoding=base64&series=" +
+        encodeURIComponent(JSON.stringify(query)));
       if (!reply.ok) { this.error = reply.data.error; return; }
       reply.data.series.forEach((got, i) => {
         const line = batch[i];
-        if (got.steps.length === 0) return;
-        for (let k = 0; k < got.steps.length; k++) {
-          line.steps.push(got.steps[k]); line.values.push(Number(got.values[k])); line.wall.push(got.wall[k]);
+        const steps = charts.float64s(got.steps), values = charts.float64s(got.values), wall = charts.float64s(got.wall);
+        if (steps.length === 0) return;
+        for (let k = 0; k < steps.length; k++) {
+          line.steps.push(steps[k]); line.values.push(values[k]); line.wall.push(wall[k]);
         }
-        line.lastStep = got.steps[got.steps.length - 1];
+        line.lastStep = steps[steps.length - 1];
         line.version += 1;
         if (got.more) due.push(line);
       });
