@@ -70,3 +70,10 @@ def test_offline_the_build_says_what_to_do(
     err = capsys.readouterr().err
     assert err.startswith("error: could not download uPlot")
     assert vendor.TARBALL_ENV in err and f"npm pack uplot@{vendor.UPLOT_VERSION}" in err
+
+
+def test_the_watch_guide_names_the_pinned_release() -> None:
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guides" / "watch.md"
+    text = guide.read_text(encoding="utf-8")
+    assert f"npm pack uplot@{vendor.UPLOT_VERSION}" in text
+    assert f"uplot-{vendor.UPLOT_VERSION}.tgz" in text
