@@ -216,6 +216,15 @@ def test_two_runs_overlaid_on_one_chart(page: Any, tmp_path: Path) -> None:
         assert x == [10.0 * i for i in range(120)] + [5000.0]  # the runs' steps, joined
         assert one[:120] == pytest.approx(ones) and one[120] is None
         assert two[:120] == pytest.approx(twos) and two[120] is None  # NaN: drawn as a gap
+        # long lines at different x are thinned onto a pixel grid, keeping each line's extremes
+        page.evaluate("() => { charts.JOIN_LIMIT = 100; }")
+        page.locator("#smoothing").fill("0.5")
+        wait_for(page, "window.__watch.chart('losses/value').drawn.length === 5")
+        x, raw_one, _, raw_two, _ = drawn(page, "losses/value")
+        assert len(x) % 4 == 0 and len(x) >= 800 and x == sorted(x)  # 4 places a pixel
+        for column, expected in ((raw_one, ones), (raw_two, twos)):
+            kept = [v for v in column if v is not None]
+            assert len(kept) < len(x) and max(kept) == max(expected) and min(kept) == min(expected)
         returns = "window.__watch.chart('episode return').lines.length"
         assert wait_for(page, f"window.__watch.chart('episode return') && {returns}") == 2
         assert page.locator("#series-list li").count() == 10  # 5 series of each run
