@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
-from mosaic_sdk.watch import routes
+from mosaic_sdk.watch import routes, vendor
 from mosaic_sdk.watch.data import CurveCache
 from mosaic_sdk.watch.security import Guard, is_loopback, new_token
 
@@ -96,6 +96,9 @@ def serve(
     sock = bind(host, port)
     url = url_of(sock, host, app.state.token)
     (announce or (lambda u: print(u, flush=True)))(url)
+    missing = vendor.missing_message()
+    if missing:
+        print(f"mosaic watch: warning: {missing}", file=sys.stderr, flush=True)
     config = uvicorn.Config(
         app,
         log_level="warning",

@@ -53,8 +53,9 @@ def tarball_url(registry: str = REGISTRY) -> str:
     return f"{registry.rstrip('/')}/uplot/-/uplot-{UPLOT_VERSION}.tgz"
 
 
-def installed(target: Path = VENDOR_DIR) -> bool:
-    """Whether ``target`` holds every file of the pinned release."""
+def installed(target: Path | None = None) -> bool:
+    """Whether ``target`` (default :data:`VENDOR_DIR`) holds every file of the pinned release."""
+    target = VENDOR_DIR if target is None else target
     try:
         stamp = json.loads((target / STAMP).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -108,9 +109,20 @@ def unpack(blob: bytes, target: Path) -> None:
     (target / STAMP).write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
 
 
-def ensure(target: Path = VENDOR_DIR, *, quiet: bool = False) -> Path:
-    """uPlot's files in ``target``, fetched (or read from ``$MOSAIC_UPLOT_TARBALL``) and
-    checked when missing or from another pin; the folder."""
+def missing_message() -> str | None:
+    """What ``mosaic watch`` says at start when the package has no uPlot (None when it has)."""
+    if installed():
+        return None
+    return (
+        f"uPlot is missing from {VENDOR_DIR}, so the pages draw no charts: reinstall the SDK "
+        "(its build fetches uPlot) or run scripts/vendor-uplot in a source checkout"
+    )
+
+
+def ensure(target: Path | None = None, *, quiet: bool = False) -> Path:
+    """uPlot's files in ``target`` (default :data:`VENDOR_DIR`), fetched (or read from
+    ``$MOSAIC_UPLOT_TARBALL``) and checked when missing or from another pin; the folder."""
+    target = VENDOR_DIR if target is None else target
     if installed(target):
         return target
     local = os.environ.get(TARBALL_ENV)

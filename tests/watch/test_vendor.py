@@ -77,3 +77,12 @@ def test_the_watch_guide_names_the_pinned_release() -> None:
     text = guide.read_text(encoding="utf-8")
     assert f"npm pack uplot@{vendor.UPLOT_VERSION}" in text
     assert f"uplot-{vendor.UPLOT_VERSION}.tgz" in text
+
+
+def test_watch_says_at_start_when_the_package_has_no_uplot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert vendor.missing_message() is None  # the build put it there
+    monkeypatch.setattr(vendor, "VENDOR_DIR", tmp_path / "vendor")
+    message = vendor.missing_message()
+    assert message is not None and "scripts/vendor-uplot" in message
