@@ -589,17 +589,23 @@ def series_points(
             p = store.series_points(
                 full, w["name"], w["agent_id"], after_step=w["after_step"], limit=limit + 1
             )
-            n = min(len(p.steps), limit)
+            more = len(p.steps) > limit
+            # the store read one point past the limit to tell `more`: drop it (no copy else)
+            steps, values, walls = (
+                (p.steps[:limit], p.values[:limit], p.wall_ns[:limit])
+                if more
+                else (p.steps, p.values, p.wall_ns)
+            )
             row: dict[str, object] = {"name": p.name, "agent_id": p.agent_id}
             if encoding == "base64":
-                row["steps"] = _float64_base64(p.steps[:n])
-                row["values"] = _float64_base64(p.values[:n])
-                row["wall"] = _float64_base64(np.asarray(p.wall_ns[:n], dtype=np.int64) / 1e9)
+                row["steps"] = _float64_base64(steps)
+                row["values"] = _float64_base64(values)
+                row["wall"] = _float64_base64(np.asarray(walls, dtype=np.int64) / 1e9)
             else:
-                row["steps"] = p.steps[:n]
-                row["values"] = [json_number(v) for v in p.values[:n]]
-                row["wall"] = [ns / 1e9 for ns in p.wall_ns[:n]]
-            row["more"] = len(p.steps) > limit
+                row["steps"] = steps
+                row["values"] = [json_number(v) for v in values]
+                row["wall"] = [ns / 1e9 for ns in walls]
+            row["more"] = more
             out.append(row)
     return {"run_id": full, "encoding": encoding, "series": out}
 

@@ -31,21 +31,62 @@ const charts = {
   // 1 - weight^n after n finite values, so the first points are not pulled towards 0). A
   // non-finite value is kept as it is and leaves the average alone; so is a constant series.
   smooth(values, weight) {
+    return charts.smoothFrom(null, values, weight).out.subarray(0, values.length);
+  },
+
+  // The smoothing of `values` continued from `state` (what an earlier call on the first
+  // state.n of these values left: a live line is smoothed only where it grew); a new state.
+  smoothFrom(state, values, weight) {
     const n = values.length;
-    const out = new Float64Array(n);
-    if (!(weight > 0)) { out.set(values); return out; }
-    let constant = true;
-    for (let i = 1; i < n && constant; i++) constant = values[i] === values[0];
-    if (constant) { out.set(values); return out; }
-    let average = 0, power = 1;
-    for (let i = 0; i < n; i++) {
-      const v = values[i];
-      if (!Number.isFinite(v)) { out[i] = v; continue; }
-      average = average * weight + (1 - weight) * v;
-      power *= weight;
-      out[i] = average / (1 - power);
+    let s = state;
+    if (!s || s.weight !== weight || s.n > n || (s.constant && n > s.n && !charts.same(values, s.n, values[0]))) {
+      s = { weight, n: 0, average: 0, power: 1, constant: true, out: new Float64Array(Math.max(16, n)) };
     }
-    return out;
+    if (s.out.length < n) {
+      const out = new Float64Array(Math.max(n, 2 * s.out.length));
+      out.set(s.out.subarray(0, s.n));
+      s.out = out;
+    }
+    const out = s.out;
+    if (s.n === 0) s.constant = charts.same(values, 1, values[0]);
+    if (!(weight > 0) || s.constant) {
+      for (let i = s.n; i < n; i++) out[i] = values[i];
+    } else {
+      let average = s.average, power = s.power;
+      for (let i = s.n; i < n; i++) {
+        const v = values[i];
+        if (!Number.isFinite(v)) { out[i] = v; continue; }
+        average = average * weight + (1 - weight) * v;
+        power *= weight;
+        out[i] = average / (1 - power);
+      }
+      s.average = average; s.power = power;
+    }
+    s.n = n;
+    return s;
+  },
+
+  // Whether values[from:] all equal v.
+  same(values, from, v) {
+    for (let i = from; i < values.length; i++) if (values[i] !== v) return false;
+    return true;
+  },
+
+  // A growable float64 column: `add` appends a chunk, `view` is the values so far.
+  growable() {
+    let buffer = new Float64Array(1024), n = 0;
+    return {
+      add(chunk) {
+        if (n + chunk.length > buffer.length) {
+          const bigger = new Float64Array(Math.max(n + chunk.length, 2 * buffer.length));
+          bigger.set(buffer.subarray(0, n));
+          buffer = bigger;
+        }
+        buffer.set(chunk, n);
+        n += chunk.length;
+      },
+      view() { return buffer.subarray(0, n); },
+    };
   },
 
   // A column uPlot draws: a Float64Array when every value is finite (the usual case, and the
@@ -253,7 +294,11 @@ class ChartPanel {
     this.weight = weight;
     this.mode = mode;
     const series = [{ label: this.options.xLabel || charts.X_MODES[mode] }];
-    this.smoothed = lines.map((l) => charts.smooth(l.values, weight));
+    this.smoothed = lines.map((l) => {  // kept on the line: a live line is smoothed where it grew
+      if (!(weight > 0)) return l.values;
+      l.smoothing = charts.smoothFrom(l.smoothing, l.values, weight);
+      return l.smoothing.out.subarray(0, l.values.length);
+    });
     this.xs = lines.map((l) => charts.xOf(l, mode));
     this.columns = [];  // [line index, values] per drawn line
     lines.forEach((line, i) => {
@@ -287,7 +332,8 @@ class ChartPanel {
   data(zoom) {
     const xs = this.xs;
     if (this.shared) {
-      return [Float64Array.from(xs[0]), ...this.columns.map(([, y]) => charts.column(y))];
+      const x = xs[0] instanceof Float64Array ? xs[0] : Float64Array.from(xs[0]);
+      return [x, ...this.columns.map(([, y]) => charts.column(y))];
     }
     const total = xs.reduce((n, x) => n + x.length, 0);
     this.thinned = total > charts.JOIN_LIMIT;
@@ -408,7 +454,8 @@ class SeriesFeed {
 
   static key(name, agent) { return name + "\u0000" + (agent === null ? "" : "a:" + agent); }
 
-  async poll(wanted) {
+  // onBatch: called after each batch of points has come (the page draws what it has).
+  async poll(wanted, onBatch) {
     const { ok, data } = await watch.api(watch.apiUrl(this.runId, "series"));
     if (!ok) { this.error = data.error; return; }
     this.error = null;
@@ -422,29 +469,46 @@ class SeriesFeed {
       const key = SeriesFeed.key(info.name, info.agent_id);
       let line = this.lines.get(key);
       if (!line) {
-        line = { run_id: data.run_id, name: info.name, agent_id: info.agent_id, steps: [], values: [], wall: [], version: 0, lastStep: null };
+        line = {
+          run_id: data.run_id, name: info.name, agent_id: info.agent_id, version: 0, lastStep: null,
+          columns: { steps: charts.growable(), values: charts.growable(), wall: charts.growable() },
+          steps: new Float64Array(0), values: new Float64Array(0), wall: new Float64Array(0),
+        };
         this.lines.set(key, line);
       }
       line.origin = this.startedAt;
       if (line.lastStep === null || info.last_step > line.lastStep) due.push(line);
     }
-    for (let rounds = 0; due.length && rounds < 50; rounds++) {
-      const batch = due.splice(0, 40);
+    for (let rounds = 0; due.length && rounds < 200; rounds++) {
+      // a few series a request, about 400k points at most: the first look at a long run
+      // draws chart by chart instead of after one very long answer
+      let take = 0, points = 0;
+      for (const line of due.slice(0, 40)) {
+        const info = this.infos.find((i) => i.name === line.name && i.agent_id === line.agent_id);
+        points += info ? info.points - line.values.length : 0;
+        if (take > 0 && points > 400000) break;
+        take += 1;
+      }
+      const batch = due.splice(0, Math.max(1, take));
       const query = batch.map((l) => ({ name: l.name, agent_id: l.agent_id, after_step: l.lastStep }));
       const reply = await watch.api(watch.apiUrl(this.runId, "series/points") + "?encoding=base64&series=" +
         encodeURIComponent(JSON.stringify(query)));
       if (!reply.ok) { this.error = reply.data.error; return; }
       reply.data.series.forEach((got, i) => {
         const line = batch[i];
-        const steps = charts.float64s(got.steps), values = charts.float64s(got.values), wall = charts.float64s(got.wall);
+        const steps = charts.float64s(got.steps);
         if (steps.length === 0) return;
-        for (let k = 0; k < steps.length; k++) {
-          line.steps.push(steps[k]); line.values.push(values[k]); line.wall.push(wall[k]);
-        }
+        line.columns.steps.add(steps);
+        line.columns.values.add(charts.float64s(got.values));
+        line.columns.wall.add(charts.float64s(got.wall));
+        line.steps = line.columns.steps.view();
+        line.values = line.columns.values.view();
+        line.wall = line.columns.wall.view();
         line.lastStep = steps[steps.length - 1];
         line.version += 1;
         if (got.more) due.push(line);
       });
+      if (onBatch && due.length) onBatch();
     }
   }
 }
@@ -493,7 +557,7 @@ class SeriesBoard {
 
   async poll() {
     const match = this.matcher();
-    await Promise.all(this.feeds.map((feed) => feed.poll((info) => match.test(info.name))));
+    await Promise.all(this.feeds.map((feed) => feed.poll((info) => match.test(info.name), () => this.render())));
     this.render();
   }
 
