@@ -366,9 +366,16 @@ async function control(cmd) {
   reply.textContent = r.ok ? cmd + ": done" : cmd + " refused: " + ((r.error || {}).message || "no reason given");
 }
 
+// The series follow on their own: the first look at a long run may take a while, and the
+// summary, events and log lines keep coming meanwhile.
+async function follow() {
+  await board.poll();
+  setTimeout(follow, state.running ? 1000 : 5000);
+}
+
 async function tick() {
   // All four at once: the first look at a long run costs one round trip, not two.
-  const [found] = await Promise.all([summary(), events(), logs(), curve(), board.poll()]);
+  const [found] = await Promise.all([summary(), events(), logs(), curve()]);
   await Promise.all([agentCurves(), evaluation()]);  // they need what summary() found
   setTimeout(tick, found && !state.running ? 5000 : 1000);
 }
@@ -387,4 +394,5 @@ document.addEventListener("DOMContentLoaded", () => {
     button.addEventListener("click", () => control(button.dataset.cmd));
   }
   tick();
+  follow();
 });
