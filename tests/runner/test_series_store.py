@@ -283,3 +283,136 @@ def test_a_run_stores_every_series_point_among_many_step_lines(
         sps = store.series_points(result.run_id, "charts/sps")
         assert sps.steps == list(range(9, 3000, 10)) and sps.values == [float(s) for s in sps.steps]
         assert all(math.isnan(v) for v in store.series_points(result.run_id, "losses.v").values)
+
+
+def test_counts_name_env_steps_step_lines_and_episodes_apart(
+    echo_worker: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Throttled step lines (every 5th), an episode in progress at the end, and two agents
+    of a zero-sum game: env steps, step lines, games and agent episodes each say what they
+    count, and the returns are told per agent."""
+    from mosaic_sdk.cli import main
+    from mosaic_sdk.cli.run import summary_line
+
+    lines = []
+    for episode in range(2):
+        for agent, ret in (("a", 1.0), ("b", -1.0)):
+            for i in range(0, 20, 5):
+                lines.append(
+                    json.dumps(
+                        {
+                            "type": "step",
+                            "episode_index": episode,
+                            "step_index": i,
+                            "agent_id": agent,
+                        }
+                    )
+                )
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "episode",
+                        "episode_index": episode,
+                        "total_reward": ret,
+                        "steps": 20,
+                        "agent_id": agent,
+                    }
+                )
+            )
+    for i in range(3):  # game 2 goes on: agent a's step lines after its last episode line
+        lines.append(
+            json.dumps({"type": "step", "episode_index": 2, "step_index": i, "agent_id": "a"})
+        )
+    lines.append(_metrics(7, {"losses/v": 0.5}, 1, agent="a"))
+    lines.append(_event("run_completed", {}, 0))
+    source = tmp_path / "lines.jsonl"
+    source.write_text("".join(line + "\n" for line in lines))
+    store = tmp_path / "runs.sqlite"
+    result = run_worker(echo_worker, {"lines_file": str(source)}, store=store)
+    c = result.counts
+    assert (c["env_steps"], c["step_lines"], c["games"], c["agent_episodes"]) == (83, 19, 2, 4)
+    line = summary_line(result)
+    assert (
+        "83 env steps (summed over the agents), 19 step lines, 2 games (4 agent episodes)" in line
+    )
+    assert "returns per agent: a mean 1.000 (last 1.000), b mean -1.000 (last -1.000)" in line
+    capsys.readouterr()
+    assert main(["runs", "show", result.run_id, "--store", str(store), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert {a["agent_id"]: a["env_steps"] for a in shown["agents"]} == {"a": 43, "b": 40}
+    assert shown["series"] == [
+        {
+            "name": "losses/v",
+            "agent_id": "a",
+            "points": 1,
+            "first_step": 7,
+            "last_step": 7,
+            "last_value": 0.5,
+            "last_wall_ns": 1,
+        }
+    ]
+    assert shown["series_counts"] == {"points": 1, "refused": 0, "series": 1}
+    assert main(["runs", "show", result.run_id, "--store", str(store)]) == 0
+    text = capsys.readouterr().out
+    assert "series (1 series, 1 points):" in text
+    assert text.split("series (1 series, 1 points):")[1].splitlines()[2].split() == [
+        "losses/v",
+        "a",
+        "1",
+        "7",
+        "0.5",
+    ]
+    assert main(["runs", "list", "--store", str(store)]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].split()[-5:] == ["env", "steps", "step", "lines", "episodes"]
+    assert listed[1].split()[-7:] == ["83", "19", "2", "games", "(4", "agent", "episodes)"]
+
+
+def test_metrics_lines_off_the_fast_path_give_the_same_rows(tmp_path: Path) -> None:
+    """A metrics line the fast path does not take (leading blank, an ``event_type`` dialect
+    line is not one) gives the same event row and points as one it takes."""
+    line = _metrics(4, {"a": 1.5, "b": {"c": 2}}, 9)
+    rows = []
+    for text in (line, " " + line):
+        ingest = LineIngest("R")
+        batch = LineBatch()
+        assert ingest.add(batch, [text.encode()]) == []
+        event = batch.events[0]
+        rows.append((event[3], event[6], batch.series, batch.points))
+    assert rows[0] == rows[1]
+    assert rows[0][2] == [("R", 1, "a", None), ("R", 2, "b.c", None)]
+
+
+def test_points_a_table_refuses_are_counted_and_the_lines_kept(tmp_path: Path) -> None:
+    """The one-row-at-a-time fallback of the writer: points its table refuses (here the
+    same point twice) are counted as refused, every line is stored, nothing is lost."""
+    path = tmp_path / "runs.sqlite"
+    with RunStore(path) as store:
+        store.create_run("R", "w")
+    ingest = LineIngest("R")
+    batch = LineBatch(1)
+    ingest.add(batch, [_metrics(1, {"a": 1.0, "b": 2.0}, 5).encode()])
+    batch.points.append(batch.points[0])  # a duplicate key: the batch fails as a whole
+    writer = StoreWriter(path, "R")
+    writer.submit(batch)
+    writer.close()
+    assert writer.lost_rows == 0
+    with RunStore(path) as store:
+        assert store.count_rows("R")["events"] == 1
+        assert store.series_counts("R") == {"points": 0, "refused": 3, "series": 0}
+
+
+def test_runs_show_lists_the_first_series_and_says_how_many_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mosaic_sdk.cli import main
+
+    path = tmp_path / "runs.sqlite"
+    _ingest(path, [_metrics(1, {f"s{i:03d}": float(i) for i in range(60)}, 1)])
+    assert main(["runs", "show", "R", "--store", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "series (60 series, 60 points):" in text
+    assert "  s049  " in text and "  s050  " not in text
+    assert "... and 10 more (--json lists them all" in text
+    assert main(["runs", "show", "R", "--store", str(path), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["series"]) == 60

@@ -45,6 +45,11 @@ _SHALLOW_STEP_LEN = 2 * MAX_JSON_DEPTH + len('"type":"step""episode_index":"step
 # escape, "\ud800", which json accepts) goes to classify_line, as any other line does.
 
 
+#: ``json.dumps(payload, sort_keys=True, default=str)``, with one encoder made once (dumps
+#: makes a new one per call when given options).
+_encode_payload = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
 class LineIngest:
     """Classifies stdout lines of one run into batch rows and keeps the live counters.
 
@@ -125,6 +130,15 @@ class LineIngest:
                     d = parse(text)
                 except Exception:  # noqa: BLE001 - classify_line below says what is wrong
                     d = None
+                if (
+                    type(d) is dict
+                    and d.get("type") == "lifecycle"
+                    and d.get("event") == METRICS_EVENT
+                ):
+                    # a metrics line (batched by the emitter like step lines, as frequent):
+                    # classify_line would return this object unchanged, as for step lines
+                    self._metrics(batch, line_no, d, text)
+                    continue
                 if (
                     type(d) is dict
                     and d.get("type") == "step"
@@ -221,17 +235,16 @@ class LineIngest:
             if type(n_steps) is int and n_steps > 0:
                 self.episode_steps += n_steps
         elif kind == "lifecycle":
+            if d.get("event") == METRICS_EVENT:
+                self._metrics(batch, line_no, d, item.text)
+                return
             name = self._lifecycle(batch, line_no, d, item.text, synthesised=False)
             try:
-                if name == METRICS_EVENT:
-                    self.series.metrics(batch, line_no, d)
-                else:
-                    self.series.lifecycle(batch, line_no, name, d)
+                self.series.lifecycle(batch, line_no, name, d)
             except Exception:  # noqa: BLE001 - the event is stored; its points are refused
                 self.series.refused += 1
                 batch.refused += 1
-            if name != METRICS_EVENT:
-                lifecycle.append(d)
+            lifecycle.append(d)
         else:
             batch.logs.append(
                 (run_id, "stdout", line_no, kind, int(partial), item.error, item.text)
@@ -241,6 +254,16 @@ class LineIngest:
                 self.invalid_lines += 1
             self.log_lines += 1
 
+    def _metrics(self, batch: LineBatch, line_no: int, d: dict[str, Any], text: str) -> None:
+        """A ``metrics`` line: stored as an event, its values as series points; not handed
+        back as a lifecycle line (no hand-over, no hooks: batched like step lines)."""
+        self._lifecycle(batch, line_no, d, text, synthesised=False)
+        try:
+            self.series.metrics(batch, line_no, d)
+        except Exception:  # noqa: BLE001 - the event is stored; its points are refused
+            self.series.refused += 1
+            batch.refused += 1
+
     def _lifecycle(
         self, batch: LineBatch, line_no: int, d: dict[str, Any], text: str, synthesised: bool
     ) -> str:
@@ -248,9 +271,7 @@ class LineIngest:
         name = event if isinstance(event, str) and event else "unknown"
         payload = d.get("payload")
         try:
-            payload_json = (
-                None if payload is None else json.dumps(payload, sort_keys=True, default=str)
-            )
+            payload_json = None if payload is None else _encode_payload(payload)
         except (ValueError, TypeError, RecursionError):  # e.g. nested too deep: raw keeps it
             payload_json = None
         batch.events.append(

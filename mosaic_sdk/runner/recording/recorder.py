@@ -53,6 +53,7 @@ from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.storage.records import ObserverRecord, RunCounts
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.storage.writer import StoreWriter
+from mosaic_sdk.runner.tensorboard import register_from_env
 
 if TYPE_CHECKING:
     import pluggy
@@ -106,6 +107,8 @@ class RunRecorder:
         self.worker = worker
         self.pm = pm
         self.warn = warn or current_reporter().warn
+        if pm is not None:  # MOSAIC_TENSORBOARD_DIR (mosaic run --tensorboard): an observer
+            register_from_env(pm)
         #: The observer plugins of the run (None when no plugin observes).
         self.feed = None if pm is None else ObserverFeed.for_plugins(pm, run_id, warn=self.warn)
         feed = self.feed

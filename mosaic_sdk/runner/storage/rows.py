@@ -299,9 +299,19 @@ def insert_each(
     ``kept``, when given, receives the step and episode rows stored in their own table."""
     stored = {"steps": 0, "episodes": 0, "events": 0, "stdout": 0, "stderr": 0}
     degraded = lost = 0
-    insert_series(conn, run_id, batch)  # built by the ingest to bind, and keyed apart
-    if kept is not None:
-        kept.series, kept.points, kept.refused = batch.series, batch.points, batch.refused
+    try:
+        conn.execute("SAVEPOINT series")
+        insert_series(conn, run_id, batch)  # built by the ingest to bind, and keyed apart
+        conn.execute("RELEASE series")
+        if kept is not None:
+            kept.series, kept.points, kept.refused = batch.series, batch.points, batch.refused
+    except sqlite3.OperationalError:
+        raise
+    except Exception:  # noqa: BLE001 - never seen: the points are refused, the lines kept
+        conn.execute("ROLLBACK TO series")
+        conn.execute("RELEASE series")
+        refused = len(batch.points) + batch.refused
+        conn.execute(store_sql.UPDATE_SERIES_COUNTS, (0, refused, run_id))
     last: Exception | None = None
     for rows, sql, key, raw_at in (
         (batch.steps, store_sql.INSERT_STEP, "steps", 9),

@@ -245,6 +245,7 @@ class RunStore:
         }
         for key in out["counts"]:
             out.pop(key, None)
+        out["counts"].update(self._env_counts(row["run_id"], int(row["steps"])))
         out["config"] = json.loads(row["config_json"]) if row["config_json"] else None
         out["argv"] = json.loads(row["argv_json"]) if row["argv_json"] else None
         del out["config_json"], out["argv_json"]
@@ -262,6 +263,89 @@ class RunStore:
         end = row["ended_at"] if row["ended_at"] is not None else time.time()
         out["duration_seconds"] = round(max(0.0, end - row["started_at"]), 3)
         return out
+
+    def _has_column(self, table: str, column: str) -> bool:
+        return any(r["name"] == column for r in self.conn.execute(f"PRAGMA table_info({table})"))
+
+    def _env_counts(self, run_id: str, step_lines: int) -> dict[str, int | None]:
+        """``step_lines``, ``env_steps``, and for a multi-agent run ``games`` and
+        ``agent_episodes`` (None otherwise): see :class:`~.records.RunCounts`. Cheap on a
+        long run: sums over the episodes, index lookups and range counts over the steps
+        after the last episode line (a run's step lines are counted, never scanned)."""
+        per_agent = self._agent_env_steps(run_id)
+        if per_agent is None:  # single-agent
+            return {
+                "step_lines": step_lines,
+                "env_steps": max(step_lines, self._env_steps(run_id, None, agentless=True)),
+                "games": None,
+                "agent_episodes": None,
+            }
+        games = self.conn.execute(
+            "SELECT count(DISTINCT episode_index) AS g, count(*) AS n FROM episodes"
+            " WHERE run_id = ? AND agent_id IS NOT NULL",
+            (run_id,),
+        ).fetchone()
+        return {
+            "step_lines": step_lines,
+            "env_steps": max(step_lines, sum(per_agent.values())),
+            "games": int(games["g"]),
+            "agent_episodes": int(games["n"]),
+        }
+
+    def _env_steps(self, run_id: str, agent: str | None, *, agentless: bool = False) -> int:
+        """Env steps of one agent (``agentless``: of the whole run, every row): the sum of
+        the integer ``steps`` of its episode lines plus its step lines after its last episode
+        line (the episode in progress, or cut short); its step lines when its episode lines
+        carry no step counts (or it has none); 0 for ``agentless`` then (the caller takes the
+        run's step lines)."""
+        where = "" if agentless else " AND agent_id = ?"
+        params: list[object] = [run_id] if agentless else [run_id, agent]
+        row = self.conn.execute(
+            "SELECT coalesce(sum(CASE WHEN typeof(steps) = 'integer' AND steps > 0"
+            " THEN steps END), 0) AS s, coalesce(max(line_no), 0) AS last"
+            f" FROM episodes WHERE run_id = ?{where}",
+            params,
+        ).fetchone()
+        if row["s"] > 0:
+            after = self.conn.execute(
+                f"SELECT count(*) AS n FROM steps WHERE run_id = ? AND line_no > ?{where}",
+                [run_id, row["last"], *params[1:]],
+            ).fetchone()
+            return int(row["s"]) + int(after["n"])
+        if agentless:
+            return 0
+        lines = self.conn.execute(
+            "SELECT count(*) AS n FROM steps WHERE run_id = ? AND agent_id = ?", params
+        ).fetchone()
+        return int(lines["n"])
+
+    def _agent_ids(self, run_id: str, table: str) -> list[str]:
+        """The distinct ``agent_id`` values of a run's rows of ``table``, found by jumps
+        through the partial index (one lookup per agent, not a scan of the rows)."""
+        return [
+            r["id"]
+            for r in self.conn.execute(
+                "WITH RECURSIVE a(id) AS ("
+                f" SELECT (SELECT min(agent_id) FROM {table} WHERE run_id = ?1"
+                "  AND agent_id IS NOT NULL)"
+                f" UNION ALL SELECT (SELECT min(agent_id) FROM {table} WHERE run_id = ?1"
+                "  AND agent_id > a.id) FROM a WHERE a.id IS NOT NULL"
+                ") SELECT id FROM a WHERE id IS NOT NULL",
+                (run_id,),
+            )
+        ]
+
+    def _agent_env_steps(self, run_id: str) -> dict[str | None, int] | None:
+        """Env steps per ``agent_id`` of a run whose rows carry one (see
+        :meth:`_env_steps`); None for a run without agent ids (or a store older than the
+        column)."""
+        if not self._has_column("episodes", "agent_id"):
+            return None
+        agents = dict.fromkeys(self._agent_ids(run_id, "episodes"))
+        agents.update(dict.fromkeys(self._agent_ids(run_id, "steps")))
+        if not agents:
+            return None
+        return {agent: self._env_steps(run_id, agent) for agent in agents}
 
     def _stalled(self, run_id: str) -> JsonObject | None:
         """The payload of the run's ``stalled`` event when no ``recovered`` came after it
@@ -378,6 +462,7 @@ class RunStore:
                 {
                     "agent_id": agent,
                     "steps": 0,
+                    "env_steps": 0,
                     "episodes": 0,
                     "mean_return": None,
                     "min_return": None,
@@ -424,6 +509,9 @@ class RunStore:
             fill(g, no_id)
         if len(groups) < 2:
             return []
+        env = self._agent_env_steps(run_id) or {}
+        for agent, g in groups.items():
+            g["env_steps"] = env.get(agent, g["steps"]) if agent is not None else g["steps"]
         return sorted(groups.values(), key=lambda g: (g["agent_id"] is None, str(g["agent_id"])))
 
     def custom_events(self, run_id: str, standard: Sequence[str]) -> Iterator[EventRecord]:
@@ -585,11 +673,15 @@ class RunStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(max(0, int(limit)))
-        nan = math.nan
-        for step, value, wall in cursor.execute(sql, params):
-            steps.append(step)
-            values.append(nan if value is None else value)  # NULL is how SQLite keeps NaN
-            walls.append(wall)
+        rows = cursor.execute(sql, params).fetchall()
+        if not rows:
+            return out
+        columns = list(zip(*rows, strict=True))
+        steps.extend(columns[0])
+        values.extend(columns[1])
+        walls.extend(columns[2])
+        if None in values:  # NULL is how SQLite keeps NaN
+            values[:] = [math.nan if v is None else v for v in values]
         return out
 
     def series_counts(self, run_id: str) -> SeriesCounts:
