@@ -161,7 +161,9 @@ class RunRow(TypedDict):
     status: str
     stalled: JsonObject | None
     env_id: str | None
+    #: step lines
     steps: int
+    env_steps: int
     episodes: int
     last_return: float | None
     started_at: float
@@ -170,12 +172,10 @@ class RunRow(TypedDict):
 
 
 class NamedCounts(TypedDict):
-    """What a run's numbers count, named apart: env steps (the step lines, or the episodes'
-    step counts when the worker throttles its step lines or steps several envs a line:
-    whichever is larger), step lines, and episode lines; for a multi-agent run, ``games``
-    (the distinct episode indexes of the agents' episodes, or the most episodes of one agent
-    when that is more: every agent plays each game once) beside ``agent_episodes`` (every
-    agent's episode lines)."""
+    """What a run's numbers count, named apart, as the store counts them
+    (:class:`~mosaic_sdk.runner.storage.records.RunCounts`): env steps, step lines and
+    episode lines; for a multi-agent run ``games`` beside ``agent_episodes`` (None
+    otherwise)."""
 
     env_steps: int
     step_lines: int
@@ -184,40 +184,16 @@ class NamedCounts(TypedDict):
     agent_episodes: int | None
 
 
-def named_counts(
-    store: RunStore,
-    run: RunRecord,
-    agents: list[AgentRow],
-    curves: CurveCache | None = None,
-) -> NamedCounts:
-    """The run's :class:`NamedCounts`, read through the store's public API (the episodes'
-    step counts from ``curves``, which reads them once, when given)."""
-    step_lines, episodes = run["counts"]["steps"], run["counts"]["episodes"]
-    if curves is not None:
-        episode_steps = curves.episode_steps(store, run["run_id"])
-    else:
-        rows = store.episode_rows(run["run_id"], run["started_at"])
-        episode_steps = sum(max(0.0, r[3]) for r in rows)
-    out: NamedCounts = {
-        "env_steps": max(step_lines, int(episode_steps)),
-        "step_lines": step_lines,
-        "episodes": episodes,
-        "games": None,
-        "agent_episodes": None,
+def named_counts(run: RunRecord) -> NamedCounts:
+    """The run's :class:`NamedCounts`, from the store's counts."""
+    c = run["counts"]
+    return {
+        "env_steps": c["env_steps"],
+        "step_lines": c["step_lines"],
+        "episodes": c["episodes"],
+        "games": c["games"],
+        "agent_episodes": c["agent_episodes"],
     }
-    if agents:
-        with_agent = [a for a in agents if a["agent_id"] is not None]
-        out["agent_episodes"] = sum(a["episodes"] for a in with_agent)
-        indexes = {
-            index
-            for index, agent in store.row_cursor(
-                run["run_id"], "episodes", ["episode_index", "agent_id"]
-            )
-            if agent is not None and isinstance(index, int)
-        }
-        most = max((a["episodes"] for a in with_agent), default=0)
-        out["games"] = max(len(indexes), most)
-    return out
 
 
 class RunDetail(RunRow):
@@ -249,6 +225,7 @@ def run_row(run: RunRecord) -> RunRow:
         "stalled": run.get("stalled"),  # the runner's stalled event while the run is stalled
         "env_id": None if env is None else str(env),
         "steps": run["counts"]["steps"],
+        "env_steps": run["counts"]["env_steps"],
         "episodes": run["counts"]["episodes"],
         "last_return": run["last_episode_return"],
         "started_at": run["started_at"],
@@ -279,20 +256,19 @@ def list_runs(path: Path, status: str | None = None, worker: str | None = None) 
     return {"runs": runs, "workers": workers, "statuses": statuses}
 
 
-def run_detail(path: Path, run_id: str, curves: CurveCache | None = None) -> RunDetail:
+def run_detail(path: Path, run_id: str) -> RunDetail:
     """The run page's summary: the row, its counts (named apart: :class:`NamedCounts`) and
     config, and what can be shown live."""
     with open_store(path) as store:
         run = store.get_run(run_id)
         agents = agent_rows(store, run["run_id"])
-        counted = named_counts(store, run, agents, curves)
         evaluation = bool(store.events_named(run["run_id"], EVAL_BATCH_EVENT, limit=1))
     run_dir = run["run_dir"]
     if not evaluation and run_dir:
         evaluation = (Path(run_dir) / EVAL_SUMMARY_FILE).is_file()
     return {
         **run_row(run),
-        "named_counts": counted,
+        "named_counts": named_counts(run),
         "agents": agents,
         "streams": run_streams(run["run_id"]),
         "evaluation": evaluation,
@@ -414,11 +390,6 @@ class CurveCache:
         with self._lock:
             running = self._running(store, run_id, agent)
             return running.curve(), running.read
-
-    def episode_steps(self, store: RunStore, run_id: str) -> float:
-        """The sum of the run's episodes' step counts (read incrementally, with its curve)."""
-        with self._lock:
-            return self._running(store, run_id, None).total_steps
 
     def curve(
         self,

@@ -97,8 +97,7 @@ async def api_runs(request: Request) -> JSONResponse:
 
 async def api_run(request: Request) -> JSONResponse:
     run_id = request.path_params["run_id"]
-    cache: data.CurveCache = request.app.state.curves
-    return await _answer(lambda: data.run_detail(store_path(request), run_id, cache))
+    return await _answer(lambda: data.run_detail(store_path(request), run_id))
 
 
 async def api_events(request: Request) -> JSONResponse:

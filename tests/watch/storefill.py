@@ -77,14 +77,16 @@ class FilledRun:
         row = (self.run_id, self.line_no, self.line_no, event, 0, flag, json.dumps(payload), text)
         self._write(INSERT_EVENT, row, (0, 0, 1, 0, 0, 0), None)
 
-    def add_episode(self, total_reward: float, steps: int, agent_id: str | None = None) -> None:
+    def add_episode(
+        self, total_reward: float, steps: int, agent_id: str | None = None, episode_index: int = 0
+    ) -> None:
         self.line_no += 1
         line = {"type": "episode", "total_reward": total_reward, "steps": steps}
         if agent_id is not None:
             line["agent_id"] = agent_id
         text = json.dumps(line)
         row = (
-            *(self.run_id, self.line_no, self.line_no, 0, total_reward, steps, 1, 0, 0),
+            *(self.run_id, self.line_no, self.line_no, episode_index, total_reward, steps, 1, 0, 0),
             *(text, agent_id),
         )
         self._write(INSERT_EPISODE, row, (0, 1, 0, 0, 0, 0), total_reward)

@@ -133,6 +133,8 @@ def test_the_run_says_what_its_counts_count(client: TestClient, store: Path) -> 
     # step lines throttled: two episodes of 100 env steps each, three step lines
     run.add_episode(10.0, 100)
     run.add_episode(12.0, 100)
+    [row] = client.get("/api/runs").json()["runs"]  # the runs page names them apart too
+    assert (row["steps"], row["env_steps"], row["episodes"]) == (3, 200, 2)
     counted = client.get("/api/runs/RUN-C").json()["named_counts"]
     assert counted == {
         "env_steps": 200,
