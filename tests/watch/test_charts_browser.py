@@ -231,3 +231,36 @@ def test_two_runs_overlaid_on_one_chart(page: Any, tmp_path: Path) -> None:
         page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
     finally:
         stop(watch)
+
+
+def test_an_upstream_style_workers_own_events_are_charts(page: Any, tmp_path: Path) -> None:
+    """A worker written to the metrics guide of before (its own ``train_metrics`` lifecycle
+    events, nested losses) gets its curves without a change."""
+    store = tmp_path / "runs.sqlite"
+    run = FilledRun(store, "UPSTREAM")
+    losses = noisy(3, 40)
+    run.add_lines(
+        [
+            json.dumps(
+                {
+                    "type": "lifecycle",
+                    "event": "train_metrics",
+                    "payload": {"global_step": 512 * i, "losses": {"policy": v, "value": 2 * v}},
+                }
+            )
+            for i, v in enumerate(losses)
+        ]
+    )
+    watch, base = start_watch(store)
+    try:
+        page.goto(f"{base}/runs/UPSTREAM?token={TOKEN}")
+        names = "window.__watch.seriesCharts.join()"
+        assert wait_for(page, f"{names}.includes('value') && {names}") == (
+            "train_metrics/losses.policy,train_metrics/losses.value"
+        )
+        page.locator("#smoothing").fill("0")
+        wait_for(page, "window.__watch.chart('train_metrics/losses.policy').drawn.length === 2")
+        x, policy = drawn(page, "train_metrics/losses.policy")
+        assert x == [512.0 * i for i in range(40)] and policy == pytest.approx(losses)
+    finally:
+        stop(watch)
