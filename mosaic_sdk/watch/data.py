@@ -374,21 +374,16 @@ class CurveCache:
         self._curves: dict[tuple[str, AgentKey | None], RunningCurve] = {}
         self._lock = threading.Lock()
 
-    def _running(self, store: RunStore, run_id: str, agent: AgentKey | None) -> RunningCurve:
-        """The run's curve brought up to date (the caller holds the lock)."""
-        started_at = float(store.get_run(run_id)["started_at"])
-        running = self._curves.get((run_id, agent))
-        if running is None or running.started_at != started_at:  # new, or a new run
-            running = RunningCurve(run_id, started_at, agent)
-            self._curves[run_id, agent] = running
-        running.update(store)
-        return running
-
     def _update(
         self, store: RunStore, run_id: str, agent: AgentKey | None = None
     ) -> tuple[Curve, int]:
+        started_at = float(store.get_run(run_id)["started_at"])
         with self._lock:
-            running = self._running(store, run_id, agent)
+            running = self._curves.get((run_id, agent))
+            if running is None or running.started_at != started_at:  # new, or a new run
+                running = RunningCurve(run_id, started_at, agent)
+                self._curves[run_id, agent] = running
+            running.update(store)
             return running.curve(), running.read
 
     def curve(
