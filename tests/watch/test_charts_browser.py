@@ -189,6 +189,14 @@ def test_series_charts_filter_smooth_split_follow_and_download(page: Any, tmp_pa
         [line] = body["lines"]
         assert line["steps"] == [10 * i for i in range(150)]
         assert line["values"] == pytest.approx(values + more)
+        # long lines at the same steps are thinned onto the pixel grid too, extremes kept
+        page.evaluate("() => { charts.SHARED_LIMIT = 0.01; }")
+        page.locator("#smoothing").fill("0.8")
+        wait_for(page, "window.__watch.chart('losses/value').weight === 0.8")
+        x, faint, smooth = drawn(page, "losses/value")
+        assert len(x) % 4 == 0 and x == sorted(x) and len(faint) == len(x)
+        kept = [v for v in faint if v is not None]
+        assert max(kept) == max(values + more) and min(kept) == min(values + more)
         page.screenshot(path=str(tmp_path / "charts.png"), full_page=True)
     finally:
         stop(watch)

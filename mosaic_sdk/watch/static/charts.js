@@ -130,8 +130,10 @@ const charts = {
     return true;
   },
 
-  // Past this many points in all, lines at different x are thinned before they are joined.
+  // Past this many points in all, lines at different x are thinned before they are joined;
+  // lines at the same x, past this many points a pixel (uPlot would thin them as it draws).
   JOIN_LIMIT: 200000,
+  SHARED_LIMIT: 8,
 
   // Columns of long lines at different x, thinned onto one x grid: each segment [lo, hi) of
   // `segments` ([lo, hi, buckets]) is cut in buckets of a pixel or so, and each line keeps,
@@ -141,42 +143,56 @@ const charts = {
   grid(xs, columns, segments) {
     let size = 0;
     for (const [, , buckets] of segments) size += 4 * buckets;
+    const total = size / 4;
     const gx = new Float64Array(size);
     let at = 0;
     for (const [lo, hi, buckets] of segments) {
       const width = (hi - lo) / buckets;
       for (let b = 0; b < buckets; b++) for (let k = 0; k < 4; k++) gx[at++] = lo + (b + (k + 0.5) / 4) * width;
     }
-    const out = [gx];
-    for (const [j, y] of columns) {
-      const x = xs[j];
-      const col = new Array(size);
+    // the bucket of each point, once per x array (lines at the same steps share it); -1: outside
+    const known = new Map();
+    const bucketsOf = (x) => {
+      if (known.has(x)) return known.get(x);
+      const out = new Int32Array(x.length).fill(-1);
       let base = 0;
       segments.forEach(([lo, hi, buckets], s) => {
         const last = s === segments.length - 1;
         const width = (hi - lo) / buckets || 1;
-        const first = new Int32Array(buckets).fill(-1), low = new Int32Array(buckets).fill(-1);
-        const high = new Int32Array(buckets).fill(-1), end = new Int32Array(buckets).fill(-1);
-        const gap = new Uint8Array(buckets);
         for (let i = 0; i < x.length; i++) {
           const xi = x[i];
           if (!(xi >= lo) || xi > hi || (xi === hi && !last)) continue;
-          const b = Math.min(buckets - 1, Math.floor((xi - lo) / width));
-          const v = y[i];
-          if (!Number.isFinite(v)) { gap[b] = 1; continue; }
-          if (first[b] < 0) { first[b] = low[b] = high[b] = i; }
-          else { if (v < y[low[b]]) low[b] = i; if (v > y[high[b]]) high[b] = i; }
-          end[b] = i;
+          out[i] = base + Math.min(buckets - 1, Math.floor((xi - lo) / width));
         }
-        for (let b = 0; b < buckets; b++) {
-          if (first[b] < 0) { if (gap[b]) col[base + 4 * b] = null; continue; }
-          const four = [first[b], low[b], high[b], end[b]].sort((p, q) => p - q);
-          let t = 0;
-          for (let k = 0; k < 4; k++) if (k === 0 || four[k] !== four[k - 1]) col[base + 4 * b + t++] = y[four[k]];
-          if (gap[b]) col[base + 4 * b + 3] = null;
-        }
-        base += 4 * buckets;
+        base += buckets;
       });
+      known.set(x, out);
+      return out;
+    };
+    const out = [gx];
+    const first = new Int32Array(total), low = new Int32Array(total);
+    const high = new Int32Array(total), end = new Int32Array(total);
+    const gap = new Uint8Array(total);
+    for (const [j, y] of columns) {
+      const bucket = bucketsOf(xs[j]);
+      first.fill(-1); gap.fill(0);
+      for (let i = 0; i < bucket.length; i++) {
+        const b = bucket[i];
+        if (b < 0) continue;
+        const v = y[i];
+        if (!Number.isFinite(v)) { gap[b] = 1; continue; }
+        if (first[b] < 0) { first[b] = low[b] = high[b] = i; }
+        else { if (v < y[low[b]]) low[b] = i; else if (v > y[high[b]]) high[b] = i; }
+        end[b] = i;
+      }
+      const col = new Array(size);
+      for (let b = 0; b < total; b++) {
+        if (first[b] < 0) { if (gap[b]) col[4 * b] = null; continue; }
+        const four = [first[b], low[b], high[b], end[b]].sort((p, q) => p - q);
+        let t = 0;
+        for (let k = 0; k < 4; k++) if (k === 0 || four[k] !== four[k - 1]) col[4 * b + t++] = y[four[k]];
+        if (gap[b]) col[4 * b + 3] = null;
+      }
       out.push(col);
     }
     return out;
@@ -331,24 +347,31 @@ class ChartPanel {
   // and thinned first when they are long: finely inside the zoom, coarsely outside it.
   data(zoom) {
     const xs = this.xs;
-    if (this.shared) {
-      const x = xs[0] instanceof Float64Array ? xs[0] : Float64Array.from(xs[0]);
-      return [x, ...this.columns.map(([, y]) => charts.column(y))];
-    }
-    const total = xs.reduce((n, x) => n + x.length, 0);
-    this.thinned = total > charts.JOIN_LIMIT;
+    this.thinned = false;
     this.dataZoom = zoom ? zoom.join() : "";
-    if (!this.thinned) return charts.join(xs, this.columns, xs.map(() => null));
-    let lo = Infinity, hi = -Infinity;
-    for (const x of xs) for (let i = 0; i < x.length; i++) { if (x[i] < lo) lo = x[i]; if (x[i] > hi) hi = x[i]; }
     const buckets = Math.max(200, Math.round(this.plotBox.clientWidth || 900));
-    if (!zoom || !(zoom[1] > zoom[0])) return charts.grid(xs, this.columns, [[lo, hi > lo ? hi : lo + 1, buckets]]);
+    let shared = null;
+    if (this.shared) {
+      shared = xs[0] instanceof Float64Array ? xs[0] : Float64Array.from(xs[0]);
+      // short lines go whole to uPlot; long ones are thinned as for lines at different x
+      if (shared.length <= charts.SHARED_LIMIT * buckets) {
+        return [shared, ...this.columns.map(([, y]) => charts.column(y))];
+      }
+    } else {
+      const total = xs.reduce((n, x) => n + x.length, 0);
+      if (total <= charts.JOIN_LIMIT) return charts.join(xs, this.columns, xs.map(() => null));
+    }
+    this.thinned = true;
+    const onto = shared ? xs.map(() => shared) : xs;
+    let lo = Infinity, hi = -Infinity;
+    for (const x of shared ? [shared] : xs) for (let i = 0; i < x.length; i++) { if (x[i] < lo) lo = x[i]; if (x[i] > hi) hi = x[i]; }
+    if (!zoom || !(zoom[1] > zoom[0])) return charts.grid(onto, this.columns, [[lo, hi > lo ? hi : lo + 1, buckets]]);
     const share = (a, b) => Math.max(1, Math.round(buckets * (b - a) / (hi - lo)));
     const segments = [];
     if (zoom[0] > lo) segments.push([lo, zoom[0], share(lo, zoom[0])]);
     segments.push([Math.max(lo, zoom[0]), Math.min(hi, zoom[1]), buckets]);
     if (zoom[1] < hi) segments.push([zoom[1], hi, share(zoom[1], hi)]);
-    return charts.grid(xs, this.columns, segments);
+    return charts.grid(onto, this.columns, segments);
   }
 
   // A zoom of thinned lines reads them again, finely, inside the new range.
