@@ -197,6 +197,18 @@ def test_series_charts_filter_smooth_split_follow_and_download(page: Any, tmp_pa
         assert len(x) % 4 == 0 and x == sorted(x) and len(faint) == len(x)
         kept = [v for v in faint if v is not None]
         assert max(kept) == max(values + more) and min(kept) == min(values + more)
+        # a zoom reads the thinned lines again, finely inside it; a double-click: coarse again
+        page.mouse.move(box["x"] + box["width"] * 0.3, y)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=5)
+        page.mouse.up()
+        chart = "window.__watch.chart('losses/value')"
+        wait_for(page, f"{chart}.zoomed() && {chart}.dataZoom === {chart}.zoomed().join()")
+        lo, hi = page.evaluate(f"() => {chart}.zoomed()")
+        inside = [v for v in drawn(page, "losses/value")[0] if lo <= v <= hi]
+        assert len(inside) >= 4 * 200  # the zoom's own pixel grid
+        over.dblclick()
+        wait_for(page, f"{chart}.zoomed() === null && {chart}.dataZoom === ''")
         page.screenshot(path=str(tmp_path / "charts.png"), full_page=True)
     finally:
         stop(watch)

@@ -384,7 +384,7 @@ class ChartPanel {
       if ((zoom ? zoom.join() : "") === this.dataZoom) return;
       const data = this.data(zoom);
       this.drawn = data;
-      u.setData(data, false);
+      u.setData(data, zoom === null);  // back to the whole: the scale follows the coarse data
     }, 0);
   }
 
