@@ -1,11 +1,43 @@
-"""Builds the optional native atomics helper; everything else lives in pyproject.toml.
+"""Builds the optional native atomics helper and fetches uPlot; the rest is in pyproject.toml.
 
 The extension is optional: on a machine without a C compiler the build goes on without it,
 and ``mosaic_sdk.shm.atomics`` falls back to pure Python where the CPU allows it (x86).
+
+uPlot (``mosaic watch``'s charts) is not: every build (wheel, sdist, editable) fetches the
+pinned release from the npm registry into ``mosaic_sdk/watch/static/vendor/`` and checks its
+sha512 (``mosaic_sdk/watch/vendor.py``), or fails saying how to build offline.
 """
+
+import importlib.util
+import sys
+from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+
+
+def vendor_uplot() -> None:
+    """Run mosaic_sdk/watch/vendor.py by its path (the SDK's dependencies are not installed
+    yet, so the package itself cannot be imported)."""
+    spec = importlib.util.spec_from_file_location(
+        "_mosaic_uplot_vendor", HERE / "mosaic_sdk" / "watch" / "vendor.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        module.ensure()
+    except module.VendorError as exc:
+        sys.exit(f"error: {exc}")
+
+
+class BuildPyWithUplot(build_py):
+    def run(self) -> None:
+        vendor_uplot()  # before the package data is collected
+        super().run()
 
 
 class OptionalBuildExt(build_ext):
@@ -31,5 +63,5 @@ setup(
             optional=True,
         )
     ],
-    cmdclass={"build_ext": OptionalBuildExt},
+    cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPyWithUplot},
 )

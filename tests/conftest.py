@@ -19,6 +19,7 @@ HEAVY: dict[str, str] = {
     "worker_cleanrl/": "torch and CleanRL's algorithms",
     "sweeps/test_ray.py": "Ray Tune: starts Ray instances",
     "watch/test_browser.py": "a headless Chromium",
+    "watch/test_charts_browser.py": "a headless Chromium",
     "scaffold/test_end_to_end.py": "fresh virtual environments and pip installs",
 }
 

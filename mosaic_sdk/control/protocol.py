@@ -28,6 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from mosaic_sdk.json_types import JsonObject
 
 PROTOCOL_VERSION = 1
+#: The file name of a run's control socket in its run directory: the runner serves it, and
+#: ``mosaic control`` and ``mosaic watch`` connect to it (one name for both sides).
+SOCKET_NAME = "control.sock"
 SCHEMA_ID = "https://mosaic-worker-sdk.invalid/schema/control.schema.json"
 
 #: Commands every worker that speaks the protocol answers, in training and interactive mode.

@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
-from mosaic_sdk.watch import routes
+from mosaic_sdk.watch import routes, vendor
 from mosaic_sdk.watch.data import CurveCache
 from mosaic_sdk.watch.security import Guard, is_loopback, new_token
 
@@ -40,6 +40,8 @@ def create_app(store_path: Path | str, *, token: str | None = None, loopback: bo
             Route("/api/runs/{run_id}/events", routes.api_events),
             Route("/api/runs/{run_id}/logs", routes.api_logs),
             Route("/api/runs/{run_id}/curve", routes.api_curve),
+            Route("/api/runs/{run_id}/series", routes.api_series),
+            Route("/api/runs/{run_id}/series/points", routes.api_series_points),
             Route("/api/runs/{run_id}/eval", routes.api_eval),
             Route("/api/runs/{run_id}/control", routes.api_control, methods=["POST"]),
             WebSocketRoute("/ws/runs/{run_id}/frames", routes.frames),
@@ -94,6 +96,9 @@ def serve(
     sock = bind(host, port)
     url = url_of(sock, host, app.state.token)
     (announce or (lambda u: print(u, flush=True)))(url)
+    missing = vendor.missing_message()
+    if missing:
+        print(f"mosaic watch: warning: {missing}", file=sys.stderr, flush=True)
     config = uvicorn.Config(
         app,
         log_level="warning",

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from starlette.concurrency import run_in_threadpool
 
+from mosaic_sdk.control.protocol import SOCKET_NAME
 from mosaic_sdk.runner.control.control_client import CLIENT_TIMEOUT, ControlClientError
 from mosaic_sdk.runner.control.control_client import send_command as send_to_socket
-from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
 
 #: The commands the run page's buttons send.
 COMMANDS = ("pause", "resume", "stop")

@@ -8,7 +8,9 @@ store it may only read. Values come back as the worker wrote them: escaping is t
 
 from __future__ import annotations
 
+import base64
 import json
+import math
 import os
 import re
 import socket
@@ -19,7 +21,10 @@ from typing import TypedDict
 
 import numpy as np
 
+from mosaic_sdk.control.protocol import PROTOCOL_VERSION as CONTROL_PROTOCOL
+from mosaic_sdk.control.protocol import SOCKET_NAME
 from mosaic_sdk.fastlane.writer import agent_stream_id, create_fastlane_name
+from mosaic_sdk.json_types import JsonObject
 from mosaic_sdk.plots.curves import (
     NO_AGENT,
     AgentKey,
@@ -28,12 +33,9 @@ from mosaic_sdk.plots.curves import (
     agent_key,
     skipped_text,
 )
-from mosaic_sdk.runner.control.control_relay import PROTOCOL as CONTROL_PROTOCOL
-from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
 from mosaic_sdk.runner.storage.records import (
     AgentSummary,
     EventRecord,
-    JsonObject,
     LogLineRecord,
     RunCounts,
     RunRecord,
@@ -156,7 +158,9 @@ class RunRow(TypedDict):
     status: str
     stalled: JsonObject | None
     env_id: str | None
+    #: step lines
     steps: int
+    env_steps: int
     episodes: int
     last_return: float | None
     started_at: float
@@ -164,9 +168,35 @@ class RunRow(TypedDict):
     duration_seconds: float
 
 
+class NamedCounts(TypedDict):
+    """What a run's numbers count, named apart, as the store counts them
+    (:class:`~mosaic_sdk.runner.storage.records.RunCounts`): env steps, step lines and
+    episode lines; for a multi-agent run ``games`` beside ``agent_episodes`` (None
+    otherwise)."""
+
+    env_steps: int
+    step_lines: int
+    episodes: int
+    games: int | None
+    agent_episodes: int | None
+
+
+def named_counts(run: RunRecord) -> NamedCounts:
+    """The run's :class:`NamedCounts`, from the store's counts."""
+    c = run["counts"]
+    return {
+        "env_steps": c["env_steps"],
+        "step_lines": c["step_lines"],
+        "episodes": c["episodes"],
+        "games": c["games"],
+        "agent_episodes": c["agent_episodes"],
+    }
+
+
 class RunDetail(RunRow):
     """The run page's summary (``/api/runs/{run_id}``)."""
 
+    named_counts: NamedCounts
     agents: list[AgentRow]
     streams: list[StreamRow]
     evaluation: bool
@@ -192,6 +222,7 @@ def run_row(run: RunRecord) -> RunRow:
         "stalled": run.get("stalled"),  # the runner's stalled event while the run is stalled
         "env_id": None if env is None else str(env),
         "steps": run["counts"]["steps"],
+        "env_steps": run["counts"]["env_steps"],
         "episodes": run["counts"]["episodes"],
         "last_return": run["last_episode_return"],
         "started_at": run["started_at"],
@@ -223,7 +254,8 @@ def list_runs(path: Path, status: str | None = None, worker: str | None = None) 
 
 
 def run_detail(path: Path, run_id: str) -> RunDetail:
-    """The run page's summary: the row, its counts and config, and what can be shown live."""
+    """The run page's summary: the row, its counts (named apart: :class:`NamedCounts`) and
+    config, and what can be shown live."""
     with open_store(path) as store:
         run = store.get_run(run_id)
         agents = agent_rows(store, run["run_id"])
@@ -233,6 +265,7 @@ def run_detail(path: Path, run_id: str) -> RunDetail:
         evaluation = (Path(run_dir) / EVAL_SUMMARY_FILE).is_file()
     return {
         **run_row(run),
+        "named_counts": named_counts(run),
         "agents": agents,
         "streams": run_streams(run["run_id"]),
         "evaluation": evaluation,
@@ -388,6 +421,158 @@ class CurveCache:
         }
 
 
+class SeriesRow(TypedDict):
+    """One series of a run as the chart pages list it (``/api/runs/{run_id}/series``)."""
+
+    name: str
+    agent_id: str | None
+    points: int
+    first_step: int
+    last_step: int
+    #: a number, or ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (JSON has no such numbers)
+    last_value: float | str
+    #: seconds since the epoch
+    last_wall: float
+
+
+#: The most points of one series one request returns (a page asks again from the last step).
+MAX_SERIES_POINTS = 200_000
+#: The most series one points request reads.
+MAX_SERIES_PER_REQUEST = 200
+
+
+def json_number(value: float) -> float | str:
+    """``value``, or its name when JSON has no number for it (``"NaN"``, ``"Infinity"``,
+    ``"-Infinity"``: what JavaScript's ``Number()`` reads back)."""
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def series_list(path: Path, run_id: str, pattern: str | None = None) -> dict[str, object]:
+    """The run's series (``pattern``: an fnmatch glob on the name, ``losses/*``), with the
+    store's counts of points, refused values and series, and the run's own counts named
+    apart (:func:`run_counts`)."""
+    with open_store(path) as store:
+        run = store.get_run(run_id)
+        full = run["run_id"]
+        infos = store.series(full, pattern or None)
+        counts = store.series_counts(full)
+    rows: list[SeriesRow] = [
+        {
+            "name": i.name,
+            "agent_id": i.agent_id,
+            "points": i.points,
+            "first_step": i.first_step,
+            "last_step": i.last_step,
+            "last_value": json_number(i.last_value),
+            "last_wall": i.last_wall_ns / 1e9,
+        }
+        for i in infos
+    ]
+    return {
+        "run_id": full,
+        "status": status_text(run),
+        "started_at": run["started_at"],
+        "pattern": pattern,
+        "series": rows,
+        "counts": dict(counts),
+    }
+
+
+class SeriesWanted(TypedDict):
+    """One series a page asks the points of: its name, agent and the last step it has."""
+
+    name: str
+    agent_id: str | None
+    after_step: int | None
+
+
+def parse_wanted(raw: str) -> list[SeriesWanted]:
+    """The ``series`` query parameter of the points API: a JSON list of ``{"name", "agent_id",
+    "after_step"}`` (the last two optional); ValueError saying what is wrong otherwise."""
+    hint = (
+        'series= takes a JSON list like [{"name": "losses/value", "agent_id": null, '
+        '"after_step": 120}]'
+    )
+    try:
+        items = json.loads(raw)
+    except ValueError:
+        raise ValueError(f"{hint}; got {raw!r:.80}, not JSON") from None
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"{hint}; got {raw!r:.80}")
+    if len(items) > MAX_SERIES_PER_REQUEST:
+        raise ValueError(f"at most {MAX_SERIES_PER_REQUEST} series a request; got {len(items)}")
+    out: list[SeriesWanted] = []
+    for item in items:
+        name = item.get("name") if isinstance(item, dict) else None
+        agent = item.get("agent_id") if isinstance(item, dict) else None
+        after = item.get("after_step") if isinstance(item, dict) else None
+        if (
+            not isinstance(name, str)
+            or not (agent is None or isinstance(agent, str))
+            or not (after is None or (isinstance(after, int) and not isinstance(after, bool)))
+            or (after is not None and not -(2**63) <= after < 2**63)
+        ):
+            raise ValueError(f"{hint}; {json.dumps(item)[:80]} is not one")
+        out.append({"name": name, "agent_id": agent, "after_step": after})
+    return out
+
+
+#: How the points API gives its columns: JSON numbers, or little-endian float64 in base64
+#: (what the pages ask for: a tenth of the server's time and half the bytes of JSON numbers).
+ENCODINGS = ("json", "base64")
+
+
+def _float64_base64(values: object) -> str:
+    return base64.b64encode(np.asarray(values, dtype="<f8").tobytes()).decode("ascii")
+
+
+def series_points(
+    path: Path,
+    run_id: str,
+    wanted: list[SeriesWanted],
+    limit: int = MAX_SERIES_POINTS,
+    encoding: str = "json",
+) -> dict[str, object]:
+    """The points of each wanted series past its ``after_step``, by step (at most ``limit``
+    each: ``more`` says when a series has more past them), as columns: ``steps``,
+    ``values`` (non-finite ones by name, see :func:`json_number`) and ``wall`` (seconds).
+    ``encoding="base64"``: each column is the base64 of its little-endian float64 values
+    (NaN and infinities as they are)."""
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding={encoding!r:.40} is not one of {', '.join(ENCODINGS)}")
+    limit = max(1, min(int(limit), MAX_SERIES_POINTS))
+    out = []
+    with open_store(path) as store:
+        full = store.resolve(run_id)
+        for w in wanted:
+            p = store.series_points(
+                full, w["name"], w["agent_id"], after_step=w["after_step"], limit=limit + 1
+            )
+            more = len(p.steps) > limit
+            # the store read one point past the limit to tell `more`: drop it (no copy else)
+            steps, values, walls = (
+                (p.steps[:limit], p.values[:limit], p.wall_ns[:limit])
+                if more
+                else (p.steps, p.values, p.wall_ns)
+            )
+            row: dict[str, object] = {"name": p.name, "agent_id": p.agent_id}
+            if encoding == "base64":
+                row["steps"] = _float64_base64(steps)
+                row["values"] = _float64_base64(values)
+                row["wall"] = _float64_base64(np.asarray(walls, dtype=np.int64) / 1e9)
+            else:
+                row["steps"] = steps
+                row["values"] = [json_number(v) for v in values]
+                row["wall"] = [ns / 1e9 for ns in walls]
+            row["more"] = more
+            out.append(row)
+    return {"run_id": full, "encoding": encoding, "series": out}
+
+
 def _pairs(x: np.ndarray, y: np.ndarray) -> list[list[float]]:
     return [[float(a), float(b)] for a, b in zip(x.tolist(), y.tolist(), strict=True)]
 
@@ -419,6 +604,15 @@ __all__ = [
     "run_streams",
     "stream_of_run",
     "MAX_POINTS",
+    "NamedCounts",
+    "named_counts",
+    "MAX_SERIES_POINTS",
+    "SeriesRow",
+    "SeriesWanted",
+    "json_number",
+    "parse_wanted",
+    "series_list",
+    "series_points",
     "CurveCache",
     "StoreMissingError",
     "control_available",

@@ -147,6 +147,28 @@ async def api_curve(request: Request) -> JSONResponse:
     return await _answer(work)
 
 
+async def api_series(request: Request) -> JSONResponse:
+    """The run's series (``?glob=losses/*``: those whose name the glob matches) and counts."""
+    run_id = request.path_params["run_id"]
+    pattern = request.query_params.get("glob") or None
+    return await _answer(lambda: data.series_list(store_path(request), run_id, pattern))
+
+
+async def api_series_points(request: Request) -> JSONResponse:
+    """Points of several series of a run: ``?series=[{"name", "agent_id", "after_step"}]``
+    (JSON), each past its ``after_step``; ``limit``: the most points per series;
+    ``encoding``: ``json`` (numbers) or ``base64`` (float64 columns, what the pages use)."""
+    run_id = request.path_params["run_id"]
+
+    def work() -> dict[str, object]:
+        wanted = data.parse_wanted(request.query_params.get("series", ""))
+        limit = _int(request, "limit", data.MAX_SERIES_POINTS)
+        encoding = request.query_params.get("encoding") or "json"
+        return data.series_points(store_path(request), run_id, wanted, limit, encoding)
+
+    return await _answer(work)
+
+
 async def api_eval(request: Request) -> JSONResponse:
     """A policy evaluation's batches past ``after`` and its ``eval_summary.json``."""
     run_id = request.path_params["run_id"]
@@ -212,6 +234,8 @@ __all__ = [
     "api_events",
     "api_logs",
     "api_run",
+    "api_series",
+    "api_series_points",
     "api_runs",
     "frames",
     "page",

@@ -8,6 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.runner.recording.ingest import LineIngest
+from mosaic_sdk.runner.storage.rows import LineBatch
 from mosaic_sdk.runner.storage.schema import (
     INSERT_EPISODE,
     INSERT_EVENT,
@@ -16,6 +18,20 @@ from mosaic_sdk.runner.storage.schema import (
     UPDATE_COUNTS,
 )
 from mosaic_sdk.runner.storage.store import RunStore
+from mosaic_sdk.runner.storage.writer import StoreWriter
+
+
+def metrics_line(
+    values: dict[str, Any], step: int, agent_id: str | None = None, ts_ns: int | None = None
+) -> str:
+    """A ``metrics`` lifecycle line as ``TelemetryEmitter.metrics`` writes it."""
+    payload: dict[str, Any] = {"step": step, "values": values}
+    if agent_id is not None:
+        payload["agent_id"] = agent_id
+    line: dict[str, Any] = {"type": "lifecycle", "event": "metrics", "payload": payload}
+    if ts_ns is not None:
+        line["ts_unix_ns"] = ts_ns
+    return json.dumps(line)
 
 
 class FilledRun:
@@ -31,6 +47,7 @@ class FilledRun:
         control_protocol: int | None = None,
     ) -> None:
         self.store, self.run_id, self.line_no = store, run_id, 0
+        self._ingest: LineIngest | None = None  # the runner's own, for series (add_lines)
         with RunStore(store) as s:
             s.create_run(
                 run_id,
@@ -60,14 +77,16 @@ class FilledRun:
         row = (self.run_id, self.line_no, self.line_no, event, 0, flag, json.dumps(payload), text)
         self._write(INSERT_EVENT, row, (0, 0, 1, 0, 0, 0), None)
 
-    def add_episode(self, total_reward: float, steps: int, agent_id: str | None = None) -> None:
+    def add_episode(
+        self, total_reward: float, steps: int, agent_id: str | None = None, episode_index: int = 0
+    ) -> None:
         self.line_no += 1
         line = {"type": "episode", "total_reward": total_reward, "steps": steps}
         if agent_id is not None:
             line["agent_id"] = agent_id
         text = json.dumps(line)
         row = (
-            *(self.run_id, self.line_no, self.line_no, 0, total_reward, steps, 1, 0, 0),
+            *(self.run_id, self.line_no, self.line_no, episode_index, total_reward, steps, 1, 0, 0),
             *(text, agent_id),
         )
         self._write(INSERT_EPISODE, row, (0, 1, 0, 0, 0, 0), total_reward)
@@ -82,6 +101,29 @@ class FilledRun:
         self.line_no += 1
         row = (self.run_id, stream, self.line_no, "log", 0, None, text)
         self._write(INSERT_LOG, row, (0, 0, 0, 1, 0, 1 if stream == "stderr" else 0), None)
+
+    def add_lines(self, lines: list[str]) -> None:
+        """Worker lines through the runner's own ingest and store writer (series points of
+        ``metrics`` and custom lifecycle events are made there), numbered after the rest."""
+        if self._ingest is None:
+            self._ingest = LineIngest(self.run_id)
+        self._ingest.line_no = self.line_no
+        batch = LineBatch(1)
+        self._ingest.add(batch, [line.encode() for line in lines])
+        writer = StoreWriter(self.store, self.run_id)
+        writer.submit(batch)
+        writer.close()
+        assert writer.lost_rows == 0
+        self.line_no = self._ingest.line_no
+
+    def add_metrics(
+        self,
+        values: dict[str, Any],
+        step: int,
+        agent_id: str | None = None,
+        ts_ns: int | None = None,
+    ) -> None:
+        self.add_lines([metrics_line(values, step, agent_id, ts_ns)])
 
     def finish(self, status: str = "completed") -> None:
         with RunStore(self.store) as s:

@@ -25,8 +25,8 @@ def multi_agent_run(store: Path, run_id: str = "MA", run_dir: Path | None = None
     for i in range(4):
         run.add_step(1.0, "red")
         run.add_step(-1.0, "blue")
-        run.add_episode(float(i), 10, "red")
-        run.add_episode(float(-i), 5, "blue")
+        run.add_episode(float(i), 10, "red", episode_index=i)  # game i: an episode per agent
+        run.add_episode(float(-i), 5, "blue", episode_index=i)
     return run
 
 

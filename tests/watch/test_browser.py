@@ -106,7 +106,9 @@ def test_a_live_run_in_the_browser(page: Any, live_run: tuple[Path, str], tmp_pa
 
         points = wait_for(page, "window.__watch.curvePoints >= 1 && window.__watch.curvePoints")
         wait_for(page, f"window.__watch.curvePoints > {points}")  # the curve gains points
-        assert page.locator("#curve polyline.series").count() == 2  # raw and smoothed
+        # one line on the uPlot chart, drawn raw and smoothed: x, raw, smoothed columns
+        drawn = "window.__watch.chart('episode return').drawn"
+        assert page.evaluate(f"() => {drawn}.length") == 3
         wait_for(page, "window.__watch.events >= 2")
         assert "run_started" in page.locator("#events").inner_text()
         page.screenshot(path=str(tmp_path / "run-page-2.png"))
@@ -161,7 +163,7 @@ def test_worker_text_is_shown_as_text_and_control_buttons_work(
         page.goto(f"{base}/?token={TOKEN}")  # the runs page escapes too
         page.locator('tr[data-run="HOSTILE"]').wait_for()
         page.goto(f"{base}/compare?run=HOSTILE&run=NOPE")
-        wait_for(page, "document.querySelectorAll('#curves polyline').length >= 1")
+        wait_for(page, "(window.__watch.chart('episode return') || {lines: []}).lines.length >= 1")
         assert "no run 'NOPE'" in page.locator("#notice").inner_text()
         page.screenshot(path=str(tmp_path / "compare.png"))
     finally:
@@ -208,7 +210,8 @@ def test_agents_worker_streams_and_evaluation_batches_on_the_run_page(
         assert page.locator("#agents tbody tr").count() == 2
         page.locator('#agent-filter input[data-key="agent=blue"]').uncheck()
         wait_for(page, "Object.keys(window.__watch.agentCurves).join() === 'red'")
-        assert page.locator("#agent-curve polyline.series").count() == 1
+        shown = "window.__watch.chart('episode return per agent').lines.map(l => l.label)"
+        assert page.evaluate(f"() => {shown}") == ["red"]
         # one small view per worker stream, each with its own frames
         for i in range(40):
             for n, w in enumerate(writers, 1):

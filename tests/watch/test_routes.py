@@ -21,7 +21,7 @@ def test_pages_are_the_apps_own_static_files(client: TestClient, store: Path) ->
         assert marker in page.text
         assert "script-src" not in page.text  # no inline policy overrides
         assert page.headers["content-security-policy"].startswith("default-src 'self'")
-    for asset in ("common.js", "chart.js", "runs.js", "run.js", "compare.js", "watch.css"):
+    for asset in ("common.js", "charts.js", "runs.js", "run.js", "compare.js", "watch.css"):
         got = client.get(f"/static/{asset}")
         assert got.status_code == 200 and len(got.content) > 100, asset
     for name in ("runs.html", "run.html", "compare.html"):  # every asset is local: no CDN

@@ -39,9 +39,13 @@ def test_no_route_serves_a_file_outside_the_assets(client: TestClient, path: str
 
 def test_every_asset_served_is_one_of_the_static_files(client: TestClient) -> None:
     names = sorted(p.name for p in STATIC.iterdir() if p.is_file())
-    assert {"runs.html", "run.html", "compare.html", "chart.js"} <= set(names)
+    assert {"runs.html", "run.html", "compare.html", "charts.js"} <= set(names)
     for name in names:
         assert client.get(f"/static/{name}").content == (STATIC / name).read_bytes()
+    # uPlot and its licence, fetched by the build (mosaic_sdk/watch/vendor.py)
+    for name in ("uPlot.iife.min.js", "uPlot.min.css", "uPlot.LICENSE"):
+        got = client.get(f"/static/vendor/{name}")
+        assert got.status_code == 200 and got.content == (STATIC / "vendor" / name).read_bytes()
 
 
 def test_loopback_refuses_other_host_names(store: Path) -> None:
@@ -108,7 +112,7 @@ def test_worker_text_comes_back_as_data_never_markup(client: TestClient, store: 
     logs = client.get("/api/runs/RUN-1/logs")
     assert logs.headers["content-type"] == "application/json"
     assert logs.json()["logs"][0]["text"] == "<script>window.pwned=1</script>"
-    for name in ("common.js", "runs.js", "run.js", "compare.js", "chart.js"):
+    for name in ("common.js", "runs.js", "run.js", "compare.js", "charts.js"):
         source = (STATIC / name).read_text()
         assert "innerHTML" not in source and "insertAdjacentHTML" not in source, name
         assert "document.write" not in source and "eval(" not in source, name

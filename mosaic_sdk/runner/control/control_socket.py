@@ -29,11 +29,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.control.protocol import SOCKET_NAME
 from mosaic_sdk.runner.control.control_relay import ControlRelay, runner_error
 from mosaic_sdk.runner.reporting import current_reporter
 
-#: The socket's file name in the run directory.
-SOCKET_NAME = "control.sock"
 #: The longest request line read (bytes).
 MAX_REQUEST = 1 << 16
 #: Seconds a client may take to send its request line.

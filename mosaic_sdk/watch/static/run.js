@@ -1,4 +1,5 @@
-// The run page: summary, live frames (WebSocket of JPEGs), learning curve, events, log lines.
+// The run page: summary, live frames (WebSocket of JPEGs), charts (episode returns and the
+// run's series, charts.js), events, log lines.
 "use strict";
 
 const runId = decodeURIComponent(location.pathname.split("/").pop());
@@ -13,8 +14,11 @@ const state = {
 // Read by the end-to-end tests and the benchmark: what the page has shown.
 window.__watch = {
   frames: 0, lastSeq: null, sizes: [], shown: [], events: 0, logs: 0, curvePoints: 0,
-  agentCurves: {}, streamFrames: {}, evalBatches: 0,
+  agentCurves: {}, streamFrames: {}, evalBatches: 0, seriesCharts: [], seriesDrawMs: 0,
+  chart: (title) => board && board.panel(title),
 };
+let board = null;  // the charts (SeriesBoard): built once the page has loaded
+const returns = { line: null, panel: null, agentPanel: null, evalPanel: null };
 
 function append(box, nodes) {
   const atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
@@ -28,9 +32,13 @@ async function summary() {
   if (!ok) { watch.show("notice", data.error); return false; }
   watch.show("notice", "");
   document.getElementById("title").textContent = "run " + data.run_id;
+  const c = data.named_counts;
+  const counted = c.games === null
+    ? [["episodes", c.episodes]]
+    : [["games", c.games], ["agent-episodes", c.agent_episodes]];
   const rows = [
     ["status", data.status], ["worker", data.worker], ["env", data.env_id || "-"],
-    ["steps", data.counts.steps], ["episodes", data.counts.episodes],
+    ["env steps", c.env_steps], ["step lines", c.step_lines], ...counted,
     ["last return", watch.num(data.last_return)], ["duration", watch.duration(data.duration_seconds)],
     ["events", data.counts.events], ["log lines", data.counts.log_lines],
     ["invalid lines", data.counts.invalid_lines], ["exit code", data.exit_code === null ? "-" : data.exit_code],
@@ -107,23 +115,34 @@ async function agentCurves() {
     const { ok, data } = await watch.api(watch.apiUrl(runId, "curve") + "?known=" + known + "&" + key);
     if (!ok || data.unchanged) return;
     state.agentRead[key] = data.read;
-    state.agentPoints[key] = { label: agent.label, points: data.smoothed };
+    const old = state.agentPoints[key];
+    state.agentPoints[key] = {
+      label: agent.label, agent_id: agent.agent_id, name: "episode return", run_id: runId,
+      steps: data.raw.map((p) => p[0]), values: data.raw.map((p) => p[1]), wall: null,
+      version: (old ? old.version : 0) + 1,
+    };
   }));
   if (state.agents.length) drawAgents();
 }
 
 function drawAgents() {
-  const series = [];
+  const lines = [];
   state.agents.forEach((agent, i) => {
     const key = agentQuery(agent);
-    const curve = state.agentPoints[key];
-    if (!curve || state.hiddenAgents.has(key)) return;
-    series.push({ label: curve.label, color: watch.colors[i % watch.colors.length], points: curve.points, width: 2 });
+    const line = state.agentPoints[key];
+    if (!line || state.hiddenAgents.has(key)) return;
+    line.color = watch.colors[i % watch.colors.length];
+    lines.push(line);
   });
-  drawChart(document.getElementById("agent-curve"), series,
-    { xLabel: "env steps of the agent", yLabel: "episode return (smoothed)", empty: "no agent shown" });
+  if (!returns.agentPanel) {
+    returns.agentPanel = new ChartPanel(board.grid, "episode return per agent",
+      { xLabel: "env steps of the agent", yLabel: "episode return" });
+    board.grid.insertBefore(returns.agentPanel.box, board.grid.children[1] || null);
+    board.extra.push(returns.agentPanel);
+  }
+  returns.agentPanel.update(lines, board.settings);
   const shown = {};
-  for (const s of series) shown[s.label] = s.points.length;
+  for (const l of lines) shown[l.label] = l.values.length;
   window.__watch.agentCurves = shown;
 }
 
@@ -228,12 +247,18 @@ async function evaluation() {
     }
     return tr;
   }));
-  const pts = (key) => state.evalBatches.filter((b) => b[key] !== null).map((b) => [b.batch, b[key]]);
-  drawChart(document.getElementById("eval-curve"), [
-    { label: "average", color: "#0d47a1", points: pts("avg"), width: 2 },
-    { label: "min", color: "#90caf9", points: pts("min"), width: 1 },
-    { label: "max", color: "#ef9a9a", points: pts("max"), width: 1 },
-  ], { xLabel: "batch", yLabel: "episode return", empty: "no batch yet" });
+  const line = (key, label, color, width) => {
+    const kept = state.evalBatches.filter((b) => b[key] !== null);
+    return { label, color, width, steps: kept.map((b) => b.batch), values: kept.map((b) => b[key]),
+      wall: null, version: state.evalBatches.length };
+  };
+  if (!returns.evalPanel) {
+    returns.evalPanel = new ChartPanel(document.getElementById("eval-curve"), "evaluation return",
+      { xLabel: "batch", yLabel: "episode return", smoothable: false });
+  }
+  returns.evalPanel.update([
+    line("avg", "average", "#0d47a1", 2), line("min", "min", "#90caf9", 1), line("max", "max", "#ef9a9a", 1),
+  ], board.settings);
   window.__watch.evalBatches = state.evalBatches.length;
 }
 
@@ -265,13 +290,20 @@ async function curve() {
   if (!ok || data.unchanged) return;
   state.read = data.read;
   document.getElementById("curve-info").textContent =
-    data.episodes + " episode(s); smoothed: mean of the last " + data.smooth;
+    "episode return: " + data.episodes + " episode(s)" + (data.raw.length < data.episodes ? ", " + data.raw.length + " drawn (lowest and highest kept)" : "");
   // episodes without a usable return are not drawn: say how many, and why
   document.getElementById("curve-skipped").textContent = data.skipped_text ? data.skipped_text + " (not on the curve)" : "";
-  drawChart(document.getElementById("curve"), [
-    { label: "return", color: "#90caf9", points: data.raw, width: 1 },
-    { label: "smoothed", color: "#0d47a1", points: data.smoothed, width: 2 },
-  ], { xLabel: "env steps", yLabel: "episode return" });
+  const version = returns.line ? returns.line.version + 1 : 1;
+  returns.line = {
+    label: "episode return", name: "episode return", run_id: runId, color: "#0d47a1", width: 2,
+    steps: data.raw.map((p) => p[0]), values: data.raw.map((p) => p[1]), wall: null, version,
+  };
+  if (!returns.panel) {
+    returns.panel = new ChartPanel(board.grid, "episode return", { xLabel: "env steps", yLabel: "episode return" });
+    board.grid.insertBefore(returns.panel.box, board.grid.firstChild);
+    board.extra.push(returns.panel);
+  }
+  returns.panel.update([returns.line], board.settings);
   window.__watch.curvePoints = data.raw.length;
 }
 
@@ -334,6 +366,13 @@ async function control(cmd) {
   reply.textContent = r.ok ? cmd + ": done" : cmd + " refused: " + ((r.error || {}).message || "no reason given");
 }
 
+// The series follow on their own: the first look at a long run may take a while, and the
+// summary, events and log lines keep coming meanwhile.
+async function follow() {
+  await board.poll();
+  setTimeout(follow, state.running ? 1000 : 5000);
+}
+
 async function tick() {
   // All four at once: the first look at a long run costs one round trip, not two.
   const [found] = await Promise.all([summary(), events(), logs(), curve()]);
@@ -343,9 +382,17 @@ async function tick() {
 
 document.addEventListener("DOMContentLoaded", () => {
   watch.token();
+  const slot = document.getElementById("series-slot");
+  const section = seriesSection();
+  slot.replaceWith(section);
+  const grid = section.querySelector(".chart-grid");
+  section.insertBefore(document.getElementById("curve-info"), grid);
+  section.insertBefore(document.getElementById("curve-skipped"), grid);
+  board = new SeriesBoard(section, [runId]);
   document.getElementById("home").setAttribute("href", "/" + location.search);
   for (const button of document.querySelectorAll("#controls button")) {
     button.addEventListener("click", () => control(button.dataset.cmd));
   }
   tick();
+  follow();
 });

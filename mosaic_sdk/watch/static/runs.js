@@ -29,6 +29,7 @@ function row(run) {
   tr.appendChild(watch.el("td", run.worker));
   tr.appendChild(watch.el("td", run.env_id || "-"));
   tr.appendChild(watch.el("td", run.steps, { class: "n" }));
+  tr.appendChild(watch.el("td", run.env_steps, { class: "n" }));
   tr.appendChild(watch.el("td", run.episodes, { class: "n" }));
   tr.appendChild(watch.el("td", watch.num(run.last_return), { class: "n" }));
   tr.appendChild(watch.el("td", watch.duration(run.duration_seconds), { class: "n" }));

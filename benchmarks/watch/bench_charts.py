@@ -1,0 +1,305 @@
+"""mosaic watch's charts (uPlot, ``static/charts.js``), measured in a real browser (Debian's
+Chromium driven by Playwright), beside baselines measured in the same run.
+
+1. Draw: one chart of 20 series x 100k points each (the goal: under 300 ms in Chromium),
+   timed in the page with ``performance.now()`` from the chart's update to uPlot's ``draw``
+   hook, medians of ``--repeats``: smoothing off (20 lines) and on (TensorBoard's smoothing:
+   each line smoothed, its raw values faint behind it: 40 lines), the 20 lines at the same
+   steps (one x array) and at 20 different steps (the runs of a comparison: x joined, 2M
+   values). Baselines: uPlot alone given the same columns ready-made (the library's floor),
+   and the hand-written SVG chart this replaced (``static/chart.js`` before issue 32, read
+   from git) drawing the same lines. Also: the run page of that run opened from the server
+   (20 charts of 100k points each: the points fetched, parsed and drawn), navigation to the
+   last chart drawn.
+2. Live: a run growing by one update a second (a ``metrics`` line of 20 values and an
+   episode, through the runner's own ingest and store writer) followed by the run page in
+   Chromium: the server's CPU (``mosaic watch``'s utime + stime over the window, in cores;
+   goal under 0.2), beside the same server with no page open (idle) in the same run.
+
+    python benchmarks/watch/bench_charts.py [--points 100000] [--series 20] [--seconds 30]
+        [--repeats 5] [--skip-draw] [--skip-live]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from mosaic_sdk.runner.recording.ingest import LineIngest  # noqa: E402
+from mosaic_sdk.runner.storage.rows import LineBatch, insert_series  # noqa: E402
+from mosaic_sdk.runner.storage.schema import connect  # noqa: E402
+from mosaic_sdk.runner.storage.store import RunStore  # noqa: E402
+from mosaic_sdk.runner.storage.writer import StoreWriter  # noqa: E402
+from mosaic_sdk.watch.browser import headless_chromium  # noqa: E402
+from tests.watch.conftest import TOKEN  # noqa: E402
+from tests.watch.processes import start_watch, stop  # noqa: E402
+from tests.watch.storefill import metrics_line  # noqa: E402
+
+T0 = 1_800_000_000_000_000_000
+OLD_CHART = "252488d:mosaic_sdk/watch/static/chart.js"  # the SVG chart before issue 32
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def big_run(store: Path, run_id: str, series: int, points: int) -> None:
+    """``series`` series of ``points`` points each, at the same steps, written with the store's
+    own statement for series batches (the ingest's parsing is not what is measured here)."""
+    with RunStore(store) as s:
+        s.create_run(run_id, "bench")
+    conn = connect(store)
+    try:
+        names = [(run_id, k, f"metric/{k:02d}", None) for k in range(series)]
+        chunk = 20_000
+        for start in range(0, points, chunk):
+            batch = LineBatch()
+            if start == 0:
+                batch.series.extend(names)
+            for i in range(start, min(points, start + chunk)):
+                wall = T0 + i * 10_000_000
+                for k in range(series):
+                    value = k + math.sin(i / 700 + k) + 0.3 * math.sin(i * 1.7 + k * k)
+                    batch.points.append((run_id, k, i * 8, wall, i + 1, value))
+            conn.execute("BEGIN")
+            insert_series(conn, run_id, batch)
+            conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+DRAW = """async ([weight, unaligned, repeats]) => {
+  const lines = [...board.feeds[0].lines.values()].map((l, i) => ({
+    label: "run " + i, color: watch.colors[i % watch.colors.length], version: 1,
+    steps: unaligned ? l.steps.map((s) => s + i) : l.steps, values: l.values, wall: l.wall,
+  }));
+  const times = [];
+  for (let r = 0; r < repeats; r++) {
+    const box = document.createElement("div");
+    box.style.width = "900px";
+    document.body.appendChild(box);
+    const panel = new ChartPanel(box, "bench");
+    const t0 = performance.now();
+    panel.update(lines, { weight, mode: "step" });
+    while (!panel.drawnAt) await new Promise((r) => setTimeout(r, 0));
+    times.push(panel.drawnAt - t0);
+    panel.remove(); box.remove();
+  }
+  return { times, points: lines.reduce((n, l) => n + l.values.length, 0), drawn: lines.length };
+}"""
+
+UPLOT_ALONE = """async ([repeats]) => {
+  const lines = [...board.feeds[0].lines.values()];
+  const data = [lines[0].steps, ...lines.map((l) => l.values)];  // float64 columns, as kept
+  const series = [{}, ...lines.map((l, i) => ({ stroke: watch.colors[i % 8], width: 1.5 }))];
+  const times = [];
+  for (let r = 0; r < repeats; r++) {
+    const box = document.createElement("div");
+    document.body.appendChild(box);
+    let drawn = 0;
+    const t0 = performance.now();
+    const u = new uPlot({ width: 900, height: 220, series, legend: { show: false },
+      hooks: { draw: [() => { drawn = performance.now(); }] } }, data, box);
+    while (!drawn) await new Promise((r) => setTimeout(r, 0));
+    times.push(drawn - t0);
+    u.destroy(); box.remove();
+  }
+  return { times };
+}"""
+
+SVG_BASELINE = """async ([repeats]) => {
+  const lines = [...board.feeds[0].lines.values()];
+  const series = lines.map((l, i) => ({ label: "run " + i, color: watch.colors[i % 8], width: 1.5,
+    points: Array.from(l.steps, (s, k) => [s, l.values[k]]) }));
+  const times = [];
+  for (let r = 0; r < repeats; r++) {
+    const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    svg.setAttribute("width", "900"); svg.setAttribute("height", "300");
+    document.body.appendChild(svg);
+    const t0 = performance.now();
+    drawChart(svg, series, { xLabel: "step", yLabel: "value" });
+    svg.getBoundingClientRect();
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));  // painted
+    times.push(performance.now() - t0);
+    svg.remove();
+  }
+  return { times };
+}"""
+
+
+def draw(browser: Any, series: int, points: int, repeats: int) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-charts-"))
+    store = tmp / "runs.sqlite"
+    t = time.perf_counter()
+    big_run(store, "BIG", series, points)
+    print(f"(store of {series} x {points:,} points written in {time.perf_counter() - t:.1f} s)")
+    watch, base = start_watch(store)
+    out: dict[str, Any] = {}
+    try:
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+        page = context.new_page()
+        opened = []
+        for _ in range(2):  # the run page opened from the server: 20 charts of 100k points
+            t0 = time.perf_counter()
+            page.goto(f"{base}/runs/BIG?token={TOKEN}")
+            page.wait_for_function(
+                f"() => window.__watch.seriesCharts.length === {series} && "
+                f"window.__watch.chart('metric/{series - 1:02d}').drawnAt",
+                timeout=300_000,
+            )
+            opened.append(time.perf_counter() - t0)
+        out["page_open_s"] = opened
+        for name, weight, unaligned in (
+            ("same steps, smoothing off", 0, False),
+            ("same steps, smoothing 0.6", 0.6, False),
+            ("20 different steps, smoothing 0.6", 0.6, True),
+        ):
+            got = page.evaluate(DRAW, [weight, unaligned, repeats])
+            out[name] = got["times"]
+        out["uPlot alone, columns ready"] = page.evaluate(UPLOT_ALONE, [repeats])["times"]
+        try:
+            old = subprocess.run(
+                ["git", "-C", str(ROOT), "show", OLD_CHART],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        except (OSError, subprocess.CalledProcessError):
+            old = ""
+        if old:
+            page.add_script_tag(content=old)
+            out["SVG chart before (chart.js)"] = page.evaluate(SVG_BASELINE, [1])["times"]
+        context.close()
+    finally:
+        stop(watch)
+    return out
+
+
+class LiveRun:
+    """One run growing by a ``metrics`` line of ``series`` values and an episode a second,
+    through the runner's ingest and store writer (in this process, not the server's)."""
+
+    def __init__(self, store: Path, run_id: str, series: int, history: int) -> None:
+        self.run_id, self.series = run_id, series
+        with RunStore(store) as s:
+            s.create_run(run_id, "bench")
+        self.ingest = LineIngest(run_id)
+        self.writer = StoreWriter(store, run_id)
+        self.step = 0
+        for _ in range(0, history, 1000):
+            self.add(1000)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def add(self, n: int = 1) -> None:
+        lines = []
+        for _ in range(n):
+            t = self.step
+            values = {f"metric/{k:02d}": k + math.sin(t / 50 + k) for k in range(self.series)}
+            lines.append(metrics_line(values, step=t * 64, ts_ns=T0 + t * 1_000_000_000))
+            episode = {"type": "episode", "total_reward": t % 50, "steps": 64}
+            lines.append(json.dumps(episode))
+            self.step += 1
+        batch = LineBatch()
+        self.ingest.add(batch, [line.encode() for line in lines])
+        self.writer.submit(batch)
+
+    def loop(self) -> None:
+        while not self.stopped.wait(1.0):
+            self.add()
+
+    def close(self) -> None:
+        self.stopped.set()
+        if self.thread.is_alive():
+            self.thread.join()
+        self.writer.close()
+
+
+def live(browser: Any, series: int, seconds: float) -> dict[str, float]:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-charts-live-"))
+    store = tmp / "runs.sqlite"
+    run = LiveRun(store, "LIVE", series, history=10_000)
+    watch, base = start_watch(store)
+    try:
+        run.thread.start()
+        time.sleep(2)
+        cpu0, t0 = cpu_seconds(watch.pid), time.monotonic()
+        time.sleep(seconds)
+        idle = (cpu_seconds(watch.pid) - cpu0) / (time.monotonic() - t0)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(f"{base}/runs/LIVE?token={TOKEN}")
+        page.wait_for_function(
+            f"() => window.__watch.seriesCharts.length === {series}", timeout=120_000
+        )
+        time.sleep(5)  # the first look (the history) is read; now it follows
+        first = page.evaluate("() => window.__watch.chart('metric/00').drawn[0].length")
+        cpu0, t0 = cpu_seconds(watch.pid), time.monotonic()
+        time.sleep(seconds)
+        following = (cpu_seconds(watch.pid) - cpu0) / (time.monotonic() - t0)
+        last = page.evaluate("() => window.__watch.chart('metric/00').drawn[0].length")
+        context.close()
+    finally:
+        run.close()
+        stop(watch)
+    return {"idle": idle, "following": following, "points_gained": last - first}
+
+
+def median_ms(times: list[float]) -> str:
+    return f"{statistics.median(times):7.1f} ms (of {len(times)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=100_000)
+    parser.add_argument("--series", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--skip-draw", action="store_true")
+    parser.add_argument("--skip-live", action="store_true")
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    with headless_chromium() as browser:
+        if not args.skip_draw:
+            got = draw(browser, args.series, args.points, args.repeats)
+            size = f"{args.series} series x {args.points:,} points"
+            print(f"\n1. one chart of {size} (goal < 300 ms)")
+            for name, times in got.items():
+                if name == "page_open_s":
+                    continue
+                print(f"   {name:36s} {median_ms(times)}")
+            base = statistics.median(got["uPlot alone, columns ready"])
+            ours = statistics.median(got["same steps, smoothing 0.6"])
+            print(f"   ours (smoothing 0.6) / uPlot alone: {ours / base:.2f}x")
+            if "SVG chart before (chart.js)" in got:
+                old = statistics.median(got["SVG chart before (chart.js)"])
+                print(f"   SVG chart before / ours: {old / ours:.1f}x")
+            opened = ", ".join(f"{s:.2f}" for s in got["page_open_s"])
+            print(f"   the run page with {args.series} charts of that run, opened: {opened} s")
+        if not args.skip_live:
+            got = live(browser, args.series, args.seconds)
+            window = f"({args.series} series), {args.seconds:.0f} s"
+            print(f"\n2. following a live run at 1 update/s {window}")
+            following = got["following"]
+            print(f"   server CPU with the run page open: {following:.3f} cores (goal < 0.2)")
+            print(f"   server CPU with no page (idle):    {got['idle']:.3f} cores")
+            print(f"   points the chart gained meanwhile: {got['points_gained']}")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
