@@ -20,10 +20,11 @@ Decided here (one place):
   an optional argument set to the form's 0 placeholder, W&B keys without wandb or with
   tracking off, the run metadata (``notes``, ``agent_id``);
 - the dispatcher's variables (:func:`resolve`): ``CLEANRL_NUM_ENVS`` / ``CLEANRL_SEED`` when
-  the config does not set them, ``CLEANRL_AGENT_ID``, ``TRACK_WANDB``, ``TRACK_TENSORBOARD``,
-  ``CLEANRL_PROCEDURAL_GENERATION``, ``CLEANRL_RUN_ID``. FastLane variables are read by
-  :mod:`mosaic_worker_cleanrl.fastlane_settings`; ``WANDB_*`` and proxy variables by wandb
-  itself, which runs in this process.
+  the config does not set them, ``CLEANRL_AGENT_ID``, ``TRACK_WANDB``, ``TRACK_TENSORBOARD``
+  (``0``: ``track_tensorboard`` false when the config leaves it None, except with W&B
+  tracking, which reads the files), ``CLEANRL_PROCEDURAL_GENERATION``, ``CLEANRL_RUN_ID``. FastLane
+  variables are read by :mod:`mosaic_worker_cleanrl.fastlane_settings`; ``WANDB_*`` and proxy
+  variables by wandb itself, which runs in this process.
 """
 
 from __future__ import annotations
@@ -240,11 +241,11 @@ def resolve(
     if raw and config.agent_id is None:
         update["agent_id"] = raw
     track_wandb = config.track_wandb or environ.get("TRACK_WANDB", "").lower() in _TRUE
-    if environ.get("TRACK_TENSORBOARD", "").lower() in _FALSE:
-        ignored["TRACK_TENSORBOARD"] = (
-            f"TensorBoard files are still written to {config.tensorboard_dir}/ in the run "
-            "directory: the scripts always write them"
-        )
+    tensorboard_off = environ.get("TRACK_TENSORBOARD", "").lower() in _FALSE
+    if config.track_tensorboard is None:
+        update["track_tensorboard"] = not tensorboard_off
+    elif tensorboard_off and config.track_tensorboard:
+        ignored["TRACK_TENSORBOARD"] = "the config's track_tensorboard (true) wins"
     if environ.get("CLEANRL_PROCEDURAL_GENERATION", "").lower() in _FALSE:
         ignored["CLEANRL_PROCEDURAL_GENERATION"] = NOT_FORWARDED["procedural_generation"][1]
 
@@ -285,6 +286,11 @@ def resolve(
 
     # -- W&B and run metadata -------------------------------------------------------------
     wandb_given = [f for f in WANDB_FIELDS if getattr(config, f) not in (None, False)]
+    tensorboard = update.get("track_tensorboard", config.track_tensorboard)
+    if not tensorboard and track_wandb and have_wandb:
+        update["track_tensorboard"] = True  # wandb's sync_tensorboard reads the files
+        name = "TRACK_TENSORBOARD" if config.track_tensorboard is None else "track_tensorboard"
+        ignored[name] = "W&B tracking reads the TensorBoard files: they are written"
     if track_wandb and not have_wandb:
         update["track_wandb"] = False
         for name in ["track_wandb", *wandb_given]:

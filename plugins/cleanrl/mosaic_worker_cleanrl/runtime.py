@@ -10,7 +10,9 @@ installed the signal handlers. :func:`run` then:
    subprocesses of an ``AsyncVectorEnv`` (only they get it), the curriculum env for
    ``curriculum`` runs;
 3. emits ``run_started``, starts the heartbeat, and runs the script's module with
-   :func:`runpy.run_module` as ``__main__`` in this process (no chain of interpreters);
+   :func:`runpy.run_module` as ``__main__`` in this process (no chain of interpreters), its
+   ``SummaryWriter`` scalars reported as series (``scalar_series``), its TensorBoard files
+   written only with ``track_tensorboard``;
 4. maps the outcome to exactly one terminal event: ``run_completed``; ``run_cancelled`` on
    SIGTERM/SIGINT (the signal interrupts the script at once); ``run_failed`` with the
    traceback and the tail of the script's log on a crash or a non-zero ``sys.exit``;
@@ -44,6 +46,7 @@ from mosaic_worker_cleanrl.launch_args import build_argv
 from mosaic_worker_cleanrl.legacy_gym import gym_module_on_path
 from mosaic_worker_cleanrl.platform_config import METADATA_FIELDS, resolve_run, wandb_environment
 from mosaic_worker_cleanrl.registry import AlgorithmSpec, resolve
+from mosaic_worker_cleanrl.scalar_series import ScalarSeries
 from mosaic_worker_cleanrl.stderr_tail import StderrTail
 from mosaic_worker_cleanrl.subprocess_patch import child_variables
 
@@ -238,7 +241,7 @@ def run_algorithm(
         heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=sink.progress)
         gym_layer = gym_module_on_path() if compat else nullcontext()
         outputs = _upstream_outputs(algo, config, run_dir, ctx.log)
-        with heartbeat, stderr_tail, gym_layer, outputs:
+        with heartbeat, stderr_tail, gym_layer, outputs, _scalar_series(ctx, config):
             outcome, detail = execute_module(ctx, algo, argv)
     except Exception as exc:  # noqa: BLE001 - a setup error still gets analytics
         outcome = "failed"
@@ -274,6 +277,33 @@ def _upstream_outputs(
     finally:
         undo_video()
         undo()
+
+
+@contextmanager
+def _scalar_series(ctx: RunContext, config: CleanRLConfig) -> Iterator[None]:
+    """The script's TensorBoard scalars as series, and its TensorBoard files only when
+    ``track_tensorboard`` (see :mod:`mosaic_worker_cleanrl.scalar_series`)."""
+    if config.scalar_series:
+        emitter = ctx.emitter
+
+        def emit(values: dict[str, float], step: int) -> None:
+            emitter.metrics(values, step=step)
+
+    else:
+
+        def emit(values: dict[str, float], step: int) -> None:
+            pass  # files only: the series are not wanted
+
+    files = config.track_tensorboard is not False  # None (not resolved): as by default
+    if config.scalar_series or not files:
+        undo = ScalarSeries(emit, write_files=files).install()
+    else:
+        undo = None
+    try:
+        yield
+    finally:
+        if undo is not None:
+            undo()
 
 
 def _setup_curriculum(
