@@ -29,7 +29,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from types import FrameType
@@ -140,11 +140,18 @@ def _cancel_handler(ctx: RunContext) -> Callable[[int, FrameType | None], None]:
     return handler
 
 
-def execute_module(ctx: RunContext, algo: AlgorithmSpec, argv: list[str]) -> tuple[str, Any]:
+def execute_module(
+    ctx: RunContext,
+    algo: AlgorithmSpec,
+    argv: list[str],
+    patches: Sequence[Callable[[], Callable[[], None]]] = (),
+) -> tuple[str, Any]:
     """Run the script's module as ``__main__``; returns (outcome, detail).
 
     outcome is ``completed``, ``cancelled`` (detail: the signal name) or ``failed`` (detail: a
-    dict with error, error_type, traceback).
+    dict with error, error_type, traceback). ``patches`` are installed just before the
+    script runs, where SIGTERM already stops the run at once (installing one may import
+    torch, seconds on a busy machine), and undone after it, in reverse order.
     """
     saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -158,11 +165,16 @@ def execute_module(ctx: RunContext, algo: AlgorithmSpec, argv: list[str]) -> tup
             raise RunCancelled("before start")
         for signum in previous:
             signal.signal(signum, _cancel_handler(ctx))
+        undo: list[Callable[[], None]] = []
         try:
+            for install in patches:
+                undo.append(install())
             runpy.run_module(algo.module, run_name="__main__", alter_sys=True)
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            while undo:
+                undo.pop()()
         outcome = ("completed", None)
     except RunCancelled as exc:
         outcome = ("cancelled", str(exc))
@@ -241,8 +253,8 @@ def run_algorithm(
         heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=sink.progress)
         gym_layer = gym_module_on_path() if compat else nullcontext()
         outputs = _upstream_outputs(algo, config, run_dir, ctx.log)
-        with heartbeat, stderr_tail, gym_layer, outputs, _scalar_series(ctx, config):
-            outcome, detail = execute_module(ctx, algo, argv)
+        with heartbeat, stderr_tail, gym_layer, outputs:
+            outcome, detail = execute_module(ctx, algo, argv, _scalar_series(ctx, config))
     except Exception as exc:  # noqa: BLE001 - a setup error still gets analytics
         outcome = "failed"
         detail = {"error": str(exc) or type(exc).__name__, "error_type": type(exc).__name__,
@@ -279,31 +291,22 @@ def _upstream_outputs(
         undo()
 
 
-@contextmanager
-def _scalar_series(ctx: RunContext, config: CleanRLConfig) -> Iterator[None]:
-    """The script's TensorBoard scalars as series, and its TensorBoard files only when
-    ``track_tensorboard`` (see :mod:`mosaic_worker_cleanrl.scalar_series`)."""
-    if config.scalar_series:
-        emitter = ctx.emitter
+def _scalar_series(
+    ctx: RunContext, config: CleanRLConfig
+) -> list[Callable[[], Callable[[], None]]]:
+    """The patch that makes the script's TensorBoard scalars series, and writes its
+    TensorBoard files only with ``track_tensorboard`` (see
+    :mod:`mosaic_worker_cleanrl.scalar_series`); none when neither is asked for."""
+    files = config.track_tensorboard is not False  # None (not resolved): as by default
+    if not config.scalar_series and files:
+        return []
+    emitter = ctx.emitter
 
-        def emit(values: dict[str, float], step: int) -> None:
+    def emit(values: dict[str, float], step: int) -> None:
+        if config.scalar_series:  # else files only: the series are not wanted
             emitter.metrics(values, step=step)
 
-    else:
-
-        def emit(values: dict[str, float], step: int) -> None:
-            pass  # files only: the series are not wanted
-
-    files = config.track_tensorboard is not False  # None (not resolved): as by default
-    if config.scalar_series or not files:
-        undo = ScalarSeries(emit, write_files=files).install()
-    else:
-        undo = None
-    try:
-        yield
-    finally:
-        if undo is not None:
-            undo()
+    return [ScalarSeries(emit, write_files=files).install]
 
 
 def _setup_curriculum(
