@@ -6,6 +6,7 @@ in extras of the distribution (``pyproject.toml``)::
     mosaic-worker-sdk[images]    Pillow: ``mosaic fastlane snapshot`` (PNG, JPEG, HUD text)
     mosaic-worker-sdk[plot]      matplotlib (and Pillow): ``mosaic runs plot``
     mosaic-worker-sdk[parquet]   pyarrow: ``mosaic runs export --format parquet``
+    mosaic-worker-sdk[tensorboard]  tensorboardX: series as TensorBoard event files
 
 :func:`require` imports a module of an extra or raises :class:`MissingExtraError`, whose
 message names the feature, the missing module and the ``pip install`` line that fixes it.
@@ -25,6 +26,7 @@ EXTRAS = {
     "images": ("Pillow>=10.1",),
     "plot": ("matplotlib>=3.7", "Pillow>=10.1"),
     "parquet": ("pyarrow>=14",),
+    "tensorboard": ("tensorboardX>=2.6",),
 }
 
 

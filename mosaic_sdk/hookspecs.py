@@ -169,6 +169,23 @@ def mosaic_telemetry_episodes(run_id: str, episodes: Sequence[Any]) -> None:
 
 
 @hookspec
+def mosaic_telemetry_series(run_id: str, points: Sequence[Any]) -> None:
+    """Observe the series points of a run as they are stored, one batch at a time.
+
+    Called by the runner exactly as :func:`mosaic_telemetry_steps` is (same thread, same
+    batches, after the episodes of the same batch), with the batch's points: a list of
+    :class:`mosaic_sdk.runner.storage.records.SeriesPoint` named tuples (``run_id``, ``name``,
+    ``agent_id``, ``step``, ``value``, ``wall_ns``), in stored order. A point is one value of
+    a ``metrics`` event or one numeric field of a worker's own lifecycle event (see
+    ``docs/guides/metrics.md``); ``value`` may be NaN or infinite. Slow or failing
+    implementations are handled as for steps. The SDK's TensorBoard writer
+    (``mosaic run --tensorboard DIR``) is one.
+
+    Returns nothing (return values are ignored).
+    """
+
+
+@hookspec
 def mosaic_run_cleanup(run_id: str, worker: str, run_dir: Path, exit_code: int | None) -> None:
     """Release what a run may have left behind once its worker process has exited.
 

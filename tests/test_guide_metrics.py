@@ -1,5 +1,6 @@
 """docs/guides/metrics.md: its worker snippet runs under `mosaic run`, and `mosaic runs show`
-prints what the guide says it prints (text and --json), and its SQL reads the history."""
+prints what the guide says it prints (its series, text and --json), `runs plot --metric`,
+`runs export --what metrics` and its SQL read what it says."""
 
 from __future__ import annotations
 
@@ -49,15 +50,34 @@ def test_the_guide_worker_reports_metrics_that_runs_show_prints(
     assert train["latest"] == {
         "iteration": 3,
         "loss": 0.25,
-        "losses.policy": 0.15,
-        "losses.value": 0.1,
-        "learning_rate": pytest.approx(7.5e-05),
     }  # "optimizer" is text: kept in the store, not a metric
     assert metrics["episode_metadata"] == {
         "episodes": 4,
         "latest": {"epsilon": 0.0498, "opponent": "random"},
     }
-    assert set(metrics["events"]) == {"train_metrics"}  # standard events are not metrics
+    assert set(metrics["events"]) == {"train_metrics"}  # standard and metrics events are not
+
+    assert main(["runs", "show", run_id, "--store", store, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [(s["name"], s["points"], s["last_step"]) for s in shown["series"]] == [
+        ("charts/learning_rate", 4, 80),
+        ("losses/policy", 4, 80),
+        ("losses/value", 4, 80),
+        ("train_metrics/loss", 4, 3),
+    ]
+    assert shown["series_counts"] == {"points": 16, "refused": 0, "series": 4}
+
+    picture = metrics_worker.parent / "losses.png"
+    plot = ["runs", "plot", run_id, "--metric", "losses/*", "-o", str(picture)]
+    assert main([*plot, "--store", store]) == 0
+    assert "(2 panels, 2 lines" in capsys.readouterr().out and picture.exists()
+    table = metrics_worker.parent / "losses.csv"
+    assert (
+        main(["runs", "export", run_id, "--what", "metrics", "-o", str(table), "--store", store])
+        == 0
+    )
+    rows = table.read_text().splitlines()
+    assert rows[0] == '"run_id","name","agent_id","step","value","wall_time"' and len(rows) == 17
 
     [sql_line] = [b for b in blocks("bash") if "json_extract" in b]
     sql = re.search(r'"(SELECT .*)"', sql_line).group(1).replace("01JD3...", run_id)

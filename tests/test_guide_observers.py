@@ -150,6 +150,8 @@ def test_the_guide_observer_receives_every_stored_row_of_a_run(
         "missed_steps": 0,
         "missed_episodes": 0,
         "error": None,
+        "delivered_points": 0,  # it observes no series (mosaic_telemetry_series)
+        "missed_points": 0,
     }
 
 

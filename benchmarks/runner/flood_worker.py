@@ -6,7 +6,9 @@ write), ``episode_length`` (an episode line every that many steps), ``agents`` (
 one, a multi-agent run as the ``example_ma`` worker writes it: ``run_started`` declares the
 agents, each env step writes one step line per agent with its ``agent_id``, each episode one
 episode line per agent, and ``run_completed`` carries the counts per agent; ``lines`` is then
-the step lines of all agents together, ``episode_length`` the steps of one agent's episode).
+the step lines of all agents together, ``episode_length`` the steps of one agent's episode),
+``series_every`` (with N > 0, one ``metrics`` line of two series, ``losses/value`` and
+``charts/sps``, after every N step lines: the series benchmark; single-agent runs only).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class FloodConfig(WorkerConfig):
     lines: int = Field(1_000_000, ge=0)
     episode_length: int = Field(1000, ge=1)
     agents: int = Field(1, ge=1)
+    series_every: int = Field(0, ge=0)
 
 
 class FloodWorker:
@@ -43,17 +46,20 @@ class FloodWorker:
         return LaunchCommand(argv=(sys.executable, __file__, str(config_path)))
 
 
-def flood(run_id: str, lines: int, episode_length: int) -> None:
+def flood(run_id: str, lines: int, episode_length: int, series_every: int = 0) -> None:
     from mosaic_sdk.telemetry import TelemetryEmitter
 
     with TelemetryEmitter(run_id, sys.stdout) as em:
         em.run_started(worker_type="flood")
         step = em.step
+        metrics = em.metrics
         episode = 0
         for i in range(lines):
             t = i % episode_length
             end = t == episode_length - 1
             step(episode, t, 1.0, terminated=end)
+            if series_every and i % series_every == series_every - 1:
+                metrics({"losses/value": 1.0 / (i + 1), "charts/sps": float(i)}, step=i)
             if end:
                 em.episode(episode, float(episode_length), episode_length, terminated=True)
                 episode += 1
@@ -110,4 +116,4 @@ if __name__ == "__main__":
     if agents > 1:
         flood_agents(*args, agents)
     else:
-        flood(*args)
+        flood(*args, int(cfg.get("series_every", 0)))

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,13 @@ def register(sub: Any) -> None:
         help="skip the worker's own --dry-run before the run (it catches configs the worker "
         "would refuse, e.g. an env id that does not exist, before a run is stored)",
     )
+    p.add_argument(
+        "--tensorboard",
+        metavar="DIR",
+        help="also write the run's series as TensorBoard event files under DIR/RUN_ID while "
+        "it goes on (an observer plugin; the same as setting MOSAIC_TENSORBOARD_DIR; needs "
+        "tensorboardX: pip install 'mosaic-worker-sdk[tensorboard]')",
+    )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(handler=cmd_run)
 
@@ -123,6 +132,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         stall_after = stall_limit_value(args.stall_after, "--stall-after")
     except ValueError as exc:
         raise UsageError(f"{exc}, e.g. --stall-after 60") from None
+    if args.tensorboard:
+        from mosaic_sdk.extras import MissingExtraError, require
+        from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, EXTRA
+
+        try:
+            require("tensorboardX", EXTRA, "mosaic run --tensorboard")
+        except MissingExtraError as exc:
+            raise UsageError(str(exc)) from None
+        # the runner registers its observer from the setting (sweeps' trials inherit it)
+        os.environ[ENV_DIR] = str(Path(args.tensorboard).expanduser().absolute())
     if args.max_line_bytes is not None:
         if args.max_line_bytes < 1:
             raise UsageError(f"--max-line-bytes {args.max_line_bytes}: give a number of bytes >= 1")
@@ -213,12 +232,40 @@ def result_dict(result: Any) -> dict[str, Any]:
         "warnings": list(getattr(result, "warnings", [])),
         "lost_rows": result.lost_rows,
         "observers": list(getattr(result, "observers", [])),
+        "agents": list(getattr(result, "agents", [])),
     }
 
 
+def count_parts(c: Mapping[str, Any], env_steps: int | None = None) -> list[str]:
+    """``["150 env steps", "15 step lines", "3 episodes"]`` (a multi-agent run: ``"2 games
+    (4 agent episodes)"``) from a run's counts: each number named for what it counts."""
+    env = c.get("env_steps", c["steps"]) if env_steps is None else env_steps
+    parts = [f"{env} env steps", f"{c.get('step_lines', c['steps'])} step lines"]
+    if c.get("games") is not None:
+        parts[0] += " (summed over the agents)"
+        parts.append(f"{c['games']} games ({c['agent_episodes']} agent episodes)")
+    else:
+        parts.append(f"{c['episodes']} episodes")
+    return parts
+
+
+def agent_returns(agents: Sequence[Mapping[str, Any]]) -> str:
+    """``player_0 mean 1.000 (last 2.000), player_1 mean -1.000 (...)``: a multi-agent run's
+    returns told apart (their blend means nothing: in a zero-sum game it reads 0)."""
+    out = []
+    for a in agents:
+        name = "(no agent_id)" if a["agent_id"] is None else str(a["agent_id"])
+        mean, last = a.get("mean_return"), a.get("last_return")
+        said = "-" if mean is None else f"{mean:.3f}"
+        said += "" if last is None else f" (last {last:.3f})"
+        out.append(f"{name} mean {said}")
+    return ", ".join(out)
+
+
 def summary_line(result: Any) -> str:
-    """``run 01J... completed: 500 steps, 5 episodes, ... (store ...); inspect: mosaic runs
-    show 01J...``"""
+    """``run 01J... completed: 500 env steps, 50 step lines, 5 episodes, ... (store ...);
+    inspect: mosaic runs show 01J...`` (a multi-agent run: games, agent episodes and the
+    returns per agent)."""
     from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
 
     c = result.counts
@@ -228,16 +275,11 @@ def summary_line(result: Any) -> str:
             store_opt = ""
     except MosaicHomeError:  # no default store: the option is needed
         pass
-    env_steps = max(getattr(result, "env_steps", 0), c["steps"])
-    steps = f"{env_steps} steps"
-    if env_steps != c["steps"]:
-        steps += f" ({c['steps']} step lines)"
-    parts = [
-        steps,
-        f"{c['episodes']} episodes",
-        f"{c['events']} events",
-        f"{c['log_lines']} log lines",
-    ]
+    parts = count_parts(c, max(getattr(result, "env_steps", 0), c["steps"]))
+    parts += [f"{c['events']} events", f"{c['log_lines']} log lines"]
+    agents = getattr(result, "agents", None) or []
+    if agents:
+        parts.append("returns per agent: " + agent_returns(agents))
     from mosaic_sdk.runner.printable import printable
 
     why = f" ({result.error})" if result.error and result.status != "completed" else ""

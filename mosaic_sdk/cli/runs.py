@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Mapping
@@ -23,7 +24,14 @@ from mosaic_sdk.runner.storage.store import status_text
 
 if TYPE_CHECKING:
     from mosaic_sdk.runner.storage.metrics import RunMetrics
-    from mosaic_sdk.runner.storage.records import AgentSummary, JsonValue, ObserverRecord
+    from mosaic_sdk.runner.storage.records import (
+        AgentSummary,
+        JsonValue,
+        ObserverRecord,
+        RunCounts,
+        SeriesCounts,
+        SeriesInfo,
+    )
     from mosaic_sdk.runner.storage.store import RunStore
 
 
@@ -100,7 +108,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not runs:
         print("No runs in the store yet; start one with `mosaic run NAME`.")
         return 0
-    header = ("run id", "worker", "status", "started", "duration", "steps", "episodes")
+    header = (
+        "run id",
+        "worker",
+        "status",
+        "started",
+        "duration",
+        "env steps",
+        "step lines",
+        "episodes",
+    )
     table = [
         (
             r["run_id"],
@@ -108,8 +125,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             status_text(r),
             format_time(r["started_at"]),
             f"{r['duration_seconds']:.1f}s",
-            str(r["counts"]["steps"]),
-            str(r["counts"]["episodes"]),
+            str(r["counts"]["env_steps"]),
+            str(r["counts"]["step_lines"]),
+            _episodes_text(r["counts"]),
         )
         for r in runs
     ]
@@ -121,7 +139,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         rich_table = Table(title_justify="left")
         for col in header:
-            numeric = col in ("steps", "episodes")
+            numeric = col in ("env steps", "step lines", "episodes")
             rich_table.add_column(col, justify="right" if numeric else "left", no_wrap=True)
         for shown_row in shown:
             rich_table.add_row(*(Text(v) for v in shown_row))  # Text: never read as markup
@@ -129,6 +147,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     print_plain_table(header, shown)
     return 0
+
+
+def _episodes_text(c: RunCounts) -> str:
+    """``5`` (episode lines), or ``2 games (4 agent episodes)`` for a multi-agent run."""
+    if c.get("games") is not None:
+        return f"{c['games']} games ({c['agent_episodes']} agent episodes)"
+    return str(c["episodes"])
 
 
 def print_plain_table(header: tuple[str, ...], shown: list[tuple[str, ...]]) -> None:
@@ -153,6 +178,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         metrics = run_metrics(store, run["run_id"])
         agents = store.agents(run["run_id"])
+        series = store.series(run["run_id"])
+        series_counts = store.series_counts(run["run_id"])
     manifest, manifest_error = _analytics(run["run_dir"])
     if args.json:
         report: dict[str, object] = dict(run)
@@ -162,6 +189,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         report["analytics_error"] = manifest_error
         report["metrics"] = metrics
         report["agents"] = agents
+        report["series"] = [_series_json(info) for info in series]
+        report["series_counts"] = series_counts
         if run["status"] == "running" and run["runner_alive"] is False:
             report["note"] = "runner died"
         print(json.dumps(report, indent=2, sort_keys=True, default=str))
@@ -178,11 +207,20 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("started", format_time(run["started_at"])),
         ("ended", format_time(run["ended_at"])),
         ("duration", f"{run['duration_seconds']:.1f}s"),
-        ("steps", str(c["steps"])),
-        ("episodes", str(c["episodes"])),
+        (
+            "env steps",
+            str(c["env_steps"])
+            + ("" if c.get("games") is None else " (summed over the agents; per agent below)"),
+        ),
+        ("step lines", str(c["step_lines"])),
+        ("episodes", _episodes_text(c)),
         (
             "last return",
-            "-" if run["last_episode_return"] is None else f"{run['last_episode_return']:.3f}",
+            "-"
+            if run["last_episode_return"] is None
+            else "per agent below"
+            if agents
+            else f"{run['last_episode_return']:.3f}",
         ),
         ("events", str(c["events"])),
         (
@@ -199,6 +237,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     for key, value in rows:
         print(f"{key:>{width}}  {printable(value)}")
     _print_metrics(metrics)
+    _print_series(series, series_counts)
     _print_agents(agents)
     if events:
         print(f"\nlast {len(events)} event(s):")
@@ -222,12 +261,13 @@ def _observer_rows(reports: list[ObserverRecord]) -> list[tuple[str, str]]:
     for r in reports:
         if r.get("error"):
             rows.append(("observer", f"{r['name']}: disabled after an error: {r['error']}"))
-        elif r.get("missed_steps") or r.get("missed_episodes"):
+        elif r.get("missed_steps") or r.get("missed_episodes") or r.get("missed_points"):
+            points = f", {r['missed_points']} series points" if r.get("missed_points") else ""
             rows.append(
                 (
                     "observer",
                     f"{r['name']}: too slow, missed {r['missed_steps']} steps and "
-                    f"{r['missed_episodes']} episodes (the store holds them all)",
+                    f"{r['missed_episodes']} episodes{points} (the store holds them all)",
                 )
             )
     return rows
@@ -241,10 +281,60 @@ def _print_agents(agents: list[AgentSummary]) -> None:
     print(f"\nper agent ({len(agents)} agents):")
     names = [printable("(no agent_id)" if a["agent_id"] is None else a["agent_id"]) for a in agents]
     width = max(len("agent"), *(len(n) for n in names))
-    print(f"  {'agent':<{width}}  {'steps':>10}  {'episodes':>8}  {'mean return':>11}")
+    print(
+        f"  {'agent':<{width}}  {'env steps':>10}  {'step lines':>10}  {'episodes':>8}"
+        f"  {'mean return':>11}  {'last return':>11}"
+    )
     for name, a in zip(names, agents, strict=True):
         mean = "-" if a["mean_return"] is None else f"{a['mean_return']:.3f}"
-        print(f"  {name:<{width}}  {a['steps']:>10}  {a['episodes']:>8}  {mean:>11}")
+        last = "-" if a["last_return"] is None else f"{a['last_return']:.3f}"
+        print(
+            f"  {name:<{width}}  {a['env_steps']:>10}  {a['steps']:>10}  {a['episodes']:>8}"
+            f"  {mean:>11}  {last:>11}"
+        )
+
+
+#: Series listed by ``runs show`` (``--json`` lists them all).
+SERIES_SHOWN = 50
+
+
+def _series_json(info: SeriesInfo) -> dict[str, object]:
+    """A series for ``--json``: NaN and infinities as the strings ``"nan"``, ``"inf"``,
+    ``"-inf"`` (JSON has no such numbers)."""
+    value = info.last_value
+    return {
+        "name": info.name,
+        "agent_id": info.agent_id,
+        "points": info.points,
+        "first_step": info.first_step,
+        "last_step": info.last_step,
+        "last_value": value if math.isfinite(value) else str(value),
+        "last_wall_ns": info.last_wall_ns,
+    }
+
+
+def _print_series(series: list[SeriesInfo], counts: SeriesCounts) -> None:
+    from mosaic_sdk.runner.printable import printable
+
+    if not series and not counts["refused"]:
+        return
+    refused = f", {counts['refused']} values refused" if counts["refused"] else ""
+    print(f"\nseries ({counts['series']} series, {counts['points']} points{refused}):")
+    if not series:
+        return
+    more = len(series) - SERIES_SHOWN
+    series = series[:SERIES_SHOWN]
+    names = [printable(s.name) for s in series]
+    agents = [printable("-" if s.agent_id is None else s.agent_id) for s in series]
+    nw = max(len("name"), *(len(n) for n in names))
+    aw = max(len("agent"), *(len(a) for a in agents))
+    print(f"  {'name':<{nw}}  {'agent':<{aw}}  {'points':>8}  {'last step':>10}  last value")
+    for name, agent, s in zip(names, agents, series, strict=True):
+        print(
+            f"  {name:<{nw}}  {agent:<{aw}}  {s.points:>8}  {s.last_step:>10}  {s.last_value:.6g}"
+        )
+    if more > 0:
+        print(f"  ... and {more} more (--json lists them all; runs export --what metrics)")
 
 
 def _short(text: str | None, limit: int = 160) -> str:

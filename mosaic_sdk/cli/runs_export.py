@@ -1,5 +1,5 @@
-"""``mosaic runs export RUN [--format csv|jsonl|parquet] [--what steps|episodes|events]
-[--agent ID]``:
+"""``mosaic runs export RUN [--format csv|jsonl|parquet] [--what steps|episodes|events|metrics]
+[--agent ID] [--metric GLOB]``:
 a run's stored rows for other tools (pandas, a notebook, a spreadsheet).
 
 Thin: the formats and the streaming are in :mod:`mosaic_sdk.runner.storage.export`.
@@ -18,7 +18,7 @@ def register(rsub: Any, store_arg: Any) -> None:
     """Add ``export`` to the ``mosaic runs`` sub-commands."""
     p = rsub.add_parser(
         "export",
-        help="a run's steps, episodes or events as CSV, JSONL or Parquet",
+        help="a run's steps, episodes, events or series points as CSV, JSONL or Parquet",
         description="Stream a run's stored rows (read-only) to a file or standard output. "
         "Parquet needs pyarrow: pip install 'mosaic-worker-sdk[parquet]'.",
     )
@@ -26,19 +26,29 @@ def register(rsub: Any, store_arg: Any) -> None:
     p.add_argument(
         "--format",
         dest="fmt",
-        choices=("csv", "jsonl", "parquet"),
-        help="default: by the suffix of -o (.csv, .jsonl, .parquet), else csv",
+        choices=("csv", "jsonl", "parquet", "tensorboard"),
+        help="default: by the suffix of -o (.csv, .jsonl, .parquet), else csv; tensorboard "
+        "(with --what metrics): TensorBoard event files under the directory -o DIR (needs "
+        "tensorboardX: pip install 'mosaic-worker-sdk[tensorboard]')",
     )
     p.add_argument(
         "--what",
-        choices=("steps", "episodes", "events"),
+        choices=("steps", "episodes", "events", "metrics"),
         default="steps",
-        help="which rows (default steps)",
+        help="which rows (default steps); metrics: one row per series point (run_id, name, "
+        "agent_id, step, value, wall_time)",
+    )
+    p.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="with --what metrics: only the series whose name matches (repeatable)",
     )
     p.add_argument(
         "--agent",
         metavar="ID",
-        help="only the steps or episodes of this agent_id (a multi-agent run)",
+        help="only the steps, episodes or series of this agent_id (a multi-agent run)",
     )
     p.add_argument(
         "-o",
@@ -57,8 +67,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     from mosaic_sdk.runner.storage.export import export_run, format_for
     from mosaic_sdk.runner.storage.store import StoreError
 
+    if args.metric and args.what != "metrics":
+        raise UsageError("--metric picks series: use it with --what metrics")
     fmt = args.fmt or format_for(args.output)
     to_stdout = args.output == "-"
+    if fmt == "tensorboard":
+        return _export_tensorboard(args, to_stdout)
     if fmt == "parquet":
         try:
             require("pyarrow", "parquet", "mosaic runs export --format parquet")
@@ -69,7 +83,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         try:
             count = export_run(
-                store, args.run_id, what=args.what, fmt=fmt, output=args.output, agent=args.agent
+                store,
+                args.run_id,
+                what=args.what,
+                fmt=fmt,
+                output=args.output,
+                agent=args.agent,
+                metrics=args.metric or None,
             )
         except (StoreError, MissingExtraError) as exc:
             raise UsageError(str(exc)) from None
@@ -78,5 +98,34 @@ def cmd_export(args: argparse.Namespace) -> int:
                 raise
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     if not to_stdout:
-        print(f"wrote {count} {args.what} row{'s' if count != 1 else ''} to {args.output} ({fmt})")
+        rows = "point" if args.what == "metrics" else f"{args.what} row"
+        print(f"wrote {count} {rows}{'s' if count != 1 else ''} to {args.output} ({fmt})")
+    return 0
+
+
+def _export_tensorboard(args: argparse.Namespace, to_stdout: bool) -> int:
+    from mosaic_sdk.cli.runs import open_store
+    from mosaic_sdk.extras import MissingExtraError, require
+    from mosaic_sdk.runner.recording.tensorboard import EXTRA, export_tensorboard
+    from mosaic_sdk.runner.storage.store import StoreError
+
+    if args.what != "metrics":
+        raise UsageError("--format tensorboard writes series: use it with --what metrics")
+    if to_stdout:
+        raise UsageError("--format tensorboard writes a directory of event files: give -o DIR")
+    try:
+        require("tensorboardX", EXTRA, "mosaic runs export --format tensorboard")
+    except MissingExtraError as exc:
+        raise UsageError(str(exc)) from None
+    with open_store(args) as store:
+        try:
+            full = store.resolve(args.run_id)
+            count = export_tensorboard(
+                store, full, args.output, agent=args.agent, metrics=args.metric or None
+            )
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    print(f"wrote {count} point{'s' if count != 1 else ''} to {args.output} (tensorboard)")
     return 0

@@ -1,4 +1,5 @@
-"""``mosaic runs plot RUN... [-o FILE]``: learning curves of stored runs as PNG or SVG.
+"""``mosaic runs plot RUN... [-o FILE]``: learning curves of stored runs as PNG or SVG;
+``--metric NAME_OR_GLOB`` (repeatable): their series instead, one panel per series name.
 
 Thin: the curves, the seed groups and the drawing are in :mod:`mosaic_sdk.plots`.
 """
@@ -23,6 +24,15 @@ def register(rsub: Any, store_arg: Any) -> None:
         "file, by its suffix. Needs matplotlib: pip install 'mosaic-worker-sdk[plot]'.",
     )
     p.add_argument("run_ids", nargs="*", metavar="RUN", help="run ids or unique prefixes")
+    p.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        metavar="NAME_OR_GLOB",
+        help="draw the runs' series of this name instead of the returns, one panel per series "
+        "name (repeatable; a glob such as 'losses/*'; see `mosaic runs show RUN` for the "
+        "names); x is the series' step (--x steps) or wall time (--x time)",
+    )
     p.add_argument(
         "--sweep",
         metavar="SWEEP",
@@ -98,12 +108,16 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise UsageError(f"--smooth {args.smooth}: use 1 (no smoothing) or more episodes")
     if not args.run_ids and not args.sweep:
         raise UsageError("name the runs to plot (RUN...), or a sweep with --sweep SWEEP")
+    if args.metric and args.x_axis == "episodes":
+        raise UsageError("--x episodes is for returns; a series is drawn against --x steps or time")
     with open_store(args) as store:
         run_ids = list(args.run_ids)
         group_seeds = args.group_seeds
         if args.sweep:
             run_ids += _sweep_runs(store, args.sweep)
             group_seeds = True
+        if args.metric:
+            return _plot_metrics(args, store, run_ids, group_seeds)
         try:
             result = plot_runs(
                 store,
@@ -136,6 +150,46 @@ def cmd_plot(args: argparse.Namespace) -> int:
     print(
         f"wrote {result.path} ({result.runs} run{'s' if result.runs != 1 else ''}, "
         f"{lines} curve{'s' if lines != 1 else ''}, x = {args.x_axis})"
+    )
+    return 0
+
+
+def _plot_metrics(
+    args: argparse.Namespace, store: Any, run_ids: list[str], group_seeds: bool
+) -> int:
+    from mosaic_sdk.plots.curves import CurveError
+    from mosaic_sdk.plots.groups import DEFAULT_IGNORED
+    from mosaic_sdk.plots.metrics import plot_metrics
+    from mosaic_sdk.runner.printable import printable
+    from mosaic_sdk.runner.storage.store import StoreError
+
+    try:
+        result = plot_metrics(
+            store,
+            run_ids,
+            args.metric,
+            args.output,
+            x_axis="step" if args.x_axis == "steps" else "time",
+            window=args.smooth,
+            group_seeds=group_seeds,
+            spread=args.spread,
+            ignore=(*DEFAULT_IGNORED, *args.ignore),
+            title=args.title,
+        )
+    except (StoreError, CurveError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    for name, n in result.not_finite.items():
+        print(
+            printable(f"mosaic: warning: series {name}: {n} NaN/inf point(s) not drawn"),
+            file=sys.stderr,
+            flush=True,
+        )
+    panels = len(result.panels)
+    print(
+        f"wrote {result.path} ({panels} panel{'s' if panels != 1 else ''}, "
+        f"{result.lines} line{'s' if result.lines != 1 else ''}, x = {args.x_axis})"
     )
     return 0
 

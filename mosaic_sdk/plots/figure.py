@@ -97,29 +97,29 @@ def render(
     or not at all (it is written beside and renamed). A series with skipped episodes says so
     in its legend entry (how many, and why); without a legend (over 20 series), a note in the
     chart's corner gives the total."""
-    fmt = plot_format(path)
+    plot_format(path)  # a wrong suffix fails before anything is drawn
     if not series:
         raise ValueError("nothing to plot: no curves")
     figure_mod = require_matplotlib()
     import matplotlib
 
     given = labels if labels is not None else [_default_label(item) for item in series]
-    names = [_literal(_with_skipped(n, item)) for n, item in zip(given, series, strict=True)]
+    names = [literal(_with_skipped(n, item)) for n, item in zip(given, series, strict=True)]
     fig = figure_mod.Figure(figsize=size, dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     for i, (item, name) in enumerate(zip(series, names, strict=True)):
         color = colors[i % len(colors)]
         if isinstance(item, Band):
-            _draw_band(ax, item, name, color)
+            draw_band(ax, item, name, color)
         else:
-            _draw_curve(ax, item, name, color, window)
+            draw_curve(ax, item, name, color, window)
     x_axis = series[0].x_axis
     ax.set_xlabel(X_LABELS.get(x_axis, x_axis))
     ax.set_ylabel("episode return" + (f" (smoothed over {window})" if window > 1 else ""))
     ax.grid(True, alpha=0.3)
     if title:
-        ax.set_title(_literal(title))
+        ax.set_title(literal(title))
     if len(series) <= 20:
         ax.legend(loc="lower right", fontsize="small")
     else:
@@ -129,19 +129,29 @@ def render(
         if total:
             note = f"{skipped_text(total)} (not on the curves)"
             ax.annotate(note, (0.01, 0.99), xycoords="axes fraction", va="top", fontsize="small")
+    return save_figure(fig, path, title or "learning curves")
+
+
+def save_figure(fig: Any, path: str | Path, title: str) -> Path:
+    """Write a matplotlib ``Figure`` to ``path`` (.png or .svg, by its suffix): written
+    beside and renamed, so the file appears whole or not at all; an SVG carries no date
+    (the same figure gives the same file)."""
+    import matplotlib
+
+    fmt = plot_format(path)
     target = Path(path)
     partial = target.with_name(f".{target.name}.partial")
     meta = {"Date": None} if fmt == "svg" else {}
     try:
         with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "mosaic"}):
-            fig.savefig(partial, format=fmt, metadata={**meta, "Title": title or "learning curves"})
+            fig.savefig(partial, format=fmt, metadata={**meta, "Title": title})
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
     return target
 
 
-def _literal(text: str) -> str:
+def literal(text: str) -> str:
     """``text`` shown as written: matplotlib reads ``$...$`` as math (and fails on a lone
     ``$``), and labels hold config values a worker's user wrote."""
     return text.replace("$", r"\$")
@@ -156,7 +166,7 @@ def _default_label(item: Curve | Band) -> str:
     return item.label if isinstance(item, Band) else item.run_id
 
 
-def _draw_curve(ax: Any, curve: Curve, name: str, color: str, window: int) -> None:
+def draw_curve(ax: Any, curve: Curve, name: str, color: str, window: int) -> None:
     smoothed = window > 1
     raw_label = None if smoothed else name
     if len(curve) > RAW_LINE_MAX:
@@ -173,7 +183,7 @@ def _draw_curve(ax: Any, curve: Curve, name: str, color: str, window: int) -> No
         ax.plot(curve.x, curve.y, "o", color=color)
 
 
-def _draw_band(ax: Any, band: Band, name: str, color: str) -> None:
+def draw_band(ax: Any, band: Band, name: str, color: str) -> None:
     spread = "min-max" if band.spread == "minmax" else "±1 std"
     label = f"{name} (mean of {len(band.run_ids)}, {spread})"
     ax.fill_between(band.x, band.low, band.high, color=color, alpha=0.2, linewidth=0)
@@ -210,7 +220,7 @@ def plot_runs(
     require_matplotlib()
     if window < 1:
         raise ValueError(f"smoothing window {window}: use 1 (none) or more episodes")
-    runs = _unique_runs(store, run_ids)
+    runs = unique_runs(store, run_ids)
     # one entry per (run, agent): agent None is the whole run
     agents_of: dict[str, list[AgentKey | None]] = {}
     for r in runs:
@@ -241,7 +251,7 @@ def plot_runs(
             for agent in agents_of[run["run_id"]]:
                 series.append(curves[run["run_id"], agent])
                 suffix = "" if agent is None else f" agent {agent_name(agent)}"
-                labels.append(_run_label(run) + suffix)
+                labels.append(run_label(run) + suffix)
     out = render(series, path, labels=labels, window=window, title=title)
     skipped: dict[str, dict[str, int]] = {}
     for (rid, _agent), c in curves.items():
@@ -258,7 +268,7 @@ def _union(lists: Iterable[list[AgentKey | None]]) -> list[AgentKey | None]:
     return list(seen)
 
 
-def _unique_runs(store: RunStore, run_ids: Sequence[str]) -> list[RunRecord]:
+def unique_runs(store: RunStore, run_ids: Sequence[str]) -> list[RunRecord]:
     if not run_ids:
         raise ValueError("no run to plot: give one or more run ids")
     seen: dict[str, RunRecord] = {}
@@ -268,7 +278,7 @@ def _unique_runs(store: RunStore, run_ids: Sequence[str]) -> list[RunRecord]:
     return list(seen.values())
 
 
-def _run_label(run: RunRecord) -> str:
+def run_label(run: RunRecord) -> str:
     config = run["config"] or {}
     seed = config.get("seed") if isinstance(config, Mapping) else None  # a hand-edited store
     extra = f", seed {seed}" if seed is not None else ""
@@ -281,7 +291,13 @@ __all__ = [
     "FORMATS",
     "RAW_LINE_MAX",
     "PlotResult",
+    "draw_band",
+    "draw_curve",
+    "literal",
     "plot_format",
     "plot_runs",
     "render",
+    "run_label",
+    "save_figure",
+    "unique_runs",
 ]

@@ -253,6 +253,10 @@ class RunSupervisor:
             )
             status, error, counts, observers = end.status, end.error, end.counts, end.observers
             writer = recorder.writer
+            try:
+                agents = self.store.agents(self.run_id)
+            except Exception:  # noqa: BLE001 - sqlite3.Error: the summary goes without them
+                agents = []
             self.display.finish(self._snapshot(ingest, started, status))
             return RunResult(
                 run_id=self.run_id,
@@ -269,9 +273,10 @@ class RunSupervisor:
                 lost_rows=writer.lost_rows,
                 degraded_rows=writer.degraded_rows,
                 transactions=writer.transactions,
-                env_steps=ingest.env_steps,
+                env_steps=max(ingest.env_steps, counts.get("env_steps") or 0),
                 warnings=warnings,
                 observers=observers,
+                agents=agents,
             )
         except BaseException as exc:  # the runner itself failed: record it, leave no orphan
             if proc is not None and proc.poll() is None:

@@ -19,7 +19,8 @@ def test_throttled_step_lines_still_count_env_steps(tmp_path: Path) -> None:
     assert result.env_steps == 150  # 3 episodes of 50 steps (the balance policy lasts)
     assert 15 <= result.counts["steps"] < 150  # every 10th, plus each episode's last step
     line = summary_line(result)
-    assert f"150 steps ({result.counts['steps']} step lines)" in line
+    assert f"150 env steps, {result.counts['steps']} step lines, 3 episodes" in line
+    assert result.counts["env_steps"] == 150 and result.counts["step_lines"] < 150
 
 
 def test_unthrottled_runs_report_plain_steps(tmp_path: Path) -> None:
@@ -27,4 +28,4 @@ def test_unthrottled_runs_report_plain_steps(tmp_path: Path) -> None:
         "example", {"episodes": 1, "max_steps_per_episode": 20}, store=tmp_path / "runs.sqlite"
     )
     assert result.env_steps == result.counts["steps"] == 20
-    assert "20 steps," in summary_line(result)
+    assert "20 env steps, 20 step lines, 1 episodes," in summary_line(result)

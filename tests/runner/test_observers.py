@@ -99,6 +99,8 @@ def test_hook_mosaic_telemetry_steps_sees_every_stored_step_in_order(
             "missed_steps": 0,
             "missed_episodes": 0,
             "error": None,
+            "delivered_points": 0,
+            "missed_points": 0,
         }
     ]
 

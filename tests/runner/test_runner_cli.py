@@ -205,7 +205,10 @@ def test_plain_progress_lines_when_not_a_terminal(
     assert code == 0
     lines = out.strip().splitlines()
     assert lines[0].startswith("[") and "steps=" in lines[0] and "episodes=" in lines[0]
-    assert lines[-1].startswith("run ") and " completed: 3 steps, 1 episodes" in lines[-1]
+    assert (
+        lines[-1].startswith("run ")
+        and " completed: 3 env steps, 3 step lines, 1 episodes" in lines[-1]
+    )
 
 
 def _wait_for(predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-untyped-def]

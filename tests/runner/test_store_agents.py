@@ -97,9 +97,9 @@ def test_a_version_2_store_migrates_keeping_its_rows(tmp_path: Path) -> None:
     assert writer.lost_rows == 0
     with RunStore(path, readonly=True) as store:
         assert store.agents("NEW") == [
-            {"agent_id": "a", "steps": 2, "episodes": 1, "mean_return": 2.0}
+            {"agent_id": "a", "steps": 2, "env_steps": 2, "episodes": 1, "mean_return": 2.0}
             | {"min_return": 2.0, "max_return": 2.0, "last_return": 2.0},
-            {"agent_id": "b", "steps": 1, "episodes": 0, "mean_return": None}
+            {"agent_id": "b", "steps": 1, "env_steps": 1, "episodes": 0, "mean_return": None}
             | {"min_return": None, "max_return": None, "last_return": None},
         ]
         assert store.agents("OLD") == []  # one group (no ids): nothing to break down
@@ -147,17 +147,24 @@ def test_runs_show_breaks_a_multi_agent_run_down_per_agent(
     assert main(["runs", "show", result.run_id, "--store", str(store_path), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["agents"] == [
-        {"agent_id": "blue", "steps": 2, "episodes": 1, "mean_return": -1.0}
+        {"agent_id": "blue", "steps": 2, "env_steps": 2, "episodes": 1, "mean_return": -1.0}
         | {"min_return": -1.0, "max_return": -1.0, "last_return": -1.0},
-        {"agent_id": "red", "steps": 6, "episodes": 2, "mean_return": 2.0}
+        {"agent_id": "red", "steps": 6, "env_steps": 6, "episodes": 2, "mean_return": 2.0}
         | {"min_return": 1.0, "max_return": 3.0, "last_return": 3.0},
     ]
     assert main(["runs", "show", result.run_id, "--store", str(store_path)]) == 0
     text = capsys.readouterr().out
     assert "per agent (2 agents):" in text
     table = text.split("per agent (2 agents):")[1].splitlines()
-    assert table[2].split() == ["blue", "2", "1", "-1.000"]
-    assert table[3].split() == ["red", "6", "2", "2.000"]
+    assert table[2].split() == ["blue", "2", "2", "1", "-1.000", "-1.000"]
+    assert table[3].split() == ["red", "6", "6", "2", "2.000", "3.000"]
+    assert shown["counts"] | {"events": 0} == shown["counts"] | {
+        "env_steps": 8,
+        "step_lines": 8,
+        "games": 2,  # red's episodes 0 and 1, blue's 0
+        "agent_episodes": 3,
+        "events": 0,
+    }
 
 
 def test_runs_show_of_a_single_agent_run_has_no_breakdown(

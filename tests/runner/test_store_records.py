@@ -68,6 +68,8 @@ def test_a_run_record_has_every_key_of_its_type(tmp_path: Path) -> None:
             "missed_steps": 0,
             "missed_episodes": 0,
             "error": None,
+            "delivered_points": 0,
+            "missed_points": 0,
         }
     ]
     assert set(run["observers"][0]) == set(columns_of(ObserverRecord))

@@ -83,6 +83,8 @@ def test_observer_plugins_get_every_row_and_event_of_every_ray_trial(
                 "missed_steps": 0,
                 "missed_episodes": 0,
                 "error": None,
+                "delivered_points": 0,
+                "missed_points": 0,
             }
         ]
     assert set(seen.events) == {t["run_id"] for t in result.trials}

@@ -24,9 +24,11 @@ from typing import Any
 
 from pydantic_core import from_json
 
+from mosaic_sdk.runner.recording.series import SeriesIngest
 from mosaic_sdk.runner.storage.rows import LineBatch, finite_float, insert_rows
 from mosaic_sdk.runner.storage.writer import StoreWriter
 from mosaic_sdk.runner.supervision.lines import CutLine
+from mosaic_sdk.telemetry import METRICS_EVENT
 from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, classify_line
 
 #: A step line of the fast path this short cannot nest deeper than MAX_JSON_DEPTH: each level
@@ -43,11 +45,17 @@ _SHALLOW_STEP_LEN = 2 * MAX_JSON_DEPTH + len('"type":"step""episode_index":"step
 # escape, "\ud800", which json accepts) goes to classify_line, as any other line does.
 
 
+#: ``json.dumps(payload, sort_keys=True, default=str)``, with one encoder made once (dumps
+#: makes a new one per call when given options).
+_encode_payload = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
 class LineIngest:
     """Classifies stdout lines of one run into batch rows and keeps the live counters.
 
-    ``on_lifecycle(event_dict)`` is called for every lifecycle line, after it was put into the
-    batch (the supervisor flushes that batch at once and runs the hooks once it is committed).
+    :meth:`add` returns the lifecycle lines (the supervisor flushes their batch at once and
+    runs the hooks once it is committed), but for ``metrics`` lines: those are batched like
+    step lines. Lifecycle lines also give series points (:mod:`.series`, in :attr:`series`).
     """
 
     def __init__(
@@ -68,6 +76,8 @@ class LineIngest:
         self.last_event: str | None = None
         self.terminal_event: dict[str, Any] | None = None
         self.last_step: tuple[Any, Any] | None = None
+        #: The run's series: their numbering, and the points and refusals so far.
+        self.series = SeriesIngest(run_id)
 
     @property
     def env_steps(self) -> int:
@@ -141,6 +151,15 @@ class LineIngest:
                             d.get("agent_id"),
                         )
                     )
+                    continue
+                if (
+                    type(d) is dict
+                    and d.get("type") == "lifecycle"
+                    and d.get("event") == METRICS_EVENT
+                ):
+                    # a metrics line (batched by the emitter like step lines, as frequent):
+                    # classify_line would return this object unchanged, as for step lines
+                    self._metrics(batch, line_no, d, text)
                     continue
             try:
                 self._classified(batch, line_no, text, partial_last and i == last, lifecycle)
@@ -216,7 +235,15 @@ class LineIngest:
             if type(n_steps) is int and n_steps > 0:
                 self.episode_steps += n_steps
         elif kind == "lifecycle":
-            self._lifecycle(batch, line_no, d, item.text, synthesised=False)
+            if d.get("event") == METRICS_EVENT:
+                self._metrics(batch, line_no, d, item.text)
+                return
+            name = self._lifecycle(batch, line_no, d, item.text, synthesised=False)
+            try:
+                self.series.lifecycle(batch, line_no, name, d)
+            except Exception:  # noqa: BLE001 - the event is stored; its points are refused
+                self.series.refused += 1
+                batch.refused += 1
             lifecycle.append(d)
         else:
             batch.logs.append(
@@ -227,16 +254,24 @@ class LineIngest:
                 self.invalid_lines += 1
             self.log_lines += 1
 
+    def _metrics(self, batch: LineBatch, line_no: int, d: dict[str, Any], text: str) -> None:
+        """A ``metrics`` line: stored as an event, its values as series points; not handed
+        back as a lifecycle line (no hand-over, no hooks: batched like step lines)."""
+        self._lifecycle(batch, line_no, d, text, synthesised=False)
+        try:
+            self.series.metrics(batch, line_no, d)
+        except Exception:  # noqa: BLE001 - the event is stored; its points are refused
+            self.series.refused += 1
+            batch.refused += 1
+
     def _lifecycle(
         self, batch: LineBatch, line_no: int, d: dict[str, Any], text: str, synthesised: bool
-    ) -> None:
+    ) -> str:
         event = d.get("event")
         name = event if isinstance(event, str) and event else "unknown"
         payload = d.get("payload")
         try:
-            payload_json = (
-                None if payload is None else json.dumps(payload, sort_keys=True, default=str)
-            )
+            payload_json = None if payload is None else _encode_payload(payload)
         except (ValueError, TypeError, RecursionError):  # e.g. nested too deep: raw keeps it
             payload_json = None
         batch.events.append(
@@ -252,9 +287,11 @@ class LineIngest:
             )
         )
         self.events += 1
-        self.last_event = name
+        if name != METRICS_EVENT:
+            self.last_event = name
         if name in ("run_completed", "run_failed", "run_cancelled"):
             self.terminal_event = d
+        return name
 
     def add_synthesised(self, batch: LineBatch, event: dict[str, Any]) -> None:
         """Add an event the runner made up (numbered after the worker's last line)."""

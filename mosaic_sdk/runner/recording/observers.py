@@ -1,11 +1,13 @@
-"""Live data for plugins: committed steps and episodes, delivered to observer plugins.
+"""Live data for plugins: committed steps, episodes and series points, delivered to observer
+plugins.
 
-A plugin that implements ``mosaic_telemetry_steps`` and/or ``mosaic_telemetry_episodes`` is an
-*observer*. Every run has a feed, made by its
+A plugin that implements ``mosaic_telemetry_steps``, ``mosaic_telemetry_episodes`` and/or
+``mosaic_telemetry_series`` is an *observer*. Every run has a feed, made by its
 :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder` (``mosaic run``, local sweep trials, and
 Ray trials in the driver's process) when any plugin observes. After each batch the store writer
 commits, :meth:`ObserverFeed.offer` hands that batch's step and episode rows (as stored: a
-:class:`RowBatch` of :class:`StepRow` or :class:`EpisodeRow`) to every observer. Each observer has a
+:class:`RowBatch` of :class:`StepRow` or :class:`EpisodeRow`) and its series points (a list of
+:class:`SeriesPoint`, the series named) to every observer. Each observer has a
 thread and a bounded queue of its own, so ingest never waits for a plugin, and one slow plugin does
 not slow another:
 
@@ -29,10 +31,16 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from mosaic_sdk.runner.reporting import current_reporter
-from mosaic_sdk.runner.storage.records import EpisodeRow, ObserverRecord, StepRow, TelemetryValues
+from mosaic_sdk.runner.storage.records import (
+    EpisodeRow,
+    ObserverRecord,
+    SeriesPoint,
+    StepRow,
+    TelemetryValues,
+)
 from mosaic_sdk.runner.storage.rows import LineBatch
 
 if TYPE_CHECKING:
@@ -40,6 +48,7 @@ if TYPE_CHECKING:
 
 STEPS_HOOK = "mosaic_telemetry_steps"
 EPISODES_HOOK = "mosaic_telemetry_episodes"
+SERIES_HOOK = "mosaic_telemetry_series"
 
 #: Rows an observer may have waiting before its oldest waiting batches are dropped for it.
 MAX_PENDING_ROWS = 50_000
@@ -101,6 +110,8 @@ class ObserverReport:
     missed_episodes: int = 0
     #: ``"ExcType: message"`` of the exception that disabled it, or None.
     error: str | None = None
+    delivered_points: int = 0
+    missed_points: int = 0
 
     def to_dict(self) -> ObserverRecord:
         return ObserverRecord(
@@ -110,10 +121,13 @@ class ObserverReport:
             missed_steps=self.missed_steps,
             missed_episodes=self.missed_episodes,
             error=self.error,
+            delivered_points=self.delivered_points,
+            missed_points=self.missed_points,
         )
 
 
 Rows = list[TelemetryValues]
+Points = list[SeriesPoint]
 
 
 class _Observer:
@@ -127,16 +141,18 @@ class _Observer:
         episodes_hook: Callable[..., object] | None,
         max_pending_rows: int,
         warn: Callable[[str], None],
+        series_hook: Callable[..., object] | None = None,
     ) -> None:
         self.run_id = run_id
         self.report = ObserverReport(name)
         self._steps_hook = steps_hook
         self._episodes_hook = episodes_hook
+        self.series_hook = series_hook
         self._max = max_pending_rows
         self._warn = warn
-        self._pending: deque[tuple[Rows, Rows]] = deque()
+        self._pending: deque[tuple[Rows, Rows, Points]] = deque()
         self._pending_rows = 0
-        self._in_flight = (0, 0)
+        self._in_flight = (0, 0, 0)
         self._cond = threading.Condition()
         self._closing = False
         self._given_up = False  # disabled, or the end of the run stopped waiting for it
@@ -147,22 +163,23 @@ class _Observer:
         self._thread.start()
 
     # -- the writer's thread ------------------------------------------------------------------
-    def offer(self, steps: Rows, episodes: Rows) -> None:
+    def offer(self, steps: Rows, episodes: Rows, points: Points | None = None) -> None:
         steps = steps if self._steps_hook is not None else []
         episodes = episodes if self._episodes_hook is not None else []
-        if not steps and not episodes:
+        points = points if points and self.series_hook is not None else []
+        if not steps and not episodes and not points:
             return
         slow = False
         with self._cond:
             if self._given_up:
-                self._miss(len(steps), len(episodes))
+                self._miss(len(steps), len(episodes), len(points))
                 return
-            self._pending.append((steps, episodes))
-            self._pending_rows += len(steps) + len(episodes)
+            self._pending.append((steps, episodes, points))
+            self._pending_rows += len(steps) + len(episodes) + len(points)
             while self._pending_rows > self._max and len(self._pending) > 1:
-                old_steps, old_episodes = self._pending.popleft()
-                self._pending_rows -= len(old_steps) + len(old_episodes)
-                self._miss(len(old_steps), len(old_episodes))
+                old_steps, old_episodes, old_points = self._pending.popleft()
+                self._pending_rows -= len(old_steps) + len(old_episodes) + len(old_points)
+                self._miss(len(old_steps), len(old_episodes), len(old_points))
                 if not self._warned_slow:
                     slow = self._warned_slow = True
             self._cond.notify()
@@ -173,9 +190,10 @@ class _Observer:
                 "every row; the count is in `mosaic runs show`)"
             )
 
-    def _miss(self, steps: int, episodes: int) -> None:  # with self._cond held
+    def _miss(self, steps: int, episodes: int, points: int = 0) -> None:  # self._cond held
         self.report.missed_steps += steps
         self.report.missed_episodes += episodes
+        self.report.missed_points += points
 
     # -- its own thread -----------------------------------------------------------------------
     def _loop(self) -> None:
@@ -198,14 +216,15 @@ class _Observer:
                 self._pending_rows = 0
                 steps = _joined([c[0] for c in chunks])
                 episodes = _joined([c[1] for c in chunks])
-                self._in_flight = (len(steps), len(episodes))
-            failed = self._deliver(steps, episodes)
+                points = _joined([c[2] for c in chunks])
+                self._in_flight = (len(steps), len(episodes), len(points))
+            failed = self._deliver(steps, episodes, points)
             with self._cond:
-                self._in_flight = (0, 0)
+                self._in_flight = (0, 0, 0)
                 if failed is not None:
                     return
 
-    def _deliver(self, steps: Rows, episodes: Rows) -> str | None:
+    def _deliver(self, steps: Rows, episodes: Rows, points: Points) -> str | None:
         hook = STEPS_HOOK
         try:
             if steps and self._steps_hook is not None:
@@ -218,15 +237,21 @@ class _Observer:
                 self._episodes_hook(run_id=self.run_id, episodes=RowBatch(episodes, EpisodeRow))
             with self._cond:
                 self.report.delivered_episodes += len(episodes)
+                episodes = []
+            hook = SERIES_HOOK
+            if points and self.series_hook is not None:
+                self.series_hook(run_id=self.run_id, points=points)
+            with self._cond:
+                self.report.delivered_points += len(points)
             return None
         except BaseException as exc:  # noqa: BLE001 - a plugin's bug must not touch the run
             error = f"{type(exc).__name__}: {exc}"
             with self._cond:
                 self.report.error = error
                 self._given_up = True
-                self._miss(len(steps), len(episodes))
-                for waiting_steps, waiting_episodes in self._pending:
-                    self._miss(len(waiting_steps), len(waiting_episodes))
+                self._miss(len(steps), len(episodes), len(points))
+                for waiting_steps, waiting_episodes, waiting_points in self._pending:
+                    self._miss(len(waiting_steps), len(waiting_episodes), len(waiting_points))
                 self._pending.clear()
                 self._pending_rows = 0
             self._warn(
@@ -245,19 +270,18 @@ class _Observer:
         with self._cond:
             if self._thread.is_alive():  # still in a hook call: what it has not got is missed
                 self._given_up = True
-                steps, episodes = self._in_flight
-                self._miss(steps, episodes)
-                for waiting_steps, waiting_episodes in self._pending:
-                    self._miss(len(waiting_steps), len(waiting_episodes))
+                self._miss(*self._in_flight)
+                for waiting_steps, waiting_episodes, waiting_points in self._pending:
+                    self._miss(len(waiting_steps), len(waiting_episodes), len(waiting_points))
                 self._pending.clear()
-                self._in_flight = (0, 0)
+                self._in_flight = (0, 0, 0)
             return ObserverReport(**asdict(self.report))
 
 
-def _joined(parts: list[Rows]) -> Rows:
+def _joined(parts: list[list[Any]]) -> list[Any]:
     if len(parts) == 1:
         return parts[0]
-    out: Rows = []
+    out: list[Any] = []
     for part in parts:
         out += part
     return out
@@ -272,6 +296,9 @@ class ObserverFeed:
         self._observers = observers
         self._warn = warn or current_reporter().warn
         self._reports: list[ObserverReport] | None = None
+        #: The run's series by number (from the committed batches), when one observes them.
+        self._series: dict[int, tuple[str, str | None]] = {}
+        self._wants_series = any(o.series_hook is not None for o in observers)
 
     @classmethod
     def for_plugins(
@@ -292,7 +319,7 @@ class ObserverFeed:
         if max_pending_rows < 1:
             raise ValueError(f"max_pending_rows must be >= 1, got {max_pending_rows}")
         hooks: dict[str, dict[str, object]] = {}  # plugin name -> hook name -> plugin
-        for hook_name in (STEPS_HOOK, EPISODES_HOOK):
+        for hook_name in (STEPS_HOOK, EPISODES_HOOK, SERIES_HOOK):
             caller = getattr(pm.hook, hook_name, None)
             if caller is None:
                 continue
@@ -309,7 +336,7 @@ class ObserverFeed:
             others = [p for p in every if p is not plugin]
             callers = {
                 h: pm.subset_hook_caller(h, remove_plugins=others) if h in by_hook else None
-                for h in (STEPS_HOOK, EPISODES_HOOK)
+                for h in (STEPS_HOOK, EPISODES_HOOK, SERIES_HOOK)
             }
             observers.append(
                 _Observer(
@@ -319,6 +346,7 @@ class ObserverFeed:
                     callers[EPISODES_HOOK],
                     max_pending_rows,
                     warn,
+                    callers[SERIES_HOOK],
                 )
             )
         return cls(observers, warn)
@@ -328,13 +356,23 @@ class ObserverFeed:
         return [o.report.name for o in self._observers]
 
     def offer(self, batch: LineBatch) -> None:
-        """Queue the steps and episodes of a committed batch for every observer (called by
-        the store writer's thread; never waits for an observer, never raises)."""
-        if not (batch.steps or batch.episodes):
+        """Queue the steps, episodes and series points of a committed batch for every
+        observer (called by the store writer's thread; never waits for an observer, never
+        raises)."""
+        points: Points = []
+        if self._wants_series:
+            names = self._series
+            for _, sid, name, agent in batch.series:
+                names[sid] = (name, agent)
+            points = [
+                SeriesPoint(run_id, *names[sid], step, value, wall)
+                for run_id, sid, step, wall, _, value in batch.points
+            ]
+        if not (batch.steps or batch.episodes or points):
             return
         for observer in self._observers:
             try:
-                observer.offer(batch.steps, batch.episodes)
+                observer.offer(batch.steps, batch.episodes, points)
             except Exception:  # noqa: BLE001 - pragma: no cover - nothing above should raise
                 pass
 
@@ -345,11 +383,13 @@ class ObserverFeed:
             deadline = time.monotonic() + timeout
             self._reports = [o.close(deadline) for o in self._observers]
             for r in self._reports:
-                if r.missed_steps or r.missed_episodes:
+                if r.missed_steps or r.missed_episodes or r.missed_points:
                     why = f"it was disabled by {r.error}" if r.error else "it was too slow"
                     self._warn(
                         f"observer plugin {r.name!r} missed {r.missed_steps} steps and "
-                        f"{r.missed_episodes} episodes of run {self._observers[0].run_id} "
+                        f"{r.missed_episodes} episodes"
+                        + (f" and {r.missed_points} series points" if r.missed_points else "")
+                        + f" of run {self._observers[0].run_id} "
                         f"({why}); the store holds them all"
                     )
         return [r.to_dict() for r in self._reports]
@@ -361,7 +401,9 @@ __all__ = [
     "EPISODES_HOOK",
     "MAX_PENDING_ROWS",
     "RowBatch",
+    "SERIES_HOOK",
     "STEPS_HOOK",
+    "SeriesPoint",
     "EpisodeRow",
     "ObserverFeed",
     "ObserverReport",

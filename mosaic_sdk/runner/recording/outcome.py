@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.runner.reporting import current_reporter
-from mosaic_sdk.runner.storage.records import ObserverRecord, RunCounts
+from mosaic_sdk.runner.storage.records import AgentSummary, ObserverRecord, RunCounts
 from mosaic_sdk.telemetry.emitter import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -69,6 +69,8 @@ class RunResult:
     #: One report per observer plugin (see
     #:class:`mosaic_sdk.runner.recording.observers.ObserverReport`).
     observers: list[ObserverRecord] = field(default_factory=list)
+    #: Multi-agent runs: steps, episodes and returns per agent (``RunStore.agents``); [] else.
+    agents: list[AgentSummary] = field(default_factory=list)
 
     @property
     def runner_exit_code(self) -> int:
@@ -238,7 +240,19 @@ def record_end(
     if failure is not None:
         status, error = "failed", (error + "; " if error else "") + failure
     counts = RunCounts(
-        steps=0, episodes=0, events=0, log_lines=0, invalid_lines=0, stderr_lines=0, lines=0
+        steps=0,
+        step_lines=0,
+        env_steps=0,
+        episodes=0,
+        games=None,
+        agent_episodes=None,
+        events=0,
+        log_lines=0,
+        invalid_lines=0,
+        stderr_lines=0,
+        lines=0,
+        series_points=0,
+        series_refused=0,
     )
     try:
         store.finish_run(run_id, status, exit_code, error, lost_rows=lost_rows)

@@ -49,6 +49,7 @@ from mosaic_sdk.runner.recording.ingest import LineIngest, StderrIngest
 from mosaic_sdk.runner.recording.observers import ObserverFeed
 from mosaic_sdk.runner.recording.outcome import Outcome, decide, lifecycle_event, record_end
 from mosaic_sdk.runner.recording.step_frames import StepFrames, on_commit_all
+from mosaic_sdk.runner.recording.tensorboard import register_from_env
 from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.storage.records import ObserverRecord, RunCounts
 from mosaic_sdk.runner.storage.store import RunStore
@@ -106,6 +107,8 @@ class RunRecorder:
         self.worker = worker
         self.pm = pm
         self.warn = warn or current_reporter().warn
+        if pm is not None:  # MOSAIC_TENSORBOARD_DIR (mosaic run --tensorboard): an observer
+            register_from_env(pm)
         #: The observer plugins of the run (None when no plugin observes).
         self.feed = None if pm is None else ObserverFeed.for_plugins(pm, run_id, warn=self.warn)
         feed = self.feed

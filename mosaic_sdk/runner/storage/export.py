@@ -1,4 +1,12 @@
-"""A run's stored steps, episodes or events as CSV, JSONL or Parquet, for other tools.
+"""A run's stored steps, episodes, events or series points as CSV, JSONL or Parquet, for
+other tools.
+
+``metrics`` rows are the points of the run's series (read through
+:meth:`RunStore.series <mosaic_sdk.runner.storage.store.RunStore.series>` and
+:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_points`), one row per point: ``run_id``,
+``name``, ``agent_id``, ``step``, ``value`` (NaN and infinities kept: CSV ``nan``/``inf``,
+JSONL ``NaN``/``Infinity``) and ``wall_time`` (seconds since the epoch, a float, as
+TensorBoard keeps it), series by series (by name, then agent), each by step.
 
 Rows are streamed from the store in ``line_no`` order, a batch at a time: a run with
 millions of steps is never in memory at once. The columns are the table's own, ``run_id``
@@ -24,7 +32,8 @@ import csv
 import io
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -73,6 +82,14 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("payload_json", "string"),
         ("raw", "string"),
     ),
+    "metrics": (
+        ("run_id", "string"),
+        ("name", "string"),
+        ("agent_id", "string"),
+        ("step", "int64"),
+        ("value", "float64"),
+        ("wall_time", "float64"),
+    ),
 }
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
 #: Rows fetched (and, for Parquet, written as one row group) at a time.
@@ -110,17 +127,45 @@ def format_for(path: str | Path | None, default: str = "csv") -> str:
 
 
 def iter_batches(
-    store: RunStore, run_id: str, what: str, agent: str | None = None
+    store: RunStore,
+    run_id: str,
+    what: str,
+    agent: str | None = None,
+    metrics: Sequence[str] | None = None,
 ) -> Iterator[list[ExportValues]]:
     """Lists of row tuples (at most :data:`BATCH_ROWS` each) of ``what`` of one run, in
-    ``line_no`` order; only those of ``agent`` when given. ``run_id`` must be the run's full
-    id (see ``RunStore.resolve``)."""
+    ``line_no`` order (series points: series by series, by step); only those of ``agent``
+    when given, and for ``metrics`` only the series whose names match a glob of ``metrics``.
+    ``run_id`` must be the run's full id (see ``RunStore.resolve``)."""
+    if what == "metrics":
+        yield from _point_batches(store, run_id, agent, metrics)
+        return
     cursor = store.row_cursor(run_id, what, columns(what), agent=agent)
     while True:
         rows = cursor.fetchmany(BATCH_ROWS)
         if not rows:
             return
         yield rows
+
+
+def _point_batches(
+    store: RunStore, run_id: str, agent: str | None, metrics: Sequence[str] | None
+) -> Iterator[list[ExportValues]]:
+    batch: list[ExportValues] = []
+    for info in store.series(run_id):
+        if agent is not None and info.agent_id != agent:
+            continue
+        if metrics and not any(fnmatchcase(info.name, m) for m in metrics):
+            continue
+        points = store.series_points(run_id, info.name, info.agent_id)
+        name, agent_id = info.name, info.agent_id
+        for step, value, wall in zip(points.steps, points.values, points.wall_ns, strict=True):
+            batch.append((run_id, name, agent_id, step, value, wall / 1e9))
+            if len(batch) >= BATCH_ROWS:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
 
 
 class _Null:
@@ -214,15 +259,17 @@ def export_run(
     fmt: str = "csv",
     output: str | Path | IO[bytes] = "-",
     agent: str | None = None,
+    metrics: Sequence[str] | None = None,
 ) -> int:
     """Export ``what`` of ``run_id`` (an id or unique prefix) of ``store`` as ``fmt`` to
     ``output``: a file path (written beside and renamed: it appears whole or not at all), or
     a binary stream (``"-"``: standard output). ``agent``: only the steps or episodes of that
-    ``agent_id``. Returns the number of rows written."""
+    ``agent_id``; ``metrics``: with ``what="metrics"``, only the series whose names match one
+    of these globs. Returns the number of rows written."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if agent is not None and what == "events":
-        raise ExportError("events have no agent_id: --agent filters steps or episodes")
+        raise ExportError("events have no agent_id: --agent filters steps, episodes or metrics")
     names = columns(what)
     if fmt == "parquet":  # before a file is opened
         require("pyarrow", "parquet", "mosaic runs export --format parquet")
@@ -233,7 +280,7 @@ def export_run(
         partial = target.with_name(f".{target.name}.partial")
         try:
             with open(partial, "wb") as stream:
-                count = _write(store, full, what, fmt, names, stream, agent)
+                count = _write(store, full, what, fmt, names, stream, agent, metrics)
             os.replace(partial, target)
         finally:
             partial.unlink(missing_ok=True)
@@ -242,10 +289,10 @@ def export_run(
         import sys
 
         sys.stdout.flush()
-        count = _write(store, full, what, fmt, names, sys.stdout.buffer, agent)
+        count = _write(store, full, what, fmt, names, sys.stdout.buffer, agent, metrics)
         sys.stdout.buffer.flush()
         return count
-    return _write(store, full, what, fmt, names, output, agent)
+    return _write(store, full, what, fmt, names, output, agent, metrics)
 
 
 def _write(
@@ -256,8 +303,9 @@ def _write(
     names: tuple[str, ...],
     stream: IO[bytes],
     agent: str | None = None,
+    metrics: Sequence[str] | None = None,
 ) -> int:
-    batches = iter_batches(store, run_id, what, agent)
+    batches = iter_batches(store, run_id, what, agent, metrics)
     if fmt == "parquet":
         return write_parquet(batches, what, stream)
     text = io.TextIOWrapper(stream, encoding="utf-8", newline="", write_through=False)

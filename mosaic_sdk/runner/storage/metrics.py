@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypedDict
 
 from mosaic_sdk.runner.storage.records import JsonValue
-from mosaic_sdk.telemetry.emitter import LIFECYCLE_EVENTS
+from mosaic_sdk.telemetry.emitter import LIFECYCLE_EVENTS, METRICS_EVENT
 from mosaic_sdk.telemetry.episode_index import caller_metadata
 
 if TYPE_CHECKING:
@@ -83,7 +83,8 @@ def run_metrics(store: RunStore, run_id: str) -> RunMetrics:
     """``{"events": {name: {"count": N, "latest": {field: number}}},
     "episode_metadata": {"episodes": N, "latest": {key: value}}}`` for one run."""
     events: dict[str, EventMetrics] = {}
-    for row in store.custom_events(run_id, LIFECYCLE_EVENTS):
+    # metrics events are series (RunStore.series): runs show lists them apart
+    for row in store.custom_events(run_id, (*LIFECYCLE_EVENTS, METRICS_EVENT)):
         entry = events.setdefault(row["event"], {"count": 0, "latest": {}})
         entry["count"] += 1
         try:

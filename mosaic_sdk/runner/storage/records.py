@@ -17,6 +17,7 @@ and re-exported here).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias, TypedDict
 
 from mosaic_sdk.json_types import JsonObject, JsonValue
@@ -27,16 +28,33 @@ Stored: TypeAlias = int | float | str | None
 
 
 class RunCounts(TypedDict):
-    """The running counts of a run (the writer updates them with the rows they count)."""
+    """The counts of a run, each named for what it counts. The writer updates the stored
+    ones with the rows they count; ``step_lines``, ``env_steps``, ``games`` and
+    ``agent_episodes`` are worked out when read."""
 
+    #: step lines stored (the same as ``step_lines``; kept under its old name)
     steps: int
+    #: step lines stored: fewer than the env steps when a worker throttles them
+    step_lines: int
+    #: environment steps: the sum of the ``steps`` of the episode lines plus the step lines
+    #: of the episodes not finished (after an agent's last episode line), per agent summed
+    #: for a multi-agent run; never fewer than the step lines
+    env_steps: int
+    #: episode lines stored (a multi-agent run writes one per agent per game)
     episodes: int
+    #: multi-agent runs: games (distinct ``episode_index``) and the agents' episode lines;
+    #: None for a single-agent run
+    games: int | None
+    agent_episodes: int | None
     events: int
     log_lines: int
     invalid_lines: int
     stderr_lines: int
     #: stdout lines read (telemetry or not)
     lines: int
+    #: series points stored, and values refused as points (:meth:`RunStore.series_counts`)
+    series_points: int
+    series_refused: int
 
 
 class ObserverRecord(TypedDict):
@@ -50,6 +68,9 @@ class ObserverRecord(TypedDict):
     missed_episodes: int
     #: ``"ExcType: message"`` of the exception that disabled it, or None.
     error: str | None
+    #: series points given to ``mosaic_telemetry_series`` and missed (version 5)
+    delivered_points: int
+    missed_points: int
 
 
 #: The runner's lifecycle events (``synthesised``) when a run passes its stall limit, and when
@@ -127,7 +148,11 @@ class AgentSummary(TypedDict):
 
     #: None: the run's rows without an ``agent_id``
     agent_id: str | None
+    #: step lines of the agent
     steps: int
+    #: env steps of the agent (the sum of its episodes' ``steps``, plus its step lines after
+    #: its last episode line; at least its step lines)
+    env_steps: int
     episodes: int
     mean_return: float | None
     min_return: float | None
@@ -186,6 +211,66 @@ ExportValues: TypeAlias = tuple[Stored, ...]
 EpisodePoint: TypeAlias = tuple[float, float, int, float, float]
 
 
+#: A series of a batch as the ingest numbers it: ``(run_id, series_id, name, agent_id)``.
+SeriesValues: TypeAlias = tuple[str, int, str, str | None]
+#: A point of a batch: ``(run_id, series_id, step, wall_ns, line_no, value)``, the column
+#: order of ``series_points`` (``value`` may be NaN or infinite).
+PointValues: TypeAlias = tuple[str, int, int, int, int, float]
+
+
+class SeriesPoint(NamedTuple):
+    """One point of a series as observer plugins get it (``mosaic_telemetry_series``)."""
+
+    run_id: str
+    name: str
+    agent_id: str | None
+    step: int
+    #: may be NaN or infinite
+    value: float
+    #: the line's time, ns since the epoch
+    wall_ns: int
+
+
+@dataclass(frozen=True)
+class SeriesInfo:
+    """One series of a run as :meth:`RunStore.series` lists it: its name (TensorBoard's
+    ``group/name``), its ``agent_id`` (None for none), how many points it has, its first and
+    last step, and its last point's value (the point of the largest step, then the latest
+    wall time; may be NaN or infinite) and wall time (ns since the epoch)."""
+
+    name: str
+    agent_id: str | None
+    points: int
+    first_step: int
+    last_step: int
+    last_value: float
+    last_wall_ns: int
+
+
+@dataclass(frozen=True)
+class SeriesPoints:
+    """The points of one series (:meth:`RunStore.series_points`), by step, then wall time:
+    three lists of one length (``values`` keeps NaN and infinities)."""
+
+    name: str
+    agent_id: str | None
+    steps: list[int]
+    values: list[float]
+    wall_ns: list[int]
+
+
+class SeriesCounts(TypedDict):
+    """What a run's series hold (:meth:`RunStore.series_counts`)."""
+
+    #: points stored
+    points: int
+    #: values not stored: not a number (a string, a list, a bool), no integer step, a name
+    #: too long, or past the run's limit of distinct series
+    refused: int
+    #: distinct (name, agent_id) series
+    series: int
+
+
 def columns_of(record: type) -> tuple[str, ...]:
     """The keys of a record type in their order (its SQL ``SELECT`` list)."""
     return tuple(record.__annotations__)
@@ -206,7 +291,13 @@ __all__ = [
     "LogValues",
     "ObserverRecord",
     "RunCounts",
+    "PointValues",
     "RunRecord",
+    "SeriesCounts",
+    "SeriesInfo",
+    "SeriesPoint",
+    "SeriesPoints",
+    "SeriesValues",
     "Stored",
     "StepRow",
     "TelemetryValues",

@@ -17,7 +17,13 @@ from itertools import chain
 from typing import cast
 
 from mosaic_sdk.runner.storage import schema as store_sql
-from mosaic_sdk.runner.storage.records import EventValues, LogValues, TelemetryValues
+from mosaic_sdk.runner.storage.records import (
+    EventValues,
+    LogValues,
+    PointValues,
+    SeriesValues,
+    TelemetryValues,
+)
 
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -33,6 +39,9 @@ class LineBatch:
         "episodes",
         "events",
         "logs",
+        "series",
+        "points",
+        "refused",
         "lines",
         "invalid",
         "stderr",
@@ -46,6 +55,11 @@ class LineBatch:
         self.episodes: list[TelemetryValues] = []
         self.events: list[EventValues] = []
         self.logs: list[LogValues] = []
+        #: series first seen in this batch, and series points (not rows of a line: they
+        #: are not counted in ``len``); values refused as points (counted only)
+        self.series: list[SeriesValues] = []
+        self.points: list[PointValues] = []
+        self.refused = 0
         self.lines = 0  # stdout lines in this batch
         self.invalid = 0
         self.stderr = 0
@@ -62,6 +76,9 @@ class LineBatch:
         self.episodes += later.episodes
         self.events += later.events
         self.logs += later.logs
+        self.series += later.series
+        self.points += later.points
+        self.refused += later.refused
         self.lines += later.lines
         self.invalid += later.invalid
         self.stderr += later.stderr
@@ -162,6 +179,8 @@ def storable(batch: LineBatch) -> tuple[LineBatch, int]:
     """A copy of ``batch`` whose rows all bind, and how many rows became raw log lines."""
     out = LineBatch(batch.serial)
     out.lines, out.invalid, out.stderr = batch.lines, batch.invalid, batch.stderr
+    # the ingest builds series and points from values that always bind
+    out.series, out.points, out.refused = batch.series, batch.points, batch.refused
     out.last_return = finite_float(batch.last_return)
     degraded = 0
     for rows, target, table in (
@@ -211,6 +230,37 @@ def insert_rows(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object,
         conn.executemany(sql, rows[start:])
 
 
+def insert_series(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> None:
+    """Insert the batch's new series and points, add each series' summary to its row and
+    the counts to the run's (inside a transaction; nothing when the batch has none)."""
+    if batch.series:
+        conn.executemany(store_sql.INSERT_SERIES, batch.series)
+    points = batch.points
+    if points:
+        insert_rows(conn, store_sql.INSERT_POINT, points)
+        # per series: (points, first step, last step, last value, last wall time)
+        summary: dict[int, list[int | float]] = {}
+        for _, sid, step, wall, _, value in points:
+            s = summary.get(sid)
+            if s is None:
+                summary[sid] = [1, step, step, value, wall]
+                continue
+            s[0] += 1
+            if step < s[1]:
+                s[1] = step
+            if step > s[2] or (step == s[2] and wall >= s[4]):
+                s[2], s[3], s[4] = step, value, wall
+        conn.executemany(
+            store_sql.UPDATE_SERIES,
+            [
+                (n, first, last, value, wall, run_id, sid)
+                for sid, (n, first, last, value, wall) in summary.items()
+            ],
+        )
+    if points or batch.refused:
+        conn.execute(store_sql.UPDATE_SERIES_COUNTS, (len(points), batch.refused, run_id))
+
+
 def insert_batch(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> None:
     """Insert the rows of ``batch`` and add them to the run's counters (inside a transaction)."""
     if batch.steps:
@@ -221,6 +271,7 @@ def insert_batch(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> Non
         conn.executemany(store_sql.INSERT_EVENT, batch.events)
     if batch.logs:
         conn.executemany(store_sql.INSERT_LOG, batch.logs)
+    insert_series(conn, run_id, batch)
     stdout_logs = len(batch.logs) - batch.stderr
     conn.execute(
         store_sql.UPDATE_COUNTS,
@@ -248,6 +299,19 @@ def insert_each(
     ``kept``, when given, receives the step and episode rows stored in their own table."""
     stored = {"steps": 0, "episodes": 0, "events": 0, "stdout": 0, "stderr": 0}
     degraded = lost = 0
+    try:
+        conn.execute("SAVEPOINT series")
+        insert_series(conn, run_id, batch)  # built by the ingest to bind, and keyed apart
+        conn.execute("RELEASE series")
+        if kept is not None:
+            kept.series, kept.points, kept.refused = batch.series, batch.points, batch.refused
+    except sqlite3.OperationalError:
+        raise
+    except Exception:  # noqa: BLE001 - never seen: the points are refused, the lines kept
+        conn.execute("ROLLBACK TO series")
+        conn.execute("RELEASE series")
+        refused = len(batch.points) + batch.refused
+        conn.execute(store_sql.UPDATE_SERIES_COUNTS, (0, refused, run_id))
     last: Exception | None = None
     for rows, sql, key, raw_at in (
         (batch.steps, store_sql.INSERT_STEP, "steps", 9),
@@ -304,6 +368,7 @@ __all__ = [
     "finite_float",
     "insert_batch",
     "insert_each",
+    "insert_series",
     "insert_rows",
     "number",
     "storable",

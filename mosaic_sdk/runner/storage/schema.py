@@ -2,7 +2,7 @@
 
 One file holds every run, its lifecycle events, steps, episodes and log lines.
 
-Layout (``SCHEMA_VERSION`` 4; an older store gets the new columns, indexes and tables when
+Layout (``SCHEMA_VERSION`` 5; an older store gets the new columns, indexes and tables when
 opened for writing):
 
 - ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
@@ -14,7 +14,9 @@ opened for writing):
   ``lost_rows``: rows the runner could not store (a failed run says so in ``error``), and
   ``runner_start_ticks``: the runner process's start time, so a reused pid is not taken for it;
   ``observers_json``: what each observer plugin of the run was not given (see
-  :mod:`mosaic_sdk.runner.recording.observers`; NULL when the run had none).
+  :mod:`mosaic_sdk.runner.recording.observers`; NULL when the run had none);
+  ``series_points`` and ``series_refused``: the series points stored and the values refused
+  (version 5).
 - ``events``: lifecycle lines (``run_started``, ``heartbeat``, ``run_completed``...), with
   ``synthesised = 1`` for the ones the runner wrote itself (a ``run_failed`` for a worker that
   died silently, a ``run_cancelled`` after Ctrl-C).
@@ -27,6 +29,16 @@ opened for writing):
   (``stream = 'stderr'``), and lines whose values fit no column of their table
   (``kind = 'unstored'``, the reason in ``error``). ``partial = 1`` marks a last line that ended
   without a newline.
+
+- ``series`` (version 5): one row per series of a run, a name (``losses/value``) and an
+  ``agent_id`` (NULL for none), numbered ``series_id`` within the run, with its running
+  summary (``points``, ``first_step``, ``last_step``, ``last_value``, ``last_wall_ns``: the
+  point of the largest step, then the latest wall time), kept by the writer in the
+  transaction of the points; ``series_points``: the points, keyed by
+  ``(run_id, series_id, step, wall_ns, line_no)`` (read in step order, then wall time, for
+  free). ``value`` is a REAL; SQLite stores a NaN as NULL, and no other value is NULL, so
+  NULL *is* NaN there (infinities are stored as such). What becomes a series is decided by
+  :mod:`mosaic_sdk.runner.recording.series`.
 
 Every table but ``runs`` is keyed by ``(run_id, [stream,] line_no)`` (``WITHOUT ROWID``: the key
 is the table's own B-tree, so rows of one run sit together and appending costs one tree).
@@ -53,7 +65,7 @@ from pathlib import Path
 
 from mosaic_sdk.runner.storage.records import EpisodeRow, StepRow
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 STATUSES = ("running", "completed", "failed", "cancelled")
 
 _SCHEMA = """
@@ -174,6 +186,32 @@ CREATE TABLE IF NOT EXISTS sweep_trials (
 CREATE INDEX IF NOT EXISTS sweep_trials_by_run ON sweep_trials (run_id);
 """
 
+# Migration to version 5: series (issue 32). Tables only, like the sweeps.
+_SERIES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS series (
+    run_id TEXT NOT NULL,
+    series_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    agent_id TEXT,
+    points INTEGER NOT NULL DEFAULT 0,
+    first_step INTEGER,
+    last_step INTEGER,
+    last_value REAL,
+    last_wall_ns INTEGER,
+    PRIMARY KEY (run_id, series_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS series_by_name ON series (run_id, name, agent_id);
+CREATE TABLE IF NOT EXISTS series_points (
+    run_id TEXT NOT NULL,
+    series_id INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    wall_ns INTEGER NOT NULL,
+    line_no INTEGER NOT NULL,
+    value REAL,
+    PRIMARY KEY (run_id, series_id, step, wall_ns, line_no)
+) WITHOUT ROWID;
+"""
+
 
 INSERT_STEP = (
     f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
@@ -189,6 +227,29 @@ INSERT_EVENT = (
 INSERT_LOG = (
     "INSERT INTO log_lines (run_id, stream, line_no, kind, partial, error, text)"
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_SERIES = (
+    "INSERT OR IGNORE INTO series (run_id, series_id, name, agent_id) VALUES (?, ?, ?, ?)"
+)
+INSERT_POINT = (
+    "INSERT INTO series_points (run_id, series_id, step, wall_ns, line_no, value)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+#: Adds a batch's summary of one series (its points, first step, and its last point when
+#: that comes at a larger step, or the same step later) to the series' row.
+UPDATE_SERIES = (
+    "UPDATE series SET points = points + ?1,"
+    " first_step = min(coalesce(first_step, ?2), ?2),"
+    " last_value = CASE WHEN last_step IS NULL OR ?3 > last_step"
+    " OR (?3 = last_step AND ?5 >= last_wall_ns) THEN ?4 ELSE last_value END,"
+    " last_wall_ns = CASE WHEN last_step IS NULL OR ?3 > last_step"
+    " OR (?3 = last_step AND ?5 >= last_wall_ns) THEN ?5 ELSE last_wall_ns END,"
+    " last_step = max(coalesce(last_step, ?3), ?3)"
+    " WHERE run_id = ?6 AND series_id = ?7"
+)
+UPDATE_SERIES_COUNTS = (
+    "UPDATE runs SET series_points = series_points + ?, series_refused = series_refused + ?"
+    " WHERE run_id = ?"
 )
 UPDATE_COUNTS = (
     "UPDATE runs SET lines = lines + ?, steps = steps + ?, episodes = episodes + ?,"
@@ -213,6 +274,8 @@ _ADDED_COLUMNS = {
         "runner_start_ticks": "INTEGER",
         "observers_json": "TEXT",
         "control_protocol": "INTEGER",
+        "series_points": "INTEGER NOT NULL DEFAULT 0",
+        "series_refused": "INTEGER NOT NULL DEFAULT 0",
     },
     "steps": {"agent_id": "TEXT"},
     "episodes": {"agent_id": "TEXT"},
@@ -270,7 +333,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for column, decl in columns.items():
                 if column not in have:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
-        for statement in (_INDEXES + _SWEEPS_SCHEMA).split(";"):
+        for statement in (_INDEXES + _SWEEPS_SCHEMA + _SERIES_SCHEMA).split(";"):
             if statement.strip():
                 conn.execute(statement)
         conn.execute(
@@ -364,11 +427,15 @@ __all__ = [
     "INSERT_EPISODE",
     "INSERT_EVENT",
     "INSERT_LOG",
+    "INSERT_POINT",
+    "INSERT_SERIES",
     "INSERT_STEP",
     "SCHEMA_VERSION",
     "STATUSES",
     "STEP_COLUMNS",
     "UPDATE_COUNTS",
+    "UPDATE_SERIES",
+    "UPDATE_SERIES_COUNTS",
     "StoreError",
     "UnknownRunError",
     "connect",

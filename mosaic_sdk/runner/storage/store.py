@@ -7,11 +7,13 @@ here: ``connect``, the ``INSERT_*`` statements, :class:`StoreError`...).
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,6 +27,9 @@ from mosaic_sdk.runner.storage.records import (
     LogLineRecord,
     ObserverRecord,
     RunRecord,
+    SeriesCounts,
+    SeriesInfo,
+    SeriesPoints,
     columns_of,
 )
 from mosaic_sdk.runner.storage.rows import text
@@ -129,7 +134,15 @@ class RunStore:
 
     def delete_run(self, run_id: str) -> None:
         """Remove a run that never started (its launch could not be prepared)."""
-        for table in ("events", "steps", "episodes", "log_lines", "runs"):
+        for table in (
+            "events",
+            "steps",
+            "episodes",
+            "log_lines",
+            "series",
+            "series_points",
+            "runs",
+        ):
             self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
     def record_observers(self, run_id: str, reports: Sequence[ObserverRecord]) -> None:
@@ -226,9 +239,13 @@ class RunStore:
             "invalid_lines": row["invalid_lines"],
             "stderr_lines": row["stderr_lines"],
             "lines": row["lines"],
+            # absent from an older store opened read-only
+            "series_points": row.get("series_points", 0),
+            "series_refused": row.get("series_refused", 0),
         }
         for key in out["counts"]:
             out.pop(key, None)
+        out["counts"].update(self._env_counts(row["run_id"], int(row["steps"])))
         out["config"] = json.loads(row["config_json"]) if row["config_json"] else None
         out["argv"] = json.loads(row["argv_json"]) if row["argv_json"] else None
         del out["config_json"], out["argv_json"]
@@ -246,6 +263,89 @@ class RunStore:
         end = row["ended_at"] if row["ended_at"] is not None else time.time()
         out["duration_seconds"] = round(max(0.0, end - row["started_at"]), 3)
         return out
+
+    def _has_column(self, table: str, column: str) -> bool:
+        return any(r["name"] == column for r in self.conn.execute(f"PRAGMA table_info({table})"))
+
+    def _env_counts(self, run_id: str, step_lines: int) -> dict[str, int | None]:
+        """``step_lines``, ``env_steps``, and for a multi-agent run ``games`` and
+        ``agent_episodes`` (None otherwise): see :class:`~.records.RunCounts`. Cheap on a
+        long run: sums over the episodes, index lookups and range counts over the steps
+        after the last episode line (a run's step lines are counted, never scanned)."""
+        per_agent = self._agent_env_steps(run_id)
+        if per_agent is None:  # single-agent
+            return {
+                "step_lines": step_lines,
+                "env_steps": max(step_lines, self._env_steps(run_id, None, agentless=True)),
+                "games": None,
+                "agent_episodes": None,
+            }
+        games = self.conn.execute(
+            "SELECT count(DISTINCT episode_index) AS g, count(*) AS n FROM episodes"
+            " WHERE run_id = ? AND agent_id IS NOT NULL",
+            (run_id,),
+        ).fetchone()
+        return {
+            "step_lines": step_lines,
+            "env_steps": max(step_lines, sum(per_agent.values())),
+            "games": int(games["g"]),
+            "agent_episodes": int(games["n"]),
+        }
+
+    def _env_steps(self, run_id: str, agent: str | None, *, agentless: bool = False) -> int:
+        """Env steps of one agent (``agentless``: of the whole run, every row): the sum of
+        the integer ``steps`` of its episode lines plus its step lines after its last episode
+        line (the episode in progress, or cut short); its step lines when its episode lines
+        carry no step counts (or it has none); 0 for ``agentless`` then (the caller takes the
+        run's step lines)."""
+        where = "" if agentless else " AND agent_id = ?"
+        params: list[object] = [run_id] if agentless else [run_id, agent]
+        row = self.conn.execute(
+            "SELECT coalesce(sum(CASE WHEN typeof(steps) = 'integer' AND steps > 0"
+            " THEN steps END), 0) AS s, coalesce(max(line_no), 0) AS last"
+            f" FROM episodes WHERE run_id = ?{where}",
+            params,
+        ).fetchone()
+        if row["s"] > 0:
+            after = self.conn.execute(
+                f"SELECT count(*) AS n FROM steps WHERE run_id = ? AND line_no > ?{where}",
+                [run_id, row["last"], *params[1:]],
+            ).fetchone()
+            return int(row["s"]) + int(after["n"])
+        if agentless:
+            return 0
+        lines = self.conn.execute(
+            "SELECT count(*) AS n FROM steps WHERE run_id = ? AND agent_id = ?", params
+        ).fetchone()
+        return int(lines["n"])
+
+    def _agent_ids(self, run_id: str, table: str) -> list[str]:
+        """The distinct ``agent_id`` values of a run's rows of ``table``, found by jumps
+        through the partial index (one lookup per agent, not a scan of the rows)."""
+        return [
+            r["id"]
+            for r in self.conn.execute(
+                "WITH RECURSIVE a(id) AS ("
+                f" SELECT (SELECT min(agent_id) FROM {table} WHERE run_id = ?1"
+                "  AND agent_id IS NOT NULL)"
+                f" UNION ALL SELECT (SELECT min(agent_id) FROM {table} WHERE run_id = ?1"
+                "  AND agent_id > a.id) FROM a WHERE a.id IS NOT NULL"
+                ") SELECT id FROM a WHERE id IS NOT NULL",
+                (run_id,),
+            )
+        ]
+
+    def _agent_env_steps(self, run_id: str) -> dict[str | None, int] | None:
+        """Env steps per ``agent_id`` of a run whose rows carry one (see
+        :meth:`_env_steps`); None for a run without agent ids (or a store older than the
+        column)."""
+        if not self._has_column("episodes", "agent_id"):
+            return None
+        agents = dict.fromkeys(self._agent_ids(run_id, "episodes"))
+        agents.update(dict.fromkeys(self._agent_ids(run_id, "steps")))
+        if not agents:
+            return None
+        return {agent: self._env_steps(run_id, agent) for agent in agents}
 
     def _stalled(self, run_id: str) -> JsonObject | None:
         """The payload of the run's ``stalled`` event when no ``recovered`` came after it
@@ -362,6 +462,7 @@ class RunStore:
                 {
                     "agent_id": agent,
                     "steps": 0,
+                    "env_steps": 0,
                     "episodes": 0,
                     "mean_return": None,
                     "min_return": None,
@@ -408,6 +509,9 @@ class RunStore:
             fill(g, no_id)
         if len(groups) < 2:
             return []
+        env = self._agent_env_steps(run_id) or {}
+        for agent, g in groups.items():
+            g["env_steps"] = env.get(agent, g["steps"]) if agent is not None else g["steps"]
         return sorted(groups.values(), key=lambda g: (g["agent_id"] is None, str(g["agent_id"])))
 
     def custom_events(self, run_id: str, standard: Sequence[str]) -> Iterator[EventRecord]:
@@ -491,6 +595,112 @@ class RunStore:
         cursor.row_factory = None
         return cursor.execute(
             f"SELECT {select} FROM {table} WHERE {where} ORDER BY line_no", params
+        )
+
+    # -- series (issue 32; what becomes one: mosaic_sdk.runner.recording.series) -----------
+    def _has_series(self) -> bool:
+        """Whether the store has the series tables (an older store opened read-only has not:
+        its runs have no series)."""
+        row = self.conn.execute(
+            "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'series'"
+        ).fetchone()
+        return bool(row["n"])
+
+    def series(self, run_id: str, pattern: str | None = None) -> list[SeriesInfo]:
+        """The series of a run (an id or a unique prefix), by name then agent: each with its
+        number of points, first and last step, and last value (the point of the largest
+        step, then the latest wall time: NaN and infinities kept). ``pattern``: only the
+        names it matches, an :mod:`fnmatch` glob (``losses/*``; case counts)."""
+        full = self.resolve(run_id)
+        if not self._has_series():
+            return []
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        rows = cursor.execute(
+            "SELECT name, agent_id, points, first_step, last_step, last_value, last_wall_ns"
+            " FROM series WHERE run_id = ? AND points > 0"
+            " ORDER BY name, agent_id IS NOT NULL, agent_id",
+            (full,),
+        ).fetchall()
+        return [
+            SeriesInfo(
+                name=name,
+                agent_id=agent,
+                points=points,
+                first_step=first,
+                last_step=last,
+                last_value=math.nan if value is None else float(value),
+                last_wall_ns=wall,
+            )
+            for name, agent, points, first, last, value, wall in rows
+            if pattern is None or fnmatchcase(name, pattern)
+        ]
+
+    def series_points(
+        self,
+        run_id: str,
+        name: str,
+        agent_id: str | None = None,
+        *,
+        after_step: int | None = None,
+        limit: int | None = None,
+    ) -> SeriesPoints:
+        """The points of one series of a run (``agent_id`` None: the series without one), by
+        step, then wall time; ``after_step``: only those with a larger step (a live view
+        polls with the last step it has); ``limit``: the first ``limit`` of them. A series
+        the run does not have has no points (a live view may ask before the first one)."""
+        full = self.resolve(run_id)
+        steps: list[int] = []
+        values: list[float] = []
+        walls: list[int] = []
+        out = SeriesPoints(name=name, agent_id=agent_id, steps=steps, values=values, wall_ns=walls)
+        if not self._has_series():
+            return out
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        found = cursor.execute(
+            "SELECT series_id FROM series WHERE run_id = ? AND name = ? AND agent_id IS ?",
+            (full, text(name), None if agent_id is None else text(agent_id)),
+        ).fetchone()
+        if found is None:
+            return out
+        sql = "SELECT step, value, wall_ns FROM series_points WHERE run_id = ? AND series_id = ?"
+        params: list[object] = [full, found[0]]
+        if after_step is not None:
+            sql += " AND step > ?"
+            params.append(int(after_step))
+        sql += " ORDER BY step, wall_ns, line_no"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(max(0, int(limit)))
+        rows = cursor.execute(sql, params).fetchall()
+        if not rows:
+            return out
+        columns = list(zip(*rows, strict=True))
+        steps.extend(columns[0])
+        values.extend(columns[1])
+        walls.extend(columns[2])
+        if None in values:  # NULL is how SQLite keeps NaN
+            values[:] = [math.nan if v is None else v for v in values]
+        return out
+
+    def series_counts(self, run_id: str) -> SeriesCounts:
+        """How many points a run's series hold, how many values were refused (no number, no
+        integer step, past the limits: :mod:`mosaic_sdk.runner.recording.series`), and how
+        many series it has."""
+        full = self.resolve(run_id)
+        if not self._has_series():
+            return SeriesCounts(points=0, refused=0, series=0)
+        row = self.conn.execute(
+            "SELECT series_points, series_refused,"
+            " (SELECT count(*) FROM series WHERE run_id = ?1 AND points > 0) AS n"
+            " FROM runs WHERE run_id = ?1",
+            (full,),
+        ).fetchone()
+        return SeriesCounts(
+            points=int(row["series_points"]),
+            refused=int(row["series_refused"]),
+            series=int(row["n"]),
         )
 
     def episode_lines(self, run_id: str, containing: str) -> Iterator[str]:

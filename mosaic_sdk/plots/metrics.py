@@ -1,0 +1,228 @@
+"""Series of stored runs drawn to a PNG or SVG: one panel per series name, ``mosaic runs plot
+--metric``.
+
+A run's series (a loss, a learning rate: see :mod:`mosaic_sdk.runner.recording.series`) are
+read through :meth:`RunStore.series <mosaic_sdk.runner.storage.store.RunStore.series>` and
+:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_points`. Each name that one of the
+globs matches gets a panel; in it, one line per run (and per agent, for per-agent series),
+against the series' own step or the wall time since the run started. With ``group_seeds``,
+runs whose configs differ only by seed become one mean line over a band, as the return
+curve's are (:func:`mosaic_sdk.plots.groups.group_by_seed`,
+:func:`mosaic_sdk.plots.curves.aggregate`). Points whose value is NaN or infinite are not
+drawn; the legend says how many.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mosaic_sdk.plots.curves import Band, Curve, CurveError, aggregate
+from mosaic_sdk.plots.figure import (
+    draw_band,
+    draw_curve,
+    literal,
+    plot_format,
+    require_matplotlib,
+    run_label,
+    save_figure,
+    unique_runs,
+)
+from mosaic_sdk.plots.groups import DEFAULT_IGNORED, group_by_seed
+
+if TYPE_CHECKING:
+    from mosaic_sdk.runner.storage.records import RunRecord
+    from mosaic_sdk.runner.storage.store import RunStore
+
+#: The x axes of a series: its own step, or seconds since the run started.
+METRIC_X_AXES: tuple[str, ...] = ("step", "time")
+#: Panels per row of the figure.
+COLUMNS = 2
+#: The most panels one figure holds (a glob like ``*`` on a run of thousands of series).
+MAX_PANELS = 64
+
+
+@dataclass(frozen=True)
+class MetricsPlot:
+    """What :func:`plot_metrics` drew: the file, and the lines of each panel (by name)."""
+
+    path: Path
+    panels: dict[str, tuple[Curve | Band, ...]]
+    #: Points not drawn (NaN or infinite), by series name.
+    not_finite: dict[str, int]
+
+    @property
+    def lines(self) -> int:
+        return sum(len(p) for p in self.panels.values())
+
+
+def series_curve(
+    store: RunStore,
+    run: RunRecord,
+    name: str,
+    agent_id: str | None,
+    x_axis: str = "step",
+) -> tuple[Curve | None, int]:
+    """The finite points of one series of ``run`` as a :class:`Curve` (x: its steps, or
+    seconds since the run started) and how many were not finite; None when none is."""
+    points = store.series_points(run["run_id"], name, agent_id)
+    y = np.asarray(points.values, dtype=np.float64)
+    if x_axis == "step":
+        x = np.asarray(points.steps, dtype=np.float64)
+    else:
+        x = np.asarray(points.wall_ns, dtype=np.float64) / 1e9 - float(run["started_at"])
+    keep = np.isfinite(y)
+    dropped = int(len(y) - keep.sum())
+    if not keep.any():
+        return None, dropped
+    x, y = x[keep], y[keep]
+    if x_axis == "time":
+        order = np.argsort(x, kind="stable")
+        x, y = x[order], y[order]
+    agent = None if agent_id is None else ("agent", agent_id)
+    return Curve(run["run_id"], x_axis, x, y, {}, agent), dropped
+
+
+def plot_metrics(
+    store: RunStore,
+    run_ids: Sequence[str],
+    patterns: Sequence[str],
+    path: str | Path,
+    *,
+    x_axis: str = "step",
+    window: int = 1,
+    group_seeds: bool = False,
+    spread: str = "minmax",
+    ignore: Iterable[str] = DEFAULT_IGNORED,
+    title: str | None = None,
+) -> MetricsPlot:
+    """Draw the series of ``run_ids`` whose names match any of ``patterns`` (fnmatch globs:
+    ``losses/*``) into ``path``, one panel per name (see the module docstring). Raises
+    :class:`~mosaic_sdk.plots.curves.CurveError` when no series matches (naming the ones the
+    runs have), ValueError for a wrong suffix or x axis, MissingExtraError without
+    matplotlib, all before writing."""
+    plot_format(path)
+    figure_mod = require_matplotlib()
+    if x_axis not in METRIC_X_AXES:
+        raise ValueError(f"x axis {x_axis!r} for series: use one of {', '.join(METRIC_X_AXES)}")
+    if window < 1:
+        raise ValueError(f"smoothing window {window}: use 1 (none) or more points")
+    if not patterns:
+        raise ValueError("name the series to plot: one or more names or globs")
+    runs = unique_runs(store, run_ids)
+    # name -> the (run, agent) series of that name, in run order
+    found: dict[str, list[tuple[RunRecord, str | None]]] = {}
+    known: set[str] = set()
+    for run in runs:
+        for info in store.series(run["run_id"]):
+            known.add(info.name)
+            if any(fnmatchcase(info.name, p) for p in patterns):
+                found.setdefault(info.name, []).append((run, info.agent_id))
+    if not found:
+        have = ", ".join(sorted(known)[:20]) or "none"
+        raise CurveError(
+            f"no series of run(s) {', '.join(r['run_id'] for r in runs)} matches "
+            f"{' or '.join(repr(p) for p in patterns)}; the runs have: {have}"
+            + (" ..." if len(known) > 20 else "")
+        )
+    if len(found) > MAX_PANELS:
+        raise CurveError(
+            f"{len(found)} series match {' or '.join(repr(p) for p in patterns)}: more than "
+            f"{MAX_PANELS} panels; give narrower globs"
+        )
+    names = sorted(found)
+    panels: dict[str, tuple[Curve | Band, ...]] = {}
+    labels: dict[str, list[str]] = {}
+    not_finite: dict[str, int] = {}
+    for name in names:
+        lines, line_labels = _panel(
+            store, name, found[name], x_axis, window, group_seeds, spread, ignore
+        )
+        panels[name] = tuple(item for item, _, _ in lines)
+        labels[name] = line_labels
+        not_finite[name] = sum(dropped for _, _, dropped in lines)
+    cols = min(COLUMNS, len(names))
+    rows = math.ceil(len(names) / cols)
+    fig = figure_mod.Figure(figsize=(6.0 * cols, 3.6 * rows), dpi=100, layout="constrained")
+    import matplotlib  # the plot extra: an optional dependency, present once required above
+
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    for i, name in enumerate(names):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        for j, (item, label) in enumerate(zip(panels[name], labels[name], strict=True)):
+            color = colors[j % len(colors)]
+            if isinstance(item, Band):
+                draw_band(ax, item, literal(label), color)
+            else:
+                draw_curve(ax, item, literal(label), color, window)
+        heading = name + (
+            f" ({not_finite[name]} NaN/inf points not drawn)" if not_finite[name] else ""
+        )
+        ax.set_title(literal(heading), fontsize="medium")
+        ax.set_xlabel("step" if x_axis == "step" else "wall time (s)")
+        ax.grid(True, alpha=0.3)
+        if len(panels[name]) <= 12:
+            ax.legend(loc="best", fontsize="x-small")
+    if title:
+        fig.suptitle(literal(title))
+    out = save_figure(fig, path, title or "series")
+    return MetricsPlot(out, panels, {k: v for k, v in not_finite.items() if v})
+
+
+def _panel(
+    store: RunStore,
+    name: str,
+    members: list[tuple[RunRecord, str | None]],
+    x_axis: str,
+    window: int,
+    group_seeds: bool,
+    spread: str,
+    ignore: Iterable[str],
+) -> tuple[list[tuple[Curve | Band, str, int]], list[str]]:
+    """The lines of one panel: ``(line, label, points not drawn)``, and the labels."""
+    curves: dict[tuple[str, str | None], tuple[Curve, int]] = {}
+    dropped_only = 0
+    for run, agent in members:
+        curve, dropped = series_curve(store, run, name, agent, x_axis)
+        if curve is None:
+            dropped_only += dropped
+            continue
+        curves[run["run_id"], agent] = (curve, dropped)
+    out: list[tuple[Curve | Band, str, int]] = []
+    agents = list(dict.fromkeys(agent for _, agent in members))
+    runs = list({r["run_id"]: r for r, _ in members}.values())
+    if group_seeds:
+        for group in group_by_seed(runs, ignore):
+            for agent in agents:
+                got = [curves[r, agent] for r in group.run_ids if (r, agent) in curves]
+                suffix = "" if agent is None else f" agent {agent}"
+                if len(got) == 1:
+                    out.append(
+                        (got[0][0], f"{got[0][0].run_id} ({group.label}){suffix}", got[0][1])
+                    )
+                elif got:
+                    label = group.label + suffix
+                    band = aggregate([c for c, _ in got], window=window, spread=spread, label=label)
+                    out.append((band, label, sum(d for _, d in got)))
+    else:
+        for run in runs:
+            for agent in agents:
+                if (run["run_id"], agent) in curves:
+                    curve, dropped = curves[run["run_id"], agent]
+                    suffix = "" if agent is None else f" agent {agent}"
+                    out.append((curve, run_label(run) + suffix, dropped))
+    if out and dropped_only:
+        first, label, dropped = out[0]
+        out[0] = (first, label, dropped + dropped_only)
+    if not out:
+        raise CurveError(f"series {name!r} has no finite value to draw in these runs")
+    return out, [label for _, label, _ in out]
+
+
+__all__ = ["COLUMNS", "MAX_PANELS", "METRIC_X_AXES", "MetricsPlot", "plot_metrics", "series_curve"]

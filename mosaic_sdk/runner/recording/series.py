@@ -1,0 +1,226 @@
+"""What becomes a series: the points the ingest takes from a run's lifecycle lines.
+
+A *series* is a named number a worker reports again and again (a loss, a learning rate, SPS),
+one *point* at a time: ``(step, value, wall time)``. The store keeps it per run, by name and
+``agent_id`` (:mod:`mosaic_sdk.runner.storage.schema`); viewers read it through
+:meth:`~mosaic_sdk.runner.storage.store.RunStore.series` and
+:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_points`.
+
+Points come from two kinds of line (the original line is stored as an event all the same):
+
+- a ``metrics`` event (:meth:`mosaic_sdk.telemetry.TelemetryEmitter.metrics`): every key of
+  its payload's ``values`` is a series at the payload's ``step``, for the payload's
+  ``agent_id`` (None when absent). Nested mappings become dotted names
+  (``{"losses": {"v": 1}}`` is ``losses.v``). A value that is no number (a string, a list,
+  null, a bool), or every value of an event without an integer ``step``, is *refused*:
+  counted in the run's ``series_refused``, not stored as a point;
+- a worker's own lifecycle event (its name is not one of
+  :data:`~mosaic_sdk.telemetry.LIFECYCLE_EVENTS`, nor ``metrics``): every numeric field of
+  its payload, nested objects as dotted names, is the series ``<event>/<dotted.field>``
+  (``train_metrics/loss``, ``train_metrics/losses.policy``), for the line's ``agent_id``.
+  Its x value is the payload's integer ``global_step``, else ``step``, else ``iteration``,
+  else ``update``, else the ordinal of that event in the run (0, 1, 2...); those four keys
+  are not series themselves. Fields that are no numbers (a phase name...) are simply not
+  series (nothing is refused: the event was not meant as a list of numbers).
+
+Values: an integer or a float, kept as a float; NaN and infinities are kept (``1e400`` is
+read as infinity; an integer too large for a float is kept as an infinity of its sign).
+A wall time is the line's ``ts_unix_ns``, else the time the runner read it.
+
+Limits (never fatal): a run has at most :data:`MAX_SERIES` distinct ``(name, agent_id)``
+series, and a name at most :data:`MAX_NAME_CHARS` characters; a point past either is refused
+and counted, and the first series past the limit is told once as a warning.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mosaic_sdk.runner.reporting import current_reporter
+from mosaic_sdk.runner.storage.rows import LineBatch, text
+from mosaic_sdk.telemetry import LIFECYCLE_EVENTS, METRICS_EVENT
+
+#: Distinct (name, agent_id) series a run may have; points of further series are refused.
+MAX_SERIES = 10_000
+#: The longest series name kept (characters); a longer one is refused.
+MAX_NAME_CHARS = 1024
+#: The payload keys that give a worker's own lifecycle event its x value, first found first.
+X_KEYS: tuple[str, ...] = ("global_step", "step", "iteration", "update")
+#: Events that are not series (the standard lifecycle, and the ``metrics`` event, read apart).
+NOT_SERIES_EVENTS = frozenset(LIFECYCLE_EVENTS) | {METRICS_EVENT}
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_NOT_NUMBER = object()
+
+
+def _value(value: object) -> float | object:
+    """The float of a JSON number (NaN and infinities kept), else ``_NOT_NUMBER``."""
+    if type(value) is float:
+        return value
+    if type(value) is int:
+        try:
+            return float(value)
+        except OverflowError:  # 10**400 written as an integer: infinite as a float
+            return float("inf") if value > 0 else float("-inf")
+    return _NOT_NUMBER
+
+
+def integer_step(value: object) -> int | None:
+    """``value`` as an x value: an integer (or an integral float) that fits 64 bits."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    return None
+
+
+def flatten(
+    values: Mapping[str, Any], prefix: str = "", skip: frozenset[str] = frozenset()
+) -> tuple[dict[str, float], int]:
+    """``(numbers by dotted name, how many leaves were no numbers)`` of a nested mapping
+    (``skip``: top-level keys left out). A name that comes twice keeps its last value."""
+    out: dict[str, float] = {}
+    others = 0
+    stack: list[tuple[str, Mapping[str, Any], frozenset[str]]] = [(prefix, values, skip)]
+    nothing: frozenset[str] = frozenset()
+    while stack:
+        head, mapping, left_out = stack.pop()
+        for key, value in mapping.items():
+            if key in left_out:
+                continue
+            name = f"{head}{key}"
+            number = _value(value)
+            if number is not _NOT_NUMBER:
+                out[name] = number  # type: ignore[assignment]
+            elif isinstance(value, Mapping):
+                stack.append((name + ".", value, nothing))
+            else:
+                others += 1
+    return out, others
+
+
+class SeriesIngest:
+    """Turns one run's lifecycle lines into series and points of its batches (the numbering of
+    its series lives here: the run has one ingest)."""
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        max_series: int = MAX_SERIES,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.max_series = max_series
+        self._warn = warn
+        self.ids: dict[tuple[str, str | None], int] = {}
+        self.ordinals: dict[str, int] = {}
+        self.points = 0
+        self.refused = 0
+        self._told_limit = False
+
+    def metrics(self, batch: LineBatch, line_no: int, d: Mapping[str, Any]) -> None:
+        """The points of a ``metrics`` line (``d``: the parsed line)."""
+        payload = d.get("payload")
+        if not isinstance(payload, Mapping):
+            return
+        values = payload.get("values")
+        if not isinstance(values, Mapping):
+            self._refuse(batch, 1 if values is not None else 0)
+            return
+        numbers, others = flatten(values)
+        step = integer_step(payload.get("step"))
+        if step is None:
+            self._refuse(batch, len(numbers) + others)
+            return
+        self._refuse(batch, others)
+        agent = payload.get("agent_id")
+        self._add(batch, line_no, d, numbers, step, None if agent is None else text(agent))
+
+    def lifecycle(self, batch: LineBatch, line_no: int, name: str, d: Mapping[str, Any]) -> None:
+        """The points of a worker's own lifecycle line called ``name`` (none for the
+        standard events and ``metrics``)."""
+        if name in NOT_SERIES_EVENTS:
+            return
+        ordinal = self.ordinals.get(name, 0)
+        self.ordinals[name] = ordinal + 1
+        payload = d.get("payload")
+        if not isinstance(payload, Mapping):
+            return
+        step = None
+        for key in X_KEYS:
+            step = integer_step(payload.get(key))
+            if step is not None:
+                break
+        numbers, _ = flatten(payload, f"{name}/", skip=frozenset(X_KEYS))
+        if not numbers:
+            return
+        agent = d.get("agent_id")
+        self._add(
+            batch,
+            line_no,
+            d,
+            numbers,
+            ordinal if step is None else step,
+            None if agent is None else text(agent),
+        )
+
+    def _refuse(self, batch: LineBatch, n: int) -> None:
+        batch.refused += n
+        self.refused += n
+
+    def _add(
+        self,
+        batch: LineBatch,
+        line_no: int,
+        d: Mapping[str, Any],
+        numbers: Mapping[str, float],
+        step: int,
+        agent: str | None,
+    ) -> None:
+        wall = integer_step(d.get("ts_unix_ns"))
+        if wall is None:
+            wall = time.time_ns()
+        run_id, ids, points = self.run_id, self.ids, batch.points
+        refused = 0
+        for name, value in numbers.items():
+            key = (name, agent)
+            sid = ids.get(key)
+            if sid is None:
+                if len(name) > MAX_NAME_CHARS or not name:
+                    refused += 1
+                    continue
+                if len(ids) >= self.max_series:
+                    refused += 1
+                    self._limit(name)
+                    continue
+                name = text(name)  # a lone surrogate becomes its escape: the name binds
+                sid = ids[key] = len(ids) + 1
+                batch.series.append((run_id, sid, name, agent))
+            points.append((run_id, sid, step, wall, line_no, value))
+        self.points += len(numbers) - refused
+        self._refuse(batch, refused)
+
+    def _limit(self, name: str) -> None:
+        if self._told_limit:
+            return
+        self._told_limit = True
+        (self._warn or current_reporter().warn)(
+            f"run {self.run_id} reports more than {self.max_series} distinct series (the "
+            f"first refused: {name[:80]!r}); points of further series are refused and "
+            "counted (`mosaic runs show` says how many); report fewer names, e.g. "
+            "aggregate per-item numbers"
+        )
+
+
+__all__ = [
+    "MAX_NAME_CHARS",
+    "MAX_SERIES",
+    "NOT_SERIES_EVENTS",
+    "X_KEYS",
+    "SeriesIngest",
+    "flatten",
+    "integer_step",
+]

@@ -1,0 +1,204 @@
+"""Series as TensorBoard event files: ``mosaic runs export --what metrics --format
+tensorboard -o DIR`` after a run, and :class:`TensorBoardObserver` (``mosaic run
+--tensorboard DIR``, or ``MOSAIC_TENSORBOARD_DIR``) while it goes on.
+
+Layout: ``DIR/<run_id>/`` holds the run's series without an ``agent_id``, and
+``DIR/<run_id>/agent_<id>/`` each agent's (the id URL-quoted), so TensorBoard shows each run
+and agent as a run of its own and overlays them by tag. A tag is the series' name
+(``losses/value``). Each point is one event at the point's step with its wall time
+(``wall_ns / 1e9``); its value is written as a double-precision scalar tensor (TensorBoard's
+``scalars`` plugin), so NaN, infinities and every float64 come back exactly, where the
+classic float32 ``simple_value`` would round them.
+
+The event files are written by tensorboardX (the ``tensorboard`` extra: ``pip install
+'mosaic-worker-sdk[tensorboard]'``), with its protocol buffer classes and file writer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from mosaic_sdk.extras import require
+from mosaic_sdk.hookspecs import hookimpl
+from mosaic_sdk.runner.storage.records import SeriesPoint
+
+if TYPE_CHECKING:
+    from mosaic_sdk.runner.storage.store import RunStore
+
+_WRITERS = itertools.count(1)
+
+#: The extra that installs tensorboardX.
+EXTRA = "tensorboard"
+#: Where :class:`TensorBoardObserver` writes when set (``mosaic run --tensorboard DIR`` sets it).
+ENV_DIR = "MOSAIC_TENSORBOARD_DIR"
+
+
+def run_dir(root: Path, run_id: str, agent_id: str | None) -> Path:
+    """The directory of one run's (and agent's) event files under ``root``."""
+    base = Path(root) / quote(run_id, safe="")
+    return base if agent_id is None else base / f"agent_{quote(agent_id, safe='')}"
+
+
+class EventFiles:
+    """The event files of one run under ``root``: one tensorboardX ``FileWriter`` per agent
+    (see the module docstring). Not thread-safe."""
+
+    def __init__(self, root: Path, run_id: str, feature: str = "TensorBoard event files") -> None:
+        require("tensorboardX", EXTRA, feature)
+        # tensorboardX is the optional `tensorboard` extra: imported once it is known present.
+        # Its EventsWriter writes each event as it is given (its FileWriter queues them for a
+        # thread, and its flush does not wait for that queue: a reader would miss points).
+        from tensorboardX.event_file_writer import EventsWriter
+        from tensorboardX.proto import types_pb2
+        from tensorboardX.proto.event_pb2 import Event
+        from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
+        from tensorboardX.proto.tensor_pb2 import TensorProto
+        from tensorboardX.proto.tensor_shape_pb2 import TensorShapeProto
+
+        self._events_writer = EventsWriter
+        self._event, self._summary, self._tensor = Event, Summary, TensorProto
+        self._double, self._scalar_shape = types_pb2.DT_DOUBLE, TensorShapeProto()
+        self._metadata = SummaryMetadata(
+            plugin_data=SummaryMetadata.PluginData(plugin_name="scalars")
+        )
+        self.root = Path(root)
+        self.run_id = run_id
+        self._writers: dict[str | None, Any] = {}
+        self.points = 0
+
+    def add(self, name: str, agent_id: str | None, step: int, value: float, wall_ns: int) -> None:
+        writer = self._writers.get(agent_id)
+        if writer is None:
+            path = run_dir(self.root, self.run_id, agent_id)
+            path.mkdir(parents=True, exist_ok=True)
+            # a file of its own: two writers of one directory in one second (the observer
+            # after a run's cleanup closed its files) would otherwise share a file name
+            suffix = f".{os.getpid()}.{next(_WRITERS)}"
+            writer = self._writers[agent_id] = self._events_writer(str(path / "events"), suffix)
+        tensor = self._tensor(
+            dtype=self._double, double_val=[value], tensor_shape=self._scalar_shape
+        )
+        summary = self._summary(
+            value=[self._summary.Value(tag=name, tensor=tensor, metadata=self._metadata)]
+        )
+        writer.write_event(self._event(wall_time=wall_ns / 1e9, step=int(step), summary=summary))
+        self.points += 1
+
+    def add_points(self, points: Iterable[SeriesPoint]) -> None:
+        for p in points:
+            self.add(p.name, p.agent_id, p.step, p.value, p.wall_ns)
+
+    def flush(self) -> None:
+        for writer in self._writers.values():
+            writer.flush()
+
+    def close(self) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+
+
+def export_tensorboard(
+    store: RunStore,
+    run_id: str,
+    out_dir: str | Path,
+    *,
+    agent: str | None = None,
+    metrics: Sequence[str] | None = None,
+) -> int:
+    """Write the series of ``run_id`` (a full id) as event files under ``out_dir`` (created;
+    only the series of ``agent``, and whose names match a glob of ``metrics``, when given).
+    Returns the number of points written."""
+    files = EventFiles(Path(out_dir), run_id, "mosaic runs export --format tensorboard")
+    try:
+        for info in store.series(run_id):
+            if agent is not None and info.agent_id != agent:
+                continue
+            if metrics and not any(fnmatchcase(info.name, m) for m in metrics):
+                continue
+            p = store.series_points(run_id, info.name, info.agent_id)
+            for step, value, wall in zip(p.steps, p.values, p.wall_ns, strict=True):
+                files.add(info.name, info.agent_id, step, value, wall)
+    finally:
+        files.close()
+    return files.points
+
+
+class TensorBoardObserver:
+    """An observer plugin (``mosaic_telemetry_series``) that writes every run's series as
+    TensorBoard event files under ``root`` while the run goes on (flushed after each
+    delivery, so TensorBoard follows the run); a run's files are closed at its
+    ``mosaic_run_cleanup``. Registered by the runner when :data:`ENV_DIR` is set (see
+    :func:`register_from_env`)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self._lock = threading.Lock()
+        self._runs: dict[str, EventFiles] = {}
+        #: Runs whose cleanup came (the last points may still be on their way: written,
+        #: then closed at once). The newest ones only: a sweep makes many runs.
+        self._ended: dict[str, None] = {}
+
+    @hookimpl
+    def mosaic_telemetry_series(self, run_id: str, points: Sequence[SeriesPoint]) -> None:
+        with self._lock:
+            files = self._runs.get(run_id)
+            if files is None:
+                files = EventFiles(self.root, run_id, ENV_DIR)
+                if run_id not in self._ended:
+                    self._runs[run_id] = files
+            files.add_points(points)
+            files.flush()
+            if run_id in self._ended:
+                files.close()
+
+    @hookimpl
+    def mosaic_run_cleanup(self, run_id: str) -> None:
+        with self._lock:
+            files = self._runs.pop(run_id, None)
+            self._ended[run_id] = None
+            while len(self._ended) > 1000:
+                del self._ended[next(iter(self._ended))]
+        if files is not None:
+            files.close()
+
+
+#: The plugin name the runner registers the observer under.
+PLUGIN_NAME = "builtin:tensorboard"
+
+
+def register_from_env(pm: Any, environ: os._Environ[str] | dict[str, str] | None = None) -> bool:
+    """Register a :class:`TensorBoardObserver` in ``pm`` (a pluggy plugin manager) when
+    :data:`ENV_DIR` names a directory to write to; whether one is registered now. Refuses
+    (MissingExtraError, one line naming the pip command) when tensorboardX is absent."""
+    env = os.environ if environ is None else environ
+    root = env.get(ENV_DIR, "")
+    if not root:
+        return False
+    current = pm.get_plugin(PLUGIN_NAME)
+    if current is not None and getattr(current, "root", None) == Path(root):
+        return True
+    require("tensorboardX", EXTRA, f"{ENV_DIR} (mosaic run --tensorboard)")
+    if current is not None:
+        pm.unregister(name=PLUGIN_NAME)
+    pm.register(TensorBoardObserver(root), name=PLUGIN_NAME)
+    return True
+
+
+__all__ = [
+    "ENV_DIR",
+    "EXTRA",
+    "PLUGIN_NAME",
+    "EventFiles",
+    "TensorBoardObserver",
+    "export_tensorboard",
+    "register_from_env",
+    "run_dir",
+]
