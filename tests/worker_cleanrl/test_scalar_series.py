@@ -104,13 +104,12 @@ def test_with_files_off_nothing_reaches_the_disk_and_the_series_still_flow(
 
 
 def _metrics(store_path: Path, run_id: str) -> dict[str, list[tuple[int, float]]]:
+    """The run's series as the store keeps them (its one read API for viewers)."""
     with RunStore(store_path, readonly=True) as store:
-        events = store.events_named(run_id, "metrics")
-    out: dict[str, list[tuple[int, float]]] = {}
-    for event in events:
-        payload = json.loads(event["payload_json"] or "{}")
-        for name, value in payload["values"].items():
-            out.setdefault(name, []).append((payload["step"], value))
+        out = {}
+        for info in store.series(run_id):
+            points = store.series_points(run_id, info.name, info.agent_id)
+            out[info.name] = list(zip(points.steps, points.values, strict=True))
     return out
 
 
