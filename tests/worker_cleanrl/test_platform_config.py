@@ -86,12 +86,12 @@ def test_default_ppo_form_builds_the_run_it_asks_for() -> None:
         assert flag in argv, (flag, argv)
     assert not any("upload" in a or "hf-entity" in a or "target-kl" in a for a in argv)
     assert set(resolution.ignored) == {
-        "TRACK_TENSORBOARD",
         "algo_params.upload_model",
         "algo_params.hf_entity",
         "algo_params.target_kl",
         "agent_id",
     }
+    assert cfg.track_tensorboard is False  # TRACK_TENSORBOARD=0: honoured
     assert "no network upload" in resolution.ignored["algo_params.upload_model"]
     fastlane = resolve_fastlane(cfg, {})
     assert fastlane is not None  # fastlane_only: frames on, step lines off
@@ -172,10 +172,29 @@ def test_dispatcher_variables_that_cannot_apply_are_reported_not_fatal() -> None
     resolution, argv = _resolved({"run_id": "r1", "algo": "c51"}, env)  # c51 1.2: no --num-envs
     assert "runs one env" in resolution.ignored["CLEANRL_NUM_ENVS"]
     assert "not an integer" in resolution.ignored["CLEANRL_SEED"]
-    assert "still written" in resolution.ignored["TRACK_TENSORBOARD"]
+    assert "TRACK_TENSORBOARD" not in resolution.ignored
+    assert resolution.config.track_tensorboard is False
     assert "wandb is not installed" in resolution.ignored["track_wandb"]
     assert "fixed levels" in resolution.ignored["CLEANRL_PROCEDURAL_GENERATION"]
     assert not any(a.startswith("--num-envs") for a in argv)
+
+
+def test_track_tensorboard_follows_the_variable_unless_the_config_or_wandb_says_otherwise() -> None:
+    config: dict[str, Any] = {"run_id": "r1", "algo": "dqn"}
+    resolution, _ = _resolved(config, {})
+    assert resolution.config.track_tensorboard is True  # files by default
+    resolution, _ = _resolved(config, {"TRACK_TENSORBOARD": "false"})
+    assert resolution.config.track_tensorboard is False and not resolution.ignored
+    resolution, _ = _resolved({**config, "track_tensorboard": True}, {"TRACK_TENSORBOARD": "0"})
+    assert resolution.config.track_tensorboard is True
+    assert "track_tensorboard (true) wins" in resolution.ignored["TRACK_TENSORBOARD"]
+    # W&B's sync_tensorboard reads the event files: they are written, and that is said
+    tracked = {**config, "track_wandb": True}
+    resolution, _ = _resolved(tracked, {"TRACK_TENSORBOARD": "0"}, have_wandb=True)
+    assert resolution.config.track_tensorboard is True
+    assert "W&B tracking reads" in resolution.ignored["TRACK_TENSORBOARD"]
+    resolution, _ = _resolved({**tracked, "track_tensorboard": False}, {}, have_wandb=True)
+    assert "W&B tracking reads" in resolution.ignored["track_tensorboard"]
 
 
 def test_algo_params_env_id_must_agree_with_the_config_s() -> None:
@@ -226,9 +245,11 @@ def test_the_default_ppo_form_runs_to_completion_with_the_dispatcher_s_environme
     started = result.events("run_started")[0]["payload"]
     assert "--num-envs=4" in started["argv"] and "--save-model" in started["argv"]
     assert set(started["ignored"]) == {
-        "TRACK_TENSORBOARD", "algo_params.upload_model", "algo_params.hf_entity",
-        "algo_params.target_kl", "agent_id",
+        "algo_params.upload_model", "algo_params.hf_entity", "algo_params.target_kl", "agent_id",
     }  # fmt: skip
+    assert not (result.run_dir / "tensorboard").exists()  # the form's TRACK_TENSORBOARD=0
+    assert any(e["payload"]["values"].get("losses/value_loss") is not None
+               for e in result.events("metrics"))  # fmt: skip
     assert result.stderr.count("cleanrl: ignored: ") == 1
     assert result.analytics()["extra"]["agent_id"] == "cleanrl_agent"
     assert list((result.run_dir / "checkpoints").glob("ppo_*.pt"))

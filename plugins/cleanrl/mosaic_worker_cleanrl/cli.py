@@ -75,7 +75,20 @@ def check_config(config: WorkerConfig) -> str:
 
     argv = build_argv(config, algo, Path("<run_dir>"))
     ignored = f"\n{resolution.summary()}" if resolution.ignored else ""
-    return f"{config.mode} {algo.module} on {target}: {' '.join(argv)}{ignored}"
+    return (
+        f"{config.mode} {algo.module} on {target}: {' '.join(argv)}\n"
+        f"scalars: {_scalar_destinations(config)}{ignored}"
+    )
+
+
+def _scalar_destinations(config: CleanRLConfig) -> str:
+    """Where the script's ``SummaryWriter`` scalars go (a line of the dry run)."""
+    places = []
+    if config.scalar_series:
+        places.append("series (metrics events)")
+    if config.track_tensorboard is not False:
+        places.append(f"TensorBoard files in <run_dir>/{config.tensorboard_dir}/")
+    return " and ".join(places) or "nowhere (scalar_series and track_tensorboard are off)"
 
 
 def _check_policy(config: CleanRLConfig, path: Path) -> None:

@@ -73,6 +73,16 @@ class CleanRLConfig(WorkerConfig):
         description="TensorBoard directory, relative to the run directory (upstream scripts' "
         "runs/<run_name> lands in <tensorboard_dir>/<run_name>)",
     )
+    track_tensorboard: bool | None = Field(
+        None,
+        description="Write TensorBoard event files (None: unless TRACK_TENSORBOARD=0); the "
+        "scripts' scalars are series either way",
+    )
+    scalar_series: bool = Field(
+        True,
+        description="Report every SummaryWriter.add_scalar(s) of the script as a series "
+        "point (a metrics event at its global_step)",
+    )
     track_wandb: bool = Field(False, description="Log to Weights & Biases (needs wandb)")
     wandb_project_name: str | None = Field(None, description="W&B project (with track_wandb)")
     wandb_entity: str | None = Field(None, description="W&B entity (with track_wandb)")

@@ -4,6 +4,8 @@ The platform's CleanRL form sends ``algo_params`` for a newer CleanRL than the o
 here, and its dispatcher sets ``CLEANRL_*``, ``TRACK_*`` and ``WANDB_*`` variables. Nothing of
 that makes a run fail: each key is honoured, or accepted and reported once with the reason in
 :attr:`Resolution.ignored` (the names themselves: :mod:`mosaic_worker_cleanrl.algo_params`).
+``TRACK_TENSORBOARD=0`` keeps the scripts' TensorBoard files off the disk (their scalars still
+become series), except with W&B tracking, which reads the files.
 """
 
 from __future__ import annotations
@@ -136,11 +138,11 @@ def resolve(
     if raw and config.agent_id is None:
         update["agent_id"] = raw
     track_wandb = config.track_wandb or environ.get("TRACK_WANDB", "").lower() in _TRUE
-    if environ.get("TRACK_TENSORBOARD", "").lower() in _FALSE:
-        ignored["TRACK_TENSORBOARD"] = (
-            f"TensorBoard files are still written to {config.tensorboard_dir}/ in the run "
-            "directory: the scripts always write them"
-        )
+    tensorboard_off = environ.get("TRACK_TENSORBOARD", "").lower() in _FALSE
+    if config.track_tensorboard is None:
+        update["track_tensorboard"] = not tensorboard_off
+    elif tensorboard_off and config.track_tensorboard:
+        ignored["TRACK_TENSORBOARD"] = "the config's track_tensorboard (true) wins"
     if environ.get("CLEANRL_PROCEDURAL_GENERATION", "").lower() in _FALSE:
         ignored["CLEANRL_PROCEDURAL_GENERATION"] = NOT_FORWARDED["procedural_generation"][1]
 
@@ -179,6 +181,11 @@ def resolve(
 
     # -- W&B and run metadata -------------------------------------------------------------
     wandb_given = [f for f in WANDB_FIELDS if getattr(config, f) not in (None, False)]
+    tensorboard = update.get("track_tensorboard", config.track_tensorboard)
+    if not tensorboard and track_wandb and have_wandb:
+        update["track_tensorboard"] = True  # wandb's sync_tensorboard reads the files
+        name = "TRACK_TENSORBOARD" if config.track_tensorboard is None else "track_tensorboard"
+        ignored[name] = "W&B tracking reads the TensorBoard files: they are written"
     if track_wandb and not have_wandb:
         update["track_wandb"] = False
         for name in ["track_wandb", *wandb_given]:

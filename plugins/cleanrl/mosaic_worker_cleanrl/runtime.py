@@ -10,7 +10,9 @@ installed the signal handlers. :func:`run` then:
    subprocesses of an ``AsyncVectorEnv`` (only they get it), the curriculum env for
    ``curriculum`` runs;
 3. emits ``run_started``, starts the heartbeat, and runs the script's module with
-   :func:`runpy.run_module` as ``__main__`` in this process (no chain of interpreters);
+   :func:`runpy.run_module` as ``__main__`` in this process (no chain of interpreters), its
+   ``SummaryWriter`` scalars reported as series (``scalar_series``), its TensorBoard files
+   written only with ``track_tensorboard``;
 4. maps the outcome to exactly one terminal event: ``run_completed``; ``run_cancelled`` on
    SIGTERM/SIGINT (the signal interrupts the script at once); ``run_failed`` with the
    traceback and the tail of the script's log on a crash or a non-zero ``sys.exit``;
@@ -27,7 +29,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from types import FrameType
@@ -45,6 +47,7 @@ from mosaic_worker_cleanrl.legacy_gym import gym_module_on_path
 from mosaic_worker_cleanrl.platform_config import METADATA_FIELDS, resolve_run, wandb_environment
 from mosaic_worker_cleanrl.registry import AlgorithmSpec, resolve
 from mosaic_worker_cleanrl.run_setup import install_instrumentation, make_sink
+from mosaic_worker_cleanrl.scalar_series import ScalarSeries
 from mosaic_worker_cleanrl.stderr_tail import StderrTail
 
 LOG_NAME = "algorithm.log"
@@ -81,11 +84,18 @@ def _cancel_handler(ctx: RunContext) -> Callable[[int, FrameType | None], None]:
     return handler
 
 
-def execute_module(ctx: RunContext, algo: AlgorithmSpec, argv: list[str]) -> tuple[str, Any]:
+def execute_module(
+    ctx: RunContext,
+    algo: AlgorithmSpec,
+    argv: list[str],
+    patches: Sequence[Callable[[], Callable[[], None]]] = (),
+) -> tuple[str, Any]:
     """Run the script's module as ``__main__``; returns (outcome, detail).
 
     outcome is ``completed``, ``cancelled`` (detail: the signal name) or ``failed`` (detail: a
-    dict with error, error_type, traceback).
+    dict with error, error_type, traceback). ``patches`` are installed just before the
+    script runs, where SIGTERM already stops the run at once (installing one may import
+    torch, seconds on a busy machine), and undone after it, in reverse order.
     """
     saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -99,11 +109,16 @@ def execute_module(ctx: RunContext, algo: AlgorithmSpec, argv: list[str]) -> tup
             raise RunCancelled("before start")
         for signum in previous:
             signal.signal(signum, _cancel_handler(ctx))
+        undo: list[Callable[[], None]] = []
         try:
+            for install in patches:
+                undo.append(install())
             runpy.run_module(algo.module, run_name="__main__", alter_sys=True)
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            while undo:
+                undo.pop()()
         outcome = ("completed", None)
     except RunCancelled as exc:
         outcome = ("cancelled", str(exc))
@@ -183,7 +198,7 @@ def run_algorithm(
         gym_layer = gym_module_on_path() if compat else nullcontext()
         outputs = _upstream_outputs(algo, config, run_dir, ctx.log)
         with heartbeat, stderr_tail, gym_layer, outputs:
-            outcome, detail = execute_module(ctx, algo, argv)
+            outcome, detail = execute_module(ctx, algo, argv, _scalar_series(ctx, config))
     except Exception as exc:  # noqa: BLE001 - a setup error still gets analytics
         outcome = "failed"
         detail = {"error": str(exc) or type(exc).__name__, "error_type": type(exc).__name__,
@@ -218,6 +233,24 @@ def _upstream_outputs(
     finally:
         undo_video()
         undo()
+
+
+def _scalar_series(
+    ctx: RunContext, config: CleanRLConfig
+) -> list[Callable[[], Callable[[], None]]]:
+    """The patch that makes the script's TensorBoard scalars series, and writes its
+    TensorBoard files only with ``track_tensorboard`` (see
+    :mod:`mosaic_worker_cleanrl.scalar_series`); none when neither is asked for."""
+    files = config.track_tensorboard is not False  # None (not resolved): as by default
+    if not config.scalar_series and files:
+        return []
+    emitter = ctx.emitter
+
+    def emit(values: dict[str, float], step: int) -> None:
+        if config.scalar_series:  # else files only: the series are not wanted
+            emitter.metrics(values, step=step)
+
+    return [ScalarSeries(emit, write_files=files).install]
 
 
 def _setup_curriculum(

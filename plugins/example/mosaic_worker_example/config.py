@@ -19,10 +19,14 @@ class ExampleConfig(WorkerConfig):
     max_steps_per_episode: int | None = Field(
         None, ge=1, description="Truncate episodes after this many steps (None: the env's limit)"
     )
-    policy: Literal["balance", "random"] = Field(
+    policy: Literal["balance", "random", "reinforce"] = Field(
         "balance",
-        description="'balance' pushes the cart under the pole (CartPole only); 'random' samples",
+        description="'balance' pushes the cart under the pole (CartPole only); 'random' samples; "
+        "'reinforce' learns (REINFORCE, a linear softmax policy; discrete actions) and reports "
+        "its loss and entropy as series",
     )
+    learning_rate: float = Field(0.5, gt=0, description="Step size of policy 'reinforce'")
+    gamma: float = Field(0.99, ge=0, le=1, description="Discount of policy 'reinforce'")
     step_every: int = Field(1, ge=1, description="Write every Nth step line (episode ends always)")
     include_observations: bool = Field(True, description="Put observations into step lines")
     heartbeat_interval: float | None = Field(

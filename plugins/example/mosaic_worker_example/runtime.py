@@ -5,7 +5,9 @@ telemetry and installed the SIGTERM/SIGINT handlers; this function only runs epi
 reports them. What it emits, in order:
 
     run_started, then per step a step line (every `step_every`-th, episode ends always),
-    per episode an episode line, a heartbeat every `heartbeat_interval` seconds,
+    per episode an episode line (with policy 'reinforce', then a `metrics` event: the
+    update's loss and entropy at the run's env step), a heartbeat every
+    `heartbeat_interval` seconds,
     a checkpoint_saved at the end (and whenever a `checkpoint` command asks),
     and finally run_completed, or run_cancelled when asked to stop.
 
@@ -27,6 +29,7 @@ from mosaic_sdk.control.interactive import InteractiveSession
 from mosaic_sdk.telemetry import Heartbeat
 from mosaic_sdk.worker_cli import RunContext
 from mosaic_worker_example.config import ExampleConfig
+from mosaic_worker_example.learner import Reinforce
 
 
 def make_env(config: ExampleConfig, *, interactive: bool = False) -> Any:
@@ -54,12 +57,29 @@ def make_env(config: ExampleConfig, *, interactive: bool = False) -> Any:
     return maybe_wrap_env(env, run_id=config.run_id, settings=fastlane)
 
 
-def choose_action(config: ExampleConfig, env: Any, obs: Any) -> Any:
+def choose_action(
+    config: ExampleConfig, env: Any, obs: Any, learner: Reinforce | None = None
+) -> Any:
+    if learner is not None:
+        return learner.act(obs)
     if config.policy == "balance" and config.env_id.startswith("CartPole"):
         # Push the cart towards the side the pole is falling to.
         angle, angular_velocity = float(obs[2]), float(obs[3])
         return 1 if angle + 0.5 * angular_velocity > 0 else 0
-    return env.action_space.sample()
+    return env.action_space.sample()  # 'random', and 'reinforce' before any training
+
+
+def make_learner(config: ExampleConfig, env: Any) -> Reinforce | None:
+    """The learner of policy 'reinforce' (None for the fixed policies)."""
+    if config.policy != "reinforce":
+        return None
+    return Reinforce(
+        env.observation_space,
+        env.action_space,
+        learning_rate=config.learning_rate,
+        gamma=config.gamma,
+        seed=config.seed,
+    )
 
 
 def interactive_session(ctx: RunContext) -> InteractiveSession:
@@ -94,6 +114,11 @@ def run(ctx: RunContext) -> None:
 
     env = make_env(config)
     env.action_space.seed(config.seed)
+    try:
+        learner = make_learner(config, env)
+    except ValueError:  # an env this learner cannot drive: the run fails, saying why
+        env.close()
+        raise
     emitter.run_started(
         worker_type="example",
         algo=config.policy,
@@ -119,9 +144,11 @@ def run(ctx: RunContext) -> None:
                 while not done:
                     if ctx.cancelled:
                         break
-                    action = choose_action(config, env, obs)
+                    action = choose_action(config, env, obs, learner)
                     obs, reward, terminated, truncated, _ = env.step(action)
                     episode_return += float(reward)
+                    if learner is not None:
+                        learner.reward(float(reward))
                     done = bool(terminated or truncated)
                     emitter.step(
                         episode,
@@ -148,6 +175,8 @@ def run(ctx: RunContext) -> None:
                     terminated=bool(terminated),
                     truncated=bool(truncated),
                 )
+                if learner is not None:  # one update per episode; its numbers as series
+                    emitter.metrics(learner.update(), step=total_steps)
     finally:
         env.close()
 
