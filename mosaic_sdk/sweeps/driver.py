@@ -10,7 +10,7 @@ trials that finished (completed, failed, or stopped early) are not run again.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from mosaic_sdk.runner.storage.ids import new_run_id
 from mosaic_sdk.runner.storage.paths import default_store_path
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervisor import resolve_worker
+from mosaic_sdk.sweeps.search import check_sampler
 from mosaic_sdk.sweeps.spec import (
     SpecError,
     SweepSpec,
@@ -99,6 +100,9 @@ def run_sweep(
                     [f"--resume {resume}: that sweep ran on --engine {row['engine']}; give it"]
                 )
             handle, spec = check_spec(worker, row["spec"])
+            if "sampler" not in row["spec"]:  # stored before samplers: its trials were a grid
+                spec = replace(spec, sampler="grid")
+            sampler = check_sampler(spec, engine)
             lost = sweeps.mark_lost(sweep_id)
             sweeps.set_status(sweep_id, "running")
             report(f"resuming sweep {sweep_id}")
@@ -106,14 +110,21 @@ def run_sweep(
                 report(f"{lost} attempt(s) whose driver is gone are marked lost; they run again")
         else:
             handle, spec = check_spec(worker, raw)
+            sampler = check_sampler(spec, engine)
             sweep_id = new_run_id()
-            sweeps.create_sweep(sweep_id, handle.name, engine, spec.to_dict(), spec.metric)
-            report(f"sweep {sweep_id} of {handle.name} on engine {engine}; store {runs.path}")
+            stored = spec.to_dict()
+            stored["sampler"] = sampler  # the default resolved: --resume runs the same search
+            sweeps.create_sweep(sweep_id, handle.name, engine, stored, spec.metric)
+            report(
+                f"sweep {sweep_id} of {handle.name} on engine {engine}, sampler {sampler}; "
+                f"store {runs.path}"
+            )
         try:
             cancelled = _run_engine(
                 engine,
                 handle,
                 spec,
+                sampler,
                 sweeps,
                 sweep_id,
                 runs_dir,
@@ -137,6 +148,7 @@ def _run_engine(
     engine: str,
     handle: WorkerHandle,
     spec: SweepSpec,
+    sampler: str,
     sweeps: SweepStore,
     sweep_id: str,
     runs_dir: Path | None,
@@ -150,6 +162,20 @@ def _run_engine(
     if engine == "local":
         from mosaic_sdk.sweeps.local import LocalEngine
 
+        local = LocalEngine(
+            handle, spec, sweeps, sweep_id, runs_dir=runs_dir, grace=grace, report=report
+        )
+        if sampler != "grid":
+            from mosaic_sdk.sweeps.search import OptunaSource
+
+            source = OptunaSource(spec, sampler, sweeps.trials(sweep_id) if resuming else ())
+            if resuming:
+                report(
+                    f"{source.resumed} of {source.total} trials finished; the search "
+                    f"({sampler}) resumes from them"
+                )
+            local.run(source)
+            return local.cancel_reason is not None
         trials = expand_trials(spec)
         done = sweeps.finished_keys(sweep_id) if resuming else set()
         todo = [t for t in trials if t.key not in done]
@@ -157,9 +183,6 @@ def _run_engine(
             report(
                 f"{len(trials) - len(todo)} of {len(trials)} trials finished; running {len(todo)}"
             )
-        local = LocalEngine(
-            handle, spec, sweeps, sweep_id, runs_dir=runs_dir, grace=grace, report=report
-        )
         local.run(todo)
         return local.cancel_reason is not None
     from mosaic_sdk.sweeps.ray_engine import RayEngine

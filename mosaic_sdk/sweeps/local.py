@@ -3,7 +3,10 @@
 Each trial is an ordinary ``mosaic run``: a :class:`~mosaic_sdk.runner.supervisor.RunSupervisor`
 (the runner's own supervision: its run row and directory, its store writer, SIGTERM then
 SIGKILL of the worker's group, the cleanup hook), driven from one of ``trials_at_once``
-threads. The only scheduling is that pool: trials start in the spec's order as threads free up.
+threads. The only scheduling is that pool: trials start in the source's order as threads free
+up. The source is the spec's list (sampler ``grid``) or an Optuna study
+(:class:`~mosaic_sdk.sweeps.search.OptunaSource`), asked for the next trial when a thread is free
+and told each trial's metric when it ends.
 
 Ctrl-C (SIGINT, SIGTERM, SIGHUP) on the driver stops starting trials and cancels every running
 one through its supervisor (a second Ctrl-C kills them at once); each is stored ``cancelled``,
@@ -17,11 +20,37 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.supervisor import RunSupervisor
 from mosaic_sdk.sweeps.spec import SweepSpec, Trial, trial_config
 from mosaic_sdk.sweeps.store import SweepStore
+
+
+class TrialSource(Protocol):
+    """Where the pool's trials come from, and where their results go."""
+
+    @property
+    def total(self) -> int: ...
+
+    def next(self) -> Trial | None: ...
+
+    def finished(self, key: str, status: str, metric: float | None) -> None: ...
+
+
+class ListSource:
+    """A fixed list of trials, in order (sampler ``grid``)."""
+
+    def __init__(self, trials: list[Trial]) -> None:
+        self._trials = list(trials)
+        self.total = len(trials)
+
+    def next(self) -> Trial | None:
+        return self._trials.pop(0) if self._trials else None
+
+    def finished(self, key: str, status: str, metric: float | None) -> None:
+        pass
 
 
 class LocalEngine:
@@ -49,7 +78,7 @@ class LocalEngine:
         self.cancel_reason: str | None = None
         self._lock = threading.Lock()  # the driver's store connection and the active set
         self._active: dict[str, RunSupervisor] = {}
-        self._pending: list[Trial] = []
+        self._source: TrialSource = ListSource([])
         self.errors: list[str] = []
 
     # -- control ----------------------------------------------------------------------------
@@ -65,13 +94,14 @@ class LocalEngine:
         self.cancel(f"{signal.Signals(signum).name} received by mosaic sweep")
 
     # -- the sweep --------------------------------------------------------------------------
-    def run(self, trials: list[Trial]) -> None:
-        """Run ``trials`` to the end (or until cancelled)."""
-        self._pending = list(trials)
+    def run(self, trials: list[Trial] | TrialSource) -> None:
+        """Run ``trials`` (a list, or a source asked as threads free up) to the end (or until
+        cancelled)."""
+        self._source = ListSource(trials) if isinstance(trials, list) else trials
         restore = self._install_signal_handlers()
         threads = [
             threading.Thread(target=self._pool_thread, name=f"mosaic-sweep-{i}", daemon=True)
-            for i in range(min(self.spec.trials_at_once, len(trials)))
+            for i in range(min(self.spec.trials_at_once, self._source.total))
         ]
         try:
             for t in threads:
@@ -84,12 +114,21 @@ class LocalEngine:
 
     def _next(self) -> Trial | None:
         with self._lock:
-            if self.cancel_reason is not None or not self._pending:
+            if self.cancel_reason is not None:
                 return None
-            return self._pending.pop(0)
+            return self._source.next()
 
     def _pool_thread(self) -> None:
-        while (trial := self._next()) is not None:
+        while True:
+            try:
+                trial = self._next()
+            except Exception as exc:  # noqa: BLE001 - the search failed: stop starting trials
+                message = f"the search could not propose a trial: {type(exc).__name__}: {exc}"
+                self.errors.append(message)
+                self.report(f"mosaic: warning: {message}")
+                return
+            if trial is None:
+                return
             try:
                 self._run_trial(trial)
             except Exception as exc:  # noqa: BLE001 - one trial's problem must not end the sweep
@@ -122,6 +161,7 @@ class LocalEngine:
         with self._lock:
             metric = self.sweeps.metric_of_run(result.run_id, self.spec.metric)
             self.sweeps.finish_attempt(result.run_id, result.status, metric, result.error)
+            self._source.finished(trial.key, result.status, metric)
         shown = "-" if metric is None else f"{metric:.4g}"
         why = f" ({result.error})" if result.error and result.status != "completed" else ""
         self.report(

@@ -29,8 +29,12 @@ METRICS = {
     "return": "the mean total reward of the last N episodes",
     "steps": "the mean length (steps) of the last N episodes",
 }
+#: How a sweep makes its parameter sets (see mosaic_sdk.sweeps.search): ``grid`` expands the
+#: space as listed; the others are Optuna's samplers, learning from the trials that finished.
+SAMPLERS = ("tpe", "cmaes", "gp", "random", "grid", "nsga2")
 _TOP_KEYS = (
     "worker",
+    "sampler",
     "base",
     "space",
     "seeds",
@@ -86,6 +90,9 @@ class SweepSpec:
     sample_seed: int = 0
     metric: Metric = field(default_factory=Metric)
     scheduler: Asha | None = None
+    #: One of SAMPLERS, or None: ``tpe`` on the local engine when the space has draws, else
+    #: ``grid`` (mosaic_sdk.sweeps.search.resolve_sampler).
+    sampler: str | None = None
     trials_at_once: int = 2
     max_failures: int = 1
     worker: str | None = None
@@ -121,6 +128,8 @@ class SweepSpec:
         }
         if self.worker is not None:
             out["worker"] = self.worker
+        if self.sampler is not None:
+            out["sampler"] = self.sampler
         if self.trial_timeout is not None:
             out["trial_timeout"] = self.trial_timeout
         if self.trial_stall_after is not None:
@@ -369,7 +378,12 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     if worker is not None and not isinstance(worker, str):
         errors.append(f"worker: give a worker name (got {worker!r})")
         worker = None
+    sampler = raw.get("sampler")
+    if sampler is not None and sampler not in SAMPLERS:
+        errors.append(f"sampler: {sampler!r} is not one of {', '.join(SAMPLERS)}")
+        sampler = None
     spec = SweepSpec(
+        sampler=sampler,
         base=dict(base),
         space=space,
         seeds=seeds,
@@ -465,6 +479,7 @@ __all__ = [
     "DISTRIBUTIONS",
     "MAX_TRIALS",
     "METRICS",
+    "SAMPLERS",
     "Asha",
     "Metric",
     "SpecError",

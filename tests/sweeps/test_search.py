@@ -1,0 +1,149 @@
+"""Search that learns (mosaic_sdk.sweeps.search): Optuna's samplers proposing the local engine's
+trials, the study kept next to the run store and resumed with the sweep, samplers refused up
+front. The worker is tests/plugin_fixtures/bowl_worker.py (best at x = 0.7, y = 0.2)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from mosaic_sdk.runner.store import RunStore
+
+from mosaic_sdk.sweeps import search
+from mosaic_sdk.sweeps.driver import run_sweep
+from mosaic_sdk.sweeps.search import OptunaSource, check_sampler, resolve_sampler
+from mosaic_sdk.sweeps.spec import SpecError, parse_spec
+from mosaic_sdk.sweeps.store import SweepStore
+
+BOWL_SPACE = {"x": {"uniform": [0.0, 1.0]}, "y": {"uniform": [0.0, 1.0]}}
+
+
+@pytest.fixture
+def bowl(plugin_fixtures: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MOSAIC_PLUGINS", "bowl=bowl_worker:Bowl")
+    return "bowl"
+
+
+def test_the_default_sampler_is_tpe_for_draws_and_grid_otherwise() -> None:
+    assert resolve_sampler(parse_spec({"space": BOWL_SPACE})) == "tpe"
+    assert resolve_sampler(parse_spec({"space": {"x": {"grid": [0.1, 0.2]}}})) == "grid"
+    assert resolve_sampler(parse_spec({"space": BOWL_SPACE}), "ray") == "grid"
+    assert resolve_sampler(parse_spec({"space": BOWL_SPACE, "sampler": "random"})) == "random"
+    with pytest.raises(SpecError, match=r"sampler: 'bayes' is not one of tpe, cmaes, gp"):
+        parse_spec({"sampler": "bayes"})
+
+
+def test_a_sampler_that_cannot_run_here_is_refused_with_the_alternatives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = parse_spec({"space": BOWL_SPACE, "sampler": "gp"})
+    monkeypatch.setitem(search.SAMPLER_NEEDS, "gp", ("optuna", "no_such_module_for_gp"))
+    with pytest.raises(SpecError) as err:
+        check_sampler(spec)
+    [line] = err.value.errors
+    assert line.startswith("sampler 'gp' needs no_such_module_for_gp, not installed here")
+    assert "tpe" in line and "random" in line and "grid" in line
+    with pytest.raises(SpecError, match="--engine ray runs sampler 'grid' only"):
+        check_sampler(parse_spec({"space": BOWL_SPACE, "sampler": "tpe"}), "ray")
+    with pytest.raises(SpecError, match="'cmaes' searches uniform/loguniform keys"):
+        check_sampler(parse_spec({"space": {"x": {"choice": [1, 2]}}, "sampler": "cmaes"}))
+
+
+def test_tpe_sweep_asks_the_study_and_tells_it_the_mean_of_the_seeds(
+    bowl: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "s.sqlite"
+    sources: list[OptunaSource] = []
+    real_init = OptunaSource.__init__
+
+    def keep(self: OptunaSource, *args: object, **kwargs: object) -> None:
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+        sources.append(self)
+
+    monkeypatch.setattr(OptunaSource, "__init__", keep)
+    result = run_sweep(
+        bowl,
+        {
+            "base": {"episodes": 2},
+            "space": {**BOWL_SPACE, "shift": {"grid": [0.0, 10.0]}},
+            "samples": 3,
+            "seeds": [1, 2],
+            "trials_at_once": 2,
+        },
+        store=store,
+        report=lambda _m: None,
+    )
+    assert result.status == "completed"
+    assert len(result.trials) == 12  # 2 grid values x 3 samples = 6 parameter sets x 2 seeds
+    assert {t["status"] for t in result.trials} == {"completed"}
+    [source] = sources
+    done = source.study.get_trials(deepcopy=False)
+    assert len(done) == 6 and all(t.state.name == "COMPLETE" for t in done)
+    by_key = {t["trial_key"]: t for t in result.trials}
+    for ft in done:
+        a, b = by_key[f"t{2 * ft.number:04d}"], by_key[f"t{2 * ft.number + 1:04d}"]
+        assert {a["params"]["seed"], b["params"]["seed"]} == {1, 2}
+        assert a["params"]["x"] == b["params"]["x"] == ft.params["x"]
+        assert a["params"]["shift"] == [0.0, 10.0][ft.params["shift"]]
+        assert ft.value == pytest.approx((a["metric"] + b["metric"]) / 2)
+    with RunStore(store, readonly=True) as runs:
+        sweep = SweepStore(runs).get_sweep(result.sweep_id)
+    assert sweep["spec"]["sampler"] == "tpe"  # the default, stored for --resume
+
+
+def test_resume_rebuilds_the_study_and_asks_again_the_sets_left_open(
+    bowl: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "s.sqlite"
+    raw = {
+        "base": {"episodes": 2, "episode_delay_s": 0.2},
+        "space": {**BOWL_SPACE, "shift": {"choice": [0.0, 5.0]}},
+        "samples": 6,
+        "seeds": [1, 2],
+        "sampler": "random",
+        "trials_at_once": 2,
+    }
+    lines: list[str] = []
+
+    def interrupt_after_three(msg: str) -> None:
+        lines.append(msg)
+        if sum(m.startswith("trial ") for m in lines) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C: running trials are cancelled
+
+    first = run_sweep(bowl, raw, store=store, report=interrupt_after_three)
+    assert first.status == "cancelled"
+    cancelled = {t["trial_key"]: t["params"] for t in first.trials if t["status"] == "cancelled"}
+    completed = {t["trial_key"]: t for t in first.trials if t["status"] == "completed"}
+    assert cancelled and len(completed) >= 3, first.trials
+
+    sources: list[OptunaSource] = []
+    real_init = OptunaSource.__init__
+
+    def keep(self: OptunaSource, *args: object, **kwargs: object) -> None:
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+        sources.append(self)
+
+    monkeypatch.setattr(OptunaSource, "__init__", keep)
+    said: list[str] = []
+    second = run_sweep(bowl, {}, store=store, resume=first.sweep_id, report=said.append)
+    assert second.status == "completed"
+    assert f"{len(completed)} of 12 trials finished; the search (random) resumes" in "\n".join(said)
+    last = {}
+    for t in sorted(second.trials, key=lambda t: t["attempt"]):
+        last[t["trial_key"]] = t
+    assert sorted(last) == [f"t{i:04d}" for i in range(12)]
+    assert all(t["status"] == "completed" for t in last.values())
+    for key, params in cancelled.items():  # run again with the parameters the study gave
+        assert last[key]["params"] == params
+    for key, t in completed.items():  # not run again
+        assert last[key]["run_id"] == t["run_id"]
+    [source] = sources
+    trials = source.study.get_trials(deepcopy=False)
+    assert len(trials) == 6 and all(t.state.name == "COMPLETE" for t in trials)
+    for ft in trials:  # the rebuilt study holds every set with the mean of its seeds
+        a, b = last[f"t{2 * ft.number:04d}"], last[f"t{2 * ft.number + 1:04d}"]
+        assert a["params"]["x"] == b["params"]["x"] == ft.params["x"]
+        assert a["params"]["shift"] == [0.0, 5.0][ft.params["shift"]]
+        assert ft.value == pytest.approx((a["metric"] + b["metric"]) / 2)
