@@ -61,6 +61,23 @@ def check_spec(
     return handle, spec
 
 
+def check_engine(spec: SweepSpec, engine: str) -> str:
+    """The sampler the sweep runs on ``engine`` (``SpecError`` when it cannot run there), after
+    checking that the engine can rank trials by the spec's metric."""
+    m = spec.metric
+    if engine == "ray" and (
+        not m.is_episode_field or m.agent is not None or m.reduce != "last_mean"
+    ):
+        raise SpecError(
+            [
+                f"metric {m.name!r}: --engine ray ranks trials by return or steps over the last "
+                "N episodes (all agents); a series, an agent or another reduce runs on "
+                "--engine local"
+            ]
+        )
+    return check_sampler(spec, engine)
+
+
 def run_sweep(
     worker: str | WorkerHandle,
     raw: Mapping[str, object],
@@ -102,7 +119,7 @@ def run_sweep(
             handle, spec = check_spec(worker, row["spec"])
             if "sampler" not in row["spec"]:  # stored before samplers: its trials were a grid
                 spec = replace(spec, sampler="grid")
-            sampler = check_sampler(spec, engine)
+            sampler = check_engine(spec, engine)
             lost = sweeps.mark_lost(sweep_id)
             sweeps.set_status(sweep_id, "running")
             report(f"resuming sweep {sweep_id}")
@@ -110,7 +127,7 @@ def run_sweep(
                 report(f"{lost} attempt(s) whose driver is gone are marked lost; they run again")
         else:
             handle, spec = check_spec(worker, raw)
-            sampler = check_sampler(spec, engine)
+            sampler = check_engine(spec, engine)
             sweep_id = new_run_id()
             stored = spec.to_dict()
             stored["sampler"] = sampler  # the default resolved: --resume runs the same search
@@ -201,4 +218,4 @@ def _run_engine(
     return ray.run(resume=resuming)
 
 
-__all__ = ["ENGINES", "SweepResult", "check_spec", "run_sweep"]
+__all__ = ["ENGINES", "SweepResult", "check_engine", "check_spec", "run_sweep"]

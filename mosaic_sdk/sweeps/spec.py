@@ -25,9 +25,18 @@ from typing import Any
 
 from mosaic_sdk.sweeps.space import DISTRIBUTIONS, Space, is_number, parse_space, space_points
 
+#: The episode fields a metric can be made of (any other name is a series the worker reports,
+#: see mosaic_sdk.runner.recording.series): metric name -> column of ``episodes``.
 METRICS = {
-    "return": "the mean total reward of the last N episodes",
-    "steps": "the mean length (steps) of the last N episodes",
+    "return": "total_reward",
+    "steps": "steps",
+}
+#: How a metric's values (of the episodes, or the points of a series, in order) become one number.
+REDUCES = {
+    "last_mean": "the mean of the last N values",
+    "best": "the best value (highest for max, lowest for min)",
+    "mean": "the mean of all values",
+    "auc": "the area under the curve (trapezoids over the step; episodes: 1, 2, 3...)",
 }
 #: How a sweep makes its parameter sets (see mosaic_sdk.sweeps.search): ``grid`` expands the
 #: space as listed; the others are Optuna's samplers, learning from the trials that finished.
@@ -64,12 +73,33 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class Metric:
+    """What a trial is ranked by: ``name`` (an episode field of METRICS, or any series the
+    worker reports), for one ``agent`` or all (None), reduced by ``reduce`` (REDUCES; ``last``
+    is its N), to maximise or minimise (``mode``)."""
+
     name: str = "return"
     last: int = 10
     mode: str = "max"
+    agent: str | None = None
+    reduce: str = "last_mean"
+
+    @property
+    def is_episode_field(self) -> bool:
+        return self.name in METRICS
 
     def describe(self) -> str:
-        return f"{self.name} ({METRICS[self.name].replace('N', str(self.last))}, {self.mode})"
+        what = REDUCES[self.reduce].replace("N", str(self.last))
+        of = "episodes'" if self.is_episode_field else "series'"
+        agent = f", agent {self.agent}" if self.agent is not None else ""
+        return f"{self.name} ({what}, the {of} values{agent}, {self.mode})"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "last": self.last, "mode": self.mode}
+        if self.agent is not None:
+            out["agent"] = self.agent
+        if self.reduce != "last_mean":
+            out["reduce"] = self.reduce
+        return out
 
 
 @dataclass(frozen=True)
@@ -117,11 +147,7 @@ class SweepSpec:
             "seeds": self.seeds,
             "samples": self.samples,
             "sample_seed": self.sample_seed,
-            "metric": {
-                "name": self.metric.name,
-                "last": self.metric.last,
-                "mode": self.metric.mode,
-            },
+            "metric": self.metric.to_dict(),
             "trials_at_once": self.trials_at_once,
             "max_failures": self.max_failures,
             "max_trials": self.max_trials,
@@ -293,25 +319,45 @@ def _int(errors: list[str], where: str, value: Any, minimum: int) -> int:
     return value
 
 
+_METRIC_KEYS = ("name", "last", "mode", "direction", "agent", "reduce")
+#: The longest series name (as the series ingest keeps them).
+_MAX_NAME = 1024
+
+
 def _parse_metric(errors: list[str], raw: Any) -> Metric:
     if isinstance(raw, str):
         raw = {"name": raw}
     if not isinstance(raw, dict):
         errors.append(f"metric: give an object like {{name = 'return', last = 10}} (got {raw!r})")
         return Metric()
-    unknown = sorted(set(raw) - {"name", "last", "mode"})
+    unknown = sorted(set(raw) - set(_METRIC_KEYS))
     if unknown:
-        errors.append(f"metric: unknown key(s) {', '.join(unknown)} (known: name, last, mode)")
+        errors.append(
+            f"metric: unknown key(s) {', '.join(unknown)} (known: {', '.join(_METRIC_KEYS)})"
+        )
     name = raw.get("name", "return")
-    if name not in METRICS:
-        errors.append(f"metric.name: {name!r} is not one of {', '.join(METRICS)}")
+    if not isinstance(name, str) or not name or len(name) > _MAX_NAME:
+        errors.append(
+            f"metric.name: give {', '.join(METRICS)} (episode fields) or the name of a series "
+            f"the worker reports, e.g. 'losses/value' (got {clip(repr(name))})"
+        )
         name = "return"
-    mode = raw.get("mode", "max")
+    if "mode" in raw and "direction" in raw and raw["mode"] != raw["direction"]:
+        errors.append("metric: give mode or direction, not both")
+    mode = raw.get("mode", raw.get("direction", "max"))
     if mode not in ("max", "min"):
         errors.append(f"metric.mode: {mode!r} is not 'max' or 'min'")
         mode = "max"
+    agent = raw.get("agent")
+    if agent is not None and (not isinstance(agent, str) or not agent):
+        errors.append(f"metric.agent: give an agent id such as 'player_1' (got {agent!r})")
+        agent = None
+    reduce = raw.get("reduce", "last_mean")
+    if reduce not in REDUCES:
+        errors.append(f"metric.reduce: {reduce!r} is not one of {', '.join(REDUCES)}")
+        reduce = "last_mean"
     last = _int(errors, "metric.last", raw.get("last", 10), 1)
-    return Metric(name, last, mode)
+    return Metric(name, last, mode, agent, reduce)
 
 
 def _parse_scheduler(errors: list[str], raw: Any) -> Asha | None:
@@ -479,6 +525,7 @@ __all__ = [
     "DISTRIBUTIONS",
     "MAX_TRIALS",
     "METRICS",
+    "REDUCES",
     "SAMPLERS",
     "Asha",
     "Metric",

@@ -1,7 +1,8 @@
 """A worker whose best configuration is known, for the sweep tests and benchmarks: episode ``i``
 returns ``-((x - 0.7)^2 + (y - 0.2)^2) * 100`` (the bowl, best at x = 0.7, y = 0.2), plus
-``shift`` (a choice key), and reports the same number as a ``metrics`` series ``score`` (and
-``loss`` = its negation) after each episode. ``episode_delay_s`` makes it slow enough to be
+``shift`` (a choice key), and reports a ``metrics`` series ``score`` after each episode ``i``
+of ``n`` (the value minus ``n - 1 - i``: it rises to the value) and ``loss`` (minus the
+value). ``episode_delay_s`` makes it slow enough to be
 stopped early. Registered as ``bowl`` through MOSAIC_PLUGINS=bowl=bowl_worker:Bowl."""
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ class BowlConfig(WorkerConfig):
     shift: float = 0.0
     episodes: int = Field(3, ge=1)
     episode_delay_s: float = Field(0.0, ge=0)
+    #: A zero-sum game of two agents: player_0 gets the bowl's value, player_1 its negation
+    #: (episodes and the ``score`` series per agent; the mean over agents is always 0).
+    two_players: bool = False
 
 
 def value(x: float, y: float, shift: float = 0.0) -> float:
@@ -70,8 +74,14 @@ def run(ctx) -> None:  # type: ignore[no-untyped-def]
             return
         if cfg.episode_delay_s:
             time.sleep(cfg.episode_delay_s)
+        if cfg.two_players:
+            for agent, sign in (("player_0", 1), ("player_1", -1)):
+                em.episode(i, total_reward=sign * score, steps=i + 1, agent_id=agent)
+                em.metrics({"score": sign * score}, step=i + 1, agent_id=agent)
+            continue
+        # the score improves over the episodes, towards the bowl's value: a learning curve
         em.episode(i, total_reward=score, steps=i + 1, terminated=True)
-        em.metrics({"score": score, "loss": -score}, step=i + 1)
+        em.metrics({"score": score - (cfg.episodes - 1 - i), "loss": -score}, step=i + 1)
     em.run_completed(episodes=cfg.episodes, total_reward=score * cfg.episodes, duration_seconds=0.0)
 
 

@@ -13,8 +13,9 @@ from mosaic_sdk.runner.store import RunStore
 
 from mosaic_sdk.sweeps import search
 from mosaic_sdk.sweeps.driver import run_sweep
+from mosaic_sdk.sweeps.objective import reduce_values
 from mosaic_sdk.sweeps.search import OptunaSource, check_sampler, resolve_sampler
-from mosaic_sdk.sweeps.spec import SpecError, parse_spec
+from mosaic_sdk.sweeps.spec import Metric, SpecError, parse_spec
 from mosaic_sdk.sweeps.store import SweepStore
 
 BOWL_SPACE = {"x": {"uniform": [0.0, 1.0]}, "y": {"uniform": [0.0, 1.0]}}
@@ -147,3 +148,111 @@ def test_resume_rebuilds_the_study_and_asks_again_the_sets_left_open(
         assert a["params"]["x"] == b["params"]["x"] == ft.params["x"]
         assert a["params"]["shift"] == [0.0, 5.0][ft.params["shift"]]
         assert ft.value == pytest.approx((a["metric"] + b["metric"]) / 2)
+
+
+def test_reduces_by_hand() -> None:
+    xs, values = [1.0, 2.0, 4.0], [1.0, 3.0, 2.0]
+    assert reduce_values(xs, values, Metric(last=2)) == 2.5  # (3 + 2) / 2
+    assert reduce_values(xs, values, Metric(reduce="best")) == 3.0
+    assert reduce_values(xs, values, Metric(reduce="best", mode="min")) == 1.0
+    assert reduce_values(xs, values, Metric(reduce="mean")) == 2.0
+    # trapezoids: (2 - 1) * (1 + 3) / 2 + (4 - 2) * (3 + 2) / 2 = 2 + 5
+    assert reduce_values(xs, values, Metric(reduce="auc")) == 7.0
+    assert reduce_values([5.0], [4.0], Metric(reduce="auc")) == 4.0
+    assert reduce_values([], [], Metric()) is None
+
+
+def test_a_metric_is_checked_up_front() -> None:
+    with pytest.raises(SpecError) as err:
+        parse_spec({"metric": {"name": "", "reduce": "median", "agent": 3, "direction": "up"}})
+    assert err.value.errors == [
+        "metric.name: give return, steps (episode fields) or the name of a series the worker "
+        "reports, e.g. 'losses/value' (got '')",
+        "metric.mode: 'up' is not 'max' or 'min'",
+        "metric.agent: give an agent id such as 'player_1' (got 3)",
+        "metric.reduce: 'median' is not one of last_mean, best, mean, auc",
+    ]
+    spec = parse_spec({"metric": {"name": "losses/value", "direction": "min", "reduce": "auc"}})
+    assert spec.metric == Metric("losses/value", 10, "min", None, "auc")
+    assert spec.to_dict()["metric"] == {
+        "name": "losses/value",
+        "last": 10,
+        "mode": "min",
+        "reduce": "auc",
+    }
+
+
+def test_the_ray_engine_refuses_what_only_the_local_engine_ranks_by(
+    bowl: str, tmp_path: Path
+) -> None:
+    with pytest.raises(SpecError, match="--engine ray ranks trials by return or steps"):
+        run_sweep(
+            bowl,
+            {"space": {"x": {"grid": [0.1]}}, "metric": {"name": "score"}},
+            engine="ray",
+            store=tmp_path / "s.sqlite",
+            report=lambda _m: None,
+        )
+
+
+def test_objectives_on_a_series_and_on_one_agent(bowl: str, tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    grid = {"x": {"grid": [0.2, 0.7]}, "y": {"grid": [0.2]}}
+    # the series `score` of episodes 0..2 is value - 2, value - 1, value: best = last = value
+    by_series = run_sweep(
+        bowl,
+        {
+            "base": {"episodes": 3},
+            "space": grid,
+            "metric": {"name": "score", "reduce": "best"},
+        },
+        store=store,
+        report=lambda _m: None,
+    )
+    assert [(t["params"]["x"], t["metric"]) for t in by_series.trials] == [
+        (0.7, pytest.approx(0.0)),
+        (0.2, pytest.approx(-25.0)),
+    ]
+    auc = run_sweep(
+        bowl,
+        {"base": {"episodes": 3}, "space": grid, "metric": {"name": "score", "reduce": "auc"}},
+        store=store,
+        report=lambda _m: None,
+    )
+    # steps 1, 2, 3; values v - 2, v - 1, v: (v - 1.5) + (v - 0.5) = 2v - 2
+    assert sorted(t["metric"] for t in auc.trials) == [
+        pytest.approx(2 * -25.0 - 2),
+        pytest.approx(-2.0),
+    ]
+    loss = run_sweep(
+        bowl,
+        {"base": {"episodes": 2}, "space": grid, "metric": {"name": "loss", "mode": "min"}},
+        store=store,
+        report=lambda _m: None,
+    )
+    assert [t["params"]["x"] for t in loss.trials] == [0.7, 0.2]  # lowest loss first
+    # a zero-sum game: all agents' returns average to 0; player_0's return finds the optimum
+    zero_sum = {"base": {"episodes": 2, "two_players": True}, "space": grid}
+    both = run_sweep(bowl, zero_sum, store=store, report=lambda _m: None)
+    assert [t["metric"] for t in both.trials] == [0.0, 0.0]
+    one = run_sweep(
+        bowl,
+        {**zero_sum, "metric": {"name": "return", "agent": "player_0"}},
+        store=store,
+        report=lambda _m: None,
+    )
+    assert [(t["params"]["x"], t["metric"]) for t in one.trials] == [
+        (0.7, pytest.approx(0.0)),
+        (0.2, pytest.approx(-25.0)),
+    ]
+    other = run_sweep(
+        bowl,
+        {**zero_sum, "metric": {"name": "score", "agent": "player_1", "mode": "min"}},
+        store=store,
+        report=lambda _m: None,
+    )
+    # player_1's score is minus the bowl's value: 0 at the optimum, 25 at x = 0.2; lowest first
+    assert [(t["params"]["x"], t["metric"]) for t in other.trials] == [
+        (0.7, pytest.approx(0.0)),
+        (0.2, pytest.approx(25.0)),
+    ]
