@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mosaic_sdk.sweeps.spec import SAMPLERS, SpecError, SweepSpec, Trial, count_trials
+from mosaic_sdk.sweeps.spec import SAMPLERS, Pruner, SpecError, SweepSpec, Trial, count_trials
 from mosaic_sdk.sweeps.store import FINISHED
 
 if TYPE_CHECKING:
@@ -77,9 +77,24 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
     """The sampler the sweep runs (:func:`resolve_sampler`), or ``SpecError`` saying why it
     cannot run here and which can."""
     name = resolve_sampler(spec, engine)
+    usable = ", ".join(available_samplers(engine))
+    if spec.pruner is not None and engine != "local":
+        raise SpecError(
+            [
+                f"pruner {spec.pruner.type!r}: --engine {engine} stops trials early through "
+                "[scheduler] (type = 'asha'); [pruner] is for --engine local"
+            ]
+        )
+    if spec.pruner is not None and name == "grid":
+        learning = ", ".join(s for s in available_samplers(engine) if s != "grid")
+        raise SpecError(
+            [
+                f"pruner {spec.pruner.type!r} needs an Optuna sampler, not 'grid': give "
+                f"sampler = one of {learning or 'tpe, random (pip install optuna)'}"
+            ]
+        )
     if name == "grid":
         return name
-    usable = ", ".join(available_samplers(engine))
     if engine != "local":
         raise SpecError(
             [
@@ -124,6 +139,24 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     raise ValueError(f"unknown sampler {name!r}")
 
 
+def make_pruner(pruner: Pruner) -> optuna.pruners.BasePruner:
+    import optuna  # optional dependency (the search extra)
+
+    if pruner.type == "median":
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=pruner.startup_trials, n_warmup_steps=pruner.warmup
+        )
+    if pruner.type == "asha":
+        return optuna.pruners.SuccessiveHalvingPruner(
+            min_resource=max(pruner.warmup, 1), reduction_factor=pruner.reduction_factor
+        )
+    return optuna.pruners.HyperbandPruner(
+        min_resource=max(pruner.warmup, 1),
+        max_resource=pruner.max_resource if pruner.max_resource is not None else "auto",
+        reduction_factor=pruner.reduction_factor,
+    )
+
+
 def distributions(spec: SweepSpec) -> dict[str, optuna.distributions.BaseDistribution]:
     """The study's distribution of each space key: uniform/loguniform are floats, grid and
     choice keys categorical over the indices of their values (any JSON value can be one)."""
@@ -147,8 +180,12 @@ class _Config:
 
     number: int
     params: dict[str, Any]
+    trial: optuna.trial.Trial | None = None
     left: set[str] = field(default_factory=set)
     values: list[float] = field(default_factory=list)
+    reported: set[int] = field(default_factory=set)
+    #: (value, step) at which the pruner stopped the set; its other seeds do not start.
+    pruned: tuple[float, int] | None = None
 
 
 class OptunaSource:
@@ -172,6 +209,7 @@ class OptunaSource:
         self.dists = distributions(spec)
         self.study = optuna.create_study(
             sampler=make_sampler(sampler, spec.sample_seed),
+            pruner=make_pruner(spec.pruner) if spec.pruner else optuna.pruners.NopPruner(),
             direction="maximize" if spec.metric.mode == "max" else "minimize",
         )
         self._queue: list[Trial] = []
@@ -197,8 +235,9 @@ class OptunaSource:
             params[key] = values[int(value)] if kind in ("grid", "choice") else float(value)
         return params
 
-    def _open_config(self, number: int, trial_params: dict[str, Any]) -> _Config:
-        config = _Config(number, self._params(trial_params))
+    def _open_config(self, ft: optuna.trial.Trial) -> _Config:
+        number = ft.number
+        config = _Config(number, self._params(ft.params), ft)
         for key, seed in zip(self.keys(number), self.seeds, strict=True):
             p = dict(config.params) if seed is None else {**config.params, "seed": seed}
             config.left.add(key)
@@ -255,9 +294,17 @@ class OptunaSource:
                 self.asked += 1
                 continue
             self.study.enqueue_trial(params)
+            if any(r["status"] == "pruned" for r in rows):  # its other seeds never start
+                self.study.add_trial(
+                    optuna.trial.create_trial(
+                        params=params, distributions=self.dists, state=TrialState.PRUNED
+                    )
+                )
+                self.asked += 1
+                continue
             ft = self.study.ask(self.dists)
             self.asked += 1
-            self._open_config(ft.number, ft.params)
+            self._open_config(ft)
             self._queue = [t for t in self._queue if t.key not in done]
             for key, metric in done.items():
                 self._record(key, metric)
@@ -268,8 +315,28 @@ class OptunaSource:
         if not self._queue and self.asked < self.total_configs:
             ft = self.study.ask(self.dists)
             self.asked += 1
-            self._open_config(ft.number, ft.params)
+            self._open_config(ft)
         return self._queue.pop(0) if self._queue else None
+
+    def report(self, key: str, value: float, step: int) -> bool:
+        """An intermediate value of a running trial (its metric so far at ``step``); True
+        when the pruner says to stop it (its parameter set's seeds not yet started are
+        dropped)."""
+        config = self._by_key.get(key)
+        if config is None or config.trial is None or self.spec.pruner is None:
+            return False
+        if config.pruned is not None:
+            return True
+        if step not in config.reported:  # a step is reported once (another seed's is kept)
+            config.reported.add(step)
+            config.trial.report(value, step)
+        if not config.trial.should_prune():
+            return False
+        config.pruned = (value, step)
+        dropped = {t.key for t in self._queue if self._by_key.get(t.key) is config}
+        self._queue = [t for t in self._queue if t.key not in dropped]
+        config.left -= dropped
+        return True
 
     def finished(self, key: str, status: str, metric: float | None) -> None:
         """A trial ended: ``completed``/``failed``/``stopped`` count towards its parameter set
@@ -290,7 +357,9 @@ class OptunaSource:
         from optuna.trial import TrialState
 
         del self._open[config.number]
-        if config.values:
+        if config.pruned is not None:
+            self.study.tell(config.number, state=TrialState.PRUNED)
+        elif config.values:
             self.study.tell(config.number, sum(config.values) / len(config.values))
         else:  # no seed gave a metric (all failed): the study learns nothing from it
             self.study.tell(config.number, state=TrialState.FAIL)

@@ -44,6 +44,7 @@ SAMPLERS = ("tpe", "cmaes", "gp", "random", "grid", "nsga2")
 _TOP_KEYS = (
     "worker",
     "sampler",
+    "pruner",
     "base",
     "space",
     "seeds",
@@ -111,6 +112,39 @@ class Asha:
     reduction_factor: float = 2.0
 
 
+#: Early stopping on the local engine: Optuna's pruners (see mosaic_sdk.sweeps.search).
+PRUNERS = ("median", "asha", "hyperband")
+_PRUNER_KEYS = ("type", "warmup", "startup_trials", "reduction_factor", "max_resource", "interval")
+
+
+@dataclass(frozen=True)
+class Pruner:
+    """Stops a trial whose metric so far is worse than the pruner's rule allows (checked
+    every ``interval`` seconds as its episodes and series arrive). ``warmup``: the steps
+    (episodes, or the series' step) before a trial may be stopped (median: Optuna's
+    ``n_warmup_steps``; asha/hyperband: ``min_resource``); ``startup_trials``: parameter sets
+    that run to their end before the median pruner stops any."""
+
+    type: str = "median"
+    warmup: int = 1
+    startup_trials: int = 3
+    reduction_factor: int = 3
+    max_resource: int | None = None
+    interval: float = 0.5
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type,
+            "warmup": self.warmup,
+            "startup_trials": self.startup_trials,
+            "reduction_factor": self.reduction_factor,
+            "interval": self.interval,
+        }
+        if self.max_resource is not None:
+            out["max_resource"] = self.max_resource
+        return out
+
+
 @dataclass(frozen=True)
 class SweepSpec:
     base: dict[str, Any] = field(default_factory=dict)
@@ -123,6 +157,7 @@ class SweepSpec:
     #: One of SAMPLERS, or None: ``tpe`` on the local engine when the space has draws, else
     #: ``grid`` (mosaic_sdk.sweeps.search.resolve_sampler).
     sampler: str | None = None
+    pruner: Pruner | None = None
     trials_at_once: int = 2
     max_failures: int = 1
     worker: str | None = None
@@ -156,6 +191,8 @@ class SweepSpec:
             out["worker"] = self.worker
         if self.sampler is not None:
             out["sampler"] = self.sampler
+        if self.pruner is not None:
+            out["pruner"] = self.pruner.to_dict()
         if self.trial_timeout is not None:
             out["trial_timeout"] = self.trial_timeout
         if self.trial_stall_after is not None:
@@ -383,6 +420,39 @@ def _parse_scheduler(errors: list[str], raw: Any) -> Asha | None:
     return Asha(max_t, grace, float(factor))
 
 
+def _parse_pruner(errors: list[str], raw: Any) -> Pruner | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = {"type": raw}
+    if not isinstance(raw, dict) or raw.get("type") not in PRUNERS:
+        errors.append(
+            f"pruner: give {{type = 'median'}} (or {', '.join(PRUNERS[1:])}) "
+            f"(got {clip(repr(raw))})"
+        )
+        return None
+    unknown = sorted(set(raw) - set(_PRUNER_KEYS))
+    if unknown:
+        errors.append(
+            f"pruner: unknown key(s) {', '.join(unknown)} (known: {', '.join(_PRUNER_KEYS)})"
+        )
+    max_resource = raw.get("max_resource")
+    if max_resource is not None:
+        max_resource = _int(errors, "pruner.max_resource", max_resource, 1)
+    interval = raw.get("interval", 0.5)
+    if not is_number(interval) or not 0 < interval <= 3600:
+        errors.append(f"pruner.interval: give seconds in (0, 3600] (got {interval!r})")
+        interval = 0.5
+    return Pruner(
+        raw["type"],
+        _int(errors, "pruner.warmup", raw.get("warmup", 1), 0),
+        _int(errors, "pruner.startup_trials", raw.get("startup_trials", 3), 0),
+        _int(errors, "pruner.reduction_factor", raw.get("reduction_factor", 3), 2),
+        max_resource,
+        float(interval),
+    )
+
+
 def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     """Check a raw spec on its own (not yet against a worker); ``SpecError`` lists it all."""
     errors: list[str] = []
@@ -430,6 +500,7 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
         sampler = None
     spec = SweepSpec(
         sampler=sampler,
+        pruner=_parse_pruner(errors, raw.get("pruner")),
         base=dict(base),
         space=space,
         seeds=seeds,
@@ -529,6 +600,8 @@ __all__ = [
     "SAMPLERS",
     "Asha",
     "Metric",
+    "PRUNERS",
+    "Pruner",
     "SpecError",
     "SweepSpec",
     "Trial",

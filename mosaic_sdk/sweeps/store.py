@@ -5,7 +5,9 @@ A trial attempt is an ordinary run in ``runs``; its ``sweep_trials`` row ties it
 and holds the parameters, the trial's status and its metric. Trial statuses: ``running``,
 ``completed``, ``failed``, ``cancelled`` (the sweep was interrupted: ``--resume`` runs it again),
 ``lost`` (its driver died while it ran, e.g. SIGKILL: ``--resume`` marks it and runs it again)
-and ``stopped`` (the scheduler ended it early: it counts as finished).
+``stopped`` (the scheduler ended it early: it counts as finished) and ``pruned`` (the local
+engine's pruner stopped it: its metric is the value it had then, ``error`` says at which step;
+finished as well).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from mosaic_sdk.sweeps.objective import metric_of_run
 from mosaic_sdk.sweeps.spec import Metric
 
 #: Trial statuses that ``--resume`` does not run again.
-FINISHED = ("completed", "failed", "stopped")
+FINISHED = ("completed", "failed", "stopped", "pruned")
 
 
 class UnknownSweepError(StoreError):

@@ -5,6 +5,7 @@ front. The worker is tests/plugin_fixtures/bowl_worker.py (best at x = 0.7, y = 
 from __future__ import annotations
 
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -256,3 +257,66 @@ def test_objectives_on_a_series_and_on_one_agent(bowl: str, tmp_path: Path) -> N
         (0.7, pytest.approx(0.0)),
         (0.2, pytest.approx(25.0)),
     ]
+
+
+def test_a_pruner_is_checked_up_front() -> None:
+    with pytest.raises(SpecError) as err:
+        parse_spec({"pruner": {"type": "median", "warmup": -1, "interval": 0, "patience": 2}})
+    assert err.value.errors == [
+        "pruner: unknown key(s) patience (known: type, warmup, startup_trials, "
+        "reduction_factor, max_resource, interval)",
+        "pruner.interval: give seconds in (0, 3600] (got 0)",
+        "pruner.warmup: give a whole number >= 0 (got -1)",
+    ]
+    with pytest.raises(SpecError, match=r"pruner: give \{type = 'median'\} \(or asha, hyperband"):
+        parse_spec({"pruner": {"type": "patient"}})
+    grid = parse_spec({"space": {"x": {"grid": [0.1]}}, "pruner": "median"})
+    with pytest.raises(SpecError, match="pruner 'median' needs an Optuna sampler, not 'grid'"):
+        check_sampler(grid)
+    with pytest.raises(SpecError, match=r"--engine ray stops trials early through \[scheduler\]"):
+        check_sampler(grid, "ray")
+
+
+def test_the_median_pruner_stops_the_clearly_worse_half(bowl: str, tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    said: list[str] = []
+    result = run_sweep(
+        bowl,
+        {
+            "base": {"episodes": 8, "episode_delay_s": 0.25},
+            # half the space is 100 worse whatever x and y
+            "space": {**BOWL_SPACE, "shift": {"choice": [0.0, -100.0]}},
+            "samples": 12,
+            "sampler": "random",
+            "sample_seed": 3,
+            "pruner": {"type": "median", "startup_trials": 2, "warmup": 1, "interval": 0.1},
+            "trials_at_once": 2,
+        },
+        store=store,
+        report=said.append,
+    )
+    assert result.status == "completed"
+    pruned = [t for t in result.trials if t["status"] == "pruned"]
+    worse = [t for t in result.trials if t["params"]["shift"] == -100.0]
+    assert len(pruned) >= len(result.trials) / 3, [
+        (t["status"], t["params"]) for t in result.trials
+    ]
+    # every trial of the worse half is stopped but those that ran before the rule had
+    # enough trials to go by (the median of the sets that finished, by step)
+    assert sum(t["status"] != "pruned" for t in worse) <= 2, [
+        (t["status"], t["params"]) for t in result.trials
+    ]
+    best = result.trials[0]
+    assert best["status"] == "completed" and best["params"]["shift"] == 0.0
+    with RunStore(store, readonly=True) as runs:
+        for t in pruned:
+            match = re.fullmatch(
+                r"pruned by the median pruner at step (\d+) \(return (\S+)\)", t["error"]
+            )
+            assert match, t["error"]
+            step, value = int(match.group(1)), float(match.group(2))
+            assert 1 <= step < 8 and t["metric"] == pytest.approx(value, rel=1e-3)
+            run = runs.get_run(t["run_id"])
+            assert run["status"] == "cancelled"  # stopped through the runner's stop path
+            assert step <= run["counts"]["episodes"] < 8  # its lines are kept
+    assert any("pruned by the median pruner" in line for line in said)

@@ -158,7 +158,7 @@ def test_the_guides_toml_spec_is_a_valid_spec_for_the_example_worker() -> None:
     from docs_snippets.blocks import blocks
 
     found = [b for b in blocks("docs/guides/sweeps.md") if b.language == "toml"]
-    assert len(found) == 2  # the whole spec, and an objective
+    assert len(found) == 3  # the whole spec, an objective, a pruner
     for block in found[1:]:
         parse_spec(tomllib.loads(block.code))
     spec = parse_spec(tomllib.loads(found[0].code))
