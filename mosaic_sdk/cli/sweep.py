@@ -271,8 +271,12 @@ def cmd_show(args: argparse.Namespace) -> int:
             if not _no_sweeps_table(exc):
                 raise
             raise UsageError(f"no sweeps in the store {store.path}") from None
+    configs, stats_note = _configurations(sweep, trials)
     if args.json:
-        print(json.dumps({**sweep, "trials": trials}, indent=2, sort_keys=True, default=str))
+        out = {**sweep, "trials": trials}
+        if configs is not None:
+            out["configurations"] = configs
+        print(json.dumps(out, indent=2, sort_keys=True, default=str))
         return 0
     print(
         f"sweep {sweep['sweep_id']} of {sweep['worker']} on {sweep['engine']}: "
@@ -293,7 +297,60 @@ def cmd_show(args: argparse.Namespace) -> int:
         for t in trials
     ]
     _print_table(header, table)
+    if stats_note:
+        print(stats_note)
+    if configs:
+        print(
+            "\nby configuration, seeds grouped (completed trials; 95% percentile bootstrap "
+            "intervals), best IQM first"
+        )
+        _print_table(
+            ("params", "seeds", "mean [95% CI]", "median [95% CI]", "IQM [95% CI]"),
+            [
+                (
+                    json.dumps(c["params"], sort_keys=True),
+                    str(len(c["scores"])),
+                    _ci(c["mean"]),
+                    _ci(c["median"]),
+                    _ci(c["iqm"]),
+                )
+                for c in configs
+            ],
+        )
     return 0
+
+
+def _ci(e: dict[str, float]) -> str:
+    return f"{e['value']:.4g} [{e['low']:.4g}, {e['high']:.4g}]"
+
+
+def _configurations(
+    sweep: dict[str, Any], trials: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """The seeds of each configuration grouped, with mean, median and IQM and their
+    intervals (a sweep with several seeds only), best IQM first; or a note saying why not."""
+    if len(sweep["spec"].get("seeds") or []) < 2:
+        return None, None
+    from mosaic_sdk.sweeps.stats import group_by_configuration  # CLI start-up time
+
+    try:
+        groups = group_by_configuration(trials)
+    except ImportError:  # scipy: the search extra
+        return None, (
+            "(the seeds of each configuration get intervals with scipy: "
+            "pip install 'mosaic-worker-sdk[search]')"
+        )
+    configs = [
+        {
+            "params": g["params"],
+            "seeds": g["seeds"],
+            "scores": g["scores"],
+            **{k: e.to_dict() for k, e in g["stats"].items()},
+        }
+        for g in groups
+    ]
+    configs.sort(key=lambda c: c["iqm"]["value"], reverse=sweep["mode"] == "max")
+    return configs, None
 
 
 def _print_table(header: tuple[str, ...], table: Sequence[tuple[Any, ...]]) -> None:

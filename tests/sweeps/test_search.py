@@ -4,6 +4,7 @@ front. The worker is tests/plugin_fixtures/bowl_worker.py (best at x = 0.7, y = 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -12,11 +13,13 @@ from pathlib import Path
 import pytest
 from mosaic_sdk.runner.store import RunStore
 
+from mosaic_sdk.cli import main
 from mosaic_sdk.sweeps import search
 from mosaic_sdk.sweeps.driver import run_sweep
 from mosaic_sdk.sweeps.objective import reduce_values
 from mosaic_sdk.sweeps.search import OptunaSource, check_sampler, resolve_sampler
 from mosaic_sdk.sweeps.spec import Metric, SpecError, parse_spec
+from mosaic_sdk.sweeps.stats import Estimate, prob_improvement, summarize
 from mosaic_sdk.sweeps.store import SweepStore
 
 BOWL_SPACE = {"x": {"uniform": [0.0, 1.0]}, "y": {"uniform": [0.0, 1.0]}}
@@ -320,3 +323,47 @@ def test_the_median_pruner_stops_the_clearly_worse_half(bowl: str, tmp_path: Pat
             assert run["status"] == "cancelled"  # stopped through the runner's stop path
             assert step <= run["counts"]["episodes"] < 8  # its lines are kept
     assert any("pruned by the median pruner" in line for line in said)
+
+
+def test_statistics_against_cases_worked_by_hand() -> None:
+    # IQM of 1..8: the middle half 3, 4, 5, 6 -> 4.5
+    assert summarize([1, 2, 3, 4, 5, 6, 7, 8])["iqm"].value == 4.5
+    # the mean of two scores 0 and 1: resampled means 0, 0.5, 1 with chances 1/4, 1/2, 1/4;
+    # the 2.5% and 97.5% percentiles are 0 and 1
+    s = summarize([0.0, 1.0])
+    assert (s["mean"].value, s["mean"].low, s["mean"].high) == (0.5, 0.0, 1.0)
+    assert summarize([2.0, 2.0, 2.0])["iqm"] == Estimate(2.0, 2.0, 2.0)
+    # P(A > B), A = 3, 4 and B = 1, 3: of the 4 pairs 3>1, 4>1, 4>3 win and 3=3 is a half:
+    # 3.5 / 4. Resampled, the lowest is A = 3, 3 against B = 3, 3 (0.5, chance 1/16 > 2.5%)
+    # and the highest is 1 (A = 4, 4 or B = 1, 1: chance 7/16)
+    assert prob_improvement([3, 4], [1, 3]) == Estimate(0.875, 0.5, 1.0)
+    assert prob_improvement([5], [1]) == Estimate(1.0, 1.0, 1.0)
+
+
+def test_sweeps_show_groups_the_seeds_of_each_configuration(
+    bowl: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "s.sqlite"
+    result = run_sweep(
+        bowl,
+        {
+            "base": {"episodes": 1},
+            "space": {"x": {"grid": [0.7, 0.2]}, "y": {"grid": [0.2]}},
+            "seeds": [1, 2, 3],
+        },
+        store=store,
+        report=lambda _m: None,
+    )
+    assert main(["sweeps", "show", result.sweep_id, "--store", str(store), "--json"]) == 0
+    configs = json.loads(capsys.readouterr().out)["configurations"]
+    assert [(c["params"]["x"], sorted(c["seeds"])) for c in configs] == [
+        (0.7, [1, 2, 3]),
+        (0.2, [1, 2, 3]),
+    ]
+    # the bowl ignores the seed: three equal scores, intervals of width 0
+    iqm = configs[1]["iqm"]
+    assert iqm["value"] == iqm["low"] == iqm["high"] == pytest.approx(-25.0)
+    assert main(["sweeps", "show", result.sweep_id, "--store", str(store)]) == 0
+    text = capsys.readouterr().out
+    assert "by configuration, seeds grouped" in text
+    assert '{"x": 0.2, "y": 0.2}  3      -25 [-25, -25]' in text
