@@ -51,10 +51,11 @@ def register(sub: Any) -> None:
     show.add_argument("--logs", type=int, default=10, help="how many last log lines (default 10)")
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.set_defaults(handler=cmd_show)
-    from mosaic_sdk.cli import runs_export, runs_plot
+    from mosaic_sdk.cli import runs_compare, runs_export, runs_plot
 
     runs_plot.register(rsub, add_store_argument)
     runs_export.register(rsub, add_store_argument)
+    runs_compare.register(rsub, add_store_argument)
     add_store_argument(p)
     p.set_defaults(handler=cmd_list, json=False, limit=20, worker=None)
 

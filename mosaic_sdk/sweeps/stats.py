@@ -92,9 +92,20 @@ def prob_improvement(a: Sequence[float], b: Sequence[float]) -> Estimate:
     point = float(stat(xa, xb))
     if len(xa) < 2 and len(xb) < 2:
         return Estimate(point, point, point)
+    if len(xa) < 2 or len(xb) < 2:  # one run on one side: resample the other side only
+        many, one = (xb, xa) if len(xa) < 2 else (xa, xb)
+
+        def against_one(x: Any, axis: int = -1) -> Any:
+            y = np.broadcast_to(one, (*x.shape[:-1], len(one)))
+            return stat(x, y) if many is xa else stat(y, x)
+
+        samples: tuple[Any, ...] = (many,)
+        statistic: Any = against_one
+    else:
+        samples, statistic = (xa, xb), stat
     res = bootstrap(
-        (xa, xb),
-        stat,
+        samples,
+        statistic,
         n_resamples=RESAMPLES,
         confidence_level=0.95,
         method="percentile",

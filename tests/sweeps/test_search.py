@@ -367,3 +367,42 @@ def test_sweeps_show_groups_the_seeds_of_each_configuration(
     text = capsys.readouterr().out
     assert "by configuration, seeds grouped" in text
     assert '{"x": 0.2, "y": 0.2}  3      -25 [-25, -25]' in text
+
+
+def test_runs_compare_gives_the_probability_that_a_beats_b(
+    bowl: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "s.sqlite"
+
+    def sweep(x: float, shifts: list[float]) -> str:
+        return run_sweep(
+            bowl,
+            {
+                "base": {"episodes": 1, "x": x, "y": 0.2},
+                "space": {"shift": {"grid": shifts}},
+                "sampler": "grid",
+            },
+            store=store,
+            report=lambda _m: None,
+        ).sweep_id
+
+    # at the optimum (value 0), A scores 3, 4 and B 1, 3: P(A > B) = 3.5 / 4 (worked by hand
+    # in test_statistics_against_cases_worked_by_hand)
+    a, b = sweep(0.7, [3.0, 4.0]), sweep(0.7, [1.0, 3.0])
+    assert main(["runs", "compare", a, b, "--store", str(store), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(out["a"]["scores"]) == pytest.approx([3.0, 4.0])
+    assert sorted(out["b"]["scores"]) == pytest.approx([1.0, 3.0])
+    assert out["p_a_beats_b"] == pytest.approx({"value": 0.875, "low": 0.5, "high": 1.0})
+    # lower is better: A's 3, 4 beat B's 1, 3 in 0.5 of the 4 pairs (the tie 3 = 3)
+    assert main(["runs", "compare", a, b, "--mode", "min", "--store", str(store), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["p_a_beats_b"]["value"] == pytest.approx(0.125)
+    with RunStore(store, readonly=True) as runs:
+        first = SweepStore(runs).trials(a)[0]["run_id"]
+    assert main(["runs", "compare", first, "*", "--store", str(store)]) == 0
+    text = capsys.readouterr().out
+    assert "B: 4 runs matching *: 4 scores" in text and "P(A beats B) = " in text
+    assert main(["runs", "compare", "nothing-like-this", a, "--store", str(store)]) == 2
+    assert "'nothing-like-this' is no run id, glob of run ids or sweep id" in (
+        capsys.readouterr().err
+    )
