@@ -185,7 +185,11 @@ def _run_engine(
         if sampler != "grid":
             from mosaic_sdk.sweeps.search import OptunaSource
 
-            source = OptunaSource(spec, sampler, sweeps.trials(sweep_id) if resuming else ())
+            def score(run_id: str) -> list[float | None]:
+                return [sweeps.metric_of_run(run_id, m) for m in spec.objectives]
+
+            history = sweeps.trials(sweep_id) if resuming else ()
+            source = OptunaSource(spec, sampler, history, score)
             if resuming:
                 report(
                     f"{source.resumed} of {source.total} trials finished; the search "

@@ -18,7 +18,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
@@ -40,7 +40,13 @@ class TrialSource(Protocol):
 
     def report(self, key: str, value: float, step: int) -> bool: ...
 
-    def finished(self, key: str, status: str, metric: float | None) -> None: ...
+    def finished(
+        self,
+        key: str,
+        status: str,
+        metric: float | None,
+        values: Sequence[float | None] | None = None,
+    ) -> None: ...
 
 
 class ListSource:
@@ -56,7 +62,13 @@ class ListSource:
     def report(self, key: str, value: float, step: int) -> bool:
         return False
 
-    def finished(self, key: str, status: str, metric: float | None) -> None:
+    def finished(
+        self,
+        key: str,
+        status: str,
+        metric: float | None,
+        values: Sequence[float | None] | None = None,
+    ) -> None:
         pass
 
 
@@ -219,8 +231,11 @@ class LocalEngine:
                 metric: float | None = pruned[0]  # the value it was stopped at
             else:
                 metric = self.sweeps.metric_of_run(result.run_id, self.spec.metric)
+            values: list[float | None] = [metric]
+            for other in self.spec.objectives[1:]:  # several objectives: the study takes all
+                values.append(self.sweeps.metric_of_run(result.run_id, other))
             self.sweeps.finish_attempt(result.run_id, status, metric, error)
-            self._source.finished(trial.key, status, metric)
+            self._source.finished(trial.key, status, metric, values)
         shown = "-" if metric is None else f"{metric:.4g}"
         why = f" ({error})" if error and status != "completed" else ""
         self.report(

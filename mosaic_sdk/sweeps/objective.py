@@ -73,4 +73,16 @@ def metric_of_run(runs: RunStore, run_id: str, metric: Metric) -> float | None:
     return reduce_values(xs, values, metric)
 
 
-__all__ = ["metric_of_run", "metric_points", "reduce_values"]
+def pareto_front(points: Sequence[tuple[str, Sequence[float]]], modes: Sequence[str]) -> list[str]:
+    """The keys of the points no other point dominates (at least as good in every objective,
+    better in one; ``modes``: ``max``/``min`` per objective), in the order given."""
+    signs = [1.0 if m == "max" else -1.0 for m in modes]
+    scored = [(key, [s * v for s, v in zip(signs, vs, strict=True)]) for key, vs in points]
+
+    def dominates(a: list[float], b: list[float]) -> bool:
+        return all(x >= y for x, y in zip(a, b, strict=True)) and a != b
+
+    return [k for k, v in scored if not any(dominates(w, v) for _, w in scored)]
+
+
+__all__ = ["metric_of_run", "metric_points", "pareto_front", "reduce_values"]

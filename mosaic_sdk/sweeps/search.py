@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +92,16 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
                 f"pruner {spec.pruner.type!r} needs an Optuna sampler, not 'grid': give "
                 f"sampler = one of {learning or 'tpe, random (pip install optuna)'}"
             ]
+        )
+    if len(spec.objectives) > 1 and spec.pruner is not None:
+        raise SpecError(
+            ["pruner: several objectives cannot be pruned (Optuna's pruners take one); drop one"]
+        )
+    if len(spec.objectives) > 1 and engine != "local":
+        raise SpecError([f"metric: --engine {engine} takes one objective; run --engine local"])
+    if len(spec.objectives) > 1 and name == "cmaes":
+        raise SpecError(
+            ["sampler 'cmaes' takes one objective; for several give sampler = 'nsga2' or 'tpe'"]
         )
     if name == "grid":
         return name
@@ -182,7 +192,7 @@ class _Config:
     params: dict[str, Any]
     trial: optuna.trial.Trial | None = None
     left: set[str] = field(default_factory=set)
-    values: list[float] = field(default_factory=list)
+    values: list[Sequence[float]] = field(default_factory=list)
     reported: set[int] = field(default_factory=set)
     #: (value, step) at which the pruner stopped the set; its other seeds do not start.
     pruned: tuple[float, int] | None = None
@@ -197,7 +207,11 @@ class OptunaSource:
     """
 
     def __init__(
-        self, spec: SweepSpec, sampler: str, history: Iterable[Mapping[str, Any]] = ()
+        self,
+        spec: SweepSpec,
+        sampler: str,
+        history: Iterable[Mapping[str, Any]] = (),
+        score: Callable[[str], Sequence[float | None]] | None = None,
     ) -> None:
         import optuna  # optional dependency (the search extra)
 
@@ -207,10 +221,13 @@ class OptunaSource:
         self.seeds: list[int | None] = list(spec.seeds) or [None]
         self.total_configs = count_trials(spec.space, spec.samples, 0)
         self.dists = distributions(spec)
+        self.objectives = spec.objectives or (spec.metric,)
+        #: a finished run's value of every objective (several objectives, on --resume)
+        self.score = score
         self.study = optuna.create_study(
             sampler=make_sampler(sampler, spec.sample_seed),
             pruner=make_pruner(spec.pruner) if spec.pruner else optuna.pruners.NopPruner(),
-            direction="maximize" if spec.metric.mode == "max" else "minimize",
+            directions=["maximize" if m.mode == "max" else "minimize" for m in self.objectives],
         )
         self._queue: list[Trial] = []
         self._open: dict[int, _Config] = {}
@@ -278,17 +295,16 @@ class OptunaSource:
             if not rows:  # asked, but no trial of it started: asked again below
                 break
             params = self._internal(rows[0]["params"])
-            done = {r["trial_key"]: r["metric"] for r in rows if r["status"] in FINISHED}
+            done = {r["trial_key"]: self._stored(r) for r in rows if r["status"] in FINISHED}
             finished += len(done)
             if len(done) == len(self.seeds):
-                values = [v for v in done.values() if v is not None and math.isfinite(v)]
-                state = TrialState.COMPLETE if values else TrialState.FAIL
+                means = self._means(list(done.values()))
                 self.study.add_trial(
                     optuna.trial.create_trial(
                         params=params,
                         distributions=self.dists,
-                        value=sum(values) / len(values) if values else None,
-                        state=state,
+                        values=means,
+                        state=TrialState.COMPLETE if means else TrialState.FAIL,
                     )
                 )
                 self.asked += 1
@@ -306,9 +322,27 @@ class OptunaSource:
             self.asked += 1
             self._open_config(ft)
             self._queue = [t for t in self._queue if t.key not in done]
-            for key, metric in done.items():
-                self._record(key, metric)
+            for key, values in done.items():
+                self._record(key, values)
         return finished
+
+    def _stored(self, row: Mapping[str, Any]) -> Sequence[float | None]:
+        """A stored trial's value of every objective."""
+        if len(self.objectives) > 1 and self.score is not None and row.get("run_id"):
+            return self.score(row["run_id"])
+        return [row["metric"]]
+
+    def _means(self, values: list[Sequence[float | None]]) -> list[float] | None:
+        """Each objective's mean over the seeds that have a finite value of every one."""
+        kept = [
+            [float(v) for v in vs if v is not None]
+            for vs in values
+            if len(vs) == len(self.objectives)
+            and all(v is not None and math.isfinite(v) for v in vs)
+        ]
+        if not kept:
+            return None
+        return [sum(col) / len(kept) for col in zip(*kept, strict=True)]
 
     def next(self) -> Trial | None:
         """The next trial to run, asking the study for a new parameter set when needed."""
@@ -338,29 +372,38 @@ class OptunaSource:
         config.left -= dropped
         return True
 
-    def finished(self, key: str, status: str, metric: float | None) -> None:
-        """A trial ended: ``completed``/``failed``/``stopped`` count towards its parameter set
-        (told to the study once all its seeds did); ``cancelled`` leaves the set open for
-        ``--resume``."""
+    def finished(
+        self,
+        key: str,
+        status: str,
+        metric: float | None,
+        values: Sequence[float | None] | None = None,
+    ) -> None:
+        """A trial ended: ``completed``/``failed``/``stopped``/``pruned`` count towards its
+        parameter set (told to the study once all its seeds did); ``cancelled`` leaves the set
+        open for ``--resume``. ``values``: every objective's value (``metric`` is the first)."""
         if status in FINISHED:
-            self._record(key, metric)
+            self._record(key, values if values is not None else [metric])
 
-    def _record(self, key: str, metric: float | None) -> None:
+    def _record(self, key: str, values: Sequence[float | None]) -> None:
         config = self._by_key.get(key)
         if config is None or key not in config.left:
             return
         config.left.discard(key)
-        if metric is not None and math.isfinite(metric):
-            config.values.append(metric)
+        if len(values) == len(self.objectives) and all(
+            v is not None and math.isfinite(v) for v in values
+        ):
+            config.values.append([float(v) for v in values if v is not None])
         if config.left:
             return
         from optuna.trial import TrialState
 
         del self._open[config.number]
+        means = self._means(list(config.values))
         if config.pruned is not None:
             self.study.tell(config.number, state=TrialState.PRUNED)
-        elif config.values:
-            self.study.tell(config.number, sum(config.values) / len(config.values))
+        elif means:
+            self.study.tell(config.number, means)
         else:  # no seed gave a metric (all failed): the study learns nothing from it
             self.study.tell(config.number, state=TrialState.FAIL)
 

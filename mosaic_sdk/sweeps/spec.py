@@ -153,6 +153,9 @@ class SweepSpec:
     samples: int = 1
     sample_seed: int = 0
     metric: Metric = field(default_factory=Metric)
+    #: Every objective (``metric = [{...}, {...}]``); ``metric`` is the first, which ranks the
+    #: trials; several give a Pareto front (``sweeps show``).
+    objectives: tuple[Metric, ...] = ()
     scheduler: Asha | None = None
     #: One of SAMPLERS, or None: ``tpe`` on the local engine when the space has draws, else
     #: ``grid`` (mosaic_sdk.sweeps.search.resolve_sampler).
@@ -182,7 +185,11 @@ class SweepSpec:
             "seeds": self.seeds,
             "samples": self.samples,
             "sample_seed": self.sample_seed,
-            "metric": self.metric.to_dict(),
+            "metric": (
+                [m.to_dict() for m in self.objectives]
+                if len(self.objectives) > 1
+                else self.metric.to_dict()
+            ),
             "trials_at_once": self.trials_at_once,
             "max_failures": self.max_failures,
             "max_trials": self.max_trials,
@@ -494,6 +501,11 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     if worker is not None and not isinstance(worker, str):
         errors.append(f"worker: give a worker name (got {worker!r})")
         worker = None
+    raw_metric = raw.get("metric", {})
+    if isinstance(raw_metric, list) and raw_metric:
+        objectives = [_parse_metric(errors, m) for m in raw_metric]
+    else:
+        objectives = [_parse_metric(errors, raw_metric)]
     sampler = raw.get("sampler")
     if sampler is not None and sampler not in SAMPLERS:
         errors.append(f"sampler: {sampler!r} is not one of {', '.join(SAMPLERS)}")
@@ -506,7 +518,8 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
         seeds=seeds,
         samples=_int(errors, "samples", raw.get("samples", 1), 1),
         sample_seed=_int(errors, "sample_seed", raw.get("sample_seed", 0), 0),
-        metric=_parse_metric(errors, raw.get("metric", {})),
+        metric=objectives[0],
+        objectives=tuple(objectives),
         scheduler=_parse_scheduler(errors, raw.get("scheduler")),
         trials_at_once=_int(errors, "trials_at_once", raw.get("trials_at_once", 2), 1),
         max_failures=_int(errors, "max_failures", raw.get("max_failures", 1), 0),

@@ -1,9 +1,10 @@
 """A worker whose best configuration is known, for the sweep tests and benchmarks: episode ``i``
 returns ``-((x - 0.7)^2 + (y - 0.2)^2) * 100`` (the bowl, best at x = 0.7, y = 0.2), plus
 ``shift`` (a choice key), and reports a ``metrics`` series ``score`` after each episode ``i``
-of ``n`` (the value minus ``n - 1 - i``: it rises to the value) and ``loss`` (minus the
-value). ``episode_delay_s`` makes it slow enough to be
-stopped early. Registered as ``bowl`` through MOSAIC_PLUGINS=bowl=bowl_worker:Bowl."""
+of ``n`` (the value minus ``n - 1 - i``: it rises to the value), ``loss`` (minus the
+value) and ``cost`` (``x``: a second objective at odds with the first below x = 0.7).
+``episode_delay_s`` makes it slow enough to be stopped early. Registered as ``bowl`` through
+MOSAIC_PLUGINS=bowl=bowl_worker:Bowl."""
 
 from __future__ import annotations
 
@@ -81,7 +82,9 @@ def run(ctx) -> None:  # type: ignore[no-untyped-def]
             continue
         # the score improves over the episodes, towards the bowl's value: a learning curve
         em.episode(i, total_reward=score, steps=i + 1, terminated=True)
-        em.metrics({"score": score - (cfg.episodes - 1 - i), "loss": -score}, step=i + 1)
+        em.metrics(
+            {"score": score - (cfg.episodes - 1 - i), "loss": -score, "cost": cfg.x}, step=i + 1
+        )
     em.run_completed(episodes=cfg.episodes, total_reward=score * cfg.episodes, duration_seconds=0.0)
 
 

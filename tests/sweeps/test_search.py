@@ -406,3 +406,66 @@ def test_runs_compare_gives_the_probability_that_a_beats_b(
     assert "'nothing-like-this' is no run id, glob of run ids or sweep id" in (
         capsys.readouterr().err
     )
+
+
+TWO_OBJECTIVES = [{"name": "return"}, {"name": "cost", "mode": "min"}]
+
+
+def test_several_objectives_give_a_pareto_front(
+    bowl: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "s.sqlite"
+    # return -36, -9, 0, -4 and cost 0.1, 0.4, 0.7, 0.9: x = 0.9 is beaten by x = 0.7 in both
+    grid = run_sweep(
+        bowl,
+        {
+            "base": {"episodes": 1, "y": 0.2},
+            "space": {"x": {"grid": [0.1, 0.4, 0.7, 0.9]}},
+            "metric": TWO_OBJECTIVES,
+        },
+        store=store,
+        report=lambda _m: None,
+    )
+    assert main(["sweeps", "show", grid.sweep_id, "--store", str(store), "--json"]) == 0
+    front = json.loads(capsys.readouterr().out)["pareto_front"]
+    assert sorted((f["params"]["x"], f["values"][1]) for f in front) == [
+        (0.1, 0.1),
+        (0.4, 0.4),
+        (0.7, 0.7),
+    ]
+    assert main(["sweeps", "show", grid.sweep_id, "--store", str(store)]) == 0
+    text = capsys.readouterr().out
+    assert "Pareto front (3 trials no other completed trial beats in every objective: " in text
+    assert "return (max), cost (min))" in text
+
+    sources: list[OptunaSource] = []
+    real_init = OptunaSource.__init__
+
+    def keep(self: OptunaSource, *args: object, **kwargs: object) -> None:
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+        sources.append(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(OptunaSource, "__init__", keep)
+        nsga = run_sweep(
+            bowl,
+            {
+                "base": {"episodes": 1},
+                "space": BOWL_SPACE,
+                "samples": 4,
+                "sampler": "nsga2",
+                "metric": TWO_OBJECTIVES,
+            },
+            store=store,
+            report=lambda _m: None,
+        )
+    assert {t["status"] for t in nsga.trials} == {"completed"}
+    [source] = sources
+    by_key = {t["trial_key"]: t for t in nsga.trials}
+    for ft in source.study.get_trials(deepcopy=False):
+        trial = by_key[f"t{ft.number:04d}"]
+        assert ft.values == pytest.approx([trial["metric"], trial["params"]["x"]])
+    with pytest.raises(SpecError, match="several objectives cannot be pruned"):
+        check_sampler(
+            parse_spec({"space": BOWL_SPACE, "metric": TWO_OBJECTIVES, "pruner": "median"})
+        )
