@@ -29,6 +29,11 @@ def register(rsub: Any, store_arg: Any) -> None:
     p.add_argument("--reduce", choices=("last_mean", "best", "mean", "auc"))
     p.add_argument("--agent", help="one agent's episodes or series")
     p.add_argument("--mode", choices=("max", "min"), help="higher (max) or lower is better")
+    p.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="also draw both sides' performance profiles to FILE (.png or .svg; the plot extra)",
+    )
     store_arg(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_compare)
@@ -107,6 +112,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(
             "runs compare needs scipy: pip install 'mosaic-worker-sdk[search]'"
         ) from None
+    if args.profile:
+        from mosaic_sdk.extras import MissingExtraError
+        from mosaic_sdk.plots.profiles import plot_profiles
+
+        shown = [s if metric.mode == "max" else [-v for v in s] for s in scores]
+        try:
+            plot_profiles(
+                {f"A: {what_a}": shown[0], f"B: {what_b}": shown[1]},
+                args.profile,
+                xlabel=metric.name if metric.mode == "max" else f"-{metric.name} (lower is better)",
+            )
+        except (ValueError, MissingExtraError) as exc:
+            raise UsageError(str(exc)) from None
     if args.json:
         out = {
             "metric": metric.to_dict(),
@@ -121,6 +139,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"{side}: {what}: {len(s)} scores, IQM {st['iqm'].text()}, mean {st['mean'].text()}")
     better = "higher" if metric.mode == "max" else "lower"
     print(f"P(A beats B) = {p.text('.3g')} (95% bootstrap interval; a {better} score beats)")
+    if args.profile:
+        print(f"performance profiles: {args.profile}")
     return 0
 
 

@@ -14,6 +14,7 @@ import pytest
 from mosaic_sdk.runner.store import RunStore
 
 from mosaic_sdk.cli import main
+from mosaic_sdk.plots.profiles import profile, profile_taus
 from mosaic_sdk.sweeps import search
 from mosaic_sdk.sweeps.driver import run_sweep
 from mosaic_sdk.sweeps.objective import reduce_values
@@ -338,6 +339,9 @@ def test_statistics_against_cases_worked_by_hand() -> None:
     # and the highest is 1 (A = 4, 4 or B = 1, 1: chance 7/16)
     assert prob_improvement([3, 4], [1, 3]) == Estimate(0.875, 0.5, 1.0)
     assert prob_improvement([5], [1]) == Estimate(1.0, 1.0, 1.0)
+    # performance profile: the fraction of the scores 1, 3 above tau = 0, 1, 2, 3
+    assert profile([1.0, 3.0], [0.0, 1.0, 2.0, 3.0]) == [1.0, 0.5, 0.5, 0.0]
+    assert profile_taus({"a": [1.0, 3.0], "b": [2.0]}) == [0.9, 1.0, 2.0, 3.0]
 
 
 def test_sweeps_show_groups_the_seeds_of_each_configuration(
@@ -402,6 +406,10 @@ def test_runs_compare_gives_the_probability_that_a_beats_b(
     assert main(["runs", "compare", first, "*", "--store", str(store)]) == 0
     text = capsys.readouterr().out
     assert "B: 4 runs matching *: 4 scores" in text and "P(A beats B) = " in text
+    picture = tmp_path / "profiles.png"
+    assert main(["runs", "compare", a, b, "--profile", str(picture), "--store", str(store)]) == 0
+    assert f"performance profiles: {picture}" in capsys.readouterr().out
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["runs", "compare", "nothing-like-this", a, "--store", str(store)]) == 2
     assert "'nothing-like-this' is no run id, glob of run ids or sweep id" in (
         capsys.readouterr().err
