@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mosaic_sdk.cli import UsageError, runs_export, runs_plot
+from mosaic_sdk.cli import UsageError, runs_compare, runs_export, runs_plot
 from mosaic_sdk.cli.store_access import (
     add_store_argument,
     format_time,
@@ -57,6 +57,7 @@ def register(sub: Any) -> None:
     show.set_defaults(handler=cmd_show)
     runs_plot.register(rsub, add_store_argument)
     runs_export.register(rsub, add_store_argument)
+    runs_compare.register(rsub, add_store_argument)
     add_store_argument(p)
     p.set_defaults(handler=cmd_list, json=False, limit=20, worker=None)
 

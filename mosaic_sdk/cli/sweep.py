@@ -275,14 +275,21 @@ def cmd_show(args: argparse.Namespace) -> int:
             sweeps = _sweeps(store)
             sweep = sweeps.get_sweep(args.sweep_id)
             trials = sweeps.trials(sweep["sweep_id"])
+            front = _pareto(sweeps, sweep, trials)
         except StoreError as exc:
             raise UsageError(str(exc)) from None
         except sqlite3.OperationalError as exc:
             if not _no_sweeps_table(exc):
                 raise
             raise UsageError(f"no sweeps in the store {store.path}") from None
+    configs, stats_note = _configurations(sweep, trials)
     if args.json:
-        print(json.dumps({**sweep, "trials": trials}, indent=2, sort_keys=True, default=str))
+        out = {**sweep, "trials": trials}
+        if configs is not None:
+            out["configurations"] = configs
+        if front is not None:
+            out["pareto_front"] = front
+        print(json.dumps(out, indent=2, sort_keys=True, default=str))
         return 0
     print(
         f"sweep {sweep['sweep_id']} of {sweep['worker']} on {sweep['engine']}: "
@@ -303,7 +310,106 @@ def cmd_show(args: argparse.Namespace) -> int:
         for t in trials
     ]
     _print_table(header, table)
+    if stats_note:
+        print(stats_note)
+    if front is not None:
+        names = [m["name"] for m in sweep["spec"]["metric"]]
+        modes = [m.get("mode", "max") for m in sweep["spec"]["metric"]]
+        print(
+            f"\nPareto front ({len(front)} trials no other completed trial beats in every "
+            f"objective: {', '.join(f'{n} ({m})' for n, m in zip(names, modes, strict=True))})"
+        )
+        _print_table(
+            ("trial", *names, "params", "run id"),
+            [
+                (
+                    f["trial_key"],
+                    *(f"{v:.4g}" for v in f["values"]),
+                    json.dumps(f["params"], sort_keys=True),
+                    f["run_id"],
+                )
+                for f in front
+            ],
+        )
+    if configs:
+        print(
+            "\nby configuration, seeds grouped (completed trials; 95% percentile bootstrap "
+            "intervals), best IQM first"
+        )
+        _print_table(
+            ("params", "seeds", "mean [95% CI]", "median [95% CI]", "IQM [95% CI]"),
+            [
+                (
+                    json.dumps(c["params"], sort_keys=True),
+                    str(len(c["scores"])),
+                    _ci(c["mean"]),
+                    _ci(c["median"]),
+                    _ci(c["iqm"]),
+                )
+                for c in configs
+            ],
+        )
     return 0
+
+
+def _pareto(
+    sweeps: Any, sweep: dict[str, Any], trials: list[dict[str, Any]]
+) -> list[dict[str, Any]] | None:
+    """The Pareto front of a sweep with several objectives (each completed trial's last
+    attempt, its objectives read from its run), or None for one objective."""
+    if not isinstance(sweep["spec"].get("metric"), list):
+        return None
+    from mosaic_sdk.sweeps.objective import pareto_front
+    from mosaic_sdk.sweeps.spec import parse_spec
+
+    objectives = parse_spec({"metric": sweep["spec"]["metric"]}).objectives
+    last: dict[str, dict[str, Any]] = {}
+    for t in sorted(trials, key=lambda t: t["attempt"]):
+        last[t["trial_key"]] = t
+    scored = []
+    for t in last.values():
+        if t["status"] != "completed" or not t["run_id"]:
+            continue
+        values = [sweeps.metric_of_run(t["run_id"], m) for m in objectives]
+        if all(v is not None for v in values):
+            scored.append({**t, "values": values})
+    keys = set(
+        pareto_front([(t["trial_key"], t["values"]) for t in scored], [m.mode for m in objectives])
+    )
+    return [t for t in scored if t["trial_key"] in keys]
+
+
+def _ci(e: dict[str, float]) -> str:
+    return f"{e['value']:.4g} [{e['low']:.4g}, {e['high']:.4g}]"
+
+
+def _configurations(
+    sweep: dict[str, Any], trials: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """The seeds of each configuration grouped, with mean, median and IQM and their
+    intervals (a sweep with several seeds only), best IQM first; or a note saying why not."""
+    if len(sweep["spec"].get("seeds") or []) < 2:
+        return None, None
+    from mosaic_sdk.sweeps.stats import group_by_configuration  # CLI start-up time
+
+    try:
+        groups = group_by_configuration(trials)
+    except ImportError:  # scipy: the search extra
+        return None, (
+            "(the seeds of each configuration get intervals with scipy: "
+            "pip install 'mosaic-worker-sdk[search]')"
+        )
+    configs = [
+        {
+            "params": g["params"],
+            "seeds": g["seeds"],
+            "scores": g["scores"],
+            **{k: e.to_dict() for k, e in g["stats"].items()},
+        }
+        for g in groups
+    ]
+    configs.sort(key=lambda c: c["iqm"]["value"], reverse=sweep["mode"] == "max")
+    return configs, None
 
 
 def _print_table(header: tuple[str, ...], table: Sequence[tuple[Any, ...]]) -> None:

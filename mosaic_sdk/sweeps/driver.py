@@ -10,7 +10,7 @@ trials that finished (completed, failed, or stopped early) are not run again.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from mosaic_sdk.runner.storage.paths import default_store_path
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervisor import resolve_worker
 from mosaic_sdk.sweeps.local import LocalEngine
+from mosaic_sdk.sweeps.search import check_sampler
 from mosaic_sdk.sweeps.spec import (
     SpecError,
     SweepSpec,
@@ -59,6 +60,23 @@ def check_spec(
     handle = resolve_worker(worker)
     check_against_model(spec, handle.config_model())
     return handle, spec
+
+
+def check_engine(spec: SweepSpec, engine: str) -> str:
+    """The sampler the sweep runs on ``engine`` (``SpecError`` when it cannot run there), after
+    checking that the engine can rank trials by the spec's metric."""
+    m = spec.metric
+    if engine == "ray" and (
+        not m.is_episode_field or m.agent is not None or m.reduce != "last_mean"
+    ):
+        raise SpecError(
+            [
+                f"metric {m.name!r}: --engine ray ranks trials by return or steps over the last "
+                "N episodes (all agents); a series, an agent or another reduce runs on "
+                "--engine local"
+            ]
+        )
+    return check_sampler(spec, engine)
 
 
 def run_sweep(
@@ -100,6 +118,9 @@ def run_sweep(
                     [f"--resume {resume}: that sweep ran on --engine {row['engine']}; give it"]
                 )
             handle, spec = check_spec(worker, row["spec"])
+            if "sampler" not in row["spec"]:  # stored before samplers: its trials were a grid
+                spec = replace(spec, sampler="grid")
+            sampler = check_engine(spec, engine)
             lost = sweeps.mark_lost(sweep_id)
             sweeps.set_status(sweep_id, "running")
             report(f"resuming sweep {sweep_id}")
@@ -107,14 +128,21 @@ def run_sweep(
                 report(f"{lost} attempt(s) whose driver is gone are marked lost; they run again")
         else:
             handle, spec = check_spec(worker, raw)
+            sampler = check_engine(spec, engine)
             sweep_id = new_run_id()
-            sweeps.create_sweep(sweep_id, handle.name, engine, spec.to_dict(), spec.metric)
-            report(f"sweep {sweep_id} of {handle.name} on engine {engine}; store {runs.path}")
+            stored = spec.to_dict()
+            stored["sampler"] = sampler  # the default resolved: --resume runs the same search
+            sweeps.create_sweep(sweep_id, handle.name, engine, stored, spec.metric)
+            report(
+                f"sweep {sweep_id} of {handle.name} on engine {engine}, sampler {sampler}; "
+                f"store {runs.path}"
+            )
         try:
             cancelled = _run_engine(
                 engine,
                 handle,
                 spec,
+                sampler,
                 sweeps,
                 sweep_id,
                 runs_dir,
@@ -138,6 +166,7 @@ def _run_engine(
     engine: str,
     handle: WorkerHandle,
     spec: SweepSpec,
+    sampler: str,
     sweeps: SweepStore,
     sweep_id: str,
     runs_dir: Path | None,
@@ -149,6 +178,25 @@ def _run_engine(
 ) -> bool:
     """Run the trials; True when the sweep was cancelled."""
     if engine == "local":
+        local = LocalEngine(
+            handle, spec, sweeps, sweep_id, runs_dir=runs_dir, grace=grace, report=report
+        )
+        if sampler != "grid":
+            # Optional: Optuna (the search extra), only for a sampler that learns.
+            from mosaic_sdk.sweeps.search import OptunaSource
+
+            def score(run_id: str) -> list[float | None]:
+                return [sweeps.metric_of_run(run_id, m) for m in spec.objectives]
+
+            history = sweeps.trials(sweep_id) if resuming else ()
+            source = OptunaSource(spec, sampler, history, score)
+            if resuming:
+                report(
+                    f"{source.resumed} of {source.total} trials finished; the search "
+                    f"({sampler}) resumes from them"
+                )
+            local.run(source)
+            return local.cancel_reason is not None
         trials = expand_trials(spec)
         done = sweeps.finished_keys(sweep_id) if resuming else set()
         todo = [t for t in trials if t.key not in done]
@@ -156,9 +204,6 @@ def _run_engine(
             report(
                 f"{len(trials) - len(todo)} of {len(trials)} trials finished; running {len(todo)}"
             )
-        local = LocalEngine(
-            handle, spec, sweeps, sweep_id, runs_dir=runs_dir, grace=grace, report=report
-        )
         local.run(todo)
         return local.cancel_reason is not None
     # Optional: Ray Tune (the sweeps-ray extra).
@@ -178,4 +223,4 @@ def _run_engine(
     return ray.run(resume=resuming)
 
 
-__all__ = ["ENGINES", "SweepResult", "check_spec", "run_sweep"]
+__all__ = ["ENGINES", "SweepResult", "check_engine", "check_spec", "run_sweep"]

@@ -3,7 +3,10 @@
 Each trial is an ordinary ``mosaic run``: a :class:`~mosaic_sdk.runner.supervisor.RunSupervisor`
 (the runner's own supervision: its run row and directory, its store writer, SIGTERM then
 SIGKILL of the worker's group, the cleanup hook), driven from one of ``trials_at_once``
-threads. The only scheduling is that pool: trials start in the spec's order as threads free up.
+threads. The only scheduling is that pool: trials start in the source's order as threads free
+up. The source is the spec's list (sampler ``grid``) or an Optuna study
+(:class:`~mosaic_sdk.sweeps.search.OptunaSource`), asked for the next trial when a thread is free
+and told each trial's metric when it ends.
 
 Ctrl-C (SIGINT, SIGTERM, SIGHUP) on the driver stops starting trials and cancels every running
 one through its supervisor (a second Ctrl-C kills them at once); each is stored ``cancelled``,
@@ -14,15 +17,60 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.supervision.signals import install_stop_handlers
 from mosaic_sdk.runner.supervisor import RunSupervisor
+from mosaic_sdk.sweeps.objective import metric_points, reduce_values
 from mosaic_sdk.sweeps.spec import SweepSpec, Trial, trial_config
 from mosaic_sdk.sweeps.store import SweepStore
+
+
+class TrialSource(Protocol):
+    """Where the pool's trials come from, and where their results go."""
+
+    @property
+    def total(self) -> int: ...
+
+    def next(self) -> Trial | None: ...
+
+    def report(self, key: str, value: float, step: int) -> bool: ...
+
+    def finished(
+        self,
+        key: str,
+        status: str,
+        metric: float | None,
+        values: Sequence[float | None] | None = None,
+    ) -> None: ...
+
+
+class ListSource:
+    """A fixed list of trials, in order (sampler ``grid``)."""
+
+    def __init__(self, trials: list[Trial]) -> None:
+        self._trials = list(trials)
+        self.total = len(trials)
+
+    def next(self) -> Trial | None:
+        return self._trials.pop(0) if self._trials else None
+
+    def report(self, key: str, value: float, step: int) -> bool:
+        return False
+
+    def finished(
+        self,
+        key: str,
+        status: str,
+        metric: float | None,
+        values: Sequence[float | None] | None = None,
+    ) -> None:
+        pass
 
 
 class LocalEngine:
@@ -50,7 +98,10 @@ class LocalEngine:
         self.cancel_reason: str | None = None
         self._lock = threading.Lock()  # the driver's store connection and the active set
         self._active: dict[str, RunSupervisor] = {}
-        self._pending: list[Trial] = []
+        self._source: TrialSource = ListSource([])
+        self._trial_of: dict[str, Trial] = {}
+        #: run id -> (value, step, reason) of the trials the pruner stopped
+        self._pruned: dict[str, tuple[float, int, str]] = {}
         self.errors: list[str] = []
 
     # -- control ----------------------------------------------------------------------------
@@ -66,31 +117,83 @@ class LocalEngine:
         self.cancel(f"{signal.Signals(signum).name} received by mosaic sweep")
 
     # -- the sweep --------------------------------------------------------------------------
-    def run(self, trials: list[Trial]) -> None:
-        """Run ``trials`` to the end (or until cancelled)."""
-        self._pending = list(trials)
+    def run(self, trials: list[Trial] | TrialSource) -> None:
+        """Run ``trials`` (a list, or a source asked as threads free up) to the end (or until
+        cancelled)."""
+        self._source = ListSource(trials) if isinstance(trials, list) else trials
         restore = self._install_signal_handlers()
         threads = [
             threading.Thread(target=self._pool_thread, name=f"mosaic-sweep-{i}", daemon=True)
-            for i in range(min(self.spec.trials_at_once, len(trials)))
+            for i in range(min(self.spec.trials_at_once, self._source.total))
         ]
+        pruner = self.spec.pruner
+        monitor = None
+        if pruner is not None:
+            monitor = threading.Thread(
+                target=self._monitor, args=(threads, pruner.interval), daemon=True
+            )
         try:
             for t in threads:
                 t.start()
+            if monitor is not None:
+                monitor.start()
             for t in threads:
                 while t.is_alive():  # join with a timeout: signals are handled meanwhile
                     t.join(0.2)
+            if monitor is not None:
+                monitor.join()
         finally:
             restore()
 
+    def _monitor(self, threads: list[threading.Thread], interval: float) -> None:
+        """Feed the pruner: every ``interval`` s, each running trial's metric so far (its
+        committed episodes or series points); a trial it rejects is stopped through its
+        supervisor (SIGTERM, as Ctrl-C does) and stored ``pruned``."""
+        pruner = self.spec.pruner
+        assert pruner is not None
+        while any(t.is_alive() for t in threads):
+            time.sleep(interval)
+            stop: list[tuple[RunSupervisor, str]] = []
+            with self._lock:
+                for run_id, sup in list(self._active.items()):
+                    trial = self._trial_of.get(run_id)
+                    if trial is None or run_id in self._pruned:
+                        continue
+                    try:
+                        xs, values = metric_points(self.sweeps.runs, run_id, self.spec.metric)
+                    except Exception:  # noqa: BLE001 - not yet readable: next round
+                        continue
+                    value = reduce_values(xs, values, self.spec.metric)
+                    if value is None:
+                        continue
+                    step = int(xs[-1])
+                    if self._source.report(trial.key, value, step):
+                        reason = (
+                            f"pruned by the {pruner.type} pruner at step {step} "
+                            f"({self.spec.metric.name} {value:.4g})"
+                        )
+                        self._pruned[run_id] = (value, step, reason)
+                        stop.append((sup, reason))
+            for sup, reason in stop:
+                sup.cancel(reason)
+
     def _next(self) -> Trial | None:
         with self._lock:
-            if self.cancel_reason is not None or not self._pending:
+            if self.cancel_reason is not None:
                 return None
-            return self._pending.pop(0)
+            return self._source.next()
 
     def _pool_thread(self) -> None:
-        while (trial := self._next()) is not None:
+        while True:
+            try:
+                trial = self._next()
+            except Exception as exc:  # noqa: BLE001 - the search failed: stop starting trials
+                message = f"the search could not propose a trial: {type(exc).__name__}: {exc}"
+                self.errors.append(message)
+                self.report(f"mosaic: warning: {message}")
+                return
+            if trial is None:
+                return
             try:
                 self._run_trial(trial)
             except Exception as exc:  # noqa: BLE001 - one trial's problem must not end the sweep
@@ -112,6 +215,7 @@ class LocalEngine:
         with self._lock:
             self.sweeps.add_attempt(self.sweep_id, trial.key, sup.run_id, trial.params)
             self._active[sup.run_id] = sup
+            self._trial_of[sup.run_id] = trial
             reason = self.cancel_reason
         if reason is not None:  # cancelled between the pick and now: stored as cancelled
             sup.cancel(reason)
@@ -121,12 +225,22 @@ class LocalEngine:
             with self._lock:
                 self._active.pop(sup.run_id, None)
         with self._lock:
-            metric = self.sweeps.metric_of_run(result.run_id, self.spec.metric)
-            self.sweeps.finish_attempt(result.run_id, result.status, metric, result.error)
+            status, error = result.status, result.error
+            pruned = self._pruned.get(result.run_id)
+            if pruned is not None and status == "cancelled" and self.cancel_reason is None:
+                status, error = "pruned", pruned[2]
+                metric: float | None = pruned[0]  # the value it was stopped at
+            else:
+                metric = self.sweeps.metric_of_run(result.run_id, self.spec.metric)
+            values: list[float | None] = [metric]
+            for other in self.spec.objectives[1:]:  # several objectives: the study takes all
+                values.append(self.sweeps.metric_of_run(result.run_id, other))
+            self.sweeps.finish_attempt(result.run_id, status, metric, error)
+            self._source.finished(trial.key, status, metric, values)
         shown = "-" if metric is None else f"{metric:.4g}"
-        why = f" ({result.error})" if result.error and result.status != "completed" else ""
+        why = f" ({error})" if error and status != "completed" else ""
         self.report(
-            f"trial {trial.key} {result.status}{why}: {self.spec.metric.name} {shown}, "
+            f"trial {trial.key} {status}{why}: {self.spec.metric.name} {shown}, "
             f"{result.counts['episodes']} episodes; params {trial.params}; run {result.run_id}"
         )
 

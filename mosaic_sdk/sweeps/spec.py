@@ -26,12 +26,26 @@ from typing import Any
 from mosaic_sdk.contract import ConfigError
 from mosaic_sdk.sweeps.space import DISTRIBUTIONS, Space, is_number, parse_space, space_points
 
+#: The episode fields a metric can be made of (any other name is a series the worker reports,
+#: see mosaic_sdk.runner.recording.series): metric name -> column of ``episodes``.
 METRICS = {
-    "return": "the mean total reward of the last N episodes",
-    "steps": "the mean length (steps) of the last N episodes",
+    "return": "total_reward",
+    "steps": "steps",
 }
+#: How a metric's values (of the episodes, or the points of a series, in order) become one number.
+REDUCES = {
+    "last_mean": "the mean of the last N values",
+    "best": "the best value (highest for max, lowest for min)",
+    "mean": "the mean of all values",
+    "auc": "the area under the curve (trapezoids over the step; episodes: 1, 2, 3...)",
+}
+#: How a sweep makes its parameter sets (see mosaic_sdk.sweeps.search): ``grid`` expands the
+#: space as listed; the others are Optuna's samplers, learning from the trials that finished.
+SAMPLERS = ("tpe", "cmaes", "gp", "random", "grid", "nsga2")
 _TOP_KEYS = (
     "worker",
+    "sampler",
+    "pruner",
     "base",
     "space",
     "seeds",
@@ -61,12 +75,33 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class Metric:
+    """What a trial is ranked by: ``name`` (an episode field of METRICS, or any series the
+    worker reports), for one ``agent`` or all (None), reduced by ``reduce`` (REDUCES; ``last``
+    is its N), to maximise or minimise (``mode``)."""
+
     name: str = "return"
     last: int = 10
     mode: str = "max"
+    agent: str | None = None
+    reduce: str = "last_mean"
+
+    @property
+    def is_episode_field(self) -> bool:
+        return self.name in METRICS
 
     def describe(self) -> str:
-        return f"{self.name} ({METRICS[self.name].replace('N', str(self.last))}, {self.mode})"
+        what = REDUCES[self.reduce].replace("N", str(self.last))
+        of = "episodes'" if self.is_episode_field else "series'"
+        agent = f", agent {self.agent}" if self.agent is not None else ""
+        return f"{self.name} ({what}, the {of} values{agent}, {self.mode})"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "last": self.last, "mode": self.mode}
+        if self.agent is not None:
+            out["agent"] = self.agent
+        if self.reduce != "last_mean":
+            out["reduce"] = self.reduce
+        return out
 
 
 @dataclass(frozen=True)
@@ -78,6 +113,39 @@ class Asha:
     reduction_factor: float = 2.0
 
 
+#: Early stopping on the local engine: Optuna's pruners (see mosaic_sdk.sweeps.search).
+PRUNERS = ("median", "asha", "hyperband")
+_PRUNER_KEYS = ("type", "warmup", "startup_trials", "reduction_factor", "max_resource", "interval")
+
+
+@dataclass(frozen=True)
+class Pruner:
+    """Stops a trial whose metric so far is worse than the pruner's rule allows (checked
+    every ``interval`` seconds as its episodes and series arrive). ``warmup``: the steps
+    (episodes, or the series' step) before a trial may be stopped (median: Optuna's
+    ``n_warmup_steps``; asha/hyperband: ``min_resource``); ``startup_trials``: parameter sets
+    that run to their end before the median pruner stops any."""
+
+    type: str = "median"
+    warmup: int = 1
+    startup_trials: int = 3
+    reduction_factor: int = 3
+    max_resource: int | None = None
+    interval: float = 0.5
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type,
+            "warmup": self.warmup,
+            "startup_trials": self.startup_trials,
+            "reduction_factor": self.reduction_factor,
+            "interval": self.interval,
+        }
+        if self.max_resource is not None:
+            out["max_resource"] = self.max_resource
+        return out
+
+
 @dataclass(frozen=True)
 class SweepSpec:
     base: dict[str, Any] = field(default_factory=dict)
@@ -86,7 +154,14 @@ class SweepSpec:
     samples: int = 1
     sample_seed: int = 0
     metric: Metric = field(default_factory=Metric)
+    #: Every objective (``metric = [{...}, {...}]``); ``metric`` is the first, which ranks the
+    #: trials; several give a Pareto front (``sweeps show``).
+    objectives: tuple[Metric, ...] = ()
     scheduler: Asha | None = None
+    #: One of SAMPLERS, or None: ``tpe`` on the local engine when the space has draws, else
+    #: ``grid`` (mosaic_sdk.sweeps.search.resolve_sampler).
+    sampler: str | None = None
+    pruner: Pruner | None = None
     trials_at_once: int = 2
     max_failures: int = 1
     worker: str | None = None
@@ -111,17 +186,21 @@ class SweepSpec:
             "seeds": self.seeds,
             "samples": self.samples,
             "sample_seed": self.sample_seed,
-            "metric": {
-                "name": self.metric.name,
-                "last": self.metric.last,
-                "mode": self.metric.mode,
-            },
+            "metric": (
+                [m.to_dict() for m in self.objectives]
+                if len(self.objectives) > 1
+                else self.metric.to_dict()
+            ),
             "trials_at_once": self.trials_at_once,
             "max_failures": self.max_failures,
             "max_trials": self.max_trials,
         }
         if self.worker is not None:
             out["worker"] = self.worker
+        if self.sampler is not None:
+            out["sampler"] = self.sampler
+        if self.pruner is not None:
+            out["pruner"] = self.pruner.to_dict()
         if self.trial_timeout is not None:
             out["trial_timeout"] = self.trial_timeout
         if self.trial_stall_after is not None:
@@ -285,25 +364,45 @@ def _int(errors: list[str], where: str, value: Any, minimum: int) -> int:
     return value
 
 
+_METRIC_KEYS = ("name", "last", "mode", "direction", "agent", "reduce")
+#: The longest series name (as the series ingest keeps them).
+_MAX_NAME = 1024
+
+
 def _parse_metric(errors: list[str], raw: Any) -> Metric:
     if isinstance(raw, str):
         raw = {"name": raw}
     if not isinstance(raw, dict):
         errors.append(f"metric: give an object like {{name = 'return', last = 10}} (got {raw!r})")
         return Metric()
-    unknown = sorted(set(raw) - {"name", "last", "mode"})
+    unknown = sorted(set(raw) - set(_METRIC_KEYS))
     if unknown:
-        errors.append(f"metric: unknown key(s) {', '.join(unknown)} (known: name, last, mode)")
+        errors.append(
+            f"metric: unknown key(s) {', '.join(unknown)} (known: {', '.join(_METRIC_KEYS)})"
+        )
     name = raw.get("name", "return")
-    if name not in METRICS:
-        errors.append(f"metric.name: {name!r} is not one of {', '.join(METRICS)}")
+    if not isinstance(name, str) or not name or len(name) > _MAX_NAME:
+        errors.append(
+            f"metric.name: give {', '.join(METRICS)} (episode fields) or the name of a series "
+            f"the worker reports, e.g. 'losses/value' (got {clip(repr(name))})"
+        )
         name = "return"
-    mode = raw.get("mode", "max")
+    if "mode" in raw and "direction" in raw and raw["mode"] != raw["direction"]:
+        errors.append("metric: give mode or direction, not both")
+    mode = raw.get("mode", raw.get("direction", "max"))
     if mode not in ("max", "min"):
         errors.append(f"metric.mode: {mode!r} is not 'max' or 'min'")
         mode = "max"
+    agent = raw.get("agent")
+    if agent is not None and (not isinstance(agent, str) or not agent):
+        errors.append(f"metric.agent: give an agent id such as 'player_1' (got {agent!r})")
+        agent = None
+    reduce = raw.get("reduce", "last_mean")
+    if reduce not in REDUCES:
+        errors.append(f"metric.reduce: {reduce!r} is not one of {', '.join(REDUCES)}")
+        reduce = "last_mean"
     last = _int(errors, "metric.last", raw.get("last", 10), 1)
-    return Metric(name, last, mode)
+    return Metric(name, last, mode, agent, reduce)
 
 
 def _parse_scheduler(errors: list[str], raw: Any) -> Asha | None:
@@ -327,6 +426,39 @@ def _parse_scheduler(errors: list[str], raw: Any) -> Asha | None:
         errors.append(f"scheduler.reduction_factor: give a number > 1 (got {factor!r})")
         factor = 2.0
     return Asha(max_t, grace, float(factor))
+
+
+def _parse_pruner(errors: list[str], raw: Any) -> Pruner | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = {"type": raw}
+    if not isinstance(raw, dict) or raw.get("type") not in PRUNERS:
+        errors.append(
+            f"pruner: give {{type = 'median'}} (or {', '.join(PRUNERS[1:])}) "
+            f"(got {clip(repr(raw))})"
+        )
+        return None
+    unknown = sorted(set(raw) - set(_PRUNER_KEYS))
+    if unknown:
+        errors.append(
+            f"pruner: unknown key(s) {', '.join(unknown)} (known: {', '.join(_PRUNER_KEYS)})"
+        )
+    max_resource = raw.get("max_resource")
+    if max_resource is not None:
+        max_resource = _int(errors, "pruner.max_resource", max_resource, 1)
+    interval = raw.get("interval", 0.5)
+    if not is_number(interval) or not 0 < interval <= 3600:
+        errors.append(f"pruner.interval: give seconds in (0, 3600] (got {interval!r})")
+        interval = 0.5
+    return Pruner(
+        raw["type"],
+        _int(errors, "pruner.warmup", raw.get("warmup", 1), 0),
+        _int(errors, "pruner.startup_trials", raw.get("startup_trials", 3), 0),
+        _int(errors, "pruner.reduction_factor", raw.get("reduction_factor", 3), 2),
+        max_resource,
+        float(interval),
+    )
 
 
 def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
@@ -374,13 +506,25 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     if worker is not None and not isinstance(worker, str):
         errors.append(f"worker: give a worker name (got {worker!r})")
         worker = None
+    raw_metric = raw.get("metric", {})
+    if isinstance(raw_metric, list) and raw_metric:
+        objectives = [_parse_metric(errors, m) for m in raw_metric]
+    else:
+        objectives = [_parse_metric(errors, raw_metric)]
+    sampler = raw.get("sampler")
+    if sampler is not None and sampler not in SAMPLERS:
+        errors.append(f"sampler: {sampler!r} is not one of {', '.join(SAMPLERS)}")
+        sampler = None
     spec = SweepSpec(
+        sampler=sampler,
+        pruner=_parse_pruner(errors, raw.get("pruner")),
         base=dict(base),
         space=space,
         seeds=seeds,
         samples=_int(errors, "samples", raw.get("samples", 1), 1),
         sample_seed=_int(errors, "sample_seed", raw.get("sample_seed", 0), 0),
-        metric=_parse_metric(errors, raw.get("metric", {})),
+        metric=objectives[0],
+        objectives=tuple(objectives),
         scheduler=_parse_scheduler(errors, raw.get("scheduler")),
         trials_at_once=_int(errors, "trials_at_once", raw.get("trials_at_once", 2), 1),
         max_failures=_int(errors, "max_failures", raw.get("max_failures", 1), 0),
@@ -468,8 +612,12 @@ __all__ = [
     "DISTRIBUTIONS",
     "MAX_TRIALS",
     "METRICS",
+    "REDUCES",
+    "SAMPLERS",
     "Asha",
     "Metric",
+    "PRUNERS",
+    "Pruner",
     "SpecError",
     "SweepSpec",
     "Trial",

@@ -5,7 +5,9 @@ A trial attempt is an ordinary run in ``runs``; its ``sweep_trials`` row ties it
 and holds the parameters, the trial's status and its metric. Trial statuses: ``running``,
 ``completed``, ``failed``, ``cancelled`` (the sweep was interrupted: ``--resume`` runs it again),
 ``lost`` (its driver died while it ran, e.g. SIGKILL: ``--resume`` marks it and runs it again)
-and ``stopped`` (the scheduler ended it early: it counts as finished).
+``stopped`` (the scheduler ended it early: it counts as finished) and ``pruned`` (the local
+engine's pruner stopped it: its metric is the value it had then, ``error`` says at which step;
+finished as well).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from typing import Any
 
 from mosaic_sdk.runner.storage.store import RunStore, StoreError
 from mosaic_sdk.shm.processes import process_alive
+from mosaic_sdk.sweeps.objective import metric_of_run
 from mosaic_sdk.sweeps.spec import Metric
 
 #: Trial statuses that ``--resume`` does not run again.
-FINISHED = ("completed", "failed", "stopped")
+FINISHED = ("completed", "failed", "stopped", "pruned")
 
 
 class UnknownSweepError(StoreError):
@@ -200,15 +203,9 @@ class SweepStore:
         return {r["trial_key"] for r in rows if r["status"] in FINISHED}
 
     def metric_of_run(self, run_id: str, metric: Metric) -> float | None:
-        """The metric of a run: the mean of the last ``metric.last`` episodes' return or length
-        (None when it has no episode)."""
-        column = "total_reward" if metric.name == "return" else "steps"
-        row = self.conn.execute(
-            f"SELECT avg(v) AS m, count(v) AS n FROM (SELECT {column} AS v FROM episodes"
-            " WHERE run_id = ? ORDER BY line_no DESC LIMIT ?)",
-            (run_id, metric.last),
-        ).fetchone()
-        return None if not row["n"] else float(row["m"])
+        """The metric of a run (:mod:`mosaic_sdk.sweeps.objective`): by default the mean of
+        the last ``metric.last`` episodes' return or length; None when it has no value."""
+        return metric_of_run(self.runs, run_id, metric)
 
 
 def trial_status(run_status: str, stopped_early: bool = False) -> str:

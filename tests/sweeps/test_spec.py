@@ -85,7 +85,7 @@ def test_every_spec_problem_is_named_at_once() -> None:
                     "c": {"normal": [0, 1]},
                     "seed": {"grid": [1]},
                 },
-                "metric": {"name": "accuracy", "mode": "up", "last": 0},
+                "metric": {"name": 7, "mode": "up", "last": 0},
                 "scheduler": {"type": "asha"},
                 "trials_at_once": 0,
                 "sample": 3,
@@ -97,7 +97,7 @@ def test_every_spec_problem_is_named_at_once() -> None:
         "space.b.loguniform: low must be > 0",
         "space.c:",
         "space.seed",
-        "metric.name: 'accuracy'",
+        "metric.name: give return, steps (episode fields) or the name of a series",
         "metric.mode: 'up'",
         "metric.last",
         "scheduler.max_t",
@@ -158,7 +158,9 @@ def test_the_guides_toml_spec_is_a_valid_spec_for_the_example_worker() -> None:
     from docs_snippets.blocks import blocks
 
     found = [b for b in blocks("docs/guides/sweeps.md") if b.language == "toml"]
-    assert len(found) == 1
+    assert len(found) == 3  # the whole spec, an objective, a pruner
+    for block in found[1:]:
+        parse_spec(tomllib.loads(block.code))
     spec = parse_spec(tomllib.loads(found[0].code))
     check_against_model(spec, ExampleConfig)
     assert len(expand_trials(spec)) == 2 * 3 * 3

@@ -1,0 +1,420 @@
+"""Search that learns: the local engine's trials proposed by an Optuna study.
+
+``sampler`` (a spec key) picks how a sweep's parameter sets are made:
+
+- ``grid``: today's expansion (:func:`~mosaic_sdk.sweeps.spec.expand_trials`): the cartesian
+  product of the grid keys, ``samples`` random draws per grid point; no Optuna.
+- ``tpe`` (the default when the space has a ``choice``/``uniform``/``loguniform`` key),
+  ``cmaes``, ``gp``, ``random``, ``nsga2``: Optuna's samplers. The sweep asks its study for one
+  parameter set at a time, runs it once per seed, and tells the study the mean of the seeds'
+  metrics, so later sets learn from earlier ones. The number of parameter sets is the same as
+  ``grid`` would make (the product of the grids' lengths, times ``samples`` when the space has
+  draws): today's limits hold. Grid and choice keys are categorical parameters of the study.
+
+The study's state is the sweep's own rows in the run store (SQLite): each trial's parameters
+and metric (``sweep_trials``). The study itself is held in memory while the sweep runs (an
+Optuna RDB study in SQLite costs 3-5 times the suggestion itself per trial:
+benchmarks/sweeps/bench_search.py); ``mosaic sweep --resume`` rebuilds it from those rows in
+the order the sets were asked, asks again the sets that had seeds left (with their parameters)
+and goes on asking, so the search resumes with the trials and learns from all of them.
+
+Optuna is optional (the ``search`` extra); a sampler this machine or engine cannot run is
+refused before anything starts (:func:`check_sampler`), naming those that can.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mosaic_sdk.sweeps.spec import SAMPLERS, Pruner, SpecError, SweepSpec, Trial, count_trials
+from mosaic_sdk.sweeps.store import FINISHED
+
+if TYPE_CHECKING:
+    import optuna
+
+#: The Python modules each Optuna sampler needs beyond Optuna (``gp``: torch and scipy).
+SAMPLER_NEEDS: dict[str, tuple[str, ...]] = {
+    "tpe": ("optuna",),
+    "random": ("optuna",),
+    "nsga2": ("optuna",),
+    "cmaes": ("optuna", "cmaes"),
+    "gp": ("optuna", "torch", "scipy"),
+    "grid": (),
+}
+#: pip's names of those modules, for the message that refuses a sampler.
+_PIP_NAMES = {"optuna": "'mosaic-worker-sdk[search]'", "cmaes": "cmaes"}
+
+
+def has_draws(spec: SweepSpec) -> bool:
+    """True when the space has a key that is not a grid (choice, uniform, loguniform)."""
+    return any("grid" not in d for d in spec.space.values())
+
+
+def resolve_sampler(spec: SweepSpec, engine: str = "local") -> str:
+    """The sampler a sweep runs: the spec's, else ``tpe`` on the local engine when the space
+    has draws, else ``grid`` (the ray engine's draws are Ray Tune's own)."""
+    if spec.sampler is not None:
+        return spec.sampler
+    return "tpe" if engine == "local" and has_draws(spec) else "grid"
+
+
+def _missing(modules: Iterable[str]) -> list[str]:
+    return [m for m in modules if importlib.util.find_spec(m) is None]
+
+
+def available_samplers(engine: str = "local") -> list[str]:
+    """The samplers this machine can run on ``engine``."""
+    if engine != "local":
+        return ["grid"]
+    return [s for s in SAMPLERS if not _missing(SAMPLER_NEEDS[s])]
+
+
+def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
+    """The sampler the sweep runs (:func:`resolve_sampler`), or ``SpecError`` saying why it
+    cannot run here and which can."""
+    name = resolve_sampler(spec, engine)
+    usable = ", ".join(available_samplers(engine))
+    if spec.pruner is not None and engine != "local":
+        raise SpecError(
+            [
+                f"pruner {spec.pruner.type!r}: --engine {engine} stops trials early through "
+                "[scheduler] (type = 'asha'); [pruner] is for --engine local"
+            ]
+        )
+    if spec.pruner is not None and name == "grid":
+        learning = ", ".join(s for s in available_samplers(engine) if s != "grid")
+        raise SpecError(
+            [
+                f"pruner {spec.pruner.type!r} needs an Optuna sampler, not 'grid': give "
+                f"sampler = one of {learning or 'tpe, random (pip install optuna)'}"
+            ]
+        )
+    if len(spec.objectives) > 1 and spec.pruner is not None:
+        raise SpecError(
+            ["pruner: several objectives cannot be pruned (Optuna's pruners take one); drop one"]
+        )
+    if len(spec.objectives) > 1 and engine != "local":
+        raise SpecError([f"metric: --engine {engine} takes one objective; run --engine local"])
+    if len(spec.objectives) > 1 and name == "cmaes":
+        raise SpecError(
+            ["sampler 'cmaes' takes one objective; for several give sampler = 'nsga2' or 'tpe'"]
+        )
+    if name == "grid":
+        return name
+    if engine != "local":
+        raise SpecError(
+            [
+                f"sampler {name!r}: --engine {engine} runs sampler 'grid' only (its draws are "
+                f"Ray Tune's); run it with --engine local, or give sampler = 'grid'"
+            ]
+        )
+    missing = _missing(SAMPLER_NEEDS[name])
+    if missing:
+        install = " ".join(_PIP_NAMES.get(m, m) for m in missing)
+        raise SpecError(
+            [
+                f"sampler {name!r} needs {', '.join(missing)}, not installed here: pip install "
+                f"{install}; or give a sampler that runs here ({usable})"
+            ]
+        )
+    if name == "cmaes" and not any(
+        kind in ("uniform", "loguniform") for d in spec.space.values() for kind in d
+    ):
+        raise SpecError(
+            [
+                "sampler 'cmaes' searches uniform/loguniform keys and the space has none; "
+                f"give one, or another sampler ({usable})"
+            ]
+        )
+    return name
+
+
+def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
+    import optuna  # optional dependency (the search extra)
+
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed)
+    if name == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed)
+    raise ValueError(f"unknown sampler {name!r}")
+
+
+def make_pruner(pruner: Pruner) -> optuna.pruners.BasePruner:
+    import optuna  # optional dependency (the search extra)
+
+    if pruner.type == "median":
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=pruner.startup_trials, n_warmup_steps=pruner.warmup
+        )
+    if pruner.type == "asha":
+        return optuna.pruners.SuccessiveHalvingPruner(
+            min_resource=max(pruner.warmup, 1), reduction_factor=pruner.reduction_factor
+        )
+    return optuna.pruners.HyperbandPruner(
+        min_resource=max(pruner.warmup, 1),
+        max_resource=pruner.max_resource if pruner.max_resource is not None else "auto",
+        reduction_factor=pruner.reduction_factor,
+    )
+
+
+def distributions(spec: SweepSpec) -> dict[str, optuna.distributions.BaseDistribution]:
+    """The study's distribution of each space key: uniform/loguniform are floats, grid and
+    choice keys categorical over the indices of their values (any JSON value can be one)."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+
+    out: dict[str, optuna.distributions.BaseDistribution] = {}
+    for key, dist in spec.space.items():
+        kind, values = next(iter(dist.items()))
+        if kind in ("uniform", "loguniform"):
+            out[key] = FloatDistribution(
+                float(values[0]), float(values[1]), log=kind == "loguniform"
+            )
+        else:
+            out[key] = CategoricalDistribution(tuple(range(len(values))))
+    return out
+
+
+@dataclass
+class _Config:
+    """One parameter set the study proposed: its trials (one per seed) and their metrics."""
+
+    number: int
+    params: dict[str, Any]
+    trial: optuna.trial.Trial | None = None
+    left: set[str] = field(default_factory=set)
+    values: list[Sequence[float]] = field(default_factory=list)
+    reported: set[int] = field(default_factory=set)
+    #: (value, step) at which the pruner stopped the set; its other seeds do not start.
+    pruned: tuple[float, int] | None = None
+
+
+class OptunaSource:
+    """The trials of a sweep, asked of an Optuna study as the pool frees up (see the module
+    docstring). Not thread-safe: the local engine calls it under its lock.
+
+    ``history``: when resuming, the sweep's stored attempts (:meth:`SweepStore.trials
+    <mosaic_sdk.sweeps.store.SweepStore.trials>` rows): the study is rebuilt from them.
+    """
+
+    def __init__(
+        self,
+        spec: SweepSpec,
+        sampler: str,
+        history: Iterable[Mapping[str, Any]] = (),
+        score: Callable[[str], Sequence[float | None]] | None = None,
+    ) -> None:
+        import optuna  # optional dependency (the search extra)
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.spec = spec
+        self.sampler = sampler
+        self.seeds: list[int | None] = list(spec.seeds) or [None]
+        self.total_configs = count_trials(spec.space, spec.samples, 0)
+        self.dists = distributions(spec)
+        self.objectives = spec.objectives or (spec.metric,)
+        #: a finished run's value of every objective (several objectives, on --resume)
+        self.score = score
+        self.study = optuna.create_study(
+            sampler=make_sampler(sampler, spec.sample_seed),
+            pruner=make_pruner(spec.pruner) if spec.pruner else optuna.pruners.NopPruner(),
+            directions=["maximize" if m.mode == "max" else "minimize" for m in self.objectives],
+        )
+        self._queue: list[Trial] = []
+        self._open: dict[int, _Config] = {}
+        self._by_key: dict[str, _Config] = {}
+        self.asked = 0
+        self.resumed = self._rebuild(history)
+
+    @property
+    def total(self) -> int:
+        """How many trials the sweep makes (parameter sets x seeds)."""
+        return self.total_configs * len(self.seeds)
+
+    def keys(self, number: int) -> list[str]:
+        n = len(self.seeds)
+        return [f"t{number * n + i:04d}" for i in range(n)]
+
+    def _params(self, trial_params: dict[str, Any]) -> dict[str, Any]:
+        params: dict[str, Any] = {}
+        for key, dist in self.spec.space.items():
+            kind, values = next(iter(dist.items()))
+            value = trial_params[key]
+            params[key] = values[int(value)] if kind in ("grid", "choice") else float(value)
+        return params
+
+    def _open_config(self, ft: optuna.trial.Trial) -> _Config:
+        number = ft.number
+        config = _Config(number, self._params(ft.params), ft)
+        for key, seed in zip(self.keys(number), self.seeds, strict=True):
+            p = dict(config.params) if seed is None else {**config.params, "seed": seed}
+            config.left.add(key)
+            self._by_key[key] = config
+            self._queue.append(Trial(key, p))
+        self._open[number] = config
+        return config
+
+    def _internal(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """A trial's parameters as the study holds them (indices for grid and choice keys)."""
+        out: dict[str, Any] = {}
+        for key, dist in self.spec.space.items():
+            kind, values = next(iter(dist.items()))
+            value = params[key]
+            if kind in ("grid", "choice"):
+                out[key] = next(i for i, v in enumerate(values) if v == value)
+            else:
+                out[key] = float(value)
+        return out
+
+    def _rebuild(self, history: Iterable[Mapping[str, Any]]) -> int:
+        """Rebuild the study of an interrupted sweep from its stored attempts, parameter set
+        by parameter set in the order they were asked: a finished set is added with its mean
+        metric; a set with seeds left is asked again with its parameters and those seeds are
+        queued. Returns how many trials had finished."""
+        import optuna  # optional dependency (the search extra)
+        from optuna.trial import TrialState
+
+        last: dict[str, Mapping[str, Any]] = {}
+        for row in sorted(history, key=lambda r: (r["trial_key"], r["attempt"])):
+            last[row["trial_key"]] = row
+        by_number: dict[int, list[Mapping[str, Any]]] = {}
+        for key, row in last.items():
+            by_number.setdefault(int(key[1:]) // len(self.seeds), []).append(row)
+        finished = 0
+        for number in range(max(by_number, default=-1) + 1):
+            rows = by_number.get(number)
+            if not rows:  # asked, but no trial of it started: asked again below
+                break
+            params = self._internal(rows[0]["params"])
+            done = {r["trial_key"]: self._stored(r) for r in rows if r["status"] in FINISHED}
+            finished += len(done)
+            if len(done) == len(self.seeds):
+                means = self._means(list(done.values()))
+                self.study.add_trial(
+                    optuna.trial.create_trial(
+                        params=params,
+                        distributions=self.dists,
+                        values=means,
+                        state=TrialState.COMPLETE if means else TrialState.FAIL,
+                    )
+                )
+                self.asked += 1
+                continue
+            self.study.enqueue_trial(params)
+            if any(r["status"] == "pruned" for r in rows):  # its other seeds never start
+                self.study.add_trial(
+                    optuna.trial.create_trial(
+                        params=params, distributions=self.dists, state=TrialState.PRUNED
+                    )
+                )
+                self.asked += 1
+                continue
+            ft = self.study.ask(self.dists)
+            self.asked += 1
+            self._open_config(ft)
+            self._queue = [t for t in self._queue if t.key not in done]
+            for key, values in done.items():
+                self._record(key, values)
+        return finished
+
+    def _stored(self, row: Mapping[str, Any]) -> Sequence[float | None]:
+        """A stored trial's value of every objective."""
+        if len(self.objectives) > 1 and self.score is not None and row.get("run_id"):
+            return self.score(row["run_id"])
+        return [row["metric"]]
+
+    def _means(self, values: list[Sequence[float | None]]) -> list[float] | None:
+        """Each objective's mean over the seeds that have a finite value of every one."""
+        kept = [
+            [float(v) for v in vs if v is not None]
+            for vs in values
+            if len(vs) == len(self.objectives)
+            and all(v is not None and math.isfinite(v) for v in vs)
+        ]
+        if not kept:
+            return None
+        return [sum(col) / len(kept) for col in zip(*kept, strict=True)]
+
+    def next(self) -> Trial | None:
+        """The next trial to run, asking the study for a new parameter set when needed."""
+        if not self._queue and self.asked < self.total_configs:
+            ft = self.study.ask(self.dists)
+            self.asked += 1
+            self._open_config(ft)
+        return self._queue.pop(0) if self._queue else None
+
+    def report(self, key: str, value: float, step: int) -> bool:
+        """An intermediate value of a running trial (its metric so far at ``step``); True
+        when the pruner says to stop it (its parameter set's seeds not yet started are
+        dropped)."""
+        config = self._by_key.get(key)
+        if config is None or config.trial is None or self.spec.pruner is None:
+            return False
+        if config.pruned is not None:
+            return True
+        if step not in config.reported:  # a step is reported once (another seed's is kept)
+            config.reported.add(step)
+            config.trial.report(value, step)
+        if not config.trial.should_prune():
+            return False
+        config.pruned = (value, step)
+        dropped = {t.key for t in self._queue if self._by_key.get(t.key) is config}
+        self._queue = [t for t in self._queue if t.key not in dropped]
+        config.left -= dropped
+        return True
+
+    def finished(
+        self,
+        key: str,
+        status: str,
+        metric: float | None,
+        values: Sequence[float | None] | None = None,
+    ) -> None:
+        """A trial ended: ``completed``/``failed``/``stopped``/``pruned`` count towards its
+        parameter set (told to the study once all its seeds did); ``cancelled`` leaves the set
+        open for ``--resume``. ``values``: every objective's value (``metric`` is the first)."""
+        if status in FINISHED:
+            self._record(key, values if values is not None else [metric])
+
+    def _record(self, key: str, values: Sequence[float | None]) -> None:
+        config = self._by_key.get(key)
+        if config is None or key not in config.left:
+            return
+        config.left.discard(key)
+        if len(values) == len(self.objectives) and all(
+            v is not None and math.isfinite(v) for v in values
+        ):
+            config.values.append([float(v) for v in values if v is not None])
+        if config.left:
+            return
+        from optuna.trial import TrialState
+
+        del self._open[config.number]
+        means = self._means(list(config.values))
+        if config.pruned is not None:
+            self.study.tell(config.number, state=TrialState.PRUNED)
+        elif means:
+            self.study.tell(config.number, means)
+        else:  # no seed gave a metric (all failed): the study learns nothing from it
+            self.study.tell(config.number, state=TrialState.FAIL)
+
+
+__all__ = [
+    "SAMPLER_NEEDS",
+    "OptunaSource",
+    "available_samplers",
+    "check_sampler",
+    "distributions",
+    "has_draws",
+    "make_sampler",
+    "resolve_sampler",
+]
