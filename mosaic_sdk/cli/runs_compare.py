@@ -11,6 +11,7 @@ import sqlite3
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli.store_access import open_store
 
 
 def register(rsub: Any, store_arg: Any) -> None:
@@ -74,7 +75,7 @@ def _select(store: Any, text: str) -> tuple[list[str], dict[str, Any] | None, st
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from mosaic_sdk.cli.runs import open_store
+
     from mosaic_sdk.sweeps.objective import metric_of_run
     from mosaic_sdk.sweeps.spec import SpecError, parse_spec
     from mosaic_sdk.sweeps.stats import prob_improvement, summarize

@@ -104,7 +104,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export_tensorboard(args: argparse.Namespace, to_stdout: bool) -> int:
-    from mosaic_sdk.cli.runs import open_store
+
     from mosaic_sdk.extras import MissingExtraError, require
     from mosaic_sdk.runner.recording.tensorboard import EXTRA, export_tensorboard
     from mosaic_sdk.runner.storage.store import StoreError

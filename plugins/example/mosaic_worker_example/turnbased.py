@@ -42,10 +42,11 @@ import numpy as np
 from pydantic import Field
 
 from mosaic_sdk.analytics import AnalyticsManifest, write_analytics
-from mosaic_sdk.contract import WorkerConfig
+from mosaic_sdk.contract import WorkerCapabilities, WorkerConfig, WorkerMetadata
 from mosaic_sdk.control.interactive import TurnBasedSession
 from mosaic_sdk.telemetry import Heartbeat, TelemetryEmitter
 from mosaic_sdk.worker_cli import RunContext, worker_main
+from mosaic_worker_example import __version__
 
 WORKER_TYPE = "example_turnbased"
 ALGORITHM = "tabular_q"
@@ -394,8 +395,35 @@ def check_config(config: WorkerConfig) -> str:
     return f"{config.episodes} game(s) of {config.env_id}, {who}"
 
 
+def describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    metadata = WorkerMetadata(
+        name="Example Turn-Based Worker",
+        version=__version__,
+        description="Two players learn tic-tac-toe (PettingZoo AEC) by self-play or against "
+        "a random opponent, reporting every move per agent; a person can play one side",
+        author="mosaic-worker-sdk developers",
+        upstream_library="pettingzoo",
+        license="MIT",
+    )
+    capabilities = WorkerCapabilities(
+        worker_type=WORKER_TYPE,  # must equal the entry-point name
+        supported_paradigms=("turn_based",),
+        env_families=("pettingzoo",),
+        action_spaces=("discrete",),
+        observation_spaces=("dict",),
+        max_agents=2,
+        supports_self_play=True,
+        # Each agent's moves in a game are its steps 0, 1, 2... (see turnbased.py).
+        step_numbering="per_agent",
+        supports_pause_resume=True,
+        supports_checkpointing=True,
+        control_protocol=1,
+        estimated_memory_mb=128,
+    )
+    return metadata, capabilities
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    from mosaic_worker_example.turnbased_plugin import describe
 
     return worker_main(
         config_model=TurnBasedConfig,
