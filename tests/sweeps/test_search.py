@@ -11,10 +11,10 @@ import signal
 from pathlib import Path
 
 import pytest
-from mosaic_sdk.runner.store import RunStore
 
 from mosaic_sdk.cli import main
 from mosaic_sdk.plots.profiles import profile, profile_taus
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps import search
 from mosaic_sdk.sweeps.driver import run_sweep
 from mosaic_sdk.sweeps.objective import reduce_values
