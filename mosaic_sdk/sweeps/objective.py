@@ -20,19 +20,18 @@ import math
 from collections.abc import Sequence
 
 from mosaic_sdk.runner.storage.store import RunStore
-from mosaic_sdk.sweeps.spec import METRICS, Metric
+from mosaic_sdk.sweeps.spec import Metric
 
 
 def metric_points(runs: RunStore, run_id: str, metric: Metric) -> tuple[list[float], list[float]]:
     """The (x, value) pairs the metric of ``run_id`` is made of, in order, finite values only."""
     if metric.is_episode_field:
-        sql = f"SELECT {METRICS[metric.name]} AS v FROM episodes WHERE run_id = ?"
-        params: tuple[str, ...] = (run_id,)
-        if metric.agent is not None:
-            sql += " AND agent_id = ?"
-            params += (metric.agent,)
-        rows = runs.conn.execute(sql + " ORDER BY line_no", params).fetchall()
-        values = [float(r["v"]) for r in rows if r["v"] is not None]
+        # (line_no, return, kind, steps, seconds): kind 0 is a stored number, steps -1 none
+        rows = runs.episode_rows(run_id, 0.0, 0, metric.agent)
+        if metric.name == "return":
+            values = [float(r[1]) for r in rows if r[2] == 0]
+        else:
+            values = [float(r[3]) for r in rows if r[3] >= 0]
         pairs = [(float(i + 1), v) for i, v in enumerate(values)]
     else:
         agents = (
