@@ -301,10 +301,14 @@ def export_run(
         require("pyarrow.parquet", "parquet", "mosaic runs export --format parquet")
     full = store.resolve(run_id)
     if agent is not None and not store.has_agent(full, agent):
-        series_agents = sorted({s.agent_id for s in store.series(full) if s.agent_id is not None})
-        if what != "metrics" or agent not in series_agents:
-            known = series_agents if what == "metrics" else store.agent_ids(full)
-            raise ExportError(no_such_agent(full, agent, known or store.agent_ids(full)))
+        # metrics: the agent may have series only (no step or episode rows)
+        series_agents = (
+            sorted({s.agent_id for s in store.series(full) if s.agent_id is not None})
+            if what == "metrics"
+            else []
+        )
+        if agent not in series_agents:
+            raise ExportError(no_such_agent(full, agent, series_agents or store.agent_ids(full)))
     if isinstance(output, (str, Path)) and str(output) != "-":
         target = Path(output)
         partial = target.with_name(f".{target.name}.partial")
