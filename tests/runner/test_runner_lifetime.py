@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from mosaic_sdk.runner.supervision.proctree import Descendants, parent_death_preexec, pid_alive
+from mosaic_sdk.runner.supervision.proctree import (
+    Descendants,
+    parent_death_preexec,
+    pid_alive,
+    pipe_holders,
+)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -174,6 +179,34 @@ def test_descendants_remembers_a_setsid_grandchild_after_its_parent_died(
     assert tree.signal(signal.SIGKILL) == 1  # reparented, but still remembered
     assert _wait_for(lambda: not pid_alive(grandchild), timeout=5)
     assert tree.alive() == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_pipe_holders_are_the_writers_not_a_sibling_holding_our_reading_end(
+    started_pids: list[int],
+) -> None:
+    # While one run ends, another may be forking its worker in another thread: until its
+    # close_fds runs, that child holds a copy of every fd of ours, the first run's reading
+    # end included. It is not the first run's process and must not be signalled with it.
+    read_fd, write_fd = os.pipe()
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        procs.append(subprocess.Popen(sleep, pass_fds=(read_fd,)))  # the sibling
+        procs.append(subprocess.Popen(sleep, pass_fds=(write_fd,)))  # the worker's
+        writer = procs[1]
+        started_pids.extend(p.pid for p in procs)
+        os.close(write_fd)
+        write_fd = -1
+        assert _wait_for(lambda: writer.pid in pipe_holders([read_fd]), timeout=5)
+        assert pipe_holders([read_fd]) == [writer.pid]
+    finally:
+        for fd in (read_fd, write_fd):
+            if fd >= 0:
+                os.close(fd)
+        for proc in procs:
+            proc.kill()
+            proc.wait()
 
 
 def test_parent_death_preexec_is_set_in_the_child() -> None:

@@ -184,11 +184,11 @@ class Descendants:
 
 
 def pipe_holders(fds: list[int]) -> list[int]:
-    """The processes other than this one that have one of the pipes open whose other end this
-    process holds as ``fds`` (the worker's stdout and stderr): only the run's processes can
-    have them. A daemon that double-forked into a session of its own is in no tree walk and no
-    process group, but it still holds the worker's output; this finds it (Linux ``/proc``;
-    elsewhere, or without the rights to look, an empty list)."""
+    """The processes other than this one that have one of the pipes open for writing whose
+    reading end this process holds as ``fds`` (the worker's stdout and stderr): only the run's
+    processes can have them. A daemon that double-forked into a session of its own is in no
+    tree walk and no process group, but it still holds the worker's output; this finds it
+    (Linux ``/proc``; elsewhere, or without the rights to look, an empty list)."""
     wanted = set()
     for fd in fds:
         try:
@@ -209,12 +209,29 @@ def pipe_holders(fds: list[int]) -> list[int]:
             continue
         for entry in entries:
             try:
-                if os.readlink(f"/proc/{name}/fd/{entry}") in wanted:
+                if os.readlink(f"/proc/{name}/fd/{entry}") in wanted and _writes(name, entry):
                     found.append(int(name))
                     break
             except OSError:
                 continue
     return found
+
+
+def _writes(pid: str, fd: str) -> bool:
+    """Whether ``pid`` has ``fd`` open for writing (``/proc/PID/fdinfo``: its ``flags``, octal).
+
+    Only a writer keeps the worker's output open. A reader of the same pipe is a copy of this
+    process's own end: a child this process is forking in another thread (another run
+    starting) holds every fd of ours until ``close_fds`` runs in it, and must not be taken for
+    the worker's and signalled. When fdinfo cannot be read, the fd counts as a writer."""
+    try:
+        with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as f:
+            for line in f:
+                if line.startswith(b"flags:"):
+                    return int(line.split()[1], 8) & os.O_ACCMODE != os.O_RDONLY
+    except (OSError, ValueError, IndexError):
+        pass
+    return True
 
 
 __all__ = ["WALK_INTERVAL", "Descendants", "parent_death_preexec", "pid_alive", "pipe_holders"]
