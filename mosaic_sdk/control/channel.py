@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from mosaic_sdk.control import dialect
-from mosaic_sdk.telemetry.emitter import TelemetryEmitter
+from mosaic_sdk.control.dialect import LineWriter
 
 if TYPE_CHECKING:
     from mosaic_sdk.control.protocol import Command, ProtocolError
@@ -43,7 +43,7 @@ class ControlChannel:
 
     def __init__(
         self,
-        emitter: TelemetryEmitter,
+        emitter: LineWriter,
         cancel: threading.Event,
         *,
         capabilities: object = None,

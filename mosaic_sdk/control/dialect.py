@@ -26,7 +26,19 @@ import queue
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from mosaic_sdk.telemetry.emitter import TelemetryEmitter
+
+class LineWriter(Protocol):
+    """What the control side writes its lines with: a
+    :class:`~mosaic_sdk.telemetry.emitter.TelemetryEmitter` (the worker's stdout). Control
+    builds on the telemetry stream but does not import it; the telemetry models import the
+    reply model from :mod:`mosaic_sdk.control.protocol`, the one direction between the two."""
+
+    def control_reply(self, fields: Mapping[str, Any]) -> int: ...
+
+    def lifecycle(self, event: str, payload: Mapping[str, Any] | None = None) -> int: ...
+
+    def write_foreign(self, obj: Mapping[str, Any]) -> None: ...
+
 
 DIALECT_VERSION = "1.0"
 LEGACY_COMMANDS = ("reset", "step", "ping", "stop")
@@ -35,7 +47,7 @@ LEGACY_COMMANDS = ("reset", "step", "ping", "stop")
 class Channel(Protocol):
     """What the dialect uses of a :class:`~mosaic_sdk.control.channel.ControlChannel`."""
 
-    emitter: TelemetryEmitter
+    emitter: LineWriter
     interactive: queue.Queue[tuple[str, Any]] | None
     interactive_ended: bool
 

@@ -34,14 +34,25 @@ since its last move (credited to that move), ``episode_return`` its return in th
 from __future__ import annotations
 
 import queue
+import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from mosaic_sdk.control import dialect
-from mosaic_sdk.control.channel import EOF
+from mosaic_sdk.control.channel import EOF, ControlChannel
 from mosaic_sdk.control.protocol import ProtocolError, error_reply, ok_reply
-from mosaic_sdk.run_context import RunContext
+
+
+class RunContext(Protocol):
+    """What interactive serving uses of the worker's :class:`mosaic_sdk.run_context.RunContext`
+    (which builds on this package, so it is named here by what it offers)."""
+
+    config: Any  # the worker's config: ``run_id``, ``seed``, ``to_dict()``
+    emitter: Any  # its TelemetryEmitter: ``run_started``, ``episode``, ``run_completed``
+    control: ControlChannel | None
+    cancel: threading.Event
+
 
 #: The value of a config's ``mode`` that selects interactive mode.
 INTERACTIVE = "interactive"
