@@ -155,9 +155,7 @@ def _values(
         return [first]
     if trial["status"] not in SCORED or not trial["run_id"]:
         return [first] + [None] * (len(objectives) - 1)
-    rest = [
-        cache.value(sweeps, trial["run_id"], i, m) for i, m in enumerate(objectives) if i > 0
-    ]
+    rest = [cache.value(sweeps, trial["run_id"], i, m) for i, m in enumerate(objectives) if i > 0]
     return [first, *rest]
 
 
@@ -208,9 +206,7 @@ def sweep_detail(path: Path, sweep_id: str, cache: ObjectiveCache) -> dict[str, 
                     "status": row["status"],
                     "params": row["params"],
                     "values": _values(sweeps, row, objectives, cache),
-                    "pruned_step": pruned_step(row["error"])
-                    if row["status"] == "pruned"
-                    else None,
+                    "pruned_step": pruned_step(row["error"]) if row["status"] == "pruned" else None,
                     "error": row["error"],
                     "episodes": row["episodes"] or 0,
                     "steps": row["steps"] or 0,
@@ -240,9 +236,7 @@ def sweep_detail(path: Path, sweep_id: str, cache: ObjectiveCache) -> dict[str, 
         "sampler": spec.get("sampler", "grid"),
         "pruner": (spec.get("pruner") or {}).get("type"),
         "seeds": spec.get("seeds") or [],
-        "objectives": [
-            {"name": m.name, "mode": m.mode, "label": m.describe()} for m in objectives
-        ],
+        "objectives": [{"name": m.name, "mode": m.mode, "label": m.describe()} for m in objectives],
         "params": _param_axes(spec),
         "trials": trials,
         "counts": counts,
@@ -278,9 +272,7 @@ def importance(path: Path, sweep_id: str) -> dict[str, object]:
             }
 
 
-def _importance(
-    spec: Any, history: list[dict[str, Any]], score: Any
-) -> dict[str, object]:
+def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[str, object]:
     # Optional: Optuna (the search extra); the page says how to install it.
     import optuna
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
