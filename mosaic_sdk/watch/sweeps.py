@@ -36,7 +36,7 @@ from mosaic_sdk.sweeps.objective import pareto_front
 from mosaic_sdk.sweeps.spec import Metric, SpecError, parse_spec
 from mosaic_sdk.sweeps.store import SweepStore, UnknownSweepError
 from mosaic_sdk.watch import data
-from mosaic_sdk.watch.routes import _problem, store_path
+from mosaic_sdk.watch.routes import store_path
 
 #: The most sweeps the list sends.
 MAX_SWEEPS = 500
@@ -333,15 +333,23 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
     return out
 
 
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
 async def _answer(work: Callable[[], object]) -> JSONResponse:
-    """Run a store read in a thread; its result as JSON, an unknown sweep as a 404 and any
-    other store problem as the run pages answer it (``{"error"}``, never a server error)."""
+    """Run a store read in a thread; its result as JSON, a problem as ``{"error": ...}`` the
+    page shows, as the run pages answer (an unknown sweep or no store: 404), never a 500."""
     try:
         return JSONResponse(await run_in_threadpool(work))
-    except UnknownSweepError as exc:
-        return JSONResponse({"error": str(exc)}, status_code=404)
-    except (StoreError, sqlite3.Error, ValueError) as exc:
-        return _problem(exc)
+    except (UnknownSweepError, data.StoreMissingError) as exc:
+        return _error(404, str(exc))
+    except StoreError as exc:
+        return _error(503, str(exc))
+    except sqlite3.Error as exc:
+        return _error(503, f"the store could not be read just now ({exc}); the page retries")
+    except ValueError as exc:
+        return _error(400, str(exc))
 
 
 async def api_sweeps(request: Request) -> JSONResponse:
