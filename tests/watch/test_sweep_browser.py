@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.driver import run_sweep
+from mosaic_sdk.sweeps.store import SweepStore
 from mosaic_sdk.watch.browser import chromium_path, headless_chromium
 from tests.watch.conftest import TOKEN
 from tests.watch.processes import start_watch, stop
@@ -148,9 +150,12 @@ def test_the_sweep_page_of_a_real_sweep(page: Any, tmp_path: Path) -> None:
         stop(watch)
 
 
-def test_the_pareto_front_of_two_objectives_is_marked(page: Any, tmp_path: Path) -> None:
+def test_the_pareto_front_of_two_objectives_is_marked_and_the_page_follows_the_sweep(
+    page: Any, tmp_path: Path
+) -> None:
     store = tmp_path / "runs.sqlite"
-    # return (max) and steps (min): A (10, 5) and B (6, 2) on the front; C and D beaten
+    # return (max) and steps (min): A (10, 5) and B (6, 2) on the front; C and D beaten;
+    # E runs when the page opens, then ends at (12, 9): on the front too
     points = {"t0000": (10.0, 5), "t0001": (6.0, 2), "t0002": (6.0, 6), "t0003": (10.0, 8)}
     make_sweep(
         store,
@@ -162,13 +167,16 @@ def test_the_pareto_front_of_two_objectives_is_marked(page: Any, tmp_path: Path)
         [
             (key, {"lr": 0.1 * (i + 1), "width": 32 if i % 2 else 64}, "completed", r, None)
             for i, (key, (r, _)) in enumerate(points.items())
-        ],
-        episodes={key: [p] for key, p in points.items()},
+        ]
+        + [("t0004", {"lr": 0.7, "width": 64}, "running", None, None)],
+        episodes={key: [p] for key, p in points.items()} | {"t0004": [(12.0, 9)]},
     )
     watch, base = start_watch(store)
     try:
         page.goto(f"{base}/sweeps/SW-PARETO?token={TOKEN}")
-        wait_for(page, "document.querySelectorAll('#trials tbody tr').length === 4")
+        wait_for(page, "document.querySelectorAll('#trials tbody tr').length === 5")
+        state = "document.querySelector('#trials tr[data-trial=t0004] td.status').textContent"
+        assert page.evaluate(f"() => {state}") == "running"
         marked = page.locator("#trials td.pareto").all_inner_texts()
         assert marked == ["\u2605 front", "\u2605 front"]
         front = page.evaluate(
@@ -177,12 +185,25 @@ def test_the_pareto_front_of_two_objectives_is_marked(page: Any, tmp_path: Path)
         )
         assert front == ["t0000", "t0001"]
         assert "Pareto front: 2 trial(s)" in page.locator("#summary").inner_text()
-        # two params and two objectives: four axes, one line per trial, the front its own series
+        # two params and two objectives: four axes, one line per trial with its values, the
+        # front a series of its own
         wait_for(page, "window.__sweep.parallelKeys.length === 4")
         assert lines(page, "#parallel", 4) == 4
         names = page.evaluate(
             "() => window.__sweep.parallel.getOption().series.map(s => [s.name, s.data.length])"
         )
         assert names == [["trials", 2], ["Pareto front", 2]]
+
+        # the running trial ends: the page shows it without a reload
+        with RunStore(store) as runs:
+            SweepStore(runs).finish_attempt("SW-PARETO-t0004-4", "completed", 12.0)
+        wait_for(page, f"{state} === 'completed'")
+        wait_for(page, "window.__sweep.parallelKeys.length === 5")
+        assert lines(page, "#parallel", 4) == 5
+        on_front = page.evaluate(
+            "() => Array.from(document.querySelectorAll('#trials td.pareto'))"
+            ".map(td => td.parentElement.getAttribute('data-trial'))"
+        )
+        assert on_front == ["t0000", "t0001", "t0004"]
     finally:
         stop(watch)

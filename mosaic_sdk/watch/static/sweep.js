@@ -108,14 +108,18 @@ function select(key) {
 }
 
 // -- parallel coordinates (ECharts) ----------------------------------------------------------
+function categoryLabel(value) {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
 function axisValue(p, value) {
-  if (p.kind === "category") return JSON.stringify(value);
+  if (p.kind === "category") return categoryLabel(value);
   return typeof value === "number" ? value : Number(value);
 }
 
 function parallelOption(d) {
   const axes = d.params.map((p, i) => {
-    if (p.kind === "category") return { dim: i, name: p.name, type: "category", data: p.values.map((v) => JSON.stringify(v)) };
+    if (p.kind === "category") return { dim: i, name: p.name, type: "category", data: p.values.map(categoryLabel) };
     return { dim: i, name: p.name, type: p.kind === "log" ? "log" : "value", scale: true };
   });
   d.objectives.forEach((o, j) => axes.push({ dim: d.params.length + j, name: o.name + " (" + o.mode + ")", type: "value", scale: true }));
@@ -178,7 +182,7 @@ async function refreshImportance(finished) {
   const params = data.params.slice().reverse(); // the first key on top
   sweep.importance.setOption({
     animation: false,
-    grid: { left: 110, right: 20, top: 20, bottom: 40 },
+    grid: { left: 110, right: 20, top: 20, bottom: data.objectives.length > 1 ? 64 : 40 },
     legend: { show: data.objectives.length > 1, bottom: 0 },
     tooltip: { trigger: "item" },
     xAxis: { type: "value", min: 0, max: 1, name: "importance (PED-ANOVA)", nameLocation: "middle", nameGap: 24 },
