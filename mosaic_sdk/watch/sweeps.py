@@ -45,6 +45,9 @@ MIN_IMPORTANCE_SETS = 4
 #: Trial states that have their final objective values.
 SCORED = ("completed", "stopped")
 _PRUNED_AT = re.compile(r"\bat step (\d+)\b")
+_NUMBER = re.compile(r"(\d+)$")
+#: The local engine's trial keys, which its study's rebuild numbers parameter sets by.
+_LOCAL_KEY = re.compile(r"t\d+")
 
 
 def _finite(value: object) -> float | None:
@@ -100,9 +103,10 @@ def _param_axes(spec: Mapping[str, Any]) -> list[dict[str, object]]:
 
 
 def trial_number(trial_key: str) -> int:
-    """The number of a trial from its key (``t0007`` is 7): the order the sweep made them."""
-    digits = trial_key.lstrip("t")
-    return int(digits) if digits.isdigit() else -1
+    """The number of a trial from its key: the order the sweep made them (the local engine's
+    ``t0007`` is 7, a Ray Tune trial id ``ab12c_00007`` too); -1 for a key without one."""
+    found = _NUMBER.search(trial_key)
+    return int(found.group(1)) if found else -1
 
 
 def pruned_step(error: str | None) -> int | None:
@@ -281,6 +285,13 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
 
     names = list(spec.space)
     objectives = [{"name": m.name, "mode": m.mode} for m in spec.objectives]
+    if any(_LOCAL_KEY.fullmatch(str(row["trial_key"])) is None for row in history):
+        return {
+            "importances": None,
+            "objectives": objectives,
+            "note": "parameter importance is computed on the study of a local-engine sweep "
+            "(mosaic sweep --engine local), rebuilt from its trials as --resume does",
+        }
     if len(names) < 2:
         return {
             "importances": None,

@@ -130,9 +130,12 @@ def test_the_sweep_page_of_a_real_sweep(page: Any, tmp_path: Path) -> None:
         point = page.evaluate(
             f"""() => {{
               const p = ({LINES})('#parallel', 3)[0];
-              const at = p.getPointAtLength(p.getTotalLength() * 0.25);
+              // halfway between the first two axes: away from the axes' brush areas
+              const xy = p.getAttribute('d').split(/[ML]/).filter(s => s.trim())
+                .map(s => s.trim().split(/[ ,]+/).map(Number));
+              const x = (xy[0][0] + xy[1][0]) / 2, y = (xy[0][1] + xy[1][1]) / 2;
               const m = p.getScreenCTM();
-              return [at.x * m.a + at.y * m.c + m.e, at.x * m.b + at.y * m.d + m.f];
+              return [x * m.a + y * m.c + m.e, x * m.b + y * m.d + m.f];
             }}"""
         )
         page.mouse.click(point[0], point[1])

@@ -205,7 +205,28 @@ def test_importance_of_a_one_key_space_says_why_there_is_none(
     assert "space of two or more keys; this sweep searches 1" in body["note"]
 
 
+def test_importance_of_a_ray_sweep_says_it_is_the_local_engines(
+    client: TestClient, store: Path
+) -> None:
+    pytest.importorskip("optuna", reason="parameter importance is Optuna's (the search extra)")
+    make_sweep(
+        store,
+        "SW-RAY",
+        {"space": SPACE},
+        [
+            (f"ab12c_{i:05d}", {"lr": 0.1 * (i + 1), "width": 32}, "completed", float(i), None)
+            for i in range(5)
+        ],
+    )
+    d = client.get("/api/sweeps/SW-RAY").json()
+    assert [t["number"] for t in d["trials"]] == [0, 1, 2, 3, 4]
+    assert d["best_so_far"]["best"] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    body = client.get("/api/sweeps/SW-RAY/importance").json()
+    assert body["importances"] is None and "local-engine sweep" in body["note"]
+
+
 def test_trial_numbers_and_pruned_steps_are_read_from_what_the_driver_stores() -> None:
     assert trial_number("t0042") == 42 and trial_number("odd") == -1
+    assert trial_number("ab12c_00007") == 7  # a Ray Tune trial id
     assert pruned_step("pruned by the asha pruner at step 120 (return 3.5)") == 120
     assert pruned_step("exit code 1") is None and pruned_step(None) is None

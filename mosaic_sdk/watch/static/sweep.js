@@ -12,6 +12,7 @@ const sweep = {
   importance: null, // the ECharts instance of the importance bars
   importanceData: null, // what /importance answered last
   importanceFor: null, // the finished count it was asked for
+  importanceAt: 0, // when (performance.now())
   best: null, // the uPlot of the best-so-far curve
   parallelKeys: [], // the trial of each line drawn, in order
   drawnSignature: "",
@@ -168,9 +169,13 @@ function drawParallel(d) {
 }
 
 // -- parameter importance (Optuna's, ECharts bars) -------------------------------------------
-async function refreshImportance(finished) {
+// Asked again when more trials finished, at most every 10 s while the sweep runs (the server
+// rebuilds the study each time).
+async function refreshImportance(finished, running) {
   if (sweep.importanceFor === finished) return;
+  if (running && sweep.importanceAt && performance.now() - sweep.importanceAt < 10000) return;
   sweep.importanceFor = finished;
+  sweep.importanceAt = performance.now();
   const { ok, data } = await api("importance");
   if (!ok) { watch.show("importance-note", data.error); return; }
   sweep.importanceData = data;
@@ -233,7 +238,7 @@ async function refresh() {
   }
   if (sweep.selected) select(sweep.selected);
   const finished = data.trials.filter((t) => FINISHED.includes(t.status)).length;
-  await refreshImportance(finished);
+  await refreshImportance(finished, data.status === "running");
   if (data.status !== "running" && sweep.timer !== null) {
     clearInterval(sweep.timer); // the sweep ended: nothing changes any more
     sweep.timer = null;
