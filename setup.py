@@ -1,11 +1,12 @@
-"""Builds the optional native atomics helper and fetches uPlot; the rest is in pyproject.toml.
+"""Builds the optional native atomics helper and fetches the chart libraries of mosaic watch
+(uPlot, ECharts); the rest is in pyproject.toml.
 
 The extension is optional: on a machine without a C compiler the build goes on without it,
 and ``mosaic_sdk.shm.atomics`` falls back to pure Python where the CPU allows it (x86).
 
-uPlot (``mosaic watch``'s charts) is not: every build (wheel, sdist, editable) fetches the
-pinned release from the npm registry into ``mosaic_sdk/watch/static/vendor/`` and checks its
-sha512 (``mosaic_sdk/watch/vendor.py``), or fails saying how to build offline.
+uPlot and ECharts (``mosaic watch``'s charts) are not: every build (wheel, sdist, editable)
+fetches their pinned releases from the npm registry into ``mosaic_sdk/watch/static/vendor/``
+and checks their sha512 (``mosaic_sdk/watch/vendor.py``), or fails saying how to build offline.
 """
 
 import importlib.util
@@ -29,7 +30,7 @@ def vendor_uplot() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     try:
-        module.ensure()
+        module.ensure_all()
     except module.VendorError as exc:
         sys.exit(f"error: {exc}")
 

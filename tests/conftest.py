@@ -20,6 +20,7 @@ HEAVY: dict[str, str] = {
     "sweeps/test_ray.py": "Ray Tune: starts Ray instances",
     "watch/test_browser.py": "a headless Chromium",
     "watch/test_charts_browser.py": "a headless Chromium",
+    "watch/test_sweep_browser.py": "a headless Chromium and a real sweep",
     "scaffold/test_end_to_end.py": "fresh virtual environments and pip installs",
 }
 

@@ -1,7 +1,7 @@
 """``mosaic watch [--store S] [--port P] [--host H]``: the runs of a store in a browser.
 
-Serves a local web app (runs page, run page with live frames, curve, events and logs) until
-Ctrl-C. Needs the ``watch`` extra: ``pip install 'mosaic-worker-sdk[watch]'``.
+Serves a local web app (runs page, run page with live frames, curve, events and logs, sweep
+pages) until Ctrl-C. Needs the ``watch`` extra: ``pip install 'mosaic-worker-sdk[watch]'``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
-from mosaic_sdk.watch import routes, vendor
+from mosaic_sdk.watch import routes, sweeps, vendor
 from mosaic_sdk.watch.data import CurveCache
 from mosaic_sdk.watch.security import Guard, is_loopback, new_token
 
@@ -28,13 +28,16 @@ def create_app(store_path: Path | str, *, token: str | None = None, loopback: bo
     """The ASGI app for ``store_path`` (which need not exist yet), wrapped in its guard.
 
     ``loopback``: the app is bound to a loopback address (pages need no token; control does).
-    The app's ``state`` holds ``store_path``, ``token`` and the curve cache."""
+    The app's ``state`` holds ``store_path``, ``token``, the curve cache and the sweep pages'
+    cache of finished runs' objective values."""
     path = Path(store_path).expanduser().absolute()
     app = Starlette(
         routes=[
             Route("/", routes.page("runs.html")),
             Route("/runs/{run_id}", routes.page("run.html")),
             Route("/compare", routes.page("compare.html")),
+            Route("/sweeps", routes.page("sweeps.html")),
+            Route("/sweeps/{sweep_id}", routes.page("sweep.html")),
             Route("/api/runs", routes.api_runs),
             Route("/api/runs/{run_id}", routes.api_run),
             Route("/api/runs/{run_id}/events", routes.api_events),
@@ -44,6 +47,9 @@ def create_app(store_path: Path | str, *, token: str | None = None, loopback: bo
             Route("/api/runs/{run_id}/series/points", routes.api_series_points),
             Route("/api/runs/{run_id}/eval", routes.api_eval),
             Route("/api/runs/{run_id}/control", routes.api_control, methods=["POST"]),
+            Route("/api/sweeps", sweeps.api_sweeps),
+            Route("/api/sweeps/{sweep_id}", sweeps.api_sweep),
+            Route("/api/sweeps/{sweep_id}/importance", sweeps.api_importance),
             WebSocketRoute("/ws/runs/{run_id}/frames", routes.frames),
             Mount("/static", StaticFiles(directory=routes.STATIC), name="static"),
         ]
@@ -51,6 +57,7 @@ def create_app(store_path: Path | str, *, token: str | None = None, loopback: bo
     app.state.store_path = path
     app.state.token = token or new_token()
     app.state.curves = CurveCache(path)
+    app.state.objectives = sweeps.ObjectiveCache()
     guarded = Guard(app, token=app.state.token, loopback=loopback)
     guarded.state = app.state
     return guarded

@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,48 @@ def test_watch_says_at_start_when_the_package_has_no_uplot(
     monkeypatch.setattr(vendor, "VENDOR_DIR", tmp_path / "vendor")
     message = vendor.missing_message()
     assert message is not None and "scripts/vendor-uplot" in message
+
+
+def test_the_package_holds_the_pinned_echarts_with_its_licence_and_notice() -> None:
+    lib = vendor.ECHARTS
+    assert vendor.installed(library=lib), "run scripts/vendor-echarts (the SDK's build does it)"
+    stamp = json.loads((vendor.VENDOR_DIR / lib.stamp).read_text())
+    assert stamp == {"package": "echarts", "version": lib.version, "integrity": lib.integrity}
+    assert "Apache License" in (vendor.VENDOR_DIR / "echarts.LICENSE").read_text()
+    assert "Apache ECharts" in (vendor.VENDOR_DIR / "echarts.NOTICE").read_text()
+    assert "Redistribution" in (vendor.VENDOR_DIR / "echarts.LICENSE-d3").read_text()
+    assert vendor.missing_message() is None
+
+
+def test_each_library_is_fetched_from_its_own_tarball_and_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blob = fake_tarball({member: member.encode() for member in vendor.ECHARTS.files})
+    tgz = tmp_path / "echarts.tgz"
+    tgz.write_bytes(blob)
+    fake = replace(vendor.ECHARTS, integrity=integrity(blob))
+    monkeypatch.setattr(vendor, "ECHARTS", fake)
+    monkeypatch.setenv(fake.tarball_env, str(tgz))
+    target = tmp_path / "vendor"
+    assert vendor.main(["--library", "echarts", str(target)]) == 0
+    assert (target / "echarts.NOTICE").read_text() == "package/NOTICE"
+    assert vendor.installed(target, fake) and not vendor.installed(target)  # uPlot: not asked
+    tgz.write_bytes(fake_tarball({m: b"evil" for m in fake.files}))
+    assert vendor.main(["--library", "echarts", str(tmp_path / "other")]) == 1
+    assert "echarts 6.1.0 tarball does not match its pinned digest" in capsys.readouterr().err
+    assert vendor.main(["--library", "plotly", str(target)]) == 1
+    assert "no chart library 'plotly' is vendored (known: uplot, echarts)" in (
+        capsys.readouterr().err
+    )
+
+
+def test_offline_the_echarts_build_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(vendor.ECHARTS.tarball_env, raising=False)
+    monkeypatch.setenv(vendor.REGISTRY_ENV, "http://127.0.0.1:9")
+    assert vendor.main(["--library", "echarts", str(tmp_path / "vendor")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: could not download ECharts 6.1.0")
+    assert f"npm pack echarts@{vendor.ECHARTS_VERSION}" in err
+    assert "MOSAIC_ECHARTS_TARBALL=PATH_TO_THE_TGZ" in err
