@@ -99,4 +99,3 @@ def _run(args: argparse.Namespace) -> int:
         return 130
     handle.close()
     return 0 if code == 0 else 1 if code is None else int(code) if code > 0 else 1
-

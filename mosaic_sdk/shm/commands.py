@@ -251,7 +251,7 @@ def encode(
     if message is not None:
         if type(message) in services.TAGS:  # a service message
             own, tag = services.TAGS[type(message)]
-            if own is None and method is None:
+            if own is None and not method:
                 raise ValueError(f"encode: {type(message).__name__} needs the method it answers")
             method = own if own is not None else method
         else:

@@ -200,9 +200,7 @@ class MujocoService(_Service):
             sv.JointStateRequest(int(env), list(names or [])), sv.JointStateResponse
         )
 
-    def control(
-        self, env_ids: Sequence[int], ctrl: Any, steps: int = 0
-    ) -> sv.SendControlResponse:
+    def control(self, env_ids: Sequence[int], ctrl: Any, steps: int = 0) -> sv.SendControlResponse:
         """Set the actuators of ``env_ids`` (``ctrl``: one row of ``nu`` values per env) and
         advance them ``steps`` physics steps."""
         flat = [float(x) for x in np.asarray(ctrl, dtype=np.float64).ravel()]
@@ -313,8 +311,9 @@ class ViewportService(_Service):
         elevation: float = -45.0,
     ) -> Stream:
         """Frames of the free camera on env ``env``; ``distance`` > 0 places the camera."""
+        x, y, z = (float(v) for v in lookat)
         request = sv.ViewportStreamRequest(
-            int(env), rate_hz, max_frames, tuple(lookat), distance, azimuth, elevation  # type: ignore[arg-type]
+            int(env), rate_hz, max_frames, (x, y, z), distance, azimuth, elevation
         )
         return Stream(self._s, self._ask(request, sv.StreamResponse), max_frames)
 

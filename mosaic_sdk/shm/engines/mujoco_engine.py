@@ -283,8 +283,8 @@ class MujocoEngine:
         t = self.transport
         flags = t.resets
         resets = np.flatnonzero(flags)
-        for i in resets:
-            self._reset_env(int(i))
+        for r in resets:
+            self._reset_env(int(r))
         flags[:] = 0
         if self.mode == "pause":
             t.rewards[:] = 0.0
@@ -317,7 +317,11 @@ class MujocoEngine:
         pending = seg.c2e.pending
         while not self._closing:
             target = self._frame + 1
-            self._wait(lambda: load(action_off) >= target or pending() > 0, self._next_due())
+
+            def ready(target: int = target) -> bool:
+                return bool(load(action_off) >= target or pending() > 0)
+
+            self._wait(ready, self._next_due())
             if pending():
                 self._serve_commands()
             if not self._closing and load(action_off) >= target:
