@@ -114,7 +114,6 @@ class _ImageStream:
 @dataclass
 class _EnvState:
     noise: tuple[float, float] = (0.02, 0.02)  # qpos, qvel half-widths at every reset
-    steps: int = 0
     debug: list[sv.DebugShape] = field(default_factory=list)
 
 
@@ -156,6 +155,7 @@ class MujocoEngine:
         self.datas = [mujoco.MjData(m) for _ in range(num_envs)]
         self.rngs = [np.random.default_rng([seed, i]) for i in range(num_envs)]
         self.envs = [_EnvState() for _ in range(num_envs)]
+        self._steps = np.zeros(num_envs, dtype=np.int64)  # hot-path steps since each reset
         self.layout_name = layout
         target = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "target")
         self._mocap = int(m.body_mocapid[target]) if target >= 0 else -1
@@ -243,7 +243,7 @@ class MujocoEngine:
         if self._mocap >= 0:
             d.mocap_pos[self._mocap, :2] = rng.uniform(-self.target_range, self.target_range, 2)
         mujoco.mj_forward(m, d)
-        self.envs[i].steps = 0
+        self._steps[i] = 0
         self._write_obs(i)
         t = self.transport
         t.rewards[i] = 0.0
@@ -257,13 +257,6 @@ class MujocoEngine:
         row[m.nq : m.nq + m.nv] = d.qvel
         if self._mocap >= 0:
             row[m.nq + m.nv :] = d.mocap_pos[self._mocap, :2]
-
-    def _reward(self, i: int, ctrl: np.ndarray) -> float:
-        if self._mocap < 0 or self._tip < 0:
-            return 0.0
-        d = self.datas[i]
-        dist = float(np.linalg.norm(d.site_xpos[self._tip, :2] - d.mocap_pos[self._mocap, :2]))
-        return -dist - self.ctrl_cost * float(ctrl @ ctrl)
 
     def _physics(self, env_ids: list[int], control_steps: int = 1) -> None:
         """Advance ``env_ids`` by ``control_steps`` x frame_skip physics steps."""
@@ -297,13 +290,34 @@ class MujocoEngine:
         for k, i in enumerate(active):
             self.datas[i].ctrl[:] = ctrl[k]
         self._physics(active)
-        for k, i in enumerate(active):
-            env = self.envs[i]
-            env.steps += 1
-            self._write_obs(i)
-            t.rewards[i] = self._reward(i, ctrl[k])
-            t.terminated[i] = 0
-            t.truncated[i] = env.steps >= self.max_episode_steps
+        self._observe(active, ctrl)
+
+    def _observe(self, active: list[int], ctrl: np.ndarray) -> None:
+        """Observations, rewards and truncations of ``active`` after a step (``ctrl``: theirs)."""
+        t, m = self.transport, self.model
+        obs, datas = t.obs, self.datas
+        nq, nqv, mocap, tip = m.nq, m.nq + m.nv, self._mocap, self._tip
+        tips = np.zeros((len(active), 2))
+        targets = np.zeros((len(active), 2))
+        for k, i in enumerate(active):  # one pass over the MjData: rows and the tip positions
+            d = datas[i]
+            row = obs[i]
+            row[:nq] = d.qpos
+            row[nq:nqv] = d.qvel
+            if mocap >= 0:
+                targets[k] = d.mocap_pos[mocap, :2]
+                row[nqv:] = targets[k]
+                if tip >= 0:
+                    tips[k] = d.site_xpos[tip, :2]
+        ids = np.asarray(active)
+        if mocap >= 0 and tip >= 0:
+            dist = np.linalg.norm(tips - targets, axis=1)
+            t.rewards[ids] = -dist - self.ctrl_cost * np.einsum("ij,ij->i", ctrl, ctrl)
+        else:
+            t.rewards[ids] = 0.0
+        self._steps[ids] += 1
+        t.terminated[ids] = 0
+        t.truncated[ids] = self._steps[ids] >= self.max_episode_steps
 
     # -- the loop ---------------------------------------------------------------------------
     def serve_forever(self) -> None:
