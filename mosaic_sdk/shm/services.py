@@ -10,6 +10,7 @@ payloads listed in ``TAGS``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -621,8 +622,20 @@ PAYLOAD_CLASSES: dict[int, type] = {tag: cls for cls, (_, tag) in TAGS.items()}
 _SCALAR_DEFAULTS = {"u8", "u32", "u64", "i32", "i64", "f64", "bool"}
 
 
+@functools.cache
 def _camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
+@functools.cache
+def _fb(name: str) -> Any:
+    """A function of the generated module (looked up once)."""
+    return getattr(fb, name)
+
+
+@functools.cache
+def _dtype(code: str) -> np.dtype[Any]:
+    return np.dtype(code).newbyteorder("<")
 
 
 def _enum_value(kind: str, value: str) -> int:
@@ -643,7 +656,7 @@ def build(b: flatbuffers.Builder, message: Any) -> int:
         if kind == "str":
             made[name] = b.CreateString(value or "")
         elif kind.startswith("v:"):
-            arr = np.ascontiguousarray(value, dtype=np.dtype(kind[2:]).newbyteorder("<"))
+            arr = np.ascontiguousarray(value, dtype=_dtype(kind[2:]))
             made[name] = b.CreateNumpyVector(arr.ravel())
         elif kind == "vstr" or kind.startswith("vt:"):
             items = [
@@ -655,9 +668,9 @@ def build(b: flatbuffers.Builder, message: Any) -> int:
             made[name] = b.EndVector()
         elif kind.startswith("t:") and value is not None:
             made[name] = build(b, value)
-    getattr(fb, f"{table}Start")(b)
+    _fb(f"{table}Start")(b)
     for name, kind in spec.items():
-        add = getattr(fb, f"{table}Add{_camel(name)}")
+        add = _fb(f"{table}Add{_camel(name)}")
         value = getattr(message, name)
         if name in made:
             add(b, made[name])
@@ -671,7 +684,7 @@ def build(b: flatbuffers.Builder, message: Any) -> int:
         elif kind == "quat":
             w, x, y, z = (float(v) for v in value)
             add(b, fb.CreateQuat(b, w, x, y, z))
-    return int(getattr(fb, f"{table}End")(b))
+    return int(_fb(f"{table}End")(b))
 
 
 def read(cls: type, table: Any) -> Any:
