@@ -98,4 +98,4 @@ def _run(args: argparse.Namespace) -> int:
         handle.close(timeout=1.0)
         return 130
     handle.close()
-    return 0 if code == 0 else 1 if code is None else int(code) if code > 0 else 1
+    return 0 if code == 0 else 1

@@ -26,7 +26,17 @@ from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm.layout import OFF, Layout
 from mosaic_sdk.shm.mapping import MappedSegment, watch_error
 from mosaic_sdk.shm.segment import name_from_env
-from mosaic_sdk.shm.service_client import PUSHED_METHODS, Services
+from mosaic_sdk.shm.service_client import (
+    PUSHED_METHODS,
+    AgentService,
+    CameraService,
+    DebugService,
+    MujocoService,
+    SceneService,
+    Services,
+    TelemetryService,
+    ViewportService,
+)
 from mosaic_sdk.shm.sync import PeerWatch, TransportError, spin_budget
 
 
@@ -252,37 +262,37 @@ class SharedMemoryClient:
         return self._services
 
     @property
-    def agent(self) -> Any:
+    def agent(self) -> AgentService:
         """Agent service: ``schema()``, ``reset(env_ids, contract)``."""
         return self.services.agent
 
     @property
-    def mujoco(self) -> Any:
+    def mujoco(self) -> MujocoService:
         """MuJoCo service: ``joint_state``, ``control``, ``info``."""
         return self.services.mujoco
 
     @property
-    def telemetry(self) -> Any:
+    def telemetry(self) -> TelemetryService:
         """Telemetry service: ``schema()``, ``stream(...)``."""
         return self.services.telemetry
 
     @property
-    def scene(self) -> Any:
+    def scene(self) -> SceneService:
         """Scene service: ``info``, ``entities``, ``pose``, ``set_pose``, ``set_mode``."""
         return self.services.scene
 
     @property
-    def camera(self) -> Any:
+    def camera(self) -> CameraService:
         """Camera service: ``list()``, ``stream(camera, ...)``."""
         return self.services.camera
 
     @property
-    def viewport(self) -> Any:
+    def viewport(self) -> ViewportService:
         """Viewport service: ``info()``, ``stream(env, ...)``."""
         return self.services.viewport
 
     @property
-    def debug(self) -> Any:
+    def debug(self) -> DebugService:
         """Debug service: ``draw(shapes, env_ids)``, ``clear()``, shape helpers."""
         return self.services.debug
 

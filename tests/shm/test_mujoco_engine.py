@@ -297,9 +297,10 @@ def test_unknown_methods_and_malformed_envelopes_get_errors(tabletop) -> None:
 
 def test_a_killed_engine_is_noticed_and_leaves_no_segment() -> None:
     handle = launch_engine(2, "reacher")
-    client = SharedMemoryClient(handle.name, timeout=1.0)  # a timeout would mean unnoticed
+    client = SharedMemoryClient(handle.name, timeout=30)
     try:
         client.step(np.zeros((2, 2)))
+        client.timeout = 1.0  # a TransportTimeoutError would mean: not noticed within 1 s
         os.kill(handle.pid, signal.SIGKILL)
         with pytest.raises(PeerGoneError):
             for _ in range(1000):
