@@ -49,7 +49,11 @@ class AgentSchemaResponse:
 
 @dataclass
 class SimulationContract:
-    """Domain randomisation applied to the envs of one reset (see the schema for the fields)."""
+    """Domain randomisation applied to the envs of one reset (see the schema for the fields).
+
+    Scales are drawn per env in ``[low, high]`` and apply to the model's own values (they never
+    compound); ``restore_defaults`` puts the envs back on the model's parameters instead.
+    """
 
     mass_scale_low: float = 1.0
     mass_scale_high: float = 1.0

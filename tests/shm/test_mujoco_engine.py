@@ -140,8 +140,14 @@ def test_randomised_reset_changes_only_the_chosen_envs(reacher) -> None:
     start = client.obs.copy()
     plain = rollout()
     client.agent.reset(None, identity)
-    heavy = sv.SimulationContract(
-        mass_scale_low=2.0, mass_scale_high=3.0, gain_scale_low=0.5, gain_scale_high=0.6, seed=7
+    heavy = sv.SimulationContract(  # the default initial-state noise, heavier and weaker
+        mass_scale_low=2.0,
+        mass_scale_high=3.0,
+        gain_scale_low=0.5,
+        gain_scale_high=0.6,
+        qpos_noise=0.02,
+        qvel_noise=0.02,
+        seed=7,
     )
     answer = client.agent.reset([1, 3], heavy)
     assert np.array_equal(client.obs, start)  # same initial state: only the physics changed
@@ -152,7 +158,9 @@ def test_randomised_reset_changes_only_the_chosen_envs(reacher) -> None:
         assert np.abs(plain[:, env] - randomised[:, env]).max() > 1e-3
     with pytest.raises(ValueError, match="0 < low <= high"):
         client.agent.reset([0], {"mass_scale_low": 2.0, "mass_scale_high": 1.0})
-    client.agent.reset(None, identity)
+    back = client.agent.reset(None, identity)  # restore_defaults: the model's own values
+    mass = mujoco.MjModel.from_xml_path(str(model_path("reacher"))).body_mass.sum()
+    assert back.body_mass == pytest.approx([mass] * 4)
 
 
 def test_shm_vector_env_attaches_to_the_engine(reacher) -> None:

@@ -498,7 +498,12 @@ class MujocoEngine:
         c = m.contract
         for i in ids:
             rng_state = self.rngs[i]
-            if c is not None:
+            if c is not None and c.restore_defaults:
+                self.models[i] = self.model  # the shared model again
+                self.envs[i].noise = _EnvState().noise
+                if c.seed >= 0:
+                    rng_state = np.random.default_rng([c.seed, i, 0])
+            elif c is not None:
                 if c.seed >= 0:  # one stream for the state, another for the parameters
                     rng_state = np.random.default_rng([c.seed, i, 0])
                     rng_params = np.random.default_rng([c.seed, i, 1])
