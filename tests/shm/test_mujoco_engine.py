@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 
+import flatbuffers
 import numpy as np
 import pytest
 
@@ -292,12 +293,29 @@ def _raw_reply(client: SharedMemoryClient, data: bytes) -> cmd.Decoded:
     return cmd.decode(reply)
 
 
+def _envelope_of_unknown_payload(correlation_id: int) -> bytes:
+    """A well-formed envelope whose payload is of a type no schema version defines."""
+    fb = cmd.fb
+    b = flatbuffers.Builder(64)
+    fb.PingRequestStart(b)
+    table = fb.PingRequestEnd(b)
+    fb.EnvelopeStart(b)
+    fb.EnvelopeAddCorrelationId(b, correlation_id)
+    fb.EnvelopeAddMethod(b, 3000)
+    fb.EnvelopeAddPayloadType(b, 200)
+    fb.EnvelopeAddPayload(b, table)
+    b.Finish(fb.EnvelopeEnd(b), file_identifier=b"MSHC")
+    return bytes(b.Output())
+
+
 def test_unknown_methods_and_malformed_envelopes_get_errors(tabletop) -> None:
     _, client = tabletop
     garbage = _raw_reply(client, b"not a flatbuffer at all")
     assert garbage.error and "not a mosaic shm Envelope" in garbage.error
     no_payload = _raw_reply(client, cmd.encode(None, 77, method=999, error="x"))
     assert no_payload.correlation_id == 77 and "without a request payload" in no_payload.error
+    unknown = _raw_reply(client, _envelope_of_unknown_payload(correlation_id=55))
+    assert unknown.correlation_id == 55 and "unknown payload type 200" in unknown.error
     with pytest.raises(NotImplementedError, match="does not serve CallRequest"):
         client.call("anything")
     assert client.ping(5).nonce == 5  # the engine lives on

@@ -958,6 +958,8 @@ def draw_debug(scene: Any, shapes: list[sv.DebugShape]) -> None:
 
 def _envelope_ids(data: bytes) -> tuple[int, int]:
     """(correlation id, method) of a malformed envelope where they can be read, else zeros."""
+    if len(data) < 8 or data[4:8] != b"MSHC":
+        return 0, 0  # not an envelope at all: nothing in it can be trusted
     try:
         env = cmd.fb.Envelope.GetRootAs(data, 0)
         return int(env.CorrelationId()), int(env.Method())
