@@ -23,9 +23,9 @@ import time
 
 import numpy as np
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-import mujoco  # noqa: E402
+from mosaic_sdk.shm.engines import load_mujoco  # noqa: E402
 
+mujoco = load_mujoco()
 from mosaic_sdk.shm.client import SharedMemoryClient  # noqa: E402
 from mosaic_sdk.shm.engines import model_path  # noqa: E402
 from mosaic_sdk.shm.engines.launch import launch_engine  # noqa: E402

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import signal
 import subprocess
@@ -13,8 +15,11 @@ import flatbuffers
 import numpy as np
 import pytest
 
-os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported: offscreen rendering
-mujoco = pytest.importorskip("mujoco")
+if importlib.util.find_spec("mujoco") is None:
+    pytest.skip("mujoco is not installed (the mujoco extra)", allow_module_level=True)
+from mosaic_sdk.shm import engines  # noqa: E402
+
+mujoco = engines.load_mujoco()  # MUJOCO_GL=egl, or physics only where no GL loads
 
 from mosaic_sdk.shm import commands as cmd  # noqa: E402
 from mosaic_sdk.shm import services as sv  # noqa: E402
@@ -49,7 +54,10 @@ def reacher() -> Iterator[tuple[EngineHandle, SharedMemoryClient]]:
     yield from _engine(4, "reacher")
 
 
+@functools.cache
 def _renderer_works() -> bool:
+    if engines.GL_UNAVAILABLE is not None:
+        return False
     try:
         m = mujoco.MjModel.from_xml_string("<mujoco/>")
         mujoco.Renderer(m, 8, 8).close()
@@ -58,9 +66,12 @@ def _renderer_works() -> bool:
     return True
 
 
-needs_gl = pytest.mark.skipif(
-    not _renderer_works(), reason="no offscreen OpenGL (MUJOCO_GL=egl needs libEGL + Mesa)"
-)
+@pytest.fixture
+def needs_gl() -> None:
+    """Skip where offscreen OpenGL is missing (checked when a rendering test runs, not at
+    collection, so that no GL context is made in this process for the other tests)."""
+    if not _renderer_works():
+        pytest.skip("no offscreen OpenGL (MUJOCO_GL=egl needs libEGL + Mesa)")
 
 
 # -- Agent, MuJoCo, Scene -----------------------------------------------------------------------
@@ -230,8 +241,7 @@ def _reference_frame(client: SharedMemoryClient, env: int, camera, shapes=()) ->
         return renderer.render().copy()
 
 
-@needs_gl
-def test_camera_frames_equal_mujocos_renderer(tabletop) -> None:
+def test_camera_frames_equal_mujocos_renderer(tabletop, needs_gl) -> None:
     _, client = tabletop
     client.scene.set_mode("lockstep")
     cams = client.camera.list()
@@ -247,8 +257,7 @@ def test_camera_frames_equal_mujocos_renderer(tabletop) -> None:
     assert np.array_equal(client.image[0], _reference_frame(client, 0, "side"))
 
 
-@needs_gl
-def test_debug_shapes_are_drawn_into_the_frames(tabletop) -> None:
+def test_debug_shapes_are_drawn_into_the_frames(tabletop, needs_gl) -> None:
     _, client = tabletop
     client.scene.set_mode("lockstep")
     client.debug.clear()
@@ -267,8 +276,7 @@ def test_debug_shapes_are_drawn_into_the_frames(tabletop) -> None:
     assert np.array_equal(drawn, _reference_frame(client, 1, "overhead", shapes))
 
 
-@needs_gl
-def test_viewport_streams_the_free_camera(tabletop) -> None:
+def test_viewport_streams_the_free_camera(tabletop, needs_gl) -> None:
     _, client = tabletop
     info = client.viewport.info()
     assert (info.width, info.height) == (64, 64) and info.distance > 0

@@ -42,14 +42,14 @@ from typing import Any
 import numpy as np
 
 from mosaic_sdk.shm import commands as cmd
+from mosaic_sdk.shm import engines
 from mosaic_sdk.shm import services as sv
 from mosaic_sdk.shm.engines import model_path
 from mosaic_sdk.shm.messages import SpaceSpec
 from mosaic_sdk.shm.sync import SLICE
 from mosaic_sdk.shm.transport import SharedMemoryTransport
 
-os.environ.setdefault("MUJOCO_GL", "egl")  # offscreen rendering without a display
-import mujoco  # noqa: E402  (an optional dependency: the `mujoco` extra)
+mujoco = engines.load_mujoco()  # an optional dependency (the `mujoco` extra), offscreen GL
 
 LAYOUTS = ("mshm", "lrbc")
 OUTBOX_LIMIT = 100_000  # telemetry frames waiting for ring space before a stream is stopped
@@ -831,6 +831,7 @@ class MujocoEngine:
             raise KeyError(f"no camera named {camera!r}; the model has {names}")
         if rate <= 0:
             raise ValueError(f"rate_hz must be > 0 frames per second, got {rate}")
+        self._make_renderer()  # a missing GL is the request's error, not the engine's end
         self._ids += 1
         self._images[self._ids] = _ImageStream(
             self._ids, camera, ids, 1.0 / rate, max_frames, time.monotonic()
@@ -866,16 +867,28 @@ class MujocoEngine:
     def render(self, env: int, camera: str | Any, out: np.ndarray | None = None) -> np.ndarray:
         """Render env ``env`` from ``camera`` (a name, or an ``MjvCamera``) with its debug
         shapes; into ``out`` when given."""
-        height, width, _ = self._image_shape()
-        if self._renderer is None:
-            self._renderer = mujoco.Renderer(self.model, height, width)
-        r = self._renderer
+        r = self._make_renderer()
         m, d = self.models[env], self.datas[env]
         mujoco.mj_kinematics(m, d)
         mujoco.mj_camlight(m, d)
         r.update_scene(d, camera=camera)
         draw_debug(r.scene, self.envs[env].debug)
         return r.render(out=out)  # type: ignore[no-any-return]
+
+    def _make_renderer(self) -> Any:
+        if self._renderer is None:
+            height, width, _ = self._image_shape()
+            if engines.GL_UNAVAILABLE is not None:
+                raise RuntimeError(f"cannot render offscreen: {engines.GL_UNAVAILABLE}")
+            try:
+                self._renderer = mujoco.Renderer(self.model, height, width)
+            except Exception as exc:
+                raise RuntimeError(
+                    f"cannot render offscreen with MUJOCO_GL={os.environ.get('MUJOCO_GL')} "
+                    f"({type(exc).__name__}: {exc}); install EGL (libegl1, libgl1-mesa-dri) or "
+                    "set MUJOCO_GL=osmesa with libosmesa6"
+                ) from exc
+        return self._renderer
 
     def _image_ticks(self) -> None:
         now = time.monotonic()
@@ -886,8 +899,20 @@ class MujocoEngine:
             image = self.transport.image
             assert image is not None
             camera: Any = s.camera or self._viewport
-            for i in s.env_ids:
-                self.render(i, camera, out=image[i])
+            try:
+                for i in s.env_ids:
+                    self.render(i, camera, out=image[i])
+            except Exception as exc:  # the stream ends with its error; the engine lives on
+                del self._images[s.stream_id]
+                self._push(
+                    cmd.encode(
+                        None,
+                        s.stream_id,
+                        method=int(cmd.fb.Method.ImageFrame),
+                        error=f"image stream {s.stream_id} stopped: {type(exc).__name__}: {exc}",
+                    )
+                )
+                continue
             height, width, channels = self._image_shape()
             frame = sv.ImageFrame(
                 s.stream_id,
