@@ -37,7 +37,8 @@ def serve(kwargs: dict[str, Any], ready_fd: int | None = None) -> int:
     try:
         engine = MujocoEngine(**kwargs)
     except Exception as exc:
-        message = f"error {type(exc).__name__}: {exc}"
+        text = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
+        message = f"error {text}"
         if ready_fd is None:
             raise
         os.write(ready_fd, message.encode() + b"\n")
