@@ -26,6 +26,17 @@ from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm.layout import OFF, Layout
 from mosaic_sdk.shm.mapping import MappedSegment, watch_error
 from mosaic_sdk.shm.segment import name_from_env
+from mosaic_sdk.shm.service_client import (
+    PUSHED_METHODS,
+    AgentService,
+    CameraService,
+    DebugService,
+    MujocoService,
+    SceneService,
+    Services,
+    TelemetryService,
+    ViewportService,
+)
 from mosaic_sdk.shm.sync import PeerWatch, TransportError, spin_budget
 
 
@@ -86,6 +97,7 @@ class SharedMemoryClient:
         self.resets: np.ndarray = seg.resets
         self.image: np.ndarray | None = seg.image
         self.side: list[tuple[np.ndarray, np.ndarray]] = seg.side  # (to worker, back) per worker
+        self._services: Services | None = None
 
     # -- description --------------------------------------------------------------------------
     @property
@@ -162,7 +174,9 @@ class SharedMemoryClient:
                 continue
             reply = cmd.decode(data)
             if reply.correlation_id != cid:
-                continue  # an answer to a request abandoned earlier (timeout)
+                if reply.method in PUSHED_METHODS:  # a stream's frame: kept for its reader
+                    self.services.on_push(reply)
+                continue  # else an answer to a request abandoned earlier (timeout)
             if reply.error is not None:
                 raise _engine_error(reply)
             return reply.message
@@ -238,6 +252,49 @@ class SharedMemoryClient:
         if not isinstance(response, cmd.PingResponse) or response.nonce != nonce:
             raise cmd.CommandError(f"ping {nonce} answered with {response!r}")
         return response
+
+    # -- engine services (mosaic_sdk.shm.service_client) ---------------------------------------
+    @property
+    def services(self) -> Services:
+        """The engine services and the frames their streams pushed."""
+        if self._services is None:
+            self._services = Services(self)
+        return self._services
+
+    @property
+    def agent(self) -> AgentService:
+        """Agent service: ``schema()``, ``reset(env_ids, contract)``."""
+        return self.services.agent
+
+    @property
+    def mujoco(self) -> MujocoService:
+        """MuJoCo service: ``joint_state``, ``control``, ``info``."""
+        return self.services.mujoco
+
+    @property
+    def telemetry(self) -> TelemetryService:
+        """Telemetry service: ``schema()``, ``stream(...)``."""
+        return self.services.telemetry
+
+    @property
+    def scene(self) -> SceneService:
+        """Scene service: ``info``, ``entities``, ``pose``, ``set_pose``, ``set_mode``."""
+        return self.services.scene
+
+    @property
+    def camera(self) -> CameraService:
+        """Camera service: ``list()``, ``stream(camera, ...)``."""
+        return self.services.camera
+
+    @property
+    def viewport(self) -> ViewportService:
+        """Viewport service: ``info()``, ``stream(env, ...)``."""
+        return self.services.viewport
+
+    @property
+    def debug(self) -> DebugService:
+        """Debug service: ``draw(shapes, env_ids)``, ``clear()``, shape helpers."""
+        return self.services.debug
 
     # -- lifetime -----------------------------------------------------------------------------
     def close(self, shutdown_engine: bool = False) -> None:

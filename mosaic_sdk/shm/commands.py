@@ -15,6 +15,7 @@ from typing import Any
 import flatbuffers
 import numpy as np
 
+from mosaic_sdk.shm import services
 from mosaic_sdk.shm.generated import shm_commands_generated as fb
 from mosaic_sdk.shm.messages import (
     CallRequest,
@@ -219,6 +220,8 @@ def _payload(b: flatbuffers.Builder, m: Message) -> int:
         fb.PingResponseAddNonce(b, m.nonce)
         fb.PingResponseAddFrameSeq(b, m.frame_seq)
         return int(fb.PingResponseEnd(b))
+    if type(m) in services.TAGS:
+        return services.build(b, m)
     empty = {
         GetSchemaRequest: (fb.GetSchemaRequestStart, fb.GetSchemaRequestEnd),
         CloseRequest: (fb.CloseRequestStart, fb.CloseRequestEnd),
@@ -230,7 +233,7 @@ def _payload(b: flatbuffers.Builder, m: Message) -> int:
 
 
 def encode(
-    message: Message | None,
+    message: Message | services.ServiceMessage | None,
     correlation_id: int,
     *,
     method: int | None = None,
@@ -246,7 +249,13 @@ def encode(
     err = b.CreateString(error) if error is not None else None
     err_blob = _blob(b, error_pickle)
     if message is not None:
-        method, tag = _TAGS[type(message)]
+        if type(message) in services.TAGS:  # a service message
+            own, tag = services.TAGS[type(message)]
+            if own is None and not method:
+                raise ValueError(f"encode: {type(message).__name__} needs the method it answers")
+            method = own if own is not None else method
+        else:
+            method, tag = _TAGS[type(message)]
     elif method is None:
         raise ValueError("encode: give a message, or a method with an error")
     fb.EnvelopeStart(b)
@@ -356,6 +365,8 @@ def _message_from(tag: int, table: Any) -> Message:
     }
     if tag in simple:
         return simple[tag]()  # type: ignore[no-any-return]
+    if tag in services.PAYLOAD_CLASSES:
+        return services.read(services.PAYLOAD_CLASSES[tag], table)  # type: ignore[no-any-return]
     raise CommandError(f"unknown payload type {tag} in a command envelope")
 
 
