@@ -10,17 +10,20 @@ side area). For ``send``/``recv`` every env is its own unit: ``recv`` steps the 
 first, in the order they were sent.
 
 ``mode="auto"`` (``choose_mode``) builds one env in the trainer, times ``PROBE_STEPS`` steps
-of it with seeded random actions and picks ``"inline"`` when one batch of env work (mean
-step time x envs per batch) costs less than ``INLINE_BELOW`` seconds, about what waking a
-host process and being woken back costs on a loaded 2-core machine; above that the host
-processes' parallelism pays for the wake. Options that only mean something for host
-processes (``num_workers``, ``name``, ``context``) choose ``"process"`` outright.
+of it with seeded random actions (the median step) and picks ``"process"`` only when the
+host processes would take more env work off the trainer per batch than a cross-process wake
+costs: ``step time x envs per batch x (1 - 1 / workers) > INLINE_BELOW`` (200 us, about
+what waking a host and being woken back costs on a loaded 2-core machine). ``workers`` is
+one per CPU (at most 16 and ``num_envs``) for ``step()``, or what ``batch_size`` allows
+(``vector_rules.num_workers``). Options that only mean something for host processes
+(``num_workers``, ``name``, ``context``) choose ``"process"`` outright.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -31,7 +34,7 @@ import numpy as np
 
 from mosaic_sdk.shm.host_process import _image_shape
 from mosaic_sdk.shm.packing import RowCodec
-from mosaic_sdk.shm.stepper import SliceStepper
+from mosaic_sdk.shm.stepper import SAME_STEP, SliceStepper
 
 MODES = ("auto", "process", "inline")
 INLINE_BELOW = 200e-6
@@ -93,13 +96,28 @@ def step_cost(make: Callable[[], Any], steps: int = PROBE_STEPS) -> float:
         env.close()
 
 
+def cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def choose_mode(
     mode: str,
     fns: Sequence[Callable[[], Any]],
     batch_envs: int,
+    workers: int,
     process_only: bool,
 ) -> tuple[str, float | None]:
-    """``(mode chosen, measured seconds per env step or None)`` for ``mode``."""
+    """``(mode chosen, measured seconds per env step or None)`` for ``mode``.
+
+    ``workers`` is how many host processes would share a batch of ``batch_envs`` envs. Host
+    processes win when the part of a batch they take off the trainer's hands, ``cost x
+    batch_envs x (1 - 1 / workers)``, exceeds ``INLINE_BELOW``; with one worker they never
+    do (the trainer waits for the batch either way), so ``"auto"`` steps inline.
+    """
     if mode not in MODES:
         raise ValueError(f"mode={mode!r} is not one of {MODES}")
     if mode != "auto":
@@ -107,25 +125,27 @@ def choose_mode(
     if process_only:
         return "process", None
     cost = step_cost(fns[0])
-    return ("inline" if cost * batch_envs < INLINE_BELOW else "process"), cost
+    saved = cost * batch_envs * (1.0 - 1.0 / max(1, workers))
+    return ("process" if saved > INLINE_BELOW else "inline"), cost
 
 
 class LocalArea:
-    """A side area in the trainer's memory: holds one blob (no size limit)."""
+    """A side area in the trainer's memory: holds one blob (no size limit), pickled as a
+    stepper writes it, or the blob's dict itself from the direct path."""
 
     def __init__(self) -> None:
-        self.data: bytes | None = None
+        self.data: bytes | dict[str, Any] | None = None
 
     def fits(self, data: bytes) -> bool:
         return True
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | dict[str, Any] | None) -> None:
         self.data = data
 
     def clear(self) -> None:
         self.data = None
 
-    def read(self) -> bytes | None:
+    def read(self) -> bytes | dict[str, Any] | None:
         return self.data
 
 
@@ -171,6 +191,22 @@ class InlineEngine:
             for i in range(n)
         ]
         self.sent: deque[int] = deque()
+        # The direct path: one observation leaf and one action leaf (Box, Discrete,
+        # MultiDiscrete, MultiBinary), no final_obs to carry (NEXT_STEP or DISABLED), no
+        # frames. It steps the envs as SliceStepper does, without its per-call batching.
+        single = len(obs_codec.leaves) == 1 and len(act_codec.leaves) == 1
+        self.direct = (
+            obs_codec.fixed
+            and act_codec.fixed
+            and single
+            and not obs_codec.leaves[0].path
+            and not act_codec.leaves[0].path
+            and autoreset_mode != SAME_STEP
+            and self.image is None
+        )
+        if self.direct:
+            self._obs_rows = obs_codec.leaf_views(self.obs)[0]
+            self._act_rows = act_codec.leaf_views(self.actions)[0]
         metadata = dict(getattr(first, "metadata", {}) or {})
         metadata.pop("autoreset_mode", None)
         self.described: dict[str, Any] = {
@@ -188,7 +224,36 @@ class InlineEngine:
 
     def step(self) -> None:
         """Step every env (lock-step)."""
-        self.whole.step()
+        if not self.direct:
+            self.whole.step()
+            return
+        infos = self._step_direct(range(len(self.envs)))
+        self.whole_areas[1].write({"infos": infos} if infos else None)
+
+    def _step_direct(self, ids: Any) -> dict[int, list[dict[str, Any]]]:
+        """Step (or, where the reset flag says so, reset) envs ``ids`` in that order."""
+        envs, acts, rows = self.envs, self._act_rows, self._obs_rows
+        rewards, terminated, truncated, resets = (
+            self.rewards,
+            self.terminated,
+            self.truncated,
+            self.resets,
+        )
+        copy_rows = acts.ndim > 1  # an env may keep its action: never a view of ours
+        infos: dict[int, list[dict[str, Any]]] = {}
+        for i in ids:
+            env = envs[i]
+            if resets[i] & 1:
+                obs, info = env.reset()
+                rewards[i], terminated[i], truncated[i] = 0.0, 0, 0
+                resets[i] = 0
+            else:
+                action = acts[i].copy() if copy_rows else acts[i]
+                obs, rewards[i], terminated[i], truncated[i], info = env.step(action)
+            rows[i] = obs
+            if info:
+                infos[i] = [info]
+        return infos
 
     def submit(self, units: Sequence[int]) -> None:
         """Queue envs to be stepped by the next ``collect`` calls, in this order."""
@@ -201,11 +266,16 @@ class InlineEngine:
         """Step the ``count`` envs sent first (or all queued, if fewer) and return them."""
         done: list[int] = []
         while self.sent and len(done) < count:
-            unit = self.sent.popleft()
-            stepper = self.units[unit]
-            stepper.step()
-            self.resets[stepper.begin : stepper.end] = 0
-            done.append(unit)
+            done.append(self.sent.popleft())
+        if self.direct:
+            infos = self._step_direct(done)
+            for unit in done:
+                added = infos.get(unit)
+                self.unit_areas[unit][1].write({"infos": {unit: added}} if added else None)
+            return done
+        for unit in done:
+            self.units[unit].step()
+            self.resets[unit] = 0
         return done
 
     def reset_detailed(

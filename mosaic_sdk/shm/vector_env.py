@@ -49,6 +49,7 @@ from mosaic_sdk.shm import vector_rules as rules
 from mosaic_sdk.shm.async_steps import RESET, AsyncSlices
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.host import EnvHostHandle, launch_env_host
+from mosaic_sdk.shm.layout import MAX_WORKERS
 from mosaic_sdk.shm.mapping import SegmentCorruptedError
 from mosaic_sdk.shm.packing import RowCodec
 from mosaic_sdk.shm.side import SideArea
@@ -77,6 +78,17 @@ def _described(schema: Any) -> dict[str, Any]:
         "render_mode": "rgb_array" if schema.image else None,
         "autoreset_mode": AutoresetMode.NEXT_STEP.value,
     }
+
+
+def _auto_workers(num_envs: int, batch: int) -> int:
+    """Host processes ``mode="auto"`` would start: one per CPU in lock-step, else what the
+    batch allows (1 when no split fits: then only this process can serve such batches)."""
+    if batch == num_envs:
+        return min(inline.cpus(), num_envs, MAX_WORKERS)
+    try:
+        return rules.num_workers(None, num_envs, batch)
+    except ValueError:
+        return 1
 
 
 class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
@@ -128,7 +140,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         n = len(fns)
         batch = rules.batch_size(batch_size, n)
         process_only = num_workers is not None or name is not None or context is not None
-        self.mode, self.step_cost = inline.choose_mode(mode, fns, batch, process_only)
+        auto_workers = _auto_workers(n, batch)
+        self.mode, self.step_cost = inline.choose_mode(mode, fns, batch, auto_workers, process_only)
         self.batch_size = batch
         if self.mode == "inline":
             engine = inline.InlineEngine(fns, reset_mode.value, render_images)
@@ -143,6 +156,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             return
         asynchronous = batch < n
         workers = rules.num_workers(num_workers, n, batch)
+        if mode == "auto" and num_workers is None:
+            workers = auto_workers
         self._host = launch_env_host(
             env_fns if isinstance(env_fns, str) else fns,
             num_envs,
@@ -262,7 +277,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self._pending = np.zeros(self.num_envs, dtype=np.bool_)
         self._reset_queue: list[int] = []
         self._reset_infos: dict[str, Any] = {}
-        self._last_ids: list[int] = []
+        self._last_ids = np.arange(self.num_envs, dtype=np.int64)
         self._was_reset = False
         self._lockstep_sent = False
         if isinstance(client, inline.InlineEngine):
@@ -271,6 +286,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             self._to_units: list[Any] = [a for a, _ in client.unit_areas]
             self._from_units: list[Any] = [b for _, b in client.unit_areas]
             self._whole = ([(0, self.num_envs)], [client.whole_areas[0]], [client.whole_areas[1]])
+            self._unit_index = np.arange(self.num_envs)
             return
         self.schema = client.get_schema()
         seg = client._seg
@@ -278,6 +294,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self._to_units = [SideArea(to_worker) for to_worker, _ in client.side]
         self._from_units = [SideArea(back) for _, back in client.side]
         self._whole = (self._units, self._to_units, self._from_units)
+        self._unit_index = np.repeat(np.arange(len(self._units)), [e - b for b, e in self._units])
         if self.batch_size < self.num_envs:
             self._pool = AsyncSlices(seg, client._check, client.spin, client.timeout)
 
@@ -359,7 +376,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self._pending[:] = False
         self._was_reset = True
         self._reset_queue = []
-        self._last_ids = list(range(self.num_envs))
+        self._last_ids = np.arange(self.num_envs, dtype=np.int64)
         infos: dict[str, Any] = {}
         for i, info in zip(ids, result["infos"], strict=True):
             infos = self._add_info(infos, info, i)
@@ -389,7 +406,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         slices, _, areas = self._whole
         infos = self._read_aside(slices, areas)
         self._autoreset = terminations | truncations
-        self._last_ids = list(range(self.num_envs))
+        self._last_ids = np.arange(self.num_envs, dtype=np.int64)
         return self._observations(), rewards, terminations, truncations, infos
 
     # -- asynchronous API (EnvPool / PufferLib style) -------------------------------------------
@@ -417,16 +434,15 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         ids = self._check_send(env_ids)
         self._write_actions(actions, ids)
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            backend.resets[ids] = self._autoreset[ids].astype(np.uint8) * RESET
+            backend.resets[ids] = self._autoreset[ids] * RESET
         self._pending[ids] = True
-        units = sorted({self._unit_of(i) for i in ids})
         if self._pool is not None:
             try:
-                self._pool.send(units)
+                self._pool.send(np.unique(self._unit_index[ids]).tolist())
             except TransportError as exc:
                 raise self._failure(exc) from exc
         elif self._engine is not None:
-            self._engine.submit([i for i in ids])
+            self._engine.submit(ids.tolist())
         else:
             self._lockstep_sent = True
 
@@ -436,7 +452,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         ids; rows are in the order they finished, envs of one worker in id order."""
         backend = self._backend
         if self._reset_queue:
-            ids = self._reset_queue[: self.batch_size]
+            ids = np.asarray(self._reset_queue[: self.batch_size], dtype=np.int64)
             del self._reset_queue[: len(ids)]
             infos = rules.select_infos(self._reset_infos, ids)
             zeros = np.zeros(len(ids), np.bool_)
@@ -445,7 +461,10 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             units = self._collect()
         except TransportError as exc:
             raise self._failure(exc) from exc
-        ids = [i for u in units for i in range(*self._units[u])]
+        if self._engine is not None:  # a unit is one env
+            ids = np.asarray(units, dtype=np.int64)
+        else:
+            ids = np.concatenate([np.arange(*self._units[u], dtype=np.int64) for u in units])
         terminations = backend.terminated[ids].astype(np.bool_)
         truncations = backend.truncated[ids].astype(np.bool_)
         rewards = backend.rewards[ids]
@@ -466,30 +485,26 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             if not self._engine.in_flight():
                 raise AsyncUsageError(self._nothing_sent())
             return self._engine.collect(self.batch_size)
-        if not getattr(self, "_lockstep_sent", False):
+        if not self._lockstep_sent:
             raise AsyncUsageError(self._nothing_sent())
         self._lockstep_sent = False
-        self._client_step()
+        self.client.step()
         return list(range(len(self._units)))
-
-    def _client_step(self) -> None:
-        assert self._client is not None
-        self._client.step()
 
     def _area(self, unit: int) -> Any:
         return self._from_units[unit] if self._from_units else None
 
     def _received(
         self,
-        ids: list[int],
+        ids: np.ndarray,
         rewards: np.ndarray,
         terminations: np.ndarray,
         truncations: np.ndarray,
         infos: dict[str, Any],
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         self._pending[ids] = False
-        self._last_ids = list(ids)
-        infos["env_id"] = np.asarray(ids, dtype=np.int64)
+        self._last_ids = ids
+        infos["env_id"] = ids.copy()
         return self._observations(ids), rewards, terminations, truncations, infos
 
     def _nothing_sent(self) -> str:
@@ -498,49 +513,43 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             "every env is idle; async_reset() makes recv() return the reset observations)"
         )
 
-    def _unit_of(self, env_id: int) -> int:
-        for u, (b, e) in enumerate(self._units):
-            if b <= env_id < e:
-                return u
-        raise ValueError(f"env id {env_id} outside 0..{self.num_envs - 1}")
-
     def _check_nothing_pending(self, what: str) -> None:
-        busy = np.flatnonzero(self._pending).tolist()
-        if busy:
+        if self._pending.any():
+            busy = np.flatnonzero(self._pending).tolist()
             raise AsyncUsageError(
                 f"{what} steps every env, but envs {busy} are still owed to recv() "
                 "(sent, or reset by async_reset()): recv() them first, or reset()"
             )
 
-    def _check_send(self, env_ids: Any) -> list[int]:
+    def _check_send(self, env_ids: Any) -> np.ndarray:
         if not self._was_reset:
             raise AsyncUsageError(
                 "send() before the envs were reset: call reset() or async_reset() first"
             )
-        ids = list(self._last_ids) if env_ids is None else rules.env_ids(env_ids, self.num_envs)
-        busy = [i for i in ids if self._pending[i]]
-        if busy:
+        ids = self._last_ids if env_ids is None else rules.env_ids(env_ids, self.num_envs)
+        if self._pending[ids].any():
+            busy = ids[self._pending[ids]].tolist()
             raise AsyncUsageError(
                 f"send() for env ids {busy} that are still stepping (sent and not yet "
                 "received, or owed by async_reset()): recv() them before sending them new "
                 "actions"
             )
+        if self._engine is None and self._pool is None and len(ids) != self.num_envs:
+            raise AsyncUsageError(
+                f"send() for {len(ids)} of {self.num_envs} envs, but batch_size="
+                f"{self.batch_size} steps them all together: send every env, or create "
+                "the ShmVectorEnv with batch_size < num_envs"
+            )
         if self._engine is None:  # host processes step whole worker slices
-            chosen = set(ids)
-            for b, e in self._units:
-                part = chosen.intersection(range(b, e))
-                if part and len(part) != e - b:
+            counts = np.bincount(self._unit_index[ids], minlength=len(self._units))
+            for (b, e), count in zip(self._units, counts.tolist(), strict=True):
+                if count and count != e - b:
+                    part = sorted(i for i in ids.tolist() if b <= i < e)
                     raise AsyncUsageError(
-                        f"send() for env ids {sorted(part)} but their host process steps "
-                        f"envs {b}..{e - 1} together: send the whole slice (the ids recv() "
+                        f"send() for env ids {part} but their host process steps envs "
+                        f"{b}..{e - 1} together: send the whole slice (the ids recv() "
                         "returned)"
                     )
-            if self._pool is None and len(ids) != self.num_envs:
-                raise AsyncUsageError(
-                    f"send() for {len(ids)} of {self.num_envs} envs, but batch_size="
-                    f"{self.batch_size} steps them all together: send every env, or create "
-                    "the ShmVectorEnv with batch_size < num_envs"
-                )
         return ids
 
     def _drain(self) -> None:
@@ -557,13 +566,29 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self._pending[:] = False
 
     # -- rows ---------------------------------------------------------------------------------
-    def _write_actions(self, actions: Any, ids: list[int] | None) -> None:
+    def _write_actions(self, actions: Any, ids: np.ndarray | None) -> None:
         """Actions for every env (``ids`` None) or for ``ids``, one per id in that order."""
         if not self._act_codec.fixed:
-            self._write_actions_aside(actions, ids)
+            self._write_actions_aside(actions, None if ids is None else ids.tolist())
             return
         if ids is None:
             self._act_codec.write_batch(self._act_views, actions)
+            return
+        if len(self._act_views) == 1 and not self._act_codec.leaves[0].path:
+            view = self._act_views[0]
+            array = np.asarray(actions)
+            if array.ndim == 0 or array.shape[0] != len(ids):
+                raise ValueError(
+                    f"send(): got actions of shape {array.shape} for {len(ids)} env ids; "
+                    "pass one action per id, in the order of env_ids"
+                )
+            try:
+                view[ids] = array.reshape((len(ids), *view.shape[1:]))
+            except ValueError as exc:
+                raise ValueError(
+                    f"send(): actions of shape {array.shape} do not fit {len(ids)} envs of "
+                    f"{self.single_action_space}: expected {(len(ids), *view.shape[1:])}"
+                ) from exc
             return
         parts = [np.empty((len(ids), *v.shape[1:]), v.dtype) for v in self._act_views]
         self._act_codec.write_batch(parts, actions)
@@ -596,7 +621,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             data = area.read() if area is not None else None
             if data is None:
                 continue
-            blob = pickle.loads(data)
+            blob = data if isinstance(data, dict) else pickle.loads(data)
             if "error" in blob:
                 error = error or blob
                 continue
@@ -612,12 +637,12 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             raise exc
         return infos
 
-    def _observations(self, ids: list[int] | None = None) -> Any:
+    def _observations(self, ids: np.ndarray | None = None) -> Any:
         if self._obs_codec.fixed:
             if ids is None:
                 return self._obs_codec.batch(self._obs_views, self.copy)
             return self._obs_codec.batch([v[ids] for v in self._obs_views], False)
-        chosen = self._env_obs if ids is None else [self._env_obs[i] for i in ids]
+        chosen = self._env_obs if ids is None else [self._env_obs[i] for i in ids.tolist()]
         out = create_empty_array(self.single_observation_space, len(chosen), fn=np.zeros)
         return concatenate(self.single_observation_space, chosen, out)  # type: ignore[arg-type]
 

@@ -179,30 +179,31 @@ def num_workers(value: int | None, num_envs: int, batch: int, most: int = 16) ->
     )
 
 
-def env_ids(value: Any, num_envs: int) -> list[int]:
-    """``send``'s env ids as ints: in range, each once, at least one."""
-    ids = np.asarray(value).reshape(-1)
+def env_ids(value: Any, num_envs: int) -> np.ndarray:
+    """``send``'s env ids as an int64 array: in range, each once, at least one."""
+    ids = np.asarray(value)
+    if ids.ndim != 1:
+        ids = ids.reshape(-1)
     if ids.size == 0:
         raise ValueError("send(): env_ids is empty; pass the ids of the envs to step")
-    if not np.issubdtype(ids.dtype, np.integer):
+    if ids.dtype.kind not in "iu":
         raise TypeError(f"send(): env_ids must be integers, got {ids.dtype} ({value!r})")
-    out = [int(i) for i in ids]
-    bad = [i for i in out if not 0 <= i < num_envs]
-    if bad:
+    if ids.min() < 0 or ids.max() >= num_envs:
+        bad = [int(i) for i in ids if not 0 <= i < num_envs]
         raise ValueError(f"send(): env ids {bad} outside 0..{num_envs - 1}")
-    if len(set(out)) != len(out):
-        raise ValueError(f"send(): env ids {out} repeat an id; pass each env once")
-    return out
+    if np.bincount(ids, minlength=num_envs).max() > 1:
+        raise ValueError(f"send(): env ids {ids.tolist()} repeat an id; pass each env once")
+    return ids.astype(np.int64, copy=False)
 
 
-def select_infos(infos: dict[str, Any], ids: Sequence[int]) -> dict[str, Any]:
+def select_infos(infos: dict[str, Any], ids: Sequence[int] | np.ndarray) -> dict[str, Any]:
     """Gymnasium-style vector infos (one row per env) cut down to the rows of ``ids``."""
     out: dict[str, Any] = {}
     for key, value in infos.items():
         if isinstance(value, dict):
             out[key] = select_infos(value, ids)
         elif isinstance(value, np.ndarray):
-            out[key] = value[list(ids)]
+            out[key] = value[np.asarray(ids)]
         else:
             out[key] = value
     return out
