@@ -64,7 +64,7 @@ class SliceServer:
         self._seq_off = OFF["action_seq"]
         self._done_off = worker_offset(index, "done_seq")
         self.served = int(seg.words.load_u64(self._done_off))
-        self.seen = int(seg.words.load_u64(self._seq_off))
+        self.seen = -1  # look at our flags once: a send may have come before this loop
 
     def new_send(self) -> bool:
         """True when the client published a send since the last look."""
@@ -112,7 +112,9 @@ def serve_worker(worker: Any, stepper: Any, index: int, on_kick: Callable[[], No
     server = SliceServer(seg, index, stepper.begin, stepper.end)
     kick_off = worker_offset(index, "kick")
     load32 = seg.words.load_u32
-    kick = [int(load32(kick_off))]
+    # the kick word as the worker read it when it attached, before it reported ready: the
+    # owner may kick (forward a command) as soon as every worker is ready
+    kick = [int(worker._kick)]
 
     def kicked() -> bool:
         return int(load32(kick_off)) != kick[0]

@@ -11,6 +11,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from mosaic_sdk.shm.client import SharedMemoryClient
+from mosaic_sdk.shm.host import launch_env_host
 from mosaic_sdk.shm.segment import segment_exists
 from mosaic_sdk.shm.vector_env import ShmVectorEnv
 from mosaic_sdk.shm.vector_rules import AsyncUsageError
@@ -322,3 +324,30 @@ def test_a_killed_worker_is_reported_and_the_segment_removed(segments, tmp_path)
     finally:
         envs.close()
     assert not segment_exists(name)
+
+
+def test_the_raw_client_sends_and_receives_worker_slices(segments, tmp_path) -> None:
+    gate = str(tmp_path / "open")
+    fns = [gated(i, gate if i < 2 else None) for i in range(4)]
+    host = launch_env_host(fns, num_workers=2, name=segments.name(), asynchronous=True)
+    try:
+        client = SharedMemoryClient(host.name, timeout=30)
+        client.reset(seeds=0)
+        pool = client.async_slices()
+        assert pool.slices == [(0, 2), (2, 4)]
+        client.actions.view("int64")[:, 0] = [0, 0, 1, 1]
+        pool.send([0, 1])
+        assert pool.wait(1) == [1]  # worker 0's envs wait for the gate
+        np.testing.assert_array_equal(client.obs[2:4].view(np.float32)[:, :2], [[2, 2], [3, 2]])
+        np.testing.assert_array_equal(client.rewards[2:4], [3.0, 4.0])
+        with pytest.raises(RuntimeError, match="already has a request in flight"):
+            pool.send([0])
+        open(gate, "w").close()
+        assert pool.wait(1) == [0]
+        np.testing.assert_array_equal(client.rewards[0:2], [0.5, 1.5])
+        pool.close()
+        client.close(shutdown_engine=True)
+    finally:
+        open(gate, "w").close()
+        host.close()
+    assert not segment_exists(host.name)
