@@ -12,7 +12,9 @@ gymnasium's ``SyncVectorEnv`` measured in the same run):
 
 Beside them, PufferLib's ``Multiprocessing`` backend (uneven: the same Python env) and
 EnvPool (cartpole: its own C++ CartPole, as EnvPool cannot host a Python env) in their pooled
-modes, when they are installed (``pip install envpool pufferlib``); otherwise the table says
+modes, when they are installed (``pip install envpool``, ``pip install pufferlib``: baselines
+only, not dependencies of the SDK; envpool brings types-protobuf, which changes what mypy
+reports); otherwise the table says
 why they are absent.
 
     python benchmarks/shm/bench_async_vector_env.py [--seconds 2] [--repeats 3] [--envs 8]
