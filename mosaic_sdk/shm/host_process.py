@@ -34,7 +34,8 @@ from mosaic_sdk.shm.worker import TransportWorker
 REPLY_TIMEOUT = 60.0
 
 
-def _image_shape(env: Any) -> tuple[int, int, int]:
+def frame_shape(env: Any) -> tuple[int, int, int]:
+    """``(H, W, C)`` of ``env``'s ``render()`` after a reset (``ValueError`` unless uint8)."""
     env.reset()
     frame = np.asarray(env.render())
     if frame.ndim == 2:
@@ -203,7 +204,7 @@ def _serve_owner(
     options: dict[str, Any],
 ) -> None:
     first = envs[0]
-    image_shape = _image_shape(first) if images else None
+    image_shape = frame_shape(first) if images else None
     obs_codec = RowCodec(first.observation_space)
     act_codec = RowCodec(first.action_space)
     blob = _spaces_blob(envs)

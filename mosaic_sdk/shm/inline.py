@@ -32,7 +32,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from mosaic_sdk.shm.host_process import _image_shape
+from mosaic_sdk.shm.host_process import frame_shape
 from mosaic_sdk.shm.packing import RowCodec
 from mosaic_sdk.shm.stepper import SAME_STEP, SliceStepper
 
@@ -176,7 +176,7 @@ class InlineEngine:
         self.terminated = np.zeros(n, np.uint8)
         self.truncated = np.zeros(n, np.uint8)
         self.resets = np.zeros(n, np.uint8)
-        shape = _image_shape(first) if render_images else None
+        shape = frame_shape(first) if render_images else None
         self.image = np.zeros((n, *shape), np.uint8) if shape else None
         self.whole_areas = (LocalArea(), LocalArea())
         self.whole = SliceStepper(

@@ -416,12 +416,15 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         seed: int | Sequence[int | None] | None = None,
         options: dict[str, Any] | None = None,
     ) -> None:
-        """Reset every env; the next ``recv()`` calls return their first observations,
-        ``batch_size`` at a time in env order (rewards 0, no termination, the reset infos)."""
+        """Reset every env (or those in ``options["reset_mask"]``); the next ``recv()`` calls
+        return their first observations, ``batch_size`` at a time in env order (rewards 0, no
+        termination, the reset infos). Envs outside the mask stay idle: ``send`` them."""
+        mask = (options or {}).get("reset_mask")
         _, infos = self.reset(seed=seed, options=options)
+        ids = list(range(self.num_envs)) if mask is None else np.flatnonzero(mask).tolist()
         self._reset_infos = infos
-        self._pending[:] = True
-        self._reset_queue = list(range(self.num_envs))
+        self._pending[ids] = True
+        self._reset_queue = ids
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
         """Start stepping envs ``env_ids`` (default: those the last ``recv()`` returned) with

@@ -351,3 +351,16 @@ def test_the_raw_client_sends_and_receives_worker_slices(segments, tmp_path) -> 
         open(gate, "w").close()
         host.close()
     assert not segment_exists(host.name)
+
+
+def test_async_reset_of_a_mask_owes_only_those_envs() -> None:
+    envs = ShmVectorEnv([gated(i) for i in range(4)], batch_size=2, mode="inline")
+    try:
+        envs.async_reset(seed=0, options={"reset_mask": np.array([False, True, True, False])})
+        assert envs.recv()[4]["env_id"].tolist() == [1, 2]
+        with pytest.raises(AsyncUsageError, match="no env stepping"):
+            envs.recv()
+        envs.send(np.zeros(2, np.int64), [0, 3])  # never owed: idle since reset
+        assert envs.recv()[4]["env_id"].tolist() == [0, 3]
+    finally:
+        envs.close()
