@@ -5,16 +5,19 @@ scenarios: ``cartpole`` (Box observations, no step infos), ``dict`` (the same en
 ``Dict(state=Box(4), tick=Discrete(501))``) and ``infos`` (an info dict on every step, which
 ShmVectorEnv carries through its side areas), plus ``null`` (an env whose step does no work: the
 figure is the vector env's own cost per step, which bounds what several host processes can
-gain on cheap envs). Each figure is vector steps per second (multiply
-by the env count for env steps) over ``--seconds`` of stepping after a short warm-up.
+gain on cheap envs). Each figure is the median over ``--repeats`` runs (taken in turn) of
+vector steps per second (multiply by the env count for env steps) over ``--seconds`` of
+stepping after a short warm-up; ratios are against ``SyncVectorEnv`` in the same run.
+``ShmVectorEnv(mode=auto)`` is the default construction: the label says which mode it chose.
 
-    python benchmarks/shm/bench_vector_env.py [--seconds 2] [--sizes 8 64]
+    python benchmarks/shm/bench_vector_env.py [--seconds 2] [--repeats 3] [--sizes 8 64]
         [--scenarios cartpole dict infos null]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -98,6 +101,7 @@ def steps_per_second(envs: gym.vector.VectorEnv, seconds: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 64])
     parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
     args = parser.parse_args()
@@ -108,22 +112,32 @@ def main() -> None:
     for scenario in args.scenarios:
         for n in args.sizes:
             fns = make_fns(n, scenario)
+            auto = ShmVectorEnv(fns)
+            chosen = auto.mode
+            auto.close()
             candidates: list[tuple[str, Callable[[], gym.vector.VectorEnv]]] = [
                 ("SyncVectorEnv", lambda fns=fns: gym.vector.SyncVectorEnv(fns)),
                 (
                     "AsyncVectorEnv(shared_memory=True)",
                     lambda fns=fns: gym.vector.AsyncVectorEnv(fns, shared_memory=True),
                 ),
-                ("ShmVectorEnv(num_workers=1)", lambda fns=fns: ShmVectorEnv(fns)),
+                (f"ShmVectorEnv(mode=auto: {chosen})", lambda fns=fns: ShmVectorEnv(fns)),
+                (
+                    "ShmVectorEnv(mode=process)",
+                    lambda fns=fns: ShmVectorEnv(fns, mode="process"),
+                ),
                 (
                     "ShmVectorEnv(num_workers=2)",
                     lambda fns=fns: ShmVectorEnv(fns, num_workers=2),
                 ),
             ]
-            base = None
-            for label, factory in candidates:
-                rate = steps_per_second(factory(), args.seconds)
-                base = base or rate
+            rates: dict[str, list[float]] = {label: [] for label, _ in candidates}
+            for _ in range(args.repeats):
+                for label, factory in candidates:
+                    rates[label].append(steps_per_second(factory(), args.seconds))
+            base = statistics.median(rates["SyncVectorEnv"])
+            for label, _ in candidates:
+                rate = statistics.median(rates[label])
                 print(
                     f"{scenario:<9}{n:>8}  {label:<36}{rate:10.0f}{rate * n:13.0f}"
                     f"{rate / base:8.2f}x"

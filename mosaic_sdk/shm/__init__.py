@@ -25,6 +25,7 @@ _LAZY = LazyExports(
         "launch_env_host": "mosaic_sdk.shm.host",
         "EnvHostHandle": "mosaic_sdk.shm.host",
         "ShmVectorEnv": "mosaic_sdk.shm.vector_env",
+        "AsyncUsageError": "mosaic_sdk.shm.vector_rules",
         "TransportError": "mosaic_sdk.shm.sync",
         "PeerGoneError": "mosaic_sdk.shm.sync",
         "TransportClosedError": "mosaic_sdk.shm.sync",

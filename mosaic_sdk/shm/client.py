@@ -23,6 +23,7 @@ import cloudpickle
 import numpy as np
 
 from mosaic_sdk.shm import commands as cmd
+from mosaic_sdk.shm.async_steps import AsyncSlices
 from mosaic_sdk.shm.layout import OFF, Layout
 from mosaic_sdk.shm.mapping import MappedSegment, watch_error
 from mosaic_sdk.shm.segment import name_from_env
@@ -153,6 +154,16 @@ class SharedMemoryClient:
             raise seg.corrupted(f"frame_seq is {got} but this client published batch {seq}")
         seg.verify_now_and_then()
         return self.obs, self.rewards, self.terminated, self.truncated
+
+    def async_slices(self) -> AsyncSlices:
+        """Send and receive each worker's slice on its own, for an engine launched with
+        ``asynchronous=True`` (``mosaic_sdk.shm.async_steps``; ``step()`` does not serve it).
+
+        ``pool.send(workers)`` starts those workers on the actions (and reset flags, bit 0)
+        already written for their slices ``pool.slices[w]``; ``pool.wait(k)`` returns at least
+        ``k`` finished workers (every one in flight, if fewer), oldest first.
+        """
+        return AsyncSlices(self._seg, self._check, self.spin, self.timeout)
 
     # -- commands -----------------------------------------------------------------------------
     def request(self, message: Any) -> Any:

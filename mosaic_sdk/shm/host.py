@@ -133,6 +133,7 @@ def launch_env_host(
     start_timeout: float = 60.0,
     autoreset_mode: str = "NextStep",
     side_size: int = 0,
+    asynchronous: bool = False,
 ) -> EnvHostHandle:
     """Start host processes serving ``envs``; returns once the segment is ready for a client.
 
@@ -143,6 +144,8 @@ def launch_env_host(
     what they reference by module must be importable in a fresh interpreter.
     ``autoreset_mode`` is gymnasium's ``AutoresetMode`` value; ``side_size`` the bytes of each
     side area (0: none, then step infos and non-fixed spaces cannot travel).
+    ``asynchronous=True`` serves each worker's slice on its own (``SharedMemoryClient.send``
+    / ``recv``, ``mosaic_sdk.shm.async_steps``) instead of lock-step ``step()`` batches.
     """
     if context is not None and context not in mp.get_all_start_methods():
         raise ValueError(
@@ -177,6 +180,7 @@ def launch_env_host(
         "env_id": env_id,
         "autoreset_mode": autoreset_mode,
         "side_size": side_size,
+        "asynchronous": asynchronous,
     }
     peer_pipes = [ctx.Pipe() for _ in range(num_workers - 1)]
     processes, reports = [], []

@@ -22,8 +22,8 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
+from mosaic_sdk.shm import async_steps, spaces
 from mosaic_sdk.shm import commands as cmd
-from mosaic_sdk.shm import spaces
 from mosaic_sdk.shm.mapping import MappedSegment, SegmentCorruptedError
 from mosaic_sdk.shm.packing import RowCodec
 from mosaic_sdk.shm.stepper import SliceStepper, dumps
@@ -34,7 +34,8 @@ from mosaic_sdk.shm.worker import TransportWorker
 REPLY_TIMEOUT = 60.0
 
 
-def _image_shape(env: Any) -> tuple[int, int, int]:
+def frame_shape(env: Any) -> tuple[int, int, int]:
+    """``(H, W, C)`` of ``env``'s ``render()`` after a reset (``ValueError`` unless uint8)."""
     env.reset()
     frame = np.asarray(env.render())
     if frame.ndim == 2:
@@ -203,7 +204,7 @@ def _serve_owner(
     options: dict[str, Any],
 ) -> None:
     first = envs[0]
-    image_shape = _image_shape(first) if images else None
+    image_shape = frame_shape(first) if images else None
     obs_codec = RowCodec(first.observation_space)
     act_codec = RowCodec(first.action_space)
     blob = _spaces_blob(envs)
@@ -240,7 +241,11 @@ def _serve_owner(
             num_workers=len(slices),
             spaces_pickle=bytes(
                 cloudpickle.dumps(
-                    {**pickle.loads(blob), "autoreset_mode": options["autoreset_mode"]}
+                    {
+                        **pickle.loads(blob),
+                        "autoreset_mode": options["autoreset_mode"],
+                        "asynchronous": bool(options.get("asynchronous")),
+                    }
                 )
             ),
             **wire,
@@ -248,6 +253,9 @@ def _serve_owner(
         stepper = SliceStepper(transport, envs, 0, images, 0, options["autoreset_mode"])
         owner = _Owner(transport, stepper, slices, pipes)
         launcher.send(("ready", blob))
+        if options.get("asynchronous"):
+            async_steps.serve_owner(transport, stepper, owner.handle)
+            return
         while (seq := transport.wait_for_actions(owner.handle)) is not None:
             stepper.step()
             transport.publish_frame(seq)
@@ -275,13 +283,20 @@ def _serve_worker(
         begin = slices[index][0]
         stepper = SliceStepper(worker, envs, begin, images, index, options["autoreset_mode"])
         launcher.send(("ready", _spaces_blob(envs)))
+
+        def forwarded() -> None:  # after a kick exactly one command follows on the pipe
+            message = pipe.recv()
+            try:
+                pipe.send(("ok", stepper.run(message)))
+            except Exception as exc:
+                pipe.send(("error", _pickled_error(exc)))
+
+        if options.get("asynchronous"):
+            async_steps.serve_worker(worker, stepper, index, forwarded)
+            return
         while (seq := worker.wait_for_actions()) is not None:
-            if seq == 0:  # a kick: exactly one forwarded command follows on the pipe
-                message = pipe.recv()
-                try:
-                    pipe.send(("ok", stepper.run(message)))
-                except Exception as exc:
-                    pipe.send(("error", _pickled_error(exc)))
+            if seq == 0:
+                forwarded()
                 continue
             stepper.step()
             worker.publish_done(seq)
@@ -320,7 +335,8 @@ def run_host(
     """Body of one host process (``index`` 0 owns the transport). Reports to ``launcher``.
 
     ``options``: ``spin``, ``env_id``, ``autoreset_mode`` ("NextStep", "SameStep",
-    "Disabled") and ``side_size``.
+    "Disabled"), ``side_size`` and ``asynchronous`` (serve ``async_steps``' per-slice
+    requests instead of lock-step batches).
 
     SIGTERM ends the host as an exception would, through its ``finally``: a signal sent to
     the trainer's whole process group (as ``mosaic run`` and service managers do) reaches the

@@ -57,6 +57,7 @@ class SliceStepper:
         images: bool,
         worker: int,
         autoreset_mode: str = NEXT_STEP,
+        areas: tuple[Any, Any] | None = None,
     ) -> None:
         self.side = side_
         self.envs = list(envs)
@@ -68,9 +69,12 @@ class SliceStepper:
         self.act_codec = RowCodec(self.envs[0].action_space)
         self.obs_views = self.obs_codec.leaf_views(side_.obs) if self.obs_codec.fixed else []
         self.act_views = self.act_codec.leaf_views(side_.actions) if self.act_codec.fixed else []
-        areas = side_.seg.side
-        self.area_in = SideArea(areas[worker][0]) if areas else None
-        self.area_out = SideArea(areas[worker][1]) if areas else None
+        if areas is not None:  # in-process stepping passes its own (see ``inline``)
+            self.area_in, self.area_out = areas
+            return
+        regions = side_.seg.side
+        self.area_in = SideArea(regions[worker][0]) if regions else None
+        self.area_out = SideArea(regions[worker][1]) if regions else None
 
     def _actions(self) -> list[Any]:
         if self.act_codec.fixed:
@@ -108,7 +112,8 @@ class SliceStepper:
     def _step(self) -> None:
         s, b, e = self.side, self.begin, self.end
         actions = self._actions()
-        flags = s.resets[b:e].tolist() if self.mode == NEXT_STEP else [0] * (e - b)
+        # bit 0 of a reset flag: reset instead of step (bit 1 marks an asynchronous request)
+        flags = (s.resets[b:e] & 1).tolist() if self.mode == NEXT_STEP else [0] * (e - b)
         observations, rewards, terminated, truncated = [], [], [], []
         infos: dict[int, list[dict[str, Any]]] = {}
         for k, (env, action, reset) in enumerate(zip(self.envs, actions, flags, strict=True)):

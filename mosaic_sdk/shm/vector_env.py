@@ -9,6 +9,19 @@ Drop-in for ``SyncVectorEnv`` / ``AsyncVectorEnv``::
 or ``ShmVectorEnv("CartPole-v1", num_envs=8, num_workers=2)``, or
 ``ShmVectorEnv.attach(name)`` to drive an engine that is already serving a segment.
 
+Asynchronously, as EnvPool and PufferLib step (``batch_size`` smaller than ``num_envs``)::
+
+    envs = ShmVectorEnv(env_fns, batch_size=4)   # 8 envs, 4 per recv
+    envs.async_reset(seed=0)
+    while training:
+        obs, rewards, terminations, truncations, infos = envs.recv()   # the first 4 done
+        envs.send(policy(obs), infos["env_id"])
+
+``mode`` says where the envs run: ``"process"`` (host processes behind the segment),
+``"inline"`` (in this process, as ``SyncVectorEnv``) or ``"auto"`` (the default: inline when
+the envs are cheaper than a cross-process wake; see ``mosaic_sdk.shm.inline``); ``envs.mode``
+is the mode chosen.
+
 It takes gymnasium's arguments (``copy``, ``observation_mode``, ``autoreset_mode``) and follows
 gymnasium's rules: the three autoreset modes, per-step infos (``final_obs``/``final_info``
 under ``SAME_STEP``), seeding, ``call``/``get_attr``/``set_attr``, space consistency checks
@@ -31,14 +44,17 @@ from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from mosaic_sdk.shm import spaces
+from mosaic_sdk.shm import inline, spaces
 from mosaic_sdk.shm import vector_rules as rules
+from mosaic_sdk.shm.async_steps import RESET, AsyncSlices
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.host import EnvHostHandle, launch_env_host
+from mosaic_sdk.shm.layout import MAX_WORKERS
 from mosaic_sdk.shm.mapping import SegmentCorruptedError
 from mosaic_sdk.shm.packing import RowCodec
 from mosaic_sdk.shm.side import SideArea
 from mosaic_sdk.shm.sync import TransportError
+from mosaic_sdk.shm.vector_rules import AsyncUsageError
 
 DEFAULT_SIDE_SIZE = 1 << 20
 
@@ -64,16 +80,33 @@ def _described(schema: Any) -> dict[str, Any]:
     }
 
 
-class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
-    """Vectorised envs stepped in lock-step over shared memory (see the module docstring).
+def _auto_workers(num_envs: int, batch: int) -> int:
+    """Host processes ``mode="auto"`` would start: one per CPU in lock-step, else what the
+    batch allows (1 when no split fits: then only this process can serve such batches)."""
+    if batch == num_envs:
+        return min(inline.cpus(), num_envs, MAX_WORKERS)
+    try:
+        return rules.num_workers(None, num_envs, batch)
+    except ValueError:
+        return 1
 
-    ``env_fns``: env constructors, or an env id with ``num_envs``. ``num_workers`` host
-    processes each step a slice of the envs; ``context`` is their start method (``"fork"``,
-    ``"forkserver"``, ``"spawn"``; default the platform's). ``copy=False`` returns
-    observations that are views into shared memory (overwritten by the next step).
-    ``render_images=True`` fills the image region so that ``render()`` returns every env's
-    frame without a command round trip. ``side_size``: bytes per side area (per worker and
-    direction) for step infos and observations of spaces without a fixed row.
+
+class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
+    """Vectorised envs stepped over shared memory, or in this process (see the module docstring).
+
+    ``env_fns``: env constructors, or an env id with ``num_envs``. ``mode``: ``"process"``,
+    ``"inline"`` or ``"auto"`` (see ``mosaic_sdk.shm.inline``; ``self.mode`` is the choice,
+    ``self.step_cost`` the seconds per env step that ``"auto"`` measured). ``batch_size``
+    (default ``num_envs``): how many envs ``recv()`` returns; below ``num_envs`` the hosts
+    serve each worker's slice on its own, so ``batch_size`` must be a multiple of the envs per
+    worker. ``num_workers`` host processes each step a slice of the envs (default 1, or for
+    ``batch_size < num_envs`` the most, up to 16, that divide the envs and the batch);
+    ``context`` is their start method (``"fork"``, ``"forkserver"``, ``"spawn"``; default the
+    platform's). ``copy=False`` returns observations that are views into shared memory
+    (overwritten by the next step). ``render_images=True`` fills the image region so that
+    ``render()`` returns every env's frame without a command round trip. ``side_size``: bytes
+    per side area (per worker and direction) for step infos and observations of spaces without
+    a fixed row.
     """
 
     def __init__(
@@ -84,7 +117,9 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         copy: bool = True,
         observation_mode: str | tuple[gym.Space[Any], gym.Space[Any]] = "same",
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
-        num_workers: int = 1,
+        batch_size: int | None = None,
+        mode: str = "auto",
+        num_workers: int | None = None,
         context: str | None = None,
         name: str | None = None,
         render_images: bool = False,
@@ -96,27 +131,56 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self._owner_pid = os.getpid()
         self._host: EnvHostHandle | None = None
         self._client: SharedMemoryClient | None = None
+        self._engine: Any = None
+        self._pool: AsyncSlices | None = None
         self.closed = False
         rules.check_observation_mode(observation_mode)
-        mode = AutoresetMode(autoreset_mode)
+        reset_mode = AutoresetMode(autoreset_mode)
+        fns = inline.constructors(env_fns, num_envs, env_kwargs, render_images)
+        n = len(fns)
+        batch = rules.batch_size(batch_size, n)
+        process_only = num_workers is not None or name is not None or context is not None
+        auto_workers = _auto_workers(n, batch)
+        self.mode, self.step_cost = inline.choose_mode(mode, fns, batch, auto_workers, process_only)
+        self.batch_size = batch
+        if self.mode == "inline":
+            engine = inline.InlineEngine(fns, reset_mode.value, render_images)
+            self._engine = engine
+            try:
+                self._setup(engine, copy, observation_mode, engine.described)
+            except BaseException:
+                engine.close()
+                self._engine = None
+                self.closed = True
+                raise
+            return
+        asynchronous = batch < n
+        workers = rules.num_workers(num_workers, n, batch)
+        if mode == "auto" and num_workers is None:
+            workers = auto_workers
         self._host = launch_env_host(
-            env_fns,
+            env_fns if isinstance(env_fns, str) else fns,
             num_envs,
-            num_workers=num_workers,
+            num_workers=workers,
             name=name,
             render_images=render_images,
             env_kwargs=env_kwargs,
             context=context,
             spin=spin,
-            autoreset_mode=mode.value,
+            autoreset_mode=reset_mode.value,
             side_size=side_size,
+            asynchronous=asynchronous,
         )
         try:
             reports = [pickle.loads(self._host.ready[w]) for w in sorted(self._host.ready)]
             obs_spaces = [s for r in reports for s in r["observation_spaces"]]
             act_spaces = [s for r in reports for s in r["action_spaces"]]
             client = SharedMemoryClient(self._host.name, timeout=timeout, spin=spin)
-            self._setup(client, copy, observation_mode, obs_spaces, act_spaces)
+            self._client = client
+            described = _described(client.get_schema())
+            described["observation_spaces"] = obs_spaces
+            described["action_spaces"] = act_spaces
+            self._setup(client, copy, observation_mode, described)
         except BaseException:
             if self._client is not None:
                 self._client.close(shutdown_engine=True)
@@ -134,36 +198,60 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         copy: bool = True,
         observation_mode: str | tuple[gym.Space[Any], gym.Space[Any]] = "same",
         timeout: float | None = None,
+        batch_size: int | None = None,
     ) -> ShmVectorEnv:
         """Drive an engine already serving segment ``name`` (or ``$MOSAIC_SHM_NAME``).
 
         A Python engine (``launch_env_host``) sends its spaces pickled: attach only to engines
         you trust. An engine in another language describes them as ``SpaceSpec`` wire specs
         and packs rows as ``mosaic_sdk.shm.packing`` does; it autoresets as ``NEXT_STEP``.
+        ``batch_size`` is for hosts launched with ``asynchronous=True`` (default: one worker's
+        slice).
         """
         self = cls.__new__(cls)
         self._owner_pid = os.getpid()
         self._host = None
         self._client = None
+        self._engine = None
+        self._pool = None
         self.closed = False
+        self.mode, self.step_cost = "process", None
         rules.check_observation_mode(observation_mode)
-        self._setup(SharedMemoryClient(name, timeout=timeout), copy, observation_mode, None, None)
+        client = SharedMemoryClient(name, timeout=timeout)
+        self._client = client
+        try:
+            described = _described(client.get_schema())
+            n = client.num_envs
+            if described.get("asynchronous"):
+                first = client._seg.worker_slice(0)
+                per = first[1] - first[0]
+                self.batch_size = rules.batch_size(per if batch_size is None else batch_size, n)
+                rules.check_batch_fits(self.batch_size, n, client.layout.num_workers)
+            else:
+                self.batch_size = n
+                if batch_size not in (None, n):
+                    raise ValueError(
+                        f"batch_size={batch_size}: the engine steps its {n} envs in lock-step; "
+                        "launch it with asynchronous=True to receive smaller batches"
+                    )
+            self._setup(client, copy, observation_mode, described)
+        except BaseException:
+            client.close()
+            self._client = None
+            self.closed = True
+            raise
         return self
 
     def _setup(
         self,
-        client: SharedMemoryClient,
+        client: Any,
         copy: bool,
         observation_mode: Any,
-        obs_spaces: list[gym.Space[Any]] | None,
-        act_spaces: list[gym.Space[Any]] | None,
+        described: dict[str, Any],
     ) -> None:
-        self._client = client
-        schema = client.get_schema()
-        described = _described(schema)
-        self.num_envs = schema.num_envs
-        obs_spaces = obs_spaces or described["observation_spaces"]
-        act_spaces = act_spaces or described["action_spaces"]
+        obs_spaces = described["observation_spaces"]
+        act_spaces = described["action_spaces"]
+        self.num_envs = len(obs_spaces)
         self.single_action_space = act_spaces[0]
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         single_obs, batched_obs = rules.observation_spaces(observation_mode, obs_spaces)
@@ -177,7 +265,6 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self.metadata["autoreset_mode"] = self.autoreset_mode
         self.render_mode = described["render_mode"]
         self.copy = copy
-        self.schema = schema
         self._obs_codec = RowCodec(single_obs)
         self._act_codec = RowCodec(self.single_action_space)
         self._obs_views = self._obs_codec.leaf_views(client.obs) if self._obs_codec.fixed else []
@@ -185,23 +272,54 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             self._act_codec.leaf_views(client.actions) if self._act_codec.fixed else []
         )
         self._env_obs: list[Any] = [None] * self.num_envs  # observations without a fixed row
-        self._slices = [client._seg.worker_slice(w) for w in range(schema.num_workers)]
-        self._to_workers = [SideArea(to_worker) for to_worker, _ in client.side]
-        self._from_workers = [SideArea(back) for _, back in client.side]
         self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
+        # envs sent and not yet received, or reset by async_reset() and not yet received
+        self._pending = np.zeros(self.num_envs, dtype=np.bool_)
+        self._reset_queue: list[int] = []
+        self._reset_infos: dict[str, Any] = {}
+        self._last_ids = np.arange(self.num_envs, dtype=np.int64)
+        self._was_reset = False
+        self._lockstep_sent = False
+        if isinstance(client, inline.InlineEngine):
+            self.schema = None
+            self._units = client.slices
+            self._to_units: list[Any] = [a for a, _ in client.unit_areas]
+            self._from_units: list[Any] = [b for _, b in client.unit_areas]
+            self._whole = ([(0, self.num_envs)], [client.whole_areas[0]], [client.whole_areas[1]])
+            self._unit_index = np.arange(self.num_envs)
+            return
+        self.schema = client.get_schema()
+        seg = client._seg
+        self._units = [seg.worker_slice(w) for w in range(self.schema.num_workers)]
+        self._to_units = [SideArea(to_worker) for to_worker, _ in client.side]
+        self._from_units = [SideArea(back) for _, back in client.side]
+        self._whole = (self._units, self._to_units, self._from_units)
+        self._unit_index = np.repeat(np.arange(len(self._units)), [e - b for b, e in self._units])
+        if self.batch_size < self.num_envs:
+            self._pool = AsyncSlices(seg, client._check, client.spin, client.timeout)
 
     # -- properties ---------------------------------------------------------------------------
     @property
     def client(self) -> SharedMemoryClient:
         """The underlying transport client (views: ``client.obs``, ``client.rewards``, ...)."""
         self._assert_is_running()
-        assert self._client is not None
+        if self._client is None:
+            raise RuntimeError(
+                f"ShmVectorEnv(mode={self.mode!r}) steps its envs in this process and has no "
+                "transport client; create it with mode='process' to get one"
+            )
         return self._client
 
     @property
-    def segment_name(self) -> str:
-        """Name of the shared-memory segment."""
-        return self.client.name
+    def _backend(self) -> Any:
+        self._assert_is_running()
+        return self._client if self._client is not None else self._engine
+
+    @property
+    def segment_name(self) -> str | None:
+        """Name of the shared-memory segment (None when the envs run in this process)."""
+        self._assert_is_running()
+        return None if self._client is None else self._client.name
 
     @property
     def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]
@@ -210,11 +328,11 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
 
     @property  # type: ignore[misc]
     def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
-        """Each sub-env's ``np_random`` (copies: the generators live in the host processes)."""
+        """Each sub-env's ``np_random`` (copies when the generators live in host processes)."""
         return self.get_attr("np_random")
 
     def _assert_is_running(self) -> None:
-        if self.closed or self._client is None:
+        if self.closed or (self._client is None and self._engine is None):
             raise ClosedEnvironmentError(
                 f"Trying to operate on `{type(self).__name__}`, after a call to `close()`."
             )
@@ -237,8 +355,11 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         seed: int | Sequence[int | None] | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset every env (or those in ``options["reset_mask"]``), seeded like gymnasium."""
-        client = self.client
+        """Reset every env (or those in ``options["reset_mask"]``), seeded like gymnasium.
+
+        Envs still stepping from ``send()`` are waited for first and their results dropped.
+        """
+        backend = self._backend
         seeds = rules.reset_seeds(seed, self.num_envs)
         ids = list(range(self.num_envs))
         if options is not None and "reset_mask" in options:
@@ -246,11 +367,16 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             mask = rules.reset_mask(options, self.num_envs)
             ids = [int(i) for i in np.flatnonzero(mask)]
             seeds = [seeds[i] for i in ids]
+        self._drain()
         try:
-            result = client.reset_detailed(ids, seeds, options)
+            result = backend.reset_detailed(ids, seeds, options)
         except TransportError as exc:
             raise self._failure(exc) from exc
         self._autoreset[ids] = False
+        self._pending[:] = False
+        self._was_reset = True
+        self._reset_queue = []
+        self._last_ids = np.arange(self.num_envs, dtype=np.int64)
         infos: dict[str, Any] = {}
         for i, info in zip(ids, result["infos"], strict=True):
             infos = self._add_info(infos, info, i)
@@ -261,45 +387,244 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every env, autoresetting as ``autoreset_mode`` says."""
-        client = self.client
-        if self._act_codec.fixed:
-            self._act_codec.write_batch(self._act_views, actions)
-        else:
-            self._write_actions_aside(client, actions)
+        backend = self._backend
+        self._check_nothing_pending("step()")
+        self._write_actions(actions, None)
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            client.resets[:] = self._autoreset
+            backend.resets[:] = self._autoreset
         try:
-            client.step()
+            if self._pool is not None:
+                self._pool.send(range(len(self._units)))
+                self._pool.wait(len(self._units))
+            else:
+                backend.step()
         except TransportError as exc:
             raise self._failure(exc) from exc
-        terminations = client.terminated.astype(np.bool_)
-        truncations = client.truncated.astype(np.bool_)
-        rewards = client.rewards.copy()
-        infos = self._read_aside(client)
+        terminations = backend.terminated.astype(np.bool_)
+        truncations = backend.truncated.astype(np.bool_)
+        rewards = backend.rewards.copy()
+        slices, _, areas = self._whole
+        infos = self._read_aside(slices, areas)
         self._autoreset = terminations | truncations
+        self._last_ids = np.arange(self.num_envs, dtype=np.int64)
         return self._observations(), rewards, terminations, truncations, infos
 
-    def _write_actions_aside(self, client: SharedMemoryClient, actions: Any) -> None:
-        items = list(iterate(self.action_space, actions))
-        if len(items) != self.num_envs:
-            raise ValueError(f"got {len(items)} actions for {self.num_envs} envs")
-        if not self._to_workers:
+    # -- asynchronous API (EnvPool / PufferLib style) -------------------------------------------
+    def async_reset(
+        self,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        """Reset every env (or those in ``options["reset_mask"]``); the next ``recv()`` calls
+        return their first observations, ``batch_size`` at a time in env order (rewards 0, no
+        termination, the reset infos). Envs outside the mask stay idle: ``send`` them."""
+        mask = (options or {}).get("reset_mask")
+        _, infos = self.reset(seed=seed, options=options)
+        ids = list(range(self.num_envs)) if mask is None else np.flatnonzero(mask).tolist()
+        self._reset_infos = infos
+        self._pending[ids] = True
+        self._reset_queue = ids
+
+    def send(self, actions: Any, env_ids: Any = None) -> None:
+        """Start stepping envs ``env_ids`` (default: those the last ``recv()`` returned) with
+        ``actions`` (one per id, in the same order); returns at once.
+
+        Under ``NEXT_STEP`` an env whose episode ended in what ``recv()`` returned is reset
+        by this send instead of stepped (its action is ignored), as ``step()`` does.
+        """
+        backend = self._backend
+        ids = self._check_send(env_ids)
+        self._write_actions(actions, ids)
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            backend.resets[ids] = self._autoreset[ids] * RESET
+        self._pending[ids] = True
+        if self._pool is not None:
+            try:
+                self._pool.send(np.unique(self._unit_index[ids]).tolist())
+            except TransportError as exc:
+                raise self._failure(exc) from exc
+        elif self._engine is not None:
+            self._engine.submit(ids.tolist())
+        else:
+            self._lockstep_sent = True
+
+    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The ``batch_size`` envs that finished first (fewer when fewer were sent), as
+        ``(obs, rewards, terminations, truncations, infos)`` with ``infos["env_id"]`` their
+        ids; rows are in the order they finished, envs of one worker in id order."""
+        backend = self._backend
+        if self._reset_queue:
+            ids = np.asarray(self._reset_queue[: self.batch_size], dtype=np.int64)
+            del self._reset_queue[: len(ids)]
+            infos = rules.select_infos(self._reset_infos, ids)
+            zeros = np.zeros(len(ids), np.bool_)
+            return self._received(ids, np.zeros(len(ids)), zeros, zeros.copy(), infos)
+        try:
+            units = self._collect()
+        except TransportError as exc:
+            raise self._failure(exc) from exc
+        if self._engine is not None:  # a unit is one env
+            ids = np.asarray(units, dtype=np.int64)
+        else:
+            ids = np.concatenate([np.arange(*self._units[u], dtype=np.int64) for u in units])
+        terminations = backend.terminated[ids].astype(np.bool_)
+        truncations = backend.truncated[ids].astype(np.bool_)
+        rewards = backend.rewards[ids]
+        infos = self._read_aside([self._units[u] for u in units], [self._area(u) for u in units])
+        self._autoreset[ids] = terminations | truncations
+        return self._received(
+            ids, rewards, terminations, truncations, rules.select_infos(infos, ids)
+        )
+
+    def _collect(self) -> list[int]:
+        """Units (worker slices, or single envs in this process) whose results are in."""
+        if self._pool is not None:
+            if not self._pool.in_flight and not self._pool.ready:
+                raise AsyncUsageError(self._nothing_sent())
+            per = self._units[0][1] - self._units[0][0]
+            return self._pool.wait(self.batch_size // per)
+        if self._engine is not None:
+            if not self._engine.in_flight():
+                raise AsyncUsageError(self._nothing_sent())
+            return self._engine.collect(self.batch_size)
+        if not self._lockstep_sent:
+            raise AsyncUsageError(self._nothing_sent())
+        self._lockstep_sent = False
+        self.client.step()
+        return list(range(len(self._units)))
+
+    def _area(self, unit: int) -> Any:
+        return self._from_units[unit] if self._from_units else None
+
+    def _received(
+        self,
+        ids: np.ndarray,
+        rewards: np.ndarray,
+        terminations: np.ndarray,
+        truncations: np.ndarray,
+        infos: dict[str, Any],
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        self._pending[ids] = False
+        self._last_ids = ids
+        infos["env_id"] = ids.copy()
+        return self._observations(ids), rewards, terminations, truncations, infos
+
+    def _nothing_sent(self) -> str:
+        return (
+            "recv() with no env stepping: call send(actions, env_ids) first (after reset() "
+            "every env is idle; async_reset() makes recv() return the reset observations)"
+        )
+
+    def _check_nothing_pending(self, what: str) -> None:
+        if self._pending.any():
+            busy = np.flatnonzero(self._pending).tolist()
+            raise AsyncUsageError(
+                f"{what} steps every env, but envs {busy} are still owed to recv() "
+                "(sent, or reset by async_reset()): recv() them first, or reset()"
+            )
+
+    def _check_send(self, env_ids: Any) -> np.ndarray:
+        if not self._was_reset:
+            raise AsyncUsageError(
+                "send() before the envs were reset: call reset() or async_reset() first"
+            )
+        ids = self._last_ids if env_ids is None else rules.env_ids(env_ids, self.num_envs)
+        if self._pending[ids].any():
+            busy = ids[self._pending[ids]].tolist()
+            raise AsyncUsageError(
+                f"send() for env ids {busy} that are still stepping (sent and not yet "
+                "received, or owed by async_reset()): recv() them before sending them new "
+                "actions"
+            )
+        if self._engine is None and self._pool is None and len(ids) != self.num_envs:
+            raise AsyncUsageError(
+                f"send() for {len(ids)} of {self.num_envs} envs, but batch_size="
+                f"{self.batch_size} steps them all together: send every env, or create "
+                "the ShmVectorEnv with batch_size < num_envs"
+            )
+        if self._engine is None:  # host processes step whole worker slices
+            counts = np.bincount(self._unit_index[ids], minlength=len(self._units))
+            for (b, e), count in zip(self._units, counts.tolist(), strict=True):
+                if count and count != e - b:
+                    part = sorted(i for i in ids.tolist() if b <= i < e)
+                    raise AsyncUsageError(
+                        f"send() for env ids {part} but their host process steps envs "
+                        f"{b}..{e - 1} together: send the whole slice (the ids recv() "
+                        "returned)"
+                    )
+        return ids
+
+    def _drain(self) -> None:
+        """Wait for envs still in flight and forget their results (before a reset)."""
+        if self._pool is not None and (self._pool.in_flight or self._pool.ready):
+            try:
+                self._pool.wait(len(self._units))
+            except TransportError as exc:
+                raise self._failure(exc) from exc
+            self._pool.ready.clear()
+        if self._engine is not None:
+            self._engine.sent.clear()
+        self._lockstep_sent = False
+        self._pending[:] = False
+
+    # -- rows ---------------------------------------------------------------------------------
+    def _write_actions(self, actions: Any, ids: np.ndarray | None) -> None:
+        """Actions for every env (``ids`` None) or for ``ids``, one per id in that order."""
+        if not self._act_codec.fixed:
+            self._write_actions_aside(actions, None if ids is None else ids.tolist())
+            return
+        if ids is None:
+            self._act_codec.write_batch(self._act_views, actions)
+            return
+        if len(self._act_views) == 1 and not self._act_codec.leaves[0].path:
+            view = self._act_views[0]
+            array = np.asarray(actions)
+            if array.ndim == 0 or array.shape[0] != len(ids):
+                raise ValueError(
+                    f"send(): got actions of shape {array.shape} for {len(ids)} env ids; "
+                    "pass one action per id, in the order of env_ids"
+                )
+            try:
+                view[ids] = array.reshape((len(ids), *view.shape[1:]))
+            except ValueError as exc:
+                raise ValueError(
+                    f"send(): actions of shape {array.shape} do not fit {len(ids)} envs of "
+                    f"{self.single_action_space}: expected {(len(ids), *view.shape[1:])}"
+                ) from exc
+            return
+        parts = [np.empty((len(ids), *v.shape[1:]), v.dtype) for v in self._act_views]
+        self._act_codec.write_batch(parts, actions)
+        for view, part in zip(self._act_views, parts, strict=True):
+            view[ids] = part
+
+    def _write_actions_aside(self, actions: Any, ids: list[int] | None) -> None:
+        count = self.num_envs if ids is None else len(ids)
+        items = list(iterate(batch_space(self.single_action_space, count), actions))
+        if len(items) != count:
+            raise ValueError(f"got {len(items)} actions for {count} envs")
+        slices, areas, _ = self._whole if ids is None else (self._units, self._to_units, None)
+        if not areas:
             raise ValueError(
                 f"{self.single_action_space} actions have no fixed row and this engine has no "
                 "side areas to carry them; it must be created with side_size > 0"
             )
-        for (begin, end), area in zip(self._slices, self._to_workers, strict=True):
-            area.write(bytes(cloudpickle.dumps(items[begin:end])))
+        by_id = dict(zip(range(self.num_envs) if ids is None else ids, items, strict=True))
+        for (begin, end), area in zip(slices, areas, strict=True):
+            if begin in by_id:
+                area.write(bytes(cloudpickle.dumps([by_id[i] for i in range(begin, end)])))
 
-    def _read_aside(self, client: SharedMemoryClient) -> dict[str, Any]:
+    def _read_aside(
+        self, slices: Sequence[tuple[int, int]], areas: Sequence[Any]
+    ) -> dict[str, Any]:
         infos: dict[str, Any] = {}
         error: dict[str, Any] | None = None
         # an engine without side areas (side_size=0) has no step infos to give
-        for (begin, _), area in zip(self._slices, self._from_workers, strict=False):
-            data = area.read()
+        for (begin, _), area in zip(slices, areas, strict=False):
+            data = area.read() if area is not None else None
             if data is None:
                 continue
-            blob = pickle.loads(data)
+            blob = data if isinstance(data, dict) else pickle.loads(data)
             if "error" in blob:
                 error = error or blob
                 continue
@@ -315,16 +640,19 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             raise exc
         return infos
 
-    def _observations(self) -> Any:
+    def _observations(self, ids: np.ndarray | None = None) -> Any:
         if self._obs_codec.fixed:
-            return self._obs_codec.batch(self._obs_views, self.copy)
-        out = create_empty_array(self.single_observation_space, self.num_envs, fn=np.zeros)
-        return concatenate(self.single_observation_space, self._env_obs, out)  # type: ignore[arg-type]
+            if ids is None:
+                return self._obs_codec.batch(self._obs_views, self.copy)
+            return self._obs_codec.batch([v[ids] for v in self._obs_views], False)
+        chosen = self._env_obs if ids is None else [self._env_obs[i] for i in ids.tolist()]
+        out = create_empty_array(self.single_observation_space, len(chosen), fn=np.zeros)
+        return concatenate(self.single_observation_space, chosen, out)  # type: ignore[arg-type]
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """``get_wrapper_attr(name)`` of every env, called with the arguments when callable."""
         try:
-            return tuple(self.client.call(name, *args, **kwargs))
+            return tuple(self._backend.call(name, *args, **kwargs))
         except TransportError as exc:
             raise self._failure(exc) from exc
 
@@ -335,22 +663,29 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
         """Set attribute ``name`` of every env (one value for all, or one per env)."""
         values = rules.set_attr_values(values, self.num_envs)
-        self.client.set_attr(name, values)
+        self._backend.set_attr(name, values)
 
     def render(self) -> tuple[Any, ...] | None:
         """Each env's frame: from the image region when there is one, else by a call."""
-        image = self.client.image
+        image = self._backend.image
         if image is None:
             return self.call("render")
         return tuple(image[i].copy() for i in range(self.num_envs))
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Shut the engine down (when we launched it), detach and unlink the segment."""
+        """Shut the engine down (when we launched it), detach and unlink the segment; in
+        this process, close the envs."""
         if os.getpid() != getattr(self, "_owner_pid", os.getpid()):
             return  # a forked child never touches its parent's envs
         client, self._client = self._client, None
+        engine, self._engine = self._engine, None
+        pool, self._pool = self._pool, None
         self._obs_views, self._act_views = [], []
-        self._to_workers, self._from_workers = [], []
+        self._to_units, self._from_units, self._whole = [], [], ([], [], [])
+        if pool is not None:
+            pool.close()
+        if engine is not None:
+            engine.close()
         try:
             if client is not None:
                 client.close(shutdown_engine=self._host is not None)

@@ -121,3 +121,89 @@ def set_attr_values(values: Any, num_envs: int) -> list[Any]:
             f"Got `{len(values)}` values for {num_envs} environments."
         )
     return list(values)
+
+
+# -- the asynchronous form (send / recv) -------------------------------------------------------
+class AsyncUsageError(RuntimeError):
+    """``send``/``recv``/``step`` called out of order (see the message for the fix)."""
+
+
+def batch_size(value: int | None, num_envs: int) -> int:
+    """``batch_size``: ``num_envs`` when None, else an int in ``1..num_envs``."""
+    if value is None:
+        return num_envs
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"batch_size must be an int, got {value!r}")
+    if not 1 <= value <= num_envs:
+        raise ValueError(
+            f"batch_size={value} must be in 1..num_envs={num_envs}: recv() returns at most "
+            "every env"
+        )
+    return int(value)
+
+
+def check_batch_fits(batch: int, num_envs: int, num_workers: int) -> None:
+    """``ValueError`` unless host processes can serve batches of ``batch`` envs."""
+    if batch == num_envs:
+        return
+    if num_envs % num_workers:
+        raise ValueError(
+            f"batch_size={batch} < num_envs={num_envs} needs slices of equal size, but "
+            f"{num_envs} envs do not split evenly over num_workers={num_workers}; pick a "
+            "num_workers that divides num_envs"
+        )
+    per = num_envs // num_workers
+    if batch % per:
+        raise ValueError(
+            f"batch_size={batch} is not a multiple of the {per} envs each host process steps "
+            f"together (num_envs={num_envs} / num_workers={num_workers}); pick such a "
+            "batch_size or more workers"
+        )
+
+
+def num_workers(value: int | None, num_envs: int, batch: int, most: int = 16) -> int:
+    """Host processes for ``batch``: the given number (checked), or 1 in lock-step, or the
+    most (up to ``most``) whose slices divide both ``num_envs`` and ``batch``."""
+    if value is not None:
+        check_batch_fits(batch, num_envs, value)
+        return value
+    if batch == num_envs:
+        return 1
+    for workers in range(min(most, num_envs), 1, -1):
+        if num_envs % workers == 0 and batch % (num_envs // workers) == 0:
+            return workers
+    raise ValueError(
+        f"batch_size={batch} with num_envs={num_envs} would need more than {most} host "
+        f"processes (each steps num_envs/num_workers envs together); pick a batch_size that "
+        f"is a multiple of num_envs/{most}, or mode='inline'"
+    )
+
+
+def env_ids(value: Any, num_envs: int) -> np.ndarray:
+    """``send``'s env ids as an int64 array: in range, each once, at least one."""
+    ids = np.asarray(value)
+    if ids.ndim != 1:
+        ids = ids.reshape(-1)
+    if ids.size == 0:
+        raise ValueError("send(): env_ids is empty; pass the ids of the envs to step")
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"send(): env_ids must be integers, got {ids.dtype} ({value!r})")
+    if ids.min() < 0 or ids.max() >= num_envs:
+        bad = [int(i) for i in ids if not 0 <= i < num_envs]
+        raise ValueError(f"send(): env ids {bad} outside 0..{num_envs - 1}")
+    if np.bincount(ids, minlength=num_envs).max() > 1:
+        raise ValueError(f"send(): env ids {ids.tolist()} repeat an id; pass each env once")
+    return ids.astype(np.int64, copy=False)
+
+
+def select_infos(infos: dict[str, Any], ids: Sequence[int] | np.ndarray) -> dict[str, Any]:
+    """Gymnasium-style vector infos (one row per env) cut down to the rows of ``ids``."""
+    out: dict[str, Any] = {}
+    for key, value in infos.items():
+        if isinstance(value, dict):
+            out[key] = select_infos(value, ids)
+        elif isinstance(value, np.ndarray):
+            out[key] = value[np.asarray(ids)]
+        else:
+            out[key] = value
+    return out

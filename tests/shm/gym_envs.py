@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -109,3 +111,54 @@ def cartpole(seed: int, max_steps: int | None = None):  # noqa: ANN201 - an env 
 def broken_constructor() -> gym.Env:
     """An env constructor that fails, as a missing asset would."""
     raise FileNotFoundError("missing asset: level-7.xml")
+
+
+class GatedEnv(gym.Env):
+    """Env ``index``: steps block while ``gate`` names a file that does not exist yet.
+
+    Observes ``[index, t]``, rewards ``index + t / 2``, terminates every ``done_every`` steps
+    and reports ``{"t": t}`` on every third step: data that tells envs and steps apart.
+    """
+
+    observation_space = gym.spaces.Box(-1e6, 1e6, (2,), np.float32)
+    action_space = gym.spaces.Discrete(3)
+
+    def __init__(self, index: int, gate: str | None = None, done_every: int = 5) -> None:
+        self.index = index
+        self.gate = gate
+        self.done_every = done_every
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([self.index, 0], np.float32), {"reset_of": self.index}
+
+    def step(self, action: Any) -> tuple:
+        while self.gate is not None and not os.path.exists(self.gate):
+            time.sleep(0.002)
+        self.t += int(action) + 1
+        obs = np.array([self.index, self.t], np.float32)
+        done = self.t >= self.done_every
+        info = {"t": self.t} if self.t % 3 == 0 else {}
+        return obs, self.index + self.t / 2, done, False, info
+
+
+class SlowEnv(GatedEnv):
+    """A ``GatedEnv`` whose step also sleeps ``delay`` seconds."""
+
+    def __init__(self, index: int, delay: float) -> None:
+        super().__init__(index, None, done_every=7)
+        self.delay = delay
+
+    def step(self, action: Any) -> tuple:
+        time.sleep(self.delay)
+        return super().step(action)
+
+
+def gated(index: int, gate: str | None = None, done_every: int = 5):  # noqa: ANN201
+    return lambda: GatedEnv(index, gate, done_every)
+
+
+def slow(index: int, delay: float):  # noqa: ANN201
+    return lambda: SlowEnv(index, delay)

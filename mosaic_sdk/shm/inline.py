@@ -1,0 +1,299 @@
+"""In-process stepping for ``ShmVectorEnv(mode="inline")``, and how ``mode="auto"`` chooses.
+
+``InlineEngine`` holds the envs in the trainer's process and steps them with the very
+``SliceStepper`` an env host process runs, over plain numpy regions shaped as the segment's
+(same rows, same packing, same autoreset code), so the two modes give the same results for
+the same seeds and actions. It offers the part of ``SharedMemoryClient`` that ``ShmVectorEnv``
+uses (regions, ``step``, ``reset_detailed``, ``call``, ``set_attr``, ``close``); step infos
+and observations without a fixed row go through ``LocalArea`` (a pickled blob, as through a
+side area). For ``send``/``recv`` every env is its own unit: ``recv`` steps the envs sent
+first, in the order they were sent.
+
+``mode="auto"`` (``choose_mode``) builds one env in the trainer, times ``PROBE_STEPS`` steps
+of it with seeded random actions (the median step) and picks ``"process"`` only when the
+host processes would take more env work off the trainer per batch than a cross-process wake
+costs: ``step time x envs per batch x (1 - 1 / workers) > INLINE_BELOW`` (200 us, about
+what waking a host and being woken back costs on a loaded 2-core machine). ``workers`` is
+one per CPU (at most 16 and ``num_envs``) for ``step()``, or what ``batch_size`` allows
+(``vector_rules.num_workers``). Options that only mean something for host processes
+(``num_workers``, ``name``, ``context``) choose ``"process"`` outright.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from mosaic_sdk.shm.host_process import frame_shape
+from mosaic_sdk.shm.packing import RowCodec
+from mosaic_sdk.shm.stepper import SAME_STEP, SliceStepper
+
+MODES = ("auto", "process", "inline")
+INLINE_BELOW = 200e-6
+PROBE_STEPS = 64
+PROBE_SECONDS = 0.25
+WARM_UP = 4
+
+
+def constructors(
+    env_fns: Sequence[Callable[[], Any]] | str,
+    num_envs: int | None,
+    env_kwargs: dict[str, Any] | None,
+    render_images: bool,
+) -> list[Callable[[], Any]]:
+    """Env constructors, from a list of them or from an id and ``num_envs`` (as the host)."""
+    if isinstance(env_fns, str):
+        if num_envs is None or num_envs < 1:
+            raise ValueError(f"ShmVectorEnv({env_fns!r}): pass num_envs >= 1 with an env id")
+        kwargs = dict(env_kwargs or {})
+        if render_images:
+            kwargs.setdefault("render_mode", "rgb_array")
+        return [functools.partial(gym.make, env_fns, **kwargs)] * num_envs
+    fns = list(env_fns)
+    if not fns or not all(callable(f) for f in fns):
+        raise ValueError("ShmVectorEnv: env_fns must be a non-empty list of env constructors")
+    if num_envs is not None and num_envs != len(fns):
+        raise ValueError(f"num_envs={num_envs} but {len(fns)} env constructors were given")
+    return fns
+
+
+def step_cost(make: Callable[[], Any], steps: int = PROBE_STEPS) -> float:
+    """Median seconds per ``step`` of one env built by ``make`` (seeded actions, autoreset).
+
+    The first steps are not timed (gymnasium's env checker inspects the first call); the
+    median shrugs off a step that another process delayed. The action space is copied before
+    sampling, so envs built later draw what they would have drawn without the probe; the
+    probe env is closed.
+    """
+    env = make()
+    try:
+        space = copy.deepcopy(env.action_space)
+        space.seed(0)
+        env.reset(seed=0)
+        actions = [space.sample() for _ in range(steps + WARM_UP)]
+        times = []
+        clock = time.perf_counter
+        deadline = clock() + PROBE_SECONDS
+        for k, action in enumerate(actions):
+            start = clock()
+            _, _, term, trunc, _ = env.step(action)
+            if k >= WARM_UP:
+                times.append(clock() - start)
+            if term or trunc:
+                env.reset()
+            if clock() > deadline and times:
+                break
+        return float(np.median(times)) if times else PROBE_SECONDS
+    finally:
+        env.close()
+
+
+def cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def choose_mode(
+    mode: str,
+    fns: Sequence[Callable[[], Any]],
+    batch_envs: int,
+    workers: int,
+    process_only: bool,
+) -> tuple[str, float | None]:
+    """``(mode chosen, measured seconds per env step or None)`` for ``mode``.
+
+    ``workers`` is how many host processes would share a batch of ``batch_envs`` envs. Host
+    processes win when the part of a batch they take off the trainer's hands, ``cost x
+    batch_envs x (1 - 1 / workers)``, exceeds ``INLINE_BELOW``; with one worker they never
+    do (the trainer waits for the batch either way), so ``"auto"`` steps inline.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} is not one of {MODES}")
+    if mode != "auto":
+        return mode, None
+    if process_only:
+        return "process", None
+    cost = step_cost(fns[0])
+    saved = cost * batch_envs * (1.0 - 1.0 / max(1, workers))
+    return ("process" if saved > INLINE_BELOW else "inline"), cost
+
+
+class LocalArea:
+    """A side area in the trainer's memory: holds one blob (no size limit), pickled as a
+    stepper writes it, or the blob's dict itself from the direct path."""
+
+    def __init__(self) -> None:
+        self.data: bytes | dict[str, Any] | None = None
+
+    def fits(self, data: bytes) -> bool:
+        return True
+
+    def write(self, data: bytes | dict[str, Any] | None) -> None:
+        self.data = data
+
+    def clear(self) -> None:
+        self.data = None
+
+    def read(self) -> bytes | dict[str, Any] | None:
+        return self.data
+
+
+class InlineEngine:
+    """The envs, stepped in this process over segment-shaped numpy regions."""
+
+    name = None
+
+    def __init__(
+        self, fns: Sequence[Callable[[], Any]], autoreset_mode: str, render_images: bool
+    ) -> None:
+        self.envs = [fn() for fn in fns]
+        try:
+            self._build(autoreset_mode, render_images)
+        except BaseException:
+            self.close()
+            raise
+
+    def _build(self, autoreset_mode: str, render_images: bool) -> None:
+        envs = self.envs
+        n = len(envs)
+        first = envs[0]
+        obs_codec = RowCodec(first.observation_space)
+        act_codec = RowCodec(first.action_space)
+        self.obs = np.zeros((n, obs_codec.words), np.float32)
+        self.actions = np.zeros((n, act_codec.words), np.float32)
+        self.rewards = np.zeros(n, np.float64)
+        self.terminated = np.zeros(n, np.uint8)
+        self.truncated = np.zeros(n, np.uint8)
+        self.resets = np.zeros(n, np.uint8)
+        shape = frame_shape(first) if render_images else None
+        self.image = np.zeros((n, *shape), np.uint8) if shape else None
+        self.whole_areas = (LocalArea(), LocalArea())
+        self.whole = SliceStepper(
+            self, envs, 0, render_images, 0, autoreset_mode, areas=self.whole_areas
+        )
+        self.slices = [(i, i + 1) for i in range(n)]
+        self.unit_areas = [(LocalArea(), LocalArea()) for _ in range(n)]
+        self.units = [
+            SliceStepper(
+                self, envs[i : i + 1], i, render_images, 0, autoreset_mode, areas=self.unit_areas[i]
+            )
+            for i in range(n)
+        ]
+        self.sent: deque[int] = deque()
+        # The direct path: one observation leaf and one action leaf (Box, Discrete,
+        # MultiDiscrete, MultiBinary), no final_obs to carry (NEXT_STEP or DISABLED), no
+        # frames. It steps the envs as SliceStepper does, without its per-call batching.
+        single = len(obs_codec.leaves) == 1 and len(act_codec.leaves) == 1
+        self.direct = (
+            obs_codec.fixed
+            and act_codec.fixed
+            and single
+            and not obs_codec.leaves[0].path
+            and not act_codec.leaves[0].path
+            and autoreset_mode != SAME_STEP
+            and self.image is None
+        )
+        if self.direct:
+            self._obs_rows = obs_codec.leaf_views(self.obs)[0]
+            self._act_rows = act_codec.leaf_views(self.actions)[0]
+        metadata = dict(getattr(first, "metadata", {}) or {})
+        metadata.pop("autoreset_mode", None)
+        self.described: dict[str, Any] = {
+            "observation_spaces": [env.observation_space for env in envs],
+            "action_spaces": [env.action_space for env in envs],
+            "metadata": metadata,
+            "render_mode": getattr(first, "render_mode", None),
+            "autoreset_mode": autoreset_mode,
+        }
+
+    # -- what ShmVectorEnv calls on a client ---------------------------------------------------
+    @property
+    def num_envs(self) -> int:
+        return len(self.envs)
+
+    def step(self) -> None:
+        """Step every env (lock-step)."""
+        if not self.direct:
+            self.whole.step()
+            return
+        infos = self._step_direct(range(len(self.envs)))
+        self.whole_areas[1].write({"infos": infos} if infos else None)
+
+    def _step_direct(self, ids: Any) -> dict[int, list[dict[str, Any]]]:
+        """Step (or, where the reset flag says so, reset) envs ``ids`` in that order."""
+        envs, acts, rows = self.envs, self._act_rows, self._obs_rows
+        rewards, terminated, truncated, resets = (
+            self.rewards,
+            self.terminated,
+            self.truncated,
+            self.resets,
+        )
+        copy_rows = acts.ndim > 1  # an env may keep its action: never a view of ours
+        infos: dict[int, list[dict[str, Any]]] = {}
+        for i in ids:
+            env = envs[i]
+            if resets[i] & 1:
+                obs, info = env.reset()
+                rewards[i], terminated[i], truncated[i] = 0.0, 0, 0
+                resets[i] = 0
+            else:
+                action = acts[i].copy() if copy_rows else acts[i]
+                obs, rewards[i], terminated[i], truncated[i], info = env.step(action)
+            rows[i] = obs
+            if info:
+                infos[i] = [info]
+        return infos
+
+    def submit(self, units: Sequence[int]) -> None:
+        """Queue envs to be stepped by the next ``collect`` calls, in this order."""
+        self.sent.extend(units)
+
+    def in_flight(self) -> int:
+        return len(self.sent)
+
+    def collect(self, count: int) -> list[int]:
+        """Step the ``count`` envs sent first (or all queued, if fewer) and return them."""
+        done: list[int] = []
+        while self.sent and len(done) < count:
+            done.append(self.sent.popleft())
+        if self.direct:
+            infos = self._step_direct(done)
+            for unit in done:
+                added = infos.get(unit)
+                self.unit_areas[unit][1].write({"infos": {unit: added}} if added else None)
+            return done
+        for unit in done:
+            self.units[unit].step()
+            self.resets[unit] = 0
+        return done
+
+    def reset_detailed(
+        self,
+        env_ids: Sequence[int],
+        seeds: Sequence[int | None],
+        options: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        infos, observations = self.whole.reset(list(env_ids), list(seeds), options)
+        return {"infos": infos, "obs": observations}
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        return self.whole.call(name, args, kwargs)
+
+    def set_attr(self, name: str, values: Sequence[Any]) -> None:
+        self.whole.set_attr(name, values)
+
+    def close(self, shutdown_engine: bool = True) -> None:
+        envs, self.envs = self.envs, []
+        for env in envs:
+            env.close()
