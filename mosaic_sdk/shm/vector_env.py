@@ -274,7 +274,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             raise self._failure(exc) from exc
         terminations = client.terminated.astype(np.bool_)
         truncations = client.truncated.astype(np.bool_)
-        rewards = client.rewards.copy()
+        rewards = client.rewards.astype(np.float64)  # float32 in the lrbc layout
         infos = self._read_aside(client)
         self._autoreset = terminations | truncations
         return self._observations(), rewards, terminations, truncations, infos
