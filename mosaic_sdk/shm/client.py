@@ -23,9 +23,9 @@ import cloudpickle
 import numpy as np
 
 from mosaic_sdk.shm import commands as cmd
+from mosaic_sdk.shm import segment
 from mosaic_sdk.shm.layout import Layout
 from mosaic_sdk.shm.mapping import MappedSegment, watch_error
-from mosaic_sdk.shm import segment
 from mosaic_sdk.shm.segment import attach_candidates
 from mosaic_sdk.shm.sync import PeerWatch, TransportError, spin_budget
 

@@ -112,7 +112,8 @@ class LuckyClient:
             json.dumps(contract)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"reset: the contract must be a JSON-able dict ({exc})") from None
-        self._client.request(cmd.ResetRequest(env_ids=ids, seeds=[], options={"contract": contract}))
+        request = cmd.ResetRequest(env_ids=ids, seeds=[], options={"contract": contract})
+        self._client.request(request)
         return self.obs
 
     def get_schema(self) -> cmd.GetSchemaResponse:
