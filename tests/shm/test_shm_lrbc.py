@@ -16,11 +16,13 @@ import time
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm import layout as L
+from mosaic_sdk.shm import spaces
 from mosaic_sdk.shm.atomics import SharedWords
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.lucky import LuckyClient
@@ -28,6 +30,7 @@ from mosaic_sdk.shm.ring import ByteRing
 from mosaic_sdk.shm.segment import segment_exists, unlink_segment
 from mosaic_sdk.shm.sync import PeerGoneError
 from mosaic_sdk.shm.transport import SharedMemoryTransport
+from mosaic_sdk.shm.vector_env import ShmVectorEnv
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "schema" / "lrbc_layout.json"
@@ -338,13 +341,18 @@ def _python_engine(name: str, report: Connection) -> None:
 
     def handler(message: object) -> object:
         if isinstance(message, cmd.ResetRequest):
-            contracts.append((list(message.env_ids), message.options))
-            t.obs[message.env_ids] = -1.0
-            return cmd.ResetResponse(env_ids=list(message.env_ids))
+            ids = list(message.env_ids) or list(range(4))
+            contracts.append((ids, message.options))
+            t.obs[ids] = -1.0
+            return cmd.ResetResponse(env_ids=ids, infos=[{} for _ in ids])
         return None
 
     t = SharedMemoryTransport(4, 3, 2, name=name, layout="lrbc", cmd_ring_size=4096)
-    t.schema = cmd.GetSchemaResponse(4, 3, 2, None, None, env_id="lrbc-test")
+    box = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+    act = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    t.schema = cmd.GetSchemaResponse(
+        4, 3, 2, spaces.to_spec(box), spaces.to_spec(act), env_id="lrbc-test"
+    )
     report.send(("ready", t.name))
     outcome = "closed"
     try:
@@ -401,6 +409,24 @@ def test_design_client_drives_our_engine_in_the_lrbc_layout(engines) -> None:  #
     assert contracts == [([0, 3], {"contract": {"gravity": -3.7, "friction": 0.5}})]
     proc.join(10)
     assert not segment_exists(name)
+
+
+def test_shm_vector_env_attaches_to_our_engine_in_the_lrbc_layout(engines) -> None:  # noqa: ANN001
+    name, report, _ = _start_python_engine(engines)
+    envs = ShmVectorEnv.attach(name, timeout=20)
+    try:
+        assert envs.client.layout.kind == "lrbc"
+        obs, _ = envs.reset(seed=0)
+        np.testing.assert_array_equal(obs, np.full((4, 3), -1.0, np.float32))
+        obs, rewards, terminated, truncated, _ = envs.step(np.full((4, 2), 0.5, np.float32))
+        np.testing.assert_array_equal(obs[:, :2], [[1, 1]] * 4)
+        assert rewards.dtype == np.float64  # gymnasium's, from the layout's float32
+        np.testing.assert_array_equal(rewards, [0.25] * 4)
+        assert truncated.all() and not terminated.any()
+    finally:
+        envs.client.close(shutdown_engine=True)
+        envs.close()
+    assert report.poll(20) and report.recv()[0] == "closed"
 
 
 def _lucky_client_hangs(name: str, report: Connection) -> None:
