@@ -121,17 +121,20 @@ class MappedSegment:
                     raise LayoutError(
                         f"shm segment {name!r} has {len(mm)} bytes, less than a transport header"
                     )
-                words = SharedWords(mm)
-                kind = detect_kind(mm)
-                state_off = LRBC_OFF["state"] if kind == LAYOUT_LRBC else OFF["state"]
-                state = words.load_u32(state_off)
-                words.release()
-                if state == STATE_CLOSED:
-                    raise TransportClosedError(f"shm transport {name!r} was closed by its engine")
-                # an lrbc segment is ready once its magic is there (a design engine writes no
-                # state word); ours is ready when its engine says so
-                if state == STATE_READY or kind == LAYOUT_LRBC:
-                    return cls(name, mm, Layout.read_header(mm))
+                kind = detect_kind(mm)  # None: no magic yet, the engine is writing the header
+                if kind is not None:
+                    words = SharedWords(mm)
+                    state_off = LRBC_OFF["state"] if kind == LAYOUT_LRBC else OFF["state"]
+                    state = words.load_u32(state_off)
+                    words.release()
+                    if state == STATE_CLOSED:
+                        raise TransportClosedError(
+                            f"shm transport {name!r} was closed by its engine"
+                        )
+                    # an lrbc segment is ready once its magic is there (a design engine writes
+                    # no state word); ours is ready when its engine says so
+                    if state == STATE_READY or kind == LAYOUT_LRBC:
+                        return cls(name, mm, Layout.read_header(mm))
             except BaseException:
                 _close_mapping(mm)
                 raise
