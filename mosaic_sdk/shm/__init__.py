@@ -5,7 +5,8 @@ The transport lives in submodules and is exposed here lazily, so importing this 
 free of numpy and flatbuffers:
 
 - ``SharedMemoryTransport`` / ``TransportWorker`` (``mosaic_sdk.shm.transport``): engine side;
-- ``SharedMemoryClient`` (``mosaic_sdk.shm.client``): trainer side;
+- ``SharedMemoryClient`` (``mosaic_sdk.shm.client``): trainer side (either header layout);
+- ``LuckyClient`` (``mosaic_sdk.shm.lucky``): the LuckyEngine design's client calls;
 - ``launch_env_host`` / ``EnvHostHandle`` (``mosaic_sdk.shm.host``): gymnasium envs served
   from child processes;
 - ``ShmVectorEnv`` (``mosaic_sdk.shm.vector_env``): a ``gymnasium.vector.VectorEnv`` over it.
@@ -21,6 +22,7 @@ _LAZY = LazyExports(
         "SharedMemoryTransport": "mosaic_sdk.shm.transport",
         "TransportWorker": "mosaic_sdk.shm.worker",
         "SharedMemoryClient": "mosaic_sdk.shm.client",
+        "LuckyClient": "mosaic_sdk.shm.lucky",
         "Layout": "mosaic_sdk.shm.layout",
         "launch_env_host": "mosaic_sdk.shm.host",
         "EnvHostHandle": "mosaic_sdk.shm.host",

@@ -23,10 +23,11 @@ import cloudpickle
 import numpy as np
 
 from mosaic_sdk.shm import commands as cmd
+from mosaic_sdk.shm import segment
 from mosaic_sdk.shm.async_steps import AsyncSlices
-from mosaic_sdk.shm.layout import OFF, Layout
+from mosaic_sdk.shm.layout import Layout
 from mosaic_sdk.shm.mapping import MappedSegment, watch_error
-from mosaic_sdk.shm.segment import name_from_env
+from mosaic_sdk.shm.segment import attach_candidates
 from mosaic_sdk.shm.service_client import (
     PUSHED_METHODS,
     AgentService,
@@ -59,6 +60,11 @@ class SharedMemoryClient:
     ``timeout`` (seconds, None = no limit) bounds each wait for the engine; a dead engine is
     detected by pid within about 0.1 s regardless. ``attach_timeout`` is how long to wait for
     the segment to appear. The client never unlinks the segment.
+
+    Either header layout is read (``layout.kind``: ``"mshm"`` or the LuckyEngine design's
+    ``"lrbc"``, told apart by the magic). ``name`` is looked up with the ``mosaic.shm.`` prefix,
+    then exactly as given (``exact_name=True``: only exactly, as lrbc engines name segments);
+    without ``name``, ``$MOSAIC_SHM_NAME`` then ``$LUCKY_SHM_NAME``.
     """
 
     def __init__(
@@ -68,23 +74,26 @@ class SharedMemoryClient:
         timeout: float | None = None,
         spin: float | None = None,
         attach_timeout: float = 10.0,
+        exact_name: bool = False,
     ) -> None:
-        self._seg = seg = MappedSegment.attach(name_from_env(name), attach_timeout)
+        names = (segment.exact_name(name),) if exact_name else attach_candidates(name)
+        self._seg = seg = MappedSegment.attach(names, attach_timeout)
         self.name = seg.name
         self.timeout = timeout
         self.spin = spin_budget(spin)
         me = os.getpid()
         words = seg.words
-        while not words.cas_u32(OFF["client_pid"], 0, me):
-            other = int(words.load_u32(OFF["client_pid"]))
+        off = seg.off
+        while not words.cas_u32(off["client_pid"], 0, me):
+            other = int(words.load_u32(off["client_pid"]))
             if other == me or (other and PeerWatch(other).alive()):
                 seg.release()
                 raise TransportError(
                     f"shm transport {self.name!r} already has a client (pid {other}); "
                     "one client per segment"
                 )
-            words.cas_u32(OFF["client_pid"], other, 0)  # a dead client's claim
-        self.engine_pid = int(words.load_u32(OFF["engine_pid"]))
+            words.cas_u32(off["client_pid"], other, 0)  # a dead client's claim
+        self.engine_pid = int(words.load_u32(off["engine_pid"]))
         self._engine = PeerWatch(self.engine_pid)
         self._seq = int(seg.action.load())
         self._ids = itertools.count(1)
@@ -319,7 +328,7 @@ class SharedMemoryClient:
                     self.request(cmd.CloseRequest())
                 except TransportError:
                     pass
-            self._seg.words.cas_u32(OFF["client_pid"], os.getpid(), 0)
+            self._seg.words.cas_u32(self._seg.off["client_pid"], os.getpid(), 0)
         finally:
             self._engine.close()
             for attr in ("obs", "actions", "rewards", "terminated", "dones", "truncated"):

@@ -72,7 +72,7 @@ class EngineSide:
 
     @property
     def rewards(self) -> np.ndarray:
-        """float64 ``(num_envs,)``."""
+        """float64 ``(num_envs,)`` (float32 in the lrbc layout)."""
         return self.seg.rewards
 
     @property

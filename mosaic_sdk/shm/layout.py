@@ -20,12 +20,19 @@ the static part of a header.
 
 Synchronisation words (``frame_seq``, ``action_seq`` and the per-worker progress words) sit on
 their own 64-byte lines; see ``mosaic_sdk.shm.signal`` for the protocol.
+
+A second layout, ``lrbc``, is the LuckyEngine design's own header (magic ``0x4C524243``, its
+fields in its order with C's natural alignment, float32 rewards, u32 ring positions):
+``LRBC_HEADER_FIELDS``, ``schema/lrbc_layout.json`` (``python -m mosaic_sdk.shm.layout lrbc``)
+and ``schema/lrbc_layout.md``. ``Layout.kind`` says which one a segment uses;
+``Layout.read_header`` tells them apart by the magic.
 """
 
 from __future__ import annotations
 
 import json
 import struct
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +94,68 @@ HEADER_FIELDS: tuple[tuple[str, int, str, str], ...] = (
     ("worker_slots", 512, f"{MAX_WORKERS * ALIGN}s", "16 worker slots of 64 bytes, see below"),
 )
 
+LAYOUT_MSHM = "mshm"
+LAYOUT_LRBC = "lrbc"
+LAYOUTS = (LAYOUT_MSHM, LAYOUT_LRBC)
+
+LRBC_MAGIC = 0x4C524243  # "LRBC"; stored as a little-endian u32: bytes 43 42 52 4C
+LRBC_VERSION = 1
+LRBC_RING_HEADER_SIZE = 8  # write_pos u32, read_pos u32, then the data
+LRBC_RING_WRITE_POS = 0
+LRBC_RING_READ_POS = 4
+LRBC_SEED_END = 204  # the design's fields end here; mosaic's optional extension starts at 256
+LRBC_EXTENSION = 256
+
+# The LuckyEngine design's header: its fields in its order, each at C's natural alignment
+# (``struct`` with no packing), then mosaic's optional extension in the design's reserved bytes
+# (all zero when a design-only engine wrote the segment; see schema/lrbc_layout.md).
+LRBC_HEADER_FIELDS: tuple[tuple[str, int, str, str], ...] = (
+    ("magic", 0, "I", "0x4C524243 as a little-endian u32 (bytes 43 42 52 4C), written last"),
+    ("version", 4, "I", "layout version, 1"),
+    ("server_pid", 8, "I", "pid of the engine process (it created the segment)"),
+    ("client_pid", 12, "I", "pid of the attached client, 0 when none (set on attach)"),
+    ("mode", 16, "B", "0 = training, 1 = inference (3 padding bytes follow)"),
+    ("num_envs", 20, "I", "number of environments"),
+    ("obs_size", 24, "I", "float32 observation values per environment"),
+    ("act_size", 28, "I", "float32 action values per environment"),
+    ("frame_seq", 32, "Q", "engine: number of the last published frame (release store)"),
+    ("action_seq", 40, "Q", "client: number of the last published action batch"),
+    ("obs_offset", 48, "Q", "byte offset of obs float32[num_envs*obs_size]"),
+    ("act_offset", 56, "Q", "byte offset of actions float32[num_envs*act_size]"),
+    ("rewards_offset", 64, "Q", "byte offset of rewards float32[num_envs]"),
+    ("dones_offset", 72, "Q", "byte offset of dones u8[num_envs]; truncateds u8[num_envs] follow"),
+    ("resets_offset", 80, "Q", "byte offset of reset flags u8[num_envs]"),
+    ("cmd_s2c_offset", 88, "Q", "byte offset of the server->client ring"),
+    ("cmd_c2s_offset", 96, "Q", "byte offset of the client->server ring"),
+    ("cmd_ring_size", 104, "I", "data bytes of each ring, a power of two (4 padding bytes follow)"),
+    ("image_offset", 112, "Q", "byte offset of image u8[num_envs*H*W*C], 0 when absent"),
+    ("image_width", 120, "I", "image width in pixels, 0 when absent"),
+    ("image_height", 124, "I", "image height in pixels, 0 when absent"),
+    ("image_channels", 128, "I", "image channels, 0 when absent"),
+    ("gpu_available", 132, "B", "1 when GPU buffers are exported"),
+    ("gpu_obs_mode", 133, "B", "0 = CPU, 1 = CUDA IPC, 2 = Vulkan external memory"),
+    ("gpu_obs_handle", 134, "64s", "cudaIpcMemHandle_t (2 padding bytes follow)"),
+    ("gpu_device_id", 200, "I", "CUDA device ordinal"),
+    # mosaic extension (optional; zero when absent)
+    ("state", 256, "I", "ext: 0 = not used, 1 = ready, 2 = closed by the engine"),
+    ("num_workers", 260, "I", "ext: engine processes sharing the segment, 0 = 1"),
+    ("total_size", 264, "Q", "ext: size of the whole segment in bytes, 0 = unknown"),
+    ("side_offset", 272, "Q", "ext: byte offset of the side areas, 0 when absent"),
+    ("side_size", 280, "Q", "ext: bytes of each side area"),
+    ("frame_bell", 328, "I", "ext: futex word bumped after every frame and reply"),
+    ("frame_waiters", 336, "Q", "ext: client threads asleep on frame_bell"),
+    ("action_bell", 392, "I", "ext: futex word bumped after actions and requests"),
+    ("action_waiters", 400, "Q", "ext: engine processes asleep on action_bell"),
+    ("worker_slots", 512, f"{MAX_WORKERS * ALIGN}s", "ext: 16 worker slots, as in MSHM"),
+)
+# The design's names for the fields both layouts have under another name.
+LRBC_ALIASES = {
+    "engine_pid": "server_pid",
+    "terminated_offset": "dones_offset",
+    "cmd_e2c_offset": "cmd_s2c_offset",
+    "cmd_c2e_offset": "cmd_c2s_offset",
+}
+
 # Layout of one worker slot (worker i at worker_slots + 64*i).
 WORKER_FIELDS: tuple[tuple[str, int, str, str], ...] = (
     ("done_seq", 0, "Q", "last action batch this worker has fully applied"),
@@ -108,6 +177,8 @@ OFF: dict[str, int] = {name: off for name, off, _, _ in HEADER_FIELDS}
 WORKER_OFF: dict[str, int] = {name: off for name, off, _, _ in WORKER_FIELDS}
 RING_WRITE_POS = 0
 RING_READ_POS = 64
+LRBC_OFF: dict[str, int] = {name: off for name, off, _, _ in LRBC_HEADER_FIELDS}
+LRBC_OFF.update({ours: LRBC_OFF[theirs] for ours, theirs in LRBC_ALIASES.items()})
 
 _STATIC = (
     "magic version header_size mode engine_pid num_envs obs_size act_size cmd_ring_size "
@@ -159,6 +230,27 @@ class Layout:
     side_offset: int = 0
     side_size: int = 0
     total_size: int = 0
+    kind: str = LAYOUT_MSHM
+
+    @property
+    def off(self) -> dict[str, int]:
+        """Header offsets of this layout's fields (``OFF`` or ``LRBC_OFF``)."""
+        return LRBC_OFF if self.kind == LAYOUT_LRBC else OFF
+
+    @property
+    def fields(self) -> tuple[tuple[str, int, str, str], ...]:
+        """The header's field table."""
+        return LRBC_HEADER_FIELDS if self.kind == LAYOUT_LRBC else HEADER_FIELDS
+
+    @property
+    def rewards_dtype(self) -> str:
+        """numpy dtype of the rewards region: float64 (MSHM) or float32 (LRBC)."""
+        return "<f4" if self.kind == LAYOUT_LRBC else "<f8"
+
+    @property
+    def ring_header_size(self) -> int:
+        """Bytes before a ring's data: 128 (two u64 on own lines) or 8 (two u32)."""
+        return LRBC_RING_HEADER_SIZE if self.kind == LAYOUT_LRBC else RING_HEADER_SIZE
 
     @classmethod
     def compute(
@@ -172,8 +264,20 @@ class Layout:
         mode: int = MODE_TRAINING,
         num_workers: int = 1,
         side_size: int = 0,
+        kind: str = LAYOUT_MSHM,
     ) -> Layout:
-        """Place every region for the given sizes; ``image_shape`` is ``(H, W, C)``."""
+        """Place every region for the given sizes; ``image_shape`` is ``(H, W, C)``.
+
+        ``kind`` is the header layout, ``"mshm"`` (ours) or ``"lrbc"`` (the design's).
+        """
+        if kind not in LAYOUTS:
+            raise LayoutError(f"layout must be one of {', '.join(LAYOUTS)}; got {kind!r}")
+        lrbc = kind == LAYOUT_LRBC
+        if lrbc and cmd_ring_size & (cmd_ring_size - 1):
+            raise LayoutError(
+                f"cmd_ring_size must be a power of two in the lrbc layout (its u32 ring positions "
+                f"wrap at 2**32), got {cmd_ring_size}"
+            )
         for label, value in (("num_envs", num_envs), ("obs_size", obs_size)):
             if not isinstance(value, int) or value < 1:
                 raise LayoutError(f"{label} must be a positive integer, got {value!r}")
@@ -197,18 +301,21 @@ class Layout:
             raise LayoutError(f"image_shape must be positive (H, W, C), got {image_shape}")
         pos = HEADER_SIZE
         offsets: dict[str, int] = {}
+        ring_bytes = (LRBC_RING_HEADER_SIZE if lrbc else RING_HEADER_SIZE) + cmd_ring_size
         for name, nbytes in (
             ("obs_offset", 4 * num_envs * obs_size),
             ("act_offset", 4 * num_envs * act_size),
-            ("rewards_offset", 8 * num_envs),
-            ("terminated_offset", num_envs),
-            ("truncated_offset", num_envs),
+            ("rewards_offset", (4 if lrbc else 8) * num_envs),
+            ("terminated_offset", 2 * num_envs if lrbc else num_envs),
+            ("truncated_offset", 0 if lrbc else num_envs),
             ("resets_offset", num_envs),
-            ("cmd_e2c_offset", RING_HEADER_SIZE + cmd_ring_size),
-            ("cmd_c2e_offset", RING_HEADER_SIZE + cmd_ring_size),
+            ("cmd_e2c_offset", ring_bytes),
+            ("cmd_c2e_offset", ring_bytes),
         ):
             offsets[name] = pos
             pos = align_up(pos + nbytes)
+        if lrbc:  # the design has no truncateds offset: they follow the dones
+            offsets["truncated_offset"] = offsets["terminated_offset"] + num_envs
         side_offset = 0
         if side_size:
             side_offset = align_up(pos, 4096)
@@ -231,6 +338,7 @@ class Layout:
             side_offset=side_offset,
             side_size=side_size,
             total_size=align_up(pos, 4096),
+            kind=kind,
             **offsets,
         )
 
@@ -248,26 +356,56 @@ class Layout:
         return self.side_offset + (2 * worker + (0 if to_worker else 1)) * self.side_size
 
     def write_header(self, buf: Any, engine_pid: int) -> None:
-        """Write the static header fields (not ``state`` nor the sync words) into ``buf``."""
+        """Write the static header fields (not ``state`` nor the sync words) into ``buf``.
+
+        An lrbc header is written without its magic: ``publish_magic`` stores it last, once
+        the engine is ready (a design client takes the magic for "ready").
+        """
+        if self.kind == LAYOUT_LRBC:
+            self._write_lrbc(buf, engine_pid)
+            return
         values = {name: getattr(self, name, None) for name in _STATIC}
         values.update(magic=MAGIC, version=VERSION, header_size=HEADER_SIZE, engine_pid=engine_pid)
         for name, off, fmt, _ in HEADER_FIELDS:
             if name in values:
                 struct.pack_into("<" + fmt, buf, off, values[name])
 
+    def _write_lrbc(self, buf: Any, engine_pid: int) -> None:
+        values = {name: getattr(self, name, None) for name in _STATIC}
+        values.update(
+            version=LRBC_VERSION,
+            server_pid=engine_pid,
+            dones_offset=self.terminated_offset,
+            cmd_s2c_offset=self.cmd_e2c_offset,
+            cmd_c2s_offset=self.cmd_c2e_offset,
+        )
+        del values["magic"]
+        for name, off, fmt, _ in LRBC_HEADER_FIELDS:
+            if values.get(name) is not None:
+                struct.pack_into("<" + fmt, buf, off, values[name])
+
     @classmethod
     def read_header(cls, buf: Any) -> Layout:
-        """Read and validate the static header fields of a segment."""
+        """Read and validate the static header fields of a segment (either layout)."""
         if len(buf) < HEADER_SIZE:
             raise LayoutError(f"segment of {len(buf)} bytes is smaller than the header")
+        if detect_kind(buf) == LAYOUT_LRBC:
+            return cls._read_lrbc(buf)
         values = {}
         for name, off, fmt, _ in HEADER_FIELDS:
             if name in _STATIC:
                 values[name] = struct.unpack_from("<" + fmt, buf, off)[0]
         if values["magic"] != MAGIC:
+            if values["magic"] == _LRBC_BIG_ENDIAN:
+                raise LayoutError(
+                    "the segment's magic reads 'LRBC' byte by byte, i.e. the u32 0x4C524243 "
+                    "stored big-endian; the lrbc layout stores it little-endian (bytes "
+                    "43 42 52 4C): write it as a native u32 on a little-endian machine "
+                    "(see schema/lrbc_layout.md)"
+                )
             raise LayoutError(
                 f"not a mosaic shm transport segment (magic {values['magic']!r}, "
-                f"expected {MAGIC!r})"
+                f"expected {MAGIC!r} or the u32 0x{LRBC_MAGIC:08X} of the lrbc layout)"
             )
         if values["version"] != VERSION:
             raise LayoutError(
@@ -283,6 +421,90 @@ class Layout:
         found = cls(**values)
         found._check_against_sizes()
         return found
+
+    @classmethod
+    def _read_lrbc(cls, buf: Any) -> Layout:
+        """An lrbc header: offsets are taken as written (a design engine places its regions
+        where it likes), and checked to lie inside the segment past the header."""
+        raw = {
+            name: struct.unpack_from("<" + fmt, buf, off)[0]
+            for name, off, fmt, _ in LRBC_HEADER_FIELDS
+            if name not in ("gpu_obs_handle", "worker_slots")
+        }
+        if raw["version"] != LRBC_VERSION:
+            raise LayoutError(
+                f"lrbc layout version {raw['version']} is not supported (this SDK reads version "
+                f"{LRBC_VERSION})"
+            )
+        n, obs, act, ring = raw["num_envs"], raw["obs_size"], raw["act_size"], raw["cmd_ring_size"]
+        size = len(buf)
+        problems = []
+        if n < 1 or obs < 1:
+            problems.append(f"num_envs {n} and obs_size {obs} must be positive")
+        if ring < 64 or ring & (ring - 1):
+            problems.append(f"cmd_ring_size {ring} must be a power of two of at least 64")
+        if raw["mode"] not in (MODE_TRAINING, MODE_INFERENCE):
+            problems.append(f"mode {raw['mode']} must be 0 or 1")
+        if raw["total_size"] and raw["total_size"] > size:
+            problems.append(f"total_size {raw['total_size']} exceeds the segment's {size} bytes")
+        h, w, c = raw["image_height"], raw["image_width"], raw["image_channels"]
+        workers = raw["num_workers"] or 1
+        regions = [
+            ("obs_offset", 4 * n * obs),
+            ("act_offset", 4 * n * act),
+            ("rewards_offset", 4 * n),
+            ("dones_offset", 2 * n),
+            ("resets_offset", n),
+            ("cmd_s2c_offset", LRBC_RING_HEADER_SIZE + ring),
+            ("cmd_c2s_offset", LRBC_RING_HEADER_SIZE + ring),
+        ]
+        if raw["image_offset"]:
+            regions.append(("image_offset", n * h * w * c))
+        if raw["side_offset"]:
+            regions.append(("side_offset", 2 * workers * raw["side_size"]))
+        aligned = {"obs_offset": 4, "act_offset": 4, "rewards_offset": 4}
+        aligned.update(cmd_s2c_offset=8, cmd_c2s_offset=8)
+        for name, nbytes in regions:
+            off = raw[name]
+            if off < HEADER_SIZE or off + nbytes > size or off % aligned.get(name, 1):
+                problems.append(
+                    f"{name} {off} (+{nbytes} bytes) is not an aligned region inside the "
+                    f"{size}-byte segment after its {HEADER_SIZE}-byte header"
+                )
+        if problems:
+            raise LayoutError("corrupt lrbc header: " + "; ".join(problems))
+        return cls(
+            num_envs=n,
+            obs_size=obs,
+            act_size=act,
+            cmd_ring_size=ring,
+            image_width=w if raw["image_offset"] else 0,
+            image_height=h if raw["image_offset"] else 0,
+            image_channels=c if raw["image_offset"] else 0,
+            mode=raw["mode"],
+            num_workers=workers,
+            obs_offset=raw["obs_offset"],
+            act_offset=raw["act_offset"],
+            rewards_offset=raw["rewards_offset"],
+            terminated_offset=raw["dones_offset"],
+            truncated_offset=raw["dones_offset"] + n,
+            resets_offset=raw["resets_offset"],
+            cmd_e2c_offset=raw["cmd_s2c_offset"],
+            cmd_c2e_offset=raw["cmd_c2s_offset"],
+            image_offset=raw["image_offset"],
+            side_offset=raw["side_offset"],
+            side_size=raw["side_size"] if raw["side_offset"] else 0,
+            total_size=raw["total_size"] or size,
+            kind=LAYOUT_LRBC,
+        )
+
+    def static_spans(self) -> tuple[int, tuple[tuple[int, int], ...]]:
+        """``(end, holes)``: the header's bytes ``[0, end)`` stay as written once the segment
+        is ready, but for the ``(offset, size)`` holes (words that change on purpose)."""
+        if self.kind == LAYOUT_LRBC:
+            holes = ((12, 4), (32, 16), (LRBC_SEED_END, LRBC_EXTENSION + 4 - LRBC_SEED_END))
+            return LRBC_OFF["side_size"] + 8, holes
+        return OFF["side_size"] + 8, ((OFF["client_pid"], 4), (OFF["state"], 4))
 
     def _check_against_sizes(self) -> None:
         """``LayoutError`` unless every offset is where the declared sizes put it."""
@@ -311,6 +533,83 @@ class Layout:
                         f"put it at {want}; the segment was not written by a compatible "
                         "mosaic-worker-sdk engine (or was overwritten)"
                     )
+
+
+_LRBC_BIG_ENDIAN = struct.pack(">I", LRBC_MAGIC)
+
+
+def detect_kind(buf: Any) -> str | None:
+    """``"mshm"`` or ``"lrbc"`` from a segment's magic; None while it is still zero (an
+    engine being set up). ``LayoutError`` for anything else."""
+    head = bytes(buf[:4])
+    if head == MAGIC:
+        return LAYOUT_MSHM
+    if struct.unpack("<I", head)[0] == LRBC_MAGIC:
+        return LAYOUT_LRBC
+    if head == bytes(4):
+        return None
+    if head == _LRBC_BIG_ENDIAN:
+        return LAYOUT_MSHM  # read_header explains the byte order
+    raise LayoutError(
+        f"not a mosaic shm transport segment (magic {head!r}, expected {MAGIC!r} or the u32 "
+        f"0x{LRBC_MAGIC:08X} of the lrbc layout)"
+    )
+
+
+def publish_magic(layout: Layout, words: Any) -> None:
+    """Store an lrbc header's magic (release): the last write of an engine's set-up."""
+    if layout.kind == LAYOUT_LRBC:
+        words.store_u32(LRBC_OFF["magic"], LRBC_MAGIC)
+
+
+def lrbc_description() -> dict[str, Any]:
+    """The machine-readable layout written to ``schema/lrbc_layout.json``."""
+    example = Layout.compute(4096, 100, 12, kind=LAYOUT_LRBC)
+    return {
+        "title": "LuckyEngine shared-memory segment (lrbc layout of the mosaic transport)",
+        "version": LRBC_VERSION,
+        "byte_order": "little",
+        "magic_u32": LRBC_MAGIC,
+        "magic_bytes_hex": struct.pack("<I", LRBC_MAGIC).hex(" "),
+        "header_size": HEADER_SIZE,
+        "alignment": "each field at a multiple of its size (C struct, no packing)",
+        "seed_fields_end": LRBC_SEED_END,
+        "extension_start": LRBC_EXTENSION,
+        "regions_in_order": [
+            "obs float32[num_envs*obs_size] at obs_offset",
+            "actions float32[num_envs*act_size] at act_offset",
+            "rewards float32[num_envs] at rewards_offset",
+            "dones u8[num_envs] at dones_offset",
+            "truncateds u8[num_envs] at dones_offset + num_envs (no offset field)",
+            "reset flags u8[num_envs] at resets_offset",
+            "ring server->client at cmd_s2c_offset",
+            "ring client->server at cmd_c2s_offset",
+            "image u8[num_envs*H*W*C] at image_offset (optional)",
+            "side areas at side_offset (optional, mosaic extension)",
+        ],
+        "ring": {
+            "write_pos": [LRBC_RING_WRITE_POS, "I", "bytes ever written, modulo 2**32"],
+            "read_pos": [LRBC_RING_READ_POS, "I", "bytes ever read, modulo 2**32"],
+            "data_offset": LRBC_RING_HEADER_SIZE,
+            "entry": "[length u32][payload][pad to 8]; payload may wrap around the data end",
+        },
+        "header": [
+            {"name": n, "offset": o, "format": f, "size": struct.calcsize("<" + f), "doc": d}
+            for n, o, f, d in LRBC_HEADER_FIELDS
+        ],
+        "example_4096x100x12": {
+            "obs_offset": example.obs_offset,
+            "act_offset": example.act_offset,
+            "rewards_offset": example.rewards_offset,
+            "dones_offset": example.terminated_offset,
+            "truncateds_offset": example.truncated_offset,
+            "resets_offset": example.resets_offset,
+            "cmd_s2c_offset": example.cmd_e2c_offset,
+            "cmd_c2s_offset": example.cmd_c2e_offset,
+            "cmd_ring_size": example.cmd_ring_size,
+            "total_size": example.total_size,
+        },
+    }
 
 
 def header_description() -> dict[str, Any]:
@@ -359,8 +658,9 @@ def header_description() -> dict[str, Any]:
 
 
 def main() -> None:
-    """Print ``schema/shm_layout.json``."""
-    print(json.dumps(header_description(), indent=2))
+    """Print ``schema/shm_layout.json`` (``lrbc`` as argument: ``schema/lrbc_layout.json``)."""
+    lrbc = sys.argv[1:] == [LAYOUT_LRBC]
+    print(json.dumps(lrbc_description() if lrbc else header_description(), indent=2))
 
 
 if __name__ == "__main__":

@@ -16,23 +16,26 @@ import numpy as np
 
 from mosaic_sdk.shm.atomics import SharedWords
 from mosaic_sdk.shm.layout import (
-    HEADER_FIELDS,
     HEADER_SIZE,
+    LAYOUT_LRBC,
+    LRBC_OFF,
     OFF,
     STATE_CLOSED,
     STATE_READY,
     Layout,
     LayoutError,
+    detect_kind,
+    publish_magic,
     worker_offset,
 )
 from mosaic_sdk.shm.ring import ByteRing
 from mosaic_sdk.shm.segment import attach_segment
 from mosaic_sdk.shm.sync import PeerGoneError, SignalLine, TransportClosedError, TransportError
 
-#: The header's bytes that stay as written once a segment is made (``magic`` .. ``side_size``),
-#: but for the two words that change on purpose (``client_pid``, ``state``), zeroed here.
-_STATIC_END = OFF["side_size"] + 8
-_MUTABLE = ((OFF["client_pid"], 4), (OFF["state"], 4))
+#: How long a waiter sleeps between checks in the lrbc layout: a design-only peer publishes
+#: ``frame_seq``/``action_seq`` without ringing the (extension) bells, so a waiter that went to
+#: sleep must look again soon.
+LRBC_SLICE = 0.001
 
 
 class SegmentCorruptedError(TransportError):
@@ -46,7 +49,9 @@ class MappedSegment:
     def __init__(self, name: str, mm: mmap.mmap, layout: Layout) -> None:
         self.name = name
         self.layout = layout
+        self.off = layout.off
         self._mm: mmap.mmap | None = mm
+        self._static_end, self._mutable = layout.static_spans()
         self._static = self._static_bytes()
         self._tick = 0
         self.words = SharedWords(mm)
@@ -58,7 +63,7 @@ class MappedSegment:
 
         self.obs = view(layout.obs_offset, np.float32, (n, layout.obs_size))
         self.actions = view(layout.act_offset, np.float32, (n, layout.act_size))
-        self.rewards = view(layout.rewards_offset, np.float64, (n,))
+        self.rewards = view(layout.rewards_offset, np.dtype(layout.rewards_dtype), (n,))
         self.terminated = view(layout.terminated_offset, np.uint8, (n,))
         self.truncated = view(layout.truncated_offset, np.uint8, (n,))
         self.resets = view(layout.resets_offset, np.uint8, (n,))
@@ -74,10 +79,13 @@ class MappedSegment:
                 self.side.append((areas[0], areas[1]))
         self.base_address = int(np.frombuffer(mm, dtype=np.uint8, count=1).ctypes.data)
         w = self.words
-        self.frame = SignalLine(w, OFF["frame_seq"], OFF["frame_bell"], OFF["frame_waiters"])
-        self.action = SignalLine(w, OFF["action_seq"], OFF["action_bell"], OFF["action_waiters"])
-        self.e2c = ByteRing(mm, w, layout.cmd_e2c_offset, layout.cmd_ring_size)
-        self.c2e = ByteRing(mm, w, layout.cmd_c2e_offset, layout.cmd_ring_size)
+        o = self.off
+        lrbc = layout.kind == LAYOUT_LRBC
+        nap = {"slice_s": LRBC_SLICE} if lrbc else {}
+        self.frame = SignalLine(w, o["frame_seq"], o["frame_bell"], o["frame_waiters"], **nap)
+        self.action = SignalLine(w, o["action_seq"], o["action_bell"], o["action_waiters"], **nap)
+        self.e2c = ByteRing(mm, w, layout.cmd_e2c_offset, layout.cmd_ring_size, compact=lrbc)
+        self.c2e = ByteRing(mm, w, layout.cmd_c2e_offset, layout.cmd_ring_size, compact=lrbc)
         self.workers = [
             SignalLine(
                 w,
@@ -89,15 +97,23 @@ class MappedSegment:
         ]
 
     @classmethod
-    def attach(cls, name: str, timeout: float = 10.0) -> MappedSegment:
-        """Map an existing segment, waiting up to ``timeout`` s for its engine to be ready."""
+    def attach(cls, names: str | tuple[str, ...], timeout: float = 10.0) -> MappedSegment:
+        """Map an existing segment, waiting up to ``timeout`` s for its engine to be ready.
+
+        ``names``: one name, or candidates tried in order (the first that exists is mapped).
+        """
+        candidates = (names,) if isinstance(names, str) else names
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                mm = attach_segment(name)
-            except FileNotFoundError:
-                if time.monotonic() >= deadline:
-                    raise
+            mm = None
+            for name in candidates:
+                try:
+                    mm = attach_segment(name)
+                    break
+                except FileNotFoundError:
+                    if name == candidates[-1] and time.monotonic() >= deadline:
+                        raise
+            if mm is None:
                 time.sleep(0.01)
                 continue
             try:
@@ -105,13 +121,20 @@ class MappedSegment:
                     raise LayoutError(
                         f"shm segment {name!r} has {len(mm)} bytes, less than a transport header"
                     )
-                words = SharedWords(mm)
-                state = words.load_u32(OFF["state"])
-                words.release()
-                if state == STATE_READY:
-                    return cls(name, mm, Layout.read_header(mm))
-                if state == STATE_CLOSED:
-                    raise TransportClosedError(f"shm transport {name!r} was closed by its engine")
+                kind = detect_kind(mm)  # None: no magic yet, the engine is writing the header
+                if kind is not None:
+                    words = SharedWords(mm)
+                    state_off = LRBC_OFF["state"] if kind == LAYOUT_LRBC else OFF["state"]
+                    state = words.load_u32(state_off)
+                    words.release()
+                    if state == STATE_CLOSED:
+                        raise TransportClosedError(
+                            f"shm transport {name!r} was closed by its engine"
+                        )
+                    # an lrbc segment is ready once its magic is there (a design engine writes
+                    # no state word); ours is ready when its engine says so
+                    if state == STATE_READY or kind == LAYOUT_LRBC:
+                        return cls(name, mm, Layout.read_header(mm))
             except BaseException:
                 _close_mapping(mm)
                 raise
@@ -126,10 +149,16 @@ class MappedSegment:
     # -- integrity --------------------------------------------------------------------------
     def _static_bytes(self) -> bytes:
         assert self._mm is not None
-        head = bytearray(self._mm[:_STATIC_END])
-        for off, size in _MUTABLE:
+        head = bytearray(self._mm[: self._static_end])
+        for off, size in self._mutable:
             head[off : off + size] = bytes(size)
         return bytes(head)
+
+    def mark_ready(self) -> None:
+        """Engine: the segment is set up; ``state`` = ready and, in lrbc, the magic last."""
+        self.store("state", STATE_READY)
+        publish_magic(self.layout, self.words)
+        self._static = self._static_bytes()
 
     def verify_header(self) -> None:
         """``SegmentCorruptedError`` naming the fields when the header's static part is no
@@ -141,8 +170,8 @@ class MappedSegment:
             return
         changed = [
             name
-            for name, off, fmt, _ in HEADER_FIELDS
-            if off < _STATIC_END
+            for name, off, fmt, _ in self.layout.fields
+            if off < self._static_end
             and now[off : off + struct.calcsize("<" + fmt)]
             != self._static[off : off + struct.calcsize("<" + fmt)]
         ]
@@ -167,11 +196,11 @@ class MappedSegment:
     # -- header words -----------------------------------------------------------------------
     def load(self, field: str) -> int:
         """Acquire load of a u32 header field."""
-        return int(self.words.load_u32(OFF[field]))
+        return int(self.words.load_u32(self.off[field]))
 
     def store(self, field: str, value: int) -> None:
         """Release store of a u32 header field."""
-        self.words.store_u32(OFF[field], value)
+        self.words.store_u32(self.off[field], value)
 
     @property
     def state(self) -> int:
@@ -180,7 +209,7 @@ class MappedSegment:
 
     def check_open(self) -> None:
         """Raise ``TransportClosedError`` once the engine closed the segment."""
-        if self.words.load_u32(OFF["state"]) == STATE_CLOSED:
+        if self.words.load_u32(self.off["state"]) == STATE_CLOSED:
             raise TransportClosedError(f"shm transport {self.name!r} was closed by its engine")
 
     def worker_pid(self, index: int) -> int:

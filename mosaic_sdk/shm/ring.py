@@ -17,6 +17,10 @@ A message larger than the ring travels as fragments: every entry but its last ha
 message needs the reader to drain the ring meanwhile (``write`` rings the reader's bell after
 each fragment).
 
+The lrbc layout (``compact=True``) has the design's ring header instead: ``write_pos`` u32 at
++0, ``read_pos`` u32 at +4, data at +8; positions count modulo 2**32 (its capacity is a power
+of two, so ``p % capacity`` stays right across the wrap).
+
 A length that cannot be right (larger than what was written) raises ``RingCorruptError``.
 A full ring makes the writer wait (polling, with a timeout): commands are rare and small.
 """
@@ -28,7 +32,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mosaic_sdk.shm.layout import RING_HEADER_SIZE, RING_READ_POS, RING_WRITE_POS
+from mosaic_sdk.shm.layout import (
+    LRBC_RING_HEADER_SIZE,
+    LRBC_RING_READ_POS,
+    LRBC_RING_WRITE_POS,
+    RING_HEADER_SIZE,
+    RING_READ_POS,
+    RING_WRITE_POS,
+)
 from mosaic_sdk.shm.sync import TransportError, TransportTimeoutError
 
 _LEN = struct.Struct("<I")
@@ -47,14 +58,25 @@ def entry_size(payload_len: int) -> int:
 class ByteRing:
     """One direction of the command channel; use ``write`` on one side, ``read`` on the other."""
 
-    def __init__(self, buf: Any, words: Any, offset: int, capacity: int) -> None:
+    def __init__(
+        self, buf: Any, words: Any, offset: int, capacity: int, *, compact: bool = False
+    ) -> None:
         if capacity < 16 or capacity % 8:
             raise ValueError(f"ring capacity must be a multiple of 8, >= 16; got {capacity}")
+        if compact and capacity & (capacity - 1):
+            raise ValueError(f"a ring with u32 positions needs a power-of-two capacity: {capacity}")
         self._mv = memoryview(buf).cast("B")
         self._w = words
-        self._wpos = offset + RING_WRITE_POS
-        self._rpos = offset + RING_READ_POS
-        self._data = offset + RING_HEADER_SIZE
+        if compact:
+            self._wpos = offset + LRBC_RING_WRITE_POS
+            self._rpos = offset + LRBC_RING_READ_POS
+            self._data = offset + LRBC_RING_HEADER_SIZE
+            self._load, self._store, self._mask = words.load_u32, words.store_u32, 0xFFFFFFFF
+        else:
+            self._wpos = offset + RING_WRITE_POS
+            self._rpos = offset + RING_READ_POS
+            self._data = offset + RING_HEADER_SIZE
+            self._load, self._store, self._mask = words.load_u64, words.store_u64, (1 << 64) - 1
         self.capacity = capacity
         self._partial: list[bytes] = []
         if self._data + capacity > len(self._mv):
@@ -67,7 +89,7 @@ class ByteRing:
 
     def pending(self) -> int:
         """Bytes written and not yet read."""
-        return int(self._w.load_u64(self._wpos) - self._w.load_u64(self._rpos))
+        return int((self._load(self._wpos) - self._load(self._rpos)) & self._mask)
 
     def _copy_in(self, pos: int, data: bytes | memoryview) -> None:
         cap, start = self.capacity, pos % self.capacity
@@ -96,8 +118,8 @@ class ByteRing:
                 f"command of {n} bytes does not fit a ring of {self.capacity} bytes "
                 f"(max {self.max_payload}); use write(), which splits it into fragments"
             )
-        w = self._w.load_u64(self._wpos)
-        if self.capacity - (w - self._w.load_u64(self._rpos)) < size:
+        w = self._load(self._wpos)
+        if self.capacity - ((w - self._load(self._rpos)) & self._mask) < size:
             return False
         pos = w % self.capacity
         _LEN.pack_into(self._mv, self._data + pos, n | (MORE if more else 0))
@@ -105,7 +127,7 @@ class ByteRing:
         pad = size - 4 - n
         if pad:
             self._copy_in(w + 4 + n, bytes(pad))
-        self._w.store_u64(self._wpos, w + size)
+        self._store(self._wpos, (w + size) & self._mask)
         return True
 
     def write(
@@ -167,8 +189,8 @@ class ByteRing:
         return None
 
     def _read_entry(self) -> tuple[bytes, bool] | None:
-        r = self._w.load_u64(self._rpos)
-        avail = self._w.load_u64(self._wpos) - r
+        r = self._load(self._rpos)
+        avail = (self._load(self._wpos) - r) & self._mask
         if avail == 0:
             return None
         if avail > self.capacity or avail % 8 or r % 8:
@@ -184,7 +206,7 @@ class ByteRing:
                 "were written; the segment was overwritten or a writer broke the framing"
             )
         out = self._copy_out(r + 4, n)
-        self._w.store_u64(self._rpos, r + entry_size(n))
+        self._store(self._rpos, (r + entry_size(n)) & self._mask)
         return out, more
 
     def release(self) -> None:

@@ -6,7 +6,9 @@ are opened with ``_posixshmem.shm_open`` (the same call ``SharedMemory`` makes, 
 registration) and mapped with ``mmap``; only the owner unlinks.
 
 Names: every segment name starts with ``mosaic`` so leak checks can find them;
-``segment_name("run1")`` is ``"mosaic.shm.run1"``.
+``segment_name("run1")`` is ``"mosaic.shm.run1"``. The lrbc layout (the LuckyEngine design's)
+names its segment exactly as given (``exact_name``, ``$LUCKY_SHM_NAME``), with no prefix, as
+the design's Python side opens it; a client tries both spellings (``attach_candidates``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ except ImportError:  # pragma: no cover - Windows / exotic builds
 
 _DEV_SHM = "/dev/shm"
 NAME_ENV = "MOSAIC_SHM_NAME"
+LUCKY_NAME_ENV = "LUCKY_SHM_NAME"
 PREFIX = "mosaic.shm."
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 
@@ -39,6 +42,37 @@ def segment_name(name: str | None = None) -> str:
     return name if name.startswith("mosaic") else PREFIX + name
 
 
+def exact_name(name: str | None) -> str:
+    """``name`` (else ``$LUCKY_SHM_NAME``) validated and unchanged: the lrbc layout's naming."""
+    if not name:
+        name = os.environ.get(LUCKY_NAME_ENV, "").strip()
+        if not name:
+            raise ValueError(
+                f"no shared-memory segment name: pass name=... or set {LUCKY_NAME_ENV} to the "
+                "name the engine created"
+            )
+    if not _NAME_RE.match(name):
+        raise ValueError(
+            f"shm segment name {name!r} is invalid: use 1-200 letters, digits, '.', '_' or '-' "
+            "(no '/')"
+        )
+    return name
+
+
+def attach_candidates(name: str | None) -> tuple[str, ...]:
+    """The names a client looks for, in order: ``name`` with the mosaic prefix, then exactly as
+    given (an lrbc engine's); without ``name``, ``$MOSAIC_SHM_NAME`` then ``$LUCKY_SHM_NAME``."""
+    if not name:
+        if os.environ.get(NAME_ENV, "").strip():
+            return (name_from_env(None),)
+        if os.environ.get(LUCKY_NAME_ENV, "").strip():
+            return (exact_name(None),)
+        name_from_env(None)  # raises the error that names both ways
+    assert name is not None
+    prefixed = segment_name(name)
+    return (prefixed,) if prefixed == name else (prefixed, exact_name(name))
+
+
 def name_from_env(name: str | None) -> str:
     """``name`` if given, else ``$MOSAIC_SHM_NAME``; a clear error when neither is set."""
     if name:
@@ -46,8 +80,8 @@ def name_from_env(name: str | None) -> str:
     env = os.environ.get(NAME_ENV, "").strip()
     if not env:
         raise ValueError(
-            f"no shared-memory segment name: pass name=... or set {NAME_ENV} to the name "
-            "printed by the engine"
+            f"no shared-memory segment name: pass name=... or set {NAME_ENV} (or "
+            f"{LUCKY_NAME_ENV} for an lrbc engine) to the name printed by the engine"
         )
     return segment_name(env)
 

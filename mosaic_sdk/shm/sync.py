@@ -130,10 +130,13 @@ class PeerWatch:
 class SignalLine:
     """One ``seq``/``bell``/``waiters`` line of a segment (see the module docstring)."""
 
-    __slots__ = ("_w", "seq_off", "bell_off", "waiters_off", "_adaptive", "_countdown")
+    __slots__ = ("_w", "seq_off", "bell_off", "waiters_off", "_adaptive", "_countdown", "slice")
 
-    def __init__(self, words: Any, seq_off: int, bell_off: int, waiters_off: int) -> None:
+    def __init__(
+        self, words: Any, seq_off: int, bell_off: int, waiters_off: int, slice_s: float = SLICE
+    ) -> None:
         self._w = words
+        self.slice = slice_s  # longest sleep between looks at seq (peers that never ring)
         self._adaptive = float("inf")
         self._countdown = PROBE_EVERY
         self.seq_off = seq_off
@@ -244,7 +247,7 @@ class SignalLine:
                 bell = w.load_u32(self.bell_off)
                 if ready():
                     return
-                w.futex_wait(self.bell_off, bell, SLICE)
+                w.futex_wait(self.bell_off, bell, self.slice)
             finally:
                 w.fetch_add_u64(self.waiters_off, _MINUS_ONE)
             if ready():

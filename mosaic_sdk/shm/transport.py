@@ -30,15 +30,22 @@ from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm.engine_side import EngineSide
 from mosaic_sdk.shm.layout import (
     DEFAULT_RING_SIZE,
+    LAYOUT_LRBC,
+    LAYOUT_MSHM,
     MODE_TRAINING,
-    OFF,
     STATE_CLOSED,
-    STATE_READY,
     Layout,
     worker_offset,
 )
 from mosaic_sdk.shm.mapping import MappedSegment
-from mosaic_sdk.shm.segment import create_segment, name_from_env, segment_name, unlink_segment
+from mosaic_sdk.shm.segment import (
+    LUCKY_NAME_ENV,
+    create_segment,
+    exact_name,
+    name_from_env,
+    segment_name,
+    unlink_segment,
+)
 
 Handler = Callable[[Any], Any]
 
@@ -47,7 +54,11 @@ class SharedMemoryTransport(EngineSide):
     """Creates and owns a transport segment; the engine steps envs through it.
 
     ``name`` (or ``$MOSAIC_SHM_NAME``; a random name when both are absent) gets the ``mosaic``
-    prefix. ``image_shape=(H, W, C)`` adds an image region, ``side_size`` the side areas (see
+    prefix. ``layout="lrbc"`` writes the LuckyEngine design's header instead of ours
+    (``schema/lrbc_layout.md``): the segment is then named exactly ``name`` (or
+    ``$LUCKY_SHM_NAME``, else ``LuckyEngine_<pid>``), rewards are float32, and a client built
+    to the design attaches to it; the engine's loop below is the same in both layouts.
+    ``image_shape=(H, W, C)`` adds an image region, ``side_size`` the side areas (see
     ``mosaic_sdk.shm.layout``). ``timeout`` (seconds, None = no
     limit) bounds each wait; a dead client is detected by pid regardless. ``peer_pids`` are
     further processes (e.g. a launcher) whose death aborts a wait.
@@ -68,10 +79,16 @@ class SharedMemoryTransport(EngineSide):
         spin: float | None = None,
         timeout: float | None = None,
         peer_pids: tuple[int, ...] = (),
+        layout: str = LAYOUT_MSHM,
     ) -> None:
-        if name is None and os.environ.get("MOSAIC_SHM_NAME"):
+        lrbc = layout == LAYOUT_LRBC
+        if lrbc:
+            if name is None and not os.environ.get(LUCKY_NAME_ENV, "").strip():
+                name = f"LuckyEngine_{os.getpid()}"
+            seg_name = exact_name(name)
+        elif name is None and os.environ.get("MOSAIC_SHM_NAME"):
             name = name_from_env(None)
-        layout = Layout.compute(
+        sizes = Layout.compute(
             num_envs,
             obs_size,
             act_size,
@@ -80,13 +97,15 @@ class SharedMemoryTransport(EngineSide):
             mode=mode,
             num_workers=num_workers,
             side_size=side_size,
+            kind=layout,
         )
-        seg_name = segment_name(name)
-        mm = create_segment(seg_name, layout.total_size)
+        if not lrbc:
+            seg_name = segment_name(name)
+        mm = create_segment(seg_name, sizes.total_size)
         self._owner = True
         try:
-            layout.write_header(mm, os.getpid())
-            self.seg = MappedSegment(seg_name, mm, layout)
+            sizes.write_header(mm, os.getpid())
+            self.seg = MappedSegment(seg_name, mm, sizes)
             self._init_side(spin, timeout)
             self.set_worker_slice(0, 0, num_envs)
             self.seg.words.store_u32(worker_offset(0, "pid"), os.getpid())
@@ -95,7 +114,7 @@ class SharedMemoryTransport(EngineSide):
             self.schema: cmd.GetSchemaResponse | None = None
             self._frame = 0
             self._worker_pids: dict[int, int] = {}
-            self.seg.store("state", STATE_READY)
+            self.seg.mark_ready()
         except BaseException:
             unlink_segment(seg_name)
             raise
@@ -131,7 +150,7 @@ class SharedMemoryTransport(EngineSide):
         seg = self.seg
         target = self._frame + 1
         load = seg.words.load_u64
-        seq_off = OFF["action_seq"]
+        seq_off = seg.off["action_seq"]
         pending = seg.c2e.pending
         deadline = self._deadline(timeout)
         while True:

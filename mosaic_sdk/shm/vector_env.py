@@ -402,7 +402,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             raise self._failure(exc) from exc
         terminations = backend.terminated.astype(np.bool_)
         truncations = backend.truncated.astype(np.bool_)
-        rewards = backend.rewards.copy()
+        rewards = backend.rewards.astype(np.float64)  # float32 in the lrbc layout
         slices, _, areas = self._whole
         infos = self._read_aside(slices, areas)
         self._autoreset = terminations | truncations
@@ -470,7 +470,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             ids = np.concatenate([np.arange(*self._units[u], dtype=np.int64) for u in units])
         terminations = backend.terminated[ids].astype(np.bool_)
         truncations = backend.truncated[ids].astype(np.bool_)
-        rewards = backend.rewards[ids]
+        rewards = backend.rewards[ids].astype(np.float64)  # float32 in the lrbc layout
         infos = self._read_aside([self._units[u] for u in units], [self._area(u) for u in units])
         self._autoreset[ids] = terminations | truncations
         return self._received(

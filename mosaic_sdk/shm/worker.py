@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 
 from mosaic_sdk.shm.engine_side import EngineSide
-from mosaic_sdk.shm.layout import OFF, STATE_CLOSED, worker_offset
+from mosaic_sdk.shm.layout import STATE_CLOSED, worker_offset
 from mosaic_sdk.shm.mapping import MappedSegment
-from mosaic_sdk.shm.segment import name_from_env
+from mosaic_sdk.shm.segment import attach_candidates
 
 
 class TransportWorker(EngineSide):
@@ -27,7 +27,7 @@ class TransportWorker(EngineSide):
         timeout: float | None = None,
         attach_timeout: float = 10.0,
     ) -> None:
-        self.seg = MappedSegment.attach(name_from_env(name), attach_timeout)
+        self.seg = MappedSegment.attach(attach_candidates(name), attach_timeout)
         if not 1 <= index < self.seg.layout.num_workers:
             n = self.seg.layout.num_workers
             self.seg.release()
@@ -37,7 +37,7 @@ class TransportWorker(EngineSide):
         self._done = int(self.seg.workers[index].load())
         self._kick = int(self.seg.words.load_u32(worker_offset(index, "kick")))
         self.seg.words.store_u32(worker_offset(index, "pid"), os.getpid())
-        self._watches.watch(int(self.seg.words.load_u32(OFF["engine_pid"])), "engine owner")
+        self._watches.watch(self.seg.load("engine_pid"), "engine owner")
 
     @property
     def env_slice(self) -> tuple[int, int]:
@@ -53,7 +53,7 @@ class TransportWorker(EngineSide):
         seg = self.seg
         load = seg.words.load_u64
         load32 = seg.words.load_u32
-        seq_off, kick_off = OFF["action_seq"], worker_offset(self.index, "kick")
+        seq_off, kick_off = seg.off["action_seq"], worker_offset(self.index, "kick")
         target, kick = self._done + 1, self._kick
         try:
             seg.action.wait_until(
@@ -63,7 +63,7 @@ class TransportWorker(EngineSide):
                 self._check,
             )
         except Exception:
-            if seg.words.load_u32(OFF["state"]) == STATE_CLOSED:
+            if seg.words.load_u32(seg.off["state"]) == STATE_CLOSED:
                 return None
             raise
         if load32(kick_off) != kick:
