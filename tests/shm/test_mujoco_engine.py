@@ -402,3 +402,33 @@ def test_cli_layout_flag() -> None:
     )
     assert proc.returncode == 2
     assert "lrbc layout" in proc.stderr and "--layout mshm" in proc.stderr
+
+
+def test_the_seed_shaped_client_randomises_the_engine_in_the_lrbc_layout() -> None:
+    # As the seed writes it: LuckyClient(name).reset(env_ids, contract) on an engine that
+    # writes the design's own header; the contract reaches the engine's domain randomisation.
+    from mosaic_sdk.shm.lucky import LuckyClient
+
+    handle = launch_engine(4, "reacher", layout="lrbc")
+    lucky = LuckyClient(handle.name, timeout=30)
+    try:
+        assert lucky.obs.shape[0] == 4
+        identity = {"seed": 7, "restore_defaults": True}
+        actions = np.random.default_rng(1).uniform(-1, 1, (15, 4, 2)).astype(np.float32)
+
+        def rollout() -> np.ndarray:
+            return np.array([lucky.step(a)[0].copy() for a in actions])
+
+        lucky.reset(None, identity)
+        plain = rollout()
+        lucky.reset(None, identity)
+        lucky.reset([2], {"mass_scale_low": 3.0, "mass_scale_high": 3.0, "seed": 7})
+        randomised = rollout()
+        assert np.array_equal(plain[:, [0, 1, 3]], randomised[:, [0, 1, 3]])
+        assert np.abs(plain[:, 2] - randomised[:, 2]).max() > 1e-3
+        with pytest.raises(Exception, match="unknown keys \\['mass'\\]"):
+            lucky.reset([0], {"mass": 2.0})
+    finally:
+        lucky.close()
+        handle.close()
+    assert not segment_exists(handle.name), "the engine left its segment"

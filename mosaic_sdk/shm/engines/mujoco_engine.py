@@ -32,6 +32,7 @@ missing) and must be chosen before ``mujoco`` is imported.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import pickle
 import time
@@ -454,6 +455,12 @@ class MujocoEngine:
         return cmd.CloseResponse()
 
     def _on_ResetRequest(self, m: cmd.ResetRequest) -> cmd.ResetResponse:
+        contract = (m.options or {}).get("contract")
+        if contract is not None:  # the seed's reset(env_ids, contract): the Agent service's
+            answer = self._on_AgentResetRequest(
+                sv.AgentResetRequest(list(m.env_ids), _contract(contract))
+            )
+            return cmd.ResetResponse(env_ids=answer.env_ids, infos=[{} for _ in answer.env_ids])
         ids = self._env_ids(m.env_ids)
         seeds = m.seeds or [None] * len(ids)
         for i, seed in zip(ids, seeds, strict=True):
@@ -999,3 +1006,15 @@ def _pickled(exc: BaseException) -> bytes:
         return data
     except Exception:
         return b""
+
+
+def _contract(fields: Any) -> sv.SimulationContract:
+    """A ``SimulationContract`` from the JSON dict a seed-shaped client sends (``LuckyClient``'s
+    ``reset(env_ids, contract)``); unknown keys are refused with the known ones."""
+    if not isinstance(fields, dict):
+        raise ValueError(f"contract must be an object of SimulationContract fields, got {fields!r}")
+    known = {f.name for f in dataclasses.fields(sv.SimulationContract)}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ValueError(f"contract: unknown keys {unknown}; known: {', '.join(sorted(known))}")
+    return sv.SimulationContract(**fields)
