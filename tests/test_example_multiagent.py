@@ -189,6 +189,18 @@ def test_a_sweep_of_two_trials_stores_both_agents_of_each(tmp_path: Path) -> Non
             assert agents == set(AGENTS), trial
     finally:
         conn.close()
+    # each trial played 3 games (its two agents wrote 6 episode lines): counted as games
+    assert [(t["games"], t["agent_episodes"]) for t in result["trials"]] == [(3, 6), (3, 6)]
+    shown = subprocess.run(
+        MOSAIC + ["sweeps", "show", result["sweep_id"], "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    header, *rows = [line.split() for line in shown.stdout.splitlines()[1:3]]
+    assert header[:5] == ["trial", "try", "status", "return", "games"]
+    assert rows[0][4] == "3"
 
 
 def test_a_run_id_ending_in_w_n_is_refused_and_the_agent_stream_s_run_goes_on(
