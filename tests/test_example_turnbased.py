@@ -82,6 +82,11 @@ def test_each_move_is_reported_by_its_mover_with_the_reward_it_earned(tmp_path: 
         assert counts[agent]["steps"] == len(own(lines, "step", agent))
     analytics = json.loads((tmp_path / "analytics.json").read_text())
     assert analytics["episodes"] == 20 and analytics["extra"]["agents"] == counts
+    for agent in AGENTS:  # each player's return summary, apart (the sum per game is 0)
+        mine = [e["total_reward"] for e in own(lines, "episode", agent)]
+        summary = analytics["extra"]["agent_returns"][agent]
+        assert summary["episodes"] == 20 and summary["last_return"] == mine[-1]
+        assert summary["mean_return"] == pytest.approx(sum(mine) / 20)
 
 
 def test_each_agent_reports_its_own_series(tmp_path: Path) -> None:

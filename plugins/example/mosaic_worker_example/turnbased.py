@@ -266,6 +266,7 @@ class Reporter:
         self.counts = {a: {"episodes": 0, "steps": 0, "total_reward": 0.0} for a in AGENTS}
         self.recent: dict[str, deque[float]] = {a: deque(maxlen=config.window) for a in AGENTS}
         self.game_returns: list[float] = []  # per game: the sum over agents (0: zero-sum)
+        self.agent_returns: dict[str, list[float]] = {a: [] for a in AGENTS}  # each agent's
         self.total_moves = 0
 
     def move(
@@ -300,6 +301,7 @@ class Reporter:
             own["steps"] += self.moves[agent]
             own["total_reward"] += self.returns[agent]
             self.recent[agent].append(self.returns[agent])
+            self.agent_returns[agent].append(self.returns[agent])
         self.game_returns.append(sum(self.returns.values()))
         self.game += 1
         if self.game % self.config.metrics_every == 0:
@@ -412,6 +414,7 @@ def run(ctx: RunContext) -> None:
         worker_type=WORKER_TYPE,
         status=status,
         returns=report.game_returns,
+        agent_returns=report.agent_returns,
         steps=report.total_moves,
         duration_seconds=duration,
         env_id=config.env_id,
