@@ -7,10 +7,17 @@ as ``mosaic runs show`` read a run's outcome from it without replaying the telem
 
 The manifest carries what every run has (status, episodes, steps, returns, duration, the
 files it produced); anything particular to one worker goes in the ``extra`` object, under
-names the worker documents. ``schema/analytics.schema.json`` is generated from this module
-(``python -m mosaic_sdk.analytics > schema/analytics.schema.json``); a test fails when the
-file is stale. The ``schema`` field names the version (:data:`ANALYTICS_SCHEMA`); a new
-version gets a new name.
+names the worker documents, except ``extra.agent_returns``, which the SDK writes: a
+multi-agent run's return summary per agent (:class:`AgentReturns`; ``build(...,
+agent_returns={agent: [returns]})``, read back with
+:meth:`AnalyticsManifest.agent_summaries`). The top-level summary of such a run blends its
+agents (in a zero-sum game the sum per game is 0); each agent's is there. It lives under
+``extra`` so that a reader of this version that knows nothing of it still reads the file.
+
+``schema/analytics.schema.json`` is generated from this module (``python -m
+mosaic_sdk.analytics > schema/analytics.schema.json``); a test fails when the file is stale.
+The ``schema`` field names the version (:data:`ANALYTICS_SCHEMA`); a new version gets a new
+name.
 
 Layer 1: standard library only (no pydantic), so a worker pays nothing to import it.
 """
@@ -49,6 +56,35 @@ class Checkpoint:
 
 
 @dataclass(frozen=True)
+class AgentReturns:
+    """One agent's return summary in a multi-agent run (``extra.agent_returns.<agent>``)."""
+
+    episodes: int = field(metadata={"doc": "The agent's episodes (its episode lines)"})
+    mean_return: float | None = field(
+        default=None, metadata={"doc": "Mean of its episode returns (null without episodes)"}
+    )
+    best_return: float | None = field(default=None, metadata={"doc": "Max of its returns"})
+    last_return: float | None = field(default=None, metadata={"doc": "Its last return"})
+
+    @classmethod
+    def of(cls, returns: Iterable[float]) -> AgentReturns:
+        """The summary of one agent's episode returns, in order (non-finite ones counted as
+        episodes but left out of the numbers)."""
+        kept = [float(r) for r in returns]
+        finite = [r for r in kept if math.isfinite(r)]
+        return cls(
+            episodes=len(kept),
+            mean_return=sum(finite) / len(finite) if finite else None,
+            best_return=max(finite) if finite else None,
+            last_return=finite[-1] if finite else None,
+        )
+
+
+#: The key of ``extra`` the SDK writes each agent's :class:`AgentReturns` under.
+AGENT_RETURNS = "agent_returns"
+
+
+@dataclass(frozen=True)
 class AnalyticsManifest:
     """The outcome of one run, as written to ``analytics.json``."""
 
@@ -84,7 +120,10 @@ class AnalyticsManifest:
     )
     extra: dict[str, Any] = field(
         default_factory=dict,
-        metadata={"doc": "Worker-specific data, under names the worker documents"},
+        metadata={
+            "doc": "Worker-specific data, under names the worker documents; `agent_returns` "
+            "(written by the SDK): each agent's return summary in a multi-agent run"
+        },
     )
     schema: str = field(default=ANALYTICS_SCHEMA, metadata={"doc": "Version of this format"})
 
@@ -99,12 +138,21 @@ class AnalyticsManifest:
         steps: int,
         duration_seconds: float,
         episodes: int | None = None,
+        agent_returns: Mapping[str, Iterable[float]] | None = None,
         **more: Any,
     ) -> AnalyticsManifest:
         """A manifest whose return summary (mean, best, last) is computed from ``returns``.
 
         ``episodes`` defaults to ``len(returns)`` (pass it when ``returns`` is only a tail).
+        ``agent_returns`` (a multi-agent run): each agent's episode returns in order; their
+        summaries go to ``extra.agent_returns`` (:meth:`agent_summaries` reads them).
         """
+        if agent_returns is not None:
+            extra = dict(more.pop("extra", None) or {})
+            extra[AGENT_RETURNS] = {
+                str(agent): asdict(AgentReturns.of(own)) for agent, own in agent_returns.items()
+            }
+            more["extra"] = extra
         kept = [float(r) for r in returns]
         finite = [r for r in kept if math.isfinite(r)]
         written = [r if math.isfinite(r) else None for r in kept]
@@ -130,6 +178,14 @@ class AnalyticsManifest:
         """The JSON-ready dict written to the file."""
         return asdict(self)
 
+    def agent_summaries(self) -> dict[str, AgentReturns]:
+        """Each agent's return summary (``extra.agent_returns``); empty for a single-agent
+        run, or a manifest written without them."""
+        found = self.extra.get(AGENT_RETURNS)
+        if not isinstance(found, Mapping):
+            return {}
+        return {agent: AgentReturns(**summary) for agent, summary in found.items()}
+
     @classmethod
     def from_dict(cls, data: object, *, source: str = "analytics.json") -> AnalyticsManifest:
         """Check ``data`` against the model; raises :class:`AnalyticsError` naming each problem."""
@@ -143,6 +199,9 @@ class AnalyticsManifest:
                 "mosaic_sdk.analytics.write_analytics)"
             )
         problems = _problems(cls, data, "")
+        extra = data.get("extra")
+        if isinstance(extra, Mapping) and AGENT_RETURNS in extra:
+            problems += _agent_problems(extra[AGENT_RETURNS])
         if problems:
             raise AnalyticsError(f"{source} is not a valid manifest: " + "; ".join(problems))
         values = dict(data)
@@ -214,6 +273,19 @@ def _problems(cls: type, data: Mapping[str, object], where: str) -> list[str]:
     return problems
 
 
+def _agent_problems(value: object) -> list[str]:
+    where = f"extra.{AGENT_RETURNS}"
+    if not isinstance(value, Mapping):
+        return [f"{where}: expected an object {{agent: summary}}, got {type(value).__name__}"]
+    problems = []
+    for agent, summary in value.items():
+        if not isinstance(summary, Mapping):
+            problems.append(f"{where}.{agent}: expected an object")
+        else:
+            problems += _problems(AgentReturns, summary, f"{where}.{agent}.")
+    return problems
+
+
 def _check(tp: Any, value: object, where: str) -> list[str]:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
@@ -276,6 +348,14 @@ def _object_schema(cls: type, defs: dict[str, object]) -> dict[str, object]:
     if cls is AnalyticsManifest:
         props["schema"]["const"] = ANALYTICS_SCHEMA
         required.append("schema")
+        # extra is the worker's; the SDK's own key in it is described (and checked) here.
+        props["extra"]["properties"] = {
+            AGENT_RETURNS: {
+                "description": "Each agent's return summary in a multi-agent run (by agent id)",
+                "type": "object",
+                "additionalProperties": _json_type(AgentReturns, defs),
+            }
+        }
     return {
         "additionalProperties": False,
         "description": (cls.__doc__ or "").strip(),
@@ -304,9 +384,11 @@ def render_schema() -> str:
 
 
 __all__ = [
+    "AGENT_RETURNS",
     "ANALYTICS_FILE",
     "ANALYTICS_SCHEMA",
     "AnalyticsError",
+    "AgentReturns",
     "AnalyticsManifest",
     "Checkpoint",
     "analytics_json_schema",

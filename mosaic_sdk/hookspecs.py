@@ -103,7 +103,8 @@ def mosaic_worker_make_env(config: WorkerConfig) -> Any | None:
 
 @hookspec(firstresult=True)
 def mosaic_fastlane_wrap_env(env: Any, run_id: str, settings: dict[str, Any]) -> Any | None:
-    """Wrap a gymnasium env (or vector env) so that it publishes FastLane frames.
+    """Wrap a gymnasium env (or vector env, or PettingZoo AEC env) so that it publishes
+    FastLane frames.
 
     Called by worker code (``mosaic_sdk.plugins.maybe_wrap_env``, through the process's
     ``mosaic_sdk.plugins.fastlane_provider.fastlane_plugin_manager()``, and the CleanRL shim's

@@ -13,6 +13,7 @@ import pytest
 
 from mosaic_sdk.analytics import (
     ANALYTICS_SCHEMA,
+    AgentReturns,
     AnalyticsError,
     AnalyticsManifest,
     Checkpoint,
@@ -166,3 +167,39 @@ def test_a_baked_worker_writes_the_sdk_manifest(tmp_path: Path) -> None:
     manifest = read_analytics(run_worker("mosaic_worker_my_agent", run_dir, project))
     assert manifest.worker_type == "my_agent" and manifest.episodes == 2
     assert len(manifest.extra["action_preferences"]) == 2  # CartPole's two actions
+
+
+def test_a_multi_agent_run_summarises_each_agent_apart(tmp_path: Path) -> None:
+    # a zero-sum game: the blended summary reads 0, each player's does not
+    manifest = AnalyticsManifest.build(
+        run_id="r-2",
+        worker_type="w",
+        status="completed",
+        returns=[0.0, 0.0, 0.0],
+        steps=12,
+        duration_seconds=0.5,
+        agent_returns={"p1": [1.0, 1.0, -1.0], "p2": [-1.0, -1.0, 1.0]},
+        extra={"agents": {"p1": {"episodes": 3}}},
+    )
+    assert manifest.mean_return == 0.0
+    assert manifest.extra["agents"] == {"p1": {"episodes": 3}}  # the worker's own, kept
+    summaries = manifest.agent_summaries()
+    assert summaries["p1"] == AgentReturns(3, pytest.approx(1 / 3), 1.0, -1.0)
+    assert summaries["p2"] == AgentReturns(3, pytest.approx(-1 / 3), 1.0, 1.0)
+    write_analytics(tmp_path, manifest)
+    assert read_analytics(tmp_path).agent_summaries() == summaries
+    # a single-agent manifest is as before: no per-agent summaries
+    assert "agent_returns" not in sample().extra and sample().agent_summaries() == {}
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(analytics_json_schema())
+    data = json.loads((tmp_path / "analytics.json").read_text())
+    validator.validate(data)
+    # the summaries live under extra: the first reader's model (an open extra object) takes
+    # the file; a broken summary is refused by this one, with the field named
+    assert set(data) == {f for f in AnalyticsManifest.__dataclass_fields__}
+    data["extra"]["agent_returns"]["p2"]["episodes"] = "three"
+    (tmp_path / "analytics.json").write_text(json.dumps(data))
+    with pytest.raises(AnalyticsError, match=r"extra\.agent_returns\.p2\.episodes: expected int"):
+        read_analytics(tmp_path)
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(data)

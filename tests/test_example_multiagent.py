@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("pettingzoo", reason="pip install 'mosaic-worker-example[multiagent]'")
 
+from mosaic_sdk.analytics import read_analytics  # noqa: E402
 from mosaic_sdk.fastlane import FastLaneReader, agent_stream_id, create_fastlane_name  # noqa: E402
 from mosaic_sdk.telemetry import classify_line, validate_line  # noqa: E402
 
@@ -163,6 +164,23 @@ def test_mosaic_run_stores_rows_per_agent_and_runs_show_counts_them(tmp_path: Pa
     for agent in AGENTS:
         assert per_agent[agent]["episodes"] == 2
         assert per_agent[agent]["steps"] == steps[agent]
+    # analytics.json sums up each agent's returns, and runs show tells them apart
+    manifest = read_analytics(run["run_dir"])
+    summaries = manifest.agent_summaries()
+    assert sorted(summaries) == AGENTS
+    for agent in AGENTS:
+        assert summaries[agent].episodes == 2
+        assert summaries[agent].mean_return == pytest.approx(per_agent[agent]["mean_return"])
+    text = subprocess.run(
+        MOSAIC + ["runs", "show", "ma-run", "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    assert "(all agents together)" in text
+    for agent in AGENTS:
+        (line,) = [x for x in text.splitlines() if x.split()[:2] == ["returns", agent]]
+        assert line.rstrip().endswith("(2 episodes)")
 
 
 def test_a_sweep_of_two_trials_stores_both_agents_of_each(tmp_path: Path) -> None:
@@ -189,6 +207,18 @@ def test_a_sweep_of_two_trials_stores_both_agents_of_each(tmp_path: Path) -> Non
             assert agents == set(AGENTS), trial
     finally:
         conn.close()
+    # each trial played 3 games (its two agents wrote 6 episode lines): counted as games
+    assert [(t["games"], t["agent_episodes"]) for t in result["trials"]] == [(3, 6), (3, 6)]
+    shown = subprocess.run(
+        MOSAIC + ["sweeps", "show", result["sweep_id"], "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    header, *rows = [line.split() for line in shown.stdout.splitlines()[1:3]]
+    assert header[:5] == ["trial", "try", "status", "return", "games"]
+    assert rows[0][4] == "3"
 
 
 def test_a_run_id_ending_in_w_n_is_refused_and_the_agent_stream_s_run_goes_on(

@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("pettingzoo", reason="pip install 'mosaic-worker-example[turnbased]'")
 
+from mosaic_sdk.fastlane import FastLaneReader, agent_stream_id, create_fastlane_name  # noqa: E402
 from mosaic_sdk.telemetry import classify_line, validate_line  # noqa: E402
 
 AGENTS = ["player_1", "player_2"]
@@ -81,6 +82,11 @@ def test_each_move_is_reported_by_its_mover_with_the_reward_it_earned(tmp_path: 
         assert counts[agent]["steps"] == len(own(lines, "step", agent))
     analytics = json.loads((tmp_path / "analytics.json").read_text())
     assert analytics["episodes"] == 20 and analytics["extra"]["agents"] == counts
+    for agent in AGENTS:  # each player's return summary, apart (the sum per game is 0)
+        mine = [e["total_reward"] for e in own(lines, "episode", agent)]
+        summary = analytics["extra"]["agent_returns"][agent]
+        assert summary["episodes"] == 20 and summary["last_return"] == mine[-1]
+        assert summary["mean_return"] == pytest.approx(sum(mine) / 20)
 
 
 def test_each_agent_reports_its_own_series(tmp_path: Path) -> None:
@@ -136,3 +142,49 @@ def test_dry_run_says_what_it_would_play(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "self-play" in done.stderr and done.stdout == ""
+
+
+def test_a_run_publishes_the_board_and_it_changes_with_the_moves(tmp_path: Path) -> None:
+    run_id = f"tb-board-{os.getpid()}"
+    streams = [run_id, agent_stream_id(run_id, 0), agent_stream_id(run_id, 1)]
+    path = tmp_path / "config.json"
+    config = {"run_id": run_id, "seed": 3, "episodes": 2, "step_delay_ms": 100, "fastlane": True}
+    path.write_text(json.dumps(config))
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "mosaic_worker_example.turnbased", "--config", str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MOSAIC_RUN_DIR": str(tmp_path)},
+    )
+    boards: list[bytes] = []
+    seen: set[str] = set()
+    try:
+        while worker.poll() is None and len(boards) < 3:
+            for stream in streams:
+                try:
+                    reader = FastLaneReader.attach(stream)
+                except Exception:  # noqa: BLE001 - not there yet, or gone at the end
+                    continue
+                try:
+                    frame = reader.latest_frame()
+                finally:
+                    reader.close()
+                if frame is None:
+                    continue
+                seen.add(stream)
+                if stream == run_id and (not boards or frame.data != boards[-1]):
+                    boards.append(bytes(frame.data))
+        _, stderr = worker.communicate(timeout=120)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        segments = [Path("/dev/shm", create_fastlane_name(stream)) for stream in streams]
+        leftover = [p.name for p in segments if p.exists()]
+        for segment in segments:  # ours: gone if the worker died before removing them
+            segment.unlink(missing_ok=True)
+    assert worker.returncode == 0, stderr
+    assert leftover == []  # the worker removed them when its env closed
+    assert len(boards) >= 3  # the board changes as the moves are played
+    assert seen == set(streams)  # the run's stream and each player's

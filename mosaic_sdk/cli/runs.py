@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mosaic_sdk.analytics import AGENT_RETURNS
 from mosaic_sdk.cli import UsageError, runs_compare, runs_export, runs_plot
 from mosaic_sdk.cli.store_access import (
     add_store_argument,
@@ -343,6 +344,18 @@ def _analytics_rows(manifest: dict[str, Any] | None, error: str | None) -> list[
             f"last {num(manifest['last_return'])}",
         ),
     ]
+    per_agent = (manifest["extra"] or {}).get(AGENT_RETURNS)
+    if isinstance(per_agent, dict) and per_agent:
+        # A multi-agent run: the summary above blends the agents; each agent's follows.
+        rows[-1] = ("returns", rows[-1][1] + " (all agents together)")
+        for agent, own in per_agent.items():
+            rows.append(
+                (
+                    f"returns {agent}",
+                    f"mean {num(own['mean_return'])}, best {num(own['best_return'])}, "
+                    f"last {num(own['last_return'])} ({own['episodes']} episodes)",
+                )
+            )
     about = [f"{k} {manifest[k]}" for k in ("env_id", "algo", "seed") if manifest[k] is not None]
     if about:
         rows.append(("run of", ", ".join(about)))

@@ -295,14 +295,17 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"sweep {sweep['sweep_id']} of {sweep['worker']} on {sweep['engine']}: "
         f"{sweep['status']}; metric {sweep['metric']} ({sweep['mode']}), best first"
     )
-    header = ("trial", "try", "status", sweep["metric"], "episodes", "node", "params", "run id")
+    # A multi-agent worker's trials count games (its agents' episode lines are more).
+    games = any(t.get("games") is not None for t in trials)
+    played = "games" if games else "episodes"
+    header = ("trial", "try", "status", sweep["metric"], played, "node", "params", "run id")
     table = [
         (
             t["trial_key"],
             str(t["attempt"]),
             t["status"],
             "-" if t["metric"] is None else f"{t['metric']:.4g}",
-            str(t["episodes"] or 0),
+            str(t[played] or 0),
             t["node"] or "-",
             json.dumps(t["params"], sort_keys=True),
             t["run_id"] or "-",

@@ -28,6 +28,7 @@ from mosaic_sdk.fastlane.records import (
 )
 from mosaic_sdk.fastlane.segment import cleanup_stale_segment
 from mosaic_sdk.fastlane.tiling import tile_frames
+from mosaic_sdk.fastlane.turns import FastLaneAECWrapper
 from mosaic_sdk.fastlane.writer import FastLaneWriter, agent_stream_id, create_fastlane_name
 from mosaic_sdk.lazy_exports import LazyExports
 
@@ -45,6 +46,7 @@ __dir__ = _LAZY.dir
 
 __all__ = [
     "FLAG_INVALIDATED",
+    "FastLaneAECWrapper",
     "FastLaneBusyError",
     "FastLaneConfig",
     "FastLaneCorruptError",

@@ -28,6 +28,7 @@ from mosaic_sdk.fastlane.environment import (
     use_headless_video,
 )
 from mosaic_sdk.fastlane.pump import FramePump
+from mosaic_sdk.fastlane.turns import is_aec_env, wrap_aec_env
 
 _SETTING_KEYS = {"video_mode", "slot", "grid_limit", "interval_ms", "max_dim"}
 
@@ -245,13 +246,16 @@ class FastLaneVectorTelemetryWrapper(PendingFrames, VectorWrapper):
 
 
 def wrap_env(env: Any, run_id: str, settings: dict[str, Any]) -> Any:
-    """Wrap ``env`` (single or vector) per ``settings`` (the hook's settings dict)."""
+    """Wrap ``env`` (single, vector, or a turn-based PettingZoo AEC env) per ``settings``
+    (the hook's settings dict)."""
     unknown = set(settings) - _SETTING_KEYS
     if unknown:
         raise ValueError(
             f"unknown FastLane settings {sorted(unknown)}; known: {sorted(_SETTING_KEYS)}"
         )
     options = {k: settings[k] for k in _SETTING_KEYS if settings.get(k) is not None}
+    if is_aec_env(env):
+        return wrap_aec_env(env, run_id, options)
     if isinstance(env, VectorEnv):
         return FastLaneVectorTelemetryWrapper(env, run_id, **options)
     return FastLaneTelemetryWrapper(env, run_id, **options)

@@ -30,8 +30,9 @@ def maybe_wrap_env(
     ``settings`` is the worker's decision from :func:`mosaic_sdk.fastlane.resolve_fastlane`
     (default: the environment decides, as :func:`mosaic_sdk.fastlane.read_fastlane_environment`).
     ``force=True`` wraps even when FastLane is off (the other settings still apply).
-    ``run_id`` defaults to ``MOSAIC_RUN_ID``. Works on a ``gymnasium.Env`` and on a
-    ``gymnasium.vector.VectorEnv``.
+    ``run_id`` defaults to ``MOSAIC_RUN_ID``. Works on a ``gymnasium.Env``, on a
+    ``gymnasium.vector.VectorEnv`` and on a turn-based PettingZoo AEC env (its board goes to
+    the run's stream and to each agent's: :class:`mosaic_sdk.fastlane.FastLaneAECWrapper`).
 
     The env is wrapped through the ``mosaic_fastlane_wrap_env`` hook of the process's plugin
     manager (:func:`mosaic_sdk.plugins.fastlane_provider.wrap_env_through_hook`), so plugins

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
 from mosaic_sdk.runner.printable import printable
 
 #: How many of the latest episodes the mean return is taken over.
 RECENT_EPISODES = 20
+#: How many agents of a multi-agent run the view shows a mean return for.
+MAX_AGENTS_SHOWN = 4
 
 
 def _lines_note(snap: Snapshot, plain: bool = False) -> str:
@@ -56,11 +58,26 @@ class Snapshot:
     control_keys: str | None = None
     #: The run's health when it is not well: ``"stalled: no output for S s (limit L s)"``.
     health: str | None = None
+    #: A multi-agent run: its games so far (``episodes`` counts its agents' episode lines)
+    #: and each agent's latest returns; None and empty for a single-agent run.
+    games: int | None = None
+    agent_returns: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def mean_return(self) -> float | None:
         recent = self.recent_returns[-RECENT_EPISODES:]
         return sum(recent) / len(recent) if recent else None
+
+    def agent_means(self, pair: str = " ", sep: str = ", ") -> str:
+        """Each agent's mean return over its last episodes: ``player_1 0.45, player_2
+        -0.45`` (the first few agents, then how many more)."""
+        shown = []
+        for agent, returns in list(self.agent_returns.items())[:MAX_AGENTS_SHOWN]:
+            recent = returns[-RECENT_EPISODES:]
+            mean = sum(recent) / len(recent) if recent else None
+            shown.append(f"{agent}{pair}{_fmt_return(mean)}")
+        more = len(self.agent_returns) - MAX_AGENTS_SHOWN
+        return sep.join(shown) + (f"{sep}+{more} more" if more > 0 else "")
 
 
 class Display(Protocol):
@@ -114,10 +131,16 @@ class PlainDisplay:
         self._rate = _Rate()
 
     def line(self, snap: Snapshot, rate: float) -> str:
+        if snap.games is None:
+            played = f"episodes={snap.episodes} "
+            returns = f"mean_return(last {RECENT_EPISODES})={_fmt_return(snap.mean_return)} "
+        else:  # a multi-agent run: games and agent episodes apart, returns per agent
+            played = f"games={snap.games} agent_episodes={snap.episodes} "
+            means = printable(snap.agent_means(pair=":", sep=","))
+            returns = f"mean_return(last {RECENT_EPISODES})={means or '-'} "
         return (
             f"[{snap.run_id}] {_fmt_elapsed(snap.elapsed)} steps={snap.steps} "
-            f"({rate:.0f}/s){_lines_note(snap, plain=True)} episodes={snap.episodes} "
-            f"mean_return(last {RECENT_EPISODES})={_fmt_return(snap.mean_return)} "
+            f"({rate:.0f}/s){_lines_note(snap, plain=True)} {played}{returns}"
             f"last_event={printable(snap.last_event or '-')}"
             + (f" health={snap.health!r}" if snap.health else "")
         )
@@ -165,6 +188,13 @@ class RichDisplay:
             ("steps", f"{snap.steps:,}  ({rate:,.0f}/s){_lines_note(snap)}"),
             ("episodes", f"{snap.episodes:,}"),
             (f"mean return (last {RECENT_EPISODES})", _fmt_return(snap.mean_return)),
+        ]
+        if snap.games is not None:  # a multi-agent run: games apart, returns per agent
+            rows[-2:] = [
+                ("games", f"{snap.games:,}  ({snap.episodes:,} agent episodes)"),
+                (f"mean return (last {RECENT_EPISODES})", snap.agent_means() or "-"),
+            ]
+        rows += [
             ("last event", snap.last_event or "-"),
         ]
         if snap.log_lines:

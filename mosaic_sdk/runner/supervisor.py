@@ -317,6 +317,8 @@ class RunSupervisor:
             events=ingest.events,
             log_lines=ingest.log_lines,
             recent_returns=ingest.recent_returns,
+            games=ingest.games,
+            agent_returns=dict(ingest.agent_returns),
             last_event=ingest.last_event,
             status=status,
             control_note=self._control.note if self._control else None,

@@ -251,9 +251,11 @@ PETTINGZOO_DESCRIPTIONS = {
 
 
 def _pettingzoo_defaults(answers: dict[str, Any], overrides: Mapping[str, Any]) -> list[str]:
-    """The answers a PettingZoo worker is baked with: no FastLane (its frames go per agent,
-    which the template does not bake yet: the default is switched off, an explicit yes
-    refused), and a description of its own unless one was given."""
+    """The answers a PettingZoo worker is baked with: FastLane for a turn-based game (its board
+    goes to the run's stream and to each agent's, through the SDK's AEC wrapper), none for a
+    simultaneous one (each agent's view per stream, which the template does not bake yet: the
+    default is switched off, an explicit yes refused), and a description of its own unless
+    one was given."""
     if answers.get("env_family") != "pettingzoo":
         return []
     if "description" not in overrides and answers.get("description") == (
@@ -261,12 +263,13 @@ def _pettingzoo_defaults(answers: dict[str, Any], overrides: Mapping[str, Any]) 
     ):
         paradigm = str(answers.get("paradigm"))
         answers["description"] = PETTINGZOO_DESCRIPTIONS.get(paradigm, answers["description"])
-    if not _yes(answers.get("include_fastlane")):
+    if answers.get("paradigm") == "turn_based" or not _yes(answers.get("include_fastlane")):
         return []
     if "include_fastlane" in overrides and _yes(overrides["include_fastlane"]):
         return [
-            "include_fastlane=yes cannot be baked with env_family=pettingzoo (the template "
-            "publishes FastLane frames for gymnasium families only); use include_fastlane=no"
+            "include_fastlane=yes cannot be baked with env_family=pettingzoo and "
+            f"paradigm={answers.get('paradigm')} (the template publishes FastLane frames for "
+            "gymnasium families and pettingzoo turn_based games only); use include_fastlane=no"
         ]
     answers["include_fastlane"] = False
     return []

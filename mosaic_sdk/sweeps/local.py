@@ -239,9 +239,15 @@ class LocalEngine:
             self._source.finished(trial.key, status, metric, values)
         shown = "-" if metric is None else f"{metric:.4g}"
         why = f" ({error})" if error and status != "completed" else ""
+        counts = result.counts
+        played = (  # a multi-agent run counts games, not its agents' episode lines
+            f"{counts['episodes']} episodes"
+            if counts.get("games") is None
+            else f"{counts['games']} games ({counts['agent_episodes']} agent episodes)"
+        )
         self.report(
             f"trial {trial.key} {status}{why}: {self.spec.metric.name} {shown}, "
-            f"{result.counts['episodes']} episodes; params {trial.params}; run {result.run_id}"
+            f"{played}; params {trial.params}; run {result.run_id}"
         )
 
     def _install_signal_handlers(self) -> Callable[[], None]:

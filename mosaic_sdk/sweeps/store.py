@@ -174,7 +174,8 @@ class SweepStore:
 
     def trials(self, sweep_id: str) -> list[dict[str, Any]]:
         """Every attempt of every trial, best metric first (no metric last), with the run's
-        status and counts."""
+        status and counts: ``episodes`` (its episode lines), and for a multi-agent run
+        ``games`` and ``agent_episodes`` (None for a single-agent run, or no run)."""
         sweep = self.get_sweep(sweep_id)
         order = "DESC" if sweep["mode"] == "max" else "ASC"
         rows = self.conn.execute(
@@ -189,6 +190,10 @@ class SweepStore:
         for row in rows:
             d = dict(row)
             d["params"] = json.loads(d.pop("params_json"))
+            d["games"] = d["agent_episodes"] = None
+            if d["run_status"]:
+                counts = self.runs.get_run(d["run_id"])["counts"]
+                d["games"], d["agent_episodes"] = counts["games"], counts["agent_episodes"]
             out.append(d)
         return out
 

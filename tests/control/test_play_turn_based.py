@@ -12,12 +12,16 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pettingzoo", reason="pip install 'mosaic-worker-example[turnbased]'")
 
+from mosaic_worker_example.turnbased import COLOURS  # noqa: E402
+
 from mosaic_sdk.control import Session  # noqa: E402
 from mosaic_sdk.control.session import ControlCommandError  # noqa: E402
+from mosaic_sdk.fastlane import FastLaneReader, agent_stream_id, create_fastlane_name  # noqa: E402
 
 WORKER = "example_turnbased"
 
@@ -108,3 +112,47 @@ def test_mosaic_play_shows_the_board_and_refuses_an_illegal_move(tmp_path: Path)
     assert "error: step failed [illegal_action]: move 9 is not legal for player_2 now" in out
     assert "game over: player_2 ended with return " in out
     assert out.rstrip().endswith("session ended (exit code 0)")
+
+
+def marks(frame: np.ndarray, player: str) -> int:
+    """Pixels of one player's marks in a board image (draw_board's colours)."""
+    colour = COLOURS[1 if player == "player_1" else 2]
+    return int(np.all(frame == colour, axis=-1).sum())
+
+
+def test_the_board_is_on_fastlane_while_a_person_plays(tmp_path: Path) -> None:
+    run_id = f"play-board-{os.getpid()}"
+    names = [create_fastlane_name(n) for n in (run_id, f"{run_id}-w1", f"{run_id}-w2")]
+    try:
+        with launch(tmp_path, human="player_2", run_id=run_id, fastlane=True) as session:
+            opening = session.reset(seed=5)
+            assert opening.frame is not None and opening.frame.fastlane_run_id == run_id
+            before = session.wait_frame(timeout=10).array().copy()
+            # the policy's opening move (player_1's X) is on the board, no O yet
+            assert marks(before, "player_1") > 0 and marks(before, "player_2") == 0
+            move = opening.legal_actions[0]
+            reply = session.step(action=move)
+            after = session.wait_frame(timeout=10).array().copy()
+            assert before.shape == after.shape == (136, 136, 3)
+            assert marks(after, "player_2") > 0  # the person's O is drawn
+            cell = np.s_[
+                4 + (move // 3) * 44 : 4 + (move // 3) * 44 + 40,
+                4 + (move % 3) * 44 : 4 + (move % 3) * 44 + 40,
+            ]
+            assert marks(before[cell], "player_2") == 0 and marks(after[cell], "player_2") > 0
+            if reply.played:  # the policy answered: its second X too
+                assert marks(after, "player_1") > marks(before, "player_1")
+            # each player's own stream shows the board too
+            for index in (0, 1):
+                reader = FastLaneReader.attach(agent_stream_id(run_id, index))
+                try:
+                    frame = reader.latest_frame()
+                finally:
+                    reader.close()
+                assert frame is not None and (frame.height, frame.width) == (136, 136)
+            session.close()
+        assert session.process is None or session.process.wait(timeout=30) == 0
+        assert [n for n in names if Path("/dev/shm", n).exists()] == []
+    finally:
+        for name in names:  # ours: gone if the worker died before removing them
+            Path("/dev/shm", name).unlink(missing_ok=True)

@@ -377,3 +377,44 @@ def test_ingest_and_classify_line_agree_on_the_deepest_short_step_lines(nesting:
     ingest.add(batch, [raw])
     kind = "step" if batch.steps else batch.logs[0][3]
     assert kind == classify_line(raw).kind == ("step" if nesting < 100 else "invalid")
+
+
+def test_the_live_view_counts_games_and_tells_agents_returns_apart() -> None:
+    # a zero-sum game of two players: 3 games, 6 episode lines; the blend of returns is 0
+    ingest = LineIngest("R")
+    lines = [
+        json.dumps(
+            {"type": "episode", "episode_index": g, "total_reward": r, "steps": 3, "agent_id": a}
+        ).encode()
+        for g, winner in enumerate(["p1", "p1", "p2"])
+        for a, r in (
+            ("p1", 1.0 if winner == "p1" else -1.0),
+            ("p2", 1.0 if winner == "p2" else -1.0),
+        )
+    ]
+    ingest.add(LineBatch(serial=1), lines)
+    assert (ingest.episodes, ingest.games) == (6, 3)
+    snap = _snap(
+        episodes=ingest.episodes,
+        recent_returns=ingest.recent_returns,
+        games=ingest.games,
+        agent_returns=ingest.agent_returns,
+    )
+    assert snap.mean_return == 0.0
+    out = io.StringIO()
+    view = PlainDisplay(out, interval=0)
+    view._next = 0.0
+    view.update(snap)
+    line = out.getvalue()
+    assert "games=3 agent_episodes=6 " in line and "episodes=6 " not in line.replace("_e", "")
+    assert "mean_return(last 20)=p1:0.33,p2:-0.33 " in line
+    rich = io.StringIO()
+    panel = RichDisplay(rich)
+    panel.update(snap)
+    panel.finish(snap)
+    text = rich.getvalue()
+    assert "3  (6 agent episodes)" in text and "p1 0.33, p2 -0.33" in text
+    # a single-agent run reads as before
+    single = LineIngest("S")
+    single.add(LineBatch(serial=1), [b'{"type": "episode", "episode_index": 0, "total_reward": 2}'])
+    assert single.games is None and single.agent_returns == {}

@@ -206,18 +206,24 @@ def test_bakes_are_ruff_clean(tmp_path: Path, cookiecutter_config: Path) -> None
 
 
 @pytest.mark.parametrize(
-    ("paradigm", "env_id", "loop"),
+    ("paradigm", "env_id", "loop", "fastlane"),
     [
-        ("turn_based", "pettingzoo.classic.tictactoe_v3", "env.agent_iter()"),
-        ("simultaneous", "pettingzoo.classic.rps_v2", "env.step(chosen)"),
+        ("turn_based", "pettingzoo.classic.tictactoe_v3", "env.agent_iter()", True),
+        ("simultaneous", "pettingzoo.classic.rps_v2", "env.step(chosen)", False),
     ],
 )
 def test_a_pettingzoo_worker_is_baked_for_its_paradigm(
-    tmp_path: Path, cookiecutter_config: Path, paradigm: str, env_id: str, loop: str
+    tmp_path: Path,
+    cookiecutter_config: Path,
+    paradigm: str,
+    env_id: str,
+    loop: str,
+    fastlane: bool,
 ) -> None:
     """env_family=pettingzoo bakes a PettingZoo worker (issue 33 baked a gymnasium one that
     called gymnasium.make on a PettingZoo id): its dependency, its env module, its loop, a
-    multi-agent description that declares its step numbering, no FastLane; ruff-clean."""
+    multi-agent description that declares its step numbering, FastLane (the board) for a
+    turn-based game only; ruff-clean."""
     answers = {"env_family": "pettingzoo", "paradigm": paradigm}
     result = bake(tmp_path, answers, config_file=cookiecutter_config)
     project = result.project_dir
@@ -225,7 +231,8 @@ def test_a_pettingzoo_worker_is_baked_for_its_paradigm(
     deps = pyproject["project"]["dependencies"]  # type: ignore[index]
     assert "pettingzoo>=1.25,<2" in deps and not [d for d in deps if "gymnasium" in d]
     package = project / "mosaic_worker_my_agent"
-    assert result.answers["env_id"] == env_id and result.answers["include_fastlane"] is False
+    assert result.answers["env_id"] == env_id
+    assert bool(result.answers["include_fastlane"]) is fastlane
     assert "PettingZoo game" in pyproject["project"]["description"]  # type: ignore[index]
     assert f"DEFAULT_ENV_ID = {env_id!r}".replace("'", '"') in (package / "config.py").read_text()
     runtime = (package / "runtime.py").read_text(encoding="utf-8")
@@ -236,7 +243,8 @@ def test_a_pettingzoo_worker_is_baked_for_its_paradigm(
     )
     plugin = (package / "plugin.py").read_text(encoding="utf-8")
     assert f'supported_paradigms=("{paradigm}",)' in plugin and "max_agents=MAX_AGENTS" in plugin
-    assert not (package / "fastlane.py").exists()
+    assert (package / "fastlane.py").exists() is fastlane
+    assert ("supports_fastlane=True" in plugin) is fastlane
     # a turn-based worker serves interactive mode: a person plays one agent (mosaic play)
     cli = (package / "cli.py").read_text(encoding="utf-8")
     assert ("interactive=interactive_session" in cli) == (paradigm == "turn_based")
@@ -254,8 +262,9 @@ def test_a_pettingzoo_worker_is_baked_for_its_paradigm(
         ),
         ({"paradigm": "turn_based"}, "cannot bake env_family=gymnasium with paradigm=turn_based"),
         (
-            {"env_family": "pettingzoo", "paradigm": "turn_based", "include_fastlane": "yes"},
-            "include_fastlane=yes cannot be baked with env_family=pettingzoo",
+            {"env_family": "pettingzoo", "paradigm": "simultaneous", "include_fastlane": "yes"},
+            "include_fastlane=yes cannot be baked with env_family=pettingzoo and "
+            "paradigm=simultaneous",
         ),
         (
             {"env_family": "pettingzoo", "paradigm": "turn_based", "env_id": "TicTacToe-v3"},

@@ -73,6 +73,10 @@ class LineIngest:
         self.log_lines = 0
         self.invalid_lines = 0
         self.recent_returns: list[float] = []
+        #: A multi-agent run's episode lines and latest returns, by agent (the live view
+        #: tells the agents apart: their blend reads 0 in a zero-sum game).
+        self.agent_episodes: dict[str, int] = {}
+        self.agent_returns: dict[str, list[float]] = {}
         self.last_event: str | None = None
         self.terminal_event: dict[str, Any] | None = None
         self.last_step: tuple[Any, Any] | None = None
@@ -178,7 +182,16 @@ class LineIngest:
         self.line_no = line_no
         if len(self.recent_returns) > 200:
             del self.recent_returns[:-100]
+        for own in self.agent_returns.values():
+            if len(own) > 200:
+                del own[:-100]
         return lifecycle
+
+    @property
+    def games(self) -> int | None:
+        """A multi-agent run's games so far (the most episode lines of one agent: each agent
+        writes one per game it plays); None for a single-agent run."""
+        return max(self.agent_episodes.values()) if self.agent_episodes else None
 
     def _classified(
         self,
@@ -233,6 +246,11 @@ class LineIngest:
             if value is not None:
                 self.recent_returns.append(value)
                 batch.last_return = value
+            agent = d.get("agent_id")
+            if isinstance(agent, str):
+                self.agent_episodes[agent] = self.agent_episodes.get(agent, 0) + 1
+                if value is not None:
+                    self.agent_returns.setdefault(agent, []).append(value)
             n_steps = d.get("steps")
             if type(n_steps) is int and n_steps > 0:
                 self.episode_steps += n_steps

@@ -142,6 +142,7 @@ def run(ctx: RunContext) -> None:
         env.action_space(agent).seed(None if config.seed is None else config.seed + i)
     counts = {a: {"episodes": 0, "steps": 0, "total_reward": 0.0} for a in agents}
     returns: list[float] = []  # the team's return per episode (the sum over agents)
+    agent_returns: dict[str, list[float]] = {a: [] for a in agents}  # each agent's
     progress = {"episode": 0, "step": 0}
     total_steps = 0
     status = "completed"
@@ -200,6 +201,7 @@ def run(ctx: RunContext) -> None:
                     counts[agent]["episodes"] += 1
                     counts[agent]["steps"] += ep_steps[agent]
                     counts[agent]["total_reward"] += ep_return[agent]
+                    agent_returns[agent].append(ep_return[agent])
                 returns.append(sum(ep_return.values()))
     finally:
         env.close()
@@ -212,6 +214,7 @@ def run(ctx: RunContext) -> None:
         worker_type=WORKER_TYPE,
         status=status,
         returns=returns,
+        agent_returns=agent_returns,
         steps=total_steps,
         duration_seconds=duration,
         env_id=config.env_id,

@@ -26,6 +26,10 @@ person play one side (``human``) against the learned policy. Read it top to bott
   its win rate over the last ``window`` games (``emitter.metrics(..., agent_id=...)``).
 - ``ctx.cancelled`` is checked before every move: the control safe point (pause, checkpoint,
   stop).
+- **The board on FastLane**, when FastLane is on (``fastlane``, else the launcher's switch;
+  ``mosaic play`` turns it on): the env draws its board as an RGB array (``BoardImage``) and
+  ``maybe_wrap_env`` publishes it after every move to the run's stream and to each player's
+  (``agent_stream_id``), so ``mosaic watch`` shows the game as it is played.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from pydantic import Field
 from mosaic_sdk.analytics import AnalyticsManifest, write_analytics
 from mosaic_sdk.contract import WorkerCapabilities, WorkerConfig, WorkerMetadata
 from mosaic_sdk.control.interactive import TurnBasedSession
+from mosaic_sdk.fastlane import resolve_fastlane
+from mosaic_sdk.plugins import maybe_wrap_env
 from mosaic_sdk.telemetry import Heartbeat, TelemetryEmitter
 from mosaic_sdk.worker_cli import RunContext, worker_main
 from mosaic_worker_example import __version__
@@ -87,13 +93,91 @@ class TurnBasedConfig(WorkerConfig):
     human: Literal["player_1", "player_2"] = Field(
         "player_2", description="Interactive mode: the agent a person plays"
     )
+    fastlane: bool | None = Field(
+        None,
+        description="Publish the board to FastLane (the run's stream and one per player): "
+        "true on, false off, null (default) as the launcher says",
+    )
 
 
-def make_env() -> Any:
-    """The AEC game (its module imports pygame, which the example's gymnasium extra brings)."""
+#: Pixels of a cell's side and of the grid's lines in the board image.
+CELL, LINE = 40, 4
+COLOURS = {
+    "background": (250, 248, 240),
+    "grid": (60, 60, 60),
+    1: (200, 40, 40),  # player_1's X
+    2: (40, 80, 200),  # player_2's O
+}
+
+
+def _stamps() -> dict[int, np.ndarray]:
+    """The two marks as boolean CELL x CELL masks: an X for player_1, a ring for player_2."""
+    yy, xx = np.mgrid[0:CELL, 0:CELL].astype(float)
+    inset = (yy >= 7) & (yy < CELL - 7) & (xx >= 7) & (xx < CELL - 7)
+    cross = inset & ((np.abs(yy - xx) <= 2.5) | (np.abs(yy + xx - (CELL - 1)) <= 2.5))
+    centre = (CELL - 1) / 2
+    ring = np.abs(np.hypot(yy - centre, xx - centre) - (CELL / 2 - 9)) <= 2.5
+    return {1: cross, 2: ring}
+
+
+_STAMPS = _stamps()
+
+
+def draw_board(squares: Sequence[int]) -> np.ndarray:
+    """The board as an RGB image (uint8, 128 x 128): square ``i`` at row ``i // 3``, column
+    ``i % 3`` (as the observation's grid and ``mosaic play``'s text board lay it out), 0 empty,
+    1 player_1's X, 2 player_2's O."""
+    side = 3 * CELL + 4 * LINE
+    image = np.empty((side, side, 3), dtype=np.uint8)
+    image[:] = COLOURS["grid"]
+    for index, mark in enumerate(squares):
+        top = LINE + (index // 3) * (CELL + LINE)
+        left = LINE + (index % 3) * (CELL + LINE)
+        cell = image[top : top + CELL, left : left + CELL]
+        cell[:] = COLOURS["background"]
+        if mark in _STAMPS:
+            cell[_STAMPS[mark]] = COLOURS[mark]
+    return image
+
+
+class BoardImage:
+    """The game with a render of its own: ``render()`` draws the board (:func:`draw_board`)
+    as an RGB array, small and fast (PettingZoo's own ``rgb_array`` render is a 1000-pixel
+    pygame picture). Everything else is the game's."""
+
+    render_mode = "rgb_array"
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "env":
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+    @property
+    def unwrapped(self) -> Any:
+        return self.env.unwrapped
+
+    def render(self) -> np.ndarray:
+        return draw_board(self.env.unwrapped.board.squares)
+
+
+def make_env(config: TurnBasedConfig | None = None) -> Any:
+    """The AEC game (its module imports pygame, which the example's gymnasium extra brings).
+
+    With a config whose FastLane is on (``resolve_fastlane``: its ``fastlane`` switch, else
+    the launcher's variables), the game draws its board and ``maybe_wrap_env`` publishes it.
+    """
     from pettingzoo.classic import tictactoe_v3
 
-    return tictactoe_v3.env()
+    env = tictactoe_v3.env()
+    if config is None:
+        return env
+    fastlane = resolve_fastlane(config.fastlane)
+    if not fastlane.enabled:
+        return env
+    return maybe_wrap_env(BoardImage(env), run_id=config.run_id, settings=fastlane)
 
 
 def board_key(observation: Any) -> bytes:
@@ -182,6 +266,7 @@ class Reporter:
         self.counts = {a: {"episodes": 0, "steps": 0, "total_reward": 0.0} for a in AGENTS}
         self.recent: dict[str, deque[float]] = {a: deque(maxlen=config.window) for a in AGENTS}
         self.game_returns: list[float] = []  # per game: the sum over agents (0: zero-sum)
+        self.agent_returns: dict[str, list[float]] = {a: [] for a in AGENTS}  # each agent's
         self.total_moves = 0
 
     def move(
@@ -216,6 +301,7 @@ class Reporter:
             own["steps"] += self.moves[agent]
             own["total_reward"] += self.returns[agent]
             self.recent[agent].append(self.returns[agent])
+            self.agent_returns[agent].append(self.returns[agent])
         self.game_returns.append(sum(self.returns.values()))
         self.game += 1
         if self.game % self.config.metrics_every == 0:
@@ -290,7 +376,7 @@ def run(ctx: RunContext) -> None:
     assert isinstance(config, TurnBasedConfig)
     emitter = ctx.emitter
     started = time.monotonic()
-    env = make_env()
+    env = make_env(config)
     policies, learners = make_policies(config)
     report = Reporter(emitter, config)
     emitter.run_started(
@@ -328,6 +414,7 @@ def run(ctx: RunContext) -> None:
         worker_type=WORKER_TYPE,
         status=status,
         returns=report.game_returns,
+        agent_returns=report.agent_returns,
         steps=report.total_moves,
         duration_seconds=duration,
         env_id=config.env_id,
@@ -377,7 +464,10 @@ def interactive_session(ctx: RunContext) -> TurnBasedSession:
         return learned.greedy(observation)
 
     return TurnBasedSession(
-        make_env(), policy, human=config.human, info={"env_id": config.env_id, "algo": ALGORITHM}
+        make_env(config),
+        policy,
+        human=config.human,
+        info={"env_id": config.env_id, "algo": ALGORITHM},
     )
 
 
@@ -417,6 +507,8 @@ def describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
         step_numbering="per_agent",
         supports_pause_resume=True,
         supports_checkpointing=True,
+        # The board goes to the run's stream and to each player's (make_env).
+        supports_fastlane=True,
         control_protocol=1,
         estimated_memory_mb=128,
     )

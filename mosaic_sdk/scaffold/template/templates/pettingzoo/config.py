@@ -57,6 +57,14 @@ class {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Co
         None, description="Interactive mode: the agent a person plays (None: the last agent)"
     )
 {%- endif %}
+{%- if cookiecutter.include_fastlane %}
+    fastlane: bool | None = Field(
+        None,
+        description="Publish the board to FastLane (the run's stream and one per agent): true "
+        "on, false off, null (default) as the launcher says (MOSAIC_FASTLANE=1 or "
+        "MOSAIC_FASTLANE_ONLY=1)",
+    )
+{%- endif %}
 
 
 #: The name the rest of the package uses.

@@ -56,6 +56,10 @@ def describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
         # The SDK's control protocol: ctx.cancelled pauses the loop, checkpoint() saves.
         supports_pause_resume=True,
         supports_checkpointing=True,
+{%- if cookiecutter.include_fastlane %}
+        # The board goes to the run's FastLane stream and to each agent's (runtime.make_env).
+        supports_fastlane=True,
+{%- endif %}
         control_protocol=1,
         estimated_memory_mb=256,
     )
@@ -89,6 +93,6 @@ def mosaic_worker_conformance_config() -> dict[str, Any]:
     from .runtime import count_steps
 
     base: dict[str, Any] = {"episodes": 3, "seed": 7}
-    steps = count_steps(Config(run_id="conformance-sizing", **base))
+    steps = count_steps(Config(run_id="conformance-sizing", {% if cookiecutter.include_fastlane %}fastlane=False, {% endif %}**base))
     delay_ms = 1000.0 * CONFORMANCE_RUN_SECONDS / max(1, steps)
     return {**base, "step_delay_ms": round(delay_ms, 1)}

@@ -80,7 +80,27 @@ def save_checkpoint(ctx: RunContext, policies: dict[str, PreferencePolicy], step
     return path
 
 
+{% if cookiecutter.include_fastlane -%}
+def make_env(config: Config, *, frames: bool = False) -> Any:
+    """The PettingZoo env of a run: ``config.env_id`` is its module. With ``frames`` (the
+    games a run reports, and the one a person plays) and FastLane on, the game renders
+    ``rgb_array`` frames of its board and the SDK's wrapper publishes them after every move
+    to the run's stream and to each agent's. A game without an ``rgb_array`` render is
+    wrapped all the same: the wrapper then says why it publishes nothing."""
+    module = importlib.import_module(config.env_id)
+    if not frames:
+        return module.env()
+    from .fastlane import fastlane_settings, wrap_for_fastlane
+
+    fastlane = fastlane_settings(config)
+    if not fastlane.enabled:
+        return module.env()
+    modes = getattr(getattr(module, "raw_env", None), "metadata", {}).get("render_modes", [])
+    env = module.env(render_mode="rgb_array") if "rgb_array" in modes else module.env()
+    return wrap_for_fastlane(env, config, fastlane)
+{%- else -%}
 def make_env(config: Config) -> Any:
     """The PettingZoo env of a run: ``config.env_id`` is its module."""
     module = importlib.import_module(config.env_id)
     return module.{{ "env" if cookiecutter.paradigm == "turn_based" else "parallel_env" }}({{ "" if cookiecutter.paradigm == "turn_based" else "max_cycles=config.max_cycles" }})
+{%- endif %}

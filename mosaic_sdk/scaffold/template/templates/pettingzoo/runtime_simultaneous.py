@@ -136,6 +136,7 @@ def run(ctx: RunContext) -> None:
                 worker_type=WORKER_TYPE,
                 status=status,
                 returns=report.returns,
+                agent_returns=report.agent_returns,
                 steps=report.total_steps,
                 duration_seconds=report.duration_seconds,
                 env_id=config.env_id,

@@ -19,6 +19,11 @@ How a turn-based game is reported:
   own episode line (its moves, its return); ``run_completed`` counts games.
 - ``ctx.cancelled`` is checked before every move: that is where the SDK's control protocol
   pauses the run and saves a checkpoint on request.
+{%- if cookiecutter.include_fastlane %}
+- **The board on FastLane** when FastLane is on (``make_env(config, frames=True)``): the
+  board after every move on the run's stream and on each agent's, so ``mosaic watch`` shows
+  the game of a run, and of ``mosaic play``.
+{%- endif %}
 
 A config with ``"mode": "interactive"`` is served by :func:`interactive_session` instead: the
 policies learn from ``config.episodes`` games, then a person plays ``config.human`` against
@@ -147,7 +152,7 @@ def interactive_session(ctx: RunContext) -> TurnBasedSession:
             learn(policies, *played)
     finally:
         env.close()
-    game = make_env(config)
+    game = make_env(config{{ ", frames=True" if cookiecutter.include_fastlane else "" }})
 
     def policy(agent: str, observation: Any) -> int:
         return policies[agent].greedy(mask_of(observation))
@@ -162,7 +167,7 @@ def run(ctx: RunContext) -> None:
     """Play ``config.episodes`` games, learning and reporting as they go."""
     config = ctx.config
     assert isinstance(config, Config)
-    env = make_env(config)
+    env = make_env(config{{ ", frames=True" if cookiecutter.include_fastlane else "" }})
     agents = list(env.possible_agents)
     policies = make_policies(env, agents, config)
     status = "completed"
@@ -195,6 +200,7 @@ def run(ctx: RunContext) -> None:
                 worker_type=WORKER_TYPE,
                 status=status,
                 returns=report.returns,
+                agent_returns=report.agent_returns,
                 steps=report.total_steps,
                 duration_seconds=report.duration_seconds,
                 env_id=config.env_id,

@@ -35,6 +35,8 @@ class RunReporter:
         self.agents = list(agents)
         emitter.step_every = config.step_every
         self.returns: list[float] = []  # per game: the sum of the agents' returns
+        #: each agent's return per game (analytics.json's per-agent summaries)
+        self.agent_returns: dict[str, list[float]] = {a: [] for a in self.agents}
         self.counts = {a: {"episodes": 0, "steps": 0, "total_reward": 0.0} for a in self.agents}
         self.episode_index = 0
         self.total_steps = 0
@@ -96,6 +98,7 @@ class RunReporter:
             own["episodes"] += 1
             own["steps"] += self.episode_steps[agent]
             own["total_reward"] += returns[agent]
+            self.agent_returns[agent].append(returns[agent])
         self.returns.append(sum(returns.values()))
         self.episode_index += 1
         self.episode_steps = dict.fromkeys(self.agents, 0)

@@ -126,6 +126,29 @@ def test_a_person_plays_one_agent_against_the_policy(tmp_path: Path) -> None:
         assert session.close().closed
     assert session.events() == ["run_started", "run_completed"]
 {%- endif %}
+{%- if cookiecutter.include_fastlane %}
+
+
+def test_the_board_is_on_fastlane_while_a_person_plays(tmp_path: Path) -> None:
+    # Runs publish too: the conformance suite checks their frames (fastlane.frames_published,
+    # agents.fastlane_streams) and that the segments go (fastlane.segment_removed).
+    from mosaic_sdk.control import Session
+
+    path = tmp_path / "config.json"
+    config = {"run_id": "test-board", "seed": 1, "mode": "interactive", "episodes": 3}
+    path.write_text(json.dumps({**config, "fastlane": True}), encoding="utf-8")
+    argv = [sys.executable, "-m", {{ cookiecutter.package_name|py_str }}, "--config", str(path)]
+    with Session.launch(argv, timeout=60) as session:
+        reply = session.reset(seed=4)
+        before = session.wait_frame(timeout=30).array().copy()
+        reply = session.step(action=reply.legal_actions[0])
+        after = session.wait_frame(reply, timeout=30).array()
+        assert before.shape == after.shape and (before != after).any()  # the move is drawn
+        assert session.close().closed
+    shm = Path("/dev/shm")
+    if shm.is_dir():  # the writers removed their segments when the env closed
+        assert not [p for p in shm.iterdir() if "test-board" in p.name]
+{%- endif %}
 
 
 def test_dry_run_validates_without_running(tmp_path: Path) -> None:
