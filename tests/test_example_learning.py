@@ -100,7 +100,8 @@ def test_a_run_resumed_from_a_checkpoint_starts_from_its_weights(tmp_path: Path)
     (tmp_path / "train").mkdir()
     res, lines = run_worker({**LEARN, "episodes": 150}, tmp_path / "train")
     assert res.returncode == 0, res.stderr
-    [saved] = [x["payload"]["checkpoint_path"] for x in lines if x.get("event") == "checkpoint_saved"]
+    saved_events = [x for x in lines if x.get("event") == "checkpoint_saved"]
+    [saved] = [x["payload"]["checkpoint_path"] for x in saved_events]
     weights = json.loads(Path(saved).read_text())["policy"]["weights"]
     assert np.abs(np.array(weights)).sum() > 0
     fresh, resumed = {**LEARN, "episodes": 10, "seed": 2}, tmp_path / "resumed"

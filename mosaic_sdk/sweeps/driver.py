@@ -223,6 +223,7 @@ def _run_engine(
         spec,
         sweeps,
         sweep_id,
+        sampler=sampler,
         address=address,
         runs_dir=runs_dir,
         grace=grace,

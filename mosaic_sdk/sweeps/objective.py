@@ -90,11 +90,13 @@ class StreamObjective:
         self.metrics = list(metrics)
         self._ingest = LineIngest("objective")
         #: (return, steps, agent) of each episode line, in line order
-        self._episodes: list[tuple[Any, Any, str | None]] = []
+        self._episodes: list[tuple[Any, Any, Any]] = []
         #: series id -> (name, agent); series id -> [(step, wall, line_no, value)]
         self._names: dict[int, tuple[str, str | None]] = {}
         self._points: dict[int, list[tuple[int, int, int, float]]] = {}
         self.episodes = 0
+        #: Episodes and series points so far (it changes when the objective may have).
+        self.rows = 0
         #: The ``checkpoint_path`` of the last ``checkpoint_saved`` event (None: none yet).
         self.checkpoint: str | None = None
 
@@ -104,6 +106,7 @@ class StreamObjective:
         for row in batch.episodes:  # run_id, line_no, seq, index, total, steps, ..., agent
             self._episodes.append((row[4], row[5], row[-1]))
         self.episodes += len(batch.episodes)
+        self.rows += len(batch.episodes) + len(batch.points)
         for _, sid, name, agent in batch.series:
             self._names[sid] = (name, agent)
         for _, sid, step, wall, line_no, value in batch.points:

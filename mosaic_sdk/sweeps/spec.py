@@ -604,7 +604,8 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     if isinstance(raw_scheduler, dict) and raw_scheduler.get("type") == "pbt":
         if raw_pbt is not None:
             errors.append("pbt: give [pbt] or [scheduler] type = 'pbt', not both")
-        raw_scheduler, raw_pbt = None, {k: v for k, v in raw_scheduler.items() if k != "type"}
+        raw_pbt = {k: v for k, v in raw_scheduler.items() if k != "type"}
+        raw_scheduler = None
     pbt = _parse_pbt(errors, raw_pbt, space)
     if pbt is not None and raw_scheduler is not None:
         errors.append("pbt: PBT is the sweep's scheduler; drop [scheduler]")
