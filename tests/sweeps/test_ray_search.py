@@ -1,7 +1,8 @@
 """The ray engine takes the local engine's spec: its trials (grid), its Optuna sampler with the
 same seed, its objectives on any series, its pruner (Tune's schedulers, a stopped trial stored
 ``pruned``), and population-based training with linked generations. Against one real local
-Ray instance for the module (2 CPUs, tiny trials).
+Ray instance for the module (2 CPUs, tiny trials). The specs of docs/guides/sweeps.md
+(``both.toml``, ``pbt.toml``) run here, made smaller.
 
 Marked ``ray``; skipped when Ray Tune is not installed."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -70,6 +72,21 @@ def _sweep(spec: dict[str, Any], tmp_path: Path, engine: str = "ray") -> Any:
     )
 
 
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "sweeps.md"
+
+
+def guide_spec(name: str) -> dict[str, Any]:
+    """The spec the guide writes to ``name`` (its ``cat > NAME <<'EOF'`` block)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    text = GUIDE.read_text(encoding="utf-8")
+    [body] = re.findall(rf"cat > {re.escape(name)} <<'EOF'\n(.*?)\nEOF\n", text, re.S)
+    return tomllib.loads(body)
+
+
 LEARN = {
     "policy": "reinforce",
     "episodes": 3,
@@ -111,19 +128,13 @@ def test_a_grid_spec_makes_the_same_trials_and_metrics_on_both_engines(
 def test_tpe_on_ray_asks_the_same_seeded_study_and_repeats_each_set_per_seed(
     tmp_path: Path, ray_instance: None
 ) -> None:
-    raw = {
-        "base": LEARN,
-        "sampler": "tpe",
-        "sample_seed": 7,
-        "space": {"learning_rate": {"loguniform": [0.01, 1.0]}},
-        "samples": 3,
-        "seeds": [1, 2],
-        "trials_at_once": 2,
-        "metric": {"name": "return", "agent": None, "reduce": "auc"},
-    }
+    raw = guide_spec("both.toml")  # the guide's spec for both engines (TPE, a pruner)
+    assert raw["sampler"] == "tpe" and raw["seeds"] == [1, 2] and "pruner" in raw
+    raw["samples"], raw["base"]["episodes"] = 3, 8  # smaller
     result = _sweep(raw, tmp_path)
     assert result.status == "completed"
-    assert [t["status"] for t in result.trials] == ["completed"] * 6
+    assert len(result.trials) == 6
+    assert {t["status"] for t in result.trials} <= {"completed", "pruned"}
     by_rate: dict[float, list[int]] = {}
     for t in result.trials:
         by_rate.setdefault(t["params"]["learning_rate"], []).append(t["params"]["seed"])
@@ -173,40 +184,35 @@ def test_a_median_pruner_on_ray_stops_the_weak_trials_and_stores_them_pruned(
 def test_pbt_on_ray_runs_generations_linked_to_the_checkpoints_they_resumed(
     tmp_path: Path, ray_instance: None
 ) -> None:
-    spec = {
-        "base": {"episodes": 2, "max_steps_per_episode": 50, "include_observations": False},
-        "space": {"policy": {"grid": ["balance", "random"]}},
-        "seeds": [1],
-        "trials_at_once": 2,
-        "metric": {"name": "return", "last": 2},
-        "pbt": {"generations": 4, "quantile_fraction": 0.5, "resample_probability": 0.0},
-    }
+    spec = guide_spec("pbt.toml")  # the guide's, smaller: 2 trials of 3 episodes a generation
+    assert spec["pbt"]["resume_key"] == "resume_from" and spec["base"]["policy"] == "reinforce"
+    spec["samples"] = 2
+    spec["base"].update(episodes=3, max_steps_per_episode=50)
     result = _sweep(spec, tmp_path)
     assert result.status == "completed"
     rows = sorted(result.trials, key=lambda t: (t["trial_key"], t["attempt"]))
     by_run = {t["run_id"]: t for t in rows}
-    trials = {t["trial_key"] for t in rows}
-    assert len(trials) == 2 and len(rows) == 8  # 2 trials x 4 generations, each a run
     assert all(t["status"] == "completed" for t in rows)
+    for key in {t["trial_key"] for t in rows}:  # each trial: generations 1, 2, 3... (a clone
+        # goes on from its donor's generation count, as Tune's PBT does: 4 or more of them)
+        attempts = [t["attempt"] for t in rows if t["trial_key"] == key]
+        assert attempts == list(range(1, len(attempts) + 1)) and len(attempts) >= 4
     crossed = 0
     with RunStore(tmp_path / "ray.sqlite", readonly=True) as runs:
         for t in rows:
-            if t["attempt"] == 1:
-                assert t["parent_run_id"] is None
-                continue
-            parent = by_run[t["parent_run_id"]]  # a generation before, of this sweep
-            assert parent["attempt"] < t["attempt"]
-            crossed += parent["trial_key"] != t["trial_key"]
             loaded = [e for e in runs.events(t["run_id"]) if e["event"] == "checkpoint_loaded"]
-            assert len(loaded) == 1
-            parent_saved = [
+            if t["attempt"] == 1:
+                assert t["parent_run_id"] is None and loaded == []
+                continue
+            parent = by_run[t["parent_run_id"]]  # an earlier generation of this sweep
+            assert parent["run_id"] != t["run_id"] and parent["ended_at"] <= t["started_at"]
+            crossed += parent["trial_key"] != t["trial_key"]
+            saved = [
                 e["payload"]["checkpoint_path"]
                 for e in runs.events(parent["run_id"])
                 if e["event"] == "checkpoint_saved"
-            ]
-            assert Path(loaded[0]["payload"]["checkpoint_path"]).name == Path(
-                parent_saved[-1]
-            ).name or loaded[0]["payload"]["checkpoint_path"].endswith(
-                f"{parent['run_id']}-{Path(parent_saved[-1]).name}"
-            )
+            ][-1]
+            [path] = [e["payload"]["checkpoint_path"] for e in loaded]
+            # its own last checkpoint, or the copy of its donor's, named after the donor's run
+            assert path == saved or path.endswith(f"{parent['run_id']}-{Path(saved).name}")
     assert crossed >= 1  # the weaker trial resumed from the better one's checkpoint
