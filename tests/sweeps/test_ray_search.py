@@ -193,10 +193,12 @@ def test_pbt_on_ray_runs_generations_linked_to_the_checkpoints_they_resumed(
     rows = sorted(result.trials, key=lambda t: (t["trial_key"], t["attempt"]))
     by_run = {t["run_id"]: t for t in rows}
     assert all(t["status"] == "completed" for t in rows)
-    for key in {t["trial_key"] for t in rows}:  # each trial: generations 1, 2, 3... (a clone
-        # goes on from its donor's generation count, as Tune's PBT does: 4 or more of them)
+    keys = {t["trial_key"] for t in rows}
+    assert len(keys) == 2
+    for key in keys:  # each trial: generations 1, 2, 3... (a clone goes on from its donor's
+        # generation count, as Tune's PBT does: more or fewer runs than `generations`)
         attempts = [t["attempt"] for t in rows if t["trial_key"] == key]
-        assert attempts == list(range(1, len(attempts) + 1)) and len(attempts) >= 4
+        assert attempts == list(range(1, len(attempts) + 1)) and len(attempts) >= 2
     crossed = 0
     with RunStore(tmp_path / "ray.sqlite", readonly=True) as runs:
         for t in rows:
