@@ -16,9 +16,10 @@ Imports Ray Tune (the ``ray`` extra). What Tune is given (:func:`tune_setup`):
 - ``[pruner]``: Tune's schedulers, fed by every result a trial reports as its lines arrive
   (the objective so far and the x of its last point, ``mosaic_step``): ``median`` ->
   ``MedianStoppingRule`` (``warmup`` its grace period, ``startup_trials`` the trials it needs
-  first), ``asha`` -> ``ASHAScheduler``, ``hyperband`` -> ``AsyncHyperBandScheduler`` (three
-  brackets: Tune's synchronous ``HyperBandScheduler`` pauses trials, which a running worker
-  cannot be); ``warmup`` is their grace period, ``max_resource`` their ``max_t``;
+  first; it never pauses a trial to yield time), ``asha`` -> ``ASHAScheduler``,
+  ``hyperband`` -> ``AsyncHyperBandScheduler`` (three brackets: Tune's synchronous
+  ``HyperBandScheduler`` pauses trials, which a running worker cannot be); ``warmup`` is
+  their grace period, ``max_resource`` their ``max_t``;
 - ``[pbt]``: Tune's ``PopulationBasedTraining`` over generations (``training_iteration``),
   the space's keys (or ``mutations``) perturbed within their bounds. PBT takes no search
   algorithm: the same list of trials is Tune's grid over their indices (``mosaic_trial``),
@@ -197,6 +198,9 @@ def make_scheduler(spec: SweepSpec) -> TrialScheduler:
             time_attr=STEP,
             grace_period=float(pruner.warmup),
             min_samples_required=max(pruner.startup_trials, 1),
+            # Never "yield time" by pausing a trial that has too few others to compare with:
+            # a paused trial's worker is stopped, and resumed it would start anew
+            min_time_slice=UNBOUNDED,
         )
     max_t = pruner.max_resource if pruner.max_resource is not None else UNBOUNDED
     grace = max(pruner.warmup, 1)

@@ -165,6 +165,9 @@ def test_a_median_pruner_on_ray_stops_the_weak_trials_and_stores_them_pruned(
     }
     result = _sweep(spec, tmp_path)
     assert result.status == "completed"
+    # one attempt each: Tune's median rule pauses a trial to yield time, and a paused trial
+    # came back as a second run from scratch (its first stored pruned); it no longer pauses
+    assert sorted(t["attempt"] for t in result.trials) == [1] * 6
     by_policy: dict[str, list[dict[str, Any]]] = {}
     for t in result.trials:
         by_policy.setdefault(t["params"]["policy"], []).append(t)
@@ -210,11 +213,11 @@ def test_pbt_on_ray_runs_generations_linked_to_the_checkpoints_they_resumed(
             assert parent["run_id"] != t["run_id"] and parent["ended_at"] <= t["started_at"]
             crossed += parent["trial_key"] != t["trial_key"]
             saved = [
-                e["payload"]["checkpoint_path"]
+                json.loads(e["payload_json"])["checkpoint_path"]
                 for e in runs.events(parent["run_id"])
                 if e["event"] == "checkpoint_saved"
             ][-1]
-            [path] = [e["payload"]["checkpoint_path"] for e in loaded]
+            [path] = [json.loads(e["payload_json"])["checkpoint_path"] for e in loaded]
             # its own last checkpoint, or the copy of its donor's, named after the donor's run
             assert path == saved or path.endswith(f"{parent['run_id']}-{Path(saved).name}")
     assert crossed >= 1  # the weaker trial resumed from the better one's checkpoint
