@@ -112,6 +112,15 @@ class _OptunaSearch(OptunaSearch):
             super().on_trial_result(trial_id, result)
 
 
+class _MedianStoppingRule(MedianStoppingRule):
+    """Tune's median rule, but a trial with too few others to compare with goes on: Tune's
+    own pauses it to "yield time" to pending trials, and a paused trial's worker is stopped
+    (resumed, it would start anew as another run)."""
+
+    def _on_insufficient_samples(self, tune_controller: Any, trial: Any, time: float) -> str:
+        return TrialScheduler.CONTINUE
+
+
 @dataclass
 class TuneSetup:
     """What the Tuner is given: its search, scheduler, number of trials, metric and mode,
@@ -194,13 +203,10 @@ def make_scheduler(spec: SweepSpec) -> TrialScheduler:
     pruner = spec.pruner
     assert pruner is not None
     if pruner.type == "median":
-        return MedianStoppingRule(
+        return _MedianStoppingRule(
             time_attr=STEP,
             grace_period=float(pruner.warmup),
             min_samples_required=max(pruner.startup_trials, 1),
-            # Never "yield time" by pausing a trial that has too few others to compare with:
-            # a paused trial's worker is stopped, and resumed it would start anew
-            min_time_slice=UNBOUNDED,
         )
     max_t = pruner.max_resource if pruner.max_resource is not None else UNBOUNDED
     grace = max(pruner.warmup, 1)
