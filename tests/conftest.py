@@ -18,6 +18,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 HEAVY: dict[str, str] = {
     "worker_cleanrl/": "torch and CleanRL's algorithms",
     "sweeps/test_ray.py": "Ray Tune: starts Ray instances",
+    "sweeps/test_ray_search.py": "Ray Tune: a local Ray instance",
     "watch/test_browser.py": "a headless Chromium",
     "watch/test_charts_browser.py": "a headless Chromium",
     "watch/test_sweep_browser.py": "a headless Chromium and a real sweep",

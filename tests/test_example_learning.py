@@ -91,3 +91,41 @@ def test_observations_are_one_hot_and_an_update_favours_the_action_that_paid() -
     learner.update()
     assert learner.probabilities(learner.features(3))[1] > before
     assert learner.update() == {}  # nothing played since
+
+
+def test_a_run_resumed_from_a_checkpoint_starts_from_its_weights(tmp_path: Path) -> None:
+    """The checkpoint holds the policy's weights; ``resume_from`` starts a run from them
+    (population-based training resumes trials this way): the resumed run's first episodes
+    play as the trained policy does, not as an untrained one."""
+    (tmp_path / "train").mkdir()
+    res, lines = run_worker({**LEARN, "episodes": 150}, tmp_path / "train")
+    assert res.returncode == 0, res.stderr
+    saved_events = [x for x in lines if x.get("event") == "checkpoint_saved"]
+    [saved] = [x["payload"]["checkpoint_path"] for x in saved_events]
+    weights = json.loads(Path(saved).read_text())["policy"]["weights"]
+    assert np.abs(np.array(weights)).sum() > 0
+    fresh, resumed = {**LEARN, "episodes": 10, "seed": 2}, tmp_path / "resumed"
+    resumed.mkdir()
+    (tmp_path / "fresh").mkdir()
+    res, after = run_worker({**fresh, "resume_from": saved, "learning_rate": 1e-9}, resumed)
+    assert res.returncode == 0, res.stderr
+    loaded = [x["payload"] for x in after if x.get("event") == "checkpoint_loaded"]
+    assert [p["checkpoint_path"] for p in loaded] == [saved]
+    _, before = run_worker({**fresh, "learning_rate": 1e-9}, tmp_path / "fresh")
+
+    def mean_return(lines: list) -> float:
+        return float(np.mean([x["total_reward"] for x in lines if x["type"] == "episode"]))
+
+    assert mean_return(after) >= 2 * mean_return(before), (mean_return(after), mean_return(before))
+    first_entropy = [x["payload"]["values"]["losses/entropy"] for x in after
+                     if x.get("event") == "metrics"][0]  # fmt: skip
+    assert first_entropy < math.log(2) - 0.01  # not the untrained uniform policy
+
+
+def test_resume_from_a_checkpoint_without_weights_fails_saying_why(tmp_path: Path) -> None:
+    path = tmp_path / "progress.json"
+    path.write_text(json.dumps({"episode": 1, "step": 5, "returns": [5.0]}))
+    res, lines = run_worker({**LEARN, "episodes": 2, "resume_from": str(path)}, tmp_path)
+    assert res.returncode != 0
+    failed = [x for x in lines if x.get("event") == "run_failed"]
+    assert failed and "no policy weights" in failed[0]["payload"]["error"]

@@ -4,7 +4,7 @@ A trial attempt that runs elsewhere (a Ray node) supervises its worker there and
 driver what it sees, in order, as messages keyed by the attempt's run id:
 
 - ``("start", run_id, info)``: the attempt began (``info``: trial key, params, config, argv,
-  node, worker pid, run dir);
+  node, worker pid, run dir, and ``parent_run_id``: the run whose checkpoint it resumed);
 - ``("pid", run_id, pid)``: the worker's process id, once it started;
 - ``("out", run_id, lines, partial)``: a batch of stdout lines (bytes, without newlines);
 - ``("err", run_id, lines, partial)``: a batch of stderr lines;
@@ -13,7 +13,9 @@ driver what it sees, in order, as messages keyed by the attempt's run id:
   the runner's ``stalled`` event;
 - ``("end", run_id, info)``: the worker ended (``info``: exit code, the reason it was asked to
   stop, the limit that stopped it, ``timed_out`` or ``stalled``, the tail of stderr,
-  warnings).
+  warnings, and ``pruned``: the ``(value, step)`` of the objective when a ``[pruner]``'s
+  scheduler stopped it: the attempt is stored ``pruned`` with them, as the local engine
+  stores its pruned trials).
 
 :class:`Collector` is a thin adapter: it makes the run row and the sweep's attempt row, and
 passes each message on to the attempt's :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`,
@@ -66,6 +68,7 @@ class Collector:
         sweep_id: str,
         metric: Metric,
         *,
+        pruner: str | None = None,
         report: Callable[[str], None] = print,
         batch_lines: int = 4096,
         pm: pluggy.PluginManager | None = None,
@@ -79,6 +82,8 @@ class Collector:
         self.worker = worker
         self.sweep_id = sweep_id
         self.metric = metric
+        #: the spec's pruner type: an attempt its scheduler stopped is stored ``pruned``
+        self.pruner = pruner
         self.report = report
         self.batch_lines = batch_lines
         #: The plugin manager whose observers and event hooks hear of every attempt.
@@ -174,7 +179,12 @@ class Collector:
             stderr_path=Path(info["run_dir"]) / "stderr.log",
         )
         self.sweeps.add_attempt(
-            self.sweep_id, info["trial_key"], run_id, info["params"], node=info["node"]
+            self.sweep_id,
+            info["trial_key"],
+            run_id,
+            info["params"],
+            node=info["node"],
+            parent_run_id=info.get("parent_run_id"),
         )
         # One writer per attempt, all on the driver's one store: they take turns at SQLite's
         # write lock, so wait for it inside SQLite (BUSY_WAIT) rather than in the writer's
@@ -201,6 +211,7 @@ class Collector:
             stalled=info.get("stalled"),
         )
         stopped = bool(info.get("cancel_reason")) and not self.sweep_cancelled
+        pruned = info.get("pruned")
         self._close(
             attempt,
             outcome.status,
@@ -208,6 +219,7 @@ class Collector:
             info.get("exit_code"),
             outcome.synthesised,
             stopped_early=stopped,
+            pruned=(float(pruned[0]), int(pruned[1])) if stopped and pruned else None,
         )
 
     def _close(
@@ -219,12 +231,20 @@ class Collector:
         synthesised: dict[str, Any] | None,
         *,
         stopped_early: bool,
+        pruned: tuple[float, int] | None = None,
     ) -> None:
         del self._open[attempt.run_id]
         end = attempt.recorder.finish(Outcome(status, error, synthesised), exit_code)
         status, error = end.status, end.error
         metric = self.sweeps.metric_of_run(attempt.run_id, self.metric)
         tstatus = trial_status(status, stopped_early)
+        if pruned is not None and status == "cancelled":  # as the local engine stores it
+            metric, step = pruned
+            tstatus = "pruned"
+            error = (
+                f"pruned by the {self.pruner or 'early-stopping'} pruner at step {step} "
+                f"({self.metric.name} {metric:.4g})"
+            )
         self.sweeps.finish_attempt(attempt.run_id, tstatus, metric, error)
         shown = "-" if metric is None else f"{metric:.4g}"
         why = f" ({error})" if error and status != "completed" else ""

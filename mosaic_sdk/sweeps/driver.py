@@ -62,21 +62,30 @@ def check_spec(
     return handle, spec
 
 
-def check_engine(spec: SweepSpec, engine: str) -> str:
-    """The sampler the sweep runs on ``engine`` (``SpecError`` when it cannot run there), after
-    checking that the engine can rank trials by the spec's metric."""
-    m = spec.metric
-    if engine == "ray" and (
-        not m.is_episode_field or m.agent is not None or m.reduce != "last_mean"
-    ):
-        raise SpecError(
-            [
-                f"metric {m.name!r}: --engine ray ranks trials by return or steps over the last "
-                "N episodes (all agents); a series, an agent or another reduce runs on "
-                "--engine local"
-            ]
-        )
-    return check_sampler(spec, engine)
+def check_engine(spec: SweepSpec, engine: str, handle: WorkerHandle | None = None) -> str:
+    """The sampler the sweep runs on ``engine`` (``SpecError`` when it cannot run there).
+    Population-based training also needs a worker that checkpoints and takes a checkpoint to
+    resume from in its config (``pbt.resume_key``)."""
+    sampler = check_sampler(spec, engine)
+    if spec.pbt is not None and handle is not None:
+        _, capabilities = handle.describe()
+        if not capabilities.supports_checkpointing:
+            raise SpecError(
+                [
+                    f"pbt: worker {handle.name!r} does not declare supports_checkpointing; "
+                    "population-based training resumes trials from checkpoints"
+                ]
+            )
+        fields = getattr(handle.config_model(), "model_fields", {})
+        if spec.pbt.resume_key not in fields:
+            raise SpecError(
+                [
+                    f"pbt.resume_key: worker {handle.name!r} has no config key "
+                    f"{spec.pbt.resume_key!r} to resume from a checkpoint; give the key that "
+                    "takes a checkpoint's path (see mosaic workers show)"
+                ]
+            )
+    return sampler
 
 
 def run_sweep(
@@ -120,7 +129,7 @@ def run_sweep(
             handle, spec = check_spec(worker, row["spec"])
             if "sampler" not in row["spec"]:  # stored before samplers: its trials were a grid
                 spec = replace(spec, sampler="grid")
-            sampler = check_engine(spec, engine)
+            sampler = check_engine(spec, engine, handle)
             lost = sweeps.mark_lost(sweep_id)
             sweeps.set_status(sweep_id, "running")
             report(f"resuming sweep {sweep_id}")
@@ -128,7 +137,7 @@ def run_sweep(
                 report(f"{lost} attempt(s) whose driver is gone are marked lost; they run again")
         else:
             handle, spec = check_spec(worker, raw)
-            sampler = check_engine(spec, engine)
+            sampler = check_engine(spec, engine, handle)
             sweep_id = new_run_id()
             stored = spec.to_dict()
             stored["sampler"] = sampler  # the default resolved: --resume runs the same search
@@ -214,6 +223,7 @@ def _run_engine(
         spec,
         sweeps,
         sweep_id,
+        sampler=sampler,
         address=address,
         runs_dir=runs_dir,
         grace=grace,

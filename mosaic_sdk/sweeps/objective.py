@@ -12,13 +12,22 @@ by step). Non-finite values are left out. ``reduce``:
 - ``best``: the highest (``mode = "max"``) or lowest value;
 - ``mean``: the mean of all values;
 - ``auc``: the area under the curve, trapezoids over x (one value: that value).
+
+:class:`StreamObjective` gives the same numbers from a run's stdout lines as they arrive,
+before they reach a store (the Ray engine's trials report it to Tune on their node): the lines
+go through the store's own ingest (:class:`~mosaic_sdk.runner.recording.ingest.LineIngest`),
+its episode rows and series points are picked as :func:`metric_points` picks the stored ones,
+and :func:`reduce_values` reduces them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
+from mosaic_sdk.runner.recording.ingest import LineIngest
+from mosaic_sdk.runner.storage.rows import LineBatch
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.spec import Metric
 
@@ -72,6 +81,80 @@ def metric_of_run(runs: RunStore, run_id: str, metric: Metric) -> float | None:
     return reduce_values(xs, values, metric)
 
 
+class StreamObjective:
+    """The metrics of one run computed from its stdout lines as they arrive (see the module
+    docstring): ``value(metric)`` is what :func:`metric_of_run` gives once the same lines
+    are stored. Also keeps the path of the last ``checkpoint_saved`` event."""
+
+    def __init__(self, metrics: Sequence[Metric]) -> None:
+        self.metrics = list(metrics)
+        self._ingest = LineIngest("objective")
+        #: (return, steps, agent) of each episode line, in line order
+        self._episodes: list[tuple[Any, Any, Any]] = []
+        #: series id -> (name, agent); series id -> [(step, wall, line_no, value)]
+        self._names: dict[int, tuple[str, str | None]] = {}
+        self._points: dict[int, list[tuple[int, int, int, float]]] = {}
+        self.episodes = 0
+        #: Episodes and series points so far (it changes when the objective may have).
+        self.rows = 0
+        #: The ``checkpoint_path`` of the last ``checkpoint_saved`` event (None: none yet).
+        self.checkpoint: str | None = None
+
+    def add(self, lines: list[bytes]) -> None:
+        batch = LineBatch()
+        lifecycle = self._ingest.add(batch, lines)
+        for row in batch.episodes:  # run_id, line_no, seq, index, total, steps, ..., agent
+            self._episodes.append((row[4], row[5], row[-1]))
+        self.episodes += len(batch.episodes)
+        self.rows += len(batch.episodes) + len(batch.points)
+        for _, sid, name, agent in batch.series:
+            self._names[sid] = (name, agent)
+        for _, sid, step, wall, line_no, value in batch.points:
+            self._points.setdefault(sid, []).append((step, wall, line_no, value))
+        for event in lifecycle:
+            if event.get("event") == "checkpoint_saved":
+                payload = event.get("payload")
+                path = payload.get("checkpoint_path") if isinstance(payload, dict) else None
+                if isinstance(path, str) and path:
+                    self.checkpoint = path
+
+    def points(self, metric: Metric) -> tuple[list[float], list[float]]:
+        """The (x, value) pairs of ``metric`` so far, as :func:`metric_points` reads them."""
+        if metric.is_episode_field:
+            values: list[float] = []
+            for total, steps, agent in self._episodes:
+                if metric.agent is not None and agent != metric.agent:
+                    continue
+                if metric.name == "return":
+                    if type(total) in (int, float):
+                        values.append(float(total))
+                elif type(steps) is int and steps >= 0:
+                    values.append(float(steps))
+            pairs = [(float(i + 1), v) for i, v in enumerate(values)]
+        else:
+            # the store's order: agentless first, then by agent; each series by step, wall time
+            sids = sorted(
+                (sid for sid, (name, agent) in self._names.items() if name == metric.name),
+                key=lambda sid: (self._names[sid][1] is not None, self._names[sid][1] or ""),
+            )
+            pairs = []
+            for sid in sids:
+                if metric.agent is not None and self._names[sid][1] != metric.agent:
+                    continue
+                pts = sorted(self._points.get(sid, []))
+                pairs.extend((float(step), value) for step, _, _, value in pts)
+            pairs.sort(key=lambda p: p[0])
+        pairs = [(x, v) for x, v in pairs if math.isfinite(v)]
+        return [x for x, _ in pairs], [v for _, v in pairs]
+
+    def value(self, metric: Metric) -> tuple[float, int] | None:
+        """``(value, step)``: the metric so far and the x of its last point; None before it has
+        one."""
+        xs, values = self.points(metric)
+        value = reduce_values(xs, values, metric)
+        return None if value is None else (value, int(xs[-1]))
+
+
 def pareto_front(points: Sequence[tuple[str, Sequence[float]]], modes: Sequence[str]) -> list[str]:
     """The keys of the points no other point dominates (at least as good in every objective,
     better in one; ``modes``: ``max``/``min`` per objective), in the order given."""
@@ -84,4 +167,4 @@ def pareto_front(points: Sequence[tuple[str, Sequence[float]]], modes: Sequence[
     return [k for k, v in scored if not any(dominates(w, v) for _, w in scored)]
 
 
-__all__ = ["metric_of_run", "metric_points", "pareto_front", "reduce_values"]
+__all__ = ["StreamObjective", "metric_of_run", "metric_points", "pareto_front", "reduce_values"]

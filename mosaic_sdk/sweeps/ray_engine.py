@@ -3,10 +3,12 @@
 The driver (this process) holds the store. Tune places each trial
 (:class:`~mosaic_sdk.sweeps.ray_trial.MosaicTrial`) on a node, where it runs the worker under
 the runner's supervision and sends its output to the driver's inbox actor; a thread here
-takes it and stores it through a :class:`~mosaic_sdk.sweeps.collector.Collector`. The search
-space is Tune's own (``tune.grid_search``, ``tune.choice``, ``tune.uniform``,
-``tune.loguniform``; ``num_samples`` = the spec's ``samples``), the scheduler Tune's
-``ASHAScheduler`` (counted in episodes), retries Tune's ``FailureConfig(max_failures)``.
+takes it and stores it through a :class:`~mosaic_sdk.sweeps.collector.Collector`. The spec is
+the local engine's: its trials (``grid``) or its Optuna sampler (through Tune's
+``OptunaSearch``), its objectives, its ``[pruner]`` (Tune's schedulers) and ``[pbt]``
+(Tune's population-based training) are given to Tune by :mod:`~mosaic_sdk.sweeps.ray_search`;
+``[scheduler]`` is Tune's ``ASHAScheduler`` counted in episodes (a trial it ends is
+``stopped``); retries are Tune's ``FailureConfig(max_failures)``.
 
 Faults: an attempt whose actor dies (its node lost) is stored ``failed`` with what it had sent,
 and Tune starts the trial again (a new attempt, a new run). Ctrl-C (SIGINT or SIGTERM) ends
@@ -112,25 +114,6 @@ def loopback_ray() -> Iterator[None]:
             ray_constants.ENABLE_RAY_CLUSTER = old_value
 
 
-def param_space(spec: SweepSpec) -> dict[str, Any]:
-    """The spec's search space in Tune's terms."""
-    from ray import tune
-
-    makers: dict[str, Callable[[list[Any]], Any]] = {
-        "grid": tune.grid_search,
-        "choice": tune.choice,
-        "uniform": lambda v: tune.uniform(v[0], v[1]),
-        "loguniform": lambda v: tune.loguniform(v[0], v[1]),
-    }
-    out = {}
-    for key, dist in spec.space.items():
-        kind, values = next(iter(dist.items()))
-        out[key] = makers[kind](values)
-    if spec.seeds:
-        out["seed"] = tune.grid_search(spec.seeds)
-    return out
-
-
 class RayEngine:
     """Run one sweep through Ray Tune (see the module docstring)."""
 
@@ -141,6 +124,7 @@ class RayEngine:
         sweeps: SweepStore,
         sweep_id: str,
         *,
+        sampler: str = "grid",
         address: str | None = None,
         runs_dir: Path | None = None,
         grace: float = 10.0,
@@ -155,6 +139,7 @@ class RayEngine:
         self.spec = spec
         self.sweeps = sweeps
         self.sweep_id = sweep_id
+        self.sampler = sampler
         self.address = address
         self.runs_dir = runs_dir
         # Tune's end of an experiment waits 5 s for trials to stop: stay inside it.
@@ -205,6 +190,7 @@ class RayEngine:
                 self.handle.name,
                 self.sweep_id,
                 self.spec.metric,
+                pruner=None if self.spec.pruner is None else self.spec.pruner.type,
                 report=self.report,
                 pm=self.handle.pm,
                 # a trial_stall_after is enforced on the trials' nodes, which send the event
@@ -318,6 +304,7 @@ class RayEngine:
         from ray import tune
 
         # Optional: ray_trial imports Ray.
+        from mosaic_sdk.sweeps.ray_search import tune_setup
         from mosaic_sdk.sweeps.ray_trial import NOTICES, MosaicTrial, make_inbox
 
         # A trial reports its metric once it has episodes: results before that lack it.
@@ -328,12 +315,12 @@ class RayEngine:
         while not NOTICES.empty():  # left by an earlier sweep of this process
             NOTICES.get_nowait()
         inbox = make_inbox()
+        setup = tune_setup(self.spec, self.sampler)
         setup_args = {
             "inbox": inbox,
             "worker": self.handle.name,
             "spec": self.spec,
-            "metric": self.spec.metric.name,
-            "last": self.spec.metric.last,
+            "search": setup.search,
             "grace": self.grace,
             "runs_dir": None if self.runs_dir is None else str(self.runs_dir),
             "max_t": None if self.spec.scheduler is None else self.spec.scheduler.max_t,
@@ -350,7 +337,7 @@ class RayEngine:
                 tuner = tune.Tuner.restore(path, trainable=trainable, resume_errored=False)
             else:
                 private.make_dir(self.storage_dir)
-                tuner = self._new_tuner(trainable)
+                tuner = self._new_tuner(trainable, setup)
                 self.sweeps.set_engine_state(self.sweep_id, str(self.storage_dir / self.sweep_id))
         finally:
             os.umask(old_umask)
@@ -377,38 +364,35 @@ class RayEngine:
                     collector.lost(run_id, "the trial ended without its worker's end")
         return self.interrupted
 
-    def _new_tuner(self, trainable: Any) -> Any:
+    def _new_tuner(self, trainable: Any, setup: Any) -> Any:
         from ray import tune
-        from ray.tune.schedulers import ASHAScheduler
 
         # Optional: ray_trial imports Ray.
         from mosaic_sdk.sweeps.ray_trial import LostAttempts
 
         spec = self.spec
-        scheduler = None
-        if spec.scheduler is not None:
-            scheduler = ASHAScheduler(
-                time_attr="episodes",
-                max_t=spec.scheduler.max_t,
-                grace_period=spec.scheduler.grace_period,
-                reduction_factor=spec.scheduler.reduction_factor,
-            )
         return tune.Tuner(
             trainable,
-            param_space=param_space(spec),
+            param_space=setup.param_space,
             tune_config=tune.TuneConfig(
-                metric=spec.metric.name,
-                mode=spec.metric.mode,
-                num_samples=spec.samples,
+                metric=setup.metric,
+                mode=setup.mode,
+                search_alg=setup.search_alg,
+                num_samples=setup.num_samples,
                 max_concurrent_trials=spec.trials_at_once,
-                scheduler=scheduler,
+                scheduler=setup.scheduler,
+                # an actor is one trial's (its worker, its lines): never handed to another
+                reuse_actors=False,
             ),
             run_config=tune.RunConfig(
                 name=self.sweep_id,
                 storage_path=str(self.storage_dir),
+                stop=setup.stop,
                 failure_config=tune.FailureConfig(max_failures=spec.max_failures),
-                # No trial checkpoints: a retried attempt starts its worker anew, so the
-                # nodes need no storage shared with the driver.
+                # No periodic checkpoints: a retried attempt starts its worker anew, so the
+                # nodes need no storage shared with the driver. PBT saves a generation's
+                # checkpoint when it hands it to another trial (storage_dir then must be
+                # reachable from every node).
                 checkpoint_config=tune.CheckpointConfig(
                     checkpoint_frequency=0, checkpoint_at_end=False
                 ),
@@ -543,4 +527,4 @@ def _deadline(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-__all__ = ["CONNECT_TIMEOUT", "ClusterUnreachable", "RayEngine", "cluster_target", "param_space"]
+__all__ = ["CONNECT_TIMEOUT", "ClusterUnreachable", "RayEngine", "cluster_target"]

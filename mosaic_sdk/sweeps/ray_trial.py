@@ -10,6 +10,15 @@ starts it, reads it to the end and reaps what it left, so the worker is killed w
 process if that dies (parent-death signal). The messages sent to the driver are those of
 :mod:`mosaic_sdk.sweeps.collector`.
 
+The trial's objective is computed here from the lines as they arrive
+(:class:`~mosaic_sdk.sweeps.objective.StreamObjective`: the store's ingest and the local
+engine's reduce) and reported to Tune (:mod:`~mosaic_sdk.sweeps.ray_search`'s keys); a trial a
+``[pruner]``'s scheduler stops sends the value and step it was stopped at (stored ``pruned``).
+With ``[pbt]`` a ``step()`` is a generation: one run of the worker, resumed from the checkpoint
+of the run before it (its own previous generation, or the better trial's that Tune restored
+into it: :meth:`MosaicTrial.load_checkpoint`); the run's last ``checkpoint_saved`` file is
+what :meth:`MosaicTrial.save_checkpoint` hands Tune.
+
 The spec's ``trial_stall_after`` is enforced here, on the trial's node, where the lines arrive
 first: a :class:`~mosaic_sdk.runner.recording.health.RunHealth` is kept by the read loop's
 observer; when the worker has written nothing for that long, the ``stalled`` event goes to the
@@ -22,7 +31,9 @@ from __future__ import annotations
 
 import json
 import queue
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -36,7 +47,10 @@ from mosaic_sdk.runner.supervision.launch import prepare_run, resolve_job
 from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle, RunObserver
 from mosaic_sdk.runner.supervision.process import WorkerProcess
 from mosaic_sdk.runner.supervisor import resolve_worker
-from mosaic_sdk.sweeps.spec import trial_config
+from mosaic_sdk.sweeps.objective import StreamObjective
+from mosaic_sdk.sweeps.ray_search import LIST_INDEX, STEP, TRIAL_INDEX, objective_key
+from mosaic_sdk.sweeps.search import params_of
+from mosaic_sdk.sweeps.spec import SweepSpec, trial_config
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -50,6 +64,7 @@ STEP_WAIT = 0.5
 #: Why a trial's worker is stopped before its end (Tune stops a trial for its scheduler, or
 #: because the sweep was interrupted; the driver tells the two apart).
 STOP_REASON = "stopped by Ray Tune"
+OBJECTIVE_KEY = objective_key(0)
 
 
 class _Streamer(RunObserver):
@@ -75,20 +90,7 @@ class _Streamer(RunObserver):
         if self.first_at is None:
             self.first_at = time.monotonic()
         self.batch.extend(lines)
-        values = []
-        for raw in lines:
-            if b'"episode"' in raw:
-                try:
-                    d = json.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(d, dict) and d.get("type") == "episode":
-                    key = "total_reward" if self.trial.metric_name == "return" else "steps"
-                    value = d.get(key)
-                    if isinstance(value, (int, float)) and not isinstance(value, bool):
-                        values.append(float(value))
-        if values:
-            self.trial.add_episodes(values)
+        self.trial.add_lines(lines)
         if len(self.batch) >= FLUSH_LINES or (eof and partial):
             self.flush(partial=eof and partial)
 
@@ -122,29 +124,65 @@ class MosaicTrial(tune.Trainable):
 
     def setup(self, config: dict[str, Any], setup_args: dict[str, Any]) -> None:  # type: ignore[override]
         self.inbox = setup_args["inbox"]
-        self.metric_name = setup_args["metric"]
-        self.last_n = setup_args["last"]
+        self.spec: SweepSpec = setup_args["spec"]
+        self.objectives = list(self.spec.objectives or (self.spec.metric,))
+        self.search: str = setup_args.get("search", "list")
         self.grace = setup_args["grace"]
         #: ASHA stops a trial whose time reaches ``max_t``: until the worker ends, at most
         #: ``max_t - 1`` episodes are reported, so a trial that runs its full length completes.
         self.max_t: int | None = setup_args.get("max_t")
+        self.runs_dir = setup_args.get("runs_dir")
         self.handle = resolve_worker(setup_args["worker"])
-        params = dict(config)
-        job = resolve_job(trial_config(setup_args["spec"], params))
-        runs_dir = setup_args.get("runs_dir")
+        self.params = self._params(config)
+        #: PBT: the checkpoint the next generation starts from, and the run that saved it
+        self.resume_path: str | None = None
+        self.parent_run_id: str | None = None
+        self._own_dir = tempfile.mkdtemp(prefix="mosaic-trial-")
+        #: (value, step) of the last result reported with the objective
+        self.last: tuple[float, int] | None = None
+        #: what cleanup() found when Tune stopped the trial (a pruner's scheduler)
+        self.stopped_at: tuple[float, int] | None = None
+        self._cond = threading.Condition()
+        self.thread: threading.Thread | None = None
+        if self.spec.pbt is None:
+            self._start_run()
+
+    def _params(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The trial's parameters: its config (the list of trials, or PBT's perturbed one), or
+        the study's values made the worker's (a learning sampler; the Repeater's index picks
+        the seed)."""
+        if self.search == "list":
+            return {k: v for k, v in config.items() if k not in (TRIAL_INDEX, LIST_INDEX)}
+        params = params_of(self.spec, config)
+        if self.spec.seeds:
+            params["seed"] = self.spec.seeds[int(config.get(TRIAL_INDEX, 0))]
+        return params
+
+    def reset_config(self, new_config: dict[str, Any]) -> bool:
+        """PBT's new parameters for this actor (its next generation runs with them)."""
+        self.params = self._params(new_config)
+        return True
+
+    def _start_run(self) -> None:
+        """Start one run of the worker (the trial's, or PBT's next generation)."""
+        spec = self.spec
+        config = trial_config(spec, self.params)
+        if spec.pbt is not None and self.resume_path is not None:
+            config[spec.pbt.resume_key] = self.resume_path
+        job = resolve_job(config)
         prepared = prepare_run(
             self.handle,
             job,
-            runs_dir=Path(runs_dir) if runs_dir else default_runs_dir(),
+            runs_dir=Path(self.runs_dir) if self.runs_dir else default_runs_dir(),
             exclusive=True,
         )
         self.run_id = prepared.run_id
-        self.values: list[float] = []
+        self.stream = StreamObjective(self.objectives)
+        self.version = 0
+        self._reported = -1
         self.ended = False
         self.cancel_reason: str | None = None
-        self._cond = threading.Condition()
-        self._reported = 0
-        self.streamer = _Streamer(self, setup_args["spec"].trial_stall_after)
+        self.streamer = _Streamer(self, spec.trial_stall_after)
         self.lifecycle = RunLifecycle(
             self.handle,
             prepared,
@@ -154,18 +192,19 @@ class MosaicTrial(tune.Trainable):
                 ("err", self.run_id, list(lines), partial)
             ),
             grace=self.grace,
-            time_limit=setup_args["spec"].trial_timeout,
+            time_limit=spec.trial_timeout,
         )
         import ray
 
         self.start_info = {
             "trial_key": self.trial_id,
-            "params": params,
+            "params": dict(self.params),
             "config": prepared.config.to_dict(),
             "argv": prepared.argv,
             "run_dir": str(prepared.run_dir),
             "node": ray.get_runtime_context().get_node_id(),
             "host": socket.gethostname(),
+            "parent_run_id": self.parent_run_id,
         }
         self._started = threading.Event()
         self.thread = threading.Thread(target=self._supervise, name="mosaic-trial", daemon=True)
@@ -209,6 +248,7 @@ class MosaicTrial(tune.Trainable):
                         "stalled": self.streamer.stalled,
                         "stderr_tail": stderr_tail,
                         "start_error": start_error,
+                        "pruned": self.stopped_at if self.spec.pruner is not None else None,
                     },
                 )
             )
@@ -221,39 +261,89 @@ class MosaicTrial(tune.Trainable):
 
         ray.get(self.inbox.put.remote(message))  # one at a time: the driver sees them in order
 
-    def add_episodes(self, values: list[float]) -> None:
+    def add_lines(self, lines: list[bytes]) -> None:
+        """The worker's lines as they arrive: the objective follows them."""
         with self._cond:
-            self.values.extend(values)
-            self._cond.notify_all()
+            self.stream.add(lines)
+            if self.stream.rows > self.version:
+                self.version = self.stream.rows
+                self._cond.notify_all()
 
-    # -- Tune's side -------------------------------------------------------------------------
-    def step(self) -> dict[str, float]:
-        with self._cond:
-            self._cond.wait_for(lambda: self.ended or len(self.values) > self._reported, STEP_WAIT)
-            n = len(self.values)
-            ended = self.ended
-            recent = self.values[-self.last_n :]
-        self._reported = n
-        if not ended and self.max_t is not None:
-            n = min(n, self.max_t - 1)
-        result: dict[str, float] = {"episodes": n, "done": ended}
-        if recent:
-            result[self.metric_name] = sum(recent) / len(recent)
+    def _result(self) -> dict[str, Any]:
+        """The objective so far (each objective's value; the first one's step)."""
+        result: dict[str, Any] = {}
+        for i, metric in enumerate(self.objectives):
+            value = self.stream.value(metric)
+            if value is not None:
+                result[objective_key(i)] = value[0]
+                if i == 0:
+                    result[STEP] = value[1]
+                    self.last = value
         return result
 
-    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, str]:
-        """Nothing to save: an attempt that is retried starts its worker anew (a new run)."""
-        return {"run_id": self.run_id}
+    # -- Tune's side -------------------------------------------------------------------------
+    def step(self) -> dict[str, Any]:
+        if self.spec.pbt is not None:
+            return self._generation()
+        with self._cond:
+            self._cond.wait_for(lambda: self.ended or self.version > self._reported, STEP_WAIT)
+            self._reported = self.version
+            ended = self.ended
+            n = self.stream.episodes
+            result = self._result()
+        if not ended and self.max_t is not None:
+            n = min(n, self.max_t - 1)
+        return {**result, "episodes": n, "done": ended}
 
-    def load_checkpoint(self, checkpoint: object) -> None:
-        """Nothing to load (see :meth:`save_checkpoint`)."""
+    def _generation(self) -> dict[str, Any]:
+        """PBT: one generation, a whole run of the worker from the last checkpoint."""
+        self._start_run()
+        with self._cond:
+            while not self.ended:
+                self._cond.wait(STEP_WAIT)
+            result = self._result()
+            checkpoint = self.stream.checkpoint
+            episodes = self.stream.episodes
+        self.parent_run_id = self.run_id
+        if checkpoint is not None and Path(checkpoint).is_file():
+            self.resume_path = checkpoint
+        # a generation without a value (it failed) ends the trial
+        return {**result, "episodes": episodes, "done": OBJECTIVE_KEY not in result}
+
+    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any] | None:
+        """PBT: the last generation's checkpoint file, and the run that saved it. Otherwise
+        nothing: an attempt that is retried starts its worker anew (a new run)."""
+        if self.spec.pbt is None or self.resume_path is None:
+            return {"run_id": getattr(self, "run_id", None)}
+        name = Path(self.resume_path).name
+        shutil.copyfile(self.resume_path, Path(checkpoint_dir) / name)
+        (Path(checkpoint_dir) / "mosaic.json").write_text(
+            json.dumps({"run_id": self.parent_run_id, "file": name})
+        )
+        return None
+
+    def load_checkpoint(self, checkpoint: Any) -> None:
+        """PBT: the next generation starts from this checkpoint (a better trial's, or this
+        one's after a retry), linked to the run that saved it."""
+        if self.spec.pbt is None or not isinstance(checkpoint, str):
+            return
+        meta_path = Path(checkpoint) / "mosaic.json"
+        if not meta_path.is_file():
+            return
+        meta = json.loads(meta_path.read_text())
+        kept = Path(self._own_dir) / f"{meta['run_id']}-{meta['file']}"
+        shutil.copyfile(Path(checkpoint) / meta["file"], kept)  # Tune may remove its copy
+        self.resume_path = str(kept)
+        self.parent_run_id = meta["run_id"]
 
     def cleanup(self) -> None:
-        """Stop the worker if it still runs (ASHA, or the sweep interrupted) and wait for the
-        rest of its output to be sent."""
-        if self.thread.is_alive():
+        """Stop the worker if it still runs (a scheduler, or the sweep interrupted) and wait
+        for the rest of its output to be sent."""
+        if self.thread is not None and self.thread.is_alive():
+            self.stopped_at = self.last
             self.lifecycle.request_stop(STOP_REASON)
             self.thread.join(self.grace + 5.0)
+        shutil.rmtree(self._own_dir, ignore_errors=True)
 
 
 __all__ = ["MosaicTrial"]

@@ -55,11 +55,12 @@ def has_draws(spec: SweepSpec) -> bool:
 
 
 def resolve_sampler(spec: SweepSpec, engine: str = "local") -> str:
-    """The sampler a sweep runs: the spec's, else ``tpe`` on the local engine when the space
-    has draws, else ``grid`` (the ray engine's draws are Ray Tune's own)."""
+    """The sampler a sweep runs: the spec's, else ``tpe`` when the space has draws (``grid``
+    with population-based training, whose first population is the spec's list), else
+    ``grid``. The same on both engines: a spec moves from one to the other unchanged."""
     if spec.sampler is not None:
         return spec.sampler
-    return "tpe" if engine == "local" and has_draws(spec) else "grid"
+    return "tpe" if has_draws(spec) and spec.pbt is None else "grid"
 
 
 def _missing(modules: Iterable[str]) -> list[str]:
@@ -67,9 +68,8 @@ def _missing(modules: Iterable[str]) -> list[str]:
 
 
 def available_samplers(engine: str = "local") -> list[str]:
-    """The samplers this machine can run on ``engine``."""
-    if engine != "local":
-        return ["grid"]
+    """The samplers this machine can run on ``engine`` (the ray engine's learning samplers are
+    Optuna's, through Tune's ``OptunaSearch``)."""
     return [s for s in SAMPLERS if not _missing(SAMPLER_NEEDS[s])]
 
 
@@ -78,14 +78,25 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
     cannot run here and which can."""
     name = resolve_sampler(spec, engine)
     usable = ", ".join(available_samplers(engine))
-    if spec.pruner is not None and engine != "local":
-        raise SpecError(
-            [
-                f"pruner {spec.pruner.type!r}: --engine {engine} stops trials early through "
-                "[scheduler] (type = 'asha'); [pruner] is for --engine local"
-            ]
-        )
-    if spec.pruner is not None and name == "grid":
+    several = len(spec.objectives) > 1
+    if spec.pbt is not None:
+        if engine != "ray":
+            raise SpecError(
+                ["pbt: population-based training runs on --engine ray (Tune's scheduler)"]
+            )
+        if name != "grid":
+            raise SpecError(
+                [
+                    f"pbt: its first population is the spec's trials (sampler 'grid', draws "
+                    f"made with sample_seed as the local engine makes them), not {name!r}; "
+                    "give sampler = 'grid' or leave it out"
+                ]
+            )
+        if spec.pruner is not None:
+            raise SpecError(["pbt: PBT is the sweep's scheduler; drop [pruner]"])
+        if several:
+            raise SpecError(["pbt: PBT ranks by one objective; give one metric"])
+    if spec.pruner is not None and name == "grid" and engine == "local":
         learning = ", ".join(s for s in available_samplers(engine) if s != "grid")
         raise SpecError(
             [
@@ -93,25 +104,26 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
                 f"sampler = one of {learning or 'tpe, random (pip install optuna)'}"
             ]
         )
-    if len(spec.objectives) > 1 and spec.pruner is not None:
+    if spec.pruner is not None and spec.scheduler is not None:
+        raise SpecError(["pruner: give [pruner] or [scheduler], not both"])
+    if several and spec.pruner is not None:
         raise SpecError(
             ["pruner: several objectives cannot be pruned (Optuna's pruners take one); drop one"]
         )
-    if len(spec.objectives) > 1 and engine != "local":
-        raise SpecError([f"metric: --engine {engine} takes one objective; run --engine local"])
-    if len(spec.objectives) > 1 and name == "cmaes":
+    if several and name == "cmaes":
         raise SpecError(
             ["sampler 'cmaes' takes one objective; for several give sampler = 'nsga2' or 'tpe'"]
         )
-    if name == "grid":
-        return name
-    if engine != "local":
+    if several and engine == "ray" and name != "grid" and len(spec.seeds) > 1:
         raise SpecError(
             [
-                f"sampler {name!r}: --engine {engine} runs sampler 'grid' only (its draws are "
-                f"Ray Tune's); run it with --engine local, or give sampler = 'grid'"
+                f"metric: --engine ray tells {name!r} several objectives of one trial at a "
+                "time (Tune's OptunaSearch), not a mean over seeds (Tune's Repeater averages "
+                "one metric); give one seed, or run --engine local"
             ]
         )
+    if name == "grid":
+        return name
     missing = _missing(SAMPLER_NEEDS[name])
     if missing:
         install = " ".join(_PIP_NAMES.get(m, m) for m in missing)
@@ -184,6 +196,17 @@ def distributions(spec: SweepSpec) -> dict[str, optuna.distributions.BaseDistrib
     return out
 
 
+def params_of(spec: SweepSpec, study_params: Mapping[str, Any]) -> dict[str, Any]:
+    """A parameter set as the worker gets it from the study's values (the values of grid and
+    choice keys from their indices; floats as floats). Both engines' searches use it."""
+    params: dict[str, Any] = {}
+    for key, dist in spec.space.items():
+        kind, values = next(iter(dist.items()))
+        value = study_params[key]
+        params[key] = values[int(value)] if kind in ("grid", "choice") else float(value)
+    return params
+
+
 @dataclass
 class _Config:
     """One parameter set the study proposed: its trials (one per seed) and their metrics."""
@@ -245,12 +268,7 @@ class OptunaSource:
         return [f"t{number * n + i:04d}" for i in range(n)]
 
     def _params(self, trial_params: dict[str, Any]) -> dict[str, Any]:
-        params: dict[str, Any] = {}
-        for key, dist in self.spec.space.items():
-            kind, values = next(iter(dist.items()))
-            value = trial_params[key]
-            params[key] = values[int(value)] if kind in ("grid", "choice") else float(value)
-        return params
+        return params_of(self.spec, trial_params)
 
     def _open_config(self, ft: optuna.trial.Trial) -> _Config:
         number = ft.number
@@ -415,6 +433,8 @@ __all__ = [
     "check_sampler",
     "distributions",
     "has_draws",
+    "make_pruner",
     "make_sampler",
+    "params_of",
     "resolve_sampler",
 ]

@@ -46,6 +46,7 @@ _TOP_KEYS = (
     "worker",
     "sampler",
     "pruner",
+    "pbt",
     "base",
     "space",
     "seeds",
@@ -146,6 +147,46 @@ class Pruner:
         return out
 
 
+_PBT_KEYS = (
+    "type",
+    "generations",
+    "perturbation_interval",
+    "quantile_fraction",
+    "resample_probability",
+    "mutations",
+    "resume_key",
+)
+
+
+@dataclass(frozen=True)
+class Pbt:
+    """Population-based training (the ray engine, Tune's ``PopulationBasedTraining``), for a
+    worker that checkpoints: each trial runs ``generations`` generations, each one run of the
+    worker (its config as the spec says: a generation's length is the worker's own, e.g.
+    ``episodes``). Every ``perturbation_interval`` generations a trial of the bottom
+    ``quantile_fraction`` resumes from the checkpoint of one of the top (its worker is given
+    the checkpoint's path in the config key ``resume_key``) with the parameters ``mutations``
+    perturbed (or drawn anew with ``resample_probability``). ``mutations``: space keys (all
+    of them when empty)."""
+
+    generations: int = 4
+    perturbation_interval: int = 1
+    quantile_fraction: float = 0.25
+    resample_probability: float = 0.25
+    mutations: tuple[str, ...] = ()
+    resume_key: str = "resume_from"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "generations": self.generations,
+            "perturbation_interval": self.perturbation_interval,
+            "quantile_fraction": self.quantile_fraction,
+            "resample_probability": self.resample_probability,
+            "mutations": list(self.mutations),
+            "resume_key": self.resume_key,
+        }
+
+
 @dataclass(frozen=True)
 class SweepSpec:
     base: dict[str, Any] = field(default_factory=dict)
@@ -162,6 +203,8 @@ class SweepSpec:
     #: ``grid`` (mosaic_sdk.sweeps.search.resolve_sampler).
     sampler: str | None = None
     pruner: Pruner | None = None
+    #: Population-based training (``[pbt]``, or ``[scheduler] type = "pbt"``): ray only.
+    pbt: Pbt | None = None
     trials_at_once: int = 2
     max_failures: int = 1
     worker: str | None = None
@@ -201,6 +244,8 @@ class SweepSpec:
             out["sampler"] = self.sampler
         if self.pruner is not None:
             out["pruner"] = self.pruner.to_dict()
+        if self.pbt is not None:
+            out["pbt"] = self.pbt.to_dict()
         if self.trial_timeout is not None:
             out["trial_timeout"] = self.trial_timeout
         if self.trial_stall_after is not None:
@@ -409,7 +454,9 @@ def _parse_scheduler(errors: list[str], raw: Any) -> Asha | None:
     if raw is None:
         return None
     if not isinstance(raw, dict) or raw.get("type", "asha") != "asha":
-        errors.append(f"scheduler: only {{type = 'asha', max_t = N}} is known (got {raw!r})")
+        errors.append(
+            f"scheduler: {{type = 'asha', max_t = N}} or {{type = 'pbt', ...}} (got {raw!r})"
+        )
         return None
     unknown = sorted(set(raw) - {"type", "max_t", "grace_period", "reduction_factor"})
     if unknown:
@@ -458,6 +505,48 @@ def _parse_pruner(errors: list[str], raw: Any) -> Pruner | None:
         _int(errors, "pruner.reduction_factor", raw.get("reduction_factor", 3), 2),
         max_resource,
         float(interval),
+    )
+
+
+def _parse_pbt(errors: list[str], raw: Any, space: Space) -> Pbt | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        errors.append(f"pbt: give an object like {{generations = 4}} (got {clip(repr(raw))})")
+        return None
+    unknown = sorted(set(raw) - set(_PBT_KEYS))
+    if unknown:
+        errors.append(f"pbt: unknown key(s) {', '.join(unknown)} (known: {', '.join(_PBT_KEYS)})")
+    fractions = {}
+    for key, default, high in (("quantile_fraction", 0.25, 0.5), ("resample_probability", 0.25, 1)):
+        value = raw.get(key, default)
+        if not is_number(value) or not 0 <= value <= high:
+            errors.append(f"pbt.{key}: give a number in [0, {high}] (got {value!r})")
+            value = default
+        fractions[key] = float(value)
+    mutations = raw.get("mutations", [])
+    if not isinstance(mutations, list) or not all(isinstance(m, str) for m in mutations):
+        errors.append(f"pbt.mutations: give a list of space keys (got {clip(repr(mutations))})")
+        mutations = []
+    strange = [m for m in mutations if m not in space]
+    if strange:
+        errors.append(
+            f"pbt.mutations: {', '.join(map(repr, strange))} not in the space (keys: "
+            f"{', '.join(space) or 'none'}); a mutation perturbs a key of the space"
+        )
+    if not space:
+        errors.append("pbt: the space is empty; give the keys PBT perturbs under [space]")
+    resume_key = raw.get("resume_key", "resume_from")
+    if not isinstance(resume_key, str) or not resume_key:
+        errors.append(f"pbt.resume_key: give the worker's config key (got {resume_key!r})")
+        resume_key = "resume_from"
+    return Pbt(
+        _int(errors, "pbt.generations", raw.get("generations", 4), 1),
+        _int(errors, "pbt.perturbation_interval", raw.get("perturbation_interval", 1), 1),
+        fractions["quantile_fraction"],
+        fractions["resample_probability"],
+        tuple(mutations),
+        resume_key,
     )
 
 
@@ -511,6 +600,15 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
         objectives = [_parse_metric(errors, m) for m in raw_metric]
     else:
         objectives = [_parse_metric(errors, raw_metric)]
+    raw_scheduler, raw_pbt = raw.get("scheduler"), raw.get("pbt")
+    if isinstance(raw_scheduler, dict) and raw_scheduler.get("type") == "pbt":
+        if raw_pbt is not None:
+            errors.append("pbt: give [pbt] or [scheduler] type = 'pbt', not both")
+        raw_pbt = {k: v for k, v in raw_scheduler.items() if k != "type"}
+        raw_scheduler = None
+    pbt = _parse_pbt(errors, raw_pbt, space)
+    if pbt is not None and raw_scheduler is not None:
+        errors.append("pbt: PBT is the sweep's scheduler; drop [scheduler]")
     sampler = raw.get("sampler")
     if sampler is not None and sampler not in SAMPLERS:
         errors.append(f"sampler: {sampler!r} is not one of {', '.join(SAMPLERS)}")
@@ -518,6 +616,7 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     spec = SweepSpec(
         sampler=sampler,
         pruner=_parse_pruner(errors, raw.get("pruner")),
+        pbt=pbt,
         base=dict(base),
         space=space,
         seeds=seeds,
@@ -525,7 +624,7 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
         sample_seed=_int(errors, "sample_seed", raw.get("sample_seed", 0), 0),
         metric=objectives[0],
         objectives=tuple(objectives),
-        scheduler=_parse_scheduler(errors, raw.get("scheduler")),
+        scheduler=_parse_scheduler(errors, raw_scheduler),
         trials_at_once=_int(errors, "trials_at_once", raw.get("trials_at_once", 2), 1),
         max_failures=_int(errors, "max_failures", raw.get("max_failures", 1), 0),
         worker=worker,
@@ -617,6 +716,7 @@ __all__ = [
     "Asha",
     "Metric",
     "PRUNERS",
+    "Pbt",
     "Pruner",
     "SpecError",
     "SweepSpec",

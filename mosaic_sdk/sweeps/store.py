@@ -7,7 +7,12 @@ and holds the parameters, the trial's status and its metric. Trial statuses: ``r
 ``lost`` (its driver died while it ran, e.g. SIGKILL: ``--resume`` marks it and runs it again)
 ``stopped`` (the scheduler ended it early: it counts as finished) and ``pruned`` (the local
 engine's pruner stopped it: its metric is the value it had then, ``error`` says at which step;
-finished as well).
+finished as well; both engines).
+
+``parent_run_id`` (store schema 6): the run whose checkpoint an attempt's run started from:
+with population-based training every generation of a trial is an attempt, linked to the
+generation it resumed (its own previous one, or a better trial's). A store of schema 5
+opened read-only has no such column: it reads as None.
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ class SweepStore:
     def __init__(self, runs: RunStore) -> None:
         self.runs = runs
         self.conn = runs.conn
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        have = {r[1] for r in cursor.execute("PRAGMA table_info(sweep_trials)")}
+        #: the column, or NULL on a read-only store of schema 5 (not migrated)
+        self._parent = "t.parent_run_id" if "parent_run_id" in have else "NULL"
 
     # -- writing ----------------------------------------------------------------------------
     def create_sweep(
@@ -80,8 +90,10 @@ class SweepStore:
         run_id: str,
         params: Mapping[str, object],
         node: str | None = None,
+        parent_run_id: str | None = None,
     ) -> int:
-        """Record a new attempt of a trial (status ``running``); returns its number (1, 2...)."""
+        """Record a new attempt of a trial (status ``running``); returns its number (1, 2...).
+        ``parent_run_id``: the run whose checkpoint this attempt's run starts from."""
         row = self.conn.execute(
             "SELECT coalesce(max(attempt), 0) + 1 AS n FROM sweep_trials"
             " WHERE sweep_id = ? AND trial_key = ?",
@@ -90,8 +102,16 @@ class SweepStore:
         attempt = int(row["n"])
         self.conn.execute(
             "INSERT INTO sweep_trials (sweep_id, trial_key, attempt, run_id, params_json, status,"
-            " node) VALUES (?, ?, ?, ?, ?, 'running', ?)",
-            (sweep_id, trial_key, attempt, run_id, json.dumps(params, sort_keys=True), node),
+            " node, parent_run_id) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
+            (
+                sweep_id,
+                trial_key,
+                attempt,
+                run_id,
+                json.dumps(params, sort_keys=True),
+                node,
+                parent_run_id,
+            ),
         )
         return attempt
 
@@ -180,7 +200,8 @@ class SweepStore:
         order = "DESC" if sweep["mode"] == "max" else "ASC"
         rows = self.conn.execute(
             "SELECT t.trial_key, t.attempt, t.run_id, t.params_json, t.status, t.metric, t.node,"
-            " t.error, r.status AS run_status, r.episodes, r.steps, r.started_at, r.ended_at"
+            f" t.error, {self._parent} AS parent_run_id, r.status AS run_status, r.episodes,"
+            " r.steps, r.started_at, r.ended_at"
             " FROM sweep_trials t LEFT JOIN runs r ON r.run_id = t.run_id"
             f" WHERE t.sweep_id = ? ORDER BY t.metric IS NULL, t.metric {order},"
             " t.trial_key, t.attempt",

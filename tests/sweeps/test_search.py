@@ -15,8 +15,9 @@ import pytest
 from mosaic_sdk.cli import main
 from mosaic_sdk.plots.profiles import profile, profile_taus
 from mosaic_sdk.runner.storage.store import RunStore
+from mosaic_sdk.runner.supervisor import resolve_worker
 from mosaic_sdk.sweeps import search
-from mosaic_sdk.sweeps.driver import run_sweep
+from mosaic_sdk.sweeps.driver import check_engine, check_spec, run_sweep
 from mosaic_sdk.sweeps.objective import reduce_values
 from mosaic_sdk.sweeps.search import OptunaSource, check_sampler, resolve_sampler
 from mosaic_sdk.sweeps.spec import Metric, SpecError, parse_spec
@@ -35,7 +36,7 @@ def bowl(plugin_fixtures: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_the_default_sampler_is_tpe_for_draws_and_grid_otherwise() -> None:
     assert resolve_sampler(parse_spec({"space": BOWL_SPACE})) == "tpe"
     assert resolve_sampler(parse_spec({"space": {"x": {"grid": [0.1, 0.2]}}})) == "grid"
-    assert resolve_sampler(parse_spec({"space": BOWL_SPACE}), "ray") == "grid"
+    assert resolve_sampler(parse_spec({"space": BOWL_SPACE}), "ray") == "tpe"  # the same
     assert resolve_sampler(parse_spec({"space": BOWL_SPACE, "sampler": "random"})) == "random"
     with pytest.raises(SpecError, match=r"sampler: 'bayes' is not one of tpe, cmaes, gp"):
         parse_spec({"sampler": "bayes"})
@@ -51,8 +52,7 @@ def test_a_sampler_that_cannot_run_here_is_refused_with_the_alternatives(
     [line] = err.value.errors
     assert line.startswith("sampler 'gp' needs no_such_module_for_gp, not installed here")
     assert "tpe" in line and "random" in line and "grid" in line
-    with pytest.raises(SpecError, match="--engine ray runs sampler 'grid' only"):
-        check_sampler(parse_spec({"space": BOWL_SPACE, "sampler": "tpe"}), "ray")
+    assert check_sampler(parse_spec({"space": BOWL_SPACE, "sampler": "cmaes"}), "ray") == "cmaes"
     with pytest.raises(SpecError, match="'cmaes' searches uniform/loguniform keys"):
         check_sampler(parse_spec({"space": {"x": {"choice": [1, 2]}}, "sampler": "cmaes"}))
 
@@ -187,17 +187,50 @@ def test_a_metric_is_checked_up_front() -> None:
     }
 
 
-def test_the_ray_engine_refuses_what_only_the_local_engine_ranks_by(
-    bowl: str, tmp_path: Path
+def test_the_ray_engine_takes_the_local_engines_spec_and_refuses_what_tune_cannot(
+    bowl: str, plugin_fixtures: Path
 ) -> None:
-    with pytest.raises(SpecError, match="--engine ray ranks trials by return or steps"):
-        run_sweep(
-            bowl,
-            {"space": {"x": {"grid": [0.1]}}, "metric": {"name": "score"}},
-            engine="ray",
-            store=tmp_path / "s.sqlite",
-            report=lambda _m: None,
-        )
+    """Checked before Ray is started (no Ray needed): objectives on a series, one agent,
+    another reduce, learning samplers and pruners run on both engines; population-based
+    training needs the ray engine, a worker that checkpoints and its resume key."""
+    handle, spec = check_spec(
+        bowl,
+        {
+            "space": BOWL_SPACE,
+            "metric": {"name": "score", "agent": "player_1", "reduce": "auc"},
+            "pruner": {"type": "asha"},
+            "seeds": [1, 2],
+        },
+    )
+    assert check_engine(spec, "ray", handle) == check_engine(spec, "local", handle) == "tpe"
+    several = parse_spec({"space": BOWL_SPACE, "metric": TWO_OBJECTIVES, "sampler": "nsga2"})
+    assert check_engine(several, "ray") == "nsga2"  # one seed: OptunaSearch takes both
+    with pytest.raises(SpecError, match="give one seed, or run --engine local"):
+        check_engine(parse_spec({**several.to_dict(), "seeds": [1, 2]}), "ray")
+    pbt = {"space": {"x": {"grid": [0.1, 0.9]}}, "pbt": {"generations": 2}}
+    with pytest.raises(SpecError, match="pbt: population-based training runs on --engine ray"):
+        check_engine(parse_spec(pbt), "local")
+    with pytest.raises(SpecError, match="pbt: worker 'bowl' does not declare supports_check"):
+        bowl_handle, bowl_spec = check_spec(bowl, pbt)
+        check_engine(bowl_spec, "ray", bowl_handle)
+    example = resolve_worker("example")
+    assert check_engine(parse_spec(pbt | {"space": {"gamma": {"grid": [0.9]}}}), "ray", example)
+    with pytest.raises(SpecError, match="pbt.resume_key: worker 'example' has no config key"):
+        bad_key = pbt | {"space": {"gamma": {"grid": [0.9]}}, "pbt": {"resume_key": "ckpt"}}
+        check_engine(parse_spec(bad_key), "ray", example)
+    with pytest.raises(SpecError, match="its first population is the spec's trials"):
+        check_engine(parse_spec({**pbt, "sampler": "tpe"}), "ray")
+    with pytest.raises(SpecError, match="pbt: PBT is the sweep's scheduler; drop \\[pruner\\]"):
+        check_engine(parse_spec({**pbt, "pruner": "median"}), "ray")
+    same = parse_spec({"space": pbt["space"], "scheduler": {"type": "pbt", "generations": 2}})
+    assert same.pbt == parse_spec(pbt).pbt
+    with pytest.raises(SpecError) as err:
+        parse_spec({"space": {"x": {"grid": [1]}}, "pbt": {"mutations": ["y"], "when": 1}})
+    assert err.value.errors == [
+        "pbt: unknown key(s) when (known: type, generations, perturbation_interval, "
+        "quantile_fraction, resample_probability, mutations, resume_key)",
+        "pbt.mutations: 'y' not in the space (keys: x); a mutation perturbs a key of the space",
+    ]
 
 
 def test_objectives_on_a_series_and_on_one_agent(bowl: str, tmp_path: Path) -> None:
@@ -277,8 +310,7 @@ def test_a_pruner_is_checked_up_front() -> None:
     grid = parse_spec({"space": {"x": {"grid": [0.1]}}, "pruner": "median"})
     with pytest.raises(SpecError, match="pruner 'median' needs an Optuna sampler, not 'grid'"):
         check_sampler(grid)
-    with pytest.raises(SpecError, match=r"--engine ray stops trials early through \[scheduler\]"):
-        check_sampler(grid, "ray")
+    assert check_sampler(grid, "ray") == "grid"  # Tune's schedulers need no Optuna sampler
 
 
 def test_the_median_pruner_stops_the_clearly_worse_half(bowl: str, tmp_path: Path) -> None:

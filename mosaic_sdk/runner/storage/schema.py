@@ -2,7 +2,7 @@
 
 One file holds every run, its lifecycle events, steps, episodes and log lines.
 
-Layout (``SCHEMA_VERSION`` 5; an older store gets the new columns, indexes and tables when
+Layout (``SCHEMA_VERSION`` 6; an older store gets the new columns, indexes and tables when
 opened for writing; a newer one, written by a newer SDK, is refused before anything is written):
 
 - ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
@@ -46,7 +46,9 @@ Sweeps (version 3, :data:`_SWEEPS_SCHEMA`): ``sweeps`` has one row per ``mosaic 
 worker, engine, spec, metric and status); ``sweep_trials`` one row per attempt of a trial: the
 trial's key in the sweep, the attempt number, its parameters, the ``run_id`` of the run that
 attempt made (an ordinary run in ``runs``), the trial's own status (``stopped`` when the
-scheduler ended it early) and its metric.
+scheduler ended it early) and its metric; ``parent_run_id`` (version 6; NULL otherwise): the
+run whose checkpoint the attempt's run started from (a generation of population-based
+training, linked to the one it resumed; a version-5 store reads NULL for it).
 
 ``line_no`` is the 1-based position of the line in the worker's stdout (stderr has its own
 numbering), so a run's stream can be rebuilt in order across the tables.
@@ -65,7 +67,7 @@ from pathlib import Path
 
 from mosaic_sdk.runner.storage.records import EpisodeRow, StepRow
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 STATUSES = ("running", "completed", "failed", "cancelled")
 
 _SCHEMA = """
@@ -281,6 +283,9 @@ _ADDED_COLUMNS = {
     "episodes": {"agent_id": "TEXT"},
 }
 
+#: Columns added to the sweeps' tables (version 6), after those tables are made.
+_ADDED_SWEEP_COLUMNS = {"sweep_trials": {"parent_run_id": "TEXT"}}
+
 #: Indexes that need the added columns (made after them).
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS steps_by_agent ON steps (run_id, agent_id)
@@ -379,6 +384,11 @@ def _migrate(conn: sqlite3.Connection) -> None:
         for statement in (_INDEXES + _SWEEPS_SCHEMA + _SERIES_SCHEMA).split(";"):
             if statement.strip():
                 conn.execute(statement)
+        for table, columns in _ADDED_SWEEP_COLUMNS.items():
+            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            for column, decl in columns.items():
+                if column not in have:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),

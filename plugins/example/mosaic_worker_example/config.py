@@ -27,6 +27,12 @@ class ExampleConfig(WorkerConfig):
     )
     learning_rate: float = Field(0.5, gt=0, description="Step size of policy 'reinforce'")
     gamma: float = Field(0.99, ge=0, le=1, description="Discount of policy 'reinforce'")
+    resume_from: str | None = Field(
+        None,
+        description="A checkpoint of this worker (the checkpoint_saved event's path) whose "
+        "policy 'reinforce' weights the run starts from (population-based training resumes "
+        "trials this way)",
+    )
     step_every: int = Field(1, ge=1, description="Write every Nth step line (episode ends always)")
     include_observations: bool = Field(True, description="Put observations into step lines")
     heartbeat_interval: float | None = Field(

@@ -56,6 +56,20 @@ class Reinforce:
         self._actions: list[int] = []
         self._rewards: list[float] = []
 
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps: the weights (as lists, for JSON)."""
+        return {"weights": self.weights.tolist()}
+
+    def load(self, state: dict[str, Any]) -> None:
+        """Start from a checkpoint's :meth:`state` (``ValueError`` when it does not fit)."""
+        weights = np.asarray(state.get("weights"), dtype=np.float64)
+        if weights.shape != self.weights.shape:
+            raise ValueError(
+                f"the checkpoint's weights have shape {weights.shape}, this env's policy "
+                f"{self.weights.shape}: resume from a checkpoint of the same env"
+            )
+        self.weights = weights
+
     def features(self, obs: Any) -> np.ndarray:
         if isinstance(self.observation_space, spaces.Discrete):
             x = np.zeros(self.weights.shape[0])

@@ -8,7 +8,9 @@ reports them. What it emits, in order:
     per episode an episode line (with policy 'reinforce', then a `metrics` event: the
     update's loss and entropy at the run's env step), a heartbeat every
     `heartbeat_interval` seconds,
-    a checkpoint_saved at the end (and whenever a `checkpoint` command asks),
+    a checkpoint_saved at the end (and whenever a `checkpoint` command asks; with policy
+    'reinforce' it holds the weights, and `resume_from` starts a run from them: a
+    checkpoint_loaded follows run_started),
     and finally run_completed, or run_cancelled when asked to stop.
 
 `ctx.cancelled`, checked every step, is also where the control protocol pauses the run
@@ -95,14 +97,40 @@ def interactive_session(ctx: RunContext) -> InteractiveSession:
     )
 
 
-def save_checkpoint(ctx: RunContext, progress: Mapping[str, int], returns: list[float]) -> Path:
-    """The example has no weights: its checkpoint is the run's progress, as JSON."""
+def save_checkpoint(
+    ctx: RunContext,
+    progress: Mapping[str, int],
+    returns: list[float],
+    learner: Reinforce | None = None,
+) -> Path:
+    """The run's progress as JSON, and the policy's weights with policy 'reinforce'."""
     path = ctx.run_dir / f"checkpoint-{progress['step']}.json"
-    path.write_text(json.dumps({**progress, "returns": returns}))
+    state = {} if learner is None else {"policy": learner.state()}
+    path.write_text(json.dumps({**progress, "returns": returns, **state}))
     ctx.emitter.checkpoint_saved(
         checkpoint_path=str(path), episode=progress["episode"], step=progress["step"]
     )
     return path
+
+
+def load_checkpoint(ctx: RunContext, learner: Reinforce | None) -> None:
+    """Start the learner from ``resume_from`` (``ValueError`` saying why it cannot)."""
+    config = ctx.config
+    assert isinstance(config, ExampleConfig)
+    if config.resume_from is None:
+        return
+    try:
+        saved = json.loads(Path(config.resume_from).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"resume_from {config.resume_from}: cannot read it ({exc})") from None
+    if learner is not None:
+        if not isinstance(saved, dict) or not isinstance(saved.get("policy"), dict):
+            raise ValueError(
+                f"resume_from {config.resume_from}: no policy weights in it (a checkpoint "
+                "of a run with policy 'reinforce' has them)"
+            )
+        learner.load(saved["policy"])
+    ctx.emitter.checkpoint_loaded(checkpoint_path=config.resume_from)
 
 
 def run(ctx: RunContext) -> None:
@@ -126,13 +154,18 @@ def run(ctx: RunContext) -> None:
         seed=config.seed,
         config=config.to_dict(),
     )
+    try:
+        load_checkpoint(ctx, learner)
+    except ValueError:  # a checkpoint this run cannot start from: it fails, saying why
+        env.close()
+        raise
     progress = {"episode": 0, "step": 0}
     returns: list[float] = []
     total_steps = 0
     status = "completed"
     heartbeat = Heartbeat(emitter, config.heartbeat_interval, progress=lambda: dict(progress))
     if ctx.control is not None:
-        ctx.control.on_checkpoint(lambda: save_checkpoint(ctx, progress, returns))
+        ctx.control.on_checkpoint(lambda: save_checkpoint(ctx, progress, returns, learner))
     try:
         with heartbeat:
             for episode in range(config.episodes):
@@ -181,7 +214,7 @@ def run(ctx: RunContext) -> None:
         env.close()
 
     duration = time.monotonic() - started
-    save_checkpoint(ctx, progress, returns)
+    save_checkpoint(ctx, progress, returns, learner)
     manifest = AnalyticsManifest.build(
         run_id=config.run_id,
         worker_type="example",
