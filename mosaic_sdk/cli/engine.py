@@ -51,7 +51,12 @@ def register(subparsers: Any) -> None:
         default="mshm",
         help="segment header: mshm (ours) or lrbc (the seed design's)",
     )
-    mj.add_argument("--name", default=None, help="segment name (default: a fresh one)")
+    mj.add_argument(
+        "--name",
+        default=None,
+        help="segment name (default: a fresh one); with --layout lrbc exactly this name, else "
+        "$LUCKY_SHM_NAME, as the design's clients open it",
+    )
     mj.add_argument(
         "--image",
         type=_image_size,

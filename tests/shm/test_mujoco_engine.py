@@ -29,7 +29,6 @@ from mosaic_sdk.shm.engines.launch import EngineHandle, launch_engine  # noqa: E
 from mosaic_sdk.shm.engines.mujoco_engine import draw_debug  # noqa: E402
 from mosaic_sdk.shm.segment import segment_exists  # noqa: E402
 from mosaic_sdk.shm.sync import PeerGoneError  # noqa: E402
-from mosaic_sdk.shm.transport import SharedMemoryTransport  # noqa: E402
 from mosaic_sdk.shm.vector_env import ShmVectorEnv  # noqa: E402
 
 
@@ -389,19 +388,35 @@ def test_cli_starts_an_engine_from_one_command() -> None:
     assert name and not segment_exists(name)
 
 
-def test_cli_layout_flag() -> None:
-    has_lrbc = "layout" in __import__("inspect").signature(SharedMemoryTransport).parameters
-    if has_lrbc:
-        pytest.skip("this build has the lrbc layout (its own tests cover it)")
-    proc = subprocess.run(
-        [sys.executable, "-m", "mosaic_sdk.cli", "engine", "mujoco", "--envs", "1"]
-        + ["--layout", "lrbc"],
-        capture_output=True,
+def test_cli_serves_the_seeds_header_under_the_exact_name_asked() -> None:
+    # `mosaic engine mujoco --layout lrbc --name N`: a seed-shaped client opens N itself
+    # (no prefix) and reads the layout from the header.
+    from mosaic_sdk.shm.lucky import LuckyClient
+
+    name = f"LuckyEngine_test_cli_{os.getpid()}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mosaic_sdk.cli", "engine", "mujoco", "--envs", "2"]
+        + ["--layout", "lrbc", "--name", name],
+        stdout=subprocess.PIPE,
         text=True,
-        timeout=120,
     )
-    assert proc.returncode == 2
-    assert "lrbc layout" in proc.stderr and "--layout mshm" in proc.stderr
+    try:
+        assert proc.stdout is not None
+        printed = next(line for line in proc.stdout if line.startswith("MOSAIC_SHM_NAME="))
+        assert printed.strip() == f"MOSAIC_SHM_NAME={name}"
+        lucky = LuckyClient(name, timeout=30)
+        obs, rewards, dones = lucky.step(np.zeros((2, 2), np.float32))
+        assert obs.shape == (2, 6) and rewards.dtype == np.float32 and dones.dtype == np.uint8
+        lucky.close()
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    assert not segment_exists(name), "the engine left its segment"
 
 
 def test_the_seed_shaped_client_randomises_the_engine_in_the_lrbc_layout() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import select
 import subprocess
 import sys
@@ -25,7 +26,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from mosaic_sdk.shm.segment import segment_name, unlink_segment
+from mosaic_sdk.shm.segment import LUCKY_NAME_ENV, exact_name, segment_name, unlink_segment
 
 
 def serve(kwargs: dict[str, Any], ready_fd: int | None = None) -> int:
@@ -124,7 +125,11 @@ def launch_engine(
 
     Raises ``ValueError`` with the engine's own message when it refuses the arguments.
     """
-    seg = segment_name(name)
+    if layout == "lrbc":  # the design's naming: exactly as asked (or $LUCKY_SHM_NAME), no prefix
+        asked = name or os.environ.get(LUCKY_NAME_ENV, "").strip()
+        seg = exact_name(asked) if asked else f"LuckyEngine_{secrets.token_hex(6)}"
+    else:
+        seg = segment_name(name)
     kwargs = {
         "num_envs": num_envs,
         "model": str(model),
