@@ -112,3 +112,16 @@ def test_downsampled_read_keeps_each_buckets_lowest_and_highest_real_point(
     with RunStore(path, readonly=True) as store:
         zoom = store.series_columns("R", "loss", after_step=399, through_step=800, buckets=100)
     assert not zoom.downsampled and zoom.steps.tolist() == list(range(400, 801, 4))
+
+
+def test_downsampled_read_across_empty_ranges_and_all_nan_ranges(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    # 600 points at steps 0..599, then 600 at 100000.. (most buckets empty); the first 50 NaN
+    steps = list(range(600)) + list(range(100_000, 100_600))
+    values = [math.nan] * 50 + [float(i % 7) for i in range(1150)]
+    _fill(path, values, steps=steps)
+    with RunStore(path, readonly=True) as store:
+        thin = store.series_columns("R", "loss", buckets=50)
+    assert thin.downsampled and (thin.points, thin.not_finite) == (1200, 50)
+    assert set(thin.values.tolist()) == {0.0, 6.0}
+    assert thin.steps[0] >= 50 and thin.steps[-1] >= 100_000

@@ -71,7 +71,8 @@ _EXTREMES = (
     "WITH e(lo, hi) AS (SELECT value, lead(value) OVER (ORDER BY key) FROM json_each(?3))"
     " SELECT"
     " (SELECT printf('%d %d %d %d %d', count(*), count(CASE WHEN " + _FINITE + " THEN 1 END),"
-    " step, wall_ns, line_no) || substr(min(CASE WHEN " + _FINITE + " THEN value END), 1, 0)"
+    " step, wall_ns, line_no)"
+    " || ifnull(substr(min(CASE WHEN " + _FINITE + " THEN value END), 1, 0), '')"
     " FROM series_points WHERE run_id = ?1 AND series_id = ?2 AND step >= e.lo AND step < e.hi),"
     " (SELECT printf('%d %d %d', step, wall_ns, line_no) || substr(max(value), 1, 0)"
     " FROM series_points WHERE run_id = ?1 AND series_id = ?2 AND step >= e.lo AND step < e.hi"
@@ -820,18 +821,18 @@ class RunStore:
         cursor = self.conn.cursor()
         cursor.row_factory = None
         found = cursor.execute(
-            "SELECT series_id, first_step, last_step FROM series"
+            "SELECT series_id, first_step, last_step, points FROM series"
             " WHERE run_id = ? AND name = ? AND agent_id IS ?",
             (full, text(name), None if agent_id is None else text(agent_id)),
         ).fetchone()
         if found is None or found[1] is None:
             return out
-        series_id, first, last = found
+        series_id, first, last, stored = found
         lo = first if after_step is None else max(first, int(after_step) + 1)
         hi = last if through_step is None else min(last, int(through_step))
         if hi < lo:
             return out
-        if buckets is not None:
+        if buckets is not None and stored > 2 * buckets:
             thin = self._series_extremes(cursor, full, series_id, name, agent_id, lo, hi, buckets)
             if thin is not None:
                 return thin
