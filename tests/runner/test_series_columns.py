@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from mosaic_sdk.runner.storage import SeriesColumns
+from mosaic_sdk.runner.storage import store as store_module
 from mosaic_sdk.runner.storage.rows import LineBatch, insert_series
 from mosaic_sdk.runner.storage.schema import connect
 from mosaic_sdk.runner.storage.store import RunStore
@@ -125,3 +126,27 @@ def test_downsampled_read_across_empty_ranges_and_all_nan_ranges(tmp_path: Path)
     assert thin.downsampled and (thin.points, thin.not_finite) == (1200, 50)
     assert set(thin.values.tolist()) == {0.0, 6.0}
     assert thin.steps[0] >= 50 and thin.steps[-1] >= 100_000
+
+
+def test_a_range_read_whole_is_downsampled_as_sqlite_downsamples_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=3000)  # no ties: each bucket's lowest and highest are one point
+    values[10] = math.nan
+    values[2000] = -math.inf
+    _fill(path, values.tolist(), steps=[i * 3 + (i % 5) for i in range(3000)])
+    with RunStore(path, readonly=True) as store:
+        numpy_read = store.series_columns("R", "loss", buckets=400)  # 3000 <= 16 * 400
+        zoom_numpy = store.series_columns("R", "loss", after_step=999, buckets=200)
+        monkeypatch.setattr(store_module, "_READ_WHOLE", 0)
+        sqlite_read = store.series_columns("R", "loss", buckets=400)
+        zoom_sqlite = store.series_columns("R", "loss", after_step=999, buckets=200)
+    for a, b in ((numpy_read, sqlite_read), (zoom_numpy, zoom_sqlite)):
+        assert a.downsampled and b.downsampled
+        assert np.array_equal(a.steps, b.steps) and np.array_equal(a.values, b.values)
+        assert np.array_equal(a.wall_ns, b.wall_ns)
+        assert (a.points, a.not_finite) == (b.points, b.not_finite)
+    assert (numpy_read.points, numpy_read.not_finite) == (3000, 2)
+    assert zoom_numpy.points == sum(1 for i in range(3000) if i * 3 + (i % 5) > 999)

@@ -79,6 +79,35 @@ _EXTREMES = (
     " AND " + _FINITE + ")"
     " FROM e WHERE e.hi IS NOT NULL"
 )
+#: A range of up to this many points per bucket is read whole and downsampled in numpy (a
+#: query per bucket costs more than reading a few points each).
+_READ_WHOLE = 16
+
+
+def _extremes_of(columns: SeriesColumns, lo: int, hi: int, buckets: int) -> SeriesColumns:
+    """The downsampled read of :meth:`RunStore.series_columns` done on columns read whole:
+    in each of ``buckets`` equal step ranges of [lo, hi], its lowest and highest finite
+    point (the ranges :data:`_EXTREMES` cuts, the points it picks but for ties)."""
+    edges = np.unique(np.linspace(lo, hi + 1, buckets + 1).astype(np.int64))
+    finite = np.flatnonzero(np.isfinite(columns.values))
+    bucket = np.searchsorted(edges, columns.steps[finite], side="right") - 1
+    order = finite[np.lexsort((columns.values[finite], bucket))]
+    by_bucket = bucket[np.argsort(bucket, kind="stable")]
+    starts = np.flatnonzero(np.r_[True, by_bucket[1:] != by_bucket[:-1]]) if len(order) else order
+    ends = np.r_[starts[1:], len(order)] - 1 if len(order) else order
+    keep = np.unique(np.concatenate([order[starts], order[ends]])) if len(order) else order
+    return SeriesColumns(
+        columns.name,
+        columns.agent_id,
+        columns.steps[keep],
+        columns.values[keep],
+        columns.wall_ns[keep],
+        columns.points,
+        columns.not_finite,
+        downsampled=True,
+    )
+
+
 #: The points of ``?3`` (a JSON list of [step, wall_ns, line_no] keys) of one series, each
 #: found by its primary key (CROSS JOIN: the keys are the outer loop).
 _VALUES_BY_KEY = (
@@ -832,7 +861,14 @@ class RunStore:
         hi = last if through_step is None else min(last, int(through_step))
         if hi < lo:
             return out
-        if buckets is not None and stored > 2 * buckets:
+        in_range = stored
+        if buckets is not None and stored > 2 * buckets and (lo, hi) != (first, last):
+            in_range = cursor.execute(
+                "SELECT count(*) FROM series_points"
+                " WHERE run_id = ? AND series_id = ? AND step >= ? AND step <= ?",
+                (full, series_id, lo, hi),
+            ).fetchone()[0]
+        if buckets is not None and in_range > _READ_WHOLE * buckets:
             thin = self._series_extremes(cursor, full, series_id, name, agent_id, lo, hi, buckets)
             if thin is not None:
                 return thin
@@ -845,7 +881,10 @@ class RunStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(max(0, int(limit)))
-        return self._columns(name, agent_id, cursor.execute(sql, params).fetchall())
+        columns = self._columns(name, agent_id, cursor.execute(sql, params).fetchall())
+        if buckets is not None and len(columns) > 2 * buckets:
+            return _extremes_of(columns, lo, hi, buckets)
+        return columns
 
     @staticmethod
     def _columns(
