@@ -98,7 +98,7 @@ FETCH_FULL = """async () => {
 FETCH_DRAW = """async ([buckets, weight, repeats]) => {
   const feed = board.feeds[0];
   const base = [...feed.lines.values()];
-  const times = [];
+  const times = [], draws = [];
   let points = 0;
   for (let r = 0; r < repeats; r++) {
     const box = document.createElement("div");
@@ -109,13 +109,15 @@ FETCH_DRAW = """async ([buckets, weight, repeats]) => {
     const got = await Promise.all(base.map((l) => feed.range(l, null, null, buckets)));
     const lines = got.map((g, i) => ({ label: "run " + i, color: watch.colors[i % 8], version: 1,
       steps: g.steps, values: g.values, wall: g.wall }));
+    const t1 = performance.now();
     panel.update(lines, { weight, mode: "step" });
     while (!panel.drawnAt) await new Promise((r) => setTimeout(r, 0));
     times.push(panel.drawnAt - t0);
+    draws.push(panel.drawnAt - t1);
     points = lines.reduce((n, l) => n + l.values.length, 0);
     panel.remove(); box.remove();
   }
-  return { times, points };
+  return { times, draws, points };
 }"""
 
 DRAW = """async ([weight, unaligned, repeats]) => {
@@ -205,6 +207,7 @@ def draw(browser: Any, series: int, points: int, repeats: int) -> dict[str, Any]
         ):
             got = page.evaluate(FETCH_DRAW, [buckets, 0.6, times])
             out[name] = got["times"]
+            out[f"{name} draw"] = got["draws"]
             out[f"{name} points"] = [got["points"]]
         out["full points"] = [page.evaluate(FETCH_FULL)]
         for name, weight, unaligned in (
@@ -335,6 +338,13 @@ def main() -> None:
             )
             ratio = statistics.median(before) / statistics.median(fetched)
             print(f"   before / now: {ratio:.1f}x")
+            drawn_now = got["read + draw, downsampled to 900 px draw"]
+            drawn_before = got["read + draw, every point (before) draw"]
+            print(
+                f"   of which drawing (update to uPlot's draw): now {median_ms(drawn_now)}, "
+                f"before {median_ms(drawn_before)}, "
+                f"{statistics.median(drawn_before) / statistics.median(drawn_now):.1f}x"
+            )
             print(f"   drawing alone, {got['full points'][0]:,} points already in the page:")
             for name, times in got.items():
                 if name == "page_open_s" or name.startswith(("read + draw", "full points")):
