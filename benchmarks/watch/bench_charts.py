@@ -108,7 +108,7 @@ FETCH_DRAW = """async ([buckets, weight, repeats]) => {
     const t0 = performance.now();
     const got = await Promise.all(base.map((l) => feed.range(l, null, null, buckets)));
     const lines = got.map((g, i) => ({ label: "run " + i, color: watch.colors[i % 8], version: 1,
-      steps: g.steps, values: g.values, wall: g.wall }));
+      steps: g.steps, values: g.values, wall: g.wall, downsampled: g.downsampled }));
     const t1 = performance.now();
     panel.update(lines, { weight, mode: "step" });
     while (!panel.drawnAt) await new Promise((r) => setTimeout(r, 0));

@@ -405,7 +405,10 @@ class ChartPanel {
       }
     } else {
       const total = xs.reduce((n, x) => n + x.length, 0);
-      if (total <= charts.JOIN_LIMIT) return charts.join(xs, this.columns, xs.map(() => null));
+      // lines the server downsampled (each its own steps) go onto the pixel grid at once:
+      // joined, 20 of them would be 20 columns as long as all their steps together
+      const coarse = this.lines.some((l) => l.downsampled);
+      if (total <= charts.JOIN_LIMIT && !coarse) return charts.join(xs, this.columns, xs.map(() => null));
     }
     this.thinned = true;
     const onto = shared ? xs.map(() => shared) : xs;
@@ -639,9 +642,10 @@ class SeriesFeed {
 
 // (SeriesFeed) The points of `line`'s series past `after` and up to `through` (null: no bound),
 // downsampled to `buckets` pixel columns (null: every point, read page by page): columns
-// {steps, values, wall}, or null when the server said no (this.error says why).
+// {steps, values, wall, downsampled}, or null when the server said no (this.error says why).
 SeriesFeed.prototype.range = async function (line, after, through, buckets) {
   const cols = { steps: charts.growable(), values: charts.growable(), wall: charts.growable() };
+  let downsampled = false;
   for (let pages = 0; pages < 10000; pages++) {
     const query = [{ name: line.name, agent_id: line.agent_id, after_step: after, through_step: through }];
     const reply = await watch.api(watch.apiUrl(this.runId, "series/points") + "?encoding=base64" +
@@ -649,13 +653,14 @@ SeriesFeed.prototype.range = async function (line, after, through, buckets) {
     if (!reply.ok) { this.error = reply.data.error; return null; }
     const got = reply.data.series[0];
     const steps = charts.float64s(got.steps);
+    downsampled = downsampled || got.downsampled;
     cols.steps.add(steps);
     cols.values.add(charts.float64s(got.values));
     cols.wall.add(charts.float64s(got.wall));
     if (!got.more || !steps.length) break;
     after = steps[steps.length - 1];
   }
-  return { steps: cols.steps.view(), values: cols.values.view(), wall: cols.wall.view() };
+  return { steps: cols.steps.view(), values: cols.values.view(), wall: cols.wall.view(), downsampled };
 };
 
 // The series part of a page: a toolbar (glob filter, smoothing, x axis, agents apart), the list
