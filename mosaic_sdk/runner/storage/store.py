@@ -64,19 +64,19 @@ _FINITE = "value > -9e999 AND value < 9e999"
 #: The lowest and the highest finite point of each step range [lo, hi) of ``?3`` (a JSON list
 #: of edges) of one series (``?1`` run, ``?2`` series id), found by SQLite without a row of
 #: the range reaching Python: per range, as text, its number of points, of finite points, and
-#: the key (step, wall_ns, line_no) of its lowest and its highest finite point (SQLite takes
-#: a bare column from the row of the one min() or max() of its query). The values are read
-#: by key after (:data:`_VALUES_BY_KEY`): SQLite's printf of a float does not round-trip.
+#: the key (step, wall_ns, line_no) of its lowest and its highest point (SQLite takes a bare
+#: column from the row of the one min() or max() of its query; NULL, its NaN, is neither).
+#: The values are read by key after (:data:`_VALUES_BY_KEY`): SQLite's printf of a float
+#: does not round-trip. A range whose lowest or highest is infinite is read again whole
+#: (a test per row for infinities cost a third of the query).
 _EXTREMES = (
     "WITH e(lo, hi) AS (SELECT value, lead(value) OVER (ORDER BY key) FROM json_each(?3))"
     " SELECT"
-    " (SELECT printf('%d %d %d %d %d', count(*), count(CASE WHEN " + _FINITE + " THEN 1 END),"
-    " step, wall_ns, line_no)"
-    " || ifnull(substr(min(CASE WHEN " + _FINITE + " THEN value END), 1, 0), '')"
+    " (SELECT printf('%d %d %d %d %d', count(*), count(value), step, wall_ns, line_no)"
+    " || ifnull(substr(min(value), 1, 0), '')"
     " FROM series_points WHERE run_id = ?1 AND series_id = ?2 AND step >= e.lo AND step < e.hi),"
     " (SELECT printf('%d %d %d', step, wall_ns, line_no) || substr(max(value), 1, 0)"
-    " FROM series_points WHERE run_id = ?1 AND series_id = ?2 AND step >= e.lo AND step < e.hi"
-    " AND " + _FINITE + ")"
+    " FROM series_points WHERE run_id = ?1 AND series_id = ?2 AND step >= e.lo AND step < e.hi)"
     " FROM e WHERE e.hi IS NOT NULL"
 )
 #: A range of up to this many points per bucket is read whole and downsampled in numpy (a
@@ -919,13 +919,13 @@ class RunStore:
         ``2 * buckets`` points (reading them all costs no more)."""
         edges = np.unique(np.linspace(lo, hi + 1, buckets + 1).astype(np.int64))
         rows = cursor.execute(_EXTREMES, (run_id, series_id, json.dumps(edges.tolist()))).fetchall()
-        points = finite = 0
+        points = nans = 0
         keys: list[list[int]] = []
         for low, high in rows:
-            count, good, *key = (int(part) for part in low.split())
+            count, numbers, *key = (int(part) for part in low.split())
             points += count
-            finite += good
-            if good:
+            nans += count - numbers
+            if numbers:
                 keys.append(key)
                 keys.append([int(part) for part in high.split()])
         if points <= 2 * buckets:
@@ -933,15 +933,37 @@ class RunStore:
         unique = [list(k) for k in dict.fromkeys(tuple(k) for k in keys)]
         got = cursor.execute(_VALUES_BY_KEY, (run_id, series_id, json.dumps(unique))).fetchall()
         out = self._columns(name, agent_id, got, points)
+        steps, values, walls = out.steps, out.values, out.wall_ns
+        infinite = 0
+        if out.not_finite:  # ranges holding an infinity: read whole, their finite extremes
+            bucket = np.searchsorted(edges, steps, side="right") - 1
+            bad = np.unique(bucket[~np.isfinite(values)])
+            keep = ~np.isin(bucket, bad)
+            parts = [(steps[keep], values[keep], walls[keep])]
+            for b in bad.tolist():
+                whole = self._columns(
+                    name,
+                    agent_id,
+                    cursor.execute(
+                        "SELECT step, ifnull(value, 'nan'), wall_ns FROM series_points"
+                        " WHERE run_id = ? AND series_id = ? AND step >= ? AND step < ?"
+                        " ORDER BY step, wall_ns, line_no",
+                        (run_id, series_id, int(edges[b]), int(edges[b + 1])),
+                    ).fetchall(),
+                )
+                infinite += int(np.isinf(whole.values).sum())
+                finite = np.flatnonzero(np.isfinite(whole.values))
+                if finite.size:
+                    ends = finite[
+                        [np.argmin(whole.values[finite]), np.argmax(whole.values[finite])]
+                    ]
+                    pick = np.unique(ends)
+                    parts.append((whole.steps[pick], whole.values[pick], whole.wall_ns[pick]))
+            steps, values, walls = (np.concatenate(c) for c in zip(*parts, strict=True))
+            order = np.lexsort((walls, steps))
+            steps, values, walls = steps[order], values[order], walls[order]
         return SeriesColumns(
-            name,
-            agent_id,
-            out.steps,
-            out.values,
-            out.wall_ns,
-            points,
-            points - finite,
-            downsampled=True,
+            name, agent_id, steps, values, walls, points, nans + infinite, downsampled=True
         )
 
     def series_counts(self, run_id: str) -> SeriesCounts:
