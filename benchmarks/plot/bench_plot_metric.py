@@ -9,8 +9,11 @@ draws today). Then, interleaved, medians of ``--repeat``:
 - as commands (a new interpreter each time, as a user runs them): ``mosaic runs plot RUN...
   --metric 'losses/*'`` (two panels of 4 lines) and with ``--group-seeds`` (two bands per
   panel), beside ``mosaic runs plot RUN...`` of the 1M episodes;
-- in-process: ``plot_metrics`` beside ``plot_runs``, and reading the points alone
-  (``RunStore.series_points`` of every series) beside reading the episodes.
+- in-process: ``plot_metrics`` beside ``plot_runs``, and beside itself reading every point
+  (what it did before the downsampled read: ``PICTURE_BUCKETS`` off); reading the points
+  alone: ``RunStore.series_columns`` (numpy, every point) and its downsampled read (1000
+  step ranges' lowest and highest point, what the plot reads) beside ``series_points``
+  (lists, the read before) and beside reading the episodes.
 
     python benchmarks/plot/bench_plot_metric.py [--points 1000000] [--repeat 3]
 
@@ -109,9 +112,10 @@ def main() -> None:
     runs = 4
     per_series = args.points // (runs * len(NAMES))
 
+    from mosaic_sdk.plots import metrics as metrics_mod
     from mosaic_sdk.plots.curves import read_episodes
     from mosaic_sdk.plots.figure import plot_runs
-    from mosaic_sdk.plots.metrics import plot_metrics
+    from mosaic_sdk.plots.metrics import PICTURE_BUCKETS, plot_metrics
     from mosaic_sdk.runner.storage.store import RunStore
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,19 +159,46 @@ def main() -> None:
                     "read points",
                     timed(lambda: [store.series_points(r, n) for r in series_ids for n in NAMES]),  # noqa: B023
                 )
+                add(
+                    "read columns",
+                    timed(lambda: [store.series_columns(r, n) for r in series_ids for n in NAMES]),  # noqa: B023
+                )
+                add(
+                    "read downsampled",
+                    timed(
+                        lambda: [
+                            store.series_columns(r, n, buckets=PICTURE_BUCKETS)  # noqa: B023
+                            for r in series_ids
+                            for n in NAMES
+                        ]
+                    ),
+                )
                 add("read episodes", timed(lambda: [read_episodes(store, r) for r in episode_ids]))  # noqa: B023
                 add(
                     "plot_metrics",
                     timed(lambda: plot_metrics(store, series_ids, ["losses/*"], tmpdir / "p.png")),  # noqa: B023
                 )
                 add("plot_runs", timed(lambda: plot_runs(store, episode_ids, tmpdir / "q.png")))  # noqa: B023
+                metrics_mod.PICTURE_BUCKETS = None  # type: ignore[assignment]  # every point read
+                try:
+                    add(
+                        "plot_metrics every point",
+                        timed(
+                            lambda: plot_metrics(store, series_ids, ["losses/*"], tmpdir / "e.png")
+                        ),  # noqa: B023
+                    )
+                finally:
+                    metrics_mod.PICTURE_BUCKETS = PICTURE_BUCKETS
         med = {k: statistics.median(v) for k, v in figures.items()}
         print(f"\nmedians of {args.repeat}, seconds (ratio: ours / the return curve's)")
         rows = [
             ("mosaic runs plot --metric 'losses/*'", "cmd metric", "cmd returns", "< 3 s"),
             ("  with --group-seeds", "cmd metric grouped", "cmd returns grouped", "< 3 s"),
             ("in-process: plot_metrics / plot_runs", "plot_metrics", "plot_runs", ""),
+            ("  / itself reading every point", "plot_metrics", "plot_metrics every point", ""),
             ("reading: series_points / read_episodes", "read points", "read episodes", ""),
+            ("reading: series_columns / series_points", "read columns", "read points", ""),
+            ("  downsampled / series_points", "read downsampled", "read points", ""),
         ]
         print(f"{'measure':<42} {'ours':>8} {'baseline':>9} {'ratio':>6} {'goal':>7}")
         for label, ours, base, goal in rows:

@@ -2,15 +2,19 @@
 Chromium driven by Playwright), beside baselines measured in the same run.
 
 1. Draw: one chart of 20 series x 100k points each (the goal: under 300 ms in Chromium),
-   timed in the page with ``performance.now()`` from the chart's update to uPlot's ``draw``
-   hook, medians of ``--repeats``: smoothing off (20 lines) and on (TensorBoard's smoothing:
-   each line smoothed, its raw values faint behind it: 40 lines), the 20 lines at the same
-   steps (one x array) and at 20 different steps (the runs of a comparison: x joined, 2M
-   values). Baselines: uPlot alone given the same columns ready-made (the library's floor),
-   and the hand-written SVG chart this replaced (``static/chart.js`` before issue 32, read
-   from git) drawing the same lines. Also: the run page of that run opened from the server
-   (20 charts of 100k points each: the points fetched, parsed and drawn), navigation to the
-   last chart drawn.
+   timed in the page with ``performance.now()``, medians of ``--repeats``. First as the page
+   does it now: the 20 series read from the server downsampled to the chart's width (each
+   pixel column's lowest and highest point, ``buckets=``), decoded and drawn, from the
+   request to uPlot's ``draw`` hook; beside the approach before (every point read, decoded
+   and drawn; the same server, the same run). Then drawing alone, the 2M points already in
+   the page, from the chart's update to the ``draw`` hook: smoothing off (20 lines) and on
+   (TensorBoard's smoothing: each line smoothed, its raw values faint behind it: 40 lines),
+   the 20 lines at the same steps (one x array) and at 20 different steps (the runs of a
+   comparison: x joined, 2M values). Baselines: uPlot alone given the same columns
+   ready-made (the library's floor), and the hand-written SVG chart this replaced
+   (``static/chart.js`` before issue 32, read from git) drawing the same lines. Also: the
+   run page of that run opened from the server (20 charts of 100k points each), navigation
+   to the last chart drawn (now: downsampled; before, every point was read: 17-27 s).
 2. Live: a run growing by one update a second (a ``metrics`` line of 20 values and an
    episode, through the runner's own ingest and store writer) followed by the run page in
    Chromium: the server's CPU (``mosaic watch``'s utime + stime over the window, in cores;
@@ -82,8 +86,42 @@ def big_run(store: Path, run_id: str, series: int, points: int) -> None:
         conn.close()
 
 
+FETCH_FULL = """async () => {
+  const feed = board.feeds[0];
+  window.__full = [];
+  for (const l of feed.lines.values()) {
+    window.__full.push(Object.assign({}, l, await feed.range(l, null, null, null)));
+  }
+  return window.__full.reduce((n, l) => n + l.values.length, 0);
+}"""
+
+FETCH_DRAW = """async ([buckets, weight, repeats]) => {
+  const feed = board.feeds[0];
+  const base = [...feed.lines.values()];
+  const times = [], draws = [];
+  let points = 0;
+  for (let r = 0; r < repeats; r++) {
+    const box = document.createElement("div");
+    box.style.width = "900px";
+    document.body.appendChild(box);
+    const panel = new ChartPanel(box, "bench");
+    const t0 = performance.now();
+    const got = await Promise.all(base.map((l) => feed.range(l, null, null, buckets)));
+    const lines = got.map((g, i) => ({ label: "run " + i, color: watch.colors[i % 8], version: 1,
+      steps: g.steps, values: g.values, wall: g.wall, downsampled: g.downsampled }));
+    const t1 = performance.now();
+    panel.update(lines, { weight, mode: "step" });
+    while (!panel.drawnAt) await new Promise((r) => setTimeout(r, 0));
+    times.push(panel.drawnAt - t0);
+    draws.push(panel.drawnAt - t1);
+    points = lines.reduce((n, l) => n + l.values.length, 0);
+    panel.remove(); box.remove();
+  }
+  return { times, draws, points };
+}"""
+
 DRAW = """async ([weight, unaligned, repeats]) => {
-  const lines = [...board.feeds[0].lines.values()].map((l, i) => ({
+  const lines = window.__full.map((l, i) => ({
     label: "run " + i, color: watch.colors[i % watch.colors.length], version: 1,
     steps: unaligned ? l.steps.map((s) => s + i) : l.steps, values: l.values, wall: l.wall,
   }));
@@ -103,7 +141,7 @@ DRAW = """async ([weight, unaligned, repeats]) => {
 }"""
 
 UPLOT_ALONE = """async ([repeats]) => {
-  const lines = [...board.feeds[0].lines.values()];
+  const lines = window.__full;
   const data = [lines[0].steps, ...lines.map((l) => l.values)];  // float64 columns, as kept
   const series = [{}, ...lines.map((l, i) => ({ stroke: watch.colors[i % 8], width: 1.5 }))];
   const times = [];
@@ -122,7 +160,7 @@ UPLOT_ALONE = """async ([repeats]) => {
 }"""
 
 SVG_BASELINE = """async ([repeats]) => {
-  const lines = [...board.feeds[0].lines.values()];
+  const lines = window.__full;
   const series = lines.map((l, i) => ({ label: "run " + i, color: watch.colors[i % 8], width: 1.5,
     points: Array.from(l.steps, (s, k) => [s, l.values[k]]) }));
   const times = [];
@@ -163,6 +201,15 @@ def draw(browser: Any, series: int, points: int, repeats: int) -> dict[str, Any]
             )
             opened.append(time.perf_counter() - t0)
         out["page_open_s"] = opened
+        for name, buckets, times in (
+            ("read + draw, downsampled to 900 px", 900, repeats),
+            ("read + draw, every point (before)", None, max(1, repeats // 2)),
+        ):
+            got = page.evaluate(FETCH_DRAW, [buckets, 0.6, times])
+            out[name] = got["times"]
+            out[f"{name} draw"] = got["draws"]
+            out[f"{name} points"] = [got["points"]]
+        out["full points"] = [page.evaluate(FETCH_FULL)]
         for name, weight, unaligned in (
             ("same steps, smoothing off", 0, False),
             ("same steps, smoothing 0.6", 0.6, False),
@@ -278,8 +325,29 @@ def main() -> None:
             got = draw(browser, args.series, args.points, args.repeats)
             size = f"{args.series} series x {args.points:,} points"
             print(f"\n1. one chart of {size} (goal < 300 ms)")
+            fetched = got["read + draw, downsampled to 900 px"]
+            before = got["read + draw, every point (before)"]
+            print(
+                f"   read + draw, downsampled to 900 px:  {median_ms(fetched)}, "
+                f"{got['read + draw, downsampled to 900 px points'][0]:,} points drawn"
+                " (goal < 300 ms)"
+            )
+            print(
+                f"   read + draw, every point (before):   {median_ms(before)}, "
+                f"{got['read + draw, every point (before) points'][0]:,} points drawn"
+            )
+            ratio = statistics.median(before) / statistics.median(fetched)
+            print(f"   before / now: {ratio:.1f}x")
+            drawn_now = got["read + draw, downsampled to 900 px draw"]
+            drawn_before = got["read + draw, every point (before) draw"]
+            print(
+                f"   of which drawing (update to uPlot's draw): now {median_ms(drawn_now)}, "
+                f"before {median_ms(drawn_before)}, "
+                f"{statistics.median(drawn_before) / statistics.median(drawn_now):.1f}x"
+            )
+            print(f"   drawing alone, {got['full points'][0]:,} points already in the page:")
             for name, times in got.items():
-                if name == "page_open_s":
+                if name == "page_open_s" or name.startswith(("read + draw", "full points")):
                     continue
                 print(f"   {name:36s} {median_ms(times)}")
             base = statistics.median(got["uPlot alone, columns ready"])

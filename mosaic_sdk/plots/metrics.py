@@ -3,7 +3,11 @@
 
 A run's series (a loss, a learning rate: see :mod:`mosaic_sdk.runner.recording.series`) are
 read through :meth:`RunStore.series <mosaic_sdk.runner.storage.store.RunStore.series>` and
-:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_points`. Each name that one of the
+:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_columns` (numpy columns). A long
+series drawn unsmoothed and ungrouped is read downsampled to :data:`PICTURE_BUCKETS` step
+ranges, each giving its lowest and highest point (a panel is a few hundred pixels wide: the
+band drawn through them is the one every point would give); smoothing and seed groups read
+every point, as their means need them. Each name that one of the
 globs matches gets a panel; in it, one line per run (and per agent, for per-agent series),
 against the series' own step or the wall time since the run started. With ``group_seeds``,
 runs whose configs differ only by seed become one mean line over a band, as the return
@@ -44,6 +48,9 @@ if TYPE_CHECKING:
 METRIC_X_AXES: tuple[str, ...] = ("step", "time")
 #: Panels per row of the figure.
 COLUMNS = 2
+#: Step ranges a long series is read in when drawn as it is (no smoothing, no seed groups):
+#: each gives its lowest and highest point, about twice a panel's width in pixels.
+PICTURE_BUCKETS = 1000
 #: The most panels one figure holds (a glob like ``*`` on a run of thousands of series).
 MAX_PANELS = 64
 
@@ -68,17 +75,20 @@ def series_curve(
     name: str,
     agent_id: str | None,
     x_axis: str = "step",
+    buckets: int | None = None,
 ) -> tuple[Curve | None, int]:
     """The finite points of one series of ``run`` as a :class:`Curve` (x: its steps, or
-    seconds since the run started) and how many were not finite; None when none is."""
-    points = store.series_points(run["run_id"], name, agent_id)
-    y = np.asarray(points.values, dtype=np.float64)
+    seconds since the run started) and how many were not finite; None when none is.
+    ``buckets``: a long series is read downsampled to that many step ranges (each one's
+    lowest and highest point: :meth:`RunStore.series_columns`), for a picture only."""
+    points = store.series_columns(run["run_id"], name, agent_id, buckets=buckets)
+    y = points.values
     if x_axis == "step":
-        x = np.asarray(points.steps, dtype=np.float64)
+        x = points.steps.astype(np.float64)
     else:
-        x = np.asarray(points.wall_ns, dtype=np.float64) / 1e9 - float(run["started_at"])
+        x = points.wall_ns.astype(np.float64) / 1e9 - float(run["started_at"])
     keep = np.isfinite(y)
-    dropped = int(len(y) - keep.sum())
+    dropped = points.not_finite
     if not keep.any():
         return None, dropped
     x, y = x[keep], y[keep]
@@ -188,8 +198,10 @@ def _panel(
     """The lines of one panel: ``(line, label, points not drawn)``, and the labels."""
     curves: dict[tuple[str, str | None], tuple[Curve, int]] = {}
     dropped_only = 0
+    # means (smoothing, seed groups) need every point; a line drawn as it is, a picture's worth
+    buckets = PICTURE_BUCKETS if window == 1 and not group_seeds else None
     for run, agent in members:
-        curve, dropped = series_curve(store, run, name, agent, x_axis)
+        curve, dropped = series_curve(store, run, name, agent, x_axis, buckets)
         if curve is None:
             dropped_only += dropped
             continue
@@ -225,4 +237,12 @@ def _panel(
     return out, [label for _, label, _ in out]
 
 
-__all__ = ["COLUMNS", "MAX_PANELS", "METRIC_X_AXES", "MetricsPlot", "plot_metrics", "series_curve"]
+__all__ = [
+    "COLUMNS",
+    "MAX_PANELS",
+    "METRIC_X_AXES",
+    "PICTURE_BUCKETS",
+    "MetricsPlot",
+    "plot_metrics",
+    "series_curve",
+]

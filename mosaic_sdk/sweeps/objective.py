@@ -50,8 +50,8 @@ def metric_points(runs: RunStore, run_id: str, metric: Metric) -> tuple[list[flo
         )
         pairs = []
         for agent in agents:
-            pts = runs.series_points(run_id, metric.name, agent)
-            pairs.extend(zip(map(float, pts.steps), pts.values, strict=True))
+            pts = runs.series_columns(run_id, metric.name, agent)
+            pairs.extend(zip(pts.steps.astype(float).tolist(), pts.values.tolist(), strict=True))
         pairs.sort(key=lambda p: p[0])  # stable: one agent's points keep their order
     pairs = [(x, v) for x, v in pairs if math.isfinite(v)]
     return [x for x, _ in pairs], [v for _, v in pairs]

@@ -483,16 +483,27 @@ def series_list(path: Path, run_id: str, pattern: str | None = None) -> dict[str
 
 
 class SeriesWanted(TypedDict):
-    """One series a page asks the points of: its name, agent and the last step it has."""
+    """One series a page asks the points of: its name, agent, the last step it has
+    (``after_step``) and, for a zoom, the last step it wants (``through_step``)."""
 
     name: str
     agent_id: str | None
     after_step: int | None
+    through_step: int | None
+
+
+def _step_or_none(item: object, key: str) -> tuple[bool, int | None]:
+    value = item.get(key) if isinstance(item, dict) else None
+    ok = value is None or (
+        isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+    )
+    return ok, value if ok else None
 
 
 def parse_wanted(raw: str) -> list[SeriesWanted]:
     """The ``series`` query parameter of the points API: a JSON list of ``{"name", "agent_id",
-    "after_step"}`` (the last two optional); ValueError saying what is wrong otherwise."""
+    "after_step", "through_step"}`` (the last three optional); ValueError saying what is
+    wrong otherwise."""
     hint = (
         'series= takes a JSON list like [{"name": "losses/value", "agent_id": null, '
         '"after_step": 120}]'
@@ -509,15 +520,16 @@ def parse_wanted(raw: str) -> list[SeriesWanted]:
     for item in items:
         name = item.get("name") if isinstance(item, dict) else None
         agent = item.get("agent_id") if isinstance(item, dict) else None
-        after = item.get("after_step") if isinstance(item, dict) else None
+        after_ok, after = _step_or_none(item, "after_step")
+        through_ok, through = _step_or_none(item, "through_step")
         if (
             not isinstance(name, str)
             or not (agent is None or isinstance(agent, str))
-            or not (after is None or (isinstance(after, int) and not isinstance(after, bool)))
-            or (after is not None and not -(2**63) <= after < 2**63)
+            or not after_ok
+            or not through_ok
         ):
             raise ValueError(f"{hint}; {json.dumps(item)[:80]} is not one")
-        out.append({"name": name, "agent_id": agent, "after_step": after})
+        out.append({"name": name, "agent_id": agent, "after_step": after, "through_step": through})
     return out
 
 
@@ -530,30 +542,62 @@ def _float64_base64(values: object) -> str:
     return base64.b64encode(np.asarray(values, dtype="<f8").tobytes()).decode("ascii")
 
 
+#: The most pixel columns a points request may downsample to.
+MAX_BUCKETS = 8192
+
+
 def series_points(
     path: Path,
     run_id: str,
     wanted: list[SeriesWanted],
     limit: int = MAX_SERIES_POINTS,
     encoding: str = "json",
+    buckets: int | None = None,
 ) -> dict[str, object]:
-    """The points of each wanted series past its ``after_step``, by step (at most ``limit``
-    each: ``more`` says when a series has more past them), as columns: ``steps``,
-    ``values`` (non-finite ones by name, see :func:`json_number`) and ``wall`` (seconds).
-    ``encoding="base64"``: each column is the base64 of its little-endian float64 values
-    (NaN and infinities as they are)."""
+    """The points of each wanted series past its ``after_step`` (and up to its
+    ``through_step``), by step (at most ``limit`` each: ``more`` says when a series has more
+    past them), as columns: ``steps``, ``values`` (non-finite ones by name, see
+    :func:`json_number`) and ``wall`` (seconds). ``encoding="base64"``: each column is the
+    base64 of its little-endian float64 values (NaN and infinities as they are).
+
+    ``buckets`` (a chart's width in pixels): a range of more than twice that many points
+    comes downsampled (``downsampled`` true: each of ``buckets`` step ranges' lowest and
+    highest point, :meth:`RunStore.series_columns`); ``points`` counts the range's points
+    and ``through`` is the last step the answer covers (ask past it for what comes next).
+    Downloads ask without ``buckets``: every point."""
     if encoding not in ENCODINGS:
         raise ValueError(f"encoding={encoding!r:.40} is not one of {', '.join(ENCODINGS)}")
+    if buckets is not None and not 1 <= buckets <= MAX_BUCKETS:
+        raise ValueError(f"buckets={buckets}: give a chart width from 1 to {MAX_BUCKETS} pixels")
     limit = max(1, min(int(limit), MAX_SERIES_POINTS))
     out = []
     with open_store(path) as store:
         full = store.resolve(run_id)
+        last = {(i.name, i.agent_id): i.last_step for i in store.series(full)}
         for w in wanted:
-            p = store.series_points(
-                full, w["name"], w["agent_id"], after_step=w["after_step"], limit=limit + 1
-            )
+            through = w["through_step"]
+            known = last.get((w["name"], w["agent_id"]))
+            if known is not None:  # points stored during this read come with the next one
+                through = known if through is None else min(through, known)
+            if buckets is None:
+                p = store.series_columns(
+                    full,
+                    w["name"],
+                    w["agent_id"],
+                    after_step=w["after_step"],
+                    through_step=through,
+                    limit=limit + 1,
+                )
+            else:
+                p = store.series_columns(
+                    full,
+                    w["name"],
+                    w["agent_id"],
+                    after_step=w["after_step"],
+                    through_step=through,
+                    buckets=buckets,
+                )
             more = len(p.steps) > limit
-            # the store read one point past the limit to tell `more`: drop it (no copy else)
             steps, values, walls = (
                 (p.steps[:limit], p.values[:limit], p.wall_ns[:limit])
                 if more
@@ -563,14 +607,24 @@ def series_points(
             if encoding == "base64":
                 row["steps"] = _float64_base64(steps)
                 row["values"] = _float64_base64(values)
-                row["wall"] = _float64_base64(np.asarray(walls, dtype=np.int64) / 1e9)
+                row["wall"] = _float64_base64(walls / 1e9)
             else:
-                row["steps"] = steps
-                row["values"] = [json_number(v) for v in values]
-                row["wall"] = [ns / 1e9 for ns in walls]
+                row["steps"] = steps.tolist()
+                row["values"] = [json_number(v) for v in values.tolist()]
+                row["wall"] = (walls / 1e9).tolist()
             row["more"] = more
+            row["downsampled"] = p.downsampled
+            row["points"] = len(steps) if more else p.points
+            after = w["after_step"]
+            if more:
+                covered: int | None = int(steps[-1])
+            elif through is None or after is None:
+                covered = through if through is not None else after
+            else:
+                covered = max(after, through)
+            row["through"] = covered
             out.append(row)
-    return {"run_id": full, "encoding": encoding, "series": out}
+    return {"run_id": full, "encoding": encoding, "buckets": buckets, "series": out}
 
 
 def _pairs(x: np.ndarray, y: np.ndarray) -> list[list[float]]:
@@ -606,6 +660,7 @@ __all__ = [
     "MAX_POINTS",
     "NamedCounts",
     "named_counts",
+    "MAX_BUCKETS",
     "MAX_SERIES_POINTS",
     "SeriesRow",
     "SeriesWanted",

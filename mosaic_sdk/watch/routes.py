@@ -155,16 +155,19 @@ async def api_series(request: Request) -> JSONResponse:
 
 
 async def api_series_points(request: Request) -> JSONResponse:
-    """Points of several series of a run: ``?series=[{"name", "agent_id", "after_step"}]``
-    (JSON), each past its ``after_step``; ``limit``: the most points per series;
-    ``encoding``: ``json`` (numbers) or ``base64`` (float64 columns, what the pages use)."""
+    """Points of several series of a run: ``?series=[{"name", "agent_id", "after_step",
+    "through_step"}]`` (JSON), each past its ``after_step`` and up to its ``through_step``;
+    ``limit``: the most points per series; ``encoding``: ``json`` (numbers) or ``base64``
+    (float64 columns, what the pages use); ``buckets``: the chart's width in pixels, a long
+    range comes downsampled to it (see :func:`mosaic_sdk.watch.data.series_points`)."""
     run_id = request.path_params["run_id"]
 
     def work() -> dict[str, object]:
         wanted = data.parse_wanted(request.query_params.get("series", ""))
         limit = _int(request, "limit", data.MAX_SERIES_POINTS)
         encoding = request.query_params.get("encoding") or "json"
-        return data.series_points(store_path(request), run_id, wanted, limit, encoding)
+        buckets = _int(request, "buckets", 0) or None
+        return data.series_points(store_path(request), run_id, wanted, limit, encoding, buckets)
 
     return await _answer(work)
 

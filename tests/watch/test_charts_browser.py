@@ -284,3 +284,70 @@ def test_an_upstream_style_workers_own_events_are_charts(page: Any, tmp_path: Pa
         assert x == [512.0 * i for i in range(40)] and policy == pytest.approx(losses)
     finally:
         stop(watch)
+
+
+def test_a_long_series_comes_downsampled_and_zoom_and_download_read_every_point(
+    page: Any, tmp_path: Path
+) -> None:
+    store = tmp_path / "runs.sqlite"
+    run = FilledRun(store, "LONG")
+    n = 6000  # more than twice the page's width (1280 px): the server downsamples
+    values = [math.sin(i / 300) + 0.1 * random.Random(i).random() for i in range(n)]
+    values[4321] = 25.0  # a spike the coarse picture keeps
+    run.add_lines(
+        [
+            metrics_line({"loss": v}, step=i, ts_ns=T0 + i * 1_000_000_000)
+            for i, v in enumerate(values)
+        ]
+    )
+    watch, base = start_watch(store)
+    chart = "window.__watch.chart('loss')"
+    try:
+        page.goto(f"{base}/runs/LONG?token={TOKEN}")
+        wait_for(page, f"window.__watch.seriesCharts.join() === 'loss' && {chart}.drawnAt")
+        page.locator("#smoothing").fill("0")
+        wait_for(page, f"{chart}.drawn.length === 2")
+        x, y = drawn(page, "loss")
+        assert page.evaluate(f"() => {chart}.source[0].downsampled") is True
+        assert 1280 < len(x) <= 2 * 1280  # each pixel column's lowest and highest point
+        assert max(y) == 25.0 and x[y.index(25.0)] == 4321
+        assert all(values[int(s)] == v for s, v in zip(x, y, strict=True))  # real points
+
+        # a zoom reads its range again: every point inside it
+        over = page.locator('[data-chart="loss"] .u-over')
+        box = over.bounding_box()
+        mid = box["y"] + box["height"] / 2
+        page.mouse.move(box["x"] + box["width"] * 0.4, mid)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.55, mid, steps=5)
+        page.mouse.up()
+        wait_for(page, f"{chart}.zoomed() && {chart}.refines === 1")
+        lo, hi = page.evaluate(f"() => {chart}.zoomed()")
+        x, y = drawn(page, "loss")
+        inside = [int(s) for s in x if lo <= s <= hi]
+        first, last = math.ceil(lo), math.floor(hi)
+        assert inside == list(range(first, last + 1))
+        assert [v for s, v in zip(x, y, strict=True) if lo <= s <= hi] == values[first : last + 1]
+
+        # the download (zoomed): every stored point inside the zoom
+        with page.expect_download() as got:
+            page.locator('[data-chart="loss"] button[data-format="csv"]').click()
+        rows = list(csv.DictReader(io.StringIO(Path(got.value.path()).read_text())))
+        assert [int(r["step"]) for r in rows] == list(range(first, last + 1))
+        assert [float(r["value"]) for r in rows] == values[first : last + 1]
+
+        # zoomed out: the coarse lines again; the download still has every point
+        over.dblclick()
+        wait_for(page, f"{chart}.zoomed() === null && {chart}.detail === null")
+        assert len(drawn(page, "loss")[0]) <= 2 * 1280
+        with page.expect_download() as got:
+            page.locator('[data-chart="loss"] button[data-format="json"]').click()
+        [line] = json.loads(Path(got.value.path()).read_text())["lines"]
+        assert line["steps"] == list(range(n)) and line["values"] == values
+
+        # live: a point stored later is drawn after the coarse ones
+        run.add_lines([metrics_line({"loss": -7.0}, step=n, ts_ns=T0 + n * 1_000_000_000)])
+        wait_for(page, f"{chart}.drawn[0][{chart}.drawn[0].length - 1] === {n}")
+        assert drawn(page, "loss")[1][-1] == -7.0
+    finally:
+        stop(watch)

@@ -159,3 +159,35 @@ def test_a_multi_agent_run_counts_games_and_agent_episodes_apart(
         "games": 4,
         "agent_episodes": 8,
     }
+
+
+def test_points_downsampled_to_a_charts_width_and_whole_inside_a_zoom(
+    client: TestClient, store: Path
+) -> None:
+    run = FilledRun(store, "RUN-THIN")
+    values = [math.sin(i / 50) for i in range(3000)]
+    values[1500] = 9.0  # a spike the picture keeps
+    run.add_lines([metrics_line({"loss": v}, step=i) for i, v in enumerate(values)])
+    wanted = [{"name": "loss", "agent_id": None}]
+    got = points(client, "RUN-THIN", wanted, buckets=100)
+    assert got.status_code == 200
+    [row] = got.json()["series"]
+    assert row["downsampled"] is True and row["points"] == 3000 and row["through"] == 2999
+    assert 100 < len(row["steps"]) <= 200 and 9.0 in row["values"]
+    assert all(values[s] == v for s, v in zip(row["steps"], row["values"], strict=True))
+    # a zoom: a range small enough comes whole, every point of it
+    zoom = [{"name": "loss", "agent_id": None, "after_step": 999, "through_step": 1100}]
+    [row] = points(client, "RUN-THIN", zoom, buckets=100).json()["series"]
+    assert row["downsampled"] is False and row["steps"] == list(range(1000, 1101))
+    assert row["values"] == values[1000:1101] and row["through"] == 1100
+    # live: past the step the page has, what came since; without buckets, every point
+    run.add_lines([metrics_line({"loss": 0.5}, step=3000)])
+    after = [{"name": "loss", "agent_id": None, "after_step": 2999}]
+    [row] = points(client, "RUN-THIN", after, buckets=100).json()["series"]
+    assert row["steps"] == [3000] and row["through"] == 3000
+    [row] = points(client, "RUN-THIN", wanted).json()["series"]
+    assert row["downsampled"] is False and len(row["steps"]) == 3001
+    bad = points(client, "RUN-THIN", wanted, buckets=-3)
+    assert bad.status_code == 400 and "buckets=-3" in bad.json()["error"]
+    bad = points(client, "RUN-THIN", [{"name": "loss", "through_step": "x"}])
+    assert bad.status_code == 400

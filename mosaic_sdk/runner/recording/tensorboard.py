@@ -123,8 +123,9 @@ def export_tensorboard(
                 continue
             if metrics and not any(fnmatchcase(info.name, m) for m in metrics):
                 continue
-            p = store.series_points(run_id, info.name, info.agent_id)
-            for step, value, wall in zip(p.steps, p.values, p.wall_ns, strict=True):
+            p = store.series_columns(run_id, info.name, info.agent_id)
+            columns = (p.steps.tolist(), p.values.tolist(), p.wall_ns.tolist())
+            for step, value, wall in zip(*columns, strict=True):
                 files.add(info.name, info.agent_id, step, value, wall)
     finally:
         files.close()

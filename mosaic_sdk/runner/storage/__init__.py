@@ -3,6 +3,11 @@
 writer thread), :mod:`.paths` (where the store and run directories live), :mod:`.ids` (run
 ids) and :mod:`.export` (``mosaic runs export``)."""
 
-from mosaic_sdk.runner.storage.records import SeriesCounts, SeriesInfo, SeriesPoints
+from mosaic_sdk.runner.storage.records import (
+    SeriesColumns,
+    SeriesCounts,
+    SeriesInfo,
+    SeriesPoints,
+)
 
-__all__ = ["SeriesCounts", "SeriesInfo", "SeriesPoints"]
+__all__ = ["SeriesColumns", "SeriesCounts", "SeriesInfo", "SeriesPoints"]

@@ -3,7 +3,8 @@ other tools.
 
 ``metrics`` rows are the points of the run's series (read through
 :meth:`RunStore.series <mosaic_sdk.runner.storage.store.RunStore.series>` and
-:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_points`), one row per point: ``run_id``,
+:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_columns`: every point, never a
+downsampled read), one row per point: ``run_id``,
 ``name``, ``agent_id``, ``step``, ``value`` (NaN and infinities kept: CSV ``nan``/``inf``,
 JSONL ``NaN``/``Infinity``) and ``wall_time`` (seconds since the epoch, a float, as
 TensorBoard keeps it), series by series (by name, then agent), each by step.
@@ -160,10 +161,13 @@ def _point_batches(
             continue
         if metrics and not any(fnmatchcase(info.name, m) for m in metrics):
             continue
-        points = store.series_points(run_id, info.name, info.agent_id)
+        points = store.series_columns(run_id, info.name, info.agent_id)
         name, agent_id = info.name, info.agent_id
-        for step, value, wall in zip(points.steps, points.values, points.wall_ns, strict=True):
-            batch.append((run_id, name, agent_id, step, value, wall / 1e9))
+        walls = (points.wall_ns / 1e9).tolist()  # what int / 1e9 gives, at numpy's speed
+        for step, value, wall in zip(
+            points.steps.tolist(), points.values.tolist(), walls, strict=True
+        ):
+            batch.append((run_id, name, agent_id, step, value, wall))
             if len(batch) >= BATCH_ROWS:
                 yield batch
                 batch = []

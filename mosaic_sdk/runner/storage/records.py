@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias, TypedDict
 
+import numpy as np
+
 from mosaic_sdk.json_types import JsonObject, JsonValue
 
 #: A value a worker wrote, as a column of the store holds it (SQLite's storage classes but
@@ -259,6 +261,32 @@ class SeriesPoints:
     wall_ns: list[int]
 
 
+@dataclass(frozen=True, eq=False)
+class SeriesColumns:
+    """Points of one series as numpy columns (:meth:`RunStore.series_columns`), by step, then
+    wall time: ``steps`` (int64), ``values`` (float64: NaN and infinities kept) and ``wall_ns``
+    (int64, ns since the epoch), of one length.
+
+    ``downsampled`` False: every point of the range asked for. True: the range held more
+    points than a picture of ``buckets`` pixel columns can show, and these are, in each of
+    the ``buckets`` equal step ranges, its lowest and its highest finite point (real points,
+    at their own step, in step order): what a line drawn through all of them covers in each
+    column. ``points`` and ``not_finite`` count the range's points (all of them, drawn or
+    not) and those whose value is NaN or infinite."""
+
+    name: str
+    agent_id: str | None
+    steps: np.ndarray
+    values: np.ndarray
+    wall_ns: np.ndarray
+    points: int
+    not_finite: int
+    downsampled: bool = False
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
 class SeriesCounts(TypedDict):
     """What a run's series hold (:meth:`RunStore.series_counts`)."""
 
@@ -293,6 +321,7 @@ __all__ = [
     "RunCounts",
     "PointValues",
     "RunRecord",
+    "SeriesColumns",
     "SeriesCounts",
     "SeriesInfo",
     "SeriesPoint",

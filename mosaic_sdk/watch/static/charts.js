@@ -1,6 +1,9 @@
 // Charts of mosaic watch, drawn with uPlot (static/vendor/, fetched at build time): a chart per
 // series with smoothing as TensorBoard does it, x as step / wall time / relative time, several
 // runs and agents on one chart, drag-zoom (double-click resets) and a download of what it shows.
+// A long series comes downsampled to the page's width (each pixel column's lowest and highest
+// point, read by the server); a zoom reads its range again, whole when it is short enough, and
+// a download always reads every point.
 "use strict";
 
 const charts = {
@@ -242,6 +245,39 @@ const charts = {
     return new Float64Array(buffer.buffer);
   },
 
+  // The pixel columns a series is read at: the page's width (a chart is never wider).
+  buckets() { return Math.max(400, Math.min(4096, Math.round(window.innerWidth || 1280))); },
+
+  // The step range [first, last] of a line that covers the x range `zoom` in `mode` (a point
+  // either side: the line runs on to the edges).
+  stepRange(line, mode, zoom) {
+    const x = charts.xOf(line, mode), steps = line.steps, n = steps.length;
+    if (mode === "step") return [Math.floor(zoom[0]), Math.ceil(zoom[1])];
+    let i = 0;
+    while (i < n && x[i] < zoom[0]) i++;
+    let j = n - 1;
+    while (j >= 0 && x[j] > zoom[1]) j--;
+    return [steps[Math.max(0, i - 1)], steps[Math.min(n - 1, Math.max(j + 1, 0))]];
+  },
+
+  // A line's points with those of [first, last] taken from `fine` (a zoom's read).
+  merged(line, fine, first, last) {
+    const steps = line.steps, n = steps.length;
+    let a = 0;
+    while (a < n && steps[a] < first) a++;
+    let b = a;
+    while (b < n && steps[b] <= last) b++;
+    const size = a + fine.steps.length + (n - b);
+    const out = { steps: new Float64Array(size), values: new Float64Array(size), wall: new Float64Array(size) };
+    for (const key of ["steps", "values", "wall"]) {
+      const whole = line[key] || line.steps;
+      out[key].set(whole.subarray(0, a), 0);
+      out[key].set(fine[key], a);
+      out[key].set(whole.subarray(b), a + fine.steps.length);
+    }
+    return Object.assign({}, line, out, { smoothing: null });
+  },
+
   // Save text as a file (the browser's download).
   save(filename, text, type) {
     const url = URL.createObjectURL(new Blob([text], { type }));
@@ -302,10 +338,20 @@ class ChartPanel {
     }
     const weight = this.options.smoothable ? settings.weight : 0;
     const mode = this.options.xLabel ? "step" : settings.mode;
-    const stamp = lines.map((l) => l.label + ":" + l.version).join("|") + "|" + weight + "|" + mode;
+    const detail = this.detail && this.detail.mode === mode ? this.detail : null;
+    const stamp = lines.map((l) => l.label + ":" + l.version).join("|") + "|" + weight + "|" + mode +
+      "|" + (detail ? detail.key : "");
     if (stamp === this.stamp && this.plot) return false;
     this.stamp = stamp;
     const started = performance.now();
+    this.source = lines;
+    this.settings = settings;
+    if (detail) {  // a zoom's range, read again finely, inside the coarse lines
+      lines = lines.map((l) => {
+        const fine = detail.lines.get(l);
+        return fine ? charts.merged(l, fine, fine.first, fine.last) : l;
+      });
+    }
     this.lines = lines;
     this.weight = weight;
     this.mode = mode;
@@ -359,7 +405,10 @@ class ChartPanel {
       }
     } else {
       const total = xs.reduce((n, x) => n + x.length, 0);
-      if (total <= charts.JOIN_LIMIT) return charts.join(xs, this.columns, xs.map(() => null));
+      // lines the server downsampled (each its own steps) go onto the pixel grid at once:
+      // joined, 20 of them would be 20 columns as long as all their steps together
+      const coarse = this.lines.some((l) => l.downsampled);
+      if (total <= charts.JOIN_LIMIT && !coarse) return charts.join(xs, this.columns, xs.map(() => null));
     }
     this.thinned = true;
     const onto = shared ? xs.map(() => shared) : xs;
@@ -388,6 +437,37 @@ class ChartPanel {
     }, 0);
   }
 
+  // A zoom into downsampled lines reads their points inside it again from the server (whole
+  // when few enough, else downsampled to the chart's width); zoomed out: the coarse lines.
+  refine() {
+    const zoom = this.zoomed();
+    const key = zoom ? zoom.join() : "";
+    if (key === this.refineKey) return;
+    this.refineKey = key;
+    clearTimeout(this.refineTimer);
+    if (!zoom) {
+      if (this.detail) { this.detail = null; this.update(this.source, this.settings); }
+      return;
+    }
+    const coarse = (this.source || []).filter((l) => l.downsampled && l.feed);
+    if (!coarse.length) return;
+    const mode = this.mode;
+    this.refineTimer = setTimeout(async () => {
+      const lines = new Map();
+      const width = Math.max(200, Math.round(this.plotBox.clientWidth || 900));
+      for (const line of coarse) {
+        const [first, last] = charts.stepRange(line, mode, zoom);
+        const fine = await line.feed.range(line, first - 1, last, width);
+        if (!fine || this.refineKey !== key) return;  // failed, or zoomed elsewhere meanwhile
+        fine.first = first; fine.last = last;
+        lines.set(line, fine);
+      }
+      this.detail = { key, mode, lines };
+      this.refines = (this.refines || 0) + 1;
+      this.update(this.source, this.settings);
+    }, 30);
+  }
+
   plotOptions(series, mode) {
     const width = Math.max(240, this.plotBox.clientWidth || this.box.clientWidth || 480);
     return {
@@ -399,7 +479,7 @@ class ChartPanel {
       cursor: { drag: { x: true, y: false } },  // drag to zoom; double-click resets
       hooks: {
         draw: [() => { this.drawnAt = performance.now(); this.draws = (this.draws || 0) + 1; }],
-        setScale: [(u, key) => { if (key === "x") this.rethin(u); }],
+        setScale: [(u, key) => { if (key === "x") { this.rethin(u); this.refine(); } }],
       },
     };
   }
@@ -422,11 +502,27 @@ class ChartPanel {
     if (width !== this.plot.width) this.plot.setSize({ width, height: this.options.height });
   }
 
-  // The lines' points on the chart now (inside the zoom, when zoomed), raw and smoothed.
-  shown() {
+  // Every point of the chart's lines: a series' line is read whole from the server (the chart
+  // may draw it downsampled); other lines (episode returns) are what the page holds.
+  async complete() {
+    const out = [];
+    for (const line of this.source || this.lines) {
+      if (!line.feed) { out.push(line); continue; }
+      const all = await line.feed.range(line, null, null, null);
+      if (!all) throw new Error(line.feed.error || "the points could not be read");
+      out.push(Object.assign({}, line, all));
+    }
+    return out;
+  }
+
+  // The lines' points on the chart now (inside the zoom, when zoomed), raw and smoothed:
+  // every point, never the downsampled ones drawn.
+  async shown() {
     const zoom = this.zoomed();
-    return this.lines.map((line, i) => {
-      const x = this.xs[i];
+    const lines = await this.complete();
+    return lines.map((line) => {
+      const x = charts.xOf(line, this.mode);
+      const smoothed = this.weight > 0 ? charts.smooth(line.values, this.weight) : line.values;
       const keep = [];
       for (let k = 0; k < x.length; k++) if (!zoom || (x[k] >= zoom[0] && x[k] <= zoom[1])) keep.push(k);
       return {
@@ -435,13 +531,19 @@ class ChartPanel {
         steps: keep.map((k) => line.steps[k]),
         wall_time: line.wall ? keep.map((k) => line.wall[k]) : null,
         values: keep.map((k) => charts.jsonNumber(line.values[k])),
-        smoothed: keep.map((k) => charts.jsonNumber(this.smoothed[i][k])),
+        smoothed: keep.map((k) => charts.jsonNumber(smoothed[k])),
       };
     });
   }
 
-  download(format) {
-    const shown = this.shown();
+  async download(format) {
+    let shown;
+    try {
+      shown = await this.shown();
+    } catch (e) {
+      this.legend.textContent = "download failed: " + e.message;
+      return;
+    }
     const base = (this.title.replace(/[^A-Za-z0-9._-]+/g, "_") || "chart");
     if (format === "json") {
       const body = { chart: this.title, x_axis: this.mode, smoothing: this.weight, zoom: this.zoomed(), lines: shown };
@@ -494,6 +596,7 @@ class SeriesFeed {
       if (!line) {
         line = {
           run_id: data.run_id, name: info.name, agent_id: info.agent_id, version: 0, lastStep: null,
+          feed: this, downsampled: false,
           columns: { steps: charts.growable(), values: charts.growable(), wall: charts.growable() },
           steps: new Float64Array(0), values: new Float64Array(0), wall: new Float64Array(0),
         };
@@ -508,26 +611,27 @@ class SeriesFeed {
       let take = 0, points = 0;
       for (const line of due.slice(0, 40)) {
         const info = this.infos.find((i) => i.name === line.name && i.agent_id === line.agent_id);
-        points += info ? info.points - line.values.length : 0;
+        points += info ? Math.min(2 * charts.buckets(), info.points - line.values.length) : 0;
         if (take > 0 && points > 400000) break;
         take += 1;
       }
       const batch = due.splice(0, Math.max(1, take));
       const query = batch.map((l) => ({ name: l.name, agent_id: l.agent_id, after_step: l.lastStep }));
-      const reply = await watch.api(watch.apiUrl(this.runId, "series/points") + "?encoding=base64&series=" +
-        encodeURIComponent(JSON.stringify(query)));
+      const reply = await watch.api(watch.apiUrl(this.runId, "series/points") + "?encoding=base64&buckets=" +
+        charts.buckets() + "&series=" + encodeURIComponent(JSON.stringify(query)));
       if (!reply.ok) { this.error = reply.data.error; return; }
       reply.data.series.forEach((got, i) => {
         const line = batch[i];
         const steps = charts.float64s(got.steps);
-        if (steps.length === 0) return;
+        if (got.downsampled) line.downsampled = true;
+        if (steps.length === 0) { if (got.through !== null) line.lastStep = got.through; return; }
         line.columns.steps.add(steps);
         line.columns.values.add(charts.float64s(got.values));
         line.columns.wall.add(charts.float64s(got.wall));
         line.steps = line.columns.steps.view();
         line.values = line.columns.values.view();
         line.wall = line.columns.wall.view();
-        line.lastStep = steps[steps.length - 1];
+        line.lastStep = got.through === null ? steps[steps.length - 1] : got.through;
         line.version += 1;
         if (got.more) due.push(line);
       });
@@ -535,6 +639,29 @@ class SeriesFeed {
     }
   }
 }
+
+// (SeriesFeed) The points of `line`'s series past `after` and up to `through` (null: no bound),
+// downsampled to `buckets` pixel columns (null: every point, read page by page): columns
+// {steps, values, wall, downsampled}, or null when the server said no (this.error says why).
+SeriesFeed.prototype.range = async function (line, after, through, buckets) {
+  const cols = { steps: charts.growable(), values: charts.growable(), wall: charts.growable() };
+  let downsampled = false;
+  for (let pages = 0; pages < 10000; pages++) {
+    const query = [{ name: line.name, agent_id: line.agent_id, after_step: after, through_step: through }];
+    const reply = await watch.api(watch.apiUrl(this.runId, "series/points") + "?encoding=base64" +
+      (buckets ? "&buckets=" + buckets : "") + "&series=" + encodeURIComponent(JSON.stringify(query)));
+    if (!reply.ok) { this.error = reply.data.error; return null; }
+    const got = reply.data.series[0];
+    const steps = charts.float64s(got.steps);
+    downsampled = downsampled || got.downsampled;
+    cols.steps.add(steps);
+    cols.values.add(charts.float64s(got.values));
+    cols.wall.add(charts.float64s(got.wall));
+    if (!got.more || !steps.length) break;
+    after = steps[steps.length - 1];
+  }
+  return { steps: cols.steps.view(), values: cols.values.view(), wall: cols.wall.view(), downsampled };
+};
 
 // The series part of a page: a toolbar (glob filter, smoothing, x axis, agents apart), the list
 // of series, and a chart per series name with a line per run (and agent).
