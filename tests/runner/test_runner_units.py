@@ -366,6 +366,36 @@ def test_insert_rows_stores_every_row_once(tmp_path: Path, count: int) -> None:
     conn.close()
 
 
+@pytest.mark.parametrize("count", [15, 16, 256, 300])
+def test_insert_rows_keeps_booleans_nulls_and_texts_that_look_like_them(
+    tmp_path: Path, count: int
+) -> None:
+    """The blocks bind booleans as 0/1 and a None of agent_id / error as an integer the
+    statement turns back into NULL: a text "0", "" or "NULL" stays that text, a None is NULL,
+    and any other value of a boolean column (a number, a text) is stored as given."""
+    from mosaic_sdk.runner.recording.ingest import insert_rows
+    from mosaic_sdk.runner.storage import store as store_sql
+
+    conn = store_sql.connect(tmp_path / "s.sqlite")
+    agents = [None, "0", "", "NULL", "a", "\u00e9"]
+    flags: list[object] = [True, False, None, 1, 0.5, "x", 0]
+    rows = [
+        ("r", i, i, 0, i, 1.0, flags[i % 7], flags[(i + 3) % 7], i, "{}", agents[i % 6])
+        for i in range(count)
+    ]
+    insert_rows(conn, store_sql.INSERT_STEP, rows)
+    got = conn.execute(
+        "SELECT terminated, truncated, agent_id, typeof(agent_id) FROM steps ORDER BY line_no"
+    ).fetchall()
+    want_type = {None: "null"}
+    assert got == [(r[6], r[7], r[10], want_type.get(r[10], "text")) for r in rows]
+    logs = [("r", "stderr", i, "log", 0, [None, "0", "", "e"][i % 4], "t") for i in range(count)]
+    insert_rows(conn, store_sql.INSERT_LOG, logs)
+    got_logs = conn.execute("SELECT error FROM log_lines ORDER BY line_no").fetchall()
+    assert got_logs == [(r[5],) for r in logs]
+    conn.close()
+
+
 @pytest.mark.parametrize("nesting", [97, 98, 99, 100, 101])
 def test_ingest_and_classify_line_agree_on_the_deepest_short_step_lines(nesting: int) -> None:
     """The shortest step lines around MAX_JSON_DEPTH (the fast path skips the bracket count
@@ -418,3 +448,31 @@ def test_the_live_view_counts_games_and_tells_agents_returns_apart() -> None:
     single = LineIngest("S")
     single.add(LineBatch(serial=1), [b'{"type": "episode", "episode_index": 0, "total_reward": 2}'])
     assert single.games is None and single.agent_returns == {}
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"step": 9, "values": {"b": 1.0, "a": float("nan"), "c": [1, 2, {"z": None, "y": True}]}},
+        {"x": Path("/a"), "\u00e9": "\u00fc\u2028\ud800", "inf": float("-inf"), "big": 10**30},
+        {"a": {"b": {}}, "l": [], "t": (1, 2), "s": {1}},
+        {1: 2, "a": 3},  # keys json cannot sort: the same error
+        [1, {"b": 2, "a": 1}],
+    ],
+)
+def test_event_payloads_are_stored_as_json_dumps_writes_them(payload: object) -> None:
+    """The ingest's payload encoder (json's C encoder, called directly) gives the text of
+    ``json.dumps(payload, sort_keys=True, default=str)``, or raises what it raises."""
+    import json
+
+    from mosaic_sdk.runner.recording.ingest import _encode_payload
+
+    try:
+        want: object = json.dumps(payload, sort_keys=True, default=str)
+    except TypeError as exc:
+        want = repr(exc)
+    try:
+        got: object = _encode_payload(payload)
+    except TypeError as exc:
+        got = repr(exc)
+    assert got == want

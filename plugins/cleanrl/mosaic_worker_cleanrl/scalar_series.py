@@ -51,11 +51,26 @@ class _DroppedFiles:
     close = reopen = flush
 
 
+#: This process's pid, kept current in a forked child (``os.getpid()`` is a system call, and
+#: :meth:`ScalarSeries.add` runs for every scalar a script writes).
+_PID = [os.getpid()]
+
+
+def _forked() -> None:
+    _PID[0] = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, where no child is forked
+    os.register_at_fork(after_in_child=_forked)
+
+
 def _number(value: Any) -> float | None:
     """The float TensorBoard would store for ``value`` (python and numpy numbers, one-element
     torch tensors and JAX arrays), or None when it is not a number."""
     if type(value) is float:
         return value
+    if type(value) is int:
+        return float(value)
     item = getattr(value, "item", None)  # arrays and tensors of one element, numpy scalars
     try:
         return float(item() if item is not None else value)
@@ -64,6 +79,8 @@ def _number(value: Any) -> float | None:
 
 
 def _step(global_step: Any) -> int | None:
+    if type(global_step) is int:
+        return global_step if global_step >= 0 else None
     if global_step is None:
         return 0
     try:
@@ -89,18 +106,20 @@ class ScalarSeries:
         """Hold one point; sends what was held first when it belongs to another step."""
         number = _number(value)
         step = _step(global_step)
-        if number is None or step is None or os.getpid() != self.owner_pid:
+        if number is None or step is None or _PID[0] != self.owner_pid:
             return  # TensorBoard itself refuses such a value; a child process does not report
-        name = str(tag)
-        if self._held and (step != self._held_step or name in self._held):
+        name = tag if type(tag) is str else str(tag)
+        held = self._held
+        if held and (step != self._held_step or name in held):
             self.flush()
-        self._held[name] = number
+            held = self._held
+        held[name] = number
         self._held_step = step
         self.points += 1
 
     def flush(self) -> None:
         """Send the points held (one ``metrics`` event), if any."""
-        if not self._held or os.getpid() != self.owner_pid:
+        if not self._held or _PID[0] != self.owner_pid:
             return
         values, step = self._held, self._held_step
         self._held = {}
