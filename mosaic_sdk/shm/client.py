@@ -39,7 +39,7 @@ from mosaic_sdk.shm.service_client import (
     TelemetryService,
     ViewportService,
 )
-from mosaic_sdk.shm.sync import PeerWatch, TransportError, spin_budget
+from mosaic_sdk.shm.sync import PeerWatch, TransportError, TransportTimeoutError, spin_budget
 
 
 def _engine_error(reply: cmd.Decoded) -> BaseException:
@@ -200,6 +200,22 @@ class SharedMemoryClient:
             if reply.error is not None:
                 raise _engine_error(reply)
             return reply.message
+
+    def next_envelope(self, deadline: float) -> cmd.Decoded | None:
+        """The next envelope the engine wrote that no request is waiting for (a pushed stream
+        frame, or the late answer to an abandoned request), waiting until ``deadline``
+        (``time.monotonic()``); None when none came by then."""
+        seg = self._seg
+        while True:
+            data = seg.e2c.try_read()
+            if data is not None:
+                return cmd.decode(data)
+            try:
+                seg.frame.wait_until(
+                    lambda: seg.e2c.pending() > 0, self.spin, deadline, self._check
+                )
+            except TransportTimeoutError:
+                return None
 
     def get_schema(self) -> cmd.GetSchemaResponse:
         """The engine's spaces, sizes and image configuration."""

@@ -22,7 +22,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -30,8 +30,17 @@ from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm import services as sv
 from mosaic_sdk.shm.sync import TransportTimeoutError
 
-if TYPE_CHECKING:
-    from mosaic_sdk.shm.client import SharedMemoryClient
+
+class EngineLink(Protocol):
+    """What the services use of a :class:`~mosaic_sdk.shm.client.SharedMemoryClient` (which
+    builds its ``services`` from this module, so it is named here by what it offers)."""
+
+    image: np.ndarray | None
+
+    def request(self, message: Any) -> Any: ...
+
+    def next_envelope(self, deadline: float) -> cmd.Decoded | None: ...
+
 
 PUSHED_METHODS = ("TelemetryFrame", "ImageFrame")
 
@@ -49,7 +58,7 @@ class Pushed:
 class Services:
     """The service namespaces of one client, and the frames pushed to it."""
 
-    def __init__(self, client: SharedMemoryClient) -> None:
+    def __init__(self, client: EngineLink) -> None:
         self.client = client
         self._pushed: deque[Pushed] = deque()
         self.agent = AgentService(self)
@@ -75,25 +84,17 @@ class Services:
         """The oldest pushed frame (of ``stream_id`` when given), waiting up to ``timeout`` s;
         None when none came. Frames of other streams stay queued."""
         deadline = time.monotonic() + timeout
-        client = self.client
-        seg = client._seg
         while True:
             for k, p in enumerate(self._pushed):
                 if stream_id is None or p.stream_id == stream_id:
                     del self._pushed[k]
                     return p
-            data = seg.e2c.try_read()
-            if data is not None:
-                reply = cmd.decode(data)
-                if reply.method in PUSHED_METHODS:
-                    self.on_push(reply)
-                continue  # else: a response to a request abandoned earlier
-            try:
-                seg.frame.wait_until(
-                    lambda: seg.e2c.pending() > 0, client.spin, deadline, client._check
-                )
-            except TransportTimeoutError:
+            reply = self.client.next_envelope(deadline)
+            if reply is None:
                 return None
+            if reply.method in PUSHED_METHODS:
+                self.on_push(reply)
+            # else: a response to a request abandoned earlier
 
 
 class _Service:
