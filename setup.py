@@ -28,6 +28,7 @@ def vendor_uplot() -> None:
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while it runs
     spec.loader.exec_module(module)
     try:
         module.ensure_all()

@@ -40,4 +40,21 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         return build_wheelhouse(target)
     except RuntimeError as exc:
-        pytest.skip(f"cannot build the wheelhouse (no package index?): {str(exc)[-500:]}")
+        text = str(exc)
+        if any(sign in text for sign in NO_INDEX):
+            pytest.skip(f"cannot build the wheelhouse (no package index?): {text[-500:]}")
+        # Anything else is ours (the SDK's own wheel fails to build): a failure, never a skip.
+        pytest.fail(f"building the SDK's wheelhouse failed: {text[-2000:]}")
+
+
+#: What pip says when the package index cannot be reached (the only reason to skip).
+NO_INDEX = (
+    "Could not find a version that satisfies",
+    "No matching distribution found",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "NewConnectionError",
+    "ConnectTimeoutError",
+    "ProxyError",
+)
