@@ -18,9 +18,11 @@ and re-exported here).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias, TypedDict
 
-import numpy as np
+if TYPE_CHECKING:  # annotations only: the CLI starts without numpy
+    import numpy as np
+
 
 from mosaic_sdk.json_types import JsonObject, JsonValue
 

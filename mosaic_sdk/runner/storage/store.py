@@ -17,8 +17,6 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-
 from mosaic_sdk.runner.storage.paths import default_store_path
 from mosaic_sdk.runner.storage.records import (
     RECOVERED_EVENT,
@@ -58,7 +56,7 @@ _EVENT_COLUMNS = ", ".join(columns_of(EventRecord))
 _LOG_COLUMNS = ", ".join(columns_of(LogLineRecord))
 
 #: One row of a series' points as numpy reads it (NULL, SQLite's NaN, read as the text 'nan').
-_POINT_DTYPE = np.dtype([("step", "<i8"), ("value", "<f8"), ("wall_ns", "<i8")])
+_POINT_FIELDS = [("step", "<i8"), ("value", "<f8"), ("wall_ns", "<i8")]
 #: A finite value (SQLite reads 9e999 as infinity; NULL, its NaN, compares as nothing).
 _FINITE = "value > -9e999 AND value < 9e999"
 #: The lowest and the highest finite point of each step range [lo, hi) of ``?3`` (a JSON list
@@ -88,6 +86,8 @@ def _extremes_of(columns: SeriesColumns, lo: int, hi: int, buckets: int) -> Seri
     """The downsampled read of :meth:`RunStore.series_columns` done on columns read whole:
     in each of ``buckets`` equal step ranges of [lo, hi], its lowest and highest finite
     point (the ranges :data:`_EXTREMES` cuts, the points it picks but for ties)."""
+    import numpy as np  # only here: `mosaic` commands start without numpy
+
     edges = np.unique(np.linspace(lo, hi + 1, buckets + 1).astype(np.int64))
     finite = np.flatnonzero(np.isfinite(columns.values))
     bucket = np.searchsorted(edges, columns.steps[finite], side="right") - 1
@@ -838,6 +838,8 @@ class RunStore:
         is then True; ``points`` and ``not_finite`` still count the whole range). Never
         for data that leaves the SDK whole (an export, a download): those read every
         point. A series the run does not have has no points."""
+        import numpy as np  # only here: `mosaic` commands start without numpy
+
         if buckets is not None and (limit is not None or buckets < 1):
             raise ValueError(
                 f"buckets={buckets}: give a positive number of buckets, without a limit"
@@ -890,7 +892,9 @@ class RunStore:
     def _columns(
         name: str, agent_id: str | None, rows: list[Any], points: int | None = None
     ) -> SeriesColumns:
-        table = np.array(rows, dtype=_POINT_DTYPE) if rows else np.zeros(0, dtype=_POINT_DTYPE)
+        import numpy as np  # only here: `mosaic` commands start without numpy
+
+        table = np.array(rows, dtype=_POINT_FIELDS) if rows else np.zeros(0, dtype=_POINT_FIELDS)
         values = np.ascontiguousarray(table["value"])
         finite = int(np.isfinite(values).sum())
         return SeriesColumns(
@@ -917,6 +921,8 @@ class RunStore:
         """The lowest and highest finite point of each of ``buckets`` equal step ranges of
         [lo, hi] (see :meth:`series_columns`); None when the range holds at most
         ``2 * buckets`` points (reading them all costs no more)."""
+        import numpy as np  # only here: `mosaic` commands start without numpy
+
         edges = np.unique(np.linspace(lo, hi + 1, buckets + 1).astype(np.int64))
         rows = cursor.execute(_EXTREMES, (run_id, series_id, json.dumps(edges.tolist()))).fetchall()
         points = nans = 0
