@@ -18,10 +18,10 @@ import argparse
 import multiprocessing as mp
 import os
 import time
-from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 import numpy as np
+from bench_roundtrip import timed  # the same timing loop as the MSHM round-trip benchmark
 
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.lucky import LuckyClient
@@ -52,18 +52,6 @@ def engine(name: str, layout: str, report: Connection) -> None:
     finally:
         t.close()
         report.send(own)
-
-
-def timed(step: Callable[[], object], steps: int, warmup: int) -> np.ndarray:
-    for _ in range(warmup):
-        step()
-    out = np.empty(steps)
-    clock = time.perf_counter
-    for i in range(steps):
-        t0 = clock()
-        step()
-        out[i] = clock() - t0
-    return out * 1e6
 
 
 def run(layout: str, design_client: bool, steps: int) -> dict[str, float]:
