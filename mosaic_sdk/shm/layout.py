@@ -562,6 +562,15 @@ def publish_magic(layout: Layout, words: Any) -> None:
         words.store_u32(LRBC_OFF["magic"], LRBC_MAGIC)
 
 
+def _described(fields: Any) -> list[dict[str, Any]]:
+    """Header or slot fields ``(name, offset, struct format, doc)`` as the JSON layout tables
+    list them, each with its size."""
+    return [
+        {"name": n, "offset": o, "format": f, "size": struct.calcsize("<" + f), "doc": d}
+        for n, o, f, d in fields
+    ]
+
+
 def lrbc_description() -> dict[str, Any]:
     """The machine-readable layout written to ``schema/lrbc_layout.json``."""
     example = Layout.compute(4096, 100, 12, kind=LAYOUT_LRBC)
@@ -593,10 +602,7 @@ def lrbc_description() -> dict[str, Any]:
             "data_offset": LRBC_RING_HEADER_SIZE,
             "entry": "[length u32][payload][pad to 8]; payload may wrap around the data end",
         },
-        "header": [
-            {"name": n, "offset": o, "format": f, "size": struct.calcsize("<" + f), "doc": d}
-            for n, o, f, d in LRBC_HEADER_FIELDS
-        ],
+        "header": _described(LRBC_HEADER_FIELDS),
         "example_4096x100x12": {
             "obs_offset": example.obs_offset,
             "act_offset": example.act_offset,
@@ -641,14 +647,8 @@ def header_description() -> dict[str, Any]:
             "data_offset": RING_HEADER_SIZE,
             "entry": "[length u32][payload][pad to 8]; payload may wrap around the data end",
         },
-        "header": [
-            {"name": n, "offset": o, "format": f, "size": struct.calcsize("<" + f), "doc": d}
-            for n, o, f, d in HEADER_FIELDS
-        ],
-        "worker_slot": [
-            {"name": n, "offset": o, "format": f, "size": struct.calcsize("<" + f), "doc": d}
-            for n, o, f, d in WORKER_FIELDS
-        ],
+        "header": _described(HEADER_FIELDS),
+        "worker_slot": _described(WORKER_FIELDS),
         "example_4096x100x12": {
             k: getattr(example, k)
             for k in _STATIC
