@@ -83,7 +83,7 @@ def draw_debug(scene: Any, shapes: list[sv.DebugShape]) -> None:
         scene.ngeom += 1
 
 
-class _Drawer:
+class Drawer:
     """One GL context and its MuJoCo objects; used only by the thread that made it."""
 
     def __init__(self, model: Any, width: int, height: int) -> None:
@@ -144,7 +144,7 @@ class _Drawer:
 
 
 class _Worker(threading.Thread):
-    """A thread that owns a ``_Drawer`` and draws the env ids it is handed."""
+    """A thread that owns a ``Drawer`` and draws the env ids it is handed."""
 
     def __init__(self, model: Any, width: int, height: int) -> None:
         super().__init__(name="mosaic-render", daemon=True)
@@ -159,7 +159,7 @@ class _Worker(threading.Thread):
 
     def run(self) -> None:
         try:
-            drawer = _Drawer(*self._args)
+            drawer = Drawer(*self._args)
         except BaseException as exc:
             self.done.put(exc)
             return
@@ -194,10 +194,10 @@ class BatchRenderer:
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.model, self.width, self.height = model, width, height
-        self._drawer: _Drawer | None = None
+        self._drawer: Drawer | None = None
         self._workers: list[_Worker] = []
         if threads == 1:
-            self._drawer = _Drawer(model, width, height)
+            self._drawer = Drawer(model, width, height)
         else:
             try:
                 for _ in range(threads):
