@@ -357,6 +357,28 @@ def test_batch_renderer_refuses_bad_arguments(needs_gl) -> None:
             assert np.array_equal(out[0], ref.render())
 
 
+def test_batch_renderer_jobs_run_in_its_threads_and_hand_back_errors(needs_gl) -> None:
+    model = mujoco.MjModel.from_xml_path(str(model_path("tabletop")))
+    datas = _scattered(model, 6, seed=2)
+    out = np.zeros((6, 64, 64, 3), dtype=np.uint8)
+    with BatchRenderer(model, 64, 64, threads=2) as batch, mujoco.Renderer(model, 64, 64) as ref:
+        job = batch.submit([model] * 6, datas, range(6), "side", out)  # returns at once
+        job.wait()
+        assert job.done()
+        for i in range(6):
+            ref.update_scene(datas[i], camera="side")
+            assert np.array_equal(out[i], ref.render()), f"env {i}"
+        broken = [None] * 6  # no MjData: each thread's part fails
+        with pytest.raises(TypeError):
+            batch.render([model] * 6, broken, range(6), "side", out)
+        out[:] = 0
+        batch.render([model] * 6, datas, [4], "side", out)  # the threads live on
+        ref.update_scene(datas[4], camera="side")
+        assert np.array_equal(out[4], ref.render()) and not out[:4].any()
+    with pytest.raises(RuntimeError, match="closed"):
+        batch.submit([model], datas[:1], [0], "side", out[:1])
+
+
 def test_frames_of_many_envs_over_render_threads(needs_gl) -> None:
     with launch_engine(9, "tabletop", render_threads=2) as handle:
         client = SharedMemoryClient(handle.name, timeout=30)

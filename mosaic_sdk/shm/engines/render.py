@@ -2,18 +2,22 @@
 
     renderer = BatchRenderer(model, width=64, height=64, threads=2)
     renderer.render(models, datas, env_ids, "overhead", out=image, debug=shapes_per_env)
+    job = renderer.submit(models, snapshots, env_ids, "overhead", out=image)  # returns at once
+    ...                                                                      # physics, commands
+    job.wait()
     renderer.close()
 
 Each env is drawn exactly as ``mujoco.Renderer`` draws it (``mjv_updateScene`` with a default
 ``MjvOption``, ``mjr_render`` into the bottom-left ``width x height`` rectangle of the offscreen
 buffer, ``mjr_readPixels``, rows flipped), so the pixels are the same bytes. What it saves:
 
-- the scene, option and camera objects are made once per thread, not per frame;
-- the rows are read straight into the image region (``out[i]``), with no intermediate array;
-- the envs of a batch are split over ``threads`` worker threads, each with its own GL context
+- the scene, option and camera objects are made once per thread, not per frame, and the rows
+  are read into one reused buffer, then copied (flipped) into the image region;
+- the envs of a batch are split over ``threads`` render threads, each with its own GL context
   (``mjv_updateScene``, ``mjr_render`` and ``mjr_readPixels`` release the GIL), so a CPU
   renderer such as Mesa's llvmpipe uses every core for the vertex work it does on the calling
-  thread.
+  thread;
+- ``submit`` hands a batch to those threads and returns: the caller steps other data meanwhile.
 
 Why not one viewport per env on one large buffer, read once: llvmpipe interpolates colours
 from each triangle's absolute framebuffer position, so the same scene drawn at another offset
@@ -143,16 +147,45 @@ class Drawer:
             self.gl = None
 
 
+class RenderJob:
+    """A batch handed to the render threads: ``done()`` says whether it is drawn, ``wait()``
+    blocks until it is and raises the first error a thread met."""
+
+    def __init__(self, parts: int) -> None:
+        self._left = parts
+        self._errors: list[BaseException] = []
+        self._lock = threading.Lock()
+        self._event = threading.Event()
+        if parts == 0:
+            self._event.set()
+
+    def _finish(self, error: BaseException | None) -> None:
+        with self._lock:
+            if error is not None:
+                self._errors.append(error)
+            self._left -= 1
+            if self._left == 0:
+                self._event.set()
+
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self) -> None:
+        self._event.wait()
+        if self._errors:
+            raise self._errors[0]
+
+
 class _Worker(threading.Thread):
-    """A thread that owns a ``Drawer`` and draws the env ids it is handed."""
+    """A thread that owns a ``Drawer`` and draws the parts of jobs it is handed, in order."""
 
     def __init__(self, model: Any, width: int, height: int) -> None:
         super().__init__(name="mosaic-render", daemon=True)
-        self.jobs: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
-        self.done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[tuple[RenderJob, tuple[Any, ...]] | None] = queue.SimpleQueue()
+        self._ready: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
         self._args = (model, width, height)
         self.start()
-        error = self.done.get()  # the context is made (or failed) in this thread
+        error = self._ready.get()  # the context is made (or failed) in this thread
         if error is not None:
             self.join()
             raise error
@@ -161,17 +194,18 @@ class _Worker(threading.Thread):
         try:
             drawer = Drawer(*self._args)
         except BaseException as exc:
-            self.done.put(exc)
+            self._ready.put(exc)
             return
-        self.done.put(None)
+        self._ready.put(None)
         try:
-            while (job := self.jobs.get()) is not None:
+            while (item := self.jobs.get()) is not None:
+                job, args = item
                 try:
-                    drawer.draw(*job)
+                    drawer.draw(*args)
                 except BaseException as exc:  # handed to the caller, the worker lives on
-                    self.done.put(exc)
+                    job._finish(exc)
                 else:
-                    self.done.put(None)
+                    job._finish(None)
         finally:
             drawer.close()
 
@@ -180,8 +214,10 @@ class BatchRenderer:
     """Render many envs' frames per call, each equal to ``mujoco.Renderer``'s for its state.
 
     ``model`` provides the meshes, textures and fonts (an env's own ``MjModel`` copy may differ
-    in physics but must share them). ``threads`` GL contexts draw in parallel (default: one
-    per CPU, at most 2); with 1 the drawing happens in the calling thread.
+    in physics but must share them). ``threads`` render threads, each with its own GL context,
+    draw a batch in parallel (default: one per CPU, at most 2). ``render`` returns once the
+    batch is drawn; ``submit`` returns at once, so the caller may go on (with the physics of
+    other data) while the threads draw.
     """
 
     def __init__(self, model: Any, width: int, height: int, threads: int | None = None) -> None:
@@ -194,21 +230,45 @@ class BatchRenderer:
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.model, self.width, self.height = model, width, height
-        self._drawer: Drawer | None = None
         self._workers: list[_Worker] = []
-        if threads == 1:
-            self._drawer = Drawer(model, width, height)
-        else:
-            try:
-                for _ in range(threads):
-                    self._workers.append(_Worker(model, width, height))
-            except BaseException:
-                self.close()
-                raise
+        try:
+            for _ in range(threads):
+                self._workers.append(_Worker(model, width, height))
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def threads(self) -> int:
-        return len(self._workers) or 1
+        return len(self._workers)
+
+    def submit(
+        self,
+        models: list[Any],
+        datas: list[Any],
+        env_ids: list[int],
+        camera: str | Any,
+        out: np.ndarray,
+        debug: list[list[sv.DebugShape]] | None = None,
+    ) -> RenderJob:
+        """Start drawing env ``i`` (``models[i]``, ``datas[i]``, its ``debug[i]`` shapes) from
+        ``camera`` (a camera name, "" for the free camera, or an ``MjvCamera``) into ``out[i]``
+        (uint8, height x width x 3) for each ``i`` in ``env_ids``. The datas, the shapes and
+        the camera are read while the job runs: leave them alone until it is done."""
+        if not self._workers:
+            raise RuntimeError("this BatchRenderer is closed")
+        if out.shape[1:] != (self.height, self.width, 3) or out.dtype != np.uint8:
+            raise ValueError(
+                f"out must be uint8 of shape (envs, {self.height}, {self.width}, 3), got "
+                f"{out.dtype} {out.shape}"
+            )
+        cam = camera_for(self.model, camera)
+        ids = list(env_ids)
+        parts = [p for p in (ids[k :: len(self._workers)] for k in range(self.threads)) if p]
+        job = RenderJob(len(parts))
+        for worker, part in zip(self._workers, parts, strict=False):
+            worker.jobs.put((job, (models, datas, part, cam, out, debug)))
+        return job
 
     def render(
         self,
@@ -219,39 +279,16 @@ class BatchRenderer:
         out: np.ndarray,
         debug: list[list[sv.DebugShape]] | None = None,
     ) -> None:
-        """Draw env ``i`` (``models[i]``, ``datas[i]``, its ``debug[i]`` shapes) from ``camera``
-        (a camera name, "" for the free camera, or an ``MjvCamera``) into ``out[i]`` (uint8,
-        height x width x 3) for each ``i`` in ``env_ids``."""
-        if out.shape[1:] != (self.height, self.width, 3) or out.dtype != np.uint8:
-            raise ValueError(
-                f"out must be uint8 of shape (envs, {self.height}, {self.width}, 3), got "
-                f"{out.dtype} {out.shape}"
-            )
-        cam = camera_for(self.model, camera)
-        if self._drawer is not None:
-            self._drawer.draw(models, datas, list(env_ids), cam, out, debug)
-            return
-        ids = list(env_ids)
-        parts = [ids[k :: len(self._workers)] for k in range(len(self._workers))]
-        busy = []
-        for worker, part in zip(self._workers, parts, strict=True):
-            if part:
-                worker.jobs.put((models, datas, part, cam, out, debug))
-                busy.append(worker)
-        errors = [worker.done.get() for worker in busy]
-        for error in errors:
-            if error is not None:
-                raise error
+        """``submit`` and wait until the frames are drawn (raises a render thread's error)."""
+        self.submit(models, datas, env_ids, camera, out, debug).wait()
 
     def close(self) -> None:
-        """Free the GL contexts (and end the worker threads)."""
-        if self._drawer is not None:
-            self._drawer.close()
-            self._drawer = None
+        """End the render threads (after the jobs handed to them) and free their GL contexts."""
         for worker in self._workers:
             if worker.is_alive():
                 worker.jobs.put(None)
-                worker.join()
+        for worker in self._workers:
+            worker.join()
         self._workers = []
 
     def __enter__(self) -> BatchRenderer:
