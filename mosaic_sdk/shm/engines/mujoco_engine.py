@@ -379,9 +379,14 @@ class MujocoEngine:
             t._check()
 
     def _next_due(self) -> float | None:
-        due: list[float] = [s.next_due for s in self._images.values()]
-        if self._outbox:
+        due: list[float] = []
+        # A due frame waits while the client has not read the last ones: then look again in a
+        # millisecond (an overdue stream's time would make a busy loop).
+        unread = bool(self._images) and self.transport.seg.e2c.pending() > 0
+        if self._outbox or unread:
             due.append(time.monotonic() + 0.001)
+        else:
+            due.extend(s.next_due for s in self._images.values())
         if self.mode == "run":
             due.append(self._run_due())
         return min(due) if due else None
