@@ -95,7 +95,9 @@ class Drawer:
         self.gl: Any = None
         self.con: Any = None
         try:
-            from mujoco import gl_context  # the GL backend MUJOCO_GL chose at import
+            # imported when a renderer is made: under the physics-only fallback
+            # (MUJOCO_GL=glfw, no offscreen GL here) importing it would need glfw itself
+            from mujoco import gl_context
 
             if gl_context.GLContext is not None:
                 self.gl = gl_context.GLContext(width, height)
