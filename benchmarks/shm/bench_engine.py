@@ -3,9 +3,11 @@ baseline in the same run.
 
 - command round trip: the engine's services (ping, joint state) beside the bare transport's
   ping (a ``SharedMemoryTransport`` that only serves commands); target median < 100 us;
-- camera stream: 64 envs x 64x64 RGB at 30 frames/s per env requested, frames/s achieved beside
-  ``mujoco.Renderer`` rendering the same 64 views in this process (the rendering bound), and
-  the streamed pixels compared with that renderer's;
+- camera stream: 64 envs x 64x64 RGB at 30 frames/s per env requested, frames/s achieved (the
+  client steps the envs between frames, so each frame is drawn anew) beside ``mujoco.Renderer``
+  rendering the same 64 views in this process (the baseline), where a batch's time goes
+  (mjv_updateScene, mjr_render, mjr_readPixels, the row flip), ``BatchRenderer`` in-process with
+  1 and 2 threads, and the streamed pixels compared with that renderer's;
 - batch step with the real model (``reacher``): the round trip of ``client.step`` beside the
   engine's own ``step_batch`` in this process (the physics), for growing env counts; transport
   overhead = round trip - physics (target < 1 ms), and the largest count whose round trip fits
@@ -30,7 +32,9 @@ from mosaic_sdk.shm.client import SharedMemoryClient  # noqa: E402
 from mosaic_sdk.shm.engines import model_path  # noqa: E402
 from mosaic_sdk.shm.engines.launch import launch_engine  # noqa: E402
 from mosaic_sdk.shm.engines.mujoco_engine import MujocoEngine  # noqa: E402
+from mosaic_sdk.shm.engines.render import BatchRenderer, Drawer  # noqa: E402
 from mosaic_sdk.shm.segment import segment_name, unlink_segment  # noqa: E402
+from mosaic_sdk.shm.sync import TransportTimeoutError  # noqa: E402
 from mosaic_sdk.shm.transport import SharedMemoryTransport  # noqa: E402
 
 
@@ -83,33 +87,151 @@ def bench_commands(n: int) -> None:
         print(f"  {label:31s} {_us(s)}  ({np.median(s) / ref:.2f}x baseline)")
 
 
-def bench_camera(seconds: float, envs: int = 64) -> None:
-    print(f"== camera stream: {envs} envs x 64x64 RGB, 30 frames/s per env requested")
-    model = mujoco.MjModel.from_xml_path(str(model_path("tabletop")))
-    data = mujoco.MjData(model)
-    mujoco.mj_forward(model, data)
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux), else None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _views(model, envs: int) -> list:  # noqa: ANN001
+    """``envs`` datas of ``model`` in different states (what a batch of envs looks like)."""
+    rng = np.random.default_rng(0)
+    datas = []
+    for _ in range(envs):
+        d = mujoco.MjData(model)
+        d.qpos[:4] = rng.uniform(-0.3, 0.3, 4)
+        d.mocap_pos[0, :2] = rng.uniform(-0.3, 0.3, 2)
+        mujoco.mj_forward(model, d)
+        datas.append(d)
+    return datas
+
+
+def _renderer_bound(model, datas: list, reps: int) -> tuple[float, float]:  # noqa: ANN001
+    """mujoco.Renderer drawing every view, in this process: (batches/s, CPU ms per batch)."""
     with mujoco.Renderer(model, 64, 64) as r:
 
         def render_all() -> None:
-            for _ in range(envs):
-                r.update_scene(data, camera="overhead")
+            for d in datas:
+                r.update_scene(d, camera="overhead")
                 r.render()
 
-        base = _timed(render_all, 10, warmup=2)
-    bound = 1.0 / float(np.median(base))
+        cpu0 = time.process_time()
+        wall = _timed(render_all, reps, warmup=2)
+        cpu = (time.process_time() - cpu0) / (reps + 2)
+    return 1.0 / float(np.median(wall)), cpu * 1e3
+
+
+def _phases(model, datas: list, reps: int) -> dict[str, float]:  # noqa: ANN001
+    """Median ms per batch of each step of drawing every view, as mujoco.Renderer does it."""
+    drawer = Drawer(model, 64, 64)
+    cam = mujoco.MjvCamera()
+    cam.type, cam.fixedcamid = mujoco.mjtCamera.mjCAMERA_FIXED, 0
+    out = np.empty((len(datas), 64, 64, 3), np.uint8)
+    totals: dict[str, list[float]] = {k: [] for k in ("update", "render", "read", "copy")}
+    try:
+        for _ in range(reps):
+            t = dict.fromkeys(totals, 0.0)
+            for i, d in enumerate(datas):
+                a = time.perf_counter()
+                mujoco.mjv_updateScene(
+                    model, d, drawer.option, None, cam, mujoco.mjtCatBit.mjCAT_ALL, drawer.scene
+                )
+                b = time.perf_counter()
+                mujoco.mjr_render(drawer.rect, drawer.scene, drawer.con)
+                c = time.perf_counter()
+                mujoco.mjr_readPixels(drawer.rows, None, drawer.rect, drawer.con)
+                e = time.perf_counter()
+                out[i] = drawer.rows[::-1]
+                f = time.perf_counter()
+                t["update"] += b - a
+                t["render"] += c - b
+                t["read"] += e - c
+                t["copy"] += f - e
+            for k, v in t.items():
+                totals[k].append(v)
+    finally:
+        drawer.close()
+    return {k: float(np.median(v)) * 1e3 for k, v in totals.items()}
+
+
+def bench_camera(seconds: float, envs: int = 64) -> None:
+    print(f"== camera stream: {envs} envs x 64x64 RGB, 30 frames/s per env requested")
+    print(f"  load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    reps = 10
+    model = mujoco.MjModel.from_xml_path(str(model_path("tabletop")))
+    datas = _views(model, envs)
+    xml = model_path("tabletop").read_text()
+    before = {'size="0.6 0.6 0.1"': 'size="0.6 0.6 0.01"', ' numslices="12" numstacks="4"': ""}
+    for now, was in before.items():  # the model's drawing detail until now (same physics)
+        assert now in xml, f"tabletop.xml changed: {now} is gone"
+        xml = xml.replace(now, was)
+    old = mujoco.MjModel.from_xml_string(xml)
+    old_bound, old_cpu = _renderer_bound(old, _views(old, envs), reps)
+    bound, bound_cpu = _renderer_bound(model, datas, reps)
+    phases = _phases(model, datas, reps)
+    batch, batch_cpu = {}, {}
+    for threads in (1, 2):
+        with BatchRenderer(model, 64, 64, threads=threads) as br:
+            out = np.empty((envs, 64, 64, 3), np.uint8)
+            ids = list(range(envs))
+            cpu0 = time.process_time()  # every thread of this process
+            wall = _timed(lambda: br.render([model] * envs, datas, ids, "overhead", out), reps, 2)  # noqa: B023
+            batch_cpu[threads] = (time.process_time() - cpu0) / (reps + 2) * 1e3
+            batch[threads] = 1.0 / float(np.median(wall))
+    print(
+        f"  baseline: mujoco.Renderer in-process, {envs} views: {bound:6.1f} batches/s "
+        f"({bound_cpu:5.1f} ms CPU per batch); the model as it was (floor of 14,400 quads, "
+        "MuJoCo's default 28 slices x 16 stacks): "
+        f"{old_bound:6.1f} batches/s ({old_cpu:5.1f} ms CPU)"
+    )
+    print(
+        "  where a batch's time goes (ms, medians): "
+        + ", ".join(f"{k} {v:5.1f}" for k, v in phases.items())
+        + " (read includes llvmpipe's rasterisation: the frame is drawn when it is read)"
+    )
+    print(
+        f"  BatchRenderer in-process: 1 thread {batch[1]:6.1f} batches/s "
+        f"({batch[1] / bound:.2f}x baseline, {batch_cpu[1]:5.1f} ms CPU), 2 threads "
+        f"{batch[2]:6.1f} batches/s ({batch[2] / bound:.2f}x baseline, {batch_cpu[2]:5.1f} ms CPU)"
+    )
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(
+        f"  what {cores} idle CPUs allow at these CPU costs: mujoco.Renderer "
+        f"{cores * 1e3 / bound_cpu:5.1f} batches/s (the model as it was: "
+        f"{cores * 1e3 / old_cpu:5.1f}), BatchRenderer {cores * 1e3 / min(batch_cpu.values()):5.1f}"
+    )
     with launch_engine(envs, "tabletop", image_size=(64, 64)) as engine:
         client = SharedMemoryClient(engine.name, timeout=30)
+        actions = np.random.default_rng(0).uniform(-1, 1, (envs, 2)).astype(np.float32)
+        client.step(actions)
         stream = client.camera.stream("overhead", rate_hz=30)
         stream.next()
-        t0, frames = time.perf_counter(), 0
-        while time.perf_counter() - t0 < seconds:
+        cpu0, t0, frames = _cpu_seconds(engine.pid), time.perf_counter(), 0
+        while time.perf_counter() - t0 < seconds:  # a new state for every frame
+            client.step(actions)
             last = stream.next()
             frames += 1
         rate = frames / (time.perf_counter() - t0)
-        stream.stop()
+        cpu1 = _cpu_seconds(engine.pid)
+        last = stream.next()  # handed over after the client read the one before: the last state
         state = client.mujoco.joint_state(5)
         target = client.scene.pose("target", 5)
+        t0, still = time.perf_counter(), 0
+        while time.perf_counter() - t0 < min(seconds, 1.0):  # nothing changes between frames
+            stream.next()
+            still += 1
+        still_rate = still / (time.perf_counter() - t0)
+        stream.stop()
+        quiet, _ = _steps_beside(client, actions, None, seconds)
+        stream = client.camera.stream("overhead", rate_hz=30)
+        busy, beside = _steps_beside(client, actions, stream, seconds)
+        stream.stop()
         client.close(shutdown_engine=True)
+    data = mujoco.MjData(model)
     data.qpos[:] = state.qpos
     data.qvel[:] = state.qvel
     data.mocap_pos[0] = target.pos
@@ -117,12 +239,43 @@ def bench_camera(seconds: float, envs: int = 64) -> None:
     with mujoco.Renderer(model, 64, 64) as r:
         r.update_scene(data, camera="overhead")
         same = np.array_equal(r.render(), last.pixels[5])
-    print(f"  baseline: mujoco.Renderer in-process, {envs} views: {bound:6.1f} batches/s")
+    per_frame = (cpu1 - cpu0) / frames if cpu0 is not None and cpu1 is not None else None
+    cpu = f"{per_frame * 1e3:.1f} ms" if per_frame else "n/a"
     print(
-        f"  streamed through the engine:              {rate:6.1f} frames/s per env "
-        f"({rate / 30:.2f}x the 30 fps asked, {rate / bound:.2f}x the in-process bound); "
-        f"pixels equal to mujoco.Renderer's: {same}"
+        f"  streamed through the engine, a step between frames: {rate:6.1f} frames/s per env "
+        f"({rate / 30:.2f}x the 30 fps asked, {rate / bound:.2f}x the in-process baseline; "
+        f"engine CPU {cpu} per frame incl. the step); pixels equal to mujoco.Renderer's: {same}"
     )
+    if per_frame:
+        print(
+            f"  the engine's CPU cost allows {cores / per_frame:5.1f} frames/s per env on idle CPUs"
+        )
+    print(
+        f"  streamed, nothing changed between frames (sent without drawing): "
+        f"{still_rate:6.1f} frames/s per env"
+    )
+    print(
+        f"  hot-path step of the {envs} envs, no stream: {_us(quiet)}; beside a 30 Hz stream of "
+        f"all {envs} (a frame is drawn between two steps when due): {_us(busy)}, "
+        f"p99 {np.percentile(busy, 99) * 1e3:.1f} ms, {beside:.1f} frames/s per env"
+    )
+    print(f"  load average after: {os.getloadavg()[0]:.2f}")
+
+
+def _steps_beside(client, actions, stream, seconds: float) -> tuple[list[float], float]:  # noqa: ANN001
+    """Step round trips for ``seconds``, reading ``stream``'s frames as they come (if any)."""
+    rts, frames, t0 = [], 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        t = time.perf_counter()
+        client.step(actions)
+        rts.append(time.perf_counter() - t)
+        if stream is not None:
+            try:
+                stream.next(timeout=0)
+                frames += 1
+            except TransportTimeoutError:
+                pass
+    return rts, frames / (time.perf_counter() - t0)
 
 
 def bench_step(counts: list[int], n: int) -> None:

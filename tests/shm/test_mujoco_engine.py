@@ -26,7 +26,8 @@ from mosaic_sdk.shm import services as sv  # noqa: E402
 from mosaic_sdk.shm.client import SharedMemoryClient  # noqa: E402
 from mosaic_sdk.shm.engines import model_path  # noqa: E402
 from mosaic_sdk.shm.engines.launch import EngineHandle, launch_engine  # noqa: E402
-from mosaic_sdk.shm.engines.mujoco_engine import draw_debug  # noqa: E402
+from mosaic_sdk.shm.engines.mujoco_engine import MujocoEngine  # noqa: E402
+from mosaic_sdk.shm.engines.render import BatchRenderer, draw_debug  # noqa: E402
 from mosaic_sdk.shm.segment import segment_exists  # noqa: E402
 from mosaic_sdk.shm.sync import PeerGoneError  # noqa: E402
 from mosaic_sdk.shm.vector_env import ShmVectorEnv  # noqa: E402
@@ -286,6 +287,148 @@ def test_viewport_streams_the_free_camera(tabletop, needs_gl) -> None:
     cam.distance, cam.azimuth, cam.elevation = 1.5, 90.0, -45.0
     assert frame.message.camera == "viewport"
     assert np.array_equal(frame.pixels[0], _reference_frame(client, 1, cam))
+
+
+def _scattered(model, n: int, seed: int) -> list:
+    """``n`` datas of ``model`` in different states (pusher, box and target moved)."""
+    rng = np.random.default_rng(seed)
+    datas = []
+    for _ in range(n):
+        d = mujoco.MjData(model)
+        d.qpos[:2] = rng.uniform(-0.3, 0.3, 2)
+        d.qpos[2:4] = rng.uniform(-0.3, 0.3, 2)
+        d.mocap_pos[0, :2] = rng.uniform(-0.3, 0.3, 2)
+        mujoco.mj_forward(model, d)
+        datas.append(d)
+    return datas
+
+
+def _overlay(i: int) -> list[sv.DebugShape]:
+    """Debug shapes for env ``i``: none for every third env, else a line, sphere and label."""
+    if i % 3 == 0:
+        return []
+    return [
+        sv.DebugShape("line", (-0.3, -0.3, 0.1), (0.3, 0.1 * i, 0.1), 2 + i % 3, [1, 0, 1, 1]),
+        sv.DebugShape("sphere", (0.05 * i - 0.2, 0.2, 0.1), size=0.04, rgba=[0, 1, 0, 1]),
+        sv.DebugShape("text", (-0.2, 0.2, 0.1), rgba=[1, 1, 0, 1], text=f"env {i}"),
+    ]
+
+
+@pytest.mark.parametrize(("envs", "threads"), [(1, 1), (7, 1), (5, 2), (16, 2)])
+def test_batch_renderer_pixels_equal_mujocos_renderer(envs: int, threads: int, needs_gl) -> None:
+    model = mujoco.MjModel.from_xml_path(str(model_path("tabletop")))
+    datas = _scattered(model, envs, seed=envs)
+    debug = [_overlay(i) for i in range(envs)]
+    free = mujoco.MjvCamera()
+    free.lookat[:] = (0.1, 0, 0)
+    free.distance, free.azimuth, free.elevation = 1.4, 60.0, -35.0
+    ids = list(range(envs))[::-2]  # a subset, out of order: the others stay untouched
+    with (
+        BatchRenderer(model, 64, 64, threads=threads) as batch,
+        mujoco.Renderer(model, 64, 64) as ref,
+    ):
+        assert batch.threads == threads
+        for camera in ("overhead", "side", "", free):
+            out = np.zeros((envs, 64, 64, 3), dtype=np.uint8)
+            batch.render([model] * envs, datas, ids, camera, out, debug)
+            for i in range(envs):
+                if i not in ids:
+                    assert not out[i].any(), f"env {i} was not asked for but was drawn"
+                    continue
+                ref.update_scene(datas[i], camera=camera if camera != "" else -1)
+                draw_debug(ref.scene, debug[i])
+                assert np.array_equal(out[i], ref.render()), f"env {i}, camera {camera!r}"
+
+
+def test_batch_renderer_refuses_bad_arguments(needs_gl) -> None:
+    model = mujoco.MjModel.from_xml_path(str(model_path("tabletop")))
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        BatchRenderer(model, 64, 64, threads=0)
+    with BatchRenderer(model, 32, 48, threads=1) as batch:
+        data = _scattered(model, 1, seed=0)
+        with pytest.raises(ValueError, match=r"out must be uint8 of shape \(envs, 48, 32, 3\)"):
+            batch.render([model], data, [0], "overhead", np.zeros((1, 32, 48, 3), np.uint8))
+        with pytest.raises(ValueError, match="camera 'nope' does not exist"):
+            batch.render([model], data, [0], "nope", np.zeros((1, 48, 32, 3), np.uint8))
+        out = np.zeros((1, 48, 32, 3), np.uint8)  # a size other than the model's offscreen one
+        batch.render([model], data, [0], "side", out)
+        with mujoco.Renderer(model, 48, 32) as ref:
+            ref.update_scene(data[0], camera="side")
+            assert np.array_equal(out[0], ref.render())
+
+
+def test_batch_renderer_jobs_run_in_its_threads_and_hand_back_errors(needs_gl) -> None:
+    model = mujoco.MjModel.from_xml_path(str(model_path("tabletop")))
+    datas = _scattered(model, 6, seed=2)
+    out = np.zeros((6, 64, 64, 3), dtype=np.uint8)
+    with BatchRenderer(model, 64, 64, threads=2) as batch, mujoco.Renderer(model, 64, 64) as ref:
+        job = batch.submit([model] * 6, datas, range(6), "side", out)  # returns at once
+        job.wait()
+        assert job.done()
+        for i in range(6):
+            ref.update_scene(datas[i], camera="side")
+            assert np.array_equal(out[i], ref.render()), f"env {i}"
+        broken = [None] * 6  # no MjData: each thread's part fails
+        with pytest.raises(TypeError):
+            batch.render([model] * 6, broken, range(6), "side", out)
+        out[:] = 0
+        batch.render([model] * 6, datas, [4], "side", out)  # the threads live on
+        ref.update_scene(datas[4], camera="side")
+        assert np.array_equal(out[4], ref.render()) and not out[:4].any()
+    with pytest.raises(RuntimeError, match="closed"):
+        batch.submit([model], datas[:1], [0], "side", out[:1])
+
+
+def test_frames_of_many_envs_over_render_threads(needs_gl) -> None:
+    with launch_engine(9, "tabletop", render_threads=2) as handle:
+        client = SharedMemoryClient(handle.name, timeout=30)
+        try:
+            actions = np.random.default_rng(1).uniform(-1, 1, (9, 2)).astype(np.float32)
+            for _ in range(3):
+                client.step(actions)
+            shapes = [client.debug.sphere((0.1, -0.1, 0.1), 0.05, (0, 1, 1, 1))]
+            client.debug.draw(shapes, [3])
+            ids = [8, 0, 3, 5]
+            with client.camera.stream("overhead", ids, rate_hz=30, max_frames=1) as stream:
+                frame = stream.next()
+            for k, i in enumerate(ids):
+                want = _reference_frame(client, i, "overhead", shapes if i == 3 else ())
+                assert np.array_equal(frame.pixels[k], want), f"env {i}"
+        finally:
+            client.close(shutdown_engine=True)
+
+
+def test_an_env_is_drawn_again_only_after_a_change(needs_gl) -> None:
+    engine = MujocoEngine(3, "tabletop", render_threads=1)
+    try:
+        ring = engine.transport.seg.e2c
+        image = engine.transport.image
+        engine.answer(sv.CameraStreamRequest("overhead", [1], rate_hz=1e6, max_frames=0))
+
+        def tick() -> None:
+            engine._image_ticks()
+            while ring.try_read() is not None:  # the client's part: read the frame message
+                pass
+
+        tick()
+        first = image[1].copy()
+        assert first.any()
+        image[1] = 0  # marks the slot: a frame sent without drawing leaves it as it is
+        tick()
+        assert not image[1].any(), "the env was drawn again with nothing changed"
+        engine.transport.actions[:] = 1.0
+        engine.step_batch()  # the pusher moves
+        tick()
+        assert image[1].any() and not np.array_equal(image[1], first)
+        with mujoco.Renderer(engine.model, 64, 64) as ref:
+            ref.update_scene(engine.datas[1], camera="overhead")
+            assert np.array_equal(image[1], ref.render())
+        image[1] = 0
+        engine.answer(sv.DebugDrawRequest([1], [_overlay(1)[1]], clear=True))  # any command
+        tick()
+        assert image[1].any()
+    finally:
+        engine.close()
 
 
 # -- errors, lifetime ----------------------------------------------------------------------------

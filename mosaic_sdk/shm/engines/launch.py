@@ -119,6 +119,7 @@ def launch_engine(
     layout: str = "mshm",
     image_size: tuple[int, int] | None = None,
     seed: int = 0,
+    render_threads: int | None = None,
     start_timeout: float = 60.0,
 ) -> EngineHandle:
     """Start a ``MujocoEngine`` in a child process; returns once its segment is ready.
@@ -137,6 +138,7 @@ def launch_engine(
         "layout": layout,
         "image_size": list(image_size) if image_size is not None else None,
         "seed": seed,
+        "render_threads": render_threads,
         "peer_pids": [os.getpid()],
     }
     read_fd, write_fd = os.pipe()

@@ -18,12 +18,14 @@ Commands (``mosaic_sdk.shm.services``) are answered between steps: Agent (schema
 ``SimulationContract``: the randomised envs get their own copy of the model, so masses,
 friction, gravity and actuator gains change for them only), MuJoCo (joint state, control,
 model info), Telemetry (schema, streams pushed at a rate of simulated time), Scene (info,
-entities, poses, simulation mode), Camera and Viewport (frames rendered by ``mujoco.Renderer``
-into the image region, pushed at a wall-clock rate) and Debug (lines, spheres and text added
-to the rendered scene as MuJoCo geoms). Streams push their frames with no request per frame;
-a telemetry frame the ring has no room for waits in an outbox (nothing is dropped), an image
-frame is rendered only once the client has read everything sent before (pixels never change
-under a client that reads its frames).
+entities, poses, simulation mode), Camera and Viewport (frames rendered by ``BatchRenderer``,
+with ``mujoco.Renderer``'s pixels, into the image region, pushed at a wall-clock rate) and Debug
+(lines, spheres and text added to the rendered scene as MuJoCo geoms). Streams push their
+frames with no request per frame; a telemetry frame the ring has no room for waits in an
+outbox (nothing is dropped), an image frame is rendered only once the client has read
+everything sent before (pixels never change under a client that reads its frames). An env
+is drawn again only when something may have changed since its slot was drawn (a step, a
+reset, any command); otherwise its frame is sent with the pixels already in its slot.
 
 Rendering is offscreen: ``MUJOCO_GL`` defaults to ``egl`` (set it to ``osmesa`` where EGL is
 missing) and must be chosen before ``mujoco`` is imported.
@@ -46,6 +48,7 @@ from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm import engines
 from mosaic_sdk.shm import services as sv
 from mosaic_sdk.shm.engines import model_path
+from mosaic_sdk.shm.engines.render import BatchRenderer
 from mosaic_sdk.shm.messages import SpaceSpec
 from mosaic_sdk.shm.sync import SLICE
 from mosaic_sdk.shm.transport import SharedMemoryTransport
@@ -125,7 +128,8 @@ class MujocoEngine:
     ``(width, height)`` adds the image region (default 64x64 when the model has cameras,
     else none; ``(0, 0)`` for none). ``layout`` is the segment header: "mshm" (ours) or
     "lrbc" (the seed's, when the transport has it). ``peer_pids`` are processes (a launcher)
-    whose exit ends the engine.
+    whose exit ends the engine. ``render_threads`` GL contexts draw a batch's frames in
+    parallel (default: one per CPU, at most 2).
     """
 
     def __init__(
@@ -140,6 +144,7 @@ class MujocoEngine:
         spin: float | None = None,
         timeout: float | None = None,
         peer_pids: tuple[int, ...] = (),
+        render_threads: int | None = None,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -207,7 +212,10 @@ class MujocoEngine:
         self._telemetry: dict[int, _TelemetryStream] = {}
         self._images: dict[int, _ImageStream] = {}
         self._outbox: deque[bytes] = deque()
-        self._renderer: Any = None
+        self._renderer: BatchRenderer | None = None
+        self.render_threads = render_threads
+        self._version = 0  # bumped by anything that may change what a frame shows
+        self._drawn: list[tuple[Any, int] | None] = [None] * num_envs  # (camera, version)
         self._viewport = mujoco.MjvCamera()
         mujoco.mjv_defaultFreeCamera(m, self._viewport)
         self._closing = False
@@ -235,6 +243,7 @@ class MujocoEngine:
 
     # -- physics --------------------------------------------------------------------------
     def _reset_env(self, i: int, rng: np.random.Generator | None = None) -> None:
+        self._version += 1
         m, d = self.models[i], self.datas[i]
         rng = self.rngs[i] if rng is None else rng
         mujoco.mj_resetData(m, d)
@@ -263,6 +272,7 @@ class MujocoEngine:
         """Advance ``env_ids`` by ``control_steps`` x frame_skip physics steps."""
         models, datas = self.models, self.datas
         step = mujoco.mj_step
+        self._version += 1
         for _ in range(control_steps * self.frame_skip):
             for i in env_ids:
                 step(models[i], datas[i])
@@ -369,9 +379,14 @@ class MujocoEngine:
             t._check()
 
     def _next_due(self) -> float | None:
-        due: list[float] = [s.next_due for s in self._images.values()]
-        if self._outbox:
+        due: list[float] = []
+        # A due frame waits while the client has not read the last ones: then look again in a
+        # millisecond (an overdue stream's time would make a busy loop).
+        unread = bool(self._images) and self.transport.seg.e2c.pending() > 0
+        if self._outbox or unread:
             due.append(time.monotonic() + 0.001)
+        else:
+            due.extend(s.next_due for s in self._images.values())
         if self.mode == "run":
             due.append(self._run_due())
         return min(due) if due else None
@@ -424,6 +439,7 @@ class MujocoEngine:
 
     def answer(self, m: Any) -> Any:
         """The response to request ``m`` (raises on a bad request)."""
+        self._version += 1  # a command may move, reset, recolour or redraw any env
         handler = getattr(self, f"_on_{type(m).__name__}", None)
         if handler is None:
             raise NotImplementedError(
@@ -872,23 +888,39 @@ class MujocoEngine:
         return sv.StreamResponse(sid, ["viewport"], list(self._image_shape()))
 
     def render(self, env: int, camera: str | Any, out: np.ndarray | None = None) -> np.ndarray:
-        """Render env ``env`` from ``camera`` (a name, or an ``MjvCamera``) with its debug
-        shapes; into ``out`` when given."""
-        r = self._make_renderer()
-        m, d = self.models[env], self.datas[env]
-        mujoco.mj_kinematics(m, d)
-        mujoco.mj_camlight(m, d)
-        r.update_scene(d, camera=camera)
-        draw_debug(r.scene, self.envs[env].debug)
-        return r.render(out=out)  # type: ignore[no-any-return]
+        """Render env ``env`` from ``camera`` (a name, "" for the free camera, or an
+        ``MjvCamera``) with its debug shapes; into ``out`` when given."""
+        height, width, _ = self._image_shape()
+        frame = np.empty((1, height, width, 3), dtype=np.uint8)
+        self.render_batch([env], camera, frame, ids_in_out=False)
+        if out is None:
+            return frame[0]
+        out[...] = frame[0]
+        return out
 
-    def _make_renderer(self) -> Any:
+    def render_batch(
+        self, env_ids: list[int], camera: str | Any, out: np.ndarray, ids_in_out: bool = True
+    ) -> None:
+        """Render ``env_ids`` from ``camera`` into ``out[i]`` for each env ``i`` (or, with
+        ``ids_in_out=False``, into ``out[k]`` for the k-th of ``env_ids``)."""
+        r = self._make_renderer()
+        envs = self.envs
+        if ids_in_out:
+            debug = [e.debug for e in envs]
+            r.render(self.models, self.datas, env_ids, camera, out, debug)
+            return
+        models = [self.models[i] for i in env_ids]
+        datas = [self.datas[i] for i in env_ids]
+        debug = [envs[i].debug for i in env_ids]
+        r.render(models, datas, list(range(len(env_ids))), camera, out, debug)
+
+    def _make_renderer(self) -> BatchRenderer:
         if self._renderer is None:
             height, width, _ = self._image_shape()
             if engines.GL_UNAVAILABLE is not None:
                 raise RuntimeError(f"cannot render offscreen: {engines.GL_UNAVAILABLE}")
             try:
-                self._renderer = mujoco.Renderer(self.model, height, width)
+                self._renderer = BatchRenderer(self.model, width, height, self.render_threads)
             except Exception as exc:
                 raise RuntimeError(
                     f"cannot render offscreen with MUJOCO_GL={os.environ.get('MUJOCO_GL')} "
@@ -905,10 +937,21 @@ class MujocoEngine:
                 continue  # not yet, or the client still reads the frames sent before
             image = self.transport.image
             assert image is not None
-            camera: Any = s.camera or self._viewport
+            key = s.camera or (
+                "viewport",
+                *self._viewport.lookat,
+                self._viewport.distance,
+                self._viewport.azimuth,
+                self._viewport.elevation,
+            )
+            stale = [i for i in s.env_ids if self._drawn[i] != (key, self._version)]
             try:
-                for i in s.env_ids:
-                    self.render(i, camera, out=image[i])
+                if stale:
+                    for i in stale:
+                        self._drawn[i] = None  # half drawn if the batch fails
+                    self.render_batch(stale, s.camera or self._viewport, image)
+                    for i in stale:
+                        self._drawn[i] = (key, self._version)
             except Exception as exc:  # the stream ends with its error; the engine lives on
                 del self._images[s.stream_id]
                 self._push(
@@ -963,29 +1006,6 @@ class MujocoEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def draw_debug(scene: Any, shapes: list[sv.DebugShape]) -> None:
-    """Append ``shapes`` to a ``MjvScene`` as MuJoCo geoms (lines, spheres, labels)."""
-    eye = np.eye(3).ravel()
-    for shape in shapes:
-        if scene.ngeom >= scene.maxgeom:
-            return
-        g = scene.geoms[scene.ngeom]
-        rgba = np.asarray(shape.rgba, dtype=np.float32)
-        pos = np.asarray(shape.pos, dtype=np.float64)
-        if shape.kind == "line":
-            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_LINE, np.zeros(3), pos, eye, rgba)
-            mujoco.mjv_connector(
-                g, mujoco.mjtGeom.mjGEOM_LINE, shape.size, pos, np.asarray(shape.end, float)
-            )
-        elif shape.kind == "sphere":
-            size = np.array([shape.size, shape.size, shape.size])
-            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_SPHERE, size, pos, eye, rgba)
-        else:
-            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_LABEL, np.zeros(3), pos, eye, rgba)
-            g.label = shape.text
-        scene.ngeom += 1
 
 
 def _envelope_ids(data: bytes) -> tuple[int, int]:
