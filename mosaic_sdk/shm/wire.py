@@ -1,0 +1,401 @@
+"""A lean FlatBuffers writer and reader for the command channel's tables.
+
+The FlatBuffers runtime for Python builds and reads a buffer through dozens of small calls per
+field (``Prep``, ``Place``, ``Offset``, ``Get``...): about 40-100 us for one envelope, which was
+most of a command's round trip. This module does the same job in a few ``struct`` calls per
+table. It writes and reads the wire format of ``schema/shm_commands.fbs`` exactly as the
+runtime does, so either side may use either codec (``tests/shm/test_shm_wire.py`` checks both
+directions for every message); ``commands`` uses it for every table it describes.
+
+What a table holds comes from two places: the field *kinds* (``services.FIELDS`` notation:
+``"u32"``, ``"str"``, ``"v:f8"``, ``"vstr"``, ``"vec3"``, ``"t:Class"``...) and, from flatc's
+generated code, each field's vtable slot, scalar type and default (``TableSpec.of`` calls the
+generated ``<Table>Add<Field>`` functions on a recorder, so the slots can never drift from the
+schema).
+
+Layout written (any layout the format allows is valid; this one needs no back-patching of
+sizes): the root offset and file identifier, then each table as ``[vtable][table]`` followed
+by what it refers to (strings, vectors, child tables), children always after their parent
+(FlatBuffers offsets point forward). Every table starts 4 bytes past a multiple of 8 and its
+fields are laid out largest first, so every scalar and struct is naturally aligned relative to
+the start of the buffer.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+_U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
+_U16 = struct.Struct("<H")
+
+# generated ``builder.Prepend<Type>Slot`` -> struct code
+_SLOT_CODES = {
+    "PrependBoolSlot": "?",
+    "PrependUint8Slot": "B",
+    "PrependUint16Slot": "H",
+    "PrependUint32Slot": "I",
+    "PrependUint64Slot": "Q",
+    "PrependInt8Slot": "b",
+    "PrependInt16Slot": "h",
+    "PrependInt32Slot": "i",
+    "PrependInt64Slot": "q",
+    "PrependFloat32Slot": "f",
+    "PrependFloat64Slot": "d",
+}
+# ``v:<dtype>`` vector element -> struct code
+_VEC_CODES = {"u1": "B", "u4": "I", "u8": "Q", "i4": "i", "i8": "q", "f4": "f", "f8": "d"}
+_STRUCTS = {"vec3": ("3d", 24), "quat": ("4d", 32)}
+
+
+class _Recorder:
+    """Stands in for a ``flatbuffers.Builder``: records what a generated function asks of it."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    def __getattr__(self, name: str) -> Callable[..., int]:
+        def record(*args: Any) -> int:
+            self.calls.append((name, args))
+            return 0
+
+        return record
+
+
+@dataclass
+class Field:
+    """One field of a table as it travels."""
+
+    attr: str  # the dataclass attribute
+    slot: int  # vtable slot
+    kind: str  # "scalar", "struct", "str", "bytes", "vec", "vstr", "vtable", "table", "union"
+    code: str = ""  # struct code of a scalar, a struct, or a vector's elements
+    size: int = 4  # bytes inline in the table
+    default: Any = 0  # schema default of a scalar (absent = this value)
+    sub: TableSpec | None = None  # the spec of a child table (vector)
+    encode: Callable[[Any], Any] | None = None  # dataclass value -> wire scalar
+    decode: Callable[[Any], Any] | None = None  # wire scalar -> dataclass value
+    absent: Any = None  # the dataclass value of a child table that is not there
+
+    def __post_init__(self) -> None:
+        self.st = struct.Struct("<" + self.code) if self.kind in ("scalar", "struct") else None
+
+
+class TableSpec:
+    """How one dataclass travels as one table: fields in inline order, slot count."""
+
+    def __init__(self, cls: type, nslots: int, fields_: list[Field]) -> None:
+        self.cls = cls
+        self.nslots = nslots
+        # largest first: a table starting 4 past a multiple of 8 then needs no padding
+        self.fields = sorted(fields_, key=lambda f: -(8 if f.size >= 8 else f.size))
+        self.by_slot = sorted(fields_, key=lambda f: f.slot)
+        self._vt_head = struct.Struct(f"<HH{nslots}H")
+        self._vtlen = 4 + 2 * nslots
+
+    @classmethod
+    def of(
+        cls,
+        message_cls: type,
+        kinds: dict[str, str],
+        generated: Any,
+        table: str | None = None,
+        children: dict[str, TableSpec] | None = None,
+        enums: dict[str, tuple[str, ...]] | None = None,
+    ) -> TableSpec:
+        """The spec of ``message_cls`` whose fields travel as ``kinds`` in the generated
+        module's table ``table`` (default: the class name). ``children`` gives the specs of
+        nested tables by class name; ``enums`` the names of each enum kind's values."""
+        table = table or message_cls.__name__
+        rec = _Recorder()
+        getattr(generated, f"{table}Start")(rec)
+        (start,) = [args for name, args in rec.calls if name == "StartObject"]
+        out = []
+        defaults = {f.name: f.default for f in fields(message_cls)}
+        for attr, kind in kinds.items():
+            rec.calls.clear()
+            getattr(generated, f"{table}Add{_camel(attr)}")(rec, 0)
+            (method, args) = rec.calls[-1]
+            slot, default = int(args[0]), args[2]
+            f = _field(attr, kind, slot, method, default, children or {}, enums or {})
+            if f.kind == "table" and defaults.get(attr) is not None:  # a default instance
+                f.absent = f.sub.cls if f.sub is not None else None
+            out.append(f)
+        return cls(message_cls, int(start[0]), out)
+
+    # -- writing -----------------------------------------------------------------------------
+    def write(self, buf: bytearray, obj: Any) -> int:
+        """Append ``obj`` as a table (and what it refers to); returns the table's position."""
+        vt = [0] * self.nslots
+        codes = ["<i"]
+        vals: list[Any] = [0]
+        size = 4
+        later: list[tuple[int, Field, Any]] = []
+        for f in self.fields:
+            v = getattr(obj, f.attr)
+            kind = f.kind
+            if kind == "scalar":
+                if f.encode is not None:
+                    v = f.encode(v)
+                if v == f.default:
+                    continue  # absent reads as the default, as the runtime's builder does
+                codes.append(f.code)
+                vals.append(v)
+            elif kind == "struct":
+                codes.append(f.code)
+                vals.extend(v)
+            else:
+                if v is None or (kind == "bytes" and not v):
+                    continue  # absent: reads as None, "", b"" or []
+                codes.append("I")
+                vals.append(0)
+                later.append((size, f, v))
+            vt[f.slot] = size
+            size += f.size
+        vtlen = self._vtlen
+        start = len(buf)
+        v_at = start + (4 - start - vtlen) % 8
+        if v_at > start:
+            buf += bytes(v_at - start)
+        buf += self._vt_head.pack(vtlen, size, *vt)
+        t_at = v_at + vtlen
+        vals[0] = vtlen
+        try:
+            buf += struct.pack("".join(codes), *vals)
+        except struct.error as exc:
+            name = self.cls.__name__
+            raise ValueError(f"{name}: a value does not fit its field ({exc})") from exc
+        for rel, f, v in later:
+            at = t_at + rel
+            _U32.pack_into(buf, at, _write_child(buf, f, v) - at)
+        return t_at
+
+    # -- reading -----------------------------------------------------------------------------
+    def read(self, buf: bytes, pos: int) -> Any:
+        """The dataclass of the table at ``pos`` in ``buf``."""
+        return self.cls(**self.read_fields(buf, pos))
+
+    def read_fields(self, buf: bytes, pos: int) -> dict[str, Any]:
+        """The table at ``pos`` as ``{attr: value}``."""
+        vt = pos - _I32.unpack_from(buf, pos)[0]
+        if vt < 0 or pos + 4 > len(buf):
+            raise ValueError(f"table at {pos} has its vtable outside the buffer ({vt})")
+        (vtsize,) = _U16.unpack_from(buf, vt)
+        n = min(self.nslots, (vtsize - 4) // 2)
+        offs = struct.unpack_from(f"<{n}H", buf, vt + 4) if n > 0 else ()
+        out: dict[str, Any] = {}
+        for f in self.by_slot:
+            o = offs[f.slot] if f.slot < n else 0
+            out[f.attr] = _read_field(buf, pos + o, f) if o else _absent(f)
+        return out
+
+
+def _camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
+def _field(
+    attr: str,
+    kind: str,
+    slot: int,
+    method: str,
+    default: Any,
+    children: dict[str, TableSpec],
+    enums: dict[str, tuple[str, ...]],
+) -> Field:
+    if kind in _STRUCTS:
+        code, size = _STRUCTS[kind]
+        return Field(attr, slot, "struct", code, size)
+    if method in _SLOT_CODES:
+        code = _SLOT_CODES[method]
+        size = struct.calcsize(code)
+        if kind in enums:
+            names = enums[kind]
+
+            def to_wire(value: str) -> int:
+                return _enum_value(kind, names, value)
+
+            def from_wire(raw: int) -> str:
+                return _enum_name(kind, names, raw)
+
+            return Field(attr, slot, "scalar", code, size, default, None, to_wire, from_wire)
+        conv = bool if code == "?" else None
+        return Field(attr, slot, "scalar", code, size, default, None, conv, conv)
+    if kind in ("str", "ostr"):  # absent reads as "" (str) or None (ostr)
+        return Field(attr, slot, "str", absent="" if kind == "str" else None)
+    if kind == "bytes":
+        return Field(attr, slot, "bytes", "B", default=b"")
+    if kind.startswith("v:"):
+        return Field(attr, slot, "vec", _VEC_CODES[kind[2:]])
+    if kind == "vstr":
+        return Field(attr, slot, "vstr")
+    if kind.startswith("vt:"):
+        return Field(attr, slot, "vtable", sub=children[kind[3:]])
+    if kind.startswith("t:"):
+        return Field(attr, slot, "table", sub=children[kind[2:]])
+    if kind == "union":  # written from (spec, value), read as the table's position
+        return Field(attr, slot, "union")
+    raise ValueError(f"field {attr}: kind {kind!r} is not one the wire codec knows")
+
+
+def _enum_value(kind: str, names: tuple[str, ...], value: str) -> int:
+    if value not in names:
+        raise ValueError(f"{kind} {value!r} is not one of {', '.join(names)}")
+    return names.index(value)
+
+
+def _enum_name(kind: str, names: tuple[str, ...], raw: int) -> str:
+    if not 0 <= raw < len(names):
+        raise ValueError(f"{kind} value {raw} is not one of {', '.join(names)}")
+    return names[raw]
+
+
+def _pad(buf: bytearray, align: int, extra: int = 0) -> int:
+    """Pad ``buf`` so that ``len(buf) + extra`` is a multiple of ``align``; returns the length."""
+    n = len(buf)
+    gap = (-(n + extra)) % align
+    if gap:
+        buf += bytes(gap)
+    return n + gap
+
+
+def write_string(buf: bytearray, text: str) -> int:
+    """Append a string (u32 length, UTF-8 bytes, NUL); returns its position."""
+    data = text.encode()
+    at = _pad(buf, 4)
+    buf += _U32.pack(len(data))
+    buf += data
+    buf += b"\0"
+    return at
+
+
+def write_bytes(buf: bytearray, data: bytes) -> int:
+    """Append a ``[ubyte]`` vector; returns its position."""
+    at = _pad(buf, 4)
+    buf += _U32.pack(len(data))
+    buf += data
+    return at
+
+
+def _write_child(buf: bytearray, f: Field, v: Any) -> int:
+    kind = f.kind
+    if kind == "str":
+        return write_string(buf, v or "")
+    if kind == "bytes":
+        return write_bytes(buf, bytes(v))
+    if kind == "union":
+        return int(v[0].write(buf, v[1]))
+    if kind == "vec":
+        return write_vector(buf, f.code, v)
+    if kind == "table":
+        assert f.sub is not None
+        return f.sub.write(buf, v)
+    items = list(v or ())
+    at = _pad(buf, 4)
+    buf += _U32.pack(len(items))
+    buf += bytes(4 * len(items))
+    for k, item in enumerate(items):
+        if kind == "vstr":
+            child = write_string(buf, str(item))
+        else:
+            assert f.sub is not None
+            child = f.sub.write(buf, item)
+        slot = at + 4 + 4 * k
+        _U32.pack_into(buf, slot, child - slot)
+    return at
+
+
+def write_vector(buf: bytearray, code: str, values: Any) -> int:
+    """Append a vector of numbers (struct ``code``); returns its position."""
+    width = struct.calcsize(code)
+    if isinstance(values, np.ndarray):  # cast and copy in one go
+        data = np.ascontiguousarray(values, dtype=f"<{code}").tobytes()
+        n = len(data) // width
+    else:
+        items = values if isinstance(values, (list, tuple)) else list(values)
+        n = len(items)
+        try:
+            data = struct.pack(f"<{n}{code}", *items)
+        except struct.error as exc:
+            raise ValueError(f"a vector value does not fit its type {code!r} ({exc})") from exc
+    at = _pad(buf, max(4, width), 4)
+    buf += _U32.pack(n)
+    buf += data
+    return at
+
+
+# -- reading ----------------------------------------------------------------------------------
+def _absent(f: Field) -> Any:
+    kind = f.kind
+    if kind == "scalar":
+        return f.decode(f.default) if f.decode is not None else f.default
+    if kind == "struct":
+        return (1.0, 0.0, 0.0, 0.0) if f.code == "4d" else (0.0, 0.0, 0.0)
+    if kind == "str":
+        return f.absent
+    if kind == "bytes":
+        return b""
+    if kind == "table":
+        return f.absent() if f.absent is not None else None
+    return []
+
+
+def _deref(buf: bytes, at: int) -> int:
+    target = at + _U32.unpack_from(buf, at)[0]
+    if target + 4 > len(buf):
+        raise ValueError(f"offset at {at} points outside the buffer ({target})")
+    return target
+
+
+def read_string(buf: bytes, at: int) -> str:
+    """The string referred to by the offset at ``at``."""
+    p = _deref(buf, at)
+    n = _U32.unpack_from(buf, p)[0]
+    if p + 4 + n > len(buf):
+        raise ValueError(f"string of {n} bytes at {p} runs past the buffer")
+    return bytes(buf[p + 4 : p + 4 + n]).decode()
+
+
+def read_bytes(buf: bytes, at: int) -> bytes:
+    """The ``[ubyte]`` vector referred to by the offset at ``at``."""
+    p = _deref(buf, at)
+    n = _U32.unpack_from(buf, p)[0]
+    if p + 4 + n > len(buf):
+        raise ValueError(f"vector of {n} bytes at {p} runs past the buffer")
+    return bytes(buf[p + 4 : p + 4 + n])
+
+
+def _read_field(buf: bytes, at: int, f: Field) -> Any:
+    kind = f.kind
+    if kind == "scalar":
+        assert f.st is not None
+        raw = f.st.unpack_from(buf, at)[0]
+        return f.decode(raw) if f.decode is not None else raw
+    if kind == "struct":
+        assert f.st is not None
+        return f.st.unpack_from(buf, at)
+    if kind == "str":
+        return read_string(buf, at)
+    if kind == "bytes":
+        return read_bytes(buf, at)
+    if kind == "table":
+        assert f.sub is not None
+        return f.sub.read(buf, _deref(buf, at))
+    if kind == "union":
+        return _deref(buf, at)
+    p = _deref(buf, at)
+    n = _U32.unpack_from(buf, p)[0]
+    if kind == "vec":
+        return list(struct.unpack_from(f"<{n}{f.code}", buf, p + 4))
+    if p + 4 + 4 * n > len(buf):
+        raise ValueError(f"vector of {n} offsets at {p} runs past the buffer")
+    slots = range(p + 4, p + 4 + 4 * n, 4)
+    if kind == "vstr":
+        return [read_string(buf, s) for s in slots]
+    assert f.sub is not None
+    return [f.sub.read(buf, _deref(buf, s)) for s in slots]
