@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -424,7 +425,7 @@ class _Envelope:
     payload: Any = None  # (TableSpec, message) when written; the table's position when read
 
 
-_ENVELOPE = wire.TableSpec.of(
+_ENVELOPE = wire.TableSpec.of(  # fields in slot order (decode reads them so)
     _Envelope,
     {
         "correlation_id": "u64",
@@ -437,6 +438,27 @@ _ENVELOPE = wire.TableSpec.of(
     fb,
     "Envelope",
 )
+# The head of an envelope without error: root offset, identifier, vtable, table (correlation
+# id u64, payload offset u32, method u16, payload type u8), the payload table following it.
+_ENV_SLOTS = {f.attr: f.slot for f in _ENVELOPE.fields}
+_HEAD = struct.Struct("<I4s4xHH6HiQIHBx")
+_HEAD_TABLE = 28  # 4 past a multiple of 8, after the 16-byte vtable at 12
+_HEAD_PAYLOAD = _HEAD_TABLE + 12
+_U32 = struct.Struct("<I")
+
+
+def _head_vtable() -> tuple[Any, ...]:
+    vt = [0] * 6
+    vt[_ENV_SLOTS["correlation_id"]] = 4
+    vt[_ENV_SLOTS["payload"]] = 12
+    vt[_ENV_SLOTS["method"]] = 16
+    vt[_ENV_SLOTS["payload_type"]] = 18
+    return (_HEAD_TABLE, b"MSHC", 16, 19, *vt, 16)
+
+
+_HEAD_START = _head_vtable()
+
+
 _GENERIC_KINDS: dict[type, dict[str, str]] = {
     GetSchemaRequest: {},
     CloseRequest: {},
@@ -486,6 +508,15 @@ def encode(
         return encode_reference(
             message, correlation_id, method=method, error=error, error_pickle=error_pickle
         )
+    if entry is not None and error is None and not error_pickle:  # a plain message: one pack
+        spec, own, tag = entry
+        if own is None:
+            if not method:
+                raise ValueError(f"encode: {type(message).__name__} needs the method it answers")
+            own = method
+        buf = bytearray(_HEAD.pack(*_HEAD_START, correlation_id, 0, own, tag))
+        _U32.pack_into(buf, _HEAD_PAYLOAD, spec.write(buf, message) - _HEAD_PAYLOAD)
+        return bytes(buf)
     env = _Envelope(correlation_id, 0, error, error_pickle)
     if entry is not None:
         spec, own, env.payload_type = entry
@@ -508,11 +539,9 @@ def decode(data: bytes) -> Decoded:
         return decode_reference(data)
     root = _check_envelope(data)
     try:
-        env = _ENVELOPE.read_fields(data, root)
-        tag = env["payload_type"]
+        cid, method, error, error_pickle, tag, at = _ENVELOPE.read_values(data, root)
         message = None
         if tag != fb.Payload.NONE:
-            at = env["payload"]
             if at is None:
                 raise CommandError(f"payload type {tag} without a payload table")
             spec = _WIRE_BY_TAG.get(tag)
@@ -520,14 +549,8 @@ def decode(data: bytes) -> Decoded:
                 message = spec.read(data, at)
             else:
                 message = _message_from(tag, flatbuffers.table.Table(data, at))
-        method = env["method"]
-        return Decoded(
-            correlation_id=env["correlation_id"],
-            method=METHOD_NAMES.get(method, f"method#{method}"),
-            error=env["error_message"],
-            message=message,
-            error_pickle=env["error_pickle"],
-        )
+        name = METHOD_NAMES.get(method) or f"method#{method}"
+        return Decoded(cid, name, error, message, error_pickle)
     except CommandError:
         raise
     except Exception as exc:  # malformed buffers raise struct/index/unicode errors

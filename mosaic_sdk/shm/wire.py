@@ -80,10 +80,13 @@ class Field:
     sub: TableSpec | None = None  # the spec of a child table (vector)
     encode: Callable[[Any], Any] | None = None  # dataclass value -> wire scalar
     decode: Callable[[Any], Any] | None = None  # wire scalar -> dataclass value
-    absent: Any = None  # the dataclass value of a child table that is not there
+    absent: Any = None  # a str's value when absent; a child table's class when it has one
 
     def __post_init__(self) -> None:
-        self.st = struct.Struct("<" + self.code) if self.kind in ("scalar", "struct") else None
+        self.inline = 0 if self.kind == "scalar" else 1 if self.kind == "struct" else 2
+        self.reader = _reader(self)
+        self.missing = _missing(self)
+        self.writer = _writer(self) if self.inline == 2 else None
 
 
 class TableSpec:
@@ -97,6 +100,8 @@ class TableSpec:
         self.by_slot = sorted(fields_, key=lambda f: f.slot)
         self._vt_head = struct.Struct(f"<HH{nslots}H")
         self._vtlen = 4 + 2 * nslots
+        self._slots = struct.Struct(f"<{nslots}H")
+        self._read = [(f.attr, f.slot, f.reader, f.missing) for f in self.by_slot]
 
     @classmethod
     def of(
@@ -122,10 +127,10 @@ class TableSpec:
             getattr(generated, f"{table}Add{_camel(attr)}")(rec, 0)
             (method, args) = rec.calls[-1]
             slot, default = int(args[0]), args[2]
-            f = _field(attr, kind, slot, method, default, children or {}, enums or {})
-            if f.kind == "table" and defaults.get(attr) is not None:  # a default instance
-                f.absent = f.sub.cls if f.sub is not None else None
-            out.append(f)
+            # a child table reads as None when absent only where the dataclass says None
+            absent = None if defaults.get(attr, 0) is None else ...
+            kids, names = children or {}, enums or {}
+            out.append(_field(attr, kind, slot, method, default, kids, names, absent))
         return cls(message_cls, int(start[0]), out)
 
     # -- writing -----------------------------------------------------------------------------
@@ -135,26 +140,27 @@ class TableSpec:
         codes = ["<i"]
         vals: list[Any] = [0]
         size = 4
-        later: list[tuple[int, Field, Any]] = []
+        later: list[tuple[int, Callable[[bytearray, Any], int], Any]] = []
         for f in self.fields:
             v = getattr(obj, f.attr)
-            kind = f.kind
-            if kind == "scalar":
+            inline = f.inline
+            if inline == 0:
                 if f.encode is not None:
                     v = f.encode(v)
                 if v == f.default:
                     continue  # absent reads as the default, as the runtime's builder does
                 codes.append(f.code)
                 vals.append(v)
-            elif kind == "struct":
+            elif inline == 1:
                 codes.append(f.code)
                 vals.extend(v)
             else:
-                if v is None or (kind == "bytes" and not v):
+                if v is None or (f.kind == "bytes" and not v):
                     continue  # absent: reads as None, "", b"" or []
                 codes.append("I")
                 vals.append(0)
-                later.append((size, f, v))
+                assert f.writer is not None
+                later.append((size, f.writer, v))
             vt[f.slot] = size
             size += f.size
         vtlen = self._vtlen
@@ -170,9 +176,9 @@ class TableSpec:
         except struct.error as exc:
             name = self.cls.__name__
             raise ValueError(f"{name}: a value does not fit its field ({exc})") from exc
-        for rel, f, v in later:
+        for rel, writer, v in later:
             at = t_at + rel
-            _U32.pack_into(buf, at, _write_child(buf, f, v) - at)
+            _U32.pack_into(buf, at, writer(buf, v) - at)
         return t_at
 
     # -- reading -----------------------------------------------------------------------------
@@ -182,17 +188,32 @@ class TableSpec:
 
     def read_fields(self, buf: bytes, pos: int) -> dict[str, Any]:
         """The table at ``pos`` as ``{attr: value}``."""
+        offs = self._offsets(buf, pos)
+        return {
+            attr: reader(buf, pos + o) if (o := offs[slot]) else missing()
+            for attr, slot, reader, missing in self._read
+        }
+
+    def read_values(self, buf: bytes, pos: int) -> list[Any]:
+        """The values of the table at ``pos``, in slot order."""
+        offs = self._offsets(buf, pos)
+        return [
+            reader(buf, pos + o) if (o := offs[slot]) else missing()
+            for _, slot, reader, missing in self._read
+        ]
+
+    def _offsets(self, buf: bytes, pos: int) -> tuple[int, ...]:
+        """Each slot's field offset in the table at ``pos`` (0: absent)."""
         vt = pos - _I32.unpack_from(buf, pos)[0]
         if vt < 0 or pos + 4 > len(buf):
             raise ValueError(f"table at {pos} has its vtable outside the buffer ({vt})")
         (vtsize,) = _U16.unpack_from(buf, vt)
-        n = min(self.nslots, (vtsize - 4) // 2)
-        offs = struct.unpack_from(f"<{n}H", buf, vt + 4) if n > 0 else ()
-        out: dict[str, Any] = {}
-        for f in self.by_slot:
-            o = offs[f.slot] if f.slot < n else 0
-            out[f.attr] = _read_field(buf, pos + o, f) if o else _absent(f)
-        return out
+        n = (vtsize - 4) // 2
+        if n >= self.nslots:
+            offs = self._slots.unpack_from(buf, vt + 4)
+        else:  # written from an older schema: the newer fields read as absent
+            offs = struct.unpack_from(f"<{max(n, 0)}H", buf, vt + 4) + (0,) * (self.nslots - n)
+        return offs  # type: ignore[no-any-return]
 
 
 def _camel(name: str) -> str:
@@ -207,6 +228,7 @@ def _field(
     default: Any,
     children: dict[str, TableSpec],
     enums: dict[str, tuple[str, ...]],
+    absent: Any,
 ) -> Field:
     if kind in _STRUCTS:
         code, size = _STRUCTS[kind]
@@ -237,7 +259,8 @@ def _field(
     if kind.startswith("vt:"):
         return Field(attr, slot, "vtable", sub=children[kind[3:]])
     if kind.startswith("t:"):
-        return Field(attr, slot, "table", sub=children[kind[2:]])
+        sub = children[kind[2:]]
+        return Field(attr, slot, "table", sub=sub, absent=None if absent is None else sub.cls)
     if kind == "union":  # written from (spec, value), read as the table's position
         return Field(attr, slot, "union")
     raise ValueError(f"field {attr}: kind {kind!r} is not one the wire codec knows")
@@ -255,19 +278,14 @@ def _enum_name(kind: str, names: tuple[str, ...], raw: int) -> str:
     return names[raw]
 
 
-def _pad(buf: bytearray, align: int, extra: int = 0) -> int:
-    """Pad ``buf`` so that ``len(buf) + extra`` is a multiple of ``align``; returns the length."""
-    n = len(buf)
-    gap = (-(n + extra)) % align
-    if gap:
-        buf += bytes(gap)
-    return n + gap
-
-
+# -- writing ----------------------------------------------------------------------------------
 def write_string(buf: bytearray, text: str) -> int:
     """Append a string (u32 length, UTF-8 bytes, NUL); returns its position."""
     data = text.encode()
-    at = _pad(buf, 4)
+    at = len(buf)
+    if at & 3:
+        buf += bytes(4 - (at & 3))
+        at = len(buf)
     buf += _U32.pack(len(data))
     buf += data
     buf += b"\0"
@@ -276,75 +294,84 @@ def write_string(buf: bytearray, text: str) -> int:
 
 def write_bytes(buf: bytearray, data: bytes) -> int:
     """Append a ``[ubyte]`` vector; returns its position."""
-    at = _pad(buf, 4)
+    at = len(buf)
+    if at & 3:
+        buf += bytes(4 - (at & 3))
+        at = len(buf)
     buf += _U32.pack(len(data))
     buf += data
     return at
 
 
-def _write_child(buf: bytearray, f: Field, v: Any) -> int:
-    kind = f.kind
-    if kind == "str":
-        return write_string(buf, v or "")
-    if kind == "bytes":
-        return write_bytes(buf, bytes(v))
-    if kind == "union":
-        return int(v[0].write(buf, v[1]))
-    if kind == "vec":
-        return write_vector(buf, f.code, v)
-    if kind == "table":
-        assert f.sub is not None
-        return f.sub.write(buf, v)
-    items = list(v or ())
-    at = _pad(buf, 4)
-    buf += _U32.pack(len(items))
-    buf += bytes(4 * len(items))
-    for k, item in enumerate(items):
-        if kind == "vstr":
-            child = write_string(buf, str(item))
-        else:
-            assert f.sub is not None
-            child = f.sub.write(buf, item)
-        slot = at + 4 + 4 * k
-        _U32.pack_into(buf, slot, child - slot)
-    return at
-
-
 def write_vector(buf: bytearray, code: str, values: Any) -> int:
     """Append a vector of numbers (struct ``code``); returns its position."""
+    return _vector_writer(code)(buf, values)
+
+
+def _vector_writer(code: str) -> Callable[[bytearray, Any], int]:
     width = struct.calcsize(code)
-    if isinstance(values, np.ndarray):  # cast and copy in one go
-        data = np.ascontiguousarray(values, dtype=f"<{code}").tobytes()
-        n = len(data) // width
-    else:
-        items = values if isinstance(values, (list, tuple)) else list(values)
-        n = len(items)
-        try:
-            data = struct.pack(f"<{n}{code}", *items)
-        except struct.error as exc:
-            raise ValueError(f"a vector value does not fit its type {code!r} ({exc})") from exc
-    at = _pad(buf, max(4, width), 4)
-    buf += _U32.pack(n)
-    buf += data
-    return at
+    align = 8 if width == 8 else 4
+    dtype = np.dtype(f"<{code}")
+
+    def write(buf: bytearray, values: Any) -> int:
+        if isinstance(values, np.ndarray):  # cast and copy in one go
+            data = np.ascontiguousarray(values, dtype=dtype).tobytes()
+            n = len(data) // width
+        else:
+            n = len(values)
+            try:
+                data = struct.pack(f"<{n}{code}", *values)
+            except struct.error as exc:
+                raise ValueError(f"a vector value does not fit its type {code!r} ({exc})") from exc
+        at = len(buf)
+        gap = (-(at + 4)) % align  # the length word sits just before the data
+        if gap:
+            buf += bytes(gap)
+            at += gap
+        buf += _U32.pack(n)
+        buf += data
+        return at
+
+    return write
+
+
+def _writer(f: Field) -> Callable[[bytearray, Any], int]:
+    """Appends the out-of-line part of ``f`` (a string, vector or table); returns its position."""
+    kind = f.kind
+    if kind == "str":
+        return lambda buf, v: write_string(buf, v)
+    if kind == "bytes":
+        return lambda buf, v: write_bytes(buf, bytes(v))
+    if kind == "union":
+        return lambda buf, v: int(v[0].write(buf, v[1]))
+    if kind == "vec":
+        return _vector_writer(f.code)
+    sub = f.sub
+    if kind == "table":
+        assert sub is not None
+        return sub.write
+
+    def write_offsets(buf: bytearray, v: Any) -> int:
+        items = list(v)
+        at = len(buf)
+        if at & 3:
+            buf += bytes(4 - (at & 3))
+            at = len(buf)
+        buf += _U32.pack(len(items))
+        buf += bytes(4 * len(items))
+        for k, item in enumerate(items):
+            if sub is None:
+                child = write_string(buf, str(item))
+            else:
+                child = sub.write(buf, item)
+            slot = at + 4 + 4 * k
+            _U32.pack_into(buf, slot, child - slot)
+        return at
+
+    return write_offsets
 
 
 # -- reading ----------------------------------------------------------------------------------
-def _absent(f: Field) -> Any:
-    kind = f.kind
-    if kind == "scalar":
-        return f.decode(f.default) if f.decode is not None else f.default
-    if kind == "struct":
-        return (1.0, 0.0, 0.0, 0.0) if f.code == "4d" else (0.0, 0.0, 0.0)
-    if kind == "str":
-        return f.absent
-    if kind == "bytes":
-        return b""
-    if kind == "table":
-        return f.absent() if f.absent is not None else None
-    return []
-
-
 def _deref(buf: bytes, at: int) -> int:
     target = at + _U32.unpack_from(buf, at)[0]
     if target + 4 > len(buf):
@@ -370,32 +397,68 @@ def read_bytes(buf: bytes, at: int) -> bytes:
     return bytes(buf[p + 4 : p + 4 + n])
 
 
-def _read_field(buf: bytes, at: int, f: Field) -> Any:
-    kind = f.kind
-    if kind == "scalar":
-        assert f.st is not None
-        raw = f.st.unpack_from(buf, at)[0]
-        return f.decode(raw) if f.decode is not None else raw
-    if kind == "struct":
-        assert f.st is not None
-        return f.st.unpack_from(buf, at)
-    if kind == "str":
-        return read_string(buf, at)
-    if kind == "bytes":
-        return read_bytes(buf, at)
-    if kind == "table":
-        assert f.sub is not None
-        return f.sub.read(buf, _deref(buf, at))
-    if kind == "union":
-        return _deref(buf, at)
+def _offsets(buf: bytes, at: int) -> range:
+    """The positions of the offsets of the vector referred to by the offset at ``at``."""
     p = _deref(buf, at)
     n = _U32.unpack_from(buf, p)[0]
-    if kind == "vec":
-        return list(struct.unpack_from(f"<{n}{f.code}", buf, p + 4))
     if p + 4 + 4 * n > len(buf):
         raise ValueError(f"vector of {n} offsets at {p} runs past the buffer")
-    slots = range(p + 4, p + 4 + 4 * n, 4)
+    return range(p + 4, p + 4 + 4 * n, 4)
+
+
+def _reader(f: Field) -> Callable[[bytes, int], Any]:
+    """Reads ``f`` whose inline part is at the given position."""
+    kind = f.kind
+    if kind == "scalar":
+        unpack = struct.Struct("<" + f.code).unpack_from
+        decode = f.decode
+        if decode is None:
+            return lambda buf, at: unpack(buf, at)[0]
+        return lambda buf, at: decode(unpack(buf, at)[0])
+    if kind == "struct":
+        return struct.Struct("<" + f.code).unpack_from
+    if kind == "str":
+        return read_string
+    if kind == "bytes":
+        return read_bytes
+    if kind == "union":
+        return _deref
+    if kind == "vec":
+        code = f.code
+
+        def read_vector(buf: bytes, at: int) -> list[Any]:
+            p = _deref(buf, at)
+            n = _U32.unpack_from(buf, p)[0]
+            return list(struct.unpack_from(f"<{n}{code}", buf, p + 4))
+
+        return read_vector
+    sub = f.sub
+    if kind == "table":
+        assert sub is not None
+        return lambda buf, at: sub.read(buf, _deref(buf, at))
     if kind == "vstr":
-        return [read_string(buf, s) for s in slots]
-    assert f.sub is not None
-    return [f.sub.read(buf, _deref(buf, s)) for s in slots]
+        return lambda buf, at: [read_string(buf, s) for s in _offsets(buf, at)]
+    assert sub is not None
+    return lambda buf, at: [sub.read(buf, _deref(buf, s)) for s in _offsets(buf, at)]
+
+
+def _missing(f: Field) -> Callable[[], Any]:
+    """The value of ``f`` when the table does not hold it (a new object each call)."""
+    kind = f.kind
+    if kind == "scalar":
+        value = f.decode(f.default) if f.decode is not None else f.default
+        return lambda: value
+    if kind == "struct":
+        unit: tuple[float, ...] = (1.0, 0.0, 0.0, 0.0) if f.code == "4d" else (0.0, 0.0, 0.0)
+        return lambda: unit
+    if kind == "str":
+        text = f.absent
+        return lambda: text
+    if kind == "bytes":
+        return lambda: b""
+    if kind == "union":
+        return lambda: None
+    if kind == "table":
+        factory = f.absent
+        return (lambda: None) if factory is None else factory
+    return list
