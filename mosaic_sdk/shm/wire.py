@@ -102,6 +102,10 @@ class TableSpec:
         self._vtlen = 4 + 2 * nslots
         self._slots = struct.Struct(f"<{nslots}H")
         self._read = [(f.attr, f.slot, f.reader, f.missing) for f in self.by_slot]
+        #: ``write(buf, obj) -> position`` appends ``obj`` as a table (and what it refers to);
+        #: ``read(buf, pos) -> obj`` reads one; ``read_values(buf, pos)`` gives its values in
+        #: slot order. Each is a function compiled for this table (see ``_compile``).
+        self.write, self.read, self.read_values, self.source = _compile(self)
 
     @classmethod
     def of(
@@ -134,8 +138,8 @@ class TableSpec:
         return cls(message_cls, int(start[0]), out)
 
     # -- writing -----------------------------------------------------------------------------
-    def write(self, buf: bytearray, obj: Any) -> int:
-        """Append ``obj`` as a table (and what it refers to); returns the table's position."""
+    def write_any(self, buf: bytearray, obj: Any) -> int:
+        """``write`` for any value (fields that are None or defaults left out of the table)."""
         vt = [0] * self.nslots
         codes = ["<i"]
         vals: list[Any] = [0]
@@ -182,10 +186,6 @@ class TableSpec:
         return t_at
 
     # -- reading -----------------------------------------------------------------------------
-    def read(self, buf: bytes, pos: int) -> Any:
-        """The dataclass of the table at ``pos`` in ``buf``."""
-        return self.cls(**self.read_fields(buf, pos))
-
     def read_fields(self, buf: bytes, pos: int) -> dict[str, Any]:
         """The table at ``pos`` as ``{attr: value}``."""
         offs = self._offsets(buf, pos)
@@ -193,14 +193,6 @@ class TableSpec:
             attr: reader(buf, pos + o) if (o := offs[slot]) else missing()
             for attr, slot, reader, missing in self._read
         }
-
-    def read_values(self, buf: bytes, pos: int) -> list[Any]:
-        """The values of the table at ``pos``, in slot order."""
-        offs = self._offsets(buf, pos)
-        return [
-            reader(buf, pos + o) if (o := offs[slot]) else missing()
-            for _, slot, reader, missing in self._read
-        ]
 
     def _offsets(self, buf: bytes, pos: int) -> tuple[int, ...]:
         """Each slot's field offset in the table at ``pos`` (0: absent)."""
@@ -214,6 +206,97 @@ class TableSpec:
         else:  # written from an older schema: the newer fields read as absent
             offs = struct.unpack_from(f"<{max(n, 0)}H", buf, vt + 4) + (0,) * (self.nslots - n)
         return offs  # type: ignore[no-any-return]
+
+
+def _compile(spec: TableSpec) -> tuple[Any, Any, Any, str]:
+    """Python functions specialised to one table: its ``write``, ``read`` and ``read_values``.
+
+    A message whose every field is present (none None) is written with all fields, at fixed
+    places: one ``struct`` pack puts the vtable and the table's inline part, then each string,
+    vector or child table is appended and its offset patched in. Other values go through
+    ``write_any``. A table is read with one unpack of its vtable when the vtable holds every
+    slot (else ``read_fields`` takes the general path).
+    """
+    env: dict[str, Any] = {
+        "spec": spec,
+        "cls": spec.cls,
+        "struct_error": struct.error,
+        "U32": _U32,
+        "I32": _I32.unpack_from,
+        "U16": _U16.unpack_from,
+        "SLOTS": spec._slots.unpack_from,
+        "ZEROS": bytes(8),
+    }
+    vt = [0] * spec.nslots
+    codes, values, body, patches = ["<HH", f"{spec.nslots}H", "i"], [], [], []
+    size = 4
+    for i, f in enumerate(spec.fields):
+        body.append(f"    v{i} = obj.{f.attr}")
+        if f.inline == 0:
+            if f.encode is not None:
+                env[f"e{i}"] = f.encode
+                body.append(f"    v{i} = e{i}(v{i})")
+            values.append(f"v{i}")
+            codes.append(f.code)
+        elif f.inline == 1:
+            values.append(f"*v{i}")
+            codes.append(f.code)
+        else:
+            body.append(f"    if v{i} is None:\n        return spec.write_any(buf, obj)")
+            env[f"w{i}"] = f.writer
+            values.append("0")
+            codes.append("I")
+            patches.append(f"    o = t + {size}\n    U32.pack_into(buf, o, w{i}(buf, v{i}) - o)")
+        vt[f.slot] = size
+        size += f.size
+    vtlen = 4 + 2 * spec.nslots
+    env["HEAD"] = struct.Struct("".join(codes)).pack
+    head = ", ".join([str(vtlen), str(size), *map(str, vt), str(vtlen), *values])
+    name = spec.cls.__name__
+    write = [
+        "def write(buf, obj):",
+        *body,
+        "    at = len(buf)",
+        f"    gap = (4 - at - {vtlen}) % 8",
+        "    if gap:",
+        "        buf += ZEROS[:gap]",
+        f"    t = at + gap + {vtlen}",
+        "    try:",
+        f"        buf += HEAD({head})",
+        "    except struct_error as exc:",
+        f'        raise ValueError(f"{name}: a value does not fit its field ({{exc}})") from exc',
+        *patches,
+        "    return t",
+    ]
+    reads = []
+    for f in spec.by_slot:
+        env[f"r{f.slot}"], env[f"m{f.slot}"] = f.reader, f.missing
+        o = f"o{f.slot}"
+        reads.append((f.attr, f"r{f.slot}(buf, pos + {o}) if {o} else m{f.slot}()"))
+    offsets = ", ".join(f"o{k}" for k in range(spec.nslots))
+    read_head = [
+        "    vt = pos - I32(buf, pos)[0]",
+        "    if vt < 0 or U16(buf, vt)[0] < " + str(vtlen) + ":",
+        "        return {slow}",
+        f"    {offsets}, = SLOTS(buf, vt + 4)" if spec.nslots else "    pass",
+    ]
+    kwargs = ", ".join(f"{attr}={expr}" for attr, expr in reads)
+    ordered = ", ".join(expr for _, expr in reads)
+    source = "\n".join(
+        [
+            *write,
+            "",
+            "def read(buf, pos):",
+            *(line.format(slow="cls(**spec.read_fields(buf, pos))") for line in read_head),
+            f"    return cls({kwargs})",
+            "",
+            "def read_values(buf, pos):",
+            *(line.format(slow="list(spec.read_fields(buf, pos).values())") for line in read_head),
+            f"    return [{ordered}]",
+        ]
+    )
+    exec(compile(source, f"<wire table {name}>", "exec"), env)  # noqa: S102
+    return env["write"], env["read"], env["read_values"], source
 
 
 def _camel(name: str) -> str:
@@ -349,7 +432,7 @@ def _writer(f: Field) -> Callable[[bytearray, Any], int]:
     sub = f.sub
     if kind == "table":
         assert sub is not None
-        return sub.write
+        return lambda buf, v: int(sub.write(buf, v))
 
     def write_offsets(buf: bytearray, v: Any) -> int:
         items = list(v)
