@@ -156,6 +156,30 @@ def bench_commands(n: int) -> None:
         print(f"  {label:31s} {_us(new)}  {_us(old)}  {ratio:5.2f}x   ({tag})")
     verdict = "yes" if np.median(samples["engine ping|new"]) < 100e-6 else "no"
     print(f"  engine ping median under 100 us: {verdict}")
+    bench_telemetry()
+
+
+def bench_telemetry(frames: int = 1000) -> None:
+    """A stream of ``frames`` telemetry frames (one per physics step, the engine running by
+    itself): how long it takes to arrive, and whether every frame came, old and new."""
+    print(f"== telemetry stream: {frames} frames, one per physics step, old and new")
+    for key, env in (("new", NEW), ("old", OLD)):
+        cmd.set_codec(env["MOSAIC_SHM_CODEC"])
+        with _environ(env), launch_engine(4, "tabletop", image_size=(0, 0)) as engine:
+            client = SharedMemoryClient(engine.name, timeout=30)
+            client.scene.set_mode("pause")
+            names = ["sim_time", "contact_count", "contact_force", "body_linvel"]
+            stream = client.telemetry.stream(names, [0, 2], 0, max_frames=frames)
+            t0 = time.perf_counter()
+            client.scene.set_mode("run")
+            got = [f.message.seq for f in stream]
+            took = time.perf_counter() - t0
+            client.scene.set_mode("lockstep")
+            client.close(shutdown_engine=True)
+        lost = "none lost" if got == list(range(frames)) else f"LOST/REORDERED ({len(got)} came)"
+        rate = len(got) / took
+        print(f"  {key}: {len(got)} frames in {took * 1e3:7.1f} ms ({rate:8.0f}/s), {lost}")
+    cmd.set_codec("wire")
 
 
 def _med(samples: list[float]) -> str:
