@@ -141,6 +141,9 @@ class ByteRing:
         A message larger than the ring goes as fragments, ``ring()`` (the reader's bell) being
         called after each one so that the reader drains the ring meanwhile.
         """
+        if type(payload) is bytes and len(payload) + 11 <= self.capacity:  # one whole entry
+            if self.try_write(payload):
+                return
         data = memoryview(payload).cast("B")
         if entry_size(len(data)) <= self.capacity:
             self._write_entry(data, False, timeout, check)

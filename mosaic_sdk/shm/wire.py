@@ -270,9 +270,18 @@ def _compile(spec: TableSpec) -> tuple[Any, Any, Any, str]:
     ]
     reads = []
     for f in spec.by_slot:
-        env[f"r{f.slot}"], env[f"m{f.slot}"] = f.reader, f.missing
-        o = f"o{f.slot}"
-        reads.append((f.attr, f"r{f.slot}(buf, pos + {o}) if {o} else m{f.slot}()"))
+        k, o = f.slot, f"o{f.slot}"
+        env[f"r{k}"], env[f"m{k}"] = f.reader, f.missing
+        if f.inline == 2:
+            reads.append((f.attr, f"r{k}(buf, pos + {o}) if {o} else m{k}()"))
+            continue
+        # scalars and structs: unpacked in place, the absent value a constant
+        env[f"u{k}"], env[f"d{k}"] = struct.Struct("<" + f.code).unpack_from, f.missing()
+        raw = f"u{k}(buf, pos + {o})" + ("[0]" if f.inline == 0 else "")
+        if f.decode is not None:
+            env[f"c{k}"] = f.decode
+            raw = f"c{k}({raw})"
+        reads.append((f.attr, f"{raw} if {o} else d{k}"))
     offsets = ", ".join(f"o{k}" for k in range(spec.nslots))
     read_head = [
         "    vt = pos - I32(buf, pos)[0]",
