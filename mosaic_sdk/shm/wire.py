@@ -33,6 +33,7 @@ import numpy as np
 _U32 = struct.Struct("<I")
 _I32 = struct.Struct("<i")
 _U16 = struct.Struct("<H")
+_NULS = bytes(8)
 
 # generated ``builder.Prepend<Type>Slot`` -> struct code
 _SLOT_CODES = {
@@ -427,6 +428,27 @@ def _vector_writer(code: str) -> Callable[[bytearray, Any], int]:
     return write
 
 
+def write_strings(buf: bytearray, texts: Any) -> int:
+    """Append a vector of strings (its offsets, then each string); returns its position."""
+    datas = [str(t).encode() for t in texts]
+    n = len(datas)
+    at = len(buf)
+    if at & 3:
+        buf += bytes(4 - (at & 3))
+        at = len(buf)
+    pos = at + 4 + 4 * n  # where the first string goes
+    offsets, parts = [], []
+    for k, data in enumerate(datas):
+        offsets.append(pos - (at + 4 + 4 * k))
+        m = len(data)
+        size = (m + 8) & ~3  # length word, bytes, NUL, padding to 4
+        parts.append(_U32.pack(m) + data + _NULS[: size - 4 - m])
+        pos += size
+    buf += struct.pack(f"<{n + 1}I", n, *offsets)
+    buf += b"".join(parts)
+    return at
+
+
 def _writer(f: Field) -> Callable[[bytearray, Any], int]:
     """Appends the out-of-line part of ``f`` (a string, vector or table); returns its position."""
     kind = f.kind
@@ -443,6 +465,9 @@ def _writer(f: Field) -> Callable[[bytearray, Any], int]:
         assert sub is not None
         return lambda buf, v: int(sub.write(buf, v))
 
+    if sub is None:
+        return write_strings
+
     def write_offsets(buf: bytearray, v: Any) -> int:
         items = list(v)
         at = len(buf)
@@ -452,10 +477,7 @@ def _writer(f: Field) -> Callable[[bytearray, Any], int]:
         buf += _U32.pack(len(items))
         buf += bytes(4 * len(items))
         for k, item in enumerate(items):
-            if sub is None:
-                child = write_string(buf, str(item))
-            else:
-                child = sub.write(buf, item)
+            child = sub.write(buf, item)
             slot = at + 4 + 4 * k
             _U32.pack_into(buf, slot, child - slot)
         return at
@@ -487,6 +509,20 @@ def read_bytes(buf: bytes, at: int) -> bytes:
     if p + 4 + n > len(buf):
         raise ValueError(f"vector of {n} bytes at {p} runs past the buffer")
     return bytes(buf[p + 4 : p + 4 + n])
+
+
+def read_strings(buf: bytes, at: int) -> list[str]:
+    """The vector of strings referred to by the offset at ``at``."""
+    size = len(buf)
+    unpack = _U32.unpack_from
+    out = []
+    for s in _offsets(buf, at):
+        p = s + unpack(buf, s)[0]
+        n = unpack(buf, p)[0]
+        if p + 4 + n > size:
+            raise ValueError(f"string of {n} bytes at {p} runs past the buffer")
+        out.append(str(buf[p + 4 : p + 4 + n], "utf-8"))
+    return out
 
 
 def _offsets(buf: bytes, at: int) -> range:
@@ -529,7 +565,7 @@ def _reader(f: Field) -> Callable[[bytes, int], Any]:
         assert sub is not None
         return lambda buf, at: sub.read(buf, _deref(buf, at))
     if kind == "vstr":
-        return lambda buf, at: [read_string(buf, s) for s in _offsets(buf, at)]
+        return read_strings
     assert sub is not None
     return lambda buf, at: [sub.read(buf, _deref(buf, s)) for s in _offsets(buf, at)]
 
