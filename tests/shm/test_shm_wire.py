@@ -58,6 +58,16 @@ def test_error_envelopes_read_the_same_whichever_codec_wrote_them(writer, reader
     assert (empty.error, empty.error_pickle) == ("", b"")
 
 
+@pytest.mark.parametrize(
+    "names", [["é", ""], ["", "", "x"], ["ünïcødé joint", "a" * 5, "b" * 6, "c" * 7, "d" * 8]]
+)
+def test_strings_of_every_length_and_encoding_cross_read(names: list[str]) -> None:
+    """Padding after each string depends on its UTF-8 length, not its character count."""
+    message = sv.MujocoInfoResponse(version="3.1", joint_names=names, body_names=names[::-1])
+    assert cmd.decode_reference(cmd.encode(message, 1)).message == message
+    assert cmd.decode(cmd.encode_reference(message, 1)).message == message
+
+
 def test_messages_outside_the_lean_codec_still_travel_through_the_runtime() -> None:
     message = cmd.ResetRequest(env_ids=[0, 5], seeds=[1, None], options={"level": 3})
     assert type(message) not in cmd.WIRE_SPECS
