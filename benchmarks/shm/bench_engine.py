@@ -1,8 +1,14 @@
 """The MuJoCo reference engine (issue 35): commands, camera stream, batch step, each beside its
 baseline in the same run.
 
-- command round trip: the engine's services (ping, joint state) beside the bare transport's
-  ping (a ``SharedMemoryTransport`` that only serves commands); target median < 100 us;
+- command round trip: the engine's services (ping, joint state, entity pose) beside the bare
+  transport's ping (a ``SharedMemoryTransport`` that only serves commands), each with the
+  command path of this tree ("new": the lean ``wire`` codec, command waits spinning with
+  their own budget) and the path before it ("old": the FlatBuffers runtime's codec,
+  ``MOSAIC_SHM_CODEC=reference``, and command waits sharing the 100 us step budget), measured in
+  interleaved rounds so that both see the same machine load; target median < 100 us. Then
+  the pieces of one round trip: encode/decode per codec, the ring copy, the engine's dispatch,
+  and the wake-up (a bare step round trip is two wake-ups: futex only vs spinning);
 - camera stream: 64 envs x 64x64 RGB at 30 frames/s per env requested, frames/s achieved (the
   client steps the envs between frames, so each frame is drawn anew) beside ``mujoco.Renderer``
   rendering the same 64 views in this process (the baseline), where a batch's time goes
@@ -13,28 +19,33 @@ baseline in the same run.
   overhead = round trip - physics (target < 1 ms), and the largest count whose round trip fits
   50 Hz (20 ms).
 
-    python benchmarks/shm/bench_engine.py [--quick]
+    python benchmarks/shm/bench_engine.py [--quick] [--commands-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import os
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from mosaic_sdk.shm.engines import load_mujoco  # noqa: E402
 
 mujoco = load_mujoco()
+from mosaic_sdk.shm import commands as cmd  # noqa: E402
+from mosaic_sdk.shm import services as sv  # noqa: E402
 from mosaic_sdk.shm.client import SharedMemoryClient  # noqa: E402
 from mosaic_sdk.shm.engines import model_path  # noqa: E402
 from mosaic_sdk.shm.engines.launch import launch_engine  # noqa: E402
 from mosaic_sdk.shm.engines.mujoco_engine import MujocoEngine  # noqa: E402
 from mosaic_sdk.shm.engines.render import BatchRenderer, Drawer  # noqa: E402
 from mosaic_sdk.shm.segment import segment_name, unlink_segment  # noqa: E402
-from mosaic_sdk.shm.sync import TransportTimeoutError  # noqa: E402
+from mosaic_sdk.shm.sync import DEFAULT_COMMAND_SPIN, TransportTimeoutError  # noqa: E402
 from mosaic_sdk.shm.transport import SharedMemoryTransport  # noqa: E402
 
 
@@ -54,8 +65,30 @@ def _timed(fn, n: int, warmup: int = 20) -> list[float]:  # noqa: ANN001
     return out
 
 
-def _bare_engine(name: str) -> None:
-    t = SharedMemoryTransport(1, 1, 1, name=name)
+# the path before this tree's command work: the runtime's codec, 100 us command spin budget
+OLD = {"MOSAIC_SHM_CODEC": "reference", "MOSAIC_SHM_COMMAND_SPIN_US": "100"}
+NEW = {"MOSAIC_SHM_CODEC": "wire", "MOSAIC_SHM_COMMAND_SPIN_US": str(DEFAULT_COMMAND_SPIN * 1e6)}
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` (an engine started meanwhile inherits them)."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _bare_engine(name: str, env: dict[str, str], spin: float | None = None) -> None:
+    os.environ.update(env)
+    cmd.set_codec(env["MOSAIC_SHM_CODEC"])
+    t = SharedMemoryTransport(1, 1, 1, name=name, spin=spin)
     try:
         while t.wait_for_actions() is not None:
             t.publish_frame()
@@ -63,28 +96,143 @@ def _bare_engine(name: str) -> None:
         t.close()
 
 
-def bench_commands(n: int) -> None:
-    print(f"== command round trip ({n} requests each)")
+@contextlib.contextmanager
+def _bare(env: dict[str, str], spin: float | None = None) -> Iterator[SharedMemoryClient]:
+    """A client of a bare transport (commands and empty steps only) in a forked process."""
     name = segment_name()
-    p = mp.get_context("fork").Process(target=_bare_engine, args=(name,), daemon=True)
+    p = mp.get_context("fork").Process(target=_bare_engine, args=(name, env, spin), daemon=True)
     p.start()
     try:
-        bare = SharedMemoryClient(name)
-        base = _timed(lambda: bare.ping(1), n)
-        bare.close(shutdown_engine=True)
+        with _environ(env):
+            client = SharedMemoryClient(name, spin=spin)
+        try:
+            yield client
+        finally:
+            cmd.set_codec(env["MOSAIC_SHM_CODEC"])
+            client.close(shutdown_engine=True)
     finally:
         p.join(5)
         unlink_segment(name)
-    with launch_engine(16, "reacher") as engine:
-        client = SharedMemoryClient(engine.name)
-        ping = _timed(lambda: client.ping(1), n)
-        joints = _timed(lambda: client.mujoco.joint_state(3, ["x", "y"]), n)
-        pose = _timed(lambda: client.scene.pose("pointer", 3), n)
-        client.close(shutdown_engine=True)
-    ref = np.median(base)
-    print(f"  baseline: bare transport ping   {_us(base)}")
-    for label, s in (("engine ping", ping), ("joint_state", joints), ("entity pose", pose)):
-        print(f"  {label:31s} {_us(s)}  ({np.median(s) / ref:.2f}x baseline)")
+
+
+def _interleaved(cases: dict[str, tuple[dict[str, str], Any]], n: int, rounds: int = 10):  # noqa: ANN202
+    """Samples of each case (its codec set for it), alternating rounds of ``n // rounds``."""
+    out: dict[str, list[float]] = {k: [] for k in cases}
+    for env, fn in cases.values():
+        cmd.set_codec(env["MOSAIC_SHM_CODEC"])
+        _timed(fn, 0, warmup=50)
+    for _ in range(rounds):
+        for key, (env, fn) in cases.items():
+            cmd.set_codec(env["MOSAIC_SHM_CODEC"])
+            out[key] += _timed(fn, max(1, n // rounds), warmup=5)
+    cmd.set_codec("wire")
+    return out
+
+
+def bench_commands(n: int) -> None:
+    print(f"== command round trip ({n} requests each, old/new interleaved)")
+    print(f"   load average {os.getloadavg()[0]:.2f} at the start")
+    with contextlib.ExitStack() as stack:
+        bare = {k: stack.enter_context(_bare(env)) for k, env in (("old", OLD), ("new", NEW))}
+        engines = {}
+        for key, env in (("old", OLD), ("new", NEW)):
+            with _environ(env):
+                handle = stack.enter_context(launch_engine(16, "reacher"))
+                client = SharedMemoryClient(handle.name)
+            stack.callback(client.close, shutdown_engine=True)
+            engines[key] = client
+        cases: dict[str, tuple[dict[str, str], Any]] = {}
+        for key, env in (("old", OLD), ("new", NEW)):
+            c, e = bare[key], engines[key]
+            cases[f"bare transport ping|{key}"] = (env, lambda c=c: c.ping(1))
+            cases[f"engine ping|{key}"] = (env, lambda e=e: e.ping(1))
+            cases[f"joint_state|{key}"] = (env, lambda e=e: e.mujoco.joint_state(3, ["x", "y"]))
+            cases[f"entity pose|{key}"] = (env, lambda e=e: e.scene.pose("pointer", 3))
+        samples = _interleaved(cases, n)
+    base = float(np.median(samples["bare transport ping|new"]))
+    print(f"   load average {os.getloadavg()[0]:.2f} at the end")
+    print(f"  {'':31s} {'new (wire codec, command spin)':42s} {'old (runtime codec)':42s} old/new")
+    for label in ("bare transport ping", "engine ping", "joint_state", "entity pose"):
+        new, old = samples[f"{label}|new"], samples[f"{label}|old"]
+        ratio = np.median(old) / np.median(new)
+        tag = "baseline" if label.startswith("bare") else f"{np.median(new) / base:.2f}x bare"
+        print(f"  {label:31s} {_us(new)}  {_us(old)}  {ratio:5.2f}x   ({tag})")
+    verdict = "yes" if np.median(samples["engine ping|new"]) < 100e-6 else "no"
+    print(f"  engine ping median under 100 us: {verdict}")
+    bench_telemetry()
+
+
+def bench_telemetry(frames: int = 1000) -> None:
+    """A stream of ``frames`` telemetry frames (one per physics step, the engine running by
+    itself): how long it takes to arrive, and whether every frame came, old and new."""
+    print(f"== telemetry stream: {frames} frames, one per physics step, old and new")
+    for key, env in (("new", NEW), ("old", OLD)):
+        cmd.set_codec(env["MOSAIC_SHM_CODEC"])
+        with _environ(env), launch_engine(4, "tabletop", image_size=(0, 0)) as engine:
+            client = SharedMemoryClient(engine.name, timeout=30)
+            client.scene.set_mode("pause")
+            names = ["sim_time", "contact_count", "contact_force", "body_linvel"]
+            stream = client.telemetry.stream(names, [0, 2], 0, max_frames=frames)
+            t0 = time.perf_counter()
+            client.scene.set_mode("run")
+            got = [f.message.seq for f in stream]
+            took = time.perf_counter() - t0
+            client.scene.set_mode("lockstep")
+            client.close(shutdown_engine=True)
+        lost = "none lost" if got == list(range(frames)) else f"LOST/REORDERED ({len(got)} came)"
+        rate = len(got) / took
+        print(f"  {key}: {len(got)} frames in {took * 1e3:7.1f} ms ({rate:8.0f}/s), {lost}")
+    cmd.set_codec("wire")
+
+
+def _med(samples: list[float]) -> str:
+    return f"{np.median(samples) * 1e6:7.1f} us"
+
+
+def bench_pieces(n: int) -> None:
+    """Where one command round trip goes: codec, ring copy, dispatch, wake-up."""
+    print("== pieces of a command round trip (in-process medians, then the wake-up)")
+    cmd.set_codec("wire")
+    pose = sv.EntityPose(3, "body", "pointer", (1.0, 2.0, 3.0))
+    joints = sv.JointStateResponse(["x", "y"], [1, 1], [1, 1], [0.1, 0.2], [0.3, 0.4], 1.5)
+    messages = [
+        ("ping request", cmd.PingRequest(nonce=1), None),
+        ("ping response", cmd.PingResponse(nonce=1, frame_seq=5), None),
+        ("joint_state request", sv.JointStateRequest(3, ["x", "y"]), None),
+        ("joint_state response", joints, None),
+        ("entity pose request", sv.GetEntityPoseRequest(3, "body", "pointer"), None),
+        ("entity pose response", pose, cmd.fb.Method.GetEntityPose),
+    ]
+    head = ("encode wire", "encode runtime", "decode wire", "decode runtime")
+    print(f"  {'':22s}" + "".join(f"{h:>16s}" for h in head))
+    for label, message, method in messages:
+        data = cmd.encode(message, 7, method=method)
+        row = [
+            _timed(lambda m=message, k=method: cmd.encode(m, 7, method=k), n),
+            _timed(lambda m=message, k=method: cmd.encode_reference(m, 7, method=k), n),
+            _timed(lambda d=data: cmd.decode(d), n),
+            _timed(lambda d=data: cmd.decode_reference(d), n),
+        ]
+        print(f"  {label:22s}" + "".join(f"{_med(r):>16s}" for r in row))
+    engine = MujocoEngine(16, "reacher")
+    try:
+        ring = engine.transport.seg.e2c
+        data = cmd.encode(joints, 7)
+        copy = _timed(lambda: (ring.try_write(data), ring.try_read()), n)
+        print(f"  ring write + read of a {len(data)}-byte entry: {_med(copy)}")
+        for label, message in (
+            ("ping", cmd.PingRequest(1)),
+            ("joint_state", sv.JointStateRequest(3, ["x", "y"])),
+            ("entity pose", sv.GetEntityPoseRequest(3, "body", "pointer")),
+        ):
+            answer = _timed(lambda m=message: engine.answer(m), n)
+            print(f"  engine dispatch + answer, {label}: {_med(answer)}")
+    finally:
+        engine.close()
+    for label, spin in (("futex only (spin 0)", 0.0), ("spinning (spin 1 ms)", 1e-3)):
+        with _bare(NEW, spin=spin) as client:
+            rt = _timed(client.step, n)
+        print(f"  bare step round trip = two wake-ups, {label:22s}: {_us(rt)}")
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -306,12 +454,16 @@ def bench_step(counts: list[int], n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples")
+    parser.add_argument("--commands-only", action="store_true", help="only the command channel")
     args = parser.parse_args()
     n = 200 if args.quick else 2000
     print(
         f"mujoco {mujoco.__version__}, MUJOCO_GL={os.environ['MUJOCO_GL']}, {os.cpu_count()} CPUs"
     )
     bench_commands(n)
+    bench_pieces(n)
+    if args.commands_only:
+        return
     bench_camera(3.0 if args.quick else 10.0)
     bench_step(
         [64, 256, 1024] if args.quick else [64, 256, 512, 1024, 2048, 4096],

@@ -39,7 +39,13 @@ from mosaic_sdk.shm.service_client import (
     TelemetryService,
     ViewportService,
 )
-from mosaic_sdk.shm.sync import PeerWatch, TransportError, TransportTimeoutError, spin_budget
+from mosaic_sdk.shm.sync import (
+    PeerWatch,
+    TransportError,
+    TransportTimeoutError,
+    command_spin_budget,
+    spin_budget,
+)
 
 
 def _engine_error(reply: cmd.Decoded) -> BaseException:
@@ -58,7 +64,9 @@ class SharedMemoryClient:
     """Attach to an engine's transport segment and step its environments in lock-step.
 
     ``timeout`` (seconds, None = no limit) bounds each wait for the engine; a dead engine is
-    detected by pid within about 0.1 s regardless. ``attach_timeout`` is how long to wait for
+    detected by pid within about 0.1 s regardless. ``spin`` and ``command_spin`` are the
+    largest spin budgets (seconds) of a step's and of a command's wait before sleeping
+    (``mosaic_sdk.shm.sync``). ``attach_timeout`` is how long to wait for
     the segment to appear. The client never unlinks the segment.
 
     Either header layout is read (``layout.kind``: ``"mshm"`` or the LuckyEngine design's
@@ -73,6 +81,7 @@ class SharedMemoryClient:
         *,
         timeout: float | None = None,
         spin: float | None = None,
+        command_spin: float | None = None,
         attach_timeout: float = 10.0,
         exact_name: bool = False,
     ) -> None:
@@ -81,6 +90,7 @@ class SharedMemoryClient:
         self.name = seg.name
         self.timeout = timeout
         self.spin = spin_budget(spin)
+        self.command_spin = command_spin_budget(command_spin)
         me = os.getpid()
         words = seg.words
         off = seg.off
@@ -187,8 +197,9 @@ class SharedMemoryClient:
         )
         seg.action.ring()
         deadline = self._deadline()
+        pending = seg.e2c.pending
         while True:
-            seg.frame.wait_until(lambda: seg.e2c.pending() > 0, self.spin, deadline, self._check)
+            seg.replies.wait_until(lambda: pending() > 0, self.command_spin, deadline, self._check)
             data = seg.e2c.try_read()
             if data is None:
                 continue

@@ -4,18 +4,28 @@ The wire format is ``schema/shm_commands.fbs``; ``mosaic_sdk.shm.generated`` is 
 for it. ``encode(message, correlation_id)`` gives the bytes of one ring entry, ``decode(bytes)``
 gives back a ``Decoded`` envelope. Requests and responses are the dataclasses below; a failed
 request is answered by the request's method with ``error`` set and no payload.
+
+Two codecs write and read the same bytes: ``wire`` (a few ``struct`` calls per table; used for
+the envelope and every message it describes, ``WIRE_SPECS``) and the FlatBuffers runtime's
+``Builder`` with flatc's accessors (``encode_reference``/``decode_reference``; used for the
+rare messages with nested spaces or JSON: GetSchema's response and Reset). ``$MOSAIC_SHM_CODEC``
+``=reference`` (or ``set_codec("reference")``) sends everything through the runtime, as before
+the lean codec existed (benchmarks compare the two).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import struct
 from dataclasses import dataclass
 from typing import Any
 
 import flatbuffers
+import flatbuffers.table
 import numpy as np
 
-from mosaic_sdk.shm import services
+from mosaic_sdk.shm import services, wire
 from mosaic_sdk.shm.generated import shm_commands_generated as fb
 from mosaic_sdk.shm.messages import (
     CallRequest,
@@ -232,7 +242,7 @@ def _payload(b: flatbuffers.Builder, m: Message) -> int:
     return int(empty[1](b))
 
 
-def encode(
+def encode_reference(
     message: Message | services.ServiceMessage | None,
     correlation_id: int,
     *,
@@ -370,8 +380,8 @@ def _message_from(tag: int, table: Any) -> Message:
     raise CommandError(f"unknown payload type {tag} in a command envelope")
 
 
-def decode(data: bytes) -> Decoded:
-    """Decode one ring entry; ``CommandError`` when it is not a valid Envelope."""
+def _check_envelope(data: bytes) -> int:
+    """The root table's position of an envelope (``CommandError`` when it cannot be one)."""
     if len(data) < 8 or data[4:8] != b"MSHC":
         raise CommandError(
             f"command of {len(data)} bytes is not a mosaic shm Envelope (identifier "
@@ -380,6 +390,12 @@ def decode(data: bytes) -> Decoded:
     root = int.from_bytes(data[0:4], "little")
     if not 8 <= root <= len(data) - 4:
         raise CommandError(f"command envelope root offset {root} is outside its {len(data)} bytes")
+    return root
+
+
+def decode_reference(data: bytes) -> Decoded:
+    """``decode`` through the FlatBuffers runtime's accessors."""
+    _check_envelope(data)
     try:
         env = fb.Envelope.GetRootAs(data, 0)
         err = env.ErrorMessage()
@@ -395,4 +411,147 @@ def decode(data: bytes) -> Decoded:
     except CommandError:
         raise
     except Exception as exc:  # malformed buffers raise struct/index errors deep inside
+        raise CommandError(f"malformed command envelope ({type(exc).__name__}: {exc})") from exc
+
+
+# -- the lean codec (mosaic_sdk.shm.wire) -------------------------------------------------------
+@dataclass
+class _Envelope:
+    correlation_id: int = 0
+    method: int = 0
+    error_message: str | None = None
+    error_pickle: bytes = b""
+    payload_type: int = 0
+    payload: Any = None  # (TableSpec, message) when written; the table's position when read
+
+
+_ENVELOPE = wire.TableSpec.of(  # fields in slot order (decode reads them so)
+    _Envelope,
+    {
+        "correlation_id": "u64",
+        "method": "u16",
+        "error_message": "ostr",
+        "error_pickle": "bytes",
+        "payload_type": "u8",
+        "payload": "union",
+    },
+    fb,
+    "Envelope",
+)
+# The head of an envelope without error: root offset, identifier, vtable, table (correlation
+# id u64, payload offset u32, method u16, payload type u8), the payload table following it.
+_ENV_SLOTS = {f.attr: f.slot for f in _ENVELOPE.fields}
+_HEAD = struct.Struct("<I4s4xHH6HiQIHBx")
+_HEAD_TABLE = 28  # 4 past a multiple of 8, after the 16-byte vtable at 12
+_HEAD_PAYLOAD = _HEAD_TABLE + 12
+_U32 = struct.Struct("<I")
+
+
+def _head_vtable() -> tuple[Any, ...]:
+    vt = [0] * 6
+    vt[_ENV_SLOTS["correlation_id"]] = 4
+    vt[_ENV_SLOTS["payload"]] = 12
+    vt[_ENV_SLOTS["method"]] = 16
+    vt[_ENV_SLOTS["payload_type"]] = 18
+    return (_HEAD_TABLE, b"MSHC", 16, 19, *vt, 16)
+
+
+_HEAD_START = _head_vtable()
+
+
+_GENERIC_KINDS: dict[type, dict[str, str]] = {
+    GetSchemaRequest: {},
+    CloseRequest: {},
+    CloseResponse: {},
+    SetAttrResponse: {},
+    PingRequest: {"nonce": "u64"},
+    PingResponse: {"nonce": "u64", "frame_seq": "u64"},
+    CallRequest: {"name": "str", "args_pickle": "bytes"},
+    CallResponse: {"results_pickle": "bytes"},
+    SetAttrRequest: {"name": "str", "values_pickle": "bytes"},
+}
+#: message class -> (its wire spec, its Method or None when the caller says, its Payload tag)
+WIRE_SPECS: dict[type, tuple[wire.TableSpec, int | None, int]] = {
+    **{
+        cls: (wire.TableSpec.of(cls, kinds, fb), *_TAGS[cls])
+        for cls, kinds in _GENERIC_KINDS.items()
+    },
+    **{cls: (services.SPECS[cls], *services.TAGS[cls]) for cls in services.TAGS},
+}
+_WIRE_BY_TAG = {tag: spec for spec, _, tag in WIRE_SPECS.values()}
+CODECS = ("wire", "reference")
+_codec = os.environ.get("MOSAIC_SHM_CODEC", "").strip() or "wire"
+
+
+def set_codec(name: str) -> None:
+    """Choose the codec of this process: "wire" (the default) or "reference" (the runtime)."""
+    global _codec
+    if name not in CODECS:
+        raise ValueError(f"codec {name!r}: use one of {', '.join(CODECS)}")
+    _codec = name
+
+
+def encode(
+    message: Message | services.ServiceMessage | None,
+    correlation_id: int,
+    *,
+    method: int | None = None,
+    error: str | None = None,
+    error_pickle: bytes = b"",
+) -> bytes:
+    """Bytes of one Envelope; ``error`` (with ``method``, no message) answers a failed request.
+
+    ``error_pickle`` optionally carries the exception itself, for Python clients to re-raise.
+    """
+    entry = WIRE_SPECS.get(type(message)) if message is not None else None
+    if _codec != "wire" or (message is not None and entry is None):
+        return encode_reference(
+            message, correlation_id, method=method, error=error, error_pickle=error_pickle
+        )
+    if entry is not None and error is None and not error_pickle:  # a plain message: one pack
+        spec, own, tag = entry
+        if own is None:
+            if not method:
+                raise ValueError(f"encode: {type(message).__name__} needs the method it answers")
+            own = method
+        buf = bytearray(_HEAD.pack(*_HEAD_START, correlation_id, 0, own, tag))
+        _U32.pack_into(buf, _HEAD_PAYLOAD, spec.write(buf, message) - _HEAD_PAYLOAD)
+        return bytes(buf)
+    env = _Envelope(correlation_id, 0, error, error_pickle)
+    if entry is not None:
+        spec, own, env.payload_type = entry
+        if own is None and not method:
+            raise ValueError(f"encode: {type(message).__name__} needs the method it answers")
+        env.method = own if own is not None else method  # type: ignore[assignment]
+        env.payload = (spec, message)
+    elif method is None:
+        raise ValueError("encode: give a message, or a method with an error")
+    else:
+        env.method = method
+    buf = bytearray(b"\0\0\0\0MSHC")
+    wire._U32.pack_into(buf, 0, _ENVELOPE.write(buf, env))
+    return bytes(buf)
+
+
+def decode(data: bytes) -> Decoded:
+    """Decode one ring entry; ``CommandError`` when it is not a valid Envelope."""
+    if _codec != "wire":
+        return decode_reference(data)
+    root = _check_envelope(data)
+    try:
+        cid, method, error, error_pickle, tag, at = _ENVELOPE.read_values(data, root)
+        message = None
+        if tag != fb.Payload.NONE:
+            if at is None:
+                raise CommandError(f"payload type {tag} without a payload table")
+            spec = _WIRE_BY_TAG.get(tag)
+            if spec is not None:
+                message = spec.read(data, at)
+            else:
+                message = _message_from(tag, flatbuffers.table.Table(data, at))
+        name = METHOD_NAMES.get(method) or f"method#{method}"
+        return Decoded(cid, name, error, message, error_pickle)
+    except CommandError:
+        raise
+    except Exception as exc:  # malformed buffers raise struct/index/unicode errors
         raise CommandError(f"malformed command envelope ({type(exc).__name__}: {exc})") from exc

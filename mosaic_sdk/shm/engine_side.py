@@ -8,7 +8,7 @@ import numpy as np
 
 from mosaic_sdk.shm.layout import Layout
 from mosaic_sdk.shm.mapping import MappedSegment, watch_error
-from mosaic_sdk.shm.sync import PeerWatch, spin_budget
+from mosaic_sdk.shm.sync import PeerWatch, command_spin_budget, spin_budget
 
 
 class PeerWatches:
@@ -42,8 +42,11 @@ class EngineSide:
 
     seg: MappedSegment
 
-    def _init_side(self, spin: float | None, timeout: float | None) -> None:
+    def _init_side(
+        self, spin: float | None, timeout: float | None, command_spin: float | None = None
+    ) -> None:
         self.spin = spin_budget(spin)
+        self.command_spin = command_spin_budget(command_spin)
         self.timeout = timeout
         self._watches = PeerWatches()
         self._client_pid = 0

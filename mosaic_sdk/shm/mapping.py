@@ -30,7 +30,13 @@ from mosaic_sdk.shm.layout import (
 )
 from mosaic_sdk.shm.ring import ByteRing
 from mosaic_sdk.shm.segment import attach_segment
-from mosaic_sdk.shm.sync import PeerGoneError, SignalLine, TransportClosedError, TransportError
+from mosaic_sdk.shm.sync import (
+    SLICE,
+    PeerGoneError,
+    SignalLine,
+    TransportClosedError,
+    TransportError,
+)
 
 #: How long a waiter sleeps between checks in the lrbc layout: a design-only peer publishes
 #: ``frame_seq``/``action_seq`` without ringing the (extension) bells, so a waiter that went to
@@ -81,9 +87,12 @@ class MappedSegment:
         w = self.words
         o = self.off
         lrbc = layout.kind == LAYOUT_LRBC
-        nap = {"slice_s": LRBC_SLICE} if lrbc else {}
-        self.frame = SignalLine(w, o["frame_seq"], o["frame_bell"], o["frame_waiters"], **nap)
-        self.action = SignalLine(w, o["action_seq"], o["action_bell"], o["action_waiters"], **nap)
+        nap = LRBC_SLICE if lrbc else SLICE
+        self.frame = SignalLine(w, o["frame_seq"], o["frame_bell"], o["frame_waiters"], nap)
+        self.action = SignalLine(w, o["action_seq"], o["action_bell"], o["action_waiters"], nap)
+        # command waits: the same bells, their own adaptive spin (see sync's docstring)
+        self.replies = self.frame.twin()
+        self.requests = self.action.twin()
         self.e2c = ByteRing(mm, w, layout.cmd_e2c_offset, layout.cmd_ring_size, compact=lrbc)
         self.c2e = ByteRing(mm, w, layout.cmd_c2e_offset, layout.cmd_ring_size, compact=lrbc)
         self.workers = [

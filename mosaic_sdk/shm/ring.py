@@ -44,6 +44,7 @@ from mosaic_sdk.shm.sync import TransportError, TransportTimeoutError
 
 _LEN = struct.Struct("<I")
 MORE = 0x8000_0000  # top bit of an entry's length: the message continues in the next entry
+_ZEROS = bytes(8)
 
 
 class RingCorruptError(TransportError):
@@ -91,13 +92,6 @@ class ByteRing:
         """Bytes written and not yet read."""
         return int((self._load(self._wpos) - self._load(self._rpos)) & self._mask)
 
-    def _copy_in(self, pos: int, data: bytes | memoryview) -> None:
-        cap, start = self.capacity, pos % self.capacity
-        first = min(len(data), cap - start)
-        self._mv[self._data + start : self._data + start + first] = data[:first]
-        if first < len(data):
-            self._mv[self._data : self._data + len(data) - first] = data[first:]
-
     def _copy_out(self, pos: int, n: int) -> bytes:
         cap, start = self.capacity, pos % self.capacity
         first = min(n, cap - start)
@@ -111,22 +105,27 @@ class ByteRing:
 
         ``more`` marks it as a fragment that the next entry continues.
         """
-        n = len(payload)
-        size = entry_size(n)
-        if size > self.capacity or n >= MORE:
+        n = len(payload) if not isinstance(payload, memoryview) else payload.nbytes
+        size = (4 + n + 7) & ~7
+        cap = self.capacity
+        if size > cap or n >= MORE:
             raise ValueError(
-                f"command of {n} bytes does not fit a ring of {self.capacity} bytes "
+                f"command of {n} bytes does not fit a ring of {cap} bytes "
                 f"(max {self.max_payload}); use write(), which splits it into fragments"
             )
         w = self._load(self._wpos)
-        if self.capacity - ((w - self._load(self._rpos)) & self._mask) < size:
+        if cap - ((w - self._load(self._rpos)) & self._mask) < size:
             return False
-        pos = w % self.capacity
-        _LEN.pack_into(self._mv, self._data + pos, n | (MORE if more else 0))
-        self._copy_in(w + 4, memoryview(payload).cast("B"))
-        pad = size - 4 - n
-        if pad:
-            self._copy_in(w + 4 + n, bytes(pad))
+        # the whole entry in one piece: length word, payload, zero padding
+        entry = _LEN.pack(n | (MORE if more else 0)) + payload + _ZEROS[: size - 4 - n]
+        start = w % cap
+        at = self._data + start
+        if start + size <= cap:
+            self._mv[at : at + size] = entry
+        else:  # the payload wraps around the end of the data area
+            first = cap - start
+            self._mv[at : at + first] = entry[:first]
+            self._mv[self._data : self._data + size - first] = entry[first:]
         self._store(self._wpos, (w + size) & self._mask)
         return True
 
@@ -142,6 +141,9 @@ class ByteRing:
         A message larger than the ring goes as fragments, ``ring()`` (the reader's bell) being
         called after each one so that the reader drains the ring meanwhile.
         """
+        if type(payload) is bytes and len(payload) + 11 <= self.capacity:  # one whole entry
+            if self.try_write(payload):
+                return
         data = memoryview(payload).cast("B")
         if entry_size(len(data)) <= self.capacity:
             self._write_entry(data, False, timeout, check)

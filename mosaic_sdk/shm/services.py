@@ -17,6 +17,7 @@ from typing import Any
 import flatbuffers
 import numpy as np
 
+from mosaic_sdk.shm import wire
 from mosaic_sdk.shm.generated import shm_commands_generated as fb
 
 Vec3 = tuple[float, float, float]
@@ -740,3 +741,23 @@ def _read_obj(cls: type, obj: Any) -> Any:
             s = get()
             values[name] = (s.W(), s.X(), s.Y(), s.Z()) if s is not None else (1.0, 0.0, 0.0, 0.0)
     return cls(**values)
+
+
+def _specs() -> dict[type, wire.TableSpec]:
+    """Every message's ``wire.TableSpec`` (children first: a spec names its children's)."""
+    by_name: dict[str, wire.TableSpec] = {}
+    enums = {"mode": SIM_MODES, "debug": DEBUG_KINDS}
+
+    def spec(cls: type) -> wire.TableSpec:
+        if cls.__name__ not in by_name:
+            for kind in FIELDS[cls].values():
+                if kind.startswith(("t:", "vt:")):
+                    spec(_BY_NAME[kind.split(":", 1)[1]])
+            by_name[cls.__name__] = wire.TableSpec.of(cls, FIELDS[cls], fb, None, by_name, enums)
+        return by_name[cls.__name__]
+
+    return {cls: spec(cls) for cls in FIELDS}
+
+
+#: message class -> how it travels through ``wire`` (``commands.encode``/``decode``'s fast path)
+SPECS = _specs()

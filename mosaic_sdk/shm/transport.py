@@ -61,7 +61,9 @@ class SharedMemoryTransport(EngineSide):
     ``image_shape=(H, W, C)`` adds an image region, ``side_size`` the side areas (see
     ``mosaic_sdk.shm.layout``). ``timeout`` (seconds, None = no
     limit) bounds each wait; a dead client is detected by pid regardless. ``peer_pids`` are
-    further processes (e.g. a launcher) whose death aborts a wait.
+    further processes (e.g. a launcher) whose death aborts a wait. ``spin`` and
+    ``command_spin`` are the spin budgets of a wait for actions and of a wait right after a
+    command (``mosaic_sdk.shm.sync``).
     """
 
     def __init__(
@@ -80,6 +82,7 @@ class SharedMemoryTransport(EngineSide):
         timeout: float | None = None,
         peer_pids: tuple[int, ...] = (),
         layout: str = LAYOUT_MSHM,
+        command_spin: float | None = None,
     ) -> None:
         lrbc = layout == LAYOUT_LRBC
         if lrbc:
@@ -106,7 +109,7 @@ class SharedMemoryTransport(EngineSide):
         try:
             sizes.write_header(mm, os.getpid())
             self.seg = MappedSegment(seg_name, mm, sizes)
-            self._init_side(spin, timeout)
+            self._init_side(spin, timeout, command_spin)
             self.set_worker_slice(0, 0, num_envs)
             self.seg.words.store_u32(worker_offset(0, "pid"), os.getpid())
             for pid in peer_pids:
@@ -153,17 +156,21 @@ class SharedMemoryTransport(EngineSide):
         seq_off = seg.off["action_seq"]
         pending = seg.c2e.pending
         deadline = self._deadline(timeout)
+        served = False
         while True:
             if self._closing:
                 return None
-            seg.action.wait_until(
+            # right after a command, the next one often follows at once: spin for it as long
+            # as commands are answered (the command budget), else as long as steps come
+            line, spin = (seg.requests, self.command_spin) if served else (seg.action, self.spin)
+            line.wait_until(
                 lambda: load(seq_off) >= target or pending() > 0,
-                self.spin,
+                spin,
                 deadline,
                 self._check,
             )
             if pending():
-                self.serve_commands(handler)
+                served = self.serve_commands(handler) > 0
                 continue
             seq = int(load(seq_off))
             if seq != target:

@@ -89,3 +89,15 @@ def spec_engine(name: str, report: Connection) -> None:
             t.publish_frame(seq)
     finally:
         t.close()
+
+
+def command_spin_engine(name: str, report: Connection, command_spin: float) -> None:
+    """Steps (obs[:, 0] = batch number) and answers commands with the given command spin."""
+    t = SharedMemoryTransport(2, 2, 1, name=name, command_spin=command_spin)
+    report.send(("ready", t.name))
+    try:
+        while (seq := t.wait_for_actions()) is not None:
+            t.obs[:, 0] = seq
+            t.publish_frame(seq)
+    finally:
+        t.close()

@@ -11,9 +11,11 @@ import pytest
 
 from mosaic_sdk.shm.atomics import SharedWords
 from mosaic_sdk.shm.sync import (
+    DEFAULT_COMMAND_SPIN,
     PeerWatch,
     SignalLine,
     TransportTimeoutError,
+    command_spin_budget,
     spin_budget,
 )
 
@@ -122,6 +124,43 @@ def test_spin_budget_from_argument_or_environment(monkeypatch) -> None:
         spin_budget(None)
     with pytest.raises(ValueError, match=">= 0"):
         spin_budget(-1.0)
+
+
+def test_command_spin_budget_has_its_own_variable_and_default(monkeypatch) -> None:
+    monkeypatch.delenv("MOSAIC_SHM_COMMAND_SPIN_US", raising=False)
+    monkeypatch.setenv("MOSAIC_SHM_SPIN_US", "7")  # the step budget's variable: not this one
+    assert command_spin_budget(None) == DEFAULT_COMMAND_SPIN
+    assert command_spin_budget(0.0) == 0.0
+    monkeypatch.setenv("MOSAIC_SHM_COMMAND_SPIN_US", "40")
+    assert command_spin_budget(None) == pytest.approx(40e-6)
+    assert spin_budget(None) == pytest.approx(7e-6)
+    monkeypatch.setenv("MOSAIC_SHM_COMMAND_SPIN_US", "-3")
+    with pytest.raises(ValueError, match="MOSAIC_SHM_COMMAND_SPIN_US must be >= 0"):
+        command_spin_budget(None)
+
+
+def test_a_twin_line_wakes_on_the_same_bell_and_adapts_on_its_own() -> None:
+    words, sig = line()
+    twin = sig.twin()
+    flag = []
+    done = []
+
+    def waiter() -> None:  # sleeps on the twin (no spin) until the flag is set
+        twin.wait_until(lambda: bool(flag), 0.0, time.monotonic() + 30, never)
+        done.append(True)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    while words.load_u64(16) == 0:  # wait until it sleeps
+        time.sleep(0.001)
+    flag.append(1)
+    sig.ring()  # rung through the original line
+    thread.join(30)
+    assert done == [True] and words.wakes >= 1
+    with pytest.raises(TransportTimeoutError):  # a spin that catches nothing...
+        sig.wait_seq(1, 1e-3, time.monotonic() + 0.06, never)
+    assert sig._adaptive == pytest.approx(0.5e-3)  # ...lowers that line's budget only
+    assert twin._adaptive == float("inf")
 
 
 def test_peer_watch_sees_exit_even_before_the_parent_reaps() -> None:

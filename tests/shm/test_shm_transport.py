@@ -10,7 +10,13 @@ import time
 
 import numpy as np
 import pytest
-from shm_engines import echo_engine, failing_engine, spec_engine, stalling_engine
+from shm_engines import (
+    command_spin_engine,
+    echo_engine,
+    failing_engine,
+    spec_engine,
+    stalling_engine,
+)
 
 from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm.client import SharedMemoryClient
@@ -102,6 +108,26 @@ def test_commands_ping_schema_and_engine_errors(segments) -> None:
         client.get_schema()
     with pytest.raises(ValueError, match="outside 0..1"):
         client.reset(env_ids=[5])
+    client.close(shutdown_engine=True)
+    proc.join(10)
+    assert proc.exitcode == 0
+
+
+@pytest.mark.parametrize("command_spin", [0.0, 5e-3])
+def test_commands_between_steps_are_answered_whatever_the_command_spin(
+    segments, command_spin
+) -> None:
+    """0: every command wait sleeps on the futex at once; 5 ms: it spins (for as long as the
+    adaptive budget lets it) before sleeping. Either way each answer comes, in order."""
+    name, proc, _ = start_engine(segments, command_spin_engine, command_spin)
+    client = SharedMemoryClient(name, timeout=30, command_spin=command_spin)
+    assert client.command_spin == command_spin
+    for k in range(1, 301):
+        assert client.ping(k) == cmd.PingResponse(nonce=k, frame_seq=k - 1)
+        if k % 3 == 0:
+            time.sleep(0.002)  # the engine's spin after a command runs out: it must sleep
+        obs, *_ = client.step()
+        assert obs[0, 0] == k
     client.close(shutdown_engine=True)
     proc.join(10)
     assert proc.exitcode == 0

@@ -116,6 +116,17 @@ class _ImageStream:
 
 
 @dataclass
+class _JointLayout:
+    """Where the joints of a joint-state request live in qpos/qvel (looked up once)."""
+
+    names: list[str]
+    qpos_dims: list[int]
+    qvel_dims: list[int]
+    qpos_at: list[int]
+    qvel_at: list[int]
+
+
+@dataclass
 class _EnvState:
     noise: tuple[float, float] = (0.02, 0.02)  # qpos, qvel half-widths at every reset
     debug: list[sv.DebugShape] = field(default_factory=list)
@@ -220,6 +231,9 @@ class MujocoEngine:
         mujoco.mjv_defaultFreeCamera(m, self._viewport)
         self._closing = False
         self._frame = 0
+        self._handlers: dict[type, Any] = {}  # request class -> its _on_ method
+        self._joint_layouts: dict[tuple[str, ...], _JointLayout] = {}
+        self._entities: dict[tuple[str, str], int] = {}  # (kind, name) -> index
         for i in range(num_envs):
             self._reset_env(i)
 
@@ -340,14 +354,16 @@ class MujocoEngine:
         load = seg.words.load_u64
         action_off = seg.action.seq_off
         pending = seg.c2e.pending
+        served = False
         while not self._closing:
             target = self._frame + 1
 
             def ready(target: int = target) -> bool:
                 return bool(load(action_off) >= target or pending() > 0)
 
-            self._wait(ready, self._next_due())
-            if pending():
+            self._wait(ready, self._next_due(), after_command=served)
+            served = bool(pending())
+            if served:
                 self._serve_commands()
             if not self._closing and load(action_off) >= target:
                 self.step_batch()
@@ -355,12 +371,16 @@ class MujocoEngine:
                 self.transport.publish_frame(target)
             self._background()
 
-    def _wait(self, ready: Any, until: float | None) -> None:
-        """Sleep on the action line until ``ready()`` or the monotonic time ``until``."""
+    def _wait(self, ready: Any, until: float | None, after_command: bool = False) -> None:
+        """Sleep on the action line until ``ready()`` or the monotonic time ``until``
+        (right after a command, spinning first as long as a command wait does)."""
         t = self.transport
         line = t.seg.action
         if until is None:
-            line.wait_until(ready, t.spin, None, t._check)
+            if after_command:
+                t.seg.requests.wait_until(ready, t.command_spin, None, t._check)
+            else:
+                line.wait_until(ready, t.spin, None, t._check)
             return
         w = t.seg.words
         while not ready():
@@ -440,7 +460,11 @@ class MujocoEngine:
     def answer(self, m: Any) -> Any:
         """The response to request ``m`` (raises on a bad request)."""
         self._version += 1  # a command may move, reset, recolour or redraw any env
-        handler = getattr(self, f"_on_{type(m).__name__}", None)
+        handler = self._handlers.get(type(m))
+        if handler is None:
+            handler = getattr(self, f"_on_{type(m).__name__}", None)
+            if handler is not None:
+                self._handlers[type(m)] = handler
         if handler is None:
             raise NotImplementedError(
                 f"the MuJoCo engine does not serve {type(m).__name__}; it serves GetSchema, "
@@ -457,7 +481,9 @@ class MujocoEngine:
         return list(ids)
 
     def _env(self, i: int) -> int:
-        return self._env_ids([i])[0]
+        if 0 <= i < self.num_envs:
+            return i
+        return self._env_ids([i])[0]  # raises, naming the valid ids
 
     # generic transport commands
     def _on_PingRequest(self, m: cmd.PingRequest) -> cmd.PingResponse:
@@ -575,21 +601,41 @@ class MujocoEngine:
             raise KeyError(f"no joint named {name!r} (model {self.model_name})")
         return int(j)
 
-    def _on_JointStateRequest(self, m: sv.JointStateRequest) -> sv.JointStateResponse:
-        d = self.datas[self._env(m.env_id)]
+    def _joint_layout(self, names: tuple[str, ...]) -> _JointLayout:
+        """Names, sizes and qpos/qvel addresses of the joints ``names`` (() = every joint),
+        looked up once per set of names."""
+        layout = self._joint_layouts.get(names)
+        if layout is not None:
+            return layout
         model = self.model
-        ids = [self._joint(n) for n in m.names] if m.names else list(range(model.njnt))
+        ids = [self._joint(n) for n in names] if names else list(range(model.njnt))
         dims = {0: (7, 6), 1: (4, 3), 2: (1, 1), 3: (1, 1)}  # free, ball, slide, hinge
-        out = sv.JointStateResponse(time=float(d.time))
+        layout = _JointLayout([], [], [], [], [])
         for j in ids:
             dq, dv = dims[int(model.jnt_type[j])]
-            qa, va = model.jnt_qposadr[j], model.jnt_dofadr[j]
-            out.names.append(self._name(mujoco.mjtObj.mjOBJ_JOINT, j, "joint"))
-            out.qpos_dims.append(dq)
-            out.qvel_dims.append(dv)
-            out.qpos += [float(x) for x in d.qpos[qa : qa + dq]]
-            out.qvel += [float(x) for x in d.qvel[va : va + dv]]
-        return out
+            qa, va = int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])
+            layout.names.append(self._name(mujoco.mjtObj.mjOBJ_JOINT, j, "joint"))
+            layout.qpos_dims.append(dq)
+            layout.qvel_dims.append(dv)
+            layout.qpos_at.extend(range(qa, qa + dq))
+            layout.qvel_at.extend(range(va, va + dv))
+        if len(self._joint_layouts) >= 256:  # clients asking for ever new sets: keep it small
+            self._joint_layouts.clear()
+        self._joint_layouts[names] = layout
+        return layout
+
+    def _on_JointStateRequest(self, m: sv.JointStateRequest) -> sv.JointStateResponse:
+        d = self.datas[self._env(m.env_id)]
+        j = self._joint_layout(tuple(m.names))
+        qpos, qvel = d.qpos, d.qvel
+        return sv.JointStateResponse(
+            list(j.names),
+            list(j.qpos_dims),
+            list(j.qvel_dims),
+            [float(qpos[k]) for k in j.qpos_at],
+            [float(qvel[k]) for k in j.qvel_at],
+            float(d.time),
+        )
 
     def _on_SendControlRequest(self, m: sv.SendControlRequest) -> sv.SendControlResponse:
         ids = self._env_ids(m.env_ids)
@@ -771,12 +817,17 @@ class MujocoEngine:
         return sv.ListEntitiesResponse(out)
 
     def _entity(self, kind: str, name: str) -> int:
+        index = self._entities.get((kind, name))
+        if index is not None:
+            return index
         kinds = {"body": mujoco.mjtObj.mjOBJ_BODY, "geom": mujoco.mjtObj.mjOBJ_GEOM}
         if kind not in kinds:
             raise ValueError(f"entity kind {kind!r}: use 'body' or 'geom'")
         index = mujoco.mj_name2id(self.model, kinds[kind], name)
         if index < 0:
             raise KeyError(f"no {kind} named {name!r} (list them with scene.entities())")
+        if len(self._entities) < 4096:  # names of the model only, so this stays small
+            self._entities[(kind, name)] = int(index)
         return int(index)
 
     def _pose(self, env: int, kind: str, name: str) -> sv.EntityPose:
