@@ -1,11 +1,4 @@
-"""The command line every worker shares: ``python -m my_worker --config PATH [--dry-run] ...``.
-
-:func:`worker_main` implements the platform's worker CLI contract once (config loading and its
-errors, what the platform's dispatcher writes: ``worker_id``, its form keys, a run directory it
-names but never creates; stdout for telemetry only, signals, the control channel on stdin,
-interactive mode), so that each worker only writes its run function. Exit codes: 0 completed,
-1 failed, 2 bad config or usage, 130 cancelled by SIGINT, 143 cancelled by SIGTERM.
-"""
+"""The command line every worker shares: ``python -m my_worker --config PATH [--dry-run] ...``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""``mosaic``: the command line. Thin: parse arguments, call the library, print for humans.
-
-Each sub-command lives in its own module of this package and exposes
-``register(subparsers)``, which adds its parser and sets ``handler`` to a function
-``handler(args) -> int`` (the exit code). Modules are imported at start-up, so they keep heavy
-imports inside their handlers.
-"""
+"""``mosaic``: the command line. Thin: parse arguments, call the library, print for humans."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""``mosaic conformance NAME``: run the conformance suite on an installed worker.
-
-Prints one row per check as it finishes (check, verdict, time, reason; the hint under a
-failure or an advisory) and a summary, or one JSON document with ``--json``. The level
-(``--level platform|sdk``) defaults to the worker's own: ``platform`` for an upstream-style
-worker, ``sdk`` for one built on the SDK; checks outside it are advisories and never change
-the exit code. Exit code 0 only when every check of the level passes, is skipped or fails as
-expected; 1 otherwise; 2 for a usage error (a malformed conformance config included).
-"""
+"""``mosaic conformance NAME``: run the conformance suite on an installed worker."""
 
 from __future__ import annotations
 

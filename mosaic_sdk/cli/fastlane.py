@@ -1,10 +1,4 @@
-"""``mosaic fastlane snapshot|stat``: look at a run's FastLane ring from the command line.
-
-Exit codes: 0 done; 2 a usage error (bad run id, no segment, no frame yet, not a .png or
-.jpg, Pillow missing); 1 the
-segment exists but is corrupt (``FastLaneCorruptError``). Every error is one
-``mosaic: error: ...`` line on stderr.
-"""
+"""``mosaic fastlane snapshot|stat``: look at a run's FastLane ring from the command line."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""``mosaic run NAME [--config FILE] [--set KEY=VALUE]... [--run-id ID] [--store PATH] ...``
-
-Runs the worker's own ``--dry-run`` first (``--no-preflight`` skips it), then the worker to
-the end with a live view, stores everything it writes, and prints one summary line. In a
-terminal, the keys p (pause/resume), c (checkpoint) and s (stop) control a worker that speaks
-the control protocol (see ``mosaic control``). Exit code:
-0 completed, 1 failed, 130 cancelled, 2 a usage or config error (a refused dry run included).
+"""``mosaic run NAME [--config FILE] [--set KEY=VALUE]...``: run a worker to its end with a live
+view and store what it writes. Exit code: 0 completed, 1 failed, 130 cancelled, 2 a usage
+or config error.
 """
 
 from __future__ import annotations

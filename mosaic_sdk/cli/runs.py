@@ -1,12 +1,4 @@
-"""``mosaic runs list [--json]`` and ``mosaic runs show RUN_ID [--json]``: what the store holds.
-
-``mosaic runs plot`` and ``mosaic runs export`` are in :mod:`mosaic_sdk.cli.runs_plot` and
-:mod:`mosaic_sdk.cli.runs_export`; all of them open the store read-only through :func:`open_store`.
-
-What a worker wrote (event names, payloads, log lines, error messages) is printed through
-:func:`~mosaic_sdk.runner.printable.printable`: its terminal escapes are shown, not obeyed.
-``--json`` prints the stored text as it is (JSON escapes control characters).
-"""
+"""``mosaic runs list [--json]`` and ``mosaic runs show RUN_ID [--json]``: what the store holds."""
 
 from __future__ import annotations
 

@@ -2,10 +2,6 @@
 [--trial-stall-after S] [--engine local|ray] [--address ADDR] [--connect-timeout S]
 [--resume SWEEP]`` and
 ``mosaic sweeps list`` / ``mosaic sweeps show SWEEP``.
-
-``mosaic sweep`` exits 0 when the sweep ran to the end (some trials may have failed: they are
-listed), 1 when no trial completed or the Ray cluster could not be joined (one line says why),
-130 when cancelled, 2 for a usage or spec error (nothing started).
 """
 
 from __future__ import annotations

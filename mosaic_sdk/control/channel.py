@@ -1,22 +1,4 @@
-"""The worker side of the control protocol: a stdin reader thread and one safe point.
-
-``worker_main`` gives every worker a :class:`ControlChannel` as ``ctx.control`` and starts its
-reader thread on stdin. The worker's loop needs nothing new: ``ctx.cancelled`` (the check it
-already makes every step) is the *safe point*: there the channel
-
-- blocks while the run is paused (an ``Event`` wait: no CPU), emitting ``paused`` when it
-  stops and ``resumed`` when it goes on, from the same step;
-- runs the worker's checkpoint callback (:meth:`ControlChannel.on_checkpoint`) when a
-  ``checkpoint`` command asked for one, and replies with the path it saved;
-- returns whether the run must stop (SIGTERM, SIGINT or a ``stop`` command).
-
-``ping``, ``pause``, ``resume`` and ``stop`` are answered by the reader thread at once.
-Commands the worker does not claim get ``not_supported`` (``pause`` needs
-``supports_pause_resume``, ``checkpoint`` needs ``supports_checkpointing`` and a callback);
-interactive commands go to :func:`mosaic_sdk.control.interactive.serve_interactive` when the
-run is in interactive mode and get ``not_interactive`` otherwise. A closed stdin (EOF) ends
-the reader; the run goes on (an interactive session ends as on ``close``).
-"""
+"""The worker side of the control protocol: a stdin reader thread and one safe point."""
 
 from __future__ import annotations
 
@@ -39,7 +21,25 @@ EOF = ("eof", None)
 
 
 class ControlChannel:
-    """One run's control channel (see the module docstring)."""
+    """One run's control channel.
+
+    ``worker_main`` gives every worker a :class:`ControlChannel` as ``ctx.control`` and starts its
+    reader thread on stdin. The worker's loop needs nothing new: ``ctx.cancelled`` (the check it
+    already makes every step) is the *safe point*: there the channel
+
+    - blocks while the run is paused (an ``Event`` wait: no CPU), emitting ``paused`` when it
+      stops and ``resumed`` when it goes on, from the same step;
+    - runs the worker's checkpoint callback (:meth:`ControlChannel.on_checkpoint`) when a
+      ``checkpoint`` command asked for one, and replies with the path it saved;
+    - returns whether the run must stop (SIGTERM, SIGINT or a ``stop`` command).
+
+    ``ping``, ``pause``, ``resume`` and ``stop`` are answered by the reader thread at once.
+    Commands the worker does not claim get ``not_supported`` (``pause`` needs
+    ``supports_pause_resume``, ``checkpoint`` needs ``supports_checkpointing`` and a callback);
+    interactive commands go to :func:`mosaic_sdk.control.interactive.serve_interactive` when the
+    run is in interactive mode and get ``not_interactive`` otherwise. A closed stdin (EOF) ends
+    the reader; the run goes on (an interactive session ends as on ``close``).
+    """
 
     def __init__(
         self,

@@ -1,20 +1,4 @@
-"""Scaffolding of new workers: the cookiecutter template and the library behind ``mosaic new``.
-
-The template ships inside the package (``mosaic_sdk/scaffold/template``; the repository's
-``templates/worker`` points there), so ``mosaic new`` works from an installed wheel as well as
-from a checkout. Baking happens in two steps:
-
-1. :func:`resolve_answers` fills in every template variable: the given overrides, then
-   cookiecutter's prompts (or the defaults with ``no_input``), derived names included;
-2. :func:`bake` checks the answers with :mod:`mosaic_sdk.scaffold.naming` and only then lets
-   cookiecutter write the project, so refused answers leave nothing behind.
-
-Example::
-
-    from mosaic_sdk.scaffold import bake
-    result = bake("workers", {"worker_name": "Grid Walker", "author": "Ada"})
-    print(result.project_dir)          # workers/mosaic-worker-grid-walker
-"""
+"""Scaffolding of new workers: the cookiecutter template and the library behind ``mosaic new``."""
 
 from __future__ import annotations
 

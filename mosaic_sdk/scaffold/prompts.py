@@ -1,10 +1,4 @@
-"""``mosaic new``'s questions, each answer checked as soon as it is typed.
-
-Cookiecutter's own prompt loop asks everything and leaves checking to the end; this one asks
-the same questions with the same prompts (cookiecutter's ``read_user_*`` functions, the
-template's ``__prompts__``), renders each default from the answers before it, and asks again,
-with the problem printed, until an answer passes its rule.
-"""
+"""``mosaic new``'s questions, each answer checked as soon as it is typed."""
 
 from __future__ import annotations
 

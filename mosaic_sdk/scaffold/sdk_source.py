@@ -1,16 +1,4 @@
-"""Where a baked worker's CI installs the SDK from: the ``sdk_requirement`` answer.
-
-mosaic-worker-sdk is not on the package index yet, so ``pip install mosaic-worker-sdk`` fails
-on a CI machine. The baked workflow therefore installs the SDK first, from
-``sdk_requirement`` (one pip requirement of ``mosaic-worker-sdk``), then the worker.
-
-Its default, when the author gives none, is how the SDK running ``mosaic new`` was installed
-(PEP 610's ``direct_url.json``): from a git URL (``pip install git+https://...``) or a remote
-archive, the same source pinned to the same commit, which works in CI today. An SDK installed
-from a local checkout or wheel has no source a CI machine can reach; then the default is
-the index requirement ``mosaic-worker-sdk>=0.1`` and ``mosaic new`` says that CI will fail
-until the author sets ``sdk_requirement`` (see docs/guides/publishing.md).
-"""
+"""Where a baked worker's CI installs the SDK from: the ``sdk_requirement`` answer."""
 
 from __future__ import annotations
 

@@ -1,27 +1,4 @@
-"""The ``ray`` engine: trials through Ray Tune, on a running cluster or a local Ray instance.
-
-The driver (this process) holds the store. Tune places each trial
-(:class:`~mosaic_sdk.sweeps.ray_trial.MosaicTrial`) on a node, where it runs the worker under
-the runner's supervision and sends its output to the driver's inbox actor; a thread here
-takes it and stores it through a :class:`~mosaic_sdk.sweeps.collector.Collector`. The spec is
-the local engine's: its trials (``grid``) or its Optuna sampler (through Tune's
-``OptunaSearch``), its objectives, its ``[pruner]`` (Tune's schedulers) and ``[pbt]``
-(Tune's population-based training) are given to Tune by :mod:`~mosaic_sdk.sweeps.ray_search`;
-``[scheduler]`` is Tune's ``ASHAScheduler`` counted in episodes (a trial it ends is
-``stopped``); retries are Tune's ``FailureConfig(max_failures)``.
-
-Faults: an attempt whose actor dies (its node lost) is stored ``failed`` with what it had sent,
-and Tune starts the trial again (a new attempt, a new run). Ctrl-C (SIGINT or SIGTERM) ends
-the sweep as Tune ends an interrupted experiment: its state is saved, every running trial is
-stopped (its worker gets SIGTERM, then SIGKILL) and stored ``cancelled``; ``--resume`` hands
-the saved experiment to ``Tuner.restore``, which runs what had not finished. A trial past
-the spec's ``trial_timeout`` is stopped by its own supervision (SIGTERM, then SIGKILL) and
-stored ``failed``, "timed out after S s".
-
-Its own local instance runs on 127.0.0.1 in a ``mosaic-ray-*`` temp dir, ended with the sweep
-(by a watchdog when the driver is killed: :mod:`~mosaic_sdk.sweeps.ray_instance`); joining a
-cluster (``address``) gives up after ``connect_timeout`` with :class:`ClusterUnreachable`.
-"""
+"""The ``ray`` engine: trials through Ray Tune, on a running cluster or a local Ray instance."""
 
 from __future__ import annotations
 

@@ -1,30 +1,5 @@
 """One trial on a Ray node: the worker under the runner's supervision, its output streamed to
 the driver, its metric reported to Tune as episodes arrive. Imports Ray (the ``ray`` extra).
-
-:class:`MosaicTrial` is a Tune class trainable (the class API, not a function: Tune calls its
-``cleanup()`` when a scheduler such as ASHA stops the trial or the sweep is interrupted, and
-that is where the worker gets SIGTERM, ends with ``run_cancelled``, and the rest of its output
-is sent). The worker is supervised by
-:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, as under ``mosaic run``: one thread
-starts it, reads it to the end and reaps what it left, so the worker is killed with the trial's
-process if that dies (parent-death signal). The messages sent to the driver are those of
-:mod:`mosaic_sdk.sweeps.collector`.
-
-The trial's objective is computed here from the lines as they arrive
-(:class:`~mosaic_sdk.sweeps.objective.StreamObjective`: the store's ingest and the local
-engine's reduce) and reported to Tune (:mod:`~mosaic_sdk.sweeps.ray_search`'s keys); a trial a
-``[pruner]``'s scheduler stops sends the value and step it was stopped at (stored ``pruned``).
-With ``[pbt]`` a ``step()`` is a generation: one run of the worker, resumed from the checkpoint
-of the run before it (its own previous generation, or the better trial's that Tune restored
-into it: :meth:`MosaicTrial.load_checkpoint`); the run's last ``checkpoint_saved`` file is
-what :meth:`MosaicTrial.save_checkpoint` hands Tune.
-
-The spec's ``trial_stall_after`` is enforced here, on the trial's node, where the lines arrive
-first: a :class:`~mosaic_sdk.runner.recording.health.RunHealth` is kept by the read loop's
-observer; when the worker has written nothing for that long, the ``stalled`` event goes to the
-driver (a ``health`` message, stored by the attempt's recorder) and the worker is stopped as
-for the ``trial_timeout`` (SIGTERM, grace, SIGKILL); the ``end`` message says why
-(``stalled``), and the attempt is stored ``failed``.
 """
 
 from __future__ import annotations

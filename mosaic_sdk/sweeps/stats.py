@@ -1,14 +1,4 @@
-"""How sure a sweep is: the seeds of each configuration, summarised with intervals.
-
-Following Agarwal et al., "Deep RL at the Edge of the Statistical Precipice" (NeurIPS 2021):
-the mean, the median and the interquartile mean (IQM: the mean of the middle 50% of the
-values, ``scipy.stats.trim_mean(x, 0.25)``) of a configuration's per-seed scores, each with a
-95% percentile bootstrap interval (``scipy.stats.bootstrap``; with one task, the stratified
-bootstrap of the paper resamples the runs of that task), and the probability that one set of
-runs beats another, P(A > B) = U / (n_A n_B) of the Mann-Whitney U statistic (ties count a
-half), with the interval of resampling A and B independently. Needs scipy (the ``search``
-extra). The resampling is seeded: the same scores give the same intervals.
-"""
+"""How sure a sweep is: the seeds of each configuration, summarised with intervals."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""Heartbeat: a background thread that writes a ``heartbeat`` lifecycle line every interval.
-
-The interval defaults to 30 s; ``MOSAIC_HEARTBEAT_INTERVAL`` (seconds) overrides the default,
-an explicit ``interval=`` overrides both. The payload carries ``episode`` and ``step`` from a
-``progress`` callable, the process's resident memory (``memory_mb``) and its CPU use since the
-previous heartbeat (``cpu_percent``, 100 = one core busy), and the heartbeat's own
-``interval`` (seconds): the runner takes a worker that declares its interval for stalled
-after a few intervals without a line (``mosaic run --stall-after`` overrides).
-"""
+"""Heartbeat: a background thread that writes a ``heartbeat`` lifecycle line every interval."""
 
 from __future__ import annotations
 

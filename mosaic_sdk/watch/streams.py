@@ -1,15 +1,4 @@
-"""The live FastLane stream of a run page: a WebSocket of JPEG frames with their HUD.
-
-Each binary message is ``4-byte big-endian header length | JSON header | JPEG bytes``; the
-header carries the frame's number, generation, size and HUD. Text messages are JSON status
-notes (``{"type": "status", "state": ..., "message": ...}``) that the page shows as they come:
-no FastLane segment yet, the segment closed, its writer gone, the frame size changed.
-
-Flow control: the page acknowledges each frame it has drawn (a text message ``"ack"``); the
-server keeps at most :data:`CREDITS` frames unacknowledged and sends at most ``fps`` (<= 30)
-frames a second, always the newest one. A slow viewer gets fewer, fresher frames instead of a
-growing queue, and a viewer costs nothing while the writer publishes nothing.
-"""
+"""The live FastLane stream of a run page: a WebSocket of JPEG frames with their HUD."""
 
 from __future__ import annotations
 
