@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
+import queue
 import signal
 import sys
 import threading
@@ -102,8 +104,6 @@ def _stdin() -> BinaryIO:
     try:
         return open(0, "rb", closefd=False)  # noqa: SIM115 - read until EOF by the channel
     except OSError:
-        import io
-
         return io.BytesIO(b"")  # no stdin at all: the same as one that is closed
 
 
@@ -191,8 +191,6 @@ def worker_main(
     channel = ControlChannel(emitter, ctx.cancel, capabilities=capabilities, on_stop=on_stop)
     ctx.control = channel
     if interactive_mode:
-        import queue
-
         channel.interactive = queue.Queue()
     channel.start(control_stdin or _stdin())
 

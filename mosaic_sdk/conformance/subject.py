@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -266,7 +267,6 @@ class WorkerSubject:
 
     # -- runs ---------------------------------------------------------------------------
     def plan(self, kind: str) -> RunPlan:
-        import dataclasses
 
         plan = self._plan(kind)
         return dataclasses.replace(plan, timeout=run_timeout())

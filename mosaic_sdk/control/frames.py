@@ -42,6 +42,7 @@ class FrameWaiter:
             time.sleep(POLL_S)
 
     def _newest(self, run_id: str) -> FastLaneFrame | None:
+        # FastLane and numpy only when a frame is waited for
         from mosaic_sdk.fastlane import FastLaneError, FastLaneReader
 
         if self._attached is not None and self._attached[0] != run_id:

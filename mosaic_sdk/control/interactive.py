@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+import numpy as np
+
 from mosaic_sdk.control import dialect
 from mosaic_sdk.control.channel import EOF, ControlChannel
 from mosaic_sdk.control.protocol import ProtocolError, error_reply, ok_reply
@@ -84,7 +86,6 @@ class InteractiveSession:
 
     def coerce_action(self, action: Any) -> Any:
         """An action given as JSON, in the form the env's action space holds."""
-        import numpy as np
 
         space = self.env.action_space
         if isinstance(action, list):
@@ -182,7 +183,6 @@ class TurnBasedSession(InteractiveSession):
         self.terminated = self.truncated = False
 
     def legal_moves(self, observation: Any) -> list[int]:
-        import numpy as np
 
         if isinstance(observation, Mapping) and "action_mask" in observation:
             return [int(i) for i in np.flatnonzero(np.asarray(observation["action_mask"]) > 0)]
@@ -446,7 +446,6 @@ def _check_steppable(session: InteractiveSession, cid: str) -> None:
 
 
 def _as_obs(observation: Any) -> Any:
-    import numpy as np
 
     if isinstance(observation, list):
         return np.asarray(observation, dtype=np.float32)

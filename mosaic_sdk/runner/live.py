@@ -152,6 +152,7 @@ class RichDisplay:
         self, stream: TextIO | None = None, refresh: float = 0.25, console: Any = None
     ) -> None:
         """``console``: a ``rich.console.Console`` to draw on (default: one on ``stream``)."""
+        # rich only for the terminal view (PlainDisplay needs none)
         from rich.console import Console
         from rich.live import Live
 
@@ -163,7 +164,7 @@ class RichDisplay:
         self._started = False
 
     def render(self, snap: Snapshot, rate: float) -> Any:
-        from rich.table import Table
+        from rich.table import Table  # rich only for the terminal view (PlainDisplay needs none)
         from rich.text import Text
 
         rows = [

@@ -6,6 +6,7 @@ import contextlib
 import difflib
 import json
 import re
+import shlex
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -60,7 +61,6 @@ class BakeResult:
     def next_commands(self) -> list[str]:
         """The three commands to run next: enter, install (with the test extra the baked
         tests need), check."""
-        import shlex
 
         return [
             f"cd {shlex.quote(str(self.project_dir))}",
@@ -171,6 +171,7 @@ def resolve_answers(
 ) -> dict[str, Any]:
     """Every public template variable, from ``overrides``, prompts (unless ``no_input``) and
     the defaults (derived names are rendered from the answers before them)."""
+    # cookiecutter and jinja2 only when a worker is baked (start-up time)
     from cookiecutter.config import get_user_config
     from cookiecutter.generate import generate_context
     from cookiecutter.prompt import prompt_for_config
@@ -272,6 +273,7 @@ def bake(
     directory exists. ``config_file`` is a cookiecutter user config (to keep cookiecutter's
     replay files out of the home directory, point its ``replay_dir`` elsewhere).
     """
+    # cookiecutter and jinja2 only when a worker is baked (start-up time)
     from cookiecutter.exceptions import CookiecutterException
     from cookiecutter.main import cookiecutter
 

@@ -405,7 +405,7 @@ def installed_worker_types() -> dict[str, str | None]:
 
     Reads entry-point metadata only; no worker is imported.
     """
-    from importlib import metadata
+    from importlib import metadata  # only when installed workers are read (start-up time)
 
     found: dict[str, str | None] = {}
     for ep in metadata.entry_points(group="mosaic.workers"):

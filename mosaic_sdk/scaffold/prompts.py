@@ -13,6 +13,7 @@ AnswerCheck = Callable[[str, Any], list[str]]
 
 def prompt_each(context: dict[str, Any], check: AnswerCheck) -> OrderedDict[str, Any]:
     """Ask every variable of a cookiecutter ``context`` (as ``generate_context`` makes it)."""
+    # cookiecutter and jinja2 only when questions are asked (start-up time)
     from cookiecutter.prompt import (
         prompt_choice_for_config,
         read_user_variable,

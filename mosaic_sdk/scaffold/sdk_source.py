@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from importlib import metadata
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 DISTRIBUTION = "mosaic-worker-sdk"
 #: The requirement once the SDK is on the package index.
 INDEX_REQUIREMENT = "mosaic-worker-sdk>=0.1"
@@ -47,15 +50,12 @@ def default_sdk_requirement() -> str:
 
 def from_index(requirement: str) -> bool:
     """Whether ``requirement`` relies on the package index (no direct reference)."""
-    from packaging.requirements import Requirement
 
     return Requirement(requirement).url is None
 
 
 def check_sdk_requirement(value: str) -> list[str]:
     """Problems of an ``sdk_requirement`` answer: one pip requirement of mosaic-worker-sdk."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
 
     if not value.strip() or any(not ch.isprintable() for ch in value):
         return [f"sdk_requirement {value!r} must be one line of text; {_EXAMPLE}"]

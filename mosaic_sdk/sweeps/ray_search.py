@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -64,13 +65,11 @@ class ListSearcher(Searcher):
         self.configs = state["configs"]
 
     def save(self, checkpoint_path: str) -> None:
-        import pickle
 
         with open(checkpoint_path, "wb") as f:
             pickle.dump(self.get_state(), f)
 
     def restore(self, checkpoint_path: str) -> None:
-        import pickle
 
         with open(checkpoint_path, "rb") as f:
             self.set_state(pickle.load(f))  # noqa: S301 - our own experiment state

@@ -160,6 +160,7 @@ def make_pruner(pruner: Pruner) -> optuna.pruners.BasePruner:
 def distributions(spec: SweepSpec) -> dict[str, optuna.distributions.BaseDistribution]:
     """The study's distribution of each space key: uniform/loguniform are floats, grid and
     choice keys categorical over the indices of their values (any JSON value can be one)."""
+    # optional dependency (the search extra)
     from optuna.distributions import CategoricalDistribution, FloatDistribution
 
     out: dict[str, optuna.distributions.BaseDistribution] = {}
@@ -392,7 +393,7 @@ class OptunaSource:
             config.values.append([float(v) for v in values if v is not None])
         if config.left:
             return
-        from optuna.trial import TrialState
+        from optuna.trial import TrialState  # optional dependency (the search extra)
 
         del self._open[config.number]
         means = self._means(list(config.values))

@@ -265,7 +265,7 @@ def load_spec(path: str | Path) -> dict[str, Any]:
         raise SpecError([f"cannot read the sweep spec {p}: {exc.strerror or exc}"]) from None
     if p.suffix.lower() == ".toml":
         try:
-            import tomllib
+            import tomllib  # Python 3.11+ (tomli before)
         except ModuleNotFoundError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
         try:

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 #: Resamples of the bootstrap and the seed of its generator.
 RESAMPLES = 2000
 SEED = 0
@@ -35,7 +37,6 @@ def iqm(values: Any, axis: int = -1) -> Any:
 
 
 def _estimate(values: Sequence[float], statistic: Any) -> Estimate:
-    import numpy as np
     from scipy.stats import bootstrap  # optional dependency (the search extra)
 
     data = np.asarray(values, dtype=float)
@@ -56,7 +57,6 @@ def _estimate(values: Sequence[float], statistic: Any) -> Estimate:
 
 def summarize(values: Sequence[float]) -> dict[str, Estimate]:
     """``mean``, ``median`` and ``iqm`` of per-seed scores, each with its 95% interval."""
-    import numpy as np
 
     return {
         "mean": _estimate(values, np.mean),
@@ -68,7 +68,6 @@ def summarize(values: Sequence[float]) -> dict[str, Estimate]:
 def prob_improvement(a: Sequence[float], b: Sequence[float]) -> Estimate:
     """P(A > B): the chance that a run of A scores more than a run of B (ties a half), with
     the 95% interval of resampling A and B each on its own (stratified)."""
-    import numpy as np
     from scipy.stats import bootstrap, mannwhitneyu  # optional dependency (the search extra)
 
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)

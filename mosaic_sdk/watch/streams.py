@@ -34,7 +34,7 @@ STALL_SECONDS = 1.0
 
 def encode_jpeg(frame: FastLaneFrame, quality: int = JPEG_QUALITY) -> bytes:
     """JPEG bytes of a frame (gray stays gray; RGBA loses its alpha: JPEG has none)."""
-    from PIL import Image
+    from PIL import Image  # optional dependency (the watch extra)
 
     mode = {1: "L", 3: "RGB", 4: "RGBA"}[frame.channels]
     image = Image.frombuffer(mode, (frame.width, frame.height), frame.data, "raw", mode, 0, 1)

@@ -268,6 +268,7 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
     import optuna
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
+    # optional dependency (the search extra): only for importance
     from mosaic_sdk.sweeps.search import OptunaSource
 
     names = list(spec.space)

@@ -11,6 +11,8 @@ import zipfile
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from mosaic_sdk.conformance.config_source import source_directory, tomllib
 from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
@@ -23,7 +25,6 @@ BUILD_TIMEOUT = 300
 
 def build_requirements_met(source: Path) -> bool:
     """Whether every ``[build-system] requires`` of ``source`` is installed here."""
-    from packaging.requirements import InvalidRequirement, Requirement
 
     pyproject = source / "pyproject.toml"
     if not pyproject.is_file():

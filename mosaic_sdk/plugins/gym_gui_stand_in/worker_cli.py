@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 from collections.abc import Mapping
@@ -55,7 +56,6 @@ class WorkerCLI:
 
     @staticmethod
     def create_base_parser(prog: str, description: str) -> argparse.ArgumentParser:
-        import argparse
 
         parser = argparse.ArgumentParser(
             prog=prog,

@@ -76,6 +76,7 @@ class WorkerDiscovery:
         if force_reload:
             self.clear_cache()
         if not self._loaded:
+            # only when workers are listed (the stand-in's import stays light)
             from importlib.metadata import entry_points
 
             for ep in entry_points(group=WORKER_ENTRY_POINT_GROUP):

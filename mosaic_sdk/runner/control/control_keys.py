@@ -46,7 +46,7 @@ class KeyReader:
         self._thread = threading.Thread(target=self._run, name="control-keys", daemon=True)
 
     def start(self) -> KeyReader:
-        import termios
+        import termios  # POSIX only, and only for a terminal
         import tty
 
         with contextlib.suppress(termios.error, OSError):
@@ -96,7 +96,7 @@ class KeyReader:
         for fd in (self._stop_r, self._stop_w):
             os.close(fd)
         if self._saved is not None:
-            import termios
+            import termios  # POSIX only, and only for a terminal
 
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
