@@ -4,6 +4,7 @@ the driver, its metric reported to Tune as episodes arrive. Imports Ray (the ``r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import queue
 import shutil
@@ -14,7 +15,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import ray
 from ray import tune
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from mosaic_sdk.runner.recording.health import STALLED_EVENT, RunHealth, stall_reason
 from mosaic_sdk.runner.storage.paths import default_runs_dir
@@ -169,7 +172,6 @@ class MosaicTrial(tune.Trainable):
             grace=self.grace,
             time_limit=spec.trial_timeout,
         )
-        import ray
 
         self.start_info = {
             "trial_key": self.trial_id,
@@ -232,7 +234,6 @@ class MosaicTrial(tune.Trainable):
                 self._cond.notify_all()
 
     def send(self, message: tuple[Any, ...]) -> None:
-        import ray
 
         ray.get(self.inbox.put.remote(message))  # one at a time: the driver sees them in order
 
@@ -350,7 +351,6 @@ class _Inbox:
     that waits (the trial's reader, then its worker, wait with it: nothing is dropped)."""
 
     def __init__(self, max_items: int) -> None:
-        import asyncio
 
         self.items: list[object] = []
         self.max_items = max_items
@@ -363,7 +363,6 @@ class _Inbox:
             self.cond.notify_all()
 
     async def take(self, timeout: float) -> list[object]:
-        import asyncio
 
         async with self.cond:
             if not self.items:
@@ -378,8 +377,6 @@ class _Inbox:
 
 def make_inbox(max_items: int = 256) -> Any:
     """Start the inbox actor on this (the driver's) node; returns its handle."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     here = ray.get_runtime_context().get_node_id()
     actor = ray.remote(_Inbox).options(
