@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
 
 
 def _run_row(args: argparse.Namespace) -> RunRecord:
-    from mosaic_sdk.runner.storage.store import StoreError
+    from mosaic_sdk.runner.storage.store import StoreError  # CLI start-up time
 
     with open_store(args) as store:
         try:
@@ -58,6 +58,7 @@ def _fail(args: argparse.Namespace, code: str, message: str) -> int:
 
 
 def cmd_control(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.runner.control.control_client import ControlClientError, send_command
     from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
     from mosaic_sdk.runner.printable import printable

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
@@ -84,8 +85,8 @@ def _turn(reply: Any) -> str:
 
 
 def play(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
+    # CLI start-up time
     from mosaic_sdk.contract import ConfigError
     from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
     from mosaic_sdk.plugins.errors import PluginError
@@ -158,6 +159,7 @@ def _do(session: Any, word: str, rest: str) -> bool:
 
 
 def _frame(session: Any, output: str) -> None:
+    # CLI start-up time
     from mosaic_sdk.cli.fastlane import snapshot
     from mosaic_sdk.control.session import ControlTimeout
     from mosaic_sdk.extras import MissingExtraError, require

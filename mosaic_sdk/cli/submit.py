@@ -64,6 +64,7 @@ def _say(args: argparse.Namespace, text: str) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.contract import ConfigError
     from mosaic_sdk.extras import MissingExtraError, require
     from mosaic_sdk.plugins import PluginError
