@@ -1,4 +1,5 @@
-"""How the runner tells people something: one :class:`Reporter`, never a print."""
+"""How the runner tells people something: one :class:`Reporter`, never a print (only ``cli/``
+writes for people: ARCHITECTURE.md, floor 4)."""
 
 from __future__ import annotations
 
