@@ -1,12 +1,4 @@
-"""mosaic-worker-sdk: the plugin framework and worker SDK for MOSAIC.
-
-The public face. Names are loaded on first use, so ``import mosaic_sdk.telemetry`` inside a
-worker does not pay for pydantic or pluggy::
-
-    from mosaic_sdk import hookimpl, WorkerConfig, WorkerMetadata, WorkerCapabilities
-    from mosaic_sdk import TelemetryEmitter, Heartbeat
-    from mosaic_sdk import FastLaneWriter, FastLaneReader, maybe_wrap_env
-"""
+"""mosaic-worker-sdk: the plugin framework and worker SDK for MOSAIC."""
 
 from __future__ import annotations
 

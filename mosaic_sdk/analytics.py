@@ -1,26 +1,4 @@
-"""``analytics.json``: the manifest a worker writes into its run directory when a run ends.
-
-One model for every worker (:class:`AnalyticsManifest`), one writer
-(:func:`write_analytics`, atomic: a reader never sees half a file) and one reader
-(:func:`read_analytics`, which says clearly what is wrong with a file it refuses). Tools such
-as ``mosaic runs show`` read a run's outcome from it without replaying the telemetry.
-
-The manifest carries what every run has (status, episodes, steps, returns, duration, the
-files it produced); anything particular to one worker goes in the ``extra`` object, under
-names the worker documents, except ``extra.agent_returns``, which the SDK writes: a
-multi-agent run's return summary per agent (:class:`AgentReturns`; ``build(...,
-agent_returns={agent: [returns]})``, read back with
-:meth:`AnalyticsManifest.agent_summaries`). The top-level summary of such a run blends its
-agents (in a zero-sum game the sum per game is 0); each agent's is there. It lives under
-``extra`` so that a reader of this version that knows nothing of it still reads the file.
-
-``schema/analytics.schema.json`` is generated from this module (``python -m
-mosaic_sdk.analytics > schema/analytics.schema.json``); a test fails when the file is stale.
-The ``schema`` field names the version (:data:`ANALYTICS_SCHEMA`); a new version gets a new
-name.
-
-Layer 1: standard library only (no pydantic), so a worker pays nothing to import it.
-"""
+"""``analytics.json``: the manifest a worker writes into its run directory when a run ends."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""The worker contract: metadata, capabilities, configuration and launch command (pydantic v2).
-
-``WorkerMetadata`` and ``WorkerCapabilities`` carry the fields of the platform's contract (see
-UPSTREAM.md); every capability has a default except ``worker_type``. The known vocabularies
-are published as constants; unknown strings are accepted (a worker may be ahead of the SDK)
-and :func:`unknown_vocabulary` says which ones are not known, for ``mosaic workers show``.
-
-``WorkerConfig`` is the base model of every worker's configuration. Unknown keys are an error
-naming the key, unless the subclass opts in to ``collect_extras = True``: then they are kept in
-its ``extras`` dict. What the platform's dispatcher writes into every worker's config file is
-part of the base: ``worker_id`` is a field of every config, and the form keys of
-:data:`PLATFORM_CONFIG_KEYS` are accepted and dropped unless a worker declares them
-(:func:`ignored_platform_keys` names them, for the worker CLI to report once).
-"""
+"""The worker contract: metadata, capabilities, configuration and launch command (pydantic v2)."""
 
 from __future__ import annotations
 

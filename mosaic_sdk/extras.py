@@ -1,18 +1,4 @@
-"""Optional dependencies: importing one, or saying which pip command installs it.
-
-The SDK's core install stays small; pictures and file formats that need a large library live
-in extras of the distribution (``pyproject.toml``)::
-
-    mosaic-worker-sdk[images]    Pillow: ``mosaic fastlane snapshot`` (PNG, JPEG, HUD text)
-    mosaic-worker-sdk[plot]      matplotlib (and Pillow): ``mosaic runs plot``
-    mosaic-worker-sdk[parquet]   pyarrow: ``mosaic runs export --format parquet``
-    mosaic-worker-sdk[submit]    grpcio and protobuf: ``mosaic submit`` (a run in MOSAIC's daemon)
-    mosaic-worker-sdk[tensorboard]  tensorboardX: series as TensorBoard event files
-
-:func:`require` imports a module of an extra or raises :class:`MissingExtraError`, whose
-message names the feature, the missing module and the ``pip install`` line that fixes it.
-Standard library only: any layer may use it.
-"""
+"""Optional dependencies: importing one, or saying which pip command installs it."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""The SDK's per-user directory: ``MOSAIC_HOME`` or the user's data directory.
-
-- Linux and other Unix: ``$XDG_DATA_HOME/mosaic`` or ``~/.local/share/mosaic``
-- macOS: ``~/Library/Application Support/mosaic``
-- Windows: ``%LOCALAPPDATA%\\mosaic``
-
-The runner keeps its store and run directories there (:mod:`mosaic_sdk.runner.storage.paths`), and
-the ``gym_gui`` stand-in its ``var`` tree. Layer 1: standard library only.
-"""
+"""The SDK's per-user directory: ``MOSAIC_HOME`` or the user's data directory."""
 
 from __future__ import annotations
 

@@ -1,18 +1,4 @@
-"""Hook specifications of the ``mosaic`` plugin project.
-
-A *worker plugin* is the object an entry point of the ``mosaic.workers`` group names: a module,
-a class (instantiated with no arguments) or an instance whose methods are marked with
-``@mosaic_sdk.hookimpl``, or the module a ``platform_factory`` entry point was made in (see
-:mod:`mosaic_sdk.plugins.platform_entry`). Other plugins (installed through the
-``mosaic.plugins`` entry-point group, registered with ``pm.register``, or shipped by the SDK
-itself, such as the FastLane provider) may implement the same hooks to observe or decorate.
-
-Hooks whose name starts with ``mosaic_worker_`` describe one worker. The framework calls them
-on that worker's plugin together with the non-worker plugins, never on other workers (see
-:class:`mosaic_sdk.plugins.WorkerHandle`). Every hook is documented with who calls it, when,
-with what, and what it returns; ``docs/reference/hookspecs.md`` lists them all and a test keeps
-the two in step.
-"""
+"""Hook specifications of the ``mosaic`` plugin project."""
 
 from __future__ import annotations
 

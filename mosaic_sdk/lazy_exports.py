@@ -1,17 +1,4 @@
-"""Names a package exports but imports only on first use (PEP 562 module ``__getattr__``).
-
-The SDK's packages keep ``import mosaic_sdk``, ``import mosaic_sdk.fastlane`` and friends
-cheap by listing their heavier names in a table, name to module, resolved when first read::
-
-    from mosaic_sdk.lazy_exports import LazyExports
-
-    _LAZY = LazyExports(__name__, {"RunStore": "mosaic_sdk.runner.storage.store"})
-    __getattr__ = _LAZY.get
-    __dir__ = _LAZY.dir
-    __all__ = _LAZY.all()
-
-Standard library only.
-"""
+"""Names a package exports but imports only on first use (PEP 562 module ``__getattr__``)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,11 @@
-"""The command line every worker shares: ``python -m my_worker --config PATH [--dry-run] ...``.
-
-:func:`worker_main` implements the platform's worker CLI contract once (config loading and its
-errors, what the platform's dispatcher writes: ``worker_id``, its form keys, a run directory it
-names but never creates; stdout for telemetry only, signals, the control channel on stdin,
-interactive mode), so that each worker only writes its run function. Exit codes: 0 completed,
-1 failed, 2 bad config or usage, 130 cancelled by SIGINT, 143 cancelled by SIGTERM.
-"""
+"""The command line every worker shares: ``python -m my_worker --config PATH [--dry-run] ...``."""
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
+import queue
 import signal
 import sys
 import threading
@@ -109,8 +104,6 @@ def _stdin() -> BinaryIO:
     try:
         return open(0, "rb", closefd=False)  # noqa: SIM115 - read until EOF by the channel
     except OSError:
-        import io
-
         return io.BytesIO(b"")  # no stdin at all: the same as one that is closed
 
 
@@ -198,8 +191,6 @@ def worker_main(
     channel = ControlChannel(emitter, ctx.cancel, capabilities=capabilities, on_stop=on_stop)
     ctx.control = channel
     if interactive_mode:
-        import queue
-
         channel.interactive = queue.Queue()
     channel.start(control_stdin or _stdin())
 

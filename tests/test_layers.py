@@ -38,7 +38,6 @@ FLOORS = {
     "conformance": 3,
     "scaffold": 3,
     "watch": 3,
-    "sweep": 3,
     "sweeps": 3,
     "plots": 3,
     "submit": 3,

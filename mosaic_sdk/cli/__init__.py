@@ -1,10 +1,4 @@
-"""``mosaic``: the command line. Thin: parse arguments, call the library, print for humans.
-
-Each sub-command lives in its own module of this package and exposes
-``register(subparsers)``, which adds its parser and sets ``handler`` to a function
-``handler(args) -> int`` (the exit code). Modules are imported at start-up, so they keep heavy
-imports inside their handlers.
-"""
+"""``mosaic``: the command line. Thin: parse arguments, call the library, print for humans."""
 
 from __future__ import annotations
 
@@ -41,7 +35,7 @@ def print_warning(message: str) -> None:
     """How ``mosaic`` shows a warning of the library (the runner's reporter, see
     :mod:`mosaic_sdk.runner.reporting`): one ``mosaic: warning: ...`` line on stderr, with any
     terminal escapes it quotes from a worker shown, not obeyed."""
-    from mosaic_sdk.runner.printable import printable
+    from mosaic_sdk.runner.printable import printable  # CLI start-up time
 
     print(printable(f"mosaic: warning: {message}"), file=sys.stderr, flush=True)
 
@@ -66,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    from mosaic_sdk.runner.reporting import Reporter, use_reporter
+    from mosaic_sdk.runner.reporting import Reporter, use_reporter  # CLI start-up time
 
     try:
         with use_reporter(Reporter(on_warning=print_warning)):

@@ -1,12 +1,4 @@
-"""``mosaic conformance NAME``: run the conformance suite on an installed worker.
-
-Prints one row per check as it finishes (check, verdict, time, reason; the hint under a
-failure or an advisory) and a summary, or one JSON document with ``--json``. The level
-(``--level platform|sdk``) defaults to the worker's own: ``platform`` for an upstream-style
-worker, ``sdk`` for one built on the SDK; checks outside it are advisories and never change
-the exit code. Exit code 0 only when every check of the level passes, is skipped or fails as
-expected; 1 otherwise; 2 for a usage error (a malformed conformance config included).
-"""
+"""``mosaic conformance NAME``: run the conformance suite on an installed worker."""
 
 from __future__ import annotations
 
@@ -77,6 +69,7 @@ def parse_expect_fail(values: list[str]) -> dict[str, str]:
 
 
 def handle(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.conformance import check_worker, describe_checks, select_checks
     from mosaic_sdk.plugins import PluginError
 
@@ -138,7 +131,7 @@ def handle(args: argparse.Namespace) -> int:
 
 class _RowPrinter:
     def __init__(self, worker: str, level: str | None) -> None:
-        from rich.console import Console
+        from rich.console import Console  # CLI start-up time
 
         self.console = Console(highlight=False, soft_wrap=True)
         if not self.console.is_terminal:  # a log or a pipe: whole lines, no colour codes
@@ -159,7 +152,7 @@ class _RowPrinter:
         self.console.print(f"{'check':<40} {'verdict':<8} {'time':>7}  reason", style="bold")
 
     def row(self, result: Any) -> None:
-        from rich.markup import escape
+        from rich.markup import escape  # CLI start-up time
 
         self._head(result.level)
         style = _STYLE.get(result.verdict, "")

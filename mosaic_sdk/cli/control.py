@@ -1,14 +1,6 @@
-"""``mosaic control RUN pause|resume|stop|checkpoint|ping [--store PATH] [--json]``
-
-Sends one command to a running run through its control socket (``control.sock`` in the run's
-directory, see :mod:`mosaic_sdk.runner.control.control_socket`) and prints the reply. Exit code:
-
-- 0: the worker answered ``ok``;
-- 1: an answer that is not ``ok``: the worker refused the command, or the runner answered for
-  it (the worker does not speak the control protocol, gave no reply in 5 s, has exited);
-- 2: a usage error (no such store or run, a bad argument);
-- 3: the run cannot be reached: it has ended, its control socket is missing or not yours,
-  permission denied, or no reply came back.
+"""``mosaic control RUN pause|resume|stop|checkpoint|ping``: send one command to a running run
+through its control socket and print the reply. Exit code: 0 ``ok``, 1 refused, 2 a usage
+error, 3 the run cannot be reached.
 """
 
 from __future__ import annotations
@@ -48,7 +40,7 @@ def register(sub: Any) -> None:
 
 
 def _run_row(args: argparse.Namespace) -> RunRecord:
-    from mosaic_sdk.runner.storage.store import StoreError
+    from mosaic_sdk.runner.storage.store import StoreError  # CLI start-up time
 
     with open_store(args) as store:
         try:
@@ -66,6 +58,7 @@ def _fail(args: argparse.Namespace, code: str, message: str) -> int:
 
 
 def cmd_control(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.runner.control.control_client import ControlClientError, send_command
     from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
     from mosaic_sdk.runner.printable import printable

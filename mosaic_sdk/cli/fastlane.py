@@ -1,10 +1,4 @@
-"""``mosaic fastlane snapshot|stat``: look at a run's FastLane ring from the command line.
-
-Exit codes: 0 done; 2 a usage error (bad run id, no segment, no frame yet, not a .png or
-.jpg, Pillow missing); 1 the
-segment exists but is corrupt (``FastLaneCorruptError``). Every error is one
-``mosaic: error: ...`` line on stderr.
-"""
+"""``mosaic fastlane snapshot|stat``: look at a run's FastLane ring from the command line."""
 
 from __future__ import annotations
 
@@ -29,7 +23,7 @@ def _reports_corruption(
 
     @functools.wraps(handler)
     def wrapped(args: argparse.Namespace) -> int:
-        from mosaic_sdk.fastlane import FastLaneCorruptError
+        from mosaic_sdk.fastlane import FastLaneCorruptError  # CLI start-up time
 
         try:
             return handler(args)
@@ -82,7 +76,7 @@ def _wait_option(parser: argparse.ArgumentParser) -> None:
 
 def _attach(run_id: str, wait: float = 0.0) -> Any:
     """Attach to the run's ring; with ``wait`` > 0, retry until the segment appears."""
-    from mosaic_sdk.fastlane import FastLaneReader, FastLaneUnavailableError
+    from mosaic_sdk.fastlane import FastLaneReader, FastLaneUnavailableError  # CLI start-up time
 
     deadline = time.monotonic() + max(0.0, wait)
     while True:
@@ -99,6 +93,7 @@ def _attach(run_id: str, wait: float = 0.0) -> Any:
 
 @_reports_corruption
 def snapshot(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.extras import MissingExtraError, require
     from mosaic_sdk.fastlane.snapshot import snapshot_format, write_snapshot
 

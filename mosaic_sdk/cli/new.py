@@ -34,6 +34,7 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.cli import UsageError
     from mosaic_sdk.scaffold import ScaffoldError, bake, parse_assignments
 

@@ -1,30 +1,11 @@
-"""``mosaic play NAME [--config FILE] [--set KEY=VALUE]``: step a worker by hand, in the terminal.
-
-Starts the worker in interactive mode under a :class:`~mosaic_sdk.control.session.Session`
-(FastLane on) and reads one command a line from stdin:
-
-    reset [SEED]   r      start an episode (seeded when SEED is given)
-    step [ACTION]  s      one step with the worker's policy, or with ACTION (JSON)
-    run N          n N    N steps with the policy (stops at the end of the episode)
-    frame [FILE]   f      write the frame of the current state as a PNG (as `mosaic fastlane
-                          snapshot` does)
-    ping           p      is the worker there?
-    quit           q      end the session (also at the end of the input)
-
-Every reply is printed as one line; a refused command prints ``error: ...`` and the session
-goes on.
-
-A turn-based worker (its replies name ``agent_id``): the person plays that agent and the
-worker's policy the others. Each reply says what the others played and the person's legal
-moves; a bare move (``4``) is ``step 4``; an illegal move is refused (``error: ... legal
-moves: [...]``), not played, and the game waits for a legal one.
-"""
+"""``mosaic play NAME [--config FILE] [--set KEY=VALUE]``: step a worker by hand in a terminal."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
@@ -104,8 +85,8 @@ def _turn(reply: Any) -> str:
 
 
 def play(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
+    # CLI start-up time
     from mosaic_sdk.contract import ConfigError
     from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
     from mosaic_sdk.plugins.errors import PluginError
@@ -178,6 +159,7 @@ def _do(session: Any, word: str, rest: str) -> bool:
 
 
 def _frame(session: Any, output: str) -> None:
+    # CLI start-up time
     from mosaic_sdk.cli.fastlane import snapshot
     from mosaic_sdk.control.session import ControlTimeout
     from mosaic_sdk.extras import MissingExtraError, require

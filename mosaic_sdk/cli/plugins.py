@@ -20,6 +20,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.plugins import discover_workers
     from mosaic_sdk.plugins.plugin_group import plugin_entries
     from mosaic_sdk.runner.printable import printable

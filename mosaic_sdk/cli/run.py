@@ -1,15 +1,12 @@
-"""``mosaic run NAME [--config FILE] [--set KEY=VALUE]... [--run-id ID] [--store PATH] ...``
-
-Runs the worker's own ``--dry-run`` first (``--no-preflight`` skips it), then the worker to
-the end with a live view, stores everything it writes, and prints one summary line. In a
-terminal, the keys p (pause/resume), c (checkpoint) and s (stop) control a worker that speaks
-the control protocol (see ``mosaic control``). Exit code:
-0 completed, 1 failed, 130 cancelled, 2 a usage or config error (a refused dry run included).
+"""``mosaic run NAME [--config FILE] [--set KEY=VALUE]...``: run a worker to its end with a live
+view and store what it writes. Exit code: 0 completed, 1 failed, 130 cancelled, 2 a usage
+or config error.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -108,12 +105,13 @@ def add_place_options(p: argparse.ArgumentParser, who: str, runs_dir_default: st
 
 
 def _load_job(args: argparse.Namespace) -> Any:
-    from mosaic_sdk.runner.supervision.config_input import load_job
+    from mosaic_sdk.runner.supervision.config_input import load_job  # CLI start-up time
 
     return load_job(args.config or None, args.overrides, run_id=args.run_id)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.contract import ConfigError
     from mosaic_sdk.plugins import PluginError
     from mosaic_sdk.runner.live import PlainDisplay, RichDisplay, choose_display
@@ -125,7 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--grace {args.grace} is not a finite number of seconds >= 0 (e.g. --grace 10)"
         )
-    from mosaic_sdk.runner.recording.health import stall_limit_value
+    from mosaic_sdk.runner.recording.health import stall_limit_value  # CLI start-up time
 
     limits: dict[str, Any] = {}
     try:
@@ -133,6 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"{exc}, e.g. --stall-after 60") from None
     if args.tensorboard:
+        # CLI start-up time
         from mosaic_sdk.extras import MissingExtraError, require
         from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, EXTRA
 
@@ -175,8 +174,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot prepare the run: {exc}") from None
     result = supervisor.run()
     if args.json:
-        import json
-
         print(json.dumps(result_dict(result), indent=2, sort_keys=True))
     else:
         print(summary_line(result), flush=True)
@@ -200,6 +197,7 @@ def _preflight(handle: Any, job: Any, args: argparse.Namespace) -> None:
     """
     if getattr(handle, "style", "plugin") != "plugin":
         return
+    # CLI start-up time
     from mosaic_sdk.runner.printable import printable
     from mosaic_sdk.runner.supervision.preflight import preflight
 
@@ -266,6 +264,7 @@ def summary_line(result: Any) -> str:
     """``run 01J... completed: 500 env steps, 50 step lines, 5 episodes, ... (store ...);
     inspect: mosaic runs show 01J...`` (a multi-agent run: games, agent episodes and the
     returns per agent)."""
+    # CLI start-up time
     from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
 
     c = result.counts
@@ -280,7 +279,7 @@ def summary_line(result: Any) -> str:
     agents = getattr(result, "agents", None) or []
     if agents:
         parts.append("returns per agent: " + agent_returns(agents))
-    from mosaic_sdk.runner.printable import printable
+    from mosaic_sdk.runner.printable import printable  # CLI start-up time
 
     why = f" ({result.error})" if result.error and result.status != "completed" else ""
     line = (

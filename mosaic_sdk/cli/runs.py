@@ -1,12 +1,4 @@
-"""``mosaic runs list [--json]`` and ``mosaic runs show RUN_ID [--json]``: what the store holds.
-
-``mosaic runs plot`` and ``mosaic runs export`` are in :mod:`mosaic_sdk.cli.runs_plot` and
-:mod:`mosaic_sdk.cli.runs_export`; all of them open the store read-only through :func:`open_store`.
-
-What a worker wrote (event names, payloads, log lines, error messages) is printed through
-:func:`~mosaic_sdk.runner.printable.printable`: its terminal escapes are shown, not obeyed.
-``--json`` prints the stored text as it is (JSON escapes control characters).
-"""
+"""``mosaic runs list [--json]`` and ``mosaic runs show RUN_ID [--json]``: what the store holds."""
 
 from __future__ import annotations
 
@@ -64,7 +56,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from mosaic_sdk.runner.printable import printable
+    from mosaic_sdk.runner.printable import printable  # CLI start-up time
 
     with open_store(args) as store:
         runs = store.list_runs(limit=args.limit or None, worker=args.worker)
@@ -105,6 +97,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     ]
     shown = [tuple(printable(v) for v in row) for row in table]
     if sys.stdout.isatty():
+        # CLI start-up time
         from rich.console import Console
         from rich.table import Table
         from rich.text import Text
@@ -129,7 +122,7 @@ def _episodes_text(c: RunCounts) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from mosaic_sdk.runner.storage.store import StoreError
+    from mosaic_sdk.runner.storage.store import StoreError  # CLI start-up time
 
     with open_store(args) as store:
         try:
@@ -139,7 +132,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         events = store.events(run["run_id"], limit=max(args.events, 0))
         logs = store.log_lines(run["run_id"], limit=max(args.logs, 0))
         replies = store.count_log_lines(run["run_id"], "control_reply")
-        from mosaic_sdk.runner.storage.metrics import run_metrics
+        from mosaic_sdk.runner.storage.metrics import run_metrics  # CLI start-up time
 
         metrics = run_metrics(store, run["run_id"])
         agents = store.agents(run["run_id"])
@@ -160,7 +153,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             report["note"] = "runner died"
         print(json.dumps(report, indent=2, sort_keys=True, default=str))
         return 0
-    from mosaic_sdk.runner.printable import printable
+    from mosaic_sdk.runner.printable import printable  # CLI start-up time
 
     c = run["counts"]
     rows = [
@@ -239,7 +232,7 @@ def _observer_rows(reports: list[ObserverRecord]) -> list[tuple[str, str]]:
 
 
 def _print_agents(agents: list[AgentSummary]) -> None:
-    from mosaic_sdk.runner.printable import printable
+    from mosaic_sdk.runner.printable import printable  # CLI start-up time
 
     if not agents:
         return
@@ -279,7 +272,7 @@ def _series_json(info: SeriesInfo) -> dict[str, object]:
 
 
 def _print_series(series: list[SeriesInfo], counts: SeriesCounts) -> None:
-    from mosaic_sdk.runner.printable import printable
+    from mosaic_sdk.runner.printable import printable  # CLI start-up time
 
     if not series and not counts["refused"]:
         return
@@ -313,6 +306,7 @@ def _analytics(run_dir: str | None) -> tuple[dict[str, Any] | None, str | None]:
 
     ``(None, None)``: no run dir or no file (the worker writes none, or the run is going);
     ``(None, message)``: the file is there but unreadable or not a valid manifest."""
+    # CLI start-up time
     from mosaic_sdk.analytics import ANALYTICS_FILE, AnalyticsError, read_analytics
 
     if not run_dir or not (Path(run_dir) / ANALYTICS_FILE).exists():
@@ -372,6 +366,7 @@ def _analytics_rows(manifest: dict[str, Any] | None, error: str | None) -> list[
 
 
 def _print_metrics(metrics: RunMetrics) -> None:
+    # CLI start-up time
     from mosaic_sdk.runner.printable import printable
     from mosaic_sdk.runner.storage.metrics import format_value
 

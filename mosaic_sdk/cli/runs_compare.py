@@ -43,6 +43,7 @@ def register(rsub: Any, store_arg: Any) -> None:
 def _select(store: Any, text: str) -> tuple[list[str], dict[str, Any] | None, str]:
     """The run ids ``text`` names, the sweep's stored metric when it names a sweep, and how it
     was read."""
+    # CLI start-up time
     from mosaic_sdk.runner.storage.store import StoreError
     from mosaic_sdk.sweeps.store import SweepStore
 
@@ -76,6 +77,7 @@ def _select(store: Any, text: str) -> tuple[list[str], dict[str, Any] | None, st
 
 def cmd_compare(args: argparse.Namespace) -> int:
 
+    # CLI start-up time
     from mosaic_sdk.sweeps.objective import metric_of_run
     from mosaic_sdk.sweeps.spec import SpecError, parse_spec
     from mosaic_sdk.sweeps.stats import prob_improvement, summarize
@@ -114,6 +116,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "runs compare needs scipy: pip install 'mosaic-worker-sdk[search]'"
         ) from None
     if args.profile:
+        # CLI start-up time
         from mosaic_sdk.extras import MissingExtraError
         from mosaic_sdk.plots.profiles import plot_profiles
 

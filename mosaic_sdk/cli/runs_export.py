@@ -63,6 +63,7 @@ def register(rsub: Any, store_arg: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.extras import MissingExtraError, require
     from mosaic_sdk.runner.storage.export import export_run, format_for
     from mosaic_sdk.runner.storage.store import StoreError
@@ -105,6 +106,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def _export_tensorboard(args: argparse.Namespace, to_stdout: bool) -> int:
 
+    # CLI start-up time
     from mosaic_sdk.extras import MissingExtraError, require
     from mosaic_sdk.runner.recording.tensorboard import EXTRA, export_tensorboard
     from mosaic_sdk.runner.storage.store import StoreError

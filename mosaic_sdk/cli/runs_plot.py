@@ -7,6 +7,7 @@ Thin: the curves, the seed groups and the drawing are in :mod:`mosaic_sdk.plots`
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from typing import Any
 
@@ -96,6 +97,7 @@ def register(rsub: Any, store_arg: Any) -> None:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.extras import MissingExtraError
     from mosaic_sdk.plots.curves import CurveError
     from mosaic_sdk.plots.figure import plot_format, plot_runs, require_matplotlib
@@ -138,6 +140,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    # CLI start-up time
     from mosaic_sdk.plots.curves import skipped_text
     from mosaic_sdk.runner.printable import printable
 
@@ -171,7 +174,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 def _say_agents(result: Any) -> None:
     """Tell how the runs with several agents were drawn, on stderr (stdout says what was
     written)."""
-    from mosaic_sdk.runner.printable import printable
+    from mosaic_sdk.runner.printable import printable  # CLI start-up time
 
     for run_id, agents in result.multi_agent.items():
         names = ", ".join(agents)
@@ -195,6 +198,7 @@ def _say_agents(result: Any) -> None:
 def _plot_metrics(
     args: argparse.Namespace, store: Any, run_ids: list[str], group_seeds: bool
 ) -> int:
+    # CLI start-up time
     from mosaic_sdk.plots.curves import CurveError
     from mosaic_sdk.plots.groups import DEFAULT_IGNORED
     from mosaic_sdk.plots.metrics import plot_metrics
@@ -234,8 +238,8 @@ def _plot_metrics(
 
 def _sweep_runs(store: Any, sweep: str) -> list[str]:
     """The run of the last attempt of each trial of ``sweep`` that stored episodes."""
-    import sqlite3
 
+    # CLI start-up time
     from mosaic_sdk.runner.storage.store import StoreError
     from mosaic_sdk.sweeps.store import SweepStore
 

@@ -1,13 +1,6 @@
-"""``mosaic submit NAME --daemon HOST:PORT [--config FILE] [--set KEY=VALUE]... [--wait]``
-
-Submits a run of an installed SDK worker to a running MOSAIC trainer daemon through its gRPC
-``SubmitRun``, in the run config the daemon validates: the daemon's dispatcher then starts the
-worker as it starts its own (``python -m MODULE --config F --grpc --grpc-target ADDR
---worker-id ID`` under its telemetry proxy) and keeps its telemetry. ``--wait`` follows the run's
-status to the end and prints what the daemon stored. Needs the ``submit`` extra (grpcio).
-
-Exit code: 0 submitted (with ``--wait``: ended ``TERM`` without a failure reason), 1 no daemon
-answers or the run failed or faulted, 2 a usage or config error (the daemon's refusal included).
+"""``mosaic submit NAME --daemon HOST:PORT [--wait]``: submit a run of an installed SDK worker to a
+running MOSAIC trainer daemon (its gRPC ``SubmitRun``). Exit code: 0 submitted, 1 no daemon
+answers or the run failed, 2 a usage or config error.
 """
 
 from __future__ import annotations
@@ -71,6 +64,7 @@ def _say(args: argparse.Namespace, text: str) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.contract import ConfigError
     from mosaic_sdk.extras import MissingExtraError, require
     from mosaic_sdk.plugins import PluginError

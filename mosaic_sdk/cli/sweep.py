@@ -2,10 +2,6 @@
 [--trial-stall-after S] [--engine local|ray] [--address ADDR] [--connect-timeout S]
 [--resume SWEEP]`` and
 ``mosaic sweeps list`` / ``mosaic sweeps show SWEEP``.
-
-``mosaic sweep`` exits 0 when the sweep ran to the end (some trials may have failed: they are
-listed), 1 when no trial completed or the Ray cluster could not be joined (one line says why),
-130 when cancelled, 2 for a usage or spec error (nothing started).
 """
 
 from __future__ import annotations
@@ -110,7 +106,7 @@ def register(sub: Any) -> None:
 
 
 def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
-    from mosaic_sdk.sweeps.spec import apply_shorthands, load_spec
+    from mosaic_sdk.sweeps.spec import apply_shorthands, load_spec  # CLI start-up time
 
     raw = load_spec(args.spec) if args.spec else {}
     return apply_shorthands(
@@ -124,6 +120,7 @@ def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    # CLI start-up time
     from mosaic_sdk.plugins import PluginError
     from mosaic_sdk.runner.storage.paths import MosaicHomeError
     from mosaic_sdk.runner.storage.store import StoreError
@@ -176,7 +173,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except (PluginError, StoreError, MosaicHomeError) as exc:
         raise UsageError(str(exc)) from None
     except RuntimeError as exc:
-        from mosaic_sdk.sweeps.ray_engine import ClusterUnreachable
+        from mosaic_sdk.sweeps.ray_engine import ClusterUnreachable  # CLI start-up time
 
         if not isinstance(exc, ClusterUnreachable):
             raise
@@ -215,7 +212,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _sweeps(store: Any) -> Any:
-    from mosaic_sdk.sweeps.store import SweepStore
+    from mosaic_sdk.sweeps.store import SweepStore  # CLI start-up time
 
     return SweepStore(store)
 
@@ -268,7 +265,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from mosaic_sdk.runner.storage.store import StoreError
+    from mosaic_sdk.runner.storage.store import StoreError  # CLI start-up time
 
     with open_store(args) as store:
         try:
@@ -362,6 +359,7 @@ def _pareto(
     attempt, its objectives read from its run), or None for one objective."""
     if not isinstance(sweep["spec"].get("metric"), list):
         return None
+    # CLI start-up time
     from mosaic_sdk.sweeps.objective import pareto_front
     from mosaic_sdk.sweeps.spec import parse_spec
 
@@ -416,7 +414,7 @@ def _configurations(
 
 
 def _print_table(header: tuple[str, ...], table: Sequence[tuple[Any, ...]]) -> None:
-    from mosaic_sdk.runner.printable import printable
+    from mosaic_sdk.runner.printable import printable  # CLI start-up time
 
     shown = [tuple(printable(v) for v in row) for row in table]
     print_plain_table(header, shown)

@@ -28,6 +28,7 @@ def register(sub: Any) -> None:
 
 
 def _store(explicit: str | None) -> Path:
+    # CLI start-up time
     from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
 
     try:
@@ -38,6 +39,7 @@ def _store(explicit: str | None) -> Path:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     try:
+        # CLI start-up time
         from mosaic_sdk.watch.app import serve
         from mosaic_sdk.watch.security import is_loopback
     except ImportError as exc:

@@ -26,19 +26,20 @@ def register(sub: Any) -> None:
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from rich.console import Console  # CLI start-up time
 
     return Console(highlight=False, soft_wrap=False)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from mosaic_sdk.plugins import discover_workers
+    from mosaic_sdk.plugins import discover_workers  # CLI start-up time
 
     registry = discover_workers()
     entries = registry.entries()
     if args.json:
         print(json.dumps(entries, indent=2, sort_keys=True))
         return 0
+    # CLI start-up time
     from rich.markup import escape
     from rich.table import Table
 
@@ -71,7 +72,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _status(entry: WorkerEntry) -> str:
     """The status cell of one ``workers list`` row, with the choice of a shared name."""
-    from rich.markup import escape
+    from rich.markup import escape  # CLI start-up time
 
     if entry["ok"]:
         status = "[green]ok[/green]"
@@ -96,6 +97,7 @@ def _status(entry: WorkerEntry) -> str:
 
 def describe_worker(name: str) -> dict[str, Any]:
     """Everything ``workers show`` prints, as one JSON-ready dict."""
+    # CLI start-up time
     from mosaic_sdk.contract import unknown_vocabulary
     from mosaic_sdk.plugins import PluginError, discover_workers
 
@@ -154,7 +156,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2, sort_keys=True, default=str))
         return 0
-    from rich.table import Table
+    from rich.table import Table  # CLI start-up time
 
     console = _console()
     meta, caps = info["metadata"], info["capabilities"]

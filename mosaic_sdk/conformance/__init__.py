@@ -1,19 +1,4 @@
-"""The conformance suite: one generator of checks that proves a worker honours the contract.
-
-Front doors, all fed by the same registry of checks (:mod:`.registry`):
-
-- ``mosaic conformance NAME`` (table or ``--json``; exit 0 only when every check of the level
-  passes or fails as expected);
-- ``pytest --pyargs mosaic_sdk.conformance --mosaic-worker NAME`` (pytest plugin, one test
-  item per check);
-- :func:`parametrize_with_checks` for a worker's own test suite;
-- :func:`check_worker` for programs (a GUI's "validate worker" button).
-
-Each takes a level: ``platform`` (what the deployed platform needs) or ``sdk`` (every check),
-by default the worker's own (``platform`` for upstream-style workers); checks outside it are
-advisories. See ``docs/reference/conformance.md`` for every check and
-``docs/guides/conformance.md``.
-"""
+"""The conformance suite: one generator of checks that proves a worker honours the contract."""
 
 from __future__ import annotations
 

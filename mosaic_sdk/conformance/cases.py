@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +40,7 @@ class CheckCase:
         return f"{self.worker}-{self.check}"
 
     def __call__(self) -> CheckResult:
-        import pytest
+        import pytest  # pytest is not a dependency of the SDK: only under pytest
 
         subject = session_subject(self.worker)
         try:
@@ -49,8 +50,6 @@ class CheckCase:
         subject.ensure_runs(subject.planned_runs(planned_checks(self.worker)))
         result = run_check(subject, get_check(self.check), level=self.level)
         if result.verdict == ADVISORY:
-            import warnings
-
             warnings.warn(
                 f"{self.id}: advisory (outside level {result.level}): {result.reason}; "
                 f"hint: {result.hint}",
@@ -86,7 +85,7 @@ def conformance_params(
     worker's own. An expected failure of a check outside an explicit ``level`` is dropped
     (such a check only advises, so it cannot fail).
     """
-    import pytest
+    import pytest  # pytest is not a dependency of the SDK: only under pytest
 
     if level is not None:
         check_level(level)
@@ -137,7 +136,7 @@ def parametrize_with_checks(
     (``"platform"`` or ``"sdk"``; default: each worker's own) is the level judged at: checks
     outside it pass with a ``ConformanceAdvisory`` warning when they would fail.
     """
-    import pytest
+    import pytest  # pytest is not a dependency of the SDK: only under pytest
 
     return pytest.mark.parametrize(
         "check", conformance_params(workers, expected_failures, keyword=keyword, level=level)

@@ -1,22 +1,4 @@
-"""Where a worker's conformance config comes from, with or without the SDK.
-
-The suite runs a worker with a small config. In order:
-
-1. the ``mosaic_worker_conformance_config`` hook (SDK-built workers);
-2. a ``[tool.mosaic.conformance]`` table in the ``pyproject.toml`` of the worker's source
-   tree. An installed distribution carries no ``pyproject.toml``: the tree is found through
-   the distribution's ``direct_url.json`` (PEP 610), which pip writes for ``pip install -e .``
-   and ``pip install .`` of a local directory;
-3. a ``mosaic.conformance`` entry point with the worker's name, declared by the worker's own
-   distribution and naming a ``dict`` (or a zero-argument function returning one). Entry
-   points live in the installed metadata, so this works for wheels too.
-
-Neither 2 nor 3 imports the SDK. Their keys are those the hook would return: the worker's
-config without ``run_id``. When 2 and 3 are both present they must agree. Bad content
-(malformed TOML, a table that is not a table, ``run_id``, a value that is not JSON, a key or
-value the worker's config model rejects) raises :class:`ConformanceConfigError` naming the
-file (or entry point) and the key.
-"""
+"""Where a worker's conformance config comes from, with or without the SDK."""
 
 from __future__ import annotations
 

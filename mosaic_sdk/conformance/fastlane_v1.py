@@ -1,14 +1,4 @@
-"""An independent version-1 FastLane reader, written from the deployed layout, for the checks.
-
-It reads a segment the way the platform's deployed readers do (80-byte header
-``<4sIIIIIIIIIQQddd``, slots of ``slot_size`` bytes after it, each with a ``<QII`` header of
-``seq``, ``frame_len``, ``metadata_len``; walk back from the newest slot, skip odd ``seq``,
-copy, re-read ``seq``), and deliberately shares no code with :mod:`mosaic_sdk.fastlane`: the
-checks prove that what the SDK writes is readable by what is deployed.
-
-It maps ``/dev/shm/<name>`` read-only through the file system, so it never registers the
-segment with Python's resource tracker and can never unlink it.
-"""
+"""An independent version-1 FastLane reader, written from the deployed layout, for the checks."""
 
 from __future__ import annotations
 

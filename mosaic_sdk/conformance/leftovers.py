@@ -1,11 +1,4 @@
-"""Finding what a run left behind: shared-memory segments and processes.
-
-Both are attributed to a run by its run id, which is unique per launch: a segment belongs to
-the run when its name (in ``/dev/shm``) contains the run id, as every MOSAIC segment name
-does; a process belongs to it when its environment carries ``MOSAIC_RUN_ID=<run id>``, which
-the runner sets for the worker and every process the worker starts inherits. Nothing here
-touches resources of other runs or other programs.
-"""
+"""Finding what a run left behind: shared-memory segments and processes."""
 
 from __future__ import annotations
 

@@ -1,24 +1,4 @@
-"""What the deployed platform can use of a worker's stdout: the platform level's line rules.
-
-The platform reads a worker's stdout line by line. Its telemetry proxy forwards only JSON
-objects whose ``"type"`` is ``"step"`` or ``"episode"`` and drops every other line silently,
-except a JSON value that is not an object, on which its reader fails. It takes the episode
-index from ``metadata.episode_index`` (``metadata_json`` or ``metadata``, an object or the
-JSON text of one), else from ``episode``, else 0, never from a top-level ``episode_index``
-(:func:`mosaic_sdk.telemetry.episode_index.platform_episode_index`); ``step_index`` or
-``step``. Lifecycle lines are the platform emitter's ``{"event", "payload", "run_id",
-"timestamp"}`` (the SDK's lifecycle lines carry the same fields, plus ``"type":
-"lifecycle"`` and its own). No ``schema_version``, ``seq`` or ``ts_unix_ns`` is required at
-this level.
-
-:func:`platform_line_problems` reads the raw text of a line (not the reader's normalised
-form, which accepts spellings the proxy drops) and returns every problem of its shape at once.
-:func:`proxy_problems` says what the proxy does with a step or episode line: whether its
-reader fails on the line (it converts fields with ``int()``/``float()`` into unsigned protobuf
-fields and stops at the first exception: nothing later in the run reaches the platform, and
-the worker blocks once the pipe is full), and whether the episode index the platform gets is
-the one the SDK reads.
-"""
+"""What the deployed platform can use of a worker's stdout: the platform level's line rules."""
 
 from __future__ import annotations
 

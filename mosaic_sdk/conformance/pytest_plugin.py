@@ -1,23 +1,4 @@
-"""The pytest plugin of the conformance suite (entry point ``pytest11: mosaic_conformance``).
-
-Inert unless ``--mosaic-worker NAME`` is given: then the test module shipped in this package
-runs every conformance check on that worker as its own test item::
-
-    pytest --pyargs mosaic_sdk.conformance --mosaic-worker example
-    pytest --pyargs mosaic_sdk.conformance --mosaic-worker example -k "telemetry or stop"
-    pytest --pyargs mosaic_sdk.conformance --mosaic-worker example \\
-        --mosaic-expect-fail "telemetry.heartbeats=heartbeats land in 0.3"
-    pytest --pyargs mosaic_sdk.conformance --mosaic-worker my-upstream-worker \\
-        --mosaic-level sdk
-
-``--mosaic-level platform|sdk`` sets the level judged at (default: each worker's own:
-``platform`` for an upstream-style worker, ``sdk`` for one built on the SDK); a check outside
-it passes with a ``ConformanceAdvisory`` warning when it would fail.
-
-It also plans the runs of the selected :class:`~mosaic_sdk.conformance.cases.CheckCase`
-items of any test (``parametrize_with_checks``), so a worker's runs are recorded once, two at
-a time, and only those that the selected checks need.
-"""
+"""The pytest plugin of the conformance suite (entry point ``pytest11: mosaic_conformance``)."""
 
 from __future__ import annotations
 

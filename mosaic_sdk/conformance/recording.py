@@ -1,22 +1,4 @@
-"""Launching a worker the way the runner does and recording everything it does.
-
-:func:`record_run` resolves and prepares the launch with
-:func:`mosaic_sdk.runner.supervision.launch.resolve_job` and
-:func:`~mosaic_sdk.runner.supervision.launch.prepare_run` and supervises it with
-:class:`mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, the code ``mosaic run`` uses (no
-launching, reading or reaping of its own): a :class:`RunObserver` keeps every stdout line with its
-arrival time, sends the SIGTERM of a stop run and notes what is left when the worker exits. It
-records the exit code and time, stderr, the files the run added to its run directory, and what it
-left behind (processes, shared-memory segments). Then it releases those leftovers (the lifecycle
-reaps the process group and descendants and calls ``mosaic_run_cleanup``; segments named after the
-run id are removed), so that checks can report them without the machine keeping them.
-
-Every launch of the suite goes through :func:`prepare_conformance_run`: the runner's
-preparation with ``like_platform=True``, so the worker's environment lacks what only
-``mosaic run`` adds (``PYTHONUNBUFFERED``, see
-:data:`mosaic_sdk.runner.supervision.launch.RUNNER_ONLY_ENV`) and a worker that prints without
-flushing is seen block-buffered, as the platform sees it, at both levels.
-"""
+"""Launching a worker the way the runner does and recording everything it does."""
 
 from __future__ import annotations
 

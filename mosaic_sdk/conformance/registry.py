@@ -1,20 +1,4 @@
-"""The registry of conformance checks: one generator of checks behind every front door.
-
-A check is a function of a :class:`~mosaic_sdk.conformance.subject.WorkerSubject` that returns
-(optionally a one-line note) when the worker conforms, raises
-:class:`~mosaic_sdk.conformance.results.CheckFailed` when it does not, and
-:class:`~mosaic_sdk.conformance.results.CheckSkipped` when the check does not apply. It is
-registered with :func:`conformance_check`, which gives it a stable name (``family.what``), a
-one-line description, a hint that says how to fix a failure, the recorded runs it reads, and
-gates: functions that return a skip reason when the check does not apply to a worker (for
-example when it does not claim FastLane).
-
-Levels: every check declares the conformance levels it belongs to (:data:`LEVELS`).
-``platform`` is what the deployed platform needs of a worker and nothing more; ``sdk`` is
-everything the suite checks. A check run at a level it does not belong to is reported as an
-advisory, never as a failure. A check whose rule differs between levels takes the level as a
-second argument (``f(subject, level)``) and may give a hint per level (``hint`` as a mapping).
-"""
+"""The registry of conformance checks: one generator of checks behind every front door."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""The worker under test: how it was found, its handle, and its recorded runs (cached).
-
-A :class:`WorkerSubject` resolves a worker by name through the SDK's discovery and, when
-discovery refuses it, loads it leniently (its first entry point of that name, without the
-``worker_type`` test) so that the other checks can still be evaluated; the discovery checks
-report why discovery refused it. Runs are recorded on first use and shared by every check
-that reads them; :meth:`ensure_runs` records several at once, two at a time.
-"""
+"""The worker under test: how it was found, its handle, and its recorded runs (cached)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -273,7 +267,6 @@ class WorkerSubject:
 
     # -- runs ---------------------------------------------------------------------------
     def plan(self, kind: str) -> RunPlan:
-        import dataclasses
 
         plan = self._plan(kind)
         return dataclasses.replace(plan, timeout=run_timeout())

@@ -1,22 +1,4 @@
-"""The worker side of the control protocol: a stdin reader thread and one safe point.
-
-``worker_main`` gives every worker a :class:`ControlChannel` as ``ctx.control`` and starts its
-reader thread on stdin. The worker's loop needs nothing new: ``ctx.cancelled`` (the check it
-already makes every step) is the *safe point*: there the channel
-
-- blocks while the run is paused (an ``Event`` wait: no CPU), emitting ``paused`` when it
-  stops and ``resumed`` when it goes on, from the same step;
-- runs the worker's checkpoint callback (:meth:`ControlChannel.on_checkpoint`) when a
-  ``checkpoint`` command asked for one, and replies with the path it saved;
-- returns whether the run must stop (SIGTERM, SIGINT or a ``stop`` command).
-
-``ping``, ``pause``, ``resume`` and ``stop`` are answered by the reader thread at once.
-Commands the worker does not claim get ``not_supported`` (``pause`` needs
-``supports_pause_resume``, ``checkpoint`` needs ``supports_checkpointing`` and a callback);
-interactive commands go to :func:`mosaic_sdk.control.interactive.serve_interactive` when the
-run is in interactive mode and get ``not_interactive`` otherwise. A closed stdin (EOF) ends
-the reader; the run goes on (an interactive session ends as on ``close``).
-"""
+"""The worker side of the control protocol: a stdin reader thread and one safe point."""
 
 from __future__ import annotations
 
@@ -25,13 +7,19 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 from mosaic_sdk.control import dialect
 from mosaic_sdk.control.dialect import LineWriter
-
-if TYPE_CHECKING:
-    from mosaic_sdk.control.protocol import Command, ProtocolError
+from mosaic_sdk.control.protocol import (
+    INTERACTIVE_COMMANDS,
+    Command,
+    ProtocolError,
+    decode_line,
+    error_reply,
+    ok_reply,
+    parse_command,
+)
 
 #: What the interactive queue yields when the channel is woken (a signal) or stdin closed.
 WAKE = ("wake", None)
@@ -39,7 +27,25 @@ EOF = ("eof", None)
 
 
 class ControlChannel:
-    """One run's control channel (see the module docstring)."""
+    """One run's control channel.
+
+    ``worker_main`` gives every worker a :class:`ControlChannel` as ``ctx.control`` and starts its
+    reader thread on stdin. The worker's loop needs nothing new: ``ctx.cancelled`` (the check it
+    already makes every step) is the *safe point*: there the channel
+
+    - blocks while the run is paused (an ``Event`` wait: no CPU), emitting ``paused`` when it
+      stops and ``resumed`` when it goes on, from the same step;
+    - runs the worker's checkpoint callback (:meth:`ControlChannel.on_checkpoint`) when a
+      ``checkpoint`` command asked for one, and replies with the path it saved;
+    - returns whether the run must stop (SIGTERM, SIGINT or a ``stop`` command).
+
+    ``ping``, ``pause``, ``resume`` and ``stop`` are answered by the reader thread at once.
+    Commands the worker does not claim get ``not_supported`` (``pause`` needs
+    ``supports_pause_resume``, ``checkpoint`` needs ``supports_checkpointing`` and a callback);
+    interactive commands go to :func:`mosaic_sdk.control.interactive.serve_interactive` when the
+    run is in interactive mode and get ``not_interactive`` otherwise. A closed stdin (EOF) ends
+    the reader; the run goes on (an interactive session ends as on ``close``).
+    """
 
     def __init__(
         self,
@@ -126,8 +132,6 @@ class ControlChannel:
 
     def handle_line(self, text: str) -> None:
         """Answer or forward one command line (never raises)."""
-        from mosaic_sdk.control.protocol import ProtocolError, decode_line, parse_command
-
         try:
             data = decode_line(text)
             if "v" not in data:
@@ -141,8 +145,6 @@ class ControlChannel:
             self.reply(_failed(None, None, exc))
 
     def _dispatch(self, command: Command) -> None:
-        from mosaic_sdk.control.protocol import INTERACTIVE_COMMANDS, ProtocolError, ok_reply
-
         name, cid = command.cmd, command.id
         if name == "ping":
             self.reply(ok_reply(cid, name, paused=self._paused))
@@ -179,8 +181,6 @@ class ControlChannel:
             self.interactive.put(("v1", command))
 
     def _pause_or_resume(self, cid: str, name: str) -> None:
-        from mosaic_sdk.control.protocol import ProtocolError, ok_reply
-
         self._check_claim(cid, name, "supports_pause_resume")
         if self.interactive is not None:
             raise ProtocolError(
@@ -207,8 +207,6 @@ class ControlChannel:
         self.reply(ok_reply(cid, name, paused=self._paused))
 
     def _check_claim(self, cid: str, name: str, capability: str) -> None:
-        from mosaic_sdk.control.protocol import ProtocolError
-
         caps = self.capabilities
         if caps is not None and not getattr(caps, capability, False):
             raise ProtocolError(
@@ -253,8 +251,6 @@ class ControlChannel:
             pass
 
     def _run_checkpoints(self) -> None:
-        from mosaic_sdk.control.protocol import ok_reply
-
         while True:
             with self._lock:
                 if not self._checkpoints:
@@ -270,8 +266,6 @@ class ControlChannel:
 
 
 def _ended(cid: str, cmd: str) -> ProtocolError:
-    from mosaic_sdk.control.protocol import ProtocolError
-
     return ProtocolError(
         "out_of_order",
         "the interactive session has ended (close, stop or a closed stdin)",
@@ -282,8 +276,6 @@ def _ended(cid: str, cmd: str) -> ProtocolError:
 
 
 def _failed(cid: str | None, cmd: str | None, exc: BaseException) -> dict[str, object]:
-    from mosaic_sdk.control.protocol import error_reply
-
     return error_reply(
         cid,
         cmd,

@@ -1,24 +1,4 @@
-"""The deployed CleanRL interactive dialect, version "1.0": commands without ``"v"``.
-
-The platform's GUI drives an interactive worker with ``{"cmd": "reset", "seed": N}``,
-``{"cmd": "step"}``, ``{"cmd": "ping"}`` and ``{"cmd": "stop"}`` and reads these lines back
-(exactly these keys; ``render_payload`` only when the session sends JSON frames):
-
-- at start: ``{"type": "init", "run_id", "env_id", "algo", "policy_path", "version": "1.0"}``
-- reset: ``{"type": "ready", "run_id", "env_id", "algo", "seed", "observation_shape",
-  "step_index": 0, "episode_index", "episode_reward": 0.0[, "render_payload"]}``
-- step: ``{"type": "step", "step_index", "episode_index", "action", "reward", "terminated",
-  "truncated", "episode_reward"[, "render_payload"]}``, then at an episode's end
-  ``{"type": "episode_done", "total_reward", "episode_length", "episode_number"}``
-- ping: ``{"type": "pong"}``; stop: ``{"type": "stopped"}``; any failure:
-  ``{"type": "error", "message"}``.
-
-``render_payload`` is ``{"mode": "rgb_array", "rgb": <nested list>, "width", "height"}``: the
-deployed dialect's frame as JSON; version 1 of the protocol sends frames through FastLane.
-This module writes these lines with :meth:`TelemetryEmitter.write_foreign` (no common fields,
-as deployed). In training mode (no interactive session) ``ping`` and ``stop`` are answered and
-every other command gets an ``error`` line.
-"""
+"""The deployed CleanRL interactive dialect, version "1.0": commands without ``"v"``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""The client side of interactive frames: wait until the frame a reply names is in FastLane.
-
-A ``reset``/``step`` reply's ``frame`` (a :class:`~mosaic_sdk.control.protocol.FrameRef`)
-says how many frames the worker had published and whether this state's frame is still
-``pending``; the frame of the state is then frame ``frames_published + 1``, which the worker
-publishes within one frame interval unless another command moves on first.
-:class:`FrameWaiter` polls the run's segment until that many frames are in it
-(``Session.wait_frame`` uses one).
-"""
+"""The client side of interactive frames: wait until the frame a reply names is in FastLane."""
 
 from __future__ import annotations
 
@@ -50,6 +42,7 @@ class FrameWaiter:
             time.sleep(POLL_S)
 
     def _newest(self, run_id: str) -> FastLaneFrame | None:
+        # FastLane and numpy only when a frame is waited for
         from mosaic_sdk.fastlane import FastLaneError, FastLaneReader
 
         if self._attached is not None and self._attached[0] != run_id:

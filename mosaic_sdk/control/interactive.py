@@ -1,35 +1,4 @@
-"""Interactive mode: the worker does not train, it serves ``reset``/``step``/``act``/``close``.
-
-A worker supplies an :class:`InteractiveSession` (its env and its policy) and
-:func:`serve_interactive` does the rest: it reads the commands the control channel forwards,
-steps the env, answers in protocol version 1 (``control_reply`` lines) or in the deployed
-CleanRL dialect 1.0 (commands without ``"v"``, :mod:`mosaic_sdk.control.dialect`), writes one
-``episode`` telemetry line per finished episode, and ends the run with ``run_completed`` on
-``close`` (or a closed stdin) and ``run_cancelled`` on ``stop``/SIGTERM.
-
-Frames go through FastLane: wrap the env with ``maybe_wrap_env`` (its default interval, 16 ms,
-or ``MOSAIC_FASTLANE_INTERVAL_MS``) and each ``reset``/``step``/``close`` reply names the
-segment in ``frame``. Frames come at display rate, and the newest state is always shown: a
-step the interval skipped leaves its frame *pending* (``"pending": true`` in the reply), and
-while a frame is pending the session waits for the next command only until the frame is due,
-then publishes it. So during a burst of commands a frame is published at most every interval,
-and within one interval after the commands stop the segment holds the frame of the latest
-state (``Session.wait_frame`` waits for it). ``close`` (and a closed stdin) publishes a
-pending frame before the session ends. A reset needs nothing special: its own frame is
-published or pending like a step's, and a frame still pending from before it shows a state
-that is gone. ``interval_ms=0`` publishes every step's frame (nothing is ever pending).
-A seeded ``reset`` also seeds the action space, so ``reset {seed}`` followed by the same
-``step`` commands replays the same episode.
-
-Turn-based games: a :class:`TurnBasedSession` wraps a PettingZoo AEC env; a person acts for
-one agent (``human``) and the worker's policy plays the others. ``reset`` and ``step`` play
-the policy's moves until it is the person's turn again (or the game is over) and their
-replies add ``agent_id`` (the person's agent), ``legal_actions`` (its legal moves now) and
-``played`` (the policy's moves since the last reply). ``step`` with a move that is not legal
-is refused with ``illegal_action`` and nothing is played; ``step`` without one lets the
-policy move for the person too. The reward of a reply is what the person's agent earned
-since its last move (credited to that move), ``episode_return`` its return in the game.
-"""
+"""Interactive mode: the worker does not train, it serves ``reset``/``step``/``act``/``close``."""
 
 from __future__ import annotations
 
@@ -38,6 +7,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
+
+import numpy as np
 
 from mosaic_sdk.control import dialect
 from mosaic_sdk.control.channel import EOF, ControlChannel
@@ -115,7 +86,6 @@ class InteractiveSession:
 
     def coerce_action(self, action: Any) -> Any:
         """An action given as JSON, in the form the env's action space holds."""
-        import numpy as np
 
         space = self.env.action_space
         if isinstance(action, list):
@@ -213,7 +183,6 @@ class TurnBasedSession(InteractiveSession):
         self.terminated = self.truncated = False
 
     def legal_moves(self, observation: Any) -> list[int]:
-        import numpy as np
 
         if isinstance(observation, Mapping) and "action_mask" in observation:
             return [int(i) for i in np.flatnonzero(np.asarray(observation["action_mask"]) > 0)]
@@ -293,7 +262,38 @@ class TurnBasedSession(InteractiveSession):
 
 
 def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type: str) -> None:
-    """Serve commands until ``close``, EOF, ``stop`` or a signal (see the module docstring)."""
+    """Serve commands until ``close``, EOF, ``stop`` or a signal.
+
+    A worker supplies an :class:`InteractiveSession` (its env and its policy) and
+    :func:`serve_interactive` does the rest: it reads the commands the control channel forwards,
+    steps the env, answers in protocol version 1 (``control_reply`` lines) or in the deployed
+    CleanRL dialect 1.0 (commands without ``"v"``, :mod:`mosaic_sdk.control.dialect`), writes one
+    ``episode`` telemetry line per finished episode, and ends the run with ``run_completed`` on
+    ``close`` (or a closed stdin) and ``run_cancelled`` on ``stop``/SIGTERM.
+
+    Frames go through FastLane: wrap the env with ``maybe_wrap_env`` (its default interval, 16 ms,
+    or ``MOSAIC_FASTLANE_INTERVAL_MS``) and each ``reset``/``step``/``close`` reply names the
+    segment in ``frame``. Frames come at display rate, and the newest state is always shown: a
+    step the interval skipped leaves its frame *pending* (``"pending": true`` in the reply), and
+    while a frame is pending the session waits for the next command only until the frame is due,
+    then publishes it. So during a burst of commands a frame is published at most every interval,
+    and within one interval after the commands stop the segment holds the frame of the latest
+    state (``Session.wait_frame`` waits for it). ``close`` (and a closed stdin) publishes a
+    pending frame before the session ends. A reset needs nothing special: its own frame is
+    published or pending like a step's, and a frame still pending from before it shows a state
+    that is gone. ``interval_ms=0`` publishes every step's frame (nothing is ever pending).
+    A seeded ``reset`` also seeds the action space, so ``reset {seed}`` followed by the same
+    ``step`` commands replays the same episode.
+
+    Turn-based games: a :class:`TurnBasedSession` wraps a PettingZoo AEC env; a person acts for
+    one agent (``human``) and the worker's policy plays the others. ``reset`` and ``step`` play
+    the policy's moves until it is the person's turn again (or the game is over) and their
+    replies add ``agent_id`` (the person's agent), ``legal_actions`` (its legal moves now) and
+    ``played`` (the policy's moves since the last reply). ``step`` with a move that is not legal
+    is refused with ``illegal_action`` and nothing is played; ``step`` without one lets the
+    policy move for the person too. The reward of a reply is what the person's agent earned
+    since its last move (credited to that move), ``episode_return`` its return in the game.
+    """
     channel = ctx.control
     if channel is None or channel.interactive is None:
         raise RuntimeError("serve_interactive needs a control channel in interactive mode")
@@ -446,7 +446,6 @@ def _check_steppable(session: InteractiveSession, cid: str) -> None:
 
 
 def _as_obs(observation: Any) -> Any:
-    import numpy as np
 
     if isinstance(observation, list):
         return np.asarray(observation, dtype=np.float32)

@@ -1,23 +1,4 @@
-"""What a :class:`~mosaic_sdk.control.session.Session` needs of its worker: :class:`WorkerLink`.
-
-A session reads nothing and starts nothing itself. It writes command lines through a link, is
-fed the worker's stdout lines (:meth:`Session.feed <mosaic_sdk.control.session.Session.feed>`),
-and asks the link when the worker has exited and to end it. Two links exist:
-
-- :class:`PipeLink` (here): a stream you write the worker's stdin to and, optionally, the
-  ``subprocess.Popen`` of the worker. Ending it is SIGTERM, then SIGKILL, of that one process.
-  ``Session.launch(argv)`` and ``Session(stdin, stdout)`` use it.
-- the runner's lifecycle link (:mod:`mosaic_sdk.runner.supervision.session_lifecycle`): the worker
-runs
-  under :class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, the supervision ``mosaic
-  run`` uses (its own process group and session, SIGKILL when the runner dies, the stop signal then
-  SIGKILL of the whole tree after the grace, setsid() descendants included, stderr kept,
-  ``mosaic_run_cleanup`` called once). ``start_session``, ``mosaic play`` and the
-  conformance control checks use it.
-
-Any object with these methods is a link (a GUI that supervises its workers its own way
-writes one).
-"""
+"""What a :class:`~mosaic_sdk.control.session.Session` needs of its worker: :class:`WorkerLink`."""
 
 from __future__ import annotations
 

@@ -1,20 +1,4 @@
-"""The control protocol, version 1: commands on a worker's stdin, replies on its stdout.
-
-One JSON object per line, UTF-8. A command is ``{"v": 1, "id": "<string>", "cmd": "<name>",
-...arguments}``; it gets exactly one reply, a telemetry line of its own type::
-
-    {"type": "control_reply", "v": 1, "id": "<same id>", "cmd": "<same name>", "ok": true, ...}
-    {"type": "control_reply", "v": 1, "id": ..., "cmd": ..., "ok": false,
-     "error": {"code": "<short_code>", "message": "<what was wrong>", "hint": "<how to fix>"}}
-
-These pydantic models are the single definition of the wire; ``schema/control.schema.json``
-is generated from them (``python -m mosaic_sdk.control.protocol > schema/control.schema.json``)
-and a test fails when it is stale. :func:`parse_command` turns one line into a command or a
-:class:`ProtocolError` that already says what was wrong and how to fix it.
-
-Lines without ``"v"`` are the deployed CleanRL interactive dialect 1.0
-(:mod:`mosaic_sdk.control.dialect`).
-"""
+"""The control protocol, version 1: commands on a worker's stdin, replies on its stdout."""
 
 from __future__ import annotations
 

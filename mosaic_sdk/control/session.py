@@ -1,36 +1,4 @@
-"""Drive a worker over the control protocol from Python: :class:`Session`.
-
-A session owns (or attaches to) the worker's stdin and stdout pipes. Each method sends one
-version-1 command and waits for its reply (a :class:`~mosaic_sdk.control.protocol.Reply`);
-an ``ok: false`` reply raises :class:`ControlCommandError` (its ``code``, ``message`` and
-``hint`` say what was wrong), a reply that does not come in time raises
-:class:`ControlTimeout` (saying whether the worker is still alive). Every other line the
-worker writes is kept: telemetry in :attr:`Session.lines`, the deployed dialect's lines in
-:attr:`Session.dialect_lines`.
-
-    from mosaic_sdk.runner import start_session
-
-    with start_session("example", {"env_id": "CartPole-v1"}) as session:   # interactive mode
-        session.reset(seed=1)
-        reply = session.step()          # the worker's policy acts
-        reply.reward, reply.episode_done, reply.frame
-        frame = session.wait_frame()    # the frame of that state, from FastLane
-
-
-:func:`mosaic_sdk.runner.start_session` launches a worker by name through the runner's launch
-path (its run directory is made under ``runs_dir``, the default runs directory otherwise) and
-returns a session; it lives on the runner's floor, since this package (a library a worker
-imports) never imports the runner. There the worker runs under the runner's
-:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, as under ``mosaic run``: ending the
-session ends the worker's whole process tree and calls its ``mosaic_run_cleanup``.
-
-A session reads nothing itself unless given a stream: it writes commands through a
-:class:`~mosaic_sdk.control.link.WorkerLink` and is fed the worker's stdout lines
-(:meth:`Session.feed`, then :meth:`Session.end_of_output` at EOF) by whoever reads them.
-``Session.launch(argv)`` runs any argv with a plain ``Popen`` (one process, no tree);
-``Session(stdin, stdout)`` attaches to pipes you already have (a thread reads ``stdout``);
-``Session(link=...)`` attaches to a worker someone else supervises and reads.
-"""
+"""Drive a worker over the control protocol from Python: :class:`Session`."""
 
 from __future__ import annotations
 

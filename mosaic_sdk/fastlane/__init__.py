@@ -1,11 +1,4 @@
-"""FastLane: live frames and HUD scalars from a worker to a viewer through shared memory.
-
-One writer, one reader, lossy (the newest frame wins), readable by the platform's deployed
-version-1 readers. See ``docs/reference/fastlane.md`` and ``schema/fastlane.md``.
-
-Importing this package loads numpy but not gymnasium; the gymnasium wrapper is imported on
-first use of ``FastLaneTelemetryWrapper``.
-"""
+"""FastLane: live frames and HUD scalars from a worker to a viewer through shared memory."""
 
 from __future__ import annotations
 

@@ -1,24 +1,4 @@
-"""FastLane's environment variables: writing them for a worker launch, reading them inside it.
-
-The platform's code reads ``GYM_GUI_FASTLANE_*`` and its documents say ``MOSAIC_FASTLANE_*``;
-:func:`apply_fastlane_environment` writes both spellings and :func:`read_fastlane_environment`
-accepts either (``MOSAIC_`` wins when both are set and disagree).
-
-"Is FastLane on?" is decided here and nowhere else, by :func:`resolve_fastlane`:
-
-* a worker's explicit config choice wins: ``True`` (on), ``False`` (off), ``None`` (follow
-  the environment);
-* otherwise FastLane is on when ``MOSAIC_FASTLANE=1`` or ``MOSAIC_FASTLANE_ONLY=1`` /
-  ``GYM_GUI_FASTLANE_ONLY=1``;
-* video mode ``off`` means off, whatever switched it on.
-
-``*_FASTLANE_ONLY`` additionally means "skip the slow lane" (telemetry code reads
-``settings.fastlane_only``). The frame interval and size limit are read from
-``MOSAIC_FASTLANE_INTERVAL_MS`` / ``MOSAIC_FASTLANE_MAX_DIM``, then from the CleanRL
-worker's older ``CLEANRL_FASTLANE_INTERVAL_MS`` / ``CLEANRL_FASTLANE_MAX_DIM`` (one order for
-every worker). A worker that has its own config fields for these passes them in
-(``overrides``): a field the user set wins over the variables.
-"""
+"""FastLane's environment variables: writing them for a worker launch, reading them inside it."""
 
 from __future__ import annotations
 

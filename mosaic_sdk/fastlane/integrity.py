@@ -1,15 +1,4 @@
-"""Checks that keep a FastLane reader inside the slot it reads, whatever the segment says.
-
-Everything a reader knows about a ring comes from shared memory that another process writes:
-the header (shape, capacity, slot size, payload size), the extension block (where the
-per-slot metrics live) and each slot's header (``frame_len``, ``metadata_len``). A corrupt or
-hostile segment can put anything there. :func:`ring_geometry` checks the header and the
-extension block once, when a reader attaches, and returns the sizes the reader then uses; the
-reader compares each slot's lengths against them (:func:`slot_problem`) before it trusts a
-frame. A check that fails raises :class:`~mosaic_sdk.fastlane.records.FastLaneCorruptError`
-saying which field is wrong and what it should be; nothing is read outside the slot and no
-frame of the wrong size is returned.
-"""
+"""Checks that keep a FastLane reader inside the slot it reads, whatever the segment says."""
 
 from __future__ import annotations
 

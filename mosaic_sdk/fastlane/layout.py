@@ -1,27 +1,4 @@
-"""The FastLane segment layout, defined once: version-1 header, slots, and our extensions.
-
-Everything that crosses the process boundary is described by the field tables below;
-``schema/fastlane_layout.json`` and ``schema/fastlane.md`` are the same tables for other
-languages, and a test keeps the three in agreement.
-
-Segment (little-endian)::
-
-    0                     80-byte header (deployed version 1, unchanged)
-    80 + i * slot_size    slot i, i in [0, capacity)
-    80 + capacity * slot_size
-                          64-byte extension block (magic "FLNX": writer pid, generation ...)
-
-Slot::
-
-    0                     16-byte slot header: u64 seq, u32 frame_len, u32 metadata_len
-    16                    frame bytes, then metadata bytes (version 1)
-    metrics_offset        32-byte per-slot metrics (inside the seqlock), in the slot's tail
-                          padding, which a version-1 reader ignores
-
-A version-1 reader knows only the header and the first ``16 + frame_len + metadata_len``
-bytes of each slot; ``slot_size`` comes from the header, so the extra tail bytes and the
-block after the last slot are invisible to it.
-"""
+"""The FastLane segment layout, defined once: version-1 header, slots, and our extensions."""
 
 from __future__ import annotations
 

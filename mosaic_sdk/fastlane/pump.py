@@ -1,21 +1,4 @@
-"""The part of the FastLane wrapper that is not gymnasium: throttling, HUD numbers, publishing.
-
-HUD numbers, as computed here (and documented in ``docs/guides/fastlane.md``):
-
-- ``last_reward``: the reward of the most recent step of the probe env (the ``slot`` env of a
-  vector env);
-- ``rolling_return``: the mean return of the probe env's last ``return_window`` completed
-  episodes; until its first episode ends, the return accumulated so far in the current one;
-- ``step_rate_hz``: environment steps per second (for a vector env: steps of all sub-envs),
-  counted over a window of at least ``rate_window_s`` seconds of wall time; until the first
-  window closes, over the time since the first step.
-
-Pending frames: a state whose frame the interval skipped is *pending* (``FramePump.pending``)
-until a frame is published. :meth:`FramePump.publish_pending` renders and publishes it now;
-:meth:`FramePump.seconds_until_due` says when the interval would allow the next frame. A
-loop that waits between steps (interactive mode) publishes the pending frame when it is due,
-so the newest state is always shown within one interval of the last step.
-"""
+"""The part of the FastLane wrapper that is not gymnasium: throttling, HUD numbers, publishing."""
 
 from __future__ import annotations
 

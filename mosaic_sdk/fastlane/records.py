@@ -148,7 +148,7 @@ class FastLaneFrame:
 
     def array(self) -> np.ndarray:
         """The frame as a read-only ``(height, width, channels)`` uint8 array (no copy)."""
-        import numpy as np
+        import numpy as np  # numpy only for a frame read as an array
 
         arr = np.frombuffer(
             self.data, dtype=np.uint8, count=self.width * self.height * self.channels

@@ -1,16 +1,4 @@
-"""Opening, inspecting and removing FastLane segments without Python's resource tracker.
-
-``multiprocessing.shared_memory.SharedMemory`` (Python 3.10-3.12) registers every segment it
-opens with the resource tracker, which unlinks it when *that* process exits: a viewer that
-attaches and exits would delete the writer's live segment. FastLane therefore opens segments
-itself through :func:`mosaic_sdk.shm.segment.shm_open` (the primitive ``SharedMemory`` uses,
-shared with the transport); then ``mmap``. Nothing is ever registered, so nothing is
-unlinked behind the writer's back and no tracker warnings are printed.
-
-Ownership: the extension block records the writer's pid and start time. A segment is *stale*
-when it is invalidated, has no owner record (a version-1 writer never unlinks), or its writer
-process is gone (or is a zombie, or the pid now belongs to a younger process).
-"""
+"""Opening, inspecting and removing FastLane segments without Python's resource tracker."""
 
 from __future__ import annotations
 

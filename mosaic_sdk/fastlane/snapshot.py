@@ -1,15 +1,4 @@
-"""Writing a FastLane frame to a PNG or JPEG file with its HUD, using Pillow.
-
-The picture holds the frame's pixels (unchanged in a PNG) above a black strip with the HUD
-drawn in Pillow's default font. A PNG also carries the exact HUD values as ``tEXt`` chunks
-(``last_reward``, ``rolling_return``, ``step_rate_hz``, ``hud``, and any ``extra``), so the
-numbers can be read back without OCR; a JPEG carries the same entries as one JSON comment.
-Gray frames become 8-bit gray pictures; RGB keep their channels, RGBA too in a PNG (a JPEG
-has no alpha: it is dropped).
-
-Pillow is the SDK's ``images`` extra (``pip install 'mosaic-worker-sdk[images]'``); without
-it :func:`write_snapshot` raises :class:`~mosaic_sdk.extras.MissingExtraError`.
-"""
+"""Writing a FastLane frame to a PNG or JPEG file with its HUD, using Pillow."""
 
 from __future__ import annotations
 

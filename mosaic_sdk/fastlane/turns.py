@@ -1,27 +1,4 @@
-"""FastLane for turn-based games: a wrapper of a PettingZoo AEC env that publishes its board.
-
-``FastLaneAECWrapper`` wraps an env of PettingZoo's AEC API (agents acting in turn:
-``reset``, ``step``, ``last``, ``observe``, ``agent_iter``, ``agent_selection``,
-``possible_agents``, ``render``) made with ``render_mode="rgb_array"``. It needs neither
-gymnasium nor PettingZoo to import (it only calls the env), and passes every attribute it
-does not define through to the env, so a worker's ``agent_iter()``/``last()`` loop runs
-unchanged. What it publishes:
-
-- **the run's own stream** (segment of ``run_id``): the board after the reset and after every
-  move, whoever moved. Its HUD numbers follow the first agent of ``possible_agents``;
-- **one stream per agent** (``agent_stream_id(run_id, i)``, ``i`` the agent's position in
-  ``possible_agents``, the rule of every multi-agent run): the board after the reset, after
-  each of that agent's moves, and at the end of the game. Its HUD numbers are that agent's:
-  the reward of its last move (credited when it is known: a game's last reward reaches the
-  loser on the winner's move), its return so far, and its moves per second.
-
-Frames are rendered at most once per state and at most once per ``interval_ms`` per stream
-(``render()`` is not called in between); a move whose frame the interval skipped leaves it
-*pending*, and ``publish_pending_frame()`` / ``pending_frame_due_in()`` work as the gymnasium
-wrapper's do, so an interactive session (``mosaic play``) shows the newest board within one
-interval of the last move. ``video_mode="off"`` publishes nothing; ``single`` and ``grid``
-both publish the board (a turn-based game has one scene). ``close()`` removes every segment.
-"""
+"""FastLane for turn-based games: a wrapper of a PettingZoo AEC env that publishes its board."""
 
 from __future__ import annotations
 

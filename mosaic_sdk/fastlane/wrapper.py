@@ -1,17 +1,4 @@
-"""Gymnasium wrappers that publish ``render()`` frames to FastLane (imported lazily).
-
-``FastLaneTelemetryWrapper`` wraps a ``gymnasium.Env``; ``FastLaneVectorTelemetryWrapper``
-wraps a ``gymnasium.vector.VectorEnv``. Both leave observations, rewards, spaces and infos
-untouched, render at most once per ``interval_ms`` (render() is not called in between), and
-remove the run's segment in ``close()``. Modes: ``single`` publishes the ``slot`` env,
-``grid`` tiles the first ``grid_limit`` envs of a vector env, ``off`` publishes nothing.
-
-A step or reset whose frame the interval skipped leaves the frame *pending*:
-``publish_pending_frame()`` renders and publishes the current state now, and
-``pending_frame_due_in()`` says how long until the interval would allow it (``None`` when no
-frame is pending). A loop that waits for input between steps uses both to show the newest
-state within one interval of the last step (``mosaic_sdk.control.interactive`` does).
-"""
+"""Gymnasium wrappers that publish ``render()`` frames to FastLane (imported lazily)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,4 @@
-"""Several workers of one name: which one the bare name means, and how to reach the others.
-
-Two distributions may declare a ``mosaic.workers`` entry point of the same name (the SDK's
-CleanRL worker and the platform's own ``cleanrl_worker`` are both ``cleanrl``). Discovery
-loads every one of them; each stays addressable as ``NAME@DISTRIBUTION`` (the distribution's
-name normalized as pip does: lower case, runs of ``-_.`` as one ``-``), and the bare ``NAME``
-goes to the one this rule picks, first match wins:
-
-1. ``MOSAIC_PREFER_WORKER=NAME=DISTRIBUTION[,NAME=DISTRIBUTION...]`` names it (a user's
-   choice; a distribution that provides no worker of that name is reported and ignored);
-2. it is the only one that loads (and describes itself as ``NAME``);
-3. it is the only SDK-native one (a plugin with hooks, ``platform_factory`` included) among
-   the ones that load: an SDK-native worker wins over upstream-style
-   ``get_worker_metadata()`` factories.
-
-When none of these decides, the bare name is an error (``DuplicateWorkerName``) that says how
-to choose; every contender that loads is still reachable by its address. Entry points of one
-name from the *same* distribution cannot be told apart: that is an error of the name too.
-
-Standard library only; discovery (:mod:`mosaic_sdk.plugins.discovery`) applies it.
-"""
+"""Several workers of one name: which one the bare name means, and how to reach the others."""
 
 from __future__ import annotations
 

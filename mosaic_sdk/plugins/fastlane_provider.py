@@ -1,14 +1,4 @@
-"""The SDK's FastLane provider: the default ``mosaic_fastlane_wrap_env`` and the run clean-up.
-
-Every plugin manager registers this module (see ``BUILTIN_PLUGINS``). It lives on the plugin
-floor, above :mod:`mosaic_sdk.fastlane`, so the FastLane library itself never imports pluggy
-or the hookspecs.
-
-:func:`wrap_env_through_hook` is how worker code wraps an env: it calls the
-``mosaic_fastlane_wrap_env`` hook on :func:`fastlane_plugin_manager`, so a plugin registered
-there with a ``wrapper=True`` implementation decorates (or observes) every env FastLane wraps
-in this process. :func:`mosaic_sdk.plugins.maybe_wrap_env` calls it when it wraps.
-"""
+"""The SDK's FastLane provider: the default ``mosaic_fastlane_wrap_env`` and the run clean-up."""
 
 from __future__ import annotations
 

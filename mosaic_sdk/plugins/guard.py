@@ -1,25 +1,4 @@
-"""Loading a plugin in this process without letting it take the process down.
-
-Discovery imports plugin modules and calls their factories; what that code does is not ours.
-:func:`run_guarded` runs one such call on a thread of its own (daemon, named
-``mosaic-plugin-load:NAME``) and waits at most the plugin time bound for it:
-
-- anything it raises is its outcome, ``BaseException`` included: ``SystemExit`` (argparse
-  parsing ``sys.argv``, ``sys.exit()``), ``KeyboardInterrupt``, ``asyncio.CancelledError``
-  raised by the plugin stay the plugin's error (a Ctrl-C of the user reaches the main thread,
-  which is only waiting, and stops the command as always);
-- a call that does not return within the bound is left behind (its thread is a daemon) and
-  reported as ``PluginTimeout``;
-- while discovery runs (:func:`plugin_output_to_stderr`), what plugin code prints to
-  ``sys.stdout`` goes to ``sys.stderr``, so ``mosaic workers list --json`` stays one JSON
-  document whatever a plugin prints.
-
-A plugin that ends the process itself (``os._exit``, a crash) cannot be stopped here: the
-subprocess probe of :mod:`mosaic_sdk.plugins.probe` finds those before a plugin is loaded in
-this process.
-
-``MOSAIC_PLUGIN_TIMEOUT`` (seconds, default :data:`DEFAULT_TIMEOUT`) sets the bound.
-"""
+"""Loading a plugin in this process without letting it take the process down."""
 
 from __future__ import annotations
 

@@ -1,33 +1,4 @@
-"""``platform_factory``: the ``mosaic.workers`` entry point both the platform and the SDK load.
-
-The MOSAIC platform loads every entry point of the group, calls the object it names with no
-arguments, and keeps the worker only when the answer is a pair of instances of its **own**
-``gym_gui.core.worker.WorkerMetadata`` and ``WorkerCapabilities`` (frozen dataclasses). A
-module (the SDK's older entry points) is not callable, and the SDK's pydantic models are not
-those classes, so the platform skips such a worker. In a worker's plugin module::
-
-    from mosaic_sdk.plugins import platform_factory
-
-    get_worker_metadata = platform_factory(__name__)
-
-and in its ``pyproject.toml``::
-
-    [project.entry-points."mosaic.workers"]
-    my_worker = "my_worker.plugin:get_worker_metadata"
-
-Calling the factory calls the module's ``mosaic_worker_describe`` hook and copies its answer
-into the classes of whichever ``gym_gui.core.worker`` this process imports: the platform's,
-when the GUI is installed; the SDK's stand-in
-(:mod:`mosaic_sdk.plugins.gym_gui_stand_in`), when that is what answers; else the SDK's own
-models. It never installs the stand-in and never shadows a real ``gym_gui``.
-
-The SDK's discovery does not call it: the factory carries its plugin module
-(:data:`PLUGIN_ATTRIBUTE`), and discovery registers that module's hooks instead
-(:func:`mosaic_sdk.plugins.discovery.plugin_from`).
-
-Standard library only at import; calling it imports :mod:`mosaic_sdk.contract` (which the
-plugin module has imported already) and, when present, ``gym_gui.core.worker``.
-"""
+"""``platform_factory``: the ``mosaic.workers`` entry point both the platform and the SDK load."""
 
 from __future__ import annotations
 

@@ -1,20 +1,4 @@
-"""Plugins that are not workers, installed through the ``mosaic.plugins`` entry-point group.
-
-Such a plugin (an observer that forwards runs, a wrapper of ``mosaic_worker_launch_command``...)
-implements hooks of :mod:`mosaic_sdk.hookspecs` but describes no worker. An entry point names a
-module, a class (instantiated with no arguments) or an object with ``@mosaic_sdk.hookimpl``
-methods::
-
-    [project.entry-points."mosaic.plugins"]
-    forward = "my_forwarder.plugin"
-
-:func:`discover_workers` registers each one on its plugin manager as ``plugin:NAME``, so every
-worker's runs call it. As with workers, each entry point is loaded on its own: one that fails
-to import, raises, implements no hook or shares its name with another is recorded as a
-:class:`~mosaic_sdk.plugins.errors.WorkerLoadError` in ``WorkerRegistry.plugin_errors`` and
-discovery carries on. ``MOSAIC_DISABLE_PLUGIN_AUTOLOAD=1`` loads none;
-``MOSAIC_DISABLE_PLUGINS=a,b`` skips those names.
-"""
+"""Plugins that are not workers, installed through the ``mosaic.plugins`` entry-point group."""
 
 from __future__ import annotations
 

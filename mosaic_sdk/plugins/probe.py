@@ -1,27 +1,4 @@
-"""The subprocess probe: a plugin is first loaded in a throwaway process.
-
-A plugin can do what no ``try`` catches: ``os._exit()`` in its factory, a crash in an
-extension module, an import that never returns while holding what the process needs. Before
-discovery loads an entry point in the process of a ``mosaic`` command, :func:`probe` loads it
-in a child (``python -m mosaic_sdk.plugins.probe_child``, one child for all the entry points
-that need it, started again after one that ended or hung it): the import, the factory and the
-description, as discovery does them, with the command's ``sys.path`` and ``sys.argv``, and
-the child's stdout sent to its stderr. Each entry point has the plugin time bound
-(:func:`mosaic_sdk.plugins.guard.plugin_timeout`) from the moment the child starts on it; a
-child that does not answer in time is killed (its whole process group, which it leads).
-
-The verdicts: the entry point loaded (it is then loaded in the command's process, under the
-guard of :mod:`mosaic_sdk.plugins.guard`), or the error that becomes its row:
-``PluginEndedProcess`` (it ended the process: ``os._exit``, a crash, a signal),
-``PluginTimeout`` (it did not finish in time), or what it raised.
-
-Fast in the usual case: an entry point that loaded is remembered in a small JSON cache
-(``MOSAIC_PLUGIN_CACHE``, default ``<MOSAIC_HOME>/cache/plugin-probes.json``), keyed by the
-entry point (group, name, value), its distribution's name, version and place, the file and
-modification time of the module it names, and this Python and SDK; as long as none of these
-changes, no child is started. Failures are not remembered: a broken plugin is probed again
-by the next command, so a fix shows at once.
-"""
+"""The subprocess probe: a plugin is first loaded in a throwaway process."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
 """The child of :mod:`mosaic_sdk.plugins.probe`: loads entry points one by one and says how
 each went. Not for use by hand.
-
-Reads a first JSON line on stdin (``sys_path``, ``argv``: it makes them the command's), then
-one line per entry point (``index``, ``item``: a ``ProbeItem``) until stdin ends; sends its
-stdout (file descriptor 1 too) to stderr, and writes to the original stdout one
-``{"begin": i}`` line before loading entry point ``i`` and one ``{"end": i, "ok": ...,
-"error_type": ..., "message": ..., "traceback": ...}`` line after. Whatever a plugin raises,
-``SystemExit`` included, is its answer; a plugin that ends or hangs the process leaves a
-``begin`` without its ``end``, which is the parent's to judge.
 """
 
 from __future__ import annotations

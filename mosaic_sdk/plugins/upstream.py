@@ -1,13 +1,4 @@
-"""Adapter that presents an upstream-style ``get_worker_metadata()`` factory as a plugin.
-
-The platform's workers name a zero-argument callable returning ``(metadata, capabilities)``
-as any objects with the platform's field names. The adapter validates them into the SDK's
-models, keeps the worker's own config keys in ``extras``, and launches the worker as
-``python -m <top-level package>.cli --config PATH``, as the platform does, through the
-``gym_gui`` stand-in's launcher (``python -m mosaic_sdk.plugins.gym_gui_stand_in
-<package>.cli --config PATH``), so ``gym_gui.core.worker`` imports in the worker process
-even without the GUI. ``None`` in the platform's ``Optional`` fields is kept as ``None``.
-"""
+"""Adapter that presents an upstream-style ``get_worker_metadata()`` factory as a plugin."""
 
 from __future__ import annotations
 

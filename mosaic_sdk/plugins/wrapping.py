@@ -1,12 +1,4 @@
-"""``maybe_wrap_env``: how worker code wraps its env for FastLane, through the plugin hook.
-
-It lives on the plugin floor because every wrap goes through the ``mosaic_fastlane_wrap_env``
-hook (:mod:`mosaic_sdk.plugins.fastlane_provider`); the FastLane library below it
-(:mod:`mosaic_sdk.fastlane`) decides whether FastLane is on (:func:`resolve_fastlane`) and
-knows nothing of pluggy. Importing this module is as light as importing
-:mod:`mosaic_sdk.fastlane`: pluggy and the hookspecs are imported on the first wrap, never
-when FastLane is off.
-"""
+"""``maybe_wrap_env``: how worker code wraps its env for FastLane, through the plugin hook."""
 
 from __future__ import annotations
 

@@ -1,19 +1,4 @@
-"""The live view of ``mosaic run``: steps, episodes, mean return, steps/s, elapsed time.
-
-Three displays share one small interface (``update(snapshot)`` called often, ``finish()``):
-
-- :class:`RichDisplay`: a one-panel ``rich`` view redrawn in place, for a terminal;
-- :class:`PlainDisplay`: one plain line every ``interval`` seconds (default 2; the first after
-  one interval), for logs, pipes and CI, where redrawing would leave garbage;
-- :class:`NullDisplay`: nothing (``--quiet``).
-
-:func:`choose_display` picks rich when the stream is a terminal, plain otherwise. The
-supervisor feeds a :class:`Snapshot` and never waits on the display.
-
-Nothing a worker writes is interpreted: its strings (the last event's name) reach Rich as
-``Text`` objects, never as markup, and every display escapes terminal control characters
-in them first (:func:`~mosaic_sdk.runner.printable.printable`).
-"""
+"""The live view of ``mosaic run``: steps, episodes, mean return, steps/s, elapsed time."""
 
 from __future__ import annotations
 
@@ -167,6 +152,7 @@ class RichDisplay:
         self, stream: TextIO | None = None, refresh: float = 0.25, console: Any = None
     ) -> None:
         """``console``: a ``rich.console.Console`` to draw on (default: one on ``stream``)."""
+        # rich only for the terminal view (PlainDisplay needs none)
         from rich.console import Console
         from rich.live import Live
 
@@ -178,7 +164,7 @@ class RichDisplay:
         self._started = False
 
     def render(self, snap: Snapshot, rate: float) -> Any:
-        from rich.table import Table
+        from rich.table import Table  # rich only for the terminal view (PlainDisplay needs none)
         from rich.text import Text
 
         rows = [

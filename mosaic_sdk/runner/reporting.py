@@ -1,19 +1,5 @@
-"""How the runner tells people something: one :class:`Reporter`, never a print.
-
-The runner and the tools on it (sweeps, the store writer, observers, the control socket) meet
-things a person should hear about while a run goes on: a plugin that failed to load, a hook
-that raised, a store that stays locked, a control socket that cannot be made. Each is a
-warning, one sentence, handed to :meth:`Reporter.warn`; the runner itself never writes to
-stdout or stderr (only ``cli/`` talks to people, see ARCHITECTURE.md).
-
-Which reporter hears it: the one passed to :func:`~mosaic_sdk.runner.run_worker` (or
-``RunSupervisor``, ``resolve_worker``, ``start_session``), else the process's
-(:func:`current_reporter`). ``mosaic`` (``mosaic_sdk.cli.main``) installs one that prints each
-warning as ``mosaic: warning: ...`` on stderr (:func:`use_reporter`). A program that uses the
-runner as a library gets the default, which prints nothing: it keeps the latest warnings
-(``warnings``) and hands each to the ``mosaic_sdk.runner`` :mod:`logging` logger at level
-WARNING, shown only if the program configures logging.
-"""
+"""How the runner tells people something: one :class:`Reporter`, never a print (only ``cli/``
+writes for people: ARCHITECTURE.md, floor 4)."""
 
 from __future__ import annotations
 

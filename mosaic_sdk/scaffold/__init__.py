@@ -1,20 +1,4 @@
-"""Scaffolding of new workers: the cookiecutter template and the library behind ``mosaic new``.
-
-The template ships inside the package (``mosaic_sdk/scaffold/template``; the repository's
-``templates/worker`` points there), so ``mosaic new`` works from an installed wheel as well as
-from a checkout. Baking happens in two steps:
-
-1. :func:`resolve_answers` fills in every template variable: the given overrides, then
-   cookiecutter's prompts (or the defaults with ``no_input``), derived names included;
-2. :func:`bake` checks the answers with :mod:`mosaic_sdk.scaffold.naming` and only then lets
-   cookiecutter write the project, so refused answers leave nothing behind.
-
-Example::
-
-    from mosaic_sdk.scaffold import bake
-    result = bake("workers", {"worker_name": "Grid Walker", "author": "Ada"})
-    print(result.project_dir)          # workers/mosaic-worker-grid-walker
-"""
+"""Scaffolding of new workers: the cookiecutter template and the library behind ``mosaic new``."""
 
 from __future__ import annotations
 
@@ -22,6 +6,7 @@ import contextlib
 import difflib
 import json
 import re
+import shlex
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -76,7 +61,6 @@ class BakeResult:
     def next_commands(self) -> list[str]:
         """The three commands to run next: enter, install (with the test extra the baked
         tests need), check."""
-        import shlex
 
         return [
             f"cd {shlex.quote(str(self.project_dir))}",
@@ -187,6 +171,7 @@ def resolve_answers(
 ) -> dict[str, Any]:
     """Every public template variable, from ``overrides``, prompts (unless ``no_input``) and
     the defaults (derived names are rendered from the answers before them)."""
+    # cookiecutter and jinja2 only when a worker is baked (start-up time)
     from cookiecutter.config import get_user_config
     from cookiecutter.generate import generate_context
     from cookiecutter.prompt import prompt_for_config
@@ -288,6 +273,7 @@ def bake(
     directory exists. ``config_file`` is a cookiecutter user config (to keep cookiecutter's
     replay files out of the home directory, point its ``replay_dir`` elsewhere).
     """
+    # cookiecutter and jinja2 only when a worker is baked (start-up time)
     from cookiecutter.exceptions import CookiecutterException
     from cookiecutter.main import cookiecutter
 

@@ -1,28 +1,4 @@
-"""Rules for the names and texts a new worker is baked with.
-
-Pure standard library, so the template's ``pre_gen_project`` hook can use it as well as
-``mosaic new``. :func:`check_answers` returns one line per problem, each saying what is wrong
-and what to use instead; an empty list means the answers are fine.
-
-The rules:
-
-- ``package_name`` (the import name): lowercase ASCII letters, digits and ``_``, not starting
-  with a digit, at most 60 characters, not a Python keyword, not a module of the standard
-  library, not the SDK's own packages and not the import name of a popular distribution
-  (importing it would pick the wrong code).
-- ``distribution_name`` (the name on the package index): a valid PEP 508 name whose normalised
-  form (PEP 503) is neither the SDK's own nor a popular project's. ``mosaic`` and
-  ``mosaic-sdk`` are taken on PyPI by unrelated projects.
-- ``worker_type`` (the ``mosaic.workers`` entry-point name): ``[A-Za-z0-9_.-]``, not a worker
-  of the SDK's repository and not one that is already installed.
-- free text (display name, description, author, email): one line, printable, at most 300
-  characters; the email, when given, looks like ``user@host``.
-- ``env_id``: a gymnasium env id, e.g. ``CartPole-v1`` or ``ALE/Pong-v5``; for
-  ``env_family=pettingzoo``, the module of a PettingZoo env, e.g.
-  ``pettingzoo.classic.tictactoe_v3``.
-- ``env_family`` and ``paradigm`` together: one of the pairs the template bakes a working
-  worker for (:data:`BAKEABLE`); the others are refused with that list.
-"""
+"""Rules for the names and texts a new worker is baked with."""
 
 from __future__ import annotations
 
@@ -429,7 +405,7 @@ def installed_worker_types() -> dict[str, str | None]:
 
     Reads entry-point metadata only; no worker is imported.
     """
-    from importlib import metadata
+    from importlib import metadata  # only when installed workers are read (start-up time)
 
     found: dict[str, str | None] = {}
     for ep in metadata.entry_points(group="mosaic.workers"):

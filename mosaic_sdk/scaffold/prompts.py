@@ -1,10 +1,4 @@
-"""``mosaic new``'s questions, each answer checked as soon as it is typed.
-
-Cookiecutter's own prompt loop asks everything and leaves checking to the end; this one asks
-the same questions with the same prompts (cookiecutter's ``read_user_*`` functions, the
-template's ``__prompts__``), renders each default from the answers before it, and asks again,
-with the problem printed, until an answer passes its rule.
-"""
+"""``mosaic new``'s questions, each answer checked as soon as it is typed."""
 
 from __future__ import annotations
 
@@ -19,6 +13,7 @@ AnswerCheck = Callable[[str, Any], list[str]]
 
 def prompt_each(context: dict[str, Any], check: AnswerCheck) -> OrderedDict[str, Any]:
     """Ask every variable of a cookiecutter ``context`` (as ``generate_context`` makes it)."""
+    # cookiecutter and jinja2 only when questions are asked (start-up time)
     from cookiecutter.prompt import (
         prompt_choice_for_config,
         read_user_variable,

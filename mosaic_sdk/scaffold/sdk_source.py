@@ -1,21 +1,12 @@
-"""Where a baked worker's CI installs the SDK from: the ``sdk_requirement`` answer.
-
-mosaic-worker-sdk is not on the package index yet, so ``pip install mosaic-worker-sdk`` fails
-on a CI machine. The baked workflow therefore installs the SDK first, from
-``sdk_requirement`` (one pip requirement of ``mosaic-worker-sdk``), then the worker.
-
-Its default, when the author gives none, is how the SDK running ``mosaic new`` was installed
-(PEP 610's ``direct_url.json``): from a git URL (``pip install git+https://...``) or a remote
-archive, the same source pinned to the same commit, which works in CI today. An SDK installed
-from a local checkout or wheel has no source a CI machine can reach; then the default is
-the index requirement ``mosaic-worker-sdk>=0.1`` and ``mosaic new`` says that CI will fail
-until the author sets ``sdk_requirement`` (see docs/guides/publishing.md).
-"""
+"""Where a baked worker's CI installs the SDK from: the ``sdk_requirement`` answer."""
 
 from __future__ import annotations
 
 import json
 from importlib import metadata
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 DISTRIBUTION = "mosaic-worker-sdk"
 #: The requirement once the SDK is on the package index.
@@ -59,15 +50,12 @@ def default_sdk_requirement() -> str:
 
 def from_index(requirement: str) -> bool:
     """Whether ``requirement`` relies on the package index (no direct reference)."""
-    from packaging.requirements import Requirement
 
     return Requirement(requirement).url is None
 
 
 def check_sdk_requirement(value: str) -> list[str]:
     """Problems of an ``sdk_requirement`` answer: one pip requirement of mosaic-worker-sdk."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
 
     if not value.strip() or any(not ch.isprintable() for ch in value):
         return [f"sdk_requirement {value!r} must be one line of text; {_EXAMPLE}"]

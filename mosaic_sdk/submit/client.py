@@ -1,15 +1,4 @@
-"""A client of the MOSAIC trainer daemon: submit a run, follow its status, read its episodes.
-
-Needs ``grpcio`` (the ``submit`` extra: ``pip install 'mosaic-worker-sdk[submit]'``). Every
-failure is a :class:`~mosaic_sdk.submit.dispatch.SubmitError` with one line that says what
-happened and what to do: no daemon answers, the daemon refuses the run config, the run
-faults.
-
-The daemon's run states (``RunStatus``): ``INIT`` (accepted), ``HSHK`` (worker started),
-``RDY`` (its telemetry proxy registered), ``EXEC`` (telemetry flows), then ``TERM`` (ended;
-with a ``failure_reason`` such as ``exit_code_2`` when the worker failed) or ``FAULT`` (no
-heartbeat for too long). ``PAUSE`` is not used by the daemon today.
-"""
+"""A client of the MOSAIC trainer daemon: submit a run, follow its status, read its episodes."""
 
 from __future__ import annotations
 

@@ -1,25 +1,4 @@
-"""How the MOSAIC trainer daemon starts a worker, and the run config it validates.
-
-Facts of the platform's trainer (read from its daemon, dispatcher and config validation):
-
-- ``SubmitRun`` takes a ``TrainRunConfig`` as JSON (:data:`TRAIN_RUN_SCHEMA`: ``run_name``,
-  ``entry_point``, ``arguments``, ``environment``, ``resources``, ``artifacts`` required, no
-  other top-level keys than ``metadata`` and ``schedule``). Its ``metadata.worker`` says what
-  to start: ``module``, ``arguments``, ``use_grpc``, ``grpc_target``, ``worker_id`` and the
-  worker's flat ``config``. A ``config.run_id`` that is a ULID is kept as the run id; any
-  other is replaced by a new ULID.
-- The dispatcher writes ``metadata.worker.config`` to a file, with ``run_id`` forced to the
-  run's ULID and ``worker_id`` added when the form names a worker, and starts
-  ``python -m MODULE [arguments] --config FILE --grpc --grpc-target ADDR --worker-id ID``
-  (:func:`dispatcher_argv`) in a copy of its own environment plus ``CUDA_VISIBLE_DEVICES``
-  (empty without a GPU), ``TRAINER_WORKER_CONFIG_PATH``, ``WORKER_ID`` and the run's
-  ``environment`` (:func:`dispatcher_env`); it never sets ``PYTHONUNBUFFERED``.
-
-:func:`module_launch` finds the ``python -m MODULE`` of an SDK worker from its own launch
-command; :func:`train_run_config` writes the whole submission. The conformance suite launches
-with the same functions (``cli.dispatcher_launch``), so what it checks is what ``mosaic submit``
-sends.
-"""
+"""How the MOSAIC trainer daemon starts a worker, and the run config it validates."""
 
 from __future__ import annotations
 

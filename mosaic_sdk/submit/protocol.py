@@ -1,33 +1,4 @@
-"""The messages of the MOSAIC trainer daemon's gRPC service, built in code from its facts.
-
-The platform publishes its protocol as ``package gymgui.trainer; service TrainerService``
-(proto3). This module declares the part ``mosaic submit`` speaks, message by message, with the
-platform's field numbers and types, and builds the message classes at run time in a
-descriptor pool of its own (no generated code, no ``.proto`` file, no clash with the
-platform's own classes when both are imported):
-
-- ``SubmitRun(SubmitRunRequest{1 run_id: string, 2 config_json: string})``
-  -> ``SubmitRunResponse{1 run_id: string, 2 digest: string}``;
-- ``CancelRun(CancelRunRequest{1 run_id})`` -> ``CancelRunResponse{}``;
-- ``ListRuns(ListRunsRequest{1 status_filter: repeated RunStatus})``
-  -> ``ListRunsResponse{1 runs: repeated RunRecord}``;
-- ``WatchRuns(WatchRunsRequest{1 status_filter: repeated RunStatus, 2 since_seq: uint64})``
-  -> stream of ``RunRecord``;
-- ``GetHealth(HealthCheckRequest{})`` -> ``HealthCheckResponse{1 pid: uint64, 2 started_at:
-  Timestamp, 3 listen_address: string, 4 healthy: bool}``;
-- ``StreamRunEpisodes(StreamEpisodesRequest{1 run_id, 2 since_seq: uint64})`` -> stream of
-  ``RunEpisode``;
-- ``RunRecord{1 run_id, 2 status: RunStatus, 3 digest, 4 created_at, 5 updated_at,
-  6 last_heartbeat: Timestamp, 7 gpu_slot: optional int32, 8 failure_reason: optional string,
-  9 gpu_slots: repeated int32, 10 seq_id: uint64}``;
-- ``RunEpisode{1 run_id, 2 episode_index: uint64, 3 total_reward: double, 4 steps: uint64,
-  5 terminated: bool, 6 truncated: bool, 7 metadata_json: string, 8 timestamp: Timestamp,
-  9 seq_id: uint64, 10 agent_id: string, 11 worker_id: string}``;
-- ``enum RunStatus {UNSPECIFIED 0, INIT 1, HSHK 2, RDY 3, EXEC 4, PAUSE 5, FAULT 6, TERM 7}``
-  (each prefixed ``RUN_STATUS_``).
-
-Only ``protobuf`` is needed here; the gRPC client is :mod:`mosaic_sdk.submit.client`.
-"""
+"""The messages of the MOSAIC trainer daemon's gRPC service, built in code from its facts."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""``run_sweep``: check a spec, record the sweep, hand its trials to an engine, finish it.
-
-The library behind ``mosaic sweep``. Everything is checked before anything starts: the spec
-on its own, then against the worker's config model (each bad value named). A sweep is a row
-of ``sweeps``; each attempt of a trial a ``sweep_trials`` row and an ordinary run.
-``resume`` continues a sweep that was interrupted: its spec comes from the store, and the
-trials that finished (completed, failed, or stopped early) are not run again.
-"""
+"""``run_sweep``: check a spec, record the sweep, hand its trials to an engine, finish it."""
 
 from __future__ import annotations
 

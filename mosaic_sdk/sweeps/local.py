@@ -1,17 +1,4 @@
-"""The ``local`` engine: trials as child processes of this machine, a bounded number at once.
-
-Each trial is an ordinary ``mosaic run``: a :class:`~mosaic_sdk.runner.supervisor.RunSupervisor`
-(the runner's own supervision: its run row and directory, its store writer, SIGTERM then
-SIGKILL of the worker's group, the cleanup hook), driven from one of ``trials_at_once``
-threads. The only scheduling is that pool: trials start in the source's order as threads free
-up. The source is the spec's list (sampler ``grid``) or an Optuna study
-(:class:`~mosaic_sdk.sweeps.search.OptunaSource`), asked for the next trial when a thread is free
-and told each trial's metric when it ends.
-
-Ctrl-C (SIGINT, SIGTERM, SIGHUP) on the driver stops starting trials and cancels every running
-one through its supervisor (a second Ctrl-C kills them at once); each is stored ``cancelled``,
-and ``--resume`` runs them again.
-"""
+"""The ``local`` engine: trials as child processes of this machine, a bounded number at once."""
 
 from __future__ import annotations
 

@@ -1,24 +1,4 @@
-"""A trial's objective: any episode field or series of its run, for one agent or all, reduced.
-
-:class:`~mosaic_sdk.sweeps.spec.Metric` says what: ``name`` is ``return`` or ``steps`` (the
-episodes' total reward or length, x = the episode's ordinal 1, 2, 3...) or the name of any
-series the worker reports (``metrics`` events and its own lifecycle events' numbers, see
-:mod:`mosaic_sdk.runner.recording.series`; x = the point's step), read through the
-:class:`~mosaic_sdk.runner.storage.store.RunStore` read API. ``agent``: that agent's episodes or
-series only; None: every row (all agents' episodes; every agent's series of that name, merged
-by step). Non-finite values are left out. ``reduce``:
-
-- ``last_mean``: the mean of the last ``last`` values (the default, as before);
-- ``best``: the highest (``mode = "max"``) or lowest value;
-- ``mean``: the mean of all values;
-- ``auc``: the area under the curve, trapezoids over x (one value: that value).
-
-:class:`StreamObjective` gives the same numbers from a run's stdout lines as they arrive,
-before they reach a store (the Ray engine's trials report it to Tune on their node): the lines
-go through the store's own ingest (:class:`~mosaic_sdk.runner.recording.ingest.LineIngest`),
-its episode rows and series points are picked as :func:`metric_points` picks the stored ones,
-and :func:`reduce_values` reduces them.
-"""
+"""A trial's objective: any episode field or series of its run, for one agent or all, reduced."""
 
 from __future__ import annotations
 

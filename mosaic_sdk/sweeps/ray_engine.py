@@ -1,27 +1,4 @@
-"""The ``ray`` engine: trials through Ray Tune, on a running cluster or a local Ray instance.
-
-The driver (this process) holds the store. Tune places each trial
-(:class:`~mosaic_sdk.sweeps.ray_trial.MosaicTrial`) on a node, where it runs the worker under
-the runner's supervision and sends its output to the driver's inbox actor; a thread here
-takes it and stores it through a :class:`~mosaic_sdk.sweeps.collector.Collector`. The spec is
-the local engine's: its trials (``grid``) or its Optuna sampler (through Tune's
-``OptunaSearch``), its objectives, its ``[pruner]`` (Tune's schedulers) and ``[pbt]``
-(Tune's population-based training) are given to Tune by :mod:`~mosaic_sdk.sweeps.ray_search`;
-``[scheduler]`` is Tune's ``ASHAScheduler`` counted in episodes (a trial it ends is
-``stopped``); retries are Tune's ``FailureConfig(max_failures)``.
-
-Faults: an attempt whose actor dies (its node lost) is stored ``failed`` with what it had sent,
-and Tune starts the trial again (a new attempt, a new run). Ctrl-C (SIGINT or SIGTERM) ends
-the sweep as Tune ends an interrupted experiment: its state is saved, every running trial is
-stopped (its worker gets SIGTERM, then SIGKILL) and stored ``cancelled``; ``--resume`` hands
-the saved experiment to ``Tuner.restore``, which runs what had not finished. A trial past
-the spec's ``trial_timeout`` is stopped by its own supervision (SIGTERM, then SIGKILL) and
-stored ``failed``, "timed out after S s".
-
-Its own local instance runs on 127.0.0.1 in a ``mosaic-ray-*`` temp dir, ended with the sweep
-(by a watchdog when the driver is killed: :mod:`~mosaic_sdk.sweeps.ray_instance`); joining a
-cluster (``address``) gives up after ``connect_timeout`` with :class:`ClusterUnreachable`.
-"""
+"""The ``ray`` engine: trials through Ray Tune, on a running cluster or a local Ray instance."""
 
 from __future__ import annotations
 
@@ -96,7 +73,7 @@ def loopback_ray() -> Iterator[None]:
     ``--node-ip-address 127.0.0.1`` cannot be joined as ``127.0.0.1:PORT``, and a local
     instance listens on the network. Ray reads its switch at import: the module's constant is
     set as well as the environment (for the processes the instance starts)."""
-    from ray._private import ray_constants
+    from ray._private import ray_constants  # the ray extra: only when the engine runs
 
     old_env = os.environ.get(_RAY_LOOPBACK_ENV)
     old_value = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
@@ -160,7 +137,7 @@ class RayEngine:
         own (``mosaic-ray-*``) watched by a process that ends it and removes the dir if this
         one dies (:mod:`~mosaic_sdk.sweeps.ray_instance`); at a clean end this process does
         it. Tune's state (``storage_dir``) is owner-only, as the store."""
-        import ray
+        import ray  # the ray extra, slow to import: only when the engine runs
 
         # Optional: these import Ray, the sweeps-ray extra.
         from mosaic_sdk.sweeps import ray_instance
@@ -281,7 +258,7 @@ class RayEngine:
         return said[-1][:300] if said else f"the probe exited with {proc.returncode}"
 
     def _init(self, address: str, hint: str) -> None:
-        import ray
+        import ray  # the ray extra, slow to import: only when the engine runs
 
         with _deadline(self.connect_timeout):
             try:
@@ -301,7 +278,7 @@ class RayEngine:
                 ) from None
 
     def _run(self, collector: Collector, resume: bool) -> bool:
-        from ray import tune
+        from ray import tune  # the ray extra, slow to import: only when the engine runs
 
         # Optional: ray_trial imports Ray.
         from mosaic_sdk.sweeps.ray_search import tune_setup
@@ -365,7 +342,7 @@ class RayEngine:
         return self.interrupted
 
     def _new_tuner(self, trainable: Any, setup: Any) -> Any:
-        from ray import tune
+        from ray import tune  # the ray extra, slow to import: only when the engine runs
 
         # Optional: ray_trial imports Ray.
         from mosaic_sdk.sweeps.ray_trial import LostAttempts
@@ -403,14 +380,14 @@ class RayEngine:
 
     # -- the inbox ---------------------------------------------------------------------------
     def _pump(self, inbox: Any, collector: Collector, stop: threading.Event) -> None:
-        import ray
+        import ray  # the ray extra, slow to import: only when the engine runs
 
         while not stop.is_set():
             collector.handle(ray.get(inbox.take.remote(0.2)))
             self._apply_notices(inbox, collector)
 
     def _drain(self, inbox: Any, collector: Collector) -> None:
-        import ray
+        import ray  # the ray extra, slow to import: only when the engine runs
 
         while items := ray.get(inbox.take.remote(0.0)):
             collector.handle(items)
@@ -418,7 +395,7 @@ class RayEngine:
 
     def _apply_notices(self, inbox: Any, collector: Collector) -> None:
         """Close the attempts of trials Tune saw die, after storing all they had sent."""
-        import ray
+        import ray  # the ray extra, slow to import: only when the engine runs
 
         from mosaic_sdk.sweeps.ray_trial import NOTICES  # optional: imports Ray
 
@@ -495,6 +472,7 @@ def token_auth_on_this_machine() -> None:
     if os.environ.get("RAY_AUTH_MODE") is not None:
         return
     try:
+        # a Ray without it raises ImportError
         from ray._private.authentication.authentication_token_setup import (
             maybe_enable_token_auth_if_token_available,
         )

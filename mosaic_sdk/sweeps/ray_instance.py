@@ -1,20 +1,5 @@
 """The local Ray instance a ``ray`` sweep starts for itself: what belongs to it, how it ends,
 and the watchdog that ends it when the driver cannot.
-
-An instance is known by its temp dir (``mosaic-ray-*``, Ray's ``_temp_dir``): its GCS server
-and raylet name that directory on their command lines, and Ray's agents and workers (and the
-trials' workers under them) are their descendants. :func:`end_instance` ends exactly those
-processes of this user, by pid: SIGTERM, then SIGKILL for what is left after a short wait.
-
-The watchdog is this module run as a process of its own session (a Ctrl-C in the terminal
-does not reach it): ``python -m mosaic_sdk.sweeps.ray_instance DRIVER_PID TEMP_DIR [--remove]``.
-It waits on a pidfd of the driver, noting the instance's processes by pid twice a second (Ray's
-agents rename themselves, and the raylet they descend from dies with the driver, so afterwards
-nothing tells them apart); when the driver is gone (a SIGKILL included) it ends every one of
-them and, with ``--remove``, removes the temp dir. After a clean end the driver does both
-itself and stops its watchdog (SIGTERM: it exits without touching anything).
-
-Imports nothing of Ray: the watchdog starts in a fraction of a second.
 """
 
 from __future__ import annotations

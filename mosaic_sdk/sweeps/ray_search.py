@@ -1,34 +1,9 @@
-"""The ray engine's search and early stopping, from the same spec as the local engine's.
-
-Imports Ray Tune (the ``ray`` extra). What Tune is given (:func:`tune_setup`):
-
-- sampler ``grid``: :class:`ListSearcher` hands Tune the local engine's own list of trials
-  (:func:`~mosaic_sdk.sweeps.spec.expand_trials`: the grid's product, ``samples`` draws per
-  point made with ``sample_seed``, once per seed), in that order: the same spec makes the same
-  trial configs on both engines;
-- a learning sampler (``tpe``, ``cmaes``, ``gp``, ``random``, ``nsga2``): Tune's
-  ``OptunaSearch`` with the Optuna sampler the local engine makes
-  (:func:`~mosaic_sdk.sweeps.search.make_sampler`, seeded with ``sample_seed``) over the same
-  distributions (:func:`~mosaic_sdk.sweeps.search.distributions`: grid and choice keys
-  categorical over their indices). With seeds, Tune's ``Repeater`` runs each parameter set
-  once per seed and tells the study their mean, as the local engine does. Several objectives
-  go to ``OptunaSearch`` as a list (one seed: the Repeater averages one metric);
-- ``[pruner]``: Tune's schedulers, fed by every result a trial reports as its lines arrive
-  (the objective so far and the x of its last point, ``mosaic_step``): ``median`` ->
-  ``MedianStoppingRule`` (``warmup`` its grace period, ``startup_trials`` the trials it needs
-  first; it never pauses a trial to yield time), ``asha`` -> ``ASHAScheduler``,
-  ``hyperband`` -> ``AsyncHyperBandScheduler`` (three brackets: Tune's synchronous
-  ``HyperBandScheduler`` pauses trials, which a running worker cannot be); ``warmup`` is
-  their grace period, ``max_resource`` their ``max_t``;
-- ``[pbt]``: Tune's ``PopulationBasedTraining`` over generations (``training_iteration``),
-  the space's keys (or ``mutations``) perturbed within their bounds. PBT takes no search
-  algorithm: the same list of trials is Tune's grid over their indices (``mosaic_trial``),
-  each key of a trial's config picked from its entry.
-"""
+"""The ray engine's search and early stopping, from the same spec as the local engine's."""
 
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -90,13 +65,11 @@ class ListSearcher(Searcher):
         self.configs = state["configs"]
 
     def save(self, checkpoint_path: str) -> None:
-        import pickle
 
         with open(checkpoint_path, "wb") as f:
             pickle.dump(self.get_state(), f)
 
     def restore(self, checkpoint_path: str) -> None:
-        import pickle
 
         with open(checkpoint_path, "rb") as f:
             self.set_state(pickle.load(f))  # noqa: S301 - our own experiment state

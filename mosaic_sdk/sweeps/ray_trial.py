@@ -1,34 +1,10 @@
 """One trial on a Ray node: the worker under the runner's supervision, its output streamed to
 the driver, its metric reported to Tune as episodes arrive. Imports Ray (the ``ray`` extra).
-
-:class:`MosaicTrial` is a Tune class trainable (the class API, not a function: Tune calls its
-``cleanup()`` when a scheduler such as ASHA stops the trial or the sweep is interrupted, and
-that is where the worker gets SIGTERM, ends with ``run_cancelled``, and the rest of its output
-is sent). The worker is supervised by
-:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, as under ``mosaic run``: one thread
-starts it, reads it to the end and reaps what it left, so the worker is killed with the trial's
-process if that dies (parent-death signal). The messages sent to the driver are those of
-:mod:`mosaic_sdk.sweeps.collector`.
-
-The trial's objective is computed here from the lines as they arrive
-(:class:`~mosaic_sdk.sweeps.objective.StreamObjective`: the store's ingest and the local
-engine's reduce) and reported to Tune (:mod:`~mosaic_sdk.sweeps.ray_search`'s keys); a trial a
-``[pruner]``'s scheduler stops sends the value and step it was stopped at (stored ``pruned``).
-With ``[pbt]`` a ``step()`` is a generation: one run of the worker, resumed from the checkpoint
-of the run before it (its own previous generation, or the better trial's that Tune restored
-into it: :meth:`MosaicTrial.load_checkpoint`); the run's last ``checkpoint_saved`` file is
-what :meth:`MosaicTrial.save_checkpoint` hands Tune.
-
-The spec's ``trial_stall_after`` is enforced here, on the trial's node, where the lines arrive
-first: a :class:`~mosaic_sdk.runner.recording.health.RunHealth` is kept by the read loop's
-observer; when the worker has written nothing for that long, the ``stalled`` event goes to the
-driver (a ``health`` message, stored by the attempt's recorder) and the worker is stopped as
-for the ``trial_timeout`` (SIGTERM, grace, SIGKILL); the ``end`` message says why
-(``stalled``), and the attempt is stored ``failed``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import queue
 import shutil
@@ -39,7 +15,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import ray
 from ray import tune
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from mosaic_sdk.runner.recording.health import STALLED_EVENT, RunHealth, stall_reason
 from mosaic_sdk.runner.storage.paths import default_runs_dir
@@ -194,7 +172,6 @@ class MosaicTrial(tune.Trainable):
             grace=self.grace,
             time_limit=spec.trial_timeout,
         )
-        import ray
 
         self.start_info = {
             "trial_key": self.trial_id,
@@ -257,7 +234,6 @@ class MosaicTrial(tune.Trainable):
                 self._cond.notify_all()
 
     def send(self, message: tuple[Any, ...]) -> None:
-        import ray
 
         ray.get(self.inbox.put.remote(message))  # one at a time: the driver sees them in order
 
@@ -375,7 +351,6 @@ class _Inbox:
     that waits (the trial's reader, then its worker, wait with it: nothing is dropped)."""
 
     def __init__(self, max_items: int) -> None:
-        import asyncio
 
         self.items: list[object] = []
         self.max_items = max_items
@@ -388,7 +363,6 @@ class _Inbox:
             self.cond.notify_all()
 
     async def take(self, timeout: float) -> list[object]:
-        import asyncio
 
         async with self.cond:
             if not self.items:
@@ -403,8 +377,6 @@ class _Inbox:
 
 def make_inbox(max_items: int = 256) -> Any:
     """Start the inbox actor on this (the driver's) node; returns its handle."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     here = ray.get_runtime_context().get_node_id()
     actor = ray.remote(_Inbox).options(

@@ -1,26 +1,4 @@
-"""Search that learns: the local engine's trials proposed by an Optuna study.
-
-``sampler`` (a spec key) picks how a sweep's parameter sets are made:
-
-- ``grid``: today's expansion (:func:`~mosaic_sdk.sweeps.spec.expand_trials`): the cartesian
-  product of the grid keys, ``samples`` random draws per grid point; no Optuna.
-- ``tpe`` (the default when the space has a ``choice``/``uniform``/``loguniform`` key),
-  ``cmaes``, ``gp``, ``random``, ``nsga2``: Optuna's samplers. The sweep asks its study for one
-  parameter set at a time, runs it once per seed, and tells the study the mean of the seeds'
-  metrics, so later sets learn from earlier ones. The number of parameter sets is the same as
-  ``grid`` would make (the product of the grids' lengths, times ``samples`` when the space has
-  draws): today's limits hold. Grid and choice keys are categorical parameters of the study.
-
-The study's state is the sweep's own rows in the run store (SQLite): each trial's parameters
-and metric (``sweep_trials``). The study itself is held in memory while the sweep runs (an
-Optuna RDB study in SQLite costs 3-5 times the suggestion itself per trial:
-benchmarks/sweeps/bench_search.py); ``mosaic sweep --resume`` rebuilds it from those rows in
-the order the sets were asked, asks again the sets that had seeds left (with their parameters)
-and goes on asking, so the search resumes with the trials and learns from all of them.
-
-Optuna is optional (the ``search`` extra); a sampler this machine or engine cannot run is
-refused before anything starts (:func:`check_sampler`), naming those that can.
-"""
+"""Search that learns: the local engine's trials proposed by an Optuna study."""
 
 from __future__ import annotations
 
@@ -182,6 +160,7 @@ def make_pruner(pruner: Pruner) -> optuna.pruners.BasePruner:
 def distributions(spec: SweepSpec) -> dict[str, optuna.distributions.BaseDistribution]:
     """The study's distribution of each space key: uniform/loguniform are floats, grid and
     choice keys categorical over the indices of their values (any JSON value can be one)."""
+    # optional dependency (the search extra)
     from optuna.distributions import CategoricalDistribution, FloatDistribution
 
     out: dict[str, optuna.distributions.BaseDistribution] = {}
@@ -414,7 +393,7 @@ class OptunaSource:
             config.values.append([float(v) for v in values if v is not None])
         if config.left:
             return
-        from optuna.trial import TrialState
+        from optuna.trial import TrialState  # optional dependency (the search extra)
 
         del self._open[config.number]
         means = self._means(list(config.values))

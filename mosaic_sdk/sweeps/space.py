@@ -1,16 +1,5 @@
 """A sweep's search space: which distributions a config key may take (checked, every problem
 one line), and the parameter sets the ``local`` engine draws from it.
-
-A space maps a config key to one of::
-
-    {"grid": [v1, v2, ...]}            every value (a cartesian product over grid keys)
-    {"choice": [v1, v2, ...]}          one value drawn per sample
-    {"uniform": [low, high]}           a float drawn uniformly
-    {"loguniform": [low, high]}        a float drawn uniformly in log space (0 < low < high)
-
-:func:`space_points` draws with the standard library's ``random``, seeded, so the same space
-gives the same list every time (``--resume`` relies on it); the ``ray`` engine hands the same
-space to Ray Tune's own search-space functions instead.
 """
 
 from __future__ import annotations

@@ -1,17 +1,4 @@
-"""A sweep spec: base config, search space, seeds, metric, scheduler, trials at once.
-
-Read from a JSON or TOML file (:func:`load_spec`) and/or built from the command line's
-shorthands (``--grid key=v1,v2``, ``--seeds 1-5``; :func:`apply_shorthands`). A spec is checked
-on its own (:func:`parse_spec`) and against the worker's config model
-(:func:`check_against_model`) before anything starts; every problem is one line that names the
-key and the value, and all of them are reported at once (:class:`SpecError`).
-
-The search space (:mod:`mosaic_sdk.sweeps.space`) maps config keys to distributions (grid,
-choice, uniform, loguniform). ``samples`` draws are made per grid point, and every trial is
-repeated for each seed (the config key ``seed``). The ``local`` engine expands the trials itself
-with :func:`expand_trials` (the same spec gives the same list every time: ``--resume`` relies
-on it); the ``ray`` engine hands the same space to Ray Tune's own search-space functions.
-"""
+"""A sweep spec: base config, search space, seeds, metric, scheduler, trials at once."""
 
 from __future__ import annotations
 
@@ -278,7 +265,7 @@ def load_spec(path: str | Path) -> dict[str, Any]:
         raise SpecError([f"cannot read the sweep spec {p}: {exc.strerror or exc}"]) from None
     if p.suffix.lower() == ".toml":
         try:
-            import tomllib
+            import tomllib  # Python 3.11+ (tomli before)
         except ModuleNotFoundError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
         try:

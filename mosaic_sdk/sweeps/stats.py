@@ -1,14 +1,4 @@
-"""How sure a sweep is: the seeds of each configuration, summarised with intervals.
-
-Following Agarwal et al., "Deep RL at the Edge of the Statistical Precipice" (NeurIPS 2021):
-the mean, the median and the interquartile mean (IQM: the mean of the middle 50% of the
-values, ``scipy.stats.trim_mean(x, 0.25)``) of a configuration's per-seed scores, each with a
-95% percentile bootstrap interval (``scipy.stats.bootstrap``; with one task, the stratified
-bootstrap of the paper resamples the runs of that task), and the probability that one set of
-runs beats another, P(A > B) = U / (n_A n_B) of the Mann-Whitney U statistic (ties count a
-half), with the interval of resampling A and B independently. Needs scipy (the ``search``
-extra). The resampling is seeded: the same scores give the same intervals.
-"""
+"""How sure a sweep is: the seeds of each configuration, summarised with intervals."""
 
 from __future__ import annotations
 
@@ -16,6 +6,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 #: Resamples of the bootstrap and the seed of its generator.
 RESAMPLES = 2000
@@ -45,7 +37,6 @@ def iqm(values: Any, axis: int = -1) -> Any:
 
 
 def _estimate(values: Sequence[float], statistic: Any) -> Estimate:
-    import numpy as np
     from scipy.stats import bootstrap  # optional dependency (the search extra)
 
     data = np.asarray(values, dtype=float)
@@ -66,7 +57,6 @@ def _estimate(values: Sequence[float], statistic: Any) -> Estimate:
 
 def summarize(values: Sequence[float]) -> dict[str, Estimate]:
     """``mean``, ``median`` and ``iqm`` of per-seed scores, each with its 95% interval."""
-    import numpy as np
 
     return {
         "mean": _estimate(values, np.mean),
@@ -78,7 +68,6 @@ def summarize(values: Sequence[float]) -> dict[str, Estimate]:
 def prob_improvement(a: Sequence[float], b: Sequence[float]) -> Estimate:
     """P(A > B): the chance that a run of A scores more than a run of B (ties a half), with
     the 95% interval of resampling A and B each on its own (stratified)."""
-    import numpy as np
     from scipy.stats import bootstrap, mannwhitneyu  # optional dependency (the search extra)
 
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)

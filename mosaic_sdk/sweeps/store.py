@@ -1,18 +1,5 @@
-"""Sweeps in the run store: the ``sweeps`` and ``sweep_trials`` tables (see
-:mod:`mosaic_sdk.runner.storage.schema`), and the metric of a trial, read from its run's episodes.
-
-A trial attempt is an ordinary run in ``runs``; its ``sweep_trials`` row ties it to the sweep
-and holds the parameters, the trial's status and its metric. Trial statuses: ``running``,
-``completed``, ``failed``, ``cancelled`` (the sweep was interrupted: ``--resume`` runs it again),
-``lost`` (its driver died while it ran, e.g. SIGKILL: ``--resume`` marks it and runs it again)
-``stopped`` (the scheduler ended it early: it counts as finished) and ``pruned`` (the local
-engine's pruner stopped it: its metric is the value it had then, ``error`` says at which step;
-finished as well; both engines).
-
-``parent_run_id`` (store schema 6): the run whose checkpoint an attempt's run started from:
-with population-based training every generation of a trial is an attempt, linked to the
-generation it resumed (its own previous one, or a better trial's). A store of schema 5
-opened read-only has no such column: it reads as None.
+"""Sweeps in the run store: the ``sweeps`` and ``sweep_trials`` tables, and the metric of a trial,
+read from its run's episodes.
 """
 
 from __future__ import annotations

@@ -1,33 +1,4 @@
-"""The JSONL telemetry emitter a worker writes its stdout with.
-
-Every line is one JSON object, compact, keys sorted, carrying ``schema_version``, a per-run
-``seq`` that increases by one per line written, and ``ts_unix_ns``. Four kinds, one
-discriminator (``type``):
-
-- lifecycle: ``{"event": "run_started", "payload": {...}, "run_id": ..., "timestamp": <s>,
-  "type": "lifecycle", ...}``, the platform emitter's shape plus the common fields;
-- step: ``"type": "step"`` with the fields the platform's telemetry proxy reads
-  (``metadata.episode_index``, ``step_index``, ``action``, ``observation``, ``reward``,
-  ``terminated``, ``truncated``, ``agent_id``, ``worker_id``, ``episode_seed``,
-  ``payload_version``, ``render_payload``, ``frame_ref``), and the top-level
-  ``episode_index`` the SDK reads (the same number: :mod:`mosaic_sdk.telemetry.episode_index`);
-- episode: ``"type": "episode"`` with ``episode_index`` (and ``metadata.episode_index``),
-  ``total_reward``, ``steps``, ``terminated``, ``truncated``, ...
-
-Delivery (:mod:`mosaic_sdk.telemetry.output`): lifecycle lines are written and flushed at
-once, together with anything pending. Step and episode lines are batched and flushed when
-64 KiB are pending or, at the latest, ``flush_interval`` seconds after the first pending line
-(default 0.02 s, set by the argument or ``MOSAIC_TELEMETRY_FLUSH_MS``; ``0`` flushes every
-line). A daemon thread enforces the bound while the worker is busy elsewhere; ``close()``
-(also at interpreter exit) flushes the rest.
-
-Throttling of step lines: ``step_every=N`` keeps every Nth step line, ``max_step_rate=K`` at
-most K per second; the step that ends an episode is always kept, and so is any step emitted
-with ``force=True``. ``stats()`` counts what was written and dropped.
-
-The module imports neither numpy nor pydantic; numpy values are encoded through their
-``tolist()``.
-"""
+"""The JSONL telemetry emitter a worker writes its stdout with."""
 
 from __future__ import annotations
 
@@ -64,7 +35,35 @@ METRICS_EVENT = "metrics"
 
 
 class TelemetryEmitter(LineOutput):
-    """Writes a run's telemetry as JSONL (see the module docstring for the format).
+    """Writes a run's telemetry as JSONL.
+
+    Every line is one JSON object, compact, keys sorted, carrying ``schema_version``, a per-run
+    ``seq`` that increases by one per line written, and ``ts_unix_ns``. Four kinds, one
+    discriminator (``type``):
+
+    - lifecycle: ``{"event": "run_started", "payload": {...}, "run_id": ..., "timestamp": <s>,
+      "type": "lifecycle", ...}``, the platform emitter's shape plus the common fields;
+    - step: ``"type": "step"`` with the fields the platform's telemetry proxy reads
+      (``metadata.episode_index``, ``step_index``, ``action``, ``observation``, ``reward``,
+      ``terminated``, ``truncated``, ``agent_id``, ``worker_id``, ``episode_seed``,
+      ``payload_version``, ``render_payload``, ``frame_ref``), and the top-level
+      ``episode_index`` the SDK reads (the same number: :mod:`mosaic_sdk.telemetry.episode_index`);
+    - episode: ``"type": "episode"`` with ``episode_index`` (and ``metadata.episode_index``),
+      ``total_reward``, ``steps``, ``terminated``, ``truncated``, ...
+
+    Delivery (:mod:`mosaic_sdk.telemetry.output`): lifecycle lines are written and flushed at
+    once, together with anything pending. Step and episode lines are batched and flushed when
+    64 KiB are pending or, at the latest, ``flush_interval`` seconds after the first pending line
+    (default 0.02 s, set by the argument or ``MOSAIC_TELEMETRY_FLUSH_MS``; ``0`` flushes every
+    line). A daemon thread enforces the bound while the worker is busy elsewhere; ``close()``
+    (also at interpreter exit) flushes the rest.
+
+    Throttling of step lines: ``step_every=N`` keeps every Nth step line, ``max_step_rate=K`` at
+    most K per second; the step that ends an episode is always kept, and so is any step emitted
+    with ``force=True``. ``stats()`` counts what was written and dropped.
+
+    Imports neither numpy nor pydantic; numpy values are encoded through their
+    ``tolist()``.
 
     Thread-safe: any thread may emit; ``seq`` follows the order lines are written in.
     """

@@ -1,11 +1,4 @@
-"""JSON encoding of telemetry values: compact, sorted keys, numpy-aware, without importing numpy.
-
-``encode_value`` turns any payload value into JSON text. Python scalars take a fast path;
-numpy scalars and arrays (anything with ``tolist()``/``item()``), tuples, sets, paths, bytes
-and dataclass-like objects fall back to ``json.dumps`` with :func:`json_default`.
-Non-finite floats are written as ``NaN``/``Infinity``, as Python's ``json`` (and the
-platform's emitter) does; the reader accepts them.
-"""
+"""JSON encoding of telemetry values: compact, sorted keys, numpy-aware, without importing numpy."""
 
 from __future__ import annotations
 

@@ -1,23 +1,4 @@
-"""Where a step or episode line carries its episode index: one rule to write it, one to read it.
-
-The platform's telemetry proxy takes the episode index of a step or episode line from the
-line's metadata (``metadata_json``, else ``metadata``: an object, or the JSON text of one; key
-``episode_index``), and only when that is absent from the top-level ``episode``, else 0. It
-never reads a top-level ``episode_index``: a line that carries only that reaches the platform
-as episode 0. The SDK's reader, its stored runs and the lines of schema versions 1 and 2 use
-the top-level ``episode_index``.
-
-So every step and episode line the SDK writes carries both, with the same number: the
-top-level ``episode_index`` and ``metadata.episode_index``, beside whatever metadata the
-caller gave (:func:`line_metadata`, :func:`metadata_json`; the emitter's only way to write
-it). :func:`platform_episode_index` reads a parsed line the way the proxy does (the
-conformance checks and the reader use it); :func:`caller_metadata` gives a line's metadata
-without the copy the SDK adds (what ``mosaic runs show`` reports as episode metadata).
-
-The proxy converts with ``int()`` into unsigned protobuf fields (64 bits; ``payload_version``
-32): :func:`unsigned` checks a value before the emitter writes it, so no line of ours makes
-the proxy fail.
-"""
+"""Where a step or episode line carries its episode index: one rule to write it, one to read it."""
 
 from __future__ import annotations
 

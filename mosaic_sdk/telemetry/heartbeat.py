@@ -1,16 +1,9 @@
-"""Heartbeat: a background thread that writes a ``heartbeat`` lifecycle line every interval.
-
-The interval defaults to 30 s; ``MOSAIC_HEARTBEAT_INTERVAL`` (seconds) overrides the default,
-an explicit ``interval=`` overrides both. The payload carries ``episode`` and ``step`` from a
-``progress`` callable, the process's resident memory (``memory_mb``) and its CPU use since the
-previous heartbeat (``cpu_percent``, 100 = one core busy), and the heartbeat's own
-``interval`` (seconds): the runner takes a worker that declares its interval for stalled
-after a few intervals without a line (``mosaic run --stall-after`` overrides).
-"""
+"""Heartbeat: a background thread that writes a ``heartbeat`` lifecycle line every interval."""
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -28,8 +21,7 @@ def resident_memory_mb() -> float:
             pages = int(fh.read().split()[1])
         return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
-        import resource
-        import sys
+        import resource  # the fallback where /proc is missing
 
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak / 2**20 if sys.platform == "darwin" else peak / 1024

@@ -1,16 +1,4 @@
-"""How the telemetry emitter's lines reach the stream: :class:`LineOutput` buffers them under
-one lock, writes urgent lines (lifecycle, control replies) at once with anything pending, and
-the rest when 64 KiB are pending or ``flush_interval`` seconds after the first pending line
-(a daemon thread keeps that bound while the worker is busy elsewhere). A closed or broken
-stream is said once on stderr and never stops the worker; every live output is flushed at
-interpreter exit. Text the stream cannot encode (a lone surrogate from a file name read with
-``surrogateescape``, or a command id) never breaks it, nor goes out as bytes that are not
-text (a stream with ``errors="surrogateescape"``, as stdout is under a C or C.UTF-8 locale,
-would write ``"\\udcff"`` as the raw byte 0xff): those characters are written as JSON
-``\\uXXXX`` escapes, which every JSON reader takes back, and that is said once on stderr.
-
-Imports nothing of numpy, pydantic or pluggy (``import mosaic_sdk.telemetry`` stays light).
-"""
+"""How the telemetry emitter's lines reach the stream: :class:`LineOutput`."""
 
 from __future__ import annotations
 
@@ -72,7 +60,18 @@ def json_escape_unencodable(text: str, encoding: str | None) -> str:
 
 
 class LineOutput:
-    """Buffered, thread-safe writing of whole lines to ``stream`` (default: stdout).
+    r"""Buffered, thread-safe writing of whole lines to ``stream`` (default: stdout).
+
+    Lines are buffered under one lock; urgent lines (lifecycle, control replies) are written at
+    once with anything pending, the rest when 64 KiB are pending or ``flush_interval`` seconds
+    after the first pending line (a daemon thread keeps that bound while the worker is busy
+    elsewhere). A closed or broken stream is said once on stderr and never stops the worker;
+    every live output is flushed at interpreter exit. Text the stream cannot encode (a lone
+    surrogate from a file name read with ``surrogateescape``, or a command id) never breaks it,
+    nor goes out as bytes that are not text (a stream with ``errors="surrogateescape"``, as
+    stdout is under a C or C.UTF-8 locale, would write ``"\udcff"`` as the raw byte 0xff):
+    those characters are written as JSON ``\uXXXX`` escapes, which every JSON reader takes
+    back, and that is said once on stderr.
 
     Subclasses build a line and call :meth:`_write_locked` holding ``self._lock``, so what
     they number under that lock is written in that order.

@@ -1,24 +1,4 @@
-"""Reading telemetry: classify each stdout line of a worker, accept the upstream shapes.
-
-:func:`classify_line` is cheap (one ``json.loads``) and never raises: it tells a telemetry
-line (``lifecycle``, ``step``, ``episode``, ``control_reply``) from library output (``log``:
-text that is not JSON) and from broken telemetry (``invalid``: JSON that is not a telemetry
-object, or text that starts like JSON but does not parse, or nests deeper than
-:data:`MAX_JSON_DEPTH`, or a step or episode line whose ``agent_id`` is not a string: ``5``
-and ``"5"`` would be one agent once stored as text). It
-never raises, for any ``str`` or ``bytes``: whatever goes wrong while parsing (a malformed or
-too deeply nested text, an exhausted interpreter stack) gives an ``invalid`` line that keeps
-the text and says why in ``error``. It accepts the three discriminators found
-upstream: ``type`` (ours and the proxy's), ``event_type`` (the worker guide) and ``event``
-(the platform's lifecycle emitter), and the ``episode``/``step`` aliases of
-``episode_index``/``step_index``; a line without ``episode_index`` gets the index the
-platform's proxy reads (``metadata.episode_index``, else ``episode``). The result's ``data`` is
-normalised to our field names.
-
-:func:`validate_line` checks a parsed object strictly against the versioned schema (the
-pydantic models in :mod:`mosaic_sdk.telemetry.models`, from which
-``schema/telemetry.schema.json`` is generated) and returns the problems found.
-"""
+"""Reading telemetry: classify each stdout line of a worker, accept the upstream shapes."""
 
 from __future__ import annotations
 
@@ -147,7 +127,18 @@ def _too_deep(text: str) -> str:
 def classify_line(raw: str | bytes) -> TelemetryLine:
     """Classify one line (without its newline, or with it: trailing whitespace is ignored).
 
-    Never raises: see the module docstring.
+    Cheap (one ``json.loads``): tells a telemetry line (``lifecycle``, ``step``, ``episode``,
+    ``control_reply``) from library output (``log``: text that is not JSON) and from broken
+    telemetry (``invalid``: JSON that is not a telemetry object, text that starts like JSON but
+    does not parse or nests deeper than :data:`MAX_JSON_DEPTH`, or a step or episode line whose
+    ``agent_id`` is not a string: ``5`` and ``"5"`` would be one agent once stored as text).
+    Never raises, for any ``str`` or ``bytes``: whatever goes wrong while parsing gives an
+    ``invalid`` line that keeps the text and says why in ``error``. It accepts the three
+    discriminators found upstream: ``type`` (ours and the proxy's), ``event_type`` (the worker
+    guide) and ``event`` (the platform's lifecycle emitter), and the ``episode``/``step``
+    aliases of ``episode_index``/``step_index``; a line without ``episode_index`` gets the index
+    the platform's proxy reads (``metadata.episode_index``, else ``episode``). The result's
+    ``data`` is normalised to our field names.
     """
     if isinstance(raw, (bytes, bytearray, memoryview)):
         text = bytes(raw).decode("utf-8", errors="replace")

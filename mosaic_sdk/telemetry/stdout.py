@@ -1,10 +1,4 @@
-"""Keep a worker's telemetry stream clean of library prints.
-
-:func:`claim_stdout` takes the process's real stdout (file descriptor 1) for telemetry only
-and points fd 1, and ``sys.stdout``, somewhere else (stderr by default, or a log file), so a
-library that prints (or a C extension writing to fd 1) cannot corrupt the JSONL stream.
-Child processes started afterwards inherit the redirected fd 1, not the telemetry stream.
-"""
+"""Keep a worker's telemetry stream clean of library prints."""
 
 from __future__ import annotations
 

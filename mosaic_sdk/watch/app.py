@@ -96,7 +96,7 @@ def serve(
 ) -> None:
     """Serve the app until interrupted; ``announce`` gets the URL (with its token) once the
     socket listens."""
-    import uvicorn
+    import uvicorn  # optional dependency (the watch extra)
 
     loopback = is_loopback(host)
     app = create_app(store_path, token=token, loopback=loopback)

@@ -33,6 +33,7 @@ def chromium_path() -> str:
 def headless_chromium(executable: str | None = None) -> Iterator[Any]:
     """A Playwright ``Browser``: headless Chromium (``executable``, else
     :func:`chromium_path`) with :data:`CHROMIUM_FLAGS`; closed when the block ends."""
+    # optional dependency (the test extra): only for a browser check
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

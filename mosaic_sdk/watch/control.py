@@ -1,12 +1,4 @@
-"""The run page's pause/resume/stop buttons, sent through the runner's control client.
-
-The runner listens on ``control.sock`` in the run's directory (see
-:mod:`mosaic_sdk.runner.control.control_socket`). This module only adapts the runner's one client,
-:func:`mosaic_sdk.runner.control.control_client.send_command` (its checks of the socket's owner and
-mode and of the peer, and its way to reach a socket whose path is longer than ``AF_UNIX``
-allows), to the page: the three commands of the buttons, the call off the event loop, and a
-refusal reply instead of an exception. The page only shows the buttons when the socket exists.
-"""
+"""The run page's pause/resume/stop buttons, sent through the runner's control client."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
 """The routes of ``mosaic watch``: three pages, a JSON API over the store, the frame stream
 and the control endpoint.
-
-The pages are static files: they carry no run data, their scripts fetch it and set it with
-``textContent`` only. Every store problem (no file yet, unknown run, a locked or broken file)
-is a JSON ``{"error": ...}`` the page shows, with a 4xx/503 status, never a server error.
 """
 
 from __future__ import annotations

@@ -1,17 +1,4 @@
-"""Who may use ``mosaic watch``: the token, the Host and Origin checks, the response headers.
-
-- Bound to a loopback address (the default), pages and data need no token, but the request's
-  ``Host`` must be a loopback name (a web page elsewhere cannot reach the app by pointing a DNS
-  name at 127.0.0.1) and a WebSocket's ``Origin`` must be the app itself.
-- Bound to any other address, every request needs the token: ``?token=`` in the URL that
-  ``mosaic watch`` prints (then kept in a ``SameSite=Strict`` cookie), an ``X-Mosaic-Token``
-  header, or that cookie.
-- Control actions always need the token in the ``X-Mosaic-Token`` header (a cookie alone is
-  not enough: another site's form could send it).
-
-Every response carries a Content-Security-Policy that allows the app's own scripts only, so
-even text a worker wrote that slipped into the page could not run.
-"""
+"""Who may use ``mosaic watch``: the token, the Host and Origin checks, the response headers."""
 
 from __future__ import annotations
 

@@ -1,15 +1,4 @@
-"""The live FastLane stream of a run page: a WebSocket of JPEG frames with their HUD.
-
-Each binary message is ``4-byte big-endian header length | JSON header | JPEG bytes``; the
-header carries the frame's number, generation, size and HUD. Text messages are JSON status
-notes (``{"type": "status", "state": ..., "message": ...}``) that the page shows as they come:
-no FastLane segment yet, the segment closed, its writer gone, the frame size changed.
-
-Flow control: the page acknowledges each frame it has drawn (a text message ``"ack"``); the
-server keeps at most :data:`CREDITS` frames unacknowledged and sends at most ``fps`` (<= 30)
-frames a second, always the newest one. A slow viewer gets fewer, fresher frames instead of a
-growing queue, and a viewer costs nothing while the writer publishes nothing.
-"""
+"""The live FastLane stream of a run page: a WebSocket of JPEG frames with their HUD."""
 
 from __future__ import annotations
 
@@ -45,7 +34,7 @@ STALL_SECONDS = 1.0
 
 def encode_jpeg(frame: FastLaneFrame, quality: int = JPEG_QUALITY) -> bytes:
     """JPEG bytes of a frame (gray stays gray; RGBA loses its alpha: JPEG has none)."""
-    from PIL import Image
+    from PIL import Image  # optional dependency (the watch extra)
 
     mode = {1: "L", 3: "RGB", 4: "RGBA"}[frame.channels]
     image = Image.frombuffer(mode, (frame.width, frame.height), frame.data, "raw", mode, 0, 1)

@@ -1,18 +1,5 @@
-"""The sweep pages of ``mosaic watch``: the sweeps of the store, and one sweep's trials live.
-
-Read through the sweeps' own read API (:class:`~mosaic_sdk.sweeps.store.SweepStore` on a
-read-only :class:`~mosaic_sdk.runner.storage.store.RunStore`), like ``mosaic sweeps show``:
-
-- ``GET /api/sweeps``: every sweep, newest first, with its counts and best value;
-- ``GET /api/sweeps/{id}``: the sweep, its objectives and parameters, and each trial's last
-  attempt by trial number (state, parameters, objective values, the step at which a pruned
-  trial stopped, its run), the Pareto front of a sweep with several objectives and the
-  best-so-far curve;
-- ``GET /api/sweeps/{id}/importance``: Optuna's parameter importance on the study rebuilt from
-  the stored trials, as ``mosaic sweep --resume`` rebuilds it
-  (:class:`~mosaic_sdk.sweeps.search.OptunaSource`), evaluated with PED-ANOVA, the evaluator
-  that needs nothing beyond Optuna (fANOVA, Optuna's default, and mean decrease impurity need
-  scikit-learn). With too few finished parameter sets it says so instead.
+"""The sweep pages of ``mosaic watch`` and their JSON routes (``/api/sweeps``, ``/api/sweeps/{id}``,
+``/api/sweeps/{id}/importance``), read through the sweeps' read API.
 """
 
 from __future__ import annotations
@@ -281,6 +268,7 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
     import optuna
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
+    # optional dependency (the search extra): only for importance
     from mosaic_sdk.sweeps.search import OptunaSource
 
     names = list(spec.space)

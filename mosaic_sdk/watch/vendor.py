@@ -1,18 +1,5 @@
-"""The chart libraries of ``mosaic watch``, fetched from the npm registry when the SDK is built,
-checked against their pinned sha512, and shipped in ``static/vendor/`` with their licences:
-
-- uPlot (MIT): the line charts (series, curves, the sweep page's best-so-far curve);
-- Apache ECharts (Apache-2.0): the sweep page's parallel coordinates and importance bars.
-
-The files are not in the repository: the wheel and editable builds (``setup.py``'s
-``build_py``: :func:`ensure_all`), ``scripts/vendor-uplot``, ``scripts/vendor-echarts``,
-``scripts/test`` and ``scripts/demo`` fetch them before anything else. A build without the
-network fails with one message that says so; ``MOSAIC_UPLOT_TARBALL=PATH`` and
-``MOSAIC_ECHARTS_TARBALL=PATH`` point it at tarballs fetched elsewhere (``npm pack
-uplot@VERSION``, ``npm pack echarts@VERSION``), checked against the same digests.
-
-This module uses the standard library only: ``setup.py`` loads it by its path, before any of
-the SDK's dependencies are installed.
+"""The chart libraries of ``mosaic watch`` (uPlot, ECharts), fetched from npm when the SDK is
+built, checked against their pinned sha512. Standard library only: ``setup.py`` loads it by path.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ from mosaic_sdk.shm.segment import segment_exists, unlink_segment
 class Segments:
     """Hands out segment names and child processes; cleans both up after the test."""
 
+    #: How long a child process has to end by itself before it is killed.
+    join_timeout = 2.0
+
     def __init__(self) -> None:
         self.names: list[str] = []
         self.processes: list = []
@@ -30,7 +33,7 @@ class Segments:
 
     def cleanup(self) -> list[str]:
         for p in self.processes:
-            p.join(2.0)
+            p.join(self.join_timeout)
             if p.is_alive():
                 os.kill(p.pid, signal.SIGKILL)
                 p.join(2.0)

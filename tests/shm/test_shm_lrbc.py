@@ -31,6 +31,7 @@ from mosaic_sdk.shm.segment import segment_exists, unlink_segment
 from mosaic_sdk.shm.sync import PeerGoneError
 from mosaic_sdk.shm.transport import SharedMemoryTransport
 from mosaic_sdk.shm.vector_env import ShmVectorEnv
+from tests.shm.conftest import Segments
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "schema" / "lrbc_layout.json"
@@ -177,14 +178,15 @@ def c_engine_binary(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return binary
 
 
-class Engines:
+class Engines(Segments):
     """Starts C engines and names lrbc segments; kills, reaps and unlinks everything after."""
 
+    join_timeout = 5.0
+
     def __init__(self, binary: pathlib.Path | None = None) -> None:
+        super().__init__()
         self.binary = binary
-        self.names: list[str] = []
         self.popens: list[subprocess.Popen] = []
-        self.processes: list = []
 
     def name(self) -> str:
         name = f"LuckyEngine_test{os.getpid()}_{secrets.token_hex(4)}"
@@ -200,10 +202,6 @@ class Engines:
         assert p.stdout.readline().split() == ["ready", str(p.pid)]
         return p
 
-    def track(self, process):  # noqa: ANN001 - multiprocessing.Process
-        self.processes.append(process)
-        return process
-
     def cleanup(self) -> list[str]:
         for p in self.popens:
             if p.poll() is None:
@@ -213,15 +211,7 @@ class Engines:
                 except subprocess.TimeoutExpired:
                     p.kill()
             p.wait()
-        for proc in self.processes:
-            proc.join(5.0)
-            if proc.is_alive():
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.join(2.0)
-        leaked = [n for n in self.names if segment_exists(n)]
-        for n in self.names:
-            unlink_segment(n)
-        return leaked
+        return super().cleanup()
 
 
 @pytest.fixture

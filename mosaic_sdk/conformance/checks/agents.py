@@ -1,10 +1,5 @@
 """Agents (workers that declare ``max_agents > 1``): every line names a declared agent, the
 counts per agent add up, and each agent has its own FastLane stream when FastLane is on.
-
-A multi-agent run declares its agents in ``run_started`` (``payload.agents``, a list of
-agent ids; the order numbers their FastLane streams) and reports the counts per agent in
-``run_completed`` (``payload.agents``: ``{agent_id: {"episodes", "steps", "total_reward"}}``)
-and, when it writes ``analytics.json``, in its ``extra.agents``.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def job_descriptor(subject: WorkerSubject) -> str | None:
 )
 def json_schema_valid(subject: WorkerSubject) -> str | None:
     try:
-        import jsonschema
+        import jsonschema  # optional dependency (the conformance extra)
     except ImportError:
         raise CheckSkipped(
             "jsonschema is not installed (pip install 'mosaic-worker-sdk[conformance]')"

@@ -1,16 +1,4 @@
-"""The control protocol (when claimed): pause/resume, stop, interactive replay, bad commands.
-
-Each check drives the worker over its stdin with a :class:`~mosaic_sdk.control.session.Session`
-started from the same prepared launch as the recorded runs (run directory, config file,
-launch command, environment) and supervised like them and like ``mosaic run``, by
-:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`
-(:func:`~mosaic_sdk.runner.supervision.session_lifecycle.launch_session`): when a check ends its
-session, the worker's whole process tree ends (setsid() descendants included), its
-``mosaic_run_cleanup`` is called, and its stderr is in the suite's logs. They apply to workers
-that declare ``control_protocol``; the
-pause check also needs ``supports_pause_resume``, the interactive check a config that accepts
-``"mode": "interactive"``.
-"""
+"""The control protocol (when claimed): pause/resume, stop, interactive replay, bad commands."""
 
 from __future__ import annotations
 

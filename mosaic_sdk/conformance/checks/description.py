@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
+from packaging.version import InvalidVersion, Version
+
 from mosaic_sdk.conformance.registry import PLATFORM, SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
 from mosaic_sdk.conformance.subject import WorkerSubject
@@ -49,7 +52,6 @@ def metadata_valid(subject: WorkerSubject) -> str | None:
     levels=(SDK,),
 )
 def version_pep440(subject: WorkerSubject) -> str | None:
-    from packaging.version import InvalidVersion, Version
 
     meta, _ = subject.description()
     version = meta.version  # type: ignore[attr-defined]
@@ -68,7 +70,6 @@ def version_pep440(subject: WorkerSubject) -> str | None:
     levels=(SDK,),
 )
 def license_spdx(subject: WorkerSubject) -> str | None:
-    from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
 
     meta, _ = subject.description()
     text = meta.license  # type: ignore[attr-defined]

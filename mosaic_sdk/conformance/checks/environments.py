@@ -66,6 +66,7 @@ def _close(env: Any) -> None:
 
 
 def _check_env(env: Any) -> list[str]:
+    # gymnasium only when an env is checked (pytest start-up)
     from gymnasium.utils.env_checker import check_env
 
     with warnings.catch_warnings(record=True) as caught:

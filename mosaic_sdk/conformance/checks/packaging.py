@@ -1,12 +1,4 @@
-"""Packaging: the worker's distribution builds a wheel that declares its entry point.
-
-The source tree is found through the installed distribution's ``direct_url.json`` (an
-editable or local-directory install). The wheel is built with ``pip wheel --no-deps``,
-without build isolation when the build requirements are already installed (fast, offline),
-with it otherwise. A worker installed from a wheel or an index has no source here: its
-installed metadata is checked instead. Set ``MOSAIC_CONFORMANCE_SKIP_PACKAGING=1`` (or
-deselect with ``-k "not packaging"``) to skip the build, which takes a few seconds.
-"""
+"""Packaging: the worker's distribution builds a wheel that declares its entry point."""
 
 from __future__ import annotations
 
@@ -18,6 +10,8 @@ import tempfile
 import zipfile
 from importlib import metadata as importlib_metadata
 from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
 
 from mosaic_sdk.conformance.config_source import source_directory, tomllib
 from mosaic_sdk.conformance.registry import SDK, conformance_check
@@ -31,7 +25,6 @@ BUILD_TIMEOUT = 300
 
 def build_requirements_met(source: Path) -> bool:
     """Whether every ``[build-system] requires`` of ``source`` is installed here."""
-    from packaging.requirements import InvalidRequirement, Requirement
 
     pyproject = source / "pyproject.toml"
     if not pyproject.is_file():

@@ -1,16 +1,4 @@
-"""The stand-in's ``gym_gui.config.paths``: the platform's ``var`` tree, per user.
-
-The platform keeps its writable files in ``var/`` beside its checkout and has no variable to
-move it. Without the GUI there is no checkout, so the stand-in roots the same tree at
-``<mosaic home>/var``: ``$MOSAIC_HOME/var`` when ``MOSAIC_HOME`` is set, else the user's data
-directory (``~/.local/share/mosaic/var`` on Linux; see :func:`mosaic_sdk.home.mosaic_home`).
-Below it the layout is the platform's: ``trainer/runs/<run_id>/`` for a run's artifacts and
-``analytics.json``, ``trainer/evals``, ``logs``, ``telemetry``, ``operators/telemetry``, ...
-
-The paths are computed once, when the module is first imported. Nothing is created until
-:func:`ensure_var_directories` is called. The platform's paths into its own checkout
-(``CLEANRL_SCRIPTS_DIR``, ``XUANCE_SCRIPTS_DIR``) have no meaning here and are not provided.
-"""
+"""The stand-in's ``gym_gui.config.paths``: the platform's ``var`` tree, per user."""
 
 from __future__ import annotations
 

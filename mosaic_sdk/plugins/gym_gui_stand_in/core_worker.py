@@ -1,20 +1,4 @@
-"""The stand-in's ``gym_gui.core.worker``: every name the platform's module exports, working.
-
-* ``WorkerMetadata``, ``WorkerCapabilities``, ``WorkerConfig``, ``WorkerRuntime``
-  (:mod:`~mosaic_sdk.plugins.gym_gui_stand_in.worker_protocol`);
-* ``TelemetryEmitter``, ``LifecycleEvent``, ``LifecycleEventType``: the platform's lifecycle
-  lines, written by the SDK's emitter
-  (:mod:`~mosaic_sdk.plugins.gym_gui_stand_in.worker_telemetry`);
-* ``WorkerAnalyticsManifest`` with ``ArtifactsMetadata``, ``TensorBoardMetadata``,
-  ``WandBMetadata``, ``CheckpointMetadata``: the platform's ``analytics.json``
-  (:mod:`~mosaic_sdk.plugins.gym_gui_stand_in.worker_analytics`);
-* ``WorkerCLI``, ``load_worker_config_from_file``, ``extract_worker_config``: the platform's
-  flags, flat and nested configs (:mod:`~mosaic_sdk.plugins.gym_gui_stand_in.worker_cli`);
-* ``WorkerDiscovery``, ``discover_workers``, ``DiscoveredWorker``, ``WORKER_ENTRY_POINT_GROUP``
-  (:mod:`~mosaic_sdk.plugins.gym_gui_stand_in.worker_discovery`).
-
-Standard library only until an emitter is made (then :mod:`mosaic_sdk.telemetry`).
-"""
+"""The stand-in's ``gym_gui.core.worker``: every name the platform's module exports, working."""
 
 from __future__ import annotations
 

@@ -1,18 +1,4 @@
-"""The stand-in's ``gym_gui.fastlane.buffer``: the SDK's FastLane ring under the platform's names.
-
-``FastLaneWriter``, ``FastLaneReader``, ``FastLaneConfig``, ``FastLaneMetrics``,
-``FastLaneFrame`` and ``create_fastlane_name`` are the SDK's (:mod:`mosaic_sdk.fastlane`):
-segments in the deployed version-1 layout, which the platform's GUI reads. What differs from
-the platform's module, on purpose:
-
-* ``FastLaneConfig.capacity`` defaults to the SDK's 4 slots, not 128 (only the newest frame is
-  ever read); ``FastLaneWriter.create(run_id, config, capacity=N)`` still takes the platform's
-  keyword, clamped to the SDK's 2..1024;
-* a stale segment left by a crashed run is replaced; one of a live writer raises
-  ``FastLaneBusyError`` instead of being attached to;
-* ``FastLaneBase(shm)`` (what a worker uses to flag a segment it found as invalidated) sets the
-  flag with an atomic OR on the flags word, never by rewriting the header.
-"""
+"""The stand-in's ``gym_gui.fastlane.buffer``: the SDK's FastLane ring by the platform's names."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
 """The meta-path finder that provides the ``gym_gui`` names a worker imports when ``gym_gui``
 is absent.
-
-Each served name is a fresh module holding the public names of one module of this package
-(its *content*): classes and functions keep their identity however they are reached, and no
-``gym_gui`` name is ever written into ``sys.modules`` outside a served import.
 """
 
 from __future__ import annotations

@@ -1,21 +1,5 @@
 """The stand-in's ``gym_gui.logging_config.log_constants``: ``LogConstant`` and every
 ``LOG_*`` name, made when first read.
-
-The platform defines several hundred constants (a code such as ``LOG401``, a level, a message,
-a component and subcomponent, tags); its workers import about a hundred of them. The stand-in
-does not carry that catalogue. Instead, reading any ``LOG_<WORDS>`` name (``from ... import
-LOG_WORKER_XUANCE_RUNTIME_STARTED`` included) makes a :class:`LogConstant` once and keeps it,
-so the same name is always the same object:
-
-* ``code``: the name itself (the platform's numeric codes are not known here);
-* ``level``: ``"ERROR"`` when a word is ERROR, FAILED, FAILURE or EXCEPTION, ``"WARNING"`` for
-  WARNING, WARN, DEFAULTED, FALLBACK, SKIPPED, TIMEOUT, ``"DEBUG"`` for DEBUG, else ``"INFO"``;
-* ``component`` / ``subcomponent``: ``"Worker"`` and the worker's name for
-  ``LOG_WORKER_<NAME>_...`` and ``LOG_MOSAIC_WORKER_<NAME>_...``, else the first two words;
-* ``message``: the remaining words in lower case (``"runtime started"``);
-* ``tags``: the words in lower case.
-
-Any other name is an ``AttributeError`` (an ``ImportError`` for ``from ... import``).
 """
 
 from __future__ import annotations

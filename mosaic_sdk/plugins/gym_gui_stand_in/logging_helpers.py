@@ -1,11 +1,4 @@
-"""The stand-in's ``gym_gui.logging_config.helpers``: ``log_constant`` and ``LogConstantMixin``.
-
-``log_constant(logger, constant, message=None, extra=None, exc_info=None)`` logs at the
-constant's level the text ``"<code> <message>"`` (``"<code> <message> | <detail>"`` when
-``message`` is given), with ``log_code``, ``component``, ``subcomponent`` and ``tags``
-(comma-joined) as extra record fields, plus ``extra``; keys a ``LogRecord`` reserves
-(``name``, ``msg``, ``message``, ...) are left out of ``extra`` instead of raising.
-"""
+"""The stand-in's ``gym_gui.logging_config.helpers``: ``log_constant`` and ``LogConstantMixin``."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""The stand-in's ``gym_gui.logging_config``: ``configure_logging``.
-
-``configure_logging(level=INFO, *, stream=True, log_to_file=True, force=False)`` gives the root
-logger a handler on stderr (``stream``; never stdout, which carries the telemetry) and one
-appending to ``<var>/logs/gym_gui.log`` (``log_to_file``; see
-:mod:`~mosaic_sdk.plugins.gym_gui_stand_in.config_paths`), at ``level``. A second call with the
-same choice of handlers only changes the level; ``force`` or another choice replaces the
-handlers this function installed (never anyone else's). ``log_constants`` and ``helpers`` are
-served as its submodules.
-"""
+"""The stand-in's ``gym_gui.logging_config``: ``configure_logging``."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
 """The stand-in's ``gym_gui.services.trainer.proto.trainer_pb2``: the two protobuf messages of
 the trainer daemon's ``RegisterWorker`` call, the only part of its gRPC service the platform's
 workers use (CleanRL's ``--grpc`` handshake).
-
-The platform's trainer service is ``gymgui.trainer.TrainerService``. Its messages, as this
-module builds them (protocol buffers, proto3):
-
-* ``RegisterWorkerRequest``: ``run_id`` (1, string), ``worker_id`` (2, string),
-  ``worker_kind`` (3, string), ``proto_version`` (4, string), ``schema_id`` (5, string),
-  ``schema_version`` (6, uint32), ``supports_pause`` (7, bool), ``supports_checkpoint``
-  (8, bool);
-* ``RegisterWorkerResponse``: ``accepted_version`` (1, string), ``session_token`` (2, string).
-
-Same package, names and field numbers, so the bytes are the ones a running trainer daemon
-reads and writes. The descriptors live in a pool of their own. Needs ``protobuf``, which
-comes with ``grpcio-tools`` / ``tensorboard``; without it importing this module raises
-``ModuleNotFoundError`` naming ``google.protobuf``, as the platform's generated module would.
-The rest of the trainer service (runs, telemetry streams, control) belongs to the GUI and is
-not provided.
 """
 
 from __future__ import annotations

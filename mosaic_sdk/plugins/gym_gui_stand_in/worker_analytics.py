@@ -1,19 +1,4 @@
-"""The platform's ``analytics.json`` manifest, as the stand-in's ``gym_gui.core.worker`` gives it.
-
-This is the platform GUI's file (``var/trainer/runs/<run_id>/analytics.json``), not the SDK's
-own run manifest (:mod:`mosaic_sdk.analytics`): the platform's workers write it, its GUI reads
-it for analytics tabs and artifact links. The layout::
-
-    {"run_id": ..., "worker_type": ...,
-     "artifacts": {"tensorboard": {log_dir, enabled, port, url},
-                   "wandb": {project, entity, run_id, run_name, url, enabled},
-                   "checkpoints": {directory, format, files, best_checkpoint, final_checkpoint},
-                   "logs_dir": ..., "videos_dir": ...},
-     "metadata": {...}}
-
-Each artifact key appears only when set; the file is JSON indented by two spaces. ``save``
-writes it through a temporary file and a rename, so a reader never sees half a file.
-"""
+"""The platform's ``analytics.json`` manifest, as the stand-in's ``gym_gui.core.worker`` has it."""
 
 from __future__ import annotations
 

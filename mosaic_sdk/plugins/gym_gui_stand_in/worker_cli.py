@@ -1,16 +1,11 @@
 """The platform's worker command line and config loading, as the stand-in's
 ``gym_gui.core.worker`` gives them: ``WorkerCLI``, ``extract_worker_config`` and
 ``load_worker_config_from_file``.
-
-``WorkerCLI.create_base_parser`` has the platform's flags: ``--config PATH`` (required),
-``-v/--verbose``, ``--dry-run``, ``--worker-id``, and the reserved ``--grpc`` and
-``--grpc-target`` (default ``127.0.0.1:50055``). Configs are read flat or nested under
-``metadata.worker.config`` (:func:`mosaic_sdk.job_descriptor.unwrap_job_descriptor`, the SDK's
-one reader of that shape). Logging goes to stderr: stdout carries the telemetry.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 from collections.abc import Mapping
@@ -61,7 +56,6 @@ class WorkerCLI:
 
     @staticmethod
     def create_base_parser(prog: str, description: str) -> argparse.ArgumentParser:
-        import argparse
 
         parser = argparse.ArgumentParser(
             prog=prog,

@@ -1,15 +1,4 @@
-"""The platform's worker discovery API, as the stand-in's ``gym_gui.core.worker`` gives it.
-
-:class:`WorkerDiscovery` reads the ``mosaic.workers`` entry points, calls each one's factory
-and keeps the workers whose factory returns a ``(WorkerMetadata, WorkerCapabilities)`` pair of
-the stand-in's own classes, as the platform keeps only its own. A worker that fails to load,
-returns anything else, or repeats a name already found is logged as an error and skipped: one
-broken plugin never hides the others, and a duplicate never replaces the first worker. A
-``worker_type`` that differs from the entry-point name is a warning (the entry-point name is
-the id), as on the platform.
-
-This is the API platform code calls; the SDK's own discovery is :mod:`mosaic_sdk.plugins`.
-"""
+"""The platform's worker discovery API, as the stand-in's ``gym_gui.core.worker`` gives it."""
 
 from __future__ import annotations
 
@@ -87,6 +76,7 @@ class WorkerDiscovery:
         if force_reload:
             self.clear_cache()
         if not self._loaded:
+            # only when workers are listed (the stand-in's import stays light)
             from importlib.metadata import entry_points
 
             for ep in entry_points(group=WORKER_ENTRY_POINT_GROUP):

@@ -1,13 +1,5 @@
 """The stand-in's ``TelemetryEmitter``: the platform's lifecycle methods, lines written by the
 SDK's emitter.
-
-Each line carries the platform's four fields exactly as its emitter writes them (``event``,
-``payload``, ``run_id``, ``timestamp`` in unix seconds; compact, keys sorted, one line per
-event, flushed at once) plus the SDK's ``schema_version``, ``seq``, ``ts_unix_ns`` and
-``type: "lifecycle"``. Payload values the platform's emitter cannot encode (numpy scalars and
-arrays) are encoded instead of crashing. With a ``logger``, an event given a log ``constant``
-is also logged through :func:`~mosaic_sdk.plugins.gym_gui_stand_in.logging_helpers.log_constant`
-with the run id and payload as extra fields, as the platform does.
 """
 
 from __future__ import annotations

@@ -1,11 +1,4 @@
-"""The client side of a run's control socket (``mosaic control`` and other programs).
-
-:func:`send_command` checks the socket before it trusts it (a Unix socket, owned by this user,
-not open to group or others, in a directory of this user), connects, checks that the process
-at the other end runs as this user too, sends one request line and returns the one reply line
-(see :mod:`mosaic_sdk.runner.control.control_socket`). Everything that stops it is a
-:class:`ControlClientError` whose ``code`` names the case and whose message says what to do.
-"""
+"""The client side of a run's control socket (``mosaic control`` and other programs)."""
 
 from __future__ import annotations
 

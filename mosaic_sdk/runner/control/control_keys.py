@@ -1,12 +1,4 @@
-"""Keys of the live view of ``mosaic run``: p pause/resume, c checkpoint, s stop.
-
-:class:`KeyReader` reads single key presses from a terminal (its stdin, put in cbreak mode
-while the run lasts and restored after, whatever happens) on a thread of its own and sends the
-matching command through the run's :class:`~mosaic_sdk.runner.control.control_relay.ControlRelay`
-(the same path as the control socket). What came back is kept as one line in
-:attr:`KeyReader.note`, which the live view shows under :data:`KEYS_HELP`. The supervisor only
-makes a reader when stdin is a terminal (never for a pipe or a file).
-"""
+"""Keys of the live view of ``mosaic run``: p pause/resume, c checkpoint, s stop."""
 
 from __future__ import annotations
 
@@ -34,7 +26,14 @@ def describe_reply(reply: dict[str, Any]) -> str:
 
 
 class KeyReader:
-    """Key presses on ``fd`` (a terminal) to commands (see the module docstring)."""
+    """Key presses on ``fd`` (a terminal) to commands.
+
+    Reads single key presses (the terminal in cbreak mode while the run lasts, restored after,
+    whatever happens) on a thread of its own and sends the matching command through the run's
+    :class:`ControlRelay`, the same path as the control socket. What came back is kept as one
+    line in :attr:`note`, which the live view shows under :data:`KEYS_HELP`. The supervisor only
+    makes a reader when stdin is a terminal (never for a pipe or a file).
+    """
 
     def __init__(self, fd: int, relay: ControlRelay) -> None:
         self.fd = fd
@@ -47,7 +46,7 @@ class KeyReader:
         self._thread = threading.Thread(target=self._run, name="control-keys", daemon=True)
 
     def start(self) -> KeyReader:
-        import termios
+        import termios  # POSIX only, and only for a terminal
         import tty
 
         with contextlib.suppress(termios.error, OSError):
@@ -97,7 +96,7 @@ class KeyReader:
         for fd in (self._stop_r, self._stop_w):
             os.close(fd)
         if self._saved is not None:
-            import termios
+            import termios  # POSIX only, and only for a terminal
 
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)

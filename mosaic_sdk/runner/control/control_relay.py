@@ -1,20 +1,4 @@
-"""Commands to a running worker and its replies: the runner's half of the control protocol.
-
-A worker that claims ``control_protocol=1`` (:class:`~mosaic_sdk.contract.WorkerCapabilities`)
-reads one JSON command a line on its stdin and answers each with one ``control_reply`` line on
-stdout. :class:`ControlRelay` is the runner's side of that dialogue, shared by the control
-socket (:mod:`mosaic_sdk.runner.control.control_socket`) and the keys of the live view:
-
-- :meth:`ControlRelay.request` checks a request (``{"cmd": "pause"}``, optionally ``"id"`` and
-  arguments), assigns an id when it has none, writes ``{"v": 1, "id": ..., "cmd": ...}`` to the
-  worker's stdin (:class:`~mosaic_sdk.runner.supervision.stdin.WorkerStdin`: serialized, never
-  blocking for long), and waits up to :data:`REPLY_TIMEOUT` seconds for the reply with that id.
-- :meth:`ControlRelay.on_reply` is called by the ingest for every ``control_reply`` line it
-  reads (the line is stored like any other; the relay only looks at it).
-- Whatever goes wrong, the caller gets one reply in the wire's shape: the worker's own, or
-  one made by the runner (:func:`runner_error`, ``"source": "runner"``) whose ``error`` says
-  what was wrong and how to fix it (codes in :data:`ERROR_CODES`).
-"""
+"""Commands to a running worker and its replies: the runner's half of the control protocol."""
 
 from __future__ import annotations
 
@@ -74,7 +58,23 @@ class _Pending:
 
 
 class ControlRelay:
-    """One run's command channel (see the module docstring). Thread-safe."""
+    """One run's command channel. Thread-safe.
+
+    A worker that claims ``control_protocol=1`` (:class:`~mosaic_sdk.contract.WorkerCapabilities`)
+    reads one JSON command a line on its stdin and answers each with one ``control_reply`` line on
+    stdout. :class:`ControlRelay` is the runner's side of that dialogue, shared by the control
+    socket (:mod:`mosaic_sdk.runner.control.control_socket`) and the keys of the live view:
+
+    - :meth:`ControlRelay.request` checks a request (``{"cmd": "pause"}``, optionally ``"id"`` and
+      arguments), assigns an id when it has none, writes ``{"v": 1, "id": ..., "cmd": ...}`` to the
+      worker's stdin (:class:`~mosaic_sdk.runner.supervision.stdin.WorkerStdin`: serialized, never
+      blocking for long), and waits up to :data:`REPLY_TIMEOUT` seconds for the reply with that id.
+    - :meth:`ControlRelay.on_reply` is called by the ingest for every ``control_reply`` line it
+      reads (the line is stored like any other; the relay only looks at it).
+    - Whatever goes wrong, the caller gets one reply in the wire's shape: the worker's own, or
+      one made by the runner (:func:`runner_error`, ``"source": "runner"``) whose ``error`` says
+      what was wrong and how to fix it (codes in :data:`ERROR_CODES`).
+    """
 
     def __init__(
         self,

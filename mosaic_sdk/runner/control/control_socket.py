@@ -1,19 +1,4 @@
-"""The per-run control socket: ``control.sock`` in the run's directory.
-
-:class:`ControlServer` listens on a Unix socket in the run directory (made ``0700`` by
-:mod:`mosaic_sdk.runner.storage.private`; the socket itself is ``0600``), so only the owner of
-the run reaches it. A client connects, writes one JSON line (``{"cmd": "pause"}``, optionally
-``"id"`` and arguments) and reads one JSON line back: the reply of
-:meth:`~mosaic_sdk.runner.control.control_relay.ControlRelay.request`. Each connection is served by
-a short thread of its own (at most :data:`MAX_CLIENTS` at once; more get ``busy``). A peer of
-another user (root included) is refused with ``permission_denied`` (``SO_PEERCRED``). The
-socket is removed when the server closes (:meth:`ControlServer.close`, called in the run's
-``finally``: a run that fails removes it too; only a runner killed with SIGKILL leaves it, and
-a client then gets "connection refused", see :mod:`mosaic_sdk.runner.control.control_client`).
-
-Unix socket paths are limited to about 100 bytes; a longer run directory is reached through
-``/proc/self/fd`` (Linux) by :func:`socket_address`.
-"""
+"""The per-run control socket: ``control.sock`` in the run's directory."""
 
 from __future__ import annotations
 
@@ -48,7 +33,11 @@ class ControlSocketError(OSError):
 
 @contextlib.contextmanager
 def socket_address(path: Path) -> Iterator[str]:
-    """An address for ``path`` short enough for ``bind``/``connect`` (see the docstring)."""
+    """An address for ``path`` short enough for ``bind``/``connect``.
+
+    Unix socket paths are limited to about 100 bytes; a longer one is reached through
+    ``/proc/self/fd`` (Linux).
+    """
     raw = os.fsencode(path)
     if len(raw) <= _MAX_UNIX_PATH:
         yield str(path)
@@ -86,7 +75,18 @@ def _check_dir(run_dir: Path) -> None:
 
 
 class ControlServer:
-    """Serves one run's control socket (see the module docstring)."""
+    """Serves one run's control socket.
+
+    Listens on a Unix socket in the run directory (made ``0700``; the socket itself is
+    ``0600``), so only the owner of the run reaches it. A client connects, writes one JSON line
+    (``{"cmd": "pause"}``, optionally ``"id"`` and arguments) and reads one JSON line back: the
+    reply of :meth:`ControlRelay.request`. Each connection is served by a short thread of its
+    own (at most :data:`MAX_CLIENTS` at once; more get ``busy``). A peer of another user (root
+    included) is refused with ``permission_denied`` (``SO_PEERCRED``). The socket is removed
+    when the server closes (:meth:`close`, called in the run's ``finally``: a run that fails
+    removes it too; only a runner killed with SIGKILL leaves it, and a client then gets
+    "connection refused").
+    """
 
     def __init__(self, run_dir: Path, relay: ControlRelay) -> None:
         self.path = Path(run_dir) / SOCKET_NAME

@@ -1,10 +1,4 @@
-"""Everything of one run's control channel, for the supervisor: relay, socket and keys.
-
-:class:`RunControl` is made before the worker starts, :meth:`RunControl.attach` connects it to the
-started :class:`~mosaic_sdk.runner.supervision.process.WorkerProcess`, :meth:`RunControl.end` says
-the run is over (waiting commands get ``run_not_running``) and :meth:`RunControl.close` removes the
-socket and gives the terminal back; ``close`` runs in the supervisor's ``finally``.
-"""
+"""Everything of one run's control channel, for the supervisor: relay, socket and keys."""
 
 from __future__ import annotations
 
@@ -29,7 +23,13 @@ def claimed_protocol(handle: WorkerHandle) -> int | None:
 
 
 class RunControl:
-    """One run's control channel (see the module docstring)."""
+    """One run's control channel: relay, socket and keys.
+
+    Made before the worker starts; :meth:`attach` connects it to the started worker process,
+    :meth:`end` says the run is over (waiting commands get ``run_not_running``) and
+    :meth:`close` removes the socket and gives the terminal back; ``close`` runs in the
+    supervisor's ``finally``.
+    """
 
     def __init__(
         self,

@@ -19,6 +19,7 @@ def algorithm_table(
     """One row per registered algorithm: name, module, source, whether it runs here and why
     not, missing modules, its number of ``algo_params`` (see
     :func:`mosaic_worker_cleanrl.registry.algorithm_table`)."""
+    # start-up time: discovery imports this module
     from mosaic_worker_cleanrl.registry import algorithm_table as table
 
     return table(cleanrl_path, gym_compat)
@@ -26,6 +27,7 @@ def algorithm_table(
 
 def algo_params_schemas(cleanrl_path: str | None = None) -> dict[str, dict[str, Any]]:
     """``{algo: JSON Schema of its algo_params}``, read from each script's own arguments."""
+    # start-up time: discovery imports this module
     from mosaic_worker_cleanrl.registry import algo_params_schemas as schemas
 
     return schemas(cleanrl_path)
@@ -33,6 +35,7 @@ def algo_params_schemas(cleanrl_path: str | None = None) -> dict[str, dict[str, 
 
 def __getattr__(name: str) -> Any:
     if name == "CleanRLConfig":
+        # start-up time: discovery imports this module
         from mosaic_worker_cleanrl.config import CleanRLConfig
 
         return CleanRLConfig

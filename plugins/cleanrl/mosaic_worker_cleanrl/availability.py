@@ -96,7 +96,7 @@ def _atari_checks(default_env: str | None) -> list[str]:
         return ["Atari envs need ale_py (pip install ale-py; 0.9 and later ship the ROMs)"]
     if not default_env:
         return []
-    import gymnasium
+    import gymnasium  # gymnasium and ALE only when a default env is checked (start-up time)
 
     from mosaic_worker_cleanrl.gym_compat import register_ale_envs
 
@@ -109,7 +109,7 @@ def _atari_checks(default_env: str | None) -> list[str]:
     if game is None:
         return []
     try:
-        from ale_py import roms
+        from ale_py import roms  # optional dependency
     except ImportError:
         return []
     get_rom_path = getattr(roms, "get_rom_path", None)
@@ -215,6 +215,7 @@ def save_model_support(
     script has that argument)."""
     if not has_save_model:
         return SaveModel(supported=False)
+    # gymnasium only when asked (start-up time)
     from mosaic_worker_cleanrl.upstream_video import video_available
 
     problems = save_model_problems(path, import_root)

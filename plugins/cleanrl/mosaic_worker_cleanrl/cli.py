@@ -102,6 +102,7 @@ def _check_policy(config: CleanRLConfig, path: Path) -> None:
         raise ValueError(f"policy_path {str(path)!r}: {exc}") from None
     if config.mode != "policy_eval":
         return  # resume_training checks against the script's own envs
+    # torch only when a policy is checked (start-up time)
     from mosaic_worker_cleanrl.agents.spaces import check_fits
 
     env_id = eval_env_id(config, policy)

@@ -17,6 +17,7 @@ from typing import Any
 import gymnasium
 
 from mosaic_worker_cleanrl.curriculum_schedule import CurriculumStage, ScheduleProgress
+from mosaic_worker_cleanrl.env_families import register_env_families, wrap_observations
 
 CURRICULUM_ENV_ID = "mosaic/Curriculum-v0"
 
@@ -33,7 +34,6 @@ def make_stage_env(
 def check_stage_spaces(stages: list[CurriculumStage], make: Callable[..., Any]) -> None:
     """Raise ``ValueError`` unless every stage has the first stage's spaces (as the agent
     sees them: MiniGrid's image, not its per-level mission text)."""
-    from mosaic_worker_cleanrl.env_families import register_env_families, wrap_observations
 
     register_env_families()
     first: tuple[Any, Any] | None = None

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mosaic_worker_cleanrl.curriculum_env import register_curriculum
 from mosaic_worker_cleanrl.curriculum_schedule import CurriculumStage, ScheduleProgress
 
 #: The variable that names the stage file in an env subprocess's environment.
@@ -69,7 +70,6 @@ class RemoteProgress:
 
 def register_remote(path: str | Path, make: Callable[..., Any]) -> Callable[[], None]:
     """Register the curriculum env id in this (env sub)process, reading ``path``."""
-    from mosaic_worker_cleanrl.curriculum_env import register_curriculum
 
     return register_curriculum(RemoteProgress(Path(path)), make)  # type: ignore[arg-type]
 

@@ -44,11 +44,11 @@ def missing_family_package(env_id: str) -> str | None:
 def wrap_observations(env: Any) -> Any:
     """``env`` with MiniGrid's ``ImgObsWrapper`` when it observes a ``Dict`` with an
     ``image``; any other env unchanged."""
-    import gymnasium
+    import gymnasium  # gymnasium only when an env is wrapped (this module stays light)
 
     space = env.observation_space
     if isinstance(space, gymnasium.spaces.Dict) and "image" in space.spaces:
-        from minigrid.wrappers import ImgObsWrapper
+        from minigrid.wrappers import ImgObsWrapper  # optional dependency (MiniGrid)
 
         return ImgObsWrapper(env)
     return env

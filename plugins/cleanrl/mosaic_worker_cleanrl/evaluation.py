@@ -20,10 +20,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gymnasium
+
 from mosaic_sdk.telemetry import Heartbeat
 from mosaic_sdk.worker_cli import RunContext
 from mosaic_worker_cleanrl.analytics import write_analytics
 from mosaic_worker_cleanrl.config import CleanRLConfig
+from mosaic_worker_cleanrl.env_families import register_env_families, wrap_observations
 from mosaic_worker_cleanrl.eval_summary import EvalSummary
 from mosaic_worker_cleanrl.run_setup import install_instrumentation, make_sink
 
@@ -37,9 +40,6 @@ def eval_env_id(config: CleanRLConfig, policy: Any) -> str:
 
 def make_eval_env(env_id: str, capture_video: bool = False, video_dir: Path | None = None) -> Any:
     """The env ``policy_eval`` plays (through the current ``gymnasium.make``, patched or not)."""
-    import gymnasium
-
-    from mosaic_worker_cleanrl.env_families import register_env_families, wrap_observations
 
     register_env_families()
     env = gymnasium.make(env_id, render_mode="rgb_array" if capture_video else None)
@@ -65,7 +65,7 @@ def play_episode(env: Any, policy: Any, seed: int | None, gamma: float,
 
 
 def run_policy_eval(ctx: RunContext) -> None:
-    import torch
+    import torch  # torch only for policy_eval (start-up time)
 
     from mosaic_worker_cleanrl.agents import load_policy
     from mosaic_worker_cleanrl.agents.spaces import check_fits

@@ -101,7 +101,7 @@ def register_ale_envs() -> bool:
     """Register the ALE envs with gymnasium when ale_py is installed; True if it was."""
     if importlib.util.find_spec("ale_py") is None:
         return False
-    import ale_py
+    import ale_py  # optional dependency
 
     gymnasium.register_envs(ale_py)
     return True

@@ -34,8 +34,9 @@ def greedy_policy(policy: Any) -> Any:
 
 def interactive_session(ctx: RunContext) -> InteractiveSession:
     """The session ``worker_main`` serves for ``mode: "interactive"``."""
-    import gymnasium
+    import gymnasium  # torch and gymnasium only in interactive mode (start-up time)
 
+    # torch and gymnasium only in interactive mode (start-up time)
     from mosaic_sdk.fastlane.environment import FastLaneSettings
     from mosaic_sdk.plugins import maybe_wrap_env
     from mosaic_worker_cleanrl.agents import load_policy

@@ -31,6 +31,7 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from mosaic_worker_cleanrl.gym_compat import env_info
 
@@ -167,7 +168,6 @@ class LegacyVectorEnv:
     asynchronous = False
 
     def __init__(self, env_fns: Any, **kwargs: Any) -> None:
-        from gymnasium.vector import AutoresetMode
 
         thunks = [functools.partial(_from_thunk, fn) for fn in env_fns]
         kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP

@@ -6,6 +6,7 @@ point (see ``docs/reference/plugins.md``)."""
 from __future__ import annotations
 
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,6 @@ get_worker_metadata = platform_factory(__name__)
 
 
 def _upstream_version() -> str:
-    from importlib import metadata
 
     try:
         return metadata.version("cleanrl")
@@ -64,6 +64,7 @@ def mosaic_worker_describe() -> tuple[WorkerMetadata, WorkerCapabilities]:
 
 @hookimpl
 def mosaic_worker_config_model() -> type[WorkerConfig]:
+    # start-up time: discovery imports this module
     from mosaic_worker_cleanrl.config import CleanRLConfig
 
     return CleanRLConfig
@@ -92,7 +93,7 @@ def mosaic_worker_conformance_config() -> dict[str, Any]:
 
 @hookimpl
 def mosaic_worker_make_env(config: WorkerConfig) -> Any:
-    import gymnasium
+    import gymnasium  # start-up time: discovery imports this module
 
     from mosaic_worker_cleanrl.env_families import register_env_families
 
@@ -103,7 +104,7 @@ def mosaic_worker_make_env(config: WorkerConfig) -> Any:
 @hookimpl
 def mosaic_worker_algo_params_schema(algo: str | None) -> dict[str, dict[str, Any]]:
     """The JSON Schema of each algorithm's ``algo_params``, read from its script."""
-    from mosaic_worker_cleanrl.registry import (
+    from mosaic_worker_cleanrl.registry import (  # start-up time: discovery imports this module
         ALGORITHMS,
         AlgorithmNotFoundError,
         algo_params_schema,
@@ -125,6 +126,7 @@ def mosaic_worker_algo_params_schema(algo: str | None) -> dict[str, dict[str, An
 def mosaic_worker_details() -> dict[str, Any]:
     """`mosaic workers show cleanrl`: the algorithms, whether each runs here and why not, and
     what `algo_params.save_model` gives for each."""
+    # start-up time: discovery imports this module
     from mosaic_worker_cleanrl.registry import algorithm_table
 
     rows = [

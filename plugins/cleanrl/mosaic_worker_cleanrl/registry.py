@@ -9,10 +9,12 @@ with the import system's finders and read with :mod:`ast`; whether each runs her
 
 from __future__ import annotations
 
+import difflib
 import importlib.machinery
 import importlib.util
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +111,6 @@ def _upstream_dirs(cleanrl_path: str | Path | None) -> tuple[list[Path], Path | 
 def resolve(name: str, cleanrl_path: str | Path | None = None) -> AlgorithmSpec:
     """Find the script of ``name``; raises :class:`AlgorithmNotFoundError` saying what to do."""
     if name not in ALGORITHMS:
-        import difflib
-
         close = difflib.get_close_matches(name, list(ALGORITHMS), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise AlgorithmNotFoundError(
@@ -188,7 +188,6 @@ def algorithm_table(
 
 
 def _installed_cleanrl() -> str:
-    from importlib import metadata
 
     try:
         return f"the installed cleanrl {metadata.version('cleanrl')}"

@@ -39,6 +39,18 @@ from mosaic_sdk.telemetry import Heartbeat
 from mosaic_sdk.worker_cli import RunContext
 from mosaic_worker_cleanrl.analytics import collect_checkpoints, log_tail, write_analytics
 from mosaic_worker_cleanrl.config import CleanRLConfig
+from mosaic_worker_cleanrl.curriculum_env import (
+    CURRICULUM_ENV_ID,
+    check_stage_spaces,
+    register_curriculum,
+)
+from mosaic_worker_cleanrl.curriculum_remote import (
+    CURRICULUM_VAR,
+    STAGE_FILE,
+    publish,
+    remote_episode_feeder,
+)
+from mosaic_worker_cleanrl.curriculum_schedule import ScheduleProgress
 from mosaic_worker_cleanrl.env_telemetry import TelemetrySink
 from mosaic_worker_cleanrl.evaluation import run_policy_eval
 from mosaic_worker_cleanrl.instrument import Instrumentation
@@ -49,6 +61,8 @@ from mosaic_worker_cleanrl.registry import AlgorithmSpec, resolve
 from mosaic_worker_cleanrl.run_setup import install_instrumentation, make_sink
 from mosaic_worker_cleanrl.scalar_series import ScalarSeries
 from mosaic_worker_cleanrl.stderr_tail import StderrTail
+from mosaic_worker_cleanrl.upstream_outputs import OutputRedirect
+from mosaic_worker_cleanrl.upstream_video import skip_recording
 
 LOG_NAME = "algorithm.log"
 
@@ -175,7 +189,6 @@ def run_algorithm(
     try:
         if config.mode == "curriculum":
             progress, undo_curriculum = _setup_curriculum(ctx, config, inst, sink)
-            from mosaic_worker_cleanrl.curriculum_env import CURRICULUM_ENV_ID
 
             env_id = CURRICULUM_ENV_ID
         argv = build_argv(config, algo, run_dir, env_id=env_id)
@@ -223,8 +236,6 @@ def _upstream_outputs(
     if not algo.upstream:
         yield
         return
-    from mosaic_worker_cleanrl.upstream_outputs import OutputRedirect
-    from mosaic_worker_cleanrl.upstream_video import skip_recording
 
     undo = OutputRedirect(run_dir, config.tensorboard_dir).install()
     undo_video = skip_recording(log)
@@ -258,14 +269,6 @@ def _setup_curriculum(
 ) -> Any:
     """Check the stages, register the curriculum env id here and, through a stage file, in
     env subprocesses (:mod:`mosaic_worker_cleanrl.curriculum_remote`); returns (progress, undo)."""
-    from mosaic_worker_cleanrl.curriculum_env import check_stage_spaces, register_curriculum
-    from mosaic_worker_cleanrl.curriculum_remote import (
-        CURRICULUM_VAR,
-        STAGE_FILE,
-        publish,
-        remote_episode_feeder,
-    )
-    from mosaic_worker_cleanrl.curriculum_schedule import ScheduleProgress
 
     stages = list(config.curriculum_schedule or [])
     check_stage_spaces(stages, inst.original_make)
@@ -295,6 +298,7 @@ def _setup_curriculum(
 
 
 def _announce_resume(ctx: RunContext, config: CleanRLConfig) -> None:
+    # torch only to check a resumed policy (start-up time)
     from mosaic_worker_cleanrl.agents import load_policy
 
     policy = load_policy(config.policy_path or "")

@@ -134,7 +134,7 @@ class ScalarSeries:
             importlib.util.find_spec("tensorboard") is None
         ):
             return self.flush
-        from torch.utils.tensorboard import SummaryWriter
+        from torch.utils.tensorboard import SummaryWriter  # optional dependency (tensorboard)
 
         series = self
         saved = {

@@ -93,7 +93,7 @@ class OutputRedirect:
         undo: list[Callable[[], None]] = [collect]
         if importlib.util.find_spec("torch") is None:
             return collect
-        import torch
+        import torch  # optional dependency
 
         save, load = torch.save, torch.load
 
@@ -115,7 +115,7 @@ class OutputRedirect:
 
         undo.append(restore_torch)
         if importlib.util.find_spec("tensorboard") is not None:
-            from torch.utils.tensorboard import SummaryWriter
+            from torch.utils.tensorboard import SummaryWriter  # optional dependency (tensorboard)
 
             init = SummaryWriter.__init__
             redirect = self

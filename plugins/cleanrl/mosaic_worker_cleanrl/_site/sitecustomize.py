@@ -37,6 +37,7 @@ def _patch_gymnasium() -> None:
 
     variables = subprocess_variables(os.environ)
     if variables is not None:
+        # only in an instrumented process (every Python start runs this file)
         from mosaic_worker_cleanrl.instrument import instrument_subprocess
 
         instrument_subprocess(variables, os.environ)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium
+import numpy as np
 import torch
 
 from mosaic_worker_cleanrl.agents import minigrid, mlp
@@ -92,7 +94,6 @@ class LoadedPolicy:
 
     def act(self, obs: Any, deterministic: bool = True) -> int:
         """The action for one raw observation of the (wrapped) env."""
-        import numpy as np
 
         with torch.no_grad():
             logits = self.agent.logits(self.agent.prepare(np.asarray(obs)[None]))
@@ -121,8 +122,6 @@ def _describe_state_dict(state: Mapping[str, Any], env: Any) -> tuple[str, dict[
         return minigrid.KIND, minigrid.config_from_state_dict(dict(state))
     one_hot = False
     if env is not None:
-        import gymnasium
-
         one_hot = isinstance(spaces_of(env)[0], gymnasium.spaces.Discrete)
     return mlp.KIND, mlp.config_from_state_dict(dict(state), one_hot=one_hot)
 

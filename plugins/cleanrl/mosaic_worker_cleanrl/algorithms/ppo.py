@@ -135,7 +135,7 @@ def main(args: Args) -> None:
     num_iterations = max(1, args.total_timesteps // batch_size)
 
     if args.track:
-        import wandb
+        import wandb  # optional dependency: only with --track
 
         wandb.init(
             project=args.wandb_project_name,
@@ -143,7 +143,7 @@ def main(args: Args) -> None:
             config=vars(args),
             name=run_name,
         )
-    from torch.utils.tensorboard import SummaryWriter
+    from torch.utils.tensorboard import SummaryWriter  # needs tensorboard, an optional dependency
 
     writer = SummaryWriter(os.path.join(args.tensorboard_dir, run_name))
     writer.add_text("hyperparameters", "\n".join(f"{k}={v}" for k, v in vars(args).items()))
