@@ -244,21 +244,27 @@ def test_max_trials_0_is_a_usage_error_that_says_the_least(tmp_path: Path) -> No
 
 
 def test_resume_after_the_driver_is_killed_marks_its_attempts_lost_and_runs_them_again(
-    tmp_path: Path, shm_unchanged: None
+    tmp_path: Path, fixture_worker: str, shm_unchanged: None
 ) -> None:
+    """The trials wait on a gate file, so both are still running when the driver is killed
+    however slow the machine is; the resumed driver's attempts find the gate open."""
     store = tmp_path / "s.sqlite"
     spec = tmp_path / "spec.json"
+    gate = tmp_path / "gate"
     spec.write_text(
         json.dumps(
             {
-                "base": {**SHORT, "episodes": 3, "step_delay_ms": 20},
-                "space": {"policy": {"grid": ["balance", "random"]}},
+                "base": {"mode": "gated", "gate": str(gate)},
+                "space": {"lines": {"grid": [1, 2]}},
                 "trials_at_once": 2,
             }
         )
     )
+    cli = [sys.executable, "-m", "mosaic_sdk.cli", "sweep", fixture_worker]
     driver = subprocess.Popen(
-        _sweep_cli(store, str(spec)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [*cli, str(spec), "--store", str(store)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 120
@@ -271,7 +277,10 @@ def test_resume_after_the_driver_is_killed_marks_its_attempts_lost_and_runs_them
         conn.close()
         # A second driver may not take over a sweep whose driver is alive.
         refused = subprocess.run(
-            _sweep_cli(store, "--resume", sweep_id), capture_output=True, text=True, timeout=120
+            [*cli, "--resume", sweep_id, "--store", str(store)],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert refused.returncode == 2 and f"pid {driver.pid}, is alive" in refused.stderr
         driver.kill()
@@ -285,8 +294,12 @@ def test_resume_after_the_driver_is_killed_marks_its_attempts_lost_and_runs_them
                 os.kill(pid, signal.SIGKILL)
     assert _statuses(store).count("running") == 2  # what a SIGKILL leaves behind
 
+    gate.touch()
     resumed = subprocess.run(
-        _sweep_cli(store, "--resume", sweep_id), capture_output=True, text=True, timeout=300
+        [*cli, "--resume", sweep_id, "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "2 attempt(s) whose driver is gone are marked lost" in resumed.stdout
