@@ -151,15 +151,16 @@ class LineIngest:
         lifecycle: list[dict[str, Any]] = []
         line_no = self.line_no
         steps_before, episodes_before = len(steps), len(episodes)
-        last = len(raws) - 1
+        # the line number of the last line (the one that may be partial)
+        last = line_no + len(raws) if partial_last else -1
         decode = _decode_line
         absent = _ABSENT
-        for i, raw in enumerate(raws):
+        for raw in raws:
             line_no += 1
             if type(raw) is CutLine:  # longer than the maximum: kept as text, never parsed
                 text = raw.decode("utf-8", "replace")
                 kind = "invalid" if text.lstrip()[:1] in ("{", "[") else "log"
-                partial = 1 if (partial_last and i == last) else 0
+                partial = 1 if line_no == last else 0
                 logs.append((run_id, "stdout", line_no, kind, partial, raw.note(), text))
                 batch.invalid += kind == "invalid"
                 self.invalid_lines += kind == "invalid"
@@ -173,8 +174,9 @@ class LineIngest:
             text = raw.decode("utf-8", "replace")
             if text[-1:] == "\r":
                 text = text[:-1]
-            # (ending with "}": the object is the whole line, with nothing after it)
-            if text[:2] == '{"' and text[-1:] == "}":
+            # (ending with "}": the object is the whole line, with nothing after it; a text
+            # that ends with it has a first character, and a second unless it is "}")
+            if text[-1:] == "}" and text[0] == "{" and text[1] == '"':
                 try:
                     line = decode(text)
                 except Exception:  # noqa: BLE001 - classify_line below says what is wrong
@@ -217,9 +219,9 @@ class LineIngest:
                     self._metrics_line(batch, line_no, line, text)
                     continue
             try:
-                self._classified(batch, line_no, text, partial_last and i == last, lifecycle)
+                self._classified(batch, line_no, text, line_no == last, lifecycle)
             except Exception as exc:  # noqa: BLE001 - whatever a line does, keep it
-                partial = 1 if (partial_last and i == last) else 0
+                partial = 1 if line_no == last else 0
                 error = f"mosaic run could not read this line: {type(exc).__name__}: {exc}"
                 logs.append((run_id, "stdout", line_no, "invalid", partial, error[:500], text))
                 batch.invalid += 1
