@@ -103,7 +103,7 @@ def alone_run(reads: list[list[bytes]], tmp: Path, name: str) -> dict[str, float
         recorder = RunRecorder(store, "alone", "flood", None)
         batcher = recorder.stdout
         total = sum(len(r) for r in reads)
-        cpu0, start = time.process_time(), time.perf_counter()
+        cpu0, start, own0 = time.process_time(), time.perf_counter(), time.thread_time()
         for lines in reads:
             now = time.monotonic()
             batcher.on_lines(lines, now, False, False)
@@ -112,6 +112,7 @@ def alone_run(reads: list[list[bytes]], tmp: Path, name: str) -> dict[str, float
         batcher.on_pass(time.monotonic(), True)
         recorder.writer.close()
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu0
+        own = time.thread_time() - own0  # this thread's: reading, ingest, batching
         lost = recorder.writer.lost_rows
         counts = store.count_rows("alone")
         points = store.series_counts("alone")["points"]
@@ -120,6 +121,9 @@ def alone_run(reads: list[list[bytes]], tmp: Path, name: str) -> dict[str, float
     return {
         "lines/s": total / elapsed,
         "us/line": cpu / total * 1e6,
+        "ingest us/line": own / total * 1e6,
+        # the rest of the process: the store writer's thread (and SQLite's work in it)
+        "writer us/line": (cpu - own) / total * 1e6,
         "lost": lost + total - counts["steps"] - counts["events"] - counts["episodes"],
         "points": points,
     }
@@ -142,14 +146,24 @@ def alone(args: argparse.Namespace, tmp: Path) -> bool:
         f"runner alone (RunRecorder in this process, no worker): {args.alone_lines:,} step "
         f"lines per run; medians of {args.alone_repeat} runs, alternating"
     )
-    print(f"{'measure':<44} {'lines/s':>10} {'ratio':>6} {'CPU us/line':>12} {'ratio':>6}")
+    print(
+        f"{'measure':<44} {'lines/s':>10} {'ratio':>6} {'CPU us/line':>12} {'ratio':>6}"
+        f" {'ingest':>7} {'writer':>7}"
+    )
     for name, rows in runs.items():
         rate = statistics.median(r["lines/s"] for r in rows)
         cpu = statistics.median(r["us/line"] for r in rows)
+        ingest = statistics.median(r["ingest us/line"] for r in rows)
+        writer = statistics.median(r["writer us/line"] for r in rows)
         label = f"runner alone, {name}" + (" (baseline)" if name == "without series" else "")
         print(
             f"{label:<44} {rate:>10,.0f} {rate / base:>5.2f}x {cpu:>12.2f} {cpu / base_cpu:>5.2f}x"
+            f" {ingest:>7.2f} {writer:>7.2f}"
         )
+    print(
+        "(CPU us/line: the whole process per stored line; ingest: the reading thread's share "
+        "(ingest, batching), writer: the rest (the store writer's thread))"
+    )
     print(
         "per run (in run order), lines/s: "
         + str({n: [f"{r['lines/s'] / 1000:.1f}k" for r in rows] for n, rows in runs.items()})

@@ -409,6 +409,50 @@ def test_ingest_and_classify_line_agree_on_the_deepest_short_step_lines(nesting:
     assert kind == classify_line(raw).kind == ("step" if nesting < 100 else "invalid")
 
 
+@pytest.mark.parametrize("nesting", [97, 98, 99, 100, 101])
+def test_ingest_and_classify_line_agree_on_the_deepest_short_metrics_lines(nesting: int) -> None:
+    """The shortest metrics lines around MAX_JSON_DEPTH: past it, an invalid line as
+    classify_line says (not an event: the step lines' length bound does not hold for them)."""
+    opened, closed = "[" * nesting, "]" * nesting
+    raw = f'{{"type":"lifecycle","event":"metrics","x":{opened}{closed}}}'.encode()
+    ingest = LineIngest("r")
+    batch = LineBatch()
+    ingest.add(batch, [raw])
+    kind = "lifecycle" if batch.events else batch.logs[0][3]
+    assert kind == classify_line(raw).kind == ("lifecycle" if nesting < 100 else "invalid")
+
+
+#: Metrics lines (payloads) whose values JSON parsers are known to disagree on.
+METRICS_EDGES = [
+    '{"step":1,"values":{"a":NaN,"b":Infinity,"c":-Infinity}}',
+    '{"step":2,"values":{"a":1e400,"b":123456789012345678901234567890}}',
+    '{"step":3,"values":{"a":1,"a":2.5},"step":4}',
+    '{"step":5,"values":{"\\ud800":1.0,"x":"\\ud800"}}',
+    '{"step":6,"values":{"a":{"b":{"c":[1]}},"d":true,"e":null}}',
+    '{"step":7.0,"values":{"a":4.9e-324},"agent_id":"p\\u00e9"}',
+    '{"step":"8","values":{"a":1.0}}',
+    '{"values":[1,2]}',
+    "null",
+    "[1]",
+]
+
+
+@pytest.mark.parametrize("payload", METRICS_EDGES)
+def test_metrics_lines_give_what_classify_line_gives(payload: str) -> None:
+    """A metrics line the fast path takes gives the event row, series and points (and
+    refusals) of the same line read through classify_line (a leading blank sends it there)."""
+    line = f'{{"type":"lifecycle","event":"metrics","seq":3,"ts_unix_ns":5,"payload":{payload}}}'
+    got = []
+    for text in (line, " " + line):
+        ingest = LineIngest("r")
+        batch = LineBatch()
+        assert ingest.add(batch, [text.encode()]) == []
+        event = batch.events[0]
+        got.append((event[:7], batch.series, repr(batch.points), batch.refused, ingest.events))
+    assert got[0] == got[1]
+    assert got[0][0][3] == "metrics"
+
+
 def test_the_live_view_counts_games_and_tells_agents_returns_apart() -> None:
     # a zero-sum game of two players: 3 games, 6 episode lines; the blend of returns is 0
     ingest = LineIngest("R")

@@ -123,7 +123,10 @@ class SeriesIngest:
 
     def metrics(self, batch: LineBatch, line_no: int, d: Mapping[str, Any]) -> None:
         """The points of a ``metrics`` line (``d``: the parsed line)."""
-        payload = d.get("payload")
+        self.metrics_payload(batch, line_no, d.get("payload"), d.get("ts_unix_ns"))
+
+    def metrics_payload(self, batch: LineBatch, line_no: int, payload: Any, ts: Any) -> None:
+        """The points of a ``metrics`` line whose ``payload`` and ``ts_unix_ns`` are given."""
         if type(payload) is not dict and not isinstance(payload, Mapping):
             return
         values = payload.get("values")
@@ -147,7 +150,7 @@ class SeriesIngest:
         if others:
             self._refuse(batch, others)
         agent = payload.get("agent_id")
-        self._add(batch, line_no, d, numbers, step, None if agent is None else text(agent))
+        self._add(batch, line_no, ts, numbers, step, None if agent is None else text(agent))
 
     def lifecycle(self, batch: LineBatch, line_no: int, name: str, d: Mapping[str, Any]) -> None:
         """The points of a worker's own lifecycle line called ``name`` (none for the
@@ -171,7 +174,7 @@ class SeriesIngest:
         self._add(
             batch,
             line_no,
-            d,
+            d.get("ts_unix_ns"),
             numbers,
             ordinal if step is None else step,
             None if agent is None else text(agent),
@@ -185,12 +188,12 @@ class SeriesIngest:
         self,
         batch: LineBatch,
         line_no: int,
-        d: Mapping[str, Any],
+        wall: Any,
         numbers: Mapping[str, float],
         step: int,
         agent: str | None,
     ) -> None:
-        wall = d.get("ts_unix_ns")
+        """Add ``numbers`` at ``step``; ``wall`` is the line's ``ts_unix_ns`` (if any)."""
         if type(wall) is not int or not _INT64_MIN <= wall <= _INT64_MAX:
             wall = integer_step(wall)
             if wall is None:
