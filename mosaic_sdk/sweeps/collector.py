@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.runner.recording.outcome import Outcome, lifecycle_event
-from mosaic_sdk.runner.recording.recorder import RunRecorder
+from mosaic_sdk.runner.recording.recorder import RecorderOptions, RunListener, RunRecorder
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.spec import Metric
 from mosaic_sdk.sweeps.store import SweepStore, trial_status
@@ -194,10 +194,10 @@ class Collector:
             run_id,
             self.worker,
             self.pm,
-            batch_lines=self.batch_lines,
-            busy_timeout=BUSY_WAIT,
-            warn=self.warn,
-            stall_after=self.stall_after,
+            RecorderOptions(
+                batch_lines=self.batch_lines, busy_timeout=BUSY_WAIT, stall_after=self.stall_after
+            ),
+            RunListener(self.warn),
         )
         self._open[run_id] = _Attempt(recorder, info["trial_key"])
 

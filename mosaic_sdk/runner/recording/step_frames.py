@@ -379,29 +379,6 @@ class StepFrames:
         return self.report
 
 
-def on_commit_all(
-    *callbacks: Callable[[LineBatch], None] | None,
-) -> Callable[[LineBatch], None] | None:
-    """One commit callback that calls each of ``callbacks`` (Nones left out) in turn; None
-    when there is none. Each is called even when one before it raised (the first error is
-    raised after all ran, so the writer reports it)."""
-    given = [c for c in callbacks if c is not None]
-    if len(given) <= 1:
-        return given[0] if given else None
-
-    def call_all(batch: LineBatch) -> None:
-        error: Exception | None = None
-        for callback in given:
-            try:
-                callback(batch)
-            except Exception as exc:  # noqa: BLE001 - raised below, once all ran
-                error = error or exc
-        if error is not None:
-            raise error
-
-    return call_all
-
-
 def newest_payload_line(batches: list[list[tuple[Any, ...]]]) -> str | None:
     """The text of the newest step row among ``batches`` (stored step rows, oldest batch
     first) that holds ``"render_payload"``; None when none does."""
@@ -431,5 +408,4 @@ __all__ = [
     "frame_from_line",
     "frame_from_payload",
     "newest_payload_line",
-    "on_commit_all",
 ]
