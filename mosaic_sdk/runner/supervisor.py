@@ -96,12 +96,16 @@ class RunSupervisor(RunListener):
         if on_stall not in STALL_ACTIONS:
             allowed = ", ".join(STALL_ACTIONS)
             raise ValueError(f"on_stall must be one of {allowed}, got {on_stall!r}")
-        self.stall_after = checked_stall_after(stall_after)
         self.on_stall = on_stall
         self._stall_reason: str | None = None
         self.display = display or NullDisplay()
-        self.batch_lines = batch_lines
-        self.flush_interval = flush_interval
+        #: How the run is recorded (the live frames of step lines included).
+        self.recording = RecorderOptions(
+            batch_lines=batch_lines,
+            flush_interval=flush_interval,
+            step_frames=True,
+            stall_after=checked_stall_after(stall_after),
+        )
         self.pm = handle.pm
         self._cancel_reason: str | None = None
         self._kill_now = False
@@ -205,12 +209,7 @@ class RunSupervisor(RunListener):
                 self.run_id,
                 self.handle.name,
                 self.pm,
-                RecorderOptions(
-                    batch_lines=self.batch_lines,
-                    flush_interval=self.flush_interval,
-                    step_frames=True,
-                    stall_after=self.stall_after,
-                ),
+                self.recording,
                 listener=self,
             )
         except BaseException:
@@ -251,19 +250,15 @@ class RunSupervisor(RunListener):
             cleanup_error = lifecycle.cleanup(exit_code)
             if cleanup_error is not None:
                 warn(f"{cleanup_error} (the run goes on)")
-            outcome = recorder.decide(
-                exit_code=exit_code,
+            for text in warnings:  # each once: to the reporter, and stored as a runner's note
+                warn(f"run {self.run_id}: {text}")
+            end = recorder.end(
+                exit_code,
                 cancel_reason=self._cancel_reason,
                 stderr_tail=stderr_tail,
                 start_error=start_error,
                 timed_out=lifecycle.time_limit_reason,
                 stalled=self._stall_reason,
-            )
-            for text in warnings:  # each once: to the reporter, and stored as a runner's note
-                warn(f"run {self.run_id}: {text}")
-            end = recorder.finish(
-                outcome,
-                exit_code,
                 notes=warnings,
                 note_error=RUNNER_NOTE,
                 abandon=lambda: self._kill_now,
@@ -285,7 +280,7 @@ class RunSupervisor(RunListener):
                 counts=counts,
                 error=error,
                 duration_seconds=round(time.monotonic() - started, 3),
-                synthesised=[outcome.synthesised["event"]] if outcome.synthesised else [],
+                synthesised=end.synthesised,
                 store_error=None if writer.error is None else str(writer.error),
                 lost_rows=writer.lost_rows,
                 degraded_rows=writer.degraded_rows,

@@ -72,6 +72,8 @@ class RecordedEnd:
     error: str | None
     counts: RunCounts
     observers: list[ObserverRecord] = field(default_factory=list)
+    #: The event the runner stored for the worker (``["run_failed"]``...), if any.
+    synthesised: list[str] = field(default_factory=list)
 
 
 class RunRecorder:
@@ -149,6 +151,31 @@ class RunRecorder:
         self.stdout.on_check(time.monotonic())
 
     # -- the end ----------------------------------------------------------------------------
+    def end(
+        self,
+        exit_code: int | None,
+        *,
+        cancel_reason: str | None,
+        stderr_tail: str = "",
+        start_error: str | None = None,
+        timed_out: str | None = None,
+        stalled: str | None = None,
+        notes: Sequence[str] = (),
+        note_error: str | None = None,
+        abandon: Callable[[], bool] | None = None,
+    ) -> RecordedEnd:
+        """Decide the run's final status from what it wrote (:meth:`decide`) and store it
+        (:meth:`finish`): the end of a run whose worker has exited."""
+        outcome = self.decide(
+            exit_code=exit_code,
+            cancel_reason=cancel_reason,
+            stderr_tail=stderr_tail,
+            start_error=start_error,
+            timed_out=timed_out,
+            stalled=stalled,
+        )
+        return self.finish(outcome, exit_code, notes=notes, note_error=note_error, abandon=abandon)
+
     def decide(
         self,
         *,
@@ -217,7 +244,8 @@ class RunRecorder:
         status, error, counts = record_end(
             self.store, self.run_id, outcome, exit_code, writer.lost_rows, writer.error, self.warn
         )
-        self._finished = RecordedEnd(status, error, counts, observers)
+        synthesised = [outcome.synthesised["event"]] if outcome.synthesised else []
+        self._finished = RecordedEnd(status, error, counts, observers, synthesised)
         return self._finished
 
     def close(self, timeout: float = 5.0) -> None:
