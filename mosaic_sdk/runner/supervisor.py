@@ -112,7 +112,7 @@ class RunSupervisor(RunListener):
         self._lifecycle: RunLifecycle | None = None
         self._control: RunControl | None = None
         self._recorder: RunRecorder | None = None
-        self._started = time.monotonic()
+        self._started = 0.0  # (monotonic) when run() began: the live view's elapsed time
 
         job = resolve_job(config, run_id=run_id)
         rid = job.run_id

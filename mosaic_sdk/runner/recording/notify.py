@@ -70,6 +70,8 @@ class Notify:
 
     def deliver(self, final: bool = False) -> None:
         """Hand the committed events (every event expected: ``final``) to the event hook."""
+        if not (self._ready or final):  # (read without the lock: at worst one check later)
+            return
         with self._lock:
             events = list(self._ready)
             self._ready.clear()
