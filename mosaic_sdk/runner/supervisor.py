@@ -32,7 +32,7 @@ from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
 from mosaic_sdk.runner.recording.health import STALL_ACTIONS, checked_stall_after
 from mosaic_sdk.runner.recording.ingest import LineIngest
 from mosaic_sdk.runner.recording.outcome import RunResult
-from mosaic_sdk.runner.recording.recorder import RunRecorder
+from mosaic_sdk.runner.recording.recorder import RecorderOptions, RunListener, RunRecorder
 from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
 from mosaic_sdk.runner.storage import private
 from mosaic_sdk.runner.storage.paths import default_store_path, runs_dir_for
@@ -48,8 +48,9 @@ from mosaic_sdk.runner.supervision.signals import install_stop_handlers
 RUNNER_NOTE = "written by mosaic run, not the worker"
 
 
-class RunSupervisor:
-    """One run of one worker (see the module docstring); use :func:`run_worker`."""
+class RunSupervisor(RunListener):
+    """One run of one worker (see the module docstring); use :func:`run_worker`. It listens
+    to its run's recorder (:class:`RunListener`)."""
 
     def __init__(
         self,
@@ -73,6 +74,7 @@ class RunSupervisor:
     ) -> None:
         #: Hears the run's warnings (default: the process's; see runner.reporting).
         self.reporter = reporter_or_current(reporter)
+        super().__init__(self.reporter.warn)
         if max_line_bytes < 1:
             raise ValueError(f"max_line_bytes must be >= 1, got {max_line_bytes}")
         self.max_line_bytes = max_line_bytes
@@ -94,17 +96,23 @@ class RunSupervisor:
         if on_stall not in STALL_ACTIONS:
             allowed = ", ".join(STALL_ACTIONS)
             raise ValueError(f"on_stall must be one of {allowed}, got {on_stall!r}")
-        self.stall_after = checked_stall_after(stall_after)
         self.on_stall = on_stall
         self._stall_reason: str | None = None
         self.display = display or NullDisplay()
-        self.batch_lines = batch_lines
-        self.flush_interval = flush_interval
+        #: How the run is recorded (the live frames of step lines included).
+        self.recording = RecorderOptions(
+            batch_lines=batch_lines,
+            flush_interval=flush_interval,
+            step_frames=True,
+            stall_after=checked_stall_after(stall_after),
+        )
         self.pm = handle.pm
         self._cancel_reason: str | None = None
         self._kill_now = False
         self._lifecycle: RunLifecycle | None = None
         self._control: RunControl | None = None
+        self._recorder: RunRecorder | None = None
+        self._started = 0.0  # (monotonic) when run() began: the live view's elapsed time
 
         job = resolve_job(config, run_id=run_id)
         rid = job.run_id
@@ -155,12 +163,30 @@ class RunSupervisor:
         if self._kill_now:
             lifecycle.kill()
 
-    def _stop_stalled(self, reason: str) -> None:
+    # -- what the recorder tells it (RunListener) ---------------------------------------------
+    def abandoning(self) -> bool:
+        return self._cancel_reason is not None
+
+    def control_reply(self, reply: dict[str, Any]) -> None:
+        if self._control is not None:
+            self._control.relay.on_reply(reply)
+
+    def tick(self) -> None:
+        recorder = self._recorder
+        if recorder is not None:
+            self.display.update(
+                self._snapshot(recorder.ingest, self._started, health=recorder.health.describe)
+            )
+
+    def stalled(self, reason: str) -> bool:
         """``--on-stall cancel``: stop the worker the way a cancel does (SIGTERM, grace, then
         SIGKILL); the run ends ``failed`` with ``reason``."""
+        if self.on_stall != "cancel":
+            return False
         lifecycle = self._lifecycle
         if lifecycle is not None and lifecycle.request_stop(reason):
             self._stall_reason = reason
+        return True
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
@@ -176,23 +202,15 @@ class RunSupervisor:
         control = self._control = RunControl(
             self.handle, prepared.run_dir, keys=self.keys, warn=warn, cancel=self.cancel
         )
+        self._started = started
         try:
-            recorder = RunRecorder(
+            recorder = self._recorder = RunRecorder(
                 self.store,
                 self.run_id,
                 self.handle.name,
                 self.pm,
-                batch_lines=self.batch_lines,
-                flush_interval=self.flush_interval,
-                abandon=lambda: self._cancel_reason is not None,
-                on_control_reply=control.relay.on_reply,
-                on_tick=lambda: self.display.update(
-                    self._snapshot(recorder.ingest, started, health=recorder.health.describe)
-                ),
-                warn=warn,
-                step_frames=True,
-                stall_after=self.stall_after,
-                on_stall=self._stop_stalled if self.on_stall == "cancel" else None,
+                self.recording,
+                listener=self,
             )
         except BaseException:
             control.close()
@@ -232,19 +250,15 @@ class RunSupervisor:
             cleanup_error = lifecycle.cleanup(exit_code)
             if cleanup_error is not None:
                 warn(f"{cleanup_error} (the run goes on)")
-            outcome = recorder.decide(
-                exit_code=exit_code,
+            for text in warnings:  # each once: to the reporter, and stored as a runner's note
+                warn(f"run {self.run_id}: {text}")
+            end = recorder.end(
+                exit_code,
                 cancel_reason=self._cancel_reason,
                 stderr_tail=stderr_tail,
                 start_error=start_error,
                 timed_out=lifecycle.time_limit_reason,
                 stalled=self._stall_reason,
-            )
-            for text in warnings:  # each once: to the reporter, and stored as a runner's note
-                warn(f"run {self.run_id}: {text}")
-            end = recorder.finish(
-                outcome,
-                exit_code,
                 notes=warnings,
                 note_error=RUNNER_NOTE,
                 abandon=lambda: self._kill_now,
@@ -266,7 +280,7 @@ class RunSupervisor:
                 counts=counts,
                 error=error,
                 duration_seconds=round(time.monotonic() - started, 3),
-                synthesised=[outcome.synthesised["event"]] if outcome.synthesised else [],
+                synthesised=end.synthesised,
                 store_error=None if writer.error is None else str(writer.error),
                 lost_rows=writer.lost_rows,
                 degraded_rows=writer.degraded_rows,

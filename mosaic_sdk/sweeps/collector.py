@@ -32,11 +32,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.runner.recording.outcome import Outcome, lifecycle_event
-from mosaic_sdk.runner.recording.recorder import RunRecorder
+from mosaic_sdk.runner.recording.recorder import (
+    RecordedEnd,
+    RecorderOptions,
+    RunListener,
+    RunRecorder,
+)
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.spec import Metric
 from mosaic_sdk.sweeps.store import SweepStore, trial_status
@@ -49,13 +55,16 @@ Message = tuple[Any, ...]
 BUSY_WAIT = 10.0
 
 
+@dataclass
 class _Attempt:
     """One attempt being stored: its recorder and its trial."""
 
-    def __init__(self, recorder: RunRecorder, trial_key: str) -> None:
-        self.run_id = recorder.run_id
-        self.trial_key = trial_key
-        self.recorder = recorder
+    recorder: RunRecorder
+    trial_key: str
+
+    @property
+    def run_id(self) -> str:
+        return self.recorder.run_id
 
 
 class Collector:
@@ -144,29 +153,30 @@ class Collector:
         """Close an attempt that will send nothing more (``failed``, or ``cancelled`` when the
         sweep was interrupted), with what it had sent and a synthesised event saying why."""
         with self._lock:
-            attempt = self._open.get(run_id)
+            attempt = self._open.pop(run_id, None)
             if attempt is None:
                 return
             if status == "cancelled":
                 event = lifecycle_event(
                     run_id, "run_cancelled", {"reason": why, "by": "mosaic sweep"}
                 )
-                self._close(attempt, status, why, None, event, stopped_early=False)
-                return
-            event = lifecycle_event(
-                run_id,
-                "run_failed",
-                {
-                    "error": why,
-                    "error_type": "TrialLost",
-                    "exit_code": None,
-                    "stderr_tail": "",
-                    "traceback": None,
-                    "episode": None,
-                    "step": None,
-                },
-            )
-            self._close(attempt, "failed", why, None, event, stopped_early=False)
+                outcome = Outcome(status, why, event)
+            else:
+                event = lifecycle_event(
+                    run_id,
+                    "run_failed",
+                    {
+                        "error": why,
+                        "error_type": "TrialLost",
+                        "exit_code": None,
+                        "stderr_tail": "",
+                        "traceback": None,
+                        "episode": None,
+                        "step": None,
+                    },
+                )
+                outcome = Outcome("failed", why, event)
+            self._close(attempt, attempt.recorder.finish(outcome, None), stopped_early=False)
 
     # -- per message ------------------------------------------------------------------------
     def _start(self, run_id: str, info: dict[str, Any]) -> None:
@@ -194,16 +204,17 @@ class Collector:
             run_id,
             self.worker,
             self.pm,
-            batch_lines=self.batch_lines,
-            busy_timeout=BUSY_WAIT,
-            warn=self.warn,
-            stall_after=self.stall_after,
+            RecorderOptions(
+                batch_lines=self.batch_lines, busy_timeout=BUSY_WAIT, stall_after=self.stall_after
+            ),
+            RunListener(self.warn),
         )
         self._open[run_id] = _Attempt(recorder, info["trial_key"])
 
     def _end(self, attempt: _Attempt, info: dict[str, Any]) -> None:
-        outcome = attempt.recorder.decide(
-            exit_code=info.get("exit_code"),
+        del self._open[attempt.run_id]
+        end = attempt.recorder.end(
+            info.get("exit_code"),
             cancel_reason=info.get("cancel_reason"),
             stderr_tail=info.get("stderr_tail", ""),
             start_error=info.get("start_error"),
@@ -214,10 +225,7 @@ class Collector:
         pruned = info.get("pruned")
         self._close(
             attempt,
-            outcome.status,
-            outcome.error,
-            info.get("exit_code"),
-            outcome.synthesised,
+            end,
             stopped_early=stopped,
             pruned=(float(pruned[0]), int(pruned[1])) if stopped and pruned else None,
         )
@@ -225,16 +233,12 @@ class Collector:
     def _close(
         self,
         attempt: _Attempt,
-        status: str,
-        error: str | None,
-        exit_code: int | None,
-        synthesised: dict[str, Any] | None,
+        end: RecordedEnd,
         *,
         stopped_early: bool,
         pruned: tuple[float, int] | None = None,
     ) -> None:
-        del self._open[attempt.run_id]
-        end = attempt.recorder.finish(Outcome(status, error, synthesised), exit_code)
+        """Store the attempt's trial row from its stored end, and tell the user."""
         status, error = end.status, end.error
         metric = self.sweeps.metric_of_run(attempt.run_id, self.metric)
         tstatus = trial_status(status, stopped_early)

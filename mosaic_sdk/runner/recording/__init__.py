@@ -1,3 +1,3 @@
-"""From a worker's lines to stored rows and the plugins: :mod:`.recorder` (``RunRecorder``,
-the recorder of every run), :mod:`.ingest` (parsing), :mod:`.batching`, :mod:`.observers`
-(observer plugins) and :mod:`.outcome` (the end-of-run decision)."""
+"""From a worker's lines to stored rows and the plugins: :mod:`.recorder` builds one run's chain
+(:mod:`.batching`, :mod:`.ingest`, the store writer, :mod:`.notify`), and :mod:`.outcome`
+decides how the run ended."""

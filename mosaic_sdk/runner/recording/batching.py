@@ -1,15 +1,9 @@
-"""The store side of a run's stdout: :class:`StoreBatcher` fills batches of the worker's lines
-for the :class:`~mosaic_sdk.runner.recording.ingest.StoreWriter` (at most ``batch_lines`` lines,
-handed over after ``flush_interval`` seconds at the latest), and hands each batch's lifecycle events
-to ``on_event`` only once the writer has committed that batch. It also keeps the run's
-:class:`~mosaic_sdk.runner.recording.health.RunHealth` up to date (the arrival time of each
-chunk of lines, never of each line) and checks it at every check of the read loop.
-
-It is the stdout side of :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`: a
-:class:`~mosaic_sdk.runner.supervision.lifecycle.RunObserver` fed by the run's lifecycle under
-``mosaic run``, or by :meth:`RunRecorder.add_stdout
-<mosaic_sdk.runner.recording.recorder.RunRecorder.add_stdout>` with the lines a Ray trial sent to
-the driver."""
+"""The recorder's first stage: :class:`StoreBatcher` takes a run's stdout lines as they are read,
+has the ingest parse them into a batch, and hands each batch to the store writer: at
+``batch_lines`` lines, ``flush_interval`` seconds after its first line at the latest, and at
+once when it holds a lifecycle line (whose events :class:`~mosaic_sdk.runner.recording.notify.
+Notify` then delivers once committed). It keeps the run's health too, and tells the run's
+:class:`RunListener` what a person or the supervisor must hear."""
 
 from __future__ import annotations
 
@@ -17,57 +11,66 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mosaic_sdk.runner.recording.health import RunHealth
+from mosaic_sdk.runner.recording.health import STALLED_EVENT, RunHealth, stall_reason
 from mosaic_sdk.runner.recording.ingest import LineBatch, LineIngest, StoreWriter
+from mosaic_sdk.runner.recording.notify import Notify
+from mosaic_sdk.runner.recording.outcome import lifecycle_event
 from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.supervision.lifecycle import READ_WAIT, RunObserver
 
 
+class RunListener:
+    """Who hears of a run while it is recorded; this one only warns (through ``warn``,
+    default: the process's reporter). ``mosaic run``'s supervisor listens to more."""
+
+    def __init__(self, warn: Callable[[str], None] | None = None) -> None:
+        self.warn = warn or current_reporter().warn
+
+    def abandoning(self) -> bool:
+        """Whether the run is being given up (the writer stops waiting for a stalled store)."""
+        return False
+
+    def control_reply(self, reply: dict[str, Any]) -> None:
+        """A ``control_reply`` line of the worker (it is stored as well)."""
+
+    def tick(self) -> None:
+        """Every check of the read loop (the live view)."""
+
+    def stalled(self, reason: str) -> bool:
+        """The run stalled; returns whether the listener stops it for that."""
+        return False
+
+
 class StoreBatcher(RunObserver):
-    """Batches the worker's lines for the store writer, runs the hooks of committed batches,
-    and calls ``on_tick`` at every check of the read loop (the live view)."""
+    """Batches the worker's lines for the store writer (see the module docstring)."""
 
     def __init__(
         self,
-        run_id: str,
-        writer: StoreWriter,
         ingest: LineIngest,
+        writer: StoreWriter,
+        notify: Notify,
+        health: RunHealth,
+        listener: RunListener,
         *,
         batch_lines: int,
         flush_interval: float,
-        on_event: Callable[[dict[str, Any]], None],
-        on_tick: Callable[[], None],
-        warn: Callable[[str], None] | None = None,
-        health: RunHealth | None = None,
-        on_health: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        self.run_id = run_id
-        self.warn = warn or current_reporter().warn
-        self.writer = writer
+        self.run_id = ingest.run_id
         self.ingest = ingest
+        self.writer = writer
+        self.notify = notify
+        self.health = health
+        self.listener = listener
         self.batch_lines = batch_lines
         self.flush_interval = flush_interval
-        self.on_event = on_event
-        self.on_tick = on_tick
         self.serial = 1  # serial of the batch being filled (1, 2, ...)
         self.batch = LineBatch(serial=1)
-        self.hooks_due: list[tuple[int, list[dict[str, Any]]]] = []  # (batch serial, events)
         self.writer_gone = False
-        #: The run's health (no stall detection when none is given), and who hears of a
-        #: change (the payload :meth:`RunHealth.check` returned).
-        self.health = health if health is not None else RunHealth(0)
-        self.on_health = on_health
+        self.health_events = 0  # the stalled/recovered events stored (not the worker's)
 
     def final_batch(self) -> LineBatch:
         """A new batch after every one handed over: for what the runner adds at the end."""
         return LineBatch(serial=self.serial + 1)
-
-    def run_due_hooks(self, final: bool = False) -> None:
-        """``on_event`` for the events of every committed batch (of every batch: ``final``)."""
-        while self.hooks_due and (final or self.hooks_due[0][0] <= self.writer.committed_serial):
-            _, events = self.hooks_due.pop(0)
-            for event in events:
-                self.on_event(event)
 
     def _hand_over(self) -> None:
         self.writer.submit(self.batch)
@@ -81,12 +84,12 @@ class StoreBatcher(RunObserver):
 
     def add_event(self, event: dict[str, Any]) -> None:
         """Store a lifecycle event the runner made up, after the lines read so far (handed
-        over at once; ``on_event`` hears of it once committed)."""
+        over at once; the event hook hears of it once committed)."""
         batch = self.batch
         if batch.first_at is None:
             batch.first_at = time.monotonic()
         self.ingest.add_synthesised(batch, event)
-        self.hooks_due.append((batch.serial, [event]))
+        self.notify.expect(batch.serial, [event])
         self._hand_over()
 
     def on_lines(self, lines: list[bytes], arrived: float, eof: bool, partial: bool) -> None:
@@ -105,7 +108,7 @@ class StoreBatcher(RunObserver):
             start = end
             if events:
                 self.health.on_events(events, arrived)
-                self.hooks_due.append((batch.serial, events))
+                self.notify.expect(batch.serial, events)
                 self._hand_over()
             elif batch.lines >= self.batch_lines:
                 self._hand_over()
@@ -117,25 +120,42 @@ class StoreBatcher(RunObserver):
 
     def _check_health(self, now: float) -> None:
         change = self.health.check(now)
-        if change is not None and self.on_health is not None:
-            self.on_health(change)
+        if change is not None:
+            self.health_changed(change)
+
+    def health_changed(self, change: dict[str, Any]) -> None:
+        """Store a change of the run's health (a :meth:`RunHealth.check` payload, with its
+        ``event`` key), warn, and tell the listener of a stall."""
+        payload = dict(change)
+        name = str(payload.pop("event"))
+        self.add_event(lifecycle_event(self.run_id, name, payload))
+        self.health_events += 1
+        if name == STALLED_EVENT:
+            reason = stall_reason(payload)
+            stops = self.listener.stalled(reason)
+            self.listener.warn(f"run {self.run_id} {reason}{'; stopping it' if stops else ''}")
+        else:
+            self.listener.warn(
+                f"run {self.run_id} is writing again after {payload['silent_seconds']:g} s "
+                "of silence (recovered)"
+            )
 
     def on_check(self, now: float) -> None:
         self._check_health(now)
-        self.run_due_hooks()
-        self.on_tick()
+        self.notify.deliver()
+        self.listener.tick()
         if not self.writer.alive and not self.writer_gone:  # rows are counted lost from here
             self.writer_gone = True
-            self.warn(
+            self.listener.warn(
                 f"the store writer of run {self.run_id} stopped "
                 f"({self.writer.error}); the rest of the run is not stored and it will fail"
             )
 
     def on_output_held_open(self) -> None:
-        self.warn(
+        self.listener.warn(
             f"the worker of run {self.run_id} exited but a process "
             "outside its group keeps its stdout open; stopped reading"
         )
 
 
-__all__ = ["StoreBatcher"]
+__all__ = ["RunListener", "StoreBatcher"]

@@ -25,9 +25,10 @@ numpy, and a frame higher or wider than FastLane carries
 frame FastLane refuses, is *refused*: counted, reported once, and the next frame shows as usual
 (a refused frame never ends the live view).
 
-Cost: nothing on the ingest thread. :meth:`StepFrames.offer` is the store writer's commit
-callback; it keeps a reference to the committed step rows and returns. Its own thread wakes
-at most ``fps`` times a second, looks for the newest step row whose text holds
+Cost: nothing on the ingest thread. :meth:`StepFrames.offer` is a stage of the recorder's
+:class:`~mosaic_sdk.runner.recording.notify.Notify` (on the writer's thread, after each
+commit); it keeps a reference to the committed step rows and returns. Its own thread wakes at
+most ``fps`` times a second, looks for the newest step row whose text holds
 ``"render_payload"`` among the rows committed since its last look, and parses only that line.
 Frames therefore reach the viewer about one flush interval (0.1 s) after the worker wrote them.
 
@@ -204,7 +205,7 @@ class StepFramesReport:
 
 class StepFrames:
     """Publishes the render payloads of one run's step lines to its FastLane stream (see the
-    module docstring). Give :meth:`offer` to the store writer as its commit callback; call
+    module docstring). Give :meth:`offer` to the recorder's ``Notify`` (every committed batch); call
     :meth:`close` at the end of the run."""
 
     def __init__(
@@ -379,29 +380,6 @@ class StepFrames:
         return self.report
 
 
-def on_commit_all(
-    *callbacks: Callable[[LineBatch], None] | None,
-) -> Callable[[LineBatch], None] | None:
-    """One commit callback that calls each of ``callbacks`` (Nones left out) in turn; None
-    when there is none. Each is called even when one before it raised (the first error is
-    raised after all ran, so the writer reports it)."""
-    given = [c for c in callbacks if c is not None]
-    if len(given) <= 1:
-        return given[0] if given else None
-
-    def call_all(batch: LineBatch) -> None:
-        error: Exception | None = None
-        for callback in given:
-            try:
-                callback(batch)
-            except Exception as exc:  # noqa: BLE001 - raised below, once all ran
-                error = error or exc
-        if error is not None:
-            raise error
-
-    return call_all
-
-
 def newest_payload_line(batches: list[list[tuple[Any, ...]]]) -> str | None:
     """The text of the newest step row among ``batches`` (stored step rows, oldest batch
     first) that holds ``"render_payload"``; None when none does."""
@@ -431,5 +409,4 @@ __all__ = [
     "frame_from_line",
     "frame_from_payload",
     "newest_payload_line",
-    "on_commit_all",
 ]
