@@ -65,9 +65,10 @@ import os
 import sqlite3
 from pathlib import Path
 
+from mosaic_sdk.runner.storage import summary
 from mosaic_sdk.runner.storage.records import EpisodeRow, StepRow
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 STATUSES = ("running", "completed", "failed", "cancelled")
 
 _SCHEMA = """
@@ -389,6 +390,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for column, decl in columns.items():
                 if column not in have:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+        _add_series_blocks(conn)
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
@@ -398,6 +400,18 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _add_series_blocks(conn: sqlite3.Connection) -> None:
+    """Version 7: the series' block summaries (:mod:`~mosaic_sdk.runner.storage.summary`),
+    built for the series an older store already holds."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(series)")}
+    if "summarised" in have:
+        return
+    for column, decl in summary.SERIES_COLUMNS.items():
+        conn.execute(f"ALTER TABLE series ADD COLUMN {column} {decl}")
+    conn.execute(summary.BLOCKS_SCHEMA)
+    summary.build_all(conn)
 
 
 #: Page size of a new store. Its rows hold the raw line (~200-300 bytes); with 16 KiB pages
