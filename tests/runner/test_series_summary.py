@@ -98,8 +98,9 @@ def test_blocks_kept_batch_by_batch_equal_blocks_built_from_scratch(tmp_path: Pa
     finite = part[np.isfinite(part)]
     assert block[3:9] == (320, T0 + 320_000 + 1, 321, 350, T0 + 350_000 + 1, 351)
     assert block[9] == len(finite) and block[10] == pytest.approx(finite.sum())
-    low, high = int(np.argmin(np.where(np.isfinite(part), part, np.inf))), int(
-        np.argmax(np.where(np.isfinite(part), part, -np.inf))
+    low, high = (
+        int(np.argmin(np.where(np.isfinite(part), part, np.inf))),
+        int(np.argmax(np.where(np.isfinite(part), part, -np.inf))),
     )
     assert block[11:14] == (part[low], 320 + 2 * low, T0 + (320 + 2 * low) * 1000 + 1)
     assert block[14:17] == (part[high], 320 + 2 * high, T0 + (320 + 2 * high) * 1000 + 1)

@@ -17,7 +17,6 @@ from itertools import chain
 from typing import cast
 
 from mosaic_sdk.runner.storage import schema as store_sql
-from mosaic_sdk.runner.storage.summary import add_points as add_summary
 from mosaic_sdk.runner.storage.records import (
     EventValues,
     LogValues,
@@ -25,6 +24,7 @@ from mosaic_sdk.runner.storage.records import (
     SeriesValues,
     TelemetryValues,
 )
+from mosaic_sdk.runner.storage.summary import add_points as add_summary
 
 _INT64 = (-(2**63), 2**63 - 1)
 

@@ -946,16 +946,11 @@ class RunStore:
         share = stored * (hi - lo + 1) / max(1, last - first + 1)
         top = summary.top_level(int(share), buckets)
         with _snapshot(self.conn):
-            part = summary.cover(
-                cursor, run_id, series_id, lo, hi, (hi + 1 - lo) / buckets, top
-            )
+            part = summary.cover(cursor, run_id, series_id, (lo, hi), buckets, top)
         if part.points <= 2 * buckets:
             return None
-        got_steps, values, walls = summary.extremes(part)
-        candidates = SeriesColumns(
-            name, agent_id, got_steps, values, walls, part.points, part.not_finite
-        )
-        return _extremes_of(candidates, lo, hi, buckets)
+        kept = summary.extremes(part, lo, buckets, (hi + 1 - lo) / buckets)
+        return SeriesColumns(name, agent_id, *kept, part.points, part.not_finite, downsampled=True)
 
     @staticmethod
     def _columns(
@@ -1071,13 +1066,10 @@ class RunStore:
         if found is None or found[1] is None:
             return out
         series_id, lo, hi, stored, summarised = found
-        edges = np.linspace(lo, hi + 1, buckets + 1)
         if summarised:
             top = summary.top_level(stored, buckets)
             with _snapshot(self.conn):
-                part = summary.cover(
-                    cursor, full, series_id, lo, hi, (hi + 1 - lo) / buckets, top
-                )
+                part = summary.cover(cursor, full, series_id, (lo, hi), buckets, top, means=True)
         else:
             whole = self._columns(
                 name,
@@ -1089,7 +1081,7 @@ class RunStore:
                 ).fetchall(),
             )
             part = summary.Cover.of_points(whole.steps, whole.values, whole.wall_ns)
-        steps, values, counts = summary.means(part, edges)
+        steps, values, counts = summary.means(part, lo, buckets, (hi + 1 - lo) / buckets)
         return summary.SeriesMeans(
             name, agent_id, steps, values, counts, part.points, part.not_finite, buckets
         )

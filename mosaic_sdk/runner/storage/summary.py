@@ -90,34 +90,45 @@ _LAST_POINTS = (
     "SELECT step, wall_ns, line_no, value FROM series_points WHERE run_id = ? AND series_id = ?"
     " ORDER BY step DESC, wall_ns DESC, line_no DESC LIMIT ?"
 )
-#: The blocks of one level whose first key is in [?4..6, ?7..9], read into numpy
-#: (:data:`_READ_FIELDS`: a block without a finite value reads NaN and step 0).
-_BLOCKS_IN = (
-    "SELECT first_step, first_wall, first_line, last_step, last_wall, last_line, finite,"
-    " total, ifnull(min_value, 'nan'), ifnull(min_step, 0), ifnull(min_wall, 0),"
-    " ifnull(max_value, 'nan'), ifnull(max_step, 0), ifnull(max_wall, 0), level"
-    " FROM series_blocks WHERE run_id = ? AND series_id = ?"
-    " AND level = ? AND (first_step, first_wall, first_line) >= (?, ?, ?)"
-    " AND (first_step, first_wall, first_line) <= (?, ?, ?)"
-    " ORDER BY first_step, first_wall, first_line"
+#: The blocks of one level (:level) whose keys lie in [:a, :b] (first key from :a, last key
+#: up to :b): the filter of the read queries below.
+_IN = (
+    " FROM series_blocks WHERE run_id = :run AND series_id = :sid AND level = :level"
+    " AND (first_step, first_wall, first_line) >= (:a0, :a1, :a2)"
+    " AND (first_step, first_wall, first_line) <= (:b0, :b1, :b2)"
+    " AND (last_step, last_wall, last_line) <= (:b0, :b1, :b2)"
 )
-_READ_FIELDS = [
-    ("first_step", "<i8"),
-    ("first_wall", "<i8"),
-    ("first_line", "<i8"),
-    ("last_step", "<i8"),
-    ("last_wall", "<i8"),
-    ("last_line", "<i8"),
-    ("finite", "<i8"),
-    ("total", "<f8"),
-    ("min_value", "<f8"),
-    ("min_step", "<i8"),
-    ("min_wall", "<i8"),
-    ("max_value", "<f8"),
-    ("max_step", "<i8"),
-    ("max_wall", "<i8"),
-    ("level", "<i8"),
-]
+_FITS = "last_step - first_step < :width"
+#: Of those blocks: how many fit a bucket and their finite values; the key of the first;
+#: the key of the last; and the keys of those too wide for a bucket (whose points go further
+#: down), in key order.
+_FITTING = f"SELECT count(*), total(finite){_IN} AND {_FITS}"
+_FIRST = f"SELECT first_step, first_wall, first_line{_IN} ORDER BY first_step, first_wall,"
+_FIRST += " first_line LIMIT 1"
+_LAST = f"SELECT last_step, last_wall, last_line{_IN} ORDER BY first_step DESC, first_wall DESC,"
+_LAST += " first_line DESC LIMIT 1"
+_WIDE = (
+    f"SELECT first_step, first_wall, first_line, last_step, last_wall, last_line{_IN}"
+    f" AND NOT {_FITS} ORDER BY first_step, first_wall, first_line"
+)
+#: Per bucket (of the point's own step), the lowest and the highest finite point of the
+#: blocks that fit one (SQLite takes the bare columns from the row of the one min or max).
+_LOWS = (
+    "SELECT min_step, min(min_value), min_wall" + _IN + f" AND {_FITS} AND min_value IS NOT NULL"
+    " GROUP BY CAST((min_step - :lo) / :width AS INTEGER)"
+)
+_HIGHS = (
+    "SELECT max_step, max(max_value), max_wall" + _IN + f" AND {_FITS} AND max_value IS NOT NULL"
+    " GROUP BY CAST((max_step - :lo) / :width AS INTEGER)"
+)
+#: Per bucket (of the block's middle step): the sum of the finite values, how many, and the
+#: sum of their steps (each block's counted at its middle).
+_SUMS = (
+    "SELECT CAST(((first_step + last_step) / 2.0 - :lo) / :width AS INTEGER) AS b,"
+    " total(total), total(finite), total(finite * ((first_step + last_step) / 2.0))"
+    + _IN
+    + f" AND {_FITS} AND finite > 0 GROUP BY b"
+)
 _RAW_FIELDS = [("step", "<i8"), ("value", "<f8"), ("wall", "<i8")]
 _POINTS_IN = (
     "SELECT step, ifnull(value, 'nan'), wall_ns FROM series_points"
@@ -231,7 +242,7 @@ def add_points(conn: sqlite3.Connection, run_id: str, points: Iterable[Sequence[
         count, on = state.get(sid, (0, 0))
         if not on:
             continue
-        ordered = all(a[:3] < b[:3] for a, b in zip(new, new[1:]))  # noqa: RUF007
+        ordered = all(a[:3] < b[:3] for a, b in zip(new, new[1:], strict=False))
         older: list[Point] = []
         if ordered and count:
             rows = conn.execute(_LAST_POINTS, (run_id, sid, max(1, count % LEAF))).fetchall()
@@ -294,10 +305,17 @@ class SeriesMeans:
 
 @dataclass
 class Cover:
-    """A step range of a series as whole blocks and raw points (see :func:`cover`)."""
+    """A step range of a series cut into ``buckets`` equal step ranges, read as whole blocks
+    and raw points (see :func:`cover`)."""
 
-    #: the blocks used (numpy, fields of ``_READ_FIELDS``, ``level`` last)
-    blocks: np.ndarray
+    #: the blocks' lowest and highest finite points, a lowest and a highest per bucket
+    #: (numpy: ``step``, ``value``, ``wall``; empty unless asked for)
+    extremes: np.ndarray
+    #: per bucket: the blocks' finite values' sum, their number, and the sum of their
+    #: (blocks' middle) steps (empty unless asked for)
+    sums: np.ndarray
+    counts: np.ndarray
+    steps: np.ndarray
     #: the raw points (numpy: ``step``, ``value``, ``wall``)
     raw: np.ndarray
     #: points in the range, and those of them NaN or infinite
@@ -311,8 +329,9 @@ class Cover:
 
         raw = np.zeros(len(steps), dtype=_RAW_FIELDS)
         raw["step"], raw["value"], raw["wall"] = steps, values, walls
-        blocks = np.zeros(0, dtype=_READ_FIELDS)
-        return cls(blocks, raw, len(raw), int((~np.isfinite(values)).sum()))
+        none = np.zeros(0)
+        extremes = np.zeros(0, dtype=_RAW_FIELDS)
+        return cls(extremes, none, none, none, raw, len(raw), int((~np.isfinite(values)).sum()))
 
 
 def top_level(points: int, buckets: int) -> int:
@@ -326,50 +345,79 @@ def top_level(points: int, buckets: int) -> int:
 Key = tuple[int, int, int]
 
 
-def _key(block: Any, at: str) -> Key:
-    return (int(block[f"{at}_step"]), int(block[f"{at}_wall"]), int(block[f"{at}_line"]))
+def bucket_of(steps: np.ndarray, lo: int, width: float, buckets: int) -> np.ndarray:
+    """The bucket of each step: ``(step - lo) / width`` truncated (as SQLite's ``CAST(... AS
+    INTEGER)`` of the same doubles), within [0, buckets)."""
+    import numpy as np  # only here: `mosaic` commands start without numpy
+
+    at = (np.asarray(steps) - lo) / width
+    return np.clip(at.astype(np.int64), 0, buckets - 1)
 
 
 def cover(
     conn: sqlite3.Connection | sqlite3.Cursor,
     run_id: str,
     series_id: int,
-    lo: int,
-    hi: int,
-    width: float,
+    steps: tuple[int, int],
+    buckets: int,
     top: int,
+    *,
+    means: bool = False,
 ) -> Cover:
-    """The points of steps [lo, hi] of a series as whole blocks whose steps span less than
-    ``width`` (a bucket), from level ``top`` down, and the raw points no such block covers.
-    Call inside one read transaction (the blocks and points of one snapshot)."""
+    """Steps [lo, hi] of a series cut into ``buckets`` equal step ranges: the blocks whose
+    steps span less than a bucket, from level ``top`` down, reduced inside SQLite to each
+    bucket's lowest and highest point (``means``: to each bucket's sums), and the raw
+    points no such block covers. Call inside one read transaction (one snapshot)."""
     import numpy as np  # only here: `mosaic` commands start without numpy
 
+    lo, hi = steps
+    width = (hi + 1 - lo) / buckets
     intervals: list[tuple[Key, Key]] = [((lo, _MIN, _MIN), (hi, _MAX, _MAX))]
-    used: list[np.ndarray] = []
+    extremes: list[list[Any]] = []
+    sums = np.zeros(buckets)
+    counts = np.zeros(buckets)
+    at = np.zeros(buckets)
+    points = not_finite = 0
     for level in range(top, 0, -1):
         later: list[tuple[Key, Key]] = []
+        size = points_per_block(level)
         for start, end in intervals:
-            rows = conn.execute(_BLOCKS_IN, (run_id, series_id, level, *start, *end)).fetchall()
-            found = np.array(rows, dtype=_READ_FIELDS)
-            if len(found) and _key(found[-1], "last") > end:
-                found = found[:-1]  # ends past the interval: its points go further down
-            if not len(found):
+            params = {
+                "run": run_id,
+                "sid": series_id,
+                "level": level,
+                "a0": start[0],
+                "a1": start[1],
+                "a2": start[2],
+                "b0": end[0],
+                "b1": end[1],
+                "b2": end[2],
+                "width": width,
+                "lo": lo,
+            }
+            first = conn.execute(_FIRST, params).fetchone()
+            if first is None:
                 later.append((start, end))
                 continue
+            fits, finite = conn.execute(_FITTING, params).fetchone()
+            if fits:
+                points += fits * size
+                not_finite += fits * size - int(finite)
+                if means:
+                    for b, total, count, where in conn.execute(_SUMS, params):
+                        b = min(max(int(b), 0), buckets - 1)
+                        sums[b] += total
+                        counts[b] += count
+                        at[b] += where
+                else:
+                    extremes += conn.execute(_LOWS, params).fetchall()
+                    extremes += conn.execute(_HIGHS, params).fetchall()
             # Between two blocks of a level there are no points: what goes further down is
-            # the interval's head (before its first block), its runs of blocks too wide for
-            # a bucket, and its tail (after its last block)
-            fit = (found["last_step"] - found["first_step"]) < width
-            used.append(found[fit])
-            later.append((start, _before(_key(found[0], "first"))))
-            wide = np.flatnonzero(~fit)
-            if len(wide):
-                breaks = np.flatnonzero(np.diff(wide) > 1)
-                firsts = wide[np.r_[0, breaks + 1]]
-                lasts = wide[np.r_[breaks, len(wide) - 1]]
-                for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True):
-                    later.append((_key(found[a], "first"), _key(found[b], "last")))
-            later.append((_after(_key(found[-1], "last")), end))
+            # the interval's head (before its first block), its blocks too wide for a
+            # bucket, and its tail (after its last block)
+            later.append((start, _before(first)))
+            later += [((w[0], w[1], w[2]), (w[3], w[4], w[5])) for w in conn.execute(_WIDE, params)]
+            later.append((_after(conn.execute(_LAST, params).fetchone()), end))
         intervals = [(a, b) for a, b in later if a <= b]
     raw_parts = [
         np.array(
@@ -379,11 +427,10 @@ def cover(
         for start, end in intervals
     ]
     raw = np.concatenate(raw_parts) if raw_parts else np.zeros(0, dtype=_RAW_FIELDS)
-    blocks = np.concatenate(used) if used else np.zeros(0, dtype=_READ_FIELDS)
-    sizes = LEAF * FANOUT ** (blocks["level"] - 1)
-    points = len(raw) + int(sizes.sum())
-    not_finite = int((sizes - blocks["finite"]).sum()) + int((~np.isfinite(raw["value"])).sum())
-    return Cover(blocks, raw, points, not_finite)
+    points += len(raw)
+    not_finite += int((~np.isfinite(raw["value"])).sum())
+    found = np.array([tuple(e) for e in extremes], dtype=_RAW_FIELDS)
+    return Cover(found, sums, counts, at, raw, points, not_finite)
 
 
 def _before(key: Key) -> Key:
@@ -394,45 +441,37 @@ def _after(key: Key) -> Key:
     return (key[0], key[1], key[2] + 1)
 
 
-def extremes(part: Cover) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The candidate points of a :class:`Cover` for a bucket's lowest and highest: each
-    block's lowest and highest finite point, and the finite raw points, in key order
+def extremes(part: Cover, lo: int, buckets: int, width: float) -> tuple[Any, Any, Any]:
+    """In each bucket, the lowest and the highest of a :class:`Cover`'s candidates (its
+    blocks' per-bucket extremes and its finite raw points): real points, in key order
     (``steps``, ``values``, ``wall_ns``)."""
     import numpy as np  # only here: `mosaic` commands start without numpy
 
-    b, raw = part.blocks, part.raw
-    has = b[np.isfinite(b["min_value"])]
-    # a block whose one finite point is its lowest and highest gives it once
-    other = has[
-        (has["max_step"] != has["min_step"])
-        | (has["max_wall"] != has["min_wall"])
-        | (has["max_value"] != has["min_value"])
-    ]
-    finite = raw[np.isfinite(raw["value"])]
-    steps = np.concatenate([finite["step"], has["min_step"], other["max_step"]])
-    values = np.concatenate([finite["value"], has["min_value"], other["max_value"]])
-    walls = np.concatenate([finite["wall"], has["min_wall"], other["max_wall"]])
-    order = np.lexsort((walls, steps))
-    return steps[order], values[order], walls[order]
+    raw = part.raw[np.isfinite(part.raw["value"])]
+    found = np.concatenate([raw, part.extremes])
+    if not len(found):
+        return found["step"], found["value"], found["wall"]
+    bucket = bucket_of(found["step"], lo, width, buckets)
+    order = np.lexsort((found["value"], bucket))
+    ends = np.flatnonzero(np.r_[bucket[order][1:] != bucket[order][:-1], True])
+    starts = np.r_[0, ends[:-1] + 1] if len(ends) else ends
+    keep = found[np.unique(np.concatenate([order[starts], order[ends]]))]
+    keep = keep[np.lexsort((keep["wall"], keep["step"]))]
+    return keep["step"], keep["value"], keep["wall"]
 
 
-def means(part: Cover, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per bucket of ``edges`` (step ranges [edges[i], edges[i+1])) that holds a finite
-    value: the mean step of its items (a block counts at its middle step, weighted by its
-    finite values), the mean of its finite values, and how many there are."""
+def means(part: Cover, lo: int, buckets: int, width: float) -> tuple[Any, Any, Any]:
+    """Per bucket that holds a finite value: the mean step of its values (a block's counted
+    at its middle step), their mean, and how many there are."""
     import numpy as np  # only here: `mosaic` commands start without numpy
 
     raw = part.raw[np.isfinite(part.raw["value"])]
-    b = part.blocks[part.blocks["finite"] > 0]
-    middle = (b["first_step"].astype(np.float64) + b["last_step"]) / 2
-    at = np.concatenate([raw["step"].astype(np.float64), middle])
-    sums = np.concatenate([raw["value"], b["total"]])
-    counts = np.concatenate([np.ones(len(raw)), b["finite"].astype(np.float64)])
-    bucket = np.clip(np.searchsorted(edges, at, side="right") - 1, 0, len(edges) - 2)
-    n = len(edges) - 1
-    count = np.bincount(bucket, counts, n)
-    total = np.bincount(bucket, sums, n)
-    where = np.bincount(bucket, at * counts, n)
+    bucket = bucket_of(raw["step"], lo, width, buckets)
+    count = np.bincount(bucket, minlength=buckets).astype(np.float64)
+    total = np.bincount(bucket, raw["value"], buckets)
+    where = np.bincount(bucket, raw["step"].astype(np.float64), buckets)
+    if len(part.counts):  # the blocks' sums (a cover read whole has none)
+        count, total, where = count + part.counts, total + part.sums, where + part.steps
     has = count > 0
     return where[has] / count[has], total[has] / count[has], count[has]
 
