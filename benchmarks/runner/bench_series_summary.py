@@ -118,7 +118,7 @@ def main() -> None:
     )
     off = statistics.median(writer["off"]) / args.points * 1e6
     on = statistics.median(writer["on"]) / args.points * 1e6
-    print(f"without summaries (before) {off:6.2f}   with summaries (now) {on:6.2f}   {on / off:.2f}x")
+    print(f"without summaries (before) {off:6.2f}, with summaries (now) {on:6.2f}: {on / off:.2f}x")
 
 
 if __name__ == "__main__":
