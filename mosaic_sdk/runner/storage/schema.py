@@ -2,7 +2,7 @@
 
 One file holds every run, its lifecycle events, steps, episodes and log lines.
 
-Layout (``SCHEMA_VERSION`` 6; an older store gets the new columns, indexes and tables when
+Layout (``SCHEMA_VERSION`` 7; an older store gets the new columns, indexes and tables when
 opened for writing; a newer one, written by a newer SDK, is refused before anything is written):
 
 - ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
@@ -39,6 +39,11 @@ opened for writing; a newer one, written by a newer SDK, is refused before anyth
   free). ``value`` is a REAL; SQLite stores a NaN as NULL, and no other value is NULL, so
   NULL *is* NaN there (infinities are stored as such). What becomes a series is decided by
   :mod:`mosaic_sdk.runner.recording.series`.
+- ``series_blocks`` (version 7) and ``series.summarised``: the series' block summaries
+  (extremes and sums of blocks of 16 to 65,536 consecutive points, kept by the writer in the
+  transaction of the points; 0 once a series' points came out of step order), what a
+  downsampled read is answered from: see :mod:`mosaic_sdk.runner.storage.summary`. An older
+  store gets them, built from the points it holds, when opened for writing.
 
 Every table but ``runs`` is keyed by ``(run_id, [stream,] line_no)`` (``WITHOUT ROWID``: the key
 is the table's own B-tree, so rows of one run sit together and appending costs one tree).

@@ -31,9 +31,11 @@ bucket's mean from the blocks' sums and counts.
 from __future__ import annotations
 
 import math
+import operator
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby, islice
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -87,7 +89,8 @@ _LAST_BLOCKS = (
     " AND level = ? ORDER BY first_step DESC, first_wall DESC, first_line DESC LIMIT ?"
 )
 _LAST_POINTS = (
-    "SELECT step, wall_ns, line_no, value FROM series_points WHERE run_id = ? AND series_id = ?"
+    "SELECT run_id, series_id, step, wall_ns, line_no, value FROM series_points"
+    " WHERE run_id = ? AND series_id = ?"
     " ORDER BY step DESC, wall_ns DESC, line_no DESC LIMIT ?"
 )
 #: The blocks of one level (:level) whose keys lie in [:a, :b] (first key from :a, last key
@@ -138,8 +141,10 @@ _POINTS_IN = (
 
 #: A block as stored (without run, series and level): see ``_BLOCK_FIELDS``.
 Block = tuple[Any, ...]
-#: A point of a series: (step, wall_ns, line_no, value); value None is NaN (as SQLite has it).
-Point = tuple[int, int, int, float | None]
+#: A point of a series as the writer has it: (run_id, series_id, step, wall_ns, line_no,
+#: value); value None is NaN (as SQLite has it).
+Point = tuple[Any, ...]
+_SERIES = operator.itemgetter(1)
 
 
 def points_per_block(level: int) -> int:
@@ -147,26 +152,42 @@ def points_per_block(level: int) -> int:
 
 
 def _leaf(points: Sequence[Point]) -> Block:
+    """The level-1 block of ``points``: rows ``(run_id, series_id, step, wall_ns, line_no,
+    value)`` in key order (``value`` None or non-finite: not counted as finite)."""
+    first, last = points[0], points[-1]
+    values = [p[5] for p in points]
+    try:
+        total = sum(values)
+    except TypeError:  # a None (NaN as SQLite keeps it) among them
+        total = math.nan
+    if math.isfinite(total):  # every value finite (the usual block): found in C
+        at = range(len(values)).__iter__
+        low = points[min(at(), key=values.__getitem__)]
+        high = points[max(at(), key=values.__getitem__)]
+        return (
+            *first[2:5], *last[2:5], len(values), total,
+            low[5], low[2], low[3], high[5], high[2], high[3],
+        )  # fmt: skip
     finite, total = 0, 0.0
-    low: tuple[float, int, int] | None = None
-    high: tuple[float, int, int] | None = None
-    for step, wall, _, value in points:
+    lo: Point | None = None
+    hi: Point | None = None
+    for p in points:
+        value = p[5]
         if value is None or not math.isfinite(value):
             continue
         finite += 1
         total += value
-        if low is None or value < low[0]:
-            low = (value, step, wall)
-        if high is None or value > high[0]:
-            high = (value, step, wall)
-    first, last = points[0], points[-1]
+        if lo is None or value < lo[5]:
+            lo = p
+        if hi is None or value > hi[5]:
+            hi = p
     return (
-        *first[:3],
-        *last[:3],
+        *first[2:5],
+        *last[2:5],
         finite,
         total,
-        *(low or (None, None, None)),
-        *(high or (None, None, None)),
+        *((lo[5], lo[2], lo[3]) if lo is not None else (None, None, None)),
+        *((hi[5], hi[2], hi[3]) if hi is not None else (None, None, None)),
     )
 
 
@@ -215,38 +236,40 @@ def _store_levels(
         level += 1
 
 
-def add_points(conn: sqlite3.Connection, run_id: str, points: Iterable[Sequence[Any]]) -> None:
+def add_points(conn: sqlite3.Connection, run_id: str, points: Sequence[Point]) -> None:
     """The store writer's hook: add the blocks that a batch's points complete (``points``:
     ``(run_id, series_id, step, wall_ns, line_no, value)`` rows, in the order they came; called
     in the batch's transaction, after its new series rows and before its points are inserted).
     A series whose points come out of key order is marked ``summarised = 0`` (see the module
     docstring)."""
-    by_series: dict[int, list[Point]] = {}
-    for _, sid, step, wall, line, value in points:
-        got = by_series.get(sid)
-        if got is None:
-            got = by_series[sid] = []
-        got.append((step, wall, line, value))
-    if not by_series:
+    if not points:
         return
-    ids = list(by_series)
+    first_sid = points[0][1]
+    if all(p[1] == first_sid for p in points):  # one series (a quiet run's batch)
+        by_series: dict[int, list[Point]] = {first_sid: list(points)}
+    else:  # rows of one run: ordered as their series ids, then as they came (a stable sort)
+        by_series = {
+            sid: list(rows) for sid, rows in groupby(sorted(points, key=_SERIES), key=_SERIES)
+        }
+    ids = "[" + ",".join(str(int(i)) for i in by_series) + "]"
     state = {
         sid: (count, on)
         for sid, count, on in conn.execute(
             "SELECT s.series_id, s.points, s.summarised FROM json_each(?) AS j"
             " JOIN series AS s ON s.run_id = ? AND s.series_id = j.value",
-            ("[" + ",".join(str(int(i)) for i in ids) + "]", run_id),
+            (ids, run_id),
         )
     }
     for sid, new in by_series.items():
         count, on = state.get(sid, (0, 0))
         if not on:
             continue
-        ordered = all(a[:3] < b[:3] for a, b in zip(new, new[1:], strict=False))
+        # rows of one run and series compare as their keys (step, wall time, line)
+        ordered = all(map(operator.lt, new, islice(new, 1, None)))
         older: list[Point] = []
         if ordered and count:
             rows = conn.execute(_LAST_POINTS, (run_id, sid, max(1, count % LEAF))).fetchall()
-            ordered = tuple(rows[0][:3]) < new[0][:3]
+            ordered = rows[0] < new[0]
             older = rows[::-1] if count % LEAF else []
         if not ordered:
             conn.execute(
@@ -257,7 +280,7 @@ def add_points(conn: sqlite3.Connection, run_id: str, points: Iterable[Sequence[
                 "DELETE FROM series_blocks WHERE run_id = ? AND series_id = ?", (run_id, sid)
             )
             continue
-        leaves = _blocks_of(older + new, LEAF, _leaf)
+        leaves = _blocks_of(older + new if older else new, LEAF, _leaf)
         if leaves:
             _store_levels(conn, run_id, sid, count, leaves)
 
@@ -269,7 +292,7 @@ def build_all(conn: sqlite3.Connection) -> None:
     series = conn.execute("SELECT run_id, series_id FROM series").fetchall()
     for run_id, sid in series:
         rows = conn.execute(
-            "SELECT step, wall_ns, line_no, value FROM series_points"
+            "SELECT run_id, series_id, step, wall_ns, line_no, value FROM series_points"
             " WHERE run_id = ? AND series_id = ? ORDER BY step, wall_ns, line_no",
             (run_id, sid),
         ).fetchall()
