@@ -212,3 +212,41 @@ def test_means_of_step_ranges_from_blocks(tmp_path: Path) -> None:
     assert odd.counts.sum() == finite.sum()
     assert (odd.values * odd.counts).sum() == pytest.approx(values[finite].sum())
     assert np.all(np.diff(odd.steps) > 0) and len(odd) == 37
+
+
+def test_a_writers_connection_keeps_blocks_right_across_batches_and_a_rollback(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    _store(path)
+    values = _values(3000, seed=4)
+    conn = connect(path)  # one connection, as the store writer has: it keeps open blocks
+    try:
+        start = 0
+        for k, size in enumerate([5, 40, 700, 1, 16, 1200, 3, 1035]):
+            batch = LineBatch()
+            if k == 0:
+                batch.series += [("R", 1, "loss", None), ("R", 2, "lr", None)]
+            for i in range(start, start + size):
+                for sid in (1, 2):
+                    batch.points.append(("R", sid, i, T0 + i, i + 1, float(values[i]) * sid))
+            if k == 3:  # a transaction that fails after the hook ran: nothing of it is kept
+                conn.execute("BEGIN")
+                insert_series(conn, "R", batch)
+                conn.execute("ROLLBACK")
+            conn.execute("BEGIN")
+            insert_series(conn, "R", batch)
+            conn.execute("COMMIT")
+            start += size
+    finally:
+        conn.close()
+    kept = _blocks(path)
+    conn = connect(path)
+    conn.execute("DELETE FROM series_blocks")
+    conn.execute("BEGIN")
+    summary.build_all(conn)
+    conn.execute("COMMIT")
+    conn.close()
+    assert kept == _blocks(path) and len(kept) == 2 * sum(
+        3000 // summary.points_per_block(level) for level in range(1, summary.LEVELS + 1)
+    )

@@ -434,7 +434,11 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
     had = tuple(sidecar.exists() for sidecar in _sidecars(path))
     try:
         conn = sqlite3.connect(
-            str(path), timeout=timeout, isolation_level=None, check_same_thread=False
+            str(path),
+            timeout=timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=summary.Connection,  # keeps the series' open blocks between batches
         )
     except sqlite3.Error as exc:
         raise StoreError(

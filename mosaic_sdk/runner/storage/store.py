@@ -852,10 +852,15 @@ class RunStore:
 
         ``buckets`` (a picture's width in pixels): when the range holds more than twice
         that many points, the range is cut into ``buckets`` equal step ranges and each
-        gives its lowest and its highest finite point, found inside SQLite (``downsampled``
-        is then True; ``points`` and ``not_finite`` still count the whole range). Never
-        for data that leaves the SDK whole (an export, a download): those read every
-        point. A series the run does not have has no points."""
+        gives its lowest and its highest finite point (``downsampled`` is then True;
+        ``points`` and ``not_finite`` still count the whole range): from the series' block
+        summaries (:mod:`~mosaic_sdk.runner.storage.summary`: a range's extremes are those
+        of its points up to one block, narrower than the range, from its edges; the cost
+        grows with ``buckets``, not with the points), or, for a series without them (its
+        points came out of step order, an older store opened read-only), found inside
+        SQLite by scanning the range. Never for data that leaves the SDK whole (an export,
+        a download): those read every point. A series the run does not have has no
+        points."""
         import numpy as np  # only here: `mosaic` commands start without numpy
 
         if buckets is not None and (limit is not None or buckets < 1):

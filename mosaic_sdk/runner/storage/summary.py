@@ -213,26 +213,57 @@ def _blocks_of(items: Sequence[Any], size: int, make: Any) -> list[Block]:
     return [make(items[i : i + size]) for i in range(0, len(items) - size + 1, size)]
 
 
-def _store_levels(
-    conn: sqlite3.Connection, run_id: str, series_id: int, before: int, leaves: list[Block]
+@dataclass
+class _Open:
+    """Where a series' next blocks start: its points so far, its last point, its points not
+    yet in a level-1 block, and per level (1 to LEVELS - 1) its blocks not yet in a parent."""
+
+    count: int
+    last: Point | None
+    raw: list[Point]
+    blocks: list[list[Block]]
+
+
+class Connection(sqlite3.Connection):
+    """A writer's connection to the store (:func:`~.schema.connect`): it keeps each series'
+    :class:`_Open` state between batches, so a batch that completes no block costs the
+    summary one query (the series' point counts, which tell a kept state from one a rolled
+    back transaction left behind)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.open_series: dict[tuple[str, int], _Open] = {}
+
+
+def _open_of(conn: sqlite3.Connection, run_id: str, series_id: int, count: int) -> _Open:
+    """A series' :class:`_Open` state as the store has it (``count``: its points)."""
+    rows = conn.execute(_LAST_POINTS, (run_id, series_id, max(1, count % LEAF))).fetchall()
+    blocks = []
+    for level in range(1, LEVELS):
+        n = (count // points_per_block(level)) % FANOUT
+        got = conn.execute(_LAST_BLOCKS, (run_id, series_id, level, n)).fetchall() if n else []
+        blocks.append(got[::-1])
+    return _Open(count, rows[0] if rows else None, rows[::-1] if count % LEAF else [], blocks)
+
+
+def _advance(
+    conn: sqlite3.Connection, run_id: str, series_id: int, state: _Open, new: list[Point]
 ) -> None:
-    """Insert ``leaves`` (the new level-1 blocks of a series that held ``before`` points
-    before them) and the blocks of the levels above that they complete."""
-    new, level = leaves, 1
-    while new:
-        size = points_per_block(level)
-        if level < LEVELS:  # the level's blocks not yet in a parent, read before the new ones
-            open_blocks = (before // size) % FANOUT
-            older = (
-                conn.execute(_LAST_BLOCKS, (run_id, series_id, level, open_blocks)).fetchall()
-                if open_blocks
-                else []
-            )
-        conn.executemany(_INSERT_BLOCK, [(run_id, series_id, level, *b) for b in new])
+    """Add ``new`` points (in key order, after ``state.last``) to ``state`` and insert the
+    blocks they complete, level by level."""
+    pending = state.raw + new if state.raw else new
+    fresh = _blocks_of(pending, LEAF, _leaf)
+    state.raw = pending[len(fresh) * LEAF :]
+    state.last = new[-1]
+    state.count += len(new)
+    level = 1
+    while fresh:
+        conn.executemany(_INSERT_BLOCK, [(run_id, series_id, level, *b) for b in fresh])
         if level == LEVELS:
             return
-        pending = older[::-1] + new
-        new = _blocks_of(pending, FANOUT, _parent)
+        waiting = state.blocks[level - 1] + fresh
+        fresh = _blocks_of(waiting, FANOUT, _parent)
+        state.blocks[level - 1] = waiting[len(fresh) * FANOUT :]
         level += 1
 
 
@@ -260,18 +291,20 @@ def add_points(conn: sqlite3.Connection, run_id: str, points: Sequence[Point]) -
             (ids, run_id),
         )
     }
+    kept = conn.open_series if isinstance(conn, Connection) else {}
     for sid, new in by_series.items():
         count, on = state.get(sid, (0, 0))
         if not on:
             continue
+        series = kept.get((run_id, sid))
+        if series is None or series.count != count:
+            series = kept[run_id, sid] = _open_of(conn, run_id, sid, count)
         # rows of one run and series compare as their keys (step, wall time, line)
         ordered = all(map(operator.lt, new, islice(new, 1, None)))
-        older: list[Point] = []
-        if ordered and count:
-            rows = conn.execute(_LAST_POINTS, (run_id, sid, max(1, count % LEAF))).fetchall()
-            ordered = rows[0] < new[0]
-            older = rows[::-1] if count % LEAF else []
+        if ordered and series.last is not None:
+            ordered = series.last < new[0]
         if not ordered:
+            del kept[run_id, sid]
             conn.execute(
                 "UPDATE series SET summarised = 0 WHERE run_id = ? AND series_id = ?",
                 (run_id, sid),
@@ -280,9 +313,7 @@ def add_points(conn: sqlite3.Connection, run_id: str, points: Sequence[Point]) -
                 "DELETE FROM series_blocks WHERE run_id = ? AND series_id = ?", (run_id, sid)
             )
             continue
-        leaves = _blocks_of(older + new if older else new, LEAF, _leaf)
-        if leaves:
-            _store_levels(conn, run_id, sid, count, leaves)
+        _advance(conn, run_id, sid, series, new)
 
 
 def build_all(conn: sqlite3.Connection) -> None:
@@ -296,9 +327,8 @@ def build_all(conn: sqlite3.Connection) -> None:
             " WHERE run_id = ? AND series_id = ? ORDER BY step, wall_ns, line_no",
             (run_id, sid),
         ).fetchall()
-        leaves = _blocks_of(rows, LEAF, _leaf)
-        if leaves:
-            _store_levels(conn, run_id, sid, 0, leaves)
+        if rows:
+            _advance(conn, run_id, sid, _Open(0, None, [], [[] for _ in range(1, LEVELS)]), rows)
         conn.execute(
             "UPDATE series SET summarised = 1 WHERE run_id = ? AND series_id = ?", (run_id, sid)
         )
@@ -505,6 +535,7 @@ __all__ = [
     "LEAF",
     "LEVELS",
     "SERIES_COLUMNS",
+    "Connection",
     "Cover",
     "SeriesMeans",
     "add_points",
