@@ -22,8 +22,9 @@ T0 = 10**18
 
 def _add(path: Path, points: list[tuple[int, int, float]], *, new: bool, line: int = 0) -> None:
     """Store ``points`` ((series_id, step, value), in that order) as one batch (their line
-    numbers: step + 1 + ``line``)."""
-    conn = connect(path)
+    numbers: step + 1 + ``line``), through a RunStore's connection (it reads rows as dicts)."""
+    store = RunStore(path)
+    conn = store.conn
     try:
         batch = LineBatch()
         if new:
@@ -34,7 +35,7 @@ def _add(path: Path, points: list[tuple[int, int, float]], *, new: bool, line: i
         insert_series(conn, "R", batch)
         conn.execute("COMMIT")
     finally:
-        conn.close()
+        store.close()
 
 
 def _store(path: Path) -> None:

@@ -267,6 +267,13 @@ def _advance(
         level += 1
 
 
+def _plain(conn: sqlite3.Connection) -> Any:
+    """A cursor of ``conn`` that reads rows as tuples (a RunStore's connection reads dicts)."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    return cursor
+
+
 def add_points(conn: sqlite3.Connection, run_id: str, points: Sequence[Point]) -> None:
     """The store writer's hook: add the blocks that a batch's points complete (``points``:
     ``(run_id, series_id, step, wall_ns, line_no, value)`` rows, in the order they came; called
@@ -283,6 +290,8 @@ def add_points(conn: sqlite3.Connection, run_id: str, points: Sequence[Point]) -
             sid: list(rows) for sid, rows in groupby(sorted(points, key=_SERIES), key=_SERIES)
         }
     ids = "[" + ",".join(str(int(i)) for i in by_series) + "]"
+    kept = conn.open_series if isinstance(conn, Connection) else {}
+    conn = _plain(conn)
     state = {
         sid: (count, on)
         for sid, count, on in conn.execute(
@@ -291,7 +300,6 @@ def add_points(conn: sqlite3.Connection, run_id: str, points: Sequence[Point]) -
             (ids, run_id),
         )
     }
-    kept = conn.open_series if isinstance(conn, Connection) else {}
     for sid, new in by_series.items():
         count, on = state.get(sid, (0, 0))
         if not on:
@@ -320,6 +328,7 @@ def build_all(conn: sqlite3.Connection) -> None:
     """Build the blocks of every series of the store (the migration to version 7: the
     points are read in key order, so every series gets them, in whatever order its points
     came)."""
+    conn = _plain(conn)
     series = conn.execute("SELECT run_id, series_id FROM series").fetchall()
     for run_id, sid in series:
         rows = conn.execute(
