@@ -90,13 +90,16 @@ def main() -> None:
     writer: dict[str, list[float]] = {"off": [], "on": []}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        for rep in range(args.repeat):
-            order = ("off", "on") if rep % 2 == 0 else ("on", "off")
-            for name in order:
-                with summary_off(name == "off"):
-                    alone[name].append(alone_run(reads, tmp, f"{rep}-{name}"))
-                    writer[name].append(writer_run(tmp / f"w-{rep}-{name}.sqlite", args.points,
-                                                   args.batch))  # fmt: skip
+        for part in ("alone", "writer"):  # one part after the other: neither disturbs the other
+            for rep in range(args.repeat):
+                order = ("off", "on") if rep % 2 == 0 else ("on", "off")
+                for name in order:
+                    with summary_off(name == "off"):
+                        if part == "alone":
+                            alone[name].append(alone_run(reads, tmp, f"{rep}-{name}"))
+                        else:
+                            path = tmp / f"w-{rep}-{name}.sqlite"
+                            writer[name].append(writer_run(path, args.points, args.batch))
     print(
         f"1. runner alone: {args.alone_lines:,} step lines, a metrics line (2 series) per "
         f"{args.series_every}; medians of {args.repeat}, alternating"
@@ -110,6 +113,8 @@ def main() -> None:
         print(
             f"{label:<40} {rate:>10,.0f} {rate / base:>5.2f}x {cpu:>12.2f} {cpu / base_cpu:>5.2f}x"
         )
+    per_run = {n: [f"{r['lines/s'] / 1000:.1f}k" for r in rows] for n, rows in alone.items()}
+    print(f"per run (in run order), lines/s: {per_run}")
     lost = [int(r["lost"]) for rows in alone.values() for r in rows]
     print(f"rows lost per run: {lost} (goal: all 0)")
     print(
