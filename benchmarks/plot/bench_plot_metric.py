@@ -10,10 +10,14 @@ draws today). Then, interleaved, medians of ``--repeat``:
   --metric 'losses/*'`` (two panels of 4 lines) and with ``--group-seeds`` (two bands per
   panel), beside ``mosaic runs plot RUN...`` of the 1M episodes;
 - in-process: ``plot_metrics`` beside ``plot_runs``, and beside itself reading every point
-  (what it did before the downsampled read: ``PICTURE_BUCKETS`` off); reading the points
+  (what it did before the downsampled read: ``PICTURE_BUCKETS`` off), with and without
+  ``group_seeds`` (grouped: each run's means of 1000 step ranges from the store's block
+  summaries, beside every point read and interpolated, as before); reading the points
   alone: ``RunStore.series_columns`` (numpy, every point) and its downsampled read (1000
-  step ranges' lowest and highest point, what the plot reads) beside ``series_points``
-  (lists, the read before) and beside reading the episodes.
+  step ranges' lowest and highest point, what the plot reads, from the block summaries)
+  beside ``series_points`` (lists, the read before), beside the downsampled read by
+  scanning every point (before the block summaries) and beside reading the episodes;
+  ``series_means`` (what a grouped plot reads) beside ``series_columns``.
 
     python benchmarks/plot/bench_plot_metric.py [--points 1000000] [--repeat 3]
 
@@ -179,6 +183,28 @@ def main() -> None:
                     timed(lambda: plot_metrics(store, series_ids, ["losses/*"], tmpdir / "p.png")),  # noqa: B023
                 )
                 add("plot_runs", timed(lambda: plot_runs(store, episode_ids, tmpdir / "q.png")))  # noqa: B023
+                add(
+                    "plot_metrics grouped",
+                    timed(
+                        lambda: plot_metrics(
+                            store,  # noqa: B023
+                            series_ids,
+                            ["losses/*"],
+                            tmpdir / "pg.png",
+                            group_seeds=True,
+                        )
+                    ),
+                )
+                add(
+                    "read means",
+                    timed(
+                        lambda: [
+                            store.series_means(r, n, buckets=PICTURE_BUCKETS)  # noqa: B023
+                            for r in series_ids
+                            for n in NAMES
+                        ]
+                    ),
+                )
                 metrics_mod.PICTURE_BUCKETS = None  # type: ignore[assignment]  # every point read
                 try:
                     add(
@@ -187,8 +213,34 @@ def main() -> None:
                             lambda: plot_metrics(store, series_ids, ["losses/*"], tmpdir / "e.png")
                         ),  # noqa: B023
                     )
+                    add(
+                        "plot_metrics grouped every point",
+                        timed(
+                            lambda: plot_metrics(
+                                store,  # noqa: B023
+                                series_ids,
+                                ["losses/*"],
+                                tmpdir / "eg.png",
+                                group_seeds=True,
+                            )
+                        ),
+                    )
                 finally:
                     metrics_mod.PICTURE_BUCKETS = PICTURE_BUCKETS
+                store._blocks = False  # the store read as before its block summaries
+                try:
+                    add(
+                        "read downsampled scanning",
+                        timed(
+                            lambda: [
+                                store.series_columns(r, n, buckets=PICTURE_BUCKETS)  # noqa: B023
+                                for r in series_ids
+                                for n in NAMES
+                            ]
+                        ),
+                    )
+                finally:
+                    store._blocks = None
         med = {k: statistics.median(v) for k, v in figures.items()}
         print(f"\nmedians of {args.repeat}, seconds (ratio: ours / the return curve's)")
         rows = [
@@ -197,9 +249,14 @@ def main() -> None:
             ("in-process: plot_metrics / plot_runs", "plot_metrics", "plot_runs", ""),
             ("  / itself reading every point", "plot_metrics", "plot_metrics every point", ""),
             ("reading: series_points / read_episodes", "read points", "read episodes", ""),
+            ("  --group-seeds, runs' means / every point", "plot_metrics grouped",
+             "plot_metrics grouped every point", ""),
             ("reading: series_columns / series_points", "read columns", "read points", ""),
             ("  downsampled / series_points", "read downsampled", "read points", ""),
-        ]
+            ("  downsampled: blocks / scanning", "read downsampled",
+             "read downsampled scanning", ""),
+            ("  series_means / series_columns", "read means", "read columns", ""),
+        ]  # fmt: skip
         print(f"{'measure':<42} {'ours':>8} {'baseline':>9} {'ratio':>6} {'goal':>7}")
         for label, ours, base, goal in rows:
             print(

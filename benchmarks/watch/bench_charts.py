@@ -14,7 +14,10 @@ Chromium driven by Playwright), beside baselines measured in the same run.
    ready-made (the library's floor), and the hand-written SVG chart this replaced
    (``static/chart.js`` before issue 32, read from git) drawing the same lines. Also: the
    run page of that run opened from the server (20 charts of 100k points each), navigation
-   to the last chart drawn (now: downsampled; before, every point was read: 17-27 s).
+   to the last chart drawn (now: downsampled from the store's block summaries; before, every
+   point was read: 17-27 s), beside a copy of the run whose series are read by scanning
+   (the downsampled read before the block summaries: 8-9 s), alternating in the same run;
+   and the server's read alone in this process, blocks beside scanning.
 2. Live: a run growing by one update a second (a ``metrics`` line of 20 values and an
    episode, through the runner's own ingest and store writer) followed by the run page in
    Chromium: the server's CPU (``mosaic watch``'s utime + stime over the window, in cores;
@@ -59,6 +62,44 @@ OLD_CHART = "252488d:mosaic_sdk/watch/static/chart.js"  # the SVG chart before i
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def scanned_copy(store: Path, run_id: str, copy: str) -> None:
+    """A copy of run ``run_id`` whose series are read by scanning their points (as every
+    series was before the block summaries, and as a series whose points came out of step
+    order still is): the baseline of the same points in the same store."""
+    with RunStore(store) as s:
+        s.create_run(copy, "bench")
+    conn = connect(store)
+    try:
+        conn.execute("BEGIN")
+        conn.execute(
+            "INSERT INTO series SELECT ?, series_id, name, agent_id, points, first_step,"
+            " last_step, last_value, last_wall_ns, 0 FROM series WHERE run_id = ?",
+            (copy, run_id),
+        )
+        conn.execute(
+            "INSERT INTO series_points SELECT ?, series_id, step, wall_ns, line_no, value"
+            " FROM series_points WHERE run_id = ?",
+            (copy, run_id),
+        )
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def store_reads(store: Path, series: int, repeats: int) -> dict[str, list[float]]:
+    """The server's read alone (in this process): the 20 series downsampled to 900 pixel
+    columns from their block summaries, beside the same points read by scanning."""
+    out: dict[str, list[float]] = {}
+    with RunStore(store, readonly=True) as s:
+        for _ in range(repeats):
+            for label, run_id in (("blocks", "BIG"), ("scan", "SCAN")):
+                t = time.perf_counter()
+                for k in range(series):
+                    s.series_columns(run_id, f"metric/{k:02d}", buckets=900)
+                out.setdefault(label, []).append((time.perf_counter() - t) * 1000)
+    return out
 
 
 def big_run(store: Path, run_id: str, series: int, points: int) -> None:
@@ -185,22 +226,28 @@ def draw(browser: Any, series: int, points: int, repeats: int) -> dict[str, Any]
     t = time.perf_counter()
     big_run(store, "BIG", series, points)
     print(f"(store of {series} x {points:,} points written in {time.perf_counter() - t:.1f} s)")
+    scanned_copy(store, "BIG", "SCAN")
+    out: dict[str, Any] = {"store read": store_reads(store, series, repeats)}
     watch, base = start_watch(store)
-    out: dict[str, Any] = {}
     try:
         context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
         page = context.new_page()
-        opened = []
-        for _ in range(2):  # the run page opened from the server: 20 charts of 100k points
-            t0 = time.perf_counter()
-            page.goto(f"{base}/runs/BIG?token={TOKEN}")
-            page.wait_for_function(
-                f"() => window.__watch.seriesCharts.length === {series} && "
-                f"window.__watch.chart('metric/{series - 1:02d}').drawnAt",
-                timeout=300_000,
-            )
-            opened.append(time.perf_counter() - t0)
-        out["page_open_s"] = opened
+        # the run page opened from the server (20 charts of 100k points): the run read from
+        # its block summaries, and its copy read by scanning (the baseline), alternating
+        for _ in range(2):
+            for run_id in ("SCAN", "BIG"):
+                t0 = time.perf_counter()
+                page.goto(f"{base}/runs/{run_id}?token={TOKEN}")
+                page.wait_for_function(
+                    f"() => window.__watch.seriesCharts.length === {series} && "
+                    f"window.__watch.chart('metric/{series - 1:02d}').drawnAt",
+                    timeout=300_000,
+                )
+                out.setdefault(f"page_open_s {run_id}", []).append(time.perf_counter() - t0)
+                if run_id == "SCAN":
+                    got = page.evaluate(FETCH_DRAW, [900, 0.6, max(1, repeats // 2)])
+                    name = "read + draw, downsampled by scanning (before)"
+                    out.setdefault(name, []).extend(got["times"])
         for name, buckets, times in (
             ("read + draw, downsampled to 900 px", 900, repeats),
             ("read + draw, every point (before)", None, max(1, repeats // 2)),
@@ -338,6 +385,18 @@ def main() -> None:
             )
             ratio = statistics.median(before) / statistics.median(fetched)
             print(f"   before / now: {ratio:.1f}x")
+            scanned = got["read + draw, downsampled by scanning (before)"]
+            print(
+                f"   read + draw, downsampled by scanning every point (before the block "
+                f"summaries): {median_ms(scanned)}, "
+                f"{statistics.median(scanned) / statistics.median(fetched):.1f}x now"
+            )
+            reads = got["store read"]
+            print(
+                f"   the server's read alone ({args.series} series, 900 columns): from blocks "
+                f"{median_ms(reads['blocks'])}, by scanning {median_ms(reads['scan'])}, "
+                f"{statistics.median(reads['scan']) / statistics.median(reads['blocks']):.1f}x"
+            )
             drawn_now = got["read + draw, downsampled to 900 px draw"]
             drawn_before = got["read + draw, every point (before) draw"]
             print(
@@ -347,7 +406,7 @@ def main() -> None:
             )
             print(f"   drawing alone, {got['full points'][0]:,} points already in the page:")
             for name, times in got.items():
-                if name == "page_open_s" or name.startswith(("read + draw", "full points")):
+                if name.startswith(("page_open_s", "read + draw", "full points", "store read")):
                     continue
                 print(f"   {name:36s} {median_ms(times)}")
             base = statistics.median(got["uPlot alone, columns ready"])
@@ -356,8 +415,12 @@ def main() -> None:
             if "SVG chart before (chart.js)" in got:
                 old = statistics.median(got["SVG chart before (chart.js)"])
                 print(f"   SVG chart before / ours: {old / ours:.1f}x")
-            opened = ", ".join(f"{s:.2f}" for s in got["page_open_s"])
-            print(f"   the run page with {args.series} charts of that run, opened: {opened} s")
+            opened = ", ".join(f"{s:.2f}" for s in got["page_open_s BIG"])
+            scan_opened = ", ".join(f"{s:.2f}" for s in got["page_open_s SCAN"])
+            print(
+                f"   the run page with {args.series} charts of that run, opened: {opened} s; "
+                f"its copy read by scanning (before): {scan_opened} s"
+            )
         if not args.skip_live:
             got = live(browser, args.series, args.seconds)
             window = f"({args.series} series), {args.seconds:.0f} s"

@@ -6,8 +6,11 @@ read through :meth:`RunStore.series <mosaic_sdk.runner.storage.store.RunStore.se
 :meth:`~mosaic_sdk.runner.storage.store.RunStore.series_columns` (numpy columns). A long
 series drawn unsmoothed and ungrouped is read downsampled to :data:`PICTURE_BUCKETS` step
 ranges, each giving its lowest and highest point (a panel is a few hundred pixels wide: the
-band drawn through them is the one every point would give); smoothing and seed groups read
-every point, as their means need them. Each name that one of the
+band drawn through them is the one every point would give). Seed groups against steps,
+unsmoothed, are drawn from each run's means of :data:`PICTURE_BUCKETS` step ranges
+(:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_means`, from the store's block
+summaries: the x axis's label says so); smoothing, and groups against wall time, read every
+point. Each name that one of the
 globs matches gets a panel; in it, one line per run (and per agent, for per-agent series),
 against the series' own step or the wall time since the run started. With ``group_seeds``,
 runs whose configs differ only by seed become one mean line over a band, as the return
@@ -99,6 +102,20 @@ def series_curve(
     return Curve(run["run_id"], x_axis, x, y, {}, agent), dropped
 
 
+def series_mean_curve(
+    store: RunStore, run: RunRecord, name: str, agent_id: str | None, buckets: int
+) -> tuple[Curve | None, int]:
+    """One series of ``run`` at a picture's resolution: the mean of each of ``buckets``
+    equal step ranges (:meth:`RunStore.series_means`, read from the store's block
+    summaries), at the mean step of its values, and how many values were not finite; None
+    when no value is."""
+    means = store.series_means(run["run_id"], name, agent_id, buckets=buckets)
+    if not len(means):
+        return None, means.not_finite
+    agent = None if agent_id is None else ("agent", agent_id)
+    return Curve(run["run_id"], "step", means.steps, means.values, {}, agent), means.not_finite
+
+
 def plot_metrics(
     store: RunStore,
     run_ids: Sequence[str],
@@ -175,7 +192,10 @@ def plot_metrics(
             f" ({not_finite[name]} NaN/inf points not drawn)" if not_finite[name] else ""
         )
         ax.set_title(literal(heading), fontsize="medium")
-        ax.set_xlabel("step" if x_axis == "step" else "wall time (s)")
+        xlabel = "step" if x_axis == "step" else "wall time (s)"
+        if _binned(x_axis, window, group_seeds):  # say what resolution the lines have
+            xlabel += f" (each run: means of {PICTURE_BUCKETS} step ranges)"
+        ax.set_xlabel(xlabel)
         ax.grid(True, alpha=0.3)
         if len(panels[name]) <= 12:
             ax.legend(loc="best", fontsize="x-small")
@@ -183,6 +203,12 @@ def plot_metrics(
         fig.suptitle(literal(title))
     out = save_figure(fig, path, title or "series")
     return MetricsPlot(out, panels, {k: v for k, v in not_finite.items() if v})
+
+
+def _binned(x_axis: str, window: int, group_seeds: bool) -> bool:
+    """Whether a panel's seed groups are drawn from each run's means of PICTURE_BUCKETS step
+    ranges (:func:`series_mean_curve`) rather than from every point."""
+    return group_seeds and window == 1 and x_axis == "step" and PICTURE_BUCKETS is not None
 
 
 def _panel(
@@ -198,10 +224,16 @@ def _panel(
     """The lines of one panel: ``(line, label, points not drawn)``, and the labels."""
     curves: dict[tuple[str, str | None], tuple[Curve, int]] = {}
     dropped_only = 0
-    # means (smoothing, seed groups) need every point; a line drawn as it is, a picture's worth
+    # smoothing needs every point; a line drawn as it is, a picture's worth (each step
+    # range's lowest and highest point); seed groups against steps, each run's means of
+    # PICTURE_BUCKETS step ranges (the grid the band is drawn on is no finer)
     buckets = PICTURE_BUCKETS if window == 1 and not group_seeds else None
+    binned = _binned(x_axis, window, group_seeds)
     for run, agent in members:
-        curve, dropped = series_curve(store, run, name, agent, x_axis, buckets)
+        if binned:
+            curve, dropped = series_mean_curve(store, run, name, agent, PICTURE_BUCKETS)
+        else:
+            curve, dropped = series_curve(store, run, name, agent, x_axis, buckets)
         if curve is None:
             dropped_only += dropped
             continue
@@ -245,4 +277,5 @@ __all__ = [
     "MetricsPlot",
     "plot_metrics",
     "series_curve",
+    "series_mean_curve",
 ]

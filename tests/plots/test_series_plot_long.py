@@ -67,3 +67,21 @@ def test_a_long_series_is_drawn_from_its_downsampled_read(tmp_path: Path) -> Non
         # the export is never downsampled
         out = tmp_path / "loss.jsonl"
         assert export_run(store, "L1", what="metrics", fmt="jsonl", output=out) == N
+
+
+def test_seed_groups_are_drawn_from_each_runs_means_of_step_ranges(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    values = np.array(_long_runs(path))
+    with RunStore(path, readonly=True) as store:
+        grouped = plot_metrics(store, ["L1", "L2"], ["loss"], tmp_path / "g.png", group_seeds=True)
+        means = store.series_means("L1", "loss", buckets=PICTURE_BUCKETS)
+    [band] = grouped.panels["loss"]
+    assert isinstance(band, Band)
+    # both runs hold the same values: the band is the one run's means, no wider
+    assert np.allclose(band.mean, np.interp(band.x, means.steps, means.values))
+    assert np.allclose(band.low, band.high)
+    # means of step ranges: every finite value in one of them, far smoother than the points
+    finite = values[np.isfinite(values)]
+    assert means.counts.sum() == finite.size and len(means) == PICTURE_BUCKETS
+    assert np.abs(band.mean).max() < 1.5 < np.abs(finite).max()
+    assert grouped.not_finite == {"loss": 2}

@@ -272,9 +272,10 @@ class SeriesColumns:
     ``downsampled`` False: every point of the range asked for. True: the range held more
     points than a picture of ``buckets`` pixel columns can show, and these are, in each of
     the ``buckets`` equal step ranges, its lowest and its highest finite point (real points,
-    at their own step, in step order): what a line drawn through all of them covers in each
-    column. ``points`` and ``not_finite`` count the range's points (all of them, drawn or
-    not) and those whose value is NaN or infinite."""
+    at their own step, in step order; read from block summaries, up to one block from the
+    range's edges): what a line drawn through all of them covers in each column. ``points``
+    and ``not_finite`` count the range's points (all of them, drawn or not) and those whose
+    value is NaN or infinite."""
 
     name: str
     agent_id: str | None

@@ -24,6 +24,7 @@ from mosaic_sdk.runner.storage.records import (
     SeriesValues,
     TelemetryValues,
 )
+from mosaic_sdk.runner.storage.summary import add_points as add_summary
 
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -292,6 +293,7 @@ def insert_series(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> No
         conn.executemany(store_sql.INSERT_SERIES, batch.series)
     points = batch.points
     if points:
+        add_summary(conn, run_id, points)  # the series' block summaries (summary.py)
         insert_rows(conn, store_sql.INSERT_POINT, points)
         # per series: (points, first step, last step, last value, last wall time)
         summary: dict[int, list[int | float]] = {}

@@ -2,7 +2,7 @@
 
 One file holds every run, its lifecycle events, steps, episodes and log lines.
 
-Layout (``SCHEMA_VERSION`` 6; an older store gets the new columns, indexes and tables when
+Layout (``SCHEMA_VERSION`` 7; an older store gets the new columns, indexes and tables when
 opened for writing; a newer one, written by a newer SDK, is refused before anything is written):
 
 - ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
@@ -39,6 +39,11 @@ opened for writing; a newer one, written by a newer SDK, is refused before anyth
   free). ``value`` is a REAL; SQLite stores a NaN as NULL, and no other value is NULL, so
   NULL *is* NaN there (infinities are stored as such). What becomes a series is decided by
   :mod:`mosaic_sdk.runner.recording.series`.
+- ``series_blocks`` (version 7) and ``series.summarised``: the series' block summaries
+  (extremes and sums of blocks of 16 to 65,536 consecutive points, kept by the writer in the
+  transaction of the points; 0 once a series' points came out of step order), what a
+  downsampled read is answered from: see :mod:`mosaic_sdk.runner.storage.summary`. An older
+  store gets them, built from the points it holds, when opened for writing.
 
 Every table but ``runs`` is keyed by ``(run_id, [stream,] line_no)`` (``WITHOUT ROWID``: the key
 is the table's own B-tree, so rows of one run sit together and appending costs one tree).
@@ -65,9 +70,10 @@ import os
 import sqlite3
 from pathlib import Path
 
+from mosaic_sdk.runner.storage import summary
 from mosaic_sdk.runner.storage.records import EpisodeRow, StepRow
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 STATUSES = ("running", "completed", "failed", "cancelled")
 
 _SCHEMA = """
@@ -389,6 +395,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for column, decl in columns.items():
                 if column not in have:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+        _add_series_blocks(conn)
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
@@ -398,6 +405,18 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _add_series_blocks(conn: sqlite3.Connection) -> None:
+    """Version 7: the series' block summaries (:mod:`~mosaic_sdk.runner.storage.summary`),
+    built for the series an older store already holds."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(series)")}
+    if "summarised" in have:
+        return
+    for column, decl in summary.SERIES_COLUMNS.items():
+        conn.execute(f"ALTER TABLE series ADD COLUMN {column} {decl}")
+    conn.execute(summary.BLOCKS_SCHEMA)
+    summary.build_all(conn)
 
 
 #: Page size of a new store. Its rows hold the raw line (~200-300 bytes); with 16 KiB pages
@@ -415,7 +434,11 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
     had = tuple(sidecar.exists() for sidecar in _sidecars(path))
     try:
         conn = sqlite3.connect(
-            str(path), timeout=timeout, isolation_level=None, check_same_thread=False
+            str(path),
+            timeout=timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=summary.Connection,  # keeps the series' open blocks between batches
         )
     except sqlite3.Error as exc:
         raise StoreError(

@@ -13,10 +13,12 @@ import socket
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, cast
 
+from mosaic_sdk.runner.storage import summary
 from mosaic_sdk.runner.storage.paths import default_store_path
 from mosaic_sdk.runner.storage.records import (
     RECOVERED_EVENT,
@@ -119,6 +121,20 @@ _VALUES_BY_KEY = (
 )
 
 
+@contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction around several queries (one snapshot of a store being written),
+    unless the connection is in one already."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
 def _row_dict(cursor: sqlite3.Cursor, row: Sequence[object]) -> dict[str, Any]:
     return {col[0]: value for col, value in zip(cursor.description, row, strict=True)}
 
@@ -140,6 +156,7 @@ class RunStore:
         self.readonly = readonly
         self.conn = connect_readonly(self.path) if readonly else connect(self.path)
         self.conn.row_factory = _row_dict
+        self._blocks: bool | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -211,6 +228,7 @@ class RunStore:
             "log_lines",
             "series",
             "series_points",
+            "series_blocks",
             "runs",
         ):
             self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
@@ -834,10 +852,15 @@ class RunStore:
 
         ``buckets`` (a picture's width in pixels): when the range holds more than twice
         that many points, the range is cut into ``buckets`` equal step ranges and each
-        gives its lowest and its highest finite point, found inside SQLite (``downsampled``
-        is then True; ``points`` and ``not_finite`` still count the whole range). Never
-        for data that leaves the SDK whole (an export, a download): those read every
-        point. A series the run does not have has no points."""
+        gives its lowest and its highest finite point (``downsampled`` is then True;
+        ``points`` and ``not_finite`` still count the whole range): from the series' block
+        summaries (:mod:`~mosaic_sdk.runner.storage.summary`: a range's extremes are those
+        of its points up to one block, narrower than the range, from its edges; the cost
+        grows with ``buckets``, not with the points), or, for a series without them (its
+        points came out of step order, an older store opened read-only), found inside
+        SQLite by scanning the range. Never for data that leaves the SDK whole (an export,
+        a download): those read every point. A series the run does not have has no
+        points."""
         import numpy as np  # only here: `mosaic` commands start without numpy
 
         if buckets is not None and (limit is not None or buckets < 1):
@@ -852,17 +875,25 @@ class RunStore:
         cursor = self.conn.cursor()
         cursor.row_factory = None
         found = cursor.execute(
-            "SELECT series_id, first_step, last_step, points FROM series"
+            "SELECT series_id, first_step, last_step, points,"
+            f" {'summarised' if self._has_blocks() else 0} FROM series"
             " WHERE run_id = ? AND name = ? AND agent_id IS ?",
             (full, text(name), None if agent_id is None else text(agent_id)),
         ).fetchone()
         if found is None or found[1] is None:
             return out
-        series_id, first, last, stored = found
+        series_id, first, last, stored, summarised = found
         lo = first if after_step is None else max(first, int(after_step) + 1)
         hi = last if through_step is None else min(last, int(through_step))
         if hi < lo:
             return out
+        if buckets is not None and summarised and stored > _READ_WHOLE * buckets:
+            thin = self._series_blocks(
+                cursor, full, series_id, name, agent_id, (lo, hi), (first, last, stored), buckets
+            )
+            if thin is not None:
+                return thin
+            buckets = None  # the range holds at most 2 * buckets points: every one
         in_range = stored
         if buckets is not None and stored > 2 * buckets and (lo, hi) != (first, last):
             in_range = cursor.execute(
@@ -887,6 +918,44 @@ class RunStore:
         if buckets is not None and len(columns) > 2 * buckets:
             return _extremes_of(columns, lo, hi, buckets)
         return columns
+
+    def _has_blocks(self) -> bool:
+        """Whether the store keeps the series' block summaries (version 7; an older store
+        opened read-only does not: its series are read by scanning their points)."""
+        if self._blocks is None:
+            row = self.conn.execute(
+                "SELECT count(*) AS n FROM sqlite_master"
+                " WHERE type = 'table' AND name = 'series_blocks'"
+            ).fetchone()
+            self._blocks = bool(row["n"])
+        return self._blocks
+
+    def _series_blocks(
+        self,
+        cursor: sqlite3.Cursor,
+        run_id: str,
+        series_id: int,
+        name: str,
+        agent_id: str | None,
+        steps: tuple[int, int],
+        series: tuple[int, int, int],
+        buckets: int,
+    ) -> SeriesColumns | None:
+        """The downsampled read of :meth:`series_columns` from the series' block summaries
+        (:mod:`~mosaic_sdk.runner.storage.summary`): in each of ``buckets`` equal step ranges
+        of ``steps``, the lowest and highest of the extreme points of the whole blocks
+        narrower than a range and of the raw points no such block covers. None when the
+        range holds at most ``2 * buckets`` points."""
+        lo, hi = steps
+        first, last, stored = series
+        share = stored * (hi - lo + 1) / max(1, last - first + 1)
+        top = summary.top_level(int(share), buckets)
+        with _snapshot(self.conn):
+            part = summary.cover(cursor, run_id, series_id, (lo, hi), buckets, top)
+        if part.points <= 2 * buckets:
+            return None
+        kept = summary.extremes(part, lo, buckets, (hi + 1 - lo) / buckets)
+        return SeriesColumns(name, agent_id, *kept, part.points, part.not_finite, downsampled=True)
 
     @staticmethod
     def _columns(
@@ -970,6 +1039,56 @@ class RunStore:
             steps, values, walls = steps[order], values[order], walls[order]
         return SeriesColumns(
             name, agent_id, steps, values, walls, points, nans + infinite, downsampled=True
+        )
+
+    def series_means(
+        self, run_id: str, name: str, agent_id: str | None = None, *, buckets: int
+    ) -> summary.SeriesMeans:
+        """One series of a run at a picture's resolution: the mean of each of ``buckets``
+        equal step ranges from its first step to its last (:class:`~.summary.SeriesMeans`),
+        what a plot of seed means draws. Read from the series' block summaries
+        (:mod:`~mosaic_sdk.runner.storage.summary`: sums and counts of whole blocks, at a
+        cost that grows with ``buckets``, not with the points); a series without them
+        (points stored out of step order, an older store opened read-only) is read whole.
+        A series the run does not have has no means."""
+        import numpy as np  # only here: `mosaic` commands start without numpy
+
+        if buckets < 1:
+            raise ValueError(f"buckets={buckets}: give a positive number of buckets")
+        full = self.resolve(run_id)
+        nothing = np.zeros(0)
+        out = summary.SeriesMeans(name, agent_id, nothing, nothing, nothing, 0, 0, buckets)
+        if not self._has_series():
+            return out
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        found = cursor.execute(
+            "SELECT series_id, first_step, last_step, points,"
+            f" {'summarised' if self._has_blocks() else 0} FROM series"
+            " WHERE run_id = ? AND name = ? AND agent_id IS ?",
+            (full, text(name), None if agent_id is None else text(agent_id)),
+        ).fetchone()
+        if found is None or found[1] is None:
+            return out
+        series_id, lo, hi, stored, summarised = found
+        if summarised:
+            top = summary.top_level(stored, buckets)
+            with _snapshot(self.conn):
+                part = summary.cover(cursor, full, series_id, (lo, hi), buckets, top, means=True)
+        else:
+            whole = self._columns(
+                name,
+                agent_id,
+                cursor.execute(
+                    "SELECT step, ifnull(value, 'nan'), wall_ns FROM series_points"
+                    " WHERE run_id = ? AND series_id = ?",
+                    (full, series_id),
+                ).fetchall(),
+            )
+            part = summary.Cover.of_points(whole.steps, whole.values, whole.wall_ns)
+        steps, values, counts = summary.means(part, lo, buckets, (hi + 1 - lo) / buckets)
+        return summary.SeriesMeans(
+            name, agent_id, steps, values, counts, part.points, part.not_finite, buckets
         )
 
     def series_counts(self, run_id: str) -> SeriesCounts:
