@@ -77,8 +77,6 @@ class StoreWriter:
         # Checkpoint the WAL into the database every ~16 MB instead of ~4 MB: fewer, larger
         # checkpoints (and fsyncs) while a run streams (about 10% less CPU per row measured).
         self._conn.execute("PRAGMA wal_autocheckpoint=4000")
-        #: Serial of the newest batch made durable (batches from the supervisor count up).
-        self.committed_serial = 0
         self.committed_rows = 0
         #: Rows stored as raw log lines (``kind = 'unstored'``) because their table refused them.
         self.degraded_rows = 0
@@ -255,8 +253,6 @@ class StoreWriter:
         with self._lock:
             self.transactions += 1
             self.committed_rows += len(batch) - lost  # the lost ones are in _dropped
-        if batch.serial:
-            self.committed_serial = batch.serial
         if self._on_commit is not None:
             try:
                 self._on_commit(stored)
