@@ -22,6 +22,16 @@ from mosaic_sdk.runner.supervisor import RunSupervisor, resolve_worker, run_work
 from mosaic_sdk.shm.processes import process_start_ticks
 
 
+def _stored_steps(path: Path) -> int:
+    conn = sqlite3.connect(path, timeout=5)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM steps").fetchone()[0]
+    except sqlite3.OperationalError:  # no table yet
+        return 0
+    finally:
+        conn.close()
+
+
 def test_a_store_locked_by_another_process_loses_no_row(
     fixture_workers: Path,
     store_path: Path,
@@ -43,7 +53,10 @@ def test_a_store_locked_by_another_process_loses_no_row(
         )
     )
     runner.start()
-    time.sleep(0.8)  # the run is storing
+    deadline = time.monotonic() + 60
+    while _stored_steps(store_path) == 0:  # wait until the run is storing, however slow the host
+        assert runner.is_alive() and time.monotonic() < deadline, "the run stored no step"
+        time.sleep(0.02)
     holder = sqlite3.connect(store_path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     time.sleep(4)
