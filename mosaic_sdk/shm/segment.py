@@ -59,6 +59,13 @@ def exact_name(name: str | None) -> str:
     return name
 
 
+def lrbc_name(name: str | None, default: str) -> str:
+    """The lrbc layout's naming: ``name`` exactly, else ``$LUCKY_SHM_NAME``, else ``default``."""
+    if not name and not os.environ.get(LUCKY_NAME_ENV, "").strip():
+        name = default
+    return exact_name(name)
+
+
 def attach_candidates(name: str | None) -> tuple[str, ...]:
     """The names a client looks for, in order: ``name`` with the mosaic prefix, then exactly as
     given (an lrbc engine's); without ``name``, ``$MOSAIC_SHM_NAME`` then ``$LUCKY_SHM_NAME``."""

@@ -39,9 +39,8 @@ from mosaic_sdk.shm.layout import (
 )
 from mosaic_sdk.shm.mapping import MappedSegment
 from mosaic_sdk.shm.segment import (
-    LUCKY_NAME_ENV,
     create_segment,
-    exact_name,
+    lrbc_name,
     name_from_env,
     segment_name,
     unlink_segment,
@@ -86,9 +85,7 @@ class SharedMemoryTransport(EngineSide):
     ) -> None:
         lrbc = layout == LAYOUT_LRBC
         if lrbc:
-            if name is None and not os.environ.get(LUCKY_NAME_ENV, "").strip():
-                name = f"LuckyEngine_{os.getpid()}"
-            seg_name = exact_name(name)
+            seg_name = lrbc_name(name, f"LuckyEngine_{os.getpid()}")
         elif name is None and os.environ.get("MOSAIC_SHM_NAME"):
             name = name_from_env(None)
         sizes = Layout.compute(

@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from mosaic_sdk.shm.segment import LUCKY_NAME_ENV, exact_name, segment_name, unlink_segment
+from mosaic_sdk.shm.segment import lrbc_name, segment_name, unlink_segment
 
 
 def serve(kwargs: dict[str, Any], ready_fd: int | None = None) -> int:
@@ -127,8 +127,7 @@ def launch_engine(
     Raises ``ValueError`` with the engine's own message when it refuses the arguments.
     """
     if layout == "lrbc":  # the design's naming: exactly as asked (or $LUCKY_SHM_NAME), no prefix
-        asked = name or os.environ.get(LUCKY_NAME_ENV, "").strip()
-        seg = exact_name(asked) if asked else f"LuckyEngine_{secrets.token_hex(6)}"
+        seg = lrbc_name(name, f"LuckyEngine_{secrets.token_hex(6)}")
     else:
         seg = segment_name(name)
     kwargs = {
