@@ -4,9 +4,12 @@ Chromium driven by Playwright), beside baselines measured in the same run.
 1. Draw: one chart of 20 series x 100k points each (the goal: under 300 ms in Chromium),
    timed in the page with ``performance.now()``, medians of ``--repeats``. First as the page
    does it now: the 20 series read from the server downsampled to the chart's width (each
-   pixel column's lowest and highest point, ``buckets=``), decoded and drawn, from the
-   request to uPlot's ``draw`` hook; beside the approach before (every point read, decoded
-   and drawn; the same server, the same run). Then drawing alone, the 2M points already in
+   pixel column's lowest and highest point, ``buckets=``) in one batch request
+   (``/api/series/batch``, binary float64 columns), decoded and drawn, from the request to
+   uPlot's ``draw`` hook; beside, alternating in the same run, the same lines read with one
+   request per series (``series/points``, base64 columns: the page before the batch route),
+   each split into its read and its drawing; and the approach before (every point read,
+   decoded and drawn; the same server, the same run). Then drawing alone, the 2M points already in
    the page, from the chart's update to the ``draw`` hook: smoothing off (20 lines) and on
    (TensorBoard's smoothing: each line smoothed, its raw values faint behind it: 40 lines),
    the 20 lines at the same steps (one x array) and at 20 different steps (the runs of a
@@ -57,6 +60,8 @@ from tests.watch.storefill import metrics_line  # noqa: E402
 
 T0 = 1_800_000_000_000_000_000
 OLD_CHART = "252488d:mosaic_sdk/watch/static/chart.js"  # the SVG chart before issue 32
+BATCH = "read + draw, one batch request"
+PER_SERIES = "read + draw, one request per series (before)"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -139,7 +144,7 @@ FETCH_FULL = """async () => {
 FETCH_DRAW = """async ([buckets, weight, repeats]) => {
   const feed = board.feeds[0];
   const base = [...feed.lines.values()];
-  const times = [], draws = [];
+  const times = [], draws = [], reads = [];
   let points = 0;
   for (let r = 0; r < repeats; r++) {
     const box = document.createElement("div");
@@ -154,11 +159,39 @@ FETCH_DRAW = """async ([buckets, weight, repeats]) => {
     panel.update(lines, { weight, mode: "step" });
     while (!panel.drawnAt) await new Promise((r) => setTimeout(r, 0));
     times.push(panel.drawnAt - t0);
+    reads.push(t1 - t0);
     draws.push(panel.drawnAt - t1);
     points = lines.reduce((n, l) => n + l.values.length, 0);
     panel.remove(); box.remove();
   }
-  return { times, draws, points };
+  return { times, draws, reads, points };
+}"""
+
+FETCH_BATCH_DRAW = """async ([buckets, weight, repeats]) => {
+  const feed = board.feeds[0];
+  const base = [...feed.lines.values()];
+  const times = [], draws = [], reads = [];
+  let points = 0;
+  for (let r = 0; r < repeats; r++) {
+    const box = document.createElement("div");
+    box.style.width = "900px";
+    document.body.appendChild(box);
+    const panel = new ChartPanel(box, "bench");
+    const t0 = performance.now();
+    const query = base.map((l) => ({ run_id: l.run_id, name: l.name, agent_id: l.agent_id }));
+    const got = await charts.batch(query, buckets);
+    const lines = got.series.map((g, i) => ({ label: "run " + i, color: watch.colors[i % 8],
+      version: 1, steps: g.steps, values: g.values, wall: g.wall, downsampled: g.downsampled }));
+    const t1 = performance.now();
+    panel.update(lines, { weight, mode: "step" });
+    while (!panel.drawnAt) await new Promise((r) => setTimeout(r, 0));
+    times.push(panel.drawnAt - t0);
+    reads.push(t1 - t0);
+    draws.push(panel.drawnAt - t1);
+    points = lines.reduce((n, l) => n + l.values.length, 0);
+    panel.remove(); box.remove();
+  }
+  return { times, draws, reads, points };
 }"""
 
 DRAW = """async ([weight, unaligned, repeats]) => {
@@ -248,8 +281,19 @@ def draw(browser: Any, series: int, points: int, repeats: int) -> dict[str, Any]
                     got = page.evaluate(FETCH_DRAW, [900, 0.6, max(1, repeats // 2)])
                     name = "read + draw, downsampled by scanning (before)"
                     out.setdefault(name, []).extend(got["times"])
+        # the chart's lines in one batch request (the page now) and one request per series
+        # (before), alternating in the same run
+        for r in range(repeats):
+            paths = [(BATCH, FETCH_BATCH_DRAW), (PER_SERIES, FETCH_DRAW)]
+            for name, script in paths if r % 2 else paths[::-1]:  # each first in turn
+                got = page.evaluate(script, [900, 0.6, 1])
+                for part in ("times", "draws", "reads"):
+                    out.setdefault(f"{name} {part}", []).extend(got[part])
+                out[f"{name} points"] = [got["points"]]
+        out["read + draw, downsampled to 900 px"] = out[f"{BATCH} times"]
+        out["read + draw, downsampled to 900 px draw"] = out[f"{BATCH} draws"]
+        out["read + draw, downsampled to 900 px points"] = out[f"{BATCH} points"]
         for name, buckets, times in (
-            ("read + draw, downsampled to 900 px", 900, repeats),
             ("read + draw, every point (before)", None, max(1, repeats // 2)),
         ):
             got = page.evaluate(FETCH_DRAW, [buckets, 0.6, times])
@@ -385,6 +429,17 @@ def main() -> None:
             )
             ratio = statistics.median(before) / statistics.median(fetched)
             print(f"   before / now: {ratio:.1f}x")
+            for name in (BATCH, PER_SERIES):
+                print(
+                    f"   {name + ':':46s} {median_ms(got[f'{name} times'])}; of which "
+                    f"read (requests, transfer, decoding) {median_ms(got[f'{name} reads'])}, "
+                    f"drawing {median_ms(got[f'{name} draws'])}"
+                )
+            ratio = statistics.median(got[f"{PER_SERIES} times"]) / statistics.median(fetched)
+            reads = statistics.median(got[f"{PER_SERIES} reads"]) / statistics.median(
+                got[f"{BATCH} reads"]
+            )
+            print(f"   per-series requests / one batch: {ratio:.2f}x (reads alone {reads:.2f}x)")
             scanned = got["read + draw, downsampled by scanning (before)"]
             print(
                 f"   read + draw, downsampled by scanning every point (before the block "

@@ -43,6 +43,7 @@ def create_app(store_path: Path | str, *, token: str | None = None, loopback: bo
             Route("/api/runs/{run_id}/events", routes.api_events),
             Route("/api/runs/{run_id}/logs", routes.api_logs),
             Route("/api/runs/{run_id}/curve", routes.api_curve),
+            Route("/api/series/batch", routes.api_series_batch),
             Route("/api/runs/{run_id}/series", routes.api_series),
             Route("/api/runs/{run_id}/series/points", routes.api_series_points),
             Route("/api/runs/{run_id}/eval", routes.api_eval),

@@ -14,8 +14,10 @@ import math
 import os
 import re
 import socket
+import struct
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypedDict
 
@@ -567,43 +569,11 @@ def series_points(
     Downloads ask without ``buckets``: every point."""
     if encoding not in ENCODINGS:
         raise ValueError(f"encoding={encoding!r:.40} is not one of {', '.join(ENCODINGS)}")
-    if buckets is not None and not 1 <= buckets <= MAX_BUCKETS:
-        raise ValueError(f"buckets={buckets}: give a chart width from 1 to {MAX_BUCKETS} pixels")
-    limit = max(1, min(int(limit), MAX_SERIES_POINTS))
+    limit, buckets = _read_bounds(limit, buckets)
     out = []
     with open_store(path) as store:
         full = store.resolve(run_id)
-        last = {(i.name, i.agent_id): i.last_step for i in store.series(full)}
-        for w in wanted:
-            through = w["through_step"]
-            known = last.get((w["name"], w["agent_id"]))
-            if known is not None:  # points stored during this read come with the next one
-                through = known if through is None else min(through, known)
-            if buckets is None:
-                p = store.series_columns(
-                    full,
-                    w["name"],
-                    w["agent_id"],
-                    after_step=w["after_step"],
-                    through_step=through,
-                    limit=limit + 1,
-                )
-            else:
-                p = store.series_columns(
-                    full,
-                    w["name"],
-                    w["agent_id"],
-                    after_step=w["after_step"],
-                    through_step=through,
-                    buckets=buckets,
-                )
-            more = len(p.steps) > limit
-            steps, values, walls = (
-                (p.steps[:limit], p.values[:limit], p.wall_ns[:limit])
-                if more
-                else (p.steps, p.values, p.wall_ns)
-            )
-            row: dict[str, object] = {"name": p.name, "agent_id": p.agent_id}
+        for row, steps, values, walls in _series_reads(store, full, wanted, limit, buckets):
             if encoding == "base64":
                 row["steps"] = _float64_base64(steps)
                 row["values"] = _float64_base64(values)
@@ -612,19 +582,136 @@ def series_points(
                 row["steps"] = steps.tolist()
                 row["values"] = [json_number(v) for v in values.tolist()]
                 row["wall"] = (walls / 1e9).tolist()
-            row["more"] = more
-            row["downsampled"] = p.downsampled
-            row["points"] = len(steps) if more else p.points
-            after = w["after_step"]
-            if more:
-                covered: int | None = int(steps[-1])
-            elif through is None or after is None:
-                covered = through if through is not None else after
-            else:
-                covered = max(after, through)
-            row["through"] = covered
             out.append(row)
     return {"run_id": full, "encoding": encoding, "buckets": buckets, "series": out}
+
+
+def _read_bounds(limit: int, buckets: int | None) -> tuple[int, int | None]:
+    if buckets is not None and not 1 <= buckets <= MAX_BUCKETS:
+        raise ValueError(f"buckets={buckets}: give a chart width from 1 to {MAX_BUCKETS} pixels")
+    return max(1, min(int(limit), MAX_SERIES_POINTS)), buckets
+
+
+def _series_reads(
+    store: RunStore,
+    full: str,
+    wanted: list[SeriesWanted],
+    limit: int,
+    buckets: int | None,
+) -> Iterator[tuple[dict[str, object], np.ndarray, np.ndarray, np.ndarray]]:
+    """Each wanted series of run ``full`` read from an open store (see :func:`series_points`):
+    its row (``name``, ``agent_id``, ``more``, ``downsampled``, ``points``, ``through``) and
+    its columns (steps, values, wall time in nanoseconds)."""
+    last = {(i.name, i.agent_id): i.last_step for i in store.series(full)}
+    for w in wanted:
+        through = w["through_step"]
+        known = last.get((w["name"], w["agent_id"]))
+        if known is not None:  # points stored during this read come with the next one
+            through = known if through is None else min(through, known)
+        if buckets is None:
+            p = store.series_columns(
+                full,
+                w["name"],
+                w["agent_id"],
+                after_step=w["after_step"],
+                through_step=through,
+                limit=limit + 1,
+            )
+        else:
+            p = store.series_columns(
+                full,
+                w["name"],
+                w["agent_id"],
+                after_step=w["after_step"],
+                through_step=through,
+                buckets=buckets,
+            )
+        more = len(p.steps) > limit
+        steps, values, walls = (
+            (p.steps[:limit], p.values[:limit], p.wall_ns[:limit])
+            if more
+            else (p.steps, p.values, p.wall_ns)
+        )
+        row: dict[str, object] = {"name": p.name, "agent_id": p.agent_id}
+        row["more"] = more
+        row["downsampled"] = p.downsampled
+        row["points"] = len(steps) if more else p.points
+        after = w["after_step"]
+        if more:
+            covered: int | None = int(steps[-1])
+        elif through is None or after is None:
+            covered = through if through is not None else after
+        else:
+            covered = max(after, through)
+        row["through"] = covered
+        yield row, steps, values, walls
+
+
+class BatchWanted(SeriesWanted):
+    """One series of a batch read: a :class:`SeriesWanted` of the run ``run_id``."""
+
+    run_id: str
+
+
+def parse_batch(raw: str) -> list[BatchWanted]:
+    """The ``series`` query parameter of the batch API: a JSON list of ``{"run_id", "name",
+    "agent_id", "after_step", "through_step"}`` (the last three optional); ValueError saying
+    what is wrong otherwise."""
+    wanted = parse_wanted(raw)
+    items = json.loads(raw)
+    out: list[BatchWanted] = []
+    for item, w in zip(items, wanted, strict=True):
+        run = item.get("run_id")
+        if not isinstance(run, str) or not run:
+            raise ValueError(
+                'series= of a batch takes a JSON list like [{"run_id": "RUN-1", "name": '
+                f'"losses/value", "after_step": 120}}]; {json.dumps(item)[:80]} has no run_id'
+            )
+        out.append({**w, "run_id": run})
+    return out
+
+
+#: The media type of a batch answer (:func:`series_batch`).
+BATCH_MEDIA_TYPE = "application/vnd.mosaic.series-batch"
+
+
+def series_batch(
+    path: Path,
+    wanted: list[BatchWanted],
+    limit: int = MAX_SERIES_POINTS,
+    buckets: int | None = None,
+) -> bytes:
+    """The points of several series of several runs in one answer, read in one snapshot of
+    one open store (what a chart asks for its lines, and the follow of a live run): as
+    :func:`series_points` gives them, in a binary form the page reads without parsing
+    numbers. The answer: a little-endian uint32 ``n``, ``n`` bytes of JSON (``{"buckets",
+    "series": [{"run_id", "name", "agent_id", "n", "more", "downsampled", "points",
+    "through"}]}``, in the order asked), zero bytes up to a multiple of 8, then for each
+    series its ``n`` steps, ``n`` values and ``n`` wall times (seconds) as little-endian
+    float64 (NaN and infinities as they are)."""
+    limit, buckets = _read_bounds(limit, buckets)
+    rows: list[dict[str, object]] = [{} for _ in wanted]
+    columns: list[bytes] = [b"" for _ in wanted]
+    with open_store(path) as store, store.snapshot():
+        asked: dict[str, list[int]] = {}
+        for i, w in enumerate(wanted):
+            asked.setdefault(w["run_id"], []).append(i)
+        for run_id, at in asked.items():
+            full = store.resolve(run_id)
+            reads = _series_reads(store, full, [wanted[i] for i in at], limit, buckets)
+            for i, (row, steps, values, walls) in zip(at, reads, strict=True):
+                rows[i] = {"run_id": full, **row, "n": len(steps)}
+                columns[i] = np.concatenate(
+                    [
+                        np.asarray(steps, dtype="<f8"),
+                        np.asarray(values, dtype="<f8"),
+                        np.asarray(walls, dtype="<f8") / 1e9,
+                    ]
+                ).tobytes()
+    header = json.dumps({"buckets": buckets, "series": rows}, separators=(",", ":")).encode()
+    head = struct.pack("<I", len(header)) + header
+    head += b"\0" * (-len(head) % 8)
+    return head + b"".join(columns)
 
 
 def _pairs(x: np.ndarray, y: np.ndarray) -> list[list[float]]:
@@ -668,6 +755,10 @@ __all__ = [
     "parse_wanted",
     "series_list",
     "series_points",
+    "BATCH_MEDIA_TYPE",
+    "BatchWanted",
+    "parse_batch",
+    "series_batch",
     "CurveCache",
     "StoreMissingError",
     "control_available",

@@ -168,6 +168,26 @@ async def api_series_points(request: Request) -> JSONResponse:
     return await _answer(work)
 
 
+async def api_series_batch(request: Request) -> Response:
+    """Points of several series of several runs in one binary answer (what a chart's lines
+    and the follow of live runs read): ``?series=[{"run_id", "name", "agent_id",
+    "after_step", "through_step"}]`` (JSON), ``limit`` and ``buckets`` as for
+    :func:`api_series_points`; the form of the answer: :func:`mosaic_sdk.watch.data.series_batch`.
+    A problem comes as JSON ``{"error"}`` with its status."""
+
+    def work() -> bytes:
+        wanted = data.parse_batch(request.query_params.get("series", ""))
+        limit = _int(request, "limit", data.MAX_SERIES_POINTS)
+        buckets = _int(request, "buckets", 0) or None
+        return data.series_batch(store_path(request), wanted, limit, buckets)
+
+    try:
+        body = await run_in_threadpool(work)
+    except (StoreError, sqlite3.Error, ValueError) as exc:
+        return _problem(exc)
+    return Response(body, media_type=data.BATCH_MEDIA_TYPE)
+
+
 async def api_eval(request: Request) -> JSONResponse:
     """A policy evaluation's batches past ``after`` and its ``eval_summary.json``."""
     run_id = request.path_params["run_id"]
@@ -234,6 +254,7 @@ __all__ = [
     "api_logs",
     "api_run",
     "api_series",
+    "api_series_batch",
     "api_series_points",
     "api_runs",
     "frames",

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -224,12 +225,19 @@ def test_two_runs_overlaid_on_one_chart(page: Any, tmp_path: Path) -> None:
         run.add_episode(ret, 50)
         run.add_episode(ret + 1, 50)
     watch, base = start_watch(store)
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/series/" in r.url else None)
     try:
         page.goto(f"{base}/compare?run=RUN-ONE&run=RUN-TWO&token={TOKEN}")
         labels = "window.__watch.chart('losses/value').lines.map(l => l.label).join()"
         assert wait_for(page, f"window.__watch.chart('losses/value') && {labels}") == (
             "RUN-ONE,RUN-TWO"
         )
+        # the first look at both runs' series: one batch request, no request per run
+        first_look = [urllib.parse.unquote(u) for u in asked]
+        assert first_look and "/api/series/batch?" in first_look[0]
+        assert '"RUN-ONE"' in first_look[0] and '"RUN-TWO"' in first_look[0]
+        assert not any("/series/points" in u for u in first_look)
         page.locator("#smoothing").fill("0")
         wait_for(page, "window.__watch.chart('losses/value').drawn.length === 3")
         x, one, two = drawn(page, "losses/value")

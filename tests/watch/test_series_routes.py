@@ -191,3 +191,75 @@ def test_points_downsampled_to_a_charts_width_and_whole_inside_a_zoom(
     assert bad.status_code == 400 and "buckets=-3" in bad.json()["error"]
     bad = points(client, "RUN-THIN", [{"name": "loss", "through_step": "x"}])
     assert bad.status_code == 400
+
+
+def batch(client: TestClient, wanted: list[dict[str, object]], **params: object):
+    return client.get("/api/series/batch", params={"series": json.dumps(wanted), **params})
+
+
+def decode_batch(body: bytes) -> list[dict[str, object]]:
+    """The batch answer read as the page reads it: a JSON header, then float64 columns."""
+    import struct
+
+    import numpy as np
+
+    (size,) = struct.unpack_from("<I", body)
+    header = json.loads(body[4 : 4 + size])
+    at = 4 + size + (-(4 + size) % 8)
+    out = []
+    for row in header["series"]:
+        n = row["n"]
+        cols = np.frombuffer(body, dtype="<f8", count=3 * n, offset=at)
+        out.append({**row, "steps": cols[:n], "values": cols[n : 2 * n], "wall": cols[2 * n :]})
+        at += 24 * n
+    assert at == len(body)
+    return out
+
+
+def test_a_batch_reads_series_of_several_runs_in_one_binary_answer(
+    client: TestClient, store: Path
+) -> None:
+    """What a chart of several runs' lines reads: one request, the same points as the
+    per-run route, in the order asked."""
+    one, two = FilledRun(store, "RUN-A1"), FilledRun(store, "RUN-A2")
+    values = [math.sin(i / 50) for i in range(3000)]
+    values[1500] = 9.0
+    one.add_lines([metrics_line({"loss": v, "lr": 0.1}, step=i) for i, v in enumerate(values)])
+    two.add_lines(
+        [
+            metrics_line({"loss": v}, step=7 * i, ts_ns=1_800_000_000_000_000_000 + i)
+            for i, v in enumerate([0.5, math.nan, -math.inf])
+        ]
+    )
+    wanted = [
+        {"run_id": "RUN-A2", "name": "loss", "agent_id": None},
+        {"run_id": "RUN-A1", "name": "loss", "agent_id": None},
+        {"run_id": "RUN-A1", "name": "lr", "after_step": 2997},
+        {"run_id": "RUN-A1", "name": "nothing"},
+    ]
+    got = batch(client, wanted, buckets=100)
+    assert got.status_code == 200
+    assert got.headers["content-type"] == "application/vnd.mosaic.series-batch"
+    a2, a1, lr, nothing = decode_batch(got.content)
+    assert a2["run_id"] == "RUN-A2" and a2["steps"].tolist() == [0.0, 7.0, 14.0]
+    assert a2["values"][0] == 0.5 and math.isnan(a2["values"][1]) and a2["values"][2] == -math.inf
+    assert a2["wall"][0] == 1_800_000_000.0 and a2["downsampled"] is False
+    assert a1["run_id"] == "RUN-A1" and a1["downsampled"] is True and a1["points"] == 3000
+    assert a1["through"] == 2999 and 9.0 in a1["values"].tolist()
+    same = points(client, "RUN-A1", [{"name": "loss", "agent_id": None}], buckets=100)
+    [row] = same.json()["series"]
+    assert a1["steps"].tolist() == row["steps"] and a1["values"].tolist() == row["values"]
+    assert lr["steps"].tolist() == [2998.0, 2999.0] and lr["values"].tolist() == [0.1, 0.1]
+    assert nothing["n"] == 0 and nothing["name"] == "nothing"
+    # without buckets, every point; limit pages them as the per-run route does
+    [whole] = decode_batch(batch(client, wanted[1:2]).content)
+    assert whole["downsampled"] is False and whole["values"].tolist() == values
+    [page] = decode_batch(batch(client, wanted[1:2], limit=1000).content)
+    assert page["n"] == 1000 and page["more"] is True and page["through"] == 999
+    # problems: JSON saying what was wrong
+    missing = batch(client, [{"run_id": "NOPE", "name": "loss"}])
+    assert missing.status_code == 404 and "NOPE" in missing.json()["error"]
+    bad = batch(client, [{"name": "loss"}])
+    assert bad.status_code == 400 and "has no run_id" in bad.json()["error"]
+    bad = batch(client, wanted, buckets=-3)
+    assert bad.status_code == 400 and "buckets=-3" in bad.json()["error"]

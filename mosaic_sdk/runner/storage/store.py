@@ -13,7 +13,7 @@ import socket
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, cast
@@ -832,6 +832,12 @@ class RunStore:
         if None in values:  # NULL is how SQLite keeps NaN
             values[:] = [math.nan if v is None else v for v in values]
         return out
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """One read transaction around several reads (``with store.snapshot(): ...``): what
+        they return comes from one state of a store being written, and the reads inside
+        share it instead of opening one each."""
+        return _snapshot(self.conn)
 
     def series_columns(
         self,

@@ -245,6 +245,50 @@ const charts = {
     return new Float64Array(buffer.buffer);
   },
 
+  // Several series of several runs in one request (/api/series/batch): `query` a list of
+  // {run_id, name, agent_id, after_step, through_step}; `buckets` the pixel columns (null: every
+  // point), `limit` the most points a series (null: the server's). Resolves to {ok, error, series}:
+  // per series asked, in order, its row {run_id, name, agent_id, n, more, downsampled, points,
+  // through} and its columns steps, values, wall as Float64Array views of the answer (no copy,
+  // no numbers parsed). Never throws.
+  async batch(query, buckets, limit) {
+    let url = "/api/series/batch?series=" + encodeURIComponent(JSON.stringify(query));
+    if (buckets) url += "&buckets=" + buckets;
+    if (limit) url += "&limit=" + limit;
+    const headers = {};
+    const token = watch.token();
+    if (token) headers["X-Mosaic-Token"] = token;
+    let buffer;
+    try {
+      const response = await fetch(url, { headers });
+      if (!response.ok) {
+        const text = await response.text();
+        let error = text;
+        try { error = JSON.parse(text).error || text; } catch (e) { /* not JSON: the text */ }
+        return { ok: false, error, series: [] };
+      }
+      buffer = await response.arrayBuffer();
+    } catch (e) {
+      return { ok: false, error: "mosaic watch is not answering (" + e + "); is it still running?", series: [] };
+    }
+    // a little-endian uint32 n, n bytes of JSON, zeros up to a multiple of 8, then per series
+    // its n steps, n values and n wall times as little-endian float64
+    const size = new DataView(buffer).getUint32(0, true);
+    const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, size)));
+    let at = 4 + size + ((8 - ((4 + size) % 8)) % 8);
+    const series = header.series.map((row) => {
+      const n = row.n;
+      const got = Object.assign({}, row, {
+        steps: new Float64Array(buffer, at, n),
+        values: new Float64Array(buffer, at + 8 * n, n),
+        wall: new Float64Array(buffer, at + 16 * n, n),
+      });
+      at += 24 * n;
+      return got;
+    });
+    return { ok: true, error: null, series };
+  },
+
   // The pixel columns a series is read at: the page's width (a chart is never wider).
   buckets() { return Math.max(400, Math.min(4096, Math.round(window.innerWidth || 1280))); },
 
@@ -579,10 +623,11 @@ class SeriesFeed {
 
   static key(name, agent) { return name + "\u0000" + (agent === null ? "" : "a:" + agent); }
 
-  // onBatch: called after each batch of points has come (the page draws what it has).
-  async poll(wanted, onBatch) {
+  // The run's list of series (every poll); resolves to the lines `wanted` picks that have
+  // points past those the page has.
+  async list(wanted) {
     const { ok, data } = await watch.api(watch.apiUrl(this.runId, "series"));
-    if (!ok) { this.error = data.error; return; }
+    if (!ok) { this.error = data.error; return []; }
     this.error = null;
     this.runId = data.run_id;
     this.infos = data.series;
@@ -602,32 +647,42 @@ class SeriesFeed {
         };
         this.lines.set(key, line);
       }
+      line.info = info;
       line.origin = this.startedAt;
       if (line.lastStep === null || info.last_step > line.lastStep) due.push(line);
     }
+    return due;
+  }
+
+  // onBatch: called after each batch of points has come (the page draws what it has).
+  async poll(wanted, onBatch) { await SeriesFeed.follow(await this.list(wanted), onBatch); }
+
+  // The new points of the `due` lines (of one run or of several: a chart's overlays), several
+  // series of several runs a request (/api/series/batch), downsampled to the page's width.
+  static async follow(due, onBatch) {
+    due = due.slice();
     for (let rounds = 0; due.length && rounds < 200; rounds++) {
       // a few series a request, about 400k points at most: the first look at a long run
       // draws chart by chart instead of after one very long answer
       let take = 0, points = 0;
       for (const line of due.slice(0, 40)) {
-        const info = this.infos.find((i) => i.name === line.name && i.agent_id === line.agent_id);
+        const info = line.info;
         points += info ? Math.min(2 * charts.buckets(), info.points - line.values.length) : 0;
         if (take > 0 && points > 400000) break;
         take += 1;
       }
       const batch = due.splice(0, Math.max(1, take));
-      const query = batch.map((l) => ({ name: l.name, agent_id: l.agent_id, after_step: l.lastStep }));
-      const reply = await watch.api(watch.apiUrl(this.runId, "series/points") + "?encoding=base64&buckets=" +
-        charts.buckets() + "&series=" + encodeURIComponent(JSON.stringify(query)));
-      if (!reply.ok) { this.error = reply.data.error; return; }
-      reply.data.series.forEach((got, i) => {
+      const query = batch.map((l) => ({ run_id: l.run_id, name: l.name, agent_id: l.agent_id, after_step: l.lastStep }));
+      const reply = await charts.batch(query, charts.buckets());
+      if (!reply.ok) { for (const l of batch) l.feed.error = reply.error; return; }
+      reply.series.forEach((got, i) => {
         const line = batch[i];
-        const steps = charts.float64s(got.steps);
+        const steps = got.steps;
         if (got.downsampled) line.downsampled = true;
         if (steps.length === 0) { if (got.through !== null) line.lastStep = got.through; return; }
         line.columns.steps.add(steps);
-        line.columns.values.add(charts.float64s(got.values));
-        line.columns.wall.add(charts.float64s(got.wall));
+        line.columns.values.add(got.values);
+        line.columns.wall.add(got.wall);
         line.steps = line.columns.steps.view();
         line.values = line.columns.values.view();
         line.wall = line.columns.wall.view();
@@ -707,7 +762,10 @@ class SeriesBoard {
 
   async poll() {
     const match = this.matcher();
-    await Promise.all(this.feeds.map((feed) => feed.poll((info) => match.test(info.name), () => this.render())));
+    // every run's list, then the new points of all their lines together: a chart of several
+    // runs' lines is read in one request
+    const due = await Promise.all(this.feeds.map((feed) => feed.list((info) => match.test(info.name))));
+    await SeriesFeed.follow(due.flat(), () => this.render());
     this.render();
   }
 
