@@ -78,7 +78,7 @@ def test_cli_refuses_set_run_id(fixture_workers: Path, tmp_path: Path, capsys) -
     assert "--run-id" in capsys.readouterr().err
 
 
-SQL_MODULES = {f"runner/storage/{m}.py" for m in ("store", "schema", "writer", "rows")}
+SQL_MODULES = {f"runner/storage/{m}.py" for m in ("store", "schema", "writer", "rows", "summary")}
 #: Store modules outside the runner: the sweeps tables (mosaic_sdk.sweeps.store).
 OTHER_SQL_MODULES = {"sweeps/store.py"}
 
