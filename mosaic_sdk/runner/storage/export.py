@@ -33,6 +33,7 @@ import csv
 import io
 import json
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -324,8 +325,6 @@ def export_run(
             partial.unlink(missing_ok=True)
         return count
     if isinstance(output, (str, Path)):
-        import sys
-
         sys.stdout.flush()
         count = _write(store, full, what, fmt, names, sys.stdout.buffer, agent, metrics)
         sys.stdout.buffer.flush()

@@ -23,6 +23,7 @@ worker that must not leak such processes runs under a cgroup (``systemd-run --sc
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -43,8 +44,6 @@ def parent_death_preexec() -> Callable[[], None] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         prctl = libc.prctl
     except (OSError, AttributeError):  # pragma: no cover - a libc without prctl

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import os
 import pickle
 import time
@@ -83,8 +84,6 @@ def _layout_kwargs(layout: str) -> dict[str, Any]:
         raise ValueError(f"layout {layout!r} is unknown: use one of {', '.join(LAYOUTS)}")
     if layout == "mshm":
         return {}
-    import inspect
-
     if "layout" not in inspect.signature(SharedMemoryTransport).parameters:
         raise ValueError(
             "the lrbc layout (the seed's LRBC header) is not available in this build of "
