@@ -1,7 +1,7 @@
-"""``ShmVectorEnv``: a ``gymnasium.vector.VectorEnv`` whose envs run behind the shm transport.
+"""``ShmVectorEnv``: a ``gymnasium.vector.VectorEnv`` whose envs run behind the shm transport::
 
     envs = ShmVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(8)], batch_size=4)
-    obs, infos = envs.reset(seed=42)                       # or async_reset, then recv/send
+    obs, infos = envs.reset(seed=42)  # or async_reset, then recv/send
     obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
 """
 
