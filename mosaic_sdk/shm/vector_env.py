@@ -1,8 +1,10 @@
-"""``ShmVectorEnv``: a ``gymnasium.vector.VectorEnv`` whose envs run behind the shm transport::
+"""``ShmVectorEnv``: a ``gymnasium.vector.VectorEnv`` whose envs run behind the shm transport.
 
     envs = ShmVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(8)], batch_size=4)
     obs, infos = envs.reset(seed=42)  # or async_reset, then recv/send
     obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
+
+``mode`` says where the envs run: host processes, this process, or ``"auto"`` (the cheaper).
 """
 
 from __future__ import annotations
