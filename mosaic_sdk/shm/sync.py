@@ -182,7 +182,7 @@ class SignalLine:
     ) -> int:
         """Wait until ``seq >= target``; returns the sequence number seen.
 
-        ``spin`` is the largest spin budget (seconds, see the module docstring);
+        ``spin`` is the largest spin budget (seconds, adapted as ``DEFAULT_SPIN``'s note says);
         ``check`` is called between sleep slices and raises to abort (peer gone, closed);
         ``deadline`` is a ``time.monotonic()`` value or None.
         """

@@ -156,7 +156,11 @@ class RunLifecycle:
 
     # -- 2. supervise -----------------------------------------------------------------------
     def supervise(self) -> None:
-        """Read stdout to EOF and the worker to its exit (see the module docstring)."""
+        """Read stdout to EOF and the worker to its exit. The observer gets every batch of
+        lines (:meth:`RunObserver.on_lines`), every pass (``on_pass``) and a call every
+        :data:`CHECK_INTERVAL` (``on_check``, where it may :meth:`request_stop`). A worker that
+        exits before its stdout closes: ``on_exit_before_eof``, the group reaped, EOF awaited
+        :data:`END_OF_OUTPUT_WAIT` more seconds, else ``on_output_held_open`` and reading stops."""
         proc = self.proc
         assert proc is not None, "start() first"
         observer = self.observer
