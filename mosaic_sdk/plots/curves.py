@@ -1,21 +1,8 @@
 """Learning curves from the store: episode returns against env steps, episodes or wall time.
 
-Everything here is numpy and the standard library; drawing is in
-:mod:`mosaic_sdk.plots.figure` (matplotlib, an extra). The store is only read.
-
-A run's curve has one point per stored episode whose ``total_reward`` is a finite number, at
-x = the env steps so far (the running sum of the episodes' ``steps``, the episode's own
-included), the number of episodes so far, or the seconds from the run's start to the
-episode line's timestamp. The other episodes are skipped, never silently: every curve
-counts them by reason (:data:`SKIP_REASONS`: a return that is not a number, such as the
-string ``"abc"``; one that is not finite, such as ``1e400``; none at all; on the time axis,
-no timestamp), and :func:`skipped_text` says it in words for the plot's legend, the CLI's
-warning and ``mosaic watch``.
-
-This is the one module that turns stored episodes into a curve: ``mosaic runs plot`` reads a
-run at once (:func:`learning_curve`), ``mosaic watch`` as it grows (:class:`RunningCurve`,
-which reads only the episodes stored since its last read); both through
-:func:`episodes_from_rows`.
+The one module that turns stored episodes into a curve (numpy only; drawing is in
+:mod:`mosaic_sdk.plots.figure`): ``mosaic runs plot`` reads a run at once
+(:func:`learning_curve`), ``mosaic watch`` as it grows (:class:`RunningCurve`).
 """
 
 from __future__ import annotations
@@ -221,7 +208,11 @@ def curve_from_episodes(
 ) -> Curve:
     """The learning curve of ``episodes`` against ``x_axis`` (``steps``, ``episodes``,
     ``time``), of ``agent`` when they are one agent's. Raises :class:`CurveError` when nothing
-    is left to draw."""
+    is left to draw.
+
+    One point per episode with a finite return, at x = the env steps so far (the episode's
+    own included), the episodes so far, or the seconds from the run's start to the episode
+    line; the others are counted by reason (:data:`SKIP_REASONS`), never silently."""
     if x_axis not in X_AXES:
         raise ValueError(f"x axis {x_axis!r}: use one of {', '.join(X_AXES)}")
     run = episodes.run_id + ("" if agent is None else f" (agent {agent_name(agent)})")

@@ -112,7 +112,7 @@ def render(
     if not series:
         raise ValueError("nothing to plot: no curves")
     figure_mod = require_matplotlib()
-    import matplotlib
+    import matplotlib  # optional: the plot extra (require_matplotlib said how to get it)
 
     given = labels if labels is not None else [_default_label(item) for item in series]
     names = [literal(_with_skipped(n, item)) for n, item in zip(given, series, strict=True)]
@@ -147,7 +147,7 @@ def save_figure(fig: Any, path: str | Path, title: str) -> Path:
     """Write a matplotlib ``Figure`` to ``path`` (.png or .svg, by its suffix): written
     beside and renamed, so the file appears whole or not at all; an SVG carries no date
     (the same figure gives the same file)."""
-    import matplotlib
+    import matplotlib  # optional: the plot extra (a Figure given here means it is installed)
 
     fmt = plot_format(path)
     target = Path(path)

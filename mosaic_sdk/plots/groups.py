@@ -1,9 +1,5 @@
-"""Runs that differ only by seed: grouping them, so their curves become one mean and spread.
-
-Two runs are in one group when they ran the same worker with the same config once the keys
-named in ``ignore`` are left out, at any depth (by default ``seed`` and ``run_id``: the
-config a run stores holds its own id). ``mosaic runs plot --group-seeds`` uses it, and so can
-a sweep: its trials are runs whose configs differ by the swept parameters and the seed::
+"""Runs that differ only by seed: grouping them, so their curves become one mean and spread
+(``mosaic runs plot --group-seeds``, or a sweep's trials)::
 
     from mosaic_sdk.plots import group_by_seed
 
@@ -15,8 +11,6 @@ a sweep: its trials are runs whose configs differ by the swept parameters and th
     groups = group_by_seed(trials)
     assert [g.run_ids for g in groups] == [("t1", "t2"), ("t3",)]
     assert [g.label for g in groups] == ["cleanrl lr=0.1", "cleanrl lr=0.3"]
-
-Standard library only.
 """
 
 from __future__ import annotations
@@ -90,7 +84,8 @@ def group_by_seed(
     :meth:`RunStore.get_run <mosaic_sdk.runner.storage.store.RunStore.get_run>` returns them) by
     worker and config apart from ``ignore``; groups in the order their first run comes, runs in the
     order given. Each group's label names the worker and the params whose values differ
-    between the groups."""
+    between the groups. ``ignore`` keys are left out at any depth (by default ``seed`` and
+    ``run_id``: the config a run stores holds its own id)."""
     skip = tuple(ignore)
     order: list[str] = []
     members: dict[str, list[ConfiguredRun]] = {}

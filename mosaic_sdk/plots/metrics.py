@@ -1,22 +1,5 @@
 """Series of stored runs drawn to a PNG or SVG: one panel per series name, ``mosaic runs plot
---metric``.
-
-A run's series (a loss, a learning rate: see :mod:`mosaic_sdk.runner.recording.series`) are
-read through :meth:`RunStore.series <mosaic_sdk.runner.storage.store.RunStore.series>` and
-:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_columns` (numpy columns). A long
-series drawn unsmoothed and ungrouped is read downsampled to :data:`PICTURE_BUCKETS` step
-ranges, each giving its lowest and highest point (a panel is a few hundred pixels wide: the
-band drawn through them is the one every point would give). Seed groups against steps,
-unsmoothed, are drawn from each run's means of :data:`PICTURE_BUCKETS` step ranges
-(:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_means`, from the store's block
-summaries: the x axis's label says so); smoothing, and groups against wall time, read every
-point. Each name that one of the
-globs matches gets a panel; in it, one line per run (and per agent, for per-agent series),
-against the series' own step or the wall time since the run started. With ``group_seeds``,
-runs whose configs differ only by seed become one mean line over a band, as the return
-curve's are (:func:`mosaic_sdk.plots.groups.group_by_seed`,
-:func:`mosaic_sdk.plots.curves.aggregate`). Points whose value is NaN or infinite are not
-drawn; the legend says how many.
+--metric`` (:func:`plot_metrics`).
 """
 
 from __future__ import annotations
@@ -130,7 +113,12 @@ def plot_metrics(
     title: str | None = None,
 ) -> MetricsPlot:
     """Draw the series of ``run_ids`` whose names match any of ``patterns`` (fnmatch globs:
-    ``losses/*``) into ``path``, one panel per name (see the module docstring). Raises
+    ``losses/*``) into ``path``, one panel per name, one line per run (and agent) against
+    the series' step or the wall time since the run started; with ``group_seeds``, runs
+    whose configs differ only by seed become one mean line over a band. A long series drawn
+    unsmoothed is read downsampled to :data:`PICTURE_BUCKETS` step ranges (extremes, or
+    means for seed groups against steps); smoothing and groups against wall time read every
+    point. Points that are NaN or infinite are not drawn; the legend counts them. Raises
     :class:`~mosaic_sdk.plots.curves.CurveError` when no series matches (naming the ones the
     runs have), ValueError for a wrong suffix or x axis, MissingExtraError without
     matplotlib, all before writing."""

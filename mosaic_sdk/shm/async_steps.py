@@ -1,27 +1,5 @@
-"""Asynchronous stepping over the transport: each worker's slice is sent and received alone.
-
-The lock-step protocol (``transport``) steps every env for every action batch: the trainer
-waits for the slowest worker. An env host launched with ``asynchronous=True`` instead lets the
-trainer hand any idle worker its slice's actions and take back whichever slices finished
-first (``ShmVectorEnv(..., batch_size=B)``'s ``send``/``recv``, as EnvPool and PufferLib do).
-The segment's layout is unchanged; the words are used this way:
-
-- ``resets[i]`` (u8 per env, client-written while env ``i`` is idle): bit 0 ``RESET`` resets
-  the env instead of stepping it (``NEXT_STEP`` autoreset, as in lock-step); bit 1 ``REQUEST``
-  marks the env's slice as sent. The client sets both before publishing, the worker clears the
-  slice's flags once its results are written;
-- ``action_seq``: bumped by the client after every send (one publisher), ringing the action
-  bell; each worker waits for it to change and then looks at its own first env's ``REQUEST``
-  bit, so a send for other workers costs it one look;
-- worker slot ``done_seq`` (``seg.workers[w]``): the number of requests worker ``w`` has
-  served, published after its rows, rewards, dones and side-area blob are written; then the
-  worker rings the frame bell (with a compare-and-swap increment, since every worker rings it)
-  so a client asleep waiting for *any* worker wakes.
-
-At most one request per worker is in flight (the client refuses a second), so ``done_seq``
-reaching the number of requests sent tells the client that the whole slice is ready. Commands
-(reset, call, set-attr, close) keep their channel; worker 0 answers them between steps and
-forwards the other slices' share as in lock-step.
+"""Asynchronous stepping over the transport: each worker's slice is sent and received alone
+(``ShmVectorEnv(..., batch_size=B)``'s ``send``/``recv``), in the lock-step segment layout.
 """
 
 from __future__ import annotations
@@ -55,7 +33,15 @@ def ring_shared(words: Any, line: SignalLine) -> None:
 
 # -- engine side ---------------------------------------------------------------------------
 class SliceServer:
-    """One host process's side: wait for its slice's request, step, publish ``done_seq``."""
+    """One host process's side: wait for its slice's request, step, publish ``done_seq``.
+
+    The client sets ``resets[i]`` bit 0 ``RESET`` (reset instead of step) and bit 1
+    ``REQUEST`` (the slice is sent) for the slice's envs, then bumps ``action_seq``; each
+    worker looks at its first env's ``REQUEST`` bit on every bump. Once its rows, rewards,
+    dones and side blob are written, the worker clears the flags, publishes its slot's
+    ``done_seq`` (requests served) and rings the frame bell with an atomic increment (every
+    worker rings it). At most one request per worker is in flight. Commands keep their
+    channel: worker 0 answers them between steps and forwards the others' share."""
 
     def __init__(self, seg: MappedSegment, index: int, begin: int, end: int) -> None:
         self.seg = seg

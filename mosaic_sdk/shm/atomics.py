@@ -1,35 +1,6 @@
-"""Acquire/release access to words in shared memory, shared by FastLane and the shm transport.
-
-``SharedWords(buffer)`` wraps a writable, 8-byte aligned buffer (``SharedMemory.buf``, an
-``mmap``, a ``bytearray``) and offers, at byte offsets that must be naturally aligned:
-
-- ``load_u32/load_u64/load_f64``: acquire loads;
-- ``store_u32/store_u64/store_f64``: release stores, each one aligned store of the whole word;
-- ``fetch_add_u64``, ``fetch_or_u32``, ``fetch_and_u32``, ``cas_u32``, ``cas_u64``: atomic
-  read-modify-write (so a flag set by another process is never lost);
-- ``futex_wait(off, expected, timeout)`` / ``futex_wake(off, count)``: block on a u32 word;
-- ``fastlane_write(...)`` / ``fastlane_read(...)``: one-call seqlocked write and copy of a
-  FastLane slot (layout in ``schema/fastlane.md``; used by ``mosaic_sdk.fastlane``);
-- ``fastlane_cursor(...)`` (native only): a FastLane reader's whole newest-frame read, flags
-  to finished frame record, in one call (the reader falls back to ``fastlane_read`` without it);
-- ``fence()``: a full barrier; ``release()``: stop exporting the buffer (do it before closing
-  the mmap; the object is also a context manager).
-
-Two implementations:
-
-* ``native``: a small C extension (``_atomics.c``) built with the package. It uses the C11
-  orderings through the ``__atomic`` builtins, so the same code is correct on x86-64 and on
-  ARM64 (where release/acquire become ``STLR``/``LDAR``).
-* ``python``: a pure-Python fallback over ``memoryview`` casts. It is correct only where the
-  hardware never reorders stores with stores nor loads with loads (x86 "TSO") and every CPython
-  call into a memoryview is a compiler barrier. It is therefore used only on x86 machines; on
-  any other architecture, a missing extension is an error that says how to fix it. Its
-  read-modify-write operations are not atomic across processes; they are correct for the
-  single-writer words they are used on (the other side only reads them).
-  The fallback has no futex: ``futex_wait`` sleeps in short steps until the word changes.
-
-``MOSAIC_ATOMICS=python`` forces the fallback (tests use it to check both paths);
-``IMPLEMENTATION`` says which one is in use.
+"""Acquire/release access to words in shared memory, shared by FastLane and the shm transport:
+``SharedWords(buffer)``, from a small C extension (``_atomics.c``) or, on x86 only, a
+pure-Python fallback (``MOSAIC_ATOMICS=python`` forces it; ``IMPLEMENTATION`` says which).
 """
 
 from __future__ import annotations
@@ -51,7 +22,12 @@ class AtomicsUnavailableError(RuntimeError):
 
 
 class PythonSharedWords:
-    """Pure-Python stand-in for the native ``SharedWords`` (x86 only, see module docs)."""
+    """Pure-Python stand-in for the native ``SharedWords``, over ``memoryview`` casts.
+
+    Correct only where the hardware never reorders stores with stores nor loads with loads
+    (x86 "TSO") and every call into a memoryview is a compiler barrier, hence x86 only. Its
+    read-modify-writes are not atomic across processes (right for the single-writer words
+    they are used on), and it has no futex: ``futex_wait`` sleeps in short steps."""
 
     def __init__(self, buffer: Any) -> None:
         mv = memoryview(buffer)
@@ -260,7 +236,17 @@ _IMPL, IMPLEMENTATION, HAVE_FUTEX = _choose()
 
 
 def SharedWords(buffer: Any) -> Any:  # noqa: N802 - reads as the class it returns
-    """Wrap ``buffer`` for atomic word access (see the module docstring)."""
+    """Wrap ``buffer`` (writable, 8-byte aligned: ``SharedMemory.buf``, an ``mmap``, a
+    ``bytearray``) for atomic word access at naturally aligned byte offsets.
+
+    It offers acquire loads (``load_u32/u64/f64``), release stores (``store_u32/u64/f64``),
+    atomic read-modify-writes (``fetch_add_u64``, ``fetch_or_u32``, ``fetch_and_u32``,
+    ``cas_u32``, ``cas_u64``), ``futex_wait``/``futex_wake`` on a u32 word, seqlocked FastLane
+    slot copies (``fastlane_write``/``fastlane_read``; ``fastlane_cursor``, native only, reads
+    a reader's newest frame in one call), ``fence()`` and ``release()`` (stop exporting the
+    buffer before closing the mmap; also a context manager). The native helper uses the C11
+    orderings (``__atomic`` builtins), so it is right on x86-64 and ARM64; elsewhere than x86
+    a missing extension is an error that says how to fix it."""
     if IMPLEMENTATION == "python" and platform.machine().lower() not in _TSO_MACHINES:
         raise AtomicsUnavailableError(
             f"the native atomics helper is not built and this CPU ({platform.machine()}) may "

@@ -155,7 +155,7 @@ def launch_env_host(
     if isinstance(envs, str):
         if num_envs is None or num_envs < 1:
             raise ValueError(f"launch_env_host({envs!r}): pass num_envs >= 1 with an env id")
-        import gymnasium as gym
+        import gymnasium as gym  # slow to import; needed only for an env id
 
         kwargs = dict(env_kwargs or {})
         if render_images:

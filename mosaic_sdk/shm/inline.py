@@ -1,23 +1,4 @@
-"""In-process stepping for ``ShmVectorEnv(mode="inline")``, and how ``mode="auto"`` chooses.
-
-``InlineEngine`` holds the envs in the trainer's process and steps them with the very
-``SliceStepper`` an env host process runs, over plain numpy regions shaped as the segment's
-(same rows, same packing, same autoreset code), so the two modes give the same results for
-the same seeds and actions. It offers the part of ``SharedMemoryClient`` that ``ShmVectorEnv``
-uses (regions, ``step``, ``reset_detailed``, ``call``, ``set_attr``, ``close``); step infos
-and observations without a fixed row go through ``LocalArea`` (a pickled blob, as through a
-side area). For ``send``/``recv`` every env is its own unit: ``recv`` steps the envs sent
-first, in the order they were sent.
-
-``mode="auto"`` (``choose_mode``) builds one env in the trainer, times ``PROBE_STEPS`` steps
-of it with seeded random actions (the median step) and picks ``"process"`` only when the
-host processes would take more env work off the trainer per batch than a cross-process wake
-costs: ``step time x envs per batch x (1 - 1 / workers) > INLINE_BELOW`` (200 us, about
-what waking a host and being woken back costs on a loaded 2-core machine). ``workers`` is
-one per CPU (at most 16 and ``num_envs``) for ``step()``, or what ``batch_size`` allows
-(``vector_rules.num_workers``). Options that only mean something for host processes
-(``num_workers``, ``name``, ``context``) choose ``"process"`` outright.
-"""
+"""In-process stepping for ``ShmVectorEnv(mode="inline")``, and how ``mode="auto"`` chooses."""
 
 from __future__ import annotations
 
@@ -150,7 +131,13 @@ class LocalArea:
 
 
 class InlineEngine:
-    """The envs, stepped in this process over segment-shaped numpy regions."""
+    """The envs, stepped in this process over segment-shaped numpy regions.
+
+    It runs the very ``SliceStepper`` an env host process runs (same rows, packing and
+    autoreset), so both modes give the same results for the same seeds and actions, and
+    offers the part of ``SharedMemoryClient`` that ``ShmVectorEnv`` uses. Infos and
+    observations without a fixed row go through a :class:`LocalArea`. For ``send``/``recv``
+    every env is its own unit: ``recv`` steps the envs sent first, in the order sent."""
 
     name = None
 

@@ -6,26 +6,8 @@ A segment is a one-page header followed by 64-byte aligned regions::
     [reset flags u8][ring engine->client][ring client->engine][side areas (optional)]
     [image u8 (optional)]
 
-The obs and actions regions are sized in 4-byte words per env (``obs_size``/``act_size``); raw
-users view them as float32, ``ShmVectorEnv`` packs each leaf of a space into them in its own
-dtype (``mosaic_sdk.shm.packing``). The optional side areas (two per worker of ``side_size``
-bytes: client->worker, then worker->client) carry what does not fit a fixed row: pickled
-observations of variable-size spaces, step infos, errors. Each area starts with a u64 byte
-count (0 = empty) and its data starts 64 bytes in; the action/done sequence words order it.
-
-Every multi-byte field is little-endian. ``HEADER_FIELDS`` lists the header, field by field;
-``schema/shm_layout.json`` is generated from it (``python -m mosaic_sdk.shm.layout``) and a test
-checks that the two agree. ``Layout`` computes region offsets from the sizes and reads/writes
-the static part of a header.
-
-Synchronisation words (``frame_seq``, ``action_seq`` and the per-worker progress words) sit on
-their own 64-byte lines; see ``mosaic_sdk.shm.signal`` for the protocol.
-
-A second layout, ``lrbc``, is the LuckyEngine design's own header (magic ``0x4C524243``, its
-fields in its order with C's natural alignment, float32 rewards, u32 ring positions):
-``LRBC_HEADER_FIELDS``, ``schema/lrbc_layout.json`` (``python -m mosaic_sdk.shm.layout lrbc``)
-and ``schema/lrbc_layout.md``. ``Layout.kind`` says which one a segment uses;
-``Layout.read_header`` tells them apart by the magic.
+``python -m mosaic_sdk.shm.layout [lrbc]`` prints ``schema/shm_layout.json`` (or the
+LuckyEngine header's ``schema/lrbc_layout.json``); a test checks that they agree.
 """
 
 from __future__ import annotations
@@ -207,7 +189,15 @@ class LayoutError(ValueError):
 
 @dataclass(frozen=True)
 class Layout:
-    """Sizes and byte offsets of every region of one transport segment."""
+    """Sizes and byte offsets of every region of one transport segment, and the static part
+    of its header (little-endian, ``HEADER_FIELDS``; ``kind`` is ``"mshm"`` or ``"lrbc"``,
+    the LuckyEngine header, ``LRBC_HEADER_FIELDS``, told apart by the magic).
+
+    The obs and actions regions are sized in 4-byte words per env; ``ShmVectorEnv`` packs
+    each leaf of a space into them in its own dtype. The optional side areas (two per
+    worker, ``side_size`` bytes each) carry what fits no fixed row (pickled observations,
+    step infos, errors): a u64 byte count (0 = empty), the data 64 bytes in. Sequence words
+    sit on their own 64-byte lines (protocol: ``mosaic_sdk.shm.sync``)."""
 
     num_envs: int
     obs_size: int

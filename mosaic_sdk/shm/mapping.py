@@ -6,6 +6,7 @@ Both sides (``SharedMemoryTransport``, ``TransportWorker``, ``SharedMemoryClient
 
 from __future__ import annotations
 
+import gc
 import mmap
 import os
 import struct
@@ -261,8 +262,6 @@ def _close_mapping(mm: mmap.mmap) -> None:
     try:
         mm.close()
     except BufferError:
-        import gc
-
         gc.collect()  # the views die with the failed constructor's frame
         try:
             mm.close()

@@ -6,23 +6,8 @@ Ring region at ``offset``::
     +64   read_pos  u64   bytes ever read; only the reader stores it (release)
     +128  data[capacity]  capacity is a multiple of 8
 
-Positions only grow; the byte at position ``p`` lives at ``data[p % capacity]``. An entry is
-``[length u32][payload][zero padding to a multiple of 8]``; entries start 8-aligned, so the
-length word never straddles the end of the data area while a payload may wrap around it. The
-writer publishes an entry by advancing ``write_pos`` after copying it; the reader frees it by
-advancing ``read_pos`` after copying it out, so neither side ever sees a half-written entry.
-
-A message larger than the ring travels as fragments: every entry but its last has the top bit
-(``MORE``) of its length word set, and the reader joins them. The writer of a fragmented
-message needs the reader to drain the ring meanwhile (``write`` rings the reader's bell after
-each fragment).
-
-The lrbc layout (``compact=True``) has the design's ring header instead: ``write_pos`` u32 at
-+0, ``read_pos`` u32 at +4, data at +8; positions count modulo 2**32 (its capacity is a power
-of two, so ``p % capacity`` stays right across the wrap).
-
-A length that cannot be right (larger than what was written) raises ``RingCorruptError``.
-A full ring makes the writer wait (polling, with a timeout): commands are rare and small.
+The lrbc layout (``compact=True``): ``write_pos`` u32 at +0, ``read_pos`` u32 at +4, data at
++8, positions modulo 2**32 (a power-of-two capacity).
 """
 
 from __future__ import annotations
@@ -57,7 +42,15 @@ def entry_size(payload_len: int) -> int:
 
 
 class ByteRing:
-    """One direction of the command channel; use ``write`` on one side, ``read`` on the other."""
+    """One direction of the command channel; use ``write`` on one side, ``read`` on the other.
+
+    Positions only grow; position ``p`` is ``data[p % capacity]``. An entry is ``[length
+    u32][payload][zero padding to 8]``, published by advancing ``write_pos`` after the copy and
+    freed by advancing ``read_pos``, so no side sees half an entry. A message larger than the
+    ring goes as fragments (the top bit ``MORE`` of every length but the last), so its writer
+    needs the reader to drain meanwhile (``write`` rings the reader's bell per fragment). A
+    full ring makes the writer poll, with a timeout; an impossible length raises
+    :class:`RingCorruptError`."""
 
     def __init__(
         self, buf: Any, words: Any, offset: int, capacity: int, *, compact: bool = False

@@ -8,12 +8,7 @@
         for frame in frames:                 # pushed by the engine: no request per frame
             frame.pixels[0]                  # (H, W, 3) uint8, copied out of the image region
 
-Each method sends one request of ``mosaic_sdk.shm.services`` through the command channel and
-returns the engine's response dataclass. Stream frames arrive on the same ring as responses;
-the client keeps those that arrive while it waits for a response, and ``Stream`` iterators
-read the rest. An image frame's pixels are copied from the image region the moment its
-message is read (the engine renders the next frame only after the client read everything sent
-before, so the copy is the frame the message names).
+Each method sends one request through the command channel and returns the response.
 """
 
 from __future__ import annotations
@@ -56,7 +51,12 @@ class Pushed:
 
 
 class Services:
-    """The service namespaces of one client, and the frames pushed to it."""
+    """The service namespaces of one client, and the frames pushed to it.
+
+    Stream frames arrive on the same ring as responses: those that come while the client
+    waits for a response are kept here, and ``Stream`` iterators read the rest. An image
+    frame's pixels are copied out the moment its message is read (the engine renders the
+    next frame only once the client read everything before, so the copy is that frame)."""
 
     def __init__(self, client: EngineLink) -> None:
         self.client = client

@@ -1,39 +1,4 @@
-"""Lock-step signalling over shared words: spin briefly, then sleep on a futex.
-
-Each signal *line* is three words on one 64-byte line of the header (see ``layout``)::
-
-    seq      u64   the published sequence number (release store / acquire load)
-    bell     u32   futex word: incremented after every publication on the line
-    waiters  u64   number of processes asleep (or about to sleep) on ``bell``
-
-Publisher (only one process ever publishes on a line)::
-
-    store seq (release); bell += 1 (release); full fence; if waiters: futex_wake(bell, all)
-
-Waiter::
-
-    spin on seq for the spin budget (returns at once when it is reached)
-    loop:  waiters += 1 (atomic); full fence; b = load bell
-           if seq reached: waiters -= 1; return
-           futex_wait(bell, b, slice); waiters -= 1
-           if seq reached: return; check the peer and the deadline
-
-The two full fences make a lost wake-up impossible: either the publisher sees ``waiters > 0``
-and wakes, or the waiter's load of ``bell`` already sees the new value and ``futex_wait``
-returns at once (the kernel compares the word before sleeping). A publisher pays for the wake
-system call only when somebody sleeps. The slice (``SLICE`` seconds) bounds every sleep, so a
-waiter checks its peer's pid between slices and notices a dead peer well within a second.
-
-Command rings use the same bells as doorbells: a command for the engine bumps the action
-line's bell, a reply for the client bumps the frame line's bell. Command waits (the client's
-wait for a reply, the engine's wait for the next command right after serving one) have their
-own budget, ``command_spin`` (``DEFAULT_COMMAND_SPIN``, ``$MOSAIC_SHM_COMMAND_SPIN_US``), and
-their own adaptive state on a twin ``SignalLine`` of the same words: a command is answered in
-tens of microseconds, far sooner than a batch step, so the two must not teach each other.
-(Yielding the core while spinning, ``sched_yield``, was tried and dropped: on a loaded 2-core
-machine it handed the core to another job for milliseconds, p90 of a ping 0.9-2.6 ms against
-0.14-0.16 ms without.)
-"""
+"""Lock-step signalling over shared words: spin briefly, then sleep on a futex."""
 
 from __future__ import annotations
 
@@ -61,6 +26,8 @@ PROBE_EVERY = 64
 SPIN_ENV = "MOSAIC_SHM_SPIN_US"
 # Largest spin budget of a command wait (seconds): a reply takes the engine tens of
 # microseconds of Python; spinning that long saves the two futex wake-ups of a round trip.
+# (Yielding the core while spinning, sched_yield, was tried and dropped: on a loaded 2-core
+# machine it handed the core away for milliseconds, p90 of a ping 0.9-2.6 ms against 0.15.)
 DEFAULT_COMMAND_SPIN = 300e-6
 COMMAND_SPIN_ENV = "MOSAIC_SHM_COMMAND_SPIN_US"
 
@@ -148,7 +115,17 @@ class PeerWatch:
 
 
 class SignalLine:
-    """One ``seq``/``bell``/``waiters`` line of a segment (see the module docstring)."""
+    """One signal line of a segment: ``seq`` (u64, the published sequence number), ``bell``
+    (u32 futex word, bumped after every publication) and ``waiters`` (u64, processes asleep
+    on ``bell``), on one 64-byte line of the header.
+
+    The one publisher stores ``seq`` (release), bumps ``bell``, fences, and wakes only if
+    ``waiters``. A waiter spins on ``seq`` for its budget, then loops: ``waiters += 1``,
+    fence, load ``bell``, re-check ``seq``, ``futex_wait(bell, b, slice)``. The two fences
+    make a lost wake-up impossible; the slice bounds every sleep, so a dead peer is noticed
+    within a second. Command rings ring the same bells, with their own budget
+    (``command_spin``) on a twin line of the same words, so the two waits do not teach each
+    other."""
 
     __slots__ = ("_w", "seq_off", "bell_off", "waiters_off", "_adaptive", "_countdown", "slice")
 
@@ -205,7 +182,7 @@ class SignalLine:
     ) -> int:
         """Wait until ``seq >= target``; returns the sequence number seen.
 
-        ``spin`` is the largest spin budget (seconds, see the module docstring);
+        ``spin`` is the largest spin budget (seconds, adapted as ``DEFAULT_SPIN``'s note says);
         ``check`` is called between sleep slices and raises to abort (peer gone, closed);
         ``deadline`` is a ``time.monotonic()`` value or None.
         """

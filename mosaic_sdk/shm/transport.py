@@ -10,13 +10,7 @@ An engine loop::
         transport.publish_frame(seq)
     transport.close()                                  # unlinks the segment
 
-``handler(message)`` receives each command (``ResetRequest``, ...) and returns the response;
-``Ping``, ``GetSchema`` (when ``schema`` is set) and ``Close`` are answered by the transport.
-
-Several engine processes can step slices of the envs: the owner is worker 0 and
-``TransportWorker(name, i)`` (``mosaic_sdk.shm.worker``) attaches worker ``i``;
-``publish_frame`` on the owner waits until every worker has published ``done_seq`` for the
-batch, then publishes ``frame_seq``.
+``handler(message)`` answers each command but ``Ping``, ``GetSchema`` and ``Close``.
 """
 
 from __future__ import annotations
@@ -63,6 +57,10 @@ class SharedMemoryTransport(EngineSide):
     further processes (e.g. a launcher) whose death aborts a wait. ``spin`` and
     ``command_spin`` are the spin budgets of a wait for actions and of a wait right after a
     command (``mosaic_sdk.shm.sync``).
+
+    Several engine processes can step slices of the envs: the owner is worker 0 and
+    ``TransportWorker(name, i)`` attaches worker ``i``; the owner's ``publish_frame`` waits
+    until every worker has published ``done_seq`` for the batch, then publishes ``frame_seq``.
     """
 
     def __init__(

@@ -1,33 +1,10 @@
 """``ShmVectorEnv``: a ``gymnasium.vector.VectorEnv`` whose envs run behind the shm transport.
 
-Drop-in for ``SyncVectorEnv`` / ``AsyncVectorEnv``::
-
-    envs = ShmVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(8)])
-    obs, infos = envs.reset(seed=42)
+    envs = ShmVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(8)], batch_size=4)
+    obs, infos = envs.reset(seed=42)  # or async_reset, then recv/send
     obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
 
-or ``ShmVectorEnv("CartPole-v1", num_envs=8, num_workers=2)``, or
-``ShmVectorEnv.attach(name)`` to drive an engine that is already serving a segment.
-
-Asynchronously, as EnvPool and PufferLib step (``batch_size`` smaller than ``num_envs``)::
-
-    envs = ShmVectorEnv(env_fns, batch_size=4)   # 8 envs, 4 per recv
-    envs.async_reset(seed=0)
-    while training:
-        obs, rewards, terminations, truncations, infos = envs.recv()   # the first 4 done
-        envs.send(policy(obs), infos["env_id"])
-
-``mode`` says where the envs run: ``"process"`` (host processes behind the segment),
-``"inline"`` (in this process, as ``SyncVectorEnv``) or ``"auto"`` (the default: inline when
-the envs are cheaper than a cross-process wake; see ``mosaic_sdk.shm.inline``); ``envs.mode``
-is the mode chosen.
-
-It takes gymnasium's arguments (``copy``, ``observation_mode``, ``autoreset_mode``) and follows
-gymnasium's rules: the three autoreset modes, per-step infos (``final_obs``/``final_info``
-under ``SAME_STEP``), seeding, ``call``/``get_attr``/``set_attr``, space consistency checks
-and ``ClosedEnvironmentError``. Observations of fixed-size spaces travel in shared memory in
-their own dtypes; other spaces and step infos travel pickled through the side areas (see
-``docs/guides/shm_transport.md``).
+``mode`` says where the envs run: host processes, this process, or ``"auto"`` (the cheaper).
 """
 
 from __future__ import annotations
@@ -92,7 +69,15 @@ def _auto_workers(num_envs: int, batch: int) -> int:
 
 
 class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
-    """Vectorised envs stepped over shared memory, or in this process (see the module docstring).
+    """Vectorised envs stepped over shared memory, or in this process; a drop-in for
+    ``SyncVectorEnv``/``AsyncVectorEnv`` (or ``ShmVectorEnv.attach(name)`` to drive an engine
+    already serving a segment). It follows gymnasium's rules (``copy``,
+    ``observation_mode``, the three autoreset modes, ``final_obs``/``final_info`` infos,
+    seeding, ``call``/``get_attr``/``set_attr``, ``ClosedEnvironmentError``); observations of
+    fixed-size spaces travel in shared memory in their own dtypes, other spaces and infos
+    pickled through the side areas. With ``batch_size < num_envs`` it steps asynchronously,
+    as EnvPool does: ``async_reset``, then ``recv()`` the first done and ``send(actions,
+    infos["env_id"])``.
 
     ``env_fns``: env constructors, or an env id with ``num_envs``. ``mode``: ``"process"``,
     ``"inline"`` or ``"auto"`` (see ``mosaic_sdk.shm.inline``; ``self.mode`` is the choice,

@@ -1,24 +1,6 @@
-"""A lean FlatBuffers writer and reader for the command channel's tables.
-
-The FlatBuffers runtime for Python builds and reads a buffer through dozens of small calls per
-field (``Prep``, ``Place``, ``Offset``, ``Get``...): about 40-100 us for one envelope, which was
-most of a command's round trip. This module does the same job in a few ``struct`` calls per
-table. It writes and reads the wire format of ``schema/shm_commands.fbs`` exactly as the
-runtime does, so either side may use either codec (``tests/shm/test_shm_wire.py`` checks both
-directions for every message); ``commands`` uses it for every table it describes.
-
-What a table holds comes from two places: the field *kinds* (``services.FIELDS`` notation:
-``"u32"``, ``"str"``, ``"v:f8"``, ``"vstr"``, ``"vec3"``, ``"t:Class"``...) and, from flatc's
-generated code, each field's vtable slot, scalar type and default (``TableSpec.of`` calls the
-generated ``<Table>Add<Field>`` functions on a recorder, so the slots can never drift from the
-schema).
-
-Layout written (any layout the format allows is valid; this one needs no back-patching of
-sizes): the root offset and file identifier, then each table as ``[vtable][table]`` followed
-by what it refers to (strings, vectors, child tables), children always after their parent
-(FlatBuffers offsets point forward). Every table starts 4 bytes past a multiple of 8 and its
-fields are laid out largest first, so every scalar and struct is naturally aligned relative to
-the start of the buffer.
+"""A lean FlatBuffers writer and reader for the command channel's tables: the wire format of
+``schema/shm_commands.fbs`` exactly as the FlatBuffers runtime writes it, in a few ``struct``
+calls per table instead of dozens of calls per field.
 """
 
 from __future__ import annotations
@@ -91,7 +73,13 @@ class Field:
 
 
 class TableSpec:
-    """How one dataclass travels as one table: fields in inline order, slot count."""
+    """How one dataclass travels as one table: fields in inline order, slot count.
+
+    The field kinds come from ``services.FIELDS``; each field's vtable slot, scalar type and
+    default come from flatc's generated ``<Table>Add<Field>`` functions (:meth:`of` calls
+    them on a recorder), so the slots cannot drift from the schema. A table is written as
+    ``[vtable][table]`` then what it refers to (children after their parent), starting 4
+    bytes past a multiple of 8 with its fields largest first, so every scalar is aligned."""
 
     def __init__(self, cls: type, nslots: int, fields_: list[Field]) -> None:
         self.cls = cls

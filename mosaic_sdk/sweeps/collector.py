@@ -1,32 +1,4 @@
-"""The driver's side of remote trials: messages from trial attempts in, store rows out.
-
-A trial attempt that runs elsewhere (a Ray node) supervises its worker there and sends the
-driver what it sees, in order, as messages keyed by the attempt's run id:
-
-- ``("start", run_id, info)``: the attempt began (``info``: trial key, params, config, argv,
-  node, worker pid, run dir, and ``parent_run_id``: the run whose checkpoint it resumed);
-- ``("pid", run_id, pid)``: the worker's process id, once it started;
-- ``("out", run_id, lines, partial)``: a batch of stdout lines (bytes, without newlines);
-- ``("err", run_id, lines, partial)``: a batch of stderr lines;
-- ``("health", run_id, change)``: the node noticed a stall (``trial_stall_after``): the payload
-  of a :meth:`RunHealth.check <mosaic_sdk.runner.recording.health.RunHealth.check>`, stored as
-  the runner's ``stalled`` event;
-- ``("end", run_id, info)``: the worker ended (``info``: exit code, the reason it was asked to
-  stop, the limit that stopped it, ``timed_out`` or ``stalled``, the tail of stderr,
-  warnings, and ``pruned``: the ``(value, step)`` of the objective when a ``[pruner]``'s
-  scheduler stopped it: the attempt is stored ``pruned`` with them, as the local engine
-  stores its pruned trials).
-
-:class:`Collector` is a thin adapter: it makes the run row and the sweep's attempt row, and
-passes each message on to the attempt's :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`,
-the recorder of every run, ``mosaic run`` included. So a trial is an ordinary run: the same rows,
-the same final status (:func:`~mosaic_sdk.runner.recording.outcome.decide`), and the same plugins
-hear of it: the observers (``mosaic_telemetry_steps`` / ``mosaic_telemetry_episodes``) and
-``mosaic_telemetry_event`` of the plugin manager given as ``pm`` (the worker's, from the
-driver), in the driver's process. An attempt whose messages stop without an ``end`` (its node
-was lost) is closed by :meth:`Collector.lost`: stored ``failed`` with everything it had sent
-and a synthesised ``run_failed`` saying why.
-"""
+"""The driver's side of remote trials: messages from trial attempts in, store rows out."""
 
 from __future__ import annotations
 
@@ -68,7 +40,17 @@ class _Attempt:
 
 
 class Collector:
-    """Store the messages of remote trial attempts (see the module docstring). Thread-safe."""
+    """Store the messages of remote trial attempts. Thread-safe.
+
+    Messages, keyed by the attempt's run id, in order: ``("start", run_id, info)`` (trial
+    key, params, config, argv, node, worker pid, run dir, ``parent_run_id``), ``("pid",
+    run_id, pid)``, ``("out"|"err", run_id, lines, partial)`` (stdout or stderr lines, bytes
+    without newlines), ``("health", run_id, change)`` (a stall the node noticed, stored as a
+    ``stalled`` event) and ``("end", run_id, info)`` (exit code, stop reason and limit,
+    ``timed_out`` or ``stalled``, stderr tail, warnings, and ``pruned``: the objective's
+    ``(value, step)`` when a pruner stopped it). Each attempt is an ordinary run with its own
+    ``RunRecorder`` (same rows, status and plugin hooks, in the driver's process); one whose
+    messages stop without ``end`` is closed by :meth:`lost` as ``failed``."""
 
     def __init__(
         self,

@@ -1,24 +1,4 @@
-"""Run health: when a run's last line and last heartbeat arrived, and whether it is stalled.
-
-A run is *stalled* when nothing came from its worker's stdout for longer than its stall limit.
-The limit is, in order:
-
-1. the one the runner was given (``mosaic run --stall-after S``, a sweep's
-   ``trial_stall_after``); ``0`` turns stall detection off;
-2. :data:`STALL_FACTOR` times the heartbeat interval the worker declared: the ``interval`` of
-   its ``heartbeat`` payloads (the SDK's :class:`~mosaic_sdk.telemetry.heartbeat.Heartbeat`
-   writes it) or the ``heartbeat_interval`` of its ``run_started`` payload (the last one
-   seen counts);
-3. none: a worker that declares no interval, run without a limit, is never called stalled.
-
-:class:`RunHealth` only keeps times and decides; it does no I/O. Its users feed it the arrival
-time of each chunk of lines (one attribute store per chunk, never per line: the ingest path
-reads ~150k lines/s), the lifecycle events among them, and call :meth:`RunHealth.check` from
-their read loop's periodic check. A change of state comes back as the payload of a lifecycle
-event for the runner to store (:data:`STALLED_EVENT`, then :data:`RECOVERED_EVENT` when lines
-come again). Used by :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder` (``mosaic run``
-and local sweep trials) and by a Ray trial on its node (:mod:`mosaic_sdk.sweeps.ray_trial`).
-"""
+"""Run health: when a run's last line and last heartbeat arrived, and whether it is stalled."""
 
 from __future__ import annotations
 
@@ -78,7 +58,15 @@ def stall_reason(payload: dict[str, Any]) -> str:
 
 
 class RunHealth:
-    """The health of one run (see the module docstring).
+    """The health of one run: stalled when nothing came from the worker's stdout for longer
+    than the limit: the runner's (``--stall-after``, a sweep's ``trial_stall_after``; 0: off),
+    else :data:`STALL_FACTOR` times the heartbeat interval the worker last declared (a
+    ``heartbeat``'s ``interval`` or ``run_started``'s ``heartbeat_interval``), else none.
+
+    It keeps times and decides, no I/O: feed it each chunk's arrival time (one store per
+    chunk, never per line) and its lifecycle events, and call :meth:`check` from the read
+    loop; a change comes back as the payload of :data:`STALLED_EVENT` or
+    :data:`RECOVERED_EVENT` for the runner to store.
 
     ``stall_after``: the runner's limit in seconds (0: no stall detection), or None to use
     the worker's declared heartbeat interval. ``clock`` is the monotonic clock the arrival

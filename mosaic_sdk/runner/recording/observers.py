@@ -1,27 +1,5 @@
 """Live data for plugins: committed steps, episodes and series points, delivered to observer
-plugins.
-
-A plugin that implements ``mosaic_telemetry_steps``, ``mosaic_telemetry_episodes`` and/or
-``mosaic_telemetry_series`` is an *observer*. Every run has a feed, made by its
-:class:`~mosaic_sdk.runner.recording.recorder.RunRecorder` (``mosaic run``, local sweep trials, and
-Ray trials in the driver's process) when any plugin observes. After each batch the store writer
-commits, :meth:`ObserverFeed.offer` hands that batch's step and episode rows (as stored: a
-:class:`RowBatch` of :class:`StepRow` or :class:`EpisodeRow`) and its series points (a list of
-:class:`SeriesPoint`, the series named) to every observer. Each observer has a
-thread and a bounded queue of its own, so ingest never waits for a plugin, and one slow plugin does
-not slow another:
-
-- an observer is called at most every ``DELIVERY_INTERVAL`` (10 ms) unless a quarter of its
-  bound is waiting; the batches that arrived meanwhile are delivered in one call per hook
-  (coalesced, in stored order);
-- when an observer has more than ``max_pending_rows`` rows waiting, its oldest waiting batches
-  are dropped *for that observer only* and counted (``missed_steps`` / ``missed_episodes``);
-  a warning says so once, when it first happens. The store keeps every row regardless;
-- an observer that raises is reported once, with its plugin name, and gets nothing more of
-  the run (what it would have got counts as missed);
-- at the end of the run, :meth:`ObserverFeed.close` lets the observers finish what is queued
-  (for at most ``timeout`` seconds, shared), then returns one report per observer, which the
-  runner stores with the run (``runs.observers_json``, shown by ``mosaic runs show``).
+plugins (those implementing ``mosaic_telemetry_steps``, ``_episodes`` or ``_series``).
 """
 
 from __future__ import annotations
@@ -288,7 +266,16 @@ def _joined(parts: list[list[Any]]) -> list[Any]:
 
 
 class ObserverFeed:
-    """The observers of one run (see the module docstring); build it with :meth:`for_plugins`."""
+    """The observers of one run; build it with :meth:`for_plugins`.
+
+    After each committed batch, :meth:`offer` hands its step and episode rows and series
+    points to every observer, each on its own thread and bounded queue, so neither ingest nor
+    another observer waits for a slow one. An observer is called at most every
+    ``DELIVERY_INTERVAL`` (unless a quarter of its bound waits), with what came meanwhile
+    coalesced; past ``max_pending_rows`` its oldest batches are dropped for it alone and
+    counted as missed (warned once; the store keeps every row); one that raises is reported
+    once and gets nothing more. :meth:`close` lets them finish (``timeout`` seconds, shared)
+    and returns one report per observer (stored as ``runs.observers_json``)."""
 
     def __init__(
         self, observers: list[_Observer], warn: Callable[[str], None] | None = None

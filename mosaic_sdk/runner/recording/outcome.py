@@ -1,24 +1,6 @@
 """How a run ended: :class:`RunResult`, and :func:`decide`, which takes the status from the
 worker's terminal event, its exit code and any cancel, and makes up the lifecycle event the
 runner writes when the worker did not say how it ended.
-
-Rules (checked in this order):
-
-0. the runner stopped the worker for its time limit (``timed_out``) or its stall limit
-   (``stalled``, ``--on-stall cancel``): ``failed`` with that
-   reason (and a synthesised ``run_failed`` unless the worker wrote one), unless the worker
-   wrote ``run_completed`` and exited 0 all the same;
-1. the user cancelled (Ctrl-C, SIGTERM, :meth:`RunSupervisor.cancel`): ``failed`` if the worker
-   wrote ``run_failed``, ``completed`` if it wrote ``run_completed`` and exited 0, otherwise
-   ``cancelled`` (with a synthesised ``run_cancelled`` unless the worker wrote one);
-2. the worker wrote ``run_completed`` and exited 0: ``completed``;
-3. the worker wrote ``run_failed``: ``failed``; ``run_cancelled``: ``cancelled``;
-4. anything else (a crash, a kill, exit 0 without a terminal event, ``run_completed`` with a
-   non-zero exit code): ``failed``, with a synthesised ``run_failed`` that carries the exit
-   code and the tail of stderr.
-
-Whatever the worker did, a run whose rows the store could not all take is ``failed``, with
-the count of rows lost in its ``error`` (:func:`record_end`): its record is incomplete.
 """
 
 from __future__ import annotations
@@ -132,7 +114,15 @@ def decide(
     ``timed_out`` (the reason, e.g. ``"timed out after 30 s"``) when the runner stopped the
     worker for its time limit, ``stalled`` (e.g. ``"stalled: no output for 3 s (...)"``) when
     it stopped it for its stall limit: ``failed`` with that reason, unless the worker
-    completed."""
+    completed.
+
+    Then, in order: a cancelled run is ``failed`` if the worker wrote ``run_failed``,
+    ``completed`` if it wrote ``run_completed`` and exited 0, else ``cancelled`` (with a
+    synthesised ``run_cancelled`` unless the worker wrote one); ``run_completed`` and exit 0
+    is ``completed``; ``run_failed`` is ``failed`` and ``run_cancelled`` ``cancelled``;
+    anything else (a crash, a kill, no terminal event, ``run_completed`` with a non-zero
+    exit) is ``failed`` with a synthesised ``run_failed`` carrying the exit code and the tail
+    of stderr. (A run whose rows were lost is made ``failed`` by :func:`record_end`.)"""
     name = terminal.get("event") if terminal else None
     payload = terminal.get("payload") if terminal else None
     worker_error = payload.get("error") if isinstance(payload, dict) else None

@@ -1,28 +1,4 @@
-"""One run's recorder, from the worker's lines to the store and the plugins: :class:`RunRecorder`.
-
-A line goes down one chain of stages, each handed the next when the recorder is built:
-
-    lines -> StoreBatcher -> LineIngest -> StoreWriter (its thread) -> Notify
-             batch, route    parse         write                      observers, frames, events
-
-- :class:`~mosaic_sdk.runner.recording.batching.StoreBatcher` (``recorder.stdout``) takes the
-  lines as read, has :class:`~mosaic_sdk.runner.recording.ingest.LineIngest` parse them into
-  the rows of a batch, and hands a batch to the writer when it is full, old enough, or holds
-  a lifecycle line; it also keeps the run's health (a stall is stored as a ``stalled`` event);
-- :class:`~mosaic_sdk.runner.storage.writer.StoreWriter` commits each batch on its thread and
-  hands it to :class:`~mosaic_sdk.runner.recording.notify.Notify`, which passes the rows to the
-  observer plugins and the live frames, and releases the batch's lifecycle events for
-  ``mosaic_telemetry_event`` (delivered on the reading thread at its next check);
-- stderr lines go to the writer through
-  :class:`~mosaic_sdk.runner.recording.ingest.StderrIngest` (``recorder.stderr``).
-
-Who drives it: ``mosaic run`` (:class:`~mosaic_sdk.runner.supervisor.RunSupervisor`, local
-sweep trials too) gives ``recorder.stdout`` and ``recorder.stderr`` to the run's lifecycle and
-listens to the run (:class:`RunListener`); a Ray trial's lines reach the driver, whose
-:class:`~mosaic_sdk.sweeps.collector.Collector` calls :meth:`RunRecorder.add_stdout`. The end:
-:meth:`RunRecorder.decide` and :meth:`RunRecorder.finish`
-(:mod:`~mosaic_sdk.runner.recording.outcome`).
-"""
+"""One run's recorder, from the worker's lines to the store and the plugins: ``RunRecorder``."""
 
 from __future__ import annotations
 
@@ -77,7 +53,12 @@ class RecordedEnd:
 
 
 class RunRecorder:
-    """Records one run's output into the store (see the module docstring).
+    """Records one run's output into the store. A line goes down one chain of stages:
+    ``StoreBatcher`` (``recorder.stdout``: batches, keeps the run's health) -> ``LineIngest``
+    (parses) -> ``StoreWriter`` (commits on its thread) -> ``Notify`` (observers, live frames,
+    ``mosaic_telemetry_event``); stderr lines go to the writer through ``StderrIngest``
+    (``recorder.stderr``). A remote trial's lines come through :meth:`add_stdout`; the run
+    ends with :meth:`decide` and :meth:`finish`.
 
     ``store`` is the run's :class:`RunStore` (the run row exists); ``pm`` the plugin manager
     whose observers and event hooks hear of the run (None: nobody does); ``listener`` hears

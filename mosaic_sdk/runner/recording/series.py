@@ -1,35 +1,6 @@
-"""What becomes a series: the points the ingest takes from a run's lifecycle lines.
-
-A *series* is a named number a worker reports again and again (a loss, a learning rate, SPS),
-one *point* at a time: ``(step, value, wall time)``. The store keeps it per run, by name and
-``agent_id`` (:mod:`mosaic_sdk.runner.storage.schema`); viewers read it through
-:meth:`~mosaic_sdk.runner.storage.store.RunStore.series` and
-:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_points`.
-
-Points come from two kinds of line (the original line is stored as an event all the same):
-
-- a ``metrics`` event (:meth:`mosaic_sdk.telemetry.TelemetryEmitter.metrics`): every key of
-  its payload's ``values`` is a series at the payload's ``step``, for the payload's
-  ``agent_id`` (None when absent). Nested mappings become dotted names
-  (``{"losses": {"v": 1}}`` is ``losses.v``). A value that is no number (a string, a list,
-  null, a bool), or every value of an event without an integer ``step``, is *refused*:
-  counted in the run's ``series_refused``, not stored as a point;
-- a worker's own lifecycle event (its name is not one of
-  :data:`~mosaic_sdk.telemetry.LIFECYCLE_EVENTS`, nor ``metrics``): every numeric field of
-  its payload, nested objects as dotted names, is the series ``<event>/<dotted.field>``
-  (``train_metrics/loss``, ``train_metrics/losses.policy``), for the line's ``agent_id``.
-  Its x value is the payload's integer ``global_step``, else ``step``, else ``iteration``,
-  else ``update``, else the ordinal of that event in the run (0, 1, 2...); those four keys
-  are not series themselves. Fields that are no numbers (a phase name...) are simply not
-  series (nothing is refused: the event was not meant as a list of numbers).
-
-Values: an integer or a float, kept as a float; NaN and infinities are kept (``1e400`` is
-read as infinity; an integer too large for a float is kept as an infinity of its sign).
-A wall time is the line's ``ts_unix_ns``, else the time the runner read it.
-
-Limits (never fatal): a run has at most :data:`MAX_SERIES` distinct ``(name, agent_id)``
-series, and a name at most :data:`MAX_NAME_CHARS` characters; a point past either is refused
-and counted, and the first series past the limit is told once as a warning.
+"""What becomes a series: the points ``(step, value, wall time)`` the ingest takes from a run's
+``metrics`` events and the worker's own lifecycle events, stored per run by name and
+``agent_id``.
 """
 
 from __future__ import annotations
@@ -103,7 +74,17 @@ def flatten(
 
 class SeriesIngest:
     """Turns one run's lifecycle lines into series and points of its batches (the numbering of
-    its series lives here: the run has one ingest)."""
+    its series lives here: the run has one ingest).
+
+    A ``metrics`` event gives every key of its ``values`` (nested mappings as dotted names) at
+    its ``step``; a value that is no number, or every value of an event without an integer
+    ``step``, is refused (counted in ``series_refused``). A worker's own lifecycle event
+    gives every numeric payload field as ``<event>/<dotted.field>``, at its ``global_step``,
+    else ``step``, ``iteration``, ``update``, else the event's ordinal; other fields are no
+    series and not refused. Values are kept as floats, NaN and infinities included; the wall
+    time is the line's ``ts_unix_ns``, else when the runner read it. A point past
+    :data:`MAX_SERIES` series or :data:`MAX_NAME_CHARS` characters is refused, and the first
+    such series is warned about once."""
 
     def __init__(
         self,

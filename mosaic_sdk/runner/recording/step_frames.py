@@ -1,42 +1,6 @@
 """Live frames from step lines: a step line's ``render_payload`` published to the run's FastLane
-stream, for workers that never touch shared memory.
-
-The platform's telemetry proxy does this for every step line it forwards: a worker that writes
-``"render_payload": {"rgb": [[[r, g, b], ...], ...]}`` gets a live view without a FastLane
-writer of its own. :class:`StepFrames` does the same under ``mosaic run``, so ``mosaic watch``
-(or any FastLane reader) shows those frames.
-
-What is a frame (as the platform's proxy reads it):
-
-- ``render_payload`` is an object, or a string holding a JSON object;
-- its ``rgb`` (else ``RGB``) is an HxWxC nested list of 0..255 numbers, C = 1, 3 or 4
-  (fractions are cut off, as numpy's cast to uint8 does);
-- we also take an NxHxWxC stack (a grid of frames, as a vectorized env renders), tiled with
-  :func:`~mosaic_sdk.fastlane.tile_frames`; the platform's proxy drops those.
-
-A payload without ``rgb`` (a text render, ``null``) is no frame and no error. A payload with
-pixels that are not a frame (ragged, values outside 0..255, 2 or 5 channels, not JSON) is a
-*bad payload*: counted, reported once (the first one, with what was wrong), never fatal.
-
-What one payload may cost is bounded: a step line longer than :data:`MAX_PAYLOAD_LINE`
-characters is not parsed, a stack of more than :data:`MAX_STACK_FRAMES` frames is not read into
-numpy, and a frame higher or wider than FastLane carries
-(:data:`~mosaic_sdk.fastlane.records.MAX_FRAME_SIDE`) is not published. Such a payload, or a
-frame FastLane refuses, is *refused*: counted, reported once, and the next frame shows as usual
-(a refused frame never ends the live view).
-
-Cost: nothing on the ingest thread. :meth:`StepFrames.offer` is a stage of the recorder's
-:class:`~mosaic_sdk.runner.recording.notify.Notify` (on the writer's thread, after each
-commit); it keeps a reference to the committed step rows and returns. Its own thread wakes at
-most ``fps`` times a second, looks for the newest step row whose text holds
-``"render_payload"`` among the rows committed since its last look, and parses only that line.
-Frames therefore reach the viewer about one flush interval (0.1 s) after the worker wrote them.
-
-One writer per stream: when the worker writes the run's FastLane segment itself (a live
-writer other than this process owns it), nothing is published. A worker that starts its own
-FastLane writer only after its first step line with a ``render_payload`` finds the segment
-taken (:class:`~mosaic_sdk.fastlane.FastLaneBusyError`): such a worker should write no
-``render_payload`` into its step lines.
+stream under ``mosaic run``, as the platform's telemetry proxy does, for workers that never
+touch shared memory.
 """
 
 from __future__ import annotations
@@ -49,15 +13,22 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
 from pydantic_core import from_json
 
+from mosaic_sdk.fastlane import (
+    FastLaneBusyError,
+    FastLaneConfig,
+    FastLaneMetrics,
+    FastLaneWriter,
+    tile_frames,
+)
 from mosaic_sdk.fastlane.records import MAX_FRAME_SIDE
+from mosaic_sdk.fastlane.segment import inspect_segment
+from mosaic_sdk.fastlane.writer import create_fastlane_name
 from mosaic_sdk.runner.storage.rows import LineBatch
-
-if TYPE_CHECKING:
-    from mosaic_sdk.fastlane import FastLaneMetrics, FastLaneWriter
 
 #: Frames published per second at most (the viewer, ``mosaic watch``, draws at most 30).
 DEFAULT_FPS = 30.0
@@ -93,9 +64,11 @@ def _nesting(value: Any, most: int = 5) -> int:
 
 def frame_from_payload(payload: Any) -> Any:
     """The frame (an HxWxC uint8 numpy array) of a step line's ``render_payload``; None when
-    it carries no pixels; :class:`BadPayload` when its pixels are no frame."""
-    import numpy as np
+    it carries no pixels; :class:`BadPayload` when its pixels are no frame.
 
+    The payload is an object or a string holding one; its ``rgb`` (else ``RGB``) is an HxWxC
+    nested list of 0..255 numbers, C = 1, 3 or 4 (fractions cut off, as numpy's uint8 cast
+    does), or an NxHxWxC stack, tiled into one grid (the platform's proxy drops those)."""
     if payload is None:
         return None
     if isinstance(payload, str):
@@ -137,9 +110,6 @@ def frame_from_payload(payload: Any) -> Any:
         )
     frame = array.astype(np.uint8)
     if frame.ndim == 4:  # a stack of frames: one grid, as the FastLane wrapper tiles them
-        # Imported here: FastLane (numpy) only for a run that sends frames.
-        from mosaic_sdk.fastlane import tile_frames
-
         if frame.shape[-1] not in (1, 3, 4):
             raise BadPayload(f"render_payload.rgb has {frame.shape[-1]} channels; use 1, 3 or 4")
         frame = np.ascontiguousarray(tile_frames(list(frame)))
@@ -204,9 +174,18 @@ class StepFramesReport:
 
 
 class StepFrames:
-    """Publishes the render payloads of one run's step lines to its FastLane stream (see the
-    module docstring). Give :meth:`offer` to the recorder's ``Notify`` (every committed batch); call
-    :meth:`close` at the end of the run."""
+    """Publishes the render payloads of one run's step lines to its FastLane stream. Give
+    :meth:`offer` to the recorder's ``Notify`` (every committed batch); call :meth:`close` at
+    the end of the run.
+
+    :meth:`offer` only keeps a reference to the committed rows; this object's own thread wakes
+    at most ``fps`` times a second and parses only the newest step line holding a
+    ``render_payload`` (frames reach the viewer about one flush interval after the worker
+    wrote them). A bad payload, or one past :data:`MAX_PAYLOAD_LINE`,
+    :data:`MAX_STACK_FRAMES` or FastLane's frame size, is counted and reported once, never
+    fatal. When the worker writes the run's FastLane segment itself nothing is published (a
+    worker that starts its own FastLane writer after a step line with a ``render_payload``
+    finds the segment taken: such a worker should write no ``render_payload``)."""
 
     def __init__(
         self,
@@ -307,11 +286,6 @@ class StepFrames:
     def _open(self, frame: Any) -> FastLaneWriter | None:
         """The run's writer, created for ``frame``'s size; None when the worker writes FastLane
         itself (then publishing is disabled)."""
-        # Imported here: FastLane (numpy) only for a run that sends frames.
-        from mosaic_sdk.fastlane import FastLaneBusyError, FastLaneConfig, FastLaneWriter
-        from mosaic_sdk.fastlane.segment import inspect_segment
-        from mosaic_sdk.fastlane.writer import create_fastlane_name
-
         status = inspect_segment(create_fastlane_name(self.stream), settle=0.0)
         if status is not None and status.initialised and not status.stale:
             if status.writer_pid != os.getpid():
@@ -328,9 +302,6 @@ class StepFrames:
         return self._writer
 
     def _metrics(self, line: dict[str, Any], step_lines: int) -> FastLaneMetrics:
-        # Imported here: FastLane (numpy) only for a run that sends frames.
-        from mosaic_sdk.fastlane import FastLaneMetrics
-
         now = time.monotonic()
         rate = 0.0
         if self._last_rate is not None:

@@ -1,30 +1,5 @@
-"""A run's stored steps, episodes, events or series points as CSV, JSONL or Parquet, for
-other tools.
-
-``metrics`` rows are the points of the run's series (read through
-:meth:`RunStore.series <mosaic_sdk.runner.storage.store.RunStore.series>` and
-:meth:`~mosaic_sdk.runner.storage.store.RunStore.series_columns`: every point, never a
-downsampled read), one row per point: ``run_id``,
-``name``, ``agent_id``, ``step``, ``value`` (NaN and infinities kept: CSV ``nan``/``inf``,
-JSONL ``NaN``/``Infinity``) and ``wall_time`` (seconds since the epoch, a float, as
-TensorBoard keeps it), series by series (by name, then agent), each by step.
-
-Rows are streamed from the store in ``line_no`` order, a batch at a time: a run with
-millions of steps is never in memory at once. The columns are the table's own, ``run_id``
-``agent_id`` (NULL for a single-agent worker's rows; steps and episodes only) and ``raw``
-(the line as the worker wrote it) included, with the values as stored. Steps and episodes can
-be limited to one agent (``agent=``: the ``agent_id`` as stored, text):
-
-- **CSV** (RFC 4180, UTF-8, a header row): text is always quoted, numbers never, and NULL is
-  an empty unquoted field, so NULL and the empty string stay apart (``,,`` vs ``,"",``).
-  Floats are written in Python's shortest round-trip form (``repr``).
-- **JSONL**: one JSON object per row, keys in column order, NULL as ``null``, text as UTF-8
-  (not ``\\u`` escapes). A stored infinite float is written ``Infinity``/``-Infinity`` (what
-  Python's and pandas' JSON readers accept).
-- **Parquet** (pyarrow, the ``parquet`` extra): one typed column per table column (int64,
-  float64, string), NULL as null, written in row groups of :data:`BATCH_ROWS`.
-
-Standard library only, but for Parquet. The store is only read.
+"""A run's stored steps, episodes, events or series points as CSV, JSONL or Parquet, for other
+tools (:func:`export_run`); rows are streamed a batch at a time and the store is only read.
 """
 
 from __future__ import annotations
@@ -33,6 +8,7 @@ import csv
 import io
 import json
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -209,7 +185,8 @@ def write_csv(batches: Iterator[list[ExportValues]], names: tuple[str, ...], out
 
 
 def write_jsonl(batches: Iterator[list[ExportValues]], names: tuple[str, ...], out: IO[str]) -> int:
-    """Write one JSON object per row to the text stream ``out``; returns the row count."""
+    """Write one JSON object per row to the text stream ``out``; returns the row count.
+    Keys in column order, NULL as ``null``, text as UTF-8, infinities as ``Infinity``."""
     encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
     count = 0
     for rows in batches:
@@ -221,7 +198,8 @@ def write_jsonl(batches: Iterator[list[ExportValues]], names: tuple[str, ...], o
 def write_parquet(
     batches: Iterator[list[ExportValues]], what: str, out: str | Path | IO[bytes]
 ) -> int:
-    """Write the rows as one Parquet file to ``out`` (a path or binary stream)."""
+    """Write the rows as one Parquet file to ``out`` (a path or binary stream): one typed
+    column per table column, in row groups of :data:`BATCH_ROWS` (pyarrow, the parquet extra)."""
     pa = require("pyarrow", "parquet", "mosaic runs export --format parquet")
     pq = require("pyarrow.parquet", "parquet", "mosaic runs export --format parquet")
     table = _table(what)
@@ -294,7 +272,13 @@ def export_run(
     ``output``: a file path (written beside and renamed: it appears whole or not at all), or
     a binary stream (``"-"``: standard output). ``agent``: only the steps or episodes of that
     ``agent_id``; ``metrics``: with ``what="metrics"``, only the series whose names match one
-    of these globs. Returns the number of rows written."""
+    of these globs. Returns the number of rows written.
+
+    Steps, episodes and events have the table's own columns (``run_id``, ``agent_id`` and
+    ``raw`` included), in ``line_no`` order. ``metrics`` rows are every point of the run's
+    series (never a downsampled read): ``run_id``, ``name``, ``agent_id``, ``step``,
+    ``value`` (NaN and infinities kept) and ``wall_time`` (float seconds since the epoch, as
+    TensorBoard keeps it), series by series (by name, then agent), each by step."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if agent is not None and what == "events":
@@ -324,8 +308,6 @@ def export_run(
             partial.unlink(missing_ok=True)
         return count
     if isinstance(output, (str, Path)):
-        import sys
-
         sys.stdout.flush()
         count = _write(store, full, what, fmt, names, sys.stdout.buffer, agent, metrics)
         sys.stdout.buffer.flush()

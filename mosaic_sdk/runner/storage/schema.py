@@ -1,67 +1,14 @@
 """The SQLite store's file: its tables, the statements that fill them, and opening it.
 
-One file holds every run, its lifecycle events, steps, episodes and log lines.
+One WAL-mode file (created ``0600``) holds every run with its events, steps, episodes, log
+lines, series and sweeps (tables: ``docs/reference/runner.md``). Opening for writing upgrades
+an older store; a newer one is refused. What each ``SCHEMA_VERSION`` added:
 
-Layout (``SCHEMA_VERSION`` 7; an older store gets the new columns, indexes and tables when
-opened for writing; a newer one, written by a newer SDK, is refused before anything is written):
-
-- ``runs``: one row per run: worker, status (``running`` | ``completed`` | ``failed`` |
-  ``cancelled``), exit code, times, the runner's pid and host, run directory, config, and the
-  running counts (``steps``, ``episodes``, ``events``, ``log_lines``...) that the writer updates
-  in the same transaction as the rows it adds, so a reader never sees them disagree;
-  ``control_protocol``: the control protocol the worker claims (NULL: it reads no commands,
-  so its control socket only stops it; version 4);
-  ``lost_rows``: rows the runner could not store (a failed run says so in ``error``), and
-  ``runner_start_ticks``: the runner process's start time, so a reused pid is not taken for it;
-  ``observers_json``: what each observer plugin of the run was not given (see
-  :mod:`mosaic_sdk.runner.recording.observers`; NULL when the run had none);
-  ``series_points`` and ``series_refused``: the series points stored and the values refused
-  (version 5).
-- ``events``: lifecycle lines (``run_started``, ``heartbeat``, ``run_completed``...), with
-  ``synthesised = 1`` for the ones the runner wrote itself (a ``run_failed`` for a worker that
-  died silently, a ``run_cancelled`` after Ctrl-C).
-- ``steps`` and ``episodes``: the fields a dashboard queries, in columns, plus ``raw``: the line
-  exactly as the worker wrote it (full fidelity: observations, actions, metadata), and
-  ``agent_id``: the line's ``agent_id`` (NULL for a single-agent worker), indexed by
-  ``(run_id, agent_id)`` where it is set (a partial index: single-agent runs pay nothing for it).
-- ``log_lines``: everything that is not telemetry: library output on stdout (``kind = 'log'``),
-  broken telemetry (``kind = 'invalid'``, with the reason in ``error``), and every stderr line
-  (``stream = 'stderr'``), and lines whose values fit no column of their table
-  (``kind = 'unstored'``, the reason in ``error``). ``partial = 1`` marks a last line that ended
-  without a newline.
-
-- ``series`` (version 5): one row per series of a run, a name (``losses/value``) and an
-  ``agent_id`` (NULL for none), numbered ``series_id`` within the run, with its running
-  summary (``points``, ``first_step``, ``last_step``, ``last_value``, ``last_wall_ns``: the
-  point of the largest step, then the latest wall time), kept by the writer in the
-  transaction of the points; ``series_points``: the points, keyed by
-  ``(run_id, series_id, step, wall_ns, line_no)`` (read in step order, then wall time, for
-  free). ``value`` is a REAL; SQLite stores a NaN as NULL, and no other value is NULL, so
-  NULL *is* NaN there (infinities are stored as such). What becomes a series is decided by
-  :mod:`mosaic_sdk.runner.recording.series`.
-- ``series_blocks`` (version 7) and ``series.summarised``: the series' block summaries
-  (extremes and sums of blocks of 16 to 65,536 consecutive points, kept by the writer in the
-  transaction of the points; 0 once a series' points came out of step order), what a
-  downsampled read is answered from: see :mod:`mosaic_sdk.runner.storage.summary`. An older
-  store gets them, built from the points it holds, when opened for writing.
-
-Every table but ``runs`` is keyed by ``(run_id, [stream,] line_no)`` (``WITHOUT ROWID``: the key
-is the table's own B-tree, so rows of one run sit together and appending costs one tree).
-Sweeps (version 3, :data:`_SWEEPS_SCHEMA`): ``sweeps`` has one row per ``mosaic sweep`` (its
-worker, engine, spec, metric and status); ``sweep_trials`` one row per attempt of a trial: the
-trial's key in the sweep, the attempt number, its parameters, the ``run_id`` of the run that
-attempt made (an ordinary run in ``runs``), the trial's own status (``stopped`` when the
-scheduler ended it early) and its metric; ``parent_run_id`` (version 6; NULL otherwise): the
-run whose checkpoint the attempt's run started from (a generation of population-based
-training, linked to the one it resumed; a version-5 store reads NULL for it).
-
-``line_no`` is the 1-based position of the line in the worker's stdout (stderr has its own
-numbering), so a run's stream can be rebuilt in order across the tables.
-
-The file is in WAL mode: readers (``mosaic runs show``, a dashboard) never block the writer.
-It is created readable by its owner only (``0600``): it holds configs and worker output.
-:class:`RunStore` opened with ``readonly=True`` writes nothing, so ``mosaic runs`` works on a
-store the user may not write.
+- 3: the ``sweeps`` and ``sweep_trials`` tables;
+- 4: ``runs.control_protocol`` (NULL: the worker reads no commands);
+- 5: the ``series`` and ``series_points`` tables, ``runs.series_points`` and ``series_refused``;
+- 6: ``sweep_trials.parent_run_id`` (the run a population-based-training attempt resumed);
+- 7: the ``series_blocks`` table and ``series.summarised``.
 """
 
 from __future__ import annotations

@@ -1,31 +1,5 @@
-"""Block summaries of series (issue 32): what lets a picture of a long series be read at the
-cost of its width in pixels, not of its points.
-
-The points of one series, in key order (step, wall time, line), are cut into blocks of
-:data:`LEAF` consecutive points (level 1); :data:`FANOUT` consecutive blocks of a level make
-one block of the next, up to level :data:`LEVELS` (a level-``L`` block holds
-``LEAF * FANOUT ** (L - 1)`` points: 16, 64, 256 ... 65,536). Only complete blocks are
-stored, in ``series_blocks``: the keys of its first and last point, how many of its values
-are finite, their sum, and its lowest and highest finite point (value, step, wall time; the
-first of equal ones). NaN and infinities are counted (``points - finite``), never summed.
-
-The store writer adds blocks in the transaction of the points (:func:`add_points`, called
-with each batch before its points are inserted). That needs the points of a series to come
-in key order (a step never smaller than the last one's, as every training loop reports);
-the first point that comes before the series' last one turns its summary off
-(``series.summarised = 0``, its blocks deleted) and that series is read by scanning its
-points, as every series was before. A store made before the blocks (schema version 7) gets
-them for every series when it is first opened for writing (:func:`build_all`); opened
-read-only, it is read by scanning.
-
-Reading (:func:`cover`): the step range asked for is covered by whole blocks narrower than a
-bucket (a pixel column), coarsest first, and by the raw points of what no such block covers
-(the partial blocks at the range's edges, the last incomplete block, blocks wider than a
-bucket where points are sparse). :func:`extremes` keeps, in each bucket, the lowest and the
-highest of those blocks' extreme points and raw points: real stored points, each at its own
-step; a block lies in at most two buckets, so a bucket's kept extremes are those of its
-points up to one block (narrower than the bucket) from its edges. :func:`means` gives each
-bucket's mean from the blocks' sums and counts.
+"""Block summaries of series: what lets a picture of a long series be read at the cost of its
+width in pixels, not of its points (written by :func:`add_points`, read by :func:`cover`).
 """
 
 from __future__ import annotations
@@ -41,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-#: Points per level-1 block, blocks per block of the next level, and the levels kept.
+#: Points per level-1 block, blocks per block of the next level, and the levels kept. A
+#: series' points, in key order, are cut into blocks of 16, 64 ... 65,536 points; only complete
+#: blocks are stored (``series_blocks``: the keys of the first and last point, the count and sum
+#: of the finite values, the lowest and highest finite point). A point that comes before its
+#: series' last one turns the series' summary off (``series.summarised = 0``): then it is read
+#: by scanning, as is a store opened read-only that predates the blocks.
 LEAF = 16
 FANOUT = 4
 LEVELS = 7

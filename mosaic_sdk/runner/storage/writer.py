@@ -1,24 +1,4 @@
-"""The store writer: a thread that commits batches of rows, one transaction per batch, in order.
-
-It never gives a row up silently:
-
-- a batch SQLite cannot bind (a 400-digit integer, a lone surrogate...) is inserted again as
-  :func:`~mosaic_sdk.runner.storage.rows.storable` rows: every line stored, parsed or raw;
-- a store that cannot be written for a while (another process holds the write lock, the disk
-  is full: ``sqlite3.OperationalError``) is retried with backoff. Meanwhile queued batches are
-  merged into one backlog of at most ``max_backlog_rows`` rows; past that, :meth:`submit`
-  waits (the worker waits in ``write()``) unless the run is being abandoned. Warnings on
-  stderr say what is wrong and how many rows wait;
-- rows the writer could not store by the end (it retries for ``give_up_after`` seconds after
-  :meth:`close`) are counted in :attr:`lost_rows`, which the run's
-  :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder` turns into a failed run. :meth:`submit`
-  and :meth:`close` never wait on a writer that has stopped.
-
-``on_commit(batch)``, when given, is called on the writer's thread after each committed batch
-with the rows as stored (the :func:`storable` copy when the batch needed one, without the rows
-that became log lines); the observer feed (:mod:`mosaic_sdk.runner.recording.observers`) uses it. It
-must return at once; an exception from it is reported once and ignored.
-"""
+"""The store writer: a thread that commits batches of rows, one transaction per batch, in order."""
 
 from __future__ import annotations
 
@@ -45,7 +25,16 @@ MERGE_ROWS = 8192
 
 
 class StoreWriter:
-    """A thread that commits batches to the store (see the module docstring)."""
+    """A thread that commits batches to the store; it never gives a row up silently.
+
+    A batch SQLite cannot bind is inserted again as ``storable`` rows (every line stored,
+    parsed or raw). A store that cannot be written for a while (locked, disk full) is retried
+    with backoff, queued batches merging into one backlog of at most ``max_backlog_rows``;
+    past that :meth:`submit` waits, unless the run is being abandoned, with warnings on
+    stderr. Rows still unstored ``give_up_after`` seconds after :meth:`close` are counted in
+    :attr:`lost_rows` (the run then fails); :meth:`submit` and :meth:`close` never wait on a
+    stopped writer. ``on_commit(batch)`` is called on the writer's thread after each commit
+    with the rows as stored; it must return at once (an exception is reported once)."""
 
     def __init__(
         self,

@@ -1,33 +1,6 @@
-"""One run's lifecycle: start, read to the end of output, stop, reap, cleanup hook.
-
-:class:`RunLifecycle` is the only code that supervises a worker process. ``mosaic run``
-(:class:`~mosaic_sdk.runner.supervisor.RunSupervisor`, local sweep trials included), a Ray
-trial on its node (:mod:`mosaic_sdk.sweeps.ray_trial`), the conformance suite
-(:func:`mosaic_sdk.conformance.recording.record_run`) and control sessions
-(:func:`mosaic_sdk.runner.supervision.session_lifecycle.launch_session`: ``start_session``, ``mosaic
-play``, the conformance control checks) drive it, each with a :class:`RunObserver` of its
-own, so a worker is treated the same way by all: the same stop
-(SIGTERM, ``grace`` seconds, then SIGKILL of the process group and every process seen below
-the worker), the same wait for the end of output after the worker exits
-(:data:`END_OF_OUTPUT_WAIT`), the same reaping of leftovers and one ``mosaic_run_cleanup``.
-
-The steps, in order:
-
-1. :meth:`RunLifecycle.start` starts the
-:class:`~mosaic_sdk.runner.supervision.process.WorkerProcess`
-   of a :class:`~mosaic_sdk.runner.supervision.launch.PreparedRun` (``RuntimeError`` if it cannot).
-2. :meth:`RunLifecycle.supervise` reads stdout until EOF and the worker until its exit. The
-   observer gets every batch of lines with its arrival time (:meth:`RunObserver.on_lines`),
-   a call on every pass (:meth:`RunObserver.on_pass`) and one every :data:`CHECK_INTERVAL`
-   (:meth:`RunObserver.on_check`), where it may call :meth:`RunLifecycle.request_stop`.
-   When the worker exits before its stdout closes, :meth:`RunObserver.on_exit_before_eof`
-   is called, the group is reaped, and EOF is awaited :data:`END_OF_OUTPUT_WAIT` seconds
-   more; if it does not come, :meth:`RunObserver.on_output_held_open` is called and reading
-   stops.
-3. :meth:`RunLifecycle.finish` kills the worker if it still runs, reaps its process group
-   and descendants (setsid() escapees included) and waits for stderr.
-4. :meth:`RunLifecycle.cleanup` calls ``mosaic_run_cleanup`` once and returns what went
-   wrong (never raises for a plugin's bug).
+"""One run's lifecycle: start, read to the end of output, stop, reap, cleanup hook; the only code
+that supervises a worker process, so ``mosaic run``, Ray trials, conformance and control
+sessions all treat a worker the same way.
 """
 
 from __future__ import annotations
@@ -80,7 +53,12 @@ class RunObserver:
 
 
 class RunLifecycle:
-    """Supervise one prepared run (see the module docstring)."""
+    """Supervise one prepared run: :meth:`start` the worker, :meth:`supervise` (read stdout
+    to EOF and the worker to its exit, telling the :class:`RunObserver`; a worker that exits
+    with its stdout held open gets :data:`END_OF_OUTPUT_WAIT` more seconds), :meth:`finish`
+    (stop it: SIGTERM, ``grace`` seconds, then SIGKILL of its group and every process seen
+    below it; reap; wait for stderr) and :meth:`cleanup` (``mosaic_run_cleanup`` once; never
+    raises for a plugin's bug)."""
 
     def __init__(
         self,
@@ -178,7 +156,11 @@ class RunLifecycle:
 
     # -- 2. supervise -----------------------------------------------------------------------
     def supervise(self) -> None:
-        """Read stdout to EOF and the worker to its exit (see the module docstring)."""
+        """Read stdout to EOF and the worker to its exit. The observer gets every batch of
+        lines (:meth:`RunObserver.on_lines`), every pass (``on_pass``) and a call every
+        :data:`CHECK_INTERVAL` (``on_check``, where it may :meth:`request_stop`). A worker that
+        exits before its stdout closes: ``on_exit_before_eof``, the group reaped, EOF awaited
+        :data:`END_OF_OUTPUT_WAIT` more seconds, else ``on_output_held_open`` and reading stops."""
         proc = self.proc
         assert proc is not None, "start() first"
         observer = self.observer

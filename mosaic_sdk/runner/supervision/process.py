@@ -1,34 +1,4 @@
-"""Supervising one worker process: stdout lines as they arrive, stderr kept, clean stops.
-
-:class:`WorkerProcess` starts the child in a session of its own (so a Ctrl-C typed in the
-terminal reaches the runner, which decides what to forward) with stdout and stderr piped.
-
-- :meth:`WorkerProcess.lines` yields every stdout line as ``(bytes, arrival_monotonic)``,
-  reading in large chunks (fast) and yielding a final line without its newline too (a worker
-  killed mid-line loses nothing that reached the pipe). It ends at EOF.
-- :meth:`WorkerProcess.read_lines` is the same reader with a timeout: it returns the complete
-  lines that arrived within it, so a caller can do other work (flush a batch, redraw a view,
-  handle a signal) while the worker is quiet. :attr:`WorkerProcess.stdout_partial` tells
-  whether the last line ended without a newline. Use one of the two readers per process.
-- Both readers are linear and bounded (:class:`~mosaic_sdk.runner.supervision.lines.LineSplitter`):
-a
-  line longer than ``max_line_bytes`` (default 16 MiB) is cut to that many bytes and returned
-  as a :class:`~mosaic_sdk.runner.supervision.lines.CutLine` that says how many bytes were dropped.
-- stderr is drained by a thread into ``stderr_path`` (when given) and the last lines are
-  kept in :attr:`WorkerProcess.stderr_tail`; ``on_stderr_lines(lines, partial)`` (optional)
-  receives every stderr line too, from that thread. On stderr a lone ``\r`` ends a line too
-  (progress bars). The thread drains to EOF whatever happens: when writing ``stderr_path``
-  fails (disk full) the file is left as it is, the bytes not written are counted and
-  :meth:`WorkerProcess.stderr_problems` says so; a callback that raises is reported the same
-  way. A worker never blocks on a stderr that nobody reads.
-- :meth:`WorkerProcess.stop` sends SIGTERM to the worker, waits ``grace`` seconds, then
-  SIGKILLs its whole process group and every process seen below it (setsid() escapees
-  included, see :mod:`mosaic_sdk.runner.supervision.proctree`); :meth:`WorkerProcess.reap_group`
-  ends what the worker left behind once it has exited (no orphans). On Linux the worker gets
-  SIGKILL when the runner dies.
-- stdin is ``/dev/null`` unless ``stdin_pipe`` (a worker that speaks the control protocol):
-  then :attr:`WorkerProcess.stdin` writes command lines to it, one writer at a time.
-"""
+"""Supervising one worker process: stdout lines as they arrive, stderr kept, clean stops."""
 
 from __future__ import annotations
 
@@ -52,7 +22,17 @@ _TAIL_CHARS = 4096
 
 
 class WorkerProcess:
-    """One running worker (see the module docstring)."""
+    """One running worker, in a session of its own (Ctrl-C reaches the runner, which decides
+    what to forward), stdout and stderr piped.
+
+    Read stdout with :meth:`lines` (to EOF) or :meth:`read_lines` (with a timeout), one of the
+    two per process; a last line without newline is kept (:attr:`stdout_partial`) and a line
+    over ``max_line_bytes`` comes cut (a ``CutLine``). A thread drains stderr to EOF
+    whatever happens (a lone ``\r`` ends a line too) into ``stderr_path``, the
+    :attr:`stderr_tail` and ``on_stderr_lines``; failures are in :meth:`stderr_problems`.
+    :meth:`stop` ends the worker and everything below it, :meth:`reap_group` what it left
+    behind; on Linux it gets SIGKILL when the runner dies. stdin is ``/dev/null`` unless
+    ``stdin_pipe`` (then :attr:`stdin` writes command lines)."""
 
     def __init__(
         self,

@@ -1,28 +1,10 @@
 """The worker's process tree: the worker dies with its runner, and nothing it starts outlives
 the run, even a process that left the worker's process group with ``setsid()``.
-
-- :func:`parent_death_preexec` returns a ``preexec_fn`` that asks Linux to SIGKILL the worker
-  when the runner dies (``prctl(PR_SET_PDEATHSIG)``), SIGKILL of ``mosaic run`` included. It
-  is set in the child between fork and exec; if the runner died before that, the child kills
-  itself at once. SIGKILL rather than SIGTERM: with its runner gone nobody reads the worker's
-  output or would escalate, so only a signal that cannot be ignored keeps the promise.
-  (Other platforms: None, the worker can outlive a SIGKILLed runner; see the runner docs.)
-- :class:`Descendants` remembers every process seen below the worker (walking ``/proc``, by
-  pid and start time so a recycled pid is never mistaken for one of them) and can signal the
-  ones still alive after the worker is gone. A grandchild that called ``setsid()`` is out of
-  the worker's process group, so ``killpg`` misses it, but it stays in the tree while its
-  parent lives (and stays remembered after): a cancel ends it too.
-
-Why a walk and not a subreaper (``PR_SET_CHILD_SUBREAPER`` on the runner): a subreaper
-changes the whole runner process (``run_worker`` runs inside other programs, whose orphans it
-would adopt and would have to reap, taking exit statuses their ``Popen`` objects expect), and it
-does not help when the runner itself is killed. The walk's limit: a process that daemonises
-(double fork) and is reparented between two walks (:data:`WALK_INTERVAL`) is never seen; a
-worker that must not leak such processes runs under a cgroup (``systemd-run --scope``).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -39,12 +21,15 @@ _PR_SET_PDEATHSIG = 1
 
 
 def parent_death_preexec() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the child get SIGKILL when this process dies (Linux)."""
+    """A ``preexec_fn`` that makes the child get SIGKILL when this process dies (Linux).
+
+    ``prctl(PR_SET_PDEATHSIG)`` is set between fork and exec; if the runner died before, the
+    child kills itself at once. SIGKILL, since with its runner gone nobody would read the
+    worker's output or escalate. Other platforms: None (the worker can outlive a SIGKILLed
+    runner)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         prctl = libc.prctl
     except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
@@ -97,7 +82,16 @@ def _children_files(pid: int) -> list[int] | None:
 
 
 class Descendants:
-    """The processes below one pid, remembered by (pid, start time); see the module docstring."""
+    """The processes below one pid, remembered by (pid, start time, so a recycled pid is
+    never taken for one of them), walking ``/proc``; it signals the ones still alive after
+    the worker is gone. A ``setsid()`` grandchild escapes ``killpg`` but stays in the tree
+    while its parent lives, so a cancel ends it too.
+
+    A walk rather than a subreaper (``PR_SET_CHILD_SUBREAPER``), which would change the whole
+    runner process (``run_worker`` runs inside other programs, whose orphans it would adopt)
+    and not help when the runner is killed. Its limit: a process that double-forks and is
+    reparented between two walks (:data:`WALK_INTERVAL`) is never seen; use a cgroup
+    (``systemd-run --scope``) where that matters."""
 
     def __init__(self, root: int) -> None:
         self.root = root

@@ -1,26 +1,5 @@
-"""A control :class:`~mosaic_sdk.control.session.Session` on a worker run by :class:`RunLifecycle`.
-
-:func:`launch_session` starts a prepared run under
-:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, the one supervision of worker
-processes (``mosaic run``, ``mosaic sweep`` and the recorded conformance runs use it too), with the
-worker's stdin kept as a pipe, and returns a session on it. :class:`LifecycleLink` is the
-session's :class:`~mosaic_sdk.control.link.WorkerLink`:
-
-- one thread starts the worker, reads its stdout through the lifecycle and feeds every line
-  to the session (:meth:`Session.feed <mosaic_sdk.control.session.Session.feed>`), then ends
-  the run: the tree reaped (setsid() descendants included), stderr drained, one
-  ``mosaic_run_cleanup`` call (which removes a dead writer's FastLane segment). The same
-  thread starts and supervises the worker, so the worker's parent-death signal (SIGKILL when
-  the runner dies) is tied to the supervision, not to whichever thread called
-  :func:`launch_session`;
-- commands go through the lifecycle's :class:`~mosaic_sdk.runner.supervision.stdin.WorkerStdin`;
-- ending the session (``shutdown``, ``with``, ``kill``) closes stdin, then asks the lifecycle
-  to stop the worker (SIGTERM, then SIGKILL of its process group and every process seen below
-  it after the grace), and waits for that thread; before ``close``, ``stop`` and the end the
-  worker's process tree is walked once more, so a child started just before is not missed.
-
-What went wrong on the way (a cleanup hook that raised, stderr that could not be kept) is in
-:attr:`LifecycleLink.problems`; the worker's stderr is in the file given as ``stderr_path``.
+"""A control :class:`~mosaic_sdk.control.session.Session` on a worker run by :class:`RunLifecycle`
+(:func:`launch_session`), with the worker's stdin kept as a pipe.
 """
 
 from __future__ import annotations
@@ -71,8 +50,14 @@ class _Feed(RunObserver):
 
 
 class LifecycleLink:
-    """A :class:`~mosaic_sdk.control.link.WorkerLink` over a :class:`RunLifecycle` (see the
-    module docstring)."""
+    """A :class:`~mosaic_sdk.control.link.WorkerLink` over a :class:`RunLifecycle`.
+
+    One thread starts and supervises the worker (so its parent-death signal is tied to the
+    supervision), feeds every stdout line to the session and ends the run (tree reaped,
+    stderr drained, ``mosaic_run_cleanup`` once). Commands go through the lifecycle's
+    ``WorkerStdin``. Ending the session closes stdin, asks the lifecycle to stop the worker
+    and waits for that thread; the process tree is walked once more first, so a child started
+    just before is not missed. What went wrong on the way is in :attr:`problems`."""
 
     def __init__(
         self,

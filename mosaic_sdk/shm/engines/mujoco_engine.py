@@ -5,36 +5,14 @@
     engine.serve_forever()                                  # until the client sends Close
     engine.close()                                          # unlinks the segment
 
-One ``MjModel`` (from MJCF) and one ``MjData`` per env. A hot-path step applies every env's
-action row as its ``ctrl``, advances ``frame_skip`` physics steps (all envs, one physics step
-at a time) and writes observations (``qpos``, ``qvel`` and, when the model has a mocap body
-``target``, the target's x, y), rewards (minus the distance from site ``tip`` to the target,
-minus a control cost) and truncations (after ``max_episode_steps``). Envs whose reset flag is
-set are reset instead (gymnasium's next-step autoreset). ``<custom><numeric>`` entries of the
-MJCF named ``mosaic_frame_skip``, ``mosaic_max_episode_steps``, ``mosaic_target_range`` and
-``mosaic_ctrl_cost`` set the task's constants.
-
-Commands (``mosaic_sdk.shm.services``) are answered between steps: Agent (schema, reset with a
-``SimulationContract``: the randomised envs get their own copy of the model, so masses,
-friction, gravity and actuator gains change for them only), MuJoCo (joint state, control,
-model info), Telemetry (schema, streams pushed at a rate of simulated time), Scene (info,
-entities, poses, simulation mode), Camera and Viewport (frames rendered by ``BatchRenderer``,
-with ``mujoco.Renderer``'s pixels, into the image region, pushed at a wall-clock rate) and Debug
-(lines, spheres and text added to the rendered scene as MuJoCo geoms). Streams push their
-frames with no request per frame; a telemetry frame the ring has no room for waits in an
-outbox (nothing is dropped), an image frame is rendered only once the client has read
-everything sent before (pixels never change under a client that reads its frames). An env
-is drawn again only when something may have changed since its slot was drawn (a step, a
-reset, any command); otherwise its frame is sent with the pixels already in its slot.
-
-Rendering is offscreen: ``MUJOCO_GL`` defaults to ``egl`` (set it to ``osmesa`` where EGL is
-missing) and must be chosen before ``mujoco`` is imported.
+Rendering is offscreen: ``MUJOCO_GL`` defaults to ``egl`` (``osmesa`` where EGL is missing).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import os
 import pickle
 import time
@@ -83,8 +61,6 @@ def _layout_kwargs(layout: str) -> dict[str, Any]:
         raise ValueError(f"layout {layout!r} is unknown: use one of {', '.join(LAYOUTS)}")
     if layout == "mshm":
         return {}
-    import inspect
-
     if "layout" not in inspect.signature(SharedMemoryTransport).parameters:
         raise ValueError(
             "the lrbc layout (the seed's LRBC header) is not available in this build of "
@@ -141,6 +117,18 @@ class MujocoEngine:
     "lrbc" (the seed's, when the transport has it). ``peer_pids`` are processes (a launcher)
     whose exit ends the engine. ``render_threads`` GL contexts draw a batch's frames in
     parallel (default: one per CPU, at most 2).
+
+    One ``MjModel`` and one ``MjData`` per env. A step applies each env's action row as its
+    ``ctrl``, advances ``frame_skip`` physics steps and writes observations (``qpos``,
+    ``qvel``, the mocap ``target``'s x, y when there is one), rewards (minus the ``tip``-target
+    distance and a control cost) and truncations; envs flagged for reset are reset instead
+    (next-step autoreset). MJCF ``<custom><numeric>`` entries ``mosaic_frame_skip``,
+    ``mosaic_max_episode_steps``, ``mosaic_target_range`` and ``mosaic_ctrl_cost`` set the
+    task's constants. Commands are answered between steps (a ``SimulationContract`` reset
+    gives the randomised envs their own model copy). Streams push frames unasked; a telemetry
+    frame the ring cannot take waits in an outbox, an image frame is rendered only once the
+    client has read what was sent before, and an env unchanged since it was drawn is not
+    drawn again.
     """
 
     def __init__(

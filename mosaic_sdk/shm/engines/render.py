@@ -3,27 +3,10 @@
     renderer = BatchRenderer(model, width=64, height=64, threads=2)
     renderer.render(models, datas, env_ids, "overhead", out=image, debug=shapes_per_env)
     job = renderer.submit(models, snapshots, env_ids, "overhead", out=image)  # returns at once
-    ...                                                                      # physics, commands
     job.wait()
     renderer.close()
 
-Each env is drawn exactly as ``mujoco.Renderer`` draws it (``mjv_updateScene`` with a default
-``MjvOption``, ``mjr_render`` into the bottom-left ``width x height`` rectangle of the offscreen
-buffer, ``mjr_readPixels``, rows flipped), so the pixels are the same bytes. What it saves:
-
-- the scene, option and camera objects are made once per thread, not per frame, and the rows
-  are read into one reused buffer, then copied (flipped) into the image region;
-- the envs of a batch are split over ``threads`` render threads, each with its own GL context
-  (``mjv_updateScene``, ``mjr_render`` and ``mjr_readPixels`` release the GIL), so a CPU
-  renderer such as Mesa's llvmpipe uses every core for the vertex work it does on the calling
-  thread;
-- ``submit`` hands a batch to those threads and returns: the caller steps other data meanwhile.
-
-Why not one viewport per env on one large buffer, read once: llvmpipe interpolates colours
-from each triangle's absolute framebuffer position, so the same scene drawn at another offset
-differs from ``mujoco.Renderer``'s frame by one intensity level at a few pixels (measured: 25
-of 64 tiles of an 8 x 8 grid), and the batch was not cheaper either (the cost is the vertex
-and fragment work of each env, not the reads).
+Each env is drawn as ``mujoco.Renderer`` draws it, so the pixels are the same bytes.
 """
 
 from __future__ import annotations
@@ -220,6 +203,13 @@ class BatchRenderer:
     draw a batch in parallel (default: one per CPU, at most 2). ``render`` returns once the
     batch is drawn; ``submit`` returns at once, so the caller may go on (with the physics of
     other data) while the threads draw.
+
+    Each env is drawn as ``mujoco.Renderer`` does (``mjv_updateScene`` with a default
+    ``MjvOption``, ``mjr_render`` into the bottom-left rectangle, ``mjr_readPixels``, rows
+    flipped); the scene, option and camera objects are made once per thread and the rows read
+    into one reused buffer. One viewport per env on one large buffer was tried and dropped:
+    llvmpipe's colours depend on a triangle's absolute position, so 25 of 64 tiles differed
+    from ``mujoco.Renderer``'s frame by one level, and it was not cheaper.
     """
 
     def __init__(self, model: Any, width: int, height: int, threads: int | None = None) -> None:
