@@ -144,7 +144,13 @@ class StoreBatcher(RunObserver):
         self._check_health(now)
         self.notify.deliver()
         self.listener.tick()
-        if not self.writer.alive and not self.writer_gone:  # rows are counted lost from here
+        self.check_writer()
+
+    def check_writer(self) -> None:
+        """Warn once when the store writer has stopped (rows are counted lost from then on):
+        at every check of the read loop, and at the end for a run read whole before a check
+        came."""
+        if not self.writer.alive and not self.writer_gone:
             self.writer_gone = True
             self.listener.warn(
                 f"the store writer of run {self.run_id} stopped "

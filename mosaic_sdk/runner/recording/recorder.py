@@ -202,6 +202,7 @@ class RunRecorder:
         (``abandon()`` true: stop waiting for a stalled store) and for the observers."""
         if self._finished is not None:
             return self._finished
+        self.stdout.check_writer()
         final = self.stdout.final_batch()
         if outcome.synthesised is not None:
             self.ingest.add_synthesised(final, outcome.synthesised)
