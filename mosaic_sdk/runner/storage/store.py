@@ -839,6 +839,21 @@ class RunStore:
         share it instead of opening one each."""
         return _snapshot(self.conn)
 
+    def _series_row(
+        self, full: str, name: str, agent_id: str | None
+    ) -> tuple[sqlite3.Cursor, tuple[Any, ...] | None]:
+        """A tuple cursor, and the series' (series_id, first_step, last_step, points,
+        summarised) row (None when the run has no point of that series)."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        found = cursor.execute(
+            "SELECT series_id, first_step, last_step, points,"
+            f" {'summarised' if self._has_blocks() else 0} FROM series"
+            " WHERE run_id = ? AND name = ? AND agent_id IS ?",
+            (full, text(name), None if agent_id is None else text(agent_id)),
+        ).fetchone()
+        return cursor, None if found is None or found[1] is None else found
+
     def series_columns(
         self,
         run_id: str,
@@ -878,15 +893,8 @@ class RunStore:
         out = SeriesColumns(name, agent_id, empty, np.zeros(0), empty.copy(), 0, 0)
         if not self._has_series():
             return out
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
-        found = cursor.execute(
-            "SELECT series_id, first_step, last_step, points,"
-            f" {'summarised' if self._has_blocks() else 0} FROM series"
-            " WHERE run_id = ? AND name = ? AND agent_id IS ?",
-            (full, text(name), None if agent_id is None else text(agent_id)),
-        ).fetchone()
-        if found is None or found[1] is None:
+        cursor, found = self._series_row(full, name, agent_id)
+        if found is None:
             return out
         series_id, first, last, stored, summarised = found
         lo = first if after_step is None else max(first, int(after_step) + 1)
@@ -1066,15 +1074,8 @@ class RunStore:
         out = summary.SeriesMeans(name, agent_id, nothing, nothing, nothing, 0, 0, buckets)
         if not self._has_series():
             return out
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
-        found = cursor.execute(
-            "SELECT series_id, first_step, last_step, points,"
-            f" {'summarised' if self._has_blocks() else 0} FROM series"
-            " WHERE run_id = ? AND name = ? AND agent_id IS ?",
-            (full, text(name), None if agent_id is None else text(agent_id)),
-        ).fetchone()
-        if found is None or found[1] is None:
+        cursor, found = self._series_row(full, name, agent_id)
+        if found is None:
             return out
         series_id, lo, hi, stored, summarised = found
         if summarised:
