@@ -103,6 +103,15 @@ def _encode_payload(payload: object) -> str:
     return "".join(_c_encoder(payload, 0))
 
 
+def _payload_json(payload: object) -> str | None:
+    """The stored text of an event's payload (None: none, or one JSON cannot write, e.g.
+    nested too deep: the raw line keeps it)."""
+    try:
+        return None if payload is None else _encode_payload(payload)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
 class LineIngest:
     """Classifies stdout lines of one run into batch rows and keeps the live counters.
 
@@ -216,7 +225,7 @@ class LineIngest:
                     and (len(text) <= _SHALLOW_METRICS_LEN or not _nests_too_deep(text))
                 ):
                     # a metrics line (batched by the emitter like step lines, as frequent)
-                    self._metrics_line(batch, line_no, line, text)
+                    self._metrics(batch, line_no, line.seq, line.ts_unix_ns, line.payload, text)
                     continue
             try:
                 self._classified(batch, line_no, text, line_no == last, lifecycle)
@@ -307,7 +316,9 @@ class LineIngest:
                 self.episode_steps += n_steps
         elif kind == "lifecycle":
             if d.get("event") == METRICS_EVENT:
-                self._metrics(batch, line_no, d, item.text)
+                self._metrics(
+                    batch, line_no, d.get("seq"), d.get("ts_unix_ns"), d.get("payload"), item.text
+                )
                 return
             name = self._lifecycle(batch, line_no, d, item.text, synthesised=False)
             try:
@@ -325,31 +336,18 @@ class LineIngest:
                 self.invalid_lines += 1
             self.log_lines += 1
 
-    def _metrics(self, batch: LineBatch, line_no: int, d: dict[str, Any], text: str) -> None:
-        """A ``metrics`` line: stored as an event, its values as series points; not handed
-        back as a lifecycle line (no hand-over, no hooks: batched like step lines)."""
-        self._lifecycle(batch, line_no, d, text, synthesised=False)
-        try:
-            self.series.metrics(batch, line_no, d)
-        except Exception:  # noqa: BLE001 - the event is stored; its points are refused
-            self.series.refused += 1
-            batch.refused += 1
-
-    def _metrics_line(self, batch: LineBatch, line_no: int, line: _Line, text: str) -> None:
-        """:meth:`_metrics` for a metrics line of the fast path (its fields read as struct
-        attributes instead of a dict)."""
-        payload = line.payload
-        try:
-            payload_json = None if payload is None else _encode_payload(payload)
-        except (ValueError, TypeError, RecursionError):  # e.g. nested too deep: raw keeps it
-            payload_json = None
-        ts = line.ts_unix_ns
+    def _metrics(
+        self, batch: LineBatch, line_no: int, seq: Any, ts: Any, payload: Any, text: str
+    ) -> None:
+        """A ``metrics`` line (its ``seq``, ``ts_unix_ns`` and ``payload``): stored as an
+        event, its values as series points; not handed back as a lifecycle line (no
+        hand-over, no hooks: batched like step lines)."""
         batch.events.append(
-            (self.run_id, line_no, line.seq, METRICS_EVENT, ts, 0, payload_json, text)
+            (self.run_id, line_no, seq, METRICS_EVENT, ts, 0, _payload_json(payload), text)
         )
         self.events += 1
         try:
-            self.series.metrics_payload(batch, line_no, payload, ts)
+            self.series.metrics(batch, line_no, payload, ts)
         except Exception:  # noqa: BLE001 - the event is stored; its points are refused
             self.series.refused += 1
             batch.refused += 1
@@ -359,11 +357,6 @@ class LineIngest:
     ) -> str:
         event = d.get("event")
         name = event if isinstance(event, str) and event else "unknown"
-        payload = d.get("payload")
-        try:
-            payload_json = None if payload is None else _encode_payload(payload)
-        except (ValueError, TypeError, RecursionError):  # e.g. nested too deep: raw keeps it
-            payload_json = None
         batch.events.append(
             (
                 self.run_id,
@@ -372,7 +365,7 @@ class LineIngest:
                 name,
                 d.get("ts_unix_ns"),
                 1 if synthesised else 0,
-                payload_json,
+                _payload_json(d.get("payload")),
                 text,
             )
         )

@@ -102,12 +102,8 @@ class SeriesIngest:
         self.refused = 0
         self._told_limit = False
 
-    def metrics(self, batch: LineBatch, line_no: int, d: Mapping[str, Any]) -> None:
-        """The points of a ``metrics`` line (``d``: the parsed line)."""
-        self.metrics_payload(batch, line_no, d.get("payload"), d.get("ts_unix_ns"))
-
-    def metrics_payload(self, batch: LineBatch, line_no: int, payload: Any, ts: Any) -> None:
-        """The points of a ``metrics`` line whose ``payload`` and ``ts_unix_ns`` are given."""
+    def metrics(self, batch: LineBatch, line_no: int, payload: Any, ts: Any) -> None:
+        """The points of a ``metrics`` line (its ``payload`` and ``ts_unix_ns``)."""
         if type(payload) is not dict and not isinstance(payload, Mapping):
             return
         values = payload.get("values")
