@@ -608,24 +608,15 @@ def _series_reads(
         known = last.get((w["name"], w["agent_id"]))
         if known is not None:  # points stored during this read come with the next one
             through = known if through is None else min(through, known)
-        if buckets is None:
-            p = store.series_columns(
-                full,
-                w["name"],
-                w["agent_id"],
-                after_step=w["after_step"],
-                through_step=through,
-                limit=limit + 1,
-            )
-        else:
-            p = store.series_columns(
-                full,
-                w["name"],
-                w["agent_id"],
-                after_step=w["after_step"],
-                through_step=through,
-                buckets=buckets,
-            )
+        bound = {"limit": limit + 1} if buckets is None else {"buckets": buckets}
+        p = store.series_columns(
+            full,
+            w["name"],
+            w["agent_id"],
+            after_step=w["after_step"],
+            through_step=through,
+            **bound,
+        )
         more = len(p.steps) > limit
         steps, values, walls = (
             (p.steps[:limit], p.values[:limit], p.wall_ns[:limit])

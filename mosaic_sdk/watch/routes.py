@@ -8,6 +8,7 @@ import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -20,6 +21,8 @@ from mosaic_sdk.watch import data
 from mosaic_sdk.watch.control import COMMANDS, send_command
 from mosaic_sdk.watch.security import TOKEN_HEADER, token_matches
 from mosaic_sdk.watch.streams import MAX_FPS, FrameStream
+
+R = TypeVar("R", bound=Response)
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -53,12 +56,18 @@ def _int(request: Request, name: str, default: int) -> int:
     return value
 
 
-async def _answer(work: Callable[[], object]) -> JSONResponse:
-    """Run a store read in a thread; its result as JSON, a store problem as ``{"error"}``."""
+async def _read(work: Callable[[], Any], respond: Callable[[Any], R]) -> R | JSONResponse:
+    """Run a store read in a thread; its result through ``respond``, a store problem as
+    ``{"error"}``."""
     try:
-        return JSONResponse(await run_in_threadpool(work))
+        return respond(await run_in_threadpool(work))
     except (StoreError, sqlite3.Error, ValueError) as exc:
         return _problem(exc)
+
+
+async def _answer(work: Callable[[], object]) -> JSONResponse:
+    """:func:`_read` with the result as JSON."""
+    return await _read(work, JSONResponse)
 
 
 def _problem(exc: Exception) -> JSONResponse:
@@ -181,11 +190,7 @@ async def api_series_batch(request: Request) -> Response:
         buckets = _int(request, "buckets", 0) or None
         return data.series_batch(store_path(request), wanted, limit, buckets)
 
-    try:
-        body = await run_in_threadpool(work)
-    except (StoreError, sqlite3.Error, ValueError) as exc:
-        return _problem(exc)
-    return Response(body, media_type=data.BATCH_MEDIA_TYPE)
+    return await _read(work, lambda body: Response(body, media_type=data.BATCH_MEDIA_TYPE))
 
 
 async def api_eval(request: Request) -> JSONResponse:
