@@ -508,28 +508,23 @@ def encode(
         return encode_reference(
             message, correlation_id, method=method, error=error, error_pickle=error_pickle
         )
-    if entry is not None and error is None and not error_pickle:  # a plain message: one pack
+    if entry is not None:
         spec, own, tag = entry
         if own is None:
             if not method:
                 raise ValueError(f"encode: {type(message).__name__} needs the method it answers")
             own = method
-        buf = bytearray(_HEAD.pack(*_HEAD_START, correlation_id, 0, own, tag))
-        _U32.pack_into(buf, _HEAD_PAYLOAD, spec.write(buf, message) - _HEAD_PAYLOAD)
-        return bytes(buf)
-    env = _Envelope(correlation_id, 0, error, error_pickle)
-    if entry is not None:
-        spec, own, env.payload_type = entry
-        if own is None and not method:
-            raise ValueError(f"encode: {type(message).__name__} needs the method it answers")
-        env.method = own if own is not None else method  # type: ignore[assignment]
-        env.payload = (spec, message)
+        if error is None and not error_pickle:  # a plain message: one pack
+            buf = bytearray(_HEAD.pack(*_HEAD_START, correlation_id, 0, own, tag))
+            _U32.pack_into(buf, _HEAD_PAYLOAD, spec.write(buf, message) - _HEAD_PAYLOAD)
+            return bytes(buf)
+        env = _Envelope(correlation_id, own, error, error_pickle, tag, (spec, message))
     elif method is None:
         raise ValueError("encode: give a message, or a method with an error")
     else:
-        env.method = method
+        env = _Envelope(correlation_id, method, error, error_pickle)
     buf = bytearray(b"\0\0\0\0MSHC")
-    wire._U32.pack_into(buf, 0, _ENVELOPE.write(buf, env))
+    _U32.pack_into(buf, 0, _ENVELOPE.write(buf, env))
     return bytes(buf)
 
 
