@@ -99,7 +99,7 @@ class ByteRing:
         ``more`` marks it as a fragment that the next entry continues.
         """
         n = len(payload) if not isinstance(payload, memoryview) else payload.nbytes
-        size = (4 + n + 7) & ~7
+        size = entry_size(n)
         cap = self.capacity
         if size > cap or n >= MORE:
             raise ValueError(
