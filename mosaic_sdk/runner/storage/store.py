@@ -1083,15 +1083,7 @@ class RunStore:
             with _snapshot(self.conn):
                 part = summary.cover(cursor, full, series_id, (lo, hi), buckets, top, means=True)
         else:
-            whole = self._columns(
-                name,
-                agent_id,
-                cursor.execute(
-                    "SELECT step, ifnull(value, 'nan'), wall_ns FROM series_points"
-                    " WHERE run_id = ? AND series_id = ?",
-                    (full, series_id),
-                ).fetchall(),
-            )
+            whole = self.series_columns(full, name, agent_id)  # every point
             part = summary.Cover.of_points(whole.steps, whole.values, whole.wall_ns)
         steps, values, counts = summary.means(part, lo, buckets, (hi + 1 - lo) / buckets)
         return summary.SeriesMeans(
