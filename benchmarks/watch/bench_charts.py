@@ -141,33 +141,8 @@ FETCH_FULL = """async () => {
   return window.__full.reduce((n, l) => n + l.values.length, 0);
 }"""
 
-FETCH_DRAW = """async ([buckets, weight, repeats]) => {
-  const feed = board.feeds[0];
-  const base = [...feed.lines.values()];
-  const times = [], draws = [], reads = [];
-  let points = 0;
-  for (let r = 0; r < repeats; r++) {
-    const box = document.createElement("div");
-    box.style.width = "900px";
-    document.body.appendChild(box);
-    const panel = new ChartPanel(box, "bench");
-    const t0 = performance.now();
-    const got = await Promise.all(base.map((l) => feed.range(l, null, null, buckets)));
-    const lines = got.map((g, i) => ({ label: "run " + i, color: watch.colors[i % 8], version: 1,
-      steps: g.steps, values: g.values, wall: g.wall, downsampled: g.downsampled }));
-    const t1 = performance.now();
-    panel.update(lines, { weight, mode: "step" });
-    while (!panel.drawnAt) await new Promise((r) => setTimeout(r, 0));
-    times.push(panel.drawnAt - t0);
-    reads.push(t1 - t0);
-    draws.push(panel.drawnAt - t1);
-    points = lines.reduce((n, l) => n + l.values.length, 0);
-    panel.remove(); box.remove();
-  }
-  return { times, draws, reads, points };
-}"""
-
-FETCH_BATCH_DRAW = """async ([buckets, weight, repeats]) => {
+# A chart's lines read (one batch request, or one request per series: ``batch``) and drawn.
+FETCH_DRAW = """async ([buckets, weight, repeats, batch]) => {
   const feed = board.feeds[0];
   const base = [...feed.lines.values()];
   const times = [], draws = [], reads = [];
@@ -179,9 +154,11 @@ FETCH_BATCH_DRAW = """async ([buckets, weight, repeats]) => {
     const panel = new ChartPanel(box, "bench");
     const t0 = performance.now();
     const query = base.map((l) => ({ run_id: l.run_id, name: l.name, agent_id: l.agent_id }));
-    const got = await charts.batch(query, buckets);
-    const lines = got.series.map((g, i) => ({ label: "run " + i, color: watch.colors[i % 8],
-      version: 1, steps: g.steps, values: g.values, wall: g.wall, downsampled: g.downsampled }));
+    const got = batch
+      ? (await charts.batch(query, buckets)).series
+      : await Promise.all(base.map((l) => feed.range(l, null, null, buckets)));
+    const lines = got.map((g, i) => ({ label: "run " + i, color: watch.colors[i % 8], version: 1,
+      steps: g.steps, values: g.values, wall: g.wall, downsampled: g.downsampled }));
     const t1 = performance.now();
     panel.update(lines, { weight, mode: "step" });
     while (!panel.drawnAt) await new Promise((r) => setTimeout(r, 0));
@@ -278,15 +255,15 @@ def draw(browser: Any, series: int, points: int, repeats: int) -> dict[str, Any]
                 )
                 out.setdefault(f"page_open_s {run_id}", []).append(time.perf_counter() - t0)
                 if run_id == "SCAN":
-                    got = page.evaluate(FETCH_DRAW, [900, 0.6, max(1, repeats // 2)])
+                    got = page.evaluate(FETCH_DRAW, [900, 0.6, max(1, repeats // 2), False])
                     name = "read + draw, downsampled by scanning (before)"
                     out.setdefault(name, []).extend(got["times"])
         # the chart's lines in one batch request (the page now) and one request per series
         # (before), alternating in the same run
         for r in range(repeats):
-            paths = [(BATCH, FETCH_BATCH_DRAW), (PER_SERIES, FETCH_DRAW)]
-            for name, script in paths if r % 2 else paths[::-1]:  # each first in turn
-                got = page.evaluate(script, [900, 0.6, 1])
+            paths = [(BATCH, True), (PER_SERIES, False)]
+            for name, batch in paths if r % 2 else paths[::-1]:  # each first in turn
+                got = page.evaluate(FETCH_DRAW, [900, 0.6, 1, batch])
                 for part in ("times", "draws", "reads"):
                     out.setdefault(f"{name} {part}", []).extend(got[part])
                 out[f"{name} points"] = [got["points"]]
@@ -296,7 +273,7 @@ def draw(browser: Any, series: int, points: int, repeats: int) -> dict[str, Any]
         for name, buckets, times in (
             ("read + draw, every point (before)", None, max(1, repeats // 2)),
         ):
-            got = page.evaluate(FETCH_DRAW, [buckets, 0.6, times])
+            got = page.evaluate(FETCH_DRAW, [buckets, 0.6, times, False])
             out[name] = got["times"]
             out[f"{name} draw"] = got["draws"]
             out[f"{name} points"] = [got["points"]]
