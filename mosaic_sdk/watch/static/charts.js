@@ -255,22 +255,9 @@ const charts = {
     let url = "/api/series/batch?series=" + encodeURIComponent(JSON.stringify(query));
     if (buckets) url += "&buckets=" + buckets;
     if (limit) url += "&limit=" + limit;
-    const headers = {};
-    const token = watch.token();
-    if (token) headers["X-Mosaic-Token"] = token;
-    let buffer;
-    try {
-      const response = await fetch(url, { headers });
-      if (!response.ok) {
-        const text = await response.text();
-        let error = text;
-        try { error = JSON.parse(text).error || text; } catch (e) { /* not JSON: the text */ }
-        return { ok: false, error, series: [] };
-      }
-      buffer = await response.arrayBuffer();
-    } catch (e) {
-      return { ok: false, error: "mosaic watch is not answering (" + e + "); is it still running?", series: [] };
-    }
+    const reply = await watch.api(url, null, true);
+    if (!reply.ok) return { ok: false, error: reply.data.error, series: [] };
+    const buffer = reply.data;
     // a little-endian uint32 n, n bytes of JSON, zeros up to a multiple of 8, then per series
     // its n steps, n values and n wall times as little-endian float64
     const size = new DataView(buffer).getUint32(0, true);

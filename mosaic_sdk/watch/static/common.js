@@ -10,13 +10,15 @@ const watch = {
     return fromUrl || sessionStorage.getItem("mosaicWatchToken") || "";
   },
 
-  // GET or POST JSON; resolves to {ok, status, data} and never throws.
-  async api(path, options) {
+  // GET or POST JSON (with `binary`, an ok answer's bytes as an ArrayBuffer); resolves to
+  // {ok, status, data} and never throws.
+  async api(path, options, binary) {
     const opts = Object.assign({ headers: {} }, options || {});
     const token = watch.token();
     if (token) opts.headers["X-Mosaic-Token"] = token;
     try {
       const response = await fetch(path, opts);
+      if (binary && response.ok) return { ok: true, status: response.status, data: await response.arrayBuffer() };
       let data = null;
       try { data = await response.json(); } catch (e) { data = { error: await response.text() }; }
       return { ok: response.ok, status: response.status, data: data || {} };
