@@ -362,13 +362,7 @@ def _enum_name(kind: str, names: tuple[str, ...], raw: int) -> str:
 # -- writing ----------------------------------------------------------------------------------
 def write_string(buf: bytearray, text: str) -> int:
     """Append a string (u32 length, UTF-8 bytes, NUL); returns its position."""
-    data = text.encode()
-    at = len(buf)
-    if at & 3:
-        buf += bytes(4 - (at & 3))
-        at = len(buf)
-    buf += _U32.pack(len(data))
-    buf += data
+    at = write_bytes(buf, text.encode())
     buf += b"\0"
     return at
 
