@@ -147,10 +147,10 @@ class StoreBatcher(RunObserver):
         self.check_writer()
 
     def check_writer(self) -> None:
-        """Warn once when the store writer has stopped (rows are counted lost from then on):
-        at every check of the read loop, and at the end for a run read whole before a check
-        came."""
-        if not self.writer.alive and not self.writer_gone:
+        """Warn once when the store writer has stopped on an error (rows are counted lost from
+        then on): at every check of the read loop, and once it closed at the end, for a run
+        read whole before a check saw it."""
+        if self.writer.failed and not self.writer_gone:
             self.writer_gone = True
             self.listener.warn(
                 f"the store writer of run {self.run_id} stopped "

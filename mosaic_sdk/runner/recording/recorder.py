@@ -202,7 +202,6 @@ class RunRecorder:
         (``abandon()`` true: stop waiting for a stalled store) and for the observers."""
         if self._finished is not None:
             return self._finished
-        self.stdout.check_writer()
         final = self.stdout.final_batch()
         if outcome.synthesised is not None:
             self.ingest.add_synthesised(final, outcome.synthesised)
@@ -214,6 +213,7 @@ class RunRecorder:
         writer = self.writer
         writer.submit(final)
         writer.close(abandon=abandon)
+        self.stdout.check_writer()
         if self.frames is not None:
             self.frames.close()
         self.notify.deliver(final=True)

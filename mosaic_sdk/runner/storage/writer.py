@@ -67,6 +67,8 @@ class StoreWriter:
         # checkpoints (and fsyncs) while a run streams (about 10% less CPU per row measured).
         self._conn.execute("PRAGMA wal_autocheckpoint=4000")
         self.committed_rows = 0
+        #: The thread ended on an error (it gave up on a stalled store, or raised), not at close.
+        self.failed = False
         #: Rows stored as raw log lines (``kind = 'unstored'``) because their table refused them.
         self.degraded_rows = 0
         self.transactions = 0
@@ -179,6 +181,7 @@ class StoreWriter:
                         self._drop(len(pending), exc)
                         pending = None
                         self._drain_queue(exc)
+                        self.failed = True
                         return
                     self._give_up.wait(delay)
                     delay = min(delay * 2, 1.0)
@@ -189,6 +192,7 @@ class StoreWriter:
                     self._resumed()
                 pending, delay = None, 0.02
         except BaseException as exc:  # noqa: BLE001 - a thread has nobody to raise to
+            self.failed = True
             with self._lock:
                 if self.error is None:
                     self.error = exc
