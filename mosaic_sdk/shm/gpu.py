@@ -28,6 +28,7 @@ must be two processes.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import glob
@@ -36,6 +37,7 @@ import struct
 import sys
 import threading
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,6 +134,7 @@ class CudaRuntime:
         for name, args in (
             ("cudaGetDeviceCount", [ctypes.POINTER(i)]),
             ("cudaSetDevice", [i]),
+            ("cudaGetDevice", [ctypes.POINTER(i)]),
             ("cudaMalloc", [ctypes.POINTER(vp), sz]),
             ("cudaFree", [vp]),
             ("cudaMemcpy", [vp, vp, sz, i]),
@@ -158,6 +161,11 @@ class CudaRuntime:
 
     def set_device(self, device: int) -> None:
         self._check(self._lib.cudaSetDevice(device), f"cudaSetDevice({device})")
+
+    def get_device(self) -> int:
+        current = ctypes.c_int(0)
+        self._check(self._lib.cudaGetDevice(ctypes.byref(current)), "cudaGetDevice")
+        return int(current.value)
 
     def malloc(self, nbytes: int) -> int:
         ptr = ctypes.c_void_p()
@@ -211,10 +219,21 @@ _runtime: CudaRuntime | None = None
 _runtime_lock = threading.Lock()
 
 
+def _loaded_cudart() -> list[str]:
+    """Paths of the ``libcudart`` this process has mapped already (torch's), Linux only."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            paths = {line.split()[-1] for line in maps if "libcudart" in line}
+    except OSError:
+        return []
+    return sorted(p for p in paths if p.startswith("/"))
+
+
 def _cudart_candidates() -> list[str]:
-    names = ["libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"]
-    for base in sys.path:  # the nvidia-cuda-runtime wheel torch depends on, torch's own lib
-        for pattern in ("nvidia/cuda_runtime/lib/libcudart.so*", "torch/lib/libcudart*.so*"):
+    names = _loaded_cudart()  # the very library torch uses, when it is linked dynamically
+    names += ["libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"]
+    for base in sys.path:  # the nvidia-cuda-runtime wheels torch depends on, torch's own lib
+        for pattern in ("nvidia/*/lib/libcudart.so*", "torch/lib/libcudart*.so*"):
             names += sorted(glob.glob(os.path.join(base, pattern)))
     found = ctypes.util.find_library("cudart")
     if found:
@@ -302,11 +321,25 @@ def _cai(ptr: int, shape: tuple[int, ...]) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def on_device(runtime: CudaRuntime, device: int) -> Iterator[CudaRuntime]:
+    """Make ``device`` the calling thread's current CUDA device, and restore the one that was
+    current (the engine's or trainer's own CUDA work keeps its device)."""
+    before = runtime.get_device()
+    if before != device:
+        runtime.set_device(device)
+    try:
+        yield runtime
+    finally:
+        if before != device:
+            runtime.set_device(before)
+
+
 # -- engine side --------------------------------------------------------------------------------
 def _free(runtime: CudaRuntime, device: int, ptr: int) -> None:
     try:
-        runtime.set_device(device)
-        runtime.free(ptr)
+        with on_device(runtime, device):
+            runtime.free(ptr)
     except CudaError:
         pass  # at exit the CUDA context may already be gone, and the memory with it
 
@@ -326,10 +359,10 @@ class GpuObsExport:
         self.nbytes = 4 * layout.num_envs * layout.obs_size
         self._buf, self._layout = buf, layout
         self._runtime = rt = cuda_runtime()
-        rt.set_device(self.device)
-        self.ptr = rt.malloc(self.nbytes)  # the allocation's start: what the handle maps
-        self._finalizer = weakref.finalize(self, _free, rt, self.device, self.ptr)
-        self.handle = rt.ipc_get_handle(self.ptr)
+        with on_device(rt, self.device):
+            self.ptr = rt.malloc(self.nbytes)  # the allocation's start: what the handle maps
+            self._finalizer = weakref.finalize(self, _free, rt, self.device, self.ptr)
+            self.handle = rt.ipc_get_handle(self.ptr)
         self._tensor: Any = None
         write_gpu_fields(buf, layout, GpuFields(1, GPU_MODE_CUDA_IPC, self.device, self.handle))
 
@@ -354,14 +387,16 @@ class GpuObsExport:
     def upload(self, obs: np.ndarray) -> None:
         """Copy the CPU observations ``obs`` (the obs region) into the device buffer."""
         self._check_open()
-        self._runtime.set_device(self.device)
-        self._runtime.copy_to_device(self.ptr, self._host(obs), self.nbytes)
+        host = self._host(obs)
+        with on_device(self._runtime, self.device) as rt:
+            rt.copy_to_device(self.ptr, host, self.nbytes)
 
     def download(self, obs: np.ndarray) -> None:
         """Copy the device buffer into the CPU observations ``obs`` (the obs region)."""
         self._check_open()
-        self._runtime.set_device(self.device)
-        self._runtime.copy_to_host(self._host(obs), self.ptr, self.nbytes)
+        host = self._host(obs)
+        with on_device(self._runtime, self.device) as rt:
+            rt.copy_to_host(host, self.ptr, self.nbytes)
 
     def publish(self, source: Any, obs: np.ndarray) -> None:
         """An engine's own CUDA tensor ``source`` (float32 ``(num_envs, obs_size)``): copied
@@ -375,8 +410,8 @@ class GpuObsExport:
         self._check_open()
         target = self.tensor()
         target.copy_(source)  # on torch's current stream, perhaps not the legacy one:
-        self._runtime.set_device(self.device)
-        self._runtime.synchronize()  # the copy is complete before the frame goes out
+        with on_device(self._runtime, self.device) as rt:
+            rt.synchronize()  # the copy is complete before the frame goes out
         self.download(obs)
 
     def _check_open(self) -> None:
@@ -399,8 +434,8 @@ class GpuObsExport:
 # -- client side --------------------------------------------------------------------------------
 def _close_ipc(runtime: CudaRuntime, device: int, ptr: int) -> None:
     try:
-        runtime.set_device(device)
-        runtime.ipc_close(ptr)
+        with on_device(runtime, device):
+            runtime.ipc_close(ptr)
     except CudaError:
         pass  # at exit the CUDA context may already be gone, and the mapping with it
 
@@ -418,8 +453,8 @@ class CudaIpcObs:
         self.device = fields.device
         self.shape = shape
         self._runtime = rt = cuda_runtime()
-        rt.set_device(self.device)
-        self.ptr = rt.ipc_open(fields.handle)
+        with on_device(rt, self.device):
+            self.ptr = rt.ipc_open(fields.handle)
         self._finalizer = weakref.finalize(self, _close_ipc, rt, self.device, self.ptr)
 
     @property

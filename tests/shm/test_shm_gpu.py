@@ -11,7 +11,9 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import shutil
 import struct
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm import gpu
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.gpu import (
@@ -140,17 +143,23 @@ class HostRuntime:
 
     def __init__(self) -> None:
         self.buffers: dict[int, np.ndarray] = {}
-        self.device: int | None = None
+        self.device = 0  # the calling thread's current device
+        self.devices: list[int] = []  # the device current at each allocation and opening
         self.calls: list[tuple[str, int]] = []
+        self.uploads = 0
 
     def set_device(self, device: int) -> None:
         self.device = device
+
+    def get_device(self) -> int:
+        return self.device
 
     def malloc(self, nbytes: int) -> int:
         data = np.full(nbytes, 0xEE, dtype=np.uint8)
         ptr = int(data.ctypes.data)
         self.buffers[ptr] = data
         self.calls.append(("malloc", nbytes))
+        self.devices.append(self.device)
         return ptr
 
     def free(self, ptr: int) -> None:
@@ -158,6 +167,7 @@ class HostRuntime:
         del self.buffers[ptr]
 
     def copy_to_device(self, dst: int, src: int, nbytes: int) -> None:
+        self.uploads += 1
         ctypes.memmove(dst, src, nbytes)
 
     def copy_to_host(self, dst: int, src: int, nbytes: int) -> None:
@@ -173,6 +183,7 @@ class HostRuntime:
         assert handle[:4] == b"HOST", "the client opened a handle the engine never wrote"
         ptr = struct.unpack_from("<Q", handle, 4)[0]
         self.calls.append(("open", ptr))
+        self.devices.append(self.device)
         return int(ptr)
 
     def ipc_close(self, ptr: int) -> None:
@@ -194,7 +205,8 @@ def host_runtime(monkeypatch: pytest.MonkeyPatch) -> HostRuntime:
 def test_export_and_open_through_the_header(pair, host_runtime: HostRuntime) -> None:
     transport, client = pair
     export = transport.export_gpu_obs("cuda:1")
-    assert host_runtime.device == 1 and host_runtime.calls == [("malloc", 3 * 5 * 4)]
+    assert host_runtime.calls == [("malloc", 3 * 5 * 4)]
+    assert host_runtime.devices == [1] and host_runtime.device == 0  # on cuda:1, then back
     fields = client.gpu_fields
     assert (fields.mode, fields.available, fields.device) == (GPU_MODE_CUDA_IPC, 1, 1)
     assert fields.handle == host_runtime.ipc_get_handle(export.ptr)
@@ -206,6 +218,7 @@ def test_export_and_open_through_the_header(pair, host_runtime: HostRuntime) -> 
     cai = view.__cuda_array_interface__
     assert cai["shape"] == (3, 5) and cai["typestr"] == "<f4" and cai["version"] == 3
     assert cai["data"] == (export.ptr, False) and host_runtime.calls[-1] == ("open", export.ptr)
+    assert host_runtime.devices == [1, 1] and host_runtime.device == 0
     device = _device_array(cai["data"][0], cai["shape"])
     np.testing.assert_array_equal(device, transport.obs)
 
@@ -264,6 +277,12 @@ def test_mujoco_engine_keeps_the_gpu_buffer_current(host_runtime: HostRuntime) -
         t.resets[1] = 1
         engine.step_batch()
         np.testing.assert_array_equal(device, t.obs)
+        uploads = host_runtime.uploads
+        engine.answer(cmd.PingRequest(nonce=1))  # changes no observation: nothing to upload
+        assert host_runtime.uploads == uploads
+        engine.answer(cmd.ResetRequest(env_ids=[2], seeds=[7]))
+        assert host_runtime.uploads == uploads + 1
+        np.testing.assert_array_equal(device, t.obs)
     finally:
         engine.close()
     assert host_runtime.calls[-1] == ("free", export.ptr)
@@ -278,3 +297,68 @@ def test_mujoco_engine_without_cuda_leaves_no_segment(no_runtime: None, monkeypa
     with pytest.raises(GpuUnavailableError, match="pip install torch"):
         MujocoEngine(2, "reacher", name=name, gpu_obs=0, image_size=(0, 0))
     assert not segment_exists(f"mosaic.shm.{name}")
+
+
+# -- the ctypes declarations, against a C library with CUDA's signatures ----------------------
+@pytest.fixture(scope="module")
+def fake_cudart(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler (cc or gcc) on PATH: the stand-in libcudart cannot be built")
+    out = tmp_path_factory.mktemp("fake-cudart") / "libfakecudart.so"
+    source = Path(__file__).with_name("fake_cudart.c")
+    subprocess.run(
+        [
+            compiler,
+            "-O2",
+            "-std=c11",
+            "-Wall",
+            "-Werror",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(out),
+            str(source),
+        ],
+        check=True,
+    )
+    return ctypes.CDLL(str(out))
+
+
+def test_ctypes_calls_pass_what_cuda_expects(
+    pair, fake_cudart: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = gpu.CudaRuntime(fake_cudart)
+    monkeypatch.setattr(gpu, "cuda_runtime", lambda: runtime)
+    counter = ctypes.c_int.in_dll
+    transport, client = pair
+    assert runtime.device_count() == 2
+    export = transport.export_gpu_obs("cuda:1")
+    handle = client.gpu_fields.handle
+    assert handle[:8] == b"FAKECUDA" and handle[63] == 0x41  # made on device 1, all 64 bytes
+    assert struct.unpack_from("<Q", handle, 8)[0] == export.ptr
+    assert runtime.get_device() == 0  # the caller's device is current again
+
+    transport.obs[:] = np.arange(15, dtype=np.float32).reshape(3, 5) / 4
+    syncs = counter(fake_cudart, "fake_syncs").value
+    export.upload(transport.obs)
+    assert counter(fake_cudart, "fake_last_memcpy_kind").value == 1  # host to device
+    assert counter(fake_cudart, "fake_syncs").value == syncs + 1  # complete before the frame
+    view = client.obs_cuda_array()  # the handle went by value; the device was 1 at opening
+    assert view is not None and view.ptr == export.ptr
+    assert counter(fake_cudart, "fake_last_open_flags").value == 1  # lazy peer access
+    np.testing.assert_array_equal(_device_array(view.ptr, view.shape), transport.obs)
+    _device_array(view.ptr, view.shape)[2] = 9.0
+    export.download(transport.obs)
+    assert counter(fake_cudart, "fake_last_memcpy_kind").value == 2  # device to host
+    np.testing.assert_array_equal(transport.obs[2], np.full(5, 9.0, dtype=np.float32))
+
+    closes = counter(fake_cudart, "fake_close_count").value
+    del view
+    client.close()
+    assert counter(fake_cudart, "fake_close_count").value == closes + 1
+    transport.close_gpu_obs()
+    with pytest.raises(gpu.CudaError, match=r"cudaSetDevice\(5\) failed: invalid device"):
+        runtime.set_device(5)
+    with pytest.raises(gpu.CudaError, match="cudaIpcOpenMemHandle failed: invalid argument"):
+        runtime.ipc_open(bytes(64))

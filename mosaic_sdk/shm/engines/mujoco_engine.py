@@ -164,6 +164,7 @@ class MujocoEngine:
         self.rngs = [np.random.default_rng([seed, i]) for i in range(num_envs)]
         self.envs = [_EnvState() for _ in range(num_envs)]
         self._steps = np.zeros(num_envs, dtype=np.int64)  # hot-path steps since each reset
+        self._obs_dirty = True  # obs written since the last GPU upload (gpu_obs)
         self.layout_name = layout
         target = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "target")
         self._mocap = int(m.body_mocapid[target]) if target >= 0 else -1
@@ -229,7 +230,8 @@ class MujocoEngine:
             self._reset_env(i)
         if gpu_obs is not None:
             try:
-                self.transport.export_gpu_obs(gpu_obs).upload(self.transport.obs)
+                self.transport.export_gpu_obs(gpu_obs)
+                self._sync_gpu()
             except BaseException:
                 self.transport.close()
                 raise
@@ -272,6 +274,7 @@ class MujocoEngine:
         t.truncated[i] = 0
 
     def _write_obs(self, i: int) -> None:
+        self._obs_dirty = True
         d, m = self.datas[i], self.model
         row = self.transport.obs[i]
         row[: m.nq] = d.qpos
@@ -300,9 +303,11 @@ class MujocoEngine:
         self._sync_gpu()
 
     def _sync_gpu(self) -> None:
+        """Upload the CPU obs to the exported GPU buffer when they changed since the last time."""
         gpu = self.transport.gpu_obs
-        if gpu is not None:
+        if gpu is not None and self._obs_dirty:
             gpu.upload(self.transport.obs)
+            self._obs_dirty = False
 
     def _step_batch(self) -> None:
         t = self.transport
@@ -326,6 +331,7 @@ class MujocoEngine:
 
     def _observe(self, active: list[int], ctrl: np.ndarray) -> None:
         """Observations, rewards and truncations of ``active`` after a step (``ctrl``: theirs)."""
+        self._obs_dirty = True
         t, m = self.transport, self.model
         obs, datas = t.obs, self.datas
         nq, nqv, mocap, tip = m.nq, m.nq + m.nv, self._mocap, self._tip
@@ -478,7 +484,7 @@ class MujocoEngine:
                 "Reset, Ping, Close and the engine services"
             )
         response = handler(m)
-        self._sync_gpu()  # a reset or a pose change rewrote observations
+        self._sync_gpu()  # a reset rewrites observations
         return response
 
     def _env_ids(self, ids: list[int]) -> list[int]:
