@@ -493,4 +493,17 @@ def open_gpu_obs(buf: Any, layout: Layout) -> CudaIpcObs | None:
             f"gpu_obs_mode {fields.mode} is not a known mode (0 CPU, 1 CUDA IPC, 2 Vulkan): the "
             "engine wrote a header this SDK does not understand"
         )
-    return CudaIpcObs(fields, (layout.num_envs, layout.obs_size))
+    shape = (layout.num_envs, layout.obs_size)
+    key = (fields.handle, fields.device)
+    with _opened_lock:
+        # CUDA maps a handle once per process: a mapping still alive (a tensor a caller kept
+        # from an earlier client of the same engine) is shared, not opened again.
+        view = _opened.get(key)
+        if view is None or view.closed or view.shape != shape:
+            view = CudaIpcObs(fields, shape)
+            _opened[key] = view
+        return view
+
+
+_opened: weakref.WeakValueDictionary[tuple[bytes, int], CudaIpcObs] = weakref.WeakValueDictionary()
+_opened_lock = threading.Lock()

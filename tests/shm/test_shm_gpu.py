@@ -258,6 +258,23 @@ def test_a_new_export_is_opened_again(pair, host_runtime: HostRuntime) -> None:
     assert again.closed and host_runtime.calls[-1] == ("close", second.ptr)
 
 
+def test_a_handle_still_mapped_is_shared_not_opened_twice(host_runtime: HostRuntime) -> None:
+    with SharedMemoryTransport(2, 3, 1) as transport:
+        export = transport.export_gpu_obs(0)
+        first = SharedMemoryClient(transport.name)
+        kept = first.obs_cuda_array()  # as a tensor a trainer keeps would hold it
+        first.close()
+        second = SharedMemoryClient(transport.name)
+        try:
+            assert second.obs_cuda_array() is kept and not kept.closed
+            assert host_runtime.calls.count(("open", export.ptr)) == 1  # CUDA maps it once
+        finally:
+            second.close()
+        del kept
+        assert ("close", export.ptr) in host_runtime.calls
+        transport.close_gpu_obs()
+
+
 @pytest.mark.skipif(importlib.util.find_spec("mujoco") is None, reason="mujoco is not installed")
 def test_mujoco_engine_keeps_the_gpu_buffer_current(host_runtime: HostRuntime) -> None:
     from mosaic_sdk.shm.engines.mujoco_engine import MujocoEngine
