@@ -64,6 +64,15 @@ def register(subparsers: Any) -> None:
         help="image region WIDTHxHEIGHT, or 'none' (default: 64x64 when the model has cameras)",
     )
     mj.add_argument("--seed", type=int, default=0, help="seed of the envs' random streams")
+    mj.add_argument(
+        "--gpu-obs",
+        nargs="?",
+        const="cuda:0",
+        default=None,
+        metavar="DEVICE",
+        help="also export the observations as a CUDA buffer (cuda:N, default cuda:0) for "
+        "client.obs_tensor(); needs a CUDA build of PyTorch and an NVIDIA GPU",
+    )
     mj.set_defaults(handler=_run)
     parser.set_defaults(handler=lambda args: parser.print_help() or 2)
 
@@ -82,6 +91,7 @@ def _run(args: argparse.Namespace) -> int:
             layout=args.layout,
             image_size=args.image,
             seed=args.seed,
+            gpu_obs=args.gpu_obs,
         )
     except ModuleNotFoundError as exc:
         raise UsageError(

@@ -25,6 +25,7 @@ import numpy as np
 from mosaic_sdk.shm import commands as cmd
 from mosaic_sdk.shm import segment
 from mosaic_sdk.shm.async_steps import AsyncSlices
+from mosaic_sdk.shm.gpu import CudaIpcObs, GpuFields, open_gpu_obs, read_gpu_fields, segment_header
 from mosaic_sdk.shm.layout import Layout
 from mosaic_sdk.shm.mapping import MappedSegment, watch_error
 from mosaic_sdk.shm.segment import attach_candidates
@@ -118,6 +119,8 @@ class SharedMemoryClient:
         self.image: np.ndarray | None = seg.image
         self.side: list[tuple[np.ndarray, np.ndarray]] = seg.side  # (to worker, back) per worker
         self._services: Services | None = None
+        self._gpu_obs: CudaIpcObs | None = None
+        self._gpu_tensor: Any = None
 
     # -- description --------------------------------------------------------------------------
     @property
@@ -183,6 +186,45 @@ class SharedMemoryClient:
         ``k`` finished workers (every one in flight, if fewer), oldest first.
         """
         return AsyncSlices(self._seg, self._check, self.spin, self.timeout)
+
+    # -- GPU observations (mosaic_sdk.shm.gpu) ---------------------------------------------------
+    @property
+    def gpu_fields(self) -> GpuFields:
+        """The header's GPU fields as they are now (``mode`` 0 CPU, 1 CUDA IPC, 2 Vulkan)."""
+        return read_gpu_fields(segment_header(self._seg), self.layout)
+
+    def obs_cuda_array(self) -> CudaIpcObs | None:
+        """The engine's CUDA observation buffer opened from the header's IPC handle: an object
+        with ``__cuda_array_interface__`` (float32 ``(num_envs, obs_size)``; torch, CuPy and
+        Numba view it without a copy). None when the engine exports no GPU buffer (mode 0:
+        read ``obs``). ``GpuModeError`` for Vulkan (mode 2), ``GpuUnavailableError`` (saying
+        what to install) without PyTorch's CUDA build or a GPU. Opened once; opened again if
+        the engine exports a new buffer."""
+        fields = self.gpu_fields
+        view = self._gpu_obs
+        if view is not None and view.fields == fields and not view.closed:
+            return view
+        del view
+        self._close_gpu_obs()
+        self._gpu_obs = open_gpu_obs(segment_header(self._seg), self.layout)
+        return self._gpu_obs
+
+    def obs_tensor(self) -> Any:
+        """The engine's observations as a torch float32 CUDA tensor ``(num_envs, obs_size)``
+        viewing the engine's device buffer (no copy: it changes in place at every step, like
+        ``obs``); None when the engine exports no GPU buffer (mode 0: read ``obs``). Errors as
+        ``obs_cuda_array``. ``close()`` closes the mapping (at once, or when the last tensor
+        made from it is gone)."""
+        view = self.obs_cuda_array()
+        if view is None:
+            return None
+        if self._gpu_tensor is None:
+            self._gpu_tensor = view.tensor()
+        return self._gpu_tensor
+
+    def _close_gpu_obs(self) -> None:
+        view, self._gpu_obs, self._gpu_tensor = self._gpu_obs, None, None
+        del view  # the mapping closes with its last reference (a caller's tensor keeps it)
 
     # -- commands -----------------------------------------------------------------------------
     def request(self, message: Any) -> Any:
@@ -357,6 +399,7 @@ class SharedMemoryClient:
                     pass
             self._seg.words.cas_u32(self._seg.off["client_pid"], os.getpid(), 0)
         finally:
+            self._close_gpu_obs()
             self._engine.close()
             for attr in ("obs", "actions", "rewards", "terminated", "dones", "truncated"):
                 setattr(self, attr, None)

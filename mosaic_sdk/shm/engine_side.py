@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from mosaic_sdk.shm.gpu import GpuObsExport, segment_header
 from mosaic_sdk.shm.layout import Layout
 from mosaic_sdk.shm.mapping import MappedSegment, watch_error
 from mosaic_sdk.shm.sync import PeerWatch, command_spin_budget, spin_budget
@@ -51,6 +52,7 @@ class EngineSide:
         self._watches = PeerWatches()
         self._client_pid = 0
         self._closing = False
+        self._gpu_obs: GpuObsExport | None = None
 
     # -- region views (numpy, zero-copy) ----------------------------------------------------
     @property
@@ -97,6 +99,34 @@ class EngineSide:
     def image(self) -> np.ndarray | None:
         """uint8 ``(num_envs, H, W, C)`` or None when the segment has no image region."""
         return self.seg.image
+
+    # -- GPU observations (mosaic_sdk.shm.gpu) -------------------------------------------------
+    def export_gpu_obs(self, device: int | str = 0) -> GpuObsExport:
+        """Export a float32 ``(num_envs, obs_size)`` buffer on CUDA ``device`` (``0``,
+        ``"cuda:1"``) through the header's CUDA IPC fields (``gpu_obs_mode`` 1), for clients to
+        view with ``client.obs_tensor()``. Keep it current before each ``publish_frame``:
+        ``upload(self.obs)`` after writing the CPU obs, or ``publish(tensor, self.obs)`` for
+        observations computed on the GPU. One buffer per segment (export it from the owner);
+        ``close_gpu_obs()`` (before ``close()``) sets the header back to mode 0 and frees it.
+        ``GpuUnavailableError`` when PyTorch with CUDA or a GPU is missing."""
+        if self._gpu_obs is not None:
+            raise ValueError(
+                f"shm transport {self.name!r} already exports GPU observations on cuda:"
+                f"{self._gpu_obs.device}; call close_gpu_obs() first"
+            )
+        self._gpu_obs = GpuObsExport(segment_header(self.seg), self.layout, device)
+        return self._gpu_obs
+
+    @property
+    def gpu_obs(self) -> GpuObsExport | None:
+        """The exported GPU observation buffer, None when none is exported."""
+        return self._gpu_obs
+
+    def close_gpu_obs(self) -> None:
+        """Stop exporting GPU observations (header back to mode 0) and free the buffer."""
+        export, self._gpu_obs = self._gpu_obs, None
+        if export is not None:
+            export.close()
 
     @property
     def client_pid(self) -> int:

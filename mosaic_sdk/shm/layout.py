@@ -63,7 +63,7 @@ HEADER_FIELDS: tuple[tuple[str, int, str, str], ...] = (
     ("num_workers", 136, "I", "engine processes sharing the segment (worker slots in use)"),
     ("side_offset", 144, "Q", "byte offset of the side areas, 0 when absent"),
     ("side_size", 152, "Q", "bytes of each side area (2 per worker: client->worker, back)"),
-    ("gpu_available", 192, "B", "1 when GPU buffers are exported (reserved, 0)"),
+    ("gpu_available", 192, "B", "1 when GPU buffers are exported"),
     ("gpu_obs_mode", 193, "B", "0 = CPU, 1 = CUDA IPC, 2 = Vulkan external memory"),
     ("gpu_device_id", 196, "I", "CUDA device ordinal"),
     ("gpu_obs_handle", 200, "64s", "cudaIpcMemHandle_t or external-memory handle"),
@@ -492,7 +492,13 @@ class Layout:
         """``(end, holes)``: the header's bytes ``[0, end)`` stay as written once the segment
         is ready, but for the ``(offset, size)`` holes (words that change on purpose)."""
         if self.kind == LAYOUT_LRBC:
-            holes = ((12, 4), (32, 16), (LRBC_SEED_END, LRBC_EXTENSION + 4 - LRBC_SEED_END))
+            gpu = LRBC_OFF["gpu_available"]  # the GPU fields: an engine exports after ready
+            holes = (
+                (12, 4),
+                (32, 16),
+                (gpu, LRBC_SEED_END - gpu),
+                (LRBC_SEED_END, LRBC_EXTENSION + 4 - LRBC_SEED_END),
+            )
             return LRBC_OFF["side_size"] + 8, holes
         return OFF["side_size"] + 8, ((OFF["client_pid"], 4), (OFF["state"], 4))
 

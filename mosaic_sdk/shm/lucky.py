@@ -8,7 +8,9 @@
 It attaches to a segment in the design's own header layout (``lrbc``, see
 ``schema/lrbc_layout.md``), written by a design engine or by ``SharedMemoryTransport(...,
 layout="lrbc")``; attaching and stepping send no command. ``obs``, ``actions``, ``rewards``
-(float32), ``dones``, ``truncateds`` (u8, right after the dones) and ``resets`` are the views.
+(float32), ``dones``, ``truncateds`` (u8, right after the dones) and ``resets`` are the views;
+``obs_tensor()`` is the engine's CUDA observation buffer as a torch tensor when it exports one
+(the header's GPU fields).
 Underneath it is a ``SharedMemoryClient``, so a dead engine is noticed (``PeerGoneError``)
 within a second and a closed one raises ``TransportClosedError``.
 """
@@ -79,6 +81,17 @@ class LuckyClient:
     def client(self) -> SharedMemoryClient:
         """The ``SharedMemoryClient`` underneath (commands, ``ping``, ``call``...)."""
         return self._client
+
+    @property
+    def gpu_obs_mode(self) -> int:
+        """The header's ``gpu_obs_mode``: 0 CPU, 1 CUDA IPC, 2 Vulkan external memory."""
+        return self._client.gpu_fields.mode
+
+    def obs_tensor(self) -> Any:
+        """The observations as a torch float32 CUDA tensor viewing the engine's device buffer
+        through the header's CUDA IPC handle (no copy); None when the engine exports none
+        (``gpu_obs_mode`` 0: read ``obs``). See ``SharedMemoryClient.obs_tensor``."""
+        return self._client.obs_tensor()
 
     def step(self, actions: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Write ``actions``, publish them, wait for the frame; returns ``obs, rewards, dones``

@@ -121,6 +121,7 @@ def launch_engine(
     seed: int = 0,
     render_threads: int | None = None,
     start_timeout: float = 60.0,
+    gpu_obs: int | str | None = None,
 ) -> EngineHandle:
     """Start a ``MujocoEngine`` in a child process; returns once its segment is ready.
 
@@ -138,6 +139,7 @@ def launch_engine(
         "image_size": list(image_size) if image_size is not None else None,
         "seed": seed,
         "render_threads": render_threads,
+        "gpu_obs": gpu_obs,
         "peer_pids": [os.getpid()],
     }
     read_fd, write_fd = os.pipe()

@@ -116,7 +116,9 @@ class MujocoEngine:
     else none; ``(0, 0)`` for none). ``layout`` is the segment header: "mshm" (ours) or
     "lrbc" (the seed's, when the transport has it). ``peer_pids`` are processes (a launcher)
     whose exit ends the engine. ``render_threads`` GL contexts draw a batch's frames in
-    parallel (default: one per CPU, at most 2).
+    parallel (default: one per CPU, at most 2). ``gpu_obs`` (a CUDA device: ``0``, ``"cuda:0"``)
+    also keeps the observations in a device buffer exported through the header's CUDA IPC
+    fields, for ``client.obs_tensor()`` (PyTorch with CUDA needed; the CPU obs stay filled).
 
     One ``MjModel`` and one ``MjData`` per env. A step applies each env's action row as its
     ``ctrl``, advances ``frame_skip`` physics steps and writes observations (``qpos``,
@@ -144,6 +146,7 @@ class MujocoEngine:
         timeout: float | None = None,
         peer_pids: tuple[int, ...] = (),
         render_threads: int | None = None,
+        gpu_obs: int | str | None = None,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -161,6 +164,7 @@ class MujocoEngine:
         self.rngs = [np.random.default_rng([seed, i]) for i in range(num_envs)]
         self.envs = [_EnvState() for _ in range(num_envs)]
         self._steps = np.zeros(num_envs, dtype=np.int64)  # hot-path steps since each reset
+        self._obs_dirty = True  # obs written since the last GPU upload (gpu_obs)
         self.layout_name = layout
         target = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "target")
         self._mocap = int(m.body_mocapid[target]) if target >= 0 else -1
@@ -224,6 +228,13 @@ class MujocoEngine:
         self._entities: dict[tuple[str, str], int] = {}  # (kind, name) -> index
         for i in range(num_envs):
             self._reset_env(i)
+        if gpu_obs is not None:
+            try:
+                self.transport.export_gpu_obs(gpu_obs)
+                self._sync_gpu()
+            except BaseException:
+                self.transport.close()
+                raise
 
     # -- description ----------------------------------------------------------------------
     @property
@@ -263,6 +274,7 @@ class MujocoEngine:
         t.truncated[i] = 0
 
     def _write_obs(self, i: int) -> None:
+        self._obs_dirty = True
         d, m = self.datas[i], self.model
         row = self.transport.obs[i]
         row[: m.nq] = d.qpos
@@ -285,7 +297,19 @@ class MujocoEngine:
             mujoco.mj_kinematics(models[i], datas[i])
 
     def step_batch(self) -> None:
-        """One hot-path step of every env (resets where the reset flag is set)."""
+        """One hot-path step of every env (resets where the reset flag is set); the exported
+        GPU observations (``gpu_obs``) are brought up to date before it returns."""
+        self._step_batch()
+        self._sync_gpu()
+
+    def _sync_gpu(self) -> None:
+        """Upload the CPU obs to the exported GPU buffer when they changed since the last time."""
+        gpu = self.transport.gpu_obs
+        if gpu is not None and self._obs_dirty:
+            gpu.upload(self.transport.obs)
+            self._obs_dirty = False
+
+    def _step_batch(self) -> None:
         t = self.transport
         flags = t.resets
         resets = np.flatnonzero(flags)
@@ -307,6 +331,7 @@ class MujocoEngine:
 
     def _observe(self, active: list[int], ctrl: np.ndarray) -> None:
         """Observations, rewards and truncations of ``active`` after a step (``ctrl``: theirs)."""
+        self._obs_dirty = True
         t, m = self.transport, self.model
         obs, datas = t.obs, self.datas
         nq, nqv, mocap, tip = m.nq, m.nq + m.nv, self._mocap, self._tip
@@ -458,7 +483,9 @@ class MujocoEngine:
                 f"the MuJoCo engine does not serve {type(m).__name__}; it serves GetSchema, "
                 "Reset, Ping, Close and the engine services"
             )
-        return handler(m)
+        response = handler(m)
+        self._sync_gpu()  # a reset rewrites observations
+        return response
 
     def _env_ids(self, ids: list[int]) -> list[int]:
         if not ids:
@@ -1038,6 +1065,7 @@ class MujocoEngine:
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+        self.transport.close_gpu_obs()
         self.transport.close()
 
     def __enter__(self) -> MujocoEngine:
