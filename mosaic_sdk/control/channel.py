@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -136,9 +137,8 @@ class ControlChannel:
             data = decode_line(text)
             if "v" not in data:
                 dialect.handle_legacy(self, data)
-                return
-            command = parse_command(data)
-            self._dispatch(command)
+            else:
+                self._dispatch(parse_command(data))
         except ProtocolError as exc:
             self.reply(exc.reply())
         except Exception as exc:  # noqa: BLE001 - a reader that dies would drop commands
@@ -183,12 +183,9 @@ class ControlChannel:
     def _pause_or_resume(self, cid: str, name: str) -> None:
         self._check_claim(cid, name, "supports_pause_resume")
         if self.interactive is not None:
+            why = f"an interactive session steps only when told; {name} has nothing to do"
             raise ProtocolError(
-                "not_supported",
-                f"an interactive session steps only when told; {name} has nothing to do",
-                "send step/reset commands, or stop",
-                id=cid,
-                cmd=name,
+                "not_supported", why, "send step/reset commands, or stop", id=cid, cmd=name
             )
         with self._lock:
             if (name == "pause") == self._paused:
@@ -239,16 +236,12 @@ class ControlChannel:
     # -- replies ----------------------------------------------------------------------------
     def reply(self, fields: Mapping[str, object]) -> None:
         """Write one control_reply line (dropped when the run's telemetry is closed)."""
-        try:
+        with contextlib.suppress(RuntimeError):
             self.emitter.control_reply(fields)
-        except RuntimeError:
-            pass
 
     def _emit_event(self, event: str, payload: Mapping[str, object]) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):
             self.emitter.lifecycle(event, payload)
-        except RuntimeError:
-            pass
 
     def _run_checkpoints(self) -> None:
         while True:
@@ -266,23 +259,13 @@ class ControlChannel:
 
 
 def _ended(cid: str, cmd: str) -> ProtocolError:
-    return ProtocolError(
-        "out_of_order",
-        "the interactive session has ended (close, stop or a closed stdin)",
-        "start a new session",
-        id=cid,
-        cmd=cmd,
-    )
+    why = "the interactive session has ended (close, stop or a closed stdin)"
+    return ProtocolError("out_of_order", why, "start a new session", id=cid, cmd=cmd)
 
 
 def _failed(cid: str | None, cmd: str | None, exc: BaseException) -> dict[str, object]:
-    return error_reply(
-        cid,
-        cmd,
-        "failed",
-        f"{type(exc).__name__}: {exc}",
-        "the worker's stderr has the details; the run goes on",
-    )
+    hint = "the worker's stderr has the details; the run goes on"
+    return error_reply(cid, cmd, "failed", f"{type(exc).__name__}: {exc}", hint)
 
 
 __all__ = ["EOF", "WAKE", "ControlChannel"]
