@@ -223,7 +223,7 @@ class RunSupervisor(RunListener):
                 self.store.set_worker_pid(self.run_id, proc.pid)
                 control.attach(proc)
                 lifecycle.supervise()
-                control.end("its worker has exited")
+                control.relay.end("its worker has exited")
                 exit_code = lifecycle.finish()
                 stderr_tail = proc.stderr_text(limit=20)
                 warnings = proc.stderr_problems()
@@ -323,20 +323,7 @@ class RunSupervisor(RunListener):
 def run_worker(
     worker: str | WorkerHandle,
     config: Mapping[str, Any] | ResolvedJob | None = None,
-    *,
-    run_id: str | None = None,
-    store: Path | str | None = None,
-    runs_dir: Path | None = None,
-    grace: float = 10.0,
-    display: Display | None = None,
-    batch_lines: int = 256,
-    flush_interval: float = 0.1,
-    extra_env: dict[str, str] | None = None,
-    max_line_bytes: int = DEFAULT_MAX_LINE,
-    keys: bool = False,
-    reporter: Reporter | None = None,
-    stall_after: float | None = None,
-    on_stall: str = "warn",
+    **options: Any,
 ) -> RunResult:
     """Run ``worker`` (a name or a handle) with ``config`` to the end; returns a RunResult.
 
@@ -345,27 +332,11 @@ def run_worker(
     :class:`~mosaic_sdk.runner.storage.store.StoreError` for an unusable store; a run that starts
     always returns a result. In the main thread SIGINT, SIGTERM and SIGHUP cancel the run.
     Warnings go to ``reporter`` (default: the process's, :mod:`mosaic_sdk.runner.reporting`).
-    ``stall_after`` and ``on_stall`` are ``mosaic run --stall-after/--on-stall``.
+    ``options`` are the keyword arguments of :class:`RunSupervisor` (``run_id``, ``store``,
+    ``grace``, ``reporter``, ``stall_after``, ...).
     """
-    handle = resolve_worker(worker, reporter=reporter)
-    supervisor = RunSupervisor(
-        handle,
-        config,
-        run_id=run_id,
-        store=store,
-        runs_dir=runs_dir,
-        grace=grace,
-        display=display,
-        batch_lines=batch_lines,
-        flush_interval=flush_interval,
-        extra_env=extra_env,
-        max_line_bytes=max_line_bytes,
-        keys=keys,
-        reporter=reporter,
-        stall_after=stall_after,
-        on_stall=on_stall,
-    )
-    return supervisor.run()
+    handle = resolve_worker(worker, reporter=options.get("reporter"))
+    return RunSupervisor(handle, config, **options).run()
 
 
 __all__ = [
