@@ -58,7 +58,6 @@ class InteractiveSession:
         self.episode_done = False
         self.episodes_done = 0
 
-    # -- the env ----------------------------------------------------------------------------
     def reset(self, seed: int | None) -> Any:
         self.observation, _ = self.env.reset(seed=seed)
         if seed is not None:
@@ -76,16 +75,16 @@ class InteractiveSession:
     def step(self, action: Any = None) -> tuple[Any, float, bool, bool]:
         """One step with ``action`` (``None``: the policy's); returns action, reward,
         terminated, truncated."""
-        if action is None:
-            action = self.policy(self.observation)
-        else:
-            action = self.coerce_action(action)
+        action = self._chosen(action)
         obs, reward, terminated, truncated, _ = self.env.step(action)
         self.observation = obs
         self.step_index += 1
         self.episode_return += float(reward)
         self.episode_done = bool(terminated or truncated)
         return action, float(reward), bool(terminated), bool(truncated)
+
+    def _chosen(self, action: Any) -> Any:
+        return self.policy(self.observation) if action is None else self.coerce_action(action)
 
     def coerce_action(self, action: Any) -> Any:
         """An action given as JSON, in the form the env's action space holds."""
@@ -230,10 +229,7 @@ class TurnBasedSession(InteractiveSession):
         terminated, truncated. An illegal move raises :class:`IllegalAction`, unplayed."""
         if self.env.agent_selection != self.human or not self.env.agents:
             raise IllegalAction(self.human, action, [])
-        if action is None:
-            action = self.agent_policy(self.human, self.observation)
-        else:
-            action = self.coerce_action(action)
+        action = self._chosen(action)
         self.played = []
         self.env.step(action)
         reward = self._advance()
