@@ -73,7 +73,6 @@ class ControlChannel:
         self.interactive_ended = False
         self.eof = threading.Event()
 
-    # -- what a worker uses -----------------------------------------------------------------
     @property
     def paused(self) -> bool:
         return self._paused
@@ -109,7 +108,6 @@ class ControlChannel:
         if self.interactive is not None:
             self.interactive.put(WAKE)
 
-    # -- the reader thread ------------------------------------------------------------------
     def start(self, stream: BinaryIO) -> threading.Thread:
         """Read commands from ``stream`` (the worker's stdin) in a daemon thread."""
         self._thread = threading.Thread(
@@ -233,7 +231,6 @@ class ControlChannel:
             elif kind == "legacy":
                 dialect.write(self, dialect.error_line("the interactive session has ended"))
 
-    # -- replies ----------------------------------------------------------------------------
     def reply(self, fields: Mapping[str, object]) -> None:
         """Write one control_reply line (dropped when the run's telemetry is closed)."""
         with contextlib.suppress(RuntimeError):

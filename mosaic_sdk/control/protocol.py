@@ -307,8 +307,7 @@ def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the protocol: a command or a reply."""
     commands = _COMMAND.json_schema(ref_template="#/$defs/{model}")
     reply = Reply.model_json_schema(ref_template="#/$defs/{model}")
-    defs = {**commands.pop("$defs", {}), **reply.pop("$defs", {})}
-    defs["Command"] = commands
+    defs = {**commands.pop("$defs", {}), **reply.pop("$defs", {}), "Command": commands}
     defs["Reply"] = reply
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

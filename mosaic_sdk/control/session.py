@@ -93,7 +93,6 @@ class Session:
             self._reader = threading.Thread(target=self._read, name="mosaic-session", daemon=True)
             self._reader.start()
 
-    # -- starting -----------------------------------------------------------------------------
     @classmethod
     def launch(
         cls,
@@ -123,7 +122,6 @@ class Session:
             run_dir=run_dir,
         )  # fmt: skip
 
-    # -- the commands ---------------------------------------------------------------------------
     def ping(self, *, timeout: float | None = None, **kw: object) -> Reply:
         return self.request("ping", timeout=timeout, **kw)
 
@@ -221,7 +219,6 @@ class Session:
                 self._cond.wait(left)
             return read_reply(self.unmatched.popleft())
 
-    # -- reading --------------------------------------------------------------------------------
     def feed(self, lines: Iterable[bytes | str]) -> None:
         """Take lines the worker wrote on stdout (without or with their newline), in order.
         Lines that are not a JSON object are dropped (library output that escaped the
@@ -315,7 +312,6 @@ class Session:
         with self._cond:
             return [str(x["event"]) for x in self.lines if x.get("type") == "lifecycle"]
 
-    # -- the process ----------------------------------------------------------------------------
     @property
     def pid(self) -> int | None:
         """The worker's pid (None when the session does not know it)."""

@@ -129,7 +129,6 @@ class RunSupervisor(RunListener):
             raise
         self.run_id = self.prepared.run_id
 
-    # -- control ----------------------------------------------------------------------------
     def cancel(self, reason: str = "cancelled") -> None:
         """Ask the run to stop (thread-safe; a second call kills the worker at once)."""
         if self._cancel_reason is not None:
@@ -146,7 +145,6 @@ class RunSupervisor(RunListener):
         if self._kill_now:
             lifecycle.kill()
 
-    # -- what the recorder tells it (RunListener) ---------------------------------------------
     def abandoning(self) -> bool:
         return self._cancel_reason is not None
 
@@ -174,7 +172,6 @@ class RunSupervisor(RunListener):
         name = signal.Signals(signum).name
         self.cancel(f"{name} received by mosaic run")
 
-    # -- the run ----------------------------------------------------------------------------
     def run(self) -> RunResult:
         """Start the worker, supervise it to the end, and return the result."""
         prepared = self.prepared

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from mosaic_sdk.control.protocol import COMMANDS
 from mosaic_sdk.runner.supervision.stdin import StdinClosed, WorkerStdin
 from mosaic_sdk.telemetry.encoding import lone_surrogate_at
 
@@ -15,8 +16,6 @@ from mosaic_sdk.telemetry.encoding import lone_surrogate_at
 PROTOCOL = 1
 #: Seconds to wait for the worker's reply to one command.
 REPLY_TIMEOUT = 5.0
-#: Commands of the control protocol (``mosaic control`` sends the first five).
-COMMANDS = ("ping", "pause", "resume", "stop", "checkpoint", "reset", "step", "act", "close")
 #: The longest client-chosen id.
 MAX_ID = 128
 #: Codes of the replies the runner makes itself.
@@ -86,7 +85,6 @@ class ControlRelay:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
 
-    # -- the run's side ---------------------------------------------------------------------
     def attach(self, stdin: WorkerStdin) -> None:
         """The worker started: commands go to ``stdin`` from now on."""
         self._stdin = stdin
@@ -111,7 +109,6 @@ class ControlRelay:
             slot.reply = reply
             slot.done.set()
 
-    # -- the client's side ------------------------------------------------------------------
     def request(self, request: Any, timeout: float | None = None) -> dict[str, Any]:
         """Send one command and return its reply (the worker's, or the runner's error)."""
         problem = self._check(request)

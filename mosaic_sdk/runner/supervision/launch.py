@@ -135,8 +135,7 @@ def prepare_run(
         if exclusive:  # the directory is this call's own: leave no half-made run behind
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    env = dict(os.environ)
-    env.update(extra_env or {})
+    env = {**os.environ, **(extra_env or {})}
     if like_platform:
         for name in RUNNER_ONLY_ENV:
             env.pop(name, None)

@@ -95,7 +95,6 @@ class RunLifecycle:
         self.exit_code: int | None = None
         self._lock = threading.Lock()
 
-    # -- 1. start ---------------------------------------------------------------------------
     def start(self) -> WorkerProcess:
         """Start the worker; ``RuntimeError`` when it cannot be started."""
         self.proc = WorkerProcess(
@@ -110,7 +109,6 @@ class RunLifecycle:
         )
         return self.proc
 
-    # -- control (thread-safe) -------------------------------------------------------------
     def request_stop(self, reason: str) -> bool:
         """Ask the worker to stop: SIGTERM now (once), SIGKILL of its group after ``grace``.
         True for the call that started the stop (before :meth:`start`: SIGTERM at the first pass).
@@ -136,7 +134,6 @@ class RunLifecycle:
         """Kill the worker's group at the next pass (a second Ctrl-C)."""
         self.kill_now = True
 
-    # -- 2. supervise -----------------------------------------------------------------------
     def supervise(self) -> None:
         """Read stdout to EOF and the worker to its exit, telling the observer. A worker that
         exits with its stdout held open: its group is reaped and EOF awaited
@@ -226,7 +223,6 @@ class RunLifecycle:
             self.killed_after_grace = True
             proc.kill_group(signal.SIGKILL)
 
-    # -- 3. finish --------------------------------------------------------------------------
     def finish(self) -> int | None:
         """Kill the worker if it still runs, reap what it left, wait for stderr; its exit code."""
         proc = self.proc
@@ -239,7 +235,6 @@ class RunLifecycle:
         proc.join_stderr(timeout=END_OF_OUTPUT_WAIT)
         return self.exit_code
 
-    # -- 4. cleanup -------------------------------------------------------------------------
     def cleanup(self, exit_code: int | None) -> str | None:
         """Call ``mosaic_run_cleanup`` once; a sentence when it raised, else None."""
         try:

@@ -87,7 +87,6 @@ class WorkerProcess:
         self.first_line_at: float | None = None
         self.exited_at: float | None = None
 
-    # -- output --------------------------------------------------------------------------
     def _drain_stderr(self) -> None:
         """Read stderr to EOF, whatever the log file or the callback do (see the docstring)."""
         assert self.proc.stderr is not None
@@ -230,7 +229,6 @@ class WorkerProcess:
         lines = list(self.stderr_tail)
         return "\n".join(lines if limit is None else lines[-limit:])
 
-    # -- lifetime --------------------------------------------------------------------------
     def poll(self) -> int | None:
         return self.proc.poll()
 

@@ -83,7 +83,6 @@ class LifecycleLink:
         self._start_error: str | None = None
         self._thread: threading.Thread | None = None
 
-    # -- the supervising thread -------------------------------------------------------------
     def start(self, session: Session) -> None:
         """Start the worker and feed ``session``; ``RuntimeError`` when it cannot start."""
         if self._thread is not None:
@@ -133,7 +132,6 @@ class LifecycleLink:
         """True once the run has ended: tree reaped, cleanup hook called."""
         return self._done.is_set()
 
-    # -- WorkerLink -------------------------------------------------------------------------
     @property
     def pid(self) -> int | None:
         proc = self.lifecycle.proc
