@@ -34,7 +34,7 @@ class CutLine(bytes):
 class LineSplitter:
     """Bytes in, complete lines out (without their line ends); see the module docstring."""
 
-    __slots__ = ("max_line", "cr", "_parts", "_size", "_dropped", "_after_cr")
+    __slots__ = ("max_line", "cr", "_parts", "_size", "_dropped", "_after_cr", "peak_pending")
 
     def __init__(self, max_line: int = DEFAULT_MAX_LINE, *, cr: bool = False) -> None:
         if max_line < 1:
@@ -45,6 +45,8 @@ class LineSplitter:
         self._size = 0  # bytes in _parts (never more than max_line)
         self._dropped = 0  # bytes of the unfinished line beyond max_line
         self._after_cr = False  # the previous chunk ended with "\r" (a "\n" may follow)
+        #: The most bytes ever held for an unfinished line (at most ``max_line``).
+        self.peak_pending = 0
 
     def feed(self, data: bytes) -> list[bytes]:
         """The lines that ``data`` completes, in order."""
@@ -87,6 +89,7 @@ class LineSplitter:
         if piece:
             self._parts.append(piece)
             self._size += len(piece)
+            self.peak_pending = max(self.peak_pending, self._size)
 
     def _finish(self, piece: bytes) -> bytes:
         if not self._parts and not self._dropped:
