@@ -66,8 +66,9 @@ def _below(tops: list[int], children: Callable[[int], list[int] | None]) -> list
         kids = children(todo.pop())
         if kids is None:
             return None
-        todo += [kid for kid in kids if kid not in seen]
-        seen.update(kids)
+        fresh = set(kids) - seen
+        seen |= fresh
+        todo += fresh
     return list(seen)
 
 
