@@ -21,8 +21,7 @@ from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.supervision.launch import ResolvedJob, prepare_run, resolve_job
 from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle
 
-#: How long a dry run may take before it is stopped (a worker that ignores ``--dry-run``
-#: and trains instead).
+#: Seconds a dry run may take before it is stopped (a worker that ignores ``--dry-run``).
 DEFAULT_TIMEOUT = 120.0
 #: How much of the worker's stderr a refusal quotes.
 MAX_QUOTE = 2000
