@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -72,7 +73,6 @@ class ControlChannel:
         self.interactive_ended = False
         self.eof = threading.Event()
 
-    # -- what a worker uses -----------------------------------------------------------------
     @property
     def paused(self) -> bool:
         return self._paused
@@ -108,7 +108,6 @@ class ControlChannel:
         if self.interactive is not None:
             self.interactive.put(WAKE)
 
-    # -- the reader thread ------------------------------------------------------------------
     def start(self, stream: BinaryIO) -> threading.Thread:
         """Read commands from ``stream`` (the worker's stdin) in a daemon thread."""
         self._thread = threading.Thread(
@@ -136,9 +135,8 @@ class ControlChannel:
             data = decode_line(text)
             if "v" not in data:
                 dialect.handle_legacy(self, data)
-                return
-            command = parse_command(data)
-            self._dispatch(command)
+            else:
+                self._dispatch(parse_command(data))
         except ProtocolError as exc:
             self.reply(exc.reply())
         except Exception as exc:  # noqa: BLE001 - a reader that dies would drop commands
@@ -183,12 +181,9 @@ class ControlChannel:
     def _pause_or_resume(self, cid: str, name: str) -> None:
         self._check_claim(cid, name, "supports_pause_resume")
         if self.interactive is not None:
+            why = f"an interactive session steps only when told; {name} has nothing to do"
             raise ProtocolError(
-                "not_supported",
-                f"an interactive session steps only when told; {name} has nothing to do",
-                "send step/reset commands, or stop",
-                id=cid,
-                cmd=name,
+                "not_supported", why, "send step/reset commands, or stop", id=cid, cmd=name
             )
         with self._lock:
             if (name == "pause") == self._paused:
@@ -236,19 +231,14 @@ class ControlChannel:
             elif kind == "legacy":
                 dialect.write(self, dialect.error_line("the interactive session has ended"))
 
-    # -- replies ----------------------------------------------------------------------------
     def reply(self, fields: Mapping[str, object]) -> None:
         """Write one control_reply line (dropped when the run's telemetry is closed)."""
-        try:
+        with contextlib.suppress(RuntimeError):
             self.emitter.control_reply(fields)
-        except RuntimeError:
-            pass
 
     def _emit_event(self, event: str, payload: Mapping[str, object]) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):
             self.emitter.lifecycle(event, payload)
-        except RuntimeError:
-            pass
 
     def _run_checkpoints(self) -> None:
         while True:
@@ -266,23 +256,13 @@ class ControlChannel:
 
 
 def _ended(cid: str, cmd: str) -> ProtocolError:
-    return ProtocolError(
-        "out_of_order",
-        "the interactive session has ended (close, stop or a closed stdin)",
-        "start a new session",
-        id=cid,
-        cmd=cmd,
-    )
+    why = "the interactive session has ended (close, stop or a closed stdin)"
+    return ProtocolError("out_of_order", why, "start a new session", id=cid, cmd=cmd)
 
 
 def _failed(cid: str | None, cmd: str | None, exc: BaseException) -> dict[str, object]:
-    return error_reply(
-        cid,
-        cmd,
-        "failed",
-        f"{type(exc).__name__}: {exc}",
-        "the worker's stderr has the details; the run goes on",
-    )
+    hint = "the worker's stderr has the details; the run goes on"
+    return error_reply(cid, cmd, "failed", f"{type(exc).__name__}: {exc}", hint)
 
 
 __all__ = ["EOF", "WAKE", "ControlChannel"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -9,9 +10,8 @@ from typing import Any, Protocol
 
 class LineWriter(Protocol):
     """What the control side writes its lines with: a
-    :class:`~mosaic_sdk.telemetry.emitter.TelemetryEmitter` (the worker's stdout). Control
-    builds on the telemetry stream but does not import it; the telemetry models import the
-    reply model from :mod:`mosaic_sdk.control.protocol`, the one direction between the two."""
+    :class:`~mosaic_sdk.telemetry.emitter.TelemetryEmitter` (control does not import telemetry:
+    telemetry imports the reply model, the one direction between the two)."""
 
     def control_reply(self, fields: Mapping[str, Any]) -> int: ...
 
@@ -39,10 +39,8 @@ def error_line(message: str) -> dict[str, str]:
 
 
 def write(channel: Channel, obj: Mapping[str, object]) -> None:
-    try:
+    with contextlib.suppress(RuntimeError):  # the run's output is closed
         channel.emitter.write_foreign(obj)
-    except RuntimeError:
-        pass  # the run's output is closed
 
 
 def handle_legacy(channel: Channel, data: Mapping[str, object]) -> None:
@@ -50,8 +48,8 @@ def handle_legacy(channel: Channel, data: Mapping[str, object]) -> None:
     if channel.interactive is not None:
         if channel.interactive_ended:
             write(channel, error_line("the interactive session has ended"))
-            return
-        channel.interactive.put(("legacy", data))
+        else:
+            channel.interactive.put(("legacy", data))
         return
     cmd = data.get("cmd")
     if cmd == "ping":

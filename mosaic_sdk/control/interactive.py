@@ -58,25 +58,24 @@ class InteractiveSession:
         self.episode_done = False
         self.episodes_done = 0
 
-    # -- the env ----------------------------------------------------------------------------
     def reset(self, seed: int | None) -> Any:
         self.observation, _ = self.env.reset(seed=seed)
         if seed is not None:
             self.env.action_space.seed(seed)
+        self._new_episode(seed)
+        return self.observation
+
+    def _new_episode(self, seed: int | None) -> None:
         self.seed = seed
         self.episode_index += 1
         self.step_index = 0
         self.episode_return = 0.0
         self.episode_done = False
-        return self.observation
 
     def step(self, action: Any = None) -> tuple[Any, float, bool, bool]:
         """One step with ``action`` (``None``: the policy's); returns action, reward,
         terminated, truncated."""
-        if action is None:
-            action = self.policy(self.observation)
-        else:
-            action = self.coerce_action(action)
+        action = self._chosen(action)
         obs, reward, terminated, truncated, _ = self.env.step(action)
         self.observation = obs
         self.step_index += 1
@@ -84,9 +83,11 @@ class InteractiveSession:
         self.episode_done = bool(terminated or truncated)
         return action, float(reward), bool(terminated), bool(truncated)
 
+    def _chosen(self, action: Any) -> Any:
+        return self.policy(self.observation) if action is None else self.coerce_action(action)
+
     def coerce_action(self, action: Any) -> Any:
         """An action given as JSON, in the form the env's action space holds."""
-
         space = self.env.action_space
         if isinstance(action, list):
             action = np.asarray(action, dtype=space.dtype)
@@ -183,7 +184,6 @@ class TurnBasedSession(InteractiveSession):
         self.terminated = self.truncated = False
 
     def legal_moves(self, observation: Any) -> list[int]:
-
         if isinstance(observation, Mapping) and "action_mask" in observation:
             return [int(i) for i in np.flatnonzero(np.asarray(observation["action_mask"]) > 0)]
         space = self.env.action_space(self.human)
@@ -191,11 +191,7 @@ class TurnBasedSession(InteractiveSession):
 
     def reset(self, seed: int | None) -> Any:
         self.env.reset(seed=seed)
-        self.seed = seed
-        self.episode_index += 1
-        self.step_index = 0
-        self.episode_return = 0.0
-        self.episode_done = False
+        self._new_episode(seed)
         self.terminated = self.truncated = False
         self.played = []
         self._advance()
@@ -233,10 +229,7 @@ class TurnBasedSession(InteractiveSession):
         terminated, truncated. An illegal move raises :class:`IllegalAction`, unplayed."""
         if self.env.agent_selection != self.human or not self.env.agents:
             raise IllegalAction(self.human, action, [])
-        if action is None:
-            action = self.agent_policy(self.human, self.observation)
-        else:
-            action = self.coerce_action(action)
+        action = self._chosen(action)
         self.played = []
         self.env.step(action)
         reward = self._advance()
@@ -249,9 +242,6 @@ class TurnBasedSession(InteractiveSession):
         if isinstance(action, bool) or not isinstance(action, int) or action not in self.legal:
             raise IllegalAction(self.human, action, list(self.legal))
         return action
-
-    def frame(self) -> Any:
-        return self.env.render()
 
     def turn_fields(self) -> dict[str, object]:
         return {
@@ -340,13 +330,8 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
 
 
 def _init_info(session: InteractiveSession) -> dict[str, object]:
-    info = session.info
-    return {
-        "env_id": info["env_id"],
-        "algo": info["algo"],
-        "policy_path": info["policy_path"],
-        "version": dialect.DIALECT_VERSION,
-    }
+    info = {key: session.info[key] for key in ("env_id", "algo", "policy_path")}
+    return {**info, "version": dialect.DIALECT_VERSION}
 
 
 def _finish_episode(ctx: RunContext, session: InteractiveSession, terminated: bool) -> None:
@@ -417,36 +402,26 @@ def _serve_v1(ctx: RunContext, session: InteractiveSession, command: Any) -> boo
         hint = "send step with one of the legal moves (or without action: the policy's move)"
         channel.reply(error_reply(cid, name, "illegal_action", str(exc), hint))
     except Exception as exc:  # noqa: BLE001 - a bad action or env error: reply, go on
-        channel.reply(
-            error_reply(cid, name, "failed", f"{type(exc).__name__}: {exc}", _FAILED_HINT)
-        )
+        hint = "check the action against the env's action space; the session goes on"
+        channel.reply(error_reply(cid, name, "failed", f"{type(exc).__name__}: {exc}", hint))
     return False
-
-
-_FAILED_HINT = "check the action against the env's action space; the session goes on"
 
 
 def _check_steppable(session: InteractiveSession, cid: str) -> None:
     if session.observation is None:
-        raise ProtocolError(
-            "out_of_order",
+        why, hint = (
             "step before reset: no episode is running",
             'send {"cmd": "reset", "seed": N} first',
-            id=cid,
-            cmd="step",
         )
-    if session.episode_done:
-        raise ProtocolError(
-            "out_of_order",
-            f"episode {session.episode_index} is over (episode_done was true)",
-            "send reset to start the next episode",
-            id=cid,
-            cmd="step",
-        )
+    elif session.episode_done:
+        why = f"episode {session.episode_index} is over (episode_done was true)"
+        hint = "send reset to start the next episode"
+    else:
+        return
+    raise ProtocolError("out_of_order", why, hint, id=cid, cmd="step")
 
 
 def _as_obs(observation: Any) -> Any:
-
     if isinstance(observation, list):
         return np.asarray(observation, dtype=np.float32)
     return observation

@@ -19,8 +19,7 @@ class WorkerLink(Protocol):
         """The worker's exit code once it has exited (None before)."""
 
     def write_line(self, line: bytes) -> None:
-        """Write one whole line (ending in a newline) to the worker's stdin; ``OSError`` (the
-        message says why) when it cannot."""
+        """Write one whole line (ending in a newline) to the worker's stdin, else ``OSError``."""
 
     def close_stdin(self) -> None:
         """Close the worker's stdin (it reads EOF); never raises."""
@@ -32,8 +31,7 @@ class WorkerLink(Protocol):
         """Wait up to ``timeout`` seconds for the worker to exit; its exit code, or None."""
 
     def last_look(self) -> None:
-        """The worker is about to be told to end (``close``, ``stop``, EOF): note what runs
-        below it now, so that nothing it started outlives it."""
+        """Note what runs below the worker now: it is about to be told to end."""
 
     def end(self, wait: float, grace: float) -> int | None:
         """End the worker: close its stdin, give it ``wait`` seconds to exit on its own, then

@@ -201,11 +201,7 @@ class ProtocolError(Exception):
         cmd: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.code = code
-        self.message = message
-        self.hint = hint
-        self.id = id
-        self.cmd = cmd
+        self.code, self.message, self.hint, self.id, self.cmd = code, message, hint, id, cmd
 
     def reply(self) -> dict[str, object]:
         """The reply's fields (see :func:`error_reply`)."""
@@ -235,20 +231,14 @@ _EXAMPLE = '{"v": 1, "id": "1", "cmd": "ping"}'
 
 def decode_line(line: str | bytes) -> JsonObject:
     """Parse one line into a JSON object, or raise ``ProtocolError("malformed_json")``."""
+    hint = f"send one JSON object per line, e.g. {_EXAMPLE}"
     try:
         data = json.loads(line)
     except (ValueError, RecursionError) as exc:
-        raise ProtocolError(
-            "malformed_json",
-            f"the line is not valid JSON ({exc})",
-            f"send one JSON object per line, e.g. {_EXAMPLE}",
-        ) from None
+        raise ProtocolError("malformed_json", f"the line is not valid JSON ({exc})", hint) from None
     if not isinstance(data, dict):
-        raise ProtocolError(
-            "malformed_json",
-            f"the line is JSON but not an object ({type(data).__name__})",
-            f"send one JSON object per line, e.g. {_EXAMPLE}",
-        )
+        why = f"the line is JSON but not an object ({type(data).__name__})"
+        raise ProtocolError("malformed_json", why, hint)
     return data
 
 
@@ -317,8 +307,7 @@ def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the protocol: a command or a reply."""
     commands = _COMMAND.json_schema(ref_template="#/$defs/{model}")
     reply = Reply.model_json_schema(ref_template="#/$defs/{model}")
-    defs = {**commands.pop("$defs", {}), **reply.pop("$defs", {})}
-    defs["Command"] = commands
+    defs = {**commands.pop("$defs", {}), **reply.pop("$defs", {}), "Command": commands}
     defs["Reply"] = reply
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

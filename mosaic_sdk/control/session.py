@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import subprocess
 import threading
 import time
@@ -15,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mosaic_sdk.control.frames import FrameWaiter
 from mosaic_sdk.control.link import PipeLink, WorkerLink
-from mosaic_sdk.control.protocol import ControlTimeout, FrameRef, Reply, read_reply
+from mosaic_sdk.control.protocol import ControlTimeout, FrameRef, Reply, error_reply, read_reply
 from mosaic_sdk.json_types import JsonObject
 
 if TYPE_CHECKING:
@@ -94,7 +93,6 @@ class Session:
             self._reader = threading.Thread(target=self._read, name="mosaic-session", daemon=True)
             self._reader.start()
 
-    # -- starting -----------------------------------------------------------------------------
     @classmethod
     def launch(
         cls,
@@ -124,7 +122,6 @@ class Session:
             run_dir=run_dir,
         )  # fmt: skip
 
-    # -- the commands ---------------------------------------------------------------------------
     def ping(self, *, timeout: float | None = None, **kw: object) -> Reply:
         return self.request("ping", timeout=timeout, **kw)
 
@@ -207,21 +204,9 @@ class Session:
         try:
             self.link.write_line(text.encode("utf-8") + b"\n")
         except OSError as exc:
-            raise ControlCommandError(
-                Reply.model_validate(
-                    {
-                        "id": None,
-                        "cmd": None,
-                        "ok": False,
-                        "error": {
-                            "code": "worker_gone",
-                            "message": f"cannot write to the worker's stdin ({exc})"
-                            + self._exit_note(),
-                            "hint": "start a new session",
-                        },
-                    }
-                )
-            ) from None
+            message = f"cannot write to the worker's stdin ({exc}){self._exit_note()}"
+            reply = error_reply(None, None, "worker_gone", message, "start a new session")
+            raise ControlCommandError(Reply.model_validate(reply)) from None
 
     def next_unmatched(self, timeout: float | None = None) -> Reply:
         """The next reply to a line this session did not send as a command (e.g. malformed)."""
@@ -234,7 +219,6 @@ class Session:
                 self._cond.wait(left)
             return read_reply(self.unmatched.popleft())
 
-    # -- reading --------------------------------------------------------------------------------
     def feed(self, lines: Iterable[bytes | str]) -> None:
         """Take lines the worker wrote on stdout (without or with their newline), in order.
         Lines that are not a JSON object are dropped (library output that escaped the
@@ -328,7 +312,6 @@ class Session:
         with self._cond:
             return [str(x["event"]) for x in self.lines if x.get("type") == "lifecycle"]
 
-    # -- the process ----------------------------------------------------------------------------
     @property
     def pid(self) -> int | None:
         """The worker's pid (None when the session does not know it)."""
@@ -395,9 +378,4 @@ class Session:
         self.shutdown()
 
 
-def worker_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``os.environ`` plus ``extra``: for :meth:`Session.launch` callers."""
-    return {**os.environ, **(extra or {})}
-
-
-__all__ = ["ControlCommandError", "ControlTimeout", "Session", "worker_env"]
+__all__ = ["ControlCommandError", "ControlTimeout", "Session"]

@@ -50,17 +50,14 @@ class Snapshot:
 
     @property
     def mean_return(self) -> float | None:
-        recent = self.recent_returns[-RECENT_EPISODES:]
-        return sum(recent) / len(recent) if recent else None
+        return _recent_mean(self.recent_returns)
 
     def agent_means(self, pair: str = " ", sep: str = ", ") -> str:
-        """Each agent's mean return over its last episodes: ``player_1 0.45, player_2
-        -0.45`` (the first few agents, then how many more)."""
-        shown = []
-        for agent, returns in list(self.agent_returns.items())[:MAX_AGENTS_SHOWN]:
-            recent = returns[-RECENT_EPISODES:]
-            mean = sum(recent) / len(recent) if recent else None
-            shown.append(f"{agent}{pair}{_fmt_return(mean)}")
+        """Each agent's recent mean return: ``player_1 0.45, player_2 -0.45`` (the first few)."""
+        shown = [
+            f"{agent}{pair}{_fmt_return(_recent_mean(returns))}"
+            for agent, returns in list(self.agent_returns.items())[:MAX_AGENTS_SHOWN]
+        ]
         more = len(self.agent_returns) - MAX_AGENTS_SHOWN
         return sep.join(shown) + (f"{sep}+{more} more" if more > 0 else "")
 
@@ -84,6 +81,11 @@ class _Rate:
             self.samples.pop(0)
         t0, s0 = self.samples[0]
         return (steps - s0) / (now - t0) if now > t0 else 0.0
+
+
+def _recent_mean(returns: list[float]) -> float | None:
+    recent = returns[-RECENT_EPISODES:]
+    return sum(recent) / len(recent) if recent else None
 
 
 def _fmt_return(value: float | None) -> str:
@@ -151,7 +153,6 @@ class RichDisplay:
     def __init__(
         self, stream: TextIO | None = None, refresh: float = 0.25, console: Any = None
     ) -> None:
-        """``console``: a ``rich.console.Console`` to draw on (default: one on ``stream``)."""
         # rich only for the terminal view (PlainDisplay needs none)
         from rich.console import Console
         from rich.live import Live
@@ -180,9 +181,7 @@ class RichDisplay:
                 ("games", f"{snap.games:,}  ({snap.episodes:,} agent episodes)"),
                 (f"mean return (last {RECENT_EPISODES})", snap.agent_means() or "-"),
             ]
-        rows += [
-            ("last event", snap.last_event or "-"),
-        ]
+        rows.append(("last event", snap.last_event or "-"))
         if snap.log_lines:
             rows.append(("log lines", f"{snap.log_lines:,}"))
         if snap.control_note:

@@ -1,19 +1,11 @@
-"""``run_worker``: run one worker to the end, storing everything it writes. The library behind
-``mosaic run``.
+"""``run_worker``: run one worker to the end, storing everything it writes (``mosaic run``).
 
-The worker is supervised by :class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle` (one
-thread reads its stdout to the end, the stderr thread of :class:`WorkerProcess` reads stderr); what
-it writes is recorded by a :class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`, the recorder
-of every run: it parses and batches the lines, commits them on its writer thread, hands committed
-lifecycle events to ``mosaic_telemetry_event`` and committed steps and episodes to the
-observer plugins (:mod:`mosaic_sdk.runner.recording.observers`), and stores the end of the run.
-
-Stopping: Ctrl-C, SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGTERM to the
-worker, wait ``grace`` seconds, then SIGKILL its process group; a second Ctrl-C kills at once. After
-the worker has exited, for any reason, the rest of its output is read to EOF and stored,
-leftovers of its process group are reaped, ``mosaic_run_cleanup`` is called once, and the run
-row gets its final status (see :mod:`mosaic_sdk.runner.recording.outcome`). Workers are resolved by
-:mod:`mosaic_sdk.runner.supervision.resolve` (re-exported here).
+:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle` supervises the worker and a
+:class:`~mosaic_sdk.runner.recording.recorder.RunRecorder` records what it writes. Ctrl-C,
+SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGTERM to the worker, wait ``grace``
+seconds, then SIGKILL its process group; a second Ctrl-C kills at once. Whatever ends the worker,
+the rest of its output is stored, its leftovers are reaped, ``mosaic_run_cleanup`` is called once
+and the run row gets its final status (:mod:`mosaic_sdk.runner.recording.outcome`).
 """
 
 from __future__ import annotations
@@ -49,8 +41,7 @@ RUNNER_NOTE = "written by mosaic run, not the worker"
 
 
 class RunSupervisor(RunListener):
-    """One run of one worker (see the module docstring); use :func:`run_worker`. It listens
-    to its run's recorder (:class:`RunListener`)."""
+    """One run of one worker, listening to its recorder; use :func:`run_worker`."""
 
     def __init__(
         self,
@@ -72,13 +63,11 @@ class RunSupervisor(RunListener):
         stall_after: float | None = None,
         on_stall: str = "warn",
     ) -> None:
-        #: Hears the run's warnings (default: the process's; see runner.reporting).
         self.reporter = reporter_or_current(reporter)
         super().__init__(self.reporter.warn)
         if max_line_bytes < 1:
             raise ValueError(f"max_line_bytes must be >= 1, got {max_line_bytes}")
         self.max_line_bytes = max_line_bytes
-        #: Keys in the live view (p/c/s) when stdin is a terminal (see run_control).
         self.keys = keys
         if batch_lines < 1 or not flush_interval > 0 or not 0 <= grace < math.inf:
             raise ValueError(
@@ -87,19 +76,14 @@ class RunSupervisor(RunListener):
             )
         self.handle = handle
         self.grace = grace
-        #: Stop the worker after this many seconds (SIGTERM, then SIGKILL after ``grace``);
-        #: the run ends ``failed``, "timed out after S s". None: no limit.
+        #: Seconds before the worker is stopped as on a cancel (the run ends ``failed``).
         self.time_limit = time_limit
-        #: The stall limit (s; 0: none; None: from the worker's declared heartbeat interval)
-        #: and what a stall does: ``"warn"`` (mark and report) or ``"cancel"`` (stop the
-        #: worker like a cancel; the run ends ``failed``, "stalled: ...").
         if on_stall not in STALL_ACTIONS:
             allowed = ", ".join(STALL_ACTIONS)
             raise ValueError(f"on_stall must be one of {allowed}, got {on_stall!r}")
         self.on_stall = on_stall
         self._stall_reason: str | None = None
         self.display = display or NullDisplay()
-        #: How the run is recorded (the live frames of step lines included).
         self.recording = RecorderOptions(
             batch_lines=batch_lines,
             flush_interval=flush_interval,
@@ -121,8 +105,7 @@ class RunSupervisor(RunListener):
             private.make_dir(store.parent)
         self.store_path = Path(store)
         self.store = RunStore(self.store_path)
-        # Claim the id first (one INSERT: of two runners with one id, one gets it), then make
-        # the run directory, beside the store unless runs_dir says otherwise.
+        # Claim the id first (one INSERT: of two runners with one id, one gets it).
         runs_root = (runs_dir or runs_dir_for(self.store_path)).absolute()
         try:
             self.store.create_run(
@@ -146,7 +129,6 @@ class RunSupervisor(RunListener):
             raise
         self.run_id = self.prepared.run_id
 
-    # -- control ----------------------------------------------------------------------------
     def cancel(self, reason: str = "cancelled") -> None:
         """Ask the run to stop (thread-safe; a second call kills the worker at once)."""
         if self._cancel_reason is not None:
@@ -163,7 +145,6 @@ class RunSupervisor(RunListener):
         if self._kill_now:
             lifecycle.kill()
 
-    # -- what the recorder tells it (RunListener) ---------------------------------------------
     def abandoning(self) -> bool:
         return self._cancel_reason is not None
 
@@ -179,8 +160,7 @@ class RunSupervisor(RunListener):
             )
 
     def stalled(self, reason: str) -> bool:
-        """``--on-stall cancel``: stop the worker the way a cancel does (SIGTERM, grace, then
-        SIGKILL); the run ends ``failed`` with ``reason``."""
+        """``--on-stall cancel``: stop the worker as a cancel does; the run ends ``failed``."""
         if self.on_stall != "cancel":
             return False
         lifecycle = self._lifecycle
@@ -192,7 +172,6 @@ class RunSupervisor(RunListener):
         name = signal.Signals(signum).name
         self.cancel(f"{name} received by mosaic run")
 
-    # -- the run ----------------------------------------------------------------------------
     def run(self) -> RunResult:
         """Start the worker, supervise it to the end, and return the result."""
         prepared = self.prepared
@@ -216,7 +195,7 @@ class RunSupervisor(RunListener):
             control.close()
             raise
         ingest = recorder.ingest
-        restore = self._install_signal_handlers()
+        restore = install_stop_handlers(self._on_signal)
         lifecycle = RunLifecycle(
             self.handle,
             prepared,
@@ -241,7 +220,7 @@ class RunSupervisor(RunListener):
                 self.store.set_worker_pid(self.run_id, proc.pid)
                 control.attach(proc)
                 lifecycle.supervise()
-                control.end("its worker has exited")
+                control.relay.end("its worker has exited")
                 exit_code = lifecycle.finish()
                 stderr_tail = proc.stderr_text(limit=20)
                 warnings = proc.stderr_problems()
@@ -311,9 +290,6 @@ class RunSupervisor(RunListener):
             recorder.close(timeout=5)
             self.store.close()
 
-    def _install_signal_handlers(self) -> Any:
-        return install_stop_handlers(self._on_signal)
-
     def _snapshot(
         self,
         ingest: LineIngest,
@@ -344,53 +320,20 @@ class RunSupervisor(RunListener):
 def run_worker(
     worker: str | WorkerHandle,
     config: Mapping[str, Any] | ResolvedJob | None = None,
-    *,
-    run_id: str | None = None,
-    store: Path | str | None = None,
-    runs_dir: Path | None = None,
-    grace: float = 10.0,
-    display: Display | None = None,
-    batch_lines: int = 256,
-    flush_interval: float = 0.1,
-    extra_env: dict[str, str] | None = None,
-    max_line_bytes: int = DEFAULT_MAX_LINE,
-    keys: bool = False,
-    reporter: Reporter | None = None,
-    stall_after: float | None = None,
-    on_stall: str = "warn",
+    **options: Any,
 ) -> RunResult:
     """Run ``worker`` (a name or a handle) with ``config`` to the end; returns a RunResult.
 
-    Raises (before anything starts) :class:`~mosaic_sdk.plugins.PluginError` for an unknown,
-    broken or incompatible worker, :class:`~mosaic_sdk.contract.ConfigError` for a bad config
-    or run id, :class:`~mosaic_sdk.runner.storage.store.StoreError` for an unusable store. A run
-    that starts always returns a result, failures of the worker included. In the main thread,
-    SIGINT, SIGTERM and SIGHUP cancel the run while it lasts. Warnings (a plugin that failed
-    to load, a hook that raised, a store that stays locked...) go to ``reporter`` (default:
-    the process's, which prints nothing outside the CLI; see
-    :mod:`mosaic_sdk.runner.reporting`): the runner never prints. ``stall_after`` and
-    ``on_stall`` are ``mosaic run --stall-after/--on-stall`` (see
-    :mod:`mosaic_sdk.runner.recording.health`).
+    Raises (before anything starts) :class:`~mosaic_sdk.plugins.PluginError` for an unusable
+    worker, :class:`~mosaic_sdk.contract.ConfigError` for a bad config or run id,
+    :class:`~mosaic_sdk.runner.storage.store.StoreError` for an unusable store; a run that starts
+    always returns a result. In the main thread SIGINT, SIGTERM and SIGHUP cancel the run.
+    Warnings go to ``reporter`` (default: the process's, :mod:`mosaic_sdk.runner.reporting`).
+    ``options`` are the keyword arguments of :class:`RunSupervisor` (``run_id``, ``store``,
+    ``grace``, ``reporter``, ``stall_after``, ...).
     """
-    handle = resolve_worker(worker, reporter=reporter)
-    supervisor = RunSupervisor(
-        handle,
-        config,
-        run_id=run_id,
-        store=store,
-        runs_dir=runs_dir,
-        grace=grace,
-        display=display,
-        batch_lines=batch_lines,
-        flush_interval=flush_interval,
-        extra_env=extra_env,
-        max_line_bytes=max_line_bytes,
-        keys=keys,
-        reporter=reporter,
-        stall_after=stall_after,
-        on_stall=on_stall,
-    )
-    return supervisor.run()
+    handle = resolve_worker(worker, reporter=options.get("reporter"))
+    return RunSupervisor(handle, config, **options).run()
 
 
 __all__ = [

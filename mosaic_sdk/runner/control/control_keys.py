@@ -26,14 +26,9 @@ def describe_reply(reply: dict[str, Any]) -> str:
 
 
 class KeyReader:
-    """Key presses on ``fd`` (a terminal) to commands.
-
-    Reads single key presses (the terminal in cbreak mode while the run lasts, restored after,
-    whatever happens) on a thread of its own and sends the matching command through the run's
-    :class:`ControlRelay`, the same path as the control socket. What came back is kept as one
-    line in :attr:`note`, which the live view shows under :data:`KEYS_HELP`. The supervisor only
-    makes a reader when stdin is a terminal (never for a pipe or a file).
-    """
+    """Key presses on ``fd`` (a terminal, in cbreak mode until :meth:`close`) to commands
+    through the run's :class:`ControlRelay`, on a thread of its own; the last reply is kept as
+    one line in :attr:`note` for the live view."""
 
     def __init__(self, fd: int, relay: ControlRelay) -> None:
         self.fd = fd

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from mosaic_sdk.control.protocol import COMMANDS
 from mosaic_sdk.runner.supervision.stdin import StdinClosed, WorkerStdin
 from mosaic_sdk.telemetry.encoding import lone_surrogate_at
 
@@ -15,8 +16,6 @@ from mosaic_sdk.telemetry.encoding import lone_surrogate_at
 PROTOCOL = 1
 #: Seconds to wait for the worker's reply to one command.
 REPLY_TIMEOUT = 5.0
-#: Commands of the control protocol (``mosaic control`` sends the first five).
-COMMANDS = ("ping", "pause", "resume", "stop", "checkpoint", "reset", "step", "act", "close")
 #: The longest client-chosen id.
 MAX_ID = 128
 #: Codes of the replies the runner makes itself.
@@ -58,22 +57,13 @@ class _Pending:
 
 
 class ControlRelay:
-    """One run's command channel. Thread-safe.
+    """One run's command channel, the runner's side of the control protocol (shared by the
+    control socket and the keys of the live view). Thread-safe.
 
-    A worker that claims ``control_protocol=1`` (:class:`~mosaic_sdk.contract.WorkerCapabilities`)
-    reads one JSON command a line on its stdin and answers each with one ``control_reply`` line on
-    stdout. :class:`ControlRelay` is the runner's side of that dialogue, shared by the control
-    socket (:mod:`mosaic_sdk.runner.control.control_socket`) and the keys of the live view:
-
-    - :meth:`ControlRelay.request` checks a request (``{"cmd": "pause"}``, optionally ``"id"`` and
-      arguments), assigns an id when it has none, writes ``{"v": 1, "id": ..., "cmd": ...}`` to the
-      worker's stdin (:class:`~mosaic_sdk.runner.supervision.stdin.WorkerStdin`: serialized, never
-      blocking for long), and waits up to :data:`REPLY_TIMEOUT` seconds for the reply with that id.
-    - :meth:`ControlRelay.on_reply` is called by the ingest for every ``control_reply`` line it
-      reads (the line is stored like any other; the relay only looks at it).
-    - Whatever goes wrong, the caller gets one reply in the wire's shape: the worker's own, or
-      one made by the runner (:func:`runner_error`, ``"source": "runner"``) whose ``error`` says
-      what was wrong and how to fix it (codes in :data:`ERROR_CODES`).
+    :meth:`request` checks a request (``{"cmd": "pause"}``, optionally ``"id"`` and arguments),
+    writes it to the worker's stdin with an id and waits up to :data:`REPLY_TIMEOUT` s for the
+    ``control_reply`` with that id, which the ingest hands to :meth:`on_reply`. Whatever goes
+    wrong, the caller gets one reply in the wire's shape: the worker's, or a :func:`runner_error`.
     """
 
     def __init__(
@@ -87,8 +77,7 @@ class ControlRelay:
         self.worker = worker
         self.protocol = protocol
         self.reply_timeout = reply_timeout
-        #: How the run stops a worker that reads no commands (the runner's cancel: SIGTERM,
-        #: then SIGKILL after the grace); None: ``stop`` is refused like the other commands.
+        #: How the run stops a worker that reads no commands (None: ``stop`` is refused).
         self.stop_without_protocol = stop_without_protocol
         self._stdin: WorkerStdin | None = None
         self._ended: str | None = None
@@ -96,14 +85,12 @@ class ControlRelay:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
 
-    # -- the run's side ---------------------------------------------------------------------
     def attach(self, stdin: WorkerStdin) -> None:
         """The worker started: commands go to ``stdin`` from now on."""
         self._stdin = stdin
 
     def end(self, why: str) -> None:
-        """The run is no longer running: waiting requests and later ones get
-        ``run_not_running`` with ``why``."""
+        """The run is over: waiting requests and later ones get ``run_not_running`` (``why``)."""
         with self._lock:
             self._ended = why
             pending, self._pending = self._pending, {}
@@ -122,7 +109,6 @@ class ControlRelay:
             slot.reply = reply
             slot.done.set()
 
-    # -- the client's side ------------------------------------------------------------------
     def request(self, request: Any, timeout: float | None = None) -> dict[str, Any]:
         """Send one command and return its reply (the worker's, or the runner's error)."""
         problem = self._check(request)
@@ -142,15 +128,8 @@ class ControlRelay:
             self.stop_without_protocol(
                 f"stop through the control socket (the worker {why}: SIGTERM)"
             )
-            return {
-                "type": "control_reply",
-                "v": PROTOCOL,
-                "id": rid,
-                "cmd": cmd,
-                "ok": True,
-                "source": "runner",
-                "via": "SIGTERM",
-            }
+            reply = {"type": "control_reply", "v": PROTOCOL, "id": rid, "cmd": cmd, "ok": True}
+            return {**reply, "source": "runner", "via": "SIGTERM"}
         if self.protocol is None:
             return runner_error(
                 "no_protocol",

@@ -33,11 +33,8 @@ class ControlSocketError(OSError):
 
 @contextlib.contextmanager
 def socket_address(path: Path) -> Iterator[str]:
-    """An address for ``path`` short enough for ``bind``/``connect``.
-
-    Unix socket paths are limited to about 100 bytes; a longer one is reached through
-    ``/proc/self/fd`` (Linux).
-    """
+    """An address for ``path`` short enough for ``bind``/``connect`` (Unix socket paths are
+    limited to about 100 bytes; a longer one is reached through ``/proc/self/fd``, Linux)."""
     raw = os.fsencode(path)
     if len(raw) <= _MAX_UNIX_PATH:
         yield str(path)
@@ -75,17 +72,11 @@ def _check_dir(run_dir: Path) -> None:
 
 
 class ControlServer:
-    """Serves one run's control socket.
-
-    Listens on a Unix socket in the run directory (made ``0700``; the socket itself is
-    ``0600``), so only the owner of the run reaches it. A client connects, writes one JSON line
-    (``{"cmd": "pause"}``, optionally ``"id"`` and arguments) and reads one JSON line back: the
-    reply of :meth:`ControlRelay.request`. Each connection is served by a short thread of its
-    own (at most :data:`MAX_CLIENTS` at once; more get ``busy``). A peer of another user (root
-    included) is refused with ``permission_denied`` (``SO_PEERCRED``). The socket is removed
-    when the server closes (:meth:`close`, called in the run's ``finally``: a run that fails
-    removes it too; only a runner killed with SIGKILL leaves it, and a client then gets
-    "connection refused").
+    """Serves one run's control socket, reachable by the run's owner only (a ``0600`` socket
+    in a ``0700`` run directory; a peer of another user, root included, gets
+    ``permission_denied``). A client writes one JSON request line and reads one reply line
+    (:meth:`ControlRelay.request`), served by a thread of its own (at most :data:`MAX_CLIENTS`
+    at once; more get ``busy``). :meth:`close` removes the socket.
     """
 
     def __init__(self, run_dir: Path, relay: ControlRelay) -> None:
@@ -171,13 +162,14 @@ class ControlServer:
                 f"no complete request line arrived ({type(exc).__name__})",
                 'send one JSON object and a newline, e.g. {"cmd": "ping"}',
             )
-        if len(data.split(b"\n", 1)[0]) > MAX_REQUEST:
+        line = data.split(b"\n", 1)[0]
+        if len(line) > MAX_REQUEST:
             return runner_error(
                 "malformed_request",
                 f"the request line is longer than {MAX_REQUEST} bytes",
                 'send a short JSON object, e.g. {"cmd": "ping"}',
             )
-        return data.split(b"\n", 1)[0]
+        return line
 
     def _handle(self, line: bytes | dict[str, Any]) -> dict[str, Any]:
         if isinstance(line, dict):
@@ -218,11 +210,9 @@ class ControlServer:
         self._sock.close()
         for fd in (self._wake_r, self._wake_w):
             os.close(fd)
-        try:
+        with contextlib.suppress(OSError):
             if os.stat(self.path).st_ino == self._ino:
                 os.unlink(self.path)
-        except OSError:
-            pass
 
 
 def start_server(

@@ -23,13 +23,8 @@ def claimed_protocol(handle: WorkerHandle) -> int | None:
 
 
 class RunControl:
-    """One run's control channel: relay, socket and keys.
-
-    Made before the worker starts; :meth:`attach` connects it to the started worker process,
-    :meth:`end` says the run is over (waiting commands get ``run_not_running``) and
-    :meth:`close` removes the socket and gives the terminal back; ``close`` runs in the
-    supervisor's ``finally``.
-    """
+    """One run's control channel: relay, socket and keys. Made before the worker starts; its
+    :meth:`close` removes the socket and gives the terminal back."""
 
     def __init__(
         self,
@@ -59,9 +54,6 @@ class RunControl:
         self.server = start_server(self.run_dir, self.relay, self.warn)
         if self.want_keys and self.stdin_pipe and sys.stdin.isatty():
             self.keys = KeyReader(sys.stdin.fileno(), self.relay).start()
-
-    def end(self, why: str) -> None:
-        self.relay.end(why)
 
     @property
     def keys_help(self) -> str | None:

@@ -1,9 +1,5 @@
-"""The config a user hands to ``mosaic run``: a JSON file plus ``--set key=value`` overrides.
-
-Errors are :class:`~mosaic_sdk.contract.ConfigError`; files are read by
-:func:`mosaic_sdk.contract.read_config_json`, as the worker CLI reads them, so a user sees one
-message whichever side reads the file first.
-"""
+"""The config a user hands to ``mosaic run``: a JSON file (read as the worker CLI reads it)
+plus ``--set key=value`` overrides; errors are :class:`~mosaic_sdk.contract.ConfigError`."""
 
 from __future__ import annotations
 
@@ -20,18 +16,16 @@ _TOO_DEEP = object()
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a JSON config file (flat, or a job descriptor); returns the worker's config dict.
-
-    ``mosaic run`` uses :func:`load_job`, which also decides the run id."""
+    """Read a JSON config file (flat, or a job descriptor); returns the worker's config dict."""
     return unwrap_job_descriptor(read_config_json(path))
 
 
 def load_job(
     path: str | Path | None, overrides: Iterable[str] = (), *, run_id: str | None = None
 ) -> ResolvedJob:
-    """The job of ``mosaic run``: the config file (flat or a job descriptor, read once by
-    :func:`~mosaic_sdk.runner.supervision.launch.resolve_job`, which also decides the run id), then
-    the ``--set`` overrides. The run id is changed with ``--run-id``, never ``--set run_id=``."""
+    """The job of ``mosaic run``: the config file (through
+    :func:`~mosaic_sdk.runner.supervision.launch.resolve_job`), then the ``--set`` overrides
+    (never of the run id: that is ``--run-id``)."""
     job = resolve_job(read_config_json(path) if path is not None else {}, run_id=run_id)
     config = apply_overrides(job.config, overrides)
     if config.get("run_id") != job.run_id:

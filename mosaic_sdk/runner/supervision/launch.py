@@ -1,10 +1,6 @@
-"""Preparing one launch of a worker: validated config, run directory, command, environment.
-
-Shared by ``mosaic run`` and the conformance suite, so both start workers the same way.
-
-:func:`resolve_job` is the one place on the launch path that reads a job descriptor
-(``metadata.worker.config``) and decides the run id; everything after it (the store,
-:func:`prepare_run`, the worker's config file) takes the :class:`ResolvedJob` it returns.
+"""Preparing one launch of a worker (``mosaic run``, conformance): validated config, run
+directory, command, environment. :func:`resolve_job` is the one place on the launch path that
+reads a job descriptor and decides the run id; all after it takes its :class:`ResolvedJob`.
 """
 
 from __future__ import annotations
@@ -31,14 +27,10 @@ from mosaic_sdk.runner.storage.ids import new_run_id
 from mosaic_sdk.runner.storage.paths import default_runs_dir
 
 #: What ``mosaic run`` adds to every worker's environment that the platform's dispatcher never
-#: sets (it copies its own environment and adds only its variables). ``PYTHONUNBUFFERED=1``
-#: makes a Python worker's stdout unbuffered, so lines printed without ``flush`` still arrive
-#: live under ``mosaic run``, while on the platform they sit in an 8 KiB block buffer and
-#: arrive in bursts or at exit. A launch ``like_platform`` leaves these out, even when the
-#: caller's own environment has them. (The runner's ``MOSAIC_RUN_ID``, ``MOSAIC_RUN_DIR`` and
-#: ``MOSAIC_WORKER`` stay: they tell a worker where its run lives and change nothing about how
-#: its interpreter behaves; ``PYTHONIOENCODING`` and ``PYTHONUTF8`` are never set by the
-#: runner, and an inherited value is inherited on the platform too.)
+#: sets: ``PYTHONUNBUFFERED=1`` makes lines printed without ``flush`` arrive live, while on the
+#: platform they arrive in bursts. A launch ``like_platform`` leaves these out, even when the
+#: caller's environment has them (the ``MOSAIC_*`` variables stay: they change nothing about
+#: how the interpreter behaves).
 RUNNER_ONLY_ENV: Mapping[str, str] = {"PYTHONUNBUFFERED": "1"}
 
 
@@ -50,21 +42,16 @@ class ResolvedJob:
     run_id: str
 
     def with_run_id(self, run_id: str) -> ResolvedJob:
-        """The same config under another (checked) run id: for callers that give every launch
-        an id of their own, as the conformance suite does."""
+        """The same config under another (checked) run id."""
         return resolve_job({**self.config, "run_id": None}, run_id=run_id)
 
 
 def resolve_job(
     config_data: Mapping[str, Any] | ResolvedJob | None = None, *, run_id: str | None = None
 ) -> ResolvedJob:
-    """The worker config and run id of a launch, decided once.
-
-    ``config_data`` is a flat config or a job descriptor. The run id is ``run_id`` when given,
-    else the config's, else a new ULID. A config whose run id differs from ``run_id`` is
-    refused, as is a malformed run id (``ConfigError``, one line naming both). A
-    :class:`ResolvedJob` passes through (checked against ``run_id`` the same way).
-    """
+    """The worker config (``config_data``: flat, a job descriptor or a :class:`ResolvedJob`)
+    and run id of a launch: ``run_id``, else the config's, else a new ULID. A config whose run
+    id differs from ``run_id``, or a malformed run id, is a ``ConfigError``."""
     if isinstance(config_data, ResolvedJob):
         data = dict(config_data.config)
     else:
@@ -118,18 +105,13 @@ def prepare_run(
     exclusive: bool = False,
     like_platform: bool = False,
 ) -> PreparedRun:
-    """Validate the config of ``job`` (see :func:`resolve_job`), write it into the run
-    directory, and ask the worker for its launch command.
+    """Validate the config of ``job``, write it into the run directory (both private to
+    their owner) and ask the worker for its launch command; ``ConfigError`` for a bad config,
+    ``FileExistsError`` for an existing run directory when ``exclusive``.
 
-    Raises ``ConfigError`` (a bad config) with readable lines. The run directory and
-    ``config.json`` are readable by their owner only; ``exclusive``: a run
-    directory that exists already is refused (``FileExistsError``) instead of reused.
-
-    The environment is the caller's, then ``extra_env``, then the launch command's ``env``,
-    then the run's ``MOSAIC_*`` variables and :data:`RUNNER_ONLY_ENV`. ``like_platform``
-    (the conformance suite) launches the way the platform's dispatcher does: without the
-    variables of :data:`RUNNER_ONLY_ENV`, inherited or given in ``extra_env``; a variable the
-    worker's own launch command sets is kept.
+    The environment is the caller's, then ``extra_env``, the launch command's ``env``, the
+    ``MOSAIC_*`` variables and :data:`RUNNER_ONLY_ENV` (left out, even inherited or in
+    ``extra_env``, when ``like_platform``; the launch command's own ``env`` is kept).
     """
     if not isinstance(job, ResolvedJob):
         raise TypeError("prepare_run takes the ResolvedJob of resolve_job(config, run_id=...)")
@@ -153,19 +135,12 @@ def prepare_run(
         if exclusive:  # the directory is this call's own: leave no half-made run behind
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    env = dict(os.environ)
-    env.update(extra_env or {})
+    env = {**os.environ, **(extra_env or {})}
     if like_platform:
         for name in RUNNER_ONLY_ENV:
             env.pop(name, None)
     env.update(command.env)
-    env.update(
-        {
-            "MOSAIC_RUN_ID": config.run_id,
-            "MOSAIC_RUN_DIR": str(run_dir),
-            "MOSAIC_WORKER": handle.name,
-        }
-    )
+    env.update(MOSAIC_RUN_ID=config.run_id, MOSAIC_RUN_DIR=str(run_dir), MOSAIC_WORKER=handle.name)
     if not like_platform:
         env.update(RUNNER_ONLY_ENV)
     return PreparedRun(handle.name, config.run_id, run_dir, config_path, config, command, env)

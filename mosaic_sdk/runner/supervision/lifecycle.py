@@ -1,7 +1,5 @@
 """One run's lifecycle: start, read to the end of output, stop, reap, cleanup hook; the only code
-that supervises a worker process, so ``mosaic run``, Ray trials, conformance and control
-sessions all treat a worker the same way.
-"""
+that supervises a worker process (``mosaic run``, Ray trials, conformance, control sessions)."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ from mosaic_sdk.runner.supervision.lines import DEFAULT_MAX_LINE
 from mosaic_sdk.runner.supervision.process import WorkerProcess
 
 #: Seconds to wait for EOF on stdout after the worker exited and its group was reaped (a
-#: process outside the group may still hold the pipe open). One value for ``mosaic run`` and
-#: the conformance suite.
+#: process outside the group may still hold the pipe open).
 END_OF_OUTPUT_WAIT = 5.0
 #: While output flows, call :meth:`RunObserver.on_check` this often (s).
 CHECK_INTERVAL = 0.05
@@ -35,8 +32,7 @@ class RunObserver:
         return READ_WAIT
 
     def on_lines(self, lines: list[bytes], arrived: float, eof: bool, partial: bool) -> None:
-        """Complete stdout lines read at ``arrived`` (monotonic); at EOF ``partial`` says the
-        last one ended without a newline."""
+        """Stdout lines read at ``arrived`` (monotonic); ``partial``: the last has no newline."""
 
     def on_pass(self, now: float, eof: bool) -> None:
         """Called after every read (lines or none)."""
@@ -45,20 +41,15 @@ class RunObserver:
         """Called at most every :data:`CHECK_INTERVAL` while the run lasts."""
 
     def on_exit_before_eof(self) -> None:
-        """The worker exited but its stdout is still open (called before the group is
-        reaped: what it left is still there to see)."""
+        """The worker exited but its stdout is still open (called before the group is reaped)."""
 
     def on_output_held_open(self) -> None:
         """No EOF came :data:`END_OF_OUTPUT_WAIT` s after the worker's exit; reading stops."""
 
 
 class RunLifecycle:
-    """Supervise one prepared run: :meth:`start` the worker, :meth:`supervise` (read stdout
-    to EOF and the worker to its exit, telling the :class:`RunObserver`; a worker that exits
-    with its stdout held open gets :data:`END_OF_OUTPUT_WAIT` more seconds), :meth:`finish`
-    (stop it: SIGTERM, ``grace`` seconds, then SIGKILL of its group and every process seen
-    below it; reap; wait for stderr) and :meth:`cleanup` (``mosaic_run_cleanup`` once; never
-    raises for a plugin's bug)."""
+    """Supervise one prepared run: :meth:`start`, :meth:`supervise`, :meth:`finish` and
+    :meth:`cleanup`, in that order."""
 
     def __init__(
         self,
@@ -86,17 +77,13 @@ class RunLifecycle:
         self.max_line_bytes = max_line_bytes
         self.tail_lines = tail_lines
         self.grace = grace
-        #: Kill the group this many seconds after the start (None: never).
+        #: Seconds after the start: ``timeout`` kills the group, ``time_limit`` stops the worker
+        #: the usual way (SIGTERM, SIGKILL after ``grace``); None: never.
         self.timeout = timeout
-        #: Stop the worker the usual way (SIGTERM, then SIGKILL of its group after ``grace``)
-        #: this many seconds after its start (None: never); see :attr:`time_limit_reason`.
         self.time_limit = time_limit
         self.time_limit_hit = False
         #: Stop the worker when it is still running this long after its stdout closed.
         self.stop_after_eof = stop_after_eof
-        #: Keep the worker's stdin as a pipe (a worker that speaks the control protocol); the
-        #: pipe is written through ``proc.stdin``
-        # (:class:`~mosaic_sdk.runner.supervision.stdin.WorkerStdin`).
         self.stdin_pipe = stdin_pipe
         self.proc: WorkerProcess | None = None
         self.stop_reason: str | None = None
@@ -108,7 +95,6 @@ class RunLifecycle:
         self.exit_code: int | None = None
         self._lock = threading.Lock()
 
-    # -- 1. start ---------------------------------------------------------------------------
     def start(self) -> WorkerProcess:
         """Start the worker; ``RuntimeError`` when it cannot be started."""
         self.proc = WorkerProcess(
@@ -123,12 +109,9 @@ class RunLifecycle:
         )
         return self.proc
 
-    # -- control (thread-safe) -------------------------------------------------------------
     def request_stop(self, reason: str) -> bool:
         """Ask the worker to stop: SIGTERM now (once), SIGKILL of its group after ``grace``.
-
-        Returns True for the call that started the stop (later calls change nothing; use
-        :meth:`kill` to kill at once). Before :meth:`start` the SIGTERM goes at the first pass.
+        True for the call that started the stop (before :meth:`start`: SIGTERM at the first pass).
         """
         with self._lock:
             if self.stop_reason is not None:
@@ -144,23 +127,17 @@ class RunLifecycle:
     def time_limit_reason(self) -> str | None:
         """``"timed out after S s"`` once the worker was stopped for its ``time_limit``, else
         None (also when a stop asked before the limit was still under way)."""
-        if self.time_limit is None or not self.time_limit_hit:
-            return None
-        if self.stop_reason != f"timed out after {self.time_limit:g} s":
-            return None
-        return self.stop_reason
+        hit = self.time_limit_hit and self.stop_reason == f"timed out after {self.time_limit:g} s"
+        return self.stop_reason if hit else None
 
     def kill(self) -> None:
         """Kill the worker's group at the next pass (a second Ctrl-C)."""
         self.kill_now = True
 
-    # -- 2. supervise -----------------------------------------------------------------------
     def supervise(self) -> None:
-        """Read stdout to EOF and the worker to its exit. The observer gets every batch of
-        lines (:meth:`RunObserver.on_lines`), every pass (``on_pass``) and a call every
-        :data:`CHECK_INTERVAL` (``on_check``, where it may :meth:`request_stop`). A worker that
-        exits before its stdout closes: ``on_exit_before_eof``, the group reaped, EOF awaited
-        :data:`END_OF_OUTPUT_WAIT` more seconds, else ``on_output_held_open`` and reading stops."""
+        """Read stdout to EOF and the worker to its exit, telling the observer. A worker that
+        exits with its stdout held open: its group is reaped and EOF awaited
+        :data:`END_OF_OUTPUT_WAIT` more seconds, then reading stops."""
         proc = self.proc
         assert proc is not None, "start() first"
         observer = self.observer
@@ -224,20 +201,16 @@ class RunLifecycle:
         """Stops, kills and limits, while the worker runs."""
         proc = self.proc
         assert proc is not None
-        if self.timeout is not None and not self.timed_out:
-            if now - proc.started_at >= self.timeout:
-                self.timed_out = True
-                proc.kill_group(signal.SIGKILL)
-                return
-        if self.time_limit is not None and not self.time_limit_hit:
-            if now - proc.started_at >= self.time_limit:
-                self.time_limit_hit = True
-                self.request_stop(f"timed out after {self.time_limit:g} s")
-        if (
-            self.stop_after_eof is not None
-            and eof_at is not None
-            and now - eof_at >= self.stop_after_eof
-        ):
+        age = now - proc.started_at
+        if self.timeout is not None and not self.timed_out and age >= self.timeout:
+            self.timed_out = True
+            proc.kill_group(signal.SIGKILL)
+            return
+        if self.time_limit is not None and not self.time_limit_hit and age >= self.time_limit:
+            self.time_limit_hit = True
+            self.request_stop(f"timed out after {self.time_limit:g} s")
+        after_eof = self.stop_after_eof
+        if after_eof is not None and eof_at is not None and now - eof_at >= after_eof:
             self.request_stop("the worker closed its stdout but did not exit")
         with self._lock:
             if self.stop_reason is not None and self.term_sent_at is None:
@@ -250,10 +223,8 @@ class RunLifecycle:
             self.killed_after_grace = True
             proc.kill_group(signal.SIGKILL)
 
-    # -- 3. finish --------------------------------------------------------------------------
     def finish(self) -> int | None:
-        """Kill the worker if it still runs, reap what it left, wait for stderr; its exit code
-        (None when it never started)."""
+        """Kill the worker if it still runs, reap what it left, wait for stderr; its exit code."""
         proc = self.proc
         if proc is None:
             return None
@@ -264,7 +235,6 @@ class RunLifecycle:
         proc.join_stderr(timeout=END_OF_OUTPUT_WAIT)
         return self.exit_code
 
-    # -- 4. cleanup -------------------------------------------------------------------------
     def cleanup(self, exit_code: int | None) -> str | None:
         """Call ``mosaic_run_cleanup`` once; a sentence when it raised, else None."""
         try:

@@ -1,15 +1,9 @@
 """Cutting a worker's output into lines: linear time, bounded memory, whatever it writes.
 
-:class:`LineSplitter` takes the bytes of a pipe in chunks and returns complete lines. It looks
-for line ends only in the new chunk (never re-scans what it holds), so a line of n bytes costs
-O(n) however many reads it takes to arrive, and it keeps at most ``max_line`` bytes of an
-unfinished line: a longer line is cut. A cut line is returned as a :class:`CutLine` (a
-``bytes`` holding the first ``max_line`` bytes) whose ``dropped`` says how many bytes of it
-were not kept; the runner stores it as a log line with that count in its ``error`` column.
-
-With ``cr=True`` (used for stderr) a lone ``\\r`` ends a line too, as ``\\n`` and ``\\r\\n``
-do: a progress bar that redraws itself with ``\\r`` (tqdm) gives one line per redraw instead of
-one line that grows for the whole run.
+:class:`LineSplitter` looks for line ends only in each new chunk, so a line of n bytes costs
+O(n) however many reads it takes, and keeps at most ``max_line`` bytes of an unfinished line:
+a longer one comes out cut, as a :class:`CutLine`. With ``cr=True`` (stderr) a lone ``\\r``
+ends a line too: a progress bar that redraws itself (tqdm) gives one line per redraw.
 """
 
 from __future__ import annotations
@@ -54,11 +48,6 @@ class LineSplitter:
         #: The most bytes ever held for an unfinished line (at most ``max_line``).
         self.peak_pending = 0
 
-    @property
-    def pending(self) -> int:
-        """Bytes of the unfinished line held now."""
-        return self._size
-
     def feed(self, data: bytes) -> list[bytes]:
         """The lines that ``data`` completes, in order."""
         if not data:
@@ -70,10 +59,7 @@ class LineSplitter:
             if not data:
                 return []
             pieces = data.splitlines()  # bytes: splits on \n, \r and \r\n only
-            if data[-1:] not in (b"\n", b"\r"):
-                tail = pieces.pop()
-            else:
-                tail = b""
+            tail = pieces.pop() if data[-1:] not in (b"\n", b"\r") else b""
         else:
             pieces = data.split(b"\n")
             tail = pieces.pop()
@@ -103,8 +89,7 @@ class LineSplitter:
         if piece:
             self._parts.append(piece)
             self._size += len(piece)
-            if self._size > self.peak_pending:
-                self.peak_pending = self._size
+            self.peak_pending = max(self.peak_pending, self._size)
 
     def _finish(self, piece: bytes) -> bytes:
         if not self._parts and not self._dropped:

@@ -1,14 +1,9 @@
 """The worker's own ``--dry-run``, run by ``mosaic run`` before it claims a run id.
 
-The config model (the plugin's ``mosaic_worker_config_model`` hook) is checked in-process
-when the launch is prepared; a worker's dry run may check more (the example and the template
-ask gymnasium whether the env id exists; CleanRL checks its algorithm's options). A config
-only the dry run refuses would otherwise start a worker that fails at once and leave a failed
-run in the store. :func:`preflight` prepares the launch in a temporary directory, runs the
-worker's command with ``--dry-run`` appended (the worker CLI contract every worker follows,
-checked by the conformance suite's ``cli.dry_run_*`` checks), and answers what it said.
-
-The temporary directory (and the config written in it) is removed whatever happens.
+A dry run may check more than the config model (e.g. whether the env id exists); a config only
+it refuses would otherwise leave a failed run in the store. :func:`preflight` prepares the
+launch in a temporary directory (removed whatever happens) and runs the worker's command with
+``--dry-run`` appended (the worker CLI contract).
 """
 
 from __future__ import annotations
@@ -26,8 +21,7 @@ from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.supervision.launch import ResolvedJob, prepare_run, resolve_job
 from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle
 
-#: How long a dry run may take before it is stopped (a worker that ignores ``--dry-run``
-#: and trains instead).
+#: Seconds a dry run may take before it is stopped (a worker that ignores ``--dry-run``).
 DEFAULT_TIMEOUT = 120.0
 #: How much of the worker's stderr a refusal quotes.
 MAX_QUOTE = 2000
@@ -78,10 +72,8 @@ def preflight(
     """Run ``handle``'s ``--dry-run`` on the config; raises ``ConfigError`` when the config
     model refuses it already, ``OSError`` when the worker's command cannot be started.
 
-    The dry run goes through :class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, the one
-    supervision path: its own session, SIGKILL of the group and of every process seen below
-    it on a timeout or an interruption (Ctrl-C), reaped whatever happens. Its stdout is read
-    and dropped; no ``mosaic_run_cleanup`` is called, since no run was started.
+    It runs under :class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle` (killed and
+    reaped on a timeout or Ctrl-C); its stdout is dropped and no ``mosaic_run_cleanup`` called.
     """
     scratch = Path(tempfile.mkdtemp(prefix="mosaic-preflight-"))
     try:
@@ -108,13 +100,8 @@ def preflight(
         seconds = time.monotonic() - started
         said = stderr.text()
         if lifecycle.timed_out:
-            return PreflightResult(
-                False,
-                None,
-                seconds,
-                said,
-                f"its dry run did not end within {timeout:g}s (does the worker handle --dry-run?)",
-            )
+            why = f"its dry run did not end within {timeout:g}s (does the worker handle --dry-run?)"
+            return PreflightResult(False, None, seconds, said, why)
         if code == 0:
             return PreflightResult(True, 0, seconds, said)
         code = -1 if code is None else code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import select
 import signal
@@ -23,16 +24,12 @@ _TAIL_CHARS = 4096
 
 class WorkerProcess:
     """One running worker, in a session of its own (Ctrl-C reaches the runner, which decides
-    what to forward), stdout and stderr piped.
+    what to forward), stdout and stderr piped; on Linux it gets SIGKILL when the runner dies.
 
-    Read stdout with :meth:`lines` (to EOF) or :meth:`read_lines` (with a timeout), one of the
-    two per process; a last line without newline is kept (:attr:`stdout_partial`) and a line
-    over ``max_line_bytes`` comes cut (a ``CutLine``). A thread drains stderr to EOF
-    whatever happens (a lone ``\r`` ends a line too) into ``stderr_path``, the
-    :attr:`stderr_tail` and ``on_stderr_lines``; failures are in :meth:`stderr_problems`.
-    :meth:`stop` ends the worker and everything below it, :meth:`reap_group` what it left
-    behind; on Linux it gets SIGKILL when the runner dies. stdin is ``/dev/null`` unless
-    ``stdin_pipe`` (then :attr:`stdin` writes command lines)."""
+    Read stdout with :meth:`lines` or :meth:`read_lines`, one of the two per process. A thread
+    drains stderr to EOF whatever happens (a lone ``\r`` ends a line too) into ``stderr_path``,
+    :attr:`stderr_tail` and ``on_stderr_lines``; failures are in :meth:`stderr_problems`. stdin
+    is ``/dev/null`` unless ``stdin_pipe`` (then :attr:`stdin` writes command lines)."""
 
     def __init__(
         self,
@@ -65,8 +62,6 @@ class WorkerProcess:
             raise RuntimeError(f"cannot start the worker ({self.argv[0]}): {exc}") from exc
         self.pid = self.proc.pid
         self.pgid = self.pid
-        #: The worker's stdin (``stdin_pipe``): see
-        #:class:`~mosaic_sdk.runner.supervision.stdin.WorkerStdin`.
         self.stdin = WorkerStdin(self.proc.stdin, self.pid)
         #: Every process seen below the worker (see :mod:`mosaic_sdk.runner.supervision.proctree`).
         self.descendants = Descendants(self.pid)
@@ -92,7 +87,6 @@ class WorkerProcess:
         self.first_line_at: float | None = None
         self.exited_at: float | None = None
 
-    # -- output --------------------------------------------------------------------------
     def _drain_stderr(self) -> None:
         """Read stderr to EOF, whatever the log file or the callback do (see the docstring)."""
         assert self.proc.stderr is not None
@@ -120,10 +114,8 @@ class WorkerProcess:
                 self._stderr_out([last], True)
         finally:
             if sink is not None:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(sink)
-                except OSError:
-                    pass
 
     def _open_stderr_log(self) -> int | None:
         if self._stderr_path is None:
@@ -144,10 +136,8 @@ class WorkerProcess:
         except OSError as exc:
             self.stderr_log_error = f"writing {self._stderr_path} failed: {exc}"
             self.stderr_log_lost_bytes += len(view)
-            try:
+            with contextlib.suppress(OSError):
                 os.close(sink)
-            except OSError:
-                pass
             return None
 
     def _stderr_out(self, lines: list[bytes], partial: bool) -> None:
@@ -178,13 +168,9 @@ class WorkerProcess:
         return out
 
     def read_lines(self, timeout: float | None = None) -> tuple[list[bytes], bool]:
-        """The complete stdout lines (without newlines) that arrive within ``timeout`` s.
-
-        Returns ``(lines, eof)``. Waits at most ``timeout`` seconds for data (``None``: until
-        some arrives or EOF), then reads everything the pipe holds (up to 1 MiB). At EOF the
-        final line is returned even without its newline (then :attr:`stdout_partial` is True)
-        and ``eof`` is True; later calls return ``([], True)``.
-        """
+        """``(lines, eof)``: the complete stdout lines (without newlines) that arrive within
+        ``timeout`` s (None: until some do), reading up to 1 MiB. At EOF the final line comes
+        even without its newline (then :attr:`stdout_partial` is True)."""
         assert self.proc.stdout is not None
         if self._stdout_eof:
             return [], True
@@ -243,7 +229,6 @@ class WorkerProcess:
         lines = list(self.stderr_tail)
         return "\n".join(lines if limit is None else lines[-limit:])
 
-    # -- lifetime --------------------------------------------------------------------------
     def poll(self) -> int | None:
         return self.proc.poll()
 
@@ -255,10 +240,8 @@ class WorkerProcess:
 
     def send_signal(self, signum: int) -> None:
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signum)
-            except ProcessLookupError:
-                pass
 
     def group_alive(self) -> bool:
         try:
@@ -277,10 +260,8 @@ class WorkerProcess:
         worker, in the group or not (a setsid() grandchild)."""
         if self.proc.poll() is None:
             self.descendants.walk(force=True)  # a last look while the tree is intact
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
         self.descendants.signal(signum)
 
     def stop(self, grace: float = 10.0) -> int:
@@ -296,10 +277,8 @@ class WorkerProcess:
         return self.group_alive() or bool(self.descendants.alive())
 
     def reap_group(self, grace: float = 2.0) -> bool:
-        """After the worker exited: end what it left behind, in its group or below it (setsid
-        escapees), and whatever still holds its stdout or stderr open (a double-forked daemon
-        in no tree, see :func:`~mosaic_sdk.runner.supervision.proctree.pipe_holders`); True if
-        anything was."""
+        """After the worker exited: end what it left in its group, below it, or holding its
+        output open (:func:`~mosaic_sdk.runner.supervision.proctree.pipe_holders`); True if any."""
         if not (self._stdout_eof and not self._stderr_thread.is_alive()):
             self.descendants.adopt(pipe_holders(self._output_fds()))
         if not self._leftovers():
@@ -326,10 +305,8 @@ class WorkerProcess:
         self.stdin.close()
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
-                try:
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    pass
 
 
 __all__ = ["WorkerProcess"]

@@ -21,12 +21,9 @@ _PR_SET_PDEATHSIG = 1
 
 
 def parent_death_preexec() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the child get SIGKILL when this process dies (Linux).
-
-    ``prctl(PR_SET_PDEATHSIG)`` is set between fork and exec; if the runner died before, the
-    child kills itself at once. SIGKILL, since with its runner gone nobody would read the
-    worker's output or escalate. Other platforms: None (the worker can outlive a SIGKILLed
-    runner)."""
+    """A ``preexec_fn`` that makes the child get SIGKILL when this process dies (Linux
+    ``prctl(PR_SET_PDEATHSIG)``; with its runner gone nobody would read the worker's output).
+    Other platforms: None (the worker can outlive a SIGKILLed runner)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -61,6 +58,20 @@ def _stat(pid: int) -> tuple[int, int, str] | None:
         return None
 
 
+def _below(tops: list[int], children: Callable[[int], list[int] | None]) -> list[int] | None:
+    """Every process below ``tops``; None when ``children`` returns None."""
+    seen: set[int] = set()
+    todo = list(tops)
+    while todo:
+        kids = children(todo.pop())
+        if kids is None:
+            return None
+        fresh = set(kids) - seen
+        seen |= fresh
+        todo += fresh
+    return list(seen)
+
+
 def _children_files(pid: int) -> list[int] | None:
     """Children of ``pid`` from /proc/PID/task/TID/children, or None if the kernel lacks it."""
     try:
@@ -82,16 +93,13 @@ def _children_files(pid: int) -> list[int] | None:
 
 
 class Descendants:
-    """The processes below one pid, remembered by (pid, start time, so a recycled pid is
-    never taken for one of them), walking ``/proc``; it signals the ones still alive after
-    the worker is gone. A ``setsid()`` grandchild escapes ``killpg`` but stays in the tree
-    while its parent lives, so a cancel ends it too.
+    """The processes below one pid, found by walking ``/proc`` and remembered by pid and start
+    time (a recycled pid is never taken for one of them), so that a ``setsid()`` grandchild,
+    which escapes ``killpg``, is signalled too.
 
-    A walk rather than a subreaper (``PR_SET_CHILD_SUBREAPER``), which would change the whole
-    runner process (``run_worker`` runs inside other programs, whose orphans it would adopt)
-    and not help when the runner is killed. Its limit: a process that double-forks and is
-    reparented between two walks (:data:`WALK_INTERVAL`) is never seen; use a cgroup
-    (``systemd-run --scope``) where that matters."""
+    Not a subreaper (``PR_SET_CHILD_SUBREAPER``): that would change the whole runner process,
+    which may live inside another program. A process that double-forks and is reparented
+    between two walks (:data:`WALK_INTERVAL`) is never seen; use a cgroup where that matters."""
 
     def __init__(self, root: int) -> None:
         self.root = root
@@ -107,44 +115,16 @@ class Descendants:
             return
         self._next_walk = now + WALK_INTERVAL
         tops = [self.root, *self.known]
-        found = self._walk_children_files(tops) if self._use_children_files else None
+        found = _below(tops, _children_files) if self._use_children_files else None
         if found is None:
             self._use_children_files = False
-            found = self._walk_all(tops)
-        for pid in found:
-            if pid not in self.known:
-                stat = _stat(pid)
-                if stat is not None:
-                    self.known[pid] = stat[1]
-
-    def _walk_children_files(self, tops: list[int]) -> list[int] | None:
-        seen: set[int] = set()
-        todo = list(tops)
-        while todo:
-            kids = _children_files(todo.pop())
-            if kids is None:
-                return None
-            for kid in kids:
-                if kid not in seen:
-                    seen.add(kid)
-                    todo.append(kid)
-        return list(seen)
-
-    def _walk_all(self, tops: list[int]) -> list[int]:
-        children: dict[int, list[int]] = {}
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                stat = _stat(int(name))
+            children: dict[int, list[int]] = {}
+            for name in os.listdir("/proc"):
+                stat = _stat(int(name)) if name.isdigit() else None
                 if stat is not None:
                     children.setdefault(stat[0], []).append(int(name))
-        seen: set[int] = set()
-        todo = list(tops)
-        while todo:
-            for kid in children.get(todo.pop(), ()):
-                if kid not in seen:
-                    seen.add(kid)
-                    todo.append(kid)
-        return list(seen)
+            found = _below(tops, lambda pid: children.get(pid, [])) or []
+        self.adopt(found)
 
     def alive(self) -> list[int]:
         """The remembered processes that still run (same pid and start time, not a zombie)."""
@@ -158,7 +138,7 @@ class Descendants:
         return out
 
     def adopt(self, pids: list[int]) -> None:
-        """Remember ``pids`` as the run's too (see :func:`pipe_holders`)."""
+        """Remember ``pids`` as the run's too (found by a walk, or :func:`pipe_holders`)."""
         for pid in pids:
             if pid != self.root and pid not in self.known:
                 stat = _stat(pid)
@@ -178,11 +158,9 @@ class Descendants:
 
 
 def pipe_holders(fds: list[int]) -> list[int]:
-    """The processes other than this one that have one of the pipes open for writing whose
-    reading end this process holds as ``fds`` (the worker's stdout and stderr): only the run's
-    processes can have them. A daemon that double-forked into a session of its own is in no
-    tree walk and no process group, but it still holds the worker's output; this finds it
-    (Linux ``/proc``; elsewhere, or without the rights to look, an empty list)."""
+    """The other processes that hold for writing a pipe whose reading end this process holds
+    as ``fds`` (the worker's output): a daemon that double-forked is in no tree walk and no
+    process group, but still holds it (Linux ``/proc``; elsewhere an empty list)."""
     wanted = set()
     for fd in fds:
         try:
@@ -212,12 +190,9 @@ def pipe_holders(fds: list[int]) -> list[int]:
 
 
 def _writes(pid: str, fd: str) -> bool:
-    """Whether ``pid`` has ``fd`` open for writing (``/proc/PID/fdinfo``: its ``flags``, octal).
-
-    Only a writer keeps the worker's output open. A reader of the same pipe is a copy of this
-    process's own end: a child this process is forking in another thread (another run
-    starting) holds every fd of ours until ``close_fds`` runs in it, and must not be taken for
-    the worker's and signalled. When fdinfo cannot be read, the fd counts as a writer."""
+    """Whether ``pid`` has ``fd`` open for writing (``/proc/PID/fdinfo`` flags; True when
+    unreadable). A reader is a copy of our own end: a child we are forking in another thread
+    holds our fds until ``close_fds`` runs in it, and must not be signalled."""
     try:
         with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as f:
             for line in f:

@@ -1,6 +1,5 @@
-"""From a worker name to a handle ``mosaic run`` can launch: discovery, the warnings for
-plugins that failed to load, and the worker protocol check. Shared by ``mosaic run``, the
-sweeps and the preflight, which all resolve a worker before anything starts."""
+"""From a worker name to a handle that can be launched: discovery, the warnings for plugins
+that failed to load, and the worker protocol check."""
 
 from __future__ import annotations
 
@@ -15,9 +14,7 @@ class WorkerProtocolError(PluginError):
 
 def resolve_worker(worker: str | WorkerHandle, *, reporter: Reporter | None = None) -> WorkerHandle:
     """A handle for a worker name (discovery) or the handle itself; checks its protocol.
-    Plugins of the ``mosaic.plugins`` group that failed to load are warned about to
-    ``reporter`` (default: the process's, see :mod:`mosaic_sdk.runner.reporting`); the run
-    goes on without them."""
+    Plugins that failed to load are warned about to ``reporter`` (default: the process's)."""
     if isinstance(worker, str):
         registry = discover_workers()
         handle = registry.get(worker)

@@ -1,13 +1,5 @@
-"""Starting a control :class:`~mosaic_sdk.control.session.Session` on an installed worker.
-
-:func:`start_session` (and ``mosaic play``) start a worker the way ``mosaic run`` does: the
-same job resolution, run directory and launch command
-(:func:`~mosaic_sdk.runner.supervision.launch.prepare_run`), with the config's ``mode`` set, and the
-same supervision (:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle`, through
-:func:`~mosaic_sdk.runner.supervision.session_lifecycle.launch_session`): ending the session ends
-the worker's whole process tree and calls its ``mosaic_run_cleanup``; its stderr is kept in
-``stderr.log`` in the run directory. A worker that does not speak the control protocol is
-refused with a clear message.
+"""Starting a control :class:`~mosaic_sdk.control.session.Session` on an installed worker
+(``mosaic play``), prepared and supervised as ``mosaic run`` does, with the config's ``mode`` set.
 """
 
 from __future__ import annotations
@@ -56,7 +48,6 @@ def _prepare(
     runs_dir: Path | None,
     reporter: Reporter | None = None,
 ) -> tuple[WorkerHandle, PreparedRun]:
-    # the protocol check of `mosaic run`, with the same error
     handle = resolve_worker(worker, reporter=reporter)
     _, capabilities = handle.describe()
     if not capabilities.control_protocol:
@@ -90,17 +81,13 @@ def start_session(
     reporter: Reporter | None = None,
 ) -> Session:
     """Launch the installed worker ``worker`` with ``config`` in ``mode`` under the run
-    lifecycle and wait for its first line; the :class:`~mosaic_sdk.control.session.Session`
-    that drives it. ``fastlane`` switches FastLane on (:func:`fastlane_environment`);
-    ``echo_stderr`` also gets the worker's stderr lines (``mosaic play``: the terminal);
-    ``reporter`` hears the warnings of loading it (see :mod:`mosaic_sdk.runner.reporting`).
-    Ending the session (``shutdown(timeout)``, the end of a ``with`` block) stops the
-    worker's whole process tree: SIGTERM, then SIGKILL ``timeout`` seconds later.
-    Raises :class:`~mosaic_sdk.runner.supervision.resolve.WorkerProtocolError` (a
-    ``PluginError``) for a worker of another worker protocol version, as ``mosaic run`` does,
-    :class:`SessionLaunchError` for a worker without the control protocol (or without
-    the mode) or that cannot be started, ``ControlTimeout`` when its first line does not come
-    in ``start_timeout`` s."""
+    lifecycle, wait for its first line and return the :class:`~mosaic_sdk.control.session.Session`
+    that drives it (its stderr is kept in ``stderr.log``; ``echo_stderr`` gets it too). Ending
+    the session stops the worker's whole process tree (SIGTERM, SIGKILL ``timeout`` s later).
+
+    Raises ``PluginError`` as ``mosaic run`` does, :class:`SessionLaunchError` for a worker
+    without the control protocol (or the mode) or that cannot start, ``ControlTimeout`` when
+    its first line does not come in ``start_timeout`` s."""
     handle, prepared = _prepare(worker, config, mode=mode, runs_dir=runs_dir, reporter=reporter)
     if fastlane:
         prepared = dataclasses.replace(prepared, env=fastlane_environment(prepared.env))
@@ -132,10 +119,8 @@ def start_session(
 
 
 def fastlane_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` with FastLane switched on, written by
-    :func:`~mosaic_sdk.fastlane.apply_fastlane_environment` (both spellings of every
-    variable). The settings ``env`` already has (slot, video mode, grid limit, FastLane-only:
-    the caller's environment) are kept; a video mode of ``off`` stays off."""
+    """``env`` with FastLane switched on (:func:`~mosaic_sdk.fastlane.apply_fastlane_environment`),
+    keeping the settings ``env`` already has (a video mode of ``off`` stays off)."""
     try:
         current = read_fastlane_environment(env)
     except ValueError as exc:

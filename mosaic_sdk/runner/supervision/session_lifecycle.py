@@ -50,14 +50,9 @@ class _Feed(RunObserver):
 
 
 class LifecycleLink:
-    """A :class:`~mosaic_sdk.control.link.WorkerLink` over a :class:`RunLifecycle`.
-
-    One thread starts and supervises the worker (so its parent-death signal is tied to the
-    supervision), feeds every stdout line to the session and ends the run (tree reaped,
-    stderr drained, ``mosaic_run_cleanup`` once). Commands go through the lifecycle's
-    ``WorkerStdin``. Ending the session closes stdin, asks the lifecycle to stop the worker
-    and waits for that thread; the process tree is walked once more first, so a child started
-    just before is not missed. What went wrong on the way is in :attr:`problems`."""
+    """A :class:`~mosaic_sdk.control.link.WorkerLink` over a :class:`RunLifecycle`, whose one
+    thread starts the worker (its parent-death signal is tied to that thread), feeds its stdout
+    to the session and ends the run. What went wrong on the way is in :attr:`problems`."""
 
     def __init__(
         self,
@@ -77,7 +72,6 @@ class LifecycleLink:
             stdin_pipe=True,
         )
         self.stderr_path = stderr_path
-        #: Sentences on what went wrong while running or ending the worker.
         self.problems: list[str] = []
         #: The exit code once the run has ended (None before, or if it never started).
         self.exit_code: int | None = None
@@ -89,10 +83,8 @@ class LifecycleLink:
         self._start_error: str | None = None
         self._thread: threading.Thread | None = None
 
-    # -- the supervising thread -------------------------------------------------------------
     def start(self, session: Session) -> None:
-        """Start the worker and feed ``session`` from its stdout; ``RuntimeError`` (saying
-        why) when the worker cannot be started."""
+        """Start the worker and feed ``session``; ``RuntimeError`` when it cannot start."""
         if self._thread is not None:
             raise RuntimeError("this link has already started its worker")
         self.lifecycle.observer = _Feed(self, session)
@@ -140,7 +132,6 @@ class LifecycleLink:
         """True once the run has ended: tree reaped, cleanup hook called."""
         return self._done.is_set()
 
-    # -- WorkerLink -------------------------------------------------------------------------
     @property
     def pid(self) -> int | None:
         proc = self.lifecycle.proc
@@ -237,9 +228,7 @@ def launch_session(
     on_stderr_lines: Callable[[list[bytes], bool], None] | None = None,
 ) -> Session:
     """Start ``prepared`` under :class:`RunLifecycle` and return a :class:`Session` on it
-    (``timeout``: its default seconds per reply). ``RuntimeError`` when the worker cannot
-    start. ``session.shutdown(timeout)`` gives the worker ``timeout`` seconds between SIGTERM
-    and the SIGKILL of its tree."""
+    (``timeout``: seconds per reply); ``RuntimeError`` when the worker cannot start."""
     link = LifecycleLink(handle, prepared, stderr_path=stderr_path, on_stderr_lines=on_stderr_lines)
     session = Session(link=link, timeout=timeout, run_id=prepared.run_id, run_dir=prepared.run_dir)
     link.start(session)

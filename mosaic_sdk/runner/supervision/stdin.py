@@ -1,16 +1,10 @@
 """The worker's stdin, when the runner keeps it as a pipe (a worker that speaks the control
-protocol, see :mod:`mosaic_sdk.runner.control.control_relay`).
-
-:class:`WorkerStdin` is the only writer of that pipe. Writes are serialized (one lock: two
-commands never interleave), non-blocking (a worker that stops reading its stdin fills the
-pipe; the writer waits ``timeout`` seconds, then gives up with a clear error instead of
-hanging the runner), and every failure is a :class:`StdinClosed` with a sentence that says
-what happened (never a ``BrokenPipeError`` traceback): the worker closed its stdin or exited,
-the run is ending, or the worker has no stdin pipe at all.
+protocol): :class:`WorkerStdin`, its only writer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import threading
@@ -23,7 +17,9 @@ class StdinClosed(Exception):
 
 
 class WorkerStdin:
-    """Writes whole lines to one worker's stdin (see the module docstring)."""
+    """Writes whole lines to one worker's stdin: serialized (two commands never interleave) and
+    non-blocking (a worker that stops reading cannot hang the runner); every failure is a
+    :class:`StdinClosed` that says what happened."""
 
     def __init__(self, stream: IO[bytes] | None, pid: int) -> None:
         self._stream = stream
@@ -36,10 +32,6 @@ class WorkerStdin:
             )
         else:
             os.set_blocking(stream.fileno(), False)
-
-    @property
-    def open(self) -> bool:
-        return self._why_closed is None
 
     def write_line(self, line: bytes, timeout: float = 2.0) -> None:
         """Write ``line`` (a newline is added when missing) as one unit; ``StdinClosed`` when
@@ -80,10 +72,8 @@ class WorkerStdin:
             if self._why_closed is None:
                 self._why_closed = why
             if self._stream is not None:
-                try:
+                with contextlib.suppress(OSError):
                     self._stream.close()
-                except OSError:
-                    pass
 
 
 def _writable(fd: int, timeout: float) -> bool:
