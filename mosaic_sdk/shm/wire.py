@@ -5,6 +5,7 @@ calls per table instead of dozens of calls per field.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -117,7 +118,7 @@ class TableSpec:
         defaults = {f.name: f.default for f in fields(message_cls)}
         for attr, kind in kinds.items():
             rec.calls.clear()
-            getattr(generated, f"{table}Add{_camel(attr)}")(rec, 0)
+            getattr(generated, f"{table}Add{camel(attr)}")(rec, 0)
             (method, args) = rec.calls[-1]
             slot, default = int(args[0]), args[2]
             # a child table reads as None when absent only where the dataclass says None
@@ -297,7 +298,9 @@ def _compile(spec: TableSpec) -> tuple[Any, Any, Any, str]:
     return env["write"], env["read"], env["read_values"], source
 
 
-def _camel(name: str) -> str:
+@functools.cache
+def camel(name: str) -> str:
+    """``snake_name`` as flatc spells it in generated names (``SnakeName``)."""
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
 
@@ -321,10 +324,10 @@ def _field(
             names = enums[kind]
 
             def to_wire(value: str) -> int:
-                return _enum_value(kind, names, value)
+                return enum_value(kind, names, value)
 
             def from_wire(raw: int) -> str:
-                return _enum_name(kind, names, raw)
+                return enum_name(kind, names, raw)
 
             return Field(attr, slot, "scalar", code, size, default, None, to_wire, from_wire)
         conv = bool if code == "?" else None
@@ -347,13 +350,13 @@ def _field(
     raise ValueError(f"field {attr}: kind {kind!r} is not one the wire codec knows")
 
 
-def _enum_value(kind: str, names: tuple[str, ...], value: str) -> int:
+def enum_value(kind: str, names: tuple[str, ...], value: str) -> int:
     if value not in names:
         raise ValueError(f"{kind} {value!r} is not one of {', '.join(names)}")
     return names.index(value)
 
 
-def _enum_name(kind: str, names: tuple[str, ...], raw: int) -> str:
+def enum_name(kind: str, names: tuple[str, ...], raw: int) -> str:
     if not 0 <= raw < len(names):
         raise ValueError(f"{kind} value {raw} is not one of {', '.join(names)}")
     return names[raw]
@@ -376,11 +379,6 @@ def write_bytes(buf: bytearray, data: bytes) -> int:
     buf += _U32.pack(len(data))
     buf += data
     return at
-
-
-def write_vector(buf: bytearray, code: str, values: Any) -> int:
-    """Append a vector of numbers (struct ``code``); returns its position."""
-    return _vector_writer(code)(buf, values)
 
 
 def _vector_writer(code: str) -> Callable[[bytearray, Any], int]:
@@ -477,11 +475,7 @@ def _deref(buf: bytes, at: int) -> int:
 
 def read_string(buf: bytes, at: int) -> str:
     """The string referred to by the offset at ``at``."""
-    p = _deref(buf, at)
-    n = _U32.unpack_from(buf, p)[0]
-    if p + 4 + n > len(buf):
-        raise ValueError(f"string of {n} bytes at {p} runs past the buffer")
-    return bytes(buf[p + 4 : p + 4 + n]).decode()
+    return read_bytes(buf, at).decode()
 
 
 def read_bytes(buf: bytes, at: int) -> bytes:
