@@ -9,8 +9,7 @@ Two codecs write and read the same bytes: ``wire`` (a few ``struct`` calls per t
 the envelope and every message it describes, ``WIRE_SPECS``) and the FlatBuffers runtime's
 ``Builder`` with flatc's accessors (``encode_reference``/``decode_reference``; used for the
 rare messages with nested spaces or JSON: GetSchema's response and Reset). ``$MOSAIC_SHM_CODEC``
-``=reference`` (or ``set_codec("reference")``) sends everything through the runtime, as before
-the lean codec existed (benchmarks compare the two).
+``=reference`` (or ``set_codec("reference")``) sends everything through the runtime.
 """
 
 from __future__ import annotations
@@ -43,27 +42,6 @@ from mosaic_sdk.shm.messages import (
     SetAttrResponse,
     SpaceSpec,
 )
-
-__all__ = [
-    "CallRequest",
-    "CallResponse",
-    "CloseRequest",
-    "CloseResponse",
-    "CommandError",
-    "Decoded",
-    "GetSchemaRequest",
-    "GetSchemaResponse",
-    "Message",
-    "PingRequest",
-    "PingResponse",
-    "ResetRequest",
-    "ResetResponse",
-    "SetAttrRequest",
-    "SetAttrResponse",
-    "SpaceSpec",
-    "decode",
-    "encode",
-]
 
 
 class CommandError(RuntimeError):
@@ -220,13 +198,10 @@ def encode_reference(
     err = b.CreateString(error) if error is not None else None
     err_blob = _blob(b, error_pickle)
     if message is not None:
-        if type(message) in services.TAGS:  # a service message
-            own, tag = services.TAGS[type(message)]
-            if own is None and not method:
-                raise ValueError(f"encode: {type(message).__name__} needs the method it answers")
-            method = own if own is not None else method
-        else:
-            method, tag = _TAGS[type(message)]
+        own, tag = _TAGS.get(type(message)) or services.TAGS[type(message)]
+        if own is None and not method:
+            raise ValueError(f"encode: {type(message).__name__} needs the method it answers")
+        method = own if own is not None else method
     elif method is None:
         raise ValueError("encode: give a message, or a method with an error")
     fb.EnvelopeStart(b)
@@ -376,17 +351,10 @@ _HEAD_PAYLOAD = _HEAD_TABLE + 12
 _U32 = struct.Struct("<I")
 
 
-def _head_vtable() -> tuple[Any, ...]:
-    vt = [0] * 6
-    vt[_ENV_SLOTS["correlation_id"]] = 4
-    vt[_ENV_SLOTS["payload"]] = 12
-    vt[_ENV_SLOTS["method"]] = 16
-    vt[_ENV_SLOTS["payload_type"]] = 18
-    return (_HEAD_TABLE, b"MSHC", 16, 19, *vt, 16)
-
-
-_HEAD_START = _head_vtable()
-
+_HEAD_VT = [0] * 6
+for _attr, _at in (("correlation_id", 4), ("payload", 12), ("method", 16), ("payload_type", 18)):
+    _HEAD_VT[_ENV_SLOTS[_attr]] = _at
+_HEAD_START = (_HEAD_TABLE, b"MSHC", 16, 19, *_HEAD_VT, 16)
 
 #: message class -> (its wire spec, its Method or None when the caller says, its Payload tag)
 WIRE_SPECS: dict[type, tuple[wire.TableSpec, int | None, int]] = {
