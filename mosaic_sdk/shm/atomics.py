@@ -36,7 +36,6 @@ class PythonSharedWords:
         self._mv: memoryview | None = mv.cast("B")
         self._size = len(self._mv)
 
-    # -- helpers -------------------------------------------------------------------------
     def _view(self, off: int, width: int) -> memoryview:
         mv = self._mv
         if mv is None:
@@ -256,16 +255,10 @@ def SharedWords(buffer: Any) -> Any:  # noqa: N802 - reads as the class it retur
     return _IMPL(buffer)
 
 
-# Little-endian struct helpers for non-synchronising fields (written once before publication).
-U32 = struct.Struct("<I")
-U64 = struct.Struct("<Q")
-
 __all__ = [
     "AtomicsUnavailableError",
     "HAVE_FUTEX",
     "IMPLEMENTATION",
     "PythonSharedWords",
     "SharedWords",
-    "U32",
-    "U64",
 ]

@@ -34,6 +34,10 @@ from mosaic_sdk.shm.sync import TransportError
 from mosaic_sdk.shm.vector_rules import AsyncUsageError
 
 DEFAULT_SIDE_SIZE = 1 << 20
+_NOTHING_SENT = (
+    "recv() with no env stepping: call send(actions, env_ids) first (after reset() every env "
+    "is idle; async_reset() makes recv() return the reset observations)"
+)
 
 
 def _described(schema: Any) -> dict[str, Any]:
@@ -94,6 +98,12 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     a fixed row.
     """
 
+    _host: EnvHostHandle | None = None
+    _client: SharedMemoryClient | None = None
+    _engine: Any = None
+    _pool: AsyncSlices | None = None
+    closed = False
+
     def __init__(
         self,
         env_fns: Sequence[Callable[[], gym.Env[Any, Any]]] | str,
@@ -114,11 +124,6 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         side_size: int = DEFAULT_SIDE_SIZE,
     ) -> None:
         self._owner_pid = os.getpid()
-        self._host: EnvHostHandle | None = None
-        self._client: SharedMemoryClient | None = None
-        self._engine: Any = None
-        self._pool: AsyncSlices | None = None
-        self.closed = False
         rules.check_observation_mode(observation_mode)
         reset_mode = AutoresetMode(autoreset_mode)
         fns = inline.constructors(env_fns, num_envs, env_kwargs, render_images)
@@ -195,11 +200,6 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         """
         self = cls.__new__(cls)
         self._owner_pid = os.getpid()
-        self._host = None
-        self._client = None
-        self._engine = None
-        self._pool = None
-        self.closed = False
         self.mode, self.step_cost = "process", None
         rules.check_observation_mode(observation_mode)
         client = SharedMemoryClient(name, timeout=timeout)
@@ -456,7 +456,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         terminations = backend.terminated[ids].astype(np.bool_)
         truncations = backend.truncated[ids].astype(np.bool_)
         rewards = backend.rewards[ids].astype(np.float64)  # float32 in the lrbc layout
-        infos = self._read_aside([self._units[u] for u in units], [self._area(u) for u in units])
+        areas = [self._from_units[u] if self._from_units else None for u in units]
+        infos = self._read_aside([self._units[u] for u in units], areas)
         self._autoreset[ids] = terminations | truncations
         return self._received(
             ids, rewards, terminations, truncations, rules.select_infos(infos, ids)
@@ -466,21 +467,18 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         """Units (worker slices, or single envs in this process) whose results are in."""
         if self._pool is not None:
             if not self._pool.in_flight and not self._pool.ready:
-                raise AsyncUsageError(self._nothing_sent())
+                raise AsyncUsageError(_NOTHING_SENT)
             per = self._units[0][1] - self._units[0][0]
             return self._pool.wait(self.batch_size // per)
         if self._engine is not None:
             if not self._engine.in_flight():
-                raise AsyncUsageError(self._nothing_sent())
+                raise AsyncUsageError(_NOTHING_SENT)
             return self._engine.collect(self.batch_size)
         if not self._lockstep_sent:
-            raise AsyncUsageError(self._nothing_sent())
+            raise AsyncUsageError(_NOTHING_SENT)
         self._lockstep_sent = False
         self.client.step()
         return list(range(len(self._units)))
-
-    def _area(self, unit: int) -> Any:
-        return self._from_units[unit] if self._from_units else None
 
     def _received(
         self,
@@ -494,12 +492,6 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self._last_ids = ids
         infos["env_id"] = ids.copy()
         return self._observations(ids), rewards, terminations, truncations, infos
-
-    def _nothing_sent(self) -> str:
-        return (
-            "recv() with no env stepping: call send(actions, env_ids) first (after reset() "
-            "every env is idle; async_reset() makes recv() return the reset observations)"
-        )
 
     def _check_nothing_pending(self, what: str) -> None:
         if self._pending.any():
