@@ -30,13 +30,11 @@ from mosaic_sdk.shm.segment import segment_name, unlink_segment
 
 
 def _split(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
+    """Contiguous slices, the first ``num_envs % num_workers`` one env longer."""
     base, extra = divmod(num_envs, num_workers)
-    slices, begin = [], 0
-    for w in range(num_workers):
-        end = begin + base + (1 if w < extra else 0)
-        slices.append((begin, end))
-        begin = end
-    return slices
+    return [
+        (w * base + min(w, extra), (w + 1) * base + min(w + 1, extra)) for w in range(num_workers)
+    ]
 
 
 def _host_entry(name: str, fns_blob: bytes, *args: Any) -> None:

@@ -223,12 +223,9 @@ def _serve_owner(
         for w, (b, e) in enumerate(slices):
             transport.set_worker_slice(w, b, e)
         wire: dict[str, cmd.SpaceSpec | None] = {}
-        for role, space in (
-            ("observation_space", first.observation_space),
-            ("action_space", first.action_space),
-        ):
+        for role in ("observation_space", "action_space"):
             try:
-                wire[role] = spaces.to_spec(space)
+                wire[role] = spaces.to_spec(getattr(first, role))
             except ValueError:
                 wire[role] = None  # only Python clients (spaces_pickle) can use this space
         transport.schema = cmd.GetSchemaResponse(

@@ -89,12 +89,10 @@ class RowCodec:
     def leaf_views(self, rows: np.ndarray) -> list[np.ndarray]:
         """One ``(n, *shape)`` array per leaf, viewing ``rows`` (uint8 or float32 ``(n, w)``)."""
         raw = rows.view(np.uint8)
-        n = raw.shape[0]
-        views = []
-        for leaf in self.leaves:
-            part = raw[:, leaf.offset : leaf.offset + leaf.nbytes]
-            views.append(part.view(leaf.dtype).reshape((n, *leaf.shape)))
-        return views
+        return [
+            raw[:, lf.offset : lf.offset + lf.nbytes].view(lf.dtype).reshape((len(raw), *lf.shape))
+            for lf in self.leaves
+        ]
 
     def _build(self, space: gym.Space[Any], path: Path, by_path: dict[Path, Any]) -> Any:
         if isinstance(space, gym.spaces.Tuple):
@@ -116,10 +114,7 @@ class RowCodec:
         """Write one value per env into envs ``begin, begin + 1, ...`` of ``views``."""
         end = begin + len(values)
         for leaf, view in zip(self.leaves, views, strict=True):
-            if leaf.path:
-                items = [_get(v, leaf.path) for v in values]
-            else:
-                items = list(values)
+            items = [_get(v, leaf.path) for v in values] if leaf.path else list(values)
             view[begin:end] = np.asarray(items).reshape(view[begin:end].shape)
 
     def read_values(self, views: Sequence[np.ndarray], begin: int, end: int) -> list[Any]:

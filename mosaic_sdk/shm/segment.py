@@ -34,12 +34,16 @@ def segment_name(name: str | None = None) -> str:
     """Return a valid segment name: a fresh random one, or ``name`` with the mosaic prefix."""
     if name is None:
         return PREFIX + secrets.token_hex(6)
+    _check_name(name)
+    return name if name.startswith("mosaic") else PREFIX + name
+
+
+def _check_name(name: str) -> None:
     if not _NAME_RE.match(name):
         raise ValueError(
             f"shm segment name {name!r} is invalid: use 1-200 letters, digits, '.', '_' or '-' "
             "(no '/')"
         )
-    return name if name.startswith("mosaic") else PREFIX + name
 
 
 def exact_name(name: str | None) -> str:
@@ -51,11 +55,7 @@ def exact_name(name: str | None) -> str:
                 f"no shared-memory segment name: pass name=... or set {LUCKY_NAME_ENV} to the "
                 "name the engine created"
             )
-    if not _NAME_RE.match(name):
-        raise ValueError(
-            f"shm segment name {name!r} is invalid: use 1-200 letters, digits, '.', '_' or '-' "
-            "(no '/')"
-        )
+    _check_name(name)
     return name
 
 

@@ -227,7 +227,7 @@ class SharedMemoryTransport(EngineSide):
                     None,
                     request.correlation_id,
                     error=f"{type(exc).__name__}: {exc}",
-                    method=_method_value(request.method),
+                    method=int(getattr(cmd.fb.Method, request.method, 0)),
                     error_pickle=_pickled(exc),
                 )
                 continue
@@ -298,7 +298,3 @@ def _pickled(exc: BaseException) -> bytes:
         return data
     except Exception:
         return b""
-
-
-def _method_value(name: str) -> int:
-    return int(getattr(cmd.fb.Method, name, 0))
