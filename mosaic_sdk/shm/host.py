@@ -14,7 +14,6 @@ stepping runs on several cores; worker 0 owns the segment.
 
 from __future__ import annotations
 
-import functools
 import multiprocessing as mp
 import os
 import pickle
@@ -150,23 +149,11 @@ def launch_env_host(
             f"context={context!r} is not a start method of this platform; use one of "
             f"{mp.get_all_start_methods()}"
         )
-    if isinstance(envs, str):
-        if num_envs is None or num_envs < 1:
-            raise ValueError(f"launch_env_host({envs!r}): pass num_envs >= 1 with an env id")
-        import gymnasium as gym  # slow to import; needed only for an env id
+    # imported here: gymnasium is slow to import, and this module is imported without it
+    from mosaic_sdk.shm.inline import constructors
 
-        kwargs = dict(env_kwargs or {})
-        if render_images:
-            kwargs.setdefault("render_mode", "rgb_array")
-        fns: list[Callable[[], Any]] = [functools.partial(gym.make, envs, **kwargs)] * num_envs
-        env_id = envs
-    else:
-        fns = list(envs)
-        if not fns or not all(callable(f) for f in fns):
-            raise ValueError("launch_env_host: envs must be a non-empty list of env constructors")
-        if num_envs is not None and num_envs != len(fns):
-            raise ValueError(f"num_envs={num_envs} but {len(fns)} env constructors were given")
-        env_id = ""
+    fns = constructors(envs, num_envs, env_kwargs, render_images, "launch_env_host", "envs")
+    env_id = envs if isinstance(envs, str) else ""
     n = len(fns)
     if not 1 <= num_workers <= min(n, 16):
         raise ValueError(f"num_workers must be in 1..{min(n, 16)} for {n} envs, got {num_workers}")
