@@ -73,29 +73,19 @@ def _auto_workers(num_envs: int, batch: int) -> int:
 
 
 class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
-    """Vectorised envs stepped over shared memory, or in this process; a drop-in for
-    ``SyncVectorEnv``/``AsyncVectorEnv`` (or ``ShmVectorEnv.attach(name)`` to drive an engine
-    already serving a segment). It follows gymnasium's rules (``copy``,
-    ``observation_mode``, the three autoreset modes, ``final_obs``/``final_info`` infos,
-    seeding, ``call``/``get_attr``/``set_attr``, ``ClosedEnvironmentError``); observations of
-    fixed-size spaces travel in shared memory in their own dtypes, other spaces and infos
-    pickled through the side areas. With ``batch_size < num_envs`` it steps asynchronously,
+    """Vectorised envs stepped over shared memory, or in this process: a drop-in for
+    ``SyncVectorEnv``/``AsyncVectorEnv`` that follows gymnasium's rules (or ``attach(name)``
+    to an engine serving a segment). With ``batch_size < num_envs`` it steps asynchronously,
     as EnvPool does: ``async_reset``, then ``recv()`` the first done and ``send(actions,
-    infos["env_id"])``.
+    infos["env_id"])`` (``batch_size`` a multiple of the envs per worker).
 
     ``env_fns``: env constructors, or an env id with ``num_envs``. ``mode``: ``"process"``,
-    ``"inline"`` or ``"auto"`` (see ``mosaic_sdk.shm.inline``; ``self.mode`` is the choice,
-    ``self.step_cost`` the seconds per env step that ``"auto"`` measured). ``batch_size``
-    (default ``num_envs``): how many envs ``recv()`` returns; below ``num_envs`` the hosts
-    serve each worker's slice on its own, so ``batch_size`` must be a multiple of the envs per
-    worker. ``num_workers`` host processes each step a slice of the envs (default 1, or for
-    ``batch_size < num_envs`` the most, up to 16, that divide the envs and the batch);
-    ``context`` is their start method (``"fork"``, ``"forkserver"``, ``"spawn"``; default the
-    platform's). ``copy=False`` returns observations that are views into shared memory
-    (overwritten by the next step). ``render_images=True`` fills the image region so that
-    ``render()`` returns every env's frame without a command round trip. ``side_size``: bytes
-    per side area (per worker and direction) for step infos and observations of spaces without
-    a fixed row.
+    ``"inline"`` or ``"auto"`` (``self.mode`` the choice, ``self.step_cost`` the seconds per
+    step ``"auto"`` measured). ``num_workers`` host processes (default 1, or for async the
+    most, up to 16, that divide the envs and the batch), started by ``context``.
+    ``copy=False`` returns views into shared memory (overwritten by the next step).
+    ``render_images=True`` fills the image region read by ``render()``. ``side_size``: bytes
+    per side area, for infos and observations of spaces without a fixed row.
     """
 
     _host: EnvHostHandle | None = None
@@ -192,11 +182,9 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     ) -> ShmVectorEnv:
         """Drive an engine already serving segment ``name`` (or ``$MOSAIC_SHM_NAME``).
 
-        A Python engine (``launch_env_host``) sends its spaces pickled: attach only to engines
-        you trust. An engine in another language describes them as ``SpaceSpec`` wire specs
-        and packs rows as ``mosaic_sdk.shm.packing`` does; it autoresets as ``NEXT_STEP``.
-        ``batch_size`` is for hosts launched with ``asynchronous=True`` (default: one worker's
-        slice).
+        A Python engine sends its spaces pickled (attach only to engines you trust), others as
+        ``SpaceSpec``s, packing rows as ``mosaic_sdk.shm.packing`` does (``NEXT_STEP``).
+        ``batch_size``: for hosts launched ``asynchronous=True`` (default one worker's slice).
         """
         self = cls.__new__(cls)
         self._owner_pid = os.getpid()
