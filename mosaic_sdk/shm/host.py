@@ -134,15 +134,11 @@ def launch_env_host(
 ) -> EnvHostHandle:
     """Start host processes serving ``envs``; returns once the segment is ready for a client.
 
-    ``render_images=True`` adds the image region, filled with each env's ``render()`` after
-    every reset and step (ids get ``render_mode="rgb_array"``). ``context`` is a
-    multiprocessing start method: ``"fork"``, ``"forkserver"`` or ``"spawn"`` (default: the
-    platform's). With ``"spawn"``/``"forkserver"`` the env constructors are cloudpickled, so
-    what they reference by module must be importable in a fresh interpreter.
-    ``autoreset_mode`` is gymnasium's ``AutoresetMode`` value; ``side_size`` the bytes of each
-    side area (0: none, then step infos and non-fixed spaces cannot travel).
-    ``asynchronous=True`` serves each worker's slice on its own (``SharedMemoryClient.send``
-    / ``recv``, ``mosaic_sdk.shm.async_steps``) instead of lock-step ``step()`` batches.
+    ``render_images=True`` adds the image region (each env's ``render()`` after every reset and
+    step). ``context``: the start method (default the platform's); under ``"spawn"`` and
+    ``"forkserver"`` what the constructors reference must be importable in a fresh interpreter.
+    ``side_size``: bytes per side area (0: none; then no step infos or non-fixed spaces).
+    ``asynchronous=True`` serves each worker's slice on its own (``async_steps``).
     """
     if context is not None and context not in mp.get_all_start_methods():
         raise ValueError(

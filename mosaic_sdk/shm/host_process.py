@@ -179,8 +179,8 @@ def _report(launcher: Connection, exc: BaseException) -> None:
         pass
 
 
-def _spaces_blob(envs: Sequence[Any]) -> bytes:
-    """The envs' spaces (with their random state), env 0's render mode and metadata."""
+def _spaces_blob(envs: Sequence[Any], **extra: Any) -> bytes:
+    """The envs' spaces (with their random state), env 0's render mode and metadata, ``extra``."""
     first = envs[0]
     return bytes(
         cloudpickle.dumps(
@@ -189,6 +189,7 @@ def _spaces_blob(envs: Sequence[Any]) -> bytes:
                 "action_spaces": [env.action_space for env in envs],
                 "render_mode": getattr(first, "render_mode", None),
                 "metadata": dict(getattr(first, "metadata", {}) or {}),
+                **extra,
             }
         )
     )
@@ -207,7 +208,6 @@ def _serve_owner(
     image_shape = frame_shape(first) if images else None
     obs_codec = RowCodec(first.observation_space)
     act_codec = RowCodec(first.action_space)
-    blob = _spaces_blob(envs)
     transport = SharedMemoryTransport(
         slices[-1][1],
         obs_codec.words,
@@ -236,20 +236,16 @@ def _serve_owner(
             env_id=options["env_id"],
             metadata={k: v for k, v in first.metadata.items() if k != "autoreset_mode"},
             num_workers=len(slices),
-            spaces_pickle=bytes(
-                cloudpickle.dumps(
-                    {
-                        **pickle.loads(blob),
-                        "autoreset_mode": options["autoreset_mode"],
-                        "asynchronous": bool(options.get("asynchronous")),
-                    }
-                )
+            spaces_pickle=_spaces_blob(
+                envs,
+                autoreset_mode=options["autoreset_mode"],
+                asynchronous=bool(options.get("asynchronous")),
             ),
             **wire,
         )
         stepper = SliceStepper(transport, envs, 0, images, 0, options["autoreset_mode"])
         owner = _Owner(transport, stepper, slices, pipes)
-        launcher.send(("ready", blob))
+        launcher.send(("ready", _spaces_blob(envs)))
         if options.get("asynchronous"):
             async_steps.serve_owner(transport, stepper, owner.handle)
             return

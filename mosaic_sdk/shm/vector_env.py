@@ -124,14 +124,11 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self.mode, self.step_cost = inline.choose_mode(mode, fns, batch, auto_workers, process_only)
         self.batch_size = batch
         if self.mode == "inline":
-            engine = inline.InlineEngine(fns, reset_mode.value, render_images)
-            self._engine = engine
+            self._engine = engine = inline.InlineEngine(fns, reset_mode.value, render_images)
             try:
                 self._setup(engine, copy, observation_mode, engine.described)
             except BaseException:
-                engine.close()
-                self._engine = None
-                self.closed = True
+                self.close()
                 raise
             return
         asynchronous = batch < n
@@ -162,12 +159,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             described["action_spaces"] = act_spaces
             self._setup(client, copy, observation_mode, described)
         except BaseException:
-            if self._client is not None:
-                self._client.close(shutdown_engine=True)
-                self._client = None
-            self._host.close()
-            self._host = None
-            self.closed = True
+            self.close()  # shuts the engine down, and stops and unlinks the hosts
             raise
 
     @classmethod
@@ -209,9 +201,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
                     )
             self._setup(client, copy, observation_mode, described)
         except BaseException:
-            client.close()
-            self._client = None
-            self.closed = True
+            self.close()
             raise
         return self
 
