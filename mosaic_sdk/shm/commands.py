@@ -189,10 +189,7 @@ def encode_reference(
     error: str | None = None,
     error_pickle: bytes = b"",
 ) -> bytes:
-    """Bytes of one Envelope; ``error`` (with ``method``, no message) answers a failed request.
-
-    ``error_pickle`` optionally carries the exception itself, for Python clients to re-raise.
-    """
+    """``encode`` through the FlatBuffers runtime's builder."""
     b = flatbuffers.Builder(256)
     payload = _payload(b, message) if message is not None else None
     err = b.CreateString(error) if error is not None else None

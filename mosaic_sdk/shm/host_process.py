@@ -327,13 +327,9 @@ def run_host(
 ) -> None:
     """Body of one host process (``index`` 0 owns the transport). Reports to ``launcher``.
 
-    ``options``: ``spin``, ``env_id``, ``autoreset_mode`` ("NextStep", "SameStep",
-    "Disabled"), ``side_size`` and ``asynchronous`` (serve ``async_steps``' per-slice
-    requests instead of lock-step batches).
-
-    SIGTERM ends the host as an exception would, through its ``finally``: a signal sent to
-    the trainer's whole process group (as ``mosaic run`` and service managers do) reaches the
-    hosts too, and worker 0 must still unlink the segment it owns.
+    ``options``: ``spin``, ``env_id``, ``autoreset_mode``, ``side_size`` and ``asynchronous``.
+    SIGTERM ends the host through its ``finally``: a signal to the trainer's process group
+    reaches the hosts too, and worker 0 must still unlink its segment.
     """
     signal.signal(signal.SIGTERM, _exit_on_signal)
     try:

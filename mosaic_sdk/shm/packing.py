@@ -1,15 +1,10 @@
 """Gymnasium spaces in a transport row: each leaf in its own dtype, nothing rounded.
 
-A ``RowCodec`` lays one env's value of a space out in a row of bytes. Fixed-size spaces
+A ``RowCodec`` lays one env's value of a space out in a row of bytes. In a *fixed* space
 (``Box``, ``Discrete``, ``MultiDiscrete``, ``MultiBinary`` and ``Tuple``/``Dict`` nests of them)
-are *fixed*: every leaf gets its own byte range, aligned to its item size, holding the value in
-the leaf's own dtype (``Discrete`` as int64, ``MultiBinary`` as int8, as gymnasium batches them).
-Any other space (``Text``, ``Graph``, ``Sequence``, ``OneOf``, custom spaces, or a nest holding
-one) is not fixed: its values travel pickled through the side areas instead (the slower path,
-see ``docs/guides/shm_transport.md``).
-
-Batched values have gymnasium's batched structure (``batch_space``): an array per leaf with the
-env axis first, in a tuple for ``Tuple`` and a dict for ``Dict``.
+every leaf gets its own aligned byte range in the dtype gymnasium batches it in. Values of any
+other space travel pickled through the side areas. Batched values have gymnasium's batched
+structure (``batch_space``).
 """
 
 from __future__ import annotations
@@ -130,11 +125,8 @@ class RowCodec:
 
     # -- client side: a whole batch -------------------------------------------------------
     def write_batch(self, views: Sequence[np.ndarray], batch: Any) -> None:
-        """Write a batched value (gymnasium's batched structure) into ``views``.
-
-        Raises ``TypeError`` for a scalar where a batch is expected and ``ValueError`` when the
-        number of values is not the number of envs, as gymnasium's ``iterate`` does.
-        """
+        """Write a batched value into ``views``; ``TypeError`` for a scalar, ``ValueError`` for
+        a wrong number of values, as gymnasium's ``iterate`` raises."""
         for leaf, view in zip(self.leaves, views, strict=True):
             try:
                 part = _get(batch, leaf.path)

@@ -1,14 +1,11 @@
 """POSIX shared-memory segments without Python's resource tracker.
 
-``multiprocessing.shared_memory.SharedMemory`` (3.10-3.12) registers every segment it opens
-with the resource tracker, which unlinks it when *any* attaching process exits. Here segments
-are opened with ``_posixshmem.shm_open`` (the same call ``SharedMemory`` makes, minus the
-registration) and mapped with ``mmap``; only the owner unlinks.
+``SharedMemory`` (3.10-3.12) registers every segment it opens with the resource tracker, which
+unlinks it when *any* attaching process exits; here ``_posixshmem.shm_open`` and ``mmap`` are
+used directly, and only the owner unlinks.
 
-Names: every segment name starts with ``mosaic`` so leak checks can find them;
-``segment_name("run1")`` is ``"mosaic.shm.run1"``. The lrbc layout (the LuckyEngine design's)
-names its segment exactly as given (``exact_name``, ``$LUCKY_SHM_NAME``), with no prefix, as
-the design's Python side opens it; a client tries both spellings (``attach_candidates``).
+Every segment name starts with ``mosaic`` (``segment_name("run1")`` is ``"mosaic.shm.run1"``)
+except the lrbc layout's, named exactly as given; a client tries both (``attach_candidates``).
 """
 
 from __future__ import annotations
@@ -95,10 +92,7 @@ def name_from_env(name: str | None) -> str:
 
 def shm_open(name: str, *, create: bool = False, readonly: bool = False) -> int:
     """Open (or, with ``create``, exclusively create) POSIX segment ``name``; returns an fd.
-
-    The one place the SDK opens shared memory (FastLane and the transport both use it), so no
-    segment is ever registered with the resource tracker.
-    """
+    The SDK's one place that opens shared memory."""
     flags = os.O_RDONLY if readonly else os.O_RDWR
     if create:
         flags |= os.O_CREAT | os.O_EXCL

@@ -108,17 +108,13 @@ class PeerWatch:
 
 
 class SignalLine:
-    """One signal line of a segment: ``seq`` (u64, the published sequence number), ``bell``
-    (u32 futex word, bumped after every publication) and ``waiters`` (u64, processes asleep
-    on ``bell``), on one 64-byte line of the header.
+    """One signal line of a segment: ``seq`` (u64, published sequence number), ``bell`` (u32
+    futex word, bumped after every publication) and ``waiters`` (u64, processes asleep on it).
 
-    The one publisher stores ``seq`` (release), bumps ``bell``, fences, and wakes only if
-    ``waiters``. A waiter spins on ``seq`` for its budget, then loops: ``waiters += 1``,
-    fence, load ``bell``, re-check ``seq``, ``futex_wait(bell, b, slice)``. The two fences
-    make a lost wake-up impossible; the slice bounds every sleep, so a dead peer is noticed
-    within a second. Command rings ring the same bells, with their own budget
-    (``command_spin``) on a twin line of the same words, so the two waits do not teach each
-    other."""
+    The publisher stores ``seq``, bumps ``bell``, fences, and wakes only if ``waiters``. A
+    waiter spins on ``seq`` for its budget, then loops: ``waiters += 1``, fence, load ``bell``,
+    re-check ``seq``, ``futex_wait(bell, b, slice)``: the fences make a lost wake-up
+    impossible, the slice bounds every sleep."""
 
     __slots__ = ("_w", "seq_off", "bell_off", "waiters_off", "_adaptive", "_countdown", "slice")
 
@@ -173,12 +169,9 @@ class SignalLine:
         deadline: float | None,
         check: Callable[[], None],
     ) -> int:
-        """Wait until ``seq >= target``; returns the sequence number seen.
-
-        ``spin`` is the largest spin budget (seconds, adapted as ``DEFAULT_SPIN``'s note says);
-        ``check`` is called between sleep slices and raises to abort (peer gone, closed);
-        ``deadline`` is a ``time.monotonic()`` value or None.
-        """
+        """Wait until ``seq >= target``; returns the sequence number seen. ``spin``: the largest
+        spin budget (s); ``check()`` runs between sleeps and raises to abort; ``deadline``: a
+        ``time.monotonic()`` value or None."""
         load = self._w.load_u64
         off = self.seq_off
         seq = load(off)
