@@ -73,11 +73,12 @@ class SharedMemoryTransport(EngineSide):
         layout: str = LAYOUT_MSHM,
         command_spin: float | None = None,
     ) -> None:
-        lrbc = layout == LAYOUT_LRBC
-        if lrbc:
+        if layout == LAYOUT_LRBC:
             seg_name = lrbc_name(name, f"LuckyEngine_{os.getpid()}")
         elif name is None and os.environ.get("MOSAIC_SHM_NAME"):
-            name = name_from_env(None)
+            seg_name = name_from_env(None)
+        else:
+            seg_name = segment_name(name)
         sizes = Layout.compute(
             num_envs,
             obs_size,
@@ -89,10 +90,7 @@ class SharedMemoryTransport(EngineSide):
             side_size=side_size,
             kind=layout,
         )
-        if not lrbc:
-            seg_name = segment_name(name)
         mm = create_segment(seg_name, sizes.total_size)
-        self._owner = True
         try:
             sizes.write_header(mm, os.getpid())
             self.seg = MappedSegment(seg_name, mm, sizes)
