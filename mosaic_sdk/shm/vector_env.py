@@ -336,7 +336,6 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         except TransportError as exc:
             raise self._failure(exc) from exc
         self._autoreset[ids] = False
-        self._pending[:] = False
         self._was_reset = True
         self._reset_queue = []
         self._last_ids = np.arange(self.num_envs, dtype=np.int64)
@@ -351,7 +350,12 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every env, autoresetting as ``autoreset_mode`` says."""
         backend = self._backend
-        self._check_nothing_pending("step()")
+        if self._pending.any():
+            raise AsyncUsageError(
+                f"step() steps every env, but envs {np.flatnonzero(self._pending).tolist()} are "
+                "still owed to recv() (sent, or reset by async_reset()): recv() them first, or "
+                "reset()"
+            )
         self._write_actions(actions, None)
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
             backend.resets[:] = self._autoreset
@@ -421,25 +425,28 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             ids = np.asarray(self._reset_queue[: self.batch_size], dtype=np.int64)
             del self._reset_queue[: len(ids)]
             infos = rules.select_infos(self._reset_infos, ids)
-            zeros = np.zeros(len(ids), np.bool_)
-            return self._received(ids, np.zeros(len(ids)), zeros, zeros.copy(), infos)
-        try:
-            units = self._collect()
-        except TransportError as exc:
-            raise self._failure(exc) from exc
-        if self._engine is not None:  # a unit is one env
-            ids = np.asarray(units, dtype=np.int64)
+            terminations = np.zeros(len(ids), np.bool_)
+            truncations, rewards = terminations.copy(), np.zeros(len(ids))
         else:
-            ids = np.concatenate([np.arange(*self._units[u], dtype=np.int64) for u in units])
-        terminations = backend.terminated[ids].astype(np.bool_)
-        truncations = backend.truncated[ids].astype(np.bool_)
-        rewards = backend.rewards[ids].astype(np.float64)  # float32 in the lrbc layout
-        areas = [self._from_units[u] if self._from_units else None for u in units]
-        infos = self._read_aside([self._units[u] for u in units], areas)
-        self._autoreset[ids] = terminations | truncations
-        return self._received(
-            ids, rewards, terminations, truncations, rules.select_infos(infos, ids)
-        )
+            try:
+                units = self._collect()
+            except TransportError as exc:
+                raise self._failure(exc) from exc
+            if self._engine is not None:  # a unit is one env
+                ids = np.asarray(units, dtype=np.int64)
+            else:
+                ids = np.concatenate([np.arange(*self._units[u], dtype=np.int64) for u in units])
+            terminations = backend.terminated[ids].astype(np.bool_)
+            truncations = backend.truncated[ids].astype(np.bool_)
+            rewards = backend.rewards[ids].astype(np.float64)  # float32 in the lrbc layout
+            areas = [self._from_units[u] if self._from_units else None for u in units]
+            infos = self._read_aside([self._units[u] for u in units], areas)
+            self._autoreset[ids] = terminations | truncations
+            infos = rules.select_infos(infos, ids)
+        self._pending[ids] = False
+        self._last_ids = ids
+        infos["env_id"] = ids.copy()
+        return self._observations(ids), rewards, terminations, truncations, infos
 
     def _collect(self) -> list[int]:
         """Units (worker slices, or single envs in this process) whose results are in."""
@@ -457,27 +464,6 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self._lockstep_sent = False
         self.client.step()
         return list(range(len(self._units)))
-
-    def _received(
-        self,
-        ids: np.ndarray,
-        rewards: np.ndarray,
-        terminations: np.ndarray,
-        truncations: np.ndarray,
-        infos: dict[str, Any],
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        self._pending[ids] = False
-        self._last_ids = ids
-        infos["env_id"] = ids.copy()
-        return self._observations(ids), rewards, terminations, truncations, infos
-
-    def _check_nothing_pending(self, what: str) -> None:
-        if self._pending.any():
-            busy = np.flatnonzero(self._pending).tolist()
-            raise AsyncUsageError(
-                f"{what} steps every env, but envs {busy} are still owed to recv() "
-                "(sent, or reset by async_reset()): recv() them first, or reset()"
-            )
 
     def _check_send(self, env_ids: Any) -> np.ndarray:
         if not self._was_reset:
