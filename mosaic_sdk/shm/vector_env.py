@@ -230,10 +230,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self.copy = copy
         self._obs_codec = RowCodec(single_obs)
         self._act_codec = RowCodec(self.single_action_space)
-        self._obs_views = self._obs_codec.leaf_views(client.obs) if self._obs_codec.fixed else []
-        self._act_views = (
-            self._act_codec.leaf_views(client.actions) if self._act_codec.fixed else []
-        )
+        self._obs_views = self._obs_codec.leaf_views(client.obs)  # [] unless fixed
+        self._act_views = self._act_codec.leaf_views(client.actions)
         self._env_obs: list[Any] = [None] * self.num_envs  # observations without a fixed row
         self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
         # envs sent and not yet received, or reset by async_reset() and not yet received

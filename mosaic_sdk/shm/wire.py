@@ -19,19 +19,8 @@ _U16 = struct.Struct("<H")
 _NULS = bytes(8)
 
 # generated ``builder.Prepend<Type>Slot`` -> struct code
-_SLOT_CODES = {
-    "PrependBoolSlot": "?",
-    "PrependUint8Slot": "B",
-    "PrependUint16Slot": "H",
-    "PrependUint32Slot": "I",
-    "PrependUint64Slot": "Q",
-    "PrependInt8Slot": "b",
-    "PrependInt16Slot": "h",
-    "PrependInt32Slot": "i",
-    "PrependInt64Slot": "q",
-    "PrependFloat32Slot": "f",
-    "PrependFloat64Slot": "d",
-}
+_SLOT_TYPES = "Bool Uint8 Uint16 Uint32 Uint64 Int8 Int16 Int32 Int64 Float32 Float64".split()
+_SLOT_CODES = {f"Prepend{t}Slot": code for t, code in zip(_SLOT_TYPES, "?BHIQbhiqfd", strict=True)}
 # ``v:<dtype>`` vector element -> struct code
 _VEC_CODES = {"u1": "B", "u4": "I", "u8": "Q", "i4": "i", "i8": "q", "f4": "f", "f8": "d"}
 _STRUCTS = {"vec3": ("3d", 24), "quat": ("4d", 32)}
