@@ -126,16 +126,12 @@ class _Owner:
         for part_infos, part_obs in self._each(share):
             infos.extend(part_infos)
             observations.extend(part_obs or [])
-        order = [i for b, e in self.slices for i in ids if b <= i < e]
-        by_id = dict(zip(order, infos, strict=True))
-        ordered_infos = [by_id[i] for i in ids]
-        payload: dict[str, Any] = {"infos": ordered_infos, "obs": None}
-        if observations:
-            obs_by_id = dict(zip(order, observations, strict=True))
-            payload["obs"] = [obs_by_id[i] for i in ids]
-        return cmd.ResetResponse(
-            env_ids=list(ids), infos=ordered_infos, payload_pickle=dumps(payload)
-        )
+        # the parts come in slice order: put them back in the order of ids
+        at = {i: k for k, i in enumerate(i for b, e in self.slices for i in ids if b <= i < e)}
+        infos = [infos[at[i]] for i in ids]
+        obs = [observations[at[i]] for i in ids] if observations else None
+        payload = dumps({"infos": infos, "obs": obs})
+        return cmd.ResetResponse(env_ids=list(ids), infos=infos, payload_pickle=payload)
 
     def _reply(self, w: int) -> Any:
         pipe, pid = self.pipes[w - 1], self.t.seg.worker_pid(w)
