@@ -1,15 +1,12 @@
 """Command-channel messages: Python dataclasses <-> FlatBuffers ``Envelope`` bytes.
 
-The wire format is ``schema/shm_commands.fbs``; ``mosaic_sdk.shm.generated`` is flatc's output
-for it. ``encode(message, correlation_id)`` gives the bytes of one ring entry, ``decode(bytes)``
-gives back a ``Decoded`` envelope. Requests and responses are the dataclasses below; a failed
-request is answered by the request's method with ``error`` set and no payload.
+The wire format is ``schema/shm_commands.fbs`` (flatc's output: ``mosaic_sdk.shm.generated``).
+A failed request is answered by the request's method with ``error`` set and no payload.
 
-Two codecs write and read the same bytes: ``wire`` (a few ``struct`` calls per table; used for
-the envelope and every message it describes, ``WIRE_SPECS``) and the FlatBuffers runtime's
-``Builder`` with flatc's accessors (``encode_reference``/``decode_reference``; used for the
-rare messages with nested spaces or JSON: GetSchema's response and Reset). ``$MOSAIC_SHM_CODEC``
-``=reference`` (or ``set_codec("reference")``) sends everything through the runtime.
+Two codecs write and read the same bytes: ``wire`` (a few ``struct`` calls per table, for the
+envelope and the messages of ``WIRE_SPECS``) and the FlatBuffers runtime
+(``encode_reference``/``decode_reference``; for GetSchema's response and Reset, which nest
+spaces or JSON). ``$MOSAIC_SHM_CODEC=reference`` (or ``set_codec``) sends all through the runtime.
 """
 
 from __future__ import annotations

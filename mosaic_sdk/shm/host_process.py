@@ -1,12 +1,9 @@
 """What runs inside an env host process: gymnasium envs stepped behind the transport.
 
 Worker 0 creates the ``SharedMemoryTransport`` and answers commands; workers 1..n-1 attach as
-``TransportWorker`` and step their own slice (``mosaic_sdk.shm.stepper``). Reset, call and
-set-attribute commands are split by slice: worker 0 forwards the other slices' share over a
-private pipe and kicks that worker awake.
-
-Each worker reports ``("ready", blob)`` to the launcher, ``blob`` being the cloudpickled spaces
-of its envs, so that the launcher can refuse inconsistent envs as gymnasium does.
+``TransportWorker`` and step their own slice. Worker 0 forwards the other slices' share of a
+reset, call or set-attribute over a private pipe, and kicks that worker awake. Each worker
+reports ``("ready", its envs' spaces pickled)`` to the launcher.
 """
 
 from __future__ import annotations
@@ -153,9 +150,8 @@ class _Owner:
 
 
 def _explained(seg: MappedSegment, exc: BaseException) -> BaseException:
-    """``exc``, or the corruption that caused it: an overwritten segment shows up as odd
-    errors (an ``OverflowError`` from a sync word, a peer that is not one), so the header is
-    checked before anything is reported."""
+    """``exc``, or the corruption that caused it (an overwritten segment shows up as odd
+    errors, so the header is checked before anything is reported)."""
     if isinstance(exc, SegmentCorruptedError):
         return exc
     try:

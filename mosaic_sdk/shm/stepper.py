@@ -1,10 +1,8 @@
 """What an env host process does to its slice of envs: step, reset, call, set attributes.
 
-``SliceStepper`` steps envs ``[begin, end)`` of a transport exactly as gymnasium's
-``SyncVectorEnv`` steps its envs in the chosen autoreset mode, writing fixed-size observations
-into their rows (``mosaic_sdk.shm.packing``) and everything else (observations of other
-spaces, step infos, an env's exception) as one pickled blob into the worker's side area. A
-step with fixed-size observations and no infos writes no blob: the count word stays 0.
+``SliceStepper`` steps envs ``[begin, end)`` of a transport as ``SyncVectorEnv`` steps its
+envs, writing fixed-size observations into their rows and everything else (other spaces'
+observations, infos, an env's exception) as one pickled blob into the worker's side area.
 """
 
 from __future__ import annotations
