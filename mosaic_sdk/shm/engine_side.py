@@ -55,7 +55,7 @@ class EngineSide:
     # -- region views (numpy, zero-copy) ----------------------------------------------------
     @property
     def name(self) -> str:
-        """The segment name (for the client)."""
+        """The segment name (pass it to the client)."""
         return self.seg.name
 
     @property
