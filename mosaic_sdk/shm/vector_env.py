@@ -316,10 +316,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         seed: int | Sequence[int | None] | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset every env (or those in ``options["reset_mask"]``), seeded like gymnasium.
-
-        Envs still stepping from ``send()`` are waited for first and their results dropped.
-        """
+        """Reset every env (or those in ``options["reset_mask"]``), seeded like gymnasium;
+        envs still stepping from ``send()`` are waited for and their results dropped."""
         backend = self._backend
         seeds = rules.reset_seeds(seed, self.num_envs)
         ids = list(range(self.num_envs))
@@ -393,11 +391,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
         """Start stepping envs ``env_ids`` (default: those the last ``recv()`` returned) with
-        ``actions`` (one per id, in the same order); returns at once.
-
-        Under ``NEXT_STEP`` an env whose episode ended in what ``recv()`` returned is reset
-        by this send instead of stepped (its action is ignored), as ``step()`` does.
-        """
+        ``actions`` (one per id, in the same order); returns at once. Under ``NEXT_STEP`` an env
+        whose episode ended is reset instead (its action ignored), as ``step()`` does."""
         backend = self._backend
         ids = self._check_send(env_ids)
         self._write_actions(actions, ids)
