@@ -151,13 +151,6 @@ class AsyncSlices:
         self.ready: deque[int] = deque()
         self._watches: dict[int, PeerWatch] = {}
 
-    def worker_of(self, env_id: int) -> int:
-        """The worker whose slice holds ``env_id``."""
-        for w, (b, e) in enumerate(self.slices):
-            if b <= env_id < e:
-                return w
-        raise ValueError(f"env id {env_id} is in no worker's slice")
-
     def send(self, workers: Sequence[int]) -> None:
         """Flag each worker's slice as requested and publish one send."""
         resets = self.seg.resets

@@ -36,7 +36,6 @@ class PythonSharedWords:
         self._mv: memoryview | None = mv.cast("B")
         self._size = len(self._mv)
 
-    # -- helpers -------------------------------------------------------------------------
     def _view(self, off: int, width: int) -> memoryview:
         mv = self._mv
         if mv is None:
@@ -239,14 +238,10 @@ def SharedWords(buffer: Any) -> Any:  # noqa: N802 - reads as the class it retur
     """Wrap ``buffer`` (writable, 8-byte aligned: ``SharedMemory.buf``, an ``mmap``, a
     ``bytearray``) for atomic word access at naturally aligned byte offsets.
 
-    It offers acquire loads (``load_u32/u64/f64``), release stores (``store_u32/u64/f64``),
-    atomic read-modify-writes (``fetch_add_u64``, ``fetch_or_u32``, ``fetch_and_u32``,
-    ``cas_u32``, ``cas_u64``), ``futex_wait``/``futex_wake`` on a u32 word, seqlocked FastLane
-    slot copies (``fastlane_write``/``fastlane_read``; ``fastlane_cursor``, native only, reads
-    a reader's newest frame in one call), ``fence()`` and ``release()`` (stop exporting the
-    buffer before closing the mmap; also a context manager). The native helper uses the C11
-    orderings (``__atomic`` builtins), so it is right on x86-64 and ARM64; elsewhere than x86
-    a missing extension is an error that says how to fix it."""
+    Acquire loads (``load_u32/u64/f64``), release stores (``store_*``), atomic ``fetch_add_u64``,
+    ``fetch_or_u32``, ``fetch_and_u32``, ``cas_u32/u64``, ``futex_wait``/``futex_wake``,
+    seqlocked FastLane slot copies, ``fence()`` and ``release()`` (before closing the mmap; also
+    a context manager). The native helper uses C11 orderings (right on x86-64 and ARM64)."""
     if IMPLEMENTATION == "python" and platform.machine().lower() not in _TSO_MACHINES:
         raise AtomicsUnavailableError(
             f"the native atomics helper is not built and this CPU ({platform.machine()}) may "
@@ -254,18 +249,3 @@ def SharedWords(buffer: Any) -> Any:  # noqa: N802 - reads as the class it retur
             "(pip install --force-reinstall --no-binary mosaic-worker-sdk mosaic-worker-sdk)"
         )
     return _IMPL(buffer)
-
-
-# Little-endian struct helpers for non-synchronising fields (written once before publication).
-U32 = struct.Struct("<I")
-U64 = struct.Struct("<Q")
-
-__all__ = [
-    "AtomicsUnavailableError",
-    "HAVE_FUTEX",
-    "IMPLEMENTATION",
-    "PythonSharedWords",
-    "SharedWords",
-    "U32",
-    "U64",
-]

@@ -1,16 +1,12 @@
 """Command-channel messages: Python dataclasses <-> FlatBuffers ``Envelope`` bytes.
 
-The wire format is ``schema/shm_commands.fbs``; ``mosaic_sdk.shm.generated`` is flatc's output
-for it. ``encode(message, correlation_id)`` gives the bytes of one ring entry, ``decode(bytes)``
-gives back a ``Decoded`` envelope. Requests and responses are the dataclasses below; a failed
-request is answered by the request's method with ``error`` set and no payload.
+The wire format is ``schema/shm_commands.fbs`` (flatc's output: ``mosaic_sdk.shm.generated``).
+A failed request is answered by the request's method with ``error`` set and no payload.
 
-Two codecs write and read the same bytes: ``wire`` (a few ``struct`` calls per table; used for
-the envelope and every message it describes, ``WIRE_SPECS``) and the FlatBuffers runtime's
-``Builder`` with flatc's accessors (``encode_reference``/``decode_reference``; used for the
-rare messages with nested spaces or JSON: GetSchema's response and Reset). ``$MOSAIC_SHM_CODEC``
-``=reference`` (or ``set_codec("reference")``) sends everything through the runtime, as before
-the lean codec existed (benchmarks compare the two).
+Two codecs write and read the same bytes: ``wire`` (a few ``struct`` calls per table, for the
+envelope and the messages of ``WIRE_SPECS``) and the FlatBuffers runtime
+(``encode_reference``/``decode_reference``; for GetSchema's response and Reset, which nest
+spaces or JSON). ``$MOSAIC_SHM_CODEC=reference`` (or ``set_codec``) sends all through the runtime.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ import json
 import os
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 import flatbuffers
 import flatbuffers.table
@@ -44,47 +40,26 @@ from mosaic_sdk.shm.messages import (
     SpaceSpec,
 )
 
-__all__ = [
-    "CallRequest",
-    "CallResponse",
-    "CloseRequest",
-    "CloseResponse",
-    "CommandError",
-    "Decoded",
-    "GetSchemaRequest",
-    "GetSchemaResponse",
-    "Message",
-    "PingRequest",
-    "PingResponse",
-    "ResetRequest",
-    "ResetResponse",
-    "SetAttrRequest",
-    "SetAttrResponse",
-    "SpaceSpec",
-    "decode",
-    "encode",
-]
-
 
 class CommandError(RuntimeError):
     """The engine answered a command with an error, or sent a malformed message."""
 
 
 # message class -> (Method value, Payload union tag)
-_TAGS: dict[type, tuple[int, int]] = {
-    GetSchemaRequest: (fb.Method.GetSchema, fb.Payload.GetSchemaRequest),
-    GetSchemaResponse: (fb.Method.GetSchema, fb.Payload.GetSchemaResponse),
-    ResetRequest: (fb.Method.Reset, fb.Payload.ResetRequest),
-    ResetResponse: (fb.Method.Reset, fb.Payload.ResetResponse),
-    CloseRequest: (fb.Method.Close, fb.Payload.CloseRequest),
-    CloseResponse: (fb.Method.Close, fb.Payload.CloseResponse),
-    PingRequest: (fb.Method.Ping, fb.Payload.PingRequest),
-    PingResponse: (fb.Method.Ping, fb.Payload.PingResponse),
-    CallRequest: (fb.Method.Call, fb.Payload.CallRequest),
-    CallResponse: (fb.Method.Call, fb.Payload.CallResponse),
-    SetAttrRequest: (fb.Method.SetAttr, fb.Payload.SetAttrRequest),
-    SetAttrResponse: (fb.Method.SetAttr, fb.Payload.SetAttrResponse),
+_TAGS: dict[type, tuple[int | None, int]] = {cls: services.tags(cls) for cls in get_args(Message)}
+# the field kinds (as ``services.FIELDS`` gives them) of the messages both codecs write alike
+_GENERIC_KINDS: dict[type, dict[str, str]] = {
+    GetSchemaRequest: {},
+    CloseRequest: {},
+    CloseResponse: {},
+    SetAttrResponse: {},
+    PingRequest: {"nonce": "u64"},
+    PingResponse: {"nonce": "u64", "frame_seq": "u64"},
+    CallRequest: {"name": "str", "args_pickle": "bytes"},
+    CallResponse: {"results_pickle": "bytes"},
+    SetAttrRequest: {"name": "str", "values_pickle": "bytes"},
 }
+_GENERIC_BY_TAG = {_TAGS[cls][1]: cls for cls in _GENERIC_KINDS}
 METHOD_NAMES = {v: k for k, v in vars(fb.Method).items() if not k.startswith("_")}
 _SPACE_KINDS = {k: v for k, v in vars(fb.SpaceKind).items() if not k.startswith("_")}
 _SPACE_NAMES = {v: k for k, v in _SPACE_KINDS.items()}
@@ -200,46 +175,7 @@ def _payload(b: flatbuffers.Builder, m: Message) -> int:
         if payload is not None:
             fb.ResetResponseAddPayloadPickle(b, payload)
         return int(fb.ResetResponseEnd(b))
-    if isinstance(m, (CallRequest, SetAttrRequest)):
-        name = b.CreateString(m.name)
-        if isinstance(m, CallRequest):
-            args = _blob(b, m.args_pickle)
-            fb.CallRequestStart(b)
-            fb.CallRequestAddName(b, name)
-            if args is not None:
-                fb.CallRequestAddArgsPickle(b, args)
-            return int(fb.CallRequestEnd(b))
-        values = _blob(b, m.values_pickle)
-        fb.SetAttrRequestStart(b)
-        fb.SetAttrRequestAddName(b, name)
-        if values is not None:
-            fb.SetAttrRequestAddValuesPickle(b, values)
-        return int(fb.SetAttrRequestEnd(b))
-    if isinstance(m, CallResponse):
-        results = _blob(b, m.results_pickle)
-        fb.CallResponseStart(b)
-        if results is not None:
-            fb.CallResponseAddResultsPickle(b, results)
-        return int(fb.CallResponseEnd(b))
-    if isinstance(m, PingRequest):
-        fb.PingRequestStart(b)
-        fb.PingRequestAddNonce(b, m.nonce)
-        return int(fb.PingRequestEnd(b))
-    if isinstance(m, PingResponse):
-        fb.PingResponseStart(b)
-        fb.PingResponseAddNonce(b, m.nonce)
-        fb.PingResponseAddFrameSeq(b, m.frame_seq)
-        return int(fb.PingResponseEnd(b))
-    if type(m) in services.TAGS:
-        return services.build(b, m)
-    empty = {
-        GetSchemaRequest: (fb.GetSchemaRequestStart, fb.GetSchemaRequestEnd),
-        CloseRequest: (fb.CloseRequestStart, fb.CloseRequestEnd),
-        CloseResponse: (fb.CloseResponseStart, fb.CloseResponseEnd),
-        SetAttrResponse: (fb.SetAttrResponseStart, fb.SetAttrResponseEnd),
-    }[type(m)]
-    empty[0](b)
-    return int(empty[1](b))
+    return services.build(b, m, _GENERIC_KINDS.get(type(m)))
 
 
 def encode_reference(
@@ -250,22 +186,16 @@ def encode_reference(
     error: str | None = None,
     error_pickle: bytes = b"",
 ) -> bytes:
-    """Bytes of one Envelope; ``error`` (with ``method``, no message) answers a failed request.
-
-    ``error_pickle`` optionally carries the exception itself, for Python clients to re-raise.
-    """
+    """``encode`` through the FlatBuffers runtime's builder."""
     b = flatbuffers.Builder(256)
     payload = _payload(b, message) if message is not None else None
     err = b.CreateString(error) if error is not None else None
     err_blob = _blob(b, error_pickle)
     if message is not None:
-        if type(message) in services.TAGS:  # a service message
-            own, tag = services.TAGS[type(message)]
-            if own is None and not method:
-                raise ValueError(f"encode: {type(message).__name__} needs the method it answers")
-            method = own if own is not None else method
-        else:
-            method, tag = _TAGS[type(message)]
+        own, tag = _TAGS.get(type(message)) or services.TAGS[type(message)]
+        if own is None and not method:
+            raise ValueError(f"encode: {type(message).__name__} needs the method it answers")
+        method = own if own is not None else method
     elif method is None:
         raise ValueError("encode: give a message, or a method with an error")
     fb.EnvelopeStart(b)
@@ -342,41 +272,9 @@ def _message_from(tag: int, table: Any) -> Message:
             infos=json.loads(_str(p.InfosJson()) or "[]"),
             payload_pickle=_bytes(p.PayloadPickleAsNumpy, p.PayloadPickleLength()),
         )
-    if tag == fb.Payload.CallRequest:
-        cq = fb.CallRequest()
-        cq.Init(table.Bytes, table.Pos)
-        return CallRequest(
-            name=_str(cq.Name()), args_pickle=_bytes(cq.ArgsPickleAsNumpy, cq.ArgsPickleLength())
-        )
-    if tag == fb.Payload.CallResponse:
-        cr = fb.CallResponse()
-        cr.Init(table.Bytes, table.Pos)
-        return CallResponse(_bytes(cr.ResultsPickleAsNumpy, cr.ResultsPickleLength()))
-    if tag == fb.Payload.SetAttrRequest:
-        sq = fb.SetAttrRequest()
-        sq.Init(table.Bytes, table.Pos)
-        return SetAttrRequest(
-            name=_str(sq.Name()),
-            values_pickle=_bytes(sq.ValuesPickleAsNumpy, sq.ValuesPickleLength()),
-        )
-    if tag == fb.Payload.PingRequest:
-        pq = fb.PingRequest()
-        pq.Init(table.Bytes, table.Pos)
-        return PingRequest(nonce=pq.Nonce())
-    if tag == fb.Payload.PingResponse:
-        pp = fb.PingResponse()
-        pp.Init(table.Bytes, table.Pos)
-        return PingResponse(nonce=pp.Nonce(), frame_seq=pp.FrameSeq())
-    simple: dict[int, type] = {
-        fb.Payload.GetSchemaRequest: GetSchemaRequest,
-        fb.Payload.CloseRequest: CloseRequest,
-        fb.Payload.CloseResponse: CloseResponse,
-        fb.Payload.SetAttrResponse: SetAttrResponse,
-    }
-    if tag in simple:
-        return simple[tag]()  # type: ignore[no-any-return]
-    if tag in services.PAYLOAD_CLASSES:
-        return services.read(services.PAYLOAD_CLASSES[tag], table)  # type: ignore[no-any-return]
+    cls = _GENERIC_BY_TAG.get(tag) or services.PAYLOAD_CLASSES.get(tag)
+    if cls is not None:
+        return services.read(cls, table, _GENERIC_KINDS.get(cls))  # type: ignore[no-any-return]
     raise CommandError(f"unknown payload type {tag} in a command envelope")
 
 
@@ -447,29 +345,11 @@ _HEAD_PAYLOAD = _HEAD_TABLE + 12
 _U32 = struct.Struct("<I")
 
 
-def _head_vtable() -> tuple[Any, ...]:
-    vt = [0] * 6
-    vt[_ENV_SLOTS["correlation_id"]] = 4
-    vt[_ENV_SLOTS["payload"]] = 12
-    vt[_ENV_SLOTS["method"]] = 16
-    vt[_ENV_SLOTS["payload_type"]] = 18
-    return (_HEAD_TABLE, b"MSHC", 16, 19, *vt, 16)
+_HEAD_VT = [0] * 6
+for _attr, _at in (("correlation_id", 4), ("payload", 12), ("method", 16), ("payload_type", 18)):
+    _HEAD_VT[_ENV_SLOTS[_attr]] = _at
+_HEAD_START = (_HEAD_TABLE, b"MSHC", 16, 19, *_HEAD_VT, 16)
 
-
-_HEAD_START = _head_vtable()
-
-
-_GENERIC_KINDS: dict[type, dict[str, str]] = {
-    GetSchemaRequest: {},
-    CloseRequest: {},
-    CloseResponse: {},
-    SetAttrResponse: {},
-    PingRequest: {"nonce": "u64"},
-    PingResponse: {"nonce": "u64", "frame_seq": "u64"},
-    CallRequest: {"name": "str", "args_pickle": "bytes"},
-    CallResponse: {"results_pickle": "bytes"},
-    SetAttrRequest: {"name": "str", "values_pickle": "bytes"},
-}
 #: message class -> (its wire spec, its Method or None when the caller says, its Payload tag)
 WIRE_SPECS: dict[type, tuple[wire.TableSpec, int | None, int]] = {
     **{

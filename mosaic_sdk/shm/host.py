@@ -14,7 +14,6 @@ stepping runs on several cores; worker 0 owns the segment.
 
 from __future__ import annotations
 
-import functools
 import multiprocessing as mp
 import os
 import pickle
@@ -30,13 +29,11 @@ from mosaic_sdk.shm.segment import segment_name, unlink_segment
 
 
 def _split(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
+    """Contiguous slices, the first ``num_envs % num_workers`` one env longer."""
     base, extra = divmod(num_envs, num_workers)
-    slices, begin = [], 0
-    for w in range(num_workers):
-        end = begin + base + (1 if w < extra else 0)
-        slices.append((begin, end))
-        begin = end
-    return slices
+    return [
+        (w * base + min(w, extra), (w + 1) * base + min(w + 1, extra)) for w in range(num_workers)
+    ]
 
 
 def _host_entry(name: str, fns_blob: bytes, *args: Any) -> None:
@@ -137,38 +134,22 @@ def launch_env_host(
 ) -> EnvHostHandle:
     """Start host processes serving ``envs``; returns once the segment is ready for a client.
 
-    ``render_images=True`` adds the image region, filled with each env's ``render()`` after
-    every reset and step (ids get ``render_mode="rgb_array"``). ``context`` is a
-    multiprocessing start method: ``"fork"``, ``"forkserver"`` or ``"spawn"`` (default: the
-    platform's). With ``"spawn"``/``"forkserver"`` the env constructors are cloudpickled, so
-    what they reference by module must be importable in a fresh interpreter.
-    ``autoreset_mode`` is gymnasium's ``AutoresetMode`` value; ``side_size`` the bytes of each
-    side area (0: none, then step infos and non-fixed spaces cannot travel).
-    ``asynchronous=True`` serves each worker's slice on its own (``SharedMemoryClient.send``
-    / ``recv``, ``mosaic_sdk.shm.async_steps``) instead of lock-step ``step()`` batches.
+    ``render_images=True`` adds the image region (each env's ``render()`` after every reset and
+    step). ``context``: the start method (default the platform's); under ``"spawn"`` and
+    ``"forkserver"`` what the constructors reference must be importable in a fresh interpreter.
+    ``side_size``: bytes per side area (0: none; then no step infos or non-fixed spaces).
+    ``asynchronous=True`` serves each worker's slice on its own (``async_steps``).
     """
     if context is not None and context not in mp.get_all_start_methods():
         raise ValueError(
             f"context={context!r} is not a start method of this platform; use one of "
             f"{mp.get_all_start_methods()}"
         )
-    if isinstance(envs, str):
-        if num_envs is None or num_envs < 1:
-            raise ValueError(f"launch_env_host({envs!r}): pass num_envs >= 1 with an env id")
-        import gymnasium as gym  # slow to import; needed only for an env id
+    # imported here: gymnasium is slow to import, and this module is imported without it
+    from mosaic_sdk.shm.inline import constructors
 
-        kwargs = dict(env_kwargs or {})
-        if render_images:
-            kwargs.setdefault("render_mode", "rgb_array")
-        fns: list[Callable[[], Any]] = [functools.partial(gym.make, envs, **kwargs)] * num_envs
-        env_id = envs
-    else:
-        fns = list(envs)
-        if not fns or not all(callable(f) for f in fns):
-            raise ValueError("launch_env_host: envs must be a non-empty list of env constructors")
-        if num_envs is not None and num_envs != len(fns):
-            raise ValueError(f"num_envs={num_envs} but {len(fns)} env constructors were given")
-        env_id = ""
+    fns = constructors(envs, num_envs, env_kwargs, render_images, "launch_env_host", "envs")
+    env_id = envs if isinstance(envs, str) else ""
     n = len(fns)
     if not 1 <= num_workers <= min(n, 16):
         raise ValueError(f"num_workers must be in 1..{min(n, 16)} for {n} envs, got {num_workers}")

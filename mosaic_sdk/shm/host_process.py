@@ -1,12 +1,9 @@
 """What runs inside an env host process: gymnasium envs stepped behind the transport.
 
 Worker 0 creates the ``SharedMemoryTransport`` and answers commands; workers 1..n-1 attach as
-``TransportWorker`` and step their own slice (``mosaic_sdk.shm.stepper``). Reset, call and
-set-attribute commands are split by slice: worker 0 forwards the other slices' share over a
-private pipe and kicks that worker awake.
-
-Each worker reports ``("ready", blob)`` to the launcher, ``blob`` being the cloudpickled spaces
-of its envs, so that the launcher can refuse inconsistent envs as gymnasium does.
+``TransportWorker`` and step their own slice. Worker 0 forwards the other slices' share of a
+reset, call or set-attribute over a private pipe, and kicks that worker awake. Each worker
+reports ``("ready", its envs' spaces pickled)`` to the launcher.
 """
 
 from __future__ import annotations
@@ -126,16 +123,12 @@ class _Owner:
         for part_infos, part_obs in self._each(share):
             infos.extend(part_infos)
             observations.extend(part_obs or [])
-        order = [i for b, e in self.slices for i in ids if b <= i < e]
-        by_id = dict(zip(order, infos, strict=True))
-        ordered_infos = [by_id[i] for i in ids]
-        payload: dict[str, Any] = {"infos": ordered_infos, "obs": None}
-        if observations:
-            obs_by_id = dict(zip(order, observations, strict=True))
-            payload["obs"] = [obs_by_id[i] for i in ids]
-        return cmd.ResetResponse(
-            env_ids=list(ids), infos=ordered_infos, payload_pickle=dumps(payload)
-        )
+        # the parts come in slice order: put them back in the order of ids
+        at = {i: k for k, i in enumerate(i for b, e in self.slices for i in ids if b <= i < e)}
+        infos = [infos[at[i]] for i in ids]
+        obs = [observations[at[i]] for i in ids] if observations else None
+        payload = dumps({"infos": infos, "obs": obs})
+        return cmd.ResetResponse(env_ids=list(ids), infos=infos, payload_pickle=payload)
 
     def _reply(self, w: int) -> Any:
         pipe, pid = self.pipes[w - 1], self.t.seg.worker_pid(w)
@@ -157,9 +150,8 @@ class _Owner:
 
 
 def _explained(seg: MappedSegment, exc: BaseException) -> BaseException:
-    """``exc``, or the corruption that caused it: an overwritten segment shows up as odd
-    errors (an ``OverflowError`` from a sync word, a peer that is not one), so the header is
-    checked before anything is reported."""
+    """``exc``, or the corruption that caused it (an overwritten segment shows up as odd
+    errors, so the header is checked before anything is reported)."""
     if isinstance(exc, SegmentCorruptedError):
         return exc
     try:
@@ -179,8 +171,8 @@ def _report(launcher: Connection, exc: BaseException) -> None:
         pass
 
 
-def _spaces_blob(envs: Sequence[Any]) -> bytes:
-    """The envs' spaces (with their random state), env 0's render mode and metadata."""
+def _spaces_blob(envs: Sequence[Any], **extra: Any) -> bytes:
+    """The envs' spaces (with their random state), env 0's render mode and metadata, ``extra``."""
     first = envs[0]
     return bytes(
         cloudpickle.dumps(
@@ -189,6 +181,7 @@ def _spaces_blob(envs: Sequence[Any]) -> bytes:
                 "action_spaces": [env.action_space for env in envs],
                 "render_mode": getattr(first, "render_mode", None),
                 "metadata": dict(getattr(first, "metadata", {}) or {}),
+                **extra,
             }
         )
     )
@@ -207,7 +200,6 @@ def _serve_owner(
     image_shape = frame_shape(first) if images else None
     obs_codec = RowCodec(first.observation_space)
     act_codec = RowCodec(first.action_space)
-    blob = _spaces_blob(envs)
     transport = SharedMemoryTransport(
         slices[-1][1],
         obs_codec.words,
@@ -223,12 +215,9 @@ def _serve_owner(
         for w, (b, e) in enumerate(slices):
             transport.set_worker_slice(w, b, e)
         wire: dict[str, cmd.SpaceSpec | None] = {}
-        for role, space in (
-            ("observation_space", first.observation_space),
-            ("action_space", first.action_space),
-        ):
+        for role in ("observation_space", "action_space"):
             try:
-                wire[role] = spaces.to_spec(space)
+                wire[role] = spaces.to_spec(getattr(first, role))
             except ValueError:
                 wire[role] = None  # only Python clients (spaces_pickle) can use this space
         transport.schema = cmd.GetSchemaResponse(
@@ -239,20 +228,16 @@ def _serve_owner(
             env_id=options["env_id"],
             metadata={k: v for k, v in first.metadata.items() if k != "autoreset_mode"},
             num_workers=len(slices),
-            spaces_pickle=bytes(
-                cloudpickle.dumps(
-                    {
-                        **pickle.loads(blob),
-                        "autoreset_mode": options["autoreset_mode"],
-                        "asynchronous": bool(options.get("asynchronous")),
-                    }
-                )
+            spaces_pickle=_spaces_blob(
+                envs,
+                autoreset_mode=options["autoreset_mode"],
+                asynchronous=bool(options.get("asynchronous")),
             ),
             **wire,
         )
         stepper = SliceStepper(transport, envs, 0, images, 0, options["autoreset_mode"])
         owner = _Owner(transport, stepper, slices, pipes)
-        launcher.send(("ready", blob))
+        launcher.send(("ready", _spaces_blob(envs)))
         if options.get("asynchronous"):
             async_steps.serve_owner(transport, stepper, owner.handle)
             return
@@ -334,13 +319,9 @@ def run_host(
 ) -> None:
     """Body of one host process (``index`` 0 owns the transport). Reports to ``launcher``.
 
-    ``options``: ``spin``, ``env_id``, ``autoreset_mode`` ("NextStep", "SameStep",
-    "Disabled"), ``side_size`` and ``asynchronous`` (serve ``async_steps``' per-slice
-    requests instead of lock-step batches).
-
-    SIGTERM ends the host as an exception would, through its ``finally``: a signal sent to
-    the trainer's whole process group (as ``mosaic run`` and service managers do) reaches the
-    hosts too, and worker 0 must still unlink the segment it owns.
+    ``options``: ``spin``, ``env_id``, ``autoreset_mode``, ``side_size`` and ``asynchronous``.
+    SIGTERM ends the host through its ``finally``: a signal to the trainer's process group
+    reaches the hosts too, and worker 0 must still unlink its segment.
     """
     signal.signal(signal.SIGTERM, _exit_on_signal)
     try:

@@ -29,18 +29,21 @@ def constructors(
     num_envs: int | None,
     env_kwargs: dict[str, Any] | None,
     render_images: bool,
+    caller: str = "ShmVectorEnv",
+    arg: str = "env_fns",
 ) -> list[Callable[[], Any]]:
-    """Env constructors, from a list of them or from an id and ``num_envs`` (as the host)."""
+    """Env constructors, from a list of them or from an id and ``num_envs``; errors name the
+    ``caller`` and its argument ``arg``."""
     if isinstance(env_fns, str):
         if num_envs is None or num_envs < 1:
-            raise ValueError(f"ShmVectorEnv({env_fns!r}): pass num_envs >= 1 with an env id")
+            raise ValueError(f"{caller}({env_fns!r}): pass num_envs >= 1 with an env id")
         kwargs = dict(env_kwargs or {})
         if render_images:
             kwargs.setdefault("render_mode", "rgb_array")
         return [functools.partial(gym.make, env_fns, **kwargs)] * num_envs
     fns = list(env_fns)
     if not fns or not all(callable(f) for f in fns):
-        raise ValueError("ShmVectorEnv: env_fns must be a non-empty list of env constructors")
+        raise ValueError(f"{caller}: {arg} must be a non-empty list of env constructors")
     if num_envs is not None and num_envs != len(fns):
         raise ValueError(f"num_envs={num_envs} but {len(fns)} env constructors were given")
     return fns

@@ -97,12 +97,7 @@ class MappedSegment:
         self.e2c = ByteRing(mm, w, layout.cmd_e2c_offset, layout.cmd_ring_size, compact=lrbc)
         self.c2e = ByteRing(mm, w, layout.cmd_c2e_offset, layout.cmd_ring_size, compact=lrbc)
         self.workers = [
-            SignalLine(
-                w,
-                worker_offset(i, "done_seq"),
-                worker_offset(i, "done_bell"),
-                worker_offset(i, "done_waiters"),
-            )
+            SignalLine(w, *(worker_offset(i, f) for f in ("done_seq", "done_bell", "done_waiters")))
             for i in range(layout.num_workers)
         ]
 

@@ -1,15 +1,10 @@
 """Gymnasium spaces in a transport row: each leaf in its own dtype, nothing rounded.
 
-A ``RowCodec`` lays one env's value of a space out in a row of bytes. Fixed-size spaces
+A ``RowCodec`` lays one env's value of a space out in a row of bytes. In a *fixed* space
 (``Box``, ``Discrete``, ``MultiDiscrete``, ``MultiBinary`` and ``Tuple``/``Dict`` nests of them)
-are *fixed*: every leaf gets its own byte range, aligned to its item size, holding the value in
-the leaf's own dtype (``Discrete`` as int64, ``MultiBinary`` as int8, as gymnasium batches them).
-Any other space (``Text``, ``Graph``, ``Sequence``, ``OneOf``, custom spaces, or a nest holding
-one) is not fixed: its values travel pickled through the side areas instead (the slower path,
-see ``docs/guides/shm_transport.md``).
-
-Batched values have gymnasium's batched structure (``batch_space``): an array per leaf with the
-env axis first, in a tuple for ``Tuple`` and a dict for ``Dict``.
+every leaf gets its own aligned byte range in the dtype gymnasium batches it in. Values of any
+other space travel pickled through the side areas. Batched values have gymnasium's batched
+structure (``batch_space``).
 """
 
 from __future__ import annotations
@@ -89,12 +84,10 @@ class RowCodec:
     def leaf_views(self, rows: np.ndarray) -> list[np.ndarray]:
         """One ``(n, *shape)`` array per leaf, viewing ``rows`` (uint8 or float32 ``(n, w)``)."""
         raw = rows.view(np.uint8)
-        n = raw.shape[0]
-        views = []
-        for leaf in self.leaves:
-            part = raw[:, leaf.offset : leaf.offset + leaf.nbytes]
-            views.append(part.view(leaf.dtype).reshape((n, *leaf.shape)))
-        return views
+        return [
+            raw[:, lf.offset : lf.offset + lf.nbytes].view(lf.dtype).reshape((len(raw), *lf.shape))
+            for lf in self.leaves
+        ]
 
     def _build(self, space: gym.Space[Any], path: Path, by_path: dict[Path, Any]) -> Any:
         if isinstance(space, gym.spaces.Tuple):
@@ -116,10 +109,7 @@ class RowCodec:
         """Write one value per env into envs ``begin, begin + 1, ...`` of ``views``."""
         end = begin + len(values)
         for leaf, view in zip(self.leaves, views, strict=True):
-            if leaf.path:
-                items = [_get(v, leaf.path) for v in values]
-            else:
-                items = list(values)
+            items = [_get(v, leaf.path) for v in values] if leaf.path else list(values)
             view[begin:end] = np.asarray(items).reshape(view[begin:end].shape)
 
     def read_values(self, views: Sequence[np.ndarray], begin: int, end: int) -> list[Any]:
@@ -135,11 +125,8 @@ class RowCodec:
 
     # -- client side: a whole batch -------------------------------------------------------
     def write_batch(self, views: Sequence[np.ndarray], batch: Any) -> None:
-        """Write a batched value (gymnasium's batched structure) into ``views``.
-
-        Raises ``TypeError`` for a scalar where a batch is expected and ``ValueError`` when the
-        number of values is not the number of envs, as gymnasium's ``iterate`` does.
-        """
+        """Write a batched value into ``views``; ``TypeError`` for a scalar, ``ValueError`` for
+        a wrong number of values, as gymnasium's ``iterate`` raises."""
         for leaf, view in zip(self.leaves, views, strict=True):
             try:
                 part = _get(batch, leaf.path)

@@ -1,11 +1,7 @@
-"""Is the process on the other side of a segment still there? (Linux /proc aware.)
+"""The SDK's one answer to "is this pid alive?" (Linux /proc aware): :func:`process_alive`.
 
-The SDK's one answer to "is this pid alive?": FastLane (is a segment's writer alive?), the
-transport (is the peer alive?), the runner (is a run's runner or a worker's child still there?)
-and the conformance suite (did a run leave processes behind?) all ask :func:`process_alive`.
-A zombie counts as dead, and with ``start_ticks`` a pid that was reused by a younger process
-counts as dead too. A process we may not signal (``kill(pid, 0)`` answers ``EPERM``: another
-user's) exists, so it counts as alive.
+A zombie counts as dead, and with ``start_ticks`` so does a pid reused by a younger process; a
+process we may not signal (another user's) exists, so it counts as alive.
 """
 
 from __future__ import annotations
@@ -33,9 +29,7 @@ def process_start_ticks(pid: int) -> int:
 
 
 def process_alive(pid: int, start_ticks: int = 0) -> bool:
-    """Whether ``pid`` is a running (non-zombie) process, and the same one when ticks given.
-
-    A process owned by another user (``PermissionError`` from ``kill(pid, 0)``) is alive."""
+    """Whether ``pid`` is a running (non-zombie) process, and the same one when ticks given."""
     if pid <= 0:
         return False
     try:

@@ -45,12 +45,9 @@ class ByteRing:
     """One direction of the command channel; use ``write`` on one side, ``read`` on the other.
 
     Positions only grow; position ``p`` is ``data[p % capacity]``. An entry is ``[length
-    u32][payload][zero padding to 8]``, published by advancing ``write_pos`` after the copy and
-    freed by advancing ``read_pos``, so no side sees half an entry. A message larger than the
-    ring goes as fragments (the top bit ``MORE`` of every length but the last), so its writer
-    needs the reader to drain meanwhile (``write`` rings the reader's bell per fragment). A
-    full ring makes the writer poll, with a timeout; an impossible length raises
-    :class:`RingCorruptError`."""
+    u32][payload][zero padding to 8]``, published by advancing ``write_pos`` after the copy. A
+    message larger than the ring goes as fragments (``MORE`` set in every length but the last).
+    A full ring makes the writer poll, with a timeout."""
 
     def __init__(
         self, buf: Any, words: Any, offset: int, capacity: int, *, compact: bool = False
@@ -94,10 +91,8 @@ class ByteRing:
         return out
 
     def try_write(self, payload: bytes | bytearray | memoryview, more: bool = False) -> bool:
-        """Append one entry; False (nothing written) when the ring lacks room.
-
-        ``more`` marks it as a fragment that the next entry continues.
-        """
+        """Append one entry (``more``: a fragment the next one continues); False when the ring
+        lacks room."""
         n = len(payload) if not isinstance(payload, memoryview) else payload.nbytes
         size = entry_size(n)
         cap = self.capacity
@@ -129,11 +124,8 @@ class ByteRing:
         check: Callable[[], None] | None = None,
         ring: Callable[[], None] | None = None,
     ) -> None:
-        """Append one message, waiting (up to ``timeout`` s per entry) while the ring is full.
-
-        A message larger than the ring goes as fragments, ``ring()`` (the reader's bell) being
-        called after each one so that the reader drains the ring meanwhile.
-        """
+        """Append one message, waiting (up to ``timeout`` s per entry) while the ring is full;
+        ``ring()`` (the reader's bell) is called after each fragment of a large one."""
         if type(payload) is bytes and len(payload) + 11 <= self.capacity:  # one whole entry
             if self.try_write(payload):
                 return

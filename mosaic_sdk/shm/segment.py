@@ -1,14 +1,11 @@
 """POSIX shared-memory segments without Python's resource tracker.
 
-``multiprocessing.shared_memory.SharedMemory`` (3.10-3.12) registers every segment it opens
-with the resource tracker, which unlinks it when *any* attaching process exits. Here segments
-are opened with ``_posixshmem.shm_open`` (the same call ``SharedMemory`` makes, minus the
-registration) and mapped with ``mmap``; only the owner unlinks.
+``SharedMemory`` (3.10-3.12) registers every segment it opens with the resource tracker, which
+unlinks it when *any* attaching process exits; here ``_posixshmem.shm_open`` and ``mmap`` are
+used directly, and only the owner unlinks.
 
-Names: every segment name starts with ``mosaic`` so leak checks can find them;
-``segment_name("run1")`` is ``"mosaic.shm.run1"``. The lrbc layout (the LuckyEngine design's)
-names its segment exactly as given (``exact_name``, ``$LUCKY_SHM_NAME``), with no prefix, as
-the design's Python side opens it; a client tries both spellings (``attach_candidates``).
+Every segment name starts with ``mosaic`` (``segment_name("run1")`` is ``"mosaic.shm.run1"``)
+except the lrbc layout's, named exactly as given; a client tries both (``attach_candidates``).
 """
 
 from __future__ import annotations
@@ -34,12 +31,16 @@ def segment_name(name: str | None = None) -> str:
     """Return a valid segment name: a fresh random one, or ``name`` with the mosaic prefix."""
     if name is None:
         return PREFIX + secrets.token_hex(6)
+    _check_name(name)
+    return name if name.startswith("mosaic") else PREFIX + name
+
+
+def _check_name(name: str) -> None:
     if not _NAME_RE.match(name):
         raise ValueError(
             f"shm segment name {name!r} is invalid: use 1-200 letters, digits, '.', '_' or '-' "
             "(no '/')"
         )
-    return name if name.startswith("mosaic") else PREFIX + name
 
 
 def exact_name(name: str | None) -> str:
@@ -51,11 +52,7 @@ def exact_name(name: str | None) -> str:
                 f"no shared-memory segment name: pass name=... or set {LUCKY_NAME_ENV} to the "
                 "name the engine created"
             )
-    if not _NAME_RE.match(name):
-        raise ValueError(
-            f"shm segment name {name!r} is invalid: use 1-200 letters, digits, '.', '_' or '-' "
-            "(no '/')"
-        )
+    _check_name(name)
     return name
 
 
@@ -95,10 +92,7 @@ def name_from_env(name: str | None) -> str:
 
 def shm_open(name: str, *, create: bool = False, readonly: bool = False) -> int:
     """Open (or, with ``create``, exclusively create) POSIX segment ``name``; returns an fd.
-
-    The one place the SDK opens shared memory (FastLane and the transport both use it), so no
-    segment is ever registered with the resource tracker.
-    """
+    The SDK's one place that opens shared memory."""
     flags = os.O_RDONLY if readonly else os.O_RDWR
     if create:
         flags |= os.O_CREAT | os.O_EXCL

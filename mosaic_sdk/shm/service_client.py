@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -38,6 +38,7 @@ class EngineLink(Protocol):
 
 
 PUSHED_METHODS = ("TelemetryFrame", "ImageFrame")
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -101,7 +102,7 @@ class _Service:
     def __init__(self, services: Services) -> None:
         self._s = services
 
-    def _ask(self, message: Any, expected: type) -> Any:
+    def _ask(self, message: Any, expected: type[_T]) -> _T:
         response = self._s.request(message)
         if not isinstance(response, expected):
             raise cmd.CommandError(
@@ -174,7 +175,7 @@ class AgentService(_Service):
 
     def schema(self) -> sv.AgentSchemaResponse:
         """Observation and action names, bounds, timing."""
-        return self._ask(sv.AgentSchemaRequest(), sv.AgentSchemaResponse)  # type: ignore[no-any-return]
+        return self._ask(sv.AgentSchemaRequest(), sv.AgentSchemaResponse)
 
     def reset(
         self,
@@ -185,9 +186,7 @@ class AgentService(_Service):
         ``SimulationContract``, or one)."""
         if isinstance(contract, dict):
             contract = sv.SimulationContract(**contract)
-        return self._ask(  # type: ignore[no-any-return]
-            sv.AgentResetRequest(_ids(env_ids), contract), sv.AgentResetResponse
-        )
+        return self._ask(sv.AgentResetRequest(_ids(env_ids), contract), sv.AgentResetResponse)
 
 
 class MujocoService(_Service):
@@ -197,21 +196,19 @@ class MujocoService(_Service):
         self, env: int = 0, names: Sequence[str] | None = None
     ) -> sv.JointStateResponse:
         """qpos/qvel of the joints ``names`` (default all) of env ``env``."""
-        return self._ask(  # type: ignore[no-any-return]
-            sv.JointStateRequest(int(env), list(names or [])), sv.JointStateResponse
-        )
+        return self._ask(sv.JointStateRequest(int(env), list(names or [])), sv.JointStateResponse)
 
     def control(self, env_ids: Sequence[int], ctrl: Any, steps: int = 0) -> sv.SendControlResponse:
         """Set the actuators of ``env_ids`` (``ctrl``: one row of ``nu`` values per env) and
         advance them ``steps`` physics steps."""
         flat = [float(x) for x in np.asarray(ctrl, dtype=np.float64).ravel()]
-        return self._ask(  # type: ignore[no-any-return]
+        return self._ask(
             sv.SendControlRequest(_ids(env_ids), flat, int(steps)), sv.SendControlResponse
         )
 
     def info(self) -> sv.MujocoInfoResponse:
         """Version, sizes and names of the model."""
-        return self._ask(sv.MujocoInfoRequest(), sv.MujocoInfoResponse)  # type: ignore[no-any-return]
+        return self._ask(sv.MujocoInfoRequest(), sv.MujocoInfoResponse)
 
 
 class TelemetryService(_Service):
@@ -219,7 +216,7 @@ class TelemetryService(_Service):
 
     def schema(self) -> sv.TelemetrySchemaResponse:
         """The quantities the engine can stream."""
-        return self._ask(sv.TelemetrySchemaRequest(), sv.TelemetrySchemaResponse)  # type: ignore[no-any-return]
+        return self._ask(sv.TelemetrySchemaRequest(), sv.TelemetrySchemaResponse)
 
     def stream(
         self,
@@ -242,15 +239,15 @@ class SceneService(_Service):
 
     def info(self) -> sv.SceneInfoResponse:
         """Model, env count, mode, simulated time per env."""
-        return self._ask(sv.SceneInfoRequest(), sv.SceneInfoResponse)  # type: ignore[no-any-return]
+        return self._ask(sv.SceneInfoRequest(), sv.SceneInfoResponse)
 
     def entities(self, kind: str = "") -> list[sv.Entity]:
         """Bodies and geoms ("body", "geom" or "" for both)."""
-        return self._ask(sv.ListEntitiesRequest(kind), sv.ListEntitiesResponse).entities  # type: ignore[no-any-return]
+        return self._ask(sv.ListEntitiesRequest(kind), sv.ListEntitiesResponse).entities
 
     def pose(self, name: str, env: int = 0, kind: str = "body") -> sv.EntityPose:
         """World pose of a body or geom."""
-        return self._ask(sv.GetEntityPoseRequest(int(env), kind, name), sv.EntityPose)  # type: ignore[no-any-return]
+        return self._ask(sv.GetEntityPoseRequest(int(env), kind, name), sv.EntityPose)
 
     def set_pose(
         self,
@@ -261,7 +258,7 @@ class SceneService(_Service):
     ) -> sv.EntityPose:
         """Move a free or mocap body; returns its pose afterwards."""
         pose = sv.EntityPose(int(env), "body", name, tuple(pos), tuple(quat))  # type: ignore[arg-type]
-        return self._ask(sv.SetEntityPoseRequest(pose), sv.SetEntityPoseResponse).pose  # type: ignore[no-any-return]
+        return self._ask(sv.SetEntityPoseRequest(pose), sv.SetEntityPoseResponse).pose
 
     def set_mode(self, mode: str, realtime: bool = False, steps: int = 1) -> sv.SetSimModeResponse:
         """``lockstep`` (physics advances with the client's steps), ``run`` (free-running,
@@ -269,7 +266,7 @@ class SceneService(_Service):
         then pause)."""
         if mode not in sv.SIM_MODES:
             raise ValueError(f"sim mode {mode!r}: use one of {', '.join(sv.SIM_MODES)}")
-        return self._ask(sv.SetSimModeRequest(mode, realtime, steps), sv.SetSimModeResponse)  # type: ignore[no-any-return]
+        return self._ask(sv.SetSimModeRequest(mode, realtime, steps), sv.SetSimModeResponse)
 
 
 class CameraService(_Service):
@@ -277,7 +274,7 @@ class CameraService(_Service):
 
     def list(self) -> sv.ListCamerasResponse:
         """The cameras and the frame size."""
-        return self._ask(sv.ListCamerasRequest(), sv.ListCamerasResponse)  # type: ignore[no-any-return]
+        return self._ask(sv.ListCamerasRequest(), sv.ListCamerasResponse)
 
     def stream(
         self,
@@ -298,7 +295,7 @@ class ViewportService(_Service):
 
     def info(self) -> sv.ViewportInfoResponse:
         """Size and placement of the free camera."""
-        return self._ask(sv.ViewportInfoRequest(), sv.ViewportInfoResponse)  # type: ignore[no-any-return]
+        return self._ask(sv.ViewportInfoRequest(), sv.ViewportInfoResponse)
 
     def stream(
         self,

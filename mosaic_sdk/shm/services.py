@@ -25,6 +25,7 @@ Quat = tuple[float, float, float, float]
 
 SIM_MODES = ("lockstep", "run", "pause", "step")
 DEBUG_KINDS = ("line", "sphere", "text")
+_ENUMS = {"mode": SIM_MODES, "debug": DEBUG_KINDS}
 
 
 # -- Agent ------------------------------------------------------------------------------------
@@ -425,9 +426,9 @@ class DebugDrawResponse:
 
 ServiceMessage = Any
 
-# kinds: "u8" "u32" "u64" "i32" "i64" "f64" "bool" scalars; "str"; "v:<dtype>" numeric vector;
-# "vstr" strings; "vec3" / "quat" structs; "mode" / "debug" enums (names <-> values);
-# "t:<Class>" a nested table; "vt:<Class>" a vector of tables.
+# kinds: "u8" "u32" "u64" "i32" "i64" "f64" "bool" scalars; "str"; "bytes" ([ubyte], absent
+# when empty); "v:<dtype>" numeric vector; "vstr" strings; "vec3" / "quat" structs; "mode" /
+# "debug" enums (names <-> values); "t:<Class>" a nested table; "vt:<Class>" a vector of tables.
 FIELDS: dict[type, dict[str, str]] = {
     AgentSchemaRequest: {},
     AgentSchemaResponse: {
@@ -573,63 +574,22 @@ FIELDS: dict[type, dict[str, str]] = {
 }
 _BY_NAME = {cls.__name__: cls for cls in FIELDS}
 
-# message class -> its Method (the table of a pushed frame names the method it belongs to)
-_METHODS: dict[type, str] = {
-    AgentSchemaRequest: "AgentSchema",
-    AgentSchemaResponse: "AgentSchema",
-    AgentResetRequest: "AgentReset",
-    AgentResetResponse: "AgentReset",
-    JointStateRequest: "JointState",
-    JointStateResponse: "JointState",
-    SendControlRequest: "SendControl",
-    SendControlResponse: "SendControl",
-    MujocoInfoRequest: "MujocoInfo",
-    MujocoInfoResponse: "MujocoInfo",
-    TelemetrySchemaRequest: "TelemetrySchema",
-    TelemetrySchemaResponse: "TelemetrySchema",
-    TelemetryStreamRequest: "TelemetryStream",
-    TelemetryFrame: "TelemetryFrame",
-    StreamStopRequest: "StreamStop",
-    StreamStopResponse: "StreamStop",
-    SceneInfoRequest: "SceneInfo",
-    SceneInfoResponse: "SceneInfo",
-    ListEntitiesRequest: "ListEntities",
-    ListEntitiesResponse: "ListEntities",
-    GetEntityPoseRequest: "GetEntityPose",
-    SetEntityPoseRequest: "SetEntityPose",
-    SetEntityPoseResponse: "SetEntityPose",
-    SetSimModeRequest: "SetSimMode",
-    SetSimModeResponse: "SetSimMode",
-    ListCamerasRequest: "ListCameras",
-    ListCamerasResponse: "ListCameras",
-    CameraStreamRequest: "CameraStream",
-    ImageFrame: "ImageFrame",
-    DebugDrawRequest: "DebugDraw",
-    DebugDrawResponse: "DebugDraw",
-    ViewportInfoRequest: "ViewportInfo",
-    ViewportInfoResponse: "ViewportInfo",
-    ViewportStreamRequest: "ViewportStream",
-}
 # Messages that answer several methods: the envelope's method is given by the caller.
 SHARED_RESPONSES = (StreamResponse, EntityPose)
 
+
+def tags(cls: type) -> tuple[int | None, int]:
+    """``(Method value or None, Payload union tag)`` of a message class: its Method is its name
+    less Request/Response (a pushed frame's is its own name)."""
+    method = cls.__name__.removesuffix("Request").removesuffix("Response")
+    return getattr(fb.Method, method, None), getattr(fb.Payload, cls.__name__)
+
+
 #: message class -> (Method value or None, Payload union tag)
-TAGS: dict[type, tuple[int | None, int]] = {
-    cls: (
-        getattr(fb.Method, _METHODS[cls]) if cls in _METHODS else None,
-        getattr(fb.Payload, cls.__name__),
-    )
-    for cls in FIELDS
-    if hasattr(fb.Payload, cls.__name__)
-}
+TAGS = {cls: tags(cls) for cls in FIELDS if hasattr(fb.Payload, cls.__name__)}
 PAYLOAD_CLASSES: dict[int, type] = {tag: cls for cls, (_, tag) in TAGS.items()}
 
 _SCALAR_DEFAULTS = {"u8", "u32", "u64", "i32", "i64", "f64", "bool"}
-
-
-@functools.cache
-def _camel(name: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
 
 @functools.cache
@@ -643,23 +603,19 @@ def _dtype(code: str) -> np.dtype[Any]:
     return np.dtype(code).newbyteorder("<")
 
 
-def _enum_value(kind: str, value: str) -> int:
-    names = SIM_MODES if kind == "mode" else DEBUG_KINDS
-    if value not in names:
-        raise ValueError(f"{kind} {value!r} is not one of {', '.join(names)}")
-    return names.index(value)
-
-
-def build(b: flatbuffers.Builder, message: Any) -> int:
-    """Write ``message`` (a dataclass of this module) into ``b``; returns its table offset."""
+def build(b: flatbuffers.Builder, message: Any, spec: dict[str, str] | None = None) -> int:
+    """Write ``message`` (a dataclass of this module, else one whose field kinds ``spec``
+    gives) into ``b``; returns its table offset."""
     cls = type(message)
-    spec = FIELDS[cls]
+    spec = FIELDS[cls] if spec is None else spec
     table = cls.__name__
     made: dict[str, int] = {}
     for name, kind in spec.items():  # children first: a table is built in one piece
         value = getattr(message, name)
         if kind == "str":
             made[name] = b.CreateString(value or "")
+        elif kind == "bytes" and value:
+            made[name] = b.CreateByteVector(value)
         elif kind.startswith("v:"):
             arr = np.ascontiguousarray(value, dtype=_dtype(kind[2:]))
             made[name] = b.CreateNumpyVector(arr.ravel())
@@ -675,14 +631,14 @@ def build(b: flatbuffers.Builder, message: Any) -> int:
             made[name] = build(b, value)
     _fb(f"{table}Start")(b)
     for name, kind in spec.items():
-        add = _fb(f"{table}Add{_camel(name)}")
+        add = _fb(f"{table}Add{wire.camel(name)}")
         value = getattr(message, name)
         if name in made:
             add(b, made[name])
         elif kind in _SCALAR_DEFAULTS:
             add(b, bool(value) if kind == "bool" else value)
-        elif kind in ("mode", "debug"):
-            add(b, _enum_value(kind, value))
+        elif kind in _ENUMS:
+            add(b, wire.enum_value(kind, _ENUMS[kind], value))
         elif kind == "vec3":
             x, y, z = (float(v) for v in value)
             add(b, fb.CreateVec3(b, x, y, z))
@@ -692,48 +648,51 @@ def build(b: flatbuffers.Builder, message: Any) -> int:
     return int(_fb(f"{table}End")(b))
 
 
-def read(cls: type, table: Any) -> Any:
-    """The dataclass ``cls`` read from a flatbuffers table (``table.Bytes``, ``table.Pos``)."""
+def read(cls: type, table: Any, spec: dict[str, str] | None = None) -> Any:
+    """The dataclass ``cls`` read from a flatbuffers table (``table.Bytes``, ``table.Pos``);
+    ``spec`` gives the field kinds of a class outside ``FIELDS``."""
     obj = getattr(fb, cls.__name__)()
     obj.Init(table.Bytes, table.Pos)
-    return _read_obj(cls, obj)
+    return _read_obj(cls, obj, FIELDS[cls] if spec is None else spec)
 
 
-def _read_obj(cls: type, obj: Any) -> Any:
+def _read_obj(cls: type, obj: Any, spec: dict[str, str]) -> Any:
     values: dict[str, Any] = {}
     defaults = {f.name: f for f in fields(cls)}
-    for name, kind in FIELDS[cls].items():
-        get = getattr(obj, _camel(name))
+    for name, kind in spec.items():
+        get = getattr(obj, wire.camel(name))
         if kind in _SCALAR_DEFAULTS:
             raw = get()
             values[name] = bool(raw) if kind == "bool" else raw
-        elif kind in ("mode", "debug"):
-            names = SIM_MODES if kind == "mode" else DEBUG_KINDS
-            raw = get()
-            if raw >= len(names):
-                raise ValueError(f"{kind} value {raw} is not one of {', '.join(names)}")
-            values[name] = names[raw]
+        elif kind in _ENUMS:
+            values[name] = wire.enum_name(kind, _ENUMS[kind], get())
         elif kind == "str":
             raw = get()
             values[name] = raw.decode() if raw is not None else ""
+        elif kind == "bytes":
+            n = getattr(obj, f"{wire.camel(name)}Length")()
+            values[name] = (
+                bytes(getattr(obj, f"{wire.camel(name)}AsNumpy")().tobytes()) if n else b""
+            )
         elif kind.startswith("v:"):
-            n = getattr(obj, f"{_camel(name)}Length")()
-            arr = getattr(obj, f"{_camel(name)}AsNumpy")() if n else []
+            n = getattr(obj, f"{wire.camel(name)}Length")()
+            arr = getattr(obj, f"{wire.camel(name)}AsNumpy")() if n else []
             values[name] = [x.item() for x in arr] if n else []
         elif kind == "vstr":
-            n = getattr(obj, f"{_camel(name)}Length")()
+            n = getattr(obj, f"{wire.camel(name)}Length")()
             values[name] = [get(j).decode() for j in range(n)]
         elif kind.startswith("vt:"):
             sub = _BY_NAME[kind[3:]]
-            n = getattr(obj, f"{_camel(name)}Length")()
-            values[name] = [_read_obj(sub, get(j)) for j in range(n)]
+            n = getattr(obj, f"{wire.camel(name)}Length")()
+            values[name] = [_read_obj(sub, get(j), FIELDS[sub]) for j in range(n)]
         elif kind.startswith("t:"):
             child = get()
             if child is None:
                 f = defaults[name]
                 values[name] = None if f.default is None else _BY_NAME[kind[2:]]()
             else:
-                values[name] = _read_obj(_BY_NAME[kind[2:]], child)
+                sub = _BY_NAME[kind[2:]]
+                values[name] = _read_obj(sub, child, FIELDS[sub])
         elif kind == "vec3":
             s = get()
             values[name] = (s.X(), s.Y(), s.Z()) if s is not None else (0.0, 0.0, 0.0)
@@ -746,14 +705,13 @@ def _read_obj(cls: type, obj: Any) -> Any:
 def _specs() -> dict[type, wire.TableSpec]:
     """Every message's ``wire.TableSpec`` (children first: a spec names its children's)."""
     by_name: dict[str, wire.TableSpec] = {}
-    enums = {"mode": SIM_MODES, "debug": DEBUG_KINDS}
 
     def spec(cls: type) -> wire.TableSpec:
         if cls.__name__ not in by_name:
             for kind in FIELDS[cls].values():
                 if kind.startswith(("t:", "vt:")):
                     spec(_BY_NAME[kind.split(":", 1)[1]])
-            by_name[cls.__name__] = wire.TableSpec.of(cls, FIELDS[cls], fb, None, by_name, enums)
+            by_name[cls.__name__] = wire.TableSpec.of(cls, FIELDS[cls], fb, None, by_name, _ENUMS)
         return by_name[cls.__name__]
 
     return {cls: spec(cls) for cls in FIELDS}

@@ -1,8 +1,7 @@
 """Side areas: one-writer byte areas for what does not fit a fixed row (see ``layout``).
 
-An area is ``[count u64][pad to 64][data]``. The writer stores the data, then the count (0 =
-nothing to say); the lock-step sequence words publish both, so no other ordering is needed.
-Reading an empty area costs one 8-byte load, which is what a step without infos pays.
+An area is ``[count u64][pad to 64][data]`` (count 0: nothing to say); the lock-step sequence
+words publish both, so no other ordering is needed.
 """
 
 from __future__ import annotations

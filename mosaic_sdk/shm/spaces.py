@@ -15,25 +15,19 @@ import numpy as np
 
 from mosaic_sdk.shm.commands import SpaceSpec
 
-SUPPORTED = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
-
 
 def _shape(space: gym.Space[Any]) -> tuple[int, ...]:
     return tuple(space.shape) if space.shape is not None else ()
 
 
-def check_supported(space: gym.Space[Any], role: str) -> None:
-    """``ValueError`` for a space that has no ``SpaceSpec`` form."""
-    if not isinstance(space, SUPPORTED):
+def to_spec(space: gym.Space[Any]) -> SpaceSpec:
+    """Wire form of ``space`` (``ValueError`` for a space that has none)."""
+    kinds = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+    if not isinstance(space, kinds):
         raise ValueError(
-            f"a SpaceSpec describes Box, Discrete, MultiDiscrete and MultiBinary {role} "
+            "a SpaceSpec describes Box, Discrete, MultiDiscrete and MultiBinary observation/action "
             f"spaces, not {type(space).__name__}; Python clients read spaces_pickle instead"
         )
-
-
-def to_spec(space: gym.Space[Any]) -> SpaceSpec:
-    """Wire form of ``space``."""
-    check_supported(space, "observation/action")
     dtype = np.dtype(space.dtype).name if space.dtype is not None else "float32"
     if isinstance(space, gym.spaces.Box):
         return SpaceSpec(

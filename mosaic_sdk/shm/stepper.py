@@ -1,10 +1,8 @@
 """What an env host process does to its slice of envs: step, reset, call, set attributes.
 
-``SliceStepper`` steps envs ``[begin, end)`` of a transport exactly as gymnasium's
-``SyncVectorEnv`` steps its envs in the chosen autoreset mode, writing fixed-size observations
-into their rows (``mosaic_sdk.shm.packing``) and everything else (observations of other
-spaces, step infos, an env's exception) as one pickled blob into the worker's side area. A
-step with fixed-size observations and no infos writes no blob: the count word stays 0.
+``SliceStepper`` steps envs ``[begin, end)`` of a transport as ``SyncVectorEnv`` steps its
+envs, writing fixed-size observations into their rows and everything else (other spaces'
+observations, infos, an env's exception) as one pickled blob into the worker's side area.
 """
 
 from __future__ import annotations
@@ -40,9 +38,7 @@ def error_blob(exc: BaseException) -> bytes:
         return dumps({"error": RuntimeError(f"{type(exc).__name__}: {exc}"), "traceback": text})
 
 
-def call_env(env: Any, name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-    """``env.get_wrapper_attr(name)``, called with the arguments when it is callable."""
-    attr = env.get_wrapper_attr(name)
+def _call(attr: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     return attr(*args, **kwargs) if callable(attr) else attr
 
 
@@ -163,16 +159,16 @@ class SliceStepper:
             observations.append(obs)
             if self.images and self.side.image is not None:
                 self.side.image[i] = self.envs[i - self.begin].render()
-            self.side.rewards[i] = 0.0
-            self.side.terminated[i] = 0
-            self.side.truncated[i] = 0
+            for region in (self.side.rewards, self.side.terminated, self.side.truncated):
+                region[i] = 0
             self.side.resets[i] = 0
             infos.append(info)
         return infos, None if self.obs_codec.fixed else observations
 
     def call(self, name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
-        """``call_env`` on every env of the slice."""
-        return [call_env(env, name, args, kwargs) for env in self.envs]
+        """``env.get_wrapper_attr(name)`` of every env of the slice, called with the arguments
+        when it is callable."""
+        return [_call(env.get_wrapper_attr(name), args, kwargs) for env in self.envs]
 
     def set_attr(self, name: str, values: Sequence[Any]) -> None:
         """``env.set_wrapper_attr(name, value)`` with one value per env of the slice."""

@@ -26,8 +26,7 @@ PROBE_EVERY = 64
 SPIN_ENV = "MOSAIC_SHM_SPIN_US"
 # Largest spin budget of a command wait (seconds): a reply takes the engine tens of
 # microseconds of Python; spinning that long saves the two futex wake-ups of a round trip.
-# (Yielding the core while spinning, sched_yield, was tried and dropped: on a loaded 2-core
-# machine it handed the core away for milliseconds, p90 of a ping 0.9-2.6 ms against 0.15.)
+# (No sched_yield while spinning: on a loaded machine it hands the core away for milliseconds.)
 DEFAULT_COMMAND_SPIN = 300e-6
 COMMAND_SPIN_ENV = "MOSAIC_SHM_COMMAND_SPIN_US"
 
@@ -82,28 +81,22 @@ class PeerWatch:
         self.pid = pid
         self._fd: int | None = None
         self._poll: Any = None
-        pidfd_open = getattr(os, "pidfd_open", None)
-        if pidfd_open is not None:
-            try:
-                self._fd = pidfd_open(pid)
-            except ProcessLookupError:
-                self._gone = True
-                return
-            except OSError:
-                self._fd = None
-            else:
-                self._poll = select.poll()
-                self._poll.register(self._fd, select.POLLIN)
         self._gone = False
+        try:
+            self._fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self._gone = True
+        except (AttributeError, OSError):
+            pass  # no pidfd here: alive() asks process_alive
+        else:
+            self._poll = select.poll()
+            self._poll.register(self._fd, select.POLLIN)
 
     def alive(self) -> bool:
         """True while the process runs."""
-        if self._gone:
-            return False
-        if self._poll is not None:
-            self._gone = bool(self._poll.poll(0))
-            return not self._gone
-        self._gone = not process_alive(self.pid)
+        if not self._gone:
+            poll = self._poll
+            self._gone = bool(poll.poll(0)) if poll is not None else not process_alive(self.pid)
         return not self._gone
 
     def close(self) -> None:
@@ -115,17 +108,13 @@ class PeerWatch:
 
 
 class SignalLine:
-    """One signal line of a segment: ``seq`` (u64, the published sequence number), ``bell``
-    (u32 futex word, bumped after every publication) and ``waiters`` (u64, processes asleep
-    on ``bell``), on one 64-byte line of the header.
+    """One signal line of a segment: ``seq`` (u64, published sequence number), ``bell`` (u32
+    futex word, bumped after every publication) and ``waiters`` (u64, processes asleep on it).
 
-    The one publisher stores ``seq`` (release), bumps ``bell``, fences, and wakes only if
-    ``waiters``. A waiter spins on ``seq`` for its budget, then loops: ``waiters += 1``,
-    fence, load ``bell``, re-check ``seq``, ``futex_wait(bell, b, slice)``. The two fences
-    make a lost wake-up impossible; the slice bounds every sleep, so a dead peer is noticed
-    within a second. Command rings ring the same bells, with their own budget
-    (``command_spin``) on a twin line of the same words, so the two waits do not teach each
-    other."""
+    The publisher stores ``seq``, bumps ``bell``, fences, and wakes only if ``waiters``. A
+    waiter spins on ``seq`` for its budget, then loops: ``waiters += 1``, fence, load ``bell``,
+    re-check ``seq``, ``futex_wait(bell, b, slice)``: the fences make a lost wake-up
+    impossible, the slice bounds every sleep."""
 
     __slots__ = ("_w", "seq_off", "bell_off", "waiters_off", "_adaptive", "_countdown", "slice")
 
@@ -180,12 +169,9 @@ class SignalLine:
         deadline: float | None,
         check: Callable[[], None],
     ) -> int:
-        """Wait until ``seq >= target``; returns the sequence number seen.
-
-        ``spin`` is the largest spin budget (seconds, adapted as ``DEFAULT_SPIN``'s note says);
-        ``check`` is called between sleep slices and raises to abort (peer gone, closed);
-        ``deadline`` is a ``time.monotonic()`` value or None.
-        """
+        """Wait until ``seq >= target``; returns the sequence number seen. ``spin``: the largest
+        spin budget (s); ``check()`` runs between sleeps and raises to abort; ``deadline``: a
+        ``time.monotonic()`` value or None."""
         load = self._w.load_u64
         off = self.seq_off
         seq = load(off)

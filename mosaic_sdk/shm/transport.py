@@ -46,21 +46,13 @@ Handler = Callable[[Any], Any]
 class SharedMemoryTransport(EngineSide):
     """Creates and owns a transport segment; the engine steps envs through it.
 
-    ``name`` (or ``$MOSAIC_SHM_NAME``; a random name when both are absent) gets the ``mosaic``
-    prefix. ``layout="lrbc"`` writes the LuckyEngine design's header instead of ours
-    (``schema/lrbc_layout.md``): the segment is then named exactly ``name`` (or
-    ``$LUCKY_SHM_NAME``, else ``LuckyEngine_<pid>``), rewards are float32, and a client built
-    to the design attaches to it; the engine's loop below is the same in both layouts.
-    ``image_shape=(H, W, C)`` adds an image region, ``side_size`` the side areas (see
-    ``mosaic_sdk.shm.layout``). ``timeout`` (seconds, None = no
-    limit) bounds each wait; a dead client is detected by pid regardless. ``peer_pids`` are
-    further processes (e.g. a launcher) whose death aborts a wait. ``spin`` and
-    ``command_spin`` are the spin budgets of a wait for actions and of a wait right after a
-    command (``mosaic_sdk.shm.sync``).
-
-    Several engine processes can step slices of the envs: the owner is worker 0 and
-    ``TransportWorker(name, i)`` attaches worker ``i``; the owner's ``publish_frame`` waits
-    until every worker has published ``done_seq`` for the batch, then publishes ``frame_seq``.
+    ``name`` (or ``$MOSAIC_SHM_NAME``, else random) gets the ``mosaic`` prefix.
+    ``layout="lrbc"`` writes the LuckyEngine design's header (``schema/lrbc_layout.md``): the
+    segment is named exactly ``name`` (or ``$LUCKY_SHM_NAME``, else ``LuckyEngine_<pid>``) and
+    rewards are float32. ``timeout`` (seconds, None = none) bounds each wait; a dead client or
+    one of ``peer_pids`` aborts it. ``spin``/``command_spin``: see ``mosaic_sdk.shm.sync``.
+    With ``num_workers > 1``, ``TransportWorker(name, i)`` steps slice ``i`` and
+    ``publish_frame`` waits for every worker's ``done_seq`` first.
     """
 
     def __init__(
@@ -81,11 +73,12 @@ class SharedMemoryTransport(EngineSide):
         layout: str = LAYOUT_MSHM,
         command_spin: float | None = None,
     ) -> None:
-        lrbc = layout == LAYOUT_LRBC
-        if lrbc:
+        if layout == LAYOUT_LRBC:
             seg_name = lrbc_name(name, f"LuckyEngine_{os.getpid()}")
         elif name is None and os.environ.get("MOSAIC_SHM_NAME"):
-            name = name_from_env(None)
+            seg_name = name_from_env(None)
+        else:
+            seg_name = segment_name(name)
         sizes = Layout.compute(
             num_envs,
             obs_size,
@@ -97,10 +90,7 @@ class SharedMemoryTransport(EngineSide):
             side_size=side_size,
             kind=layout,
         )
-        if not lrbc:
-            seg_name = segment_name(name)
         mm = create_segment(seg_name, sizes.total_size)
-        self._owner = True
         try:
             sizes.write_header(mm, os.getpid())
             self.seg = MappedSegment(seg_name, mm, sizes)
@@ -139,12 +129,9 @@ class SharedMemoryTransport(EngineSide):
     def wait_for_actions(
         self, handler: Handler | None = None, timeout: float | None = None
     ) -> int | None:
-        """Block until the client publishes the next action batch; returns its number.
-
-        Commands that arrive meanwhile are served (see ``serve_commands``). Returns None once
-        the client sent ``Close``. Raises ``PeerGoneError`` when the client (or a watched
-        peer) exits, ``TransportTimeoutError`` after ``timeout`` (default: the transport's).
-        """
+        """Block until the client publishes the next action batch; returns its number (None
+        once the client sent ``Close``), serving commands meanwhile. ``PeerGoneError`` when a
+        watched peer exits, ``TransportTimeoutError`` after ``timeout`` (default: ours)."""
         seg = self.seg
         target = self._frame + 1
         load = seg.words.load_u64
@@ -178,11 +165,8 @@ class SharedMemoryTransport(EngineSide):
             return seq
 
     def publish_frame(self, seq: int | None = None, timeout: float | None = None) -> None:
-        """Publish the frame for action batch ``seq`` (default: the next one).
-
-        Call after obs/rewards/dones are written. With several workers, waits first until
-        every worker has published that batch as done.
-        """
+        """Publish the frame for action batch ``seq`` (default: the next one), once obs,
+        rewards and dones are written (and every worker published that batch as done)."""
         seq = self._frame + 1 if seq is None else seq
         seg = self.seg
         if len(seg.workers) > 1:
@@ -200,8 +184,7 @@ class SharedMemoryTransport(EngineSide):
         self._check()
 
     def _worker_pid(self, index: int) -> int:
-        """The pid in worker slot ``index``; a slot whose pid changes from one process to
-        another was overwritten (a worker keeps its slot for the transport's life)."""
+        """Worker slot ``index``'s pid (a worker keeps its slot: a changed pid is corruption)."""
         pid = self.seg.worker_pid(index)
         known = self._worker_pids.setdefault(index, pid) if pid else pid
         if pid and known != pid:
@@ -227,7 +210,7 @@ class SharedMemoryTransport(EngineSide):
                     None,
                     request.correlation_id,
                     error=f"{type(exc).__name__}: {exc}",
-                    method=_method_value(request.method),
+                    method=int(getattr(cmd.fb.Method, request.method, 0)),
                     error_pickle=_pickled(exc),
                 )
                 continue
@@ -298,7 +281,3 @@ def _pickled(exc: BaseException) -> bytes:
         return data
     except Exception:
         return b""
-
-
-def _method_value(name: str) -> int:
-    return int(getattr(cmd.fb.Method, name, 0))

@@ -34,6 +34,10 @@ from mosaic_sdk.shm.sync import TransportError
 from mosaic_sdk.shm.vector_rules import AsyncUsageError
 
 DEFAULT_SIDE_SIZE = 1 << 20
+_NOTHING_SENT = (
+    "recv() with no env stepping: call send(actions, env_ids) first (after reset() every env "
+    "is idle; async_reset() makes recv() return the reset observations)"
+)
 
 
 def _described(schema: Any) -> dict[str, Any]:
@@ -69,30 +73,26 @@ def _auto_workers(num_envs: int, batch: int) -> int:
 
 
 class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
-    """Vectorised envs stepped over shared memory, or in this process; a drop-in for
-    ``SyncVectorEnv``/``AsyncVectorEnv`` (or ``ShmVectorEnv.attach(name)`` to drive an engine
-    already serving a segment). It follows gymnasium's rules (``copy``,
-    ``observation_mode``, the three autoreset modes, ``final_obs``/``final_info`` infos,
-    seeding, ``call``/``get_attr``/``set_attr``, ``ClosedEnvironmentError``); observations of
-    fixed-size spaces travel in shared memory in their own dtypes, other spaces and infos
-    pickled through the side areas. With ``batch_size < num_envs`` it steps asynchronously,
+    """Vectorised envs stepped over shared memory, or in this process: a drop-in for
+    ``SyncVectorEnv``/``AsyncVectorEnv`` that follows gymnasium's rules (or ``attach(name)``
+    to an engine serving a segment). With ``batch_size < num_envs`` it steps asynchronously,
     as EnvPool does: ``async_reset``, then ``recv()`` the first done and ``send(actions,
-    infos["env_id"])``.
+    infos["env_id"])`` (``batch_size`` a multiple of the envs per worker).
 
     ``env_fns``: env constructors, or an env id with ``num_envs``. ``mode``: ``"process"``,
-    ``"inline"`` or ``"auto"`` (see ``mosaic_sdk.shm.inline``; ``self.mode`` is the choice,
-    ``self.step_cost`` the seconds per env step that ``"auto"`` measured). ``batch_size``
-    (default ``num_envs``): how many envs ``recv()`` returns; below ``num_envs`` the hosts
-    serve each worker's slice on its own, so ``batch_size`` must be a multiple of the envs per
-    worker. ``num_workers`` host processes each step a slice of the envs (default 1, or for
-    ``batch_size < num_envs`` the most, up to 16, that divide the envs and the batch);
-    ``context`` is their start method (``"fork"``, ``"forkserver"``, ``"spawn"``; default the
-    platform's). ``copy=False`` returns observations that are views into shared memory
-    (overwritten by the next step). ``render_images=True`` fills the image region so that
-    ``render()`` returns every env's frame without a command round trip. ``side_size``: bytes
-    per side area (per worker and direction) for step infos and observations of spaces without
-    a fixed row.
+    ``"inline"`` or ``"auto"`` (``self.mode`` the choice, ``self.step_cost`` the seconds per
+    step ``"auto"`` measured). ``num_workers`` host processes (default 1, or for async the
+    most, up to 16, that divide the envs and the batch), started by ``context``.
+    ``copy=False`` returns views into shared memory (overwritten by the next step).
+    ``render_images=True`` fills the image region read by ``render()``. ``side_size``: bytes
+    per side area, for infos and observations of spaces without a fixed row.
     """
+
+    _host: EnvHostHandle | None = None
+    _client: SharedMemoryClient | None = None
+    _engine: Any = None
+    _pool: AsyncSlices | None = None
+    closed = False
 
     def __init__(
         self,
@@ -114,11 +114,6 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         side_size: int = DEFAULT_SIDE_SIZE,
     ) -> None:
         self._owner_pid = os.getpid()
-        self._host: EnvHostHandle | None = None
-        self._client: SharedMemoryClient | None = None
-        self._engine: Any = None
-        self._pool: AsyncSlices | None = None
-        self.closed = False
         rules.check_observation_mode(observation_mode)
         reset_mode = AutoresetMode(autoreset_mode)
         fns = inline.constructors(env_fns, num_envs, env_kwargs, render_images)
@@ -129,14 +124,11 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self.mode, self.step_cost = inline.choose_mode(mode, fns, batch, auto_workers, process_only)
         self.batch_size = batch
         if self.mode == "inline":
-            engine = inline.InlineEngine(fns, reset_mode.value, render_images)
-            self._engine = engine
+            self._engine = engine = inline.InlineEngine(fns, reset_mode.value, render_images)
             try:
                 self._setup(engine, copy, observation_mode, engine.described)
             except BaseException:
-                engine.close()
-                self._engine = None
-                self.closed = True
+                self.close()
                 raise
             return
         asynchronous = batch < n
@@ -167,12 +159,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             described["action_spaces"] = act_spaces
             self._setup(client, copy, observation_mode, described)
         except BaseException:
-            if self._client is not None:
-                self._client.close(shutdown_engine=True)
-                self._client = None
-            self._host.close()
-            self._host = None
-            self.closed = True
+            self.close()  # shuts the engine down, and stops and unlinks the hosts
             raise
 
     @classmethod
@@ -187,19 +174,12 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     ) -> ShmVectorEnv:
         """Drive an engine already serving segment ``name`` (or ``$MOSAIC_SHM_NAME``).
 
-        A Python engine (``launch_env_host``) sends its spaces pickled: attach only to engines
-        you trust. An engine in another language describes them as ``SpaceSpec`` wire specs
-        and packs rows as ``mosaic_sdk.shm.packing`` does; it autoresets as ``NEXT_STEP``.
-        ``batch_size`` is for hosts launched with ``asynchronous=True`` (default: one worker's
-        slice).
+        A Python engine sends its spaces pickled (attach only to engines you trust), others as
+        ``SpaceSpec``s, packing rows as ``mosaic_sdk.shm.packing`` does (``NEXT_STEP``).
+        ``batch_size``: for hosts launched ``asynchronous=True`` (default one worker's slice).
         """
         self = cls.__new__(cls)
         self._owner_pid = os.getpid()
-        self._host = None
-        self._client = None
-        self._engine = None
-        self._pool = None
-        self.closed = False
         self.mode, self.step_cost = "process", None
         rules.check_observation_mode(observation_mode)
         client = SharedMemoryClient(name, timeout=timeout)
@@ -221,9 +201,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
                     )
             self._setup(client, copy, observation_mode, described)
         except BaseException:
-            client.close()
-            self._client = None
-            self.closed = True
+            self.close()
             raise
         return self
 
@@ -252,10 +230,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         self.copy = copy
         self._obs_codec = RowCodec(single_obs)
         self._act_codec = RowCodec(self.single_action_space)
-        self._obs_views = self._obs_codec.leaf_views(client.obs) if self._obs_codec.fixed else []
-        self._act_views = (
-            self._act_codec.leaf_views(client.actions) if self._act_codec.fixed else []
-        )
+        self._obs_views = self._obs_codec.leaf_views(client.obs)  # [] unless fixed
+        self._act_views = self._act_codec.leaf_views(client.actions)
         self._env_obs: list[Any] = [None] * self.num_envs  # observations without a fixed row
         self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
         # envs sent and not yet received, or reset by async_reset() and not yet received
@@ -340,10 +316,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         seed: int | Sequence[int | None] | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset every env (or those in ``options["reset_mask"]``), seeded like gymnasium.
-
-        Envs still stepping from ``send()`` are waited for first and their results dropped.
-        """
+        """Reset every env (or those in ``options["reset_mask"]``), seeded like gymnasium;
+        envs still stepping from ``send()`` are waited for and their results dropped."""
         backend = self._backend
         seeds = rules.reset_seeds(seed, self.num_envs)
         ids = list(range(self.num_envs))
@@ -358,7 +332,6 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         except TransportError as exc:
             raise self._failure(exc) from exc
         self._autoreset[ids] = False
-        self._pending[:] = False
         self._was_reset = True
         self._reset_queue = []
         self._last_ids = np.arange(self.num_envs, dtype=np.int64)
@@ -373,7 +346,12 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every env, autoresetting as ``autoreset_mode`` says."""
         backend = self._backend
-        self._check_nothing_pending("step()")
+        if self._pending.any():
+            raise AsyncUsageError(
+                f"step() steps every env, but envs {np.flatnonzero(self._pending).tolist()} are "
+                "still owed to recv() (sent, or reset by async_reset()): recv() them first, or "
+                "reset()"
+            )
         self._write_actions(actions, None)
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
             backend.resets[:] = self._autoreset
@@ -413,11 +391,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
         """Start stepping envs ``env_ids`` (default: those the last ``recv()`` returned) with
-        ``actions`` (one per id, in the same order); returns at once.
-
-        Under ``NEXT_STEP`` an env whose episode ended in what ``recv()`` returned is reset
-        by this send instead of stepped (its action is ignored), as ``step()`` does.
-        """
+        ``actions`` (one per id, in the same order); returns at once. Under ``NEXT_STEP`` an env
+        whose episode ended is reset instead (its action ignored), as ``step()`` does."""
         backend = self._backend
         ids = self._check_send(env_ids)
         self._write_actions(actions, ids)
@@ -443,71 +418,45 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
             ids = np.asarray(self._reset_queue[: self.batch_size], dtype=np.int64)
             del self._reset_queue[: len(ids)]
             infos = rules.select_infos(self._reset_infos, ids)
-            zeros = np.zeros(len(ids), np.bool_)
-            return self._received(ids, np.zeros(len(ids)), zeros, zeros.copy(), infos)
-        try:
-            units = self._collect()
-        except TransportError as exc:
-            raise self._failure(exc) from exc
-        if self._engine is not None:  # a unit is one env
-            ids = np.asarray(units, dtype=np.int64)
+            terminations = np.zeros(len(ids), np.bool_)
+            truncations, rewards = terminations.copy(), np.zeros(len(ids))
         else:
-            ids = np.concatenate([np.arange(*self._units[u], dtype=np.int64) for u in units])
-        terminations = backend.terminated[ids].astype(np.bool_)
-        truncations = backend.truncated[ids].astype(np.bool_)
-        rewards = backend.rewards[ids].astype(np.float64)  # float32 in the lrbc layout
-        infos = self._read_aside([self._units[u] for u in units], [self._area(u) for u in units])
-        self._autoreset[ids] = terminations | truncations
-        return self._received(
-            ids, rewards, terminations, truncations, rules.select_infos(infos, ids)
-        )
-
-    def _collect(self) -> list[int]:
-        """Units (worker slices, or single envs in this process) whose results are in."""
-        if self._pool is not None:
-            if not self._pool.in_flight and not self._pool.ready:
-                raise AsyncUsageError(self._nothing_sent())
-            per = self._units[0][1] - self._units[0][0]
-            return self._pool.wait(self.batch_size // per)
-        if self._engine is not None:
-            if not self._engine.in_flight():
-                raise AsyncUsageError(self._nothing_sent())
-            return self._engine.collect(self.batch_size)
-        if not self._lockstep_sent:
-            raise AsyncUsageError(self._nothing_sent())
-        self._lockstep_sent = False
-        self.client.step()
-        return list(range(len(self._units)))
-
-    def _area(self, unit: int) -> Any:
-        return self._from_units[unit] if self._from_units else None
-
-    def _received(
-        self,
-        ids: np.ndarray,
-        rewards: np.ndarray,
-        terminations: np.ndarray,
-        truncations: np.ndarray,
-        infos: dict[str, Any],
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+            try:
+                units = self._collect()
+            except TransportError as exc:
+                raise self._failure(exc) from exc
+            if self._engine is not None:  # a unit is one env
+                ids = np.asarray(units, dtype=np.int64)
+            else:
+                ids = np.concatenate([np.arange(*self._units[u], dtype=np.int64) for u in units])
+            terminations = backend.terminated[ids].astype(np.bool_)
+            truncations = backend.truncated[ids].astype(np.bool_)
+            rewards = backend.rewards[ids].astype(np.float64)  # float32 in the lrbc layout
+            areas = [self._from_units[u] if self._from_units else None for u in units]
+            infos = self._read_aside([self._units[u] for u in units], areas)
+            self._autoreset[ids] = terminations | truncations
+            infos = rules.select_infos(infos, ids)
         self._pending[ids] = False
         self._last_ids = ids
         infos["env_id"] = ids.copy()
         return self._observations(ids), rewards, terminations, truncations, infos
 
-    def _nothing_sent(self) -> str:
-        return (
-            "recv() with no env stepping: call send(actions, env_ids) first (after reset() "
-            "every env is idle; async_reset() makes recv() return the reset observations)"
-        )
-
-    def _check_nothing_pending(self, what: str) -> None:
-        if self._pending.any():
-            busy = np.flatnonzero(self._pending).tolist()
-            raise AsyncUsageError(
-                f"{what} steps every env, but envs {busy} are still owed to recv() "
-                "(sent, or reset by async_reset()): recv() them first, or reset()"
-            )
+    def _collect(self) -> list[int]:
+        """Units (worker slices, or single envs in this process) whose results are in."""
+        if self._pool is not None:
+            if not self._pool.in_flight and not self._pool.ready:
+                raise AsyncUsageError(_NOTHING_SENT)
+            per = self._units[0][1] - self._units[0][0]
+            return self._pool.wait(self.batch_size // per)
+        if self._engine is not None:
+            if not self._engine.in_flight():
+                raise AsyncUsageError(_NOTHING_SENT)
+            return self._engine.collect(self.batch_size)
+        if not self._lockstep_sent:
+            raise AsyncUsageError(_NOTHING_SENT)
+        self._lockstep_sent = False
+        self.client.step()
+        return list(range(len(self._units)))
 
     def _check_send(self, env_ids: Any) -> np.ndarray:
         if not self._was_reset:

@@ -5,6 +5,7 @@ calls per table instead of dozens of calls per field.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -18,19 +19,8 @@ _U16 = struct.Struct("<H")
 _NULS = bytes(8)
 
 # generated ``builder.Prepend<Type>Slot`` -> struct code
-_SLOT_CODES = {
-    "PrependBoolSlot": "?",
-    "PrependUint8Slot": "B",
-    "PrependUint16Slot": "H",
-    "PrependUint32Slot": "I",
-    "PrependUint64Slot": "Q",
-    "PrependInt8Slot": "b",
-    "PrependInt16Slot": "h",
-    "PrependInt32Slot": "i",
-    "PrependInt64Slot": "q",
-    "PrependFloat32Slot": "f",
-    "PrependFloat64Slot": "d",
-}
+_SLOT_TYPES = "Bool Uint8 Uint16 Uint32 Uint64 Int8 Int16 Int32 Int64 Float32 Float64".split()
+_SLOT_CODES = {f"Prepend{t}Slot": code for t, code in zip(_SLOT_TYPES, "?BHIQbhiqfd", strict=True)}
 # ``v:<dtype>`` vector element -> struct code
 _VEC_CODES = {"u1": "B", "u4": "I", "u8": "Q", "i4": "i", "i8": "q", "f4": "f", "f8": "d"}
 _STRUCTS = {"vec3": ("3d", 24), "quat": ("4d", 32)}
@@ -117,7 +107,7 @@ class TableSpec:
         defaults = {f.name: f.default for f in fields(message_cls)}
         for attr, kind in kinds.items():
             rec.calls.clear()
-            getattr(generated, f"{table}Add{_camel(attr)}")(rec, 0)
+            getattr(generated, f"{table}Add{camel(attr)}")(rec, 0)
             (method, args) = rec.calls[-1]
             slot, default = int(args[0]), args[2]
             # a child table reads as None when absent only where the dataclass says None
@@ -297,7 +287,9 @@ def _compile(spec: TableSpec) -> tuple[Any, Any, Any, str]:
     return env["write"], env["read"], env["read_values"], source
 
 
-def _camel(name: str) -> str:
+@functools.cache
+def camel(name: str) -> str:
+    """``snake_name`` as flatc spells it in generated names (``SnakeName``)."""
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
 
@@ -321,10 +313,10 @@ def _field(
             names = enums[kind]
 
             def to_wire(value: str) -> int:
-                return _enum_value(kind, names, value)
+                return enum_value(kind, names, value)
 
             def from_wire(raw: int) -> str:
-                return _enum_name(kind, names, raw)
+                return enum_name(kind, names, raw)
 
             return Field(attr, slot, "scalar", code, size, default, None, to_wire, from_wire)
         conv = bool if code == "?" else None
@@ -347,13 +339,13 @@ def _field(
     raise ValueError(f"field {attr}: kind {kind!r} is not one the wire codec knows")
 
 
-def _enum_value(kind: str, names: tuple[str, ...], value: str) -> int:
+def enum_value(kind: str, names: tuple[str, ...], value: str) -> int:
     if value not in names:
         raise ValueError(f"{kind} {value!r} is not one of {', '.join(names)}")
     return names.index(value)
 
 
-def _enum_name(kind: str, names: tuple[str, ...], raw: int) -> str:
+def enum_name(kind: str, names: tuple[str, ...], raw: int) -> str:
     if not 0 <= raw < len(names):
         raise ValueError(f"{kind} value {raw} is not one of {', '.join(names)}")
     return names[raw]
@@ -376,11 +368,6 @@ def write_bytes(buf: bytearray, data: bytes) -> int:
     buf += _U32.pack(len(data))
     buf += data
     return at
-
-
-def write_vector(buf: bytearray, code: str, values: Any) -> int:
-    """Append a vector of numbers (struct ``code``); returns its position."""
-    return _vector_writer(code)(buf, values)
 
 
 def _vector_writer(code: str) -> Callable[[bytearray, Any], int]:
@@ -477,11 +464,7 @@ def _deref(buf: bytes, at: int) -> int:
 
 def read_string(buf: bytes, at: int) -> str:
     """The string referred to by the offset at ``at``."""
-    p = _deref(buf, at)
-    n = _U32.unpack_from(buf, p)[0]
-    if p + 4 + n > len(buf):
-        raise ValueError(f"string of {n} bytes at {p} runs past the buffer")
-    return bytes(buf[p + 4 : p + 4 + n]).decode()
+    return read_bytes(buf, at).decode()
 
 
 def read_bytes(buf: bytes, at: int) -> bytes:
