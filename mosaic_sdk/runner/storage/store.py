@@ -607,17 +607,12 @@ class RunStore:
     def agent_ids(self, run_id: str) -> list[str]:
         """The distinct ``agent_id`` values of the run's step and episode rows, sorted;
         ``[]`` for a single-agent run and on a store older than the column."""
-        found: set[str] = set()
-        for table in ("steps", "episodes"):
-            if self._has_column(table, "agent_id"):
-                found.update(
-                    r["agent_id"]
-                    for r in self.conn.execute(
-                        f"SELECT DISTINCT agent_id FROM {table}"
-                        " WHERE run_id = ? AND agent_id IS NOT NULL",
-                        (run_id,),
-                    )
-                )
+        found = {
+            agent
+            for table in ("steps", "episodes")
+            if self._has_column(table, "agent_id")
+            for agent in self._agent_ids(run_id, table)
+        }
         return sorted(found, key=str)
 
     def custom_events(self, run_id: str, standard: Sequence[str]) -> Iterator[EventRecord]:
@@ -749,37 +744,17 @@ class RunStore:
         limit: int | None = None,
     ) -> SeriesPoints:
         """The points of one series of a run (``agent_id`` None: the series without one), by
-        step, then wall time; ``after_step``: only those with a larger step; ``limit``: the
-        first ``limit`` of them. A series the run does not have has no points."""
-        full = self.resolve(run_id)
-        steps: list[int] = []
-        values: list[float] = []
-        walls: list[int] = []
-        out = SeriesPoints(name=name, agent_id=agent_id, steps=steps, values=values, wall_ns=walls)
-        if not self._has_series():
-            return out
-        cursor, found = self._series_row(full, name, agent_id)
-        if found is None:
-            return out
-        sql = "SELECT step, value, wall_ns FROM series_points WHERE run_id = ? AND series_id = ?"
-        params: list[object] = [full, found[0]]
-        if after_step is not None:
-            sql += " AND step > ?"
-            params.append(int(after_step))
-        sql += " ORDER BY step, wall_ns, line_no"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(max(0, int(limit)))
-        rows = cursor.execute(sql, params).fetchall()
-        if not rows:
-            return out
-        columns = list(zip(*rows, strict=True))
-        steps.extend(columns[0])
-        values.extend(columns[1])
-        walls.extend(columns[2])
-        if None in values:  # NULL is how SQLite keeps NaN
-            values[:] = [math.nan if v is None else v for v in values]
-        return out
+        step, then wall time, as lists (:meth:`series_columns` gives numpy columns);
+        ``after_step``: only those with a larger step; ``limit``: the first ``limit`` of them.
+        A series the run does not have has no points."""
+        columns = self.series_columns(run_id, name, agent_id, after_step=after_step, limit=limit)
+        return SeriesPoints(
+            name=name,
+            agent_id=agent_id,
+            steps=columns.steps.tolist(),
+            values=columns.values.tolist(),
+            wall_ns=columns.wall_ns.tolist(),
+        )
 
     def snapshot(self) -> AbstractContextManager[None]:
         """One read transaction around several reads (``with store.snapshot(): ...``): they
