@@ -100,6 +100,12 @@ def _extremes_of(columns: SeriesColumns, lo: int, hi: int, buckets: int) -> Seri
     )
 
 
+#: The points of one series (run, series id) with a step in [lo, hi], in order.
+_POINTS_IN = (
+    "SELECT step, ifnull(value, 'nan'), wall_ns FROM series_points"
+    " WHERE run_id = ? AND series_id = ? AND step >= ? AND step <= ?"
+    " ORDER BY step, wall_ns, line_no"
+)
 #: The points of ``?3`` (a JSON list of [step, wall_ns, line_no] keys) of one series, each
 #: found by its primary key (CROSS JOIN: the keys are the outer loop).
 _VALUES_BY_KEY = (
@@ -146,11 +152,8 @@ _COUNTED = (
 
 
 class RunStore:
-    """A connection to one store file, with the queries ``mosaic runs`` needs.
-
-    The runner's writes go through :class:`mosaic_sdk.runner.recording.ingest.StoreWriter`, which
-    owns a connection of its own; this class is for creating and finishing run rows and for reading.
-    """
+    """A connection to one store file: run rows created and finished, and every read (the
+    rows of a running run are written by :class:`~mosaic_sdk.runner.storage.writer.StoreWriter`)."""
 
     def __init__(self, path: Path | str, *, readonly: bool = False) -> None:
         self.path = Path(path)
@@ -221,16 +224,8 @@ class RunStore:
 
     def delete_run(self, run_id: str) -> None:
         """Remove a run that never started (its launch could not be prepared)."""
-        for table in (
-            "events",
-            "steps",
-            "episodes",
-            "log_lines",
-            "series",
-            "series_points",
-            "series_blocks",
-            "runs",
-        ):
+        tables = "events steps episodes log_lines series series_points series_blocks runs"
+        for table in tables.split():
             self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
     def record_observers(self, run_id: str, reports: Sequence[ObserverRecord]) -> None:
@@ -834,11 +829,7 @@ class RunStore:
             thin = self._series_extremes(cursor, full, series_id, name, agent_id, lo, hi, buckets)
             if thin is not None:
                 return thin
-        sql = (
-            "SELECT step, ifnull(value, 'nan'), wall_ns FROM series_points"
-            " WHERE run_id = ? AND series_id = ? AND step >= ? AND step <= ?"
-            " ORDER BY step, wall_ns, line_no"
-        )
+        sql = _POINTS_IN
         params: list[object] = [full, series_id, lo, hi]
         if limit is not None:
             sql += " LIMIT ?"
@@ -937,16 +928,8 @@ class RunStore:
             keep = ~np.isin(bucket, bad)
             parts = [(steps[keep], values[keep], walls[keep])]
             for b in bad.tolist():
-                whole = self._columns(
-                    name,
-                    agent_id,
-                    cursor.execute(
-                        "SELECT step, ifnull(value, 'nan'), wall_ns FROM series_points"
-                        " WHERE run_id = ? AND series_id = ? AND step >= ? AND step < ?"
-                        " ORDER BY step, wall_ns, line_no",
-                        (run_id, series_id, int(edges[b]), int(edges[b + 1])),
-                    ).fetchall(),
-                )
+                span = (run_id, series_id, int(edges[b]), int(edges[b + 1]) - 1)
+                whole = self._columns(name, agent_id, cursor.execute(_POINTS_IN, span).fetchall())
                 infinite += int(np.isinf(whole.values).sum())
                 finite = np.flatnonzero(np.isfinite(whole.values))
                 if finite.size:
