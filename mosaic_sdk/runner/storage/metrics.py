@@ -93,10 +93,7 @@ def run_metrics(store: RunStore, run_id: str) -> RunMetrics:
         if isinstance(metadata, dict) and metadata:
             with_metadata += 1
             latest.update({k: _scalar(v) for k, v in _flatten(metadata).items()})
-    return {
-        "events": events,
-        "episode_metadata": {"episodes": with_metadata, "latest": latest},
-    }
+    return {"events": events, "episode_metadata": {"episodes": with_metadata, "latest": latest}}
 
 
 def format_value(value: JsonValue) -> str:
