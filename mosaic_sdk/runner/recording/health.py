@@ -69,7 +69,6 @@ class RunHealth:
         self, stall_after: float | None = None, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.stall_after = checked_stall_after(stall_after)
-        self.clock = clock
         self.started_at = clock()
         #: Arrival (monotonic) of the newest chunk of stdout lines, and of the newest heartbeat.
         self.last_line_at: float | None = None

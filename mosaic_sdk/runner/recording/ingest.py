@@ -123,7 +123,6 @@ class LineIngest:
         self.agent_returns: dict[str, list[float]] = {}
         self.last_event: str | None = None
         self.terminal_event: dict[str, Any] | None = None
-        self.last_step: tuple[Any, Any] | None = None
         #: The run's series: their numbering, and the points and refusals so far.
         self.series = SeriesIngest(run_id)
 
@@ -138,7 +137,7 @@ class LineIngest:
     ) -> list[dict[str, Any]]:
         """Add ``raws`` to ``batch``; returns the lifecycle events among them, in order."""
         run_id = self.run_id
-        steps, episodes, logs = batch.steps, batch.episodes, batch.logs
+        steps, episodes = batch.steps, batch.episodes
         lifecycle: list[dict[str, Any]] = []
         line_no = self.line_no
         steps_before, episodes_before = len(steps), len(episodes)
@@ -151,11 +150,7 @@ class LineIngest:
             if type(raw) is CutLine:  # longer than the maximum: kept as text, never parsed
                 text = raw.decode("utf-8", "replace")
                 kind = "invalid" if text.lstrip()[:1] in ("{", "[") else "log"
-                partial = 1 if line_no == last else 0
-                logs.append((run_id, "stdout", line_no, kind, partial, raw.note(), text))
-                batch.invalid += kind == "invalid"
-                self.invalid_lines += kind == "invalid"
-                self.log_lines += 1
+                self._log(batch, line_no, kind, line_no == last, raw.note(), text)
                 continue
             # Fast path for the bulk of the stream: a step line in our field names, and a
             # metrics line (classify_line would return them parsed, unchanged); anything else
@@ -207,12 +202,8 @@ class LineIngest:
             try:
                 self._classified(batch, line_no, text, line_no == last, lifecycle)
             except Exception as exc:  # noqa: BLE001 - whatever a line does, keep it
-                partial = 1 if line_no == last else 0
                 error = f"mosaic run could not read this line: {type(exc).__name__}: {exc}"
-                logs.append((run_id, "stdout", line_no, "invalid", partial, error[:500], text))
-                batch.invalid += 1
-                self.invalid_lines += 1
-                self.log_lines += 1
+                self._log(batch, line_no, "invalid", line_no == last, error[:500], text)
         self.steps += len(steps) - steps_before
         self.episodes += len(episodes) - episodes_before
         batch.lines += len(raws)
@@ -240,7 +231,6 @@ class LineIngest:
     ) -> None:
         """Add one line that is not on the fast path (adds its row last: raising before that
         leaves the batch as it was)."""
-        run_id = self.run_id
         item = classify_line(text)
         kind = item.kind
         d = item.data
@@ -276,13 +266,17 @@ class LineIngest:
                 batch.refused += 1
             lifecycle.append(d)
         else:
-            batch.logs.append(
-                (run_id, "stdout", line_no, kind, int(partial), item.error, item.text)
-            )
-            if kind == "invalid":
-                batch.invalid += 1
-                self.invalid_lines += 1
-            self.log_lines += 1
+            self._log(batch, line_no, kind, partial, item.error, item.text)
+
+    def _log(
+        self, batch: LineBatch, line_no: int, kind: str, partial: bool, error: str | None, text: str
+    ) -> None:
+        """A stdout line stored as a log line (``kind``: ``log`` or ``invalid``)."""
+        batch.logs.append((self.run_id, "stdout", line_no, kind, int(partial), error, text))
+        invalid = kind == "invalid"
+        batch.invalid += invalid
+        self.invalid_lines += invalid
+        self.log_lines += 1
 
     def _row(
         self, d: dict[str, Any], line_no: int, text: str, fields: tuple[str, ...]
