@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
@@ -103,17 +103,15 @@ class _Observer:
         self,
         name: str,
         run_id: str,
-        steps_hook: Callable[..., object] | None,
-        episodes_hook: Callable[..., object] | None,
+        hooks: Mapping[str, Callable[..., object] | None],
         max_pending_rows: int,
         warn: Callable[[str], None],
-        series_hook: Callable[..., object] | None = None,
     ) -> None:
         self.run_id = run_id
         self.report = ObserverReport(name)
-        self._steps_hook = steps_hook
-        self._episodes_hook = episodes_hook
-        self.series_hook = series_hook
+        self._steps_hook = hooks[STEPS_HOOK]
+        self._episodes_hook = hooks[EPISODES_HOOK]
+        self.series_hook = hooks[SERIES_HOOK]
         self._max = max_pending_rows
         self._warn = warn
         self._pending: deque[tuple[Rows, Rows, Points]] = deque()
@@ -301,17 +299,7 @@ class ObserverFeed:
                 h: pm.subset_hook_caller(h, remove_plugins=others) if h in by_hook else None
                 for h in (STEPS_HOOK, EPISODES_HOOK, SERIES_HOOK)
             }
-            observers.append(
-                _Observer(
-                    name,
-                    run_id,
-                    callers[STEPS_HOOK],
-                    callers[EPISODES_HOOK],
-                    max_pending_rows,
-                    warn,
-                    callers[SERIES_HOOK],
-                )
-            )
+            observers.append(_Observer(name, run_id, callers, max_pending_rows, warn))
         return cls(observers, warn)
 
     @property
