@@ -186,14 +186,6 @@ def decide(
     return Outcome("failed", error, failed_event(run_id, error, kind, exit_code, stderr_tail))
 
 
-def store_failure(lost_rows: int, error: BaseException | None) -> str | None:
-    """What to add to a run's error when rows were lost, or None when nothing was."""
-    if lost_rows <= 0:
-        return None
-    why = f"{type(error).__name__}: {error}" if error is not None else "the writer stopped"
-    return f"storing the run failed ({why}); {lost_rows} rows lost"
-
-
 def record_end(
     store: RunStore,
     run_id: str,
@@ -207,8 +199,11 @@ def record_end(
     stored counts. Lost rows make it ``failed``; a final status the store does not take is
     told to ``warn`` and put in the error, never raised."""
     status, error = outcome.status, outcome.error
-    failure = store_failure(lost_rows, store_error)
-    if failure is not None:
+    if lost_rows > 0:
+        why = (
+            f"{type(store_error).__name__}: {store_error}" if store_error else "the writer stopped"
+        )
+        failure = f"storing the run failed ({why}); {lost_rows} rows lost"
         status, error = "failed", (error + "; " if error else "") + failure
     # what is given back when the store cannot say: zeros (no multi-agent counts)
     zeros = dict.fromkeys(RunCounts.__annotations__, 0)
@@ -232,5 +227,4 @@ __all__ = [
     "failed_event",
     "lifecycle_event",
     "record_end",
-    "store_failure",
 ]

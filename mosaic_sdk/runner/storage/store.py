@@ -137,6 +137,10 @@ def _row_dict(cursor: sqlite3.Cursor, row: Sequence[object]) -> dict[str, Any]:
 #: Above this many agents, a run's env steps per agent are counted in grouped passes over
 #: its rows instead of index lookups per agent.
 AGENT_LOOKUPS = 256
+#: The env steps of a set of episode lines: the sum of their positive integer ``steps``.
+_EPISODE_STEPS = (
+    "coalesce(sum(CASE WHEN typeof(steps) = 'integer' AND steps > 0 THEN steps END), 0)"
+)
 #: The ``runs`` columns gathered in a run's ``counts``, in order.
 _COUNTED = (
     "steps",
@@ -367,8 +371,7 @@ class RunStore:
         where = "" if agentless else " AND agent_id = ?"
         params: list[object] = [run_id] if agentless else [run_id, agent]
         row = self.conn.execute(
-            "SELECT coalesce(sum(CASE WHEN typeof(steps) = 'integer' AND steps > 0"
-            " THEN steps END), 0) AS s, coalesce(max(line_no), 0) AS last"
+            f"SELECT {_EPISODE_STEPS} AS s, coalesce(max(line_no), 0) AS last"
             f" FROM episodes WHERE run_id = ?{where}",
             params,
         ).fetchone()
@@ -413,13 +416,10 @@ class RunStore:
             return None
         if len(agents) <= AGENT_LOOKUPS:
             return {agent: self._env_steps(run_id, agent) for agent in agents}
-        counted = (
-            "coalesce(sum(CASE WHEN typeof(steps) = 'integer' AND steps > 0 THEN steps END), 0)"
-        )
         out: dict[str | None, int] = dict.fromkeys(agents, 0)
         last: dict[str | None, int] = {}
         for r in self.conn.execute(
-            f"SELECT agent_id AS a, {counted} AS s, max(line_no) AS last FROM episodes"
+            f"SELECT agent_id AS a, {_EPISODE_STEPS} AS s, max(line_no) AS last FROM episodes"
             " WHERE run_id = ? AND agent_id IS NOT NULL GROUP BY agent_id",
             (run_id,),
         ):
@@ -763,6 +763,8 @@ class RunStore:
         summarised) row (None when the run has no point of it)."""
         cursor = self.conn.cursor()
         cursor.row_factory = None
+        if not self._has_series():
+            return cursor, None
         found = cursor.execute(
             "SELECT series_id, first_step, last_step, points,"
             f" {'summarised' if self._has_blocks() else 0} FROM series"
@@ -801,8 +803,6 @@ class RunStore:
         full = self.resolve(run_id)
         empty = np.zeros(0, dtype=np.int64)
         out = SeriesColumns(name, agent_id, empty, np.zeros(0), empty.copy(), 0, 0)
-        if not self._has_series():
-            return out
         cursor, found = self._series_row(full, name, agent_id)
         if found is None:
             return out
@@ -958,8 +958,6 @@ class RunStore:
         full = self.resolve(run_id)
         nothing = np.zeros(0)
         out = summary.SeriesMeans(name, agent_id, nothing, nothing, nothing, 0, 0, buckets)
-        if not self._has_series():
-            return out
         cursor, found = self._series_row(full, name, agent_id)
         if found is None:
             return out
