@@ -1,9 +1,7 @@
-"""The recorder's first stage: :class:`StoreBatcher` takes a run's stdout lines as they are read,
-has the ingest parse them into a batch, and hands each batch to the store writer: at
-``batch_lines`` lines, ``flush_interval`` seconds after its first line at the latest, and at
-once when it holds a lifecycle line (whose events :class:`~mosaic_sdk.runner.recording.notify.
-Notify` then delivers once committed). It keeps the run's health too, and tells the run's
-:class:`RunListener` what a person or the supervisor must hear."""
+"""The recorder's first stage: :class:`StoreBatcher` has a run's stdout lines parsed into
+batches and hands each to the store writer: at ``batch_lines`` lines, ``flush_interval``
+seconds after its first line at the latest, and at once when it holds a lifecycle line. It
+keeps the run's health too, and tells the run's :class:`RunListener` what must be heard."""
 
 from __future__ import annotations
 
@@ -20,8 +18,8 @@ from mosaic_sdk.runner.supervision.lifecycle import READ_WAIT, RunObserver
 
 
 class RunListener:
-    """Who hears of a run while it is recorded; this one only warns (through ``warn``,
-    default: the process's reporter). ``mosaic run``'s supervisor listens to more."""
+    """Who hears of a run while it is recorded; this one only warns (``warn``, default: the
+    process's reporter)."""
 
     def __init__(self, warn: Callable[[str], None] | None = None) -> None:
         self.warn = warn or current_reporter().warn
@@ -84,7 +82,7 @@ class StoreBatcher(RunObserver):
 
     def add_event(self, event: dict[str, Any]) -> None:
         """Store a lifecycle event the runner made up, after the lines read so far (handed
-        over at once; the event hook hears of it once committed)."""
+        over at once)."""
         batch = self.batch
         if batch.first_at is None:
             batch.first_at = time.monotonic()
@@ -148,8 +146,7 @@ class StoreBatcher(RunObserver):
 
     def check_writer(self) -> None:
         """Warn once when the store writer has stopped on an error (rows are counted lost from
-        then on): at every check of the read loop, and once it closed at the end, for a run
-        read whole before a check saw it."""
+        then on)."""
         if self.writer.failed and not self.writer_gone:
             self.writer_gone = True
             self.listener.warn(

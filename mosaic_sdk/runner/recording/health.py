@@ -16,8 +16,8 @@ STALL_ACTIONS = ("warn", "cancel")
 
 
 def stall_limit_value(raw: Any, what: str) -> float | None:
-    """``raw`` as a stall limit in seconds (None stays None: no limit given; 0 turns stall
-    detection off). ``ValueError`` naming ``what`` for anything else but a number >= 0."""
+    """``raw`` as a stall limit in seconds (None: none given; 0 or ``off``: off).
+    ``ValueError`` naming ``what`` for anything but a number >= 0."""
     if raw is None:
         return None
     if isinstance(raw, str) and raw.strip().lower() in ("off", "none", "no"):
@@ -58,26 +58,17 @@ def stall_reason(payload: dict[str, Any]) -> str:
 
 
 class RunHealth:
-    """The health of one run: stalled when nothing came from the worker's stdout for longer
-    than the limit: the runner's (``--stall-after``, a sweep's ``trial_stall_after``; 0: off),
-    else :data:`STALL_FACTOR` times the heartbeat interval the worker last declared (a
-    ``heartbeat``'s ``interval`` or ``run_started``'s ``heartbeat_interval``), else none.
-
-    It keeps times and decides, no I/O: feed it each chunk's arrival time (one store per
-    chunk, never per line) and its lifecycle events, and call :meth:`check` from the read
-    loop; a change comes back as the payload of :data:`STALLED_EVENT` or
-    :data:`RECOVERED_EVENT` for the runner to store.
-
-    ``stall_after``: the runner's limit in seconds (0: no stall detection), or None to use
-    the worker's declared heartbeat interval. ``clock`` is the monotonic clock the arrival
-    times come from.
-    """
+    """The health of one run, no I/O: stalled when nothing came from the worker's stdout for
+    longer than the limit: ``stall_after`` (s; 0: off), else :data:`STALL_FACTOR` times the
+    heartbeat interval the worker last declared, else none. Feed it each chunk's arrival time
+    and lifecycle events; :meth:`check` returns a change as the payload of
+    :data:`STALLED_EVENT` or :data:`RECOVERED_EVENT`. ``clock``: the monotonic clock of the
+    arrival times."""
 
     def __init__(
         self, stall_after: float | None = None, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.stall_after = checked_stall_after(stall_after)
-        self.clock = clock
         self.started_at = clock()
         #: Arrival (monotonic) of the newest chunk of stdout lines, and of the newest heartbeat.
         self.last_line_at: float | None = None
@@ -109,8 +100,7 @@ class RunHealth:
         return self.stalled_at is not None
 
     def describe(self, now: float) -> str | None:
-        """``"stalled: no output for S s (limit L s)"`` while stalled, else None (the live
-        view's health line)."""
+        """``"stalled: no output for S s (limit L s)"`` while stalled, else None."""
         if self.stalled_at is None or self.stalled_payload is None:
             return None
         silent = now - self._silent_from
@@ -119,8 +109,8 @@ class RunHealth:
 
     # -- feeding ----------------------------------------------------------------------------
     def on_events(self, events: Iterable[dict[str, Any]], arrived: float) -> None:
-        """Note the lifecycle events of a chunk that arrived at ``arrived``: heartbeats, and
-        the heartbeat interval a ``heartbeat`` or ``run_started`` payload declares."""
+        """Note the heartbeats of a chunk that arrived at ``arrived``, and the heartbeat
+        interval a ``heartbeat`` or ``run_started`` payload declares."""
         for event in events:
             name = event.get("event")
             payload = event.get("payload")

@@ -1,19 +1,7 @@
-"""From worker output to store rows: classify each line and batch the rows.
-
-:class:`LineIngest` turns stdout lines into rows of a :class:`LineBatch` (one
-:func:`~mosaic_sdk.telemetry.reader.classify_line` per line, no other parsing; a line that
-cannot be read is kept as an ``invalid`` log line, never raised); :class:`StderrIngest` does
-the same for stderr lines. :class:`~mosaic_sdk.runner.storage.writer.StoreWriter` (re-exported here)
-commits the batches on its own thread. Both are used by
-:class:`~mosaic_sdk.runner.recording.recorder.RunRecorder`, the recorder of every run (``mosaic
-run``, local and Ray sweep trials), whose
-:class:`~mosaic_sdk.runner.recording.batching.StoreBatcher` decides when a batch is handed over: at
-``batch_lines`` lines, ``flush_interval`` after its first line, at once for a lifecycle line, and at
-the end.
-
-The queue between them is bounded: when the disk is slower than the worker, the reader
-stops reading, the pipe fills and the worker waits in ``write()``. Nothing is dropped; what
-the store cannot take in the end is counted (``StoreWriter.lost_rows``).
+"""From worker output to store rows: :class:`LineIngest` classifies stdout lines into rows of a
+:class:`LineBatch` (a line that cannot be read is kept as an ``invalid`` log line, never raised),
+:class:`StderrIngest` does the same for stderr lines, and
+:class:`~mosaic_sdk.runner.storage.writer.StoreWriter` (re-exported here) commits the batches.
 """
 
 from __future__ import annotations
@@ -21,11 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from mosaic_sdk.runner.recording.series import SeriesIngest
+from mosaic_sdk.runner.storage.records import EpisodeRow, StepRow, TelemetryValues
 from mosaic_sdk.runner.storage.rows import LineBatch, finite_float, insert_rows
 from mosaic_sdk.runner.storage.writer import StoreWriter
 from mosaic_sdk.runner.supervision.lines import CutLine
@@ -33,30 +22,27 @@ from mosaic_sdk.telemetry import METRICS_EVENT
 from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, classify_line
 
 #: A step line of the fast path this short cannot nest deeper than MAX_JSON_DEPTH: each level
-#: takes 2 characters, and the fields it must have take 44 more that are no brackets
-#: (``"type":"step"``, ``"episode_index":``, ``"step_index":``, two commas). Schema 3's
-#: ``metadata`` made a bare step line ~206 characters: past a bound of 200, every line paid
-#: two scans of its text (~0.35 us).
+#: takes 2 characters, and the fields it must have take more that are no brackets.
 _SHALLOW_STEP_LEN = 2 * MAX_JSON_DEPTH + len('"type":"step""episode_index":"step_index":,,')
 #: The same bound for a metrics line (``"type":"lifecycle"``, ``"event":"metrics"``, a comma).
 _SHALLOW_METRICS_LEN = 2 * MAX_JSON_DEPTH + len('"type":"lifecycle""event":"metrics",')
 
 # The fast path parses with msgspec into a struct of the fields it reads (_Line): 0.6 us for a
-# flood step line, against 1.4 us for pydantic-core's from_json and 3.5 us for json's C scanner
-# (both build a dict of every field, the struct skips the others after checking them as JSON).
-# On what it accepts it gives what json.loads gives (big integers, the last of duplicate keys,
-# correctly rounded floats: tests/runner/test_runner_units.py); what it refuses and json
-# accepts (NaN and Infinity, 1e400, a lone surrogate escape "\ud800") goes to classify_line,
-# as any other line does, and is read there as before.
+# flood step line, against 3.5 us for json's C scanner. On what it accepts it gives what
+# json.loads gives; what it refuses and json accepts (NaN, 1e400, a lone surrogate escape) goes
+# to classify_line, as any other line does.
+
+#: The columns of a step and an episode row between ``line_no`` and ``raw``, in order.
+_STEP_FIELDS = StepRow._fields[2:9]
+_EPISODE_FIELDS = EpisodeRow._fields[2:9]
 
 #: Marks a field the line does not have (``"episode_index" in d`` of a dict).
 _ABSENT: Any = msgspec.UNSET
 
 
 class _Line(msgspec.Struct, gc=False):
-    """The fields of a step or ``metrics`` line that the fast path reads; any other field is
-    checked as JSON and skipped. A field the line lacks reads as ``dict.get`` gives it (None),
-    but for the two a step line must have (``_ABSENT``)."""
+    """The fields of a step or ``metrics`` line that the fast path reads (any other is checked
+    as JSON and skipped); a missing one is None, but for the two a step line must have."""
 
     type: Any = None
     episode_index: Any = _ABSENT
@@ -80,14 +66,11 @@ def _nests_too_deep(text: str) -> bool:
     return text.count("[") + text.count("{") > MAX_JSON_DEPTH
 
 
-#: ``json.dumps(payload, sort_keys=True, default=str)``, with one encoder made once (dumps
-#: makes a new one per call when given options).
+#: ``json.dumps(payload, sort_keys=True, default=str)``, with one encoder made once.
 _encode_with_checks = json.JSONEncoder(sort_keys=True, default=str).encode
-# The same text from json's C encoder called directly: JSONEncoder.encode goes through two
-# Python frames (encode, iterencode) and a new C encoder per call, 2-3x the cost of the
-# encoding itself for a metrics payload (one in ten lines of a run that reports series).
-# Without the circular-reference markers: payloads are parsed JSON (never circular) or the
-# runner's own events; a cycle would raise RecursionError, which _lifecycle catches.
+# The same text from json's C encoder called directly (JSONEncoder.encode costs 2-3x the
+# encoding of a metrics payload), without circular-reference markers: payloads are parsed JSON
+# or the runner's own events; a cycle would raise RecursionError, which _payload_json catches.
 try:
     _c_encoder = c_make_encoder(
         None, str, encode_basestring_ascii, None, ": ", ", ", True, False, True
@@ -104,8 +87,7 @@ def _encode_payload(payload: object) -> str:
 
 
 def _payload_json(payload: object) -> str | None:
-    """The stored text of an event's payload (None: none, or one JSON cannot write, e.g.
-    nested too deep: the raw line keeps it)."""
+    """The stored text of an event's payload (None: none, or one JSON cannot write)."""
     try:
         return None if payload is None else _encode_payload(payload)
     except (ValueError, TypeError, RecursionError):
@@ -141,7 +123,6 @@ class LineIngest:
         self.agent_returns: dict[str, list[float]] = {}
         self.last_event: str | None = None
         self.terminal_event: dict[str, Any] | None = None
-        self.last_step: tuple[Any, Any] | None = None
         #: The run's series: their numbering, and the points and refusals so far.
         self.series = SeriesIngest(run_id)
 
@@ -156,7 +137,7 @@ class LineIngest:
     ) -> list[dict[str, Any]]:
         """Add ``raws`` to ``batch``; returns the lifecycle events among them, in order."""
         run_id = self.run_id
-        steps, episodes, logs = batch.steps, batch.episodes, batch.logs
+        steps, episodes = batch.steps, batch.episodes
         lifecycle: list[dict[str, Any]] = []
         line_no = self.line_no
         steps_before, episodes_before = len(steps), len(episodes)
@@ -169,30 +150,21 @@ class LineIngest:
             if type(raw) is CutLine:  # longer than the maximum: kept as text, never parsed
                 text = raw.decode("utf-8", "replace")
                 kind = "invalid" if text.lstrip()[:1] in ("{", "[") else "log"
-                partial = 1 if line_no == last else 0
-                logs.append((run_id, "stdout", line_no, kind, partial, raw.note(), text))
-                batch.invalid += kind == "invalid"
-                self.invalid_lines += kind == "invalid"
-                self.log_lines += 1
+                self._log(batch, line_no, kind, line_no == last, raw.note(), text)
                 continue
             # Fast path for the bulk of the stream: a step line in our field names, and a
-            # metrics line. For such a line classify_line returns kind "step" (or "lifecycle")
-            # and the parsed object unchanged (it only renames the upstream aliases
-            # "episode"/"step", absent here), so one parse gives the same answer; anything
-            # else goes through classify_line itself.
+            # metrics line (classify_line would return them parsed, unchanged); anything else
+            # goes through classify_line itself.
             text = raw.decode("utf-8", "replace")
             if text[-1:] == "\r":
                 text = text[:-1]
-            # (ending with "}": the object is the whole line, with nothing after it; a text
-            # that ends with it has a first character, and a second unless it is "}")
+            # (a text ending with "}" has a first character, and a second unless it is "}")
             if text[-1:] == "}" and text[0] == "{" and text[1] == '"':
                 try:
                     line = decode(text)
                 except Exception:  # noqa: BLE001 - classify_line below says what is wrong
                     line = None
-                # (A line long enough to nest deeper than classify_line allows, with that
-                # many brackets, goes to classify_line, which checks its depth; shorter
-                # lines of these kinds cannot nest that deep: see _SHALLOW_STEP_LEN.)
+                # a line that may nest too deep goes to classify_line, which checks its depth
                 if line is None:
                     pass
                 elif line.type == "step":
@@ -230,12 +202,8 @@ class LineIngest:
             try:
                 self._classified(batch, line_no, text, line_no == last, lifecycle)
             except Exception as exc:  # noqa: BLE001 - whatever a line does, keep it
-                partial = 1 if line_no == last else 0
                 error = f"mosaic run could not read this line: {type(exc).__name__}: {exc}"
-                logs.append((run_id, "stdout", line_no, "invalid", partial, error[:500], text))
-                batch.invalid += 1
-                self.invalid_lines += 1
-                self.log_lines += 1
+                self._log(batch, line_no, "invalid", line_no == last, error[:500], text)
         self.steps += len(steps) - steps_before
         self.episodes += len(episodes) - episodes_before
         batch.lines += len(raws)
@@ -249,8 +217,8 @@ class LineIngest:
 
     @property
     def games(self) -> int | None:
-        """A multi-agent run's games so far (the most episode lines of one agent: each agent
-        writes one per game it plays); None for a single-agent run."""
+        """A multi-agent run's games so far (the most episode lines of one agent); None for a
+        single-agent run."""
         return max(self.agent_episodes.values()) if self.agent_episodes else None
 
     def _classified(
@@ -263,46 +231,16 @@ class LineIngest:
     ) -> None:
         """Add one line that is not on the fast path (adds its row last: raising before that
         leaves the batch as it was)."""
-        run_id = self.run_id
         item = classify_line(text)
         kind = item.kind
         d = item.data
         if d is not None and self.on_control_reply is not None and d.get("type") == "control_reply":
             self.on_control_reply(d)
         if kind == "step":
-            batch.steps.append(
-                (
-                    run_id,
-                    line_no,
-                    d.get("seq"),
-                    d.get("episode_index"),
-                    d.get("step_index"),
-                    d.get("reward"),
-                    d.get("terminated"),
-                    d.get("truncated"),
-                    d.get("ts_unix_ns"),
-                    item.text,
-                    d.get("agent_id"),
-                )
-            )
+            batch.steps.append(self._row(d, line_no, item.text, _STEP_FIELDS))
         elif kind == "episode":
-            total = d.get("total_reward")
-            batch.episodes.append(
-                (
-                    run_id,
-                    line_no,
-                    d.get("seq"),
-                    d.get("episode_index"),
-                    total,
-                    d.get("steps"),
-                    d.get("terminated"),
-                    d.get("truncated"),
-                    d.get("ts_unix_ns"),
-                    item.text,
-                    d.get("agent_id"),
-                )
-            )
-            value = finite_float(total)
+            batch.episodes.append(self._row(d, line_no, item.text, _EPISODE_FIELDS))
+            value = finite_float(d.get("total_reward"))
             if value is not None:
                 self.recent_returns.append(value)
                 batch.last_return = value
@@ -328,20 +266,32 @@ class LineIngest:
                 batch.refused += 1
             lifecycle.append(d)
         else:
-            batch.logs.append(
-                (run_id, "stdout", line_no, kind, int(partial), item.error, item.text)
-            )
-            if kind == "invalid":
-                batch.invalid += 1
-                self.invalid_lines += 1
-            self.log_lines += 1
+            self._log(batch, line_no, kind, partial, item.error, item.text)
+
+    def _log(
+        self, batch: LineBatch, line_no: int, kind: str, partial: bool, error: str | None, text: str
+    ) -> None:
+        """A stdout line stored as a log line (``kind``: ``log`` or ``invalid``)."""
+        batch.logs.append((self.run_id, "stdout", line_no, kind, int(partial), error, text))
+        invalid = kind == "invalid"
+        batch.invalid += invalid
+        self.invalid_lines += invalid
+        self.log_lines += 1
+
+    def _row(
+        self, d: dict[str, Any], line_no: int, text: str, fields: tuple[str, ...]
+    ) -> TelemetryValues:
+        """A step or episode row: ``fields`` of ``d`` between the line number and the text."""
+        return cast(
+            TelemetryValues,
+            (self.run_id, line_no, *map(d.get, fields), text, d.get("agent_id")),
+        )
 
     def _metrics(
         self, batch: LineBatch, line_no: int, seq: Any, ts: Any, payload: Any, text: str
     ) -> None:
-        """A ``metrics`` line (its ``seq``, ``ts_unix_ns`` and ``payload``): stored as an
-        event, its values as series points; not handed back as a lifecycle line (no
-        hand-over, no hooks: batched like step lines)."""
+        """A ``metrics`` line: stored as an event, its values as series points; batched like
+        step lines, not handed back as a lifecycle line."""
         batch.events.append(
             (self.run_id, line_no, seq, METRICS_EVENT, ts, 0, _payload_json(payload), text)
         )

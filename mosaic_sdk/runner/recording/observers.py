@@ -7,8 +7,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from mosaic_sdk.runner.reporting import current_reporter
@@ -32,11 +33,8 @@ SERIES_HOOK = "mosaic_telemetry_series"
 MAX_PENDING_ROWS = 50_000
 #: How long the end of a run waits for the observers to take what is queued (seconds).
 DRAIN_TIMEOUT = 5.0
-#: An observer is called at most this often (seconds): what arrives in between is delivered
-#: together, so a fast stream costs 100 calls a second, not one per committed batch. Longer
-#: is not cheaper: rows that wait longer make the garbage collector run more often (at 50 ms
-#: a no-op observer cost ingest ~0.25 us of CPU per row, at 10 ms ~0.1 us; synthetic feed of
-#: 128k rows/s on a loaded 2-core VM).
+#: An observer is called at most this often (seconds), with what arrived in between. Longer
+#: is not cheaper: rows that wait longer make the garbage collector run more often.
 DELIVERY_INTERVAL = 0.01
 
 
@@ -45,8 +43,7 @@ RowT = TypeVar("RowT", StepRow, EpisodeRow)
 
 class RowBatch(Sequence[RowT], Generic[RowT]):
     """The rows of one delivery: a read-only sequence of :class:`StepRow` or
-    :class:`EpisodeRow`, each made when it is read (an observer that only counts rows or
-    looks at the last one pays nothing for the others). ``list(rows)`` gives a list."""
+    :class:`EpisodeRow`, each made when it is read. ``list(rows)`` gives a list."""
 
     __slots__ = ("_rows", "_make")
 
@@ -92,16 +89,7 @@ class ObserverReport:
     missed_points: int = 0
 
     def to_dict(self) -> ObserverRecord:
-        return ObserverRecord(
-            name=self.name,
-            delivered_steps=self.delivered_steps,
-            delivered_episodes=self.delivered_episodes,
-            missed_steps=self.missed_steps,
-            missed_episodes=self.missed_episodes,
-            error=self.error,
-            delivered_points=self.delivered_points,
-            missed_points=self.missed_points,
-        )
+        return ObserverRecord(**asdict(self))  # type: ignore[typeddict-item]
 
 
 Rows = list[TelemetryValues]
@@ -115,17 +103,15 @@ class _Observer:
         self,
         name: str,
         run_id: str,
-        steps_hook: Callable[..., object] | None,
-        episodes_hook: Callable[..., object] | None,
+        hooks: Mapping[str, Callable[..., object] | None],
         max_pending_rows: int,
         warn: Callable[[str], None],
-        series_hook: Callable[..., object] | None = None,
     ) -> None:
         self.run_id = run_id
         self.report = ObserverReport(name)
-        self._steps_hook = steps_hook
-        self._episodes_hook = episodes_hook
-        self.series_hook = series_hook
+        self._steps_hook = hooks[STEPS_HOOK]
+        self._episodes_hook = hooks[EPISODES_HOOK]
+        self.series_hook = hooks[SERIES_HOOK]
         self._max = max_pending_rows
         self._warn = warn
         self._pending: deque[tuple[Rows, Rows, Points]] = deque()
@@ -172,6 +158,11 @@ class _Observer:
         self.report.missed_steps += steps
         self.report.missed_episodes += episodes
         self.report.missed_points += points
+
+    def _miss_pending(self) -> None:  # self._cond held
+        for steps, episodes, points in self._pending:
+            self._miss(len(steps), len(episodes), len(points))
+        self._pending.clear()
 
     # -- its own thread -----------------------------------------------------------------------
     def _loop(self) -> None:
@@ -228,9 +219,7 @@ class _Observer:
                 self.report.error = error
                 self._given_up = True
                 self._miss(len(steps), len(episodes), len(points))
-                for waiting_steps, waiting_episodes, waiting_points in self._pending:
-                    self._miss(len(waiting_steps), len(waiting_episodes), len(waiting_points))
-                self._pending.clear()
+                self._miss_pending()
                 self._pending_rows = 0
             self._warn(
                 f"observer plugin {self.report.name!r} raised {error} in {hook} for run "
@@ -249,33 +238,20 @@ class _Observer:
             if self._thread.is_alive():  # still in a hook call: what it has not got is missed
                 self._given_up = True
                 self._miss(*self._in_flight)
-                for waiting_steps, waiting_episodes, waiting_points in self._pending:
-                    self._miss(len(waiting_steps), len(waiting_episodes), len(waiting_points))
-                self._pending.clear()
+                self._miss_pending()
                 self._in_flight = (0, 0, 0)
             return ObserverReport(**asdict(self.report))
 
 
 def _joined(parts: list[list[Any]]) -> list[Any]:
-    if len(parts) == 1:
-        return parts[0]
-    out: list[Any] = []
-    for part in parts:
-        out += part
-    return out
+    return parts[0] if len(parts) == 1 else list(chain.from_iterable(parts))
 
 
 class ObserverFeed:
-    """The observers of one run; build it with :meth:`for_plugins`.
-
-    After each committed batch, :meth:`offer` hands its step and episode rows and series
-    points to every observer, each on its own thread and bounded queue, so neither ingest nor
-    another observer waits for a slow one. An observer is called at most every
-    ``DELIVERY_INTERVAL`` (unless a quarter of its bound waits), with what came meanwhile
-    coalesced; past ``max_pending_rows`` its oldest batches are dropped for it alone and
-    counted as missed (warned once; the store keeps every row); one that raises is reported
-    once and gets nothing more. :meth:`close` lets them finish (``timeout`` seconds, shared)
-    and returns one report per observer (stored as ``runs.observers_json``)."""
+    """The observers of one run (build it with :meth:`for_plugins`), each on its own thread
+    and bounded queue, so neither ingest nor another observer waits for a slow one. Past
+    ``max_pending_rows`` an observer's oldest batches are dropped for it alone and counted as
+    missed (warned once); one that raises is reported once and gets nothing more."""
 
     def __init__(
         self, observers: list[_Observer], warn: Callable[[str], None] | None = None
@@ -296,13 +272,11 @@ class ObserverFeed:
         max_pending_rows: int | None = None,
         warn: Callable[[str], None] | None = None,
     ) -> ObserverFeed | None:
-        """A feed for the plugins of ``pm`` that implement either hook; None when none does
-        (then the writer has nothing to call). ``max_pending_rows`` defaults to
-        :data:`MAX_PENDING_ROWS`; ``warn`` (default: the process's reporter, see
-        :mod:`mosaic_sdk.runner.reporting`) hears of observers that fall behind or fail."""
+        """A feed for the plugins of ``pm`` that implement an observer hook; None when none
+        does. ``warn`` (default: the process's reporter) hears of observers that fall behind
+        or fail."""
         warn = warn or current_reporter().warn
-        if max_pending_rows is None:
-            max_pending_rows = MAX_PENDING_ROWS
+        max_pending_rows = MAX_PENDING_ROWS if max_pending_rows is None else max_pending_rows
         if max_pending_rows < 1:
             raise ValueError(f"max_pending_rows must be >= 1, got {max_pending_rows}")
         hooks: dict[str, dict[str, object]] = {}  # plugin name -> hook name -> plugin
@@ -325,17 +299,7 @@ class ObserverFeed:
                 h: pm.subset_hook_caller(h, remove_plugins=others) if h in by_hook else None
                 for h in (STEPS_HOOK, EPISODES_HOOK, SERIES_HOOK)
             }
-            observers.append(
-                _Observer(
-                    name,
-                    run_id,
-                    callers[STEPS_HOOK],
-                    callers[EPISODES_HOOK],
-                    max_pending_rows,
-                    warn,
-                    callers[SERIES_HOOK],
-                )
-            )
+            observers.append(_Observer(name, run_id, callers, max_pending_rows, warn))
         return cls(observers, warn)
 
     @property
@@ -343,9 +307,8 @@ class ObserverFeed:
         return [o.report.name for o in self._observers]
 
     def offer(self, batch: LineBatch) -> None:
-        """Queue the steps, episodes and series points of a committed batch for every
-        observer (called by the store writer's thread; never waits for an observer, never
-        raises)."""
+        """Queue a committed batch's rows and points for every observer (on the writer's
+        thread; never waits, never raises)."""
         points: Points = []
         if self._wants_series:
             names = self._series

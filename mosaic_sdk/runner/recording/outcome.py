@@ -1,7 +1,5 @@
-"""How a run ended: :class:`RunResult`, and :func:`decide`, which takes the status from the
-worker's terminal event, its exit code and any cancel, and makes up the lifecycle event the
-runner writes when the worker did not say how it ended.
-"""
+"""How a run ended: :class:`RunResult`, and :func:`decide`: the status from the worker's
+terminal event, exit code and any cancel, and the event to write when the worker did not say."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.storage.records import AgentSummary, ObserverRecord, RunCounts
@@ -48,8 +46,7 @@ class RunResult:
     env_steps: int = 0
     #: Problems of the runner that did not change the status (e.g. stderr.log incomplete).
     warnings: list[str] = field(default_factory=list)
-    #: One report per observer plugin (see
-    #:class:`mosaic_sdk.runner.recording.observers.ObserverReport`).
+    #: One report per observer plugin.
     observers: list[ObserverRecord] = field(default_factory=list)
     #: Multi-agent runs: steps, episodes and returns per agent (``RunStore.agents``); [] else.
     agents: list[AgentSummary] = field(default_factory=list)
@@ -95,6 +92,22 @@ def lifecycle_event(run_id: str, event: str, payload: dict[str, Any]) -> dict[st
     }
 
 
+def failed_event(
+    run_id: str, error: str, error_type: str, exit_code: int | None, stderr_tail: str = ""
+) -> dict[str, Any]:
+    """A synthesised ``run_failed`` event with the emitter's payload fields."""
+    payload = {
+        "error": error,
+        "error_type": error_type,
+        "exit_code": exit_code,
+        "stderr_tail": stderr_tail,
+        "traceback": None,
+        "episode": None,
+        "step": None,
+    }
+    return lifecycle_event(run_id, "run_failed", payload)
+
+
 def decide(
     run_id: str,
     *,
@@ -111,18 +124,11 @@ def decide(
 ) -> Outcome:
     """The final status of a run, and the event to synthesise (or None).
 
-    ``timed_out`` (the reason, e.g. ``"timed out after 30 s"``) when the runner stopped the
-    worker for its time limit, ``stalled`` (e.g. ``"stalled: no output for 3 s (...)"``) when
-    it stopped it for its stall limit: ``failed`` with that reason, unless the worker
-    completed.
-
-    Then, in order: a cancelled run is ``failed`` if the worker wrote ``run_failed``,
-    ``completed`` if it wrote ``run_completed`` and exited 0, else ``cancelled`` (with a
-    synthesised ``run_cancelled`` unless the worker wrote one); ``run_completed`` and exit 0
-    is ``completed``; ``run_failed`` is ``failed`` and ``run_cancelled`` ``cancelled``;
-    anything else (a crash, a kill, no terminal event, ``run_completed`` with a non-zero
-    exit) is ``failed`` with a synthesised ``run_failed`` carrying the exit code and the tail
-    of stderr. (A run whose rows were lost is made ``failed`` by :func:`record_end`.)"""
+    A run stopped for its time or stall limit (``timed_out`` / ``stalled``: the reason) is
+    ``failed`` unless the worker completed. Then: a cancelled run is ``failed`` or
+    ``completed`` when the worker said so, else ``cancelled``; the worker's terminal event
+    decides (``run_completed`` only with exit 0); anything else (a crash, a kill, no
+    terminal event) is ``failed`` with a synthesised ``run_failed``."""
     name = terminal.get("event") if terminal else None
     payload = terminal.get("payload") if terminal else None
     worker_error = payload.get("error") if isinstance(payload, dict) else None
@@ -130,22 +136,10 @@ def decide(
     limit_hit = timed_out if timed_out is not None else stalled
     if limit_hit is not None and not (name == "run_completed" and exit_code == 0):
         error = f"{limit_hit}; the worker {how}"
-        event = None
-        if name != "run_failed":
-            event = lifecycle_event(
-                run_id,
-                "run_failed",
-                {
-                    "error": error,
-                    "error_type": "TimedOut" if timed_out is not None else "Stalled",
-                    "exit_code": exit_code,
-                    "stderr_tail": stderr_tail,
-                    "traceback": None,
-                    "episode": None,
-                    "step": None,
-                },
-            )
-        return Outcome("failed", error, event)
+        kind = "TimedOut" if timed_out is not None else "Stalled"
+        if name == "run_failed":
+            return Outcome("failed", error, None)
+        return Outcome("failed", error, failed_event(run_id, error, kind, exit_code, stderr_tail))
     if cancel_reason is not None:
         if name == "run_failed":
             return Outcome("failed", str(worker_error or "the worker reported run_failed"), None)
@@ -188,28 +182,8 @@ def decide(
     last = [line for line in stderr_tail.splitlines() if line.strip()]
     if last and start_error is None:
         error += f"; last stderr line: {last[-1].strip()[:200]}"
-    event = lifecycle_event(
-        run_id,
-        "run_failed",
-        {
-            "error": error,
-            "error_type": "WorkerStartError" if start_error else "WorkerDied",
-            "exit_code": exit_code,
-            "stderr_tail": stderr_tail,
-            "traceback": None,
-            "episode": None,
-            "step": None,
-        },
-    )
-    return Outcome("failed", error, event)
-
-
-def store_failure(lost_rows: int, error: BaseException | None) -> str | None:
-    """What to add to a run's error when rows were lost, or None when nothing was."""
-    if lost_rows <= 0:
-        return None
-    why = f"{type(error).__name__}: {error}" if error is not None else "the writer stopped"
-    return f"storing the run failed ({why}); {lost_rows} rows lost"
+    kind = "WorkerStartError" if start_error else "WorkerDied"
+    return Outcome("failed", error, failed_event(run_id, error, kind, exit_code, stderr_tail))
 
 
 def record_end(
@@ -221,29 +195,19 @@ def record_end(
     store_error: BaseException | None,
     warn: Callable[[str], None] | None = None,
 ) -> tuple[str, str | None, RunCounts]:
-    """Write the final status of a run into ``store`` (a RunStore); returns the status, the
-    error and the stored counts. Lost rows make it ``failed``; a final status the store does
-    not take (still locked, disk full) is told to ``warn`` (default: the process's reporter)
-    and put in the error, never raised."""
+    """Write the final status of a run into ``store``; returns the status, the error and the
+    stored counts. Lost rows make it ``failed``; a final status the store does not take is
+    told to ``warn`` and put in the error, never raised."""
     status, error = outcome.status, outcome.error
-    failure = store_failure(lost_rows, store_error)
-    if failure is not None:
+    if lost_rows > 0:
+        why = (
+            f"{type(store_error).__name__}: {store_error}" if store_error else "the writer stopped"
+        )
+        failure = f"storing the run failed ({why}); {lost_rows} rows lost"
         status, error = "failed", (error + "; " if error else "") + failure
-    counts = RunCounts(
-        steps=0,
-        step_lines=0,
-        env_steps=0,
-        episodes=0,
-        games=None,
-        agent_episodes=None,
-        events=0,
-        log_lines=0,
-        invalid_lines=0,
-        stderr_lines=0,
-        lines=0,
-        series_points=0,
-        series_refused=0,
-    )
+    # what is given back when the store cannot say: zeros (no multi-agent counts)
+    zeros = dict.fromkeys(RunCounts.__annotations__, 0)
+    counts = cast(RunCounts, zeros | {"games": None, "agent_episodes": None})
     try:
         store.finish_run(run_id, status, exit_code, error, lost_rows=lost_rows)
         counts = store.get_run(run_id)["counts"]
@@ -260,7 +224,7 @@ __all__ = [
     "RunResult",
     "decide",
     "describe_exit",
+    "failed_event",
     "lifecycle_event",
     "record_end",
-    "store_failure",
 ]

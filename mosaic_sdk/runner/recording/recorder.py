@@ -27,10 +27,9 @@ if TYPE_CHECKING:
 class RecorderOptions:
     """How a run is recorded. ``batch_lines``: a batch goes to the writer at this many lines;
     ``flush_interval``: at the latest this long (s) after its first line; ``busy_timeout``:
-    how long the writer waits for SQLite's write lock inside SQLite (s); ``step_frames``:
-    publish step lines' ``render_payload`` to the run's FastLane stream; ``stall_after``: the
-    stall limit (s; 0: none; None: from the worker's declared heartbeat interval, see
-    :mod:`~mosaic_sdk.runner.recording.health`)."""
+    SQLite's wait for its write lock (s); ``step_frames``: publish step lines'
+    ``render_payload`` to FastLane; ``stall_after``: the stall limit (s; 0: none; None: from
+    the worker's heartbeat interval)."""
 
     batch_lines: int = 256
     flush_interval: float = 0.1
@@ -57,12 +56,10 @@ class RunRecorder:
     ``StoreBatcher`` (``recorder.stdout``: batches, keeps the run's health) -> ``LineIngest``
     (parses) -> ``StoreWriter`` (commits on its thread) -> ``Notify`` (observers, live frames,
     ``mosaic_telemetry_event``); stderr lines go to the writer through ``StderrIngest``
-    (``recorder.stderr``). A remote trial's lines come through :meth:`add_stdout`; the run
-    ends with :meth:`decide` and :meth:`finish`.
+    (``recorder.stderr``). The run ends with :meth:`end` or :meth:`finish`.
 
-    ``store`` is the run's :class:`RunStore` (the run row exists); ``pm`` the plugin manager
-    whose observers and event hooks hear of the run (None: nobody does); ``listener`` hears
-    of the run as it goes (default: a :class:`RunListener` that only warns).
+    ``pm``: the plugin manager whose observers and event hooks hear of the run (None:
+    nobody); ``listener`` hears of the run as it goes (default: one that only warns).
     """
 
     def __init__(
@@ -83,8 +80,7 @@ class RunRecorder:
             register_from_env(pm)
         #: The observer plugins of the run (None when no plugin observes).
         self.feed = None if pm is None else ObserverFeed.for_plugins(pm, run_id, warn=warn)
-        #: Step lines' ``render_payload`` published to the run's FastLane stream (a worker
-        #: that writes no FastLane itself still gets a live view); None when not asked for.
+        #: Step lines' ``render_payload`` published to the run's FastLane stream, if asked.
         self.frames = StepFrames(run_id, warn=warn) if options.step_frames else None
         # the chain, from its end: notify <- write <- parse <- batch
         stages = [stage.offer for stage in (self.feed, self.frames) if stage is not None]
@@ -145,32 +141,10 @@ class RunRecorder:
         note_error: str | None = None,
         abandon: Callable[[], bool] | None = None,
     ) -> RecordedEnd:
-        """Decide the run's final status from what it wrote (:meth:`decide`) and store it
-        (:meth:`finish`): the end of a run whose worker has exited."""
-        outcome = self.decide(
-            exit_code=exit_code,
-            cancel_reason=cancel_reason,
-            stderr_tail=stderr_tail,
-            start_error=start_error,
-            timed_out=timed_out,
-            stalled=stalled,
-        )
-        return self.finish(outcome, exit_code, notes=notes, note_error=note_error, abandon=abandon)
-
-    def decide(
-        self,
-        *,
-        exit_code: int | None,
-        cancel_reason: str | None,
-        stderr_tail: str = "",
-        start_error: str | None = None,
-        timed_out: str | None = None,
-        stalled: str | None = None,
-    ) -> Outcome:
-        """The run's final status from what it wrote (see :func:`decide`); ``timed_out`` is
-        the reason a time limit stopped the run, ``stalled`` the reason its stall limit did."""
+        """Decide the run's final status from what it wrote (:func:`~.outcome.decide`) and
+        store it (:meth:`finish`): the end of a run whose worker has exited."""
         ingest = self.ingest
-        return decide(
+        outcome = decide(
             self.run_id,
             terminal=ingest.terminal_event,
             exit_code=exit_code,
@@ -186,6 +160,7 @@ class RunRecorder:
             timed_out=timed_out,
             stalled=stalled,
         )
+        return self.finish(outcome, exit_code, notes=notes, note_error=note_error, abandon=abandon)
 
     def finish(
         self,
@@ -197,9 +172,9 @@ class RunRecorder:
         abandon: Callable[[], bool] | None = None,
     ) -> RecordedEnd:
         """Store the end of the run: the synthesised event of ``outcome`` (if any), ``notes``
-        as stderr lines (``error`` = ``note_error``: they were not written by the worker), the
-        rest of the rows, the observers' reports and the final status. Waits for the writer
-        (``abandon()`` true: stop waiting for a stalled store) and for the observers."""
+        as stderr lines (``error`` = ``note_error``), the rest of the rows, the observers'
+        reports and the final status. Waits for the writer (``abandon()`` true: stop waiting
+        for a stalled store) and for the observers."""
         if self._finished is not None:
             return self._finished
         final = self.stdout.final_batch()

@@ -1,7 +1,5 @@
 """Live frames from step lines: a step line's ``render_payload`` published to the run's FastLane
-stream under ``mosaic run``, as the platform's telemetry proxy does, for workers that never
-touch shared memory.
-"""
+stream under ``mosaic run``, as the platform's telemetry proxy does."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,8 +33,7 @@ DEFAULT_FPS = 30.0
 #: Committed batches kept between two looks; older ones are not searched for a frame.
 MAX_PENDING_BATCHES = 64
 #: The longest step line (characters) whose ``render_payload`` is read: 4 MiB holds a frame of
-#: about a million values (580 x 580 x 3) as JSON; a line of a million tiny stacked frames
-#: (12 MB) cost 2.8 s of CPU and 1.45 GB to parse and tile. Larger frames belong in FastLane.
+#: about 580 x 580 x 3 as JSON. Larger frames belong in FastLane.
 MAX_PAYLOAD_LINE = 4 * 1024 * 1024
 #: The most frames of a stack (a vectorized env's grid) that are tiled into one picture.
 MAX_STACK_FRAMES = 256
@@ -50,8 +47,7 @@ class BadPayload(ValueError):
 
 
 class OversizedPayload(BadPayload):
-    """A ``render_payload`` that costs more to read or show than a live frame may (the
-    message says which bound it passed)."""
+    """A ``render_payload`` that costs more to read or show than a live frame may."""
 
 
 def _nesting(value: Any, most: int = 5) -> int:
@@ -63,12 +59,10 @@ def _nesting(value: Any, most: int = 5) -> int:
 
 
 def frame_from_payload(payload: Any) -> Any:
-    """The frame (an HxWxC uint8 numpy array) of a step line's ``render_payload``; None when
-    it carries no pixels; :class:`BadPayload` when its pixels are no frame.
-
-    The payload is an object or a string holding one; its ``rgb`` (else ``RGB``) is an HxWxC
-    nested list of 0..255 numbers, C = 1, 3 or 4 (fractions cut off, as numpy's uint8 cast
-    does), or an NxHxWxC stack, tiled into one grid (the platform's proxy drops those)."""
+    """The frame (an HxWxC uint8 numpy array) of a step line's ``render_payload`` (an object
+    or a string holding one): its ``rgb`` (else ``RGB``), an HxWxC nested list of 0..255, C =
+    1, 3 or 4, or an NxHxWxC stack tiled into one grid. None when it carries no pixels;
+    :class:`BadPayload` when its pixels are no frame."""
     if payload is None:
         return None
     if isinstance(payload, str):
@@ -128,10 +122,9 @@ def frame_from_payload(payload: Any) -> Any:
 
 
 def frame_from_line(raw: str) -> tuple[dict[str, Any], Any] | None:
-    """The step line ``raw`` (its text, as stored) parsed, and the frame of its
-    ``render_payload`` (:func:`frame_from_payload`); None when the line is not a JSON object
-    or its payload carries no pixels. :class:`OversizedPayload` for a line longer than
-    :data:`MAX_PAYLOAD_LINE` (not parsed), :class:`BadPayload` for pixels that are no frame."""
+    """The step line ``raw`` parsed, and the frame of its ``render_payload``; None when the
+    line is not a JSON object or carries no pixels. :class:`OversizedPayload` for a line
+    longer than :data:`MAX_PAYLOAD_LINE` (not parsed)."""
     if len(raw) > MAX_PAYLOAD_LINE:  # not parsed: its lists alone would cost GBs
         raise OversizedPayload(
             f"the step line holding it has {len(raw):,} characters; a render_payload is "
@@ -163,29 +156,18 @@ class StepFramesReport:
     frames: int = 0
     #: Step lines whose render_payload had pixels that are no frame.
     bad_payloads: int = 0
-    #: Render payloads not shown because they cost more than a live frame may (see
-    #: :data:`MAX_PAYLOAD_LINE`, :data:`MAX_STACK_FRAMES`) or FastLane refused the frame.
+    #: Render payloads not shown: past a bound (:class:`OversizedPayload`) or refused by FastLane.
     refused_payloads: int = 0
     #: Why nothing was published, when nothing could be (the worker writes FastLane itself).
     disabled: str | None = None
 
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
 
 class StepFrames:
-    """Publishes the render payloads of one run's step lines to its FastLane stream. Give
-    :meth:`offer` to the recorder's ``Notify`` (every committed batch); call :meth:`close` at
-    the end of the run.
-
-    :meth:`offer` only keeps a reference to the committed rows; this object's own thread wakes
-    at most ``fps`` times a second and parses only the newest step line holding a
-    ``render_payload`` (frames reach the viewer about one flush interval after the worker
-    wrote them). A bad payload, or one past :data:`MAX_PAYLOAD_LINE`,
-    :data:`MAX_STACK_FRAMES` or FastLane's frame size, is counted and reported once, never
-    fatal. When the worker writes the run's FastLane segment itself nothing is published (a
-    worker that starts its own FastLane writer after a step line with a ``render_payload``
-    finds the segment taken: such a worker should write no ``render_payload``)."""
+    """Publishes the render payloads of one run's step lines to its FastLane stream:
+    :meth:`offer` gets every committed batch, and this object's own thread wakes at most
+    ``fps`` times a second to parse only the newest step line holding a ``render_payload``.
+    A bad or oversized payload is counted and reported once, never fatal. Nothing is
+    published when the worker writes the run's FastLane segment itself."""
 
     def __init__(
         self,
@@ -284,8 +266,8 @@ class StepFrames:
         self.report.frames += 1
 
     def _open(self, frame: Any) -> FastLaneWriter | None:
-        """The run's writer, created for ``frame``'s size; None when the worker writes FastLane
-        itself (then publishing is disabled)."""
+        """The run's writer, created for ``frame``'s size; None (and disabled) when the worker
+        writes FastLane itself."""
         status = inspect_segment(create_fastlane_name(self.stream), settle=0.0)
         if status is not None and status.initialised and not status.stale:
             if status.writer_pid != os.getpid():
@@ -328,16 +310,14 @@ class StepFrames:
 
     # -- the end of the run -------------------------------------------------------------------
     def close(self, timeout: float = 2.0) -> StepFramesReport:
-        """Publish the last frame waiting, close and remove the stream's segment (viewers see
-        it closed, as when a worker's writer ends); returns the report. Idempotent."""
+        """Publish the last frame waiting, close and remove the stream's segment; returns the
+        report. Idempotent."""
         with self._cond:
             if self._closed:
                 return self.report
             self._closed = self._closing = True
             self._cond.notify()
-        # the thread publishes what waits, then closes the segment (also when this stops
-        # waiting for it)
-        self._thread.join(timeout)
+        self._thread.join(timeout)  # it publishes what waits, then closes the segment
         if self.report.bad_payloads > 1:
             self._warn(
                 f"run {self.run_id}: {self.report.bad_payloads} step lines had a render_payload "
@@ -352,8 +332,8 @@ class StepFrames:
 
 
 def newest_payload_line(batches: list[list[tuple[Any, ...]]]) -> str | None:
-    """The text of the newest step row among ``batches`` (stored step rows, oldest batch
-    first) that holds ``"render_payload"``; None when none does."""
+    """The text of the newest step row among ``batches`` (oldest first) that holds
+    ``"render_payload"``; None when none does."""
     for rows in reversed(batches):
         for row in reversed(rows):
             raw = row[_RAW]

@@ -21,55 +21,31 @@ from mosaic_sdk.runner.storage.schema import StoreError
 if TYPE_CHECKING:
     from mosaic_sdk.runner.storage.store import RunStore
 
-#: What can be exported: the table and its columns, each with its Parquet type.
 #: The most agent ids an error message names.
 AGENTS_NAMED = 20
+#: The Parquet type of each exported column that is no int64.
+_NOT_INT = {
+    **dict.fromkeys(("run_id", "event", "payload_json", "name", "agent_id", "raw"), "string"),
+    **dict.fromkeys(("reward", "total_reward", "value", "wall_time"), "float64"),
+}
 
+
+def _typed(names: str) -> tuple[tuple[str, str], ...]:
+    return tuple((name, _NOT_INT.get(name, "int64")) for name in names.split())
+
+
+#: What can be exported: the table and its columns, each with its Parquet type.
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {
-    "steps": (
-        ("run_id", "string"),
-        ("line_no", "int64"),
-        ("seq", "int64"),
-        ("episode_index", "int64"),
-        ("step_index", "int64"),
-        ("reward", "float64"),
-        ("terminated", "int64"),
-        ("truncated", "int64"),
-        ("ts_unix_ns", "int64"),
-        ("agent_id", "string"),
-        ("raw", "string"),
+    "steps": _typed(
+        "run_id line_no seq episode_index step_index reward terminated truncated ts_unix_ns"
+        " agent_id raw"
     ),
-    "episodes": (
-        ("run_id", "string"),
-        ("line_no", "int64"),
-        ("seq", "int64"),
-        ("episode_index", "int64"),
-        ("total_reward", "float64"),
-        ("steps", "int64"),
-        ("terminated", "int64"),
-        ("truncated", "int64"),
-        ("ts_unix_ns", "int64"),
-        ("agent_id", "string"),
-        ("raw", "string"),
+    "episodes": _typed(
+        "run_id line_no seq episode_index total_reward steps terminated truncated ts_unix_ns"
+        " agent_id raw"
     ),
-    "events": (
-        ("run_id", "string"),
-        ("line_no", "int64"),
-        ("seq", "int64"),
-        ("event", "string"),
-        ("ts_unix_ns", "int64"),
-        ("synthesised", "int64"),
-        ("payload_json", "string"),
-        ("raw", "string"),
-    ),
-    "metrics": (
-        ("run_id", "string"),
-        ("name", "string"),
-        ("agent_id", "string"),
-        ("step", "int64"),
-        ("value", "float64"),
-        ("wall_time", "float64"),
-    ),
+    "events": _typed("run_id line_no seq event ts_unix_ns synthesised payload_json raw"),
+    "metrics": _typed("run_id name agent_id step value wall_time"),
 }
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
 #: Rows fetched (and, for Parquet, written as one row group) at a time.
@@ -113,10 +89,9 @@ def iter_batches(
     agent: str | None = None,
     metrics: Sequence[str] | None = None,
 ) -> Iterator[list[ExportValues]]:
-    """Lists of row tuples (at most :data:`BATCH_ROWS` each) of ``what`` of one run, in
-    ``line_no`` order (series points: series by series, by step); only those of ``agent``
-    when given, and for ``metrics`` only the series whose names match a glob of ``metrics``.
-    ``run_id`` must be the run's full id (see ``RunStore.resolve``)."""
+    """Lists of row tuples (at most :data:`BATCH_ROWS` each) of ``what`` of one run (a full
+    id), in ``line_no`` order (series points: series by series, by step); only those of
+    ``agent``, and of the series whose names match a glob of ``metrics``, when given."""
     if what == "metrics":
         yield from _point_batches(store, run_id, agent, metrics)
         return
@@ -137,8 +112,8 @@ def _point_batches(
             continue
         if metrics and not any(fnmatchcase(info.name, m) for m in metrics):
             continue
-        points = store.series_columns(run_id, info.name, info.agent_id)
         name, agent_id = info.name, info.agent_id
+        points = store.series_columns(run_id, name, agent_id)
         walls = (points.wall_ns / 1e9).tolist()  # what int / 1e9 gives, at numpy's speed
         for step, value, wall in zip(
             points.steps.tolist(), points.values.tolist(), walls, strict=True
@@ -152,8 +127,8 @@ def _point_batches(
 
 
 class _Null:
-    """Written by ``csv`` as an empty unquoted field: QUOTE_NONNUMERIC leaves numbers (what
-    has ``__float__``) unquoted and writes their ``str``. ``None`` itself would be quoted."""
+    """Written by ``csv`` as an empty unquoted field (QUOTE_NONNUMERIC leaves what has
+    ``__float__`` unquoted); ``None`` itself would be quoted."""
 
     __slots__ = ()
 
@@ -185,8 +160,8 @@ def write_csv(batches: Iterator[list[ExportValues]], names: tuple[str, ...], out
 
 
 def write_jsonl(batches: Iterator[list[ExportValues]], names: tuple[str, ...], out: IO[str]) -> int:
-    """Write one JSON object per row to the text stream ``out``; returns the row count.
-    Keys in column order, NULL as ``null``, text as UTF-8, infinities as ``Infinity``."""
+    """Write one JSON object per row (``null``, UTF-8 text, ``Infinity``) to the text stream
+    ``out``; returns the row count."""
     encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
     count = 0
     for rows in batches:
@@ -237,14 +212,12 @@ def _fits(value: Stored, kind: str) -> bool:
 
 
 def _named(agent: str) -> str:
-    """An agent id as an error message quotes it: ``repr`` (control characters and lone
-    surrogates escaped), a long one cut."""
+    """An agent id as an error message quotes it: ``repr``, a long one cut."""
     return repr(agent if len(agent) <= 80 else agent[:60] + "...")
 
 
 def no_such_agent(run_id: str, agent: str, known: Sequence[str]) -> str:
-    """The one line that refuses ``--agent AGENT`` for a run without rows of that agent,
-    naming the agents it has (the first :data:`AGENTS_NAMED` of them)."""
+    """The line that refuses ``--agent AGENT`` for a run without it, naming its agents."""
     if not known:
         return (
             f"run {run_id} has no agent {_named(agent)}: its steps and episodes carry no "
@@ -268,17 +241,13 @@ def export_run(
     agent: str | None = None,
     metrics: Sequence[str] | None = None,
 ) -> int:
-    """Export ``what`` of ``run_id`` (an id or unique prefix) of ``store`` as ``fmt`` to
-    ``output``: a file path (written beside and renamed: it appears whole or not at all), or
-    a binary stream (``"-"``: standard output). ``agent``: only the steps or episodes of that
-    ``agent_id``; ``metrics``: with ``what="metrics"``, only the series whose names match one
-    of these globs. Returns the number of rows written.
+    """Export ``what`` (a key of :data:`TABLES`) of ``run_id`` (an id or unique prefix) as
+    ``fmt`` to ``output``: a file path (appears whole or not at all), or a binary stream
+    (``"-"``: standard output). ``agent``: only that ``agent_id``'s rows; ``metrics``: only
+    the series whose names match one of these globs. Returns the number of rows written.
 
-    Steps, episodes and events have the table's own columns (``run_id``, ``agent_id`` and
-    ``raw`` included), in ``line_no`` order. ``metrics`` rows are every point of the run's
-    series (never a downsampled read): ``run_id``, ``name``, ``agent_id``, ``step``,
-    ``value`` (NaN and infinities kept) and ``wall_time`` (float seconds since the epoch, as
-    TensorBoard keeps it), series by series (by name, then agent), each by step."""
+    ``metrics`` rows are every point of the run's series, series by series, each by step,
+    with ``wall_time`` in float seconds since the epoch (as TensorBoard keeps it)."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if agent is not None and what == "events":

@@ -12,11 +12,7 @@ def new_run_id(now_ms: int | None = None) -> str:
     """A new ULID: 48 bits of milliseconds since the epoch, then 80 random bits."""
     ms = int(time.time() * 1000) if now_ms is None else now_ms
     value = (ms & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big")
-    chars = []
-    for _ in range(26):
-        chars.append(_ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    return "".join(_ALPHABET[(value >> (5 * i)) & 31] for i in reversed(range(26)))
 
 
 __all__ = ["new_run_id"]

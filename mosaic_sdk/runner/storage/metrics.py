@@ -1,17 +1,6 @@
-"""The training metrics a run reported, as ``mosaic runs show`` prints them.
-
-A worker reports metrics two ways (see docs/guides/metrics.md):
-
-- custom lifecycle events (``emitter.lifecycle("train_metrics", {"loss": 0.4, ...})``): for
-  each event name, how many the run wrote and the latest value of each numeric payload field
-  (nested objects give dotted names, ``{"loss": {"policy": 0.1}}`` → ``loss.policy``);
-- episode metadata (``emitter.episode(..., metadata={...})``): how many episodes carried
-  some, and the latest value of each key. The ``episode_index`` the emitter adds to every
-  line's metadata for the platform is not the worker's metadata and is left out
-  (:func:`~mosaic_sdk.telemetry.episode_index.caller_metadata`).
-
-Both are read from the store with one pass over the rows (no run is read into memory whole).
-"""
+"""The training metrics a run reported, as ``mosaic runs show`` prints them: per custom event
+name, its count and the latest value of each numeric payload field (nested objects give dotted
+names); how many episodes carried metadata, with the latest value of each key."""
 
 from __future__ import annotations
 
@@ -68,8 +57,7 @@ def _flatten(data: Mapping[str, JsonValue], prefix: str = "") -> dict[str, JsonV
 
 
 def _scalar(value: JsonValue) -> JsonValue:
-    """A metadata value as shown: numbers, booleans and null as they are, a string cut to
-    :data:`MAX_TEXT`, a list as ``<list of N>``."""
+    """A metadata value as shown: a string cut to :data:`MAX_TEXT`, a list as ``<list of N>``."""
     if value is None or isinstance(value, bool) or _numeric(value):
         return value
     if isinstance(value, str):
@@ -105,10 +93,7 @@ def run_metrics(store: RunStore, run_id: str) -> RunMetrics:
         if isinstance(metadata, dict) and metadata:
             with_metadata += 1
             latest.update({k: _scalar(v) for k, v in _flatten(metadata).items()})
-    return {
-        "events": events,
-        "episode_metadata": {"episodes": with_metadata, "latest": latest},
-    }
+    return {"events": events, "episode_metadata": {"episodes": with_metadata, "latest": latest}}
 
 
 def format_value(value: JsonValue) -> str:

@@ -1,11 +1,6 @@
-"""Where runs live: under the SDK's per-user directory (:func:`mosaic_sdk.home.mosaic_home`:
-``MOSAIC_HOME`` or the user's data directory).
-
-The default store is ``<home>/runs.sqlite``. Run directories (config, logs, artefacts) live
-beside their store, in a directory named after it: ``<store's directory>/<store's name without
-suffix>/<run_id>/`` (``<home>/runs/<run_id>/`` for the default store), so two stores never
-share a run directory.
-"""
+"""Where runs live: the default store is ``<home>/runs.sqlite`` (``mosaic_home()``); run
+directories live beside their store, in a directory named after it (:func:`runs_dir_for`), so
+two stores never share one."""
 
 from __future__ import annotations
 

@@ -25,8 +25,7 @@ def make_dir(path: Path, *, exclusive: bool = False) -> None:
 
 def create_file(path: Path) -> None:
     """Create ``path`` empty with mode ``0600`` unless it exists (then it is left as it is)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
-    os.close(fd)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE))
 
 
 def write_text(path: Path, text: str) -> None:

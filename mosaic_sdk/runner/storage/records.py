@@ -1,18 +1,8 @@
 """The records of the store, typed once: what :class:`~mosaic_sdk.runner.storage.store.RunStore`
-reads back and what the observer plugins are handed.
+reads back (plain dicts: ``TypedDict``) and what the observer plugins are handed (named tuples).
 
-Rows read from the store are plain dicts (``TypedDict``: no object is built per row, and
-``json.dumps`` prints them as they are); rows handed to observers are named tuples made when
-read (:class:`StepRow`, :class:`EpisodeRow`). Their users are ``mosaic runs``
-(:mod:`mosaic_sdk.cli`), ``mosaic watch`` (:mod:`mosaic_sdk.watch.data`), the curves
-(:mod:`mosaic_sdk.plots`), the export (:mod:`mosaic_sdk.runner.storage.export`) and the
-observer feed (:mod:`mosaic_sdk.runner.recording.observers`).
-
-What the runner decides has its own type (``line_no: int``, ``raw: str``, ``event: str``...);
-a column a worker fills holds what it wrote, as SQLite keeps it: :data:`Stored` (an integer,
-a float, text, or NULL: an ``episode_index`` of ``"abc"`` stays text; the ``raw`` line keeps
-the rest). A run's config is JSON (:data:`JsonObject`, defined in :mod:`mosaic_sdk.json_types`
-and re-exported here).
+A column a worker fills holds what it wrote, as SQLite keeps it: :data:`Stored` (an
+``episode_index`` of ``"abc"`` stays text; the ``raw`` line keeps the rest).
 """
 
 from __future__ import annotations
@@ -23,7 +13,6 @@ from typing import TYPE_CHECKING, NamedTuple, TypeAlias, TypedDict
 if TYPE_CHECKING:  # annotations only: the CLI starts without numpy
     import numpy as np
 
-
 from mosaic_sdk.json_types import JsonObject, JsonValue
 
 #: A value a worker wrote, as a column of the store holds it (SQLite's storage classes but
@@ -32,17 +21,15 @@ Stored: TypeAlias = int | float | str | None
 
 
 class RunCounts(TypedDict):
-    """The counts of a run, each named for what it counts. The writer updates the stored
-    ones with the rows they count; ``step_lines``, ``env_steps``, ``games`` and
-    ``agent_episodes`` are worked out when read."""
+    """The counts of a run (``step_lines``, ``env_steps``, ``games`` and ``agent_episodes``
+    are worked out when read)."""
 
     #: step lines stored (the same as ``step_lines``; kept under its old name)
     steps: int
     #: step lines stored: fewer than the env steps when a worker throttles them
     step_lines: int
-    #: environment steps: the sum of the ``steps`` of the episode lines plus the step lines
-    #: of the episodes not finished (after an agent's last episode line), per agent summed
-    #: for a multi-agent run; never fewer than the step lines
+    #: environment steps: the ``steps`` of the episode lines plus the step lines after an
+    #: agent's last one, summed over agents; never fewer than the step lines
     env_steps: int
     #: episode lines stored (a multi-agent run writes one per agent per game)
     episodes: int
@@ -77,19 +64,17 @@ class ObserverRecord(TypedDict):
     missed_points: int
 
 
-#: The runner's lifecycle events (``synthesised``) when a run passes its stall limit, and when
-#: lines come again (decided by :mod:`mosaic_sdk.runner.recording.health`; read back by the
-#: store to give a running run's ``stalled``).
+#: The runner's events when a run passes its stall limit, and when lines come again
+#: (:mod:`mosaic_sdk.runner.recording.health`).
 STALLED_EVENT = "stalled"
 RECOVERED_EVENT = "recovered"
 
 
 class RunRecord(TypedDict):
-    """A stored run as :meth:`RunStore.get_run` and ``list_runs`` return it (and ``mosaic runs
-    list/show --json`` print it): the ``runs`` row, with the counts gathered in ``counts``, the
-    JSON columns decoded, and two figures of the reading: ``runner_alive`` (whether the
-    runner of a ``running`` run still lives: None when unknown, e.g. on another host) and
-    ``duration_seconds`` (until now for a run that has not ended)."""
+    """A stored run as :meth:`RunStore.get_run` and ``list_runs`` return it: the ``runs``
+    row, the counts gathered in ``counts``, the JSON columns decoded, ``runner_alive``
+    (None when unknown, e.g. on another host) and ``duration_seconds`` (until now while
+    it runs)."""
 
     run_id: str
     worker: str
@@ -113,8 +98,7 @@ class RunRecord(TypedDict):
     argv: list[str] | None
     observers: list[ObserverRecord]
     runner_alive: bool | None
-    #: the payload of the runner's ``stalled`` event while a running run is stalled (its
-    #: ``ts_unix_ns`` added), else None (:mod:`mosaic_sdk.runner.recording.health`)
+    #: the payload of the ``stalled`` event (with its ``ts_unix_ns``) while stalled, else None
     stalled: JsonObject | None
     duration_seconds: float
 
@@ -147,15 +131,14 @@ class LogLineRecord(TypedDict):
 
 
 class AgentSummary(TypedDict):
-    """The steps, episodes and returns of one agent of a multi-agent run
-    (:meth:`RunStore.agents`); a return is None when the agent has no numeric one."""
+    """One agent of a multi-agent run (:meth:`RunStore.agents`); a return is None when the
+    agent has no numeric one."""
 
     #: None: the run's rows without an ``agent_id``
     agent_id: str | None
     #: step lines of the agent
     steps: int
-    #: env steps of the agent (the sum of its episodes' ``steps``, plus its step lines after
-    #: its last episode line; at least its step lines)
+    #: env steps of the agent (see :class:`RunCounts`)
     env_steps: int
     episodes: int
     mean_return: float | None
@@ -165,9 +148,8 @@ class AgentSummary(TypedDict):
 
 
 class StepRow(NamedTuple):
-    """One stored step: the columns of the ``steps`` table, in order, holding the values the
-    writer bound (SQLite's column types may store them converted: ``True`` as 1, an integer
-    ``agent_id`` as text)."""
+    """One stored step: the columns of the ``steps`` table, in order, as the writer bound
+    them (SQLite may store them converted: ``True`` as 1)."""
 
     run_id: str
     line_no: int
@@ -183,9 +165,8 @@ class StepRow(NamedTuple):
 
 
 class EpisodeRow(NamedTuple):
-    """One stored episode: the columns of the ``episodes`` table, in order, holding the values
-    the writer bound (SQLite's column types may store them converted: ``True`` as 1, an
-    integer ``agent_id`` as text)."""
+    """One stored episode: the columns of the ``episodes`` table, in order, as the writer
+    bound them (SQLite may store them converted: ``True`` as 1)."""
 
     run_id: str
     line_no: int
@@ -200,9 +181,8 @@ class EpisodeRow(NamedTuple):
     agent_id: Stored
 
 
-#: A row of a batch as the ingest builds it: :class:`StepRow`'s or :class:`EpisodeRow`'s
-#: values (a plain tuple: the hot path makes no objects), then the event and log rows in the
-#: column order of their ``INSERT`` statements.
+#: Rows of a batch as the ingest builds them (plain tuples: :class:`StepRow`'s or
+#: :class:`EpisodeRow`'s values; events and logs in their ``INSERT`` column order).
 TelemetryValues: TypeAlias = tuple[
     str, int, Stored, Stored, Stored, Stored, Stored, Stored, Stored, str, Stored
 ]
@@ -210,15 +190,11 @@ EventValues: TypeAlias = tuple[str, int, Stored, str, Stored, int, str | None, s
 LogValues: TypeAlias = tuple[str, str, int, str, int, str | None, str]
 #: A row of ``mosaic runs export``: the values of the exported columns.
 ExportValues: TypeAlias = tuple[Stored, ...]
-#: An episode as a learning curve reads it (:meth:`RunStore.episode_rows`): ``(line_no,
-#: return, kind, steps, seconds since the run's start)``, numbers numpy takes at once.
+#: An episode as a learning curve reads it (:meth:`RunStore.episode_rows`).
 EpisodePoint: TypeAlias = tuple[float, float, int, float, float]
-
-
 #: A series of a batch as the ingest numbers it: ``(run_id, series_id, name, agent_id)``.
 SeriesValues: TypeAlias = tuple[str, int, str, str | None]
-#: A point of a batch: ``(run_id, series_id, step, wall_ns, line_no, value)``, the column
-#: order of ``series_points`` (``value`` may be NaN or infinite).
+#: A point of a batch, in the column order of ``series_points`` (``value`` may be NaN).
 PointValues: TypeAlias = tuple[str, int, int, int, int, float]
 
 
@@ -237,10 +213,8 @@ class SeriesPoint(NamedTuple):
 
 @dataclass(frozen=True)
 class SeriesInfo:
-    """One series of a run as :meth:`RunStore.series` lists it: its name (TensorBoard's
-    ``group/name``), its ``agent_id`` (None for none), how many points it has, its first and
-    last step, and its last point's value (the point of the largest step, then the latest
-    wall time; may be NaN or infinite) and wall time (ns since the epoch)."""
+    """One series of a run as :meth:`RunStore.series` lists it; its last point is that of
+    the largest step, then the latest wall time (its value may be NaN or infinite)."""
 
     name: str
     agent_id: str | None
@@ -253,8 +227,8 @@ class SeriesInfo:
 
 @dataclass(frozen=True)
 class SeriesPoints:
-    """The points of one series (:meth:`RunStore.series_points`), by step, then wall time:
-    three lists of one length (``values`` keeps NaN and infinities)."""
+    """The points of one series (:meth:`RunStore.series_points`), by step, then wall time
+    (``values`` keeps NaN and infinities)."""
 
     name: str
     agent_id: str | None
@@ -266,16 +240,11 @@ class SeriesPoints:
 @dataclass(frozen=True, eq=False)
 class SeriesColumns:
     """Points of one series as numpy columns (:meth:`RunStore.series_columns`), by step, then
-    wall time: ``steps`` (int64), ``values`` (float64: NaN and infinities kept) and ``wall_ns``
-    (int64, ns since the epoch), of one length.
+    wall time: ``steps`` (int64), ``values`` (float64: NaN and infinities kept), ``wall_ns``.
 
-    ``downsampled`` False: every point of the range asked for. True: the range held more
-    points than a picture of ``buckets`` pixel columns can show, and these are, in each of
-    the ``buckets`` equal step ranges, its lowest and its highest finite point (real points,
-    at their own step, in step order; read from block summaries, up to one block from the
-    range's edges): what a line drawn through all of them covers in each column. ``points``
-    and ``not_finite`` count the range's points (all of them, drawn or not) and those whose
-    value is NaN or infinite."""
+    ``downsampled`` True: the lowest and highest finite point of each of ``buckets`` equal
+    step ranges (real points, in step order), not every point. ``points`` and
+    ``not_finite`` count all the range's points and those that are NaN or infinite."""
 
     name: str
     agent_id: str | None
@@ -295,8 +264,7 @@ class SeriesCounts(TypedDict):
 
     #: points stored
     points: int
-    #: values not stored: not a number (a string, a list, a bool), no integer step, a name
-    #: too long, or past the run's limit of distinct series
+    #: values not stored: no number, no integer step, a name too long, or past the limits
     refused: int
     #: distinct (name, agent_id) series
     series: int

@@ -1,11 +1,9 @@
 """Rows for the store: the batch of one transaction, and making any row storable.
 
-A worker can write valid JSON that SQLite cannot bind: an integer of 400 digits, a string with
-a lone surrogate (``"\\ud800"``), a list where a number belongs. The writer inserts a batch as
-the ingest built it (the fast path); when that fails it inserts :func:`storable` rows instead,
-which cannot fail to bind: every column value is one SQLite takes (what does not fit a column
-becomes NULL there; the row's ``raw`` keeps the line as written), and a row that cannot be
-converted at all becomes a log line (``kind = 'unstored'``) holding the raw line and the reason.
+A worker can write valid JSON that SQLite cannot bind (an integer of 400 digits, a lone
+surrogate). When a batch fails, the writer inserts :func:`storable` rows instead: what does not
+fit a column becomes NULL (``raw`` keeps the line), and a row that cannot be converted at all
+becomes an ``unstored`` log line holding the raw line and the reason.
 """
 
 from __future__ import annotations
@@ -13,6 +11,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import cast
 
@@ -32,41 +31,25 @@ _INT64 = (-(2**63), 2**63 - 1)
 UNSTORED = "unstored"
 
 
+@dataclass(slots=True, eq=False)
 class LineBatch:
     """Rows for one transaction, and what they add to the run's counters."""
 
-    __slots__ = (
-        "steps",
-        "episodes",
-        "events",
-        "logs",
-        "series",
-        "points",
-        "refused",
-        "lines",
-        "invalid",
-        "stderr",
-        "last_return",
-        "serial",
-        "first_at",
-    )
-
-    def __init__(self, serial: int = 0) -> None:
-        self.steps: list[TelemetryValues] = []
-        self.episodes: list[TelemetryValues] = []
-        self.events: list[EventValues] = []
-        self.logs: list[LogValues] = []
-        #: series first seen in this batch, and series points (not rows of a line: they
-        #: are not counted in ``len``); values refused as points (counted only)
-        self.series: list[SeriesValues] = []
-        self.points: list[PointValues] = []
-        self.refused = 0
-        self.lines = 0  # stdout lines in this batch
-        self.invalid = 0
-        self.stderr = 0
-        self.last_return: float | None = None
-        self.serial = serial
-        self.first_at: float | None = None
+    serial: int = 0
+    steps: list[TelemetryValues] = field(default_factory=list)
+    episodes: list[TelemetryValues] = field(default_factory=list)
+    events: list[EventValues] = field(default_factory=list)
+    logs: list[LogValues] = field(default_factory=list)
+    #: series first seen in this batch, and series points (not rows of a line: they are not
+    #: counted in ``len``); values refused as points (counted only)
+    series: list[SeriesValues] = field(default_factory=list)
+    points: list[PointValues] = field(default_factory=list)
+    refused: int = 0
+    lines: int = 0  # stdout lines in this batch
+    invalid: int = 0
+    stderr: int = 0
+    last_return: float | None = None
+    first_at: float | None = None
 
     def __len__(self) -> int:
         return len(self.steps) + len(self.episodes) + len(self.events) + len(self.logs)
@@ -209,31 +192,11 @@ def storable(batch: LineBatch) -> tuple[LineBatch, int]:
 _BLOCKS = (256, 128, 64, 32, 16)
 _multi_row_sql: dict[tuple[str, int], str] = {}
 
-# Binding a parameter that is not an exact int, float or str (None, True, False) costs Python's
-# sqlite3 an adapter lookup (a tuple, a dict look-up, two attribute look-ups): about 8x the
-# cost of binding an int (measured with Python 3.11: 2.6 us against 0.3 us per parameter on a
-# loaded machine). A step row has three such parameters (terminated, truncated: JSON
-# booleans; agent_id: None for a single-agent worker), which made binding the larger part of
-# the writer's CPU per row. So the multi-row blocks of the steps, episodes and log_lines
-# tables bind them as exact ints: a boolean as the 0 or 1 SQLite stores for it anyway, and a
-# None of a column that only ever holds text or NULL as the integer 0, which the statement
-# turns back into NULL (``nullif(?, 0)``: an integer never equals a text in SQLite, so a text
-# "0" stays "0"). The rows themselves (handed to observers after the commit) are unchanged.
-_NO_TEXT = 0
-
-
-def _bools_as_ints(values: list[object]) -> list[object]:
-    return [1 if v is True else 0 if v is False else v for v in values]
-
-
-def _none_as_no_text(values: list[object]) -> list[object]:
-    return [_NO_TEXT if v is None else v for v in values]
-
-
-#: Per statement: its row width, and the columns (indexes in a row) bound as exact ints: the
-#: boolean ones, and the text-or-NULL ones (their ``?`` is ``nullif(?, 0)`` in the blocks).
-#: Telemetry rows: terminated, truncated; agent_id (text or None: the ingest refuses any
-#: other agent_id, and storable() rows are text or None). Log rows: error (text or None).
+# Binding None, True or False costs Python's sqlite3 an adapter lookup, about 8x binding an
+# int, and a step row has three (terminated, truncated, agent_id). So the blocks bind them as
+# exact ints: a boolean as the 0 or 1 SQLite stores anyway, and the None of a text-or-NULL
+# column as 0, turned back into NULL by ``nullif(?, 0)`` (an integer never equals a text).
+#: Per statement: its row width, its boolean columns, and its text-or-NULL columns.
 _INT_BOUND: dict[str, tuple[int, tuple[int, ...], tuple[int, ...]]] = {
     store_sql.INSERT_STEP: (11, (6, 7), (10,)),
     store_sql.INSERT_EPISODE: (11, (6, 7), (10,)),
@@ -242,8 +205,7 @@ _INT_BOUND: dict[str, tuple[int, tuple[int, ...], tuple[int, ...]]] = {
 
 
 def _block_sql(sql: str, block: int) -> str:
-    """The multi-row statement of ``block`` rows of ``sql`` (its text-or-NULL columns as
-    ``nullif(?, 0)``, see _INT_BOUND)."""
+    """The multi-row statement of ``block`` rows of ``sql`` (see _INT_BOUND)."""
     head, sep, group = sql.rpartition("VALUES ")
     shape = _INT_BOUND.get(sql)
     if shape is not None:
@@ -260,26 +222,24 @@ def _block_params(sql: str, rows: Sequence[tuple[object, ...]]) -> list[object]:
     if shape is not None:
         width, bools, texts = shape
         for column in bools:
-            flat[column::width] = _bools_as_ints(flat[column::width])
+            flat[column::width] = [
+                1 if v is True else 0 if v is False else v for v in flat[column::width]
+            ]
         for column in texts:
-            flat[column::width] = _none_as_no_text(flat[column::width])
+            flat[column::width] = [0 if v is None else v for v in flat[column::width]]
     return flat
 
 
 def insert_rows(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
-    """``executemany(sql, rows)``, but as multi-row ``INSERT ... VALUES (...), (...)`` blocks.
-
-    One statement per block of up to 256 rows does the B-tree work in a single
-    ``sqlite3_step`` (with the GIL released) instead of one step per row: about 30% less CPU
-    per row measured. ``sql`` must end with its one ``VALUES (?, ...)`` group.
-    """
+    """``executemany(sql, rows)`` as multi-row ``INSERT ... VALUES (...), (...)`` blocks (one
+    ``sqlite3_step`` per block, without the GIL: about 30% less CPU per row). ``sql`` must end
+    with its one ``VALUES (?, ...)`` group."""
     start, total = 0, len(rows)
     for block in _BLOCKS:
         while total - start >= block:
-            key = (sql, block)
-            multi = _multi_row_sql.get(key)
+            multi = _multi_row_sql.get((sql, block))
             if multi is None:
-                multi = _multi_row_sql[key] = _block_sql(sql, block)
+                multi = _multi_row_sql[sql, block] = _block_sql(sql, block)
             conn.execute(multi, _block_params(sql, rows[start : start + block]))
             start += block
     if start < total:
@@ -329,31 +289,32 @@ def insert_batch(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> Non
     if batch.logs:
         insert_rows(conn, store_sql.INSERT_LOG, batch.logs)
     insert_series(conn, run_id, batch)
-    stdout_logs = len(batch.logs) - batch.stderr
-    conn.execute(
-        store_sql.UPDATE_COUNTS,
-        (
-            batch.lines,
-            len(batch.steps),
-            len(batch.episodes),
-            len(batch.events),
-            stdout_logs + batch.stderr,
-            batch.invalid,
-            batch.stderr,
-            batch.last_return,
-            run_id,
-        ),
-    )
+    counts = (len(batch.steps), len(batch.episodes), len(batch.events), len(batch.logs))
+    _add_counts(conn, run_id, batch, *counts, batch.stderr)
+
+
+def _add_counts(
+    conn: sqlite3.Connection,
+    run_id: str,
+    batch: LineBatch,
+    steps: int,
+    episodes: int,
+    events: int,
+    logs: int,
+    stderr: int,
+) -> None:
+    """Add the stored rows of ``batch`` (and its lines) to the run's counters."""
+    params = (batch.lines, steps, episodes, events, logs, batch.invalid, stderr)
+    conn.execute(store_sql.UPDATE_COUNTS, (*params, batch.last_return, run_id))
 
 
 def insert_each(
     conn: sqlite3.Connection, run_id: str, batch: LineBatch, kept: LineBatch | None = None
 ) -> tuple[int, int, Exception | None]:
-    """:func:`insert_batch`, one row at a time, for a batch whose rows bind but which a table
-    refused (a duplicate key...): a refused row becomes an ``unstored`` log line, and only a
-    row refused that way too is lost. Returns (rows degraded, rows lost, the last error).
-    ``sqlite3.OperationalError`` (locked, full) is raised: the caller retries the batch.
-    ``kept``, when given, receives the step and episode rows stored in their own table."""
+    """:func:`insert_batch` one row at a time, for a batch a table refused (a duplicate
+    key...): a refused row becomes an ``unstored`` log line, or is lost when that is refused
+    too. Returns (rows degraded, rows lost, the last error); ``sqlite3.OperationalError``
+    (locked, full) is raised. ``kept`` receives the step and episode rows stored."""
     stored = {"steps": 0, "episodes": 0, "events": 0, "stdout": 0, "stderr": 0}
     degraded = lost = 0
     try:
@@ -402,20 +363,9 @@ def insert_each(
                 except Exception as exc:  # noqa: BLE001
                     last = exc
             lost += 1
-    conn.execute(
-        store_sql.UPDATE_COUNTS,
-        (
-            batch.lines,
-            stored["steps"],
-            stored["episodes"],
-            stored["events"],
-            stored["stdout"] + stored["stderr"],
-            batch.invalid,
-            stored["stderr"],
-            batch.last_return,
-            run_id,
-        ),
-    )
+    logs = stored["stdout"] + stored["stderr"]
+    counts = (stored["steps"], stored["episodes"], stored["events"], logs, stored["stderr"])
+    _add_counts(conn, run_id, batch, *counts)
     return degraded, lost, last
 
 

@@ -104,12 +104,10 @@ CREATE TABLE IF NOT EXISTS log_lines (
 ) WITHOUT ROWID;
 """
 
-# Steps and episodes columns in table order; a row tuple of the runner holds them in this order
-# (the fields of the records handed to observers, defined once in records.py).
+# Steps and episodes columns in table order (the fields of the records handed to observers).
 STEP_COLUMNS: tuple[str, ...] = StepRow._fields
 EPISODE_COLUMNS: tuple[str, ...] = EpisodeRow._fields
-# Migration to version 3: sweeps (mosaic_sdk.sweeps). A step of its own: tables only, no column
-# of another table, so it merges with the other version-3 changes.
+# Version 3: sweeps (mosaic_sdk.sweeps).
 _SWEEPS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS sweeps (
     sweep_id TEXT PRIMARY KEY,
@@ -141,7 +139,7 @@ CREATE TABLE IF NOT EXISTS sweep_trials (
 CREATE INDEX IF NOT EXISTS sweep_trials_by_run ON sweep_trials (run_id);
 """
 
-# Migration to version 5: series (issue 32). Tables only, like the sweeps.
+# Version 5: series.
 _SERIES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS series (
     run_id TEXT NOT NULL,
@@ -261,8 +259,8 @@ def _check_path(path: Path) -> None:
 
 
 def _create_private(path: Path) -> None:
-    """Create ``path`` readable by its owner only, unless it exists (SQLite gives its -wal and
-    -shm files the same mode)."""
+    """Create ``path`` readable by its owner only, unless it exists (SQLite gives its sidecars
+    the same mode)."""
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except FileExistsError:
@@ -280,9 +278,8 @@ def _schema_version(conn: sqlite3.Connection) -> str | None:
 
 
 def _refuse_unknown_version(path: Path, version: str | None) -> None:
-    """Refuse a store whose ``schema_version`` this SDK does not know: one written by a newer
-    SDK (its tables may hold what this one would lose or misread; migrating it "down" would
-    rewrite it), or one whose version is not a number. Called before anything is written."""
+    """Refuse a store whose ``schema_version`` this SDK does not know (a newer SDK's, or not
+    a number), before anything is written."""
     if version is None:
         return
     try:
@@ -306,8 +303,8 @@ def _sidecars(path: Path) -> tuple[Path, Path]:
 
 def _close_refused(conn: sqlite3.Connection, path: Path, had: tuple[bool, bool]) -> None:
     """Close a connection to a store that is being refused and remove the ``-wal`` and
-    ``-shm`` files that opening it made (a corrupt file's are left behind by SQLite: its
-    closing checkpoint fails); files that were there before are someone else's."""
+    ``-shm`` files that opening it made (SQLite leaves a corrupt file's behind); files that
+    were there before are someone else's."""
     try:
         conn.close()
     except sqlite3.Error:
@@ -315,11 +312,17 @@ def _close_refused(conn: sqlite3.Connection, path: Path, had: tuple[bool, bool])
     for sidecar, existed in zip(_sidecars(path), had, strict=True):
         if not existed:
             try:
-                sidecar.unlink()
-            except FileNotFoundError:
-                pass
+                sidecar.unlink(missing_ok=True)
             except OSError:
                 pass  # not ours to insist on: the refusal is what the user needs
+
+
+def _add_columns(conn: sqlite3.Connection, added: dict[str, dict[str, str]]) -> None:
+    for table, columns in added.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for column, decl in columns.items():
+            if column not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -329,19 +332,11 @@ def _migrate(conn: sqlite3.Connection) -> None:
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
-        for table, columns in _ADDED_COLUMNS.items():
-            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-            for column, decl in columns.items():
-                if column not in have:
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+        _add_columns(conn, _ADDED_COLUMNS)
         for statement in (_INDEXES + _SWEEPS_SCHEMA + _SERIES_SCHEMA).split(";"):
             if statement.strip():
                 conn.execute(statement)
-        for table, columns in _ADDED_SWEEP_COLUMNS.items():
-            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-            for column, decl in columns.items():
-                if column not in have:
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+        _add_columns(conn, _ADDED_SWEEP_COLUMNS)
         _add_series_blocks(conn)
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
@@ -366,10 +361,9 @@ def _add_series_blocks(conn: sqlite3.Connection) -> None:
     summary.build_all(conn)
 
 
-#: Page size of a new store. Its rows hold the raw line (~200-300 bytes); with 16 KiB pages
-#: instead of SQLite's 4 KiB, storing a stream of step rows costs about 13% less CPU per row
-#: and 30% less wall time (measured with 200k flood rows). A store made with other pages keeps
-#: them (a WAL-mode database cannot change its page size).
+#: Page size of a new store: rows hold the raw line (~200-300 bytes), and 16 KiB pages
+#: instead of 4 KiB cost about 13% less CPU per step row. A WAL-mode store keeps the
+#: page size it was made with.
 PAGE_SIZE = 16384
 
 
@@ -378,7 +372,8 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
     path = Path(path)
     _check_path(path)
     _create_private(path)
-    had = tuple(sidecar.exists() for sidecar in _sidecars(path))
+    wal, shm = _sidecars(path)
+    had = (wal.exists(), shm.exists())
     try:
         conn = sqlite3.connect(
             str(path),
@@ -402,10 +397,10 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
         if version != str(SCHEMA_VERSION):  # else: nothing to write, no lock
             _migrate(conn)
     except StoreError:
-        _close_refused(conn, path, (had[0], had[1]))
+        _close_refused(conn, path, had)
         raise
     except sqlite3.DatabaseError as exc:
-        _close_refused(conn, path, (had[0], had[1]))
+        _close_refused(conn, path, had)
         raise StoreError(
             f"cannot open the store {path}: {exc} (is it a mosaic store? pass another --store)"
         ) from None
@@ -413,19 +408,16 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
 
 
 def connect_readonly(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
-    """Open ``path`` for reading only: no schema, no WAL set-up, nothing written.
-
-    Works on a store the user may not write (file or directory): SQLite reads a WAL-mode file
-    read-only when its ``-shm`` file exists or can be made; when neither is possible and no
-    ``-wal`` file exists (nobody is writing, everything is in the file), it is opened as
-    immutable."""
+    """Open ``path`` for reading only: no schema, no WAL set-up, nothing written. A store the
+    user may not write whose ``-shm`` cannot be made is opened as immutable when no ``-wal``
+    holds pages (nobody is writing)."""
     path = Path(path)
     _check_path(path)
     if not path.exists():
         raise StoreError(f"the store {path} does not exist; pass another --store")
     base = path.absolute().as_uri()
-    wal = Path(str(path) + "-wal")
-    had = (wal.exists(), _sidecars(path)[1].exists())
+    wal, shm = _sidecars(path)
+    had = (wal.exists(), shm.exists())
     last: sqlite3.Error | None = None
     for query in ("?mode=ro", "?mode=ro&immutable=1"):
         if query.endswith("immutable=1") and wal.exists() and wal.stat().st_size > 0:

@@ -1,8 +1,5 @@
-"""The SQLite store of runs: :class:`RunStore`, the queries behind ``mosaic runs``.
-
-The file's layout and how it is opened are in :mod:`mosaic_sdk.runner.storage.schema` (re-exported
-here: ``connect``, the ``INSERT_*`` statements, :class:`StoreError`...).
-"""
+"""The SQLite store of runs: :class:`RunStore`, the queries behind ``mosaic runs`` (the file's
+layout and opening, :mod:`~mosaic_sdk.runner.storage.schema`, are re-exported here)."""
 
 from __future__ import annotations
 
@@ -52,23 +49,17 @@ from mosaic_sdk.runner.storage.schema import (
 )
 from mosaic_sdk.shm.processes import process_alive, process_start_ticks
 
-#: The ``SELECT`` lists of the records read back (their keys, in order: defined once, in
-#: :mod:`~mosaic_sdk.runner.storage.records`).
+#: The ``SELECT`` lists of the records read back (their keys, in order).
 _EVENT_COLUMNS = ", ".join(columns_of(EventRecord))
 _LOG_COLUMNS = ", ".join(columns_of(LogLineRecord))
 
 #: One row of a series' points as numpy reads it (NULL, SQLite's NaN, read as the text 'nan').
 _POINT_FIELDS = [("step", "<i8"), ("value", "<f8"), ("wall_ns", "<i8")]
-#: A finite value (SQLite reads 9e999 as infinity; NULL, its NaN, compares as nothing).
-_FINITE = "value > -9e999 AND value < 9e999"
-#: The lowest and the highest finite point of each step range [lo, hi) of ``?3`` (a JSON list
-#: of edges) of one series (``?1`` run, ``?2`` series id), found by SQLite without a row of
-#: the range reaching Python: per range, as text, its number of points, of finite points, and
-#: the key (step, wall_ns, line_no) of its lowest and its highest point (SQLite takes a bare
-#: column from the row of the one min() or max() of its query; NULL, its NaN, is neither).
-#: The values are read by key after (:data:`_VALUES_BY_KEY`): SQLite's printf of a float
-#: does not round-trip. A range whose lowest or highest is infinite is read again whole
-#: (a test per row for infinities cost a third of the query).
+#: Per step range [lo, hi) of ``?3`` (a JSON list of edges) of one series (``?1`` run, ``?2``
+#: series id), as text: its number of points, of finite points, and the key (step, wall_ns,
+#: line_no) of its lowest and highest point (SQLite takes a bare column from the row of the
+#: one min() or max(); NULL, its NaN, is neither). Values are read by key after
+#: (:data:`_VALUES_BY_KEY`): SQLite's printf of a float does not round-trip.
 _EXTREMES = (
     "WITH e(lo, hi) AS (SELECT value, lead(value) OVER (ORDER BY key) FROM json_each(?3))"
     " SELECT"
@@ -85,9 +76,8 @@ _READ_WHOLE = 16
 
 
 def _extremes_of(columns: SeriesColumns, lo: int, hi: int, buckets: int) -> SeriesColumns:
-    """The downsampled read of :meth:`RunStore.series_columns` done on columns read whole:
-    in each of ``buckets`` equal step ranges of [lo, hi], its lowest and highest finite
-    point (the ranges :data:`_EXTREMES` cuts, the points it picks but for ties)."""
+    """The downsampled read of :meth:`RunStore.series_columns` on columns read whole (the
+    ranges and points of :data:`_EXTREMES`, but for ties)."""
     import numpy as np  # only here: `mosaic` commands start without numpy
 
     edges = np.unique(np.linspace(lo, hi + 1, buckets + 1).astype(np.int64))
@@ -110,6 +100,12 @@ def _extremes_of(columns: SeriesColumns, lo: int, hi: int, buckets: int) -> Seri
     )
 
 
+#: The points of one series (run, series id) with a step in [lo, hi], in order.
+_POINTS_IN = (
+    "SELECT step, ifnull(value, 'nan'), wall_ns FROM series_points"
+    " WHERE run_id = ? AND series_id = ? AND step >= ? AND step <= ?"
+    " ORDER BY step, wall_ns, line_no"
+)
 #: The points of ``?3`` (a JSON list of [step, wall_ns, line_no] keys) of one series, each
 #: found by its primary key (CROSS JOIN: the keys are the outer loop).
 _VALUES_BY_KEY = (
@@ -123,8 +119,7 @@ _VALUES_BY_KEY = (
 
 @contextmanager
 def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """One read transaction around several queries (one snapshot of a store being written),
-    unless the connection is in one already."""
+    """One read transaction around several queries, unless the connection is in one."""
     if conn.in_transaction:
         yield
         return
@@ -142,14 +137,27 @@ def _row_dict(cursor: sqlite3.Cursor, row: Sequence[object]) -> dict[str, Any]:
 #: Above this many agents, a run's env steps per agent are counted in grouped passes over
 #: its rows instead of index lookups per agent.
 AGENT_LOOKUPS = 256
+#: The env steps of a set of episode lines: the sum of their positive integer ``steps``.
+_EPISODE_STEPS = (
+    "coalesce(sum(CASE WHEN typeof(steps) = 'integer' AND steps > 0 THEN steps END), 0)"
+)
+#: The ``runs`` columns gathered in a run's ``counts``, in order.
+_COUNTED = (
+    "steps",
+    "episodes",
+    "events",
+    "log_lines",
+    "invalid_lines",
+    "stderr_lines",
+    "lines",
+    "series_points",
+    "series_refused",
+)
 
 
 class RunStore:
-    """A connection to one store file, with the queries ``mosaic runs`` needs.
-
-    The runner's writes go through :class:`mosaic_sdk.runner.recording.ingest.StoreWriter`, which
-    owns a connection of its own; this class is for creating and finishing run rows and for reading.
-    """
+    """A connection to one store file: run rows created and finished, and every read (the
+    rows of a running run are written by :class:`~mosaic_sdk.runner.storage.writer.StoreWriter`)."""
 
     def __init__(self, path: Path | str, *, readonly: bool = False) -> None:
         self.path = Path(path)
@@ -179,9 +187,8 @@ class RunStore:
         stderr_path: Path | None = None,
         control_protocol: int | None = None,
     ) -> None:
-        """Add a run with status ``running``; refuses an id the store already holds.
-
-        One ``INSERT``: of two runners that pick one id, exactly one gets it."""
+        """Add a run with status ``running``; refuses an id the store already holds (one
+        ``INSERT``: of two runners that pick one id, exactly one gets it)."""
         try:
             self.conn.execute(
                 "INSERT INTO runs (run_id, worker, status, started_at, runner_pid, runner_host,"
@@ -210,7 +217,7 @@ class RunStore:
     def set_launch(
         self, run_id: str, config: Mapping[str, object], argv: Sequence[str], stderr_path: Path
     ) -> None:
-        """Record how the run is launched (known once its id is claimed and the config written)."""
+        """Record how the run is launched (known once its id is claimed)."""
         self.conn.execute(
             "UPDATE runs SET config_json = ?, argv_json = ?, stderr_path = ? WHERE run_id = ?",
             (json.dumps(config, sort_keys=True), json.dumps(list(argv)), str(stderr_path), run_id),
@@ -221,16 +228,8 @@ class RunStore:
 
     def delete_run(self, run_id: str) -> None:
         """Remove a run that never started (its launch could not be prepared)."""
-        for table in (
-            "events",
-            "steps",
-            "episodes",
-            "log_lines",
-            "series",
-            "series_points",
-            "series_blocks",
-            "runs",
-        ):
+        tables = "events steps episodes log_lines series series_points series_blocks runs"
+        for table in tables.split():
             self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
     def record_observers(self, run_id: str, reports: Sequence[ObserverRecord]) -> None:
@@ -262,12 +261,8 @@ class RunStore:
 
     # -- reading ----------------------------------------------------------------------------
     def resolve(self, run_id: str) -> str:
-        """The full id of ``run_id`` or of the one run whose id starts with it.
-
-        What a user typed is bound as the store keeps text (:func:`~.rows.text`: a lone
-        surrogate, from argv bytes that are not UTF-8, becomes its ``\\udXXX`` escape), so
-        it is looked up, never a ``UnicodeEncodeError``; the same holds for the ``worker``
-        and ``agent`` filters below."""
+        """The full id of ``run_id`` or of the one run whose id starts with it (bound as
+        :func:`~.rows.text`: a lone surrogate from argv is looked up, never raises)."""
         run_id = text(run_id)
         row = self.conn.execute("SELECT run_id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row:
@@ -295,15 +290,13 @@ class RunStore:
             return False
 
     def get_run(self, run_id: str) -> RunRecord:
-        """The run's row as a dict (a :class:`~mosaic_sdk.runner.storage.records.RunRecord`),
-        with ``counts``, ``runner_alive`` and ``duration_seconds``."""
+        """The run's row as a :class:`~mosaic_sdk.runner.storage.records.RunRecord`."""
         full = self.resolve(run_id)
         row = self.conn.execute("SELECT * FROM runs WHERE run_id = ?", (full,)).fetchone()
         return cast(RunRecord, self._summarise(row))
 
     def started_at(self, run_id: str) -> tuple[str, float]:
-        """The run's full id and start time: what a curve needs of the run, without the
-        counts :meth:`get_run` works out (cheap on a run of many agents)."""
+        """The run's full id and start time, without the counts :meth:`get_run` works out."""
         full = self.resolve(run_id)
         row = self.conn.execute("SELECT started_at FROM runs WHERE run_id = ?", (full,)).fetchone()
         return full, float(row["started_at"])
@@ -324,20 +317,8 @@ class RunStore:
 
     def _summarise(self, row: dict[str, Any]) -> dict[str, Any]:
         out = dict(row)
-        out["counts"] = {
-            "steps": row["steps"],
-            "episodes": row["episodes"],
-            "events": row["events"],
-            "log_lines": row["log_lines"],
-            "invalid_lines": row["invalid_lines"],
-            "stderr_lines": row["stderr_lines"],
-            "lines": row["lines"],
-            # absent from an older store opened read-only
-            "series_points": row.get("series_points", 0),
-            "series_refused": row.get("series_refused", 0),
-        }
-        for key in out["counts"]:
-            out.pop(key, None)
+        # series_*: absent from an older store opened read-only
+        out["counts"] = {key: out.pop(key, 0) for key in _COUNTED}
         out["counts"].update(self._env_counts(row["run_id"], int(row["steps"])))
         out["config"] = json.loads(row["config_json"]) if row["config_json"] else None
         out["argv"] = json.loads(row["argv_json"]) if row["argv_json"] else None
@@ -362,40 +343,35 @@ class RunStore:
 
     def _env_counts(self, run_id: str, step_lines: int) -> dict[str, int | None]:
         """``step_lines``, ``env_steps``, and for a multi-agent run ``games`` and
-        ``agent_episodes`` (None otherwise): see :class:`~.records.RunCounts`. Cheap on a
-        long run: sums over the episodes, index lookups and range counts over the steps
-        after the last episode line (a run's step lines are counted, never scanned)."""
+        ``agent_episodes`` (None otherwise): see :class:`~.records.RunCounts`. Step lines
+        are counted by index, never scanned."""
         per_agent = self._agent_env_steps(run_id)
+        games: int | None = None
+        agent_episodes: int | None = None
         if per_agent is None:  # single-agent
-            return {
-                "step_lines": step_lines,
-                "env_steps": max(step_lines, self._env_steps(run_id, None, agentless=True)),
-                "games": None,
-                "agent_episodes": None,
-            }
-        games = self.conn.execute(
-            "SELECT count(DISTINCT episode_index) AS g, count(*) AS n FROM episodes"
-            " WHERE run_id = ? AND agent_id IS NOT NULL",
-            (run_id,),
-        ).fetchone()
+            env = self._env_steps(run_id, None, agentless=True)
+        else:
+            row = self.conn.execute(
+                "SELECT count(DISTINCT episode_index) AS g, count(*) AS n FROM episodes"
+                " WHERE run_id = ? AND agent_id IS NOT NULL",
+                (run_id,),
+            ).fetchone()
+            env, games, agent_episodes = sum(per_agent.values()), int(row["g"]), int(row["n"])
         return {
             "step_lines": step_lines,
-            "env_steps": max(step_lines, sum(per_agent.values())),
-            "games": int(games["g"]),
-            "agent_episodes": int(games["n"]),
+            "env_steps": max(step_lines, env),
+            "games": games,
+            "agent_episodes": agent_episodes,
         }
 
     def _env_steps(self, run_id: str, agent: str | None, *, agentless: bool = False) -> int:
-        """Env steps of one agent (``agentless``: of the whole run, every row): the sum of
-        the integer ``steps`` of its episode lines plus its step lines after its last episode
-        line (the episode in progress, or cut short); its step lines when its episode lines
-        carry no step counts (or it has none); 0 for ``agentless`` then (the caller takes the
-        run's step lines)."""
+        """Env steps of one agent (``agentless``: of the whole run): the sum of the integer
+        ``steps`` of its episode lines plus its step lines after the last one; without step
+        counts, its step lines (0 for ``agentless``: the caller takes the run's)."""
         where = "" if agentless else " AND agent_id = ?"
         params: list[object] = [run_id] if agentless else [run_id, agent]
         row = self.conn.execute(
-            "SELECT coalesce(sum(CASE WHEN typeof(steps) = 'integer' AND steps > 0"
-            " THEN steps END), 0) AS s, coalesce(max(line_no), 0) AS last"
+            f"SELECT {_EPISODE_STEPS} AS s, coalesce(max(line_no), 0) AS last"
             f" FROM episodes WHERE run_id = ?{where}",
             params,
         ).fetchone()
@@ -429,11 +405,9 @@ class RunStore:
         ]
 
     def _agent_env_steps(self, run_id: str) -> dict[str | None, int] | None:
-        """Env steps per ``agent_id`` of a run whose rows carry one (see
-        :meth:`_env_steps`); None for a run without agent ids (or a store older than the
-        column). Up to :data:`AGENT_LOOKUPS` agents by index lookups; past that (a hostile
-        run of 100k agents) by two grouped passes over the run's rows, so the cost grows
-        with the rows, never with agents times rows."""
+        """Env steps per ``agent_id`` (see :meth:`_env_steps`); None for a run without agent
+        ids. Past :data:`AGENT_LOOKUPS` agents, two grouped passes over the run's rows
+        instead of lookups per agent (the cost never grows with agents times rows)."""
         if not self._has_column("episodes", "agent_id"):
             return None
         agents = dict.fromkeys(self._agent_ids(run_id, "episodes"))
@@ -442,13 +416,10 @@ class RunStore:
             return None
         if len(agents) <= AGENT_LOOKUPS:
             return {agent: self._env_steps(run_id, agent) for agent in agents}
-        counted = (
-            "coalesce(sum(CASE WHEN typeof(steps) = 'integer' AND steps > 0 THEN steps END), 0)"
-        )
         out: dict[str | None, int] = dict.fromkeys(agents, 0)
         last: dict[str | None, int] = {}
         for r in self.conn.execute(
-            f"SELECT agent_id AS a, {counted} AS s, max(line_no) AS last FROM episodes"
+            f"SELECT agent_id AS a, {_EPISODE_STEPS} AS s, max(line_no) AS last FROM episodes"
             " WHERE run_id = ? AND agent_id IS NOT NULL GROUP BY agent_id",
             (run_id,),
         ):
@@ -465,9 +436,8 @@ class RunStore:
         return out
 
     def _stalled(self, run_id: str) -> JsonObject | None:
-        """The payload of the run's ``stalled`` event when no ``recovered`` came after it
-        (the runner's health events, see :mod:`mosaic_sdk.runner.recording.health`), with its
-        ``ts_unix_ns``; None for a run that is not stalled."""
+        """The payload of the run's ``stalled`` event, with its ``ts_unix_ns``, when no
+        ``recovered`` came after it (:mod:`mosaic_sdk.runner.recording.health`); else None."""
         row = self.conn.execute(
             "SELECT event, ts_unix_ns, payload_json FROM events WHERE run_id = ?"
             " AND synthesised = 1 AND event IN (?, ?) ORDER BY line_no DESC LIMIT 1",
@@ -485,11 +455,7 @@ class RunStore:
 
     def events(self, run_id: str, limit: int | None = None) -> list[EventRecord]:
         """Lifecycle events of a run in order (the last ``limit`` when given)."""
-        return self._tail(
-            f"SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ?",
-            run_id,
-            limit,
-        )
+        return self._tail(f"SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ?", run_id, limit)
 
     def log_lines(
         self, run_id: str, limit: int | None = None, stream: str | None = None
@@ -536,8 +502,7 @@ class RunStore:
         ).fetchall()
 
     def _tail(self, sql: str, run_id: str, limit: int | None) -> list[Any]:
-        """The rows of ``sql`` in line order, the last ``limit`` when given (rows of the
-        caller's record type: the ``SELECT`` list says which)."""
+        """The rows of ``sql`` in line order, the last ``limit`` when given."""
         if limit is None:
             return self.conn.execute(sql + " ORDER BY line_no", (run_id,)).fetchall()
         rows = self.conn.execute(sql + " ORDER BY line_no DESC LIMIT ?", (run_id, limit))
@@ -545,29 +510,20 @@ class RunStore:
 
     def count_rows(self, run_id: str) -> dict[str, int]:
         """Counts by ``COUNT(*)`` over the tables (slower than ``counts``; for checking)."""
-        out = {}
-        for table in ("steps", "episodes", "events", "log_lines"):
-            row = self.conn.execute(
-                f"SELECT count(*) AS n FROM {table} WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            out[table] = int(row["n"])
-        return out
+        sql = "SELECT count(*) AS n FROM {} WHERE run_id = ?"
+        return {
+            table: int(self.conn.execute(sql.format(table), (run_id,)).fetchone()["n"])
+            for table in ("steps", "episodes", "events", "log_lines")
+        }
 
     def agents(self, run_id: str) -> list[AgentSummary]:
         """Steps, episodes and returns (mean, min, max, last: None without a numeric one) per
         ``agent_id`` of a run, when it has more than one agent (rows without an id form the
         group ``None``); ``[]`` otherwise, and on a store older than the ``agent_id`` column."""
-        conn = self.conn
-        have = {r["name"] for r in conn.execute("PRAGMA table_info(steps)").fetchall()}
-        if "agent_id" not in have:
+        if not self._has_column("steps", "agent_id"):
             return []
-        if conn.in_transaction:
+        with _snapshot(self.conn):  # a live run's counter and rows agree
             return self._agents(run_id)
-        conn.execute("BEGIN")  # one snapshot: a live run's counter and rows agree
-        try:
-            return self._agents(run_id)
-        finally:
-            conn.execute("COMMIT")
 
     def _agents(self, run_id: str) -> list[AgentSummary]:
         conn = self.conn
@@ -634,33 +590,24 @@ class RunStore:
     def has_agent(self, run_id: str, agent: str) -> bool:
         """Whether a step or episode row of the run carries ``agent_id`` ``agent`` (one
         lookup in each partial index); False on a store older than the column."""
-        for table in ("steps", "episodes"):
-            known = {r["name"] for r in self.conn.execute(f"PRAGMA table_info({table})")}
-            if "agent_id" not in known:
-                continue
-            found = self.conn.execute(
+        return any(
+            self._has_column(table, "agent_id")
+            and self.conn.execute(
                 f"SELECT 1 FROM {table} WHERE run_id = ? AND agent_id = ? LIMIT 1",
                 (run_id, text(agent)),
             ).fetchone()
-            if found is not None:
-                return True
-        return False
+            for table in ("steps", "episodes")
+        )
 
     def agent_ids(self, run_id: str) -> list[str]:
         """The distinct ``agent_id`` values of the run's step and episode rows, sorted;
         ``[]`` for a single-agent run and on a store older than the column."""
-        found: set[str] = set()
-        for table in ("steps", "episodes"):
-            known = {r["name"] for r in self.conn.execute(f"PRAGMA table_info({table})")}
-            if "agent_id" in known:
-                found.update(
-                    r["agent_id"]
-                    for r in self.conn.execute(
-                        f"SELECT DISTINCT agent_id FROM {table}"
-                        " WHERE run_id = ? AND agent_id IS NOT NULL",
-                        (run_id,),
-                    )
-                )
+        found = {
+            agent
+            for table in ("steps", "episodes")
+            if self._has_column(table, "agent_id")
+            for agent in self._agent_ids(run_id, table)
+        }
         return sorted(found, key=str)
 
     def custom_events(self, run_id: str, standard: Sequence[str]) -> Iterator[EventRecord]:
@@ -685,16 +632,13 @@ class RunStore:
         agentless: bool = False,
     ) -> list[EpisodePoint]:
         """``(line_no, return, kind, steps, seconds since started_at)`` of each episode of
-        ``run_id`` (a full id) with ``line_no > after``, in line order, as numbers numpy takes
-        at once (a learning curve, :mod:`mosaic_sdk.plots.curves`). ``kind`` says what the
-        stored return was: 0 a number (``return``; it may be infinite), 1 nothing (NULL), 2
-        something else (a string...); ``return`` is 0 for kinds 1 and 2. A missing step count
-        is -1, a missing timestamp -inf. ``agent``: only the episodes of that ``agent_id``;
-        ``agentless``: only those without one (a multi-agent run's curves, one per agent)."""
+        ``run_id`` (a full id) with ``line_no > after``, in line order (a learning curve).
+        ``kind``: 0 a number (``return``; maybe infinite), 1 NULL, 2 something else (``return``
+        0 then). A missing step count is -1, a missing timestamp -inf. ``agent``: only that
+        ``agent_id``'s episodes; ``agentless``: only those without one."""
         where, params = "", []
         if agent is not None or agentless:
-            have = {r["name"] for r in self.conn.execute("PRAGMA table_info(episodes)")}
-            if "agent_id" not in have:
+            if not self._has_column("episodes", "agent_id"):
                 where = "" if agentless else " AND 0"
             elif agentless:
                 where = " AND agent_id IS NULL"
@@ -718,10 +662,9 @@ class RunStore:
         self, run_id: str, table: str, columns: Sequence[str], agent: str | None = None
     ) -> sqlite3.Cursor:
         """A cursor of tuples of ``columns`` of ``table`` (``steps``, ``episodes``, ``events``)
-        for one run (a full id), in line order; rows are read as they are fetched, so a long
-        run is never in memory at once (``mosaic runs export``). ``agent``: only the rows of
-        that ``agent_id`` (steps and episodes). A store older than the ``agent_id`` column
-        gives NULL for it (and no rows for an ``agent``)."""
+        for one run (a full id), in line order, read as fetched. ``agent``: only the rows of
+        that ``agent_id``. A store older than the column gives NULL for it (no rows for
+        an ``agent``)."""
         if table not in ("steps", "episodes", "events"):
             raise ValueError(f"no table {table!r} to read rows from")
         known = {row["name"] for row in self.conn.execute(f"PRAGMA table_info({table})")}
@@ -746,20 +689,21 @@ class RunStore:
             f"SELECT {select} FROM {table} WHERE {where} ORDER BY line_no", params
         )
 
-    # -- series (issue 32; what becomes one: mosaic_sdk.runner.recording.series) -----------
-    def _has_series(self) -> bool:
-        """Whether the store has the series tables (an older store opened read-only has not:
-        its runs have no series)."""
+    # -- series (what becomes one: mosaic_sdk.runner.recording.series) ---------------------
+    def _has_table(self, name: str) -> bool:
+        """Whether the store has table ``name`` (an older store opened read-only may not)."""
         row = self.conn.execute(
-            "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'series'"
+            "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
         ).fetchone()
         return bool(row["n"])
 
+    def _has_series(self) -> bool:
+        return self._has_table("series")
+
     def series(self, run_id: str, pattern: str | None = None) -> list[SeriesInfo]:
-        """The series of a run (an id or a unique prefix), by name then agent: each with its
-        number of points, first and last step, and last value (the point of the largest
-        step, then the latest wall time: NaN and infinities kept). ``pattern``: only the
-        names it matches, an :mod:`fnmatch` glob (``losses/*``; case counts)."""
+        """The series of a run (an id or a unique prefix), by name then agent.
+        ``pattern``: only the names it matches, an :mod:`fnmatch` glob (``losses/*``; case
+        counts)."""
         full = self.resolve(run_id)
         if not self._has_series():
             return []
@@ -795,57 +739,32 @@ class RunStore:
         limit: int | None = None,
     ) -> SeriesPoints:
         """The points of one series of a run (``agent_id`` None: the series without one), by
-        step, then wall time; ``after_step``: only those with a larger step (a live view
-        polls with the last step it has); ``limit``: the first ``limit`` of them. A series
-        the run does not have has no points (a live view may ask before the first one)."""
-        full = self.resolve(run_id)
-        steps: list[int] = []
-        values: list[float] = []
-        walls: list[int] = []
-        out = SeriesPoints(name=name, agent_id=agent_id, steps=steps, values=values, wall_ns=walls)
-        if not self._has_series():
-            return out
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
-        found = cursor.execute(
-            "SELECT series_id FROM series WHERE run_id = ? AND name = ? AND agent_id IS ?",
-            (full, text(name), None if agent_id is None else text(agent_id)),
-        ).fetchone()
-        if found is None:
-            return out
-        sql = "SELECT step, value, wall_ns FROM series_points WHERE run_id = ? AND series_id = ?"
-        params: list[object] = [full, found[0]]
-        if after_step is not None:
-            sql += " AND step > ?"
-            params.append(int(after_step))
-        sql += " ORDER BY step, wall_ns, line_no"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(max(0, int(limit)))
-        rows = cursor.execute(sql, params).fetchall()
-        if not rows:
-            return out
-        columns = list(zip(*rows, strict=True))
-        steps.extend(columns[0])
-        values.extend(columns[1])
-        walls.extend(columns[2])
-        if None in values:  # NULL is how SQLite keeps NaN
-            values[:] = [math.nan if v is None else v for v in values]
-        return out
+        step, then wall time, as lists (:meth:`series_columns` gives numpy columns);
+        ``after_step``: only those with a larger step; ``limit``: the first ``limit`` of them.
+        A series the run does not have has no points."""
+        columns = self.series_columns(run_id, name, agent_id, after_step=after_step, limit=limit)
+        return SeriesPoints(
+            name=name,
+            agent_id=agent_id,
+            steps=columns.steps.tolist(),
+            values=columns.values.tolist(),
+            wall_ns=columns.wall_ns.tolist(),
+        )
 
     def snapshot(self) -> AbstractContextManager[None]:
-        """One read transaction around several reads (``with store.snapshot(): ...``): what
-        they return comes from one state of a store being written, and the reads inside
-        share it instead of opening one each."""
+        """One read transaction around several reads (``with store.snapshot(): ...``): they
+        see one state of a store being written."""
         return _snapshot(self.conn)
 
     def _series_row(
         self, full: str, name: str, agent_id: str | None
     ) -> tuple[sqlite3.Cursor, tuple[Any, ...] | None]:
         """A tuple cursor, and the series' (series_id, first_step, last_step, points,
-        summarised) row (None when the run has no point of that series)."""
+        summarised) row (None when the run has no point of it)."""
         cursor = self.conn.cursor()
         cursor.row_factory = None
+        if not self._has_series():
+            return cursor, None
         found = cursor.execute(
             "SELECT series_id, first_step, last_step, points,"
             f" {'summarised' if self._has_blocks() else 0} FROM series"
@@ -866,22 +785,15 @@ class RunStore:
         buckets: int | None = None,
     ) -> SeriesColumns:
         """The points of one series of a run as numpy columns (:class:`SeriesColumns`), by
-        step, then wall time, read in one query: what plots, exports and viewers read (a
-        long series costs a tenth of :meth:`series_points`' lists). ``after_step`` /
-        ``through_step``: only the points with a step past / up to them; ``limit``: the
-        first ``limit`` of them.
+        step, then wall time. ``after_step`` / ``through_step``: only the points with a
+        step past / up to them; ``limit``: the first ``limit`` of them.
 
-        ``buckets`` (a picture's width in pixels): when the range holds more than twice
-        that many points, the range is cut into ``buckets`` equal step ranges and each
-        gives its lowest and its highest finite point (``downsampled`` is then True;
-        ``points`` and ``not_finite`` still count the whole range): from the series' block
-        summaries (:mod:`~mosaic_sdk.runner.storage.summary`: a range's extremes are those
-        of its points up to one block, narrower than the range, from its edges; the cost
-        grows with ``buckets``, not with the points), or, for a series without them (its
-        points came out of step order, an older store opened read-only), found inside
-        SQLite by scanning the range. Never for data that leaves the SDK whole (an export,
-        a download): those read every point. A series the run does not have has no
-        points."""
+        ``buckets`` (a picture's width in pixels): a range of more than twice that many
+        points gives each of ``buckets`` equal step ranges' lowest and highest finite point
+        (``downsampled`` True; ``points`` and ``not_finite`` count the whole range), from
+        the block summaries (:mod:`~mosaic_sdk.runner.storage.summary`: a cost that grows
+        with ``buckets``) or, without them, by scanning inside SQLite. Never for data that
+        leaves the SDK whole (an export): those read every point."""
         import numpy as np  # only here: `mosaic` commands start without numpy
 
         if buckets is not None and (limit is not None or buckets < 1):
@@ -891,8 +803,6 @@ class RunStore:
         full = self.resolve(run_id)
         empty = np.zeros(0, dtype=np.int64)
         out = SeriesColumns(name, agent_id, empty, np.zeros(0), empty.copy(), 0, 0)
-        if not self._has_series():
-            return out
         cursor, found = self._series_row(full, name, agent_id)
         if found is None:
             return out
@@ -919,11 +829,7 @@ class RunStore:
             thin = self._series_extremes(cursor, full, series_id, name, agent_id, lo, hi, buckets)
             if thin is not None:
                 return thin
-        sql = (
-            "SELECT step, ifnull(value, 'nan'), wall_ns FROM series_points"
-            " WHERE run_id = ? AND series_id = ? AND step >= ? AND step <= ?"
-            " ORDER BY step, wall_ns, line_no"
-        )
+        sql = _POINTS_IN
         params: list[object] = [full, series_id, lo, hi]
         if limit is not None:
             sql += " LIMIT ?"
@@ -934,14 +840,9 @@ class RunStore:
         return columns
 
     def _has_blocks(self) -> bool:
-        """Whether the store keeps the series' block summaries (version 7; an older store
-        opened read-only does not: its series are read by scanning their points)."""
+        """Whether the store keeps the series' block summaries (version 7)."""
         if self._blocks is None:
-            row = self.conn.execute(
-                "SELECT count(*) AS n FROM sqlite_master"
-                " WHERE type = 'table' AND name = 'series_blocks'"
-            ).fetchone()
-            self._blocks = bool(row["n"])
+            self._blocks = self._has_table("series_blocks")
         return self._blocks
 
     def _series_blocks(
@@ -955,11 +856,8 @@ class RunStore:
         series: tuple[int, int, int],
         buckets: int,
     ) -> SeriesColumns | None:
-        """The downsampled read of :meth:`series_columns` from the series' block summaries
-        (:mod:`~mosaic_sdk.runner.storage.summary`): in each of ``buckets`` equal step ranges
-        of ``steps``, the lowest and highest of the extreme points of the whole blocks
-        narrower than a range and of the raw points no such block covers. None when the
-        range holds at most ``2 * buckets`` points."""
+        """The downsampled read of :meth:`series_columns` from the series' block summaries;
+        None when the range holds at most ``2 * buckets`` points."""
         lo, hi = steps
         first, last, stored = series
         share = stored * (hi - lo + 1) / max(1, last - first + 1)
@@ -1001,9 +899,9 @@ class RunStore:
         hi: int,
         buckets: int,
     ) -> SeriesColumns | None:
-        """The lowest and highest finite point of each of ``buckets`` equal step ranges of
-        [lo, hi] (see :meth:`series_columns`); None when the range holds at most
-        ``2 * buckets`` points (reading them all costs no more)."""
+        """The downsampled read of :meth:`series_columns` by scanning inside SQLite; None
+        when the range holds at most ``2 * buckets`` points. A range whose lowest or highest
+        is infinite is read again whole (a test per row for infinities costs more)."""
         import numpy as np  # only here: `mosaic` commands start without numpy
 
         edges = np.unique(np.linspace(lo, hi + 1, buckets + 1).astype(np.int64))
@@ -1030,16 +928,8 @@ class RunStore:
             keep = ~np.isin(bucket, bad)
             parts = [(steps[keep], values[keep], walls[keep])]
             for b in bad.tolist():
-                whole = self._columns(
-                    name,
-                    agent_id,
-                    cursor.execute(
-                        "SELECT step, ifnull(value, 'nan'), wall_ns FROM series_points"
-                        " WHERE run_id = ? AND series_id = ? AND step >= ? AND step < ?"
-                        " ORDER BY step, wall_ns, line_no",
-                        (run_id, series_id, int(edges[b]), int(edges[b + 1])),
-                    ).fetchall(),
-                )
+                span = (run_id, series_id, int(edges[b]), int(edges[b + 1]) - 1)
+                whole = self._columns(name, agent_id, cursor.execute(_POINTS_IN, span).fetchall())
                 infinite += int(np.isinf(whole.values).sum())
                 finite = np.flatnonzero(np.isfinite(whole.values))
                 if finite.size:
@@ -1058,13 +948,9 @@ class RunStore:
     def series_means(
         self, run_id: str, name: str, agent_id: str | None = None, *, buckets: int
     ) -> summary.SeriesMeans:
-        """One series of a run at a picture's resolution: the mean of each of ``buckets``
-        equal step ranges from its first step to its last (:class:`~.summary.SeriesMeans`),
-        what a plot of seed means draws. Read from the series' block summaries
-        (:mod:`~mosaic_sdk.runner.storage.summary`: sums and counts of whole blocks, at a
-        cost that grows with ``buckets``, not with the points); a series without them
-        (points stored out of step order, an older store opened read-only) is read whole.
-        A series the run does not have has no means."""
+        """The mean of each of ``buckets`` equal step ranges of one series, from its first
+        step to its last (:class:`~.summary.SeriesMeans`): from the block summaries, or a
+        series without them read whole. A series the run does not have has no means."""
         import numpy as np  # only here: `mosaic` commands start without numpy
 
         if buckets < 1:
@@ -1072,8 +958,6 @@ class RunStore:
         full = self.resolve(run_id)
         nothing = np.zeros(0)
         out = summary.SeriesMeans(name, agent_id, nothing, nothing, nothing, 0, 0, buckets)
-        if not self._has_series():
-            return out
         cursor, found = self._series_row(full, name, agent_id)
         if found is None:
             return out
@@ -1091,9 +975,8 @@ class RunStore:
         )
 
     def series_counts(self, run_id: str) -> SeriesCounts:
-        """How many points a run's series hold, how many values were refused (no number, no
-        integer step, past the limits: :mod:`mosaic_sdk.runner.recording.series`), and how
-        many series it has."""
+        """How many points a run's series hold, how many values were refused
+        (:mod:`mosaic_sdk.runner.recording.series`), and how many series it has."""
         full = self.resolve(run_id)
         if not self._has_series():
             return SeriesCounts(points=0, refused=0, series=0)
@@ -1110,8 +993,7 @@ class RunStore:
         )
 
     def episode_lines(self, run_id: str, containing: str) -> Iterator[str]:
-        """The episode lines (as written) whose text contains ``containing``, in order (read
-        as they are iterated)."""
+        """The episode lines (as written) that contain ``containing``, in order, read lazily."""
         pattern = "%" + containing.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         cursor = self.conn.cursor()
         cursor.row_factory = None
@@ -1123,11 +1005,9 @@ class RunStore:
 
 
 def status_text(run: Mapping[str, Any]) -> str:
-    """The status of a stored run (a :meth:`RunStore.get_run` / ``list_runs`` dict) as people
-    read it, in ``mosaic runs`` and ``mosaic watch`` alike: the stored status,
-    ``running (runner died: pid N is gone)`` when a running run's runner process is gone, or
-    ``running (stalled: no output for S s, limit L s)`` while the runner calls it stalled
-    (S counted from its last line to now)."""
+    """The status of a stored run (a :meth:`RunStore.get_run` dict) as people read it: the
+    stored status, ``running (runner died: pid N is gone)``, or ``running (stalled: no
+    output for S s, limit L s)`` (S counted from its last line to now)."""
     if run["status"] == "running" and run.get("runner_alive") is False:
         return f"running (runner died: pid {run.get('runner_pid')} is gone)"
     stalled = run.get("stalled")
