@@ -22,7 +22,7 @@ from mosaic_sdk.conformance.config_source import (
     file_config,
 )
 from mosaic_sdk.conformance.fastlane_v1 import probe_fastlane
-from mosaic_sdk.conformance.recording import RecordedRun, RunPlan, record_run, streamed
+from mosaic_sdk.conformance.recording import RecordedRun, RunPlan, record_run, streaming
 from mosaic_sdk.conformance.results import CheckSkipped
 from mosaic_sdk.plugins import (
     UnknownWorkerError,
@@ -42,17 +42,13 @@ SDK = "sdk"
 #: Conformance levels, loosest first: ``platform`` (what the deployed platform needs) and
 #: ``sdk`` (everything the suite checks).
 LEVELS: tuple[str, ...] = (PLATFORM, SDK)
-BOTH: tuple[str, ...] = LEVELS
 #: ``MOSAIC_HEARTBEAT_INTERVAL`` (seconds) set for the telemetry runs.
 HEARTBEAT_INTERVAL = 0.2
 #: Seed of the recorded runs when the conformance config sets none.
 DEFAULT_SEED = 12345
-#: Seconds a worker gets to stop after SIGTERM before its group is killed
-#: (``MOSAIC_CONFORMANCE_STOP_TIMEOUT`` overrides it, see :func:`stop_timeout`).
+#: Seconds a worker gets to stop after SIGTERM before its group is killed.
 STOP_TIMEOUT = 10.0
-
-
-#: Seconds one recorded run may take before it is killed (``MOSAIC_CONFORMANCE_RUN_TIMEOUT``).
+#: Seconds one recorded run may take before it is killed.
 RUN_TIMEOUT = 120.0
 
 
@@ -70,12 +66,10 @@ def _seconds(variable: str, default: float) -> float:
 
 
 def stop_timeout() -> float:
-    """:data:`STOP_TIMEOUT`, or ``MOSAIC_CONFORMANCE_STOP_TIMEOUT`` seconds when set."""
     return _seconds("MOSAIC_CONFORMANCE_STOP_TIMEOUT", STOP_TIMEOUT)
 
 
 def run_timeout() -> float:
-    """:data:`RUN_TIMEOUT`, or ``MOSAIC_CONFORMANCE_RUN_TIMEOUT`` seconds when set."""
     return _seconds("MOSAIC_CONFORMANCE_RUN_TIMEOUT", RUN_TIMEOUT)
 
 
@@ -106,10 +100,8 @@ def fastlane_available() -> bool:
 
 def fastlane_env() -> dict[str, str]:
     """The environment of the FastLane run: FastLane-only, slot 0, as the platform's launcher
-    writes it (both spellings, without the SDK's own ``MOSAIC_FASTLANE`` switch: a worker
-    must publish on the platform's variables), written by the one writer of FastLane's
-    variables, :func:`~mosaic_sdk.fastlane.environment.apply_fastlane_environment` (imported
-    here: this SDK may lack :mod:`mosaic_sdk.fastlane`, see :func:`fastlane_available`)."""
+    writes it (without the SDK's own ``MOSAIC_FASTLANE`` switch: a worker must publish on the
+    platform's variables)."""
     # Optional part: this SDK may lack mosaic_sdk.fastlane (see fastlane_available).
     from mosaic_sdk.fastlane.environment import apply_fastlane_environment
 
@@ -160,24 +152,16 @@ class WorkerSubject:
             return
         if self.name not in registry.errors:
             raise UnknownWorkerError(self.name, registry.names())
-        self.discovery_error = registry.errors[self.name]
-        self._resolve_leniently()
-
-    def _resolve_leniently(self) -> None:
-        # Discovery refused the worker (or does not know it): load its first entry point of
-        # that name without the checks discovery makes, so the rest of the contract can
-        # still be tested.
-
+        err = self.discovery_error = registry.errors[self.name]
+        # Discovery refused the worker: load its first entry point of that name without the
+        # checks discovery makes, so the rest of the contract can still be tested.
         found = load_unchecked(self.name, environ=self.environ)
         self.duplicates = found.sources
-        if found.handle is None:
-            if not found.sources:  # refused for a reason we cannot reproduce: report it as is
-                err = self.discovery_error
-                self.load_error = f"{err.error_type}: {err.message}" if err else "not found"
-            else:
-                self.load_error = found.error
-            return
         self.handle = found.handle
+        if found.handle is None and not found.sources:  # a refusal we cannot reproduce
+            self.load_error = f"{err.error_type}: {err.message}"
+        elif found.handle is None:
+            self.load_error = found.error
 
     def default_level(self) -> str:
         """The level a worker is judged at unless told otherwise: ``platform`` for an
@@ -267,9 +251,7 @@ class WorkerSubject:
 
     # -- runs ---------------------------------------------------------------------------
     def plan(self, kind: str) -> RunPlan:
-
-        plan = self._plan(kind)
-        return dataclasses.replace(plan, timeout=run_timeout())
+        return dataclasses.replace(self._plan(kind), timeout=run_timeout())
 
     def _plan(self, kind: str) -> RunPlan:
         config = {"seed": DEFAULT_SEED, **self.conformance_config()}
@@ -316,7 +298,7 @@ class WorkerSubject:
         at exit gives no such cue: it is stopped at 60 % of its normal run's duration.
         """
         normal = self.run("normal")
-        if normal.exited_at is None or normal.launch_error or streamed(normal):
+        if normal.exited_at is None or normal.launch_error or streaming(normal)[0]:
             return None
         return max(0.2, 0.6 * (normal.exited_at - normal.started_at))
 
@@ -377,7 +359,6 @@ class WorkerSubject:
 
 
 __all__ = [
-    "BOTH",
     "LEVELS",
     "PLATFORM",
     "SDK",
