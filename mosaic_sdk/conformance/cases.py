@@ -15,7 +15,7 @@ from mosaic_sdk.conformance.api import (
     session_subject,
 )
 from mosaic_sdk.conformance.config_source import ConformanceConfigError
-from mosaic_sdk.conformance.registry import check_level, get_check, select_checks
+from mosaic_sdk.conformance.registry import check_expected, check_level, get_check, select_checks
 from mosaic_sdk.conformance.results import ADVISORY, ERROR, FAILED, SKIPPED, CheckResult
 
 
@@ -90,16 +90,9 @@ def conformance_params(
     if level is not None:
         check_level(level)
     checks = select_checks(keyword)
-    known = {c.name for c in select_checks()}
     workers = list(workers)
-    ids = {f"{w}-{c}" for w in workers for c in known}
     expected = dict(expected_failures or {})
-    unknown = sorted(k for k in expected if k not in known and k not in ids)
-    if unknown:
-        raise KeyError(
-            f"expected failure for unknown check(s) {', '.join(unknown)}; known: "
-            f"{', '.join(sorted(known))}"
-        )
+    check_expected(expected, {f"{w}-{c.name}" for w in workers for c in select_checks()})
     params = []
     for worker in workers:
         for check in checks:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mosaic_sdk.conformance.subject import BOTH, LEVELS, PLATFORM, SDK, WorkerSubject
+from mosaic_sdk.conformance.subject import LEVELS, PLATFORM, SDK, WorkerSubject
 
 Gate = Callable[["WorkerSubject"], "str | None"]
 CheckFunction = Callable[..., "str | None"]
@@ -74,7 +74,7 @@ class Check:
     gates: tuple[Gate, ...] = ()
     slow: bool = False
     needs_handle: bool = True
-    levels: tuple[str, ...] = BOTH
+    levels: tuple[str, ...] = LEVELS
     takes_level: bool = False
     order: int = field(default=0, compare=False)
 
@@ -146,7 +146,7 @@ def conformance_check(
     gates: Iterable[Gate] = (),
     slow: bool = False,
     needs_handle: bool = True,
-    levels: Iterable[str] = BOTH,
+    levels: Iterable[str] = LEVELS,
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Register the decorated function as the check ``name`` (``family.what``).
 
@@ -165,10 +165,7 @@ def conformance_check(
     if not own:
         raise ValueError(f"check {name!r} belongs to no level; give levels from {LEVELS}")
     hints = _per_level(hint, own, "hint")
-    if isinstance(runs, Mapping):
-        level_runs = {k: tuple(v) for k, v in _per_level(runs, own, "runs").items()}
-    else:
-        level_runs = dict.fromkeys(own, tuple(runs))
+    level_runs = {k: tuple(v) for k, v in _per_level(runs, own, "runs").items()}
 
     def register(function: CheckFunction) -> CheckFunction:
         if name in _CHECKS and _CHECKS[name].function is not function:
@@ -212,10 +209,6 @@ def get_check(name: str) -> Check:
 # --- selection (-k) -----------------------------------------------------------------------
 
 
-def _term_matches(term: str, check: Check) -> bool:
-    return term.lower() in check.name.lower()
-
-
 def matches_keyword(expression: str, check: Check) -> bool:
     """Whether ``check`` is selected by a ``-k`` expression.
 
@@ -252,8 +245,7 @@ def _conjunct(part: str, check: Check) -> bool:
         tokens = tokens[1:]
     if len(tokens) != 1:
         raise ValueError(f"bad -k term {part!r}: use 'name', 'not name', 'a and b', 'a or b'")
-    found = _term_matches(tokens[0], check)
-    return found != negate
+    return (tokens[0].lower() in check.name.lower()) != negate
 
 
 def select_checks(keyword: str | None = None, names: Iterable[str] | None = None) -> list[Check]:
@@ -267,6 +259,17 @@ def select_checks(keyword: str | None = None, names: Iterable[str] | None = None
     if keyword:
         checks = [c for c in checks if matches_keyword(keyword, c)]
     return checks
+
+
+def check_expected(expected: Mapping[str, str], ids: Iterable[str] = ()) -> None:
+    """``KeyError`` when a key of ``expected`` is neither a check name nor one of ``ids``."""
+    known = {c.name for c in all_checks()}
+    unknown = sorted(set(expected) - known - set(ids))
+    if unknown:
+        raise KeyError(
+            f"expected failure for unknown check(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(known))}"
+        )
 
 
 def describe_checks() -> list[dict[str, Any]]:
@@ -290,13 +293,13 @@ def describe_checks() -> list[dict[str, Any]]:
 
 
 __all__ = [
-    "BOTH",
     "CHECK_MODULES",
     "FAMILIES",
     "LEVELS",
     "PLATFORM",
     "SDK",
     "Check",
+    "check_expected",
     "check_level",
     "all_checks",
     "conformance_check",
