@@ -7,7 +7,7 @@ import os
 import struct
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 HEADER = struct.Struct("<4sIIIIIIIIIQQddd")
@@ -123,28 +123,20 @@ class V1SegmentReader:
 def probe_fastlane(run_id: str, process: Any, done: threading.Event) -> dict[str, Any]:
     """While a worker runs, attach to its segment and read frames with the v1 reader.
 
-    Returns what was seen: ``seen`` (the segment appeared), ``header`` (dict), ``frame``
-    (dimensions and lengths of the first complete frame), ``heads`` (head values observed),
-    ``streams`` (the run's other segments, ``<segment>-w<n>`` as multi-agent runs name their
-    per-agent streams, each with the highest head seen) and ``errors``.
+    Returns what was seen: ``seen`` (the segment appeared), ``frame`` (the first complete
+    :class:`V1Frame`) and ``header`` (the :class:`V1Header` it was read under), ``heads`` (head
+    values observed), ``streams`` (the run's other segments, ``<segment>-w<n>`` as multi-agent
+    runs name their per-agent streams, each with the highest head seen) and ``errors``.
     """
     name = segment_name(run_id)
-    path = os.path.join(SHM_DIR, name)
-    found: dict[str, Any] = {
-        "name": name,
-        "seen": False,
-        "header": None,
-        "frame": None,
-        "heads": [],
-        "streams": {},
-        "errors": [],
-    }
+    found: dict[str, Any] = {"name": name, "seen": False, "header": None, "frame": None}
+    found.update(heads=[], streams={}, errors=[])
     reader: V1SegmentReader | None = None
     streams: dict[str, V1SegmentReader] = {}
     try:
         while not done.is_set():
             _watch_streams(name, streams, found)
-            if reader is None and os.path.exists(path):
+            if reader is None and os.path.exists(os.path.join(SHM_DIR, name)):
                 try:
                     reader = V1SegmentReader(name)
                     found["seen"] = True
@@ -152,33 +144,22 @@ def probe_fastlane(run_id: str, process: Any, done: threading.Event) -> dict[str
                     found["errors"].append(f"cannot map {name}: {exc}")
             if reader is not None:
                 header = reader.header()
-                if header.head and (not found["heads"] or found["heads"][-1] != header.head):
+                if header.head and found["heads"][-1:] != [header.head]:
                     found["heads"].append(header.head)
                 if found["frame"] is None and header.head:
                     try:
-                        frame = reader.latest_frame()
+                        found["frame"], found["header"] = reader.latest_frame(), header
                     except ValueError as exc:
                         found["errors"].append(str(exc))
-                        frame = None
-                    if frame is not None:
-                        found["header"] = {
-                            k: v for k, v in asdict(header).items() if k != "magic"
-                        } | {"magic": header.magic.decode("latin-1")}
-                        found["frame"] = {
-                            k: v
-                            for k, v in asdict(frame).items()
-                            if k not in ("pixels", "metadata")
-                        } | {"pixel_bytes": len(frame.pixels)}
                 if found["frame"] is not None and len(found["heads"]) >= 3 and not streams:
                     break
             if process.poll() is not None:
                 break
             time.sleep(0.02)
     finally:
-        if reader is not None:
-            reader.close()
-        for stream in streams.values():
-            stream.close()
+        for opened in [reader, *streams.values()]:
+            if opened is not None:
+                opened.close()
     return found
 
 
