@@ -63,10 +63,6 @@ def _is_step(line: dict[str, Any]) -> bool:
     return line.get("type") == "step"
 
 
-def _steps(session: Session) -> list[dict[str, Any]]:
-    return [x for x in list(session.lines) if _is_step(x)]
-
-
 def _answer(call: Callable[[], Reply], what: str) -> Reply:
     """A command's reply; fails the check on an error reply or a timeout."""
     try:
@@ -88,11 +84,9 @@ def _interactive(subject: WorkerSubject) -> str | None:
     return None
 
 
-def _next_of(line: dict[str, Any] | None) -> tuple[int, int] | None:
+def _next_of(line: dict[str, Any]) -> tuple[int, int]:
     """The (episode, step) that follows a step line: the next step, or the next episode's
-    first after a line that ends its episode; ``None`` without a line."""
-    if line is None:
-        return None
+    first after a line that ends its episode."""
     episode, step = int(line.get("episode_index", 0)), int(line.get("step_index", 0))
     ended = bool(line.get("terminated") or line.get("truncated"))
     return (episode + 1, 0) if ended else (episode, step + 1)
@@ -102,24 +96,18 @@ def resumed_where(
     before: list[dict[str, Any]], following: dict[str, Any], numbering: str
 ) -> tuple[str, bool]:
     """Whether ``following`` (the first step line after resume) goes on where the step lines
-    ``before`` the pause stopped; returns ``(what was expected, ok)``.
-
-    ``per_ply`` (and a single-agent run): it follows the last line before the pause.
-    ``per_agent``: it follows the last line of its own agent, or, when that agent wrote none
-    before the pause, it is that agent's first step (0) of the last line's episode or a later
-    one: each agent's steps are compared with its own, not with another agent's.
-    """
+    ``before`` the pause stopped: ``(what was expected, ok)``. ``per_ply`` (and a single-agent
+    run): it follows the last line. ``per_agent``: it follows its own agent's last line, or is
+    that agent's step 0 of the last line's episode or a later one when it wrote none."""
     last = before[-1]
     got = (following.get("episode_index"), following.get("step_index"))
     agent = following.get("agent_id")
     if numbering == "per_ply" or agent is None:
         expected = _next_of(last)
-        assert expected is not None
         return f"episode {expected[0]} step {expected[1]}", got == expected
     own = [s for s in before if s.get("agent_id") == agent]
     if own:
         expected = _next_of(own[-1])
-        assert expected is not None
         return (
             f"episode {expected[0]} step {expected[1]} (agent {agent!r}'s next step)",
             got == expected,
@@ -148,7 +136,7 @@ def pause_resume(subject: WorkerSubject) -> str | None:
         _answer(session.pause, "pause")
         paused_at = time.time_ns()
         time.sleep(PAUSE_WATCH)
-        steps = _steps(session)
+        steps = [x for x in list(session.lines) if _is_step(x)]
         late = [s for s in steps if s.get("ts_unix_ns", 0) > paused_at + PAUSE_WITHIN * 1e9]
         if late:
             raise CheckFailed(
