@@ -51,17 +51,14 @@ class ConformanceConfig:
 
 def source_directory(dist: importlib_metadata.Distribution) -> Path | None:
     """The local source tree a distribution was installed from, if it is known and exists."""
-    text = dist.read_text("direct_url.json")
-    if not text:
-        return None
     try:
-        info = json.loads(text)
+        info = json.loads(dist.read_text("direct_url.json") or "")
     except ValueError:
         return None
-    if not isinstance(info, dict):
+    if not isinstance(info, dict) or "dir_info" not in info:
         return None
     url = urlparse(str(info.get("url", "")))
-    if url.scheme != "file" or "dir_info" not in info:
+    if url.scheme != "file":
         return None
     path = Path(unquote(url.path))
     if (path / "pyproject.toml").is_file() or (path / "setup.py").is_file():

@@ -18,12 +18,8 @@ HOSTILE_RUN_IDS: tuple[str, ...] = ("../escape", "a/b", ".hidden", "x" * 200, ""
 SCALAR_TYPES = {"integer", "number", "boolean", "string"}
 
 
-def _run_id(subject: WorkerSubject) -> str:
-    return subject.run_id("config")
-
-
 def _flat(subject: WorkerSubject) -> dict[str, Any]:
-    return {**subject.conformance_config(), "run_id": _run_id(subject)}
+    return {**subject.conformance_config(), "run_id": subject.run_id("config")}
 
 
 def _build(model: type[WorkerConfig], data: Any, what: str) -> WorkerConfig:
@@ -51,7 +47,7 @@ def _rejection(model: type[WorkerConfig], data: Any) -> str | None:
 )
 def defaults_validate(subject: WorkerSubject) -> str | None:
     model = subject.config_model()
-    _build(model, {"run_id": _run_id(subject)}, "the defaults ({'run_id': ...})")
+    _build(model, {"run_id": subject.run_id("config")}, "the defaults ({'run_id': ...})")
     _build(model, _flat(subject), "the conformance config")
     return None
 
@@ -93,7 +89,7 @@ def job_descriptor(subject: WorkerSubject) -> str | None:
     model = subject.config_model()
     flat = _build(model, _flat(subject), "the conformance config")
     descriptor = {
-        "run_id": _run_id(subject),
+        "run_id": subject.run_id("config"),
         "metadata": {"worker": {"config": dict(subject.conformance_config())}},
     }
     nested = _build(model, descriptor, "the job-descriptor form")
