@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,23 +33,6 @@ FAMILIES: tuple[str, ...] = (
     "hygiene",
 )
 
-#: Modules that define checks; imported on first use of the registry.
-CHECK_MODULES: tuple[str, ...] = (
-    "mosaic_sdk.conformance.checks.discovery",
-    "mosaic_sdk.conformance.checks.description",
-    "mosaic_sdk.conformance.checks.config",
-    "mosaic_sdk.conformance.checks.cli",
-    "mosaic_sdk.conformance.checks.telemetry",
-    "mosaic_sdk.conformance.checks.stop",
-    "mosaic_sdk.conformance.checks.checkpoint",
-    "mosaic_sdk.conformance.checks.control",
-    "mosaic_sdk.conformance.checks.fastlane",
-    "mosaic_sdk.conformance.checks.agents",
-    "mosaic_sdk.conformance.checks.environments",
-    "mosaic_sdk.conformance.checks.packaging",
-    "mosaic_sdk.conformance.checks.hygiene",
-)
-
 
 def check_level(level: str) -> str:
     """``level`` when it is one of :data:`LEVELS`; ``ValueError`` naming them otherwise."""
@@ -59,12 +43,8 @@ def check_level(level: str) -> str:
 
 @dataclass(frozen=True)
 class Check:
-    """One registered check (see the module docstring).
-
-    ``levels`` are the levels the check belongs to; ``hints`` and ``level_runs`` hold the hint
-    and the recorded runs per level (the same for every level unless the check says
-    otherwise).
-    """
+    """One registered check: ``hints`` and ``level_runs`` hold the hint and the recorded runs
+    per level of ``levels``, the levels it belongs to."""
 
     name: str
     description: str
@@ -93,8 +73,7 @@ class Check:
         return tuple(dict.fromkeys(k for level in LEVELS for k in self.runs_for(level)))
 
     def rule_level(self, level: str) -> str:
-        """The level whose rule judges the check when ``level`` is in force: ``level`` itself
-        when the check belongs to it, else the check's own (strictest) level."""
+        """The level whose rule judges the check at ``level``: its strictest when outside."""
         return level if level in self.levels else self.levels[-1]
 
     def in_level(self, level: str) -> bool:
@@ -148,11 +127,10 @@ def conformance_check(
     needs_handle: bool = True,
     levels: Iterable[str] = LEVELS,
 ) -> Callable[[CheckFunction], CheckFunction]:
-    """Register the decorated function as the check ``name`` (``family.what``).
+    """Register the decorated function as the check ``name`` (``family.what``) of ``levels``.
 
-    ``levels``: the conformance levels the check belongs to (``("sdk",)`` for an SDK-only
-    rule). ``hint`` and ``runs`` may map each of those levels to its own value. A function
-    with two parameters is called as ``f(subject, level)`` with the level whose rule applies.
+    ``hint`` and ``runs`` may map each of those levels to its own value. A function with two
+    parameters is called as ``f(subject, level)`` with the level whose rule applies.
     """
     family, dot, what = name.partition(".")
     if not dot or not what or family not in FAMILIES:
@@ -191,9 +169,10 @@ def conformance_check(
 def all_checks() -> list[Check]:
     """Every registered check, by family then registration order."""
     global _loaded
-    if not _loaded:
-        for module in CHECK_MODULES:
-            importlib.import_module(module)
+    if not _loaded:  # every module of the checks package defines checks: import them all
+        package = importlib.import_module("mosaic_sdk.conformance.checks")
+        for module in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+            importlib.import_module(module.name)
         _loaded = True
     return sorted(_CHECKS.values(), key=lambda c: (FAMILIES.index(c.family), c.order))
 
@@ -210,12 +189,9 @@ def get_check(name: str) -> Check:
 
 
 def matches_keyword(expression: str, check: Check) -> bool:
-    """Whether ``check`` is selected by a ``-k`` expression.
-
-    The expression is a subset of pytest's: terms matched as case-insensitive substrings of
-    the check name, combined with ``not``, ``and``, ``or`` (``or`` binds loosest), without
-    parentheses. ``"telemetry and not heartbeat"`` selects the telemetry checks but one.
-    """
+    """Whether ``check`` is selected by a ``-k`` expression: pytest's without parentheses,
+    terms matched as case-insensitive substrings of the check name (``"telemetry and not
+    heartbeat"``)."""
     expression = expression.strip()
     if not expression:
         return True
@@ -273,10 +249,8 @@ def check_expected(expected: Mapping[str, str], ids: Iterable[str] = ()) -> None
 
 
 def describe_checks() -> list[dict[str, Any]]:
-    """Name, family, levels, description and hints of every check (for docs and ``--list``).
-
-    ``hint`` is the ``sdk`` hint; ``hints`` maps each level the check belongs to to its hint.
-    """
+    """Name, family, levels, description, hints (``hint``: the ``sdk`` one) and runs of every
+    check (for docs and ``--list``)."""
     return [
         {
             "name": c.name,
@@ -293,7 +267,6 @@ def describe_checks() -> list[dict[str, Any]]:
 
 
 __all__ = [
-    "CHECK_MODULES",
     "FAMILIES",
     "LEVELS",
     "PLATFORM",

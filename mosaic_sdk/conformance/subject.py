@@ -164,9 +164,8 @@ class WorkerSubject:
             self.load_error = found.error
 
     def default_level(self) -> str:
-        """The level a worker is judged at unless told otherwise: ``platform`` for an
-        upstream-style worker (a ``get_worker_metadata()`` factory), ``sdk`` for one built on
-        the SDK (and for one that could not be loaded)."""
+        """``platform`` for an upstream-style worker (a ``get_worker_metadata()`` factory),
+        else ``sdk``."""
         if self.handle is not None and self.handle.style == "upstream":
             return PLATFORM
         return SDK
@@ -211,13 +210,11 @@ class WorkerSubject:
             raise CheckSkipped(f"the worker has no usable config model ({exc})") from None
 
     def conformance_config(self) -> dict[str, object]:
-        """The worker's conformance config (without ``run_id``), or ``{}`` for the defaults."""
         return dict(self.conformance_source().data)
 
     def conformance_source(self) -> ConformanceConfig:
-        """The conformance config and its origin (see :mod:`.config_source`): the hook, else
-        ``[tool.mosaic.conformance]`` / the ``mosaic.conformance`` entry point, else the
-        config model's defaults (``{}``)."""
+        """The conformance config (without ``run_id``) and its origin: the hook, else the
+        worker's files (:func:`.config_source.file_config`), else ``{}`` (the defaults)."""
         return self.memo("conformance_config", self._find_conformance_config)  # type: ignore[no-any-return]
 
     def _find_conformance_config(self) -> ConformanceConfig:
@@ -235,8 +232,8 @@ class WorkerSubject:
         return found
 
     def check_conformance_config(self) -> None:
-        """Raise :class:`~.config_source.ConformanceConfigError` now when the config given
-        without the SDK is malformed (a hook's config is judged by the config checks)."""
+        """Raise :class:`~.config_source.ConformanceConfigError` now for a malformed config
+        given without the SDK."""
         if self.handle is None:
             return
         try:
@@ -292,11 +289,8 @@ class WorkerSubject:
         raise ValueError(f"unknown run kind {kind!r}; known: {', '.join(RUN_KINDS)}")
 
     def _stop_at(self) -> float | None:
-        """When to send SIGTERM to a worker whose lines do not arrive live.
-
-        A worker that streams is stopped at its first step line. One whose lines all arrive
-        at exit gives no such cue: it is stopped at 60 % of its normal run's duration.
-        """
+        """When to send SIGTERM to a worker whose lines all arrive at exit (no first step line
+        to stop it at): at 60 % of its normal run's duration."""
         normal = self.run("normal")
         if normal.exited_at is None or normal.launch_error or streaming(normal)[0]:
             return None
