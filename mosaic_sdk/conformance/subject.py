@@ -116,7 +116,6 @@ class HookError(RuntimeError):
 
     def __init__(self, hook: str, exc: BaseException) -> None:
         self.hook = hook
-        self.cause = exc
         text = str(exc).strip().splitlines()
         super().__init__(
             f"the worker's {hook} hook raised {type(exc).__name__}"
@@ -194,8 +193,6 @@ class WorkerSubject:
         handle = self.require_handle()
         try:
             return self.memo("describe", handle.describe)  # type: ignore[no-any-return]
-        except CheckSkipped:
-            raise
         except Exception as exc:  # noqa: BLE001
             raise CheckSkipped(f"the worker does not describe itself ({exc})") from None
 
