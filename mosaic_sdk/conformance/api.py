@@ -191,15 +191,3 @@ def close_session_subjects() -> None:
 
 
 atexit.register(close_session_subjects)
-
-
-__all__ = [
-    "ConformanceAdvisory",
-    "ConformanceError",
-    "ConformanceWarning",
-    "check_worker",
-    "close_session_subjects",
-    "plan_session",
-    "run_check",
-    "session_subject",
-]

@@ -125,6 +125,3 @@ def parametrize_with_checks(
     return pytest.mark.parametrize(
         "check", conformance_params(workers, expected_failures, keyword=keyword, level=level)
     )
-
-
-__all__ = ["CheckCase", "conformance_params", "parametrize_with_checks"]

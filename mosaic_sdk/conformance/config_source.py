@@ -185,17 +185,3 @@ def check_against_model(config: ConformanceConfig, model: type[WorkerConfig], ru
         lines = getattr(exc, "errors", None)
         problems = lines if isinstance(lines, list) and lines else [str(exc)]
         raise ConformanceConfigError(config.origin, [str(p) for p in problems]) from None
-
-
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "TABLE_NAME",
-    "ConformanceConfig",
-    "ConformanceConfigError",
-    "check_against_model",
-    "check_table",
-    "file_config",
-    "read_entry_point",
-    "read_pyproject",
-    "source_directory",
-]

@@ -182,14 +182,3 @@ def _watch_streams(name: str, streams: dict[str, V1SegmentReader], found: dict[s
         except (OSError, ValueError):
             continue
         found["streams"][stream_name] = max(found["streams"].get(stream_name, 0), head)
-
-
-__all__ = [
-    "HEADER",
-    "SLOT_HEADER",
-    "V1Frame",
-    "V1Header",
-    "V1SegmentReader",
-    "probe_fastlane",
-    "segment_name",
-]

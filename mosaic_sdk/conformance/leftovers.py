@@ -67,12 +67,3 @@ def _send(pids: list[int], signum: int) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signum)
-
-
-__all__ = [
-    "end_processes",
-    "process_alive",
-    "processes_of",
-    "remove_shm_segments",
-    "shm_segments_of",
-]

@@ -226,16 +226,3 @@ def proxy_problems(data: Mapping[str, object]) -> list[str]:
         if ns is not None and not -(1 << 63) <= ns // 1_000_000_000 < 1 << 63:
             problems.append(f"'ts_unix_ns' is {ts!r:.40}: too large for a timestamp; {STOPS}")
     return problems
-
-
-__all__ = [
-    "LIFECYCLE_FIELDS",
-    "STOPS",
-    "forwarded",
-    "proxy_episode_index",
-    "proxy_problems",
-    "episode_problems",
-    "lifecycle_problems",
-    "platform_line_problems",
-    "step_problems",
-]

@@ -357,14 +357,3 @@ def written_at(data: Mapping[str, object]) -> float | None:
     if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
         return float(seconds)
     return None
-
-
-__all__ = [
-    "RecordedLine",
-    "RecordedRun",
-    "RunPlan",
-    "as_dispatched",
-    "record_run",
-    "streaming",
-    "written_at",
-]

@@ -75,19 +75,3 @@ class CheckResult:
         data["in_level"] = self.in_level
         data["duration"] = round(self.duration, 4)
         return data
-
-
-__all__ = [
-    "ADVISORY",
-    "ERROR",
-    "FAILED",
-    "OK_VERDICTS",
-    "PASSED",
-    "SKIPPED",
-    "VERDICTS",
-    "XFAILED",
-    "XPASSED",
-    "CheckFailed",
-    "CheckResult",
-    "CheckSkipped",
-]

@@ -347,18 +347,3 @@ class WorkerSubject:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-__all__ = [
-    "LEVELS",
-    "PLATFORM",
-    "SDK",
-    "HookError",
-    "fastlane_env",
-    "HEARTBEAT_INTERVAL",
-    "STOP_TIMEOUT",
-    "WorkerSubject",
-    "fastlane_available",
-    "run_timeout",
-    "stop_timeout",
-]

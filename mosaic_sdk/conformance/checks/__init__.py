@@ -37,6 +37,3 @@ def step_numbering(subject: WorkerSubject) -> str:
     except AttributeError:  # a platform-shaped description without the field
         return "per_agent"
     return "per_ply" if declared == "per_ply" else "per_agent"
-
-
-__all__ = ["claims", "fastlane_in_sdk", "step_numbering"]
