@@ -44,13 +44,10 @@ class V1Header:
 
 @dataclass(frozen=True)
 class V1Frame:
+    """Frame ``number`` (1-based) with its slot's ``seq``; the dimensions are the header's."""
+
     number: int
     seq: int
-    width: int
-    height: int
-    channels: int
-    frame_len: int
-    metadata_len: int
     pixels: bytes
     metadata: bytes
 
@@ -97,17 +94,7 @@ class V1SegmentReader:
             data = bytes(self._map[start:end])
             if SLOT_HEADER.unpack_from(self._map, offset)[0] != seq:
                 continue  # overwritten while copying
-            return V1Frame(
-                number=number,
-                seq=seq,
-                width=h.width,
-                height=h.height,
-                channels=h.channels,
-                frame_len=frame_len,
-                metadata_len=metadata_len,
-                pixels=data[:frame_len],
-                metadata=data[frame_len:],
-            )
+            return V1Frame(number, seq, pixels=data[:frame_len], metadata=data[frame_len:])
         return None
 
     def close(self) -> None:

@@ -140,8 +140,6 @@ class RecordedRun:
 
 
 def _files(root: Path) -> set[str]:
-    if not root.is_dir():
-        return set()
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
 

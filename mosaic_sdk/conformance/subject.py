@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import os
@@ -12,6 +11,7 @@ import threading
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -245,45 +245,32 @@ class WorkerSubject:
 
     # -- runs ---------------------------------------------------------------------------
     def plan(self, kind: str) -> RunPlan:
-        return dataclasses.replace(self._plan(kind), timeout=run_timeout())
-
-    def _plan(self, kind: str) -> RunPlan:
+        if kind not in RUN_KINDS:
+            raise ValueError(f"unknown run kind {kind!r}; known: {', '.join(RUN_KINDS)}")
         config = {"seed": DEFAULT_SEED, **self.conformance_config()}
-        run_id = self.run_id(kind)
-        heartbeat = {"MOSAIC_HEARTBEAT_INTERVAL": str(HEARTBEAT_INTERVAL)}
-        home = {"MOSAIC_HOME": str(self.home)}
+        env = {"MOSAIC_HOME": str(self.home)}
         if kind in ("normal", "repeat"):
-            return RunPlan(kind, run_id, config, extra_env={**home, **heartbeat})
+            env["MOSAIC_HEARTBEAT_INTERVAL"] = str(HEARTBEAT_INTERVAL)
+        plan = RunPlan(kind, self.run_id(kind), config, extra_env=env)
         if kind == "stop":
-            return RunPlan(
-                kind,
-                run_id,
-                config,
-                extra_env=home,
-                stop_on_step=True,
-                stop_at=self._stop_at(),
-                stop_grace=stop_timeout(),
+            plan = replace(
+                plan, stop_on_step=True, stop_at=self._stop_at(), stop_grace=stop_timeout()
             )
-        if kind == "dry_run":
-            return RunPlan(kind, run_id, config, extra_env=home, argv_suffix=("--dry-run",))
-        if kind == "bad_config":
-            return RunPlan(kind, run_id, config, extra_env=home, config_text=MALFORMED_CONFIG)
-        if kind == "dispatched":
+        elif kind == "dry_run":
+            plan = replace(plan, argv_suffix=("--dry-run",))
+        elif kind == "bad_config":
+            plan = replace(plan, config_text=MALFORMED_CONFIG)
+        elif kind == "fastlane":
+            plan = replace(plan, extra_env={**env, **fastlane_env()}, probe=probe_fastlane)
+        elif kind == "dispatched":
             # As MOSAIC's trainer daemon launches: a ULID run id, the form's worker id and
             # keys in the config file (written raw: the worker, not the SDK, judges it).
             ulid = self.memo("dispatched_run_id", new_run_id)
             worker_id = f"{self.name}-conformance"
-            text = json.dumps(
-                dispatcher_config({**config, **DISPATCHER_FORM_KEYS}, ulid, worker_id), indent=2
-            )
-            return RunPlan(
-                kind, ulid, config, extra_env=home, config_text=text, dispatched_as=worker_id
-            )
-        if kind == "fastlane":
-            return RunPlan(
-                kind, run_id, config, extra_env={**home, **fastlane_env()}, probe=probe_fastlane
-            )
-        raise ValueError(f"unknown run kind {kind!r}; known: {', '.join(RUN_KINDS)}")
+            form = dispatcher_config({**config, **DISPATCHER_FORM_KEYS}, ulid, worker_id)
+            text = json.dumps(form, indent=2)
+            plan = replace(plan, run_id=ulid, config_text=text, dispatched_as=worker_id)
+        return replace(plan, timeout=run_timeout())
 
     def _stop_at(self) -> float | None:
         """When to send SIGTERM to a worker whose lines all arrive at exit (no first step line

@@ -67,8 +67,8 @@ def v1_readable(subject: WorkerSubject) -> str | None:
     w, h, c = header.width, header.height, header.channels
     if c not in (1, 3, 4) or w <= 0 or h <= 0:
         problems.append(f"declared dimensions {w}x{h}x{c} are not a valid frame")
-    if frame.frame_len != w * h * c:
-        problems.append(f"frame has {frame.frame_len} bytes, {w}x{h}x{c} needs {w * h * c}")
+    if len(frame.pixels) != w * h * c:
+        problems.append(f"frame has {len(frame.pixels)} bytes, {w}x{h}x{c} needs {w * h * c}")
     if header.payload_size < w * h * c:
         problems.append(f"payload_size {header.payload_size} < {w * h * c}")
     if header.slot_size < SLOT_HEADER.size + header.payload_size:
