@@ -41,14 +41,17 @@ LIFECYCLE_FIELDS: dict[str, Rule] = {
 }
 
 
+def _non_negative(label: str, value: object, problems: list[str]) -> None:
+    if not _is_int(value) or value < 0:
+        problems.append(f"{label} is {value!r}, not an integer >= 0")
+
+
 def _index(data: Mapping[str, object], names: tuple[str, str], problems: list[str]) -> None:
     present = [n for n in names if n in data]
     if not present:
         problems.append(f"no {names[0]!r} (or {names[1]!r})")
-        return
-    value = data[present[0]]
-    if not _is_int(value) or value < 0:
-        problems.append(f"{present[0]!r} is {value!r}, not an integer >= 0")
+    else:
+        _non_negative(repr(present[0]), data[present[0]], problems)
 
 
 def _optional(data: Mapping[str, object], checks: Mapping[str, Rule], problems: list[str]) -> None:
@@ -62,9 +65,7 @@ def _episode_index_shape(data: Mapping[str, object], problems: list[str]) -> Non
     the proxy reads it and whether it fails: :func:`proxy_problems`)."""
     meta = data.get("metadata")
     if isinstance(meta, dict) and meta.get(METADATA_KEY) is not None:
-        value = meta[METADATA_KEY]
-        if not _is_int(value) or value < 0:
-            problems.append(f"'metadata.episode_index' is {value!r}, not an integer >= 0")
+        _non_negative("'metadata.episode_index'", meta[METADATA_KEY], problems)
     try:
         where = platform_episode_index(data)[1]
     except ValueError:  # the proxy fails on the metadata: proxy_problems says so
@@ -75,9 +76,8 @@ def _episode_index_shape(data: Mapping[str, object], problems: list[str]) -> Non
             "or 'episode'; and 'episode_index', where the SDK reads it)"
         )
     for name in ("episode_index", "episode"):
-        value = data.get(name)
-        if name in data and (not _is_int(value) or value < 0):
-            problems.append(f"{name!r} is {value!r}, not an integer >= 0")
+        if name in data:
+            _non_negative(repr(name), data[name], problems)
 
 
 def step_problems(data: Mapping[str, object]) -> list[str]:

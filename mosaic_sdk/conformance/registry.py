@@ -93,11 +93,7 @@ class Check:
 
     def skip_reason(self, subject: WorkerSubject) -> str | None:
         """Why the check does not apply to this worker, or None when it does."""
-        for gate in self.gates:
-            reason = gate(subject)
-            if reason:
-                return reason
-        return None
+        return next((reason for gate in self.gates if (reason := gate(subject))), None)
 
 
 _CHECKS: dict[str, Check] = {}

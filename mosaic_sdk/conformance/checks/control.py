@@ -39,13 +39,9 @@ def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Sess
         handle, job, runs_dir=subject.runs_dir, extra_env={"MOSAIC_HOME": str(subject.home)}
     )
     subject.logs_dir.mkdir(parents=True, exist_ok=True)
+    stderr = subject.logs_dir / f"{prepared.run_id}.stderr.log"
     try:
-        return launch_session(
-            handle,
-            prepared,
-            timeout=5.0,
-            stderr_path=subject.logs_dir / f"{prepared.run_id}.stderr.log",
-        )
+        return launch_session(handle, prepared, timeout=5.0, stderr_path=stderr)
     except RuntimeError as exc:
         raise CheckFailed(f"the worker could not be started: {exc}") from None
 
