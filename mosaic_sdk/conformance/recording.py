@@ -110,7 +110,6 @@ class RecordedRun:
     stdout_held_open: bool = False
     probe: Any = None
     probe_error: str | None = None
-    cleanup_errors: list[str] = field(default_factory=list)
 
     @property
     def telemetry(self) -> list[RecordedLine]:
@@ -312,9 +311,7 @@ def _release(lifecycle: RunLifecycle, plan: RunPlan, run: RecordedRun) -> None:
         run.leftover_pids = processes_of(plan.run_id)
     end_processes(processes_of(plan.run_id))
     run.leftover_shm = shm_segments_of(plan.run_id)
-    error = lifecycle.cleanup(run.exit_code)
-    if error is not None:
-        run.cleanup_errors.append(error)
+    lifecycle.cleanup(run.exit_code)
     remove_shm_segments(shm_segments_of(plan.run_id))
     run.stderr = proc.stderr_text()
     lifecycle.close()
