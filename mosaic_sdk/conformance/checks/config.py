@@ -69,11 +69,8 @@ def round_trip(subject: WorkerSubject) -> str | None:
         raise CheckFailed(f"to_dict() is not JSON-serialisable: {exc}") from None
     again = _build(model, json.loads(text), "to_dict() of the conformance config")
     if again != config:
-        diff = [
-            k
-            for k in type(config).model_fields
-            if getattr(again, k, None) != getattr(config, k, None)
-        ]
+        fields = type(config).model_fields
+        diff = [k for k in fields if getattr(again, k, None) != getattr(config, k, None)]
         raise CheckFailed(f"from_dict(to_dict(x)) != x (fields that differ: {', '.join(diff)})")
     return None
 

@@ -152,9 +152,8 @@ def pause_resume(subject: WorkerSubject) -> str | None:
         expected, ok = resumed_where(steps, following, numbering)
         episode, step = int(last.get("episode_index", 0)), int(last.get("step_index", 0))
         who = f" of agent {last['agent_id']!r}" if last.get("agent_id") is not None else ""
-        got_who = (
-            f" (agent {following['agent_id']!r})" if following.get("agent_id") is not None else ""
-        )
+        got_agent = following.get("agent_id")
+        got_who = f" (agent {got_agent!r})" if got_agent is not None else ""
         if not ok:
             raise CheckFailed(
                 f"after resume the run went on at episode {following.get('episode_index')} "
@@ -183,12 +182,9 @@ def stop_cancels(subject: WorkerSubject) -> str | None:
         code = session.wait_exit(stop_timeout())
         if code is None:
             raise CheckFailed(f"the worker was still running {stop_timeout():g} s after stop")
-        events = session.events()
-        last = events[-1] if events else None
+        last = (session.events() or ["no event"])[-1]
         if last != "run_cancelled":
-            raise CheckFailed(
-                f"after stop the run ended with {last or 'no event'}, not run_cancelled"
-            )
+            raise CheckFailed(f"after stop the run ended with {last}, not run_cancelled")
         return f"exited with code {code}"
     finally:
         session.shutdown(timeout=stop_timeout())
