@@ -148,11 +148,8 @@ def check_worker(
         raise ConformanceError(name, results)
     if on_fail == "warn":
         for r in (r for r in results if not r.ok):
-            warnings.warn(
-                f"{name}: {r.name} {r.verdict}: {r.reason} (hint: {r.hint})",
-                ConformanceWarning,
-                stacklevel=2,
-            )
+            message = f"{name}: {r.name} {r.verdict}: {r.reason} (hint: {r.hint})"
+            warnings.warn(message, ConformanceWarning, stacklevel=2)
     return results
 
 

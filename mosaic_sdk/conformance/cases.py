@@ -45,12 +45,9 @@ class CheckCase:
         subject.ensure_runs(subject.planned_runs(planned_checks(self.worker)))
         result = run_check(subject, get_check(self.check), level=self.level)
         if result.verdict == ADVISORY:
-            warnings.warn(
-                f"{self.id}: advisory (outside level {result.level}): {result.reason}; "
-                f"hint: {result.hint}",
-                ConformanceAdvisory,
-                stacklevel=2,
-            )
+            outside = f"{self.id}: advisory (outside level {result.level})"
+            message = f"{outside}: {result.reason}; hint: {result.hint}"
+            warnings.warn(message, ConformanceAdvisory, stacklevel=2)
         if result.verdict == SKIPPED:
             pytest.skip(result.reason)
         if result.verdict in (FAILED, ERROR):
