@@ -31,7 +31,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--mosaic-level",
-        default=None,
         dest="mosaic_level",
         choices=("platform", "sdk"),
         help="conformance level to judge at (default: the worker's own: platform for "
