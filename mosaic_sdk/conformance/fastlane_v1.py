@@ -7,6 +7,7 @@ import os
 import struct
 import threading
 import time
+from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,6 @@ HEADER = struct.Struct("<4sIIIIIIIIIQQddd")
 SLOT_HEADER = struct.Struct("<QII")
 MAGIC = b"FLAN"
 VERSION = 1
-FLAG_INVALIDATED = 1
 SHM_DIR = "/dev/shm"
 
 
@@ -23,23 +23,12 @@ def segment_name(run_id: str) -> str:
     return f"mosaic.fastlane.{run_id}".replace("/", "_")
 
 
-@dataclass(frozen=True)
-class V1Header:
-    magic: bytes
-    version: int
-    flags: int
-    capacity: int
-    slot_size: int
-    payload_size: int
-    width: int
-    height: int
-    channels: int
-    fmt_hash: int
-    head: int
-    tail: int
-    last_reward: float
-    rolling_return: float
-    step_rate_hz: float
+#: :data:`HEADER`'s fields, as :meth:`V1SegmentReader.header` returns them.
+V1Header = namedtuple(
+    "V1Header",
+    "magic version flags capacity slot_size payload_size width height channels fmt_hash head tail"
+    " last_reward rolling_return step_rate_hz",
+)
 
 
 @dataclass(frozen=True)
@@ -68,7 +57,7 @@ class V1SegmentReader:
         self.size = size
 
     def header(self) -> V1Header:
-        return V1Header(*HEADER.unpack_from(self._map, 0))
+        return V1Header._make(HEADER.unpack_from(self._map, 0))
 
     def latest_frame(self) -> V1Frame | None:
         """The newest complete frame, read as the deployed reader does; None if none yet."""
