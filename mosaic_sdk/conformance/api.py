@@ -8,7 +8,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 
-from mosaic_sdk.conformance.registry import Check, check_level, select_checks
+from mosaic_sdk.conformance.registry import Check, check_expected, check_level, select_checks
 from mosaic_sdk.conformance.results import (
     ADVISORY,
     ERROR,
@@ -57,13 +57,9 @@ def run_check(
     expected_failures: Mapping[str, str] | None = None,
     level: str | None = None,
 ) -> CheckResult:
-    """Evaluate one check on one subject at ``level`` (default: the worker's own, see
-    :meth:`WorkerSubject.default_level`); never raises for a misbehaving worker.
-
-    A check that belongs to ``level`` is judged by that level's rule. One that does not is
-    judged by its own rule and, when it does not pass, reported as an ``advisory`` (ok, with
-    its hint) instead of a failure.
-    """
+    """Evaluate one check on one subject at ``level`` (default: the worker's own); never
+    raises for a misbehaving worker. A check outside ``level`` is judged by its own rule and,
+    when it does not pass, reported as an ``advisory`` (ok, with its hint)."""
     level = check_level(level) if level is not None else subject.default_level()
     started = time.perf_counter()
     details: list[str] = []
@@ -94,10 +90,8 @@ def run_check(
             verdict, reason = XFAILED, f"expected ({expected}): {reason}"
         elif verdict == PASSED:
             verdict, reason = XPASSED, f"expected to fail ({expected}) but passed"
-    advisory = not check.in_level(level) and verdict in (FAILED, ERROR, XPASSED)
-    if advisory:
-        rule = check.rule_level(level)
-        verdict, reason = ADVISORY, f"{verdict} by the {rule} rule: {reason}"
+    if not check.in_level(level) and verdict in (FAILED, ERROR, XPASSED):
+        verdict, reason = ADVISORY, f"{verdict} by the {check.rule_level(level)} rule: {reason}"
     return CheckResult(
         worker=subject.name,
         name=check.name,
@@ -124,30 +118,22 @@ def check_worker(
     on_result: Callable[[CheckResult], None] | None = None,
     level: str | None = None,
 ) -> list[CheckResult]:
-    """Run the conformance checks on the installed worker ``name``; return every result.
+    """Run the conformance checks (``keyword``: a ``-k`` expression, ``checks``: names) on the
+    installed worker ``name`` at ``level`` (default: the worker's own; a check outside it that
+    does not pass is an ok ``advisory``); return every result, each also given to ``on_result``.
 
-    ``level`` is ``"platform"`` or ``"sdk"``; by default the worker's own (``platform`` for an
-    upstream-style worker, ``sdk`` for one built on the SDK). Checks outside the level still
-    run: one that does not pass is an ``advisory`` (ok). ``keyword`` is a ``-k`` expression
-    and ``checks`` a list of check names to select;
-    ``expected_failures`` maps check names to reasons (a failure becomes ``xfailed``, a
-    pass ``xpassed``, which is not ok). ``on_result`` is called with each result as soon as
-    it is known (for a live display). ``on_fail``: ``"raise"`` raises
-    :class:`ConformanceError` when any result is not ok, ``"warn"`` issues a
-    :class:`ConformanceWarning` per such result, ``None`` does neither.
-
-    Raises :class:`mosaic_sdk.plugins.UnknownWorkerError` when no worker has that name,
-    :class:`~mosaic_sdk.conformance.config_source.ConformanceConfigError` (a ``ValueError``)
-    for a malformed ``[tool.mosaic.conformance]`` table or ``mosaic.conformance`` entry
-    point, and ``KeyError``/``ValueError`` for an unknown check name, a bad ``keyword`` or an
-    unknown level.
+    ``expected_failures`` maps check names to reasons (a failure becomes ``xfailed``, a pass
+    ``xpassed``, not ok). ``on_fail="raise"`` raises :class:`ConformanceError` when a result is
+    not ok, ``"warn"`` issues a :class:`ConformanceWarning` per such result. Raises
+    ``UnknownWorkerError``, ``ConformanceConfigError`` (a malformed config given without the
+    SDK), ``KeyError``/``ValueError`` (an unknown check or level, a bad ``keyword``).
     """
     if on_fail not in ("raise", "warn", None):
         raise ValueError(f'on_fail must be "raise", "warn" or None, not {on_fail!r}')
     if level is not None:
         check_level(level)
     selected = select_checks(keyword, checks)
-    _validate_expected(expected_failures)
+    check_expected(expected_failures or {})
     results = []
     with WorkerSubject(name) as subject:
         subject.check_conformance_config()
@@ -158,29 +144,13 @@ def check_worker(
             results.append(result)
             if on_result is not None:
                 on_result(result)
-    bad = [r for r in results if not r.ok]
-    if bad and on_fail == "raise":
+    if on_fail == "raise" and not all(r.ok for r in results):
         raise ConformanceError(name, results)
     if on_fail == "warn":
-        for r in bad:
-            warnings.warn(
-                f"{name}: {r.name} {r.verdict}: {r.reason} (hint: {r.hint})",
-                ConformanceWarning,
-                stacklevel=2,
-            )
+        for r in (r for r in results if not r.ok):
+            message = f"{name}: {r.name} {r.verdict}: {r.reason} (hint: {r.hint})"
+            warnings.warn(message, ConformanceWarning, stacklevel=2)
     return results
-
-
-def _validate_expected(expected: Mapping[str, str] | None) -> None:
-    if not expected:
-        return
-    known = {c.name for c in select_checks()}
-    unknown = sorted(set(expected) - known)
-    if unknown:
-        raise KeyError(
-            f"expected failure for unknown check(s) {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(known))}"
-        )
 
 
 # --- one subject per worker for a whole session (pytest front doors) ------------------------
@@ -218,15 +188,3 @@ def close_session_subjects() -> None:
 
 
 atexit.register(close_session_subjects)
-
-
-__all__ = [
-    "ConformanceAdvisory",
-    "ConformanceError",
-    "ConformanceWarning",
-    "check_worker",
-    "close_session_subjects",
-    "plan_session",
-    "run_check",
-    "session_subject",
-]

@@ -15,21 +15,16 @@ from mosaic_sdk.conformance.api import (
     session_subject,
 )
 from mosaic_sdk.conformance.config_source import ConformanceConfigError
-from mosaic_sdk.conformance.registry import check_level, get_check, select_checks
+from mosaic_sdk.conformance.registry import check_expected, check_level, get_check, select_checks
 from mosaic_sdk.conformance.results import ADVISORY, ERROR, FAILED, SKIPPED, CheckResult
 
 
 @dataclass(frozen=True)
 class CheckCase:
-    """One check on one worker, as a pytest parameter: call it to run the check.
-
-    Calling skips the test (``pytest.skip``) when the check does not apply and fails it
-    (``pytest.fail``, with the reason and the hint) when the worker does not conform. At
-    ``level`` (default: the worker's own), a check outside the level never fails the test: it
-    passes with a :class:`~mosaic_sdk.conformance.api.ConformanceAdvisory` warning carrying
-    the reason and the hint. Runs of a worker are recorded once per session and shared by
-    all its cases.
-    """
+    """One check on one worker, as a pytest parameter: calling it runs the check, skips the
+    test when the check does not apply and fails it (with the reason and the hint) when the
+    worker does not conform. A check outside ``level`` (default: the worker's own) passes with
+    a :class:`~mosaic_sdk.conformance.api.ConformanceAdvisory` warning instead of failing."""
 
     worker: str
     check: str
@@ -50,12 +45,9 @@ class CheckCase:
         subject.ensure_runs(subject.planned_runs(planned_checks(self.worker)))
         result = run_check(subject, get_check(self.check), level=self.level)
         if result.verdict == ADVISORY:
-            warnings.warn(
-                f"{self.id}: advisory (outside level {result.level}): {result.reason}; "
-                f"hint: {result.hint}",
-                ConformanceAdvisory,
-                stacklevel=2,
-            )
+            outside = f"{self.id}: advisory (outside level {result.level})"
+            message = f"{outside}: {result.reason}; hint: {result.hint}"
+            warnings.warn(message, ConformanceAdvisory, stacklevel=2)
         if result.verdict == SKIPPED:
             pytest.skip(result.reason)
         if result.verdict in (FAILED, ERROR):
@@ -79,34 +71,24 @@ def conformance_params(
 ) -> list[Any]:
     """``pytest.param(CheckCase, id=..., marks=...)`` for every worker and selected check.
 
-    ``expected_failures`` keys are check names (for every worker) or case ids
-    (``worker-check``); each becomes ``pytest.mark.xfail(strict=True, reason=...)``.
-    ``level`` (``"platform"`` or ``"sdk"``) is the level the cases judge at; None: each
-    worker's own. An expected failure of a check outside an explicit ``level`` is dropped
-    (such a check only advises, so it cannot fail).
+    ``expected_failures`` keys are check names or case ids (``worker-check``); each becomes a
+    strict xfail, except for a check outside an explicit ``level`` (it cannot fail).
     """
     import pytest  # pytest is not a dependency of the SDK: only under pytest
 
     if level is not None:
         check_level(level)
     checks = select_checks(keyword)
-    known = {c.name for c in select_checks()}
     workers = list(workers)
-    ids = {f"{w}-{c}" for w in workers for c in known}
     expected = dict(expected_failures or {})
-    unknown = sorted(k for k in expected if k not in known and k not in ids)
-    if unknown:
-        raise KeyError(
-            f"expected failure for unknown check(s) {', '.join(unknown)}; known: "
-            f"{', '.join(sorted(known))}"
-        )
+    check_expected(expected, {f"{w}-{c.name}" for w in workers for c in select_checks()})
     params = []
     for worker in workers:
         for check in checks:
             case = CheckCase(worker, check.name, level)
             reason = expected.get(case.id, expected.get(check.name))
             if level is not None and not check.in_level(level):
-                reason = None  # outside the level it cannot fail: nothing to expect
+                reason = None
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             params.append(pytest.param(case, id=case.id, marks=marks))
     return params
@@ -132,15 +114,11 @@ def parametrize_with_checks(
             check()
 
     Ids look like ``my-worker-telemetry.seq_increasing``, so ``-k`` selects checks. Expected
-    failures become strict xfails: the test fails once the check starts to pass. ``level``
-    (``"platform"`` or ``"sdk"``; default: each worker's own) is the level judged at: checks
-    outside it pass with a ``ConformanceAdvisory`` warning when they would fail.
+    failures become strict xfails. ``level`` (default: each worker's own) is the level judged
+    at: checks outside it pass with a ``ConformanceAdvisory`` warning when they would fail.
     """
     import pytest  # pytest is not a dependency of the SDK: only under pytest
 
     return pytest.mark.parametrize(
         "check", conformance_params(workers, expected_failures, keyword=keyword, level=level)
     )
-
-
-__all__ = ["CheckCase", "conformance_params", "parametrize_with_checks"]

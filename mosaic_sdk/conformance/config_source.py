@@ -51,17 +51,14 @@ class ConformanceConfig:
 
 def source_directory(dist: importlib_metadata.Distribution) -> Path | None:
     """The local source tree a distribution was installed from, if it is known and exists."""
-    text = dist.read_text("direct_url.json")
-    if not text:
-        return None
     try:
-        info = json.loads(text)
+        info = json.loads(dist.read_text("direct_url.json") or "")
     except ValueError:
         return None
-    if not isinstance(info, dict):
+    if not isinstance(info, dict) or "dir_info" not in info:
         return None
     url = urlparse(str(info.get("url", "")))
-    if url.scheme != "file" or "dir_info" not in info:
+    if url.scheme != "file":
         return None
     path = Path(unquote(url.path))
     if (path / "pyproject.toml").is_file() or (path / "setup.py").is_file():
@@ -108,7 +105,6 @@ def check_table(table: object, origin: str) -> JsonObject:
 
 def read_pyproject(path: Path) -> JsonObject | None:
     """The ``[tool.mosaic.conformance]`` table of ``path``, or None when it has none."""
-    origin = f"{path} {TABLE_NAME}"
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -120,21 +116,12 @@ def read_pyproject(path: Path) -> JsonObject | None:
         if not isinstance(node, Mapping) or part not in node:
             return None
         node = node[part]
-    return check_table(node, origin)
-
-
-def _distribution(name: str | None) -> importlib_metadata.Distribution | None:
-    if not name or name == "MOSAIC_PLUGINS":
-        return None
-    try:
-        return importlib_metadata.distribution(name)
-    except importlib_metadata.PackageNotFoundError:
-        return None
+    return check_table(node, f"{path} {TABLE_NAME}")
 
 
 def read_entry_point(
     dist: importlib_metadata.Distribution, worker: str
-) -> tuple[JsonObject, str] | None:
+) -> ConformanceConfig | None:
     """The config named by ``dist``'s ``mosaic.conformance`` entry point ``worker``."""
     found = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP and ep.name == worker]
     if not found:
@@ -146,37 +133,33 @@ def read_entry_point(
         if callable(value) and not isinstance(value, Mapping):
             value = value()
     except Exception as exc:  # noqa: BLE001 - any import-time failure is the finding
-        raise ConformanceConfigError(
-            origin, [f"loading it failed: {type(exc).__name__}: {exc}"]
-        ) from None
-    return check_table(value, origin), origin
+        problem = f"loading it failed: {type(exc).__name__}: {exc}"
+        raise ConformanceConfigError(origin, [problem]) from None
+    return ConformanceConfig(check_table(value, origin), origin)
 
 
 def file_config(distribution: str | None, worker: str) -> ConformanceConfig | None:
-    """The config given without the SDK (sources 2 and 3 of the module docstring), or None."""
-    dist = _distribution(distribution)
-    if dist is None:
+    """The config given without the SDK (the pyproject table, the entry point), or None."""
+    if not distribution or distribution == "MOSAIC_PLUGINS":
         return None
-    table: ConformanceConfig | None = None
+    try:
+        dist = importlib_metadata.distribution(distribution)
+    except importlib_metadata.PackageNotFoundError:
+        return None
     source = source_directory(dist)
-    if source is not None and (source / "pyproject.toml").is_file():
-        pyproject = source / "pyproject.toml"
-        data = read_pyproject(pyproject)
-        if data is not None:
-            table = ConformanceConfig(data, f"{pyproject} {TABLE_NAME}")
+    pyproject = source / "pyproject.toml" if source is not None else None
+    data = read_pyproject(pyproject) if pyproject is not None and pyproject.is_file() else None
+    table = ConformanceConfig(data, f"{pyproject} {TABLE_NAME}") if data is not None else None
     entry = read_entry_point(dist, worker)
-    if entry is None:
-        return table
-    if table is not None and table.data != entry[0]:
-        keys = sorted(k for k in {*table.data, *entry[0]} if table.data.get(k) != entry[0].get(k))
-        raise ConformanceConfigError(
-            table.origin,
-            [
-                f"differs from the {entry[1]} in key(s) {', '.join(map(repr, keys))}; "
-                "keep one of the two, or make them equal"
-            ],
-        )
-    return table or ConformanceConfig(entry[0], entry[1])
+    if table is None or entry is None:
+        return table or entry
+    if table.data != entry.data:
+        keys = [k for k in {*table.data, *entry.data} if table.data.get(k) != entry.data.get(k)]
+        listing = ", ".join(map(repr, sorted(keys)))
+        problem = f"differs from the {entry.origin} in key(s) {listing}"
+        fix = "keep one of the two, or make them equal"
+        raise ConformanceConfigError(table.origin, [f"{problem}; {fix}"])
+    return table
 
 
 def check_against_model(config: ConformanceConfig, model: type[WorkerConfig], run_id: str) -> None:
@@ -188,17 +171,3 @@ def check_against_model(config: ConformanceConfig, model: type[WorkerConfig], ru
         lines = getattr(exc, "errors", None)
         problems = lines if isinstance(lines, list) and lines else [str(exc)]
         raise ConformanceConfigError(config.origin, [str(p) for p in problems]) from None
-
-
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "TABLE_NAME",
-    "ConformanceConfig",
-    "ConformanceConfigError",
-    "check_against_model",
-    "check_table",
-    "file_config",
-    "read_entry_point",
-    "read_pyproject",
-    "source_directory",
-]

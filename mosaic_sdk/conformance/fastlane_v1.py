@@ -7,14 +7,14 @@ import os
 import struct
 import threading
 import time
-from dataclasses import asdict, dataclass
+from collections import namedtuple
+from dataclasses import dataclass
 from typing import Any
 
 HEADER = struct.Struct("<4sIIIIIIIIIQQddd")
 SLOT_HEADER = struct.Struct("<QII")
 MAGIC = b"FLAN"
 VERSION = 1
-FLAG_INVALIDATED = 1
 SHM_DIR = "/dev/shm"
 
 
@@ -23,34 +23,20 @@ def segment_name(run_id: str) -> str:
     return f"mosaic.fastlane.{run_id}".replace("/", "_")
 
 
-@dataclass(frozen=True)
-class V1Header:
-    magic: bytes
-    version: int
-    flags: int
-    capacity: int
-    slot_size: int
-    payload_size: int
-    width: int
-    height: int
-    channels: int
-    fmt_hash: int
-    head: int
-    tail: int
-    last_reward: float
-    rolling_return: float
-    step_rate_hz: float
+#: :data:`HEADER`'s fields, as :meth:`V1SegmentReader.header` returns them.
+V1Header = namedtuple(
+    "V1Header",
+    "magic version flags capacity slot_size payload_size width height channels fmt_hash head tail"
+    " last_reward rolling_return step_rate_hz",
+)
 
 
 @dataclass(frozen=True)
 class V1Frame:
+    """Frame ``number`` (1-based) with its slot's ``seq``; the dimensions are the header's."""
+
     number: int
     seq: int
-    width: int
-    height: int
-    channels: int
-    frame_len: int
-    metadata_len: int
     pixels: bytes
     metadata: bytes
 
@@ -71,7 +57,7 @@ class V1SegmentReader:
         self.size = size
 
     def header(self) -> V1Header:
-        return V1Header(*HEADER.unpack_from(self._map, 0))
+        return V1Header._make(HEADER.unpack_from(self._map, 0))
 
     def latest_frame(self) -> V1Frame | None:
         """The newest complete frame, read as the deployed reader does; None if none yet."""
@@ -97,17 +83,7 @@ class V1SegmentReader:
             data = bytes(self._map[start:end])
             if SLOT_HEADER.unpack_from(self._map, offset)[0] != seq:
                 continue  # overwritten while copying
-            return V1Frame(
-                number=number,
-                seq=seq,
-                width=h.width,
-                height=h.height,
-                channels=h.channels,
-                frame_len=frame_len,
-                metadata_len=metadata_len,
-                pixels=data[:frame_len],
-                metadata=data[frame_len:],
-            )
+            return V1Frame(number, seq, pixels=data[:frame_len], metadata=data[frame_len:])
         return None
 
     def close(self) -> None:
@@ -123,28 +99,20 @@ class V1SegmentReader:
 def probe_fastlane(run_id: str, process: Any, done: threading.Event) -> dict[str, Any]:
     """While a worker runs, attach to its segment and read frames with the v1 reader.
 
-    Returns what was seen: ``seen`` (the segment appeared), ``header`` (dict), ``frame``
-    (dimensions and lengths of the first complete frame), ``heads`` (head values observed),
-    ``streams`` (the run's other segments, ``<segment>-w<n>`` as multi-agent runs name their
-    per-agent streams, each with the highest head seen) and ``errors``.
+    Returns what was seen: ``seen`` (the segment appeared), ``frame`` (the first complete
+    :class:`V1Frame`) and ``header`` (the :class:`V1Header` it was read under), ``heads`` (head
+    values observed), ``streams`` (the run's other segments, ``<segment>-w<n>`` as multi-agent
+    runs name their per-agent streams, each with the highest head seen) and ``errors``.
     """
     name = segment_name(run_id)
-    path = os.path.join(SHM_DIR, name)
-    found: dict[str, Any] = {
-        "name": name,
-        "seen": False,
-        "header": None,
-        "frame": None,
-        "heads": [],
-        "streams": {},
-        "errors": [],
-    }
+    found: dict[str, Any] = {"name": name, "seen": False, "header": None, "frame": None}
+    found.update(heads=[], streams={}, errors=[])
     reader: V1SegmentReader | None = None
     streams: dict[str, V1SegmentReader] = {}
     try:
         while not done.is_set():
             _watch_streams(name, streams, found)
-            if reader is None and os.path.exists(path):
+            if reader is None and os.path.exists(os.path.join(SHM_DIR, name)):
                 try:
                     reader = V1SegmentReader(name)
                     found["seen"] = True
@@ -152,33 +120,22 @@ def probe_fastlane(run_id: str, process: Any, done: threading.Event) -> dict[str
                     found["errors"].append(f"cannot map {name}: {exc}")
             if reader is not None:
                 header = reader.header()
-                if header.head and (not found["heads"] or found["heads"][-1] != header.head):
+                if header.head and found["heads"][-1:] != [header.head]:
                     found["heads"].append(header.head)
                 if found["frame"] is None and header.head:
                     try:
-                        frame = reader.latest_frame()
+                        found["frame"], found["header"] = reader.latest_frame(), header
                     except ValueError as exc:
                         found["errors"].append(str(exc))
-                        frame = None
-                    if frame is not None:
-                        found["header"] = {
-                            k: v for k, v in asdict(header).items() if k != "magic"
-                        } | {"magic": header.magic.decode("latin-1")}
-                        found["frame"] = {
-                            k: v
-                            for k, v in asdict(frame).items()
-                            if k not in ("pixels", "metadata")
-                        } | {"pixel_bytes": len(frame.pixels)}
                 if found["frame"] is not None and len(found["heads"]) >= 3 and not streams:
                     break
             if process.poll() is not None:
                 break
             time.sleep(0.02)
     finally:
-        if reader is not None:
-            reader.close()
-        for stream in streams.values():
-            stream.close()
+        for opened in [reader, *streams.values()]:
+            if opened is not None:
+                opened.close()
     return found
 
 
@@ -201,14 +158,3 @@ def _watch_streams(name: str, streams: dict[str, V1SegmentReader], found: dict[s
         except (OSError, ValueError):
             continue
         found["streams"][stream_name] = max(found["streams"].get(stream_name, 0), head)
-
-
-__all__ = [
-    "HEADER",
-    "SLOT_HEADER",
-    "V1Frame",
-    "V1Header",
-    "V1SegmentReader",
-    "probe_fastlane",
-    "segment_name",
-]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -15,8 +16,6 @@ SHM_DIR = Path("/dev/shm")
 
 def shm_segments_of(run_id: str) -> list[str]:
     """Names of the shared-memory segments whose name contains ``run_id`` (Linux only)."""
-    if not SHM_DIR.is_dir():
-        return []
     needles = {run_id, run_id.replace("/", "_")}
     try:
         names = os.listdir(SHM_DIR)
@@ -28,10 +27,7 @@ def shm_segments_of(run_id: str) -> list[str]:
 def remove_shm_segments(names: list[str]) -> None:
     """Unlink the named segments (exact names; missing ones are fine)."""
     for name in names:
-        try:
-            (SHM_DIR / name).unlink()
-        except FileNotFoundError:
-            pass
+        (SHM_DIR / name).unlink(missing_ok=True)
 
 
 def processes_of(run_id: str) -> list[int]:
@@ -58,27 +54,16 @@ def processes_of(run_id: str) -> list[int]:
 
 def end_processes(pids: list[int], grace: float = 2.0) -> None:
     """SIGTERM the given pids, wait up to ``grace`` s, then SIGKILL the survivors."""
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
+    _send(pids, signal.SIGTERM)
     deadline = time.monotonic() + grace
     alive = list(pids)
     while alive and time.monotonic() < deadline:
         time.sleep(0.02)
         alive = [p for p in alive if process_alive(p)]
-    for pid in alive:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    _send(alive, signal.SIGKILL)
 
 
-__all__ = [
-    "end_processes",
-    "process_alive",
-    "processes_of",
-    "remove_shm_segments",
-    "shm_segments_of",
-]
+def _send(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)

@@ -17,14 +17,6 @@ from mosaic_sdk.telemetry.episode_index import (
 #: What happens when the proxy fails on a line.
 STOPS = "its reader stops there: nothing after this line reaches the platform"
 
-#: Fields of a lifecycle line in the platform emitter's shape, with the JSON type each needs.
-LIFECYCLE_FIELDS: dict[str, str] = {
-    "event": "a string",
-    "payload": "an object",
-    "run_id": "a string",
-    "timestamp": "a number",
-}
-
 
 def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
@@ -34,28 +26,35 @@ def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-_TYPES: dict[str, Callable[[object], bool]] = {
-    "a string": lambda v: isinstance(v, str) and v != "",
-    "an object": lambda v: isinstance(v, dict),
-    "a number": _is_number,
+#: A test of a field's value and what it says the value must be.
+Rule = tuple[Callable[[object], bool], str]
+_NUMBER: Rule = (_is_number, "a number")
+_BOOL: Rule = (lambda v: isinstance(v, bool), "true/false")
+_STRING: Rule = (lambda v: isinstance(v, str) and v != "", "a string")
+
+#: Fields of a lifecycle line in the platform emitter's shape, with the JSON type each needs.
+LIFECYCLE_FIELDS: dict[str, Rule] = {
+    "event": _STRING,
+    "payload": (lambda v: isinstance(v, dict), "an object"),
+    "run_id": _STRING,
+    "timestamp": _NUMBER,
 }
+
+
+def _non_negative(label: str, value: object, problems: list[str]) -> None:
+    if not _is_int(value) or value < 0:
+        problems.append(f"{label} is {value!r}, not an integer >= 0")
 
 
 def _index(data: Mapping[str, object], names: tuple[str, str], problems: list[str]) -> None:
     present = [n for n in names if n in data]
     if not present:
         problems.append(f"no {names[0]!r} (or {names[1]!r})")
-        return
-    value = data[present[0]]
-    if not _is_int(value) or value < 0:
-        problems.append(f"{present[0]!r} is {value!r}, not an integer >= 0")
+    else:
+        _non_negative(repr(present[0]), data[present[0]], problems)
 
 
-def _optional(
-    data: Mapping[str, object],
-    checks: Mapping[str, tuple[Callable[[object], bool], str]],
-    problems: list[str],
-) -> None:
+def _optional(data: Mapping[str, object], checks: Mapping[str, Rule], problems: list[str]) -> None:
     for name, (test, what) in checks.items():
         if name in data and data[name] is not None and not test(data[name]):
             problems.append(f"{name!r} is {data[name]!r}, not {what}")
@@ -66,9 +65,7 @@ def _episode_index_shape(data: Mapping[str, object], problems: list[str]) -> Non
     the proxy reads it and whether it fails: :func:`proxy_problems`)."""
     meta = data.get("metadata")
     if isinstance(meta, dict) and meta.get(METADATA_KEY) is not None:
-        value = meta[METADATA_KEY]
-        if not _is_int(value) or value < 0:
-            problems.append(f"'metadata.episode_index' is {value!r}, not an integer >= 0")
+        _non_negative("'metadata.episode_index'", meta[METADATA_KEY], problems)
     try:
         where = platform_episode_index(data)[1]
     except ValueError:  # the proxy fails on the metadata: proxy_problems says so
@@ -79,49 +76,33 @@ def _episode_index_shape(data: Mapping[str, object], problems: list[str]) -> Non
             "or 'episode'; and 'episode_index', where the SDK reads it)"
         )
     for name in ("episode_index", "episode"):
-        value = data.get(name)
-        if name in data and (not _is_int(value) or value < 0):
-            problems.append(f"{name!r} is {value!r}, not an integer >= 0")
+        if name in data:
+            _non_negative(repr(name), data[name], problems)
 
 
 def step_problems(data: Mapping[str, object]) -> list[str]:
     problems: list[str] = []
     _episode_index_shape(data, problems)
     _index(data, ("step_index", "step"), problems)
-    _optional(
-        data,
-        {
-            "reward": (_is_number, "a number"),
-            "terminated": (lambda v: isinstance(v, bool), "true/false"),
-            "truncated": (lambda v: isinstance(v, bool), "true/false"),
-        },
-        problems,
-    )
+    _optional(data, {"reward": _NUMBER, "terminated": _BOOL, "truncated": _BOOL}, problems)
     return problems
 
 
 def episode_problems(data: Mapping[str, object]) -> list[str]:
     problems: list[str] = []
     _episode_index_shape(data, problems)
-    _optional(
-        data,
-        {
-            "total_reward": (_is_number, "a number"),
-            "steps": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
-            "terminated": (lambda v: isinstance(v, bool), "true/false"),
-            "truncated": (lambda v: isinstance(v, bool), "true/false"),
-        },
-        problems,
-    )
+    steps: Rule = (lambda v: _is_int(v) and v >= 0, "an integer >= 0")
+    rules = {"total_reward": _NUMBER, "steps": steps, "terminated": _BOOL, "truncated": _BOOL}
+    _optional(data, rules, problems)
     return problems
 
 
 def lifecycle_problems(data: Mapping[str, object]) -> list[str]:
     missing = [name for name in LIFECYCLE_FIELDS if name not in data]
     problems = [f"lifecycle line without {', '.join(map(repr, missing))}"] if missing else []
-    for name, kind in LIFECYCLE_FIELDS.items():
-        if name in data and not _TYPES[kind](data[name]):
-            problems.append(f"{name!r} is {data[name]!r}, not {kind}")
+    for name, (test, what) in LIFECYCLE_FIELDS.items():
+        if name in data and not test(data[name]):
+            problems.append(f"{name!r} is {data[name]!r}, not {what}")
     return problems
 
 
@@ -245,16 +226,3 @@ def proxy_problems(data: Mapping[str, object]) -> list[str]:
         if ns is not None and not -(1 << 63) <= ns // 1_000_000_000 < 1 << 63:
             problems.append(f"'ts_unix_ns' is {ts!r:.40}: too large for a timestamp; {STOPS}")
     return problems
-
-
-__all__ = [
-    "LIFECYCLE_FIELDS",
-    "STOPS",
-    "forwarded",
-    "proxy_episode_index",
-    "proxy_problems",
-    "episode_problems",
-    "lifecycle_problems",
-    "platform_line_problems",
-    "step_problems",
-]

@@ -31,7 +31,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--mosaic-level",
-        default=None,
         dest="mosaic_level",
         choices=("platform", "sdk"),
         help="conformance level to judge at (default: the worker's own: platform for "
@@ -105,12 +104,9 @@ def pytest_collection_modifyitems(
     from mosaic_sdk.conformance.cases import CheckCase
 
     for item in items:
-        callspec: Any = getattr(item, "callspec", None)
-        if callspec is None:
-            continue
-        for value in callspec.params.values():
-            if isinstance(value, CheckCase):
-                plan_session(value.worker, [value.check])
+        params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
+        for case in (value for value in params.values() if isinstance(value, CheckCase)):
+            plan_session(case.worker, [case.check])
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

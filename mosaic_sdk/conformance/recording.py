@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -111,7 +110,6 @@ class RecordedRun:
     stdout_held_open: bool = False
     probe: Any = None
     probe_error: str | None = None
-    cleanup_errors: list[str] = field(default_factory=list)
 
     @property
     def telemetry(self) -> list[RecordedLine]:
@@ -122,10 +120,6 @@ class RecordedRun:
 
     def events(self) -> list[str]:
         return [r.event for r in self.lines if r.event is not None]
-
-    @property
-    def first_line_at(self) -> float | None:
-        return self.lines[0].arrived if self.lines else None
 
     def ending(self) -> str:
         """How the run ended, for a check's reason: its exit code, how long it ran, and who
@@ -145,8 +139,6 @@ class RecordedRun:
 
 
 def _files(root: Path) -> set[str]:
-    if not root.is_dir():
-        return set()
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
 
@@ -264,15 +256,11 @@ class _Recorder(RunObserver):
             run.finished_before_signal = True  # stdout closed before anything to react to
 
     def on_check(self, now: float) -> None:
-        run, plan = self.run, self.plan
-        if not plan.stop_on_step or run.signal_sent_at is not None:
-            return
-        if run.finished_before_signal:
-            return
-        if self.fallback_at is not None and now >= self.fallback_at:
-            self._stop()
-        elif plan.stop_at is not None and now - run.started_at >= plan.stop_at:
-            self._stop()
+        plan = self.plan
+        fallen_back = self.fallback_at is not None and now >= self.fallback_at
+        late = plan.stop_at is not None and now - self.run.started_at >= plan.stop_at
+        if plan.stop_on_step and (fallen_back or late):
+            self._stop()  # once, and not after the run finished by itself
 
     def _stop(self) -> None:
         if self.run.finished_before_signal or self.run.signal_sent_at is not None:
@@ -294,9 +282,9 @@ class _Recorder(RunObserver):
 def _start_probe(
     plan: RunPlan, run: RecordedRun, proc: WorkerProcess, done: threading.Event
 ) -> threading.Thread | None:
-    if plan.probe is None:
-        return None
     probe = plan.probe
+    if probe is None:
+        return None
 
     def run_probe() -> None:
         try:
@@ -323,24 +311,17 @@ def _release(lifecycle: RunLifecycle, plan: RunPlan, run: RecordedRun) -> None:
         run.leftover_pids = processes_of(plan.run_id)
     end_processes(processes_of(plan.run_id))
     run.leftover_shm = shm_segments_of(plan.run_id)
-    error = lifecycle.cleanup(run.exit_code)
-    if error is not None:
-        run.cleanup_errors.append(error)
+    lifecycle.cleanup(run.exit_code)
     remove_shm_segments(shm_segments_of(plan.run_id))
     run.stderr = proc.stderr_text()
     lifecycle.close()
 
 
 def streaming(run: RecordedRun) -> tuple[bool, str]:
-    """Whether the run's lines arrived while it ran, and the measurement that says so.
-
-    With a write time on the lines (``ts_unix_ns``, else the lifecycle ``timestamp`` in
-    seconds): the first line must arrive within
-    :data:`STREAM_LAG_SECONDS`, or :data:`STREAM_LAG_FRACTION` of the span over which the run
-    wrote its lines, of being written (a worker that prints everything at the end delivers
-    its first line a whole run late). Without: the first line must arrive well before the
-    process exits (:data:`STREAM_LEAD_SECONDS` / :data:`STREAM_LEAD_FRACTION`).
-    """
+    """Whether the run's lines arrived while it ran, and the measurement that says so: the
+    first line's lag behind its write time (:func:`written_at`) when the lines say it, else
+    its lead on the process's exit (a worker that prints everything at the end delivers its
+    first line a whole run late)."""
     stamped = [
         (r.arrived + run.clock_offset, written)
         for r in run.telemetry
@@ -353,9 +334,9 @@ def streaming(run: RecordedRun) -> tuple[bool, str]:
             f"first line arrived {lag:.2f} s after it was written (lines written over {span:.2f} s)"
         )
         return lag <= max(STREAM_LAG_SECONDS, STREAM_LAG_FRACTION * span), note
-    if run.exited_at is None or run.first_line_at is None:
+    if run.exited_at is None or not run.lines:
         return False, "the exit time of the worker was not observed"
-    lead = run.exited_at - run.first_line_at
+    lead = run.exited_at - run.lines[0].arrived
     span = run.exited_at - run.started_at
     note = f"first line {lead:.2f} s before exit (run {span:.2f} s)"
     return lead >= STREAM_LEAD_SECONDS or lead >= STREAM_LEAD_FRACTION * span, note
@@ -371,40 +352,3 @@ def written_at(data: Mapping[str, object]) -> float | None:
     if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
         return float(seconds)
     return None
-
-
-def streamed(run: RecordedRun) -> bool:
-    """Whether the run's lines arrived while it ran (see :func:`streaming`)."""
-    return streaming(run)[0]
-
-
-def dump_run(run: RecordedRun) -> str:
-    """A JSON summary of a recorded run (for debugging a failing check)."""
-    return json.dumps(
-        {
-            "kind": run.kind,
-            "run_id": run.run_id,
-            "argv": run.argv,
-            "exit_code": run.exit_code,
-            "lines": len(run.lines),
-            "events": run.events(),
-            "stderr": run.stderr_excerpt(10),
-            "leftover_pids": run.leftover_pids,
-            "leftover_shm": run.leftover_shm,
-            "new_files": run.new_files,
-        },
-        indent=2,
-    )
-
-
-__all__ = [
-    "RecordedLine",
-    "RecordedRun",
-    "RunPlan",
-    "as_dispatched",
-    "dump_run",
-    "record_run",
-    "streamed",
-    "streaming",
-    "written_at",
-]

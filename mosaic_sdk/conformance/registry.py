@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mosaic_sdk.conformance.subject import BOTH, LEVELS, PLATFORM, SDK, WorkerSubject
+from mosaic_sdk.conformance.subject import LEVELS, PLATFORM, SDK, WorkerSubject
 
 Gate = Callable[["WorkerSubject"], "str | None"]
 CheckFunction = Callable[..., "str | None"]
@@ -32,23 +33,6 @@ FAMILIES: tuple[str, ...] = (
     "hygiene",
 )
 
-#: Modules that define checks; imported on first use of the registry.
-CHECK_MODULES: tuple[str, ...] = (
-    "mosaic_sdk.conformance.checks.discovery",
-    "mosaic_sdk.conformance.checks.description",
-    "mosaic_sdk.conformance.checks.config",
-    "mosaic_sdk.conformance.checks.cli",
-    "mosaic_sdk.conformance.checks.telemetry",
-    "mosaic_sdk.conformance.checks.stop",
-    "mosaic_sdk.conformance.checks.checkpoint",
-    "mosaic_sdk.conformance.checks.control",
-    "mosaic_sdk.conformance.checks.fastlane",
-    "mosaic_sdk.conformance.checks.agents",
-    "mosaic_sdk.conformance.checks.environments",
-    "mosaic_sdk.conformance.checks.packaging",
-    "mosaic_sdk.conformance.checks.hygiene",
-)
-
 
 def check_level(level: str) -> str:
     """``level`` when it is one of :data:`LEVELS`; ``ValueError`` naming them otherwise."""
@@ -59,12 +43,8 @@ def check_level(level: str) -> str:
 
 @dataclass(frozen=True)
 class Check:
-    """One registered check (see the module docstring).
-
-    ``levels`` are the levels the check belongs to; ``hints`` and ``level_runs`` hold the hint
-    and the recorded runs per level (the same for every level unless the check says
-    otherwise).
-    """
+    """One registered check: ``hints`` and ``level_runs`` hold the hint and the recorded runs
+    per level of ``levels``, the levels it belongs to."""
 
     name: str
     description: str
@@ -74,7 +54,7 @@ class Check:
     gates: tuple[Gate, ...] = ()
     slow: bool = False
     needs_handle: bool = True
-    levels: tuple[str, ...] = BOTH
+    levels: tuple[str, ...] = LEVELS
     takes_level: bool = False
     order: int = field(default=0, compare=False)
 
@@ -93,8 +73,7 @@ class Check:
         return tuple(dict.fromkeys(k for level in LEVELS for k in self.runs_for(level)))
 
     def rule_level(self, level: str) -> str:
-        """The level whose rule judges the check when ``level`` is in force: ``level`` itself
-        when the check belongs to it, else the check's own (strictest) level."""
+        """The level whose rule judges the check at ``level``: its strictest when outside."""
         return level if level in self.levels else self.levels[-1]
 
     def in_level(self, level: str) -> bool:
@@ -114,11 +93,7 @@ class Check:
 
     def skip_reason(self, subject: WorkerSubject) -> str | None:
         """Why the check does not apply to this worker, or None when it does."""
-        for gate in self.gates:
-            reason = gate(subject)
-            if reason:
-                return reason
-        return None
+        return next((reason for gate in self.gates if (reason := gate(subject))), None)
 
 
 _CHECKS: dict[str, Check] = {}
@@ -146,13 +121,12 @@ def conformance_check(
     gates: Iterable[Gate] = (),
     slow: bool = False,
     needs_handle: bool = True,
-    levels: Iterable[str] = BOTH,
+    levels: Iterable[str] = LEVELS,
 ) -> Callable[[CheckFunction], CheckFunction]:
-    """Register the decorated function as the check ``name`` (``family.what``).
+    """Register the decorated function as the check ``name`` (``family.what``) of ``levels``.
 
-    ``levels``: the conformance levels the check belongs to (``("sdk",)`` for an SDK-only
-    rule). ``hint`` and ``runs`` may map each of those levels to its own value. A function
-    with two parameters is called as ``f(subject, level)`` with the level whose rule applies.
+    ``hint`` and ``runs`` may map each of those levels to its own value. A function with two
+    parameters is called as ``f(subject, level)`` with the level whose rule applies.
     """
     family, dot, what = name.partition(".")
     if not dot or not what or family not in FAMILIES:
@@ -165,10 +139,7 @@ def conformance_check(
     if not own:
         raise ValueError(f"check {name!r} belongs to no level; give levels from {LEVELS}")
     hints = _per_level(hint, own, "hint")
-    if isinstance(runs, Mapping):
-        level_runs = {k: tuple(v) for k, v in _per_level(runs, own, "runs").items()}
-    else:
-        level_runs = dict.fromkeys(own, tuple(runs))
+    level_runs = {k: tuple(v) for k, v in _per_level(runs, own, "runs").items()}
 
     def register(function: CheckFunction) -> CheckFunction:
         if name in _CHECKS and _CHECKS[name].function is not function:
@@ -194,9 +165,10 @@ def conformance_check(
 def all_checks() -> list[Check]:
     """Every registered check, by family then registration order."""
     global _loaded
-    if not _loaded:
-        for module in CHECK_MODULES:
-            importlib.import_module(module)
+    if not _loaded:  # every module of the checks package defines checks: import them all
+        package = importlib.import_module("mosaic_sdk.conformance.checks")
+        for module in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+            importlib.import_module(module.name)
         _loaded = True
     return sorted(_CHECKS.values(), key=lambda c: (FAMILIES.index(c.family), c.order))
 
@@ -212,17 +184,10 @@ def get_check(name: str) -> Check:
 # --- selection (-k) -----------------------------------------------------------------------
 
 
-def _term_matches(term: str, check: Check) -> bool:
-    return term.lower() in check.name.lower()
-
-
 def matches_keyword(expression: str, check: Check) -> bool:
-    """Whether ``check`` is selected by a ``-k`` expression.
-
-    The expression is a subset of pytest's: terms matched as case-insensitive substrings of
-    the check name, combined with ``not``, ``and``, ``or`` (``or`` binds loosest), without
-    parentheses. ``"telemetry and not heartbeat"`` selects the telemetry checks but one.
-    """
+    """Whether ``check`` is selected by a ``-k`` expression: pytest's without parentheses,
+    terms matched as case-insensitive substrings of the check name (``"telemetry and not
+    heartbeat"``)."""
     expression = expression.strip()
     if not expression:
         return True
@@ -252,8 +217,7 @@ def _conjunct(part: str, check: Check) -> bool:
         tokens = tokens[1:]
     if len(tokens) != 1:
         raise ValueError(f"bad -k term {part!r}: use 'name', 'not name', 'a and b', 'a or b'")
-    found = _term_matches(tokens[0], check)
-    return found != negate
+    return (tokens[0].lower() in check.name.lower()) != negate
 
 
 def select_checks(keyword: str | None = None, names: Iterable[str] | None = None) -> list[Check]:
@@ -269,11 +233,20 @@ def select_checks(keyword: str | None = None, names: Iterable[str] | None = None
     return checks
 
 
-def describe_checks() -> list[dict[str, Any]]:
-    """Name, family, levels, description and hints of every check (for docs and ``--list``).
+def check_expected(expected: Mapping[str, str], ids: Iterable[str] = ()) -> None:
+    """``KeyError`` when a key of ``expected`` is neither a check name nor one of ``ids``."""
+    known = {c.name for c in all_checks()}
+    unknown = sorted(set(expected) - known - set(ids))
+    if unknown:
+        raise KeyError(
+            f"expected failure for unknown check(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(known))}"
+        )
 
-    ``hint`` is the ``sdk`` hint; ``hints`` maps each level the check belongs to to its hint.
-    """
+
+def describe_checks() -> list[dict[str, Any]]:
+    """Name, family, levels, description, hints (``hint``: the ``sdk`` one) and runs of every
+    check (for docs and ``--list``)."""
     return [
         {
             "name": c.name,
@@ -290,13 +263,12 @@ def describe_checks() -> list[dict[str, Any]]:
 
 
 __all__ = [
-    "BOTH",
-    "CHECK_MODULES",
     "FAMILIES",
     "LEVELS",
     "PLATFORM",
     "SDK",
     "Check",
+    "check_expected",
     "check_level",
     "all_checks",
     "conformance_check",

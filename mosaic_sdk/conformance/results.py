@@ -18,9 +18,8 @@ ADVISORY = "advisory"
 #: Every verdict, in the order a report lists their counts.
 VERDICTS: tuple[str, ...] = (PASSED, FAILED, ERROR, XFAILED, XPASSED, ADVISORY, SKIPPED)
 
-#: Verdicts that do not make a worker non-conformant (an expected failure is fine, an
-#: unexpected pass of an expected failure is not: the expectation is stale; an advisory
-#: belongs to another level).
+#: Verdicts that do not make a worker non-conformant (an unexpected pass of an expected
+#: failure does: the expectation is stale).
 OK_VERDICTS: frozenset[str] = frozenset({PASSED, SKIPPED, XFAILED, ADVISORY})
 
 
@@ -43,14 +42,10 @@ class CheckSkipped(Exception):
 
 @dataclass
 class CheckResult:
-    """The outcome of one check on one worker.
-
-    ``verdict`` is one of :data:`VERDICTS`; ``reason`` is one line (why it failed or was
-    skipped, or a note on a pass); ``hint`` says how to fix a failure or an advisory;
-    ``details`` holds the evidence (offending lines, process ids...), at most a few dozen
-    entries. ``level`` is the conformance level in force, ``levels`` those the check belongs
-    to: a check outside ``level`` that does not pass is an ``advisory``.
-    """
+    """The outcome of one check on one worker: ``verdict`` (one of :data:`VERDICTS`),
+    ``reason`` (one line), ``hint`` (how to fix a failure or an advisory), ``details`` (the
+    evidence: offending lines, pids...), ``level`` (the level in force) and ``levels`` (those
+    the check belongs to)."""
 
     worker: str
     name: str
@@ -80,19 +75,3 @@ class CheckResult:
         data["in_level"] = self.in_level
         data["duration"] = round(self.duration, 4)
         return data
-
-
-__all__ = [
-    "ADVISORY",
-    "ERROR",
-    "FAILED",
-    "OK_VERDICTS",
-    "PASSED",
-    "SKIPPED",
-    "VERDICTS",
-    "XFAILED",
-    "XPASSED",
-    "CheckFailed",
-    "CheckResult",
-    "CheckSkipped",
-]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import os
@@ -12,6 +11,7 @@ import threading
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from mosaic_sdk.conformance.config_source import (
     file_config,
 )
 from mosaic_sdk.conformance.fastlane_v1 import probe_fastlane
-from mosaic_sdk.conformance.recording import RecordedRun, RunPlan, record_run, streamed
+from mosaic_sdk.conformance.recording import RecordedRun, RunPlan, record_run, streaming
 from mosaic_sdk.conformance.results import CheckSkipped
 from mosaic_sdk.plugins import (
     UnknownWorkerError,
@@ -42,17 +42,13 @@ SDK = "sdk"
 #: Conformance levels, loosest first: ``platform`` (what the deployed platform needs) and
 #: ``sdk`` (everything the suite checks).
 LEVELS: tuple[str, ...] = (PLATFORM, SDK)
-BOTH: tuple[str, ...] = LEVELS
 #: ``MOSAIC_HEARTBEAT_INTERVAL`` (seconds) set for the telemetry runs.
 HEARTBEAT_INTERVAL = 0.2
 #: Seed of the recorded runs when the conformance config sets none.
 DEFAULT_SEED = 12345
-#: Seconds a worker gets to stop after SIGTERM before its group is killed
-#: (``MOSAIC_CONFORMANCE_STOP_TIMEOUT`` overrides it, see :func:`stop_timeout`).
+#: Seconds a worker gets to stop after SIGTERM before its group is killed.
 STOP_TIMEOUT = 10.0
-
-
-#: Seconds one recorded run may take before it is killed (``MOSAIC_CONFORMANCE_RUN_TIMEOUT``).
+#: Seconds one recorded run may take before it is killed.
 RUN_TIMEOUT = 120.0
 
 
@@ -70,12 +66,10 @@ def _seconds(variable: str, default: float) -> float:
 
 
 def stop_timeout() -> float:
-    """:data:`STOP_TIMEOUT`, or ``MOSAIC_CONFORMANCE_STOP_TIMEOUT`` seconds when set."""
     return _seconds("MOSAIC_CONFORMANCE_STOP_TIMEOUT", STOP_TIMEOUT)
 
 
 def run_timeout() -> float:
-    """:data:`RUN_TIMEOUT`, or ``MOSAIC_CONFORMANCE_RUN_TIMEOUT`` seconds when set."""
     return _seconds("MOSAIC_CONFORMANCE_RUN_TIMEOUT", RUN_TIMEOUT)
 
 
@@ -106,10 +100,8 @@ def fastlane_available() -> bool:
 
 def fastlane_env() -> dict[str, str]:
     """The environment of the FastLane run: FastLane-only, slot 0, as the platform's launcher
-    writes it (both spellings, without the SDK's own ``MOSAIC_FASTLANE`` switch: a worker
-    must publish on the platform's variables), written by the one writer of FastLane's
-    variables, :func:`~mosaic_sdk.fastlane.environment.apply_fastlane_environment` (imported
-    here: this SDK may lack :mod:`mosaic_sdk.fastlane`, see :func:`fastlane_available`)."""
+    writes it (without the SDK's own ``MOSAIC_FASTLANE`` switch: a worker must publish on the
+    platform's variables)."""
     # Optional part: this SDK may lack mosaic_sdk.fastlane (see fastlane_available).
     from mosaic_sdk.fastlane.environment import apply_fastlane_environment
 
@@ -124,7 +116,6 @@ class HookError(RuntimeError):
 
     def __init__(self, hook: str, exc: BaseException) -> None:
         self.hook = hook
-        self.cause = exc
         text = str(exc).strip().splitlines()
         super().__init__(
             f"the worker's {hook} hook raised {type(exc).__name__}"
@@ -160,29 +151,20 @@ class WorkerSubject:
             return
         if self.name not in registry.errors:
             raise UnknownWorkerError(self.name, registry.names())
-        self.discovery_error = registry.errors[self.name]
-        self._resolve_leniently()
-
-    def _resolve_leniently(self) -> None:
-        # Discovery refused the worker (or does not know it): load its first entry point of
-        # that name without the checks discovery makes, so the rest of the contract can
-        # still be tested.
-
+        err = self.discovery_error = registry.errors[self.name]
+        # Discovery refused the worker: load its first entry point of that name without the
+        # checks discovery makes, so the rest of the contract can still be tested.
         found = load_unchecked(self.name, environ=self.environ)
         self.duplicates = found.sources
-        if found.handle is None:
-            if not found.sources:  # refused for a reason we cannot reproduce: report it as is
-                err = self.discovery_error
-                self.load_error = f"{err.error_type}: {err.message}" if err else "not found"
-            else:
-                self.load_error = found.error
-            return
         self.handle = found.handle
+        if found.handle is None and not found.sources:  # a refusal we cannot reproduce
+            self.load_error = f"{err.error_type}: {err.message}"
+        elif found.handle is None:
+            self.load_error = found.error
 
     def default_level(self) -> str:
-        """The level a worker is judged at unless told otherwise: ``platform`` for an
-        upstream-style worker (a ``get_worker_metadata()`` factory), ``sdk`` for one built on
-        the SDK (and for one that could not be loaded)."""
+        """``platform`` for an upstream-style worker (a ``get_worker_metadata()`` factory),
+        else ``sdk``."""
         if self.handle is not None and self.handle.style == "upstream":
             return PLATFORM
         return SDK
@@ -211,8 +193,6 @@ class WorkerSubject:
         handle = self.require_handle()
         try:
             return self.memo("describe", handle.describe)  # type: ignore[no-any-return]
-        except CheckSkipped:
-            raise
         except Exception as exc:  # noqa: BLE001
             raise CheckSkipped(f"the worker does not describe itself ({exc})") from None
 
@@ -227,13 +207,11 @@ class WorkerSubject:
             raise CheckSkipped(f"the worker has no usable config model ({exc})") from None
 
     def conformance_config(self) -> dict[str, object]:
-        """The worker's conformance config (without ``run_id``), or ``{}`` for the defaults."""
         return dict(self.conformance_source().data)
 
     def conformance_source(self) -> ConformanceConfig:
-        """The conformance config and its origin (see :mod:`.config_source`): the hook, else
-        ``[tool.mosaic.conformance]`` / the ``mosaic.conformance`` entry point, else the
-        config model's defaults (``{}``)."""
+        """The conformance config (without ``run_id``) and its origin: the hook, else the
+        worker's files (:func:`.config_source.file_config`), else ``{}`` (the defaults)."""
         return self.memo("conformance_config", self._find_conformance_config)  # type: ignore[no-any-return]
 
     def _find_conformance_config(self) -> ConformanceConfig:
@@ -251,8 +229,8 @@ class WorkerSubject:
         return found
 
     def check_conformance_config(self) -> None:
-        """Raise :class:`~.config_source.ConformanceConfigError` now when the config given
-        without the SDK is malformed (a hook's config is judged by the config checks)."""
+        """Raise :class:`~.config_source.ConformanceConfigError` now for a malformed config
+        given without the SDK."""
         if self.handle is None:
             return
         try:
@@ -267,56 +245,38 @@ class WorkerSubject:
 
     # -- runs ---------------------------------------------------------------------------
     def plan(self, kind: str) -> RunPlan:
-
-        plan = self._plan(kind)
-        return dataclasses.replace(plan, timeout=run_timeout())
-
-    def _plan(self, kind: str) -> RunPlan:
+        if kind not in RUN_KINDS:
+            raise ValueError(f"unknown run kind {kind!r}; known: {', '.join(RUN_KINDS)}")
         config = {"seed": DEFAULT_SEED, **self.conformance_config()}
-        run_id = self.run_id(kind)
-        heartbeat = {"MOSAIC_HEARTBEAT_INTERVAL": str(HEARTBEAT_INTERVAL)}
-        home = {"MOSAIC_HOME": str(self.home)}
+        env = {"MOSAIC_HOME": str(self.home)}
         if kind in ("normal", "repeat"):
-            return RunPlan(kind, run_id, config, extra_env={**home, **heartbeat})
+            env["MOSAIC_HEARTBEAT_INTERVAL"] = str(HEARTBEAT_INTERVAL)
+        plan = RunPlan(kind, self.run_id(kind), config, extra_env=env)
         if kind == "stop":
-            return RunPlan(
-                kind,
-                run_id,
-                config,
-                extra_env=home,
-                stop_on_step=True,
-                stop_at=self._stop_at(),
-                stop_grace=stop_timeout(),
+            plan = replace(
+                plan, stop_on_step=True, stop_at=self._stop_at(), stop_grace=stop_timeout()
             )
-        if kind == "dry_run":
-            return RunPlan(kind, run_id, config, extra_env=home, argv_suffix=("--dry-run",))
-        if kind == "bad_config":
-            return RunPlan(kind, run_id, config, extra_env=home, config_text=MALFORMED_CONFIG)
-        if kind == "dispatched":
+        elif kind == "dry_run":
+            plan = replace(plan, argv_suffix=("--dry-run",))
+        elif kind == "bad_config":
+            plan = replace(plan, config_text=MALFORMED_CONFIG)
+        elif kind == "fastlane":
+            plan = replace(plan, extra_env={**env, **fastlane_env()}, probe=probe_fastlane)
+        elif kind == "dispatched":
             # As MOSAIC's trainer daemon launches: a ULID run id, the form's worker id and
             # keys in the config file (written raw: the worker, not the SDK, judges it).
             ulid = self.memo("dispatched_run_id", new_run_id)
             worker_id = f"{self.name}-conformance"
-            text = json.dumps(
-                dispatcher_config({**config, **DISPATCHER_FORM_KEYS}, ulid, worker_id), indent=2
-            )
-            return RunPlan(
-                kind, ulid, config, extra_env=home, config_text=text, dispatched_as=worker_id
-            )
-        if kind == "fastlane":
-            return RunPlan(
-                kind, run_id, config, extra_env={**home, **fastlane_env()}, probe=probe_fastlane
-            )
-        raise ValueError(f"unknown run kind {kind!r}; known: {', '.join(RUN_KINDS)}")
+            form = dispatcher_config({**config, **DISPATCHER_FORM_KEYS}, ulid, worker_id)
+            text = json.dumps(form, indent=2)
+            plan = replace(plan, run_id=ulid, config_text=text, dispatched_as=worker_id)
+        return replace(plan, timeout=run_timeout())
 
     def _stop_at(self) -> float | None:
-        """When to send SIGTERM to a worker whose lines do not arrive live.
-
-        A worker that streams is stopped at its first step line. One whose lines all arrive
-        at exit gives no such cue: it is stopped at 60 % of its normal run's duration.
-        """
+        """When to send SIGTERM to a worker whose lines all arrive at exit (no first step line
+        to stop it at): at 60 % of its normal run's duration."""
         normal = self.run("normal")
-        if normal.exited_at is None or normal.launch_error or streamed(normal):
+        if normal.exited_at is None or normal.launch_error or streaming(normal)[0]:
             return None
         return max(0.2, 0.6 * (normal.exited_at - normal.started_at))
 
@@ -374,19 +334,3 @@ class WorkerSubject:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-__all__ = [
-    "BOTH",
-    "LEVELS",
-    "PLATFORM",
-    "SDK",
-    "HookError",
-    "fastlane_env",
-    "HEARTBEAT_INTERVAL",
-    "STOP_TIMEOUT",
-    "WorkerSubject",
-    "fastlane_available",
-    "run_timeout",
-    "stop_timeout",
-]

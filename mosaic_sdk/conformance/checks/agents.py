@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from typing import Any
 
 from mosaic_sdk.conformance.checks import claims, fastlane_in_sdk
@@ -60,13 +61,9 @@ def declared_agents(subject: WorkerSubject, run: RecordedRun) -> list[str]:
 def declared(subject: WorkerSubject) -> str | None:
     run = launched(subject, "normal")
     agents = set(declared_agents(subject, run))
-    strangers: dict[str, int] = {}
     lines = [r.line.data for r in run.telemetry if r.line.data.get("type") in ("step", "episode")]
-    for data in lines:
-        agent = data.get("agent_id")
-        if agent not in agents:
-            key = "no agent_id" if agent is None else repr(agent)
-            strangers[key] = strangers.get(key, 0) + 1
+    undeclared = [d.get("agent_id") for d in lines if d.get("agent_id") not in agents]
+    strangers = Counter("no agent_id" if a is None else repr(a) for a in undeclared)
     if strangers:
         found = ", ".join(f"{k} ({n} lines)" for k, n in sorted(strangers.items()))
         raise CheckFailed(

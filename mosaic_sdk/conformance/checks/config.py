@@ -18,12 +18,8 @@ HOSTILE_RUN_IDS: tuple[str, ...] = ("../escape", "a/b", ".hidden", "x" * 200, ""
 SCALAR_TYPES = {"integer", "number", "boolean", "string"}
 
 
-def _run_id(subject: WorkerSubject) -> str:
-    return subject.run_id("config")
-
-
 def _flat(subject: WorkerSubject) -> dict[str, Any]:
-    return {**subject.conformance_config(), "run_id": _run_id(subject)}
+    return {**subject.conformance_config(), "run_id": subject.run_id("config")}
 
 
 def _build(model: type[WorkerConfig], data: Any, what: str) -> WorkerConfig:
@@ -51,7 +47,7 @@ def _rejection(model: type[WorkerConfig], data: Any) -> str | None:
 )
 def defaults_validate(subject: WorkerSubject) -> str | None:
     model = subject.config_model()
-    _build(model, {"run_id": _run_id(subject)}, "the defaults ({'run_id': ...})")
+    _build(model, {"run_id": subject.run_id("config")}, "the defaults ({'run_id': ...})")
     _build(model, _flat(subject), "the conformance config")
     return None
 
@@ -73,11 +69,8 @@ def round_trip(subject: WorkerSubject) -> str | None:
         raise CheckFailed(f"to_dict() is not JSON-serialisable: {exc}") from None
     again = _build(model, json.loads(text), "to_dict() of the conformance config")
     if again != config:
-        diff = [
-            k
-            for k in type(config).model_fields
-            if getattr(again, k, None) != getattr(config, k, None)
-        ]
+        fields = type(config).model_fields
+        diff = [k for k in fields if getattr(again, k, None) != getattr(config, k, None)]
         raise CheckFailed(f"from_dict(to_dict(x)) != x (fields that differ: {', '.join(diff)})")
     return None
 
@@ -93,7 +86,7 @@ def job_descriptor(subject: WorkerSubject) -> str | None:
     model = subject.config_model()
     flat = _build(model, _flat(subject), "the conformance config")
     descriptor = {
-        "run_id": _run_id(subject),
+        "run_id": subject.run_id("config"),
         "metadata": {"worker": {"config": dict(subject.conformance_config())}},
     }
     nested = _build(model, descriptor, "the job-descriptor form")

@@ -39,13 +39,9 @@ def _session(subject: WorkerSubject, kind: str, mode: str | None = None) -> Sess
         handle, job, runs_dir=subject.runs_dir, extra_env={"MOSAIC_HOME": str(subject.home)}
     )
     subject.logs_dir.mkdir(parents=True, exist_ok=True)
+    stderr = subject.logs_dir / f"{prepared.run_id}.stderr.log"
     try:
-        return launch_session(
-            handle,
-            prepared,
-            timeout=5.0,
-            stderr_path=subject.logs_dir / f"{prepared.run_id}.stderr.log",
-        )
+        return launch_session(handle, prepared, timeout=5.0, stderr_path=stderr)
     except RuntimeError as exc:
         raise CheckFailed(f"the worker could not be started: {exc}") from None
 
@@ -61,10 +57,6 @@ def _first(
 
 def _is_step(line: dict[str, Any]) -> bool:
     return line.get("type") == "step"
-
-
-def _steps(session: Session) -> list[dict[str, Any]]:
-    return [x for x in list(session.lines) if _is_step(x)]
 
 
 def _answer(call: Callable[[], Reply], what: str) -> Reply:
@@ -88,11 +80,9 @@ def _interactive(subject: WorkerSubject) -> str | None:
     return None
 
 
-def _next_of(line: dict[str, Any] | None) -> tuple[int, int] | None:
+def _next_of(line: dict[str, Any]) -> tuple[int, int]:
     """The (episode, step) that follows a step line: the next step, or the next episode's
-    first after a line that ends its episode; ``None`` without a line."""
-    if line is None:
-        return None
+    first after a line that ends its episode."""
     episode, step = int(line.get("episode_index", 0)), int(line.get("step_index", 0))
     ended = bool(line.get("terminated") or line.get("truncated"))
     return (episode + 1, 0) if ended else (episode, step + 1)
@@ -102,24 +92,18 @@ def resumed_where(
     before: list[dict[str, Any]], following: dict[str, Any], numbering: str
 ) -> tuple[str, bool]:
     """Whether ``following`` (the first step line after resume) goes on where the step lines
-    ``before`` the pause stopped; returns ``(what was expected, ok)``.
-
-    ``per_ply`` (and a single-agent run): it follows the last line before the pause.
-    ``per_agent``: it follows the last line of its own agent, or, when that agent wrote none
-    before the pause, it is that agent's first step (0) of the last line's episode or a later
-    one: each agent's steps are compared with its own, not with another agent's.
-    """
+    ``before`` the pause stopped: ``(what was expected, ok)``. ``per_ply`` (and a single-agent
+    run): it follows the last line. ``per_agent``: it follows its own agent's last line, or is
+    that agent's step 0 of the last line's episode or a later one when it wrote none."""
     last = before[-1]
     got = (following.get("episode_index"), following.get("step_index"))
     agent = following.get("agent_id")
     if numbering == "per_ply" or agent is None:
         expected = _next_of(last)
-        assert expected is not None
         return f"episode {expected[0]} step {expected[1]}", got == expected
     own = [s for s in before if s.get("agent_id") == agent]
     if own:
         expected = _next_of(own[-1])
-        assert expected is not None
         return (
             f"episode {expected[0]} step {expected[1]} (agent {agent!r}'s next step)",
             got == expected,
@@ -148,7 +132,7 @@ def pause_resume(subject: WorkerSubject) -> str | None:
         _answer(session.pause, "pause")
         paused_at = time.time_ns()
         time.sleep(PAUSE_WATCH)
-        steps = _steps(session)
+        steps = [x for x in list(session.lines) if _is_step(x)]
         late = [s for s in steps if s.get("ts_unix_ns", 0) > paused_at + PAUSE_WITHIN * 1e9]
         if late:
             raise CheckFailed(
@@ -168,9 +152,8 @@ def pause_resume(subject: WorkerSubject) -> str | None:
         expected, ok = resumed_where(steps, following, numbering)
         episode, step = int(last.get("episode_index", 0)), int(last.get("step_index", 0))
         who = f" of agent {last['agent_id']!r}" if last.get("agent_id") is not None else ""
-        got_who = (
-            f" (agent {following['agent_id']!r})" if following.get("agent_id") is not None else ""
-        )
+        got_agent = following.get("agent_id")
+        got_who = f" (agent {got_agent!r})" if got_agent is not None else ""
         if not ok:
             raise CheckFailed(
                 f"after resume the run went on at episode {following.get('episode_index')} "
@@ -199,12 +182,9 @@ def stop_cancels(subject: WorkerSubject) -> str | None:
         code = session.wait_exit(stop_timeout())
         if code is None:
             raise CheckFailed(f"the worker was still running {stop_timeout():g} s after stop")
-        events = session.events()
-        last = events[-1] if events else None
+        last = (session.events() or ["no event"])[-1]
         if last != "run_cancelled":
-            raise CheckFailed(
-                f"after stop the run ended with {last or 'no event'}, not run_cancelled"
-            )
+            raise CheckFailed(f"after stop the run ended with {last}, not run_cancelled")
         return f"exited with code {code}"
     finally:
         session.shutdown(timeout=stop_timeout())

@@ -61,24 +61,25 @@ def v1_readable(subject: WorkerSubject) -> str | None:
         errors = "; ".join(probe.get("errors", [])) or "no complete frame (even seq) was found"
         raise CheckFailed(f"the version-1 reader could not read a frame: {errors}")
     problems = []
-    if header["magic"].encode("latin-1") != MAGIC or header["version"] != VERSION:
-        problems.append(f"magic/version {header['magic']!r}/{header['version']}, want FLAN/1")
-    w, h, c = header["width"], header["height"], header["channels"]
+    if header.magic != MAGIC or header.version != VERSION:
+        magic = header.magic.decode("latin-1")
+        problems.append(f"magic/version {magic!r}/{header.version}, want FLAN/1")
+    w, h, c = header.width, header.height, header.channels
     if c not in (1, 3, 4) or w <= 0 or h <= 0:
         problems.append(f"declared dimensions {w}x{h}x{c} are not a valid frame")
-    if frame["frame_len"] != w * h * c:
-        problems.append(f"frame has {frame['frame_len']} bytes, {w}x{h}x{c} needs {w * h * c}")
-    if header["payload_size"] < w * h * c:
-        problems.append(f"payload_size {header['payload_size']} < {w * h * c}")
-    if header["slot_size"] < SLOT_HEADER.size + header["payload_size"]:
-        problems.append(f"slot_size {header['slot_size']} cannot hold the payload")
-    if frame["seq"] != 2 * frame["number"] + 2:
+    if len(frame.pixels) != w * h * c:
+        problems.append(f"frame has {len(frame.pixels)} bytes, {w}x{h}x{c} needs {w * h * c}")
+    if header.payload_size < w * h * c:
+        problems.append(f"payload_size {header.payload_size} < {w * h * c}")
+    if header.slot_size < SLOT_HEADER.size + header.payload_size:
+        problems.append(f"slot_size {header.slot_size} cannot hold the payload")
+    if frame.seq != 2 * frame.number + 2:
         problems.append(
-            f"frame {frame['number']} has seq {frame['seq']}, v1 wants {2 * frame['number'] + 2}"
+            f"frame {frame.number} has seq {frame.seq}, v1 wants {2 * frame.number + 2}"
         )
     if problems:
         raise CheckFailed("; ".join(problems), details=problems)
-    return f"{w}x{h}x{c} frame {frame['number']}"
+    return f"{w}x{h}x{c} frame {frame.number}"
 
 
 @conformance_check(

@@ -25,7 +25,6 @@ BUILD_TIMEOUT = 300
 
 def build_requirements_met(source: Path) -> bool:
     """Whether every ``[build-system] requires`` of ``source`` is installed here."""
-
     pyproject = source / "pyproject.toml"
     if not pyproject.is_file():
         return False
@@ -46,20 +45,9 @@ def build_requirements_met(source: Path) -> bool:
 
 def build_wheel(source: Path, out_dir: Path) -> Path:
     """Build the wheel of ``source`` into ``out_dir``; raises CheckFailed with pip's error."""
-    argv = [
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "--no-deps",
-        "--quiet",
-        "--disable-pip-version-check",
-        "-w",
-        str(out_dir),
-        str(source),
-    ]
-    if build_requirements_met(source):
-        argv.insert(4, "--no-build-isolation")
+    isolation = ["--no-build-isolation"] if build_requirements_met(source) else []
+    argv = [sys.executable, "-m", "pip", "wheel", *isolation, "--no-deps", "--quiet"]
+    argv += ["--disable-pip-version-check", "-w", str(out_dir), str(source)]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
     except subprocess.TimeoutExpired:

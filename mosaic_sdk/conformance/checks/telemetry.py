@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from mosaic_sdk.conformance.checks import step_numbering
@@ -89,10 +89,9 @@ def _line_problems(rec: RecordedLine, level: str) -> list[str]:
 def proxy_reads_episodes(subject: WorkerSubject) -> str | None:
     run = launched(subject, "normal")
     bad: list[str] = []
-    platform: list[
-        int | None
-    ] = []  # the episode index of each episode line, as the platform gets it
-    sdk: list[object] = []  # ... and as the SDK reads it
+    # The episode index of each episode line, as the platform gets it and as the SDK reads it.
+    platform: list[int | None] = []
+    sdk: list[object] = []
     lines = 0
     for number, rec in enumerate(run.lines, 1):
         try:
@@ -129,14 +128,11 @@ def _few(values: Sequence[object], limit: int = 8) -> str:
 def _telemetry(subject: WorkerSubject, kind: str = "normal") -> tuple[RecordedRun, list[Any]]:
     run = launched(subject, kind)
     lines = [r.line.data for r in run.telemetry]
-    if not lines:
-        raise CheckFailed(f"the {kind} run wrote no telemetry line{_why(run)}")
-    return run, lines
-
-
-def _why(run: RecordedRun) -> str:
     excerpt = run.stderr_excerpt()
-    return f" (exit code {run.exit_code}; stderr: {excerpt})" if excerpt else ""
+    why = f" (exit code {run.exit_code}; stderr: {excerpt})" if excerpt else ""
+    if not lines:
+        raise CheckFailed(f"the {kind} run wrote no telemetry line{why}")
+    return run, lines
 
 
 @conformance_check(
@@ -150,10 +146,9 @@ def _why(run: RecordedRun) -> str:
     runs=("normal",),
 )
 def run_started_first(subject: WorkerSubject) -> str | None:
-    _, lines = _telemetry(subject)
-    first = lines[0]
-    label = first.get("event") or first.get("type")
+    first = _telemetry(subject)[1][0]
     if first.get("type") != "lifecycle" or first.get("event") != "run_started":
+        label = first.get("event") or first.get("type")
         raise CheckFailed(f"the first telemetry line is {label!r}, not run_started")
     return None
 
@@ -196,7 +191,7 @@ def seq_increasing(subject: WorkerSubject) -> str | None:
     seqs = [d.get("seq") for d in lines]
     if all(s is None for s in seqs):
         raise CheckSkipped("the lines carry no seq (the worker does not use the SDK emitter)")
-    previous: int | None = None
+    previous = None
     for number, seq in enumerate(seqs, 1):
         if not isinstance(seq, int) or isinstance(seq, bool):
             raise CheckFailed(f"telemetry line {number} has seq {seq!r}, not an integer")
@@ -285,13 +280,9 @@ def counts_add_up(subject: WorkerSubject) -> str | None:
             f"{len(steps)} step and {len(episodes)} episode lines: the conformance config "
             "should produce at least one of each"
         )
-    numbering = step_numbering(subject)
-    if numbering == "per_ply":
-        problems = _ply_problems(steps, episodes) + _count_problems(
-            steps, episodes, check_indices=False
-        )
-    else:
-        problems = _count_problems(steps, episodes)
+    per_ply = step_numbering(subject) == "per_ply"
+    problems = _ply_problems(steps, episodes) if per_ply else []
+    problems += _count_problems(steps, episodes, check_indices=not per_ply)
     completed = [d for d in lines if d.get("event") == "run_completed"]
     if completed:
         declared = completed[-1].get("payload", {}).get("episodes")
@@ -400,9 +391,10 @@ def _episode_key(
     return key
 
 
-def comparable(data: Mapping[str, object]) -> dict[str, object]:
-    """A step or episode line without the fields that differ between identical runs."""
-    return {k: v for k, v in data.items() if k not in VOLATILE_FIELDS}
+def _comparable(subject: WorkerSubject, kind: str) -> list[dict[str, object]]:
+    """The run's step and episode lines without the fields that differ between identical runs."""
+    lines = [d for d in _telemetry(subject, kind)[1] if d.get("type") in ("step", "episode")]
+    return [{k: v for k, v in d.items() if k not in VOLATILE_FIELDS} for d in lines]
 
 
 @conformance_check(
@@ -415,11 +407,7 @@ def comparable(data: Mapping[str, object]) -> dict[str, object]:
     levels=(SDK,),
 )
 def same_seed_same_telemetry(subject: WorkerSubject) -> str | None:
-    runs = []
-    for kind in ("normal", "repeat"):
-        run, lines = _telemetry(subject, kind)
-        runs.append([comparable(d) for d in lines if d.get("type") in ("step", "episode")])
-    first, second = runs
+    first, second = _comparable(subject, "normal"), _comparable(subject, "repeat")
     if not first:
         raise CheckFailed("no step or episode lines to compare")
     for index, (a, b) in enumerate(zip(first, second, strict=False)):
