@@ -6,7 +6,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -29,24 +29,6 @@ REDUCES = {
 #: How a sweep makes its parameter sets (see mosaic_sdk.sweeps.search): ``grid`` expands the
 #: space as listed; the others are Optuna's samplers, learning from the trials that finished.
 SAMPLERS = ("tpe", "cmaes", "gp", "random", "grid", "nsga2")
-_TOP_KEYS = (
-    "worker",
-    "sampler",
-    "pruner",
-    "pbt",
-    "base",
-    "space",
-    "seeds",
-    "samples",
-    "sample_seed",
-    "metric",
-    "scheduler",
-    "trials_at_once",
-    "max_failures",
-    "max_trials",
-    "trial_timeout",
-    "trial_stall_after",
-)
 
 #: The most trials a spec may make unless it says otherwise (``max_trials``, ``--max-trials``):
 #: a typo such as ``seeds = "1-100000000"`` is refused with its count, not run out of memory.
@@ -103,7 +85,6 @@ class Asha:
 
 #: Early stopping on the local engine: Optuna's pruners (see mosaic_sdk.sweeps.search).
 PRUNERS = ("median", "asha", "hyperband")
-_PRUNER_KEYS = ("type", "warmup", "startup_trials", "reduction_factor", "max_resource", "interval")
 
 
 @dataclass(frozen=True)
@@ -122,27 +103,13 @@ class Pruner:
     interval: float = 0.5
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "type": self.type,
-            "warmup": self.warmup,
-            "startup_trials": self.startup_trials,
-            "reduction_factor": self.reduction_factor,
-            "interval": self.interval,
-        }
-        if self.max_resource is not None:
-            out["max_resource"] = self.max_resource
+        out = asdict(self)
+        if self.max_resource is None:
+            del out["max_resource"]
         return out
 
 
-_PBT_KEYS = (
-    "type",
-    "generations",
-    "perturbation_interval",
-    "quantile_fraction",
-    "resample_probability",
-    "mutations",
-    "resume_key",
-)
+_PRUNER_KEYS = tuple(f.name for f in fields(Pruner))
 
 
 @dataclass(frozen=True)
@@ -164,14 +131,10 @@ class Pbt:
     resume_key: str = "resume_from"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "generations": self.generations,
-            "perturbation_interval": self.perturbation_interval,
-            "quantile_fraction": self.quantile_fraction,
-            "resample_probability": self.resample_probability,
-            "mutations": list(self.mutations),
-            "resume_key": self.resume_key,
-        }
+        return {**asdict(self), "mutations": list(self.mutations)}
+
+
+_PBT_KEYS = ("type", *(f.name for f in fields(Pbt)))
 
 
 @dataclass(frozen=True)
@@ -225,27 +188,22 @@ class SweepSpec:
             "max_failures": self.max_failures,
             "max_trials": self.max_trials,
         }
-        if self.worker is not None:
-            out["worker"] = self.worker
-        if self.sampler is not None:
-            out["sampler"] = self.sampler
-        if self.pruner is not None:
-            out["pruner"] = self.pruner.to_dict()
-        if self.pbt is not None:
-            out["pbt"] = self.pbt.to_dict()
-        if self.trial_timeout is not None:
-            out["trial_timeout"] = self.trial_timeout
-        if self.trial_stall_after is not None:
-            out["trial_stall_after"] = self.trial_stall_after
+        optional = {
+            "worker": self.worker,
+            "sampler": self.sampler,
+            "pruner": self.pruner and self.pruner.to_dict(),
+            "pbt": self.pbt and self.pbt.to_dict(),
+            "trial_timeout": self.trial_timeout,
+            "trial_stall_after": self.trial_stall_after,
+        }
+        out.update({k: v for k, v in optional.items() if v is not None})
         if self.scheduler is not None:
-            s = self.scheduler
-            out["scheduler"] = {
-                "type": "asha",
-                "max_t": s.max_t,
-                "grace_period": s.grace_period,
-                "reduction_factor": s.reduction_factor,
-            }
+            out["scheduler"] = {"type": "asha", **asdict(self.scheduler)}
         return out
+
+
+#: The keys of a spec: the fields of SweepSpec (``objectives`` is read from ``metric``).
+_TOP_KEYS = tuple(f.name for f in fields(SweepSpec) if f.name != "objectives")
 
 
 @dataclass(frozen=True)
@@ -369,14 +327,13 @@ def apply_shorthands(
             raise SpecError([f"--grid {text!r} is not of the form key=v1,v2 (e.g. --grid lr=1,2)"])
         space = out.setdefault("space", {})
         space[key.strip()] = {"grid": [_shorthand_value(v) for v in values.split(",")]}
-    if seeds is not None:
-        out["seeds"] = seeds
-    if max_trials is not None:
-        out["max_trials"] = max_trials
-    if trial_timeout is not None:
-        out["trial_timeout"] = trial_timeout
-    if trial_stall_after is not None:
-        out["trial_stall_after"] = trial_stall_after
+    given = {
+        "seeds": seeds,
+        "max_trials": max_trials,
+        "trial_timeout": trial_timeout,
+        "trial_stall_after": trial_stall_after,
+    }
+    out.update({k: v for k, v in given.items() if v is not None})
     return out
 
 
