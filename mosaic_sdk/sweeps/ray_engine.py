@@ -68,11 +68,9 @@ def is_loopback(host: str) -> bool:
 
 @contextlib.contextmanager
 def loopback_ray() -> Iterator[None]:
-    """Keep Ray on 127.0.0.1: by default it replaces a loopback address (of ``ray.init``'s
-    address or node IP) with this machine's outward address, so a head node started with
-    ``--node-ip-address 127.0.0.1`` cannot be joined as ``127.0.0.1:PORT``, and a local
-    instance listens on the network. Ray reads its switch at import: the module's constant is
-    set as well as the environment (for the processes the instance starts)."""
+    """Keep Ray on 127.0.0.1 (by default it replaces a loopback address with this machine's
+    outward one): the module's constant (read at import) and the environment (for the
+    processes the instance starts)."""
     from ray._private import ray_constants  # the ray extra: only when the engine runs
 
     old_env = os.environ.get(_RAY_LOOPBACK_ENV)
@@ -92,7 +90,7 @@ def loopback_ray() -> Iterator[None]:
 
 
 class RayEngine:
-    """Run one sweep through Ray Tune (see the module docstring)."""
+    """Run one sweep through Ray Tune."""
 
     def __init__(
         self,
@@ -131,12 +129,8 @@ class RayEngine:
 
     def run(self, resume: bool = False) -> bool:
         """Run the sweep to its end; True when it was interrupted. ``ClusterUnreachable``
-        when the cluster of ``address`` cannot be joined within ``connect_timeout``.
-
-        A local instance (no ``address``) listens on 127.0.0.1 only, in a temp dir of its
-        own (``mosaic-ray-*``) watched by a process that ends it and removes the dir if this
-        one dies (:mod:`~mosaic_sdk.sweeps.ray_instance`); at a clean end this process does
-        it. Tune's state (``storage_dir``) is owner-only, as the store."""
+        when the cluster of ``address`` cannot be joined within ``connect_timeout``; without
+        one, a local instance on 127.0.0.1 (:mod:`~mosaic_sdk.sweeps.ray_instance`)."""
         import ray  # the ray extra, slow to import: only when the engine runs
 
         # Optional: these import Ray, the sweeps-ray extra.
@@ -194,7 +188,6 @@ class RayEngine:
     def _connect(self) -> None:
         """Join the cluster at ``address`` within ``connect_timeout`` or raise
         ``ClusterUnreachable`` (one sentence, what to try)."""
-
         address = str(self.address)
         target = cluster_target(address)
         hint = (
@@ -367,9 +360,7 @@ class RayEngine:
                 stop=setup.stop,
                 failure_config=tune.FailureConfig(max_failures=spec.max_failures),
                 # No periodic checkpoints: a retried attempt starts its worker anew, so the
-                # nodes need no storage shared with the driver. PBT saves a generation's
-                # checkpoint when it hands it to another trial (storage_dir then must be
-                # reachable from every node).
+                # nodes need no storage shared with the driver (PBT saves its own).
                 checkpoint_config=tune.CheckpointConfig(
                     checkpoint_frequency=0, checkpoint_at_end=False
                 ),
@@ -438,11 +429,10 @@ class RayEngine:
         return restore
 
 
-#: The child that tries to join a cluster before this process does (see ``_probe``).
 #: What the probe says last when the cluster refused its token (Ray itself only says "Failed
 #: to connect", and puts the reason in the exception's cause).
 _AUTH_REFUSED = "token authentication refused"
-
+#: The child that tries to join a cluster before this process does (see ``_probe``).
 _PROBE = f"""
 import sys
 try:
@@ -464,15 +454,12 @@ ray.shutdown()
 
 
 def token_auth_on_this_machine() -> None:
-    """Joining a cluster of this machine (a loopback address), do what Ray does for ``auto``:
-    with ``RAY_AUTH_MODE`` unset and a token at hand (``~/.ray/auth_token``...), use token
-    authentication, as Ray 2.60's ``ray start --head`` does by default. Ray never does it
-    for an explicit address, so that a token is not sent to another machine; a loopback
-    address is this one. In this process and the processes it starts (the probe)."""
+    """Joining a cluster of this machine (a loopback address), do what Ray does for ``auto``
+    (never for an explicit address, so that a token is not sent to another machine): with
+    ``RAY_AUTH_MODE`` unset and a token at hand, use token authentication."""
     if os.environ.get("RAY_AUTH_MODE") is not None:
         return
     try:
-        # a Ray without it raises ImportError
         from ray._private.authentication.authentication_token_setup import (
             maybe_enable_token_auth_if_token_available,
         )

@@ -5,6 +5,7 @@ the driver, its metric reported to Tune as episodes arrive. Imports Ray (the ``r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import queue
 import shutil
@@ -126,9 +127,8 @@ class MosaicTrial(tune.Trainable):
             self._start_run()
 
     def _params(self, config: dict[str, Any]) -> dict[str, Any]:
-        """The trial's parameters: its config (the list of trials, or PBT's perturbed one), or
-        the study's values made the worker's (a learning sampler; the Repeater's index picks
-        the seed)."""
+        """The trial's parameters: its config (the list of trials, or PBT's), or the study's
+        values made the worker's (the Repeater's index picks the seed)."""
         if self.search == "list":
             return {k: v for k, v in config.items() if k not in (TRIAL_INDEX, LIST_INDEX)}
         params = params_of(self.spec, config)
@@ -234,7 +234,6 @@ class MosaicTrial(tune.Trainable):
                 self._cond.notify_all()
 
     def send(self, message: tuple[Any, ...]) -> None:
-
         ray.get(self.inbox.put.remote(message))  # one at a time: the driver sees them in order
 
     def add_lines(self, lines: list[bytes]) -> None:
@@ -322,9 +321,6 @@ class MosaicTrial(tune.Trainable):
         shutil.rmtree(self._own_dir, ignore_errors=True)
 
 
-__all__ = ["MosaicTrial"]
-
-
 #: Trials whose attempt ended without its own ``end`` message, from :class:`LostAttempts` (Tune
 #: calls it in the driver) to the engine: ``(trial_id, why)``.
 NOTICES: queue.Queue[tuple[str, str]] = queue.Queue()
@@ -351,7 +347,6 @@ class _Inbox:
     that waits (the trial's reader, then its worker, wait with it: nothing is dropped)."""
 
     def __init__(self, max_items: int) -> None:
-
         self.items: list[object] = []
         self.max_items = max_items
         self.cond = asyncio.Condition()
@@ -363,13 +358,10 @@ class _Inbox:
             self.cond.notify_all()
 
     async def take(self, timeout: float) -> list[object]:
-
         async with self.cond:
             if not self.items:
-                try:
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self.cond.wait_for(lambda: bool(self.items)), timeout)
-                except asyncio.TimeoutError:
-                    pass
             items, self.items = self.items, []
             self.cond.notify_all()
             return items
@@ -377,7 +369,6 @@ class _Inbox:
 
 def make_inbox(max_items: int = 256) -> Any:
     """Start the inbox actor on this (the driver's) node; returns its handle."""
-
     here = ray.get_runtime_context().get_node_id()
     actor = ray.remote(_Inbox).options(
         num_cpus=0,
@@ -387,4 +378,4 @@ def make_inbox(max_items: int = 256) -> Any:
     return actor.remote(max_items)
 
 
-__all__ += ["NOTICES", "LostAttempts", "make_inbox"]
+__all__ = ["NOTICES", "LostAttempts", "MosaicTrial", "make_inbox"]
