@@ -90,10 +90,8 @@ PRUNERS = ("median", "asha", "hyperband")
 @dataclass(frozen=True)
 class Pruner:
     """Stops a trial whose metric so far is worse than the pruner's rule allows (checked
-    every ``interval`` seconds as its episodes and series arrive). ``warmup``: the steps
-    (episodes, or the series' step) before a trial may be stopped (median: Optuna's
-    ``n_warmup_steps``; asha/hyperband: ``min_resource``); ``startup_trials``: parameter sets
-    that run to their end before the median pruner stops any."""
+    every ``interval`` s). ``warmup``: the steps before a trial may be stopped;
+    ``startup_trials``: parameter sets that run to their end before the median pruner acts."""
 
     type: str = "median"
     warmup: int = 1
@@ -114,14 +112,11 @@ _PRUNER_KEYS = tuple(f.name for f in fields(Pruner))
 
 @dataclass(frozen=True)
 class Pbt:
-    """Population-based training (the ray engine, Tune's ``PopulationBasedTraining``), for a
-    worker that checkpoints: each trial runs ``generations`` generations, each one run of the
-    worker (its config as the spec says: a generation's length is the worker's own, e.g.
-    ``episodes``). Every ``perturbation_interval`` generations a trial of the bottom
-    ``quantile_fraction`` resumes from the checkpoint of one of the top (its worker is given
-    the checkpoint's path in the config key ``resume_key``) with the parameters ``mutations``
-    perturbed (or drawn anew with ``resample_probability``). ``mutations``: space keys (all
-    of them when empty)."""
+    """Population-based training (the ray engine, Tune's ``PopulationBasedTraining``): each
+    trial runs ``generations`` runs of its worker; every ``perturbation_interval`` of them a
+    trial of the bottom ``quantile_fraction`` resumes from the checkpoint of one of the top
+    (given in the config key ``resume_key``) with the space keys ``mutations`` (all when
+    empty) perturbed, or drawn anew with ``resample_probability``."""
 
     generations: int = 4
     perturbation_interval: int = 1
@@ -159,12 +154,10 @@ class SweepSpec:
     max_failures: int = 1
     worker: str | None = None
     max_trials: int = MAX_TRIALS
-    #: Seconds a trial may run before it is stopped (SIGTERM, then SIGKILL after the grace)
-    #: and stored ``failed``, "timed out after S s"; None: no limit.
+    #: Seconds a trial may run before it is stopped and stored ``failed``; None: no limit.
     trial_timeout: float | None = None
-    #: Seconds a trial may write nothing before it is stopped the same way and stored
-    #: ``failed``, "stalled: no output for S s ..." (see mosaic_sdk.runner.recording.health);
-    #: None: trials are only marked stalled, after 3 declared heartbeat intervals.
+    #: Seconds a trial may write nothing before it is stopped the same way; None: trials are
+    #: only marked stalled.
     trial_stall_after: float | None = None
 
     @property
@@ -223,7 +216,7 @@ def load_spec(path: str | Path) -> dict[str, Any]:
         raise SpecError([f"cannot read the sweep spec {p}: {exc.strerror or exc}"]) from None
     if p.suffix.lower() == ".toml":
         try:
-            import tomllib  # Python 3.11+ (tomli before)
+            import tomllib
         except ModuleNotFoundError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
         try:
@@ -243,11 +236,8 @@ def load_spec(path: str | Path) -> dict[str, Any]:
 
 
 def parse_seeds(text: str, limit: int = MAX_TRIALS) -> list[int]:
-    """``"1-5"`` -> ``[1, 2, 3, 4, 5]``; ``"1,4,9"`` and mixtures (``"1-3,7"``) too.
-
-    The ranges are counted before any is expanded: more than ``limit`` seeds is a
-    ``SpecError`` with the count (a sweep runs every trial once per seed).
-    """
+    """``"1-5"`` -> ``[1, 2, 3, 4, 5]``; ``"1,4,9"`` and ``"1-3,7"`` too. More than ``limit``
+    seeds is a ``SpecError`` with the count (counted before any range is expanded)."""
     ranges: list[tuple[int, int]] = []
     for part in text.split(","):
         part = part.strip()
@@ -278,8 +268,7 @@ _CLIP = 80
 
 
 def clip(text: str, limit: int = _CLIP) -> str:
-    """``text`` cut to about ``limit`` characters (with how much was left out): an error
-    message quotes what it is about, not a whole 10,000-character value."""
+    """``text`` cut to about ``limit`` characters, saying how much was left out."""
     if len(text) <= limit:
         return text
     return f"{text[: limit // 2]}...({len(text) - limit + limit // 2:,} more characters)"
@@ -596,18 +585,15 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
 
 
 def expand_trials(spec: SweepSpec) -> list[Trial]:
-    """Every trial of the spec, in a fixed order (same spec, same list: ``--resume`` needs it).
-
-    Grid keys give a cartesian product; at each grid point ``samples`` draws of the random
-    keys are made with ``random.Random(sample_seed)``; each result is run once per seed.
-    """
-    trials: list[Trial] = []
-    for params in space_points(spec.space, spec.samples, spec.sample_seed):
-        seeds: list[int | None] = list(spec.seeds) or [None]
-        for seed in seeds:
-            p = dict(params) if seed is None else {**params, "seed": seed}
-            trials.append(Trial(f"t{len(trials):04d}", p))
-    return trials
+    """Every trial of the spec (:func:`space_points` once per seed), in a fixed order:
+    ``--resume`` needs the same list from the same spec."""
+    seeds: list[int | None] = list(spec.seeds) or [None]
+    sets = [
+        dict(params) if seed is None else {**params, "seed": seed}
+        for params in space_points(spec.space, spec.samples, spec.sample_seed)
+        for seed in seeds
+    ]
+    return [Trial(f"t{i:04d}", p) for i, p in enumerate(sets)]
 
 
 def trial_config(spec: SweepSpec, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,4 @@
-"""Sweeps in the run store: the ``sweeps`` and ``sweep_trials`` tables, and the metric of a trial,
-read from its run's episodes.
-"""
+"""Sweeps in the run store: the ``sweeps`` and ``sweep_trials`` tables."""
 
 from __future__ import annotations
 
@@ -181,8 +179,7 @@ class SweepStore:
 
     def trials(self, sweep_id: str) -> list[dict[str, Any]]:
         """Every attempt of every trial, best metric first (no metric last), with the run's
-        status and counts: ``episodes`` (its episode lines), and for a multi-agent run
-        ``games`` and ``agent_episodes`` (None for a single-agent run, or no run)."""
+        status and counts (``games`` and ``agent_episodes``: None but for a multi-agent run)."""
         sweep = self.get_sweep(sweep_id)
         order = "DESC" if sweep["mode"] == "max" else "ASC"
         rows = self.conn.execute(
@@ -216,8 +213,7 @@ class SweepStore:
         return {r["trial_key"] for r in rows if r["status"] in FINISHED}
 
     def metric_of_run(self, run_id: str, metric: Metric) -> float | None:
-        """The metric of a run (:mod:`mosaic_sdk.sweeps.objective`): by default the mean of
-        the last ``metric.last`` episodes' return or length; None when it has no value."""
+        """The metric of a run (:mod:`mosaic_sdk.sweeps.objective`); None when it has none."""
         return metric_of_run(self.runs, run_id, metric)
 
 

@@ -124,11 +124,10 @@ class FrameStream:
         if self.viewer.note == message:
             return
         self.viewer.note = message
-        await self._send_text(json.dumps({"type": "status", "state": state, "message": message}))
-
-    async def _send_text(self, text: str) -> None:
         try:
-            await self.ws.send_text(text)
+            await self.ws.send_text(
+                json.dumps({"type": "status", "state": state, "message": message})
+            )
         except Exception:  # noqa: BLE001 - the viewer went away mid-send
             self.viewer.closed = True
 
