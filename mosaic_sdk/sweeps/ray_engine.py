@@ -26,8 +26,7 @@ from mosaic_sdk.sweeps.store import SweepStore
 CONNECT_TIMEOUT = 30.0
 #: Longest the probe that joins first (see ``RayEngine._probe``) may take to import Ray (s).
 IMPORT_WAIT = 60.0
-#: Ray's switch (read by ``ray._private.services.get_node_ip_address``) that stops it from
-#: replacing 127.0.0.1 with this machine's other address, in this process and its children.
+#: Ray's switch that stops it from replacing 127.0.0.1 with this machine's other address.
 _RAY_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
@@ -217,11 +216,12 @@ class RayEngine:
                     "RAY_AUTH_MODE=token and give the cluster's token in ~/.ray/auth_token, "
                     "RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN"
                 )
+            if failure is None:
+                failure = self._init(address)
             if failure is not None:
                 raise ClusterUnreachable(
                     f"cannot join the Ray cluster at {address} ({failure}); {hint}"
                 )
-            self._init(address, hint)
 
     def _probe(self, address: str) -> str | None:
         """Join the cluster from a child process first, within ``connect_timeout``: Ray's
@@ -250,7 +250,8 @@ class RayEngine:
         said = [line.strip() for line in err.splitlines() if line.strip()]
         return said[-1][:300] if said else f"the probe exited with {proc.returncode}"
 
-    def _init(self, address: str, hint: str) -> None:
+    def _init(self, address: str) -> str | None:
+        """``ray.init`` of the cluster; None when it joined, otherwise why not."""
         import ray  # the ray extra, slow to import: only when the engine runs
 
         with _deadline(self.connect_timeout):
@@ -259,16 +260,10 @@ class RayEngine:
             except (_TimedOut, ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
                 if ray.is_initialized():
                     ray.shutdown()
-                why = (
-                    f"no answer within {self.connect_timeout:g} s"
-                    if isinstance(exc, _TimedOut)
-                    else str(exc).strip().splitlines()[0]
-                    if str(exc).strip()
-                    else type(exc).__name__
-                )
-                raise ClusterUnreachable(
-                    f"cannot join the Ray cluster at {address} ({why}); {hint}"
-                ) from None
+                if isinstance(exc, _TimedOut):
+                    return f"no answer within {self.connect_timeout:g} s"
+                return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return None
 
     def _run(self, collector: Collector, resume: bool) -> bool:
         from ray import tune  # the ray extra, slow to import: only when the engine runs
@@ -279,8 +274,7 @@ class RayEngine:
 
         # A trial reports its metric once it has episodes: results before that lack it.
         os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
-        # Tune's own progress tables would mix with our output (and --json): verbose=0 is
-        # silent only in its classic reporter.
+        # Tune's progress tables would mix with our output: verbose=0 silences the classic one.
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
         while not NOTICES.empty():  # left by an earlier sweep of this process
             NOTICES.get_nowait()
@@ -298,8 +292,7 @@ class RayEngine:
         trainable = tune.with_resources(
             tune.with_parameters(MosaicTrial, setup_args=setup_args), {"cpu": self.trial_cpus}
         )
-        # Tune's state, from its first file on (the Tuner writes tuner.pkl when it is made):
-        # owner-only, as the store. A driver killed by SIGKILL never restricts it afterwards.
+        # Tune's state, from its first file (tuner.pkl) on: owner-only, as the store.
         old_umask = os.umask(0o077)
         try:
             if resume:
@@ -369,7 +362,6 @@ class RayEngine:
             ),
         )
 
-    # -- the inbox ---------------------------------------------------------------------------
     def _pump(self, inbox: Any, collector: Collector, stop: threading.Event) -> None:
         import ray  # the ray extra, slow to import: only when the engine runs
 
