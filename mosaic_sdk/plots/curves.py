@@ -48,8 +48,7 @@ def add_skipped(total: dict[str, int], more: Mapping[str, int]) -> dict[str, int
     return total
 
 
-#: One agent of a multi-agent run: ``("agent", ID)``, or ``("agentless",)`` for its rows that
-#: carry no ``agent_id``.
+#: One agent of a multi-agent run: ``("agent", ID)``, or ``("agentless",)`` (no ``agent_id``).
 AgentKey = tuple[str, ...]
 NO_AGENT: AgentKey = ("agentless",)
 
@@ -59,8 +58,7 @@ def agent_key(agent_id: str | None) -> AgentKey:
     return NO_AGENT if agent_id is None else ("agent", str(agent_id))
 
 
-#: The most characters of an agent id a chart's label or a message shows (a worker may write
-#: any text as an ``agent_id``: a 1 MB one stalled matplotlib's legend layout for minutes).
+#: The most characters of an agent id a chart's label or a message shows (it may be any text).
 AGENT_NAME_MAX = 40
 
 

@@ -70,8 +70,7 @@ class PlotResult:
     multi_agent: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Whether those runs were drawn one curve per agent.
     split_by_agent: bool = False
-    #: With ``by_agent``, the runs with more agents than :data:`MAX_AGENT_CURVES` (by run id:
-    #: ``(drawn, agents)``).
+    #: The runs with more agents than :data:`MAX_AGENT_CURVES` (by run id: ``(drawn, agents)``).
     agents_left_out: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     @property

@@ -149,7 +149,6 @@ class Collector:
                 outcome = Outcome("failed", why, event)
             self._close(attempt, attempt.recorder.finish(outcome, None), stopped_early=False)
 
-    # -- per message ------------------------------------------------------------------------
     def _start(self, run_id: str, info: dict[str, Any]) -> None:
         self.runs.create_run(
             run_id,

@@ -91,7 +91,6 @@ class LocalEngine:
         self._pruned: dict[str, tuple[float, int, str]] = {}
         self.errors: list[str] = []
 
-    # -- control ----------------------------------------------------------------------------
     def cancel(self, reason: str = "the sweep was cancelled") -> None:
         """Start no more trials; cancel the running ones (a second call kills them)."""
         with self._lock:
@@ -103,7 +102,6 @@ class LocalEngine:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.cancel(f"{signal.Signals(signum).name} received by mosaic sweep")
 
-    # -- the sweep --------------------------------------------------------------------------
     def run(self, trials: list[Trial] | TrialSource) -> None:
         """Run ``trials`` (a list, or a source asked as threads free up) to the end (or until
         cancelled)."""

@@ -37,11 +37,10 @@ if TYPE_CHECKING:
 #: Send a batch of lines to the driver when it is this old (s) or this long (lines).
 FLUSH_AFTER = 0.1
 FLUSH_LINES = 2000
-#: Longest a ``step()`` waits for a new episode before reporting anyway (s): Tune's calls to
-#: the trial (``stop`` included) wait for the running ``step()``.
+#: Longest a ``step()`` waits for a new episode before reporting anyway (s): Tune's ``stop``
+#: waits for it.
 STEP_WAIT = 0.5
-#: Why a trial's worker is stopped before its end (Tune stops a trial for its scheduler, or
-#: because the sweep was interrupted; the driver tells the two apart).
+#: Why a trial's worker is stopped before its end (its scheduler, or the sweep interrupted).
 STOP_REASON = "stopped by Ray Tune"
 OBJECTIVE_KEY = objective_key(0)
 
@@ -107,8 +106,8 @@ class MosaicTrial(tune.Trainable):
         self.objectives = list(self.spec.objectives or (self.spec.metric,))
         self.search: str = setup_args.get("search", "list")
         self.grace = setup_args["grace"]
-        #: ASHA stops a trial whose time reaches ``max_t``: until the worker ends, at most
-        #: ``max_t - 1`` episodes are reported, so a trial that runs its full length completes.
+        #: ASHA stops a trial at ``max_t``: at most ``max_t - 1`` episodes are reported until
+        #: the worker ends, so a trial that runs its full length completes.
         self.max_t: int | None = setup_args.get("max_t")
         self.runs_dir = setup_args.get("runs_dir")
         self.handle = resolve_worker(setup_args["worker"])
@@ -188,7 +187,6 @@ class MosaicTrial(tune.Trainable):
         self.thread.start()
         self._started.wait()
 
-    # -- the supervision thread (starts, reads and reaps the worker) -------------------------
     def _supervise(self) -> None:
         exit_code: int | None = None
         start_error: str | None = None
@@ -256,7 +254,6 @@ class MosaicTrial(tune.Trainable):
                     self.last = value
         return result
 
-    # -- Tune's side -------------------------------------------------------------------------
     def step(self) -> dict[str, Any]:
         if self.spec.pbt is not None:
             return self._generation()
@@ -321,8 +318,7 @@ class MosaicTrial(tune.Trainable):
         shutil.rmtree(self._own_dir, ignore_errors=True)
 
 
-#: Trials whose attempt ended without its own ``end`` message, from :class:`LostAttempts` (Tune
-#: calls it in the driver) to the engine: ``(trial_id, why)``.
+#: ``(trial_id, why)`` of attempts that died, from :class:`LostAttempts` to the engine.
 NOTICES: queue.Queue[tuple[str, str]] = queue.Queue()
 
 

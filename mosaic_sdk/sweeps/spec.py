@@ -13,8 +13,7 @@ from typing import Any
 from mosaic_sdk.contract import ConfigError
 from mosaic_sdk.sweeps.space import DISTRIBUTIONS, Space, is_number, parse_space, space_points
 
-#: The episode fields a metric can be made of (any other name is a series the worker reports,
-#: see mosaic_sdk.runner.recording.series): metric name -> column of ``episodes``.
+#: The episode fields a metric can be made of (any other name is a series the worker reports).
 METRICS = {
     "return": "total_reward",
     "steps": "steps",
@@ -26,12 +25,10 @@ REDUCES = {
     "mean": "the mean of all values",
     "auc": "the area under the curve (trapezoids over the step; episodes: 1, 2, 3...)",
 }
-#: How a sweep makes its parameter sets (see mosaic_sdk.sweeps.search): ``grid`` expands the
-#: space as listed; the others are Optuna's samplers, learning from the trials that finished.
+#: How a sweep makes its parameter sets: ``grid`` expands the space, the others are Optuna's.
 SAMPLERS = ("tpe", "cmaes", "gp", "random", "grid", "nsga2")
 
-#: The most trials a spec may make unless it says otherwise (``max_trials``, ``--max-trials``):
-#: a typo such as ``seeds = "1-100000000"`` is refused with its count, not run out of memory.
+#: The most trials a spec may make unless it says otherwise (``max_trials``, ``--max-trials``).
 MAX_TRIALS = 100_000
 
 
@@ -140,12 +137,10 @@ class SweepSpec:
     samples: int = 1
     sample_seed: int = 0
     metric: Metric = field(default_factory=Metric)
-    #: Every objective (``metric = [{...}, {...}]``); ``metric`` is the first, which ranks the
-    #: trials; several give a Pareto front (``sweeps show``).
+    #: Every objective (``metric = [{...}, {...}]``); ``metric``, the first, ranks the trials.
     objectives: tuple[Metric, ...] = ()
     scheduler: Asha | None = None
-    #: One of SAMPLERS, or None: ``tpe`` on the local engine when the space has draws, else
-    #: ``grid`` (mosaic_sdk.sweeps.search.resolve_sampler).
+    #: One of SAMPLERS, or None: chosen by mosaic_sdk.sweeps.search.resolve_sampler.
     sampler: str | None = None
     pruner: Pruner | None = None
     #: Population-based training (``[pbt]``, or ``[scheduler] type = "pbt"``): ray only.
@@ -156,8 +151,7 @@ class SweepSpec:
     max_trials: int = MAX_TRIALS
     #: Seconds a trial may run before it is stopped and stored ``failed``; None: no limit.
     trial_timeout: float | None = None
-    #: Seconds a trial may write nothing before it is stopped the same way; None: trials are
-    #: only marked stalled.
+    #: Seconds a trial may write nothing before it is stopped; None: only marked stalled.
     trial_stall_after: float | None = None
 
     @property
@@ -498,8 +492,7 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     max_trials = _int(errors, "max_trials", raw.get("max_trials", MAX_TRIALS), 1)
     seeds_raw = raw.get("seeds", [])
     if isinstance(seeds_raw, str):
-        # a bad max_trials is said once above; the seeds are counted against the default
-        # then, not against the stand-in minimum (which read "more than the 1 trials")
+        # after a bad max_trials (said above) the seeds are counted against the default
         limit = max_trials if len(errors) == said else MAX_TRIALS
         try:
             seeds_raw = parse_seeds(seeds_raw, limit)

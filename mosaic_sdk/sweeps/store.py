@@ -34,7 +34,6 @@ class SweepStore:
         #: the column, or NULL on a read-only store of schema 5 (not migrated)
         self._parent = "t.parent_run_id" if "parent_run_id" in have else "NULL"
 
-    # -- writing ----------------------------------------------------------------------------
     def create_sweep(
         self, sweep_id: str, worker: str, engine: str, spec: Mapping[str, object], metric: Metric
     ) -> None:
@@ -135,7 +134,6 @@ class SweepStore:
         )
         return int(cur.rowcount)
 
-    # -- reading ----------------------------------------------------------------------------
     def resolve(self, sweep_id: str) -> str:
         """The full id of ``sweep_id`` or of the one sweep whose id starts with it."""
         pattern = sweep_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

@@ -144,11 +144,9 @@ class RunRow(TypedDict):
 
     run_id: str
     worker: str
-    #: the text ``mosaic runs`` shows
     status: str
     stalled: JsonObject | None
     env_id: str | None
-    #: step lines
     steps: int
     env_steps: int
     episodes: int
@@ -511,8 +509,7 @@ def parse_wanted(raw: str) -> list[SeriesWanted]:
     return out
 
 
-#: How the points API gives its columns: JSON numbers, or little-endian float64 in base64
-#: (what the pages ask for: a tenth of the server's time and half the bytes of JSON numbers).
+#: How the points API gives its columns: JSON numbers, or little-endian float64 in base64.
 ENCODINGS = ("json", "base64")
 
 
