@@ -329,6 +329,14 @@ def _timeout(errors: list[str], raw: Any, key: str = "trial_timeout") -> float |
     return raw
 
 
+def _unknown_keys(
+    errors: list[str], where: str, raw: Mapping[str, Any], known: tuple[str, ...]
+) -> None:
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        errors.append(f"{where}unknown key(s) {', '.join(unknown)} (known: {', '.join(known)})")
+
+
 def _int(errors: list[str], where: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         errors.append(f"{where}: give a whole number >= {minimum} (got {value!r})")
@@ -347,11 +355,7 @@ def _parse_metric(errors: list[str], raw: Any) -> Metric:
     if not isinstance(raw, dict):
         errors.append(f"metric: give an object like {{name = 'return', last = 10}} (got {raw!r})")
         return Metric()
-    unknown = sorted(set(raw) - set(_METRIC_KEYS))
-    if unknown:
-        errors.append(
-            f"metric: unknown key(s) {', '.join(unknown)} (known: {', '.join(_METRIC_KEYS)})"
-        )
+    _unknown_keys(errors, "metric: ", raw, _METRIC_KEYS)
     name = raw.get("name", "return")
     if not isinstance(name, str) or not name or len(name) > _MAX_NAME:
         errors.append(
@@ -385,12 +389,7 @@ def _parse_scheduler(errors: list[str], raw: Any) -> Asha | None:
             f"scheduler: {{type = 'asha', max_t = N}} or {{type = 'pbt', ...}} (got {raw!r})"
         )
         return None
-    unknown = sorted(set(raw) - {"type", "max_t", "grace_period", "reduction_factor"})
-    if unknown:
-        errors.append(
-            f"scheduler: unknown key(s) {', '.join(unknown)} "
-            "(known: type, max_t, grace_period, reduction_factor)"
-        )
+    _unknown_keys(errors, "scheduler: ", raw, ("type", *(f.name for f in fields(Asha))))
     if "max_t" not in raw:
         errors.append("scheduler.max_t: give the most episodes a trial may run (e.g. 100)")
     max_t = _int(errors, "scheduler.max_t", raw.get("max_t", 1), 1)
@@ -413,11 +412,7 @@ def _parse_pruner(errors: list[str], raw: Any) -> Pruner | None:
             f"(got {clip(repr(raw))})"
         )
         return None
-    unknown = sorted(set(raw) - set(_PRUNER_KEYS))
-    if unknown:
-        errors.append(
-            f"pruner: unknown key(s) {', '.join(unknown)} (known: {', '.join(_PRUNER_KEYS)})"
-        )
+    _unknown_keys(errors, "pruner: ", raw, _PRUNER_KEYS)
     max_resource = raw.get("max_resource")
     if max_resource is not None:
         max_resource = _int(errors, "pruner.max_resource", max_resource, 1)
@@ -441,9 +436,7 @@ def _parse_pbt(errors: list[str], raw: Any, space: Space) -> Pbt | None:
     if not isinstance(raw, dict):
         errors.append(f"pbt: give an object like {{generations = 4}} (got {clip(repr(raw))})")
         return None
-    unknown = sorted(set(raw) - set(_PBT_KEYS))
-    if unknown:
-        errors.append(f"pbt: unknown key(s) {', '.join(unknown)} (known: {', '.join(_PBT_KEYS)})")
+    _unknown_keys(errors, "pbt: ", raw, _PBT_KEYS)
     fractions = {}
     for key, default, high in (("quantile_fraction", 0.25, 0.5), ("resample_probability", 0.25, 1)):
         value = raw.get(key, default)
@@ -480,9 +473,7 @@ def _parse_pbt(errors: list[str], raw: Any, space: Space) -> Pbt | None:
 def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     """Check a raw spec on its own (not yet against a worker); ``SpecError`` lists it all."""
     errors: list[str] = []
-    unknown = sorted(set(raw) - set(_TOP_KEYS))
-    if unknown:
-        errors.append(f"unknown key(s) {', '.join(unknown)} (known: {', '.join(_TOP_KEYS)})")
+    _unknown_keys(errors, "", raw, _TOP_KEYS)
     base = raw.get("base", {})
     if not isinstance(base, dict):
         errors.append(f"base: give the base config as an object (got {base!r})")
