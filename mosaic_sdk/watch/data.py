@@ -468,12 +468,10 @@ class SeriesWanted(TypedDict):
     through_step: int | None
 
 
-def _step_or_none(item: object, key: str) -> tuple[bool, int | None]:
-    value = item.get(key) if isinstance(item, dict) else None
-    ok = value is None or (
+def _is_step(value: object) -> bool:
+    return value is None or (
         isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
     )
-    return ok, value if ok else None
 
 
 def parse_wanted(raw: str) -> list[SeriesWanted]:
@@ -494,15 +492,13 @@ def parse_wanted(raw: str) -> list[SeriesWanted]:
         raise ValueError(f"at most {MAX_SERIES_PER_REQUEST} series a request; got {len(items)}")
     out: list[SeriesWanted] = []
     for item in items:
-        name = item.get("name") if isinstance(item, dict) else None
-        agent = item.get("agent_id") if isinstance(item, dict) else None
-        after_ok, after = _step_or_none(item, "after_step")
-        through_ok, through = _step_or_none(item, "through_step")
+        given = item if isinstance(item, dict) else {}
+        name, agent = given.get("name"), given.get("agent_id")
+        after, through = given.get("after_step"), given.get("through_step")
         if (
             not isinstance(name, str)
             or not (agent is None or isinstance(agent, str))
-            or not after_ok
-            or not through_ok
+            or not (_is_step(after) and _is_step(through))
         ):
             raise ValueError(f"{hint}; {json.dumps(item)[:80]} is not one")
         out.append({"name": name, "agent_id": agent, "after_step": after, "through_step": through})
