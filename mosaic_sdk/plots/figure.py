@@ -230,8 +230,8 @@ def plot_runs(
     labels: list[str] = []
     if group_seeds:
         for group in group_by_seed(runs, ignore):
-            agents = _union(agents_of[r] for r in group.run_ids)
-            for agent in agents:
+            # the agents of the group's runs, each once, in the order they first come
+            for agent in dict.fromkeys(a for r in group.run_ids for a in agents_of[r]):
                 members = [curves[r, agent] for r in group.run_ids if (r, agent) in curves]
                 suffix = "" if agent is None else f" agent {agent_name(agent)}"
                 if len(members) == 1:
@@ -254,14 +254,6 @@ def plot_runs(
             add_skipped(skipped.setdefault(rid, {}), c.skipped)
     split = bool(multi_agent) and by_agent is not False
     return PlotResult(out, tuple(series), tuple(labels), skipped, multi_agent, split, left_out)
-
-
-def _union(lists: Iterable[list[AgentKey | None]]) -> list[AgentKey | None]:
-    """The agents of several runs, each once, in the order they first come."""
-    seen: dict[AgentKey | None, None] = {}
-    for agents in lists:
-        seen.update(dict.fromkeys(agents))
-    return list(seen)
 
 
 def unique_runs(store: RunStore, run_ids: Sequence[str]) -> list[RunRecord]:
