@@ -1,16 +1,12 @@
-"""Learning curves from the store: episode returns against env steps, episodes or wall time.
-
-The one module that turns stored episodes into a curve (numpy only; drawing is in
-:mod:`mosaic_sdk.plots.figure`): ``mosaic runs plot`` reads a run at once
-(:func:`learning_curve`), ``mosaic watch`` as it grows (:class:`RunningCurve`).
-"""
+"""Learning curves from the store: episode returns against env steps, episodes or wall time
+(numpy only; ``mosaic runs plot`` reads a run at once, ``mosaic watch`` as it grows)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,11 +14,9 @@ if TYPE_CHECKING:
     from mosaic_sdk.runner.storage.records import EpisodePoint
     from mosaic_sdk.runner.storage.store import RunStore
 
-XAxis = Literal["steps", "episodes", "time"]
 X_AXES: tuple[str, ...] = ("steps", "episodes", "time")
 #: The axis label of each x.
 X_LABELS = {"steps": "env steps", "episodes": "episodes", "time": "wall time (s)"}
-Spread = Literal["minmax", "std"]
 SPREADS: tuple[str, ...] = ("minmax", "std")
 
 
@@ -48,15 +42,13 @@ def skipped_text(skipped: Mapping[str, int]) -> str:
 
 
 def add_skipped(total: dict[str, int], more: Mapping[str, int]) -> dict[str, int]:
-    """``total`` with the counts of ``more`` added (returns ``total``)."""
     for key, n in more.items():
         if n:
             total[key] = total.get(key, 0) + n
     return total
 
 
-#: One agent of a multi-agent run: ``("agent", ID)``, or ``("agentless",)`` for its rows that
-#: carry no ``agent_id``.
+#: One agent of a multi-agent run: ``("agent", ID)``, or ``("agentless",)`` (no ``agent_id``).
 AgentKey = tuple[str, ...]
 NO_AGENT: AgentKey = ("agentless",)
 
@@ -66,8 +58,7 @@ def agent_key(agent_id: str | None) -> AgentKey:
     return NO_AGENT if agent_id is None else ("agent", str(agent_id))
 
 
-#: The most characters of an agent id a chart's label or a message shows (a worker may write
-#: any text as an ``agent_id``: a 1 MB one stalled matplotlib's legend layout for minutes).
+#: The most characters of an agent id a chart's label or a message shows (it may be any text).
 AGENT_NAME_MAX = 40
 
 
@@ -89,9 +80,8 @@ def run_agents(store: RunStore, run_id: str) -> list[AgentKey]:
 
 
 def top_agents(store: RunStore, run_id: str, limit: int) -> tuple[list[AgentKey], int]:
-    """At most ``limit`` agents of a run (a full id) that have episodes: those with the most
-    episodes (ties: the first in :func:`run_agents`'s order), listed in that order; and how
-    many agents with episodes the run has in all. ``([], 0)`` for a run of one agent."""
+    """The ``limit`` agents with the most episodes (in :func:`run_agents`'s order), and how
+    many agents with episodes the run has."""
     agents = [a for a in store.agents(run_id) if a["episodes"]]
     order = sorted(range(len(agents)), key=lambda i: -agents[i]["episodes"])
     kept = sorted(order[: max(0, limit)])
@@ -114,13 +104,10 @@ class CurveError(ValueError):
 
 @dataclass(frozen=True)
 class Episodes:
-    """A run's stored episodes as arrays, in the order they were written (``line_no``).
-
-    ``returns`` is NaN where the stored value is NULL, not a number or not finite (counted
-    by reason in ``skipped``); ``steps`` is 0 where the episode line had no step count
-    (``has_steps`` says whether any had one); ``seconds`` is the time from the run's start to
-    each episode line, NaN where the line had no timestamp. ``last_line``: the ``line_no`` of
-    the last episode (0 when none), where a later read goes on."""
+    """A run's stored episodes as arrays, in ``line_no`` order. ``returns``: NaN where the
+    stored value is NULL, not a number or not finite (counted by reason in ``skipped``);
+    ``steps``: 0 where the line had none; ``seconds``: from the run's start, NaN where the line
+    had no timestamp; ``last_line``: where a later read goes on (0 when none)."""
 
     run_id: str
     returns: np.ndarray
@@ -172,10 +159,8 @@ class Band:
 
 
 def episodes_from_rows(run_id: str, rows: Sequence[Sequence[float]]) -> Episodes:
-    """The :class:`Episodes` of rows of
-    :meth:`~mosaic_sdk.runner.storage.store.RunStore.episode_rows` (``(line_no, return, kind, steps,
-    seconds)``): the one place that decides which stored returns are on a curve and why the others
-    are not."""
+    """The :class:`Episodes` of rows of ``RunStore.episode_rows``: the one place that decides
+    which stored returns are on a curve and why the others are not."""
     data = np.array(rows, dtype=np.float64).reshape(-1, 5)
     lines, kind = data[:, 0], data[:, 2]
     returns, steps, seconds = data[:, 1].copy(), data[:, 3], data[:, 4]
@@ -196,9 +181,7 @@ def episodes_from_rows(run_id: str, rows: Sequence[Sequence[float]]) -> Episodes
 
 
 def read_episodes(store: RunStore, run_id: str, agent: AgentKey | None = None) -> Episodes:
-    """The episodes of ``run_id`` (an id or unique prefix) in ``store`` (a
-    :class:`~mosaic_sdk.runner.storage.store.RunStore`), as arrays; one query, one pass. ``agent``:
-    only that agent's episodes (:func:`run_agents`)."""
+    """The episodes of ``run_id`` (an id or unique prefix), of one ``agent`` or all."""
     full, started_at = store.started_at(run_id)
     return episodes_from_rows(full, _rows(store, full, started_at, 0, agent))
 
@@ -206,13 +189,9 @@ def read_episodes(store: RunStore, run_id: str, agent: AgentKey | None = None) -
 def curve_from_episodes(
     episodes: Episodes, x_axis: str = "steps", agent: AgentKey | None = None
 ) -> Curve:
-    """The learning curve of ``episodes`` against ``x_axis`` (``steps``, ``episodes``,
-    ``time``), of ``agent`` when they are one agent's. Raises :class:`CurveError` when nothing
-    is left to draw.
-
-    One point per episode with a finite return, at x = the env steps so far (the episode's
-    own included), the episodes so far, or the seconds from the run's start to the episode
-    line; the others are counted by reason (:data:`SKIP_REASONS`), never silently."""
+    """The learning curve of ``episodes`` against ``x_axis``: one point per episode with a
+    finite return (the others counted by reason, :data:`SKIP_REASONS`); :class:`CurveError`
+    when nothing is left to draw."""
     if x_axis not in X_AXES:
         raise ValueError(f"x axis {x_axis!r}: use one of {', '.join(X_AXES)}")
     run = episodes.run_id + ("" if agent is None else f" (agent {agent_name(agent)})")
@@ -253,12 +232,10 @@ def learning_curve(
 
 
 class RunningCurve:
-    """One run's curve against env steps, grown as the run goes: each :meth:`update` reads
-    only the episodes stored since the previous one (``mosaic watch`` asks every second; a run
-    of 10k episodes is read once). Its points and skipped episodes are those of
-    ``learning_curve(store, run_id, "steps")``; episodes without step counts sit at x = 0
-    (a live view draws what there is rather than refuse). Not thread-safe: one caller at a
-    time. ``agent``: the curve of one agent of a multi-agent run (:func:`run_agents`)."""
+    """One run's (or ``agent``'s) curve against env steps, grown as the run goes: each
+    :meth:`update` reads only the episodes stored since the previous one. The points of
+    ``learning_curve(store, run_id, "steps")``, but episodes without step counts sit at x = 0
+    rather than refuse. Not thread-safe."""
 
     def __init__(self, run_id: str, started_at: float, agent: AgentKey | None = None) -> None:
         self.run_id = run_id
@@ -296,9 +273,7 @@ class RunningCurve:
 
 
 def smooth(y: np.ndarray, window: int) -> np.ndarray:
-    """Trailing moving average: point i is the mean of ``y[max(0, i-window+1) : i+1]``.
-
-    ``window`` <= 1 returns ``y`` unchanged (a copy)."""
+    """Trailing moving average: point i is the mean of ``y[max(0, i-window+1) : i+1]``."""
     y = np.asarray(y, dtype=np.float64)
     if window <= 1 or len(y) == 0:
         return y.copy()
@@ -316,12 +291,8 @@ def aggregate(
     label: str = "",
     points: int = 1000,
 ) -> Band:
-    """The mean and spread of ``curves`` (each smoothed over ``window`` episodes first).
-
-    The curves are interpolated onto ``points`` evenly spaced x values over the range they
-    all cover (x from the largest first x to the smallest last x), so the mean at any x is
-    over every run. ``spread``: ``minmax`` (the band from the lowest to the highest run) or
-    ``std`` (mean plus and minus the standard deviation across runs)."""
+    """The mean and spread (``minmax`` or ``std``) of ``curves``, each smoothed over
+    ``window`` episodes, on ``points`` x values over the range all of them cover."""
     if not curves:
         raise ValueError("aggregate() needs at least one curve")
     if spread not in SPREADS:
@@ -354,9 +325,8 @@ def aggregate(
 
 
 def downsample(x: np.ndarray, y: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
-    """At most about ``points`` points of a long curve for drawing: the curve is cut into
-    ``points // 2`` buckets and each keeps its lowest and highest point (in x order), so
-    spikes stay visible. Short curves come back unchanged."""
+    """At most about ``points`` points of a long curve: each of ``points // 2`` buckets keeps
+    its lowest and highest point, so spikes stay visible."""
     n = len(x)
     if points < 4 or n <= points:
         return x, y
@@ -376,9 +346,8 @@ def downsample(x: np.ndarray, y: np.ndarray, points: int) -> tuple[np.ndarray, n
 def envelope(
     x: np.ndarray, y: np.ndarray, buckets: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(x, low, high)`` of a long curve cut into ``buckets`` runs of consecutive points:
-    each bucket's mean x and its lowest and highest y. A line through thousands of noisy
-    returns is drawn as this band (what it looks like anyway, at a fraction of the cost)."""
+    """``(x, low, high)`` of a long curve cut into ``buckets``: each one's mean x and its
+    lowest and highest y (drawn as a band instead of a line through thousands of points)."""
     n = len(x)
     buckets = max(1, min(buckets, n))
     size = math.ceil(n / buckets)

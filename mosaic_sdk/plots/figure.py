@@ -1,11 +1,6 @@
-"""Drawing learning curves to a PNG or SVG file with matplotlib, and ``plot_runs``, the
-function behind ``mosaic runs plot``.
-
-matplotlib is the SDK's ``plot`` extra (``pip install 'mosaic-worker-sdk[plot]'``); without
-it :func:`plot_runs` and :func:`render` raise :class:`~mosaic_sdk.extras.MissingExtraError`.
-The figure is drawn through matplotlib's object API on the Agg (or SVG) canvas: pyplot is
-never imported, so no global backend is chosen or changed, in a notebook either.
-"""
+"""Learning curves drawn to a PNG or SVG file (``mosaic runs plot``), with matplotlib (the
+``plot`` extra) through its object API: pyplot is never imported, so no global backend is
+chosen or changed."""
 
 from __future__ import annotations
 
@@ -41,18 +36,15 @@ FORMATS = {".png": "png", ".svg": "svg"}
 #: Points drawn per line at most (long curves are downsampled, peaks kept).
 DRAW_POINTS = 2000
 #: Raw returns of a curve longer than this are drawn as their min-max envelope in
-#: :data:`ENVELOPE_BUCKETS` buckets: a line through 10k noisy points costs Agg seconds and
-#: looks like that band anyway.
+#: :data:`ENVELOPE_BUCKETS` buckets (a line through 10k points costs Agg seconds).
 RAW_LINE_MAX = 1000
 ENVELOPE_BUCKETS = 500
-#: With ``by_agent``, the most agents of one run drawn (those with the most episodes; the
-#: legend holds 20 series): 100k agents were 100k queries and lines, minutes of drawing.
+#: With ``by_agent``, the most agents of one run drawn (those with the most episodes).
 MAX_AGENT_CURVES = 20
 _FEATURE = "mosaic runs plot"
 
 
 def plot_format(path: str | Path) -> str:
-    """``"png"`` or ``"svg"`` for ``path``'s suffix; ValueError for any other suffix."""
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(f"cannot tell the picture format of {str(path)!r}: name it .png or .svg")
@@ -72,16 +64,13 @@ class PlotResult:
     path: Path
     series: tuple[Curve | Band, ...]
     labels: tuple[str, ...]
-    #: The runs that have episodes without a point (by run id: counts by reason; see
-    #: :func:`~mosaic_sdk.plots.curves.skipped_text`). The figure says so too.
+    #: The runs that have episodes without a point (by run id: counts by reason).
     skipped: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    #: The runs with several agents (by run id: the names of at most :data:`MAX_AGENT_CURVES`
-    #: of them, those with the most episodes), split or not.
+    #: The runs with several agents (by run id: the names of those drawn), split or not.
     multi_agent: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Whether those runs were drawn one curve per agent.
     split_by_agent: bool = False
-    #: With ``by_agent``, the runs with more agents than :data:`MAX_AGENT_CURVES` (by run id:
-    #: ``(drawn, agents)``, the agents that have episodes).
+    #: The runs with more agents than :data:`MAX_AGENT_CURVES` (by run id: ``(drawn, agents)``).
     agents_left_out: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
@@ -100,21 +89,18 @@ def render(
     size: tuple[float, float] = (9.0, 5.0),
     dpi: int = 110,
 ) -> Path:
-    """Draw ``series`` into ``path`` (.png or .svg) and return the path.
-
-    A :class:`Curve` is drawn raw (faint when smoothed; a curve of more than
-    :data:`RAW_LINE_MAX` points as its min-max envelope) and smoothed over ``window``
-    episodes; a :class:`Band` as its mean line over a shaded spread. The file appears whole
-    or not at all (it is written beside and renamed). A series with skipped episodes says so
-    in its legend entry (how many, and why); without a legend (over 20 series), a note in the
-    chart's corner gives the total."""
+    """Draw ``series`` into ``path`` (.png or .svg): curves raw and smoothed over ``window``
+    episodes, bands as a mean line over a shaded spread. Skipped episodes are told in the
+    legend, or over 20 series (no legend) in a note in the corner."""
     plot_format(path)  # a wrong suffix fails before anything is drawn
     if not series:
         raise ValueError("nothing to plot: no curves")
     figure_mod = require_matplotlib()
     import matplotlib  # optional: the plot extra (require_matplotlib said how to get it)
 
-    given = labels if labels is not None else [_default_label(item) for item in series]
+    given = labels
+    if given is None:
+        given = [s.label if isinstance(s, Band) else s.run_id for s in series]
     names = [literal(_with_skipped(n, item)) for n, item in zip(given, series, strict=True)]
     fig = figure_mod.Figure(figsize=size, dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
@@ -144,9 +130,8 @@ def render(
 
 
 def save_figure(fig: Any, path: str | Path, title: str) -> Path:
-    """Write a matplotlib ``Figure`` to ``path`` (.png or .svg, by its suffix): written
-    beside and renamed, so the file appears whole or not at all; an SVG carries no date
-    (the same figure gives the same file)."""
+    """Write a matplotlib ``Figure`` to ``path`` whole or not at all (written beside and
+    renamed); an SVG carries no date (the same figure gives the same file)."""
     import matplotlib  # optional: the plot extra (a Figure given here means it is installed)
 
     fmt = plot_format(path)
@@ -171,10 +156,6 @@ def literal(text: str) -> str:
 def _with_skipped(name: str, item: Curve | Band) -> str:
     text = skipped_text(item.skipped)
     return f"{name} [{text}]" if text else name
-
-
-def _default_label(item: Curve | Band) -> str:
-    return item.label if isinstance(item, Band) else item.run_id
 
 
 def draw_curve(ax: Any, curve: Curve, name: str, color: str, window: int) -> None:
@@ -216,21 +197,12 @@ def plot_runs(
     ignore: Iterable[str] = DEFAULT_IGNORED,
     title: str | None = None,
 ) -> PlotResult:
-    """Draw the learning curves of ``run_ids`` (ids or unique prefixes) of ``store`` (a
-    :class:`~mosaic_sdk.runner.storage.store.RunStore`, read-only is enough) into ``path``.
+    """Draw the learning curves of ``run_ids`` (ids or unique prefixes) into ``path``.
 
-    With ``group_seeds``, runs of one worker whose configs are equal apart from ``ignore``
-    (``seed`` and ``run_id`` by default) become one mean line over a ``spread`` band
-    (``minmax`` or ``std``); a group of one run is drawn as a plain curve. With ``by_agent``
-    (the default, ``None``, for every run that has several agents), a multi-agent run is
-    drawn as one curve per agent (x counts that agent's own steps; at most
-    :data:`MAX_AGENT_CURVES` agents of a run, those with the most episodes: the others are
-    counted in :attr:`PlotResult.agents_left_out`), and with ``group_seeds``
-    too, one band per group and agent; ``by_agent=False`` draws the episodes of all its agents
-    as one curve (in a zero-sum game their returns cancel). Raises
-    :class:`~mosaic_sdk.runner.storage.store.UnknownRunError`,
-    :class:`~mosaic_sdk.plots.curves.CurveError` (a run without episodes), ValueError (a
-    suffix other than .png/.svg) or MissingExtraError (no matplotlib), before writing."""
+    ``group_seeds``: runs whose configs are equal apart from ``ignore`` become one mean line
+    over a ``spread`` band. ``by_agent`` (``None``: for runs with several agents): one curve
+    per agent, at most :data:`MAX_AGENT_CURVES` a run. Raises ``UnknownRunError``,
+    ``CurveError``, ValueError (not .png/.svg) or MissingExtraError before writing."""
     plot_format(path)
     require_matplotlib()
     if window < 1:
@@ -258,8 +230,8 @@ def plot_runs(
     labels: list[str] = []
     if group_seeds:
         for group in group_by_seed(runs, ignore):
-            agents = _union(agents_of[r] for r in group.run_ids)
-            for agent in agents:
+            # the agents of the group's runs, each once, in the order they first come
+            for agent in dict.fromkeys(a for r in group.run_ids for a in agents_of[r]):
                 members = [curves[r, agent] for r in group.run_ids if (r, agent) in curves]
                 suffix = "" if agent is None else f" agent {agent_name(agent)}"
                 if len(members) == 1:
@@ -282,14 +254,6 @@ def plot_runs(
             add_skipped(skipped.setdefault(rid, {}), c.skipped)
     split = bool(multi_agent) and by_agent is not False
     return PlotResult(out, tuple(series), tuple(labels), skipped, multi_agent, split, left_out)
-
-
-def _union(lists: Iterable[list[AgentKey | None]]) -> list[AgentKey | None]:
-    """The agents of several runs, each once, in the order they first come."""
-    seen: dict[AgentKey | None, None] = {}
-    for agents in lists:
-        seen.update(dict.fromkeys(agents))
-    return list(seen)
 
 
 def unique_runs(store: RunStore, run_ids: Sequence[str]) -> list[RunRecord]:

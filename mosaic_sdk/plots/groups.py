@@ -28,9 +28,7 @@ DEFAULT_IGNORED: tuple[str, ...] = ("seed", "run_id")
 
 
 class ConfiguredRun(TypedDict):
-    """What grouping reads of a run: a :class:`~mosaic_sdk.runner.storage.records.RunRecord`
-    (as :meth:`RunStore.get_run <mosaic_sdk.runner.storage.store.RunStore.get_run>` returns
-    it) is one."""
+    """What grouping reads of a run (a stored ``RunRecord`` is one)."""
 
     run_id: str
     worker: str
@@ -80,44 +78,30 @@ def group_key(worker: str, params: Mapping[str, JsonValue]) -> str:
 def group_by_seed(
     runs: Iterable[ConfiguredRun], ignore: Iterable[str] = DEFAULT_IGNORED
 ) -> list[SeedGroup]:
-    """Group ``runs`` (mappings with ``run_id``, ``worker`` and ``config``, as
-    :meth:`RunStore.get_run <mosaic_sdk.runner.storage.store.RunStore.get_run>` returns them) by
-    worker and config apart from ``ignore``; groups in the order their first run comes, runs in the
-    order given. Each group's label names the worker and the params whose values differ
-    between the groups. ``ignore`` keys are left out at any depth (by default ``seed`` and
-    ``run_id``: the config a run stores holds its own id)."""
+    """Group ``runs`` by worker and config apart from ``ignore`` (keys at any depth), in the
+    order their first run comes; a group's label names the worker and the params whose values
+    differ between the groups."""
     skip = tuple(ignore)
-    order: list[str] = []
     members: dict[str, list[ConfiguredRun]] = {}
     params_of: dict[str, tuple[str, dict[str, JsonValue]]] = {}
     for run in runs:
         worker = str(run["worker"])
         params = flatten(run.get("config"), skip)
         key = group_key(worker, params)
-        if key not in members:
-            order.append(key)
-            members[key] = []
-            params_of[key] = (worker, params)
-        members[key].append(run)
-    differing = _differing_keys([params_of[k][1] for k in order])
-    several_workers = len({params_of[k][0] for k in order}) > 1
+        params_of.setdefault(key, (worker, params))
+        members.setdefault(key, []).append(run)
+    differing = _differing_keys([params for _, params in params_of.values()])
+    several_workers = len({worker for worker, _ in params_of.values()}) > 1
     groups = []
-    for key in order:
-        worker, params = params_of[key]
+    for key, (worker, params) in params_of.items():
         shown = [f"{k}={_short(params[k])}" for k in differing if k in params]
-        if not shown and len(order) > 1 and not several_workers:
+        if not shown and len(params_of) > 1 and not several_workers:
             shown = ["(no config)"]
         label = " ".join([worker, ", ".join(shown)]).strip()
         runs_here = members[key]
-        groups.append(
-            SeedGroup(
-                worker=worker,
-                params=params,
-                run_ids=tuple(str(r["run_id"]) for r in runs_here),
-                label=label,
-                seeds=tuple((r.get("config") or {}).get("seed") for r in runs_here),
-            )
-        )
+        run_ids = tuple(str(r["run_id"]) for r in runs_here)
+        seeds = tuple((r.get("config") or {}).get("seed") for r in runs_here)
+        groups.append(SeedGroup(worker, params, run_ids, label, seeds))
     return groups
 
 

@@ -63,10 +63,8 @@ def series_curve(
     x_axis: str = "step",
     buckets: int | None = None,
 ) -> tuple[Curve | None, int]:
-    """The finite points of one series of ``run`` as a :class:`Curve` (x: its steps, or
-    seconds since the run started) and how many were not finite; None when none is.
-    ``buckets``: a long series is read downsampled to that many step ranges (each one's
-    lowest and highest point: :meth:`RunStore.series_columns`), for a picture only."""
+    """The finite points of one series of ``run`` as a :class:`Curve` and how many were not
+    finite; None when none is. ``buckets``: read downsampled to that many step ranges."""
     points = store.series_columns(run["run_id"], name, agent_id, buckets=buckets)
     y = points.values
     if x_axis == "step":
@@ -88,10 +86,8 @@ def series_curve(
 def series_mean_curve(
     store: RunStore, run: RunRecord, name: str, agent_id: str | None, buckets: int
 ) -> tuple[Curve | None, int]:
-    """One series of ``run`` at a picture's resolution: the mean of each of ``buckets``
-    equal step ranges (:meth:`RunStore.series_means`, read from the store's block
-    summaries), at the mean step of its values, and how many values were not finite; None
-    when no value is."""
+    """One series of ``run`` as the means of ``buckets`` equal step ranges
+    (:meth:`RunStore.series_means`), and how many values were not finite; None when none is."""
     means = store.series_means(run["run_id"], name, agent_id, buckets=buckets)
     if not len(means):
         return None, means.not_finite
@@ -112,16 +108,10 @@ def plot_metrics(
     ignore: Iterable[str] = DEFAULT_IGNORED,
     title: str | None = None,
 ) -> MetricsPlot:
-    """Draw the series of ``run_ids`` whose names match any of ``patterns`` (fnmatch globs:
-    ``losses/*``) into ``path``, one panel per name, one line per run (and agent) against
-    the series' step or the wall time since the run started; with ``group_seeds``, runs
-    whose configs differ only by seed become one mean line over a band. A long series drawn
-    unsmoothed is read downsampled to :data:`PICTURE_BUCKETS` step ranges (extremes, or
-    means for seed groups against steps); smoothing and groups against wall time read every
-    point. Points that are NaN or infinite are not drawn; the legend counts them. Raises
-    :class:`~mosaic_sdk.plots.curves.CurveError` when no series matches (naming the ones the
-    runs have), ValueError for a wrong suffix or x axis, MissingExtraError without
-    matplotlib, all before writing."""
+    """Draw the series of ``run_ids`` whose names match any of ``patterns`` (fnmatch globs)
+    into ``path``, one panel per name, one line per run (and agent), or with ``group_seeds``
+    one mean line over a band per group. Non-finite points are counted in the legend. Raises
+    ``CurveError`` (no series matches), ValueError or MissingExtraError before writing."""
     plot_format(path)
     figure_mod = require_matplotlib()
     if x_axis not in METRIC_X_AXES:

@@ -40,17 +40,11 @@ class _Attempt:
 
 
 class Collector:
-    """Store the messages of remote trial attempts. Thread-safe.
-
-    Messages, keyed by the attempt's run id, in order: ``("start", run_id, info)`` (trial
-    key, params, config, argv, node, worker pid, run dir, ``parent_run_id``), ``("pid",
-    run_id, pid)``, ``("out"|"err", run_id, lines, partial)`` (stdout or stderr lines, bytes
-    without newlines), ``("health", run_id, change)`` (a stall the node noticed, stored as a
-    ``stalled`` event) and ``("end", run_id, info)`` (exit code, stop reason and limit,
-    ``timed_out`` or ``stalled``, stderr tail, warnings, and ``pruned``: the objective's
-    ``(value, step)`` when a pruner stopped it). Each attempt is an ordinary run with its own
-    ``RunRecorder`` (same rows, status and plugin hooks, in the driver's process); one whose
-    messages stop without ``end`` is closed by :meth:`lost` as ``failed``."""
+    """Store the messages of remote trial attempts (thread-safe), by run id in order:
+    ``("start", run_id, info)``, ``("pid", run_id, pid)``, ``("out"|"err", run_id, lines,
+    partial)``, ``("health", run_id, change)`` and ``("end", run_id, info)``. Each attempt is
+    an ordinary run with its own ``RunRecorder``; one whose messages stop without ``end`` is
+    closed by :meth:`lost`."""
 
     def __init__(
         self,
@@ -67,8 +61,7 @@ class Collector:
         stall_after: float | None = None,
     ) -> None:
         self.store_path = Path(store_path)
-        #: The stall limit of the attempts' recorders here (None: 3 declared heartbeat
-        #: intervals, marked only; 0 when the trials' nodes enforce ``trial_stall_after``).
+        #: The attempts' stall limit here (0 when the trials' nodes enforce it).
         self.stall_after = stall_after
         self.worker = worker
         self.sweep_id = sweep_id
@@ -77,7 +70,6 @@ class Collector:
         self.pruner = pruner
         self.report = report
         self.batch_lines = batch_lines
-        #: The plugin manager whose observers and event hooks hear of every attempt.
         self.pm = pm
         self.warn = warn
         self.runs = RunStore(self.store_path)
@@ -86,8 +78,6 @@ class Collector:
         self._lock = threading.Lock()
         #: Set by the engine when the whole sweep is being cancelled (Ctrl-C).
         self.sweep_cancelled = False
-        #: Lines received per attempt (for the ingest benchmark and the tests).
-        self.lines_received = 0
 
     def close(self) -> None:
         """Release the store (and the writers of attempts left open, whose end is unknown)."""
@@ -113,7 +103,6 @@ class Collector:
                 continue
             if kind == "out":
                 attempt.recorder.add_stdout(msg[2], msg[3])
-                self.lines_received += len(msg[2])
             elif kind == "pid":
                 self.runs.set_worker_pid(run_id, msg[2])
             elif kind == "err":
@@ -160,7 +149,6 @@ class Collector:
                 outcome = Outcome("failed", why, event)
             self._close(attempt, attempt.recorder.finish(outcome, None), stopped_early=False)
 
-    # -- per message ------------------------------------------------------------------------
     def _start(self, run_id: str, info: dict[str, Any]) -> None:
         self.runs.create_run(
             run_id,
@@ -178,9 +166,8 @@ class Collector:
             node=info["node"],
             parent_run_id=info.get("parent_run_id"),
         )
-        # One writer per attempt, all on the driver's one store: they take turns at SQLite's
-        # write lock, so wait for it inside SQLite (BUSY_WAIT) rather than in the writer's
-        # backoff, which is made for another process holding the lock for long.
+        # One writer per attempt on one store: they take turns at SQLite's write lock, so wait
+        # for it inside SQLite (BUSY_WAIT) rather than in the writer's backoff.
         recorder = RunRecorder(
             self.runs,
             run_id,
@@ -205,12 +192,8 @@ class Collector:
         )
         stopped = bool(info.get("cancel_reason")) and not self.sweep_cancelled
         pruned = info.get("pruned")
-        self._close(
-            attempt,
-            end,
-            stopped_early=stopped,
-            pruned=(float(pruned[0]), int(pruned[1])) if stopped and pruned else None,
-        )
+        pruned = (float(pruned[0]), int(pruned[1])) if stopped and pruned else None
+        self._close(attempt, end, stopped_early=stopped, pruned=pruned)
 
     def _close(
         self,

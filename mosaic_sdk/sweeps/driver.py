@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +56,8 @@ def check_spec(
 
 
 def check_engine(spec: SweepSpec, engine: str, handle: WorkerHandle | None = None) -> str:
-    """The sampler the sweep runs on ``engine`` (``SpecError`` when it cannot run there).
-    Population-based training also needs a worker that checkpoints and takes a checkpoint to
-    resume from in its config (``pbt.resume_key``)."""
+    """The sampler the sweep runs on ``engine`` (``SpecError`` when it cannot run there, or
+    PBT's worker does not checkpoint or lacks ``pbt.resume_key``)."""
     sampler = check_sampler(spec, engine)
     if spec.pbt is not None and handle is not None:
         _, capabilities = handle.describe()
@@ -94,11 +93,8 @@ def run_sweep(
     report: Callable[[str], None] = print,
     ray_options: Mapping[str, Any] | None = None,
 ) -> SweepResult:
-    """Run a sweep of ``worker`` (a name, or a handle whose plugin manager's observers and
-    event hooks hear of every trial) to the end (see the module docstring).
-
-    Raises :class:`SpecError` (bad spec), ``PluginError`` (unknown worker) or ``StoreError``
-    before anything starts."""
+    """Run a sweep of ``worker`` (a name, or a handle whose plugins hear of every trial) to
+    the end; :class:`SpecError`, ``PluginError`` or ``StoreError`` before anything starts."""
     if engine not in ENGINES:
         raise SpecError([f"--engine {engine!r}: give one of {', '.join(ENGINES)}"])
     if store is None:
@@ -120,8 +116,6 @@ def run_sweep(
                     [f"--resume {resume}: that sweep ran on --engine {row['engine']}; give it"]
                 )
             handle, spec = check_spec(worker, row["spec"])
-            if "sampler" not in row["spec"]:  # stored before samplers: its trials were a grid
-                spec = replace(spec, sampler="grid")
             sampler = check_engine(spec, engine, handle)
             lost = sweeps.mark_lost(sweep_id)
             sweeps.set_status(sweep_id, "running")

@@ -61,7 +61,7 @@ class ListSource:
 
 
 class LocalEngine:
-    """Run ``trials`` of one sweep (see the module docstring)."""
+    """Run the trials of one sweep."""
 
     def __init__(
         self,
@@ -91,7 +91,6 @@ class LocalEngine:
         self._pruned: dict[str, tuple[float, int, str]] = {}
         self.errors: list[str] = []
 
-    # -- control ----------------------------------------------------------------------------
     def cancel(self, reason: str = "the sweep was cancelled") -> None:
         """Start no more trials; cancel the running ones (a second call kills them)."""
         with self._lock:
@@ -103,32 +102,27 @@ class LocalEngine:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.cancel(f"{signal.Signals(signum).name} received by mosaic sweep")
 
-    # -- the sweep --------------------------------------------------------------------------
     def run(self, trials: list[Trial] | TrialSource) -> None:
         """Run ``trials`` (a list, or a source asked as threads free up) to the end (or until
         cancelled)."""
         self._source = ListSource(trials) if isinstance(trials, list) else trials
-        restore = self._install_signal_handlers()
+        restore = install_stop_handlers(self._on_signal)
         threads = [
             threading.Thread(target=self._pool_thread, name=f"mosaic-sweep-{i}", daemon=True)
             for i in range(min(self.spec.trials_at_once, self._source.total))
         ]
-        pruner = self.spec.pruner
-        monitor = None
-        if pruner is not None:
-            monitor = threading.Thread(
-                target=self._monitor, args=(threads, pruner.interval), daemon=True
+        if self.spec.pruner is not None:  # joined with the pool (it ends with it)
+            threads.append(
+                threading.Thread(
+                    target=self._monitor, args=(threads[:], self.spec.pruner.interval), daemon=True
+                )
             )
         try:
             for t in threads:
                 t.start()
-            if monitor is not None:
-                monitor.start()
             for t in threads:
                 while t.is_alive():  # join with a timeout: signals are handled meanwhile
                     t.join(0.2)
-            if monitor is not None:
-                monitor.join()
         finally:
             restore()
 
@@ -219,9 +213,9 @@ class LocalEngine:
                 metric: float | None = pruned[0]  # the value it was stopped at
             else:
                 metric = self.sweeps.metric_of_run(result.run_id, self.spec.metric)
-            values: list[float | None] = [metric]
-            for other in self.spec.objectives[1:]:  # several objectives: the study takes all
-                values.append(self.sweeps.metric_of_run(result.run_id, other))
+            # several objectives: the study takes all
+            others = [self.sweeps.metric_of_run(result.run_id, m) for m in self.spec.objectives[1:]]
+            values = [metric, *others]
             self.sweeps.finish_attempt(result.run_id, status, metric, error)
             self._source.finished(trial.key, status, metric, values)
         shown = "-" if metric is None else f"{metric:.4g}"
@@ -236,9 +230,6 @@ class LocalEngine:
             f"trial {trial.key} {status}{why}: {self.spec.metric.name} {shown}, "
             f"{played}; params {trial.params}; run {result.run_id}"
         )
-
-    def _install_signal_handlers(self) -> Callable[[], None]:
-        return install_stop_handlers(self._on_signal)
 
 
 __all__ = ["LocalEngine"]

@@ -26,8 +26,7 @@ from mosaic_sdk.sweeps.store import SweepStore
 CONNECT_TIMEOUT = 30.0
 #: Longest the probe that joins first (see ``RayEngine._probe``) may take to import Ray (s).
 IMPORT_WAIT = 60.0
-#: Ray's switch (read by ``ray._private.services.get_node_ip_address``) that stops it from
-#: replacing 127.0.0.1 with this machine's other address, in this process and its children.
+#: Ray's switch that stops it from replacing 127.0.0.1 with this machine's other address.
 _RAY_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
@@ -68,11 +67,9 @@ def is_loopback(host: str) -> bool:
 
 @contextlib.contextmanager
 def loopback_ray() -> Iterator[None]:
-    """Keep Ray on 127.0.0.1: by default it replaces a loopback address (of ``ray.init``'s
-    address or node IP) with this machine's outward address, so a head node started with
-    ``--node-ip-address 127.0.0.1`` cannot be joined as ``127.0.0.1:PORT``, and a local
-    instance listens on the network. Ray reads its switch at import: the module's constant is
-    set as well as the environment (for the processes the instance starts)."""
+    """Keep Ray on 127.0.0.1 (by default it replaces a loopback address with this machine's
+    outward one): the module's constant (read at import) and the environment (for the
+    processes the instance starts)."""
     from ray._private import ray_constants  # the ray extra: only when the engine runs
 
     old_env = os.environ.get(_RAY_LOOPBACK_ENV)
@@ -92,7 +89,7 @@ def loopback_ray() -> Iterator[None]:
 
 
 class RayEngine:
-    """Run one sweep through Ray Tune (see the module docstring)."""
+    """Run one sweep through Ray Tune."""
 
     def __init__(
         self,
@@ -131,12 +128,8 @@ class RayEngine:
 
     def run(self, resume: bool = False) -> bool:
         """Run the sweep to its end; True when it was interrupted. ``ClusterUnreachable``
-        when the cluster of ``address`` cannot be joined within ``connect_timeout``.
-
-        A local instance (no ``address``) listens on 127.0.0.1 only, in a temp dir of its
-        own (``mosaic-ray-*``) watched by a process that ends it and removes the dir if this
-        one dies (:mod:`~mosaic_sdk.sweeps.ray_instance`); at a clean end this process does
-        it. Tune's state (``storage_dir``) is owner-only, as the store."""
+        when the cluster of ``address`` cannot be joined within ``connect_timeout``; without
+        one, a local instance on 127.0.0.1 (:mod:`~mosaic_sdk.sweeps.ray_instance`)."""
         import ray  # the ray extra, slow to import: only when the engine runs
 
         # Optional: these import Ray, the sweeps-ray extra.
@@ -194,7 +187,6 @@ class RayEngine:
     def _connect(self) -> None:
         """Join the cluster at ``address`` within ``connect_timeout`` or raise
         ``ClusterUnreachable`` (one sentence, what to try)."""
-
         address = str(self.address)
         target = cluster_target(address)
         hint = (
@@ -224,11 +216,12 @@ class RayEngine:
                     "RAY_AUTH_MODE=token and give the cluster's token in ~/.ray/auth_token, "
                     "RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN"
                 )
+            if failure is None:
+                failure = self._init(address)
             if failure is not None:
                 raise ClusterUnreachable(
                     f"cannot join the Ray cluster at {address} ({failure}); {hint}"
                 )
-            self._init(address, hint)
 
     def _probe(self, address: str) -> str | None:
         """Join the cluster from a child process first, within ``connect_timeout``: Ray's
@@ -257,7 +250,8 @@ class RayEngine:
         said = [line.strip() for line in err.splitlines() if line.strip()]
         return said[-1][:300] if said else f"the probe exited with {proc.returncode}"
 
-    def _init(self, address: str, hint: str) -> None:
+    def _init(self, address: str) -> str | None:
+        """``ray.init`` of the cluster; None when it joined, otherwise why not."""
         import ray  # the ray extra, slow to import: only when the engine runs
 
         with _deadline(self.connect_timeout):
@@ -266,16 +260,10 @@ class RayEngine:
             except (_TimedOut, ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
                 if ray.is_initialized():
                     ray.shutdown()
-                why = (
-                    f"no answer within {self.connect_timeout:g} s"
-                    if isinstance(exc, _TimedOut)
-                    else str(exc).strip().splitlines()[0]
-                    if str(exc).strip()
-                    else type(exc).__name__
-                )
-                raise ClusterUnreachable(
-                    f"cannot join the Ray cluster at {address} ({why}); {hint}"
-                ) from None
+                if isinstance(exc, _TimedOut):
+                    return f"no answer within {self.connect_timeout:g} s"
+                return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return None
 
     def _run(self, collector: Collector, resume: bool) -> bool:
         from ray import tune  # the ray extra, slow to import: only when the engine runs
@@ -286,8 +274,7 @@ class RayEngine:
 
         # A trial reports its metric once it has episodes: results before that lack it.
         os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
-        # Tune's own progress tables would mix with our output (and --json): verbose=0 is
-        # silent only in its classic reporter.
+        # Tune's progress tables would mix with our output: verbose=0 silences the classic one.
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
         while not NOTICES.empty():  # left by an earlier sweep of this process
             NOTICES.get_nowait()
@@ -305,8 +292,7 @@ class RayEngine:
         trainable = tune.with_resources(
             tune.with_parameters(MosaicTrial, setup_args=setup_args), {"cpu": self.trial_cpus}
         )
-        # Tune's state, from its first file on (the Tuner writes tuner.pkl when it is made):
-        # owner-only, as the store. A driver killed by SIGKILL never restricts it afterwards.
+        # Tune's state, from its first file (tuner.pkl) on: owner-only, as the store.
         old_umask = os.umask(0o077)
         try:
             if resume:
@@ -367,9 +353,7 @@ class RayEngine:
                 stop=setup.stop,
                 failure_config=tune.FailureConfig(max_failures=spec.max_failures),
                 # No periodic checkpoints: a retried attempt starts its worker anew, so the
-                # nodes need no storage shared with the driver. PBT saves a generation's
-                # checkpoint when it hands it to another trial (storage_dir then must be
-                # reachable from every node).
+                # nodes need no storage shared with the driver (PBT saves its own).
                 checkpoint_config=tune.CheckpointConfig(
                     checkpoint_frequency=0, checkpoint_at_end=False
                 ),
@@ -378,7 +362,6 @@ class RayEngine:
             ),
         )
 
-    # -- the inbox ---------------------------------------------------------------------------
     def _pump(self, inbox: Any, collector: Collector, stop: threading.Event) -> None:
         import ray  # the ray extra, slow to import: only when the engine runs
 
@@ -438,11 +421,10 @@ class RayEngine:
         return restore
 
 
-#: The child that tries to join a cluster before this process does (see ``_probe``).
 #: What the probe says last when the cluster refused its token (Ray itself only says "Failed
 #: to connect", and puts the reason in the exception's cause).
 _AUTH_REFUSED = "token authentication refused"
-
+#: The child that tries to join a cluster before this process does (see ``_probe``).
 _PROBE = f"""
 import sys
 try:
@@ -464,15 +446,12 @@ ray.shutdown()
 
 
 def token_auth_on_this_machine() -> None:
-    """Joining a cluster of this machine (a loopback address), do what Ray does for ``auto``:
-    with ``RAY_AUTH_MODE`` unset and a token at hand (``~/.ray/auth_token``...), use token
-    authentication, as Ray 2.60's ``ray start --head`` does by default. Ray never does it
-    for an explicit address, so that a token is not sent to another machine; a loopback
-    address is this one. In this process and the processes it starts (the probe)."""
+    """Joining a cluster of this machine (a loopback address), do what Ray does for ``auto``
+    (never for an explicit address, so that a token is not sent to another machine): with
+    ``RAY_AUTH_MODE`` unset and a token at hand, use token authentication."""
     if os.environ.get("RAY_AUTH_MODE") is not None:
         return
     try:
-        # a Ray without it raises ImportError
         from ray._private.authentication.authentication_token_setup import (
             maybe_enable_token_auth_if_token_available,
         )

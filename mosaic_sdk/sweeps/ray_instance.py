@@ -1,9 +1,9 @@
 """The local Ray instance a ``ray`` sweep starts for itself: what belongs to it, how it ends,
-and the watchdog that ends it when the driver cannot.
-"""
+and the watchdog that ends it when the driver cannot."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
@@ -97,13 +97,9 @@ def end_instance(
     temp_dir: str | Path, wait: float = TERM_WAIT, known: dict[int, int] | None = None
 ) -> int:
     """End every process of the instance in ``temp_dir`` (SIGTERM, SIGKILL after ``wait``);
-    returns how many there were. Nothing else is signalled.
-
-    A process found once (here, or by the watchdog while the driver lived: ``known``, see
-    :func:`remember`) is signalled until it is gone, even when it no longer looks like the
-    instance's. Ray's agents rename themselves (``ray::DashboardAgent``) and share the
-    raylet's fate only after a minute: when the driver is SIGKILLed its raylet dies at once,
-    and the orphaned agents neither name the temp dir nor descend from a process that does."""
+    returns how many there were. A process found once (``known``, see :func:`remember`) is
+    signalled until it is gone even when it no longer looks like the instance's: Ray's
+    orphaned agents rename themselves and no longer descend from a process that names it."""
     known = {} if known is None else known
     ended: set[int] = set()
     for signum, pause in ((signal.SIGTERM, wait), (signal.SIGKILL, 0.2), (signal.SIGKILL, 0.5)):
@@ -111,11 +107,9 @@ def end_instance(
         if not pids:
             break
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signum)
                 ended.add(pid)
-            except OSError:
-                pass
         deadline = time.monotonic() + pause
         while time.monotonic() < deadline and remember(temp_dir, known):
             time.sleep(0.05)
@@ -146,8 +140,7 @@ def start_watchdog(temp_dir: str | Path, remove: bool) -> subprocess.Popen[bytes
 
 def stop_watchdog(proc: subprocess.Popen[bytes]) -> None:
     """Stop a watchdog after a clean end (it leaves everything as it is)."""
-    if proc.poll() is None:
-        proc.terminate()
+    proc.terminate()  # a no-op once it has ended
     try:
         proc.wait(5)
     except subprocess.TimeoutExpired:

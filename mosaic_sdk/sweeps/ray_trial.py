@@ -5,6 +5,7 @@ the driver, its metric reported to Tune as episodes arrive. Imports Ray (the ``r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import queue
 import shutil
@@ -36,11 +37,10 @@ if TYPE_CHECKING:
 #: Send a batch of lines to the driver when it is this old (s) or this long (lines).
 FLUSH_AFTER = 0.1
 FLUSH_LINES = 2000
-#: Longest a ``step()`` waits for a new episode before reporting anyway (s): Tune's calls to
-#: the trial (``stop`` included) wait for the running ``step()``.
+#: Longest a ``step()`` waits for a new episode before reporting anyway (s): Tune's ``stop``
+#: waits for it.
 STEP_WAIT = 0.5
-#: Why a trial's worker is stopped before its end (Tune stops a trial for its scheduler, or
-#: because the sweep was interrupted; the driver tells the two apart).
+#: Why a trial's worker is stopped before its end (its scheduler, or the sweep interrupted).
 STOP_REASON = "stopped by Ray Tune"
 OBJECTIVE_KEY = objective_key(0)
 
@@ -106,8 +106,8 @@ class MosaicTrial(tune.Trainable):
         self.objectives = list(self.spec.objectives or (self.spec.metric,))
         self.search: str = setup_args.get("search", "list")
         self.grace = setup_args["grace"]
-        #: ASHA stops a trial whose time reaches ``max_t``: until the worker ends, at most
-        #: ``max_t - 1`` episodes are reported, so a trial that runs its full length completes.
+        #: ASHA stops a trial at ``max_t``: at most ``max_t - 1`` episodes are reported until
+        #: the worker ends, so a trial that runs its full length completes.
         self.max_t: int | None = setup_args.get("max_t")
         self.runs_dir = setup_args.get("runs_dir")
         self.handle = resolve_worker(setup_args["worker"])
@@ -126,9 +126,8 @@ class MosaicTrial(tune.Trainable):
             self._start_run()
 
     def _params(self, config: dict[str, Any]) -> dict[str, Any]:
-        """The trial's parameters: its config (the list of trials, or PBT's perturbed one), or
-        the study's values made the worker's (a learning sampler; the Repeater's index picks
-        the seed)."""
+        """The trial's parameters: its config (the list of trials, or PBT's), or the study's
+        values made the worker's (the Repeater's index picks the seed)."""
         if self.search == "list":
             return {k: v for k, v in config.items() if k not in (TRIAL_INDEX, LIST_INDEX)}
         params = params_of(self.spec, config)
@@ -188,7 +187,6 @@ class MosaicTrial(tune.Trainable):
         self.thread.start()
         self._started.wait()
 
-    # -- the supervision thread (starts, reads and reaps the worker) -------------------------
     def _supervise(self) -> None:
         exit_code: int | None = None
         start_error: str | None = None
@@ -234,7 +232,6 @@ class MosaicTrial(tune.Trainable):
                 self._cond.notify_all()
 
     def send(self, message: tuple[Any, ...]) -> None:
-
         ray.get(self.inbox.put.remote(message))  # one at a time: the driver sees them in order
 
     def add_lines(self, lines: list[bytes]) -> None:
@@ -257,7 +254,6 @@ class MosaicTrial(tune.Trainable):
                     self.last = value
         return result
 
-    # -- Tune's side -------------------------------------------------------------------------
     def step(self) -> dict[str, Any]:
         if self.spec.pbt is not None:
             return self._generation()
@@ -322,11 +318,7 @@ class MosaicTrial(tune.Trainable):
         shutil.rmtree(self._own_dir, ignore_errors=True)
 
 
-__all__ = ["MosaicTrial"]
-
-
-#: Trials whose attempt ended without its own ``end`` message, from :class:`LostAttempts` (Tune
-#: calls it in the driver) to the engine: ``(trial_id, why)``.
+#: ``(trial_id, why)`` of attempts that died, from :class:`LostAttempts` to the engine.
 NOTICES: queue.Queue[tuple[str, str]] = queue.Queue()
 
 
@@ -351,7 +343,6 @@ class _Inbox:
     that waits (the trial's reader, then its worker, wait with it: nothing is dropped)."""
 
     def __init__(self, max_items: int) -> None:
-
         self.items: list[object] = []
         self.max_items = max_items
         self.cond = asyncio.Condition()
@@ -363,13 +354,10 @@ class _Inbox:
             self.cond.notify_all()
 
     async def take(self, timeout: float) -> list[object]:
-
         async with self.cond:
             if not self.items:
-                try:
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self.cond.wait_for(lambda: bool(self.items)), timeout)
-                except asyncio.TimeoutError:
-                    pass
             items, self.items = self.items, []
             self.cond.notify_all()
             return items
@@ -377,7 +365,6 @@ class _Inbox:
 
 def make_inbox(max_items: int = 256) -> Any:
     """Start the inbox actor on this (the driver's) node; returns its handle."""
-
     here = ray.get_runtime_context().get_node_id()
     actor = ray.remote(_Inbox).options(
         num_cpus=0,
@@ -387,4 +374,4 @@ def make_inbox(max_items: int = 256) -> Any:
     return actor.remote(max_items)
 
 
-__all__ += ["NOTICES", "LostAttempts", "make_inbox"]
+__all__ = ["NOTICES", "LostAttempts", "MosaicTrial", "make_inbox"]

@@ -201,12 +201,9 @@ class _Config:
 
 
 class OptunaSource:
-    """The trials of a sweep, asked of an Optuna study as the pool frees up (see the module
-    docstring). Not thread-safe: the local engine calls it under its lock.
-
-    ``history``: when resuming, the sweep's stored attempts (:meth:`SweepStore.trials
-    <mosaic_sdk.sweeps.store.SweepStore.trials>` rows): the study is rebuilt from them.
-    """
+    """The trials of a sweep, asked of an Optuna study as the pool frees up. Not thread-safe
+    (the local engine calls it under its lock). ``history``: when resuming, the sweep's stored
+    attempts (``SweepStore.trials`` rows), the study is rebuilt from them."""
 
     def __init__(
         self,
@@ -273,10 +270,8 @@ class OptunaSource:
         return out
 
     def _rebuild(self, history: Iterable[Mapping[str, Any]]) -> int:
-        """Rebuild the study of an interrupted sweep from its stored attempts, parameter set
-        by parameter set in the order they were asked: a finished set is added with its mean
-        metric; a set with seeds left is asked again with its parameters and those seeds are
-        queued. Returns how many trials had finished."""
+        """Rebuild the study of an interrupted sweep from its stored attempts, in the order
+        they were asked (a set with seeds left is asked again); how many trials had finished."""
         import optuna  # optional dependency (the search extra)
         from optuna.trial import TrialState
 

@@ -1,6 +1,5 @@
 """A sweep's search space: which distributions a config key may take (checked, every problem
-one line), and the parameter sets the ``local`` engine draws from it.
-"""
+one line), and the parameter sets the ``local`` engine draws from it."""
 
 from __future__ import annotations
 

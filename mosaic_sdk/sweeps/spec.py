@@ -6,15 +6,14 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.contract import ConfigError
 from mosaic_sdk.sweeps.space import DISTRIBUTIONS, Space, is_number, parse_space, space_points
 
-#: The episode fields a metric can be made of (any other name is a series the worker reports,
-#: see mosaic_sdk.runner.recording.series): metric name -> column of ``episodes``.
+#: The episode fields a metric can be made of (any other name is a series the worker reports).
 METRICS = {
     "return": "total_reward",
     "steps": "steps",
@@ -26,30 +25,10 @@ REDUCES = {
     "mean": "the mean of all values",
     "auc": "the area under the curve (trapezoids over the step; episodes: 1, 2, 3...)",
 }
-#: How a sweep makes its parameter sets (see mosaic_sdk.sweeps.search): ``grid`` expands the
-#: space as listed; the others are Optuna's samplers, learning from the trials that finished.
+#: How a sweep makes its parameter sets: ``grid`` expands the space, the others are Optuna's.
 SAMPLERS = ("tpe", "cmaes", "gp", "random", "grid", "nsga2")
-_TOP_KEYS = (
-    "worker",
-    "sampler",
-    "pruner",
-    "pbt",
-    "base",
-    "space",
-    "seeds",
-    "samples",
-    "sample_seed",
-    "metric",
-    "scheduler",
-    "trials_at_once",
-    "max_failures",
-    "max_trials",
-    "trial_timeout",
-    "trial_stall_after",
-)
 
-#: The most trials a spec may make unless it says otherwise (``max_trials``, ``--max-trials``):
-#: a typo such as ``seeds = "1-100000000"`` is refused with its count, not run out of memory.
+#: The most trials a spec may make unless it says otherwise (``max_trials``, ``--max-trials``).
 MAX_TRIALS = 100_000
 
 
@@ -103,16 +82,13 @@ class Asha:
 
 #: Early stopping on the local engine: Optuna's pruners (see mosaic_sdk.sweeps.search).
 PRUNERS = ("median", "asha", "hyperband")
-_PRUNER_KEYS = ("type", "warmup", "startup_trials", "reduction_factor", "max_resource", "interval")
 
 
 @dataclass(frozen=True)
 class Pruner:
     """Stops a trial whose metric so far is worse than the pruner's rule allows (checked
-    every ``interval`` seconds as its episodes and series arrive). ``warmup``: the steps
-    (episodes, or the series' step) before a trial may be stopped (median: Optuna's
-    ``n_warmup_steps``; asha/hyperband: ``min_resource``); ``startup_trials``: parameter sets
-    that run to their end before the median pruner stops any."""
+    every ``interval`` s). ``warmup``: the steps before a trial may be stopped;
+    ``startup_trials``: parameter sets that run to their end before the median pruner acts."""
 
     type: str = "median"
     warmup: int = 1
@@ -122,39 +98,22 @@ class Pruner:
     interval: float = 0.5
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "type": self.type,
-            "warmup": self.warmup,
-            "startup_trials": self.startup_trials,
-            "reduction_factor": self.reduction_factor,
-            "interval": self.interval,
-        }
-        if self.max_resource is not None:
-            out["max_resource"] = self.max_resource
+        out = asdict(self)
+        if self.max_resource is None:
+            del out["max_resource"]
         return out
 
 
-_PBT_KEYS = (
-    "type",
-    "generations",
-    "perturbation_interval",
-    "quantile_fraction",
-    "resample_probability",
-    "mutations",
-    "resume_key",
-)
+_PRUNER_KEYS = tuple(f.name for f in fields(Pruner))
 
 
 @dataclass(frozen=True)
 class Pbt:
-    """Population-based training (the ray engine, Tune's ``PopulationBasedTraining``), for a
-    worker that checkpoints: each trial runs ``generations`` generations, each one run of the
-    worker (its config as the spec says: a generation's length is the worker's own, e.g.
-    ``episodes``). Every ``perturbation_interval`` generations a trial of the bottom
-    ``quantile_fraction`` resumes from the checkpoint of one of the top (its worker is given
-    the checkpoint's path in the config key ``resume_key``) with the parameters ``mutations``
-    perturbed (or drawn anew with ``resample_probability``). ``mutations``: space keys (all
-    of them when empty)."""
+    """Population-based training (the ray engine, Tune's ``PopulationBasedTraining``): each
+    trial runs ``generations`` runs of its worker; every ``perturbation_interval`` of them a
+    trial of the bottom ``quantile_fraction`` resumes from the checkpoint of one of the top
+    (given in the config key ``resume_key``) with the space keys ``mutations`` (all when
+    empty) perturbed, or drawn anew with ``resample_probability``."""
 
     generations: int = 4
     perturbation_interval: int = 1
@@ -164,14 +123,10 @@ class Pbt:
     resume_key: str = "resume_from"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "generations": self.generations,
-            "perturbation_interval": self.perturbation_interval,
-            "quantile_fraction": self.quantile_fraction,
-            "resample_probability": self.resample_probability,
-            "mutations": list(self.mutations),
-            "resume_key": self.resume_key,
-        }
+        return {**asdict(self), "mutations": list(self.mutations)}
+
+
+_PBT_KEYS = ("type", *(f.name for f in fields(Pbt)))
 
 
 @dataclass(frozen=True)
@@ -182,12 +137,10 @@ class SweepSpec:
     samples: int = 1
     sample_seed: int = 0
     metric: Metric = field(default_factory=Metric)
-    #: Every objective (``metric = [{...}, {...}]``); ``metric`` is the first, which ranks the
-    #: trials; several give a Pareto front (``sweeps show``).
+    #: Every objective (``metric = [{...}, {...}]``); ``metric``, the first, ranks the trials.
     objectives: tuple[Metric, ...] = ()
     scheduler: Asha | None = None
-    #: One of SAMPLERS, or None: ``tpe`` on the local engine when the space has draws, else
-    #: ``grid`` (mosaic_sdk.sweeps.search.resolve_sampler).
+    #: One of SAMPLERS, or None: chosen by mosaic_sdk.sweeps.search.resolve_sampler.
     sampler: str | None = None
     pruner: Pruner | None = None
     #: Population-based training (``[pbt]``, or ``[scheduler] type = "pbt"``): ray only.
@@ -196,12 +149,9 @@ class SweepSpec:
     max_failures: int = 1
     worker: str | None = None
     max_trials: int = MAX_TRIALS
-    #: Seconds a trial may run before it is stopped (SIGTERM, then SIGKILL after the grace)
-    #: and stored ``failed``, "timed out after S s"; None: no limit.
+    #: Seconds a trial may run before it is stopped and stored ``failed``; None: no limit.
     trial_timeout: float | None = None
-    #: Seconds a trial may write nothing before it is stopped the same way and stored
-    #: ``failed``, "stalled: no output for S s ..." (see mosaic_sdk.runner.recording.health);
-    #: None: trials are only marked stalled, after 3 declared heartbeat intervals.
+    #: Seconds a trial may write nothing before it is stopped; None: only marked stalled.
     trial_stall_after: float | None = None
 
     @property
@@ -225,27 +175,22 @@ class SweepSpec:
             "max_failures": self.max_failures,
             "max_trials": self.max_trials,
         }
-        if self.worker is not None:
-            out["worker"] = self.worker
-        if self.sampler is not None:
-            out["sampler"] = self.sampler
-        if self.pruner is not None:
-            out["pruner"] = self.pruner.to_dict()
-        if self.pbt is not None:
-            out["pbt"] = self.pbt.to_dict()
-        if self.trial_timeout is not None:
-            out["trial_timeout"] = self.trial_timeout
-        if self.trial_stall_after is not None:
-            out["trial_stall_after"] = self.trial_stall_after
+        optional = {
+            "worker": self.worker,
+            "sampler": self.sampler,
+            "pruner": self.pruner and self.pruner.to_dict(),
+            "pbt": self.pbt and self.pbt.to_dict(),
+            "trial_timeout": self.trial_timeout,
+            "trial_stall_after": self.trial_stall_after,
+        }
+        out.update({k: v for k, v in optional.items() if v is not None})
         if self.scheduler is not None:
-            s = self.scheduler
-            out["scheduler"] = {
-                "type": "asha",
-                "max_t": s.max_t,
-                "grace_period": s.grace_period,
-                "reduction_factor": s.reduction_factor,
-            }
+            out["scheduler"] = {"type": "asha", **asdict(self.scheduler)}
         return out
+
+
+#: The keys of a spec: the fields of SweepSpec (``objectives`` is read from ``metric``).
+_TOP_KEYS = tuple(f.name for f in fields(SweepSpec) if f.name != "objectives")
 
 
 @dataclass(frozen=True)
@@ -265,7 +210,7 @@ def load_spec(path: str | Path) -> dict[str, Any]:
         raise SpecError([f"cannot read the sweep spec {p}: {exc.strerror or exc}"]) from None
     if p.suffix.lower() == ".toml":
         try:
-            import tomllib  # Python 3.11+ (tomli before)
+            import tomllib
         except ModuleNotFoundError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
         try:
@@ -285,11 +230,8 @@ def load_spec(path: str | Path) -> dict[str, Any]:
 
 
 def parse_seeds(text: str, limit: int = MAX_TRIALS) -> list[int]:
-    """``"1-5"`` -> ``[1, 2, 3, 4, 5]``; ``"1,4,9"`` and mixtures (``"1-3,7"``) too.
-
-    The ranges are counted before any is expanded: more than ``limit`` seeds is a
-    ``SpecError`` with the count (a sweep runs every trial once per seed).
-    """
+    """``"1-5"`` -> ``[1, 2, 3, 4, 5]``; ``"1,4,9"`` and ``"1-3,7"`` too. More than ``limit``
+    seeds is a ``SpecError`` with the count (counted before any range is expanded)."""
     ranges: list[tuple[int, int]] = []
     for part in text.split(","):
         part = part.strip()
@@ -320,8 +262,7 @@ _CLIP = 80
 
 
 def clip(text: str, limit: int = _CLIP) -> str:
-    """``text`` cut to about ``limit`` characters (with how much was left out): an error
-    message quotes what it is about, not a whole 10,000-character value."""
+    """``text`` cut to about ``limit`` characters, saying how much was left out."""
     if len(text) <= limit:
         return text
     return f"{text[: limit // 2]}...({len(text) - limit + limit // 2:,} more characters)"
@@ -369,14 +310,13 @@ def apply_shorthands(
             raise SpecError([f"--grid {text!r} is not of the form key=v1,v2 (e.g. --grid lr=1,2)"])
         space = out.setdefault("space", {})
         space[key.strip()] = {"grid": [_shorthand_value(v) for v in values.split(",")]}
-    if seeds is not None:
-        out["seeds"] = seeds
-    if max_trials is not None:
-        out["max_trials"] = max_trials
-    if trial_timeout is not None:
-        out["trial_timeout"] = trial_timeout
-    if trial_stall_after is not None:
-        out["trial_stall_after"] = trial_stall_after
+    given = {
+        "seeds": seeds,
+        "max_trials": max_trials,
+        "trial_timeout": trial_timeout,
+        "trial_stall_after": trial_stall_after,
+    }
+    out.update({k: v for k, v in given.items() if v is not None})
     return out
 
 
@@ -387,6 +327,14 @@ def _timeout(errors: list[str], raw: Any, key: str = "trial_timeout") -> float |
         errors.append(f"{key}: give a number of seconds > 0 (got {raw!r})")
         return None
     return raw
+
+
+def _unknown_keys(
+    errors: list[str], where: str, raw: Mapping[str, Any], known: tuple[str, ...]
+) -> None:
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        errors.append(f"{where}unknown key(s) {', '.join(unknown)} (known: {', '.join(known)})")
 
 
 def _int(errors: list[str], where: str, value: Any, minimum: int) -> int:
@@ -407,11 +355,7 @@ def _parse_metric(errors: list[str], raw: Any) -> Metric:
     if not isinstance(raw, dict):
         errors.append(f"metric: give an object like {{name = 'return', last = 10}} (got {raw!r})")
         return Metric()
-    unknown = sorted(set(raw) - set(_METRIC_KEYS))
-    if unknown:
-        errors.append(
-            f"metric: unknown key(s) {', '.join(unknown)} (known: {', '.join(_METRIC_KEYS)})"
-        )
+    _unknown_keys(errors, "metric: ", raw, _METRIC_KEYS)
     name = raw.get("name", "return")
     if not isinstance(name, str) or not name or len(name) > _MAX_NAME:
         errors.append(
@@ -445,12 +389,7 @@ def _parse_scheduler(errors: list[str], raw: Any) -> Asha | None:
             f"scheduler: {{type = 'asha', max_t = N}} or {{type = 'pbt', ...}} (got {raw!r})"
         )
         return None
-    unknown = sorted(set(raw) - {"type", "max_t", "grace_period", "reduction_factor"})
-    if unknown:
-        errors.append(
-            f"scheduler: unknown key(s) {', '.join(unknown)} "
-            "(known: type, max_t, grace_period, reduction_factor)"
-        )
+    _unknown_keys(errors, "scheduler: ", raw, ("type", *(f.name for f in fields(Asha))))
     if "max_t" not in raw:
         errors.append("scheduler.max_t: give the most episodes a trial may run (e.g. 100)")
     max_t = _int(errors, "scheduler.max_t", raw.get("max_t", 1), 1)
@@ -473,11 +412,7 @@ def _parse_pruner(errors: list[str], raw: Any) -> Pruner | None:
             f"(got {clip(repr(raw))})"
         )
         return None
-    unknown = sorted(set(raw) - set(_PRUNER_KEYS))
-    if unknown:
-        errors.append(
-            f"pruner: unknown key(s) {', '.join(unknown)} (known: {', '.join(_PRUNER_KEYS)})"
-        )
+    _unknown_keys(errors, "pruner: ", raw, _PRUNER_KEYS)
     max_resource = raw.get("max_resource")
     if max_resource is not None:
         max_resource = _int(errors, "pruner.max_resource", max_resource, 1)
@@ -501,9 +436,7 @@ def _parse_pbt(errors: list[str], raw: Any, space: Space) -> Pbt | None:
     if not isinstance(raw, dict):
         errors.append(f"pbt: give an object like {{generations = 4}} (got {clip(repr(raw))})")
         return None
-    unknown = sorted(set(raw) - set(_PBT_KEYS))
-    if unknown:
-        errors.append(f"pbt: unknown key(s) {', '.join(unknown)} (known: {', '.join(_PBT_KEYS)})")
+    _unknown_keys(errors, "pbt: ", raw, _PBT_KEYS)
     fractions = {}
     for key, default, high in (("quantile_fraction", 0.25, 0.5), ("resample_probability", 0.25, 1)):
         value = raw.get(key, default)
@@ -540,9 +473,7 @@ def _parse_pbt(errors: list[str], raw: Any, space: Space) -> Pbt | None:
 def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     """Check a raw spec on its own (not yet against a worker); ``SpecError`` lists it all."""
     errors: list[str] = []
-    unknown = sorted(set(raw) - set(_TOP_KEYS))
-    if unknown:
-        errors.append(f"unknown key(s) {', '.join(unknown)} (known: {', '.join(_TOP_KEYS)})")
+    _unknown_keys(errors, "", raw, _TOP_KEYS)
     base = raw.get("base", {})
     if not isinstance(base, dict):
         errors.append(f"base: give the base config as an object (got {base!r})")
@@ -552,8 +483,7 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
     max_trials = _int(errors, "max_trials", raw.get("max_trials", MAX_TRIALS), 1)
     seeds_raw = raw.get("seeds", [])
     if isinstance(seeds_raw, str):
-        # a bad max_trials is said once above; the seeds are counted against the default
-        # then, not against the stand-in minimum (which read "more than the 1 trials")
+        # after a bad max_trials (said above) the seeds are counted against the default
         limit = max_trials if len(errors) == said else MAX_TRIALS
         try:
             seeds_raw = parse_seeds(seeds_raw, limit)
@@ -639,18 +569,15 @@ def parse_spec(raw: Mapping[str, Any]) -> SweepSpec:
 
 
 def expand_trials(spec: SweepSpec) -> list[Trial]:
-    """Every trial of the spec, in a fixed order (same spec, same list: ``--resume`` needs it).
-
-    Grid keys give a cartesian product; at each grid point ``samples`` draws of the random
-    keys are made with ``random.Random(sample_seed)``; each result is run once per seed.
-    """
-    trials: list[Trial] = []
-    for params in space_points(spec.space, spec.samples, spec.sample_seed):
-        seeds: list[int | None] = list(spec.seeds) or [None]
-        for seed in seeds:
-            p = dict(params) if seed is None else {**params, "seed": seed}
-            trials.append(Trial(f"t{len(trials):04d}", p))
-    return trials
+    """Every trial of the spec (:func:`space_points` once per seed), in a fixed order:
+    ``--resume`` needs the same list from the same spec."""
+    seeds: list[int | None] = list(spec.seeds) or [None]
+    sets = [
+        dict(params) if seed is None else {**params, "seed": seed}
+        for params in space_points(spec.space, spec.samples, spec.sample_seed)
+        for seed in seeds
+    ]
+    return [Trial(f"t{i:04d}", p) for i, p in enumerate(sets)]
 
 
 def trial_config(spec: SweepSpec, params: Mapping[str, Any]) -> dict[str, Any]:

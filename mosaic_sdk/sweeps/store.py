@@ -1,6 +1,4 @@
-"""Sweeps in the run store: the ``sweeps`` and ``sweep_trials`` tables, and the metric of a trial,
-read from its run's episodes.
-"""
+"""Sweeps in the run store: the ``sweeps`` and ``sweep_trials`` tables."""
 
 from __future__ import annotations
 
@@ -36,7 +34,6 @@ class SweepStore:
         #: the column, or NULL on a read-only store of schema 5 (not migrated)
         self._parent = "t.parent_run_id" if "parent_run_id" in have else "NULL"
 
-    # -- writing ----------------------------------------------------------------------------
     def create_sweep(
         self, sweep_id: str, worker: str, engine: str, spec: Mapping[str, object], metric: Metric
     ) -> None:
@@ -137,7 +134,6 @@ class SweepStore:
         )
         return int(cur.rowcount)
 
-    # -- reading ----------------------------------------------------------------------------
     def resolve(self, sweep_id: str) -> str:
         """The full id of ``sweep_id`` or of the one sweep whose id starts with it."""
         pattern = sweep_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -181,8 +177,7 @@ class SweepStore:
 
     def trials(self, sweep_id: str) -> list[dict[str, Any]]:
         """Every attempt of every trial, best metric first (no metric last), with the run's
-        status and counts: ``episodes`` (its episode lines), and for a multi-agent run
-        ``games`` and ``agent_episodes`` (None for a single-agent run, or no run)."""
+        status and counts (``games`` and ``agent_episodes``: None but for a multi-agent run)."""
         sweep = self.get_sweep(sweep_id)
         order = "DESC" if sweep["mode"] == "max" else "ASC"
         rows = self.conn.execute(
@@ -216,8 +211,7 @@ class SweepStore:
         return {r["trial_key"] for r in rows if r["status"] in FINISHED}
 
     def metric_of_run(self, run_id: str, metric: Metric) -> float | None:
-        """The metric of a run (:mod:`mosaic_sdk.sweeps.objective`): by default the mean of
-        the last ``metric.last`` episodes' return or length; None when it has no value."""
+        """The metric of a run (:mod:`mosaic_sdk.sweeps.objective`); None when it has none."""
         return metric_of_run(self.runs, run_id, metric)
 
 

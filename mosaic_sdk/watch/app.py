@@ -1,9 +1,5 @@
-"""The ``mosaic watch`` application: :func:`create_app` builds it, :func:`serve` runs it.
-
-Starlette (a small, typed ASGI toolkit) and uvicorn (its server) come with the ``watch``
-extra: ``pip install 'mosaic-worker-sdk[watch]'``. Routes are in
-:mod:`mosaic_sdk.watch.routes`, the access rules in :mod:`mosaic_sdk.watch.security`.
-"""
+"""The ``mosaic watch`` application (Starlette and uvicorn, the ``watch`` extra):
+:func:`create_app` builds it, :func:`serve` runs it."""
 
 from __future__ import annotations
 
@@ -26,10 +22,7 @@ DEFAULT_PORT = 8766
 
 def create_app(store_path: Path | str, *, token: str | None = None, loopback: bool = True) -> Guard:
     """The ASGI app for ``store_path`` (which need not exist yet), wrapped in its guard.
-
-    ``loopback``: the app is bound to a loopback address (pages need no token; control does).
-    The app's ``state`` holds ``store_path``, ``token``, the curve cache and the sweep pages'
-    cache of finished runs' objective values."""
+    ``loopback``: the app is bound to a loopback address (pages need no token; control does)."""
     path = Path(store_path).expanduser().absolute()
     app = Starlette(
         routes=[
@@ -99,20 +92,14 @@ def serve(
     socket listens."""
     import uvicorn  # optional dependency (the watch extra)
 
-    loopback = is_loopback(host)
-    app = create_app(store_path, token=token, loopback=loopback)
+    app = create_app(store_path, token=token, loopback=is_loopback(host))
     sock = bind(host, port)
-    url = url_of(sock, host, app.state.token)
-    (announce or (lambda u: print(u, flush=True)))(url)
+    (announce or (lambda u: print(u, flush=True)))(url_of(sock, host, app.state.token))
     missing = vendor.missing_message()
     if missing:
         print(f"mosaic watch: warning: {missing}", file=sys.stderr, flush=True)
     config = uvicorn.Config(
-        app,
-        log_level="warning",
-        access_log=False,
-        ws_max_size=1 << 16,
-        lifespan="off",
+        app, log_level="warning", access_log=False, ws_max_size=1 << 16, lifespan="off"
     )
     server = uvicorn.Server(config)
     try:

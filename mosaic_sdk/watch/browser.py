@@ -1,8 +1,5 @@
-"""A headless Chromium to drive the watch pages with: the browser tests and
-``benchmarks/watch`` launch it here, so both drive the same browser the same way.
-
-Needs Playwright (the ``test`` extra) and a Chromium executable (Debian's ``chromium``).
-"""
+"""A headless Chromium (Playwright, the ``test`` extra) to drive the watch pages with, the
+same way for the browser tests and ``benchmarks/watch``."""
 
 from __future__ import annotations
 
@@ -11,8 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-#: Chromium's flags for a machine with a closed network and no GPU: no sandbox (containers),
-#: no QUIC, and none of the background fetches (updates, sync) that would wait on the network.
+#: Chromium's flags for a machine with a closed network and no GPU (no background fetches).
 CHROMIUM_FLAGS = (
     "--no-sandbox",
     "--disable-gpu",

@@ -1,10 +1,5 @@
-"""What ``mosaic watch`` reads from the store: runs, events, log lines and learning curves.
-
-Every call opens the store read-only (:class:`~mosaic_sdk.runner.storage.store.RunStore` with
-``readonly=True``), so the app never writes the file the runs are writing, and works on a
-store it may only read. Values come back as the worker wrote them: escaping is the page's job
-(it only ever sets ``textContent``).
-"""
+"""What ``mosaic watch`` reads from the store (always read-only): runs, events, log lines and
+learning curves. Values come back as the worker wrote them: escaping is the page's job."""
 
 from __future__ import annotations
 
@@ -28,11 +23,9 @@ from mosaic_sdk.control.protocol import SOCKET_NAME
 from mosaic_sdk.fastlane.writer import agent_stream_id, create_fastlane_name
 from mosaic_sdk.json_types import JsonObject
 from mosaic_sdk.plots.curves import (
-    NO_AGENT,
     AgentKey,
     Curve,
     RunningCurve,
-    agent_key,
     skipped_text,
 )
 from mosaic_sdk.runner.storage.records import (
@@ -56,8 +49,7 @@ EVAL_SUMMARY_SCHEMA = "mosaic.cleanrl.eval_summary/"
 
 
 class StreamRow(TypedDict):
-    """A FastLane stream of the run page: its id, its label and the agent's number (None for
-    the run's own stream)."""
+    """A FastLane stream of the run page (``worker``: None for the run's own stream)."""
 
     stream: str
     label: str
@@ -65,10 +57,9 @@ class StreamRow(TypedDict):
 
 
 def run_streams(run_id: str) -> list[StreamRow]:
-    """The FastLane streams a run page shows: the run's own stream and, when the run has one
-    per agent, each ``{run_id}-w{n}`` stream whose segment exists, by ``n`` (the SDK's rule,
-    :func:`mosaic_sdk.fastlane.agent_stream_id`, which the platform's grid tab reads too). A
-    run with no per-agent stream gets its own stream only (it may appear later)."""
+    """The FastLane streams a run page shows: each ``{run_id}-w{n}`` stream whose segment
+    exists (:func:`mosaic_sdk.fastlane.agent_stream_id`), and the run's own stream when it
+    exists or when there is no per-agent one."""
     own: StreamRow = {"stream": run_id, "label": "run", "worker": None}
     prefix = create_fastlane_name(agent_stream_id(run_id, 0))[:-1]
     try:
@@ -109,13 +100,11 @@ class AgentRow(AgentSummary):
 
 
 def agent_rows(store: RunStore, run_id: str) -> list[AgentRow]:
-    """The agents of a multi-agent run (``[]`` for one agent): id, steps, episodes, mean
-    return, and ``key``: what the curve API takes (``agent=ID`` or ``agentless=1``)."""
-    out: list[AgentRow] = []
-    for a in store.agents(run_id):
-        key = agent_key(a["agent_id"])
-        out.append({**a, "label": "(no agent_id)" if key == NO_AGENT else str(a["agent_id"])})
-    return out
+    """The agents of a multi-agent run (``[]`` for one agent)."""
+    return [
+        {**a, "label": "(no agent_id)" if a["agent_id"] is None else str(a["agent_id"])}
+        for a in store.agents(run_id)
+    ]
 
 
 class StoreMissingError(StoreError):
@@ -133,8 +122,7 @@ def open_store(path: Path) -> RunStore:
 
 
 def control_commands(run: RunRecord) -> list[str]:
-    """The buttons the run page offers: pause, resume and stop for a worker of the control
-    protocol; only stop (the runner sends SIGTERM) for one that reads no commands."""
+    """The buttons the run page offers (only stop for a worker that reads no commands)."""
     if run.get("control_protocol") == CONTROL_PROTOCOL:
         return ["pause", "resume", "stop"]
     return ["stop"]
@@ -156,11 +144,9 @@ class RunRow(TypedDict):
 
     run_id: str
     worker: str
-    #: the text ``mosaic runs`` shows
     status: str
     stalled: JsonObject | None
     env_id: str | None
-    #: step lines
     steps: int
     env_steps: int
     episodes: int
@@ -171,10 +157,8 @@ class RunRow(TypedDict):
 
 
 class NamedCounts(TypedDict):
-    """What a run's numbers count, named apart, as the store counts them
-    (:class:`~mosaic_sdk.runner.storage.records.RunCounts`): env steps, step lines and
-    episode lines; for a multi-agent run ``games`` beside ``agent_episodes`` (None
-    otherwise)."""
+    """What a run's numbers count, named apart (``games`` and ``agent_episodes``: None but
+    for a multi-agent run)."""
 
     env_steps: int
     step_lines: int
@@ -256,8 +240,7 @@ def list_runs(path: Path, status: str | None = None, worker: str | None = None) 
 
 
 def run_detail(path: Path, run_id: str) -> RunDetail:
-    """The run page's summary: the row, its counts (named apart: :class:`NamedCounts`) and
-    config, and what can be shown live."""
+    """The run page's summary: the row, its counts, config, and what can be shown live."""
     with open_store(path) as store:
         run = store.get_run(run_id)
         agents = agent_rows(store, run["run_id"])
@@ -303,18 +286,17 @@ def logs_after(
         full = store.resolve(run_id)
         for stream in ("stdout", "stderr"):
             cursor = after.get(stream, -1)
-            if cursor < 0:
-                out.extend(store.log_lines(full, limit=limit, stream=stream))
-                continue
-            out.extend(store.log_lines_after(full, stream, cursor, limit))
+            out.extend(
+                store.log_lines(full, limit=limit, stream=stream)
+                if cursor < 0
+                else store.log_lines_after(full, stream, cursor, limit)
+            )
     return out
 
 
 def eval_batches(path: Path, run_id: str, after: int = 0) -> dict[str, object]:
-    """A policy evaluation's batches as they arrive: one row per ``policy_eval_batch`` event
-    past ``after`` (``batch``, ``episodes`` so far, ``batch_episodes``, ``avg`` / ``min`` /
-    ``max``: the batch's returns (min and max when the worker wrote them), ``line_no``: the
-    cursor), and ``summary``: the run's ``eval_summary.json`` (None when absent or not one)."""
+    """A policy evaluation's batches past ``after`` (one row per ``policy_eval_batch`` event;
+    ``line_no``: the cursor), and ``summary``: the run's ``eval_summary.json`` or None."""
     with open_store(path) as store:
         run = store.get_run(run_id)
         events = store.events_named(run["run_id"], EVAL_BATCH_EVENT, after)
@@ -349,11 +331,9 @@ def _eval_summary(run: RunRecord) -> JsonObject | None:
         summary = json.loads((Path(run_dir) / EVAL_SUMMARY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):  # absent, or caught between two writes
         return None
-    if not isinstance(summary, dict):
-        return None
-    if not str(summary.get("schema", "")).startswith(EVAL_SUMMARY_SCHEMA):
-        return None
-    return summary
+    if isinstance(summary, dict) and str(summary.get("schema", "")).startswith(EVAL_SUMMARY_SCHEMA):
+        return summary
+    return None
 
 
 def _finite_or_none(value: object) -> float | None:
@@ -364,9 +344,8 @@ def _finite_or_none(value: object) -> float | None:
 
 
 class CurveCache:
-    """Learning curves of runs, one :class:`~mosaic_sdk.plots.curves.RunningCurve` each (the
-    curve module of ``mosaic runs plot``, read incrementally): each request reads only the
-    episodes stored since the previous one (a 10k-episode run is read once)."""
+    """Learning curves of runs, one :class:`~mosaic_sdk.plots.curves.RunningCurve` each: a
+    request reads only the episodes stored since the previous one."""
 
     def __init__(self, store_path: Path) -> None:
         self.store_path = store_path
@@ -394,12 +373,9 @@ class CurveCache:
         known: int = -1,
         agent: AgentKey | None = None,
     ) -> dict[str, object]:
-        """The run's curve, raw and smoothed (mean of the last ``smooth`` episodes), at most
-        ``points`` points each; ``episodes``: the points, ``read``: the episodes read (the
-        points and the skipped ones: ``skipped`` by reason, ``skipped_text`` in words).
-        ``known``: the ``read`` the page already has; when no episode came since, only
-        ``{"episodes", "read", "unchanged": true}`` is returned. ``agent``: the curve of one
-        agent of a multi-agent run (its own episodes and env steps)."""
+        """The run's (or ``agent``'s) curve, raw and smoothed over ``smooth`` episodes, at most
+        ``points`` points each. ``known``: the ``read`` the page already has; when no episode
+        came since, only ``{"episodes", "read", "unchanged": true}`` is returned."""
         started = time.perf_counter()
         with open_store(self.store_path) as store:
             full = store.resolve(run_id)
@@ -454,9 +430,7 @@ def json_number(value: float) -> float | str:
 
 
 def series_list(path: Path, run_id: str, pattern: str | None = None) -> dict[str, object]:
-    """The run's series (``pattern``: an fnmatch glob on the name, ``losses/*``), with the
-    store's counts of points, refused values and series, and the run's own counts named
-    apart (:func:`run_counts`)."""
+    """The run's series (``pattern``: an fnmatch glob on the name), with the store's counts."""
     with open_store(path) as store:
         run = store.get_run(run_id)
         full = run["run_id"]
@@ -494,12 +468,10 @@ class SeriesWanted(TypedDict):
     through_step: int | None
 
 
-def _step_or_none(item: object, key: str) -> tuple[bool, int | None]:
-    value = item.get(key) if isinstance(item, dict) else None
-    ok = value is None or (
+def _is_step(value: object) -> bool:
+    return value is None or (
         isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
     )
-    return ok, value if ok else None
 
 
 def parse_wanted(raw: str) -> list[SeriesWanted]:
@@ -520,23 +492,20 @@ def parse_wanted(raw: str) -> list[SeriesWanted]:
         raise ValueError(f"at most {MAX_SERIES_PER_REQUEST} series a request; got {len(items)}")
     out: list[SeriesWanted] = []
     for item in items:
-        name = item.get("name") if isinstance(item, dict) else None
-        agent = item.get("agent_id") if isinstance(item, dict) else None
-        after_ok, after = _step_or_none(item, "after_step")
-        through_ok, through = _step_or_none(item, "through_step")
+        given = item if isinstance(item, dict) else {}
+        name, agent = given.get("name"), given.get("agent_id")
+        after, through = given.get("after_step"), given.get("through_step")
         if (
             not isinstance(name, str)
             or not (agent is None or isinstance(agent, str))
-            or not after_ok
-            or not through_ok
+            or not (_is_step(after) and _is_step(through))
         ):
             raise ValueError(f"{hint}; {json.dumps(item)[:80]} is not one")
         out.append({"name": name, "agent_id": agent, "after_step": after, "through_step": through})
     return out
 
 
-#: How the points API gives its columns: JSON numbers, or little-endian float64 in base64
-#: (what the pages ask for: a tenth of the server's time and half the bytes of JSON numbers).
+#: How the points API gives its columns: JSON numbers, or little-endian float64 in base64.
 ENCODINGS = ("json", "base64")
 
 
@@ -556,17 +525,11 @@ def series_points(
     encoding: str = "json",
     buckets: int | None = None,
 ) -> dict[str, object]:
-    """The points of each wanted series past its ``after_step`` (and up to its
-    ``through_step``), by step (at most ``limit`` each: ``more`` says when a series has more
-    past them), as columns: ``steps``, ``values`` (non-finite ones by name, see
-    :func:`json_number`) and ``wall`` (seconds). ``encoding="base64"``: each column is the
-    base64 of its little-endian float64 values (NaN and infinities as they are).
-
-    ``buckets`` (a chart's width in pixels): a range of more than twice that many points
-    comes downsampled (``downsampled`` true: each of ``buckets`` step ranges' lowest and
-    highest point, :meth:`RunStore.series_columns`); ``points`` counts the range's points
-    and ``through`` is the last step the answer covers (ask past it for what comes next).
-    Downloads ask without ``buckets``: every point."""
+    """The points of each wanted series past its ``after_step`` (up to ``through_step``; at
+    most ``limit``, ``more`` says when there are more), as columns ``steps``, ``values`` and
+    ``wall`` (seconds): JSON, or ``base64`` of little-endian float64. ``buckets`` (a chart's
+    width in pixels): a longer range comes downsampled; ``through`` is the last step the
+    answer covers."""
     if encoding not in ENCODINGS:
         raise ValueError(f"encoding={encoding!r:.40} is not one of {', '.join(ENCODINGS)}")
     limit, buckets = _read_bounds(limit, buckets)
@@ -599,9 +562,7 @@ def _series_reads(
     limit: int,
     buckets: int | None,
 ) -> Iterator[tuple[dict[str, object], np.ndarray, np.ndarray, np.ndarray]]:
-    """Each wanted series of run ``full`` read from an open store (see :func:`series_points`):
-    its row (``name``, ``agent_id``, ``more``, ``downsampled``, ``points``, ``through``) and
-    its columns (steps, values, wall time in nanoseconds)."""
+    """Each wanted series of run ``full``: its row and its columns (steps, values, wall ns)."""
     last = {(i.name, i.agent_id): i.last_step for i in store.series(full)}
     for w in wanted:
         through = w["through_step"]
@@ -623,10 +584,6 @@ def _series_reads(
             if more
             else (p.steps, p.values, p.wall_ns)
         )
-        row: dict[str, object] = {"name": p.name, "agent_id": p.agent_id}
-        row["more"] = more
-        row["downsampled"] = p.downsampled
-        row["points"] = len(steps) if more else p.points
         after = w["after_step"]
         if more:
             covered: int | None = int(steps[-1])
@@ -634,7 +591,14 @@ def _series_reads(
             covered = through if through is not None else after
         else:
             covered = max(after, through)
-        row["through"] = covered
+        row: dict[str, object] = {
+            "name": p.name,
+            "agent_id": p.agent_id,
+            "more": more,
+            "downsampled": p.downsampled,
+            "points": len(steps) if more else p.points,
+            "through": covered,
+        }
         yield row, steps, values, walls
 
 
@@ -645,9 +609,8 @@ class BatchWanted(SeriesWanted):
 
 
 def parse_batch(raw: str) -> list[BatchWanted]:
-    """The ``series`` query parameter of the batch API: a JSON list of ``{"run_id", "name",
-    "agent_id", "after_step", "through_step"}`` (the last three optional); ValueError saying
-    what is wrong otherwise."""
+    """The ``series`` query parameter of the batch API: :func:`parse_wanted`'s list, each with
+    a ``run_id``; ValueError saying what is wrong otherwise."""
     wanted = parse_wanted(raw)
     items = json.loads(raw)
     out: list[BatchWanted] = []
@@ -672,14 +635,10 @@ def series_batch(
     limit: int = MAX_SERIES_POINTS,
     buckets: int | None = None,
 ) -> bytes:
-    """The points of several series of several runs in one answer, read in one snapshot of
-    one open store (what a chart asks for its lines, and the follow of a live run): as
-    :func:`series_points` gives them, in a binary form the page reads without parsing
-    numbers. The answer: a little-endian uint32 ``n``, ``n`` bytes of JSON (``{"buckets",
-    "series": [{"run_id", "name", "agent_id", "n", "more", "downsampled", "points",
-    "through"}]}``, in the order asked), zero bytes up to a multiple of 8, then for each
-    series its ``n`` steps, ``n`` values and ``n`` wall times (seconds) as little-endian
-    float64 (NaN and infinities as they are)."""
+    """The points of several series of several runs, read in one snapshot of the store, in
+    binary: a little-endian uint32 ``n``, ``n`` bytes of JSON (``{"buckets", "series": [{...,
+    "n"}]}``, in the order asked), zero bytes up to a multiple of 8, then for each series its
+    ``n`` steps, values and wall times (seconds) as little-endian float64."""
     limit, buckets = _read_bounds(limit, buckets)
     rows: list[dict[str, object]] = [{} for _ in wanted]
     columns: list[bytes] = [b"" for _ in wanted]
@@ -692,13 +651,7 @@ def series_batch(
             reads = _series_reads(store, full, [wanted[i] for i in at], limit, buckets)
             for i, (row, steps, values, walls) in zip(at, reads, strict=True):
                 rows[i] = {"run_id": full, **row, "n": len(steps)}
-                columns[i] = np.concatenate(
-                    [
-                        np.asarray(steps, dtype="<f8"),
-                        np.asarray(values, dtype="<f8"),
-                        np.asarray(walls, dtype="<f8") / 1e9,
-                    ]
-                ).tobytes()
+                columns[i] = np.concatenate([steps, values, walls / 1e9]).astype("<f8").tobytes()
     header = json.dumps({"buckets": buckets, "series": rows}, separators=(",", ":")).encode()
     head = struct.pack("<I", len(header)) + header
     head += b"\0" * (-len(head) % 8)

@@ -1,6 +1,5 @@
-"""The routes of ``mosaic watch``: three pages, a JSON API over the store, the frame stream
-and the control endpoint.
-"""
+"""The routes of ``mosaic watch``: its pages, a JSON API over the store, the frame stream
+and the control endpoint."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ def _int(request: Request, name: str, default: int) -> int:
 
 
 async def _read(work: Callable[[], Any], respond: Callable[[Any], R]) -> R | JSONResponse:
-    """Run a store read in a thread; its result through ``respond``, a store problem as
-    ``{"error"}``."""
+    """Run a store read in a thread; its result through ``respond``, a problem as ``{"error"}``."""
     try:
         return respond(await run_in_threadpool(work))
     except (StoreError, sqlite3.Error, ValueError) as exc:
@@ -109,9 +107,9 @@ async def api_events(request: Request) -> JSONResponse:
     run_id = request.path_params["run_id"]
 
     def work() -> dict[str, object]:
-        after = _int(request, "after", -1)
-        rows = data.events_after(store_path(request), run_id, after)
-        return {"events": rows}
+        return {
+            "events": data.events_after(store_path(request), run_id, _int(request, "after", -1))
+        }
 
     return await _answer(work)
 
@@ -160,11 +158,8 @@ async def api_series(request: Request) -> JSONResponse:
 
 
 async def api_series_points(request: Request) -> JSONResponse:
-    """Points of several series of a run: ``?series=[{"name", "agent_id", "after_step",
-    "through_step"}]`` (JSON), each past its ``after_step`` and up to its ``through_step``;
-    ``limit``: the most points per series; ``encoding``: ``json`` (numbers) or ``base64``
-    (float64 columns, what the pages use); ``buckets``: the chart's width in pixels, a long
-    range comes downsampled to it (see :func:`mosaic_sdk.watch.data.series_points`)."""
+    """Points of several series of a run: ``?series=`` (:func:`data.parse_wanted`), ``limit``,
+    ``encoding`` and ``buckets`` (see :func:`mosaic_sdk.watch.data.series_points`)."""
     run_id = request.path_params["run_id"]
 
     def work() -> dict[str, object]:
@@ -178,11 +173,8 @@ async def api_series_points(request: Request) -> JSONResponse:
 
 
 async def api_series_batch(request: Request) -> Response:
-    """Points of several series of several runs in one binary answer (what a chart's lines
-    and the follow of live runs read): ``?series=[{"run_id", "name", "agent_id",
-    "after_step", "through_step"}]`` (JSON), ``limit`` and ``buckets`` as for
-    :func:`api_series_points`; the form of the answer: :func:`mosaic_sdk.watch.data.series_batch`.
-    A problem comes as JSON ``{"error"}`` with its status."""
+    """Points of several series of several runs in one binary answer
+    (:func:`mosaic_sdk.watch.data.series_batch`); a problem comes as JSON ``{"error"}``."""
 
     def work() -> bytes:
         wanted = data.parse_batch(request.query_params.get("series", ""))

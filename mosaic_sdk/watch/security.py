@@ -42,11 +42,6 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _host_name(host_header: str) -> str:
-    """The name part of a ``Host`` header (``[::1]:8000`` -> ``::1``)."""
-    return urlsplit("//" + host_header).hostname or ""
-
-
 def token_matches(given: str | None, token: str) -> bool:
     return given is not None and secrets.compare_digest(given.encode(), token.encode())
 
@@ -99,7 +94,7 @@ class Guard:
     def _problem(
         self, scope: Scope, headers: dict[str, str], has_token: bool
     ) -> tuple[int, str] | None:
-        host = _host_name(headers.get("host", ""))
+        host = urlsplit("//" + headers.get("host", "")).hostname or ""  # [::1]:80 -> ::1
         if self.loopback and not is_loopback(host):
             return 421, (
                 f"mosaic watch listens on loopback only and does not answer for host {host!r}; "

@@ -124,11 +124,10 @@ class FrameStream:
         if self.viewer.note == message:
             return
         self.viewer.note = message
-        await self._send_text(json.dumps({"type": "status", "state": state, "message": message}))
-
-    async def _send_text(self, text: str) -> None:
         try:
-            await self.ws.send_text(text)
+            await self.ws.send_text(
+                json.dumps({"type": "status", "state": state, "message": message})
+            )
         except Exception:  # noqa: BLE001 - the viewer went away mid-send
             self.viewer.closed = True
 
@@ -153,8 +152,7 @@ class FrameStream:
         if due - now > POLL_SECONDS:
             await asyncio.sleep(due - now)
             return
-        # Frames are due on a fixed beat (not "interval after the last send"), so late wake-ups
-        # do not lower the rate; after a pause the beat restarts from now.
+        # A fixed beat, so late wake-ups do not lower the rate; after a pause it restarts.
         self.viewer.last_sent = due if now - due < self.viewer.interval else now
         size = (frame.width, frame.height)
         if self.viewer.size is not None and size != self.viewer.size:
