@@ -140,19 +140,23 @@ class TelemetryEmitter(LineOutput):
         """
         if not isinstance(event, str) or not event:
             raise ValueError("a lifecycle event needs a non-empty name")
-        body = dumps(dict(payload or {}))
         with self._lock:
-            seq = self._next_seq()
-            now_ns = time.time_ns()
-            line = (
-                f'{{"event":{dumps(event)},"payload":{body},{self._common}"seq":{seq},'
-                f'"timestamp":{now_ns / 1e9!r},"ts_unix_ns":{now_ns},"type":"lifecycle"'
-                f"{self._worker}}}\n"
-            )
-            self._write_locked(line, urgent=True)
+            seq = self._lifecycle_locked(event, dict(payload or {}), urgent=True)
             if event in TERMINAL_EVENTS:
                 self.terminal_event = event
             return seq
+
+    def _lifecycle_locked(self, event: str, payload: dict[str, Any], urgent: bool) -> int:
+        body = dumps(payload)  # before the seq: an unencodable payload leaves no gap
+        seq = self._next_seq()
+        now_ns = time.time_ns()
+        line = (
+            f'{{"event":{dumps(event)},"payload":{body},{self._common}"seq":{seq},'
+            f'"timestamp":{now_ns / 1e9!r},"ts_unix_ns":{now_ns},"type":"lifecycle"'
+            f"{self._worker}}}\n"
+        )
+        self._write_locked(line, urgent=urgent)
+        return seq
 
     def run_started(
         self,
@@ -164,11 +168,8 @@ class TelemetryEmitter(LineOutput):
         config: Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> int:
-        payload: dict[str, Any] = {"worker_type": worker_type, "algo": algo, "env_id": env_id}
-        payload["seed"] = seed
-        payload["config"] = dict(config or {})
-        payload.update(extra)
-        return self.lifecycle("run_started", payload)
+        payload = {"worker_type": worker_type, "algo": algo, "env_id": env_id, "seed": seed}
+        return self.lifecycle("run_started", {**payload, "config": dict(config or {}), **extra})
 
     def run_completed(
         self,
@@ -279,17 +280,8 @@ class TelemetryEmitter(LineOutput):
         if agent_id is not None:
             self._agent_field(agent_id)  # the same check as step and episode lines
             payload["agent_id"] = agent_id
-        body = dumps(payload)
         with self._lock:
-            seq = self._next_seq()
-            now_ns = time.time_ns()
-            line = (
-                f'{{"event":"{METRICS_EVENT}","payload":{body},{self._common}"seq":{seq},'
-                f'"timestamp":{now_ns / 1e9!r},"ts_unix_ns":{now_ns},"type":"lifecycle"'
-                f"{self._worker}}}\n"
-            )
-            self._write_locked(line, urgent=False)
-            return seq
+            return self._lifecycle_locked(METRICS_EVENT, payload, urgent=False)
 
     # -- control replies and foreign dialects -----------------------------------------------
     def control_reply(self, fields: Mapping[str, Any]) -> int:
