@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -120,11 +119,6 @@ class FastLaneMetrics:
             f"step/sec: {self.step_rate_hz:.1f}"
         )
 
-    def is_finite(self) -> bool:
-        return all(
-            math.isfinite(v) for v in (self.last_reward, self.rolling_return, self.step_rate_hz)
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class FastLaneFrame:
@@ -132,9 +126,7 @@ class FastLaneFrame:
 
     ``data`` is ``bytes`` (a private copy) or, from ``read_latest_into``, the caller's array.
     ``seq`` is the frame's number within its ``generation`` (what ``publish`` returned).
-
-    Both record types keep their fields in ``__slots__``: the native reader fills them in
-    directly, without a ``__dict__`` or an ``__init__`` call (``SharedWords.fastlane_cursor``).
+    Slotted: the native reader fills the slots in directly (``SharedWords.fastlane_cursor``).
     """
 
     data: Any
@@ -156,47 +148,18 @@ class FastLaneFrame:
         return arr.reshape(self.height, self.width, self.channels)
 
 
-_new = object.__new__
-
-
-def _slot_setters(cls: type, *names: str) -> tuple[Any, ...]:
-    """The ``__set__`` of each named slot of ``cls`` (they write past a frozen ``__setattr__``)."""
-    return tuple(vars(cls)[name].__set__ for name in names)
-
-
-(
-    _set_data,
-    _set_width,
-    _set_height,
-    _set_channels,
-    _set_metrics,
-    _set_metadata,
-    _set_seq,
-    _set_generation,
-) = _slot_setters(
-    FastLaneFrame,
-    "data",
-    "width",
-    "height",
-    "channels",
-    "metrics",
-    "metadata",
-    "seq",
-    "generation",
-)
-_set_reward, _set_return, _set_rate = _slot_setters(
-    FastLaneMetrics, "last_reward", "rolling_return", "step_rate_hz"
-)
+def _build(cls: type[Any], values: tuple[Any, ...]) -> Any:
+    """An instance of the slotted, frozen ``cls`` filled in through its slots, without its
+    ``__init__`` (the Python reader's hot path; the native one fills the same slots in C)."""
+    obj: Any = object.__new__(cls)
+    for name, value in zip(cls.__slots__, values, strict=True):
+        object.__setattr__(obj, name, value)
+    return obj
 
 
 def make_metrics(last_reward: float, rolling_return: float, step_rate_hz: float) -> FastLaneMetrics:
-    """Build a FastLaneMetrics through its slots, without the frozen ``__init__`` (the
-    Python reader's hot path; the native one fills the same slots in C)."""
-    obj = _new(FastLaneMetrics)
-    _set_reward(obj, last_reward)
-    _set_return(obj, rolling_return)
-    _set_rate(obj, step_rate_hz)
-    return obj
+    result: FastLaneMetrics = _build(FastLaneMetrics, (last_reward, rolling_return, step_rate_hz))
+    return result
 
 
 def make_frame(
@@ -209,14 +172,6 @@ def make_frame(
     seq: int,
     generation: int,
 ) -> FastLaneFrame:
-    """Build a FastLaneFrame through its slots, without the frozen ``__init__``."""
-    obj = _new(FastLaneFrame)
-    _set_data(obj, data)
-    _set_width(obj, width)
-    _set_height(obj, height)
-    _set_channels(obj, channels)
-    _set_metrics(obj, metrics)
-    _set_metadata(obj, metadata)
-    _set_seq(obj, seq)
-    _set_generation(obj, generation)
-    return obj
+    values = (data, width, height, channels, metrics, metadata, seq, generation)
+    result: FastLaneFrame = _build(FastLaneFrame, values)
+    return result

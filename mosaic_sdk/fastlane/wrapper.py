@@ -41,11 +41,10 @@ def _take_index(run_id: str) -> int:
 
 
 def _free_index(run_id: str, index: int) -> None:
-    taken = _ENV_INDICES.get(run_id)
-    if taken is not None:
-        taken.discard(index)
-        if not taken:
-            del _ENV_INDICES[run_id]
+    taken = _ENV_INDICES.get(run_id, set())
+    taken.discard(index)
+    if not taken:
+        _ENV_INDICES.pop(run_id, None)
 
 
 class PendingFrames:
@@ -76,9 +75,7 @@ class PendingFrames:
     def pending_frame_due_in(self) -> float | None:
         """Seconds until the interval allows the pending frame (0.0: now); ``None`` when no
         frame is pending."""
-        if not self.frame_pending:
-            return None
-        return self.pump.seconds_until_due()
+        return self.pump.seconds_until_due() if self.frame_pending else None
 
 
 class FastLaneTelemetryWrapper(
@@ -203,7 +200,7 @@ class FastLaneVectorTelemetryWrapper(PendingFrames, VectorWrapper):
         self._maybe_publish()
         return obs, rewards, terminations, truncations, infos
 
-    def _frames(self) -> Any:
+    def _render_for_fastlane(self) -> Any:
         envs = getattr(self.env.unwrapped, "envs", None)  # SyncVectorEnv: render only what we show
         if self.video_mode == "single":
             if envs is not None:
@@ -221,9 +218,6 @@ class FastLaneVectorTelemetryWrapper(PendingFrames, VectorWrapper):
 
     def _shows_frames(self) -> bool:
         return self.video_mode != "off"
-
-    def _render_for_fastlane(self) -> Any:
-        return self._frames()
 
     def close(self, **kwargs: Any) -> None:
         try:
