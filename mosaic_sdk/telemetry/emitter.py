@@ -27,10 +27,8 @@ LIFECYCLE_EVENTS: tuple[str, ...] = (
 )
 TERMINAL_EVENTS: tuple[str, ...] = ("run_completed", "run_failed", "run_cancelled")
 
-#: The lifecycle event :meth:`TelemetryEmitter.metrics` writes: named numbers at a step.
-#: Its payload is ``{"step": int, "values": {name: number}, "agent_id": str}`` (``agent_id``
-#: only when given). A lifecycle line, so every consumer that knows the four line types
-#: passes it through; the platform's proxy drops it, as it drops every lifecycle line.
+#: The lifecycle event :meth:`TelemetryEmitter.metrics` writes: ``{"step": int, "values":
+#: {name: number}, "agent_id": str}`` (``agent_id`` only when given).
 METRICS_EVENT = "metrics"
 
 
@@ -92,13 +90,10 @@ class TelemetryEmitter(LineOutput):
         self.step_every = step_every
         self.max_step_rate = max_step_rate
 
-        self._common = (
-            f'"run_id":{dumps(run_id)},"schema_version":{SCHEMA_VERSION},'  # before "seq"
-        )
+        self._common = f'"run_id":{dumps(run_id)},"schema_version":{SCHEMA_VERSION},'
         self._agent = f'"agent_id":{dumps(agent_id)},' if agent_id is not None else ""
         self._worker = f',"worker_id":{dumps(worker_id)}' if worker_id is not None else ""
         self._worker_id = worker_id
-        self._agent_id = agent_id
         #: (episode index, its ``"metadata":...,`` text) of the last step without metadata.
         self._bare_metadata: tuple[int, str] = (-1, "")
 
@@ -109,7 +104,6 @@ class TelemetryEmitter(LineOutput):
         self._steps_dropped = 0
         self._bucket = float(max_step_rate or 0.0)
         self._bucket_t = time.monotonic()
-        self._flush_at_exit()
 
     # -- generic writing --------------------------------------------------------------------
     def _next_seq(self) -> int:
