@@ -52,14 +52,16 @@ def _fits(out: Any, frame_bytes: int) -> bool:
         return not view.readonly and view.c_contiguous and view.nbytes >= frame_bytes
 
 
+def _metrics_at(words: Any, offset: int) -> FastLaneMetrics:
+    """The three f64 HUD scalars stored at ``offset``."""
+    return FastLaneMetrics(*(words.load_f64(offset + 8 * i) for i in range(3)))
+
+
 @dataclass(frozen=True)
 class FastLaneFrameView:
-    """A zero-copy view of the newest frame, valid until the writer reuses its slot.
-
-    ``array`` is a read-only ``(height, width, channels)`` view into shared memory and
-    ``metrics`` were read with it. Use the pixels, then call :meth:`still_valid`: True means
-    the writer did not touch the slot in the meantime, so what you used was exactly the frame
-    published with those metrics; False means drop it (and ask for the next one).
+    """A zero-copy view of the newest frame (``array``: read-only, ``(height, width,
+    channels)``, in shared memory) and the ``metrics`` read with it. Use the pixels, then call
+    :meth:`still_valid`: False means the writer reused the slot meanwhile, so drop them.
     """
 
     array: np.ndarray
@@ -306,9 +308,7 @@ class FastLaneReader:
                 mlen = words.load_u32(slot_off + 12)
                 fits = flen == frame_bytes and mlen <= g.metadata_cap
                 moff = slot_off + self._metrics_off if self._metrics_off >= 0 else OFF_HUD
-                metrics = FastLaneMetrics(
-                    words.load_f64(moff), words.load_f64(moff + 8), words.load_f64(moff + 16)
-                )
+                metrics = _metrics_at(words, moff)
                 meta = None
                 if mlen and fits:
                     start = slot_off + SLOT_HEADER.size + frame_bytes
@@ -345,10 +345,7 @@ class FastLaneReader:
 
     def metrics(self) -> FastLaneMetrics:
         """The header's HUD copy (what version-1 readers show; not tied to any frame)."""
-        words = self._require()
-        return FastLaneMetrics(
-            words.load_f64(OFF_HUD), words.load_f64(OFF_HUD + 8), words.load_f64(OFF_HUD + 16)
-        )
+        return _metrics_at(self._require(), OFF_HUD)
 
     def _require(self) -> Any:
         if self._words is None:

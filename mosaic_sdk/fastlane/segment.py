@@ -166,11 +166,9 @@ def read_status(mapping: Mapping) -> SegmentStatus:
 
 
 def inspect_segment(name: str, *, settle: float = 0.5) -> SegmentStatus | None:
-    """Status of segment ``name``, or None when it does not exist.
-
-    A segment that exists but is not initialised yet is given ``settle`` seconds to become
-    so (a writer may be between ``shm_open`` and its last header store).
-    """
+    """Status of segment ``name``, or None when it does not exist. One not initialised yet
+    gets ``settle`` seconds to become so (its writer may be between ``shm_open`` and its last
+    header store)."""
     deadline = time.monotonic() + settle
     while True:
         try:

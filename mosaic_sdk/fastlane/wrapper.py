@@ -52,6 +52,15 @@ class PendingFrames:
 
     pump: FramePump
 
+    def _setup(
+        self, run_id: str, video_mode: str, interval_ms: float, max_dim: int, return_window: int
+    ) -> None:
+        use_headless_video()  # before the first render starts SDL (see its docstring)
+        self.video_mode = _check_mode(video_mode)
+        self.pump = FramePump(
+            run_id, interval_ms=interval_ms, max_dim=max_dim, return_window=return_window
+        )
+
     def _shows_frames(self) -> bool:
         raise NotImplementedError
 
@@ -115,16 +124,12 @@ class FastLaneTelemetryWrapper(
             return_window=return_window,
         )
         super().__init__(env)
-        use_headless_video()  # before the first render starts SDL (see its docstring)
-        self.video_mode = _check_mode(video_mode)
+        self._setup(run_id, video_mode, interval_ms, max_dim, return_window)
         if slot < 0:
             raise ValueError(f"FastLane slot must be >= 0, got {slot}")
         self.run_id = run_id
         self.env_index: int | None = _take_index(run_id)
         self.publishing = self.video_mode != "off" and self.env_index == slot
-        self.pump = FramePump(
-            run_id, interval_ms=interval_ms, max_dim=max_dim, return_window=return_window
-        )
         if self.publishing and env.render_mode != "rgb_array":
             self.pump.disable(f"the env's render_mode is {env.render_mode!r}, not 'rgb_array'")
 
@@ -172,8 +177,7 @@ class FastLaneVectorTelemetryWrapper(PendingFrames, VectorWrapper):
         return_window: int = 10,
     ) -> None:
         super().__init__(env)
-        use_headless_video()  # before the first render starts SDL (see its docstring)
-        self.video_mode = _check_mode(video_mode)
+        self._setup(run_id, video_mode, interval_ms, max_dim, return_window)
         if not 0 <= slot < env.num_envs:
             raise ValueError(
                 f"FastLane slot {slot} is outside the vector env's {env.num_envs} envs"
@@ -182,9 +186,6 @@ class FastLaneVectorTelemetryWrapper(PendingFrames, VectorWrapper):
             raise ValueError(f"FastLane grid_limit must be >= 1, got {grid_limit}")
         self.slot = slot
         self.grid_limit = grid_limit
-        self.pump = FramePump(
-            run_id, interval_ms=interval_ms, max_dim=max_dim, return_window=return_window
-        )
         if self.video_mode != "off" and env.render_mode != "rgb_array":
             self.pump.disable(f"the env's render_mode is {env.render_mode!r}, not 'rgb_array'")
 
