@@ -317,15 +317,17 @@ def _load_contenders(
     """Several entry points named ``name``: load each under its address, let the rule of
     :mod:`mosaic_sdk.plugins.choice` pick the one the bare name means."""
     group = sorted(group, key=lambda c: address(name, c.distribution))
-    sources = ", ".join(c.source() for c in group)
+    shared = f"{len(group)} entry points are named {name!r}: " + ", ".join(
+        c.source() for c in group
+    )
     addresses = [address(name, c.distribution) for c in group]
     if len(set(addresses)) < len(addresses):
         registry.errors[name] = WorkerLoadError(
-            name=name,
-            distribution=group[0].distribution,
-            error_type="DuplicateWorkerName",
-            message=f"{len(group)} entry points are named {name!r}: {sources}; some come from "
-            "the same distribution and cannot be told apart: uninstall or rename all but one",
+            name,
+            group[0].distribution,
+            "DuplicateWorkerName",
+            f"{shared}; some come from the same distribution and cannot be told apart: "
+            "uninstall or rename all but one",
         )
         return
     outcomes: dict[str, WorkerHandle | WorkerLoadError] = {}
@@ -349,11 +351,10 @@ def _load_contenders(
             registry.address_errors[addr] = replace(outcome, name=addr)
     if choice.chosen is None:
         registry.errors[name] = WorkerLoadError(
-            name=name,
-            distribution=None,
-            error_type="DuplicateWorkerName",
-            message=f"{len(group)} entry points are named {name!r}: {sources}; the rule cannot "
-            f"choose ({choice.reason}): {choice.how_to_choose()}",
+            name,
+            None,
+            "DuplicateWorkerName",
+            f"{shared}; the rule cannot choose ({choice.reason}): {choice.how_to_choose()}",
         )
         return
     chosen = outcomes[choice.chosen]
