@@ -174,14 +174,9 @@ class TelemetryEmitter(LineOutput):
         final_metrics: Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> int:
-        payload = {
-            "episodes": episodes,
-            "total_reward": total_reward,
-            "duration_seconds": duration_seconds,
-            "final_metrics": dict(final_metrics or {}),
-            **extra,
-        }
-        return self.lifecycle("run_completed", payload)
+        payload: dict[str, Any] = {"episodes": episodes, "total_reward": total_reward}
+        payload.update(duration_seconds=duration_seconds, final_metrics=dict(final_metrics or {}))
+        return self.lifecycle("run_completed", {**payload, **extra})
 
     def run_failed(
         self,
@@ -193,15 +188,8 @@ class TelemetryEmitter(LineOutput):
         step: int | None = None,
         **extra: Any,
     ) -> int:
-        payload = {
-            "error": error,
-            "error_type": error_type,
-            "traceback": traceback,
-            "episode": episode,
-            "step": step,
-            **extra,
-        }
-        return self.lifecycle("run_failed", payload)
+        payload = {"error": error, "error_type": error_type, "traceback": traceback}
+        return self.lifecycle("run_failed", {**payload, "episode": episode, "step": step, **extra})
 
     def run_cancelled(self, *, reason: str, completed_episodes: int, **extra: Any) -> int:
         payload = {"reason": reason, "completed_episodes": completed_episodes, **extra}
