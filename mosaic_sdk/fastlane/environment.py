@@ -93,9 +93,7 @@ def apply_fastlane_environment(
         "VIDEO_MODE": settings.video_mode,
         "GRID_LIMIT": str(settings.grid_limit),
     }
-    for prefix in _PREFIXES:
-        for key, value in values.items():
-            env[prefix + key] = value
+    env.update({prefix + key: value for prefix in _PREFIXES for key, value in values.items()})
     if interval_ms is not None:
         env["MOSAIC_FASTLANE_INTERVAL_MS"] = str(interval_ms)
     if max_dim is not None:
