@@ -148,18 +148,47 @@ class FastLaneFrame:
         return arr.reshape(self.height, self.width, self.channels)
 
 
-def _build(cls: type[Any], values: tuple[Any, ...]) -> Any:
-    """An instance of the slotted, frozen ``cls`` filled in through its slots, without its
-    ``__init__`` (the Python reader's hot path; the native one fills the same slots in C)."""
-    obj: Any = object.__new__(cls)
-    for name, value in zip(cls.__slots__, values, strict=True):
-        object.__setattr__(obj, name, value)
-    return obj
+_new = object.__new__
+
+
+def _slot_setters(cls: type, *names: str) -> tuple[Any, ...]:
+    """The ``__set__`` of each named slot of ``cls`` (they write past a frozen ``__setattr__``)."""
+    return tuple(vars(cls)[name].__set__ for name in names)
+
+
+(
+    _set_data,
+    _set_width,
+    _set_height,
+    _set_channels,
+    _set_metrics,
+    _set_metadata,
+    _set_seq,
+    _set_generation,
+) = _slot_setters(
+    FastLaneFrame,
+    "data",
+    "width",
+    "height",
+    "channels",
+    "metrics",
+    "metadata",
+    "seq",
+    "generation",
+)
+_set_reward, _set_return, _set_rate = _slot_setters(
+    FastLaneMetrics, "last_reward", "rolling_return", "step_rate_hz"
+)
 
 
 def make_metrics(last_reward: float, rolling_return: float, step_rate_hz: float) -> FastLaneMetrics:
-    result: FastLaneMetrics = _build(FastLaneMetrics, (last_reward, rolling_return, step_rate_hz))
-    return result
+    """Build a FastLaneMetrics through its slots, without the frozen ``__init__`` (the
+    Python reader's hot path; the native one fills the same slots in C)."""
+    obj = _new(FastLaneMetrics)
+    _set_reward(obj, last_reward)
+    _set_return(obj, rolling_return)
+    _set_rate(obj, step_rate_hz)
+    return obj
 
 
 def make_frame(
@@ -172,6 +201,14 @@ def make_frame(
     seq: int,
     generation: int,
 ) -> FastLaneFrame:
-    values = (data, width, height, channels, metrics, metadata, seq, generation)
-    result: FastLaneFrame = _build(FastLaneFrame, values)
-    return result
+    """Build a FastLaneFrame through its slots, without the frozen ``__init__``."""
+    obj = _new(FastLaneFrame)
+    _set_data(obj, data)
+    _set_width(obj, width)
+    _set_height(obj, height)
+    _set_channels(obj, channels)
+    _set_metrics(obj, metrics)
+    _set_metadata(obj, metadata)
+    _set_seq(obj, seq)
+    _set_generation(obj, generation)
+    return obj
