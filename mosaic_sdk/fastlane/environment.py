@@ -19,10 +19,8 @@ _FALSE = {"0", "false", "no", "off", ""}
 class FastLaneSettings:
     """FastLane options of one worker, as read from its environment.
 
-    ``interval_ms``: minimum time between two published frames (``render()`` is not even
-    called in between); ``max_dim``: frames larger than this on either side are downscaled
-    (0 = never). ``as_hook_settings()`` gives the dict the ``mosaic_fastlane_wrap_env`` hook
-    receives.
+    ``interval_ms``: minimum time between two published frames (no ``render()`` in between);
+    ``max_dim``: frames larger than this on either side are downscaled (0 = never).
     """
 
     enabled: bool = False
@@ -95,9 +93,7 @@ def apply_fastlane_environment(
         "VIDEO_MODE": settings.video_mode,
         "GRID_LIMIT": str(settings.grid_limit),
     }
-    for prefix in _PREFIXES:
-        for key, value in values.items():
-            env[prefix + key] = value
+    env.update({prefix + key: value for prefix in _PREFIXES for key, value in values.items()})
     if interval_ms is not None:
         env["MOSAIC_FASTLANE_INTERVAL_MS"] = str(interval_ms)
     if max_dim is not None:
@@ -116,14 +112,9 @@ def _lookup(environ: Mapping[str, str], *names: str) -> tuple[str, str] | None:
 
 
 def _flag(environ: Mapping[str, str], *names: str) -> bool:
-    found = _lookup(environ, *names)
-    if found is None:
-        return False
-    name, value = found
-    if value.lower() in _TRUE:
-        return True
-    if value.lower() in _FALSE:
-        return False
+    name, value = _lookup(environ, *names) or ("", "")
+    if value.lower() in _TRUE | _FALSE:
+        return value.lower() in _TRUE
     raise ValueError(f"{name}={value!r} is not a switch; use 1 or 0")
 
 
@@ -189,9 +180,7 @@ def resolve_fastlane(
     switched_on = config if config is not None else (_flag(env, "MOSAIC_FASTLANE") or env_only)
 
     def setting(key: str, kind: type, default: Any, *variables: str) -> Any:
-        if key in given:
-            return given[key]
-        return _number(env, kind, default, *variables)
+        return given[key] if key in given else _number(env, kind, default, *variables)
 
     return FastLaneSettings(
         enabled=bool(switched_on) and mode != "off",
@@ -212,16 +201,10 @@ def resolve_fastlane(
 
 
 def use_headless_video(environ: MutableMapping[str, str] | None = None) -> bool:
-    """Without a display, point SDL (pygame, which gymnasium's toy-text, classic-control and
-    box2d envs render with) at its ``dummy`` video driver; True when it did.
-
-    FastLane renders ``rgb_array`` frames, which need no display. Without one, SDL's video
-    start-up probes for a desktop and prints ``XDG_RUNTIME_DIR is invalid or not set in the
-    environment.`` on stderr: a line in the log of every run that looks like a failure and
-    is none. The dummy driver renders the same pixels and prints nothing. Left alone: an
-    ``SDL_VIDEODRIVER`` the user set, and any process with ``DISPLAY`` or
-    ``WAYLAND_DISPLAY`` (a desktop, where a ``human`` render mode must keep working).
-    """
+    """Without a display, point SDL (pygame: gymnasium's toy-text, classic-control and box2d
+    renderers) at its ``dummy`` video driver; True when it did. It renders the same
+    ``rgb_array`` pixels without SDL's ``XDG_RUNTIME_DIR is invalid`` line on stderr. Left
+    alone: a user's ``SDL_VIDEODRIVER``, and ``DISPLAY``/``WAYLAND_DISPLAY`` (a desktop)."""
     env = os.environ if environ is None else environ
     if env.get("SDL_VIDEODRIVER") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
         return False

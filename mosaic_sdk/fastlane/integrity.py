@@ -32,7 +32,8 @@ class RingGeometry:
         return self.payload_cap - self.frame_bytes
 
 
-def _corrupt(name: str, problem: str) -> FastLaneCorruptError:
+def corrupt_slot(name: str, problem: str) -> FastLaneCorruptError:
+    """The error for segment ``name`` that contradicts itself (``problem`` names the field)."""
     return FastLaneCorruptError(
         f"FastLane segment {name!r} is corrupt: {problem}; no frame was taken from it (its "
         "writer is broken or something else wrote into it: restart the run)"
@@ -45,12 +46,14 @@ def ring_geometry(status: SegmentStatus) -> RingGeometry:
     name = status.name
     width, height, channels = status.width, status.height, status.channels
     if channels not in _CHANNELS:
-        raise _corrupt(name, f"the header says {channels} channels (FastLane has 1, 3 or 4)")
+        raise corrupt_slot(name, f"the header says {channels} channels (FastLane has 1, 3 or 4)")
     if width == 0 or height == 0:
-        raise _corrupt(name, f"the header says a {width}x{height} frame (both sides must be >= 1)")
+        raise corrupt_slot(
+            name, f"the header says a {width}x{height} frame (both sides must be >= 1)"
+        )
     slot_size, capacity = status.slot_size, status.capacity
     if slot_size % 8:
-        raise _corrupt(
+        raise corrupt_slot(
             name,
             f"slot_size {slot_size} is not a multiple of 8, so slot sequence words cannot be "
             "read atomically (a version-1 writer with unaligned slots: upgrade it to "
@@ -58,7 +61,7 @@ def ring_geometry(status: SegmentStatus) -> RingGeometry:
         )
     ring_end = HEADER.size + capacity * slot_size
     if ring_end > status.size:
-        raise _corrupt(
+        raise corrupt_slot(
             name,
             f"the header says {capacity} slots of {slot_size} bytes ({ring_end} bytes with the "
             f"header) but the segment holds {status.size} bytes",
@@ -66,13 +69,13 @@ def ring_geometry(status: SegmentStatus) -> RingGeometry:
     frame_bytes = width * height * channels
     room = slot_size - SLOT_HEADER.size
     if frame_bytes > room:
-        raise _corrupt(
+        raise corrupt_slot(
             name,
             f"a {width}x{height}x{channels} frame is {frame_bytes} bytes but a {slot_size}-byte "
             f"slot has room for {max(room, 0)} after its header",
         )
     if frame_bytes > status.payload_size:
-        raise _corrupt(
+        raise corrupt_slot(
             name,
             f"payload_size {status.payload_size} is smaller than a {width}x{height}x{channels} "
             f"frame ({frame_bytes} bytes)",
@@ -83,13 +86,13 @@ def ring_geometry(status: SegmentStatus) -> RingGeometry:
         metrics_offset = status.metrics_offset
         lowest = SLOT_HEADER.size + status.payload_size
         if lowest + SLOT_METRICS.size > slot_size:
-            raise _corrupt(
+            raise corrupt_slot(
                 name,
                 f"payload_size {status.payload_size} does not fit a {slot_size}-byte slot with "
                 f"its {SLOT_HEADER.size}-byte header and {SLOT_METRICS.size}-byte metrics",
             )
         if metrics_offset % 8 or not lowest <= metrics_offset <= slot_size - SLOT_METRICS.size:
-            raise _corrupt(
+            raise corrupt_slot(
                 name,
                 f"the extension block puts the slot metrics at offset {metrics_offset}, not at "
                 f"an 8-aligned offset in {lowest}..{slot_size - SLOT_METRICS.size} (after a "
@@ -119,11 +122,6 @@ def slot_problem(geometry: RingGeometry, frame_len: int, metadata_len: int) -> s
             f"{geometry.metadata_cap}"
         )
     return None
-
-
-def corrupt_slot(name: str, problem: str) -> FastLaneCorruptError:
-    """The error a reader raises for a complete slot whose lengths do not fit the ring."""
-    return _corrupt(name, problem)
 
 
 __all__ = ["RingGeometry", "corrupt_slot", "ring_geometry", "slot_problem"]

@@ -30,13 +30,10 @@ class Field:
 
 
 def _fields(spec: list[tuple[str, str, str]]) -> tuple[tuple[Field, ...], struct.Struct]:
-    fields = []
-    offset = 0
-    for name, code, doc in spec:
-        size = struct.calcsize("<" + code)
-        fields.append(Field(name, code, offset, doc))
-        offset += size
-    return tuple(fields), struct.Struct("<" + "".join(code for _, code, _ in spec))
+    codes = [code for _, code, _ in spec]
+    offsets = [struct.calcsize("<" + "".join(codes[:i])) for i in range(len(spec))]
+    fields = tuple(Field(n, c, off, doc) for (n, c, doc), off in zip(spec, offsets, strict=True))
+    return fields, struct.Struct("<" + "".join(codes))
 
 
 HEADER_FIELDS, HEADER = _fields(
@@ -98,10 +95,7 @@ assert SLOT_METRICS.size == 32 and EXTENSION.size == 64
 
 def offset_of(fields: tuple[Field, ...], name: str) -> int:
     """Byte offset of ``name`` in a field table."""
-    for field in fields:
-        if field.name == name:
-            return field.offset
-    raise KeyError(name)
+    return {f.name: f.offset for f in fields}[name]
 
 
 # Offsets used on the hot paths.

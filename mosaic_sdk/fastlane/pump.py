@@ -82,18 +82,12 @@ class FramePump:
 
     @property
     def rolling_return(self) -> float:
-        if self.returns:
-            return float(sum(self.returns) / len(self.returns))
-        return self.episode_return
+        return float(sum(self.returns) / len(self.returns)) if self.returns else self.episode_return
 
     def metrics(self) -> FastLaneMetrics:
         return FastLaneMetrics(self.last_reward, self.rolling_return, self.step_rate_hz)
 
     # -- publishing ----------------------------------------------------------------------
-    def due(self) -> bool:
-        """True when a frame may be published now (render() is skipped otherwise)."""
-        return self.disabled_reason is None and time.monotonic() >= self._next_due
-
     def offer(self, render: Callable[[], Any]) -> bool:
         """A new state to show: publish ``render()`` when a frame is due, else mark the frame
         pending (``render`` is not called). True when a frame was published."""
@@ -137,9 +131,7 @@ class FramePump:
             self.disable("render() returned None; create the env with render_mode='rgb_array'")
             return
         frame = downscale(np.asarray(frame), self.max_dim)
-        # A viewer feature must never stop training: any failure here disables publishing
-        # with one warning that says why.
-        try:
+        try:  # a viewer feature never stops training: a failure disables it with one warning
             if self.writer is None:
                 kwargs = {} if self._capacity is None else {"capacity": self._capacity}
                 self.writer = FastLaneWriter.create(

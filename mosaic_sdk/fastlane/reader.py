@@ -52,14 +52,16 @@ def _fits(out: Any, frame_bytes: int) -> bool:
         return not view.readonly and view.c_contiguous and view.nbytes >= frame_bytes
 
 
+def _metrics_at(words: Any, offset: int) -> FastLaneMetrics:
+    """The three f64 HUD scalars stored at ``offset``."""
+    return FastLaneMetrics(*(words.load_f64(offset + 8 * i) for i in range(3)))
+
+
 @dataclass(frozen=True)
 class FastLaneFrameView:
-    """A zero-copy view of the newest frame, valid until the writer reuses its slot.
-
-    ``array`` is a read-only ``(height, width, channels)`` view into shared memory and
-    ``metrics`` were read with it. Use the pixels, then call :meth:`still_valid`: True means
-    the writer did not touch the slot in the meantime, so what you used was exactly the frame
-    published with those metrics; False means drop it (and ask for the next one).
+    """A zero-copy view of the newest frame (``array``: read-only, ``(height, width,
+    channels)``, in shared memory) and the ``metrics`` read with it. Use the pixels, then call
+    :meth:`still_valid`: False means the writer reused the slot meanwhile, so drop them.
     """
 
     array: np.ndarray
@@ -132,35 +134,21 @@ class FastLaneReader:
         old = self._mapping
         self._mapping = mapping
         self._words = mapping.words
-        self._status = status
-        self._geometry = geometry
-        self._width, self._height, self._channels = (
-            geometry.width,
-            geometry.height,
-            geometry.channels,
-        )
-        self._capacity = geometry.capacity
-        self._slot_size = geometry.slot_size
-        self._frame_bytes = geometry.frame_bytes
-        self._payload_cap = geometry.payload_cap
-        self._meta_cap = geometry.metadata_cap
+        self._geometry = g = geometry
         # -1: a version-1 writer, metrics only in the header (racy, as deployed)
-        self._metrics_off = geometry.metrics_offset
+        self._metrics_off = g.metrics_offset
         self._generation = status.generation
-        self._views: list[np.ndarray | None] = [None] * self._capacity
+        self._views: list[np.ndarray | None] = [None] * g.capacity
         self._bind_native_reads()
         if old is not None:
             old.close()
             self.reattachments += 1
 
     def _bind_native_reads(self) -> None:
-        """Make ``latest_frame`` and ``read_latest_into`` the native cursor's methods.
-
-        With the C helper, one call does what :meth:`_read` does in the plain case (flags,
-        head, slot, seqlocked copy, the finished frame) and hands every other case to
-        :meth:`_slow`. The bound methods go into the instance's ``__dict__``, where they
-        shadow the class's methods, so a call costs no Python frame. The Python fallback
-        (``MOSAIC_ATOMICS=python``) has no cursor and keeps the class's methods.
+        """Make ``latest_frame`` and ``read_latest_into`` the native cursor's methods: one C
+        call for a plain read, :meth:`_slow` for every other case. In the instance's
+        ``__dict__`` they shadow the class's methods (no Python frame per call); the Python
+        fallback (``MOSAIC_ATOMICS=python``) has no cursor and keeps the class's methods.
         """
         instance = self.__dict__
         make = getattr(self._words, "fastlane_cursor", None)
@@ -168,15 +156,16 @@ class FastLaneReader:
             instance.pop("latest_frame", None)
             instance.pop("read_latest_into", None)
             return
+        g = self._geometry
         cursor = make(
-            self._capacity,
-            self._slot_size,
-            self._frame_bytes,
-            self._payload_cap,
+            g.capacity,
+            g.slot_size,
+            g.frame_bytes,
+            g.payload_cap,
             self._metrics_off,
-            self._width,
-            self._height,
-            self._channels,
+            g.width,
+            g.height,
+            g.channels,
             self._generation,
             FastLaneFrame,
             FastLaneMetrics,
@@ -196,13 +185,16 @@ class FastLaneReader:
             )
         return ring_geometry(status)
 
-    def _follow(self) -> bool:
-        """Re-attach after FLAG_INVALIDATED; False while no new ring is ready."""
-        try:
-            self._attach()
-        except FastLaneUnavailableError:
-            return False
-        return True
+    def _live_words(self) -> Any:
+        """The words of the current ring, re-attached after FLAG_INVALIDATED; None while no
+        new ring is ready. FastLaneError once closed."""
+        words = self._require()
+        if words.load_u32(OFF_FLAGS) & FLAG_INVALIDATED:
+            try:
+                self._attach()
+            except FastLaneUnavailableError:
+                return None
+        return self._words
 
     # -- reading -------------------------------------------------------------------------
     def latest_frame(self) -> FastLaneFrame | None:
@@ -226,27 +218,24 @@ class FastLaneReader:
         return self._read(out, _TRIES - tried)
 
     def _read(self, out: Any, tries: int) -> FastLaneFrame | None:
-        words = self._words
+        words = self._live_words()
         if words is None:
-            raise FastLaneError(f"FastLane reader for {self._name!r} is closed")
-        if words.load_u32(OFF_FLAGS) & FLAG_INVALIDATED:
-            if not self._follow():
-                return None
-            words = self._words
+            return None
+        g = self._geometry
         metrics_off = self._metrics_off
-        frame_bytes = self._frame_bytes
+        frame_bytes = g.frame_bytes
         head = 0
         for _ in range(tries):
             head = words.load_u64(OFF_HEAD)
             if head == 0:
                 return None
-            slot_off = HEADER.size + ((head - 1) % self._capacity) * self._slot_size
+            slot_off = HEADER.size + ((head - 1) % g.capacity) * g.slot_size
             try:
                 got = words.fastlane_read(
                     slot_off,
                     head,
                     slot_off + metrics_off if metrics_off >= 0 else OFF_HUD,
-                    self._payload_cap,
+                    g.payload_cap,
                     out,
                 )
             except ValueError:
@@ -254,15 +243,15 @@ class FastLaneReader:
                     raise  # the caller's buffer is too small or not writable
                 raise self._slot_error(slot_off, frame_len=None) from None
             if got is not None:
-                data, meta, r, g, hz, _ns = got
+                data, meta, r, ret, hz, _ns = got
                 if (len(data) if out is None else data) != frame_bytes:
                     raise self._slot_error(slot_off, frame_len=len(data) if out is None else data)
                 return make_frame(
                     data if out is None else out,
-                    self._width,
-                    self._height,
-                    self._channels,
-                    make_metrics(r, g, hz),
+                    g.width,
+                    g.height,
+                    g.channels,
+                    make_metrics(r, ret, hz),
                     meta,
                     head,
                     self._generation,
@@ -275,8 +264,8 @@ class FastLaneReader:
         """After every try failed: raise FastLaneCorruptError when the slot of frame ``head``
         is complete and stable but its lengths do not fit the ring (the native copy reports
         that as "not ready", like a torn read); otherwise return (a writer was busy)."""
-        words = self._words
-        slot_off = HEADER.size + ((head - 1) % self._capacity) * self._slot_size
+        words, g = self._words, self._geometry
+        slot_off = HEADER.size + ((head - 1) % g.capacity) * g.slot_size
         want = (2 * head + 2) & _U64
         if words.load_u64(slot_off) != want:
             return
@@ -285,7 +274,7 @@ class FastLaneReader:
         words.fence()
         if words.load_u64(slot_off) != want:
             return
-        problem = slot_problem(self._geometry, frame_len, metadata_len)
+        problem = slot_problem(g, frame_len, metadata_len)
         if problem is not None:
             raise corrupt_slot(self._name, problem)
 
@@ -294,37 +283,32 @@ class FastLaneReader:
         if frame_len is None:
             frame_len = self._words.load_u32(slot_off + 8)
         metadata_len = self._words.load_u32(slot_off + 12)
-        problem = slot_problem(self._geometry, frame_len, metadata_len) or (
-            f"a slot's frame_len did not match the header's {self._frame_bytes}-byte frames"
+        g = self._geometry
+        problem = slot_problem(g, frame_len, metadata_len) or (
+            f"a slot's frame_len did not match the header's {g.frame_bytes}-byte frames"
         )
         return corrupt_slot(self._name, problem)
 
     def latest_view(self) -> FastLaneFrameView | None:
         """The newest frame without copying it (see :class:`FastLaneFrameView`), or None."""
-        words = self._words
+        words = self._live_words()
         if words is None:
-            raise FastLaneError(f"FastLane reader for {self._name!r} is closed")
-        if words.load_u32(OFF_FLAGS) & FLAG_INVALIDATED:
-            if not self._follow():
-                return None
-            words = self._words
-        frame_bytes = self._frame_bytes
-        meta_cap = self._meta_cap
+            return None
+        g = self._geometry
+        frame_bytes = g.frame_bytes
         for _ in range(_TRIES):
             head = words.load_u64(OFF_HEAD)
             if head == 0:
                 return None
-            index = (head - 1) % self._capacity
-            slot_off = HEADER.size + index * self._slot_size
+            index = (head - 1) % g.capacity
+            slot_off = HEADER.size + index * g.slot_size
             want = 2 * head + 2
             if words.load_u64(slot_off) == want:
                 flen = words.load_u32(slot_off + 8)
                 mlen = words.load_u32(slot_off + 12)
-                fits = flen == frame_bytes and mlen <= meta_cap
+                fits = flen == frame_bytes and mlen <= g.metadata_cap
                 moff = slot_off + self._metrics_off if self._metrics_off >= 0 else OFF_HUD
-                metrics = FastLaneMetrics(
-                    words.load_f64(moff), words.load_f64(moff + 8), words.load_f64(moff + 16)
-                )
+                metrics = _metrics_at(words, moff)
                 meta = None
                 if mlen and fits:
                     start = slot_off + SLOT_HEADER.size + frame_bytes
@@ -351,19 +335,17 @@ class FastLaneReader:
         view = self._views[index]
         if view is None:
             assert self._mapping is not None
-            start = HEADER.size + index * self._slot_size + SLOT_HEADER.size
-            flat = np.frombuffer(self._mapping.mmap, np.uint8, self._frame_bytes, start)
-            view = flat.reshape(self._height, self._width, self._channels)
+            g = self._geometry
+            start = HEADER.size + index * g.slot_size + SLOT_HEADER.size
+            flat = np.frombuffer(self._mapping.mmap, np.uint8, g.frame_bytes, start)
+            view = flat.reshape(g.height, g.width, g.channels)
             view.flags.writeable = False
             self._views[index] = view
         return view
 
     def metrics(self) -> FastLaneMetrics:
         """The header's HUD copy (what version-1 readers show; not tied to any frame)."""
-        words = self._require()
-        return FastLaneMetrics(
-            words.load_f64(OFF_HUD), words.load_f64(OFF_HUD + 8), words.load_f64(OFF_HUD + 16)
-        )
+        return _metrics_at(self._require(), OFF_HUD)
 
     def _require(self) -> Any:
         if self._words is None:
@@ -377,19 +359,19 @@ class FastLaneReader:
 
     @property
     def width(self) -> int:
-        return self._width
+        return self._geometry.width
 
     @property
     def height(self) -> int:
-        return self._height
+        return self._geometry.height
 
     @property
     def channels(self) -> int:
-        return self._channels
+        return self._geometry.channels
 
     @property
     def capacity(self) -> int:
-        return self._capacity
+        return self._geometry.capacity
 
     @property
     def generation(self) -> int:
@@ -407,8 +389,8 @@ class FastLaneReader:
 
     def status(self) -> SegmentStatus:
         """Header and extension block of the attached segment, decoded."""
-        if self._mapping is None:
-            raise FastLaneError(f"FastLane reader for {self._name!r} is closed")
+        self._require()
+        assert self._mapping is not None
         return read_status(self._mapping)
 
     # -- lifetime ------------------------------------------------------------------------

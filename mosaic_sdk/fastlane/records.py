@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -120,11 +119,6 @@ class FastLaneMetrics:
             f"step/sec: {self.step_rate_hz:.1f}"
         )
 
-    def is_finite(self) -> bool:
-        return all(
-            math.isfinite(v) for v in (self.last_reward, self.rolling_return, self.step_rate_hz)
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class FastLaneFrame:
@@ -132,9 +126,7 @@ class FastLaneFrame:
 
     ``data`` is ``bytes`` (a private copy) or, from ``read_latest_into``, the caller's array.
     ``seq`` is the frame's number within its ``generation`` (what ``publish`` returned).
-
-    Both record types keep their fields in ``__slots__``: the native reader fills them in
-    directly, without a ``__dict__`` or an ``__init__`` call (``SharedWords.fastlane_cursor``).
+    Slotted: the native reader fills the slots in directly (``SharedWords.fastlane_cursor``).
     """
 
     data: Any

@@ -143,34 +143,14 @@ class SegmentStatus:
 def read_status(mapping: Mapping) -> SegmentStatus:
     """Decode the header and, when present, the extension block of an open segment."""
     buf = mapping.mmap
-    (
-        magic,
-        _version,
-        flags,
-        capacity,
-        slot_size,
-        payload_size,
-        width,
-        height,
-        channels,
-        _fmt,
-        head,
-        _tail,
-        *_hud,
-    ) = HEADER.unpack_from(buf, 0)
+    header = HEADER.unpack_from(buf, 0)
+    magic, _version, flags, capacity, slot_size, payload_size, width, height, chans = header[:9]
     initialised = magic == MAGIC and capacity > 0 and slot_size > 0
     base = dict(name=mapping.name, size=mapping.size, invalidated=bool(flags & FLAG_INVALIDATED))
     if not initialised:
         return SegmentStatus(initialised=False, **base)  # type: ignore[arg-type]
-    fields = dict(
-        width=width,
-        height=height,
-        channels=channels,
-        capacity=capacity,
-        slot_size=slot_size,
-        payload_size=payload_size,
-        head=head,
-    )
+    fields = dict(width=width, height=height, channels=chans, capacity=capacity, head=header[10])
+    fields.update(slot_size=slot_size, payload_size=payload_size)
     ext_off = HEADER.size + capacity * slot_size
     if ext_off + EXTENSION.size <= mapping.size:
         ext = EXTENSION.unpack_from(buf, ext_off)
@@ -186,22 +166,18 @@ def read_status(mapping: Mapping) -> SegmentStatus:
 
 
 def inspect_segment(name: str, *, settle: float = 0.5) -> SegmentStatus | None:
-    """Status of segment ``name``, or None when it does not exist.
-
-    A segment that exists but is not initialised yet is given ``settle`` seconds to become
-    so (a writer may be between ``shm_open`` and its last header store).
-    """
+    """Status of segment ``name``, or None when it does not exist. One not initialised yet
+    gets ``settle`` seconds to become so (its writer may be between ``shm_open`` and its last
+    header store)."""
     deadline = time.monotonic() + settle
     while True:
         try:
             mapping = Mapping.open(name)
         except FileNotFoundError:
             return None
-        except FastLaneSegmentTooSmall as exc:
-            status = SegmentStatus(name=name, size=0, initialised=False, invalidated=False)
+        except FastLaneSegmentTooSmall:
             if time.monotonic() >= deadline:
-                return status
-            del exc
+                return SegmentStatus(name=name, size=0, initialised=False, invalidated=False)
             time.sleep(0.01)
             continue
         try:
@@ -216,9 +192,7 @@ def inspect_segment(name: str, *, settle: float = 0.5) -> SegmentStatus | None:
 def remove_stale(name: str) -> bool:
     """Invalidate and unlink segment ``name`` if it is stale; True when it was removed."""
     status = inspect_segment(name)
-    if status is None:
-        return False
-    if status.initialised and not status.stale:
+    if status is None or (status.initialised and not status.stale):
         return False
     try:
         mapping = Mapping.open(name)
@@ -227,18 +201,14 @@ def remove_stale(name: str) -> bool:
     except FastLaneSegmentTooSmall:
         return shm_unlink(name)  # never initialised within the settle time: abandoned
     try:
-        if mapping.size >= HEADER.size:
-            mapping.invalidate()  # attached readers of the dead segment let go of it
+        mapping.invalidate()  # attached readers of the dead segment let go of it
         return mapping.unlink_if_mine()
     finally:
         mapping.close()
 
 
 def cleanup_stale_segment(run_id: str) -> bool:
-    """Remove the run's FastLane segment if its writer is dead or it was invalidated.
-
-    Returns True when a segment was removed, False when there was none or its writer is still
-    alive. Safe to call at any time and more than once; ``mosaic run`` calls it (through the
-    SDK's ``mosaic_run_cleanup`` hook) after every worker exit, SIGKILL included.
-    """
+    """Remove the run's FastLane segment if its writer is dead or it was invalidated; True
+    when one was removed. Idempotent; ``mosaic run`` calls it (``mosaic_run_cleanup`` hook)
+    after every worker exit, SIGKILL included."""
     return remove_stale(segment_name(run_id))

@@ -29,11 +29,6 @@ def snapshot_format(path: str | Path) -> str:
     return FORMATS[suffix]
 
 
-def hud_lines(metrics: FastLaneMetrics) -> list[str]:
-    """The HUD as drawn: the viewer's three lines."""
-    return metrics.hud_text().splitlines()
-
-
 def _font(width: int) -> Any:
     """Pillow's default font at a size that suits a frame ``width`` pixels wide."""
     image_font = require("PIL.ImageFont", "images", _FEATURE)
@@ -45,9 +40,8 @@ def _font(width: int) -> Any:
 
 
 def compose_with_hud(image: np.ndarray, metrics: FastLaneMetrics) -> Any:
-    """A Pillow image of ``image`` (HxWxC, C in 1, 3, 4) above a strip with the HUD text.
-
-    The picture is widened with black when the text is wider than the frame."""
+    """A Pillow image of ``image`` (HxWxC, C in 1, 3, 4) above a strip with the HUD text,
+    widened with black when the text is wider than the frame."""
     pil = require("PIL.Image", "images", _FEATURE)
     draw_mod = require("PIL.ImageDraw", "images", _FEATURE)
     arr = np.ascontiguousarray(image, dtype=np.uint8)
@@ -59,7 +53,7 @@ def compose_with_hud(image: np.ndarray, metrics: FastLaneMetrics) -> Any:
         raise ValueError(f"a snapshot needs 1, 3 or 4 channels, got {c}")
     # uint8 HxW, HxWx3, HxWx4 are L, RGB, RGBA to Pillow (its ``mode`` argument is deprecated)
     frame = pil.fromarray(arr[:, :, 0] if c == 1 else arr)
-    text = "\n".join(hud_lines(metrics))
+    text = metrics.hud_text()
     font = _font(w)
     measure = draw_mod.Draw(pil.new("L", (1, 1)))
     left, top, right, bottom = measure.multiline_textbbox((0, 0), text, font=font, spacing=2)
@@ -113,7 +107,7 @@ def write_snapshot(
             png_plugin = require("PIL.PngImagePlugin", "images", _FEATURE)
             info = png_plugin.PngInfo()
             for key, value in text.items():
-                if _latin1(value):
+                if all(ord(ch) < 256 for ch in value):  # Latin-1: tEXt
                     info.add_text(key, value)
                 else:  # iTXt: UTF-8 (a run id is ASCII, but extra may hold anything)
                     info.add_itxt(key, value)
@@ -129,18 +123,9 @@ def write_snapshot(
     return target
 
 
-def _latin1(value: str) -> bool:
-    try:
-        value.encode("latin-1")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 __all__ = [
     "FORMATS",
     "compose_with_hud",
-    "hud_lines",
     "snapshot_format",
     "snapshot_text",
     "write_snapshot",

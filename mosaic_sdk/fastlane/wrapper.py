@@ -41,17 +41,25 @@ def _take_index(run_id: str) -> int:
 
 
 def _free_index(run_id: str, index: int) -> None:
-    taken = _ENV_INDICES.get(run_id)
-    if taken is not None:
-        taken.discard(index)
-        if not taken:
-            del _ENV_INDICES[run_id]
+    taken = _ENV_INDICES.get(run_id, set())
+    taken.discard(index)
+    if not taken:
+        _ENV_INDICES.pop(run_id, None)
 
 
 class PendingFrames:
     """The pending-frame methods both wrappers share (see the module docstring)."""
 
     pump: FramePump
+
+    def _setup(
+        self, run_id: str, video_mode: str, interval_ms: float, max_dim: int, return_window: int
+    ) -> None:
+        use_headless_video()  # before the first render starts SDL (see its docstring)
+        self.video_mode = _check_mode(video_mode)
+        self.pump = FramePump(
+            run_id, interval_ms=interval_ms, max_dim=max_dim, return_window=return_window
+        )
 
     def _shows_frames(self) -> bool:
         raise NotImplementedError
@@ -76,9 +84,7 @@ class PendingFrames:
     def pending_frame_due_in(self) -> float | None:
         """Seconds until the interval allows the pending frame (0.0: now); ``None`` when no
         frame is pending."""
-        if not self.frame_pending:
-            return None
-        return self.pump.seconds_until_due()
+        return self.pump.seconds_until_due() if self.frame_pending else None
 
 
 class FastLaneTelemetryWrapper(
@@ -118,16 +124,12 @@ class FastLaneTelemetryWrapper(
             return_window=return_window,
         )
         super().__init__(env)
-        use_headless_video()  # before the first render starts SDL (see its docstring)
-        self.video_mode = _check_mode(video_mode)
+        self._setup(run_id, video_mode, interval_ms, max_dim, return_window)
         if slot < 0:
             raise ValueError(f"FastLane slot must be >= 0, got {slot}")
         self.run_id = run_id
         self.env_index: int | None = _take_index(run_id)
         self.publishing = self.video_mode != "off" and self.env_index == slot
-        self.pump = FramePump(
-            run_id, interval_ms=interval_ms, max_dim=max_dim, return_window=return_window
-        )
         if self.publishing and env.render_mode != "rgb_array":
             self.pump.disable(f"the env's render_mode is {env.render_mode!r}, not 'rgb_array'")
 
@@ -175,8 +177,7 @@ class FastLaneVectorTelemetryWrapper(PendingFrames, VectorWrapper):
         return_window: int = 10,
     ) -> None:
         super().__init__(env)
-        use_headless_video()  # before the first render starts SDL (see its docstring)
-        self.video_mode = _check_mode(video_mode)
+        self._setup(run_id, video_mode, interval_ms, max_dim, return_window)
         if not 0 <= slot < env.num_envs:
             raise ValueError(
                 f"FastLane slot {slot} is outside the vector env's {env.num_envs} envs"
@@ -185,9 +186,6 @@ class FastLaneVectorTelemetryWrapper(PendingFrames, VectorWrapper):
             raise ValueError(f"FastLane grid_limit must be >= 1, got {grid_limit}")
         self.slot = slot
         self.grid_limit = grid_limit
-        self.pump = FramePump(
-            run_id, interval_ms=interval_ms, max_dim=max_dim, return_window=return_window
-        )
         if self.video_mode != "off" and env.render_mode != "rgb_array":
             self.pump.disable(f"the env's render_mode is {env.render_mode!r}, not 'rgb_array'")
 
@@ -203,7 +201,7 @@ class FastLaneVectorTelemetryWrapper(PendingFrames, VectorWrapper):
         self._maybe_publish()
         return obs, rewards, terminations, truncations, infos
 
-    def _frames(self) -> Any:
+    def _render_for_fastlane(self) -> Any:
         envs = getattr(self.env.unwrapped, "envs", None)  # SyncVectorEnv: render only what we show
         if self.video_mode == "single":
             if envs is not None:
@@ -221,9 +219,6 @@ class FastLaneVectorTelemetryWrapper(PendingFrames, VectorWrapper):
 
     def _shows_frames(self) -> bool:
         return self.video_mode != "off"
-
-    def _render_for_fastlane(self) -> Any:
-        return self._frames()
 
     def close(self, **kwargs: Any) -> None:
         try:

@@ -43,14 +43,11 @@ def create_fastlane_name(run_id: str) -> str:
 
 
 def agent_stream_id(run_id: str, agent_index: int) -> str:
-    """The FastLane stream id of the agent at ``agent_index`` (0-based, in the order the run
-    declares its agents) of a multi-agent run: ``<run_id>-w<agent_index + 1>``.
-
-    Its segment is ``create_fastlane_name(agent_stream_id(run_id, i))``. This is the name the
-    platform's multi-stream grid tab attaches to for its cells 1..N (``{run_id}-w{i}``); the
-    run's own segment (``run_id``) stays free for a frame of the whole scene, which is what
-    the platform's per-agent tabs read (they attach by run id, whatever the agent).
-    ``ValueError`` for a negative index or an empty run id.
+    """The FastLane stream id of the agent at ``agent_index`` (0-based, in the run's order of
+    agents): ``<run_id>-w<agent_index + 1>``, what the platform's multi-stream grid attaches
+    to for its cells 1..N. The run's own segment stays free for a frame of the whole scene
+    (what the platform's per-agent tabs read). ``ValueError`` for a negative index or an
+    empty run id.
     """
     if not isinstance(run_id, str) or not run_id:
         raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
@@ -60,12 +57,6 @@ def agent_stream_id(run_id: str, agent_index: int) -> str:
             f"got {agent_index!r}"
         )
     return f"{run_id}-w{agent_index + 1}"
-
-
-def _geometry(config: FastLaneConfig) -> Geometry:
-    return Geometry(
-        config.width, config.height, config.channels, config.metadata_size, config.capacity
-    )
 
 
 def _create_segment(
@@ -156,7 +147,9 @@ class FastLaneWriter:
 
     # -- ring (re)creation ---------------------------------------------------------------
     def _open(self, config: FastLaneConfig) -> None:
-        geometry = _geometry(config)
+        geometry = Geometry(
+            config.width, config.height, config.channels, config.metadata_size, config.capacity
+        )
         old = self._mapping
         if old is not None:
             old.unlink_if_mine()
@@ -170,12 +163,9 @@ class FastLaneWriter:
         self._config = config
         self._geometry = geometry
         self._head = 0
-        self._capacity = geometry.capacity
-        self._slot_size = geometry.slot_size
-        self._slot_base = HEADER.size
+        # what publish needs, computed once (Geometry's properties compute on every access)
+        self._ring = (geometry.capacity, geometry.slot_size, geometry.payload_size)
         self._metrics_off = geometry.metrics_offset
-        self._payload_cap = geometry.payload_size
-        self._frame_bytes = geometry.frame_bytes
         self._shape = config.shape
         self._shape2 = (config.height, config.width) if config.channels == 1 else None
 
@@ -208,9 +198,10 @@ class FastLaneWriter:
                 words = self._words
         else:
             nbytes = memoryview(frame).nbytes
-            if nbytes != self._frame_bytes:
+            if nbytes != self._geometry.frame_bytes:
                 raise ValueError(
-                    f"FastLane frame has {nbytes} bytes, the ring expects {self._frame_bytes} "
+                    f"FastLane frame has {nbytes} bytes, the ring expects "
+                    f"{self._geometry.frame_bytes} "
                     f"({self._config.height}x{self._config.width}x{self._config.channels}); "
                     "publish a numpy array of the new shape or call reconfigure()"
                 )
@@ -219,19 +210,17 @@ class FastLaneWriter:
                 f"FastLane metadata has {len(metadata)} bytes, the ring allows "
                 f"{self._config.metadata_size}; raise FastLaneConfig.metadata_size"
             )
-        if metrics is None:
-            metrics = self._metrics
-        else:
-            self._metrics = metrics
+        metrics = self._metrics = metrics or self._metrics
         head = self._head + 1
-        slot_off = self._slot_base + (self._head % self._capacity) * self._slot_size
+        capacity, slot_size, payload_cap = self._ring
+        slot_off = HEADER.size + (self._head % capacity) * slot_size
         try:
             words.fastlane_write(
                 slot_off,
                 head,
                 frame,
                 metadata,
-                self._payload_cap,
+                payload_cap,
                 slot_off + self._metrics_off,
                 metrics.last_reward,
                 metrics.rolling_return,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TypedDict
+from dataclasses import asdict, dataclass, field
+from typing import TypedDict, cast
 
 #: The environment variable of the user's choice: ``NAME=DISTRIBUTION[,...]``.
 PREFER_ENV = "MOSAIC_PREFER_WORKER"
@@ -99,14 +99,7 @@ class Contender:
         return self.error is None
 
     def to_dict(self) -> ContenderDict:
-        return {
-            "address": self.address,
-            "distribution": self.distribution,
-            "entry_point": self.entry_point,
-            "style": self.style,
-            "ok": self.loads,
-            "error": self.error,
-        }
+        return cast(ContenderDict, {**asdict(self), "ok": self.loads})
 
 
 @dataclass(frozen=True)

@@ -78,19 +78,13 @@ def entry_point_candidates(environ: Mapping[str, str]) -> list[EntryPointCandida
     if environ.get("MOSAIC_DISABLE_PLUGIN_AUTOLOAD", "") in ("", "0"):
         found += installed_entry_points(ENTRY_POINT_GROUP)
     for spec in csv_names(environ.get("MOSAIC_PLUGINS")):
-        name, sep, value = spec.partition("=")
-        if not sep or not name.strip() or not value.strip():
+        name, sep, value = (part.strip() for part in spec.partition("="))
+        if not sep or not name or not value:
             found.append(EntryPointCandidate(spec, spec, "MOSAIC_PLUGINS", None, _bad_spec(spec)))
             continue
+        probe = _LOADABLE.fullmatch(value) is not None
         found.append(
-            EntryPointCandidate(
-                name.strip(),
-                value.strip(),
-                "MOSAIC_PLUGINS",
-                None,
-                _loader(value.strip()),
-                probe=_LOADABLE.fullmatch(value.strip()) is not None,
-            )
+            EntryPointCandidate(name, value, "MOSAIC_PLUGINS", None, _loader(value), probe=probe)
         )
     return found
 
@@ -221,15 +215,10 @@ class WorkerRegistry:
 
 def plugin_from(obj: object, c: EntryPointCandidate) -> tuple[object, str]:
     """The plugin an entry point's object stands for, and its style (``plugin`` or
-    ``upstream``).
-
-    * An object carrying ``__mosaic_plugin__`` (what :func:`platform_factory` returns: the
-      platform calls it, the SDK does not) stands for the plugin it names, a module name or
-      the plugin itself; that plugin is registered.
-    * A module, a class with ``@hookimpl`` methods (instantiated), or an object with them is
-      the plugin.
-    * Any other callable is an upstream-style ``get_worker_metadata()`` factory, adapted.
-    """
+    ``upstream``): the plugin an object's ``__mosaic_plugin__`` names (a module name or the
+    plugin; :func:`platform_factory`), a module, a class with ``@hookimpl`` methods
+    (instantiated) or an object with them; any other callable is an upstream-style
+    ``get_worker_metadata()`` factory, adapted."""
     carried = getattr(obj, PLUGIN_ATTRIBUTE, None) if not inspect.ismodule(obj) else None
     if carried is not None:
         target = importlib.import_module(carried) if isinstance(carried, str) else carried
@@ -274,11 +263,13 @@ def load_unguarded(
     plugin_name: str,
     pm: pluggy.PluginManager,
     attempt: Attempt | None = None,
+    *,
+    check: bool = True,
 ) -> WorkerHandle | WorkerLoadError:
-    """Load ``c``, register its plugin as ``plugin_name`` and check that it describes itself
-    as ``name``; the handle, or the error (then nothing stays registered). Catches whatever
-    the plugin raises, ``SystemExit`` included: run it where that is the plugin's, on a
-    loader thread (:func:`guarded_load`) or in the probe's child."""
+    """Load ``c``, register its plugin as ``plugin_name`` and (with ``check``) check that it
+    describes itself as ``name``; the handle, or the error (then nothing stays registered).
+    Catches whatever the plugin raises, ``SystemExit`` included: run it where that is the
+    plugin's, on a loader thread (:func:`guarded_load`) or in the probe's child."""
     attempt = attempt or Attempt()
     try:
         plugin, style = plugin_from(c.load(), c)
@@ -286,6 +277,8 @@ def load_unguarded(
     except BaseException as exc:  # noqa: BLE001 - a broken plugin (even one calling
         return load_error(c, exc)  # sys.exit at import) must not stop discovery
     handle = _handle(c, plugin, pm, style)
+    if not check:
+        return handle
     try:
         _, caps = handle.describe()
         if caps.worker_type != name:
@@ -324,15 +317,17 @@ def _load_contenders(
     """Several entry points named ``name``: load each under its address, let the rule of
     :mod:`mosaic_sdk.plugins.choice` pick the one the bare name means."""
     group = sorted(group, key=lambda c: address(name, c.distribution))
-    sources = ", ".join(c.source() for c in group)
+    shared = f"{len(group)} entry points are named {name!r}: " + ", ".join(
+        c.source() for c in group
+    )
     addresses = [address(name, c.distribution) for c in group]
     if len(set(addresses)) < len(addresses):
         registry.errors[name] = WorkerLoadError(
-            name=name,
-            distribution=group[0].distribution,
-            error_type="DuplicateWorkerName",
-            message=f"{len(group)} entry points are named {name!r}: {sources}; some come from "
-            "the same distribution and cannot be told apart: uninstall or rename all but one",
+            name,
+            group[0].distribution,
+            "DuplicateWorkerName",
+            f"{shared}; some come from the same distribution and cannot be told apart: "
+            "uninstall or rename all but one",
         )
         return
     outcomes: dict[str, WorkerHandle | WorkerLoadError] = {}
@@ -356,11 +351,10 @@ def _load_contenders(
             registry.address_errors[addr] = replace(outcome, name=addr)
     if choice.chosen is None:
         registry.errors[name] = WorkerLoadError(
-            name=name,
-            distribution=None,
-            error_type="DuplicateWorkerName",
-            message=f"{len(group)} entry points are named {name!r}: {sources}; the rule cannot "
-            f"choose ({choice.reason}): {choice.how_to_choose()}",
+            name,
+            None,
+            "DuplicateWorkerName",
+            f"{shared}; the rule cannot choose ({choice.reason}): {choice.how_to_choose()}",
         )
         return
     chosen = outcomes[choice.chosen]
@@ -378,13 +372,8 @@ def discover_workers(
 ) -> WorkerRegistry:
     """Load every worker, and the plugins of the ``mosaic.plugins`` group (registered on the
     manager, so every worker's runs call them); never raises for a broken one (see
-    ``WorkerRegistry.errors`` and ``WorkerRegistry.plugin_errors``).
-
-    Installs the ``gym_gui.core.worker`` stand-in first (it answers only while no real
-    ``gym_gui`` is importable; see :mod:`mosaic_sdk.plugins.gym_gui_stand_in`).
-
-    ``extra`` maps names to plugin objects (or upstream factories) to add without entry
-    points, e.g. in tests.
+    ``WorkerRegistry.errors`` and ``plugin_errors``). Installs the ``gym_gui`` stand-in first.
+    ``extra`` maps names to plugin objects (or upstream factories) to add without entry points.
     """
     env = os.environ if environ is None else environ
     with plugin_output_to_stderr():
@@ -447,12 +436,9 @@ class UncheckedLoad:
 
 
 def load_unchecked(name: str, *, environ: Mapping[str, str] | None = None) -> UncheckedLoad:
-    """Load the first entry point named ``name`` without the checks discovery makes.
-
-    For tools that must inspect a worker discovery refuses (a ``worker_type`` mismatch, a
-    duplicate name), such as the conformance suite. ``sources`` lists every entry point of
-    that name; ``error`` says why no handle could be made.
-    """
+    """Load the first entry point named ``name`` without the checks discovery makes, for tools
+    that inspect a worker discovery refuses (a ``worker_type`` mismatch, a duplicate name),
+    such as the conformance suite."""
     env = os.environ if environ is None else environ
     candidates = [c for c in entry_point_candidates(env) if c.name == name]
     sources = [c.source() for c in candidates]
@@ -464,16 +450,11 @@ def load_unchecked(name: str, *, environ: Mapping[str, str] | None = None) -> Un
         pm = create_plugin_manager(env)
         policy = LoadPolicy(plugin_timeout(env), fatal_only=True)
         policy.probe("worker", [c])
-
-        def work(attempt: Attempt) -> WorkerHandle | WorkerLoadError:
-            try:
-                plugin, style = plugin_from(c.load(), c)
-                attempt.register(pm, plugin, f"worker:{name}")
-            except BaseException as exc:  # noqa: BLE001 - any import-time failure is the finding
-                return load_error(c, exc)
-            return _handle(c, plugin, pm, style)
-
-        outcome = policy.load("worker", c, work)
+        outcome = policy.load(
+            "worker",
+            c,
+            lambda attempt: load_unguarded(c, name, f"worker:{name}", pm, attempt, check=False),
+        )
     if isinstance(outcome, WorkerLoadError):
         return UncheckedLoad(None, sources, f"{outcome.error_type}: {outcome.message}")
     return UncheckedLoad(outcome, sources, None)

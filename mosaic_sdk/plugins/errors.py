@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import TypedDict, cast
 
 
 class PluginError(Exception):
@@ -60,9 +60,5 @@ class WorkerLoadError:
         return f"worker {self.name!r}{dist} is unavailable: {self.error_type}: {self.message}"
 
     def to_dict(self) -> LoadErrorDict:
-        return {
-            "name": self.name,
-            "distribution": self.distribution,
-            "error_type": self.error_type,
-            "message": self.message,
-        }
+        fields = ("name", "distribution", "error_type", "message")
+        return cast(LoadErrorDict, {key: getattr(self, key) for key in fields})

@@ -32,12 +32,8 @@ _process_pm: pluggy.PluginManager | None = None
 
 
 def fastlane_plugin_manager() -> pluggy.PluginManager:
-    """The plugin manager worker code wraps envs through, one per process (made on first use).
-
-    It holds the SDK's built-in plugins; register your own on it
-    (``fastlane_plugin_manager().register(my_plugin)``) to decorate every FastLane wrap in
-    this process.
-    """
+    """The plugin manager worker code wraps envs through, one per process (made on first use);
+    register a plugin on it to decorate every FastLane wrap in this process."""
     global _process_pm
     with _lock:
         if _process_pm is None:
@@ -55,11 +51,8 @@ def wrap_env_through_hook(
     *,
     pm: pluggy.PluginManager | None = None,
 ) -> Any:
-    """Call ``mosaic_fastlane_wrap_env`` on ``pm`` (default :func:`fastlane_plugin_manager`).
-
-    Raises ``RuntimeError`` when no provider answers (the SDK's default provider was
-    unregistered and nothing replaced it).
-    """
+    """Call ``mosaic_fastlane_wrap_env`` on ``pm`` (default :func:`fastlane_plugin_manager`);
+    ``RuntimeError`` when no provider answers."""
     manager = pm if pm is not None else fastlane_plugin_manager()
     wrapped = manager.hook.mosaic_fastlane_wrap_env(env=env, run_id=run_id, settings=settings)
     if wrapped is None:

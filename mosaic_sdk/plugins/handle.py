@@ -63,7 +63,11 @@ class WorkerHandle:
     def _hook(self, hook_name: str) -> pluggy.HookCaller:
         caller = self._callers.get(hook_name)
         if caller is None:
-            others = [p for p in _worker_plugins(self.pm) if p is not self.plugin]
+            others = [
+                p
+                for n, p in self.pm.list_name_plugin()
+                if n.startswith("worker:") and p is not self.plugin
+            ]
             caller = self.pm.subset_hook_caller(hook_name, remove_plugins=others)
             self._callers[hook_name] = caller
         return caller
@@ -143,7 +147,3 @@ class WorkerHandle:
             "display_name": meta.name,
             "description": meta.description,
         }
-
-
-def _worker_plugins(pm: pluggy.PluginManager) -> list[object]:
-    return [p for n, p in pm.list_name_plugin() if n.startswith("worker:")]

@@ -6,8 +6,8 @@ import functools
 import inspect
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TypedDict
+from dataclasses import asdict, dataclass, field
+from typing import TypedDict, cast
 
 import pluggy
 
@@ -56,14 +56,7 @@ class PluginInfo:
     hooks: list[str] = field(default_factory=list)
 
     def to_dict(self) -> PluginEntry:
-        return {
-            "name": self.name,
-            "ok": True,
-            "distribution": self.distribution,
-            "version": self.version,
-            "entry_point": self.entry_point,
-            "hooks": list(self.hooks),
-        }
+        return cast(PluginEntry, {**asdict(self), "ok": True})
 
 
 def plugin_group_candidates(environ: Mapping[str, str]) -> list[EntryPointCandidate]:
@@ -85,11 +78,6 @@ def plugin_object(obj: object, c: EntryPointCandidate) -> object:
             "mosaic_sdk.hookspecs"
         )
     return obj
-
-
-def _hooks_of(pm: pluggy.PluginManager, plugin: object) -> list[str]:
-    callers = pm.get_hookcallers(plugin) or []
-    return sorted(caller.name for caller in callers)
 
 
 def enabled_candidates(environ: Mapping[str, str]) -> dict[str, list[EntryPointCandidate]]:
@@ -135,10 +123,9 @@ def load_plugin_group(
         if isinstance(outcome, WorkerLoadError):
             errors[name] = outcome
             continue
-        plugin = pm.get_plugin(PLUGIN_PREFIX + name)
-        loaded[name] = PluginInfo(
-            name, c.distribution, c.dist_version, c.value, _hooks_of(pm, plugin)
-        )
+        callers = pm.get_hookcallers(pm.get_plugin(PLUGIN_PREFIX + name)) or []
+        hooks = sorted(caller.name for caller in callers)
+        loaded[name] = PluginInfo(name, c.distribution, c.dist_version, c.value, hooks)
     return loaded, errors
 
 

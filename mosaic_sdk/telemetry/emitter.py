@@ -27,10 +27,8 @@ LIFECYCLE_EVENTS: tuple[str, ...] = (
 )
 TERMINAL_EVENTS: tuple[str, ...] = ("run_completed", "run_failed", "run_cancelled")
 
-#: The lifecycle event :meth:`TelemetryEmitter.metrics` writes: named numbers at a step.
-#: Its payload is ``{"step": int, "values": {name: number}, "agent_id": str}`` (``agent_id``
-#: only when given). A lifecycle line, so every consumer that knows the four line types
-#: passes it through; the platform's proxy drops it, as it drops every lifecycle line.
+#: The lifecycle event :meth:`TelemetryEmitter.metrics` writes: ``{"step": int, "values":
+#: {name: number}, "agent_id": str}`` (``agent_id`` only when given).
 METRICS_EVENT = "metrics"
 
 
@@ -92,13 +90,10 @@ class TelemetryEmitter(LineOutput):
         self.step_every = step_every
         self.max_step_rate = max_step_rate
 
-        self._common = (
-            f'"run_id":{dumps(run_id)},"schema_version":{SCHEMA_VERSION},'  # before "seq"
-        )
+        self._common = f'"run_id":{dumps(run_id)},"schema_version":{SCHEMA_VERSION},'
         self._agent = f'"agent_id":{dumps(agent_id)},' if agent_id is not None else ""
         self._worker = f',"worker_id":{dumps(worker_id)}' if worker_id is not None else ""
         self._worker_id = worker_id
-        self._agent_id = agent_id
         #: (episode index, its ``"metadata":...,`` text) of the last step without metadata.
         self._bare_metadata: tuple[int, str] = (-1, "")
 
@@ -109,7 +104,6 @@ class TelemetryEmitter(LineOutput):
         self._steps_dropped = 0
         self._bucket = float(max_step_rate or 0.0)
         self._bucket_t = time.monotonic()
-        self._flush_at_exit()
 
     # -- generic writing --------------------------------------------------------------------
     def _next_seq(self) -> int:
@@ -140,19 +134,23 @@ class TelemetryEmitter(LineOutput):
         """
         if not isinstance(event, str) or not event:
             raise ValueError("a lifecycle event needs a non-empty name")
-        body = dumps(dict(payload or {}))
         with self._lock:
-            seq = self._next_seq()
-            now_ns = time.time_ns()
-            line = (
-                f'{{"event":{dumps(event)},"payload":{body},{self._common}"seq":{seq},'
-                f'"timestamp":{now_ns / 1e9!r},"ts_unix_ns":{now_ns},"type":"lifecycle"'
-                f"{self._worker}}}\n"
-            )
-            self._write_locked(line, urgent=True)
+            seq = self._lifecycle_locked(event, dict(payload or {}), urgent=True)
             if event in TERMINAL_EVENTS:
                 self.terminal_event = event
             return seq
+
+    def _lifecycle_locked(self, event: str, payload: dict[str, Any], urgent: bool) -> int:
+        body = dumps(payload)  # before the seq: an unencodable payload leaves no gap
+        seq = self._next_seq()
+        now_ns = time.time_ns()
+        line = (
+            f'{{"event":{dumps(event)},"payload":{body},{self._common}"seq":{seq},'
+            f'"timestamp":{now_ns / 1e9!r},"ts_unix_ns":{now_ns},"type":"lifecycle"'
+            f"{self._worker}}}\n"
+        )
+        self._write_locked(line, urgent=urgent)
+        return seq
 
     def run_started(
         self,
@@ -164,11 +162,8 @@ class TelemetryEmitter(LineOutput):
         config: Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> int:
-        payload: dict[str, Any] = {"worker_type": worker_type, "algo": algo, "env_id": env_id}
-        payload["seed"] = seed
-        payload["config"] = dict(config or {})
-        payload.update(extra)
-        return self.lifecycle("run_started", payload)
+        payload = {"worker_type": worker_type, "algo": algo, "env_id": env_id, "seed": seed}
+        return self.lifecycle("run_started", {**payload, "config": dict(config or {}), **extra})
 
     def run_completed(
         self,
@@ -179,14 +174,9 @@ class TelemetryEmitter(LineOutput):
         final_metrics: Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> int:
-        payload = {
-            "episodes": episodes,
-            "total_reward": total_reward,
-            "duration_seconds": duration_seconds,
-            "final_metrics": dict(final_metrics or {}),
-            **extra,
-        }
-        return self.lifecycle("run_completed", payload)
+        payload: dict[str, Any] = {"episodes": episodes, "total_reward": total_reward}
+        payload.update(duration_seconds=duration_seconds, final_metrics=dict(final_metrics or {}))
+        return self.lifecycle("run_completed", {**payload, **extra})
 
     def run_failed(
         self,
@@ -198,15 +188,8 @@ class TelemetryEmitter(LineOutput):
         step: int | None = None,
         **extra: Any,
     ) -> int:
-        payload = {
-            "error": error,
-            "error_type": error_type,
-            "traceback": traceback,
-            "episode": episode,
-            "step": step,
-            **extra,
-        }
-        return self.lifecycle("run_failed", payload)
+        payload = {"error": error, "error_type": error_type, "traceback": traceback}
+        return self.lifecycle("run_failed", {**payload, "episode": episode, "step": step, **extra})
 
     def run_cancelled(self, *, reason: str, completed_episodes: int, **extra: Any) -> int:
         payload = {"reason": reason, "completed_episodes": completed_episodes, **extra}
@@ -279,17 +262,8 @@ class TelemetryEmitter(LineOutput):
         if agent_id is not None:
             self._agent_field(agent_id)  # the same check as step and episode lines
             payload["agent_id"] = agent_id
-        body = dumps(payload)
         with self._lock:
-            seq = self._next_seq()
-            now_ns = time.time_ns()
-            line = (
-                f'{{"event":"{METRICS_EVENT}","payload":{body},{self._common}"seq":{seq},'
-                f'"timestamp":{now_ns / 1e9!r},"ts_unix_ns":{now_ns},"type":"lifecycle"'
-                f"{self._worker}}}\n"
-            )
-            self._write_locked(line, urgent=False)
-            return seq
+            return self._lifecycle_locked(METRICS_EVENT, payload, urgent=False)
 
     # -- control replies and foreign dialects -----------------------------------------------
     def control_reply(self, fields: Mapping[str, Any]) -> int:

@@ -36,12 +36,8 @@ def unsigned(name: str, value: Any, bits: int = 64) -> int:
 
 
 def line_metadata(episode_index: int, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The ``metadata`` object of a step or episode line: ``metadata`` (the caller's, may be
-    None) with ``episode_index`` set to the line's episode index.
-
-    ``ValueError`` when ``metadata`` already holds a different ``episode_index``: the platform
-    would show the episode under that number.
-    """
+    """The ``metadata`` object of a step or episode line: the caller's ``metadata`` (or none)
+    with ``episode_index`` set; ``ValueError`` when it already holds a different one."""
     index = int(episode_index)
     out = dict(metadata) if metadata else {}
     given = out.get(METADATA_KEY, index)
@@ -64,13 +60,9 @@ def metadata_json(episode_index: int, metadata: Mapping[str, Any] | None = None)
 
 def platform_episode_index(data: Mapping[str, Any]) -> tuple[Any, str]:
     """``(value, where)``: the episode index the platform's proxy takes from a parsed step or
-    episode line, before its ``int()``, and where it found it (:data:`FROM_METADATA_JSON`,
-    :data:`FROM_METADATA`, :data:`FROM_EPISODE` or :data:`FROM_DEFAULT`, which gives 0).
-
-    ``ValueError`` when the proxy itself fails on the line: metadata given as JSON text of
-    something that is not an object (the proxy calls ``.get`` on it; its reader stops there
-    and forwards nothing more of the run).
-    """
+    episode line, before its ``int()``, and where it found it (a ``FROM_*`` constant;
+    :data:`FROM_DEFAULT` gives 0). ``ValueError`` where the proxy itself fails: metadata as
+    JSON text of something that is not an object."""
     where = FROM_METADATA_JSON if FROM_METADATA_JSON in data else FROM_METADATA
     meta = data.get(where, "{}")
     value = None

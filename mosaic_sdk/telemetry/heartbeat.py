@@ -65,10 +65,8 @@ class Heartbeat:
         busy = (cpu - self._cpu) / max(wall - self._wall, 1e-9)
         self._cpu, self._wall = cpu, wall
         data: dict[str, Any] = {"episode": None, "step": None}
-        if self._progress is not None:
-            data.update(self._progress())
-        data["memory_mb"] = round(resident_memory_mb(), 2)
-        data["cpu_percent"] = round(100.0 * busy, 1)
+        data.update(self._progress() if self._progress is not None else {})
+        data.update(memory_mb=round(resident_memory_mb(), 2), cpu_percent=round(100.0 * busy, 1))
         data["interval"] = self.interval
         return data
 

@@ -70,6 +70,8 @@ class _EpisodeIndexed(_Line):
         description="The worker's metadata; from version 3 with episode_index, equal to the "
         "line's (where the platform's telemetry proxy reads the episode index)",
     )
+    agent_id: str | None = None
+    episode_seed: int | None = Field(None, ge=0, lt=2**64)
 
     @model_validator(mode="after")
     def _index_in_metadata(self) -> _EpisodeIndexed:
@@ -98,10 +100,8 @@ class StepLine(_EpisodeIndexed):
     truncated: bool
     action: Any = None
     observation: Any = None
-    agent_id: str | None = None
     render_payload: Any = None
     frame_ref: str | None = None
-    episode_seed: int | None = Field(None, ge=0, lt=2**64)
     payload_version: int | None = Field(None, ge=0, lt=2**32)
 
 
@@ -113,8 +113,6 @@ class EpisodeLine(_EpisodeIndexed):
     steps: int = Field(ge=0)
     terminated: bool
     truncated: bool
-    agent_id: str | None = None
-    episode_seed: int | None = Field(None, ge=0, lt=2**64)
 
 
 class ControlReplyLine(_Line, Reply):

@@ -62,26 +62,20 @@ def json_escape_unencodable(text: str, encoding: str | None) -> str:
 class LineOutput:
     r"""Buffered, thread-safe writing of whole lines to ``stream`` (default: stdout).
 
-    Lines are buffered under one lock; urgent lines (lifecycle, control replies) are written at
-    once with anything pending, the rest when 64 KiB are pending or ``flush_interval`` seconds
-    after the first pending line (a daemon thread keeps that bound while the worker is busy
-    elsewhere). A closed or broken stream is said once on stderr and never stops the worker;
-    every live output is flushed at interpreter exit. Text the stream cannot encode (a lone
-    surrogate from a file name read with ``surrogateescape``, or a command id) never breaks it,
-    nor goes out as bytes that are not text (a stream with ``errors="surrogateescape"``, as
-    stdout is under a C or C.UTF-8 locale, would write ``"\udcff"`` as the raw byte 0xff):
-    those characters are written as JSON ``\uXXXX`` escapes, which every JSON reader takes
-    back, and that is said once on stderr.
-
-    Subclasses build a line and call :meth:`_write_locked` holding ``self._lock``, so what
-    they number under that lock is written in that order.
+    Urgent lines (lifecycle, control replies) are written at once with anything pending, the
+    rest when 64 KiB are pending or ``flush_interval`` seconds after the first pending line (a
+    daemon thread keeps that bound). A closed or broken stream is said once on stderr and never
+    stops the worker; every live output is flushed at interpreter exit. Characters the stream
+    cannot encode (lone surrogates) are written as JSON ``\uXXXX`` escapes, said once on
+    stderr. Subclasses call :meth:`_write_locked` holding ``self._lock``, so what they number
+    under it is written in that order.
     """
 
     def __init__(self, stream: TextIO | None, flush_interval: float | None) -> None:
         self._stream = stream if stream is not None else sys.stdout
-        #: The stream's encoding when it would not refuse what it cannot encode (stdout under a
-        #: C or C.UTF-8 locale has ``errors="surrogateescape"``: ``"\udcff"`` would go out as
-        #: the raw byte 0xff, which is not UTF-8, and arrive as U+FFFD); None for a strict one.
+        #: The encoding of a stream that would not refuse what it cannot encode (stdout under a
+        #: C locale has ``errors="surrogateescape"``: ``"\udcff"`` would go out as the byte
+        #: 0xff, not UTF-8); None for a strict one.
         errors = getattr(self._stream, "errors", None)
         self._lenient: str | None = None
         if errors not in (None, "strict"):
@@ -104,10 +98,7 @@ class LineOutput:
         self._lines = 0
         self._wake = threading.Event()
         self._flusher: threading.Thread | None = None
-
-    def _flush_at_exit(self) -> None:
-        """Have this output closed (and flushed) at interpreter exit."""
-        _LIVE.add(self)
+        _LIVE.add(self)  # closed (and flushed) at interpreter exit
 
     def _write_locked(self, line: str, urgent: bool) -> None:
         if self._closed:

@@ -6,7 +6,6 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mosaic_sdk.telemetry.emitter import LIFECYCLE_EVENTS
 from mosaic_sdk.telemetry.episode_index import FROM_DEFAULT, FROM_EPISODE, platform_episode_index
 
 KINDS = ("lifecycle", "step", "episode", "control_reply", "log", "invalid")
@@ -20,10 +19,8 @@ MAX_JSON_DEPTH = 100
 
 
 class TelemetryLine:
-    """One classified line. ``data`` is the parsed object (``{}`` for log lines).
-
-    (A plain class rather than a dataclass: ``dataclasses`` costs ~8 ms of import time.)
-    """
+    """One classified line. ``data`` is the parsed object (``{}`` for log lines). Not a
+    dataclass: ``dataclasses`` costs ~8 ms of import time."""
 
     __slots__ = ("kind", "text", "data", "error")
 
@@ -41,12 +38,10 @@ class TelemetryLine:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TelemetryLine):
             return NotImplemented
-        return (self.kind, self.text, self.data, self.error) == (
-            other.kind,
-            other.text,
-            other.data,
-            other.error,
-        )
+        return self._key() == other._key()
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.kind, self.text, self.data, self.error)
 
     @property
     def is_telemetry(self) -> bool:
@@ -62,9 +57,7 @@ def _kind_of(data: dict[str, Any]) -> tuple[str, str | None]:
     legacy = data.get("event_type")
     if legacy in ("step", "episode"):
         return legacy, None
-    if isinstance(legacy, str):
-        return "lifecycle", None
-    if isinstance(data.get("event"), str):
+    if isinstance(legacy, str) or isinstance(data.get("event"), str):
         return "lifecycle", None
     return "invalid", "a JSON object without 'type', 'event_type' or 'event'"
 
@@ -85,9 +78,8 @@ def _normalise(kind: str, data: dict[str, Any]) -> dict[str, Any]:
 
 def _platform_index(data: dict[str, Any]) -> None:
     """A line without ``episode_index`` (not written by the SDK): take the index where the
-    platform's proxy takes it (``metadata.episode_index``, else ``episode``), so the SDK and
-    the platform number its episodes alike. An ``episode`` beside a metadata index is kept as
-    it is (the platform's trainer writes a display value there, seed + index)."""
+    platform's proxy takes it (``metadata.episode_index``, else ``episode``). An ``episode``
+    beside a metadata index is kept (the platform's trainer writes seed + index there)."""
     try:
         value, where = platform_episode_index(data)
     except ValueError:  # metadata the proxy fails on: read the plain alias, as before
@@ -120,8 +112,7 @@ def json_depth_exceeds(value: object, limit: int) -> bool:
     return False
 
 
-def _too_deep(text: str) -> str:
-    return f"JSON nested deeper than {MAX_JSON_DEPTH} levels (kept as text)"
+_TOO_DEEP = f"JSON nested deeper than {MAX_JSON_DEPTH} levels (kept as text)"
 
 
 def classify_line(raw: str | bytes) -> TelemetryLine:
@@ -160,7 +151,7 @@ def _classify(text: str) -> TelemetryLine:
     try:
         data = json.loads(stripped)
     except RecursionError:
-        return TelemetryLine("invalid", text, error=_too_deep(text))
+        return TelemetryLine("invalid", text, error=_TOO_DEEP)
     except ValueError as exc:
         return TelemetryLine("invalid", text, error=f"malformed JSON: {exc}")
     # A text of n characters nests at most n/2 deep, and at most as deep as it has brackets:
@@ -170,7 +161,7 @@ def _classify(text: str) -> TelemetryLine:
         and stripped.count("[") + stripped.count("{") > MAX_JSON_DEPTH
         and json_depth_exceeds(data, MAX_JSON_DEPTH)
     ):
-        return TelemetryLine("invalid", text, error=_too_deep(text))
+        return TelemetryLine("invalid", text, error=_TOO_DEEP)
     if not isinstance(data, dict):
         return TelemetryLine("invalid", text, error="a JSON value that is not an object")
     kind, error = _kind_of(data)
@@ -184,9 +175,8 @@ def _classify(text: str) -> TelemetryLine:
 
 
 def agent_id_error(agent: object) -> str:
-    """Why a step or episode line whose ``agent_id`` is not a string is ``invalid``: ``5``
-    and ``"5"`` (``true`` and ``"True"``) are different values that text would make one
-    agent, so such a line is kept as text, never stored as a row of some agent."""
+    """Why a step or episode line whose ``agent_id`` is not a string is ``invalid`` (``5`` and
+    ``"5"`` would be one agent once stored as text)."""
     shown = json.dumps(agent, ensure_ascii=True, default=str)
     shown = shown if len(shown) <= 60 else shown[:50] + "..."
     return (
@@ -195,16 +185,11 @@ def agent_id_error(agent: object) -> str:
     )
 
 
+_JSON_TYPES = {bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}
+
+
 def _json_type(value: object) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def validate_line(data: Mapping[str, object]) -> list[str]:
@@ -215,17 +200,12 @@ def validate_line(data: Mapping[str, object]) -> list[str]:
     return validate_object(data)
 
 
-def is_known_lifecycle_event(name: str) -> bool:
-    return name in LIFECYCLE_EVENTS
-
-
 __all__ = [
     "KINDS",
     "MAX_JSON_DEPTH",
     "TELEMETRY_KINDS",
     "TelemetryLine",
     "classify_line",
-    "is_known_lifecycle_event",
     "json_depth_exceeds",
     "validate_line",
 ]

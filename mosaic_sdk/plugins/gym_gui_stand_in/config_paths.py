@@ -73,36 +73,5 @@ def ensure_var_directories() -> None:
         path.mkdir(parents=True, exist_ok=True)
 
 
-__all__ = [
-    "VAR_BIN_DIR",
-    "VAR_CACHE_DIR",
-    "VAR_CUSTOM_SCRIPTS_DIR",
-    "VAR_DATA_DIR",
-    "VAR_DIRECTORIES",
-    "VAR_EVALS_DIR",
-    "VAR_EVALUATOR_DIR",
-    "VAR_LOGS_DIR",
-    "VAR_MODELS_DIR",
-    "VAR_MODELS_GO_AI_DIR",
-    "VAR_MODELS_HF_CACHE",
-    "VAR_MODELS_KATAGO_DIR",
-    "VAR_NMMO_MAPS_DIR",
-    "VAR_OPERATORS_DIR",
-    "VAR_OPERATORS_LOGS_DIR",
-    "VAR_OPERATORS_TELEMETRY_DIR",
-    "VAR_REPLAY_DIR",
-    "VAR_ROOT",
-    "VAR_SC2_DIR",
-    "VAR_SC2_ROOT",
-    "VAR_SMACV2_MAPS_DIR",
-    "VAR_SMAC_MAPS_DIR",
-    "VAR_SMAC_REPLAYS_DIR",
-    "VAR_TELEMETRY_DIR",
-    "VAR_TENSORBOARD_DIR",
-    "VAR_TMP_DIR",
-    "VAR_TRAINER_DB",
-    "VAR_TRAINER_DIR",
-    "VAR_VLLM_DIR",
-    "VAR_WANDB_DIR",
-    "ensure_var_directories",
-]
+__all__ = sorted(name for name in dict(globals()) if name.startswith("VAR_"))
+__all__ += ["ensure_var_directories"]

@@ -1,6 +1,4 @@
-"""The meta-path finder that provides the ``gym_gui`` names a worker imports when ``gym_gui``
-is absent.
-"""
+"""The meta-path finder that provides the ``gym_gui`` names a worker imports when it is absent."""
 
 from __future__ import annotations
 
@@ -52,10 +50,8 @@ def is_stand_in(module: Any) -> bool:
 
 def content_module(name: str) -> ModuleType | None:
     """The module of this package that ``name`` (a served ``gym_gui`` name) presents."""
-    content, _package = SERVED[name]
-    if content is None:
-        return None
-    return importlib.import_module(f"{_PACKAGE}.{content}")
+    content = SERVED[name][0]
+    return None if content is None else importlib.import_module(f"{_PACKAGE}.{content}")
 
 
 class _ServedLoader(importlib.abc.Loader):
@@ -76,10 +72,9 @@ class _ServedLoader(importlib.abc.Loader):
             )
             return
         module.__doc__ = content.__doc__
-        public = getattr(content, "__all__", ())
-        for attr in public:
+        module.__all__ = list(getattr(content, "__all__", ()))  # type: ignore[attr-defined]
+        for attr in module.__all__:
             setattr(module, attr, getattr(content, attr))
-        module.__all__ = list(public)  # type: ignore[attr-defined]
         for hook in ("__getattr__", "__dir__"):  # lazily made names (log constants)
             if hasattr(content, hook):
                 setattr(module, hook, getattr(content, hook))
@@ -112,10 +107,8 @@ class GymGuiStandInFinder(importlib.abc.MetaPathFinder):
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None
     ) -> bool:
         for finder in list(sys.meta_path):
-            if isinstance(finder, GymGuiStandInFinder):
-                continue
             find = getattr(finder, "find_spec", None)
-            if find is None:
+            if find is None or isinstance(finder, GymGuiStandInFinder):
                 continue
             try:
                 if find(fullname, path, target) is not None:
@@ -126,10 +119,8 @@ class GymGuiStandInFinder(importlib.abc.MetaPathFinder):
 
 
 def install_gym_gui_stand_in() -> GymGuiStandInFinder:
-    """Append the finder to ``sys.meta_path`` unless it is there; return it.
-
-    Idempotent and harmless when ``gym_gui`` is installed: then the finder never answers.
-    """
+    """Append the finder to ``sys.meta_path`` unless it is there; return it. Harmless when
+    ``gym_gui`` is installed: then the finder never answers."""
     for finder in sys.meta_path:
         if isinstance(finder, GymGuiStandInFinder):
             return finder

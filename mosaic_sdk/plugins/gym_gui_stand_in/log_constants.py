@@ -1,6 +1,5 @@
-"""The stand-in's ``gym_gui.logging_config.log_constants``: ``LogConstant`` and every
-``LOG_*`` name, made when first read.
-"""
+"""The stand-in's ``gym_gui.logging_config.log_constants``: ``LogConstant`` and every ``LOG_*``
+name, made when first read."""
 
 from __future__ import annotations
 
@@ -59,8 +58,7 @@ def constant_for(name: str) -> LogConstant:
 
 def __getattr__(name: str) -> Any:
     if _NAME.fullmatch(name):
-        value = globals().setdefault(name, constant_for(name))
-        return value
+        return globals().setdefault(name, constant_for(name))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -11,10 +11,7 @@ from mosaic_sdk.plugins.gym_gui_stand_in.log_constants import LogConstant
 __mosaic_stand_in__ = True
 
 # the attributes every LogRecord has (plus those Formatter adds): `extra` may not set them
-_RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
-    "message",
-    "asctime",
-}
+_RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
 
 def _level(level: int | str) -> int:
@@ -39,9 +36,7 @@ def log_constant(
         "subcomponent": constant.subcomponent,
         "tags": ",".join(constant.tags),
     }
-    for key, value in (extra or {}).items():
-        if key not in _RESERVED:
-            fields[key] = value
+    fields.update({k: v for k, v in (extra or {}).items() if k not in _RESERVED})
     text = constant.message if message is None else f"{constant.message} | {message}"
     logger.log(
         _level(constant.level), "%s %s", constant.code, text, extra=fields, exc_info=exc_info

@@ -1,7 +1,5 @@
 """The stand-in's ``gym_gui.services.trainer.proto.trainer_pb2``: the two protobuf messages of
-the trainer daemon's ``RegisterWorker`` call, the only part of its gRPC service the platform's
-workers use (CleanRL's ``--grpc`` handshake).
-"""
+the trainer daemon's ``RegisterWorker`` call (CleanRL's ``--grpc`` handshake)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The stand-in's ``gym_gui.services.trainer.proto.trainer_pb2_grpc``: the client stub of the
-trainer daemon's ``RegisterWorker`` call (``/gymgui.trainer.TrainerService/RegisterWorker``),
-with the messages of :mod:`~mosaic_sdk.plugins.gym_gui_stand_in.trainer_messages`, and the
-matching servicer pieces for a daemon (or a test) that answers it. Needs ``grpcio``. The other
-calls of the platform's service belong to the GUI and are not provided."""
+"""The stand-in's ``gym_gui.services.trainer.proto.trainer_pb2_grpc``: client stub and servicer
+pieces of the trainer daemon's ``RegisterWorker`` call only (the other calls are the GUI's).
+Needs ``grpcio``."""
 
 from __future__ import annotations
 

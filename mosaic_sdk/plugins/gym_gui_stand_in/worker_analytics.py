@@ -73,15 +73,10 @@ class WorkerAnalyticsManifest:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        artifacts: dict[str, Any] = {}
-        for key, _cls in _PARTS:
-            part = getattr(self.artifacts, key)
-            if part is not None:
-                artifacts[key] = asdict(part)
-        for key in ("logs_dir", "videos_dir"):
-            value = getattr(self.artifacts, key)
-            if value:
-                artifacts[key] = value
+        parts = {key: getattr(self.artifacts, key) for key, _cls in _PARTS}
+        artifacts = {key: asdict(part) for key, part in parts.items() if part is not None}
+        dirs = {key: getattr(self.artifacts, key) for key in ("logs_dir", "videos_dir")}
+        artifacts.update({key: value for key, value in dirs.items() if value})
         return {
             "run_id": self.run_id,
             "worker_type": self.worker_type,
@@ -110,10 +105,7 @@ class WorkerAnalyticsManifest:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WorkerAnalyticsManifest:
         raw = data.get("artifacts") or {}
-        parts: dict[str, Any] = {}
-        for key, part_cls in _PARTS:
-            if key in raw:
-                parts[key] = part_cls(**raw[key])
+        parts = {key: part_cls(**raw[key]) for key, part_cls in _PARTS if key in raw}
         artifacts = ArtifactsMetadata(
             **parts, logs_dir=raw.get("logs_dir"), videos_dir=raw.get("videos_dir")
         )

@@ -1,7 +1,5 @@
 """The platform's worker command line and config loading, as the stand-in's
-``gym_gui.core.worker`` gives them: ``WorkerCLI``, ``extract_worker_config`` and
-``load_worker_config_from_file``.
-"""
+``gym_gui.core.worker`` gives them."""
 
 from __future__ import annotations
 
@@ -10,13 +8,10 @@ import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from mosaic_sdk.job_descriptor import unwrap_job_descriptor
 from mosaic_sdk.plugins.gym_gui_stand_in.logging_setup import configure_logging
-
-if TYPE_CHECKING:
-    import argparse
 
 __mosaic_stand_in__ = True
 
@@ -56,7 +51,6 @@ class WorkerCLI:
 
     @staticmethod
     def create_base_parser(prog: str, description: str) -> argparse.ArgumentParser:
-
         parser = argparse.ArgumentParser(
             prog=prog,
             description=description,

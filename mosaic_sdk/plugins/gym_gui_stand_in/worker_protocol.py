@@ -26,10 +26,8 @@ class WorkerMetadata:
 
 @dataclass(frozen=True)
 class WorkerCapabilities:
-    """What the worker can do: the platform's 14 fields. The platform requires all of them;
-    here the eight after ``max_agents`` default to the SDK contract's defaults, because the
-    guide's own example passes only some. A worker that must also load under the GUI passes
-    all 14."""
+    """What the worker can do: the platform's 14 fields, which it all requires; here the eight
+    after ``max_agents`` default as in the SDK contract (the guide's example passes only some)."""
 
     worker_type: str
     supported_paradigms: tuple[str, ...]
