@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
+from mosaic_sdk.extras import MissingExtraError, require
+from mosaic_sdk.plugins import PluginError
+from mosaic_sdk.runner.printable import printable
+from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
+from mosaic_sdk.runner.storage.store import StoreError
 
 
 def register(sub: Any) -> None:
@@ -104,36 +109,25 @@ def add_place_options(p: argparse.ArgumentParser, who: str, runs_dir_default: st
     )
 
 
-def _load_job(args: argparse.Namespace) -> Any:
-    from mosaic_sdk.runner.supervision.config_input import load_job  # CLI start-up time
-
-    return load_job(args.config or None, args.overrides, run_id=args.run_id)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     # CLI start-up time
     from mosaic_sdk.contract import ConfigError
-    from mosaic_sdk.plugins import PluginError
     from mosaic_sdk.runner.live import PlainDisplay, RichDisplay, choose_display
-    from mosaic_sdk.runner.storage.paths import MosaicHomeError
-    from mosaic_sdk.runner.storage.store import StoreError
+    from mosaic_sdk.runner.recording.health import stall_limit_value
+    from mosaic_sdk.runner.supervision.config_input import load_job
     from mosaic_sdk.runner.supervisor import RunSupervisor, resolve_worker
 
     if not math.isfinite(args.grace) or args.grace < 0:  # NaN or infinity would never kill
         raise UsageError(
             f"--grace {args.grace} is not a finite number of seconds >= 0 (e.g. --grace 10)"
         )
-    from mosaic_sdk.runner.recording.health import stall_limit_value  # CLI start-up time
-
     limits: dict[str, Any] = {}
     try:
         stall_after = stall_limit_value(args.stall_after, "--stall-after")
     except ValueError as exc:
         raise UsageError(f"{exc}, e.g. --stall-after 60") from None
     if args.tensorboard:
-        # CLI start-up time
-        from mosaic_sdk.extras import MissingExtraError, require
-        from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, EXTRA
+        from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, EXTRA  # CLI start-up time
 
         try:
             require("tensorboardX", EXTRA, "mosaic run --tensorboard")
@@ -147,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         limits["max_line_bytes"] = args.max_line_bytes
     try:
         handle = resolve_worker(args.name)
-        job = _load_job(args)
+        job = load_job(args.config or None, args.overrides, run_id=args.run_id)
         if args.preflight:
             _preflight(handle, job, args)
         quiet = args.quiet or args.json
@@ -197,9 +191,7 @@ def _preflight(handle: Any, job: Any, args: argparse.Namespace) -> None:
     """
     if getattr(handle, "style", "plugin") != "plugin":
         return
-    # CLI start-up time
-    from mosaic_sdk.runner.printable import printable
-    from mosaic_sdk.runner.supervision.preflight import preflight
+    from mosaic_sdk.runner.supervision.preflight import preflight  # CLI start-up time
 
     try:
         said = preflight(handle, job)
@@ -264,9 +256,6 @@ def summary_line(result: Any) -> str:
     """``run 01J... completed: 500 env steps, 50 step lines, 5 episodes, ... (store ...);
     inspect: mosaic runs show 01J...`` (a multi-agent run: games, agent episodes and the
     returns per agent)."""
-    # CLI start-up time
-    from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
-
     c = result.counts
     store_opt = f" --store {result.store_path}"
     try:
@@ -279,8 +268,6 @@ def summary_line(result: Any) -> str:
     agents = getattr(result, "agents", None) or []
     if agents:
         parts.append("returns per agent: " + agent_returns(agents))
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
     why = f" ({result.error})" if result.error and result.status != "completed" else ""
     line = (
         f"run {result.run_id} {result.status}{why}: {', '.join(parts)} in "

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mosaic_sdk.analytics import AGENT_RETURNS
+from mosaic_sdk.analytics import AGENT_RETURNS, ANALYTICS_FILE, AnalyticsError, read_analytics
 from mosaic_sdk.cli import UsageError, runs_compare, runs_export, runs_plot
 from mosaic_sdk.cli.store_access import (
     add_store_argument,
@@ -18,10 +18,11 @@ from mosaic_sdk.cli.store_access import (
     open_store,
     print_plain_table,
 )
-from mosaic_sdk.runner.storage.store import status_text
+from mosaic_sdk.runner.printable import printable
+from mosaic_sdk.runner.storage.metrics import RunMetrics, format_value, run_metrics
+from mosaic_sdk.runner.storage.store import StoreError, status_text
 
 if TYPE_CHECKING:
-    from mosaic_sdk.runner.storage.metrics import RunMetrics
     from mosaic_sdk.runner.storage.records import (
         AgentSummary,
         JsonValue,
@@ -56,8 +57,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
     with open_store(args) as store:
         runs = store.list_runs(limit=args.limit or None, worker=args.worker)
     if args.json:
@@ -122,8 +121,6 @@ def _episodes_text(c: RunCounts) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from mosaic_sdk.runner.storage.store import StoreError  # CLI start-up time
-
     with open_store(args) as store:
         try:
             run = store.get_run(args.run_id)
@@ -132,8 +129,6 @@ def cmd_show(args: argparse.Namespace) -> int:
         events = store.events(run["run_id"], limit=max(args.events, 0))
         logs = store.log_lines(run["run_id"], limit=max(args.logs, 0))
         replies = store.count_log_lines(run["run_id"], "control_reply")
-        from mosaic_sdk.runner.storage.metrics import run_metrics  # CLI start-up time
-
         metrics = run_metrics(store, run["run_id"])
         agents = store.agents(run["run_id"])
         series = store.series(run["run_id"])
@@ -153,8 +148,6 @@ def cmd_show(args: argparse.Namespace) -> int:
             report["note"] = "runner died"
         print(json.dumps(report, indent=2, sort_keys=True, default=str))
         return 0
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
     c = run["counts"]
     rows = [
         ("run", run["run_id"]),
@@ -232,8 +225,6 @@ def _observer_rows(reports: list[ObserverRecord]) -> list[tuple[str, str]]:
 
 
 def _print_agents(agents: list[AgentSummary]) -> None:
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
     if not agents:
         return
     print(f"\nper agent ({len(agents)} agents):")
@@ -272,8 +263,6 @@ def _series_json(info: SeriesInfo) -> dict[str, object]:
 
 
 def _print_series(series: list[SeriesInfo], counts: SeriesCounts) -> None:
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
     if not series and not counts["refused"]:
         return
     refused = f", {counts['refused']} values refused" if counts["refused"] else ""
@@ -306,9 +295,6 @@ def _analytics(run_dir: str | None) -> tuple[dict[str, Any] | None, str | None]:
 
     ``(None, None)``: no run dir or no file (the worker writes none, or the run is going);
     ``(None, message)``: the file is there but unreadable or not a valid manifest."""
-    # CLI start-up time
-    from mosaic_sdk.analytics import ANALYTICS_FILE, AnalyticsError, read_analytics
-
     if not run_dir or not (Path(run_dir) / ANALYTICS_FILE).exists():
         return None, None
     try:
@@ -366,10 +352,6 @@ def _analytics_rows(manifest: dict[str, Any] | None, error: str | None) -> list[
 
 
 def _print_metrics(metrics: RunMetrics) -> None:
-    # CLI start-up time
-    from mosaic_sdk.runner.printable import printable
-    from mosaic_sdk.runner.storage.metrics import format_value
-
     def pairs(values: Mapping[str, JsonValue]) -> str:
         return "  ".join(f"{k}={format_value(v)}" for k, v in sorted(values.items()))
 
