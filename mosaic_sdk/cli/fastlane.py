@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
+from mosaic_sdk.extras import MissingExtraError, require
 
 #: Exit code of ``mosaic fastlane`` when the run's segment is corrupt.
 EXIT_CORRUPT = 1
@@ -93,9 +94,7 @@ def _attach(run_id: str, wait: float = 0.0) -> Any:
 
 @_reports_corruption
 def snapshot(args: argparse.Namespace) -> int:
-    # CLI start-up time
-    from mosaic_sdk.extras import MissingExtraError, require
-    from mosaic_sdk.fastlane.snapshot import snapshot_format, write_snapshot
+    from mosaic_sdk.fastlane.snapshot import snapshot_format, write_snapshot  # CLI start-up time
 
     try:
         snapshot_format(args.output)

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from mosaic_sdk.cli import UsageError
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -25,7 +27,6 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--config-file",
-        default=None,
         metavar="PATH",
         help="cookiecutter user config (default: $COOKIECUTTER_CONFIG or ~/.cookiecutterrc)",
     )
@@ -34,9 +35,7 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    # CLI start-up time
-    from mosaic_sdk.cli import UsageError
-    from mosaic_sdk.scaffold import ScaffoldError, bake, parse_assignments
+    from mosaic_sdk.scaffold import ScaffoldError, bake, parse_assignments  # CLI start-up time
 
     try:
         overrides = parse_assignments(args.answers)

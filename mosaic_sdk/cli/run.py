@@ -6,6 +6,7 @@ or config error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -30,22 +31,12 @@ def register(sub: Any) -> None:
         "every line it writes in the SQLite store, and show its progress.",
     )
     p.add_argument("name", help="worker name (see `mosaic workers list`)")
-    p.add_argument("--config", metavar="FILE", help="JSON config file (flat or a job descriptor)")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one config key (repeatable; VALUE is JSON if it parses, else a string; "
-        "dotted keys reach into objects)",
-    )
+    add_config_options(p)
     p.add_argument("--run-id", help="use this run id instead of a new ULID")
     add_place_options(p, "the worker", "beside the store, e.g. runs/ for runs.sqlite")
     p.add_argument(
         "--max-line-bytes",
         type=int,
-        default=None,
         metavar="N",
         help="the longest output line kept whole (default 16 MiB); a longer line is stored "
         "cut to N bytes, with the number of bytes dropped",
@@ -53,7 +44,6 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--stall-after",
         metavar="SECONDS",
-        default=None,
         help="call the run stalled when its worker writes nothing for this long (0 or off: "
         "never); default: 3 x the heartbeat interval the worker declares, none if it "
         "declares none",
@@ -86,6 +76,20 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(handler=cmd_run)
+
+
+def add_config_options(p: argparse.ArgumentParser) -> None:
+    """``--config FILE`` and ``--set KEY=VALUE`` (``mosaic run``, ``submit`` and ``play``)."""
+    p.add_argument("--config", metavar="FILE", help="JSON config file (flat or a job descriptor)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key (repeatable; VALUE is JSON if it parses, else a string; "
+        "dotted keys reach into objects)",
+    )
 
 
 def add_place_options(p: argparse.ArgumentParser, who: str, runs_dir_default: str = "") -> None:
@@ -258,11 +262,9 @@ def summary_line(result: Any) -> str:
     returns per agent)."""
     c = result.counts
     store_opt = f" --store {result.store_path}"
-    try:
+    with contextlib.suppress(MosaicHomeError):  # no default store: the option is needed
         if Path(result.store_path).resolve() == default_store_path().resolve():
             store_opt = ""
-    except MosaicHomeError:  # no default store: the option is needed
-        pass
     parts = count_parts(c, max(getattr(result, "env_steps", 0), c["steps"]))
     parts += [f"{c['events']} events", f"{c['log_lines']} log lines"]
     agents = getattr(result, "agents", None) or []

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli.run import add_config_options
 
 
 def register(sub: Any) -> None:
@@ -24,19 +25,10 @@ def register(sub: Any) -> None:
     p.add_argument("name", help="worker name (see `mosaic workers list`)")
     p.add_argument(
         "--daemon",
-        default=None,
         metavar="HOST:PORT",
         help="the trainer daemon's gRPC address (default 127.0.0.1:50055, the platform's)",
     )
-    p.add_argument("--config", metavar="FILE", help="JSON config file (flat or a job descriptor)")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one config key (repeatable; VALUE is JSON if it parses, else a string)",
-    )
+    add_config_options(p)
     p.add_argument(
         "--run-name", help="the run's name in the platform (default: NAME-RUNID; 1-120 chars)"
     )
@@ -51,7 +43,6 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--timeout",
         type=float,
-        default=None,
         metavar="SECONDS",
         help="with --wait: give up following after this long (the run goes on)",
     )

@@ -356,9 +356,7 @@ def _pareto(
     from mosaic_sdk.sweeps.spec import parse_spec
 
     objectives = parse_spec({"metric": sweep["spec"]["metric"]}).objectives
-    last: dict[str, dict[str, Any]] = {}
-    for t in sorted(trials, key=lambda t: t["attempt"]):
-        last[t["trial_key"]] = t
+    last = {t["trial_key"]: t for t in sorted(trials, key=lambda t: t["attempt"])}
     scored = []
     for t in last.values():
         if t["status"] != "completed" or not t["run_id"]:
