@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from mosaic_sdk import __version__
 
@@ -30,6 +31,16 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 class UsageError(Exception):
     """A mistake in what the user asked for: printed as one line, exit code 2."""
+
+
+@contextlib.contextmanager
+def usage_errors(*kinds: type[Exception]) -> Iterator[None]:
+    """Raise an exception of ``kinds`` from the block again as a :class:`UsageError` (same
+    message)."""
+    try:
+        yield
+    except kinds as exc:
+        raise UsageError(str(exc)) from None
 
 
 def print_warning(message: str) -> None:

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.plugins import PluginError
 
 _STYLE = {
@@ -74,10 +74,8 @@ def handle(args: argparse.Namespace) -> int:
     from mosaic_sdk.conformance import check_worker, describe_checks, select_checks
 
     if args.list:
-        try:
+        with usage_errors(ValueError):
             names = {c.name for c in select_checks(args.keyword)}
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
         rows = [c for c in describe_checks() if c["name"] in names]
         if args.level:
             rows = [r for r in rows if args.level in r["levels"]]

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import usage_errors
 from mosaic_sdk.cli.store_access import open_store
 from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.storage.store import StoreError
@@ -52,10 +52,8 @@ def cmd_control(args: argparse.Namespace) -> int:
     from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
 
     with open_store(args) as store:
-        try:
+        with usage_errors(StoreError):
             run = store.get_run(args.run_id)
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
     rid = run["run_id"]
     if run["status"] != "running":
         return _fail(

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import usage_errors
 
 
 def register(subparsers: Any) -> None:
@@ -37,13 +37,11 @@ def register(subparsers: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from mosaic_sdk.scaffold import ScaffoldError, bake, parse_assignments  # CLI start-up time
 
-    try:
+    with usage_errors(ScaffoldError):
         overrides = parse_assignments(args.answers)
         result = bake(
             args.output_dir, overrides, no_input=args.no_input, config_file=args.config_file
         )
-    except ScaffoldError as exc:
-        raise UsageError(str(exc)) from None
     print(f"created {result.project_dir} (worker type {result.worker_type!r})")
     print("next:")
     for command in result.next_commands():

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.cli.run import add_config_options
 from mosaic_sdk.extras import MissingExtraError, require
 from mosaic_sdk.plugins.errors import PluginError
@@ -87,7 +87,7 @@ def play(args: argparse.Namespace) -> int:
     from mosaic_sdk.runner.supervision.config_input import load_job
     from mosaic_sdk.runner.supervision.session_launch import SessionLaunchError, start_session
 
-    try:
+    with usage_errors(ConfigError, SessionLaunchError, PluginError, ControlTimeout, OSError):
         job = load_job(args.config, args.overrides)
         session = start_session(
             args.name,
@@ -96,8 +96,6 @@ def play(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             echo_stderr=sys.stderr,
         )
-    except (ConfigError, SessionLaunchError, PluginError, ControlTimeout, OSError) as exc:
-        raise UsageError(str(exc)) from None
     print(f"playing {args.name} (run {session.run_id}); {HELP}", flush=True)
     with session:
         for raw in sys.stdin:

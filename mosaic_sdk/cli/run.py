@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.extras import MissingExtraError, require
 from mosaic_sdk.plugins import PluginError
 from mosaic_sdk.runner.printable import printable
@@ -133,10 +133,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.tensorboard:
         from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, EXTRA  # CLI start-up time
 
-        try:
+        with usage_errors(MissingExtraError):
             require("tensorboardX", EXTRA, "mosaic run --tensorboard")
-        except MissingExtraError as exc:
-            raise UsageError(str(exc)) from None
         # the runner registers its observer from the setting (sweeps' trials inherit it)
         os.environ[ENV_DIR] = str(Path(args.tensorboard).expanduser().absolute())
     if args.max_line_bytes is not None:

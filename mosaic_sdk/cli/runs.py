@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mosaic_sdk.analytics import AGENT_RETURNS, ANALYTICS_FILE, AnalyticsError, read_analytics
-from mosaic_sdk.cli import UsageError, runs_compare, runs_export, runs_plot
+from mosaic_sdk.cli import runs_compare, runs_export, runs_plot, usage_errors
 from mosaic_sdk.cli.store_access import (
     add_store_argument,
     format_time,
@@ -122,10 +123,8 @@ def _episodes_text(c: RunCounts) -> str:
 
 def cmd_show(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        try:
+        with usage_errors(StoreError):
             run = store.get_run(args.run_id)
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
         events = store.events(run["run_id"], limit=max(args.events, 0))
         logs = store.log_lines(run["run_id"], limit=max(args.logs, 0))
         replies = store.count_log_lines(run["run_id"], "control_reply")
@@ -251,15 +250,7 @@ def _series_json(info: SeriesInfo) -> dict[str, object]:
     """A series for ``--json``: NaN and infinities as the strings ``"nan"``, ``"inf"``,
     ``"-inf"`` (JSON has no such numbers)."""
     value = info.last_value
-    return {
-        "name": info.name,
-        "agent_id": info.agent_id,
-        "points": info.points,
-        "first_step": info.first_step,
-        "last_step": info.last_step,
-        "last_value": value if math.isfinite(value) else str(value),
-        "last_wall_ns": info.last_wall_ns,
-    }
+    return {**dataclasses.asdict(info), "last_value": value if math.isfinite(value) else str(value)}
 
 
 def _print_series(series: list[SeriesInfo], counts: SeriesCounts) -> None:

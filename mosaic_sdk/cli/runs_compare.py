@@ -10,7 +10,7 @@ import json
 import sqlite3
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.cli.store_access import open_store
 from mosaic_sdk.extras import MissingExtraError
 from mosaic_sdk.runner.storage.store import StoreError
@@ -117,14 +117,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from mosaic_sdk.plots.profiles import plot_profiles  # CLI start-up time
 
         shown = [s if metric.mode == "max" else [-v for v in s] for s in scores]
-        try:
+        with usage_errors(ValueError, MissingExtraError):
             plot_profiles(
                 {f"A: {what_a}": shown[0], f"B: {what_b}": shown[1]},
                 args.profile,
                 xlabel=metric.name if metric.mode == "max" else f"-{metric.name} (lower is better)",
             )
-        except (ValueError, MissingExtraError) as exc:
-            raise UsageError(str(exc)) from None
     if args.json:
         out = {
             "metric": metric.to_dict(),

@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.cli.store_access import open_store
 from mosaic_sdk.extras import MissingExtraError, require
 from mosaic_sdk.runner.storage.export import export_run, format_for
@@ -70,10 +70,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if fmt == "tensorboard":
         return _export_tensorboard(args, to_stdout)
     if fmt == "parquet":
-        try:
+        with usage_errors(MissingExtraError):
             require("pyarrow", "parquet", "mosaic runs export --format parquet")
-        except MissingExtraError as exc:
-            raise UsageError(str(exc)) from None
         if to_stdout and sys.stdout.isatty():
             raise UsageError("parquet is binary: give -o FILE.parquet, or redirect the output")
     with open_store(args) as store:
@@ -107,10 +105,8 @@ def _export_tensorboard(args: argparse.Namespace, to_stdout: bool) -> int:
         raise UsageError("--format tensorboard writes series: use it with --what metrics")
     if to_stdout:
         raise UsageError("--format tensorboard writes a directory of event files: give -o DIR")
-    try:
+    with usage_errors(MissingExtraError):
         require("tensorboardX", EXTRA, "mosaic runs export --format tensorboard")
-    except MissingExtraError as exc:
-        raise UsageError(str(exc)) from None
     with open_store(args) as store:
         try:
             full = store.resolve(args.run_id)

@@ -11,7 +11,7 @@ import sqlite3
 import sys
 from typing import Any
 
-from mosaic_sdk.cli import UsageError, print_warning
+from mosaic_sdk.cli import UsageError, print_warning, usage_errors
 from mosaic_sdk.cli.store_access import open_store
 from mosaic_sdk.extras import MissingExtraError
 from mosaic_sdk.runner.printable import printable
@@ -104,11 +104,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from mosaic_sdk.plots.figure import plot_format, plot_runs, require_matplotlib
     from mosaic_sdk.plots.groups import DEFAULT_IGNORED
 
-    try:
+    with usage_errors(ValueError, MissingExtraError):
         plot_format(args.output)  # before opening anything: a wrong name costs nothing
         require_matplotlib()
-    except (ValueError, MissingExtraError) as exc:
-        raise UsageError(str(exc)) from None
     if args.smooth < 1:
         raise UsageError(f"--smooth {args.smooth}: use 1 (no smoothing) or more episodes")
     if not args.run_ids and not args.sweep:

@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.cli.run import add_config_options
 
 
@@ -64,11 +64,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from mosaic_sdk.runner.supervision.resolve import resolve_worker
     from mosaic_sdk.submit import dispatch
 
-    try:
+    with usage_errors(MissingExtraError):
         require("grpc", "submit", "mosaic submit")
         require("google.protobuf.descriptor_pb2", "submit", "mosaic submit")
-    except MissingExtraError as exc:
-        raise UsageError(str(exc)) from None
     # grpcio is the submit extra's: imported here so that `mosaic` runs without it.
     from mosaic_sdk.submit.client import DaemonClient
 
@@ -88,11 +86,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
         config = handle.config_model().from_dict(flat)
     except ConfigError as exc:
         raise UsageError(f"invalid config for worker {args.name!r}: {exc}") from None
-    try:
+    with usage_errors(dispatch.SubmitError):
         worker_id = dispatch.worker_id_for(args.name, args.worker_id, flat)
         launch = dispatch.module_launch(handle, config)
-    except dispatch.SubmitError as exc:
-        raise UsageError(str(exc)) from None
     payload = dispatch.train_run_config(
         worker=args.name,
         launch=launch,

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
 
 EXTRA_HINT = "mosaic watch needs the watch extra: pip install 'mosaic-worker-sdk[watch]'"
@@ -35,10 +35,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         raise UsageError(f"--port {args.port} is not a port number (0..65535)")
     if args.token is not None and len(args.token) < 16:
         raise UsageError("--token must be at least 16 characters (or leave it out)")
-    try:
+    with usage_errors(MosaicHomeError, RuntimeError):  # RuntimeError: --store ~nobody/x
         store = Path(args.store).expanduser() if args.store else default_store_path()
-    except (MosaicHomeError, RuntimeError) as exc:  # RuntimeError: --store ~nobody/x
-        raise UsageError(str(exc)) from None
 
     def announce(url: str) -> None:
         note = "" if store.exists() else " (it does not exist yet: the page says so)"
