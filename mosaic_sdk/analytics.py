@@ -132,8 +132,7 @@ class AnalyticsManifest:
             }
             more["extra"] = extra
         kept = [float(r) for r in returns]
-        finite = [r for r in kept if math.isfinite(r)]
-        written = [r if math.isfinite(r) else None for r in kept]
+        summary = AgentReturns.of(kept)
         checkpoints = [
             c if isinstance(c, Checkpoint) else Checkpoint(**c) for c in more.pop("checkpoints", [])
         ]
@@ -141,13 +140,13 @@ class AnalyticsManifest:
             run_id=run_id,
             worker_type=worker_type,
             status=status,
-            episodes=len(kept) if episodes is None else episodes,
+            episodes=summary.episodes if episodes is None else episodes,
             steps=steps,
             duration_seconds=round(float(duration_seconds), 6),
-            returns=written,
-            mean_return=sum(finite) / len(finite) if finite else None,
-            best_return=max(finite) if finite else None,
-            last_return=finite[-1] if finite else None,
+            returns=[r if math.isfinite(r) else None for r in kept],
+            mean_return=summary.mean_return,
+            best_return=summary.best_return,
+            last_return=summary.last_return,
             checkpoints=checkpoints,
             **more,
         )

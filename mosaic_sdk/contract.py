@@ -190,13 +190,11 @@ class WorkerCapabilities(BaseModel):
 
 def unknown_vocabulary(capabilities: WorkerCapabilities) -> dict[str, list[str]]:
     """Return, per vocabulary field, the values the SDK does not know (empty when all known)."""
-    found: dict[str, list[str]] = {}
-    for field_name, known in VOCABULARIES.items():
-        values = getattr(capabilities, field_name)
-        strange = [v for v in values if v not in known]
-        if strange:
-            found[field_name] = strange
-    return found
+    found = {
+        name: [v for v in getattr(capabilities, name) if v not in known]
+        for name, known in VOCABULARIES.items()
+    }
+    return {name: strange for name, strange in found.items() if strange}
 
 
 # --- configuration ---------------------------------------------------------------------------
@@ -219,12 +217,10 @@ def _describe_error(err: Mapping[str, Any], known: list[str]) -> str:
         return f"unknown key {loc!r}{hint}"
     if kind == "missing":
         return f"missing required key {loc!r}"
-    given = err.get("input")
-    shown = repr(given)
+    shown = repr(err.get("input"))
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    msg = str(err.get("msg", "invalid value"))
-    msg = msg.removeprefix("Value error, ")
+    msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
     return f"{loc!r}: {msg} (got {shown})"
 
 
@@ -352,10 +348,8 @@ class WorkerConfig(BaseModel):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if (
-            cls.__dict__.get("collect_extras")
-            and "extras" not in getattr(cls, "__annotations__", {})
-            and not any("extras" in getattr(b, "__annotations__", {}) for b in cls.__mro__[1:])
+        if cls.__dict__.get("collect_extras") and not any(
+            "extras" in getattr(b, "__annotations__", {}) for b in cls.__mro__
         ):
             raise TypeError(
                 f"{cls.__name__} sets collect_extras = True but declares no 'extras' field; "
@@ -365,9 +359,6 @@ class WorkerConfig(BaseModel):
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict; ``from_dict(to_dict(c)) == c``. ``worker_id`` is left out
         when unset, so the file a worker gets holds only keys someone gave it."""
-        return self._dump()
-
-    def _dump(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         if data.get("worker_id") is None:
             data.pop("worker_id", None)
@@ -411,7 +402,7 @@ class WorkerConfigWithExtras(WorkerConfig):
         """The flat form: extras go back to the top level, where they came from (a worker
         reading its config file sees the keys it was given); ``from_dict`` collects them
         again, so the round trip stays exact."""
-        data = self._dump()
+        data = super().to_dict()
         extras = data.pop("extras", {})
         return {**extras, **data}
 

@@ -11,12 +11,7 @@ import pluggy
 from mosaic_sdk.json_types import JsonObject
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mosaic_sdk.contract import (
-        LaunchCommand,
-        WorkerCapabilities,
-        WorkerConfig,
-        WorkerMetadata,
-    )
+    from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
 
 PROJECT_NAME = "mosaic"
 

@@ -139,6 +139,10 @@ def worker_main(
         )
     # The command line's --worker-id wins; the dispatcher writes both, the same.
     worker_id = args.worker_id or config.worker_id
+
+    def fail(message: str) -> int:
+        return _fail_config(message, config.to_dict(), worker_id, out)
+
     ignored = ignored_platform_keys(raw, config_model)
     if ignored:  # once per run, on stderr (never the telemetry stream)
         print(f"note: {ignored_summary(ignored)}", file=sys.stderr, flush=True)
@@ -146,16 +150,13 @@ def worker_main(
         try:
             summary = describe_dry_run(config)
         except ValueError as exc:
-            return _fail_config(str(exc), config.to_dict(), worker_id, out)
+            return fail(str(exc))
     else:
         summary = "config is valid"
     interactive_mode = getattr(config, "mode", None) == "interactive"
     if interactive_mode and interactive is None:
-        return _fail_config(
-            "this worker has no interactive mode (config mode 'interactive'); use mode 'train'",
-            config.to_dict(),
-            worker_id,
-            out,
+        return fail(
+            "this worker has no interactive mode (config mode 'interactive'); use mode 'train'"
         )
     if args.dry_run:
         print(f"dry run: {summary}", file=sys.stderr, flush=True)
@@ -166,12 +167,7 @@ def worker_main(
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        return _fail_config(
-            f"cannot create the run directory {run_dir} (MOSAIC_RUN_DIR): {exc}",
-            config.to_dict(),
-            worker_id,
-            out,
-        )
+        return fail(f"cannot create the run directory {run_dir} (MOSAIC_RUN_DIR): {exc}")
     if log_path is not None:
         target = log_path(config, run_dir)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from mosaic_sdk import __version__
 
@@ -29,6 +31,16 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 class UsageError(Exception):
     """A mistake in what the user asked for: printed as one line, exit code 2."""
+
+
+@contextlib.contextmanager
+def usage_errors(*kinds: type[Exception]) -> Iterator[None]:
+    """Raise an exception of ``kinds`` from the block again as a :class:`UsageError` (same
+    message)."""
+    try:
+        yield
+    except kinds as exc:
+        raise UsageError(str(exc)) from None
 
 
 def print_warning(message: str) -> None:
@@ -73,8 +85,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # The reader of our output went away (e.g. `| head`): not an error worth a traceback.
-        import os
-
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
+from mosaic_sdk.plugins import PluginError
 
 _STYLE = {
     "passed": "green",
@@ -46,7 +48,6 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--level",
         choices=("platform", "sdk"),
-        default=None,
         help="level to judge at: platform (what the deployed platform needs) or sdk "
         "(everything); default: the worker's own (platform for upstream-style workers, sdk "
         "for SDK-built ones). Checks outside the level are advisories",
@@ -71,13 +72,10 @@ def parse_expect_fail(values: list[str]) -> dict[str, str]:
 def handle(args: argparse.Namespace) -> int:
     # CLI start-up time
     from mosaic_sdk.conformance import check_worker, describe_checks, select_checks
-    from mosaic_sdk.plugins import PluginError
 
     if args.list:
-        try:
+        with usage_errors(ValueError):
             names = {c.name for c in select_checks(args.keyword)}
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
         rows = [c for c in describe_checks() if c["name"] in names]
         if args.level:
             rows = [r for r in rows if args.level in r["levels"]]
@@ -107,9 +105,7 @@ def handle(args: argparse.Namespace) -> int:
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc.args[0] if exc.args else exc)) from None
     elapsed = time.perf_counter() - started
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    counts = dict(Counter(r.verdict for r in results))
     ok = all(r.ok for r in results)
     level = results[0].level if results else args.level
     if args.json:

@@ -10,13 +10,12 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import usage_errors
 from mosaic_sdk.cli.store_access import open_store
-
-if TYPE_CHECKING:
-    from mosaic_sdk.runner.storage.records import RunRecord
+from mosaic_sdk.runner.printable import printable
+from mosaic_sdk.runner.storage.store import StoreError
 
 #: The commands of ``mosaic control`` (the protocol's, without interactive stepping).
 CLI_COMMANDS = ("pause", "resume", "stop", "checkpoint", "ping")
@@ -39,16 +38,6 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_control)
 
 
-def _run_row(args: argparse.Namespace) -> RunRecord:
-    from mosaic_sdk.runner.storage.store import StoreError  # CLI start-up time
-
-    with open_store(args) as store:
-        try:
-            return store.get_run(args.run_id)
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
-
-
 def _fail(args: argparse.Namespace, code: str, message: str) -> int:
     if args.json:
         print(json.dumps({"ok": False, "error": {"code": code, "message": message}}))
@@ -61,9 +50,10 @@ def cmd_control(args: argparse.Namespace) -> int:
     # CLI start-up time
     from mosaic_sdk.runner.control.control_client import ControlClientError, send_command
     from mosaic_sdk.runner.control.control_socket import SOCKET_NAME
-    from mosaic_sdk.runner.printable import printable
 
-    run = _run_row(args)
+    with open_store(args) as store:
+        with usage_errors(StoreError):
+            run = store.get_run(args.run_id)
     rid = run["run_id"]
     if run["status"] != "running":
         return _fail(

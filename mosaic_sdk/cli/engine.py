@@ -53,14 +53,12 @@ def register(subparsers: Any) -> None:
     )
     mj.add_argument(
         "--name",
-        default=None,
         help="segment name (default: a fresh one); with --layout lrbc exactly this name, else "
         "$LUCKY_SHM_NAME, as the design's clients open it",
     )
     mj.add_argument(
         "--image",
         type=_image_size,
-        default=None,
         help="image region WIDTHxHEIGHT, or 'none' (default: 64x64 when the model has cameras)",
     )
     mj.add_argument("--seed", type=int, default=0, help="seed of the envs' random streams")

@@ -10,7 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
+from mosaic_sdk.extras import MissingExtraError, require
 
 #: Exit code of ``mosaic fastlane`` when the run's segment is corrupt.
 EXIT_CORRUPT = 1
@@ -93,15 +94,11 @@ def _attach(run_id: str, wait: float = 0.0) -> Any:
 
 @_reports_corruption
 def snapshot(args: argparse.Namespace) -> int:
-    # CLI start-up time
-    from mosaic_sdk.extras import MissingExtraError, require
-    from mosaic_sdk.fastlane.snapshot import snapshot_format, write_snapshot
+    from mosaic_sdk.fastlane.snapshot import snapshot_format, write_snapshot  # CLI start-up time
 
-    try:
+    with usage_errors(ValueError, MissingExtraError):
         snapshot_format(args.output)
         require("PIL.Image", "images", "mosaic fastlane snapshot")
-    except (ValueError, MissingExtraError) as exc:
-        raise UsageError(str(exc)) from None
     reader = _attach(args.run_id, args.wait)
     try:
         deadline = time.monotonic() + max(0.0, args.timeout)

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from mosaic_sdk.cli import usage_errors
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -25,7 +27,6 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--config-file",
-        default=None,
         metavar="PATH",
         help="cookiecutter user config (default: $COOKIECUTTER_CONFIG or ~/.cookiecutterrc)",
     )
@@ -34,17 +35,13 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    # CLI start-up time
-    from mosaic_sdk.cli import UsageError
-    from mosaic_sdk.scaffold import ScaffoldError, bake, parse_assignments
+    from mosaic_sdk.scaffold import ScaffoldError, bake, parse_assignments  # CLI start-up time
 
-    try:
+    with usage_errors(ScaffoldError):
         overrides = parse_assignments(args.answers)
         result = bake(
             args.output_dir, overrides, no_input=args.no_input, config_file=args.config_file
         )
-    except ScaffoldError as exc:
-        raise UsageError(str(exc)) from None
     print(f"created {result.project_dir} (worker type {result.worker_type!r})")
     print("next:")
     for command in result.next_commands():

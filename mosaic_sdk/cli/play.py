@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
+from mosaic_sdk.cli.run import add_config_options
+from mosaic_sdk.extras import MissingExtraError, require
+from mosaic_sdk.plugins.errors import PluginError
 
 HELP = (
     "commands: reset [SEED] (r), step [ACTION] (s), run N (n), frame [FILE] (f), ping (p), quit (q)"
@@ -23,14 +26,7 @@ def register(sub: Any) -> None:
         "(FastLane on) and reads one command a line: " + HELP.removeprefix("commands: ") + ".",
     )
     p.add_argument("name", help="worker name (see `mosaic workers list`)")
-    p.add_argument("--config", metavar="FILE", help="JSON config file (flat or a job descriptor)")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one config value (JSON when it parses); repeatable",
-    )
+    add_config_options(p)
     p.add_argument("--runs-dir", metavar="DIR", help="where the run directory is made")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a reply")
     p.set_defaults(handler=play)
@@ -85,16 +81,14 @@ def _turn(reply: Any) -> str:
 
 
 def play(args: argparse.Namespace) -> int:
-
     # CLI start-up time
     from mosaic_sdk.contract import ConfigError
     from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
-    from mosaic_sdk.plugins.errors import PluginError
     from mosaic_sdk.runner.supervision.config_input import load_job
     from mosaic_sdk.runner.supervision.session_launch import SessionLaunchError, start_session
 
-    try:
-        job = load_job(args.config, args.set)
+    with usage_errors(ConfigError, SessionLaunchError, PluginError, ControlTimeout, OSError):
+        job = load_job(args.config, args.overrides)
         session = start_session(
             args.name,
             job.config,
@@ -102,8 +96,6 @@ def play(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             echo_stderr=sys.stderr,
         )
-    except (ConfigError, SessionLaunchError, PluginError, ControlTimeout, OSError) as exc:
-        raise UsageError(str(exc)) from None
     print(f"playing {args.name} (run {session.run_id}); {HELP}", flush=True)
     with session:
         for raw in sys.stdin:
@@ -162,7 +154,6 @@ def _frame(session: Any, output: str) -> None:
     # CLI start-up time
     from mosaic_sdk.cli.fastlane import snapshot
     from mosaic_sdk.control.session import ControlTimeout
-    from mosaic_sdk.extras import MissingExtraError, require
     from mosaic_sdk.fastlane.snapshot import snapshot_format
 
     try:  # what the PNG needs first: its errors have nothing to do with the session

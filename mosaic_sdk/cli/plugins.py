@@ -7,6 +7,8 @@ import argparse
 import json
 from typing import Any
 
+from mosaic_sdk.runner.printable import printable
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -23,7 +25,6 @@ def cmd_list(args: argparse.Namespace) -> int:
     # CLI start-up time
     from mosaic_sdk.plugins import discover_workers
     from mosaic_sdk.plugins.plugin_group import plugin_entries
-    from mosaic_sdk.runner.printable import printable
 
     registry = discover_workers()
     entries = plugin_entries(registry.plugins, registry.plugin_errors)

@@ -6,6 +6,7 @@ or config error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -14,7 +15,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
+from mosaic_sdk.extras import MissingExtraError, require
+from mosaic_sdk.plugins import PluginError
+from mosaic_sdk.runner.printable import printable
+from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
+from mosaic_sdk.runner.storage.store import StoreError
 
 
 def register(sub: Any) -> None:
@@ -25,22 +31,12 @@ def register(sub: Any) -> None:
         "every line it writes in the SQLite store, and show its progress.",
     )
     p.add_argument("name", help="worker name (see `mosaic workers list`)")
-    p.add_argument("--config", metavar="FILE", help="JSON config file (flat or a job descriptor)")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one config key (repeatable; VALUE is JSON if it parses, else a string; "
-        "dotted keys reach into objects)",
-    )
+    add_config_options(p)
     p.add_argument("--run-id", help="use this run id instead of a new ULID")
     add_place_options(p, "the worker", "beside the store, e.g. runs/ for runs.sqlite")
     p.add_argument(
         "--max-line-bytes",
         type=int,
-        default=None,
         metavar="N",
         help="the longest output line kept whole (default 16 MiB); a longer line is stored "
         "cut to N bytes, with the number of bytes dropped",
@@ -48,7 +44,6 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--stall-after",
         metavar="SECONDS",
-        default=None,
         help="call the run stalled when its worker writes nothing for this long (0 or off: "
         "never); default: 3 x the heartbeat interval the worker declares, none if it "
         "declares none",
@@ -83,6 +78,20 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_run)
 
 
+def add_config_options(p: argparse.ArgumentParser) -> None:
+    """``--config FILE`` and ``--set KEY=VALUE`` (``mosaic run``, ``submit`` and ``play``)."""
+    p.add_argument("--config", metavar="FILE", help="JSON config file (flat or a job descriptor)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key (repeatable; VALUE is JSON if it parses, else a string; "
+        "dotted keys reach into objects)",
+    )
+
+
 def add_place_options(p: argparse.ArgumentParser, who: str, runs_dir_default: str = "") -> None:
     """``--store``, ``--runs-dir`` and ``--grace``: where runs are stored, and how long ``who``
     may take to stop after Ctrl-C/SIGTERM (``mosaic run`` and ``mosaic sweep`` share them);
@@ -104,41 +113,28 @@ def add_place_options(p: argparse.ArgumentParser, who: str, runs_dir_default: st
     )
 
 
-def _load_job(args: argparse.Namespace) -> Any:
-    from mosaic_sdk.runner.supervision.config_input import load_job  # CLI start-up time
-
-    return load_job(args.config or None, args.overrides, run_id=args.run_id)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     # CLI start-up time
     from mosaic_sdk.contract import ConfigError
-    from mosaic_sdk.plugins import PluginError
     from mosaic_sdk.runner.live import PlainDisplay, RichDisplay, choose_display
-    from mosaic_sdk.runner.storage.paths import MosaicHomeError
-    from mosaic_sdk.runner.storage.store import StoreError
+    from mosaic_sdk.runner.recording.health import stall_limit_value
+    from mosaic_sdk.runner.supervision.config_input import load_job
     from mosaic_sdk.runner.supervisor import RunSupervisor, resolve_worker
 
     if not math.isfinite(args.grace) or args.grace < 0:  # NaN or infinity would never kill
         raise UsageError(
             f"--grace {args.grace} is not a finite number of seconds >= 0 (e.g. --grace 10)"
         )
-    from mosaic_sdk.runner.recording.health import stall_limit_value  # CLI start-up time
-
     limits: dict[str, Any] = {}
     try:
         stall_after = stall_limit_value(args.stall_after, "--stall-after")
     except ValueError as exc:
         raise UsageError(f"{exc}, e.g. --stall-after 60") from None
     if args.tensorboard:
-        # CLI start-up time
-        from mosaic_sdk.extras import MissingExtraError, require
-        from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, EXTRA
+        from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, EXTRA  # CLI start-up time
 
-        try:
+        with usage_errors(MissingExtraError):
             require("tensorboardX", EXTRA, "mosaic run --tensorboard")
-        except MissingExtraError as exc:
-            raise UsageError(str(exc)) from None
         # the runner registers its observer from the setting (sweeps' trials inherit it)
         os.environ[ENV_DIR] = str(Path(args.tensorboard).expanduser().absolute())
     if args.max_line_bytes is not None:
@@ -147,7 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         limits["max_line_bytes"] = args.max_line_bytes
     try:
         handle = resolve_worker(args.name)
-        job = _load_job(args)
+        job = load_job(args.config or None, args.overrides, run_id=args.run_id)
         if args.preflight:
             _preflight(handle, job, args)
         quiet = args.quiet or args.json
@@ -197,9 +193,7 @@ def _preflight(handle: Any, job: Any, args: argparse.Namespace) -> None:
     """
     if getattr(handle, "style", "plugin") != "plugin":
         return
-    # CLI start-up time
-    from mosaic_sdk.runner.printable import printable
-    from mosaic_sdk.runner.supervision.preflight import preflight
+    from mosaic_sdk.runner.supervision.preflight import preflight  # CLI start-up time
 
     try:
         said = preflight(handle, job)
@@ -264,23 +258,16 @@ def summary_line(result: Any) -> str:
     """``run 01J... completed: 500 env steps, 50 step lines, 5 episodes, ... (store ...);
     inspect: mosaic runs show 01J...`` (a multi-agent run: games, agent episodes and the
     returns per agent)."""
-    # CLI start-up time
-    from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
-
     c = result.counts
     store_opt = f" --store {result.store_path}"
-    try:
+    with contextlib.suppress(MosaicHomeError):  # no default store: the option is needed
         if Path(result.store_path).resolve() == default_store_path().resolve():
             store_opt = ""
-    except MosaicHomeError:  # no default store: the option is needed
-        pass
     parts = count_parts(c, max(getattr(result, "env_steps", 0), c["steps"]))
     parts += [f"{c['events']} events", f"{c['log_lines']} log lines"]
     agents = getattr(result, "agents", None) or []
     if agents:
         parts.append("returns per agent: " + agent_returns(agents))
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
     why = f" ({result.error})" if result.error and result.status != "completed" else ""
     line = (
         f"run {result.run_id} {result.status}{why}: {', '.join(parts)} in "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -10,18 +11,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mosaic_sdk.analytics import AGENT_RETURNS
-from mosaic_sdk.cli import UsageError, runs_compare, runs_export, runs_plot
+from mosaic_sdk.analytics import AGENT_RETURNS, ANALYTICS_FILE, AnalyticsError, read_analytics
+from mosaic_sdk.cli import runs_compare, runs_export, runs_plot, usage_errors
 from mosaic_sdk.cli.store_access import (
     add_store_argument,
     format_time,
     open_store,
     print_plain_table,
 )
-from mosaic_sdk.runner.storage.store import status_text
+from mosaic_sdk.runner.printable import printable
+from mosaic_sdk.runner.storage.metrics import RunMetrics, format_value, run_metrics
+from mosaic_sdk.runner.storage.store import StoreError, status_text
 
 if TYPE_CHECKING:
-    from mosaic_sdk.runner.storage.metrics import RunMetrics
     from mosaic_sdk.runner.storage.records import (
         AgentSummary,
         JsonValue,
@@ -56,8 +58,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
     with open_store(args) as store:
         runs = store.list_runs(limit=args.limit or None, worker=args.worker)
     if args.json:
@@ -122,18 +122,12 @@ def _episodes_text(c: RunCounts) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from mosaic_sdk.runner.storage.store import StoreError  # CLI start-up time
-
     with open_store(args) as store:
-        try:
+        with usage_errors(StoreError):
             run = store.get_run(args.run_id)
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
         events = store.events(run["run_id"], limit=max(args.events, 0))
         logs = store.log_lines(run["run_id"], limit=max(args.logs, 0))
         replies = store.count_log_lines(run["run_id"], "control_reply")
-        from mosaic_sdk.runner.storage.metrics import run_metrics  # CLI start-up time
-
         metrics = run_metrics(store, run["run_id"])
         agents = store.agents(run["run_id"])
         series = store.series(run["run_id"])
@@ -153,8 +147,6 @@ def cmd_show(args: argparse.Namespace) -> int:
             report["note"] = "runner died"
         print(json.dumps(report, indent=2, sort_keys=True, default=str))
         return 0
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
     c = run["counts"]
     rows = [
         ("run", run["run_id"]),
@@ -232,8 +224,6 @@ def _observer_rows(reports: list[ObserverRecord]) -> list[tuple[str, str]]:
 
 
 def _print_agents(agents: list[AgentSummary]) -> None:
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
     if not agents:
         return
     print(f"\nper agent ({len(agents)} agents):")
@@ -260,20 +250,10 @@ def _series_json(info: SeriesInfo) -> dict[str, object]:
     """A series for ``--json``: NaN and infinities as the strings ``"nan"``, ``"inf"``,
     ``"-inf"`` (JSON has no such numbers)."""
     value = info.last_value
-    return {
-        "name": info.name,
-        "agent_id": info.agent_id,
-        "points": info.points,
-        "first_step": info.first_step,
-        "last_step": info.last_step,
-        "last_value": value if math.isfinite(value) else str(value),
-        "last_wall_ns": info.last_wall_ns,
-    }
+    return {**dataclasses.asdict(info), "last_value": value if math.isfinite(value) else str(value)}
 
 
 def _print_series(series: list[SeriesInfo], counts: SeriesCounts) -> None:
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
     if not series and not counts["refused"]:
         return
     refused = f", {counts['refused']} values refused" if counts["refused"] else ""
@@ -306,9 +286,6 @@ def _analytics(run_dir: str | None) -> tuple[dict[str, Any] | None, str | None]:
 
     ``(None, None)``: no run dir or no file (the worker writes none, or the run is going);
     ``(None, message)``: the file is there but unreadable or not a valid manifest."""
-    # CLI start-up time
-    from mosaic_sdk.analytics import ANALYTICS_FILE, AnalyticsError, read_analytics
-
     if not run_dir or not (Path(run_dir) / ANALYTICS_FILE).exists():
         return None, None
     try:
@@ -366,10 +343,6 @@ def _analytics_rows(manifest: dict[str, Any] | None, error: str | None) -> list[
 
 
 def _print_metrics(metrics: RunMetrics) -> None:
-    # CLI start-up time
-    from mosaic_sdk.runner.printable import printable
-    from mosaic_sdk.runner.storage.metrics import format_value
-
     def pairs(values: Mapping[str, JsonValue]) -> str:
         return "  ".join(f"{k}={format_value(v)}" for k, v in sorted(values.items()))
 

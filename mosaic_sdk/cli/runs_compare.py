@@ -10,8 +10,10 @@ import json
 import sqlite3
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.cli.store_access import open_store
+from mosaic_sdk.extras import MissingExtraError
+from mosaic_sdk.runner.storage.store import StoreError
 
 
 def register(rsub: Any, store_arg: Any) -> None:
@@ -43,9 +45,7 @@ def register(rsub: Any, store_arg: Any) -> None:
 def _select(store: Any, text: str) -> tuple[list[str], dict[str, Any] | None, str]:
     """The run ids ``text`` names, the sweep's stored metric when it names a sweep, and how it
     was read."""
-    # CLI start-up time
-    from mosaic_sdk.runner.storage.store import StoreError
-    from mosaic_sdk.sweeps.store import SweepStore
+    from mosaic_sdk.sweeps.store import SweepStore  # CLI start-up time
 
     if any(c in text for c in "*?["):
         ids = [r["run_id"] for r in store.list_runs(limit=None)]
@@ -59,9 +59,8 @@ def _select(store: Any, text: str) -> tuple[list[str], dict[str, Any] | None, st
     except (StoreError, sqlite3.OperationalError):
         sweep = None
     if sweep is not None:
-        last: dict[str, dict[str, Any]] = {}
-        for t in sorted(sweeps.trials(sweep["sweep_id"]), key=lambda t: t["attempt"]):
-            last[t["trial_key"]] = t
+        trials = sorted(sweeps.trials(sweep["sweep_id"]), key=lambda t: t["attempt"])
+        last = {t["trial_key"]: t for t in trials}
         ids = [t["run_id"] for t in last.values() if t["status"] == "completed"]
         if not ids:
             raise UsageError(f"sweep {sweep['sweep_id']} has no completed trial to compare")
@@ -76,7 +75,6 @@ def _select(store: Any, text: str) -> tuple[list[str], dict[str, Any] | None, st
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-
     # CLI start-up time
     from mosaic_sdk.sweeps.objective import metric_of_run
     from mosaic_sdk.sweeps.spec import SpecError, parse_spec
@@ -116,19 +114,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "runs compare needs scipy: pip install 'mosaic-worker-sdk[search]'"
         ) from None
     if args.profile:
-        # CLI start-up time
-        from mosaic_sdk.extras import MissingExtraError
-        from mosaic_sdk.plots.profiles import plot_profiles
+        from mosaic_sdk.plots.profiles import plot_profiles  # CLI start-up time
 
         shown = [s if metric.mode == "max" else [-v for v in s] for s in scores]
-        try:
+        with usage_errors(ValueError, MissingExtraError):
             plot_profiles(
                 {f"A: {what_a}": shown[0], f"B: {what_b}": shown[1]},
                 args.profile,
                 xlabel=metric.name if metric.mode == "max" else f"-{metric.name} (lower is better)",
             )
-        except (ValueError, MissingExtraError) as exc:
-            raise UsageError(str(exc)) from None
     if args.json:
         out = {
             "metric": metric.to_dict(),

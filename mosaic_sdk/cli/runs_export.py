@@ -1,9 +1,6 @@
-"""``mosaic runs export RUN [--format csv|jsonl|parquet] [--what steps|episodes|events|metrics]
-[--agent ID] [--metric GLOB]``:
-a run's stored rows for other tools (pandas, a notebook, a spreadsheet).
-
-Thin: the formats and the streaming are in :mod:`mosaic_sdk.runner.storage.export`.
-"""
+"""``mosaic runs export RUN [options]``: a run's stored rows for other tools (pandas, a
+notebook, a spreadsheet). The formats and the streaming are in
+:mod:`mosaic_sdk.runner.storage.export`."""
 
 from __future__ import annotations
 
@@ -11,8 +8,11 @@ import argparse
 import sys
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.cli.store_access import open_store
+from mosaic_sdk.extras import MissingExtraError, require
+from mosaic_sdk.runner.storage.export import export_run, format_for
+from mosaic_sdk.runner.storage.store import StoreError
 
 
 def register(rsub: Any, store_arg: Any) -> None:
@@ -63,11 +63,6 @@ def register(rsub: Any, store_arg: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    # CLI start-up time
-    from mosaic_sdk.extras import MissingExtraError, require
-    from mosaic_sdk.runner.storage.export import export_run, format_for
-    from mosaic_sdk.runner.storage.store import StoreError
-
     if args.metric and args.what != "metrics":
         raise UsageError("--metric picks series: use it with --what metrics")
     fmt = args.fmt or format_for(args.output)
@@ -75,10 +70,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if fmt == "tensorboard":
         return _export_tensorboard(args, to_stdout)
     if fmt == "parquet":
-        try:
+        with usage_errors(MissingExtraError):
             require("pyarrow", "parquet", "mosaic runs export --format parquet")
-        except MissingExtraError as exc:
-            raise UsageError(str(exc)) from None
         if to_stdout and sys.stdout.isatty():
             raise UsageError("parquet is binary: give -o FILE.parquet, or redirect the output")
     with open_store(args) as store:
@@ -105,20 +98,15 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export_tensorboard(args: argparse.Namespace, to_stdout: bool) -> int:
-
     # CLI start-up time
-    from mosaic_sdk.extras import MissingExtraError, require
     from mosaic_sdk.runner.recording.tensorboard import EXTRA, export_tensorboard
-    from mosaic_sdk.runner.storage.store import StoreError
 
     if args.what != "metrics":
         raise UsageError("--format tensorboard writes series: use it with --what metrics")
     if to_stdout:
         raise UsageError("--format tensorboard writes a directory of event files: give -o DIR")
-    try:
+    with usage_errors(MissingExtraError):
         require("tensorboardX", EXTRA, "mosaic runs export --format tensorboard")
-    except MissingExtraError as exc:
-        raise UsageError(str(exc)) from None
     with open_store(args) as store:
         try:
             full = store.resolve(args.run_id)

@@ -11,8 +11,11 @@ import sqlite3
 import sys
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, print_warning, usage_errors
 from mosaic_sdk.cli.store_access import open_store
+from mosaic_sdk.extras import MissingExtraError
+from mosaic_sdk.runner.printable import printable
+from mosaic_sdk.runner.storage.store import StoreError
 
 DEFAULT_OUTPUT = "learning-curves.png"
 
@@ -73,7 +76,6 @@ def register(rsub: Any, store_arg: Any) -> None:
     p.add_argument(
         "--by-agent",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="a multi-agent run as one curve per agent_id (with --group-seeds: one band per "
         "agent); the default for runs with several agents. --no-by-agent draws the episodes "
         "of all agents as one curve; at most 20 agents a run, those with the most episodes",
@@ -98,17 +100,13 @@ def register(rsub: Any, store_arg: Any) -> None:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     # CLI start-up time
-    from mosaic_sdk.extras import MissingExtraError
-    from mosaic_sdk.plots.curves import CurveError
+    from mosaic_sdk.plots.curves import CurveError, skipped_text
     from mosaic_sdk.plots.figure import plot_format, plot_runs, require_matplotlib
     from mosaic_sdk.plots.groups import DEFAULT_IGNORED
-    from mosaic_sdk.runner.storage.store import StoreError
 
-    try:
+    with usage_errors(ValueError, MissingExtraError):
         plot_format(args.output)  # before opening anything: a wrong name costs nothing
         require_matplotlib()
-    except (ValueError, MissingExtraError) as exc:
-        raise UsageError(str(exc)) from None
     if args.smooth < 1:
         raise UsageError(f"--smooth {args.smooth}: use 1 (no smoothing) or more episodes")
     if not args.run_ids and not args.sweep:
@@ -140,26 +138,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-    # CLI start-up time
-    from mosaic_sdk.plots.curves import skipped_text
-    from mosaic_sdk.runner.printable import printable
-
     for run_id, skipped in result.skipped.items():  # on the figure too, in the legend
-        print(
-            printable(f"mosaic: warning: run {run_id}: {skipped_text(skipped)}; not on its curve"),
-            file=sys.stderr,
-            flush=True,
-        )
+        print_warning(f"run {run_id}: {skipped_text(skipped)}; not on its curve")
     _say_agents(result)
     for run_id, (drawn, agents) in result.agents_left_out.items():
-        print(
-            printable(
-                f"mosaic: warning: run {run_id}: {agents - drawn} of its {agents} agents are "
-                f"not drawn (at most {drawn} per run: those with the most episodes; "
-                "see them all with `mosaic runs show`)"
-            ),
-            file=sys.stderr,
-            flush=True,
+        print_warning(
+            f"run {run_id}: {agents - drawn} of its {agents} agents are not drawn (at most "
+            f"{drawn} per run: those with the most episodes; see them all with `mosaic runs show`)"
         )
     lines = len(result.series)
     if args.sweep:
@@ -174,8 +159,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
 def _say_agents(result: Any) -> None:
     """Tell how the runs with several agents were drawn, on stderr (stdout says what was
     written)."""
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
     for run_id, agents in result.multi_agent.items():
         names = ", ".join(agents)
         total = result.agents_left_out.get(run_id, (0, len(agents)))[1]
@@ -202,8 +185,6 @@ def _plot_metrics(
     from mosaic_sdk.plots.curves import CurveError
     from mosaic_sdk.plots.groups import DEFAULT_IGNORED
     from mosaic_sdk.plots.metrics import plot_metrics
-    from mosaic_sdk.runner.printable import printable
-    from mosaic_sdk.runner.storage.store import StoreError
 
     try:
         result = plot_metrics(
@@ -223,11 +204,7 @@ def _plot_metrics(
     except OSError as exc:
         raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     for name, n in result.not_finite.items():
-        print(
-            printable(f"mosaic: warning: series {name}: {n} NaN/inf point(s) not drawn"),
-            file=sys.stderr,
-            flush=True,
-        )
+        print_warning(f"series {name}: {n} NaN/inf point(s) not drawn")
     panels = len(result.panels)
     print(
         f"wrote {result.path} ({panels} panel{'s' if panels != 1 else ''}, "
@@ -238,10 +215,7 @@ def _plot_metrics(
 
 def _sweep_runs(store: Any, sweep: str) -> list[str]:
     """The run of the last attempt of each trial of ``sweep`` that stored episodes."""
-
-    # CLI start-up time
-    from mosaic_sdk.runner.storage.store import StoreError
-    from mosaic_sdk.sweeps.store import SweepStore
+    from mosaic_sdk.sweeps.store import SweepStore  # CLI start-up time
 
     try:
         attempts = SweepStore(store).trials(sweep)
@@ -249,11 +223,7 @@ def _sweep_runs(store: Any, sweep: str) -> list[str]:
         raise UsageError(str(exc)) from None
     except sqlite3.OperationalError:  # a store no sweep has written (no sweeps table)
         raise UsageError(f"no sweep {sweep!r} in this store: it holds no sweeps") from None
-    last: dict[str, dict[str, Any]] = {}
-    for row in attempts:
-        seen = last.get(row["trial_key"])
-        if seen is None or row["attempt"] > seen["attempt"]:
-            last[row["trial_key"]] = row
+    last = {t["trial_key"]: t for t in sorted(attempts, key=lambda t: t["attempt"])}
     runs = [r["run_id"] for r in last.values() if r["run_id"] and (r["episodes"] or 0) > 0]
     if not runs:
         raise UsageError(f"sweep {sweep!r} has no trial with stored episodes yet")

@@ -7,7 +7,7 @@ import argparse
 import time
 from pathlib import Path
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
 from mosaic_sdk.runner.storage.store import RunStore, StoreError
 
@@ -23,17 +23,13 @@ def open_store(args: argparse.Namespace) -> RunStore:
     :class:`~mosaic_sdk.cli.UsageError` that says what to do when it is missing or unusable.
     Shared by ``mosaic runs``, ``mosaic sweep`` and ``mosaic control``."""
     explicit = getattr(args, "store", None)
-    try:
+    with usage_errors(MosaicHomeError, RuntimeError):  # RuntimeError: --store ~nobody/x
         path = Path(explicit).expanduser() if explicit else default_store_path()
-    except (MosaicHomeError, RuntimeError) as exc:  # RuntimeError: --store ~nobody/x
-        raise UsageError(str(exc)) from None
     if not path.exists():
         where = f"--store {path}" if explicit else f"the default store {path}"
         raise UsageError(f"no runs yet: {where} does not exist (start one with `mosaic run NAME`)")
-    try:
+    with usage_errors(StoreError):
         return RunStore(path, readonly=True)  # reading needs no write access to the store
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def format_time(ts: float | None) -> str:

@@ -10,7 +10,8 @@ import json
 import sys
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
+from mosaic_sdk.cli.run import add_config_options
 
 
 def register(sub: Any) -> None:
@@ -24,19 +25,10 @@ def register(sub: Any) -> None:
     p.add_argument("name", help="worker name (see `mosaic workers list`)")
     p.add_argument(
         "--daemon",
-        default=None,
         metavar="HOST:PORT",
         help="the trainer daemon's gRPC address (default 127.0.0.1:50055, the platform's)",
     )
-    p.add_argument("--config", metavar="FILE", help="JSON config file (flat or a job descriptor)")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one config key (repeatable; VALUE is JSON if it parses, else a string)",
-    )
+    add_config_options(p)
     p.add_argument(
         "--run-name", help="the run's name in the platform (default: NAME-RUNID; 1-120 chars)"
     )
@@ -51,7 +43,6 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--timeout",
         type=float,
-        default=None,
         metavar="SECONDS",
         help="with --wait: give up following after this long (the run goes on)",
     )
@@ -73,11 +64,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from mosaic_sdk.runner.supervision.resolve import resolve_worker
     from mosaic_sdk.submit import dispatch
 
-    try:
+    with usage_errors(MissingExtraError):
         require("grpc", "submit", "mosaic submit")
         require("google.protobuf.descriptor_pb2", "submit", "mosaic submit")
-    except MissingExtraError as exc:
-        raise UsageError(str(exc)) from None
     # grpcio is the submit extra's: imported here so that `mosaic` runs without it.
     from mosaic_sdk.submit.client import DaemonClient
 
@@ -97,11 +86,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
         config = handle.config_model().from_dict(flat)
     except ConfigError as exc:
         raise UsageError(f"invalid config for worker {args.name!r}: {exc}") from None
-    try:
+    with usage_errors(dispatch.SubmitError):
         worker_id = dispatch.worker_id_for(args.name, args.worker_id, flat)
         launch = dispatch.module_launch(handle, config)
-    except dispatch.SubmitError as exc:
-        raise UsageError(str(exc)) from None
     payload = dispatch.train_run_config(
         worker=args.name,
         launch=launch,

@@ -1,8 +1,4 @@
-"""``mosaic sweep NAME SPEC [--grid K=V1,V2] [--seeds 1-5] [--trial-timeout S]
-[--trial-stall-after S] [--engine local|ray] [--address ADDR] [--connect-timeout S]
-[--resume SWEEP]`` and
-``mosaic sweeps list`` / ``mosaic sweeps show SWEEP``.
-"""
+"""``mosaic sweep NAME [SPEC] [options]``, ``mosaic sweeps list``, ``mosaic sweeps show SWEEP``."""
 
 from __future__ import annotations
 
@@ -10,6 +6,7 @@ import argparse
 import json
 import sqlite3
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +19,10 @@ from mosaic_sdk.cli.store_access import (
     open_store,
     print_plain_table,
 )
+from mosaic_sdk.plugins import PluginError
+from mosaic_sdk.runner.printable import printable
+from mosaic_sdk.runner.storage.paths import MosaicHomeError
+from mosaic_sdk.runner.storage.store import StoreError
 
 
 def register(sub: Any) -> None:
@@ -121,9 +122,6 @@ def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     # CLI start-up time
-    from mosaic_sdk.plugins import PluginError
-    from mosaic_sdk.runner.storage.paths import MosaicHomeError
-    from mosaic_sdk.runner.storage.store import StoreError
     from mosaic_sdk.sweeps.driver import run_sweep
     from mosaic_sdk.sweeps.spec import SpecError
 
@@ -150,9 +148,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError("--address and --connect-timeout are for --engine ray")
     if args.connect_timeout is not None and not 0 < args.connect_timeout < float("inf"):
         raise UsageError(f"--connect-timeout {args.connect_timeout:g}: give seconds > 0")
-    ray_options = {}
-    if args.connect_timeout is not None:
-        ray_options["connect_timeout"] = args.connect_timeout
+    ray_options = {} if args.connect_timeout is None else {"connect_timeout": args.connect_timeout}
     report = (lambda _msg: None) if args.json else (lambda msg: print(msg, flush=True))
     try:
         result = run_sweep(
@@ -200,9 +196,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             )
         )
     else:
-        counts: dict[str, int] = {}
-        for t in result.trials:
-            counts[t["status"]] = counts.get(t["status"], 0) + 1
+        counts = Counter(t["status"] for t in result.trials)
         shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
         print(
             f"sweep {result.sweep_id} {result.status}: {shown or 'no trials'}; "
@@ -265,8 +259,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from mosaic_sdk.runner.storage.store import StoreError  # CLI start-up time
-
     with open_store(args) as store:
         try:
             sweeps = _sweeps(store)
@@ -364,9 +356,7 @@ def _pareto(
     from mosaic_sdk.sweeps.spec import parse_spec
 
     objectives = parse_spec({"metric": sweep["spec"]["metric"]}).objectives
-    last: dict[str, dict[str, Any]] = {}
-    for t in sorted(trials, key=lambda t: t["attempt"]):
-        last[t["trial_key"]] = t
+    last = {t["trial_key"]: t for t in sorted(trials, key=lambda t: t["attempt"])}
     scored = []
     for t in last.values():
         if t["status"] != "completed" or not t["run_id"]:
@@ -414,8 +404,5 @@ def _configurations(
 
 
 def _print_table(header: tuple[str, ...], table: Sequence[tuple[Any, ...]]) -> None:
-    from mosaic_sdk.runner.printable import printable  # CLI start-up time
-
-    shown = [tuple(printable(v) for v in row) for row in table]
-    print_plain_table(header, shown)
+    print_plain_table(header, [tuple(printable(v) for v in row) for row in table])
     sys.stdout.flush()

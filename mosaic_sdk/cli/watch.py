@@ -1,8 +1,5 @@
-"""``mosaic watch [--store S] [--port P] [--host H]``: the runs of a store in a browser.
-
-Serves a local web app (runs page, run page with live frames, curve, events and logs, sweep
-pages) until Ctrl-C. Needs the ``watch`` extra: ``pip install 'mosaic-worker-sdk[watch]'``.
-"""
+"""``mosaic watch [--store S] [--port P] [--host H]``: the runs of a store in a browser, served
+by a local web app until Ctrl-C (the ``watch`` extra)."""
 
 from __future__ import annotations
 
@@ -10,7 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import UsageError, usage_errors
+from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
 
 EXTRA_HINT = "mosaic watch needs the watch extra: pip install 'mosaic-worker-sdk[watch]'"
 
@@ -21,20 +19,9 @@ def register(sub: Any) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8766, help="port (default 8766; 0: any free one)")
     p.add_argument(
-        "--token",
-        help="the access token (default: a new random one); printed in the URL",
+        "--token", help="the access token (default: a new random one); printed in the URL"
     )
     p.set_defaults(handler=cmd_watch)
-
-
-def _store(explicit: str | None) -> Path:
-    # CLI start-up time
-    from mosaic_sdk.runner.storage.paths import MosaicHomeError, default_store_path
-
-    try:
-        return Path(explicit).expanduser() if explicit else default_store_path()
-    except (MosaicHomeError, RuntimeError) as exc:
-        raise UsageError(str(exc)) from None
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -48,7 +35,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         raise UsageError(f"--port {args.port} is not a port number (0..65535)")
     if args.token is not None and len(args.token) < 16:
         raise UsageError("--token must be at least 16 characters (or leave it out)")
-    store = _store(args.store)
+    with usage_errors(MosaicHomeError, RuntimeError):  # RuntimeError: --store ~nobody/x
+        store = Path(args.store).expanduser() if args.store else default_store_path()
 
     def announce(url: str) -> None:
         note = "" if store.exists() else " (it does not exist yet: the page says so)"

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from mosaic_sdk.cli import UsageError
+from mosaic_sdk.cli import usage_errors
 
 if TYPE_CHECKING:
     from mosaic_sdk.plugins.handle import WorkerEntry
@@ -101,14 +101,12 @@ def describe_worker(name: str) -> dict[str, Any]:
     from mosaic_sdk.contract import unknown_vocabulary
     from mosaic_sdk.plugins import PluginError, discover_workers
 
-    try:
+    with usage_errors(PluginError):
         handle = discover_workers().get(name)
         meta, caps = handle.describe()
         model = handle.config_model()
         details = handle.details()
         algo_params_schemas = handle.algo_params_schema(None)
-    except PluginError as exc:
-        raise UsageError(str(exc)) from None
     return {
         "name": handle.name,
         "distribution": handle.distribution,

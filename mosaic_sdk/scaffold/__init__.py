@@ -10,6 +10,7 @@ import shlex
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,6 @@ class BakeResult:
     def next_commands(self) -> list[str]:
         """The three commands to run next: enter, install (with the test extra the baked
         tests need), check."""
-
         return [
             f"cd {shlex.quote(str(self.project_dir))}",
             "pip install -e '.[test]'",
@@ -83,10 +83,7 @@ def template_dir() -> Path:
 
 def template_variables() -> dict[str, Any]:
     """The template's variables and their defaults (``cookiecutter.json``), private ones too."""
-    data: dict[str, Any] = json.loads(
-        (template_dir() / "cookiecutter.json").read_text(encoding="utf-8")
-    )
-    return data
+    return dict(json.loads((template_dir() / "cookiecutter.json").read_text(encoding="utf-8")))
 
 
 def public_keys() -> list[str]:
@@ -201,17 +198,9 @@ def resolve_answers(
         if no_input:
             answers = prompt_for_config(context, True)
         else:  # ask again at once when an answer is refused
-            answers = prompt_each(context, _answer_check())
+            installed = naming.installed_worker_types()
+            answers = prompt_each(context, partial(naming.check_field, installed_workers=installed))
     return {k: v for k, v in answers.items() if not k.startswith("_")}
-
-
-def _answer_check() -> Any:
-    installed = naming.installed_worker_types()
-
-    def check(key: str, value: Any) -> list[str]:
-        return naming.check_field(key, value, installed_workers=installed)
-
-    return check
 
 
 def check_answers(answers: Mapping[str, Any]) -> list[str]:

@@ -45,56 +45,24 @@ SDK_WORKER_TYPES: frozenset[str] = frozenset({"example", "cleanrl"})
 
 #: Popular distributions (normalised) a new worker must not shadow, with their import names.
 POPULAR_PACKAGES: Mapping[str, str] = {
-    "numpy": "numpy",
-    "scipy": "scipy",
-    "pandas": "pandas",
-    "torch": "torch",
-    "torchvision": "torchvision",
-    "tensorflow": "tensorflow",
-    "jax": "jax",
-    "flax": "flax",
-    "gymnasium": "gymnasium",
-    "gym": "gym",
+    **{
+        name: name
+        for name in (
+            "numpy scipy pandas torch torchvision tensorflow jax flax gymnasium gym mujoco "
+            "pettingzoo cleanrl ray wandb tensorboard requests urllib3 certifi pydantic pluggy "
+            "pytest setuptools pip wheel build twine cookiecutter rich click typer six packaging "
+            "flatbuffers matplotlib tqdm transformers jinja2 flask django boto3"
+        ).split()
+    },
     "ale-py": "ale_py",
-    "mujoco": "mujoco",
-    "pettingzoo": "pettingzoo",
     "stable-baselines3": "stable_baselines3",
-    "cleanrl": "cleanrl",
-    "ray": "ray",
-    "wandb": "wandb",
-    "tensorboard": "tensorboard",
-    "requests": "requests",
-    "urllib3": "urllib3",
-    "certifi": "certifi",
-    "pydantic": "pydantic",
-    "pluggy": "pluggy",
-    "pytest": "pytest",
-    "setuptools": "setuptools",
-    "pip": "pip",
-    "wheel": "wheel",
-    "build": "build",
-    "twine": "twine",
-    "cookiecutter": "cookiecutter",
-    "rich": "rich",
-    "click": "click",
-    "typer": "typer",
     "attrs": "attr",
-    "six": "six",
-    "packaging": "packaging",
     "protobuf": "google",
     "grpcio": "grpc",
-    "flatbuffers": "flatbuffers",
-    "matplotlib": "matplotlib",
     "scikit-learn": "sklearn",
     "pillow": "PIL",
     "opencv-python": "cv2",
     "pyyaml": "yaml",
-    "tqdm": "tqdm",
-    "transformers": "transformers",
-    "jinja2": "jinja2",
-    "flask": "flask",
-    "django": "django",
-    "boto3": "boto3",
 }
 
 _PACKAGE_RE = re.compile(r"[a-z_][a-z0-9_]*")
@@ -376,16 +344,7 @@ def check_answers(
     ``installed_workers`` is what :func:`installed_worker_types` returns.
     """
     problems: list[str] = []
-    for field in (
-        "worker_name",
-        "description",
-        "author",
-        "email",
-        "package_name",
-        "distribution_name",
-        "worker_type",
-        "env_id",
-    ):
+    for field in (*FREE_TEXT_FIELDS, "package_name", "distribution_name", "worker_type", "env_id"):
         problems += check_field(field, answers.get(field, ""), installed_workers=installed_workers)
     problems += check_version(str(answers.get("version", "0.1.0")))
     if "sdk_requirement" in answers:

@@ -50,13 +50,11 @@ def default_sdk_requirement() -> str:
 
 def from_index(requirement: str) -> bool:
     """Whether ``requirement`` relies on the package index (no direct reference)."""
-
     return Requirement(requirement).url is None
 
 
 def check_sdk_requirement(value: str) -> list[str]:
     """Problems of an ``sdk_requirement`` answer: one pip requirement of mosaic-worker-sdk."""
-
     if not value.strip() or any(not ch.isprintable() for ch in value):
         return [f"sdk_requirement {value!r} must be one line of text; {_EXAMPLE}"]
     try:

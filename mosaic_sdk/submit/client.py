@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,11 +107,6 @@ class DaemonClient:
                 f"submitting to the daemon at {self.address} failed ({_code(exc)}: {details})"
             ) from None
 
-    def run_record(self, run_id: str) -> Any | None:
-        """The daemon's ``RunRecord`` of ``run_id`` (``ListRuns``), None when it has none."""
-        response = self._unary("ListRuns")(protocol.message("ListRunsRequest")(), timeout=10.0)
-        return next((r for r in response.runs if r.run_id == run_id), None)
-
     def follow(
         self,
         run_id: str,
@@ -129,7 +124,7 @@ class DaemonClient:
         request = protocol.message("WatchRunsRequest")(since_seq=0)
         stream = self._stream("WatchRuns")(request, timeout=timeout)
         try:
-            for record in _records_of(stream, run_id):
+            for record in (r for r in stream if r.run_id == run_id):
                 name = protocol.status_name(record.status)
                 outcome.digest = record.digest or outcome.digest
                 if not outcome.statuses or outcome.statuses[-1] != name:
@@ -180,12 +175,6 @@ class DaemonClient:
                     f"failed ({_code(exc)})"
                 ) from None
         return sorted(found.values(), key=lambda e: (e.episode_index, e.agent_id))
-
-
-def _records_of(stream: Iterator[Any], run_id: str) -> Iterator[Any]:
-    for record in stream:
-        if record.run_id == run_id:
-            yield record
 
 
 def _code(exc: grpc.RpcError) -> str:

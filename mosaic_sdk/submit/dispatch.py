@@ -101,8 +101,7 @@ def module_launch(handle: WorkerHandle, config: WorkerConfig) -> ModuleLaunch:
     """The ``python -m MODULE`` of a worker, read from its launch command (``--config`` and
     its path dropped: the daemon adds its own). A worker launched otherwise cannot be
     started by the daemon: :class:`SubmitError` says so."""
-    placeholder = Path("config.json")
-    command = handle.launch_command(placeholder, config, Path("."))
+    command = handle.launch_command(Path("config.json"), config, Path("."))
     argv = list(command.argv)
     if len(argv) < 3 or argv[1] != "-m" or "python" not in Path(argv[0]).name:
         raise SubmitError(
@@ -111,23 +110,19 @@ def module_launch(handle: WorkerHandle, config: WorkerConfig) -> ModuleLaunch:
             "return (sys.executable, '-m', MODULE, '--config', config_path)"
         )
     arguments: list[str] = []
-    rest = argv[3:]
-    i = 0
-    while i < len(rest):
-        if rest[i] == "--config" and i + 1 < len(rest):
-            i += 2
-            continue
-        if not rest[i].startswith("--config="):
-            arguments.append(rest[i])
-        i += 1
+    rest = iter(argv[3:])
+    for arg in rest:
+        if arg == "--config":
+            next(rest, None)  # and its path
+        elif not arg.startswith("--config="):
+            arguments.append(arg)
     return ModuleLaunch(argv[2], tuple(arguments), dict(command.env) or None)
 
 
 def dispatcher_config(config: Mapping[str, Any], run_id: str, worker_id: str) -> dict[str, Any]:
     """The worker config file the dispatcher writes: ``run_id`` forced, ``worker_id`` added
     when the config has none."""
-    payload = dict(config)
-    payload["run_id"] = run_id
+    payload = {**config, "run_id": run_id}
     if worker_id:
         payload.setdefault("worker_id", worker_id)
     return payload
@@ -198,11 +193,10 @@ def train_run_config(
         "MOSAIC_RUN_DIR": run_id,
         "MOSAIC_WORKER": worker,
     }
-    arguments = ["-m", launch.module, *launch.arguments]
     return {
         "run_name": run_name,
         "entry_point": python or sys.executable,
-        "arguments": arguments,
+        "arguments": ["-m", launch.module, *launch.arguments],
         "environment": environment,
         "resources": {
             "cpus": MIN_CPUS,

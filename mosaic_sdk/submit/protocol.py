@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -13,16 +12,8 @@ SERVICE = f"{PACKAGE}.TrainerService"
 FILE_NAME = "mosaic_sdk/submit/gymgui_trainer.proto"
 
 #: RunStatus: the daemon's finite state machine, by name without its ``RUN_STATUS_`` prefix.
-RUN_STATUS: dict[str, int] = {
-    "UNSPECIFIED": 0,
-    "INIT": 1,
-    "HSHK": 2,
-    "RDY": 3,
-    "EXEC": 4,
-    "PAUSE": 5,
-    "FAULT": 6,
-    "TERM": 7,
-}
+_STATUSES = ("UNSPECIFIED", "INIT", "HSHK", "RDY", "EXEC", "PAUSE", "FAULT", "TERM")
+RUN_STATUS: dict[str, int] = {name: number for number, name in enumerate(_STATUSES)}
 STATUS_NAMES: dict[int, str] = {number: name for name, number in RUN_STATUS.items()}
 #: States a run does not leave.
 FINAL_STATUSES: frozenset[str] = frozenset({"FAULT", "TERM"})
@@ -170,10 +161,6 @@ def status_name(number: int) -> str:
     return STATUS_NAMES.get(int(number), f"UNKNOWN({int(number)})")
 
 
-def status_numbers(names: Sequence[str]) -> list[int]:
-    return [RUN_STATUS[name] for name in names]
-
-
 __all__ = [
     "FINAL_STATUSES",
     "MESSAGES",
@@ -184,5 +171,4 @@ __all__ = [
     "message",
     "method_path",
     "status_name",
-    "status_numbers",
 ]

@@ -1,18 +1,8 @@
-"""Jinja filters that embed user text safely into the files of a baked worker.
+"""Jinja filters that embed user text safely into the files of a baked worker, loaded by
+cookiecutter through ``_extensions`` in ``cookiecutter.json``. Standard library and Jinja only.
 
-Loaded by cookiecutter through ``_extensions`` in ``cookiecutter.json`` (cookiecutter puts
-the template directory on ``sys.path``). Standard library and Jinja only.
-
-- ``py_str``: a double-quoted Python string literal that evaluates to the value exactly
-  (quotes, triple quotes, backslashes, newlines, control and non-ASCII characters).
-- ``toml_str``: a TOML basic string that parses to the value exactly.
-- ``md_text``: the value for inline Markdown, its markup characters escaped, on one line.
-- ``sh_str``: the value as one shell word (single-quoted when needed).
-
-Loading the extension also quiets one message of plain ``cookiecutter``: when the
-``pre_gen_project`` hook refuses the answers (it prints what is wrong and exits 1),
-cookiecutter would log its own traceback after that message; a logging filter drops the
-traceback of that record (the message and the exit status stay).
+Loading it also drops the traceback plain ``cookiecutter`` logs after the ``pre_gen_project``
+hook has refused the answers (the hook's message and the exit status stay).
 """
 
 from __future__ import annotations
@@ -38,7 +28,8 @@ def _escape_code_point(ch: str) -> str:
 
 
 def python_string_literal(value: Any) -> str:
-    """``value`` as a Python string literal, e.g. ``O"Neil`` -> ``"O\\"Neil"``."""
+    """``value`` as a double-quoted Python string literal that evaluates to it exactly, e.g.
+    ``O"Neil`` -> ``"O\\"Neil"``."""
     out = []
     for ch in str(value):
         if ch in _PY_ESCAPES:
@@ -51,7 +42,7 @@ def python_string_literal(value: Any) -> str:
 
 
 def toml_string_literal(value: Any) -> str:
-    """``value`` as a TOML basic string (control characters and DEL escaped)."""
+    """``value`` as a TOML basic string that parses to it exactly."""
     out = []
     for ch in str(value):
         code = ord(ch)
@@ -81,14 +72,9 @@ class _NoHookTraceback(logging.Filter):
         return True
 
 
-def _quiet_failed_hooks() -> None:
-    logger = logging.getLogger("cookiecutter.hooks")
-    if not any(isinstance(f, _NoHookTraceback) for f in logger.filters):
-        logger.addFilter(_NoHookTraceback())
-
-
 class EmbedExtension(Extension):
-    """Registers the ``py_str``, ``toml_str``, ``md_text`` and ``sh_str`` filters."""
+    """Registers the filters ``py_str``, ``toml_str``, ``md_text`` and ``sh_str`` (one shell
+    word, single-quoted when needed)."""
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
@@ -96,4 +82,6 @@ class EmbedExtension(Extension):
         environment.filters["toml_str"] = toml_string_literal
         environment.filters["md_text"] = markdown_text
         environment.filters["sh_str"] = shlex.quote
-        _quiet_failed_hooks()
+        logger = logging.getLogger("cookiecutter.hooks")
+        if not any(isinstance(f, _NoHookTraceback) for f in logger.filters):
+            logger.addFilter(_NoHookTraceback())
