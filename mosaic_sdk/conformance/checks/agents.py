@@ -9,8 +9,8 @@ import math
 from collections import Counter
 from typing import Any
 
-from mosaic_sdk.conformance.checks import claims, fastlane_in_sdk
 from mosaic_sdk.conformance.checks.cli import launched
+from mosaic_sdk.conformance.checks.gates import claims, fastlane_in_sdk
 from mosaic_sdk.conformance.fastlane_v1 import segment_name
 from mosaic_sdk.conformance.recording import RecordedRun
 from mosaic_sdk.conformance.registry import SDK, conformance_check

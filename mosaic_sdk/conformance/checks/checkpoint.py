@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mosaic_sdk.conformance.checks import claims
 from mosaic_sdk.conformance.checks.cli import launched
+from mosaic_sdk.conformance.checks.gates import claims
 from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
 from mosaic_sdk.conformance.subject import WorkerSubject

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mosaic_sdk.conformance.checks import claims, step_numbering
+from mosaic_sdk.conformance.checks.gates import claims, step_numbering
 from mosaic_sdk.conformance.recording import prepare_conformance_run
 from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped

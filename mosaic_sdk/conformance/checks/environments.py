@@ -8,7 +8,7 @@ import re
 import warnings
 from typing import Any
 
-from mosaic_sdk.conformance.checks import claims, fastlane_in_sdk
+from mosaic_sdk.conformance.checks.gates import claims, fastlane_in_sdk
 from mosaic_sdk.conformance.leftovers import remove_shm_segments, shm_segments_of
 from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mosaic_sdk.conformance.checks import claims, fastlane_in_sdk
 from mosaic_sdk.conformance.checks.cli import launched
+from mosaic_sdk.conformance.checks.gates import claims, fastlane_in_sdk
 from mosaic_sdk.conformance.fastlane_v1 import MAGIC, SLOT_HEADER, VERSION, segment_name
 from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed

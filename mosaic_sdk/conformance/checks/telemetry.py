@@ -8,8 +8,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from mosaic_sdk.conformance.checks import step_numbering
 from mosaic_sdk.conformance.checks.cli import launched
+from mosaic_sdk.conformance.checks.gates import step_numbering
 from mosaic_sdk.conformance.platform_lines import (
     forwarded,
     platform_line_problems,
