@@ -37,7 +37,7 @@ import struct
 import sys
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -335,13 +335,17 @@ def on_device(runtime: CudaRuntime, device: int) -> Iterator[CudaRuntime]:
             runtime.set_device(before)
 
 
-# -- engine side --------------------------------------------------------------------------------
-def _free(runtime: CudaRuntime, device: int, ptr: int) -> None:
+def _release(release: Callable[[int], None], runtime: CudaRuntime, device: int, ptr: int) -> None:
+    """``release(ptr)`` (free or close a mapping) on ``device``; quiet about CUDA errors: at
+    exit the CUDA context may already be gone, and the memory with it."""
     try:
         with on_device(runtime, device):
-            runtime.free(ptr)
+            release(ptr)
     except CudaError:
-        pass  # at exit the CUDA context may already be gone, and the memory with it
+        pass
+
+
+# -- engine side --------------------------------------------------------------------------------
 
 
 class GpuObsExport:
@@ -361,7 +365,7 @@ class GpuObsExport:
         self._runtime = rt = cuda_runtime()
         with on_device(rt, self.device):
             self.ptr = rt.malloc(self.nbytes)  # the allocation's start: what the handle maps
-            self._finalizer = weakref.finalize(self, _free, rt, self.device, self.ptr)
+            self._finalizer = weakref.finalize(self, _release, rt.free, rt, self.device, self.ptr)
             self.handle = rt.ipc_get_handle(self.ptr)
         self._tensor: Any = None
         write_gpu_fields(buf, layout, GpuFields(1, GPU_MODE_CUDA_IPC, self.device, self.handle))
@@ -432,12 +436,6 @@ class GpuObsExport:
 
 
 # -- client side --------------------------------------------------------------------------------
-def _close_ipc(runtime: CudaRuntime, device: int, ptr: int) -> None:
-    try:
-        with on_device(runtime, device):
-            runtime.ipc_close(ptr)
-    except CudaError:
-        pass  # at exit the CUDA context may already be gone, and the mapping with it
 
 
 class CudaIpcObs:
@@ -455,7 +453,7 @@ class CudaIpcObs:
         self._runtime = rt = cuda_runtime()
         with on_device(rt, self.device):
             self.ptr = rt.ipc_open(fields.handle)
-        self._finalizer = weakref.finalize(self, _close_ipc, rt, self.device, self.ptr)
+        self._finalizer = weakref.finalize(self, _release, rt.ipc_close, rt, self.device, self.ptr)
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
