@@ -83,6 +83,10 @@ class Run:
             return out.returncode, json.loads(out.stdout)
         return out.returncode, out.stdout + out.stderr
 
+    def events(self) -> list[dict]:
+        with RunStore(self.store, readonly=True) as store:
+            return store.events(self.run_id)
+
     def worker_pid(self) -> int:
         with RunStore(self.store, readonly=True) as store:
             return int(store.get_run(self.run_id)["worker_pid"])
@@ -183,16 +187,19 @@ def test_stop_stops_a_worker_of_another_protocol(
 
 
 def test_a_worker_that_closed_its_stdin(env: dict[str, str], tmp_path: Path) -> None:
-    run = Run(env, tmp_path / "s.sqlite", "control", "mode=closed", "lines=300")
+    run = Run(env, tmp_path / "s.sqlite", "control", "mode=closed", "lines=1000")
     try:
-        time.sleep(0.3)  # the worker has closed its stdin by now
+        deadline = time.monotonic() + 30  # it closes its stdin, then says run_started
+        while not any(e["event"] == "run_started" for e in run.events()):
+            assert time.monotonic() < deadline, "no run_started within 30 s"
+            time.sleep(0.05)
         code, text = run.control("ping")
         assert code == 1 and "closed its stdin or exited" in text
         assert "Traceback" not in text and "BrokenPipe" not in text.replace("BrokenPipeError)", "")
         result = run.finish()  # the run goes on to its end; nothing is lost
     finally:
         run.kill()
-    assert result["status"] == "completed" and result["counts"]["steps"] == 300, result
+    assert result["status"] == "completed" and result["counts"]["steps"] == 1000, result
 
 
 def test_a_silent_worker_times_out(env: dict[str, str], tmp_path: Path) -> None:
