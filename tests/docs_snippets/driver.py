@@ -28,7 +28,7 @@ except ModuleNotFoundError:  # Python 3.10
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from transcript import compare, steps  # noqa: E402  (this file runs as a script)
 
-COMMAND_TIMEOUT = 120
+COMMAND_TIMEOUT = 300  # a block may run a dozen `mosaic run`s, ~18 s each on a loaded machine
 ERROR_LINE = re.compile(r"^(\S+: )?error: ", re.M)
 
 
