@@ -206,13 +206,8 @@ class SharedMemoryTransport(EngineSide):
             try:
                 response = self._answer(request.message, handler)
             except Exception as exc:  # the engine's error goes back to the caller
-                self.send(
-                    None,
-                    request.correlation_id,
-                    error=f"{type(exc).__name__}: {exc}",
-                    method=int(getattr(cmd.fb.Method, request.method, 0)),
-                    error_pickle=_pickled(exc),
-                )
+                method = int(getattr(cmd.fb.Method, request.method, 0))
+                self.send_error(exc, request.correlation_id, method)
                 continue
             self.send(response, request.correlation_id)
             if isinstance(request.message, cmd.CloseRequest):
@@ -252,6 +247,11 @@ class SharedMemoryTransport(EngineSide):
             ring=self.seg.frame.ring,
         )
         self.seg.frame.ring()
+
+    def send_error(self, exc: Exception, correlation_id: int, method: int) -> None:
+        """Answer a request with ``exc``, pickled too for a Python client to re-raise."""
+        error = f"{type(exc).__name__}: {exc}"
+        self.send(None, correlation_id, error=error, method=method, error_pickle=_pickled(exc))
 
     # -- lifetime -----------------------------------------------------------------------------
     def close(self) -> None:
