@@ -52,10 +52,8 @@ def constructors(
 def step_cost(make: Callable[[], Any], steps: int = PROBE_STEPS) -> float:
     """Median seconds per ``step`` of one env built by ``make`` (seeded actions, autoreset).
 
-    The first steps are not timed (gymnasium's env checker inspects the first call); the
-    median shrugs off a step that another process delayed. The action space is copied before
-    sampling, so envs built later draw what they would have drawn without the probe; the
-    probe env is closed.
+    The first steps are not timed (gymnasium's env checker inspects the first call). The
+    action space is copied before sampling, so envs built later draw what they would have.
     """
     env = make()
     try:
@@ -97,10 +95,8 @@ def choose_mode(
 ) -> tuple[str, float | None]:
     """``(mode chosen, measured seconds per env step or None)`` for ``mode``.
 
-    ``workers`` is how many host processes would share a batch of ``batch_envs`` envs. Host
-    processes win when the part of a batch they take off the trainer's hands, ``cost x
-    batch_envs x (1 - 1 / workers)``, exceeds ``INLINE_BELOW``; with one worker they never
-    do (the trainer waits for the batch either way), so ``"auto"`` steps inline.
+    Host processes win when the part of a batch they take off the trainer, ``cost x
+    batch_envs x (1 - 1 / workers)``, exceeds ``INLINE_BELOW`` (so never with one worker).
     """
     if mode not in MODES:
         raise ValueError(f"mode={mode!r} is not one of {MODES}")
@@ -136,11 +132,9 @@ class LocalArea:
 class InlineEngine:
     """The envs, stepped in this process over segment-shaped numpy regions.
 
-    It runs the very ``SliceStepper`` an env host process runs (same rows, packing and
-    autoreset), so both modes give the same results for the same seeds and actions, and
-    offers the part of ``SharedMemoryClient`` that ``ShmVectorEnv`` uses. Infos and
-    observations without a fixed row go through a :class:`LocalArea`. For ``send``/``recv``
-    every env is its own unit: ``recv`` steps the envs sent first, in the order sent."""
+    It runs the ``SliceStepper`` a host process runs, so both modes give the same results,
+    and offers the part of ``SharedMemoryClient`` that ``ShmVectorEnv`` uses. For
+    ``send``/``recv`` every env is its own unit, stepped in the order sent."""
 
     name = None
 

@@ -46,13 +46,11 @@ Handler = Callable[[Any], Any]
 class SharedMemoryTransport(EngineSide):
     """Creates and owns a transport segment; the engine steps envs through it.
 
-    ``name`` (or ``$MOSAIC_SHM_NAME``, else random) gets the ``mosaic`` prefix.
-    ``layout="lrbc"`` writes the LuckyEngine design's header (``schema/lrbc_layout.md``): the
-    segment is named exactly ``name`` (or ``$LUCKY_SHM_NAME``, else ``LuckyEngine_<pid>``) and
-    rewards are float32. ``timeout`` (seconds, None = none) bounds each wait; a dead client or
-    one of ``peer_pids`` aborts it. ``spin``/``command_spin``: see ``mosaic_sdk.shm.sync``.
-    With ``num_workers > 1``, ``TransportWorker(name, i)`` steps slice ``i`` and
-    ``publish_frame`` waits for every worker's ``done_seq`` first.
+    ``name`` (or ``$MOSAIC_SHM_NAME``, else random) gets the ``mosaic`` prefix, but with
+    ``layout="lrbc"`` (``schema/lrbc_layout.md``; default ``$LUCKY_SHM_NAME``, else
+    ``LuckyEngine_<pid>``). ``timeout`` (seconds, None = none) bounds each wait; a dead client
+    or one of ``peer_pids`` aborts it. With ``num_workers > 1``, ``TransportWorker(name, i)``
+    steps slice ``i`` and ``publish_frame`` waits for every worker's ``done_seq`` first.
     """
 
     def __init__(

@@ -80,12 +80,10 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     infos["env_id"])`` (``batch_size`` a multiple of the envs per worker).
 
     ``env_fns``: env constructors, or an env id with ``num_envs``. ``mode``: ``"process"``,
-    ``"inline"`` or ``"auto"`` (``self.mode`` the choice, ``self.step_cost`` the seconds per
-    step ``"auto"`` measured). ``num_workers`` host processes (default 1, or for async the
-    most, up to 16, that divide the envs and the batch), started by ``context``.
+    ``"inline"`` or ``"auto"`` (``self.mode`` the choice). ``num_workers`` host processes
+    (default 1, or for async the most, up to 16, that divide the envs and the batch).
     ``copy=False`` returns views into shared memory (overwritten by the next step).
-    ``render_images=True`` fills the image region read by ``render()``. ``side_size``: bytes
-    per side area, for infos and observations of spaces without a fixed row.
+    ``side_size``: bytes per side area, for infos and observations without a fixed row.
     """
 
     _host: EnvHostHandle | None = None
