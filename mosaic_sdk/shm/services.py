@@ -660,7 +660,9 @@ def _read_obj(cls: type, obj: Any, spec: dict[str, str]) -> Any:
     values: dict[str, Any] = {}
     defaults = {f.name: f for f in fields(cls)}
     for name, kind in spec.items():
-        get = getattr(obj, wire.camel(name))
+        camel = wire.camel(name)
+        get = getattr(obj, camel)
+        n = getattr(obj, f"{camel}Length", int)()  # a vector's length (0 for other kinds)
         if kind in _SCALAR_DEFAULTS:
             raw = get()
             values[name] = bool(raw) if kind == "bool" else raw
@@ -670,29 +672,20 @@ def _read_obj(cls: type, obj: Any, spec: dict[str, str]) -> Any:
             raw = get()
             values[name] = raw.decode() if raw is not None else ""
         elif kind == "bytes":
-            n = getattr(obj, f"{wire.camel(name)}Length")()
-            values[name] = (
-                bytes(getattr(obj, f"{wire.camel(name)}AsNumpy")().tobytes()) if n else b""
-            )
+            values[name] = bytes(getattr(obj, f"{camel}AsNumpy")().tobytes()) if n else b""
         elif kind.startswith("v:"):
-            n = getattr(obj, f"{wire.camel(name)}Length")()
-            arr = getattr(obj, f"{wire.camel(name)}AsNumpy")() if n else []
-            values[name] = [x.item() for x in arr] if n else []
+            values[name] = [x.item() for x in getattr(obj, f"{camel}AsNumpy")()] if n else []
         elif kind == "vstr":
-            n = getattr(obj, f"{wire.camel(name)}Length")()
             values[name] = [get(j).decode() for j in range(n)]
         elif kind.startswith("vt:"):
             sub = _BY_NAME[kind[3:]]
-            n = getattr(obj, f"{wire.camel(name)}Length")()
             values[name] = [_read_obj(sub, get(j), FIELDS[sub]) for j in range(n)]
         elif kind.startswith("t:"):
-            child = get()
-            if child is None:
-                f = defaults[name]
-                values[name] = None if f.default is None else _BY_NAME[kind[2:]]()
-            else:
-                sub = _BY_NAME[kind[2:]]
+            child, sub = get(), _BY_NAME[kind[2:]]
+            if child is not None:
                 values[name] = _read_obj(sub, child, FIELDS[sub])
+            else:
+                values[name] = None if defaults[name].default is None else sub()
         elif kind == "vec3":
             s = get()
             values[name] = (s.X(), s.Y(), s.Z()) if s is not None else (0.0, 0.0, 0.0)

@@ -38,11 +38,10 @@ def serve(kwargs: dict[str, Any], ready_fd: int | None = None) -> int:
     try:
         engine = MujocoEngine(**kwargs)
     except Exception as exc:
-        text = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
-        message = f"error {text}"
         if ready_fd is None:
             raise
-        os.write(ready_fd, message.encode() + b"\n")
+        text = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
+        os.write(ready_fd, f"error {text}\n".encode())
         os.close(ready_fd)
         return 2
     try:
