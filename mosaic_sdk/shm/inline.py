@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -76,14 +75,6 @@ def step_cost(make: Callable[[], Any], steps: int = PROBE_STEPS) -> float:
         return float(np.median(times)) if times else PROBE_SECONDS
     finally:
         env.close()
-
-
-def cpus() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def choose_mode(

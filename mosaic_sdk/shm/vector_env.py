@@ -29,6 +29,7 @@ from mosaic_sdk.shm.host import EnvHostHandle, launch_env_host
 from mosaic_sdk.shm.layout import MAX_WORKERS
 from mosaic_sdk.shm.mapping import SegmentCorruptedError
 from mosaic_sdk.shm.packing import RowCodec
+from mosaic_sdk.shm.processes import cpus
 from mosaic_sdk.shm.side import SideArea
 from mosaic_sdk.shm.sync import TransportError
 from mosaic_sdk.shm.vector_rules import AsyncUsageError
@@ -65,7 +66,7 @@ def _auto_workers(num_envs: int, batch: int) -> int:
     """Host processes ``mode="auto"`` would start: one per CPU in lock-step, else what the
     batch allows (1 when no split fits: then only this process can serve such batches)."""
     if batch == num_envs:
-        return min(inline.cpus(), num_envs, MAX_WORKERS)
+        return min(cpus(), num_envs, MAX_WORKERS)
     try:
         return rules.num_workers(None, num_envs, batch)
     except ValueError:
