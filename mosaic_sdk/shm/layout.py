@@ -449,29 +449,25 @@ class Layout:
                 )
         if problems:
             raise LayoutError("corrupt lrbc header: " + "; ".join(problems))
+        image = (w, h, c) if raw["image_offset"] else (0, 0, 0)
+        same = "mode obs_offset act_offset rewards_offset resets_offset image_offset side_offset"
         return cls(
             num_envs=n,
             obs_size=obs,
             act_size=act,
             cmd_ring_size=ring,
-            image_width=w if raw["image_offset"] else 0,
-            image_height=h if raw["image_offset"] else 0,
-            image_channels=c if raw["image_offset"] else 0,
-            mode=raw["mode"],
+            image_width=image[0],
+            image_height=image[1],
+            image_channels=image[2],
             num_workers=workers,
-            obs_offset=raw["obs_offset"],
-            act_offset=raw["act_offset"],
-            rewards_offset=raw["rewards_offset"],
             terminated_offset=raw["dones_offset"],
             truncated_offset=raw["dones_offset"] + n,
-            resets_offset=raw["resets_offset"],
             cmd_e2c_offset=raw["cmd_s2c_offset"],
             cmd_c2e_offset=raw["cmd_c2s_offset"],
-            image_offset=raw["image_offset"],
-            side_offset=raw["side_offset"],
             side_size=raw["side_size"] if raw["side_offset"] else 0,
             total_size=raw["total_size"] or size,
             kind=LAYOUT_LRBC,
+            **{name: raw[name] for name in same.split()},
         )
 
     def static_spans(self) -> tuple[int, tuple[tuple[int, int], ...]]:
