@@ -134,9 +134,8 @@ class LuckyClient:
 
     def close(self) -> None:
         """Detach (the engine owns the segment and removes it)."""
-        for attr in ("obs", "actions", "rewards", "dones", "truncateds", "resets"):
+        for attr in ("obs", "actions", "rewards", "dones", "truncateds", "resets", "image"):
             setattr(self, attr, None)
-        self.image = None
         self._client.close()
 
     def __enter__(self) -> LuckyClient:
