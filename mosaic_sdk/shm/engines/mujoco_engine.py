@@ -923,31 +923,11 @@ class MujocoEngine:
         sid = self._start_images("", [env], m.rate_hz, m.max_frames)
         return sv.StreamResponse(sid, ["viewport"], list(self._image_shape()))
 
-    def render(self, env: int, camera: str | Any, out: np.ndarray | None = None) -> np.ndarray:
-        """Render env ``env`` from ``camera`` (a name, "" for the free camera, or an
-        ``MjvCamera``) with its debug shapes; into ``out`` when given."""
-        height, width, _ = self._image_shape()
-        frame = np.empty((1, height, width, 3), dtype=np.uint8)
-        self.render_batch([env], camera, frame, ids_in_out=False)
-        if out is None:
-            return frame[0]
-        out[...] = frame[0]
-        return out
-
-    def render_batch(
-        self, env_ids: list[int], camera: str | Any, out: np.ndarray, ids_in_out: bool = True
-    ) -> None:
-        """Render ``env_ids`` from ``camera`` into ``out[i]`` for each env ``i`` (or, with
-        ``ids_in_out=False``, into ``out[k]`` for the k-th of ``env_ids``)."""
-        r = self._make_renderer()
+    def render_batch(self, env_ids: list[int], camera: str | Any, out: np.ndarray) -> None:
+        """Render ``env_ids`` from ``camera`` (a name, "" for the free camera, or an
+        ``MjvCamera``) with their debug shapes into ``out[i]`` for each env ``i``."""
         debug = [e.debug for e in self.envs]
-        if ids_in_out:
-            r.render(self.models, self.datas, env_ids, camera, out, debug)
-            return
-        models = [self.models[i] for i in env_ids]
-        datas = [self.datas[i] for i in env_ids]
-        debug = [debug[i] for i in env_ids]
-        r.render(models, datas, list(range(len(env_ids))), camera, out, debug)
+        self._make_renderer().render(self.models, self.datas, env_ids, camera, out, debug)
 
     def _make_renderer(self) -> BatchRenderer:
         if self._renderer is None:
