@@ -66,7 +66,8 @@ class SharedMemoryClient:
 
     ``timeout`` (seconds, None = no limit) bounds each wait for the engine; a dead engine is
     detected by pid within about 0.1 s regardless. ``spin``/``command_spin``: the largest spin
-    budgets (s) of a step's and a command's wait. The client never unlinks the segment.
+    budgets (s) of a step's and a command's wait; ``attach_timeout``: how long to wait for the
+    segment to appear. The client never unlinks the segment.
 
     Either header layout is read (``layout.kind``). ``name`` is looked up with the
     ``mosaic.shm.`` prefix, then as given (``exact_name=True``: only as given); without it,

@@ -84,7 +84,8 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     ``"inline"`` or ``"auto"`` (``self.mode`` the choice). ``num_workers`` host processes
     (default 1, or for async the most, up to 16, that divide the envs and the batch).
     ``copy=False`` returns views into shared memory (overwritten by the next step).
-    ``side_size``: bytes per side area, for infos and observations without a fixed row.
+    ``render_images=True`` fills the image region ``render()`` reads. ``side_size``: bytes per
+    side area, for infos and observations without a fixed row.
     """
 
     _host: EnvHostHandle | None = None
