@@ -30,7 +30,7 @@ F64 = Annotated[float, "f64"]
 Bool = Annotated[bool, "bool"]
 Str = Annotated[str, "str"]
 Mode = Annotated[str, "mode"]
-Ids = Annotated[list[int], "v:u4"]
+U32s = Annotated[list[int], "v:u4"]
 F64s = Annotated[list[float], "v:f8"]
 Strs = Annotated[list[str], "vstr"]
 Vec3 = Annotated[tuple[float, float, float], "vec3"]
@@ -87,7 +87,7 @@ class SimulationContract:
 class AgentResetRequest:
     """Reset ``env_ids`` (empty = all), randomised by ``contract`` when given."""
 
-    env_ids: Ids = field(default_factory=list)
+    env_ids: U32s = field(default_factory=list)
     contract: Annotated[SimulationContract | None, "t:SimulationContract"] = None
 
 
@@ -95,7 +95,7 @@ class AgentResetRequest:
 class AgentResetResponse:
     """The reset envs, with the total mass and gravity each now simulates."""
 
-    env_ids: Ids = field(default_factory=list)
+    env_ids: U32s = field(default_factory=list)
     body_mass: F64s = field(default_factory=list)
     gravity_z: F64s = field(default_factory=list)
 
@@ -114,8 +114,8 @@ class JointStateResponse:
     """Joint positions and velocities, flattened joint after joint."""
 
     names: Strs = field(default_factory=list)
-    qpos_dims: Ids = field(default_factory=list)
-    qvel_dims: Ids = field(default_factory=list)
+    qpos_dims: U32s = field(default_factory=list)
+    qvel_dims: U32s = field(default_factory=list)
     qpos: F64s = field(default_factory=list)
     qvel: F64s = field(default_factory=list)
     time: F64 = 0.0
@@ -133,7 +133,7 @@ class JointStateResponse:
 class SendControlRequest:
     """Set ``ctrl`` (``len(env_ids) * nu`` values) and advance those envs ``steps`` steps."""
 
-    env_ids: Ids = field(default_factory=list)
+    env_ids: U32s = field(default_factory=list)
     ctrl: F64s = field(default_factory=list)
     steps: U32 = 0
 
@@ -142,7 +142,7 @@ class SendControlRequest:
 class SendControlResponse:
     """The controlled envs and their simulated time afterwards."""
 
-    env_ids: Ids = field(default_factory=list)
+    env_ids: U32s = field(default_factory=list)
     time: F64s = field(default_factory=list)
 
 
@@ -181,7 +181,7 @@ class TelemetrySchemaResponse:
     """Quantity names, values per env of each, one line of description each."""
 
     names: Strs = field(default_factory=list)
-    sizes: Ids = field(default_factory=list)
+    sizes: U32s = field(default_factory=list)
     descriptions: Strs = field(default_factory=list)
 
 
@@ -189,7 +189,7 @@ class TelemetrySchemaResponse:
 class TelemetryStreamRequest:
     """Start a telemetry stream (``rate_hz`` in simulated time; 0 = every physics step)."""
 
-    env_ids: Ids = field(default_factory=list)
+    env_ids: U32s = field(default_factory=list)
     names: Strs = field(default_factory=list)
     rate_hz: F64 = 0.0
     max_frames: U32 = 0
@@ -201,7 +201,7 @@ class StreamResponse:
 
     stream_id: U64 = 0
     names: Strs = field(default_factory=list)
-    sizes: Ids = field(default_factory=list)
+    sizes: U32s = field(default_factory=list)
 
 
 @dataclass
@@ -212,7 +212,7 @@ class TelemetryFrame:
     seq: U64 = 0
     sim_time: F64 = 0.0
     frame_seq: U64 = 0
-    env_ids: Ids = field(default_factory=list)
+    env_ids: U32s = field(default_factory=list)
     values: F64s = field(default_factory=list)
 
 
@@ -358,7 +358,7 @@ class CameraStreamRequest:
     """Stream frames of ``camera`` for ``env_ids`` into the image region at ``rate_hz``."""
 
     camera: Str = ""
-    env_ids: Ids = field(default_factory=list)
+    env_ids: U32s = field(default_factory=list)
     rate_hz: F64 = 30.0
     max_frames: U32 = 0
 
@@ -370,7 +370,7 @@ class ImageFrame:
     stream_id: U64 = 0
     seq: U64 = 0
     camera: Str = ""
-    env_ids: Ids = field(default_factory=list)
+    env_ids: U32s = field(default_factory=list)
     width: U32 = 0
     height: U32 = 0
     channels: U32 = 0
@@ -425,7 +425,7 @@ class DebugShape:
 class DebugDrawRequest:
     """Draw ``shapes`` into the rendered frames of ``env_ids`` (empty = all)."""
 
-    env_ids: Ids = field(default_factory=list)
+    env_ids: U32s = field(default_factory=list)
     shapes: Annotated[list[DebugShape], "vt:DebugShape"] = field(default_factory=list)
     clear: Bool = False
 
