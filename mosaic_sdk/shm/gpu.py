@@ -338,13 +338,9 @@ def _release(release: Callable[[int], None], runtime: CudaRuntime, device: int, 
 
 
 class GpuObsExport:
-    """The engine's exported device buffer: float32 ``(num_envs, obs_size)`` on ``device``.
-
-    ``upload(obs)`` copies the CPU obs region to it, ``publish(tensor, obs)`` copies an engine's
-    own CUDA tensor into it and fills the CPU region, ``tensor()`` is a torch view of it (an
-    engine computing on the GPU may write there directly, then ``download(obs)``). Call these
-    before publishing the frame. ``close()`` sets the header back to mode 0 and frees it.
-    """
+    """The engine's exported device buffer: float32 ``(num_envs, obs_size)`` on ``device``,
+    brought up to date (``upload``, ``publish``, or writing ``tensor()`` then ``download``)
+    before each frame is published."""
 
     def __init__(self, buf: Any, layout: Layout, device: int | str | Any = 0) -> None:
         self.device = cuda_device(device)
@@ -428,12 +424,9 @@ class GpuObsExport:
 
 
 class CudaIpcObs:
-    """The engine's observation buffer opened in this process from the header's IPC handle.
-
-    It exposes ``__cuda_array_interface__`` (float32 ``shape``, C order), so torch, CuPy or
-    Numba view it without a copy. The mapping is closed by ``close()``, or once this object
-    and every tensor made from it are gone.
-    """
+    """The engine's observation buffer opened from the header's IPC handle; torch, CuPy or
+    Numba view it without a copy (``__cuda_array_interface__``). The mapping closes with
+    ``close()``, or once this object and every tensor made from it are gone."""
 
     def __init__(self, fields: GpuFields, shape: tuple[int, int]) -> None:
         self.fields = fields

@@ -208,12 +208,8 @@ class InlineEngine:
     def _step_direct(self, ids: Any) -> dict[int, list[dict[str, Any]]]:
         """Step (or, where the reset flag says so, reset) envs ``ids`` in that order."""
         envs, acts, rows = self.envs, self._act_rows, self._obs_rows
-        rewards, terminated, truncated, resets = (
-            self.rewards,
-            self.terminated,
-            self.truncated,
-            self.resets,
-        )
+        rewards, terminated = self.rewards, self.terminated
+        truncated, resets = self.truncated, self.resets
         copy_rows = acts.ndim > 1  # an env may keep its action: never a view of ours
         infos: dict[int, list[dict[str, Any]]] = {}
         for i in ids:
