@@ -150,7 +150,9 @@ class MujocoEngine:
             if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
                 self._qmask[m.jnt_qposadr[j]] = True
         self.obs_size = m.nq + m.nv + (2 if self._mocap >= 0 else 0)
-        lo, hi = self._ctrl_bounds()
+        limited = m.actuator_ctrllimited.astype(bool)
+        lo = np.where(limited, m.actuator_ctrlrange[:, 0], -np.inf)
+        hi = np.where(limited, m.actuator_ctrlrange[:, 1], np.inf)
         self.ctrl_low, self.ctrl_high = lo, hi
         if image_size is None:
             image_size = (64, 64) if m.ncam > 0 else (0, 0)
@@ -217,15 +219,6 @@ class MujocoEngine:
     def name(self) -> str:
         """The segment name."""
         return self.transport.name
-
-    def _ctrl_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        m = self.model
-        lo = np.full(m.nu, -np.inf)
-        hi = np.full(m.nu, np.inf)
-        limited = m.actuator_ctrllimited.astype(bool)
-        lo[limited] = m.actuator_ctrlrange[limited, 0]
-        hi[limited] = m.actuator_ctrlrange[limited, 1]
-        return lo, hi
 
     def _name(self, kind: Any, index: int, fallback: str) -> str:
         return mujoco.mj_id2name(self.model, kind, index) or f"{fallback}{index}"
