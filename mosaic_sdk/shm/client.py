@@ -286,10 +286,7 @@ class SharedMemoryClient:
             seed_list = [int(seeds) + k for k in range(len(ids))]
         else:
             seed_list = [None if s is None else int(s) for s in seeds]
-        response = self.request(cmd.ResetRequest(env_ids=ids, seeds=seed_list, options=options))
-        if response.payload_pickle:
-            return self.obs, list(pickle.loads(response.payload_pickle)["infos"])
-        return self.obs, list(response.infos)
+        return self.obs, list(self.reset_detailed(ids, seed_list, options)["infos"])
 
     def reset_detailed(
         self,
