@@ -367,17 +367,3 @@ def insert_each(
     counts = (stored["steps"], stored["episodes"], stored["events"], logs, stored["stderr"])
     _add_counts(conn, run_id, batch, *counts)
     return degraded, lost, last
-
-
-__all__ = [
-    "UNSTORED",
-    "LineBatch",
-    "finite_float",
-    "insert_batch",
-    "insert_each",
-    "insert_series",
-    "insert_rows",
-    "number",
-    "storable",
-    "text",
-]

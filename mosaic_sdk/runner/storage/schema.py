@@ -454,24 +454,3 @@ def connect_readonly(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection
         f"cannot read the store {path}: {last} (is it a mosaic store, and may you read it "
         "and its directory?)"
     )
-
-
-__all__ = [
-    "EPISODE_COLUMNS",
-    "INSERT_EPISODE",
-    "INSERT_EVENT",
-    "INSERT_LOG",
-    "INSERT_POINT",
-    "INSERT_SERIES",
-    "INSERT_STEP",
-    "SCHEMA_VERSION",
-    "STATUSES",
-    "STEP_COLUMNS",
-    "UPDATE_COUNTS",
-    "UPDATE_SERIES",
-    "UPDATE_SERIES_COUNTS",
-    "StoreError",
-    "UnknownRunError",
-    "connect",
-    "connect_readonly",
-]

@@ -515,22 +515,3 @@ def means(part: Cover, lo: int, buckets: int, width: float) -> tuple[Any, Any, A
         count, total, where = count + part.counts, total + part.sums, where + part.steps
     has = count > 0
     return where[has] / count[has], total[has] / count[has], count[has]
-
-
-__all__ = [
-    "BLOCKS_SCHEMA",
-    "FANOUT",
-    "LEAF",
-    "LEVELS",
-    "SERIES_COLUMNS",
-    "Connection",
-    "Cover",
-    "SeriesMeans",
-    "add_points",
-    "build_all",
-    "cover",
-    "extremes",
-    "means",
-    "points_per_block",
-    "top_level",
-]

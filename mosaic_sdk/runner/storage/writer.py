@@ -284,6 +284,3 @@ class StoreWriter:
             if self._reported_at is not None:
                 self._report(f"the store {self.path} takes writes again after {waited:.1f}s")
             self._reported_at = None
-
-
-__all__ = ["GIVE_UP_AFTER", "MERGE_ROWS", "StoreWriter"]
