@@ -119,20 +119,8 @@ def optional_text(value: object) -> str | None:
 
 def _telemetry_row(row: TelemetryValues) -> TelemetryValues:
     # steps and episodes: run_id, line_no, then seven numeric columns, raw, agent_id
-    run_id, line_no, seq, episode, index, value, terminated, truncated, ts, raw, agent = row
-    return (
-        run_id,
-        line_no,
-        number(seq),
-        number(episode),
-        number(index),
-        number(value),
-        number(terminated),
-        number(truncated),
-        number(ts),
-        text(raw),
-        optional_text(agent),
-    )
+    numbers = tuple(map(number, row[2:9]))
+    return cast(TelemetryValues, (*row[:2], *numbers, text(row[9]), optional_text(row[10])))
 
 
 def _event_row(row: EventValues) -> EventValues:
@@ -280,30 +268,21 @@ def insert_series(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> No
 
 def insert_batch(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> None:
     """Insert the rows of ``batch`` and add them to the run's counters (inside a transaction)."""
-    if batch.steps:
-        insert_rows(conn, store_sql.INSERT_STEP, batch.steps)
-    if batch.episodes:
-        insert_rows(conn, store_sql.INSERT_EPISODE, batch.episodes)
-    if batch.events:  # one per ten lines in a run that reports series: blocks too
-        insert_rows(conn, store_sql.INSERT_EVENT, batch.events)
-    if batch.logs:
-        insert_rows(conn, store_sql.INSERT_LOG, batch.logs)
+    insert_rows(conn, store_sql.INSERT_STEP, batch.steps)
+    insert_rows(conn, store_sql.INSERT_EPISODE, batch.episodes)
+    insert_rows(conn, store_sql.INSERT_EVENT, batch.events)
+    insert_rows(conn, store_sql.INSERT_LOG, batch.logs)
     insert_series(conn, run_id, batch)
     counts = (len(batch.steps), len(batch.episodes), len(batch.events), len(batch.logs))
-    _add_counts(conn, run_id, batch, *counts, batch.stderr)
+    _add_counts(conn, run_id, batch, (*counts, batch.stderr))
 
 
 def _add_counts(
-    conn: sqlite3.Connection,
-    run_id: str,
-    batch: LineBatch,
-    steps: int,
-    episodes: int,
-    events: int,
-    logs: int,
-    stderr: int,
+    conn: sqlite3.Connection, run_id: str, batch: LineBatch, counts: tuple[int, ...]
 ) -> None:
-    """Add the stored rows of ``batch`` (and its lines) to the run's counters."""
+    """Add ``counts`` (the stored steps, episodes, events, log lines and stderr lines of
+    ``batch``) and its lines to the run's counters."""
+    steps, episodes, events, logs, stderr = counts
     params = (batch.lines, steps, episodes, events, logs, batch.invalid, stderr)
     conn.execute(store_sql.UPDATE_COUNTS, (*params, batch.last_return, run_id))
 
@@ -365,5 +344,5 @@ def insert_each(
             lost += 1
     logs = stored["stdout"] + stored["stderr"]
     counts = (stored["steps"], stored["episodes"], stored["events"], logs, stored["stderr"])
-    _add_counts(conn, run_id, batch, *counts)
+    _add_counts(conn, run_id, batch, counts)
     return degraded, lost, last

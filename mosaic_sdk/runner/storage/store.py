@@ -1,5 +1,4 @@
-"""The SQLite store of runs: :class:`RunStore`, the queries behind ``mosaic runs`` (the file's
-layout and opening, :mod:`~mosaic_sdk.runner.storage.schema`, are re-exported here)."""
+"""The SQLite store of runs: :class:`RunStore`, the queries behind ``mosaic runs``."""
 
 from __future__ import annotations
 
@@ -35,13 +34,7 @@ from mosaic_sdk.runner.storage.records import (
 )
 from mosaic_sdk.runner.storage.rows import text
 from mosaic_sdk.runner.storage.schema import (
-    INSERT_EPISODE,
-    INSERT_EVENT,
-    INSERT_LOG,
-    INSERT_STEP,
-    SCHEMA_VERSION,
     STATUSES,
-    UPDATE_COUNTS,
     StoreError,
     UnknownRunError,
     connect,
@@ -644,8 +637,7 @@ class RunStore:
                 where = " AND agent_id IS NULL"
             else:
                 where, params = " AND agent_id = ?", [text(agent)]
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
+        cursor = summary.plain_cursor(self.conn)
         return cursor.execute(
             "SELECT line_no,"
             " CASE WHEN typeof(total_reward) IN ('integer', 'real') THEN total_reward ELSE 0 END,"
@@ -683,8 +675,7 @@ class RunStore:
         if agent is not None:
             where += " AND agent_id = ?" if has_agent else " AND 0"
             params += [text(agent)] if has_agent else []
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
+        cursor = summary.plain_cursor(self.conn)
         return cursor.execute(
             f"SELECT {select} FROM {table} WHERE {where} ORDER BY line_no", params
         )
@@ -697,18 +688,14 @@ class RunStore:
         ).fetchone()
         return bool(row["n"])
 
-    def _has_series(self) -> bool:
-        return self._has_table("series")
-
     def series(self, run_id: str, pattern: str | None = None) -> list[SeriesInfo]:
         """The series of a run (an id or a unique prefix), by name then agent.
         ``pattern``: only the names it matches, an :mod:`fnmatch` glob (``losses/*``; case
         counts)."""
         full = self.resolve(run_id)
-        if not self._has_series():
+        if not self._has_table("series"):
             return []
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
+        cursor = summary.plain_cursor(self.conn)
         rows = cursor.execute(
             "SELECT name, agent_id, points, first_step, last_step, last_value, last_wall_ns"
             " FROM series WHERE run_id = ? AND points > 0"
@@ -716,15 +703,7 @@ class RunStore:
             (full,),
         ).fetchall()
         return [
-            SeriesInfo(
-                name=name,
-                agent_id=agent,
-                points=points,
-                first_step=first,
-                last_step=last,
-                last_value=math.nan if value is None else float(value),
-                last_wall_ns=wall,
-            )
+            SeriesInfo(name, agent, points, first, last, math.nan if value is None else value, wall)
             for name, agent, points, first, last, value, wall in rows
             if pattern is None or fnmatchcase(name, pattern)
         ]
@@ -742,13 +721,9 @@ class RunStore:
         step, then wall time, as lists (:meth:`series_columns` gives numpy columns);
         ``after_step``: only those with a larger step; ``limit``: the first ``limit`` of them.
         A series the run does not have has no points."""
-        columns = self.series_columns(run_id, name, agent_id, after_step=after_step, limit=limit)
+        got = self.series_columns(run_id, name, agent_id, after_step=after_step, limit=limit)
         return SeriesPoints(
-            name=name,
-            agent_id=agent_id,
-            steps=columns.steps.tolist(),
-            values=columns.values.tolist(),
-            wall_ns=columns.wall_ns.tolist(),
+            name, agent_id, got.steps.tolist(), got.values.tolist(), got.wall_ns.tolist()
         )
 
     def snapshot(self) -> AbstractContextManager[None]:
@@ -761,9 +736,8 @@ class RunStore:
     ) -> tuple[sqlite3.Cursor, tuple[Any, ...] | None]:
         """A tuple cursor, and the series' (series_id, first_step, last_step, points,
         summarised) row (None when the run has no point of it)."""
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
-        if not self._has_series():
+        cursor = summary.plain_cursor(self.conn)
+        if not self._has_table("series"):
             return cursor, None
         found = cursor.execute(
             "SELECT series_id, first_step, last_step, points,"
@@ -978,25 +952,20 @@ class RunStore:
         """How many points a run's series hold, how many values were refused
         (:mod:`mosaic_sdk.runner.recording.series`), and how many series it has."""
         full = self.resolve(run_id)
-        if not self._has_series():
+        if not self._has_table("series"):
             return SeriesCounts(points=0, refused=0, series=0)
         row = self.conn.execute(
-            "SELECT series_points, series_refused,"
-            " (SELECT count(*) FROM series WHERE run_id = ?1 AND points > 0) AS n"
+            "SELECT series_points AS points, series_refused AS refused,"
+            " (SELECT count(*) FROM series WHERE run_id = ?1 AND points > 0) AS series"
             " FROM runs WHERE run_id = ?1",
             (full,),
         ).fetchone()
-        return SeriesCounts(
-            points=int(row["series_points"]),
-            refused=int(row["series_refused"]),
-            series=int(row["n"]),
-        )
+        return cast(SeriesCounts, row)
 
     def episode_lines(self, run_id: str, containing: str) -> Iterator[str]:
         """The episode lines (as written) that contain ``containing``, in order, read lazily."""
         pattern = "%" + containing.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
+        cursor = summary.plain_cursor(self.conn)
         rows = cursor.execute(
             "SELECT raw FROM episodes WHERE run_id = ? AND raw LIKE ? ESCAPE '\\' ORDER BY line_no",
             (run_id, pattern + "%"),
@@ -1022,20 +991,3 @@ def status_text(run: Mapping[str, Any]) -> str:
             said += f", limit {limit:g} s"
         return f"running (stalled{said})"
     return str(run["status"])
-
-
-__all__ = [
-    "INSERT_EPISODE",
-    "INSERT_EVENT",
-    "INSERT_LOG",
-    "INSERT_STEP",
-    "UPDATE_COUNTS",
-    "SCHEMA_VERSION",
-    "STATUSES",
-    "RunStore",
-    "StoreError",
-    "UnknownRunError",
-    "connect",
-    "connect_readonly",
-    "status_text",
-]

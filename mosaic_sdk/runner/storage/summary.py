@@ -246,7 +246,7 @@ def _advance(
         level += 1
 
 
-def _plain(conn: sqlite3.Connection) -> Any:
+def plain_cursor(conn: sqlite3.Connection) -> Any:
     """A cursor of ``conn`` that reads rows as tuples (a RunStore's connection reads dicts)."""
     cursor = conn.cursor()
     cursor.row_factory = None
@@ -270,7 +270,7 @@ def add_points(conn: sqlite3.Connection, run_id: str, points: Sequence[Point]) -
         }
     ids = "[" + ",".join(str(int(i)) for i in by_series) + "]"
     kept = conn.open_series if isinstance(conn, Connection) else {}
-    conn = _plain(conn)
+    conn = plain_cursor(conn)
     state = {
         sid: (count, on)
         for sid, count, on in conn.execute(
@@ -307,7 +307,7 @@ def build_all(conn: sqlite3.Connection) -> None:
     """Build the blocks of every series of the store (the migration to version 7: the
     points are read in key order, so every series gets them, in whatever order its points
     came)."""
-    conn = _plain(conn)
+    conn = plain_cursor(conn)
     series = conn.execute("SELECT run_id, series_id FROM series").fetchall()
     for run_id, sid in series:
         rows = conn.execute(
