@@ -56,12 +56,8 @@ class LineBatch:
 
     def absorb(self, later: LineBatch) -> None:
         """Append the rows and counts of a batch that came after this one."""
-        self.steps += later.steps
-        self.episodes += later.episodes
-        self.events += later.events
-        self.logs += later.logs
-        self.series += later.series
-        self.points += later.points
+        for rows in ("steps", "episodes", "events", "logs", "series", "points"):
+            getattr(self, rows).extend(getattr(later, rows))
         self.refused += later.refused
         self.lines += later.lines
         self.invalid += later.invalid
@@ -91,9 +87,7 @@ def number(value: object) -> int | float | None:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
-        if _INT64[0] <= value <= _INT64[1]:
-            return int(value)
-        return finite_float(value)
+        return int(value) if _INT64[0] <= value <= _INT64[1] else finite_float(value)
     if isinstance(value, float):
         return float(value)
     return None
@@ -125,16 +119,8 @@ def _telemetry_row(row: TelemetryValues) -> TelemetryValues:
 
 def _event_row(row: EventValues) -> EventValues:
     run_id, line_no, seq, name, ts, synthesised, payload, raw = row
-    return (
-        run_id,
-        line_no,
-        number(seq),
-        text(name),
-        number(ts),
-        synthesised,
-        optional_text(payload),
-        text(raw),
-    )
+    fixed = (number(seq), text(name), number(ts), synthesised, optional_text(payload), text(raw))
+    return (run_id, line_no, *fixed)
 
 
 def _log_row(row: LogValues) -> LogValues:
