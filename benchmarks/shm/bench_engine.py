@@ -339,7 +339,7 @@ def bench_camera(seconds: float, envs: int = 64) -> None:
     print(
         "  where a batch's time goes (ms, medians): "
         + ", ".join(f"{k} {v:5.1f}" for k, v in phases.items())
-        + " (read includes llvmpipe's rasterisation: the frame is drawn when it is read)"
+        + " (with a software GL such as llvmpipe, read includes the drawing)"
     )
     print(
         f"  BatchRenderer in-process: 1 thread {batch[1]:6.1f} batches/s "
