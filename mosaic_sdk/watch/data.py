@@ -22,12 +22,7 @@ from mosaic_sdk.control.protocol import PROTOCOL_VERSION as CONTROL_PROTOCOL
 from mosaic_sdk.control.protocol import SOCKET_NAME
 from mosaic_sdk.fastlane.writer import agent_stream_id, create_fastlane_name
 from mosaic_sdk.json_types import JsonObject
-from mosaic_sdk.plots.curves import (
-    AgentKey,
-    Curve,
-    RunningCurve,
-    skipped_text,
-)
+from mosaic_sdk.plots.curves import AgentKey, Curve, RunningCurve, skipped_text
 from mosaic_sdk.runner.storage.records import (
     AgentSummary,
     EventRecord,
@@ -579,18 +574,9 @@ def _series_reads(
             **bound,
         )
         more = len(p.steps) > limit
-        steps, values, walls = (
-            (p.steps[:limit], p.values[:limit], p.wall_ns[:limit])
-            if more
-            else (p.steps, p.values, p.wall_ns)
-        )
-        after = w["after_step"]
-        if more:
-            covered: int | None = int(steps[-1])
-        elif through is None or after is None:
-            covered = through if through is not None else after
-        else:
-            covered = max(after, through)
+        steps, values, walls = p.steps[:limit], p.values[:limit], p.wall_ns[:limit]
+        asked = [s for s in (w["after_step"], through) if s is not None]
+        covered = int(steps[-1]) if more else max(asked, default=None)
         row: dict[str, object] = {
             "name": p.name,
             "agent_id": p.agent_id,

@@ -9,21 +9,19 @@ import re
 import sqlite3
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from mosaic_sdk.runner.storage.store import StoreError
 from mosaic_sdk.sweeps.objective import pareto_front
 from mosaic_sdk.sweeps.spec import Metric, SpecError, parse_spec
-from mosaic_sdk.sweeps.store import SweepStore, UnknownSweepError
+from mosaic_sdk.sweeps.store import SweepStore
 from mosaic_sdk.watch import data
-from mosaic_sdk.watch.routes import store_path
+from mosaic_sdk.watch.routes import answer, store_path
 
 #: The most sweeps the list sends.
 MAX_SWEEPS = 500
@@ -332,25 +330,6 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
     return out
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
-
-
-async def _answer(work: Callable[[], object]) -> JSONResponse:
-    """Run a store read in a thread; its result as JSON, a problem as ``{"error": ...}`` the
-    page shows, as the run pages answer (an unknown sweep or no store: 404), never a 500."""
-    try:
-        return JSONResponse(await run_in_threadpool(work))
-    except (UnknownSweepError, data.StoreMissingError) as exc:
-        return _error(404, str(exc))
-    except StoreError as exc:
-        return _error(503, str(exc))
-    except sqlite3.Error as exc:
-        return _error(503, f"the store could not be read just now ({exc}); the page retries")
-    except ValueError as exc:
-        return _error(400, str(exc))
-
-
 async def api_sweeps(request: Request) -> JSONResponse:
     path = store_path(request)
 
@@ -360,18 +339,18 @@ async def api_sweeps(request: Request) -> JSONResponse:
         except data.StoreMissingError as exc:  # no store yet: an empty list and the reason
             return {"store": str(path), "sweeps": [], "notice": str(exc)}
 
-    return await _answer(work)
+    return await answer(work)
 
 
 async def api_sweep(request: Request) -> JSONResponse:
     sweep_id = request.path_params["sweep_id"]
     cache: ObjectiveCache = request.app.state.objectives
-    return await _answer(lambda: sweep_detail(store_path(request), sweep_id, cache))
+    return await answer(lambda: sweep_detail(store_path(request), sweep_id, cache))
 
 
 async def api_importance(request: Request) -> JSONResponse:
     sweep_id = request.path_params["sweep_id"]
-    return await _answer(lambda: importance(store_path(request), sweep_id))
+    return await answer(lambda: importance(store_path(request), sweep_id))
 
 
 __all__ = [
