@@ -169,5 +169,3 @@ class _RowPrinter:
         at = f" at level {level}" if level else ""
         self.console.print(f"{verdict}{at}: {parts} in {elapsed:.1f} s")
 
-
-__all__ = ["handle", "parse_expect_fail", "register"]

@@ -141,5 +141,3 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"performance profiles: {args.profile}")
     return 0
 
-
-__all__ = ["cmd_compare", "register"]

@@ -43,5 +43,3 @@ def print_plain_table(header: tuple[str, ...], shown: list[tuple[str, ...]]) -> 
     for row in (header, *shown):
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
 
-
-__all__ = ["add_store_argument", "format_time", "open_store", "print_plain_table"]

@@ -246,14 +246,3 @@ def _panel(
         raise CurveError(f"series {name!r} has no finite value to draw in these runs")
     return out, [label for _, label, _ in out]
 
-
-__all__ = [
-    "COLUMNS",
-    "MAX_PANELS",
-    "METRIC_X_AXES",
-    "PICTURE_BUCKETS",
-    "MetricsPlot",
-    "plot_metrics",
-    "series_curve",
-    "series_mean_curve",
-]

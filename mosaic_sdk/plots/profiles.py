@@ -52,5 +52,3 @@ def plot_profiles(
     ax.legend(loc="lower left", fontsize="small")
     return save_figure(fig, path, title)
 
-
-__all__ = ["plot_profiles", "profile", "profile_taus"]

@@ -352,16 +352,3 @@ async def api_importance(request: Request) -> JSONResponse:
     sweep_id = request.path_params["sweep_id"]
     return await answer(lambda: importance(store_path(request), sweep_id))
 
-
-__all__ = [
-    "MIN_IMPORTANCE_SETS",
-    "ObjectiveCache",
-    "api_importance",
-    "api_sweep",
-    "api_sweeps",
-    "importance",
-    "list_sweeps",
-    "pruned_step",
-    "sweep_detail",
-    "trial_number",
-]
