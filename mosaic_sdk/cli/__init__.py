@@ -54,8 +54,7 @@ def print_warning(message: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mosaic",
-        description="Run, inspect and validate MOSAIC workers.",
+        prog="mosaic", description="Run, inspect and validate MOSAIC workers."
     )
     parser.add_argument("--version", action="version", version=f"mosaic-worker-sdk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -111,12 +111,7 @@ def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
 
     raw = load_spec(args.spec) if args.spec else {}
     return apply_shorthands(
-        raw,
-        args.grid,
-        args.seeds,
-        args.max_trials,
-        args.trial_timeout,
-        args.trial_stall_after,
+        raw, args.grid, args.seeds, args.max_trials, args.trial_timeout, args.trial_stall_after
     )
 
 

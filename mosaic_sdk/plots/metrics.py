@@ -245,4 +245,3 @@ def _panel(
     if not out:
         raise CurveError(f"series {name!r} has no finite value to draw in these runs")
     return out, [label for _, label, _ in out]
-

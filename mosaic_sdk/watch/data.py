@@ -551,11 +551,7 @@ def _read_bounds(limit: int, buckets: int | None) -> tuple[int, int | None]:
 
 
 def _series_reads(
-    store: RunStore,
-    full: str,
-    wanted: list[SeriesWanted],
-    limit: int,
-    buckets: int | None,
+    store: RunStore, full: str, wanted: list[SeriesWanted], limit: int, buckets: int | None
 ) -> Iterator[tuple[dict[str, object], np.ndarray, np.ndarray, np.ndarray]]:
     """Each wanted series of run ``full``: its row and its columns (steps, values, wall ns)."""
     last = {(i.name, i.agent_id): i.last_step for i in store.series(full)}

@@ -309,10 +309,7 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             found = get_param_importances(
-                study,
-                evaluator=PedAnovaImportanceEvaluator(),
-                target=target,
-                normalize=True,
+                study, evaluator=PedAnovaImportanceEvaluator(), target=target, normalize=True
             )
         said = [str(w.message) for w in caught if "importances will be equal" in str(w.message)]
         if said:
@@ -351,4 +348,3 @@ async def api_sweep(request: Request) -> JSONResponse:
 async def api_importance(request: Request) -> JSONResponse:
     sweep_id = request.path_params["sweep_id"]
     return await answer(lambda: importance(store_path(request), sweep_id))
-
