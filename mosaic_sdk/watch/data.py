@@ -309,10 +309,10 @@ def eval_batches(path: Path, run_id: str, after: int = 0) -> dict[str, object]:
                 "batch": payload.get("batch"),
                 "episodes": payload.get("episodes"),
                 "batch_episodes": payload.get("batch_episodes"),
-                "avg": _finite_or_none(payload.get("batch_avg_return")),
-                "min": _finite_or_none(payload.get("batch_min_return")),
-                "max": _finite_or_none(payload.get("batch_max_return")),
-                "overall_avg": _finite_or_none(payload.get("avg_return")),
+                "avg": finite_or_none(payload.get("batch_avg_return")),
+                "min": finite_or_none(payload.get("batch_min_return")),
+                "max": finite_or_none(payload.get("batch_max_return")),
+                "overall_avg": finite_or_none(payload.get("avg_return")),
             }
         )
     return {"run_id": run["run_id"], "batches": batches, "summary": _eval_summary(run)}
@@ -331,11 +331,11 @@ def _eval_summary(run: RunRecord) -> JsonObject | None:
     return None
 
 
-def _finite_or_none(value: object) -> float | None:
+def finite_or_none(value: object) -> float | None:
+    """``value`` as a float when it is a finite number (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
-    return value if np.isfinite(value) else None
+    return float(value) if math.isfinite(value) else None
 
 
 class CurveCache:

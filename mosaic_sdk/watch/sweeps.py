@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import sqlite3
 import threading
@@ -21,6 +20,7 @@ from mosaic_sdk.sweeps.objective import pareto_front
 from mosaic_sdk.sweeps.spec import Metric, SpecError, parse_spec
 from mosaic_sdk.sweeps.store import SweepStore
 from mosaic_sdk.watch import data
+from mosaic_sdk.watch.data import finite_or_none
 from mosaic_sdk.watch.routes import answer, store_path
 
 #: The most sweeps the list sends.
@@ -33,12 +33,6 @@ _PRUNED_AT = re.compile(r"\bat step (\d+)\b")
 _NUMBER = re.compile(r"(\d+)$")
 #: The local engine's trial keys, which its study's rebuild numbers parameter sets by.
 _LOCAL_KEY = re.compile(r"t\d+")
-
-
-def _finite(value: object) -> float | None:
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return float(value)
-    return None
 
 
 def _no_sweeps_yet(exc: sqlite3.OperationalError) -> bool:
@@ -56,7 +50,7 @@ def list_sweeps(path: Path) -> dict[str, object]:
                 raise
             rows = []
     for row in rows:
-        row["best"] = _finite(row["best"])
+        row["best"] = finite_or_none(row["best"])
     return {"store": str(path), "sweeps": rows}
 
 
@@ -80,7 +74,7 @@ def _param_axes(spec: Mapping[str, Any]) -> list[dict[str, object]]:
                     "max": values[1],
                 }
             )
-        elif all(_finite(v) is not None and not isinstance(v, bool) for v in values):
+        elif all(finite_or_none(v) is not None for v in values):
             axes.append({"name": key, "kind": "number", "values": values})
         else:
             axes.append({"name": key, "kind": "category", "values": values})
@@ -115,7 +109,7 @@ class ObjectiveCache:
         with self._lock:
             if key in self._values:
                 return self._values[key]
-        value = _finite(sweeps.metric_of_run(run_id, metric))
+        value = finite_or_none(sweeps.metric_of_run(run_id, metric))
         with self._lock:
             if len(self._values) >= self.limit:
                 self._values.clear()
@@ -139,7 +133,7 @@ def _values(
 ) -> list[float | None]:
     """The trial's value of each objective: the stored metric for the first; the others read
     from its run once it finished (a running trial has none yet)."""
-    first = _finite(trial["metric"])
+    first = finite_or_none(trial["metric"])
     if len(objectives) == 1:
         return [first]
     if trial["status"] not in SCORED or not trial["run_id"]:
