@@ -1,7 +1,6 @@
 """``mosaic control RUN pause|resume|stop|checkpoint|ping``: send one command to a running run
 through its control socket and print the reply. Exit code: 0 ``ok``, 1 refused, 2 a usage
-error, 3 the run cannot be reached.
-"""
+error, 3 the run cannot be reached."""
 
 from __future__ import annotations
 

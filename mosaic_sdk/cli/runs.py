@@ -282,10 +282,8 @@ def _short(text: str | None, limit: int = 160) -> str:
 
 
 def _analytics(run_dir: str | None) -> tuple[dict[str, Any] | None, str | None]:
-    """The run's ``analytics.json`` as a dict, or why there is none to show.
-
-    ``(None, None)``: no run dir or no file (the worker writes none, or the run is going);
-    ``(None, message)``: the file is there but unreadable or not a valid manifest."""
+    """The run's ``analytics.json`` as a dict, or why there is none to show: ``(None, None)``
+    when there is no file (yet), ``(None, message)`` when it is unreadable or invalid."""
     if not run_dir or not (Path(run_dir) / ANALYTICS_FILE).exists():
         return None, None
     try:

@@ -1,8 +1,5 @@
 """``mosaic runs plot RUN... [-o FILE]``: learning curves of stored runs as PNG or SVG;
-``--metric NAME_OR_GLOB`` (repeatable): their series instead, one panel per series name.
-
-Thin: the curves, the seed groups and the drawing are in :mod:`mosaic_sdk.plots`.
-"""
+``--metric NAME_OR_GLOB`` (repeatable): their series instead, one panel per series name."""
 
 from __future__ import annotations
 

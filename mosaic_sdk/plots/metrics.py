@@ -1,6 +1,5 @@
 """Series of stored runs drawn to a PNG or SVG: one panel per series name, ``mosaic runs plot
---metric`` (:func:`plot_metrics`).
-"""
+--metric`` (:func:`plot_metrics`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The sweep pages of ``mosaic watch`` and their JSON routes (``/api/sweeps``, ``/api/sweeps/{id}``,
-``/api/sweeps/{id}/importance``), read through the sweeps' read API.
-"""
+``/api/sweeps/{id}/importance``), read through the sweeps' read API."""
 
 from __future__ import annotations
 

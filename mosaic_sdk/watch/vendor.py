@@ -1,6 +1,5 @@
 """The chart libraries of ``mosaic watch`` (uPlot, ECharts), fetched from npm when the SDK is
-built, checked against their pinned sha512. Standard library only: ``setup.py`` loads it by path.
-"""
+built, checked against their pinned sha512. Standard library only: ``setup.py`` runs it."""
 
 from __future__ import annotations
 
