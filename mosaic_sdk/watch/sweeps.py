@@ -7,6 +7,7 @@ import re
 import sqlite3
 import threading
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -51,11 +52,6 @@ def list_sweeps(path: Path) -> dict[str, object]:
     for row in rows:
         row["best"] = finite_or_none(row["best"])
     return {"store": str(path), "sweeps": rows}
-
-
-def _objectives(spec: Mapping[str, Any]) -> tuple[Metric, ...]:
-    """The sweep's objectives from its stored spec (the first ranks the trials)."""
-    return parse_spec({"metric": spec.get("metric", {})}).objectives
 
 
 def _param_axes(spec: Mapping[str, Any]) -> list[dict[str, object]]:
@@ -171,32 +167,29 @@ def sweep_detail(path: Path, sweep_id: str, cache: ObjectiveCache) -> dict[str, 
                 raise
             raise data.StoreMissingError(f"no sweeps in the store {path} yet") from None
         spec = sweep.pop("spec")
-        objectives = _objectives(spec)
+        objectives = parse_spec({"metric": spec.get("metric", {})}).objectives
         rows = sweeps.trials(sweep["sweep_id"])
-        attempts: dict[str, int] = {}
-        for row in rows:
-            attempts[row["trial_key"]] = attempts.get(row["trial_key"], 0) + 1
-        trials = []
-        for row in _last_attempts(rows):
-            trials.append(
-                {
-                    "trial_key": row["trial_key"],
-                    "number": trial_number(row["trial_key"]),
-                    "attempt": row["attempt"],
-                    "attempts": attempts[row["trial_key"]],
-                    "run_id": row["run_id"],
-                    "status": row["status"],
-                    "params": row["params"],
-                    "values": _values(sweeps, row, objectives, cache),
-                    "pruned_step": pruned_step(row["error"]) if row["status"] == "pruned" else None,
-                    "error": row["error"],
-                    "episodes": row["episodes"] or 0,
-                    "steps": row["steps"] or 0,
-                    "started_at": row["started_at"],
-                    "ended_at": row["ended_at"],
-                    "pareto": False,
-                }
-            )
+        attempts = Counter(row["trial_key"] for row in rows)
+        trials = [
+            {
+                "trial_key": row["trial_key"],
+                "number": trial_number(row["trial_key"]),
+                "attempt": row["attempt"],
+                "attempts": attempts[row["trial_key"]],
+                "run_id": row["run_id"],
+                "status": row["status"],
+                "params": row["params"],
+                "values": _values(sweeps, row, objectives, cache),
+                "pruned_step": pruned_step(row["error"]) if row["status"] == "pruned" else None,
+                "error": row["error"],
+                "episodes": row["episodes"] or 0,
+                "steps": row["steps"] or 0,
+                "started_at": row["started_at"],
+                "ended_at": row["ended_at"],
+                "pareto": False,
+            }
+            for row in _last_attempts(rows)
+        ]
     front: list[str] | None = None
     if len(objectives) > 1:
         scored = [
@@ -208,9 +201,7 @@ def sweep_detail(path: Path, sweep_id: str, cache: ObjectiveCache) -> dict[str, 
         on_front = set(front)
         for t in trials:
             t["pareto"] = t["trial_key"] in on_front
-    counts: dict[str, int] = {}
-    for t in trials:
-        counts[t["status"]] = counts.get(t["status"], 0) + 1
+    counts = Counter(t["status"] for t in trials)
     return {
         **{k: sweep[k] for k in ("sweep_id", "worker", "engine", "status", "error")},
         "created_at": sweep["created_at"],
