@@ -61,14 +61,8 @@ def _param_axes(spec: Mapping[str, Any]) -> list[dict[str, object]]:
     for key, dist in (spec.get("space") or {}).items():
         kind, values = next(iter(dist.items()))
         if kind in ("uniform", "loguniform"):
-            axes.append(
-                {
-                    "name": key,
-                    "kind": "log" if kind == "loguniform" else "float",
-                    "min": values[0],
-                    "max": values[1],
-                }
-            )
+            scale = "log" if kind == "loguniform" else "float"
+            axes.append({"name": key, "kind": scale, "min": values[0], "max": values[1]})
         elif all(finite_or_none(v) is not None for v in values):
             axes.append({"name": key, "kind": "number", "values": values})
         else:
@@ -255,33 +249,31 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
 
     names = list(spec.space)
     objectives = [{"name": m.name, "mode": m.mode} for m in spec.objectives]
+
+    def none(note: str, **more: object) -> dict[str, object]:  # why there is no importance
+        return {"importances": None, "objectives": objectives, **more, "note": note}
+
     if any(_LOCAL_KEY.fullmatch(str(row["trial_key"])) is None for row in history):
-        return {
-            "importances": None,
-            "objectives": objectives,
-            "note": "parameter importance is computed on the study of a local-engine sweep "
-            "(mosaic sweep --engine local), rebuilt from its trials as --resume does",
-        }
+        return none(
+            "parameter importance is computed on the study of a local-engine sweep "
+            "(mosaic sweep --engine local), rebuilt from its trials as --resume does"
+        )
     if len(names) < 2:
-        return {
-            "importances": None,
-            "objectives": objectives,
-            "note": "parameter importance compares the parameters of a space of two or more "
-            f"keys; this sweep searches {len(names)}",
-        }
+        return none(
+            "parameter importance compares the parameters of a space of two or more "
+            f"keys; this sweep searches {len(names)}"
+        )
     # The study as --resume rebuilds it (a random sampler: no suggestion is used here, and it
     # needs nothing beyond Optuna whatever sampler the sweep ran).
     source = OptunaSource(replace(spec, pruner=None), "random", history, score)
     study = source.study
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if len(complete) < MIN_IMPORTANCE_SETS:
-        return {
-            "importances": None,
-            "objectives": objectives,
-            "finished_sets": len(complete),
-            "note": f"parameter importance needs {MIN_IMPORTANCE_SETS} finished parameter "
-            f"sets; this sweep has {len(complete)} so far",
-        }
+        return none(
+            f"parameter importance needs {MIN_IMPORTANCE_SETS} finished parameter sets; this "
+            f"sweep has {len(complete)} so far",
+            finished_sets=len(complete),
+        )
     per_objective: list[dict[str, float]] = []
     notes: list[str] = []
     for index, metric in enumerate(spec.objectives):
