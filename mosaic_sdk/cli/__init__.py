@@ -34,13 +34,18 @@ class UsageError(Exception):
 
 
 @contextlib.contextmanager
-def usage_errors(*kinds: type[Exception]) -> Iterator[None]:
+def usage_errors(*kinds: type[Exception], writing: str | None = None) -> Iterator[None]:
     """Raise an exception of ``kinds`` from the block again as a :class:`UsageError` (same
-    message)."""
+    message); with ``writing``, an OSError too, as ``cannot write WRITING: ...`` (a broken
+    pipe goes on: :func:`main` ends quietly)."""
     try:
         yield
     except kinds as exc:
         raise UsageError(str(exc)) from None
+    except OSError as exc:
+        if writing is None or isinstance(exc, BrokenPipeError):
+            raise
+        raise UsageError(f"cannot write {writing}: {exc.strerror or exc}") from None
 
 
 def print_warning(message: str) -> None:
@@ -54,8 +59,7 @@ def print_warning(message: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mosaic",
-        description="Run, inspect and validate MOSAIC workers.",
+        prog="mosaic", description="Run, inspect and validate MOSAIC workers."
     )
     parser.add_argument("--version", action="version", version=f"mosaic-worker-sdk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

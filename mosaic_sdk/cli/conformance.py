@@ -168,6 +168,3 @@ class _RowPrinter:
         verdict = "[green]conformant[/green]" if ok else "[bold red]NOT conformant[/bold red]"
         at = f" at level {level}" if level else ""
         self.console.print(f"{verdict}{at}: {parts} in {elapsed:.1f} s")
-
-
-__all__ = ["handle", "parse_expect_fail", "register"]

@@ -1,7 +1,6 @@
 """``mosaic control RUN pause|resume|stop|checkpoint|ping``: send one command to a running run
 through its control socket and print the reply. Exit code: 0 ``ok``, 1 refused, 2 a usage
-error, 3 the run cannot be reached.
-"""
+error, 3 the run cannot be reached."""
 
 from __future__ import annotations
 
@@ -56,11 +55,8 @@ def cmd_control(args: argparse.Namespace) -> int:
             run = store.get_run(args.run_id)
     rid = run["run_id"]
     if run["status"] != "running":
-        return _fail(
-            args,
-            "run_finished",
-            f"run {rid} has ended ({run['status']}); commands reach running runs only",
-        )
+        ended = f"run {rid} has ended ({run['status']}); commands reach running runs only"
+        return _fail(args, "run_finished", ended)
     run_dir = run["run_dir"]
     if not run_dir:
         return _fail(args, "socket_missing", f"run {rid} has no run directory in the store")

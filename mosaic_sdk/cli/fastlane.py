@@ -111,10 +111,8 @@ def snapshot(args: argparse.Namespace) -> int:
                 f"run {args.run_id!r} has not published a frame yet (waited {args.timeout} s)"
             )
         extra = {"run_id": args.run_id, "generation": str(frame.generation), "seq": str(frame.seq)}
-        try:
+        with usage_errors(writing=args.output):
             path = write_snapshot(args.output, frame.array(), frame.metrics, extra)
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     finally:
         reader.close()
     print(

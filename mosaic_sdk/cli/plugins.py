@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from mosaic_sdk.cli.store_access import print_plain_table
 from mosaic_sdk.runner.printable import printable
 
 
@@ -37,17 +38,15 @@ def cmd_list(args: argparse.Namespace) -> int:
             "`mosaic workers list`."
         )
         return 0
-    rows = [("name", "version", "distribution", "hooks / error")]
+    rows = []
     for e in entries:
         if e["ok"]:
             detail = ", ".join(e["hooks"]) or "-"
         else:
             detail = f"error: {e['error']['error_type']}: {e['error']['message']}"
-        rows.append((e["name"], e["version"] or "-", e["distribution"] or "-", detail))
-    shown = [tuple(printable(str(v)) for v in row) for row in rows]
-    widths = [max(len(row[i]) for row in shown) for i in range(3)]
-    for row in shown:
-        print("  ".join([*(v.ljust(w) for v, w in zip(row, widths, strict=False)), row[3]]))
+        row = (e["name"], e["version"] or "-", e["distribution"] or "-", detail)
+        rows.append(tuple(printable(str(v)) for v in row))
+    print_plain_table(("name", "version", "distribution", "hooks / error"), rows)
     broken = [e for e in entries if not e["ok"]]
     if broken:
         print(

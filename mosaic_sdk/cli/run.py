@@ -1,7 +1,6 @@
 """``mosaic run NAME [--config FILE] [--set KEY=VALUE]...``: run a worker to its end with a live
 view and store what it writes. Exit code: 0 completed, 1 failed, 130 cancelled, 2 a usage
-or config error.
-"""
+or config error."""
 
 from __future__ import annotations
 
@@ -186,11 +185,8 @@ def _stdin_is_terminal() -> bool:
 
 def _preflight(handle: Any, job: Any, args: argparse.Namespace) -> None:
     """Raise UsageError when the worker's own dry run refuses the config (nothing is stored).
-
-    A worker whose command cannot be started is left to the run itself, which records why.
-    Upstream-style workers (written to the platform's guide, no SDK plugin) are not asked: the
-    guide does not require ``--dry-run``, so theirs may refuse the flag or ignore it and train.
-    """
+    A worker that cannot be started is left to the run, which records why; upstream-style
+    workers are not asked (their guide does not require ``--dry-run``: they may train)."""
     if getattr(handle, "style", "plugin") != "plugin":
         return
     from mosaic_sdk.runner.supervision.preflight import preflight  # CLI start-up time

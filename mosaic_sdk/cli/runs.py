@@ -147,7 +147,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             report["note"] = "runner died"
         print(json.dumps(report, indent=2, sort_keys=True, default=str))
         return 0
-    c = run["counts"]
+    c, last = run["counts"], run["last_episode_return"]
+    summed = "" if c.get("games") is None else " (summed over the agents; per agent below)"
     rows = [
         ("run", run["run_id"]),
         ("worker", run["worker"]),
@@ -157,21 +158,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("started", format_time(run["started_at"])),
         ("ended", format_time(run["ended_at"])),
         ("duration", f"{run['duration_seconds']:.1f}s"),
-        (
-            "env steps",
-            str(c["env_steps"])
-            + ("" if c.get("games") is None else " (summed over the agents; per agent below)"),
-        ),
+        ("env steps", str(c["env_steps"]) + summed),
         ("step lines", str(c["step_lines"])),
         ("episodes", _episodes_text(c)),
-        (
-            "last return",
-            "-"
-            if run["last_episode_return"] is None
-            else "per agent below"
-            if agents
-            else f"{run['last_episode_return']:.3f}",
-        ),
+        ("last return", "-" if last is None else "per agent below" if agents else f"{last:.3f}"),
         ("events", str(c["events"])),
         (
             "log lines",
@@ -213,12 +203,9 @@ def _observer_rows(reports: list[ObserverRecord]) -> list[tuple[str, str]]:
             rows.append(("observer", f"{r['name']}: disabled after an error: {r['error']}"))
         elif r.get("missed_steps") or r.get("missed_episodes") or r.get("missed_points"):
             points = f", {r['missed_points']} series points" if r.get("missed_points") else ""
+            missed = f"{r['missed_steps']} steps and {r['missed_episodes']} episodes{points}"
             rows.append(
-                (
-                    "observer",
-                    f"{r['name']}: too slow, missed {r['missed_steps']} steps and "
-                    f"{r['missed_episodes']} episodes{points} (the store holds them all)",
-                )
+                ("observer", f"{r['name']}: too slow, missed {missed} (the store holds them all)")
             )
     return rows
 
@@ -282,10 +269,8 @@ def _short(text: str | None, limit: int = 160) -> str:
 
 
 def _analytics(run_dir: str | None) -> tuple[dict[str, Any] | None, str | None]:
-    """The run's ``analytics.json`` as a dict, or why there is none to show.
-
-    ``(None, None)``: no run dir or no file (the worker writes none, or the run is going);
-    ``(None, message)``: the file is there but unreadable or not a valid manifest."""
+    """The run's ``analytics.json`` as a dict, or why there is none to show: ``(None, None)``
+    when there is no file (yet), ``(None, message)`` when it is unreadable or invalid."""
     if not run_dir or not (Path(run_dir) / ANALYTICS_FILE).exists():
         return None, None
     try:
@@ -303,30 +288,23 @@ def _analytics_rows(manifest: dict[str, Any] | None, error: str | None) -> list[
     def num(value: Any) -> str:
         return "-" if value is None else f"{value:.3f}"
 
+    def returns(of: Mapping[str, Any]) -> str:  # "mean 1.000, best 2.000, last -"
+        return ", ".join(f"{k} {num(of[k + '_return'])}" for k in ("mean", "best", "last"))
+
     rows = [
         (
             "analytics",
             f"{manifest['status']}: {manifest['episodes']} episodes, {manifest['steps']} steps "
             f"in {manifest['duration_seconds']:.1f}s",
         ),
-        (
-            "returns",
-            f"mean {num(manifest['mean_return'])}, best {num(manifest['best_return'])}, "
-            f"last {num(manifest['last_return'])}",
-        ),
+        ("returns", returns(manifest)),
     ]
     per_agent = (manifest["extra"] or {}).get(AGENT_RETURNS)
     if isinstance(per_agent, dict) and per_agent:
         # A multi-agent run: the summary above blends the agents; each agent's follows.
         rows[-1] = ("returns", rows[-1][1] + " (all agents together)")
         for agent, own in per_agent.items():
-            rows.append(
-                (
-                    f"returns {agent}",
-                    f"mean {num(own['mean_return'])}, best {num(own['best_return'])}, "
-                    f"last {num(own['last_return'])} ({own['episodes']} episodes)",
-                )
-            )
+            rows.append((f"returns {agent}", f"{returns(own)} ({own['episodes']} episodes)"))
     about = [f"{k} {manifest[k]}" for k in ("env_id", "algo", "seed") if manifest[k] is not None]
     if about:
         rows.append(("run of", ", ".join(about)))

@@ -18,8 +18,7 @@ from mosaic_sdk.runner.storage.store import StoreError
 
 def register(rsub: Any, store_arg: Any) -> None:
     p = rsub.add_parser(
-        "compare",
-        help="P(A beats B) with its 95%% interval: runs, globs of run ids, or sweeps",
+        "compare", help="P(A beats B) with its 95%% interval: runs, globs of run ids, or sweeps"
     )
     p.add_argument("a", help="a run id or prefix, a glob of run ids (quote it), or a sweep id")
     p.add_argument("b", help="the same, for the other side")
@@ -140,6 +139,3 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.profile:
         print(f"performance profiles: {args.profile}")
     return 0
-
-
-__all__ = ["cmd_compare", "register"]

@@ -75,7 +75,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if to_stdout and sys.stdout.isatty():
             raise UsageError("parquet is binary: give -o FILE.parquet, or redirect the output")
     with open_store(args) as store:
-        try:
+        with usage_errors(StoreError, MissingExtraError, writing=args.output):
             count = export_run(
                 store,
                 args.run_id,
@@ -85,12 +85,6 @@ def cmd_export(args: argparse.Namespace) -> int:
                 agent=args.agent,
                 metrics=args.metric or None,
             )
-        except (StoreError, MissingExtraError) as exc:
-            raise UsageError(str(exc)) from None
-        except OSError as exc:
-            if isinstance(exc, BrokenPipeError):
-                raise
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     if not to_stdout:
         rows = "point" if args.what == "metrics" else f"{args.what} row"
         print(f"wrote {count} {rows}{'s' if count != 1 else ''} to {args.output} ({fmt})")
@@ -108,14 +102,10 @@ def _export_tensorboard(args: argparse.Namespace, to_stdout: bool) -> int:
     with usage_errors(MissingExtraError):
         require("tensorboardX", EXTRA, "mosaic runs export --format tensorboard")
     with open_store(args) as store:
-        try:
+        with usage_errors(StoreError, writing=args.output):
             full = store.resolve(args.run_id)
             count = export_tensorboard(
                 store, full, args.output, agent=args.agent, metrics=args.metric or None
             )
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     print(f"wrote {count} point{'s' if count != 1 else ''} to {args.output} (tensorboard)")
     return 0

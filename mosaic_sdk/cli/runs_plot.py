@@ -1,8 +1,5 @@
 """``mosaic runs plot RUN... [-o FILE]``: learning curves of stored runs as PNG or SVG;
-``--metric NAME_OR_GLOB`` (repeatable): their series instead, one panel per series name.
-
-Thin: the curves, the seed groups and the drawing are in :mod:`mosaic_sdk.plots`.
-"""
+``--metric NAME_OR_GLOB`` (repeatable): their series instead, one panel per series name."""
 
 from __future__ import annotations
 
@@ -121,7 +118,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
             group_seeds = True
         if args.metric:
             return _plot_metrics(args, store, run_ids, group_seeds)
-        try:
+        with usage_errors(StoreError, CurveError, ValueError, writing=args.output):
             result = plot_runs(
                 store,
                 run_ids,
@@ -134,10 +131,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
                 ignore=(*DEFAULT_IGNORED, *args.ignore),
                 title=args.title,
             )
-        except (StoreError, CurveError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     for run_id, skipped in result.skipped.items():  # on the figure too, in the legend
         print_warning(f"run {run_id}: {skipped_text(skipped)}; not on its curve")
     _say_agents(result)
@@ -186,7 +179,7 @@ def _plot_metrics(
     from mosaic_sdk.plots.groups import DEFAULT_IGNORED
     from mosaic_sdk.plots.metrics import plot_metrics
 
-    try:
+    with usage_errors(StoreError, CurveError, ValueError, writing=args.output):
         result = plot_metrics(
             store,
             run_ids,
@@ -199,10 +192,6 @@ def _plot_metrics(
             ignore=(*DEFAULT_IGNORED, *args.ignore),
             title=args.title,
         )
-    except (StoreError, CurveError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
-    except OSError as exc:
-        raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     for name, n in result.not_finite.items():
         print_warning(f"series {name}: {n} NaN/inf point(s) not drawn")
     panels = len(result.panels)

@@ -42,6 +42,3 @@ def print_plain_table(header: tuple[str, ...], shown: list[tuple[str, ...]]) -> 
     widths = [max(len(str(x)) for x in col) for col in zip(header, *shown, strict=False)]
     for row in (header, *shown):
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-
-
-__all__ = ["add_store_argument", "format_time", "open_store", "print_plain_table"]

@@ -1,7 +1,6 @@
 """``mosaic submit NAME --daemon HOST:PORT [--wait]``: submit a run of an installed SDK worker to a
 running MOSAIC trainer daemon (its gRPC ``SubmitRun``). Exit code: 0 submitted, 1 no daemon
-answers or the run failed, 2 a usage or config error.
-"""
+answers or the run failed, 2 a usage or config error."""
 
 from __future__ import annotations
 

@@ -111,12 +111,7 @@ def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
 
     raw = load_spec(args.spec) if args.spec else {}
     return apply_shorthands(
-        raw,
-        args.grid,
-        args.seeds,
-        args.max_trials,
-        args.trial_timeout,
-        args.trial_stall_after,
+        raw, args.grid, args.seeds, args.max_trials, args.trial_timeout, args.trial_stall_after
     )
 
 
@@ -130,16 +125,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"--max-trials {args.max_trials}: give a whole number >= 1, the most trials the "
             "sweep may make (leave it out for the default, 100000)"
         )
-    if args.resume is None and not (args.spec or args.grid or args.seeds):
+    given = any((args.spec, args.grid, args.seeds))
+    if args.resume is None and not given:
         raise UsageError("give a sweep spec file, --grid KEY=V1,V2 or --seeds RANGE")
-    if args.resume is not None and (
-        args.spec
-        or args.grid
-        or args.seeds
-        or args.max_trials is not None
-        or args.trial_timeout is not None
-        or args.trial_stall_after is not None
-    ):
+    limits = (args.max_trials, args.trial_timeout, args.trial_stall_after)
+    if args.resume is not None and (given or any(v is not None for v in limits)):
         raise UsageError(
             "--resume takes the spec from the store; leave out SPEC, --grid, --seeds, "
             "--max-trials, --trial-timeout, --trial-stall-after"
@@ -182,19 +172,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             ) from None
         raise
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "sweep_id": result.sweep_id,
-                    "status": result.status,
-                    "store": str(result.store_path),
-                    "trials": result.trials,
-                },
-                indent=2,
-                sort_keys=True,
-                default=str,
-            )
-        )
+        out = {"sweep_id": result.sweep_id, "status": result.status, "trials": result.trials}
+        out["store"] = str(result.store_path)
+        print(json.dumps(out, indent=2, sort_keys=True, default=str))
     else:
         counts = Counter(t["status"] for t in result.trials)
         shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))

@@ -98,10 +98,9 @@ def render(
     figure_mod = require_matplotlib()
     import matplotlib  # optional: the plot extra (require_matplotlib said how to get it)
 
-    given = labels
-    if given is None:
-        given = [s.label if isinstance(s, Band) else s.run_id for s in series]
-    names = [literal(_with_skipped(n, item)) for n, item in zip(given, series, strict=True)]
+    if labels is None:
+        labels = [s.label if isinstance(s, Band) else s.run_id for s in series]
+    names = [literal(_with_skipped(n, item)) for n, item in zip(labels, series, strict=True)]
     fig = figure_mod.Figure(figsize=size, dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])

@@ -1,6 +1,5 @@
 """Series of stored runs drawn to a PNG or SVG: one panel per series name, ``mosaic runs plot
---metric`` (:func:`plot_metrics`).
-"""
+--metric`` (:func:`plot_metrics`)."""
 
 from __future__ import annotations
 
@@ -66,16 +65,15 @@ def series_curve(
     """The finite points of one series of ``run`` as a :class:`Curve` and how many were not
     finite; None when none is. ``buckets``: read downsampled to that many step ranges."""
     points = store.series_columns(run["run_id"], name, agent_id, buckets=buckets)
-    y = points.values
     if x_axis == "step":
         x = points.steps.astype(np.float64)
     else:
         x = points.wall_ns.astype(np.float64) / 1e9 - float(run["started_at"])
-    keep = np.isfinite(y)
+    keep = np.isfinite(points.values)
     dropped = points.not_finite
     if not keep.any():
         return None, dropped
-    x, y = x[keep], y[keep]
+    x, y = x[keep], points.values[keep]
     if x_axis == "time":
         order = np.argsort(x, kind="stable")
         x, y = x[order], y[order]
@@ -146,11 +144,9 @@ def plot_metrics(
     labels: dict[str, list[str]] = {}
     not_finite: dict[str, int] = {}
     for name in names:
-        lines, line_labels = _panel(
-            store, name, found[name], x_axis, window, group_seeds, spread, ignore
-        )
+        lines = _panel(store, name, found[name], x_axis, window, group_seeds, spread, ignore)
         panels[name] = tuple(item for item, _, _ in lines)
-        labels[name] = line_labels
+        labels[name] = [label for _, label, _ in lines]
         not_finite[name] = sum(dropped for _, _, dropped in lines)
     cols = min(COLUMNS, len(names))
     rows = math.ceil(len(names) / cols)
@@ -186,7 +182,7 @@ def plot_metrics(
 def _binned(x_axis: str, window: int, group_seeds: bool) -> bool:
     """Whether a panel's seed groups are drawn from each run's means of PICTURE_BUCKETS step
     ranges (:func:`series_mean_curve`) rather than from every point."""
-    return group_seeds and window == 1 and x_axis == "step" and PICTURE_BUCKETS is not None
+    return group_seeds and window == 1 and x_axis == "step"
 
 
 def _panel(
@@ -198,8 +194,8 @@ def _panel(
     group_seeds: bool,
     spread: str,
     ignore: Iterable[str],
-) -> tuple[list[tuple[Curve | Band, str, int]], list[str]]:
-    """The lines of one panel: ``(line, label, points not drawn)``, and the labels."""
+) -> list[tuple[Curve | Band, str, int]]:
+    """The lines of one panel: ``(line, label, points not drawn)``."""
     curves: dict[tuple[str, str | None], tuple[Curve, int]] = {}
     dropped_only = 0
     # smoothing needs every point; a line drawn as it is, a picture's worth (each step
@@ -244,16 +240,4 @@ def _panel(
         out[0] = (first, label, dropped + dropped_only)
     if not out:
         raise CurveError(f"series {name!r} has no finite value to draw in these runs")
-    return out, [label for _, label, _ in out]
-
-
-__all__ = [
-    "COLUMNS",
-    "MAX_PANELS",
-    "METRIC_X_AXES",
-    "PICTURE_BUCKETS",
-    "MetricsPlot",
-    "plot_metrics",
-    "series_curve",
-    "series_mean_curve",
-]
+    return out

@@ -51,6 +51,3 @@ def plot_profiles(
     ax.set_title(literal(title))
     ax.legend(loc="lower left", fontsize="small")
     return save_figure(fig, path, title)
-
-
-__all__ = ["plot_profiles", "profile", "profile_taus"]

@@ -34,9 +34,7 @@ def headless_chromium(executable: str | None = None) -> Iterator[Any]:
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=executable or chromium_path(),
-            headless=True,
-            args=list(CHROMIUM_FLAGS),
+            executable_path=executable or chromium_path(), headless=True, args=list(CHROMIUM_FLAGS)
         )
         try:
             yield browser

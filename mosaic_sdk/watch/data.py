@@ -22,12 +22,7 @@ from mosaic_sdk.control.protocol import PROTOCOL_VERSION as CONTROL_PROTOCOL
 from mosaic_sdk.control.protocol import SOCKET_NAME
 from mosaic_sdk.fastlane.writer import agent_stream_id, create_fastlane_name
 from mosaic_sdk.json_types import JsonObject
-from mosaic_sdk.plots.curves import (
-    AgentKey,
-    Curve,
-    RunningCurve,
-    skipped_text,
-)
+from mosaic_sdk.plots.curves import AgentKey, Curve, RunningCurve, skipped_text
 from mosaic_sdk.runner.storage.records import (
     AgentSummary,
     EventRecord,
@@ -314,10 +309,10 @@ def eval_batches(path: Path, run_id: str, after: int = 0) -> dict[str, object]:
                 "batch": payload.get("batch"),
                 "episodes": payload.get("episodes"),
                 "batch_episodes": payload.get("batch_episodes"),
-                "avg": _finite_or_none(payload.get("batch_avg_return")),
-                "min": _finite_or_none(payload.get("batch_min_return")),
-                "max": _finite_or_none(payload.get("batch_max_return")),
-                "overall_avg": _finite_or_none(payload.get("avg_return")),
+                "avg": finite_or_none(payload.get("batch_avg_return")),
+                "min": finite_or_none(payload.get("batch_min_return")),
+                "max": finite_or_none(payload.get("batch_max_return")),
+                "overall_avg": finite_or_none(payload.get("avg_return")),
             }
         )
     return {"run_id": run["run_id"], "batches": batches, "summary": _eval_summary(run)}
@@ -336,11 +331,11 @@ def _eval_summary(run: RunRecord) -> JsonObject | None:
     return None
 
 
-def _finite_or_none(value: object) -> float | None:
+def finite_or_none(value: object) -> float | None:
+    """``value`` as a float when it is a finite number (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
-    return value if np.isfinite(value) else None
+    return float(value) if math.isfinite(value) else None
 
 
 class CurveCache:
@@ -556,11 +551,7 @@ def _read_bounds(limit: int, buckets: int | None) -> tuple[int, int | None]:
 
 
 def _series_reads(
-    store: RunStore,
-    full: str,
-    wanted: list[SeriesWanted],
-    limit: int,
-    buckets: int | None,
+    store: RunStore, full: str, wanted: list[SeriesWanted], limit: int, buckets: int | None
 ) -> Iterator[tuple[dict[str, object], np.ndarray, np.ndarray, np.ndarray]]:
     """Each wanted series of run ``full``: its row and its columns (steps, values, wall ns)."""
     last = {(i.name, i.agent_id): i.last_step for i in store.series(full)}
@@ -579,18 +570,9 @@ def _series_reads(
             **bound,
         )
         more = len(p.steps) > limit
-        steps, values, walls = (
-            (p.steps[:limit], p.values[:limit], p.wall_ns[:limit])
-            if more
-            else (p.steps, p.values, p.wall_ns)
-        )
-        after = w["after_step"]
-        if more:
-            covered: int | None = int(steps[-1])
-        elif through is None or after is None:
-            covered = through if through is not None else after
-        else:
-            covered = max(after, through)
+        steps, values, walls = p.steps[:limit], p.values[:limit], p.wall_ns[:limit]
+        asked = [s for s in (w["after_step"], through) if s is not None]
+        covered = int(steps[-1]) if more else max(asked, default=None)
         row: dict[str, object] = {
             "name": p.name,
             "agent_id": p.agent_id,

@@ -16,6 +16,7 @@ from starlette.websockets import WebSocket
 
 from mosaic_sdk.plots.curves import NO_AGENT, agent_key
 from mosaic_sdk.runner.storage.store import StoreError, UnknownRunError
+from mosaic_sdk.sweeps.store import UnknownSweepError
 from mosaic_sdk.watch import data
 from mosaic_sdk.watch.control import COMMANDS, send_command
 from mosaic_sdk.watch.security import TOKEN_HEADER, token_matches
@@ -63,14 +64,14 @@ async def _read(work: Callable[[], Any], respond: Callable[[Any], R]) -> R | JSO
         return _problem(exc)
 
 
-async def _answer(work: Callable[[], object]) -> JSONResponse:
-    """:func:`_read` with the result as JSON."""
+async def answer(work: Callable[[], object]) -> JSONResponse:
+    """:func:`_read` with the result as JSON (the run and sweep pages' routes)."""
     return await _read(work, JSONResponse)
 
 
 def _problem(exc: Exception) -> JSONResponse:
     """The answer for a store that cannot say what was asked (never a server error)."""
-    if isinstance(exc, (data.StoreMissingError, UnknownRunError)):
+    if isinstance(exc, (data.StoreMissingError, UnknownRunError, UnknownSweepError)):
         return _error(404, str(exc))
     if isinstance(exc, StoreError):
         return _error(503, str(exc))
@@ -95,12 +96,12 @@ async def api_runs(request: Request) -> JSONResponse:
             empty: dict[str, object] = {"runs": [], "workers": [], "statuses": []}
             return {"store": str(path), **empty, "notice": str(exc)}
 
-    return await _answer(work)
+    return await answer(work)
 
 
 async def api_run(request: Request) -> JSONResponse:
     run_id = request.path_params["run_id"]
-    return await _answer(lambda: data.run_detail(store_path(request), run_id))
+    return await answer(lambda: data.run_detail(store_path(request), run_id))
 
 
 async def api_events(request: Request) -> JSONResponse:
@@ -111,7 +112,7 @@ async def api_events(request: Request) -> JSONResponse:
             "events": data.events_after(store_path(request), run_id, _int(request, "after", -1))
         }
 
-    return await _answer(work)
+    return await answer(work)
 
 
 async def api_logs(request: Request) -> JSONResponse:
@@ -124,7 +125,7 @@ async def api_logs(request: Request) -> JSONResponse:
         }
         return {"logs": data.logs_after(store_path(request), run_id, after)}
 
-    return await _answer(work)
+    return await answer(work)
 
 
 async def api_curve(request: Request) -> JSONResponse:
@@ -147,14 +148,14 @@ async def api_curve(request: Request) -> JSONResponse:
             out["agent"] = None if key == NO_AGENT else agent
         return out
 
-    return await _answer(work)
+    return await answer(work)
 
 
 async def api_series(request: Request) -> JSONResponse:
     """The run's series (``?glob=losses/*``: those whose name the glob matches) and counts."""
     run_id = request.path_params["run_id"]
     pattern = request.query_params.get("glob") or None
-    return await _answer(lambda: data.series_list(store_path(request), run_id, pattern))
+    return await answer(lambda: data.series_list(store_path(request), run_id, pattern))
 
 
 async def api_series_points(request: Request) -> JSONResponse:
@@ -169,7 +170,7 @@ async def api_series_points(request: Request) -> JSONResponse:
         buckets = _int(request, "buckets", 0) or None
         return data.series_points(store_path(request), run_id, wanted, limit, encoding, buckets)
 
-    return await _answer(work)
+    return await answer(work)
 
 
 async def api_series_batch(request: Request) -> Response:
@@ -188,7 +189,7 @@ async def api_series_batch(request: Request) -> Response:
 async def api_eval(request: Request) -> JSONResponse:
     """A policy evaluation's batches past ``after`` and its ``eval_summary.json``."""
     run_id = request.path_params["run_id"]
-    return await _answer(
+    return await answer(
         lambda: data.eval_batches(store_path(request), run_id, _int(request, "after", 0))
     )
 
@@ -240,20 +241,3 @@ async def frames(websocket: WebSocket) -> None:
         await websocket.close(code=1008)
         return
     await FrameStream(websocket, stream, fps).run()
-
-
-__all__ = [
-    "STATIC",
-    "api_control",
-    "api_curve",
-    "api_eval",
-    "api_events",
-    "api_logs",
-    "api_run",
-    "api_series",
-    "api_series_batch",
-    "api_series_points",
-    "api_runs",
-    "frames",
-    "page",
-]

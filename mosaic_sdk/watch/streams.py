@@ -17,6 +17,7 @@ from mosaic_sdk.fastlane import (
     FastLaneReader,
     FastLaneUnavailableError,
 )
+from mosaic_sdk.watch.data import finite_or_none
 
 if TYPE_CHECKING:
     from starlette.websockets import WebSocket
@@ -57,19 +58,15 @@ def frame_message(frame: FastLaneFrame, jpeg: bytes) -> bytes:
             "height": frame.height,
             "channels": frame.channels,
             "hud": {
-                "last_reward": _finite(m.last_reward),
-                "rolling_return": _finite(m.rolling_return),
-                "step_rate_hz": _finite(m.step_rate_hz),
+                "last_reward": finite_or_none(m.last_reward),
+                "rolling_return": finite_or_none(m.rolling_return),
+                "step_rate_hz": finite_or_none(m.step_rate_hz),
             },
             "hud_text": m.hud_text(),
             "sent_ms": time.time() * 1000.0,
         }
     ).encode()
     return struct.pack(">I", len(header)) + header + jpeg
-
-
-def _finite(value: float) -> float | None:
-    return value if value == value and abs(value) != float("inf") else None
 
 
 @dataclass

@@ -1,29 +1,27 @@
 """The sweep pages of ``mosaic watch`` and their JSON routes (``/api/sweeps``, ``/api/sweeps/{id}``,
-``/api/sweeps/{id}/importance``), read through the sweeps' read API.
-"""
+``/api/sweeps/{id}/importance``), read through the sweeps' read API."""
 
 from __future__ import annotations
 
-import math
 import re
 import sqlite3
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from mosaic_sdk.runner.storage.store import StoreError
 from mosaic_sdk.sweeps.objective import pareto_front
 from mosaic_sdk.sweeps.spec import Metric, SpecError, parse_spec
-from mosaic_sdk.sweeps.store import SweepStore, UnknownSweepError
+from mosaic_sdk.sweeps.store import SweepStore
 from mosaic_sdk.watch import data
-from mosaic_sdk.watch.routes import store_path
+from mosaic_sdk.watch.data import finite_or_none
+from mosaic_sdk.watch.routes import answer, store_path
 
 #: The most sweeps the list sends.
 MAX_SWEEPS = 500
@@ -35,12 +33,6 @@ _PRUNED_AT = re.compile(r"\bat step (\d+)\b")
 _NUMBER = re.compile(r"(\d+)$")
 #: The local engine's trial keys, which its study's rebuild numbers parameter sets by.
 _LOCAL_KEY = re.compile(r"t\d+")
-
-
-def _finite(value: object) -> float | None:
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return float(value)
-    return None
 
 
 def _no_sweeps_yet(exc: sqlite3.OperationalError) -> bool:
@@ -58,13 +50,8 @@ def list_sweeps(path: Path) -> dict[str, object]:
                 raise
             rows = []
     for row in rows:
-        row["best"] = _finite(row["best"])
+        row["best"] = finite_or_none(row["best"])
     return {"store": str(path), "sweeps": rows}
-
-
-def _objectives(spec: Mapping[str, Any]) -> tuple[Metric, ...]:
-    """The sweep's objectives from its stored spec (the first ranks the trials)."""
-    return parse_spec({"metric": spec.get("metric", {})}).objectives
 
 
 def _param_axes(spec: Mapping[str, Any]) -> list[dict[str, object]]:
@@ -74,15 +61,9 @@ def _param_axes(spec: Mapping[str, Any]) -> list[dict[str, object]]:
     for key, dist in (spec.get("space") or {}).items():
         kind, values = next(iter(dist.items()))
         if kind in ("uniform", "loguniform"):
-            axes.append(
-                {
-                    "name": key,
-                    "kind": "log" if kind == "loguniform" else "float",
-                    "min": values[0],
-                    "max": values[1],
-                }
-            )
-        elif all(_finite(v) is not None and not isinstance(v, bool) for v in values):
+            scale = "log" if kind == "loguniform" else "float"
+            axes.append({"name": key, "kind": scale, "min": values[0], "max": values[1]})
+        elif all(finite_or_none(v) is not None for v in values):
             axes.append({"name": key, "kind": "number", "values": values})
         else:
             axes.append({"name": key, "kind": "category", "values": values})
@@ -117,7 +98,7 @@ class ObjectiveCache:
         with self._lock:
             if key in self._values:
                 return self._values[key]
-        value = _finite(sweeps.metric_of_run(run_id, metric))
+        value = finite_or_none(sweeps.metric_of_run(run_id, metric))
         with self._lock:
             if len(self._values) >= self.limit:
                 self._values.clear()
@@ -141,7 +122,7 @@ def _values(
 ) -> list[float | None]:
     """The trial's value of each objective: the stored metric for the first; the others read
     from its run once it finished (a running trial has none yet)."""
-    first = _finite(trial["metric"])
+    first = finite_or_none(trial["metric"])
     if len(objectives) == 1:
         return [first]
     if trial["status"] not in SCORED or not trial["run_id"]:
@@ -180,32 +161,29 @@ def sweep_detail(path: Path, sweep_id: str, cache: ObjectiveCache) -> dict[str, 
                 raise
             raise data.StoreMissingError(f"no sweeps in the store {path} yet") from None
         spec = sweep.pop("spec")
-        objectives = _objectives(spec)
+        objectives = parse_spec({"metric": spec.get("metric", {})}).objectives
         rows = sweeps.trials(sweep["sweep_id"])
-        attempts: dict[str, int] = {}
-        for row in rows:
-            attempts[row["trial_key"]] = attempts.get(row["trial_key"], 0) + 1
-        trials = []
-        for row in _last_attempts(rows):
-            trials.append(
-                {
-                    "trial_key": row["trial_key"],
-                    "number": trial_number(row["trial_key"]),
-                    "attempt": row["attempt"],
-                    "attempts": attempts[row["trial_key"]],
-                    "run_id": row["run_id"],
-                    "status": row["status"],
-                    "params": row["params"],
-                    "values": _values(sweeps, row, objectives, cache),
-                    "pruned_step": pruned_step(row["error"]) if row["status"] == "pruned" else None,
-                    "error": row["error"],
-                    "episodes": row["episodes"] or 0,
-                    "steps": row["steps"] or 0,
-                    "started_at": row["started_at"],
-                    "ended_at": row["ended_at"],
-                    "pareto": False,
-                }
-            )
+        attempts = Counter(row["trial_key"] for row in rows)
+        trials = [
+            {
+                "trial_key": row["trial_key"],
+                "number": trial_number(row["trial_key"]),
+                "attempt": row["attempt"],
+                "attempts": attempts[row["trial_key"]],
+                "run_id": row["run_id"],
+                "status": row["status"],
+                "params": row["params"],
+                "values": _values(sweeps, row, objectives, cache),
+                "pruned_step": pruned_step(row["error"]) if row["status"] == "pruned" else None,
+                "error": row["error"],
+                "episodes": row["episodes"] or 0,
+                "steps": row["steps"] or 0,
+                "started_at": row["started_at"],
+                "ended_at": row["ended_at"],
+                "pareto": False,
+            }
+            for row in _last_attempts(rows)
+        ]
     front: list[str] | None = None
     if len(objectives) > 1:
         scored = [
@@ -217,9 +195,7 @@ def sweep_detail(path: Path, sweep_id: str, cache: ObjectiveCache) -> dict[str, 
         on_front = set(front)
         for t in trials:
             t["pareto"] = t["trial_key"] in on_front
-    counts: dict[str, int] = {}
-    for t in trials:
-        counts[t["status"]] = counts.get(t["status"], 0) + 1
+    counts = Counter(t["status"] for t in trials)
     return {
         **{k: sweep[k] for k in ("sweep_id", "worker", "engine", "status", "error")},
         "created_at": sweep["created_at"],
@@ -273,33 +249,31 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
 
     names = list(spec.space)
     objectives = [{"name": m.name, "mode": m.mode} for m in spec.objectives]
+
+    def none(note: str, **more: object) -> dict[str, object]:  # why there is no importance
+        return {"importances": None, "objectives": objectives, **more, "note": note}
+
     if any(_LOCAL_KEY.fullmatch(str(row["trial_key"])) is None for row in history):
-        return {
-            "importances": None,
-            "objectives": objectives,
-            "note": "parameter importance is computed on the study of a local-engine sweep "
-            "(mosaic sweep --engine local), rebuilt from its trials as --resume does",
-        }
+        return none(
+            "parameter importance is computed on the study of a local-engine sweep "
+            "(mosaic sweep --engine local), rebuilt from its trials as --resume does"
+        )
     if len(names) < 2:
-        return {
-            "importances": None,
-            "objectives": objectives,
-            "note": "parameter importance compares the parameters of a space of two or more "
-            f"keys; this sweep searches {len(names)}",
-        }
+        return none(
+            "parameter importance compares the parameters of a space of two or more "
+            f"keys; this sweep searches {len(names)}"
+        )
     # The study as --resume rebuilds it (a random sampler: no suggestion is used here, and it
     # needs nothing beyond Optuna whatever sampler the sweep ran).
     source = OptunaSource(replace(spec, pruner=None), "random", history, score)
     study = source.study
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if len(complete) < MIN_IMPORTANCE_SETS:
-        return {
-            "importances": None,
-            "objectives": objectives,
-            "finished_sets": len(complete),
-            "note": f"parameter importance needs {MIN_IMPORTANCE_SETS} finished parameter "
-            f"sets; this sweep has {len(complete)} so far",
-        }
+        return none(
+            f"parameter importance needs {MIN_IMPORTANCE_SETS} finished parameter sets; this "
+            f"sweep has {len(complete)} so far",
+            finished_sets=len(complete),
+        )
     per_objective: list[dict[str, float]] = []
     notes: list[str] = []
     for index, metric in enumerate(spec.objectives):
@@ -311,10 +285,7 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             found = get_param_importances(
-                study,
-                evaluator=PedAnovaImportanceEvaluator(),
-                target=target,
-                normalize=True,
+                study, evaluator=PedAnovaImportanceEvaluator(), target=target, normalize=True
             )
         said = [str(w.message) for w in caught if "importances will be equal" in str(w.message)]
         if said:
@@ -332,25 +303,6 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
     return out
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
-
-
-async def _answer(work: Callable[[], object]) -> JSONResponse:
-    """Run a store read in a thread; its result as JSON, a problem as ``{"error": ...}`` the
-    page shows, as the run pages answer (an unknown sweep or no store: 404), never a 500."""
-    try:
-        return JSONResponse(await run_in_threadpool(work))
-    except (UnknownSweepError, data.StoreMissingError) as exc:
-        return _error(404, str(exc))
-    except StoreError as exc:
-        return _error(503, str(exc))
-    except sqlite3.Error as exc:
-        return _error(503, f"the store could not be read just now ({exc}); the page retries")
-    except ValueError as exc:
-        return _error(400, str(exc))
-
-
 async def api_sweeps(request: Request) -> JSONResponse:
     path = store_path(request)
 
@@ -360,29 +312,15 @@ async def api_sweeps(request: Request) -> JSONResponse:
         except data.StoreMissingError as exc:  # no store yet: an empty list and the reason
             return {"store": str(path), "sweeps": [], "notice": str(exc)}
 
-    return await _answer(work)
+    return await answer(work)
 
 
 async def api_sweep(request: Request) -> JSONResponse:
     sweep_id = request.path_params["sweep_id"]
     cache: ObjectiveCache = request.app.state.objectives
-    return await _answer(lambda: sweep_detail(store_path(request), sweep_id, cache))
+    return await answer(lambda: sweep_detail(store_path(request), sweep_id, cache))
 
 
 async def api_importance(request: Request) -> JSONResponse:
     sweep_id = request.path_params["sweep_id"]
-    return await _answer(lambda: importance(store_path(request), sweep_id))
-
-
-__all__ = [
-    "MIN_IMPORTANCE_SETS",
-    "ObjectiveCache",
-    "api_importance",
-    "api_sweep",
-    "api_sweeps",
-    "importance",
-    "list_sweeps",
-    "pruned_step",
-    "sweep_detail",
-    "trial_number",
-]
+    return await answer(lambda: importance(store_path(request), sweep_id))

@@ -1,6 +1,5 @@
 """The chart libraries of ``mosaic watch`` (uPlot, ECharts), fetched from npm when the SDK is
-built, checked against their pinned sha512. Standard library only: ``setup.py`` loads it by path.
-"""
+built, checked against their pinned sha512. Standard library only: ``setup.py`` runs it."""
 
 from __future__ import annotations
 
@@ -107,10 +106,6 @@ def _library(name: str) -> Library:
     raise VendorError(f"no chart library {name!r} is vendored (known: {known})")
 
 
-def tarball_url(registry: str = REGISTRY, library: Library | None = None) -> str:
-    return (library or uplot()).tarball_url(registry)
-
-
 def installed(target: Path | None = None, library: Library | None = None) -> bool:
     """Whether ``target`` (default :data:`VENDOR_DIR`) holds every file of the pinned release
     of ``library`` (default uPlot)."""
@@ -125,27 +120,21 @@ def installed(target: Path | None = None, library: Library | None = None) -> boo
     return all((target / name).is_file() for name in lib.files.values())
 
 
-def check_integrity(
-    blob: bytes, expected: str | None = None, library: Library | None = None
-) -> None:
-    """VendorError unless ``blob``'s sha512 is ``expected`` (npm's ``sha512-<base64>``;
-    default: the pin of ``library``, default uPlot)."""
-    lib = library or uplot()
-    expected = expected or lib.integrity
+def check_integrity(blob: bytes, lib: Library) -> None:
+    """VendorError unless ``blob``'s sha512 is the pin of ``lib`` (npm's ``sha512-<base64>``)."""
     got = "sha512-" + base64.b64encode(hashlib.sha512(blob).digest()).decode("ascii")
-    if got != expected:
+    if got != lib.integrity:
         raise VendorError(
             f"the {lib.package} {lib.version} tarball does not match its pinned digest "
-            f"(expected {expected}, got {got}): it was changed on the way; fetch it again from "
-            "the npm registry"
+            f"(expected {lib.integrity}, got {got}): it was changed on the way; fetch it again "
+            "from the npm registry"
         )
 
 
-def download(url: str, timeout: float = 60.0, library: Library | None = None) -> bytes:
+def download(url: str, lib: Library) -> bytes:
     """The bytes at ``url``; VendorError saying what to do when it cannot be reached."""
-    lib = library or uplot()
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - https
+        with urllib.request.urlopen(url, timeout=60.0) as response:  # noqa: S310 - https
             return bytes(response.read())
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
@@ -157,10 +146,8 @@ def download(url: str, timeout: float = 60.0, library: Library | None = None) ->
         ) from None
 
 
-def unpack(blob: bytes, target: Path, library: Library | None = None) -> None:
-    """Write the files of the (checked) tarball of ``library`` (default uPlot) into
-    ``target``, the stamp last."""
-    lib = library or uplot()
+def unpack(blob: bytes, target: Path, lib: Library) -> None:
+    """Write the files of the (checked) tarball of ``lib`` into ``target``, the stamp last."""
     target.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
         for member, name in lib.files.items():
@@ -208,8 +195,8 @@ def ensure(
         where = local
     else:
         where = lib.tarball_url(os.environ.get(REGISTRY_ENV) or REGISTRY)
-        blob = download(where, library=lib)
-    check_integrity(blob, library=lib)
+        blob = download(where, lib)
+    check_integrity(blob, lib)
     unpack(blob, target, lib)
     if not quiet:
         print(f"{lib.name} {lib.version} from {where} (sha512 checked) -> {target}")

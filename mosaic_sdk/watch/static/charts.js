@@ -104,7 +104,6 @@ const charts = {
     return out;
   },
 
-  // A value uPlot draws: a finite number, else null (a gap).
   // JSON's and CSV's spelling of a number (NaN and infinities by name, as the API sends them).
   jsonNumber(v) { return Number.isFinite(v) ? v : String(v); },
 

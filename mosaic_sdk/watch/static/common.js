@@ -54,6 +54,12 @@ const watch = {
     return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
   },
 
+  // `url` with this tab's token (a link to another page of mosaic watch).
+  withToken(url) {
+    const token = watch.token();
+    return token ? url + "?token=" + encodeURIComponent(token) : url;
+  },
+
   runUrl(runId) {
     return "/runs/" + encodeURIComponent(runId);
   },

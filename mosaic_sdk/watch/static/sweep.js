@@ -22,11 +22,6 @@ window.__sweep = sweep;
 
 const FINISHED = ["completed", "stopped", "pruned", "failed"];
 
-function withToken(url) {
-  const token = watch.token();
-  return token ? url + "?token=" + encodeURIComponent(token) : url;
-}
-
 function fmt(value) {
   if (value === null || value === undefined) return "-";
   if (typeof value === "number") return Number.isInteger(value) ? String(value) : value.toPrecision(4);
@@ -78,7 +73,7 @@ function drawTable(d) {
     row.appendChild(watch.el("td", fmt(t.pruned_step), { class: "n" }));
     row.appendChild(watch.el("td", t.episodes, { class: "n" }));
     const run = watch.el("td");
-    if (t.run_id) run.appendChild(watch.el("a", t.run_id, { href: withToken(watch.runUrl(t.run_id)) }));
+    if (t.run_id) run.appendChild(watch.el("a", t.run_id, { href: watch.withToken(watch.runUrl(t.run_id)) }));
     row.appendChild(run);
     row.addEventListener("click", (event) => {
       if (event.target.tagName !== "A") select(t.trial_key);
@@ -105,7 +100,7 @@ function select(key) {
   document.getElementById("selected-text").textContent = text;
   const link = document.getElementById("selected-curves");
   link.hidden = !t.run_id;
-  if (t.run_id) link.setAttribute("href", withToken(watch.runUrl(t.run_id)));
+  if (t.run_id) link.setAttribute("href", watch.withToken(watch.runUrl(t.run_id)));
 }
 
 // -- parallel coordinates (ECharts) ----------------------------------------------------------
@@ -248,7 +243,7 @@ async function refresh() {
 
 document.addEventListener("DOMContentLoaded", () => {
   watch.token();
-  document.getElementById("sweeps-link").setAttribute("href", withToken("/sweeps"));
+  document.getElementById("sweeps-link").setAttribute("href", watch.withToken("/sweeps"));
   window.addEventListener("resize", () => {
     if (sweep.parallel) sweep.parallel.resize();
     if (sweep.importance) sweep.importance.resize();

@@ -1,14 +1,9 @@
 // The sweeps page: every sweep of the store, newest first, refreshed every 2 s.
 "use strict";
 
-function withToken(url) {
-  const token = watch.token();
-  return token ? url + "?token=" + encodeURIComponent(token) : url;
-}
-
 function sweepRow(sweep) {
   const tr = watch.el("tr", null, { "data-sweep": sweep.sweep_id });
-  const link = watch.el("a", sweep.sweep_id, { href: withToken("/sweeps/" + encodeURIComponent(sweep.sweep_id)) });
+  const link = watch.el("a", sweep.sweep_id, { href: watch.withToken("/sweeps/" + encodeURIComponent(sweep.sweep_id)) });
   const id = watch.el("td"); id.appendChild(link); tr.appendChild(id);
   tr.appendChild(watch.el("td", sweep.status, { class: "status " + sweep.status }));
   tr.appendChild(watch.el("td", sweep.worker));
