@@ -371,30 +371,3 @@ def installed_worker_types() -> dict[str, str | None]:
         dist = getattr(ep, "dist", None)
         found[ep.name] = dist.metadata["Name"] if dist is not None else None
     return found
-
-
-__all__ = [
-    "BAKEABLE",
-    "FREE_TEXT_FIELDS",
-    "GYMNASIUM_FAMILIES",
-    "POPULAR_PACKAGES",
-    "SDK_DISTRIBUTIONS",
-    "SDK_PACKAGES",
-    "SDK_WORKER_TYPES",
-    "TAKEN_ON_PYPI",
-    "bakeable_pairs",
-    "check_answers",
-    "check_combination",
-    "check_choice",
-    "check_distribution_name",
-    "check_email",
-    "check_env_id",
-    "check_package_name",
-    "check_pettingzoo_env_id",
-    "check_text",
-    "check_version",
-    "check_worker_type",
-    "installed_worker_types",
-    "normalize_distribution",
-    "suggest_package_name",
-]

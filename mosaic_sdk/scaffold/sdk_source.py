@@ -67,13 +67,3 @@ def check_sdk_requirement(value: str) -> list[str]:
             f"sdk_requirement {value!r} names {requirement.name!r}, not {DISTRIBUTION}; " + _EXAMPLE
         ]
     return []
-
-
-__all__ = [
-    "INDEX_REQUIREMENT",
-    "check_sdk_requirement",
-    "default_sdk_requirement",
-    "from_index",
-    "installed_sdk_requirement",
-    "requirement_from_direct_url",
-]
