@@ -57,15 +57,14 @@ class {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Co
     heartbeat_interval: float | None = Field(
         None, gt=0, description="Seconds between heartbeats (None: the SDK default)"
     )
-{%- if not pz %}
+{%- if not pz or tb %}
     mode: Literal["train", "interactive"] = Field(
         "train",
+{%- if not pz %}
         description="'train' learns; 'interactive' serves reset/step commands on stdin "
         "(the SDK's control protocol; `mosaic play {{ cookiecutter.worker_type }}`)",
     )
-{%- elif tb %}
-    mode: Literal["train", "interactive"] = Field(
-        "train",
+{%- else %}
         description="'train' plays and learns; 'interactive' first learns from `episodes` "
         "games, then serves reset/step commands on stdin: a person plays `human` against the "
         "policy (`mosaic play {{ cookiecutter.worker_type }}`)",
@@ -73,6 +72,7 @@ class {{ cookiecutter.package_name|replace("_", " ")|title|replace(" ", "") }}Co
     human: str | None = Field(
         None, description="Interactive mode: the agent a person plays (None: the last agent)"
     )
+{%- endif %}
 {%- endif %}
 {%- if cookiecutter.include_fastlane %}
     fastlane: bool | None = Field(

@@ -100,16 +100,17 @@ def mosaic_worker_conformance_config() -> dict[str, Any]:
     # Small and deterministic: the conformance suite runs the worker several times. The step
 {%- if pz %}
     # delay is sized from the {{ "moves" if cookiecutter.paradigm == "turn_based" else "steps" }} such a run really makes with this worker's seeding.
-    from .runtime import count_steps
-
-    base: dict[str, Any] = {"episodes": 3, "seed": 7}
-    steps = count_steps(Config(run_id="conformance-sizing", {% if cookiecutter.include_fastlane %}fastlane=False, {% endif %}**base))
 {%- else %}
     # delay is sized from the steps such a run really takes in this env with this worker's
     # policy (measured: a CartPole episode lasts tens of steps, a FrozenLake one a few), so
     # that the run lasts CONFORMANCE_RUN_SECONDS whatever the env.
+{%- endif %}
     from .runtime import count_steps
 
+    {% if pz -%}
+    base: dict[str, Any] = {"episodes": 3, "seed": 7}
+    steps = count_steps(Config(run_id="conformance-sizing", {% if cookiecutter.include_fastlane %}fastlane=False, {% endif %}**base))
+{%- else -%}
     base: dict[str, Any] = {"episodes": 3, "max_steps_per_episode": 40, "seed": 7}
     sizing = Config(run_id="conformance-sizing", {% if cookiecutter.include_fastlane %}fastlane=False, {% endif %}**base)
     steps = count_steps(sizing)
