@@ -320,11 +320,10 @@ def check_field(
         "distribution_name": check_distribution_name,
         "env_id": check_env_id,
         "version": check_version,
+        "sdk_requirement": check_sdk_requirement,
     }
     if field in rules:
         return rules[field](text)
-    if field == "sdk_requirement":
-        return check_sdk_requirement(text)
     if field == "worker_type":
         return check_worker_type(text, installed_workers)
     if choices and field in choices:
