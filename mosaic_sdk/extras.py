@@ -53,6 +53,3 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
             f"{install_command(extra)} (from a checkout: pip install -e '.[{extra}]')",
             extra,
         ) from None
-
-
-__all__ = ["DISTRIBUTION", "EXTRAS", "MissingExtraError", "install_command", "require"]

@@ -40,6 +40,3 @@ def _platform_home() -> Path:
         return Path(base) / "mosaic"
     xdg = os.environ.get("XDG_DATA_HOME", "").strip()
     return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "mosaic"
-
-
-__all__ = ["MosaicHomeError", "mosaic_home"]

@@ -29,6 +29,3 @@ def unwrap_job_descriptor(data: Mapping[str, Any]) -> dict[str, Any]:
                         break
             return config
     return dict(data)
-
-
-__all__ = ["unwrap_job_descriptor"]

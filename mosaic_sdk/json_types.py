@@ -10,5 +10,3 @@ from typing import TypeAlias
 JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
 #: A JSON object (a run's config, an event's payload, a control line).
 JsonObject: TypeAlias = dict[str, JsonValue]
-
-__all__ = ["JsonObject", "JsonValue"]

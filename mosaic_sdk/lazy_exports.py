@@ -46,6 +46,3 @@ class LazyExports:
     def dir(self) -> list[str]:
         """``__dir__``: what the package holds now plus every lazy name."""
         return sorted({*vars(sys.modules[self.package]), *self.names})
-
-
-__all__ = ["LazyExports"]

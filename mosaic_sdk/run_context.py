@@ -57,6 +57,3 @@ class RunContext:
     def log(self, message: str) -> None:
         """A human-readable message on stderr (never on the telemetry stream)."""
         print(message, file=sys.stderr, flush=True)
-
-
-__all__ = ["RunContext"]

@@ -122,6 +122,3 @@ def slot_problem(geometry: RingGeometry, frame_len: int, metadata_len: int) -> s
             f"{geometry.metadata_cap}"
         )
     return None
-
-
-__all__ = ["RingGeometry", "corrupt_slot", "ring_geometry", "slot_problem"]

@@ -31,7 +31,6 @@ class FastLaneCorruptError(FastLaneError):
 
 #: The largest height or width of a FastLane frame.
 MAX_FRAME_SIDE = 1 << 15
-_MAX_DIM = MAX_FRAME_SIDE
 
 
 @dataclass(frozen=True)
@@ -54,9 +53,9 @@ class FastLaneConfig:
     def __post_init__(self) -> None:
         for name in ("width", "height"):
             value = getattr(self, name)
-            if not isinstance(value, int) or not 0 < value <= _MAX_DIM:
+            if not isinstance(value, int) or not 0 < value <= MAX_FRAME_SIDE:
                 raise ValueError(
-                    f"FastLaneConfig.{name} must be an int in 1..{_MAX_DIM}, got {value!r}"
+                    f"FastLaneConfig.{name} must be an int in 1..{MAX_FRAME_SIDE}, got {value!r}"
                 )
         if self.channels not in (1, 3, 4):
             raise ValueError(f"FastLaneConfig.channels must be 1, 3 or 4, got {self.channels!r}")

@@ -121,12 +121,3 @@ def write_snapshot(
     finally:
         partial.unlink(missing_ok=True)
     return target
-
-
-__all__ = [
-    "FORMATS",
-    "compose_with_hud",
-    "snapshot_format",
-    "snapshot_text",
-    "write_snapshot",
-]

@@ -185,6 +185,3 @@ class FastLaneAECWrapper:
 def wrap_aec_env(env: Any, run_id: str, settings: dict[str, Any]) -> FastLaneAECWrapper:
     """Wrap an AEC env per ``settings`` (the ``mosaic_fastlane_wrap_env`` hook's dict)."""
     return FastLaneAECWrapper(env, run_id, **{k: v for k, v in settings.items() if v is not None})
-
-
-__all__ = ["FastLaneAECWrapper", "is_aec_env", "wrap_aec_env"]

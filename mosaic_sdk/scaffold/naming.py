@@ -320,11 +320,10 @@ def check_field(
         "distribution_name": check_distribution_name,
         "env_id": check_env_id,
         "version": check_version,
+        "sdk_requirement": check_sdk_requirement,
     }
     if field in rules:
         return rules[field](text)
-    if field == "sdk_requirement":
-        return check_sdk_requirement(text)
     if field == "worker_type":
         return check_worker_type(text, installed_workers)
     if choices and field in choices:
@@ -371,30 +370,3 @@ def installed_worker_types() -> dict[str, str | None]:
         dist = getattr(ep, "dist", None)
         found[ep.name] = dist.metadata["Name"] if dist is not None else None
     return found
-
-
-__all__ = [
-    "BAKEABLE",
-    "FREE_TEXT_FIELDS",
-    "GYMNASIUM_FAMILIES",
-    "POPULAR_PACKAGES",
-    "SDK_DISTRIBUTIONS",
-    "SDK_PACKAGES",
-    "SDK_WORKER_TYPES",
-    "TAKEN_ON_PYPI",
-    "bakeable_pairs",
-    "check_answers",
-    "check_combination",
-    "check_choice",
-    "check_distribution_name",
-    "check_email",
-    "check_env_id",
-    "check_package_name",
-    "check_pettingzoo_env_id",
-    "check_text",
-    "check_version",
-    "check_worker_type",
-    "installed_worker_types",
-    "normalize_distribution",
-    "suggest_package_name",
-]

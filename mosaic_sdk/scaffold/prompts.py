@@ -49,6 +49,3 @@ def prompt_each(context: dict[str, Any], check: AnswerCheck) -> OrderedDict[str,
                 print(f"error: {problem}; try again", file=sys.stderr, flush=True)
         answers[key] = value
     return answers
-
-
-__all__ = ["AnswerCheck", "prompt_each"]

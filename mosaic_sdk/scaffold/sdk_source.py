@@ -34,18 +34,14 @@ def requirement_from_direct_url(text: str) -> str | None:
     return None
 
 
-def installed_sdk_requirement() -> str | None:
-    """The reachable source of the SDK running this code, if it has one."""
+def default_sdk_requirement() -> str:
+    """``sdk_requirement``'s default: the reachable source of the SDK running this code (its
+    ``direct_url.json``), else the index."""
     try:
         text = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
     except metadata.PackageNotFoundError:
-        return None
-    return requirement_from_direct_url(text) if text else None
-
-
-def default_sdk_requirement() -> str:
-    """``sdk_requirement``'s default: the running SDK's reachable source, else the index."""
-    return installed_sdk_requirement() or INDEX_REQUIREMENT
+        text = None
+    return (requirement_from_direct_url(text) if text else None) or INDEX_REQUIREMENT
 
 
 def from_index(requirement: str) -> bool:
@@ -67,13 +63,3 @@ def check_sdk_requirement(value: str) -> list[str]:
             f"sdk_requirement {value!r} names {requirement.name!r}, not {DISTRIBUTION}; " + _EXAMPLE
         ]
     return []
-
-
-__all__ = [
-    "INDEX_REQUIREMENT",
-    "check_sdk_requirement",
-    "default_sdk_requirement",
-    "from_index",
-    "installed_sdk_requirement",
-    "requirement_from_direct_url",
-]

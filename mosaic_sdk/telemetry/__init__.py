@@ -4,7 +4,6 @@ Light to import (no numpy, pydantic or pluggy): a worker pays only for what it u
 """
 
 from mosaic_sdk.telemetry.emitter import (
-    DEFAULT_FLUSH_INTERVAL,
     LIFECYCLE_EVENTS,
     METRICS_EVENT,
     SCHEMA_VERSION,
@@ -12,6 +11,7 @@ from mosaic_sdk.telemetry.emitter import (
     TelemetryEmitter,
 )
 from mosaic_sdk.telemetry.heartbeat import DEFAULT_HEARTBEAT_INTERVAL, Heartbeat
+from mosaic_sdk.telemetry.output import DEFAULT_FLUSH_INTERVAL
 from mosaic_sdk.telemetry.reader import TelemetryLine, classify_line, validate_line
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from mosaic_sdk.telemetry.encoding import dumps, encode_value
 from mosaic_sdk.telemetry.episode_index import metadata_json, unsigned
-from mosaic_sdk.telemetry.output import DEFAULT_FLUSH_INTERVAL, LineOutput, env_float
+from mosaic_sdk.telemetry.output import LineOutput, env_float
 
 #: 3: step and episode lines carry ``metadata.episode_index`` (where the platform's proxy reads
 #: the episode index), equal to ``episode_index``; step lines may carry ``payload_version``.
@@ -417,13 +417,3 @@ class TelemetryEmitter(LineOutput):
             )
             self._write_locked(line, urgent=False)
             return seq
-
-
-__all__ = [
-    "DEFAULT_FLUSH_INTERVAL",
-    "LIFECYCLE_EVENTS",
-    "METRICS_EVENT",
-    "SCHEMA_VERSION",
-    "TERMINAL_EVENTS",
-    "TelemetryEmitter",
-]

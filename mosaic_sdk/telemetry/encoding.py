@@ -74,6 +74,3 @@ def lone_surrogate_at(value: Any) -> str | None:
         elif isinstance(item, (list, tuple)):
             todo.extend((f"{path}[{i}]", sub) for i, sub in enumerate(item))
     return None
-
-
-__all__ = ["dumps", "encode_value", "json_default", "lone_surrogate_at"]

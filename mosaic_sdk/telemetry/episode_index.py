@@ -96,17 +96,3 @@ def caller_metadata(data: Mapping[str, Any]) -> Any:
         if type(given) is int and type(index) is int and given == index:
             return {k: v for k, v in meta.items() if k != METADATA_KEY}
     return meta
-
-
-__all__ = [
-    "FROM_DEFAULT",
-    "FROM_EPISODE",
-    "FROM_METADATA",
-    "FROM_METADATA_JSON",
-    "METADATA_KEY",
-    "caller_metadata",
-    "line_metadata",
-    "metadata_json",
-    "platform_episode_index",
-    "unsigned",
-]

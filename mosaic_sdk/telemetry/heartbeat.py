@@ -99,6 +99,3 @@ class Heartbeat:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-__all__ = ["DEFAULT_HEARTBEAT_INTERVAL", "Heartbeat", "heartbeat_interval", "resident_memory_mb"]

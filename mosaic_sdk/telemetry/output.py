@@ -193,12 +193,3 @@ def _flush_all_at_exit() -> None:
             output.close()
         except Exception:  # noqa: BLE001 - never fail interpreter exit
             pass
-
-
-__all__ = [
-    "DEFAULT_FLUSH_INTERVAL",
-    "JSON_ESCAPE_ERRORS",
-    "LineOutput",
-    "env_float",
-    "json_escape_unencodable",
-]

@@ -198,14 +198,3 @@ def validate_line(data: Mapping[str, object]) -> list[str]:
     from mosaic_sdk.telemetry.models import validate_object
 
     return validate_object(data)
-
-
-__all__ = [
-    "KINDS",
-    "MAX_JSON_DEPTH",
-    "TELEMETRY_KINDS",
-    "TelemetryLine",
-    "classify_line",
-    "json_depth_exceeds",
-    "validate_line",
-]

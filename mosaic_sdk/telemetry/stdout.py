@@ -31,6 +31,3 @@ def claim_stdout(redirect_to: int | None = None) -> TextIO:
         newline="\n",
         write_through=False,
     )
-
-
-__all__ = ["claim_stdout"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from jinja2.ext import Extension
@@ -27,32 +28,26 @@ def _escape_code_point(ch: str) -> str:
     return f"\\U{code:08x}"
 
 
+def _quoted(
+    value: Any, escapes: dict[str, str], hidden: Callable[[int], bool], code: Callable[[str], str]
+) -> str:
+    """``value`` in double quotes: ``escapes`` for their characters, ``code(ch)`` for the
+    characters whose code point is ``hidden``."""
+    out = (escapes.get(ch) or (code(ch) if hidden(ord(ch)) else ch) for ch in str(value))
+    return '"' + "".join(out) + '"'
+
+
 def python_string_literal(value: Any) -> str:
     """``value`` as a double-quoted Python string literal that evaluates to it exactly, e.g.
     ``O"Neil`` -> ``"O\\"Neil"``."""
-    out = []
-    for ch in str(value):
-        if ch in _PY_ESCAPES:
-            out.append(_PY_ESCAPES[ch])
-        elif not ch.isprintable() or 0xD800 <= ord(ch) <= 0xDFFF:
-            out.append(_escape_code_point(ch))
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    hidden = lambda c: not chr(c).isprintable() or 0xD800 <= c <= 0xDFFF  # noqa: E731
+    return _quoted(value, _PY_ESCAPES, hidden, _escape_code_point)
 
 
 def toml_string_literal(value: Any) -> str:
     """``value`` as a TOML basic string that parses to it exactly."""
-    out = []
-    for ch in str(value):
-        code = ord(ch)
-        if ch in _TOML_ESCAPES:
-            out.append(_TOML_ESCAPES[ch])
-        elif code < 0x20 or code == 0x7F or 0xD800 <= code <= 0xDFFF:
-            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    hidden = lambda c: c < 0x20 or c == 0x7F or 0xD800 <= c <= 0xDFFF  # noqa: E731
+    return _quoted(value, _TOML_ESCAPES, hidden, lambda ch: f"\\u{ord(ch):04x}")
 
 
 def markdown_text(value: Any) -> str:

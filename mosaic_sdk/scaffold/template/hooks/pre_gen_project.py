@@ -8,18 +8,10 @@ in ``mosaic_sdk.scaffold.naming`` so that ``mosaic new`` and this hook agree.
 import sys
 
 ANSWERS = {
-    "worker_name": {{ cookiecutter.worker_name|py_str }},
-    "package_name": {{ cookiecutter.package_name|py_str }},
-    "distribution_name": {{ cookiecutter.distribution_name|py_str }},
-    "worker_type": {{ cookiecutter.worker_type|py_str }},
-    "description": {{ cookiecutter.description|py_str }},
-    "author": {{ cookiecutter.author|py_str }},
-    "email": {{ cookiecutter.email|py_str }},
-    "env_id": {{ cookiecutter.env_id|py_str }},
-    "env_family": {{ cookiecutter.env_family|py_str }},
-    "paradigm": {{ cookiecutter.paradigm|py_str }},
-    "version": {{ cookiecutter.version|py_str }},
-    "sdk_requirement": {{ cookiecutter.sdk_requirement|py_str }},
+{%- for key in ["worker_name", "package_name", "distribution_name", "worker_type", "description",
+                "author", "email", "env_id", "env_family", "paradigm", "version", "sdk_requirement"] %}
+    {{ key|py_str }}: {{ cookiecutter[key]|py_str }},
+{%- endfor %}
 }
 
 

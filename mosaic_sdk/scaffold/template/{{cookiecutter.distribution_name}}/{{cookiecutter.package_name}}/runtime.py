@@ -1,4 +1,4 @@
-{% if cookiecutter.env_family == "pettingzoo" %}{% include "pettingzoo/runtime_" ~ cookiecutter.paradigm ~ ".py" %}{% else %}"""One run of the worker: the environment loop and the learner. Replace the learner with yours.
+{% if cookiecutter.env_family == "pettingzoo" %}{% include "pettingzoo/runtime.py" %}{% else %}"""One run of the worker: the environment loop and the learner. Replace the learner with yours.
 
 The SDK's ``worker_main`` (see ``cli.py``) has already parsed the command line, validated the
 config, given stdout to telemetry and installed the SIGTERM/SIGINT handlers; :func:`run`
