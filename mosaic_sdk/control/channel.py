@@ -263,6 +263,3 @@ def _ended(cid: str, cmd: str) -> ProtocolError:
 def _failed(cid: str | None, cmd: str | None, exc: BaseException) -> dict[str, object]:
     hint = "the worker's stderr has the details; the run goes on"
     return error_reply(cid, cmd, "failed", f"{type(exc).__name__}: {exc}", hint)
-
-
-__all__ = ["EOF", "WAKE", "ControlChannel"]

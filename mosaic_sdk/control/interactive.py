@@ -494,12 +494,3 @@ def _with_frame(session: InteractiveSession, line: dict[str, object]) -> dict[st
         if payload is not None:
             line["render_payload"] = payload
     return line
-
-
-__all__ = [
-    "INTERACTIVE",
-    "IllegalAction",
-    "InteractiveSession",
-    "TurnBasedSession",
-    "serve_interactive",
-]

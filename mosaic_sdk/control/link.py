@@ -116,6 +116,3 @@ class PipeLink:
         if code is None:
             return " (the worker is still running)"
         return f" (the worker exited with {code})"
-
-
-__all__ = ["PipeLink", "WorkerLink"]

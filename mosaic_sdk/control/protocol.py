@@ -322,35 +322,5 @@ def render_schema() -> str:
     return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
 
 
-__all__ = [
-    "COMMANDS",
-    "ERROR_CODES",
-    "INTERACTIVE_COMMANDS",
-    "PROTOCOL_VERSION",
-    "RUN_COMMANDS",
-    "Act",
-    "Checkpoint",
-    "Close",
-    "ControlTimeout",
-    "ErrorInfo",
-    "FrameRef",
-    "Pause",
-    "Ping",
-    "ProtocolError",
-    "Reply",
-    "Reset",
-    "Resume",
-    "Step",
-    "Stop",
-    "decode_line",
-    "error_reply",
-    "json_schema",
-    "ok_reply",
-    "parse_command",
-    "render_schema",
-    "read_reply",
-    "validate_reply",
-]
-
 if __name__ == "__main__":  # pragma: no cover - exercised by the schema freshness test
     sys.stdout.write(render_schema())

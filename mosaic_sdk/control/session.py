@@ -376,6 +376,3 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
-
-
-__all__ = ["ControlCommandError", "ControlTimeout", "Session"]

@@ -187,6 +187,3 @@ def _details(exc: grpc.RpcError) -> str:
     if isinstance(exc, grpc.Call):
         return str(exc.details() or exc.code().name)
     return str(exc)
-
-
-__all__ = ["CONNECT_TIMEOUT", "DaemonClient", "RunOutcome", "StoredEpisode"]

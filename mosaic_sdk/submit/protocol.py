@@ -159,16 +159,3 @@ def method_path(method: str) -> str:
 def status_name(number: int) -> str:
     """``"TERM"`` for 7; an unknown number as ``"UNKNOWN(9)"``."""
     return STATUS_NAMES.get(int(number), f"UNKNOWN({int(number)})")
-
-
-__all__ = [
-    "FINAL_STATUSES",
-    "MESSAGES",
-    "METHODS",
-    "PACKAGE",
-    "RUN_STATUS",
-    "SERVICE",
-    "message",
-    "method_path",
-    "status_name",
-]

@@ -221,6 +221,3 @@ class Collector:
             f"trial {attempt.trial_key} {tstatus}{why}: {self.metric.name} {shown}, "
             f"{attempt.recorder.ingest.episodes} episodes; run {attempt.run_id}"
         )
-
-
-__all__ = ["Collector", "Message"]

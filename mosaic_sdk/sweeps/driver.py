@@ -218,6 +218,3 @@ def _run_engine(
         **dict(ray_options),
     )
     return ray.run(resume=resuming)
-
-
-__all__ = ["ENGINES", "SweepResult", "check_engine", "check_spec", "run_sweep"]

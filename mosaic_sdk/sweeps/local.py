@@ -230,6 +230,3 @@ class LocalEngine:
             f"trial {trial.key} {status}{why}: {self.spec.metric.name} {shown}, "
             f"{played}; params {trial.params}; run {result.run_id}"
         )
-
-
-__all__ = ["LocalEngine"]

@@ -482,6 +482,3 @@ def _deadline(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-__all__ = ["CONNECT_TIMEOUT", "ClusterUnreachable", "RayEngine", "cluster_target"]

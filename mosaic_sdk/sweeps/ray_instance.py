@@ -171,15 +171,3 @@ def watch(driver: int, temp_dir: str, remove: bool) -> int:
 if __name__ == "__main__":  # the watchdog (see the module docstring)
     args = sys.argv[1:]
     sys.exit(watch(int(args[0]), args[1], "--remove" in args[2:]))
-
-
-__all__ = [
-    "TEMP_PREFIX",
-    "end_instance",
-    "instance_pids",
-    "remember",
-    "remove_temp_dir",
-    "start_watchdog",
-    "stop_watchdog",
-    "watch",
-]

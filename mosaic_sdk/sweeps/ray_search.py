@@ -236,17 +236,3 @@ def make_pbt(spec: SweepSpec) -> PopulationBasedTraining:
         custom_explore_fn=within_bounds,
         require_attrs=False,
     )
-
-
-__all__ = [
-    "OBJECTIVE",
-    "STEP",
-    "TRIAL_INDEX",
-    "LIST_INDEX",
-    "ListSearcher",
-    "TuneSetup",
-    "make_pbt",
-    "make_scheduler",
-    "objective_key",
-    "tune_setup",
-]

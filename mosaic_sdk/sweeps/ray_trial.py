@@ -372,6 +372,3 @@ def make_inbox(max_items: int = 256) -> Any:
         scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
     )
     return actor.remote(max_items)
-
-
-__all__ = ["NOTICES", "LostAttempts", "MosaicTrial", "make_inbox"]

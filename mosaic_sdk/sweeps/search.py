@@ -398,17 +398,3 @@ class OptunaSource:
             self.study.tell(config.number, means)
         else:  # no seed gave a metric (all failed): the study learns nothing from it
             self.study.tell(config.number, state=TrialState.FAIL)
-
-
-__all__ = [
-    "SAMPLER_NEEDS",
-    "OptunaSource",
-    "available_samplers",
-    "check_sampler",
-    "distributions",
-    "has_draws",
-    "make_pruner",
-    "make_sampler",
-    "params_of",
-    "resolve_sampler",
-]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.contract import ConfigError
-from mosaic_sdk.sweeps.space import DISTRIBUTIONS, Space, is_number, parse_space, space_points
+from mosaic_sdk.sweeps.space import Space, is_number, parse_space, space_points
 
 #: The episode fields a metric can be made of (any other name is a series the worker reports).
 METRICS = {
@@ -619,28 +619,3 @@ def check_against_model(spec: SweepSpec, model: Any) -> None:
         check(f"seeds value {seed!r}", {"seed": seed})
     if errors:
         raise SpecError(errors)
-
-
-__all__ = [
-    "DISTRIBUTIONS",
-    "MAX_TRIALS",
-    "METRICS",
-    "REDUCES",
-    "SAMPLERS",
-    "Asha",
-    "Metric",
-    "PRUNERS",
-    "Pbt",
-    "Pruner",
-    "SpecError",
-    "SweepSpec",
-    "Trial",
-    "apply_shorthands",
-    "check_against_model",
-    "count_trials",
-    "expand_trials",
-    "load_spec",
-    "parse_seeds",
-    "parse_spec",
-    "trial_config",
-]

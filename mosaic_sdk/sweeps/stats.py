@@ -125,12 +125,3 @@ def group_by_configuration(trials: Sequence[dict[str, Any]]) -> list[dict[str, A
         g["stats"] = summarize(g["scores"])
         out.append(g)
     return out
-
-
-__all__ = [
-    "Estimate",
-    "group_by_configuration",
-    "iqm",
-    "prob_improvement",
-    "summarize",
-]

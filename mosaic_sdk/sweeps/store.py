@@ -220,6 +220,3 @@ def trial_status(run_status: str, stopped_early: bool = False) -> str:
     if run_status == "cancelled" and stopped_early:
         return "stopped"
     return run_status
-
-
-__all__ = ["FINISHED", "SweepStore", "UnknownSweepError", "trial_status"]
