@@ -55,9 +55,7 @@ class Collector:
         *,
         pruner: str | None = None,
         report: Callable[[str], None] = print,
-        batch_lines: int = 4096,
         pm: pluggy.PluginManager | None = None,
-        warn: Callable[[str], None] | None = None,
         stall_after: float | None = None,
     ) -> None:
         self.store_path = Path(store_path)
@@ -69,9 +67,7 @@ class Collector:
         #: the spec's pruner type: an attempt its scheduler stopped is stored ``pruned``
         self.pruner = pruner
         self.report = report
-        self.batch_lines = batch_lines
         self.pm = pm
-        self.warn = warn
         self.runs = RunStore(self.store_path)
         self.sweeps = SweepStore(self.runs)
         self._open: dict[str, _Attempt] = {}
@@ -128,25 +124,19 @@ class Collector:
             if attempt is None:
                 return
             if status == "cancelled":
-                event = lifecycle_event(
-                    run_id, "run_cancelled", {"reason": why, "by": "mosaic sweep"}
-                )
-                outcome = Outcome(status, why, event)
+                payload: dict[str, Any] = {"reason": why, "by": "mosaic sweep"}
             else:
-                event = lifecycle_event(
-                    run_id,
-                    "run_failed",
-                    {
-                        "error": why,
-                        "error_type": "TrialLost",
-                        "exit_code": None,
-                        "stderr_tail": "",
-                        "traceback": None,
-                        "episode": None,
-                        "step": None,
-                    },
-                )
-                outcome = Outcome("failed", why, event)
+                payload = {
+                    "error": why,
+                    "error_type": "TrialLost",
+                    "exit_code": None,
+                    "stderr_tail": "",
+                    "traceback": None,
+                    "episode": None,
+                    "step": None,
+                }
+            event = lifecycle_event(run_id, f"run_{status}", payload)
+            outcome = Outcome(status, why, event)
             self._close(attempt, attempt.recorder.finish(outcome, None), stopped_early=False)
 
     def _start(self, run_id: str, info: dict[str, Any]) -> None:
@@ -173,10 +163,8 @@ class Collector:
             run_id,
             self.worker,
             self.pm,
-            RecorderOptions(
-                batch_lines=self.batch_lines, busy_timeout=BUSY_WAIT, stall_after=self.stall_after
-            ),
-            RunListener(self.warn),
+            RecorderOptions(batch_lines=4096, busy_timeout=BUSY_WAIT, stall_after=self.stall_after),
+            RunListener(),
         )
         self._open[run_id] = _Attempt(recorder, info["trial_key"])
 

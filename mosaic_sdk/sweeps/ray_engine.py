@@ -105,8 +105,6 @@ class RayEngine:
         report: Callable[[str], None] = print,
         num_cpus: int | None = None,
         ray_temp_dir: str | None = None,
-        storage_dir: Path | None = None,
-        trial_cpus: float = 1.0,
         connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         self.handle = handle
@@ -121,8 +119,7 @@ class RayEngine:
         self.report = report
         self.num_cpus = num_cpus
         self.ray_temp_dir = ray_temp_dir
-        self.storage_dir = storage_dir or runs_dir_for(sweeps.runs.path) / "ray"
-        self.trial_cpus = trial_cpus
+        self.storage_dir = runs_dir_for(sweeps.runs.path) / "ray"
         self.connect_timeout = connect_timeout
         self.interrupted = False
 
@@ -290,7 +287,7 @@ class RayEngine:
             "max_t": None if self.spec.scheduler is None else self.spec.scheduler.max_t,
         }
         trainable = tune.with_resources(
-            tune.with_parameters(MosaicTrial, setup_args=setup_args), {"cpu": self.trial_cpus}
+            tune.with_parameters(MosaicTrial, setup_args=setup_args), {"cpu": 1.0}
         )
         # Tune's state, from its first file (tuner.pkl) on: owner-only, as the store.
         old_umask = os.umask(0o077)
