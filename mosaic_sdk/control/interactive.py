@@ -298,7 +298,9 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
         mode=INTERACTIVE,
         **({"agents": session.agents} if isinstance(session, TurnBasedSession) else {}),
     )
-    dialect.write(channel, {"type": "init", "run_id": ctx.config.run_id, **_init_info(session)})
+    info = {key: session.info[key] for key in ("env_id", "algo", "policy_path")}
+    init = {"type": "init", "run_id": ctx.config.run_id, **info}
+    dialect.write(channel, {**init, "version": dialect.DIALECT_VERSION})
     try:
         commands = channel.interactive
         while not ctx.cancel.is_set():
@@ -327,11 +329,6 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
         total_reward=session.episode_return,
         duration_seconds=time.monotonic() - started,
     )
-
-
-def _init_info(session: InteractiveSession) -> dict[str, object]:
-    info = {key: session.info[key] for key in ("env_id", "algo", "policy_path")}
-    return {**info, "version": dialect.DIALECT_VERSION}
 
 
 def _finish_episode(ctx: RunContext, session: InteractiveSession, terminated: bool) -> None:
@@ -373,7 +370,10 @@ def _serve_v1(ctx: RunContext, session: InteractiveSession, command: Any) -> boo
                 )
             )
         elif name == "act":
-            channel.reply(ok_reply(cid, name, action=session.policy(_as_obs(command.observation))))
+            obs = command.observation
+            if isinstance(obs, list):
+                obs = np.asarray(obs, dtype=np.float32)
+            channel.reply(ok_reply(cid, name, action=session.policy(obs)))
         elif name == "step":
             _check_steppable(session, cid)
             action, reward, terminated, truncated = session.step(command.action)
@@ -419,12 +419,6 @@ def _check_steppable(session: InteractiveSession, cid: str) -> None:
     else:
         return
     raise ProtocolError("out_of_order", why, hint, id=cid, cmd="step")
-
-
-def _as_obs(observation: Any) -> Any:
-    if isinstance(observation, list):
-        return np.asarray(observation, dtype=np.float32)
-    return observation
 
 
 def _serve_legacy(ctx: RunContext, session: InteractiveSession, data: dict[str, Any]) -> None:
