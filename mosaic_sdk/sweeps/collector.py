@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ from mosaic_sdk.runner.recording.recorder import (
 )
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.spec import Metric
-from mosaic_sdk.sweeps.store import SweepStore, trial_status
+from mosaic_sdk.sweeps.store import SweepStore
 
 if TYPE_CHECKING:
     import pluggy
@@ -39,6 +39,7 @@ class _Attempt:
         return self.recorder.run_id
 
 
+@dataclass(eq=False)
 class Collector:
     """Store the messages of remote trial attempts (thread-safe), by run id in order:
     ``("start", run_id, info)``, ``("pid", run_id, pid)``, ``("out"|"err", run_id, lines,
@@ -46,28 +47,20 @@ class Collector:
     an ordinary run with its own ``RunRecorder``; one whose messages stop without ``end`` is
     closed by :meth:`lost`."""
 
-    def __init__(
-        self,
-        store_path: Path,
-        worker: str,
-        sweep_id: str,
-        metric: Metric,
-        *,
-        pruner: str | None = None,
-        report: Callable[[str], None] = print,
-        pm: pluggy.PluginManager | None = None,
-        stall_after: float | None = None,
-    ) -> None:
-        self.store_path = Path(store_path)
-        #: The attempts' stall limit here (0 when the trials' nodes enforce it).
-        self.stall_after = stall_after
-        self.worker = worker
-        self.sweep_id = sweep_id
-        self.metric = metric
-        #: the spec's pruner type: an attempt its scheduler stopped is stored ``pruned``
-        self.pruner = pruner
-        self.report = report
-        self.pm = pm
+    store_path: Path
+    worker: str
+    sweep_id: str
+    metric: Metric
+    _: KW_ONLY
+    #: the spec's pruner type: an attempt its scheduler stopped is stored ``pruned``
+    pruner: str | None = None
+    report: Callable[[str], None] = print
+    pm: pluggy.PluginManager | None = None
+    #: The attempts' stall limit here (0 when the trials' nodes enforce it).
+    stall_after: float | None = None
+
+    def __post_init__(self) -> None:
+        self.store_path = Path(self.store_path)
         self.runs = RunStore(self.store_path)
         self.sweeps = SweepStore(self.runs)
         self._open: dict[str, _Attempt] = {}
@@ -194,7 +187,8 @@ class Collector:
         """Store the attempt's trial row from its stored end, and tell the user."""
         status, error = end.status, end.error
         metric = self.sweeps.metric_of_run(attempt.run_id, self.metric)
-        tstatus = trial_status(status, stopped_early)
+        # a run the scheduler cancelled is a trial ``stopped``
+        tstatus = "stopped" if status == "cancelled" and stopped_early else status
         if pruned is not None and status == "cancelled":  # as the local engine stores it
             metric, step = pruned
             tstatus = "pruned"
