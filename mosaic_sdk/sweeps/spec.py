@@ -98,13 +98,7 @@ class Pruner:
     interval: float = 0.5
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        if self.max_resource is None:
-            del out["max_resource"]
-        return out
-
-
-_PRUNER_KEYS = tuple(f.name for f in fields(Pruner))
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -124,9 +118,6 @@ class Pbt:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "mutations": list(self.mutations)}
-
-
-_PBT_KEYS = ("type", *(f.name for f in fields(Pbt)))
 
 
 @dataclass(frozen=True)
@@ -160,33 +151,14 @@ class SweepSpec:
         return count_trials(self.space, self.samples, len(self.seeds))
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "base": self.base,
-            "space": self.space,
-            "seeds": self.seeds,
-            "samples": self.samples,
-            "sample_seed": self.sample_seed,
-            "metric": (
-                [m.to_dict() for m in self.objectives]
-                if len(self.objectives) > 1
-                else self.metric.to_dict()
-            ),
-            "trials_at_once": self.trials_at_once,
-            "max_failures": self.max_failures,
-            "max_trials": self.max_trials,
-        }
-        optional = {
-            "worker": self.worker,
-            "sampler": self.sampler,
-            "pruner": self.pruner and self.pruner.to_dict(),
-            "pbt": self.pbt and self.pbt.to_dict(),
-            "trial_timeout": self.trial_timeout,
-            "trial_stall_after": self.trial_stall_after,
-        }
-        out.update({k: v for k, v in optional.items() if v is not None})
-        if self.scheduler is not None:
-            out["scheduler"] = {"type": "asha", **asdict(self.scheduler)}
-        return out
+        """The spec as its keys are written (defaults filled in, keys left out that are None)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "objectives"}
+        several = len(self.objectives) > 1
+        out["metric"] = [m.to_dict() for m in self.objectives] if several else self.metric.to_dict()
+        out["pruner"] = self.pruner and self.pruner.to_dict()
+        out["pbt"] = self.pbt and self.pbt.to_dict()
+        out["scheduler"] = self.scheduler and {"type": "asha", **asdict(self.scheduler)}
+        return {k: v for k, v in out.items() if v is not None}
 
 
 #: The keys of a spec: the fields of SweepSpec (``objectives`` is read from ``metric``).
@@ -257,12 +229,9 @@ def parse_seeds(text: str, limit: int = MAX_TRIALS) -> list[int]:
     return [seed for a, b in ranges for seed in range(a, b + 1)]
 
 
-#: The longest piece of a spec's own text an error message quotes.
-_CLIP = 80
-
-
-def clip(text: str, limit: int = _CLIP) -> str:
-    """``text`` cut to about ``limit`` characters, saying how much was left out."""
+def clip(text: str, limit: int = 80) -> str:
+    """``text`` cut to about ``limit`` characters (the longest piece of a spec an error
+    message quotes), saying how much was left out."""
     if len(text) <= limit:
         return text
     return f"{text[: limit // 2]}...({len(text) - limit + limit // 2:,} more characters)"
@@ -412,7 +381,7 @@ def _parse_pruner(errors: list[str], raw: Any) -> Pruner | None:
             f"(got {clip(repr(raw))})"
         )
         return None
-    _unknown_keys(errors, "pruner: ", raw, _PRUNER_KEYS)
+    _unknown_keys(errors, "pruner: ", raw, tuple(f.name for f in fields(Pruner)))
     max_resource = raw.get("max_resource")
     if max_resource is not None:
         max_resource = _int(errors, "pruner.max_resource", max_resource, 1)
@@ -436,7 +405,7 @@ def _parse_pbt(errors: list[str], raw: Any, space: Space) -> Pbt | None:
     if not isinstance(raw, dict):
         errors.append(f"pbt: give an object like {{generations = 4}} (got {clip(repr(raw))})")
         return None
-    _unknown_keys(errors, "pbt: ", raw, _PBT_KEYS)
+    _unknown_keys(errors, "pbt: ", raw, ("type", *(f.name for f in fields(Pbt))))
     fractions = {}
     for key, default, high in (("quantile_fraction", 0.25, 0.5), ("resample_probability", 0.25, 1)):
         value = raw.get(key, default)
