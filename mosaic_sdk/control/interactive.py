@@ -287,9 +287,8 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
     channel = ctx.control
     if channel is None or channel.interactive is None:
         raise RuntimeError("serve_interactive needs a control channel in interactive mode")
-    emitter = ctx.emitter
     started = time.monotonic()
-    emitter.run_started(
+    ctx.emitter.run_started(
         worker_type=worker_type,
         algo=session.info.get("algo"),
         env_id=session.info.get("env_id"),
@@ -324,7 +323,7 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
         session.env.close()
     if ctx.cancel.is_set():
         return  # worker_main ends the run with run_cancelled
-    emitter.run_completed(
+    ctx.emitter.run_completed(
         episodes=session.episodes_done,
         total_reward=session.episode_return,
         duration_seconds=time.monotonic() - started,
@@ -356,46 +355,39 @@ def _serve_v1(ctx: RunContext, session: InteractiveSession, command: Any) -> boo
             return True
         if name == "reset":
             obs = session.reset(command.seed)
-            channel.reply(
-                ok_reply(
-                    cid,
-                    name,
-                    seed=command.seed,
-                    episode_index=session.episode_index,
-                    step_index=0,
-                    episode_return=0.0,
-                    observation=obs,
-                    frame=session.frame_ref(),
-                    **session.turn_fields(),
-                )
-            )
+            result = {
+                "seed": command.seed,
+                "episode_index": session.episode_index,
+                "step_index": 0,
+                "episode_return": 0.0,
+                "observation": obs,
+                "frame": session.frame_ref(),
+                **session.turn_fields(),
+            }
         elif name == "act":
             obs = command.observation
             if isinstance(obs, list):
                 obs = np.asarray(obs, dtype=np.float32)
-            channel.reply(ok_reply(cid, name, action=session.policy(obs)))
-        elif name == "step":
+            result = {"action": session.policy(obs)}
+        else:  # step
             _check_steppable(session, cid)
             action, reward, terminated, truncated = session.step(command.action)
             if session.episode_done:
                 _finish_episode(ctx, session, terminated)
-            channel.reply(
-                ok_reply(
-                    cid,
-                    name,
-                    episode_index=session.episode_index,
-                    step_index=session.step_index,
-                    action=action,
-                    reward=reward,
-                    terminated=terminated,
-                    truncated=truncated,
-                    episode_return=session.episode_return,
-                    episode_done=session.episode_done,
-                    observation=session.observation,
-                    frame=session.frame_ref(),
-                    **session.turn_fields(),
-                )
-            )
+            result = {
+                "episode_index": session.episode_index,
+                "step_index": session.step_index,
+                "action": action,
+                "reward": reward,
+                "terminated": terminated,
+                "truncated": truncated,
+                "episode_return": session.episode_return,
+                "episode_done": session.episode_done,
+                "observation": session.observation,
+                "frame": session.frame_ref(),
+                **session.turn_fields(),
+            }
+        channel.reply(ok_reply(cid, name, **result))
     except ProtocolError as exc:
         channel.reply(exc.reply())
     except IllegalAction as exc:  # refused and not played: the game waits for a legal move

@@ -226,12 +226,9 @@ def ok_reply(id: str, cmd: str, **result: object) -> dict[str, object]:
     return {"v": PROTOCOL_VERSION, "id": id, "cmd": cmd, "ok": True, **result}
 
 
-_EXAMPLE = '{"v": 1, "id": "1", "cmd": "ping"}'
-
-
 def decode_line(line: str | bytes) -> JsonObject:
     """Parse one line into a JSON object, or raise ``ProtocolError("malformed_json")``."""
-    hint = f"send one JSON object per line, e.g. {_EXAMPLE}"
+    hint = 'send one JSON object per line, e.g. {"v": 1, "id": "1", "cmd": "ping"}'
     try:
         data = json.loads(line)
     except (ValueError, RecursionError) as exc:
