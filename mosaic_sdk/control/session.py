@@ -211,13 +211,11 @@ class Session:
 
     def next_unmatched(self, timeout: float | None = None) -> Reply:
         """The next reply to a line this session did not send as a command (e.g. malformed)."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        wait = self.timeout if timeout is None else timeout
         with self._cond:
-            while not self.unmatched:
-                left = deadline - time.monotonic()
-                if self.closed_stdout or left <= 0:
-                    raise ControlTimeout(f"no error reply came{self.link.note()}")
-                self._cond.wait(left)
+            self._cond.wait_for(lambda: self.unmatched or self.closed_stdout, wait)
+            if not self.unmatched:
+                raise ControlTimeout(f"no error reply came{self.link.note()}")
             return read_reply(self.unmatched.popleft())
 
     def feed(self, lines: Iterable[bytes | str]) -> None:
@@ -270,21 +268,18 @@ class Session:
             self.lines.append(data)
 
     def _await(self, cid: str, cmd: str, timeout: float) -> JsonObject:
-        deadline = time.monotonic() + timeout
         with self._cond:
-            while cid not in self._replies:
-                left = deadline - time.monotonic()
-                if self.closed_stdout:
-                    raise ControlTimeout(
-                        f"the worker closed its stdout before answering {cmd}{self.link.note()}"
-                    )
-                if left <= 0:
-                    raise ControlTimeout(
-                        f"no reply to {cmd} within {timeout:g} s{self.link.note()}; "
-                        "is it a worker that speaks the control protocol (control_protocol=1)?"
-                    )
-                self._cond.wait(left)
-            return self._replies[cid]
+            self._cond.wait_for(lambda: cid in self._replies or self.closed_stdout, timeout)
+            if cid in self._replies:
+                return self._replies[cid]
+            if self.closed_stdout:
+                raise ControlTimeout(
+                    f"the worker closed its stdout before answering {cmd}{self.link.note()}"
+                )
+            raise ControlTimeout(
+                f"no reply to {cmd} within {timeout:g} s{self.link.note()}; "
+                "is it a worker that speaks the control protocol (control_protocol=1)?"
+            )
 
     def wait_for(
         self,
