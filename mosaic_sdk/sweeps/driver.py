@@ -63,19 +63,15 @@ def check_engine(spec: SweepSpec, engine: str, handle: WorkerHandle | None = Non
         _, capabilities = handle.describe()
         if not capabilities.supports_checkpointing:
             raise SpecError(
-                [
-                    f"pbt: worker {handle.name!r} does not declare supports_checkpointing; "
-                    "population-based training resumes trials from checkpoints"
-                ]
+                f"pbt: worker {handle.name!r} does not declare supports_checkpointing; "
+                "population-based training resumes trials from checkpoints"
             )
         fields = getattr(handle.config_model(), "model_fields", {})
         if spec.pbt.resume_key not in fields:
             raise SpecError(
-                [
-                    f"pbt.resume_key: worker {handle.name!r} has no config key "
-                    f"{spec.pbt.resume_key!r} to resume from a checkpoint; give the key that "
-                    "takes a checkpoint's path (see mosaic workers show)"
-                ]
+                f"pbt.resume_key: worker {handle.name!r} has no config key "
+                f"{spec.pbt.resume_key!r} to resume from a checkpoint; give the key that "
+                "takes a checkpoint's path (see mosaic workers show)"
             )
     return sampler
 

@@ -64,11 +64,9 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
             )
         if name != "grid":
             raise SpecError(
-                [
-                    f"pbt: its first population is the spec's trials (sampler 'grid', draws "
-                    f"made with sample_seed as the local engine makes them), not {name!r}; "
-                    "give sampler = 'grid' or leave it out"
-                ]
+                f"pbt: its first population is the spec's trials (sampler 'grid', draws "
+                f"made with sample_seed as the local engine makes them), not {name!r}; "
+                "give sampler = 'grid' or leave it out"
             )
         if spec.pruner is not None:
             raise SpecError(["pbt: PBT is the sweep's scheduler; drop [pruner]"])
@@ -77,10 +75,8 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
     if spec.pruner is not None and name == "grid" and engine == "local":
         learning = ", ".join(s for s in available_samplers(engine) if s != "grid")
         raise SpecError(
-            [
-                f"pruner {spec.pruner.type!r} needs an Optuna sampler, not 'grid': give "
-                f"sampler = one of {learning or 'tpe, random (pip install optuna)'}"
-            ]
+            f"pruner {spec.pruner.type!r} needs an Optuna sampler, not 'grid': give "
+            f"sampler = one of {learning or 'tpe, random (pip install optuna)'}"
         )
     if spec.pruner is not None and spec.scheduler is not None:
         raise SpecError(["pruner: give [pruner] or [scheduler], not both"])
@@ -94,11 +90,9 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
         )
     if several and engine == "ray" and name != "grid" and len(spec.seeds) > 1:
         raise SpecError(
-            [
-                f"metric: --engine ray tells {name!r} several objectives of one trial at a "
-                "time (Tune's OptunaSearch), not a mean over seeds (Tune's Repeater averages "
-                "one metric); give one seed, or run --engine local"
-            ]
+            f"metric: --engine ray tells {name!r} several objectives of one trial at a "
+            "time (Tune's OptunaSearch), not a mean over seeds (Tune's Repeater averages "
+            "one metric); give one seed, or run --engine local"
         )
     if name == "grid":
         return name
@@ -106,19 +100,15 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
     if missing:
         install = " ".join(_PIP_NAMES.get(m, m) for m in missing)
         raise SpecError(
-            [
-                f"sampler {name!r} needs {', '.join(missing)}, not installed here: pip install "
-                f"{install}; or give a sampler that runs here ({usable})"
-            ]
+            f"sampler {name!r} needs {', '.join(missing)}, not installed here: pip install "
+            f"{install}; or give a sampler that runs here ({usable})"
         )
     if name == "cmaes" and not any(
         kind in ("uniform", "loguniform") for d in spec.space.values() for kind in d
     ):
         raise SpecError(
-            [
-                "sampler 'cmaes' searches uniform/loguniform keys and the space has none; "
-                f"give one, or another sampler ({usable})"
-            ]
+            "sampler 'cmaes' searches uniform/loguniform keys and the space has none; "
+            f"give one, or another sampler ({usable})"
         )
     return name
 

@@ -14,10 +14,7 @@ from mosaic_sdk.contract import ConfigError
 from mosaic_sdk.sweeps.space import Space, is_number, parse_space, space_points
 
 #: The episode fields a metric can be made of (any other name is a series the worker reports).
-METRICS = {
-    "return": "total_reward",
-    "steps": "steps",
-}
+METRICS = {"return": "total_reward", "steps": "steps"}
 #: How a metric's values (of the episodes, or the points of a series, in order) become one number.
 REDUCES = {
     "last_mean": "the mean of the last N values",
@@ -35,8 +32,8 @@ MAX_TRIALS = 100_000
 class SpecError(ValueError):
     """A sweep spec that cannot run; ``errors`` holds one line per problem."""
 
-    def __init__(self, errors: list[str]) -> None:
-        self.errors = errors
+    def __init__(self, errors: list[str] | str) -> None:
+        self.errors = [errors] if isinstance(errors, str) else errors
         super().__init__("; ".join(errors))
 
 
@@ -220,11 +217,9 @@ def parse_seeds(text: str, limit: int = MAX_TRIALS) -> list[int]:
     count = sum(b - a + 1 for a, b in ranges)
     if count > limit:
         raise SpecError(
-            [
-                f"--seeds {clip(text)!r} is {count_text(count)} seeds, more than the "
-                f"{count_text(limit)} trials a sweep may run (max_trials); give fewer seeds, or "
-                "raise the limit with --max-trials or the spec key max_trials"
-            ]
+            f"--seeds {clip(text)!r} is {count_text(count)} seeds, more than the "
+            f"{count_text(limit)} trials a sweep may run (max_trials); give fewer seeds, or "
+            "raise the limit with --max-trials or the spec key max_trials"
         )
     return [seed for a, b in ranges for seed in range(a, b + 1)]
 
