@@ -8,7 +8,7 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mosaic_sdk.runner.recording.outcome import Outcome, lifecycle_event
+from mosaic_sdk.runner.recording.outcome import Outcome, failed_event, lifecycle_event
 from mosaic_sdk.runner.recording.recorder import (
     RecordedEnd,
     RecorderOptions,
@@ -117,18 +117,10 @@ class Collector:
             if attempt is None:
                 return
             if status == "cancelled":
-                payload: dict[str, Any] = {"reason": why, "by": "mosaic sweep"}
+                payload = {"reason": why, "by": "mosaic sweep"}
+                event = lifecycle_event(run_id, "run_cancelled", payload)
             else:
-                payload = {
-                    "error": why,
-                    "error_type": "TrialLost",
-                    "exit_code": None,
-                    "stderr_tail": "",
-                    "traceback": None,
-                    "episode": None,
-                    "step": None,
-                }
-            event = lifecycle_event(run_id, f"run_{status}", payload)
+                event = failed_event(run_id, why, "TrialLost", None)
             outcome = Outcome(status, why, event)
             self._close(attempt, attempt.recorder.finish(outcome, None), stopped_early=False)
 
