@@ -95,10 +95,7 @@ METHODS: dict[str, tuple[str, str, bool]] = {
 
 def _file_proto() -> descriptor_pb2.FileDescriptorProto:
     file = descriptor_pb2.FileDescriptorProto(
-        name=FILE_NAME,
-        package=PACKAGE,
-        syntax="proto3",
-        dependency=[timestamp_pb2.DESCRIPTOR.name],
+        name=FILE_NAME, package=PACKAGE, syntax="proto3", dependency=[timestamp_pb2.DESCRIPTOR.name]
     )
     enum = file.enum_type.add(name="RunStatus")
     for name, number in RUN_STATUS.items():

@@ -148,16 +148,11 @@ class LocalEngine:
             for sup, reason in stop:
                 sup.cancel(reason)
 
-    def _next(self) -> Trial | None:
-        with self._lock:
-            if self.cancel_reason is not None:
-                return None
-            return self._source.next()
-
     def _pool_thread(self) -> None:
         while True:
             try:
-                trial = self._next()
+                with self._lock:  # no new trial once cancelled
+                    trial = None if self.cancel_reason is not None else self._source.next()
             except Exception as exc:  # noqa: BLE001 - the search failed: stop starting trials
                 message = f"the search could not propose a trial: {type(exc).__name__}: {exc}"
                 self.errors.append(message)

@@ -275,10 +275,7 @@ class RayEngine:
         )
         stop = threading.Event()
         pump = threading.Thread(
-            target=self._pump,
-            args=(inbox, collector, stop),
-            name="mosaic-sweep-inbox",
-            daemon=True,
+            target=self._pump, args=(inbox, collector, stop), name="mosaic-sweep-inbox", daemon=True
         )
         pump.start()
         # Tune's state, from its first file (tuner.pkl) on: owner-only, as the store.
@@ -309,7 +306,6 @@ class RayEngine:
         # Optional: ray_trial imports Ray.
         from mosaic_sdk.sweeps.ray_trial import LostAttempts
 
-        spec = self.spec
         return tune.Tuner(
             trainable,
             param_space=setup.param_space,
@@ -318,7 +314,7 @@ class RayEngine:
                 mode=setup.mode,
                 search_alg=setup.search_alg,
                 num_samples=setup.num_samples,
-                max_concurrent_trials=spec.trials_at_once,
+                max_concurrent_trials=self.spec.trials_at_once,
                 scheduler=setup.scheduler,
                 # an actor is one trial's (its worker, its lines): never handed to another
                 reuse_actors=False,
@@ -327,7 +323,7 @@ class RayEngine:
                 name=self.sweep_id,
                 storage_path=str(self.storage_dir),
                 stop=setup.stop,
-                failure_config=tune.FailureConfig(max_failures=spec.max_failures),
+                failure_config=tune.FailureConfig(max_failures=self.spec.max_failures),
                 # No periodic checkpoints: a retried attempt starts its worker anew, so the
                 # nodes need no storage shared with the driver (PBT saves its own).
                 checkpoint_config=tune.CheckpointConfig(

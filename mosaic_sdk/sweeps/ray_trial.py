@@ -77,10 +77,7 @@ class _Streamer(RunObserver):
             self.flush()
 
     def on_check(self, now: float) -> None:
-        health = self.health
-        if health is None:
-            return
-        change = health.check(now)
+        change = None if self.health is None else self.health.check(now)
         if change is None or change["event"] != STALLED_EVENT:
             return
         self.health = None  # stopped for it: one stall per trial

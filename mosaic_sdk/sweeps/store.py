@@ -37,20 +37,12 @@ class SweepStore:
     def create_sweep(
         self, sweep_id: str, worker: str, engine: str, spec: Mapping[str, object], metric: Metric
     ) -> None:
+        spec_json = json.dumps(spec, sort_keys=True)
+        driver = (os.getpid(), socket.gethostname())
         self.conn.execute(
             "INSERT INTO sweeps (sweep_id, worker, engine, status, created_at, spec_json,"
             " metric, mode, driver_pid, driver_host) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
-            (
-                sweep_id,
-                worker,
-                engine,
-                time.time(),
-                json.dumps(spec, sort_keys=True),
-                metric.name,
-                metric.mode,
-                os.getpid(),
-                socket.gethostname(),
-            ),
+            (sweep_id, worker, engine, time.time(), spec_json, metric.name, metric.mode, *driver),
         )
 
     def set_status(self, sweep_id: str, status: str, error: str | None = None) -> None:
@@ -84,18 +76,11 @@ class SweepStore:
             (sweep_id, trial_key),
         ).fetchone()
         attempt = int(row["n"])
+        params_json = json.dumps(params, sort_keys=True)
         self.conn.execute(
             "INSERT INTO sweep_trials (sweep_id, trial_key, attempt, run_id, params_json, status,"
             " node, parent_run_id) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-            (
-                sweep_id,
-                trial_key,
-                attempt,
-                run_id,
-                json.dumps(params, sort_keys=True),
-                node,
-                parent_run_id,
-            ),
+            (sweep_id, trial_key, attempt, run_id, params_json, node, parent_run_id),
         )
         return attempt
 
