@@ -145,17 +145,20 @@ class SweepStore:
         out["spec"] = json.loads(out.pop("spec_json"))
         return out
 
-    def list_sweeps(self) -> list[dict[str, Any]]:
-        """The 20 newest sweeps, with their trial counts and best metric."""
+    def list_sweeps(self, limit: int | None = 20) -> list[dict[str, Any]]:
         sql = (
             "SELECT s.sweep_id, s.worker, s.engine, s.status, s.created_at, s.ended_at, s.metric,"
             " s.mode, count(t.trial_key) AS attempts, count(DISTINCT t.trial_key) AS trials,"
             " sum(t.status = 'completed') AS completed, sum(t.status = 'failed') AS failed,"
             " CASE s.mode WHEN 'max' THEN max(t.metric) ELSE min(t.metric) END AS best"
             " FROM sweeps s LEFT JOIN sweep_trials t ON t.sweep_id = s.sweep_id"
-            " GROUP BY s.sweep_id ORDER BY s.created_at DESC LIMIT 20"
+            " GROUP BY s.sweep_id ORDER BY s.created_at DESC"
         )
-        return [dict(r) for r in self.conn.execute(sql).fetchall()]
+        params: tuple[int, ...] = ()
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (limit,)
+        return [dict(r) for r in self.conn.execute(sql, params).fetchall()]
 
     def trials(self, sweep_id: str) -> list[dict[str, Any]]:
         """Every attempt of every trial, best metric first (no metric last), with the run's
