@@ -34,7 +34,7 @@ class SpecError(ValueError):
 
     def __init__(self, errors: list[str] | str) -> None:
         self.errors = [errors] if isinstance(errors, str) else errors
-        super().__init__("; ".join(errors))
+        super().__init__("; ".join(self.errors))
 
 
 @dataclass(frozen=True)
