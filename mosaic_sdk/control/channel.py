@@ -67,7 +67,6 @@ class ControlChannel:
         self._parked = False
         self._checkpoints: list[str] = []
         self._checkpoint_fn: Callable[[], str | Path] | None = None
-        self._thread: threading.Thread | None = None
         #: Interactive mode: (kind, payload) items for serve_interactive, else None.
         self.interactive: queue.Queue[tuple[str, Any]] | None = None
         self.interactive_ended = False
@@ -110,11 +109,11 @@ class ControlChannel:
 
     def start(self, stream: BinaryIO) -> threading.Thread:
         """Read commands from ``stream`` (the worker's stdin) in a daemon thread."""
-        self._thread = threading.Thread(
+        thread = threading.Thread(
             target=self._read, args=(stream,), name="mosaic-control", daemon=True
         )
-        self._thread.start()
-        return self._thread
+        thread.start()
+        return thread
 
     def _read(self, stream: BinaryIO) -> None:
         try:
@@ -263,6 +262,3 @@ def _ended(cid: str, cmd: str) -> ProtocolError:
 def _failed(cid: str | None, cmd: str | None, exc: BaseException) -> dict[str, object]:
     hint = "the worker's stderr has the details; the run goes on"
     return error_reply(cid, cmd, "failed", f"{type(exc).__name__}: {exc}", hint)
-
-
-__all__ = ["EOF", "WAKE", "ControlChannel"]

@@ -69,14 +69,3 @@ def render_payload(frame: Any) -> dict[str, object] | None:
         return None
     height, width = int(frame.shape[0]), int(frame.shape[1])
     return {"mode": "rgb_array", "rgb": frame.tolist(), "width": width, "height": height}
-
-
-__all__ = [
-    "DIALECT_VERSION",
-    "Channel",
-    "LEGACY_COMMANDS",
-    "error_line",
-    "handle_legacy",
-    "render_payload",
-    "write",
-]

@@ -66,6 +66,3 @@ class FrameWaiter:
         attached, self._attached = self._attached, None
         if attached is not None:
             attached[1].close()
-
-
-__all__ = ["POLL_S", "FrameWaiter"]

@@ -287,9 +287,8 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
     channel = ctx.control
     if channel is None or channel.interactive is None:
         raise RuntimeError("serve_interactive needs a control channel in interactive mode")
-    emitter = ctx.emitter
     started = time.monotonic()
-    emitter.run_started(
+    ctx.emitter.run_started(
         worker_type=worker_type,
         algo=session.info.get("algo"),
         env_id=session.info.get("env_id"),
@@ -298,7 +297,9 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
         mode=INTERACTIVE,
         **({"agents": session.agents} if isinstance(session, TurnBasedSession) else {}),
     )
-    dialect.write(channel, {"type": "init", "run_id": ctx.config.run_id, **_init_info(session)})
+    info = {key: session.info[key] for key in ("env_id", "algo", "policy_path")}
+    init = {"type": "init", "run_id": ctx.config.run_id, **info}
+    dialect.write(channel, {**init, "version": dialect.DIALECT_VERSION})
     try:
         commands = channel.interactive
         while not ctx.cancel.is_set():
@@ -322,16 +323,11 @@ def serve_interactive(ctx: RunContext, session: InteractiveSession, worker_type:
         session.env.close()
     if ctx.cancel.is_set():
         return  # worker_main ends the run with run_cancelled
-    emitter.run_completed(
+    ctx.emitter.run_completed(
         episodes=session.episodes_done,
         total_reward=session.episode_return,
         duration_seconds=time.monotonic() - started,
     )
-
-
-def _init_info(session: InteractiveSession) -> dict[str, object]:
-    info = {key: session.info[key] for key in ("env_id", "algo", "policy_path")}
-    return {**info, "version": dialect.DIALECT_VERSION}
 
 
 def _finish_episode(ctx: RunContext, session: InteractiveSession, terminated: bool) -> None:
@@ -359,43 +355,39 @@ def _serve_v1(ctx: RunContext, session: InteractiveSession, command: Any) -> boo
             return True
         if name == "reset":
             obs = session.reset(command.seed)
-            channel.reply(
-                ok_reply(
-                    cid,
-                    name,
-                    seed=command.seed,
-                    episode_index=session.episode_index,
-                    step_index=0,
-                    episode_return=0.0,
-                    observation=obs,
-                    frame=session.frame_ref(),
-                    **session.turn_fields(),
-                )
-            )
+            result = {
+                "seed": command.seed,
+                "episode_index": session.episode_index,
+                "step_index": 0,
+                "episode_return": 0.0,
+                "observation": obs,
+                "frame": session.frame_ref(),
+                **session.turn_fields(),
+            }
         elif name == "act":
-            channel.reply(ok_reply(cid, name, action=session.policy(_as_obs(command.observation))))
-        elif name == "step":
+            obs = command.observation
+            if isinstance(obs, list):
+                obs = np.asarray(obs, dtype=np.float32)
+            result = {"action": session.policy(obs)}
+        else:  # step
             _check_steppable(session, cid)
             action, reward, terminated, truncated = session.step(command.action)
             if session.episode_done:
                 _finish_episode(ctx, session, terminated)
-            channel.reply(
-                ok_reply(
-                    cid,
-                    name,
-                    episode_index=session.episode_index,
-                    step_index=session.step_index,
-                    action=action,
-                    reward=reward,
-                    terminated=terminated,
-                    truncated=truncated,
-                    episode_return=session.episode_return,
-                    episode_done=session.episode_done,
-                    observation=session.observation,
-                    frame=session.frame_ref(),
-                    **session.turn_fields(),
-                )
-            )
+            result = {
+                "episode_index": session.episode_index,
+                "step_index": session.step_index,
+                "action": action,
+                "reward": reward,
+                "terminated": terminated,
+                "truncated": truncated,
+                "episode_return": session.episode_return,
+                "episode_done": session.episode_done,
+                "observation": session.observation,
+                "frame": session.frame_ref(),
+                **session.turn_fields(),
+            }
+        channel.reply(ok_reply(cid, name, **result))
     except ProtocolError as exc:
         channel.reply(exc.reply())
     except IllegalAction as exc:  # refused and not played: the game waits for a legal move
@@ -419,12 +411,6 @@ def _check_steppable(session: InteractiveSession, cid: str) -> None:
     else:
         return
     raise ProtocolError("out_of_order", why, hint, id=cid, cmd="step")
-
-
-def _as_obs(observation: Any) -> Any:
-    if isinstance(observation, list):
-        return np.asarray(observation, dtype=np.float32)
-    return observation
 
 
 def _serve_legacy(ctx: RunContext, session: InteractiveSession, data: dict[str, Any]) -> None:
@@ -494,12 +480,3 @@ def _with_frame(session: InteractiveSession, line: dict[str, object]) -> dict[st
         if payload is not None:
             line["render_payload"] = payload
     return line
-
-
-__all__ = [
-    "INTERACTIVE",
-    "IllegalAction",
-    "InteractiveSession",
-    "TurnBasedSession",
-    "serve_interactive",
-]

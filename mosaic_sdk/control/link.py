@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import threading
 from typing import IO, Protocol
@@ -69,11 +70,8 @@ class PipeLink:
             raise BrokenPipeError(str(exc)) from None
 
     def close_stdin(self) -> None:
-        try:
-            with self._lock:
-                self._stdin.close()
-        except (OSError, ValueError):
-            pass
+        with contextlib.suppress(OSError, ValueError), self._lock:
+            self._stdin.close()
 
     def poll(self) -> int | None:
         return None if self.process is None else self.process.poll()
@@ -116,6 +114,3 @@ class PipeLink:
         if code is None:
             return " (the worker is still running)"
         return f" (the worker exited with {code})"
-
-
-__all__ = ["PipeLink", "WorkerLink"]

@@ -226,12 +226,9 @@ def ok_reply(id: str, cmd: str, **result: object) -> dict[str, object]:
     return {"v": PROTOCOL_VERSION, "id": id, "cmd": cmd, "ok": True, **result}
 
 
-_EXAMPLE = '{"v": 1, "id": "1", "cmd": "ping"}'
-
-
 def decode_line(line: str | bytes) -> JsonObject:
     """Parse one line into a JSON object, or raise ``ProtocolError("malformed_json")``."""
-    hint = f"send one JSON object per line, e.g. {_EXAMPLE}"
+    hint = 'send one JSON object per line, e.g. {"v": 1, "id": "1", "cmd": "ping"}'
     try:
         data = json.loads(line)
     except (ValueError, RecursionError) as exc:
@@ -321,36 +318,6 @@ def json_schema() -> dict[str, Any]:
 def render_schema() -> str:
     return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
 
-
-__all__ = [
-    "COMMANDS",
-    "ERROR_CODES",
-    "INTERACTIVE_COMMANDS",
-    "PROTOCOL_VERSION",
-    "RUN_COMMANDS",
-    "Act",
-    "Checkpoint",
-    "Close",
-    "ControlTimeout",
-    "ErrorInfo",
-    "FrameRef",
-    "Pause",
-    "Ping",
-    "ProtocolError",
-    "Reply",
-    "Reset",
-    "Resume",
-    "Step",
-    "Stop",
-    "decode_line",
-    "error_reply",
-    "json_schema",
-    "ok_reply",
-    "parse_command",
-    "render_schema",
-    "read_reply",
-    "validate_reply",
-]
 
 if __name__ == "__main__":  # pragma: no cover - exercised by the schema freshness test
     sys.stdout.write(render_schema())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import subprocess
@@ -196,7 +197,7 @@ class Session:
                 "reset/step yet); start the session with FastLane on and reset first"
             )
         return self._frames.wait(
-            ref, self.timeout if timeout is None else timeout, note=self._exit_note
+            ref, self.timeout if timeout is None else timeout, note=self.link.note
         )
 
     def send_line(self, text: str) -> None:
@@ -204,19 +205,17 @@ class Session:
         try:
             self.link.write_line(text.encode("utf-8") + b"\n")
         except OSError as exc:
-            message = f"cannot write to the worker's stdin ({exc}){self._exit_note()}"
+            message = f"cannot write to the worker's stdin ({exc}){self.link.note()}"
             reply = error_reply(None, None, "worker_gone", message, "start a new session")
             raise ControlCommandError(Reply.model_validate(reply)) from None
 
     def next_unmatched(self, timeout: float | None = None) -> Reply:
         """The next reply to a line this session did not send as a command (e.g. malformed)."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        wait = self.timeout if timeout is None else timeout
         with self._cond:
-            while not self.unmatched:
-                left = deadline - time.monotonic()
-                if self.closed_stdout or left <= 0:
-                    raise ControlTimeout(f"no error reply came{self._exit_note()}")
-                self._cond.wait(left)
+            self._cond.wait_for(lambda: self.unmatched or self.closed_stdout, wait)
+            if not self.unmatched:
+                raise ControlTimeout(f"no error reply came{self.link.note()}")
             return read_reply(self.unmatched.popleft())
 
     def feed(self, lines: Iterable[bytes | str]) -> None:
@@ -269,21 +268,18 @@ class Session:
             self.lines.append(data)
 
     def _await(self, cid: str, cmd: str, timeout: float) -> JsonObject:
-        deadline = time.monotonic() + timeout
         with self._cond:
-            while cid not in self._replies:
-                left = deadline - time.monotonic()
-                if self.closed_stdout:
-                    raise ControlTimeout(
-                        f"the worker closed its stdout before answering {cmd}{self._exit_note()}"
-                    )
-                if left <= 0:
-                    raise ControlTimeout(
-                        f"no reply to {cmd} within {timeout:g} s{self._exit_note()}; "
-                        "is it a worker that speaks the control protocol (control_protocol=1)?"
-                    )
-                self._cond.wait(left)
-            return self._replies[cid]
+            self._cond.wait_for(lambda: cid in self._replies or self.closed_stdout, timeout)
+            if cid in self._replies:
+                return self._replies[cid]
+            if self.closed_stdout:
+                raise ControlTimeout(
+                    f"the worker closed its stdout before answering {cmd}{self.link.note()}"
+                )
+            raise ControlTimeout(
+                f"no reply to {cmd} within {timeout:g} s{self.link.note()}; "
+                "is it a worker that speaks the control protocol (control_protocol=1)?"
+            )
 
     def wait_for(
         self,
@@ -304,7 +300,7 @@ class Session:
                 left = deadline - time.monotonic()
                 if self.closed_stdout or left <= 0:
                     why = "the worker closed its stdout" if self.closed_stdout else "timed out"
-                    raise ControlTimeout(f"waiting for {what}: {why}{self._exit_note()}")
+                    raise ControlTimeout(f"waiting for {what}: {why}{self.link.note()}")
                 self._cond.wait(left)
 
     def events(self) -> list[str]:
@@ -326,9 +322,6 @@ class Session:
         """The worker's exit code, or None while it runs."""
         return self.link.poll()
 
-    def _exit_note(self) -> str:
-        return self.link.note()
-
     def wait_exit(self, timeout: float | None = None) -> int | None:
         """The worker's exit code, waiting up to ``timeout`` seconds (None: still running);
         once it has exited, also waits for the rest of its output to be read."""
@@ -348,10 +341,8 @@ class Session:
     def _close_stdout(self) -> None:
         self._frames.close()
         if self._stdout is not None:
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 self._stdout.close()
-            except (OSError, ValueError):
-                pass
 
     def close_stdin(self) -> None:
         """Close the worker's stdin (EOF): a training run goes on, an interactive one ends."""
@@ -376,6 +367,3 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
-
-
-__all__ = ["ControlCommandError", "ControlTimeout", "Session"]

@@ -59,27 +59,19 @@ class DaemonClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _unary(self, method: str) -> Callable[..., Any]:
-        request, response, _ = protocol.METHODS[method]
-        return self.channel.unary_unary(
+    def _call(self, method: str) -> Callable[..., Any]:
+        _, response, streams = protocol.METHODS[method]
+        make: Any = self.channel.unary_stream if streams else self.channel.unary_unary
+        return make(
             protocol.method_path(method),
             request_serializer=lambda m: m.SerializeToString(),
             response_deserializer=protocol.message(response).FromString,
         )
 
-    def _stream(self, method: str) -> Callable[..., Any]:
-        request, response, _ = protocol.METHODS[method]
-        return self.channel.unary_stream(
-            protocol.method_path(method),
-            request_serializer=lambda m: m.SerializeToString(),
-            response_deserializer=protocol.message(response).FromString,
-        )
-
-    # -- calls ---------------------------------------------------------------------------
     def health(self, timeout: float = CONNECT_TIMEOUT) -> Any:
         """The daemon's ``HealthCheckResponse``; :class:`SubmitError` when none answers."""
         try:
-            return self._unary("GetHealth")(
+            return self._call("GetHealth")(
                 protocol.message("HealthCheckRequest")(), timeout=timeout
             )
         except grpc.RpcError as exc:
@@ -95,7 +87,7 @@ class DaemonClient:
             run_id=run_id, config_json=json.dumps(config, sort_keys=True)
         )
         try:
-            return self._unary("SubmitRun")(request, timeout=30.0)
+            return self._call("SubmitRun")(request, timeout=30.0)
         except grpc.RpcError as exc:
             code = exc.code() if isinstance(exc, grpc.Call) else None
             details = _details(exc)
@@ -122,7 +114,7 @@ class DaemonClient:
         if on_status is not None:  # SubmitRun accepted it: the daemon registered it INIT
             on_status("INIT", None)
         request = protocol.message("WatchRunsRequest")(since_seq=0)
-        stream = self._stream("WatchRuns")(request, timeout=timeout)
+        stream = self._call("WatchRuns")(request, timeout=timeout)
         try:
             for record in (r for r in stream if r.run_id == run_id):
                 name = protocol.status_name(record.status)
@@ -157,7 +149,7 @@ class DaemonClient:
         """The episodes of ``run_id`` in the daemon's telemetry store (``StreamRunEpisodes``
         replays them, then waits for new ones: what arrived within ``wait`` seconds)."""
         request = protocol.message("StreamEpisodesRequest")(run_id=run_id, since_seq=0)
-        stream = self._stream("StreamRunEpisodes")(request, timeout=wait)
+        stream = self._call("StreamRunEpisodes")(request, timeout=wait)
         found: dict[tuple[int, str], StoredEpisode] = {}
         try:
             for episode in stream:
@@ -178,15 +170,8 @@ class DaemonClient:
 
 
 def _code(exc: grpc.RpcError) -> str:
-    if isinstance(exc, grpc.Call):
-        return str(exc.code().name)
-    return type(exc).__name__
+    return str(exc.code().name) if isinstance(exc, grpc.Call) else type(exc).__name__
 
 
 def _details(exc: grpc.RpcError) -> str:
-    if isinstance(exc, grpc.Call):
-        return str(exc.details() or exc.code().name)
-    return str(exc)
-
-
-__all__ = ["CONNECT_TIMEOUT", "DaemonClient", "RunOutcome", "StoredEpisode"]
+    return str(exc.details() or exc.code().name) if isinstance(exc, grpc.Call) else str(exc)

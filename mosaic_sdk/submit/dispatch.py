@@ -237,20 +237,3 @@ def worker_id_for(worker: str, given: str | None, config: Mapping[str, Any]) -> 
             "names files after it), e.g. --worker-id example-gpu-01"
         )
     return chosen
-
-
-__all__ = [
-    "DEFAULT_DAEMON",
-    "ModuleLaunch",
-    "RUN_NAME_MAX_LENGTH",
-    "SubmitError",
-    "TRAIN_RUN_SCHEMA",
-    "default_run_name",
-    "dispatcher_argv",
-    "dispatcher_config",
-    "dispatcher_env",
-    "is_ulid",
-    "module_launch",
-    "train_run_config",
-    "worker_id_for",
-]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
@@ -24,65 +24,61 @@ _UINT64, _INT32, _ENUM, _MESSAGE = _F.TYPE_UINT64, _F.TYPE_INT32, _F.TYPE_ENUM, 
 _TIMESTAMP = ".google.protobuf.Timestamp"
 _STATUS = f".{PACKAGE}.RunStatus"
 
-# (name, number, type, type_name, repeated, proto3 optional) per field, per message.
-Field = tuple[str, int, int, str, bool, bool]
 
+class Field(NamedTuple):
+    """One field of a message (``optional``: proto3's, a synthetic oneof of its own)."""
 
-def _f(
-    name: str,
-    number: int,
-    kind: int,
-    type_name: str = "",
-    *,
-    repeated: bool = False,
-    optional: bool = False,
-) -> Field:
-    return (name, number, kind, type_name, repeated, optional)
+    name: str
+    number: int
+    kind: int
+    type_name: str = ""
+    repeated: bool = False
+    optional: bool = False
 
 
 MESSAGES: dict[str, tuple[Field, ...]] = {
-    "SubmitRunRequest": (_f("run_id", 1, _STRING), _f("config_json", 2, _STRING)),
-    "SubmitRunResponse": (_f("run_id", 1, _STRING), _f("digest", 2, _STRING)),
-    "CancelRunRequest": (_f("run_id", 1, _STRING),),
+    "SubmitRunRequest": (Field("run_id", 1, _STRING), Field("config_json", 2, _STRING)),
+    "SubmitRunResponse": (Field("run_id", 1, _STRING), Field("digest", 2, _STRING)),
+    "CancelRunRequest": (Field("run_id", 1, _STRING),),
     "CancelRunResponse": (),
     "RunRecord": (
-        _f("run_id", 1, _STRING),
-        _f("status", 2, _ENUM, _STATUS),
-        _f("digest", 3, _STRING),
-        _f("created_at", 4, _MESSAGE, _TIMESTAMP),
-        _f("updated_at", 5, _MESSAGE, _TIMESTAMP),
-        _f("last_heartbeat", 6, _MESSAGE, _TIMESTAMP),
-        _f("gpu_slot", 7, _INT32, optional=True),
-        _f("failure_reason", 8, _STRING, optional=True),
-        _f("gpu_slots", 9, _INT32, repeated=True),
-        _f("seq_id", 10, _UINT64),
+        Field("run_id", 1, _STRING),
+        Field("status", 2, _ENUM, _STATUS),
+        Field("digest", 3, _STRING),
+        Field("created_at", 4, _MESSAGE, _TIMESTAMP),
+        Field("updated_at", 5, _MESSAGE, _TIMESTAMP),
+        Field("last_heartbeat", 6, _MESSAGE, _TIMESTAMP),
+        Field("gpu_slot", 7, _INT32, optional=True),
+        Field("failure_reason", 8, _STRING, optional=True),
+        Field("gpu_slots", 9, _INT32, repeated=True),
+        Field("seq_id", 10, _UINT64),
     ),
-    "ListRunsRequest": (_f("status_filter", 1, _ENUM, _STATUS, repeated=True),),
-    "ListRunsResponse": (_f("runs", 1, _MESSAGE, f".{PACKAGE}.RunRecord", repeated=True),),
+    "ListRunsRequest": (Field("status_filter", 1, _ENUM, _STATUS, repeated=True),),
+    "ListRunsResponse": (Field("runs", 1, _MESSAGE, f".{PACKAGE}.RunRecord", repeated=True),),
     "WatchRunsRequest": (
-        _f("status_filter", 1, _ENUM, _STATUS, repeated=True),
-        _f("since_seq", 2, _UINT64),
+        Field("status_filter", 1, _ENUM, _STATUS, repeated=True),
+        Field("since_seq", 2, _UINT64),
     ),
     "HealthCheckRequest": (),
     "HealthCheckResponse": (
-        _f("pid", 1, _UINT64),
-        _f("started_at", 2, _MESSAGE, _TIMESTAMP),
-        _f("listen_address", 3, _STRING),
-        _f("healthy", 4, _BOOL),
+        Field("pid", 1, _UINT64),
+        Field("started_at", 2, _MESSAGE, _TIMESTAMP),
+        Field("listen_address", 3, _STRING),
+        Field("healthy", 4, _BOOL),
     ),
-    "StreamEpisodesRequest": (_f("run_id", 1, _STRING), _f("since_seq", 2, _UINT64)),
+    "StreamEpisodesRequest": (Field("run_id", 1, _STRING), Field("since_seq", 2, _UINT64)),
     "RunEpisode": (
-        _f("run_id", 1, _STRING),
-        _f("episode_index", 2, _UINT64),
-        _f("total_reward", 3, _DOUBLE),
-        _f("steps", 4, _UINT64),
-        _f("terminated", 5, _BOOL),
-        _f("truncated", 6, _BOOL),
-        _f("metadata_json", 7, _STRING),
-        _f("timestamp", 8, _MESSAGE, _TIMESTAMP),
-        _f("seq_id", 9, _UINT64),
-        _f("agent_id", 10, _STRING),
-        _f("worker_id", 11, _STRING),
+        Field("run_id", 1, _STRING),
+        Field("episode_index", 2, _UINT64),
+        Field("total_reward", 3, _DOUBLE),
+        Field("steps", 4, _UINT64),
+        Field("terminated", 5, _BOOL),
+        Field("truncated", 6, _BOOL),
+        Field("metadata_json", 7, _STRING),
+        Field("timestamp", 8, _MESSAGE, _TIMESTAMP),
+        Field("seq_id", 9, _UINT64),
+        Field("agent_id", 10, _STRING),
+        Field("worker_id", 11, _STRING),
     ),
 }
 
@@ -99,10 +95,7 @@ METHODS: dict[str, tuple[str, str, bool]] = {
 
 def _file_proto() -> descriptor_pb2.FileDescriptorProto:
     file = descriptor_pb2.FileDescriptorProto(
-        name=FILE_NAME,
-        package=PACKAGE,
-        syntax="proto3",
-        dependency=[timestamp_pb2.DESCRIPTOR.name],
+        name=FILE_NAME, package=PACKAGE, syntax="proto3", dependency=[timestamp_pb2.DESCRIPTOR.name]
     )
     enum = file.enum_type.add(name="RunStatus")
     for name, number in RUN_STATUS.items():
@@ -118,7 +111,7 @@ def _file_proto() -> descriptor_pb2.FileDescriptorProto:
             )
             if type_name:
                 field.type_name = type_name
-            if optional:  # proto3 `optional`: a synthetic oneof of its own
+            if optional:
                 field.proto3_optional = True
                 field.oneof_index = len(message.oneof_decl)
                 message.oneof_decl.add(name=f"_{name}")
@@ -159,16 +152,3 @@ def method_path(method: str) -> str:
 def status_name(number: int) -> str:
     """``"TERM"`` for 7; an unknown number as ``"UNKNOWN(9)"``."""
     return STATUS_NAMES.get(int(number), f"UNKNOWN({int(number)})")
-
-
-__all__ = [
-    "FINAL_STATUSES",
-    "MESSAGES",
-    "METHODS",
-    "PACKAGE",
-    "RUN_STATUS",
-    "SERVICE",
-    "message",
-    "method_path",
-    "status_name",
-]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mosaic_sdk.runner.recording.outcome import Outcome, lifecycle_event
+from mosaic_sdk.runner.recording.outcome import Outcome, failed_event, lifecycle_event
 from mosaic_sdk.runner.recording.recorder import (
     RecordedEnd,
     RecorderOptions,
@@ -17,7 +17,7 @@ from mosaic_sdk.runner.recording.recorder import (
 )
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.sweeps.spec import Metric
-from mosaic_sdk.sweeps.store import SweepStore, trial_status
+from mosaic_sdk.sweeps.store import SweepStore
 
 if TYPE_CHECKING:
     import pluggy
@@ -39,6 +39,7 @@ class _Attempt:
         return self.recorder.run_id
 
 
+@dataclass(eq=False)
 class Collector:
     """Store the messages of remote trial attempts (thread-safe), by run id in order:
     ``("start", run_id, info)``, ``("pid", run_id, pid)``, ``("out"|"err", run_id, lines,
@@ -46,32 +47,20 @@ class Collector:
     an ordinary run with its own ``RunRecorder``; one whose messages stop without ``end`` is
     closed by :meth:`lost`."""
 
-    def __init__(
-        self,
-        store_path: Path,
-        worker: str,
-        sweep_id: str,
-        metric: Metric,
-        *,
-        pruner: str | None = None,
-        report: Callable[[str], None] = print,
-        batch_lines: int = 4096,
-        pm: pluggy.PluginManager | None = None,
-        warn: Callable[[str], None] | None = None,
-        stall_after: float | None = None,
-    ) -> None:
-        self.store_path = Path(store_path)
-        #: The attempts' stall limit here (0 when the trials' nodes enforce it).
-        self.stall_after = stall_after
-        self.worker = worker
-        self.sweep_id = sweep_id
-        self.metric = metric
-        #: the spec's pruner type: an attempt its scheduler stopped is stored ``pruned``
-        self.pruner = pruner
-        self.report = report
-        self.batch_lines = batch_lines
-        self.pm = pm
-        self.warn = warn
+    store_path: Path
+    worker: str
+    sweep_id: str
+    metric: Metric
+    _: KW_ONLY
+    #: the spec's pruner type: an attempt its scheduler stopped is stored ``pruned``
+    pruner: str | None = None
+    report: Callable[[str], None] = print
+    pm: pluggy.PluginManager | None = None
+    #: The attempts' stall limit here (0 when the trials' nodes enforce it).
+    stall_after: float | None = None
+
+    def __post_init__(self) -> None:
+        self.store_path = Path(self.store_path)
         self.runs = RunStore(self.store_path)
         self.sweeps = SweepStore(self.runs)
         self._open: dict[str, _Attempt] = {}
@@ -128,25 +117,11 @@ class Collector:
             if attempt is None:
                 return
             if status == "cancelled":
-                event = lifecycle_event(
-                    run_id, "run_cancelled", {"reason": why, "by": "mosaic sweep"}
-                )
-                outcome = Outcome(status, why, event)
+                payload = {"reason": why, "by": "mosaic sweep"}
+                event = lifecycle_event(run_id, "run_cancelled", payload)
             else:
-                event = lifecycle_event(
-                    run_id,
-                    "run_failed",
-                    {
-                        "error": why,
-                        "error_type": "TrialLost",
-                        "exit_code": None,
-                        "stderr_tail": "",
-                        "traceback": None,
-                        "episode": None,
-                        "step": None,
-                    },
-                )
-                outcome = Outcome("failed", why, event)
+                event = failed_event(run_id, why, "TrialLost", None)
+            outcome = Outcome(status, why, event)
             self._close(attempt, attempt.recorder.finish(outcome, None), stopped_early=False)
 
     def _start(self, run_id: str, info: dict[str, Any]) -> None:
@@ -173,10 +148,8 @@ class Collector:
             run_id,
             self.worker,
             self.pm,
-            RecorderOptions(
-                batch_lines=self.batch_lines, busy_timeout=BUSY_WAIT, stall_after=self.stall_after
-            ),
-            RunListener(self.warn),
+            RecorderOptions(batch_lines=4096, busy_timeout=BUSY_WAIT, stall_after=self.stall_after),
+            RunListener(),
         )
         self._open[run_id] = _Attempt(recorder, info["trial_key"])
 
@@ -206,7 +179,8 @@ class Collector:
         """Store the attempt's trial row from its stored end, and tell the user."""
         status, error = end.status, end.error
         metric = self.sweeps.metric_of_run(attempt.run_id, self.metric)
-        tstatus = trial_status(status, stopped_early)
+        # a run the scheduler cancelled is a trial ``stopped``
+        tstatus = "stopped" if status == "cancelled" and stopped_early else status
         if pruned is not None and status == "cancelled":  # as the local engine stores it
             metric, step = pruned
             tstatus = "pruned"
@@ -221,6 +195,3 @@ class Collector:
             f"trial {attempt.trial_key} {tstatus}{why}: {self.metric.name} {shown}, "
             f"{attempt.recorder.ingest.episodes} episodes; run {attempt.run_id}"
         )
-
-
-__all__ = ["Collector", "Message"]

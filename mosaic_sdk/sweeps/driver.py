@@ -63,19 +63,15 @@ def check_engine(spec: SweepSpec, engine: str, handle: WorkerHandle | None = Non
         _, capabilities = handle.describe()
         if not capabilities.supports_checkpointing:
             raise SpecError(
-                [
-                    f"pbt: worker {handle.name!r} does not declare supports_checkpointing; "
-                    "population-based training resumes trials from checkpoints"
-                ]
+                f"pbt: worker {handle.name!r} does not declare supports_checkpointing; "
+                "population-based training resumes trials from checkpoints"
             )
         fields = getattr(handle.config_model(), "model_fields", {})
         if spec.pbt.resume_key not in fields:
             raise SpecError(
-                [
-                    f"pbt.resume_key: worker {handle.name!r} has no config key "
-                    f"{spec.pbt.resume_key!r} to resume from a checkpoint; give the key that "
-                    "takes a checkpoint's path (see mosaic workers show)"
-                ]
+                f"pbt.resume_key: worker {handle.name!r} has no config key "
+                f"{spec.pbt.resume_key!r} to resume from a checkpoint; give the key that "
+                "takes a checkpoint's path (see mosaic workers show)"
             )
     return sampler
 
@@ -134,20 +130,28 @@ def run_sweep(
                 f"store {runs.path}"
             )
         try:
-            cancelled = _run_engine(
-                engine,
-                handle,
-                spec,
-                sampler,
-                sweeps,
-                sweep_id,
-                runs_dir,
-                grace,
-                report,
-                address,
-                resume is not None,
-                ray_options or {},
-            )
+            if engine == "local":
+                local = LocalEngine(
+                    handle, spec, sweeps, sweep_id, runs_dir=runs_dir, grace=grace, report=report
+                )
+                cancelled = _run_local(local, sampler, resume is not None)
+            else:
+                # Optional: Ray Tune (the sweeps-ray extra).
+                from mosaic_sdk.sweeps.ray_engine import RayEngine
+
+                ray = RayEngine(
+                    handle,
+                    spec,
+                    sweeps,
+                    sweep_id,
+                    sampler=sampler,
+                    address=address,
+                    runs_dir=runs_dir,
+                    grace=grace,
+                    report=report,
+                    **dict(ray_options or {}),
+                )
+                cancelled = ray.run(resume=resume is not None)
         except BaseException as exc:
             sweeps.set_status(sweep_id, "failed", f"{type(exc).__name__}: {exc}")
             raise
@@ -158,66 +162,29 @@ def run_sweep(
         runs.close()
 
 
-def _run_engine(
-    engine: str,
-    handle: WorkerHandle,
-    spec: SweepSpec,
-    sampler: str,
-    sweeps: SweepStore,
-    sweep_id: str,
-    runs_dir: Path | None,
-    grace: float,
-    report: Callable[[str], None],
-    address: str | None,
-    resuming: bool,
-    ray_options: Mapping[str, Any],
-) -> bool:
-    """Run the trials; True when the sweep was cancelled."""
-    if engine == "local":
-        local = LocalEngine(
-            handle, spec, sweeps, sweep_id, runs_dir=runs_dir, grace=grace, report=report
-        )
-        if sampler != "grid":
-            # Optional: Optuna (the search extra), only for a sampler that learns.
-            from mosaic_sdk.sweeps.search import OptunaSource
+def _run_local(local: LocalEngine, sampler: str, resuming: bool) -> bool:
+    """Run the trials on the local engine; True when the sweep was cancelled."""
+    spec, sweeps, sweep_id, report = local.spec, local.sweeps, local.sweep_id, local.report
+    if sampler != "grid":
+        # Optional: Optuna (the search extra), only for a sampler that learns.
+        from mosaic_sdk.sweeps.search import OptunaSource
 
-            def score(run_id: str) -> list[float | None]:
-                return [sweeps.metric_of_run(run_id, m) for m in spec.objectives]
+        def score(run_id: str) -> list[float | None]:
+            return [sweeps.metric_of_run(run_id, m) for m in spec.objectives]
 
-            history = sweeps.trials(sweep_id) if resuming else ()
-            source = OptunaSource(spec, sampler, history, score)
-            if resuming:
-                report(
-                    f"{source.resumed} of {source.total} trials finished; the search "
-                    f"({sampler}) resumes from them"
-                )
-            local.run(source)
-            return local.cancel_reason is not None
-        trials = expand_trials(spec)
-        done = sweeps.finished_keys(sweep_id) if resuming else set()
-        todo = [t for t in trials if t.key not in done]
+        history = sweeps.trials(sweep_id) if resuming else ()
+        source = OptunaSource(spec, sampler, history, score)
         if resuming:
             report(
-                f"{len(trials) - len(todo)} of {len(trials)} trials finished; running {len(todo)}"
+                f"{source.resumed} of {source.total} trials finished; the search "
+                f"({sampler}) resumes from them"
             )
-        local.run(todo)
+        local.run(source)
         return local.cancel_reason is not None
-    # Optional: Ray Tune (the sweeps-ray extra).
-    from mosaic_sdk.sweeps.ray_engine import RayEngine
-
-    ray = RayEngine(
-        handle,
-        spec,
-        sweeps,
-        sweep_id,
-        sampler=sampler,
-        address=address,
-        runs_dir=runs_dir,
-        grace=grace,
-        report=report,
-        **dict(ray_options),
-    )
-    return ray.run(resume=resuming)
-
-
-__all__ = ["ENGINES", "SweepResult", "check_engine", "check_spec", "run_sweep"]
+    trials = expand_trials(spec)
+    done = sweeps.finished_keys(sweep_id) if resuming else set()
+    todo = [t for t in trials if t.key not in done]
+    if resuming:
+        report(f"{len(trials) - len(todo)} of {len(trials)} trials finished; running {len(todo)}")
+    local.run(todo)
+    return local.cancel_reason is not None

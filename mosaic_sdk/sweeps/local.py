@@ -6,6 +6,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
@@ -60,28 +61,21 @@ class ListSource:
         pass
 
 
+@dataclass(eq=False)
 class LocalEngine:
     """Run the trials of one sweep."""
 
-    def __init__(
-        self,
-        handle: WorkerHandle,
-        spec: SweepSpec,
-        sweeps: SweepStore,
-        sweep_id: str,
-        *,
-        runs_dir: Path | None = None,
-        grace: float = 10.0,
-        report: Callable[[str], None] = print,
-    ) -> None:
-        self.handle = handle
-        self.spec = spec
-        self.sweeps = sweeps
-        self.sweep_id = sweep_id
-        self.store_path = sweeps.runs.path
-        self.runs_dir = runs_dir
-        self.grace = grace
-        self.report = report
+    handle: WorkerHandle
+    spec: SweepSpec
+    sweeps: SweepStore
+    sweep_id: str
+    _: KW_ONLY
+    runs_dir: Path | None = None
+    grace: float = 10.0
+    report: Callable[[str], None] = print
+
+    def __post_init__(self) -> None:
+        self.store_path = self.sweeps.runs.path
         self.cancel_reason: str | None = None
         self._lock = threading.Lock()  # the driver's store connection and the active set
         self._active: dict[str, RunSupervisor] = {}
@@ -112,11 +106,7 @@ class LocalEngine:
             for i in range(min(self.spec.trials_at_once, self._source.total))
         ]
         if self.spec.pruner is not None:  # joined with the pool (it ends with it)
-            threads.append(
-                threading.Thread(
-                    target=self._monitor, args=(threads[:], self.spec.pruner.interval), daemon=True
-                )
-            )
+            threads.append(threading.Thread(target=self._monitor, args=(threads[:],), daemon=True))
         try:
             for t in threads:
                 t.start()
@@ -126,14 +116,14 @@ class LocalEngine:
         finally:
             restore()
 
-    def _monitor(self, threads: list[threading.Thread], interval: float) -> None:
-        """Feed the pruner: every ``interval`` s, each running trial's metric so far (its
+    def _monitor(self, threads: list[threading.Thread]) -> None:
+        """Feed the pruner: every ``pruner.interval`` s, each running trial's metric so far (its
         committed episodes or series points); a trial it rejects is stopped through its
         supervisor (SIGTERM, as Ctrl-C does) and stored ``pruned``."""
         pruner = self.spec.pruner
         assert pruner is not None
         while any(t.is_alive() for t in threads):
-            time.sleep(interval)
+            time.sleep(pruner.interval)
             stop: list[tuple[RunSupervisor, str]] = []
             with self._lock:
                 for run_id, sup in list(self._active.items()):
@@ -158,16 +148,11 @@ class LocalEngine:
             for sup, reason in stop:
                 sup.cancel(reason)
 
-    def _next(self) -> Trial | None:
-        with self._lock:
-            if self.cancel_reason is not None:
-                return None
-            return self._source.next()
-
     def _pool_thread(self) -> None:
         while True:
             try:
-                trial = self._next()
+                with self._lock:  # no new trial once cancelled
+                    trial = None if self.cancel_reason is not None else self._source.next()
             except Exception as exc:  # noqa: BLE001 - the search failed: stop starting trials
                 message = f"the search could not propose a trial: {type(exc).__name__}: {exc}"
                 self.errors.append(message)
@@ -230,6 +215,3 @@ class LocalEngine:
             f"trial {trial.key} {status}{why}: {self.spec.metric.name} {shown}, "
             f"{played}; params {trial.params}; run {result.run_id}"
         )
-
-
-__all__ = ["LocalEngine"]

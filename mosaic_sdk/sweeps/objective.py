@@ -145,6 +145,3 @@ def pareto_front(points: Sequence[tuple[str, Sequence[float]]], modes: Sequence[
         return all(x >= y for x, y in zip(a, b, strict=True)) and a != b
 
     return [k for k, v in scored if not any(dominates(w, v) for _, w in scored)]
-
-
-__all__ = ["StreamObjective", "metric_of_run", "metric_points", "pareto_front", "reduce_values"]

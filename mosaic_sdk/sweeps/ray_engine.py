@@ -12,12 +12,14 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.storage import private
 from mosaic_sdk.runner.storage.paths import runs_dir_for
+from mosaic_sdk.sweeps import ray_instance
 from mosaic_sdk.sweeps.collector import Collector
 from mosaic_sdk.sweeps.spec import SweepSpec
 from mosaic_sdk.sweeps.store import SweepStore
@@ -61,10 +63,6 @@ def cluster_target(address: str) -> tuple[str, int] | None:
         ) from None
 
 
-def is_loopback(host: str) -> bool:
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
 @contextlib.contextmanager
 def loopback_ray() -> Iterator[None]:
     """Keep Ray on 127.0.0.1 (by default it replaces a loopback address with this machine's
@@ -88,52 +86,35 @@ def loopback_ray() -> Iterator[None]:
             ray_constants.ENABLE_RAY_CLUSTER = old_value
 
 
+@dataclass(eq=False)
 class RayEngine:
     """Run one sweep through Ray Tune."""
 
-    def __init__(
-        self,
-        handle: WorkerHandle,
-        spec: SweepSpec,
-        sweeps: SweepStore,
-        sweep_id: str,
-        *,
-        sampler: str = "grid",
-        address: str | None = None,
-        runs_dir: Path | None = None,
-        grace: float = 10.0,
-        report: Callable[[str], None] = print,
-        num_cpus: int | None = None,
-        ray_temp_dir: str | None = None,
-        storage_dir: Path | None = None,
-        trial_cpus: float = 1.0,
-        connect_timeout: float = CONNECT_TIMEOUT,
-    ) -> None:
-        self.handle = handle
-        self.spec = spec
-        self.sweeps = sweeps
-        self.sweep_id = sweep_id
-        self.sampler = sampler
-        self.address = address
-        self.runs_dir = runs_dir
+    handle: WorkerHandle
+    spec: SweepSpec
+    sweeps: SweepStore
+    sweep_id: str
+    _: KW_ONLY
+    sampler: str = "grid"
+    address: str | None = None
+    runs_dir: Path | None = None
+    grace: float = 10.0
+    report: Callable[[str], None] = print
+    num_cpus: int | None = None
+    ray_temp_dir: str | None = None
+    connect_timeout: float = CONNECT_TIMEOUT
+    interrupted: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
         # Tune's end of an experiment waits 5 s for trials to stop: stay inside it.
-        self.grace = min(grace, 3.0)
-        self.report = report
-        self.num_cpus = num_cpus
-        self.ray_temp_dir = ray_temp_dir
-        self.storage_dir = storage_dir or runs_dir_for(sweeps.runs.path) / "ray"
-        self.trial_cpus = trial_cpus
-        self.connect_timeout = connect_timeout
-        self.interrupted = False
+        self.grace = min(self.grace, 3.0)
+        self.storage_dir = runs_dir_for(self.sweeps.runs.path) / "ray"
 
     def run(self, resume: bool = False) -> bool:
         """Run the sweep to its end; True when it was interrupted. ``ClusterUnreachable``
         when the cluster of ``address`` cannot be joined within ``connect_timeout``; without
         one, a local instance on 127.0.0.1 (:mod:`~mosaic_sdk.sweeps.ray_instance`)."""
         import ray  # the ray extra, slow to import: only when the engine runs
-
-        # Optional: these import Ray, the sweeps-ray extra.
-        from mosaic_sdk.sweeps import ray_instance
 
         started = False
         watchdog = None
@@ -204,7 +185,7 @@ class RayEngine:
                 raise ClusterUnreachable(
                     f"cannot reach the Ray cluster at {address} ({host}:{port}: {why}); {hint}"
                 ) from None
-            if is_loopback(host):
+            if host in ("localhost", "::1") or host.startswith("127."):  # this machine
                 stack.enter_context(loopback_ray())
                 token_auth_on_this_machine()
         with stack:
@@ -290,8 +271,13 @@ class RayEngine:
             "max_t": None if self.spec.scheduler is None else self.spec.scheduler.max_t,
         }
         trainable = tune.with_resources(
-            tune.with_parameters(MosaicTrial, setup_args=setup_args), {"cpu": self.trial_cpus}
+            tune.with_parameters(MosaicTrial, setup_args=setup_args), {"cpu": 1.0}
         )
+        stop = threading.Event()
+        pump = threading.Thread(
+            target=self._pump, args=(inbox, collector, stop), name="mosaic-sweep-inbox", daemon=True
+        )
+        pump.start()
         # Tune's state, from its first file (tuner.pkl) on: owner-only, as the store.
         old_umask = os.umask(0o077)
         try:
@@ -302,24 +288,11 @@ class RayEngine:
                 private.make_dir(self.storage_dir)
                 tuner = self._new_tuner(trainable, setup)
                 self.sweeps.set_engine_state(self.sweep_id, str(self.storage_dir / self.sweep_id))
-        finally:
-            os.umask(old_umask)
-        stop = threading.Event()
-        pump = threading.Thread(
-            target=self._pump,
-            args=(inbox, collector, stop),
-            name="mosaic-sweep-inbox",
-            daemon=True,
-        )
-        pump.start()
-        old_umask = os.umask(0o077)  # Tune's state, written meanwhile: owner-only, as the store
-        try:
             tuner.fit()
         finally:
             os.umask(old_umask)
             stop.set()
             pump.join()
-            self._drain(inbox, collector)
             for run_id in collector.open_attempts():
                 if self.interrupted:
                     collector.lost(run_id, "the sweep was interrupted", status="cancelled")
@@ -333,7 +306,6 @@ class RayEngine:
         # Optional: ray_trial imports Ray.
         from mosaic_sdk.sweeps.ray_trial import LostAttempts
 
-        spec = self.spec
         return tune.Tuner(
             trainable,
             param_space=setup.param_space,
@@ -342,7 +314,7 @@ class RayEngine:
                 mode=setup.mode,
                 search_alg=setup.search_alg,
                 num_samples=setup.num_samples,
-                max_concurrent_trials=spec.trials_at_once,
+                max_concurrent_trials=self.spec.trials_at_once,
                 scheduler=setup.scheduler,
                 # an actor is one trial's (its worker, its lines): never handed to another
                 reuse_actors=False,
@@ -351,7 +323,7 @@ class RayEngine:
                 name=self.sweep_id,
                 storage_path=str(self.storage_dir),
                 stop=setup.stop,
-                failure_config=tune.FailureConfig(max_failures=spec.max_failures),
+                failure_config=tune.FailureConfig(max_failures=self.spec.max_failures),
                 # No periodic checkpoints: a retried attempt starts its worker anew, so the
                 # nodes need no storage shared with the driver (PBT saves its own).
                 checkpoint_config=tune.CheckpointConfig(
@@ -368,10 +340,6 @@ class RayEngine:
         while not stop.is_set():
             collector.handle(ray.get(inbox.take.remote(0.2)))
             self._apply_notices(inbox, collector)
-
-    def _drain(self, inbox: Any, collector: Collector) -> None:
-        import ray  # the ray extra, slow to import: only when the engine runs
-
         while items := ray.get(inbox.take.remote(0.0)):
             collector.handle(items)
         self._apply_notices(inbox, collector)
@@ -482,6 +450,3 @@ def _deadline(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-__all__ = ["CONNECT_TIMEOUT", "ClusterUnreachable", "RayEngine", "cluster_target"]

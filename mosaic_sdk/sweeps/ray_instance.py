@@ -116,12 +116,10 @@ def end_instance(
     return len(ended)
 
 
-def remove_temp_dir(temp_dir: str | Path) -> bool:
-    """Remove ``temp_dir`` when no process of its instance runs; True when it is gone."""
-    if instance_pids(temp_dir):
-        return False
-    shutil.rmtree(temp_dir, ignore_errors=True)
-    return not os.path.exists(temp_dir)
+def remove_temp_dir(temp_dir: str | Path) -> None:
+    """Remove ``temp_dir`` unless a process of its instance still runs."""
+    if not instance_pids(temp_dir):
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def start_watchdog(temp_dir: str | Path, remove: bool) -> subprocess.Popen[bytes]:
@@ -171,15 +169,3 @@ def watch(driver: int, temp_dir: str, remove: bool) -> int:
 if __name__ == "__main__":  # the watchdog (see the module docstring)
     args = sys.argv[1:]
     sys.exit(watch(int(args[0]), args[1], "--remove" in args[2:]))
-
-
-__all__ = [
-    "TEMP_PREFIX",
-    "end_instance",
-    "instance_pids",
-    "remember",
-    "remove_temp_dir",
-    "start_watchdog",
-    "stop_watchdog",
-    "watch",
-]

@@ -113,24 +113,22 @@ def tune_setup(spec: SweepSpec, sampler: str) -> TuneSetup:
     """Tune's side of a spec (see the module docstring)."""
     objectives = list(spec.objectives or (spec.metric,))
     first = objectives[0]
-    modes = [m.mode for m in objectives]
+    several = len(objectives) > 1 and sampler != "grid"
     if sampler == "grid":
         configs = [t.params for t in expand_trials(spec)]
         search_alg: Any = ListSearcher(configs, OBJECTIVE, first.mode)
         num_samples, search = len(configs), "list"
     else:
-        several = len(objectives) > 1
-        optuna_search = _OptunaSearch(
+        search_alg = _OptunaSearch(
             space=distributions(spec),
             metric=[objective_key(i) for i in range(len(objectives))] if several else OBJECTIVE,
-            mode=modes if several else first.mode,
+            mode=[m.mode for m in objectives] if several else first.mode,
             sampler=make_sampler(sampler, spec.sample_seed),
         )
-        configs_count = count_trials(spec.space, spec.samples, 0)
-        search_alg = optuna_search
         if len(spec.seeds) > 1:
-            search_alg = Repeater(optuna_search, repeat=len(spec.seeds), set_index=True)
-        num_samples, search = configs_count * max(len(spec.seeds), 1), "optuna"
+            search_alg = Repeater(search_alg, repeat=len(spec.seeds), set_index=True)
+        num_samples = count_trials(spec.space, spec.samples, len(spec.seeds))
+        search = "optuna"
     scheduler: Any = None
     stop = None
     if spec.pruner is not None:
@@ -148,12 +146,10 @@ def tune_setup(spec: SweepSpec, sampler: str) -> TuneSetup:
         scheduler = make_pbt(spec)
         stop = {"training_iteration": spec.pbt.generations}
         configs = [t.params for t in expand_trials(spec)]
-        keys = sorted({k for c in configs for k in c})
         param_space = {LIST_INDEX: tune.grid_search(list(range(len(configs))))}
-        for key in keys:
+        for key in sorted({k for c in configs for k in c}):
             param_space[key] = tune.sample_from(_picker(configs, key))
         search_alg, num_samples = None, 1
-    several = len(objectives) > 1 and sampler != "grid"
     return TuneSetup(
         search_alg,
         scheduler,
@@ -236,17 +232,3 @@ def make_pbt(spec: SweepSpec) -> PopulationBasedTraining:
         custom_explore_fn=within_bounds,
         require_attrs=False,
     )
-
-
-__all__ = [
-    "OBJECTIVE",
-    "STEP",
-    "TRIAL_INDEX",
-    "LIST_INDEX",
-    "ListSearcher",
-    "TuneSetup",
-    "make_pbt",
-    "make_scheduler",
-    "objective_key",
-    "tune_setup",
-]

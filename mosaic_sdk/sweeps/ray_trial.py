@@ -77,10 +77,7 @@ class _Streamer(RunObserver):
             self.flush()
 
     def on_check(self, now: float) -> None:
-        health = self.health
-        if health is None:
-            return
-        change = health.check(now)
+        change = None if self.health is None else self.health.check(now)
         if change is None or change["event"] != STALLED_EVENT:
             return
         self.health = None  # stopped for it: one stall per trial
@@ -146,10 +143,9 @@ class MosaicTrial(tune.Trainable):
         config = trial_config(spec, self.params)
         if spec.pbt is not None and self.resume_path is not None:
             config[spec.pbt.resume_key] = self.resume_path
-        job = resolve_job(config)
         prepared = prepare_run(
             self.handle,
-            job,
+            resolve_job(config),
             runs_dir=Path(self.runs_dir) if self.runs_dir else default_runs_dir(),
             exclusive=True,
         )
@@ -210,23 +206,17 @@ class MosaicTrial(tune.Trainable):
         finally:
             self._started.set()
             self.lifecycle.close()
-            self.send(
-                (
-                    "end",
-                    self.run_id,
-                    {
-                        "exit_code": exit_code,
-                        "cancel_reason": None
-                        if self.lifecycle.time_limit_reason or self.streamer.stalled
-                        else self.lifecycle.stop_reason,
-                        "timed_out": self.lifecycle.time_limit_reason,
-                        "stalled": self.streamer.stalled,
-                        "stderr_tail": stderr_tail,
-                        "start_error": start_error,
-                        "pruned": self.stopped_at if self.spec.pruner is not None else None,
-                    },
-                )
-            )
+            timed_out, stalled = self.lifecycle.time_limit_reason, self.streamer.stalled
+            end = {
+                "exit_code": exit_code,
+                "cancel_reason": None if timed_out or stalled else self.lifecycle.stop_reason,
+                "timed_out": timed_out,
+                "stalled": stalled,
+                "stderr_tail": stderr_tail,
+                "start_error": start_error,
+                "pruned": self.stopped_at if self.spec.pruner is not None else None,
+            }
+            self.send(("end", self.run_id, end))
             with self._cond:
                 self.ended = True
                 self._cond.notify_all()
@@ -372,6 +362,3 @@ def make_inbox(max_items: int = 256) -> Any:
         scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
     )
     return actor.remote(max_items)
-
-
-__all__ = ["NOTICES", "LostAttempts", "MosaicTrial", "make_inbox"]

@@ -64,11 +64,9 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
             )
         if name != "grid":
             raise SpecError(
-                [
-                    f"pbt: its first population is the spec's trials (sampler 'grid', draws "
-                    f"made with sample_seed as the local engine makes them), not {name!r}; "
-                    "give sampler = 'grid' or leave it out"
-                ]
+                f"pbt: its first population is the spec's trials (sampler 'grid', draws "
+                f"made with sample_seed as the local engine makes them), not {name!r}; "
+                "give sampler = 'grid' or leave it out"
             )
         if spec.pruner is not None:
             raise SpecError(["pbt: PBT is the sweep's scheduler; drop [pruner]"])
@@ -77,10 +75,8 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
     if spec.pruner is not None and name == "grid" and engine == "local":
         learning = ", ".join(s for s in available_samplers(engine) if s != "grid")
         raise SpecError(
-            [
-                f"pruner {spec.pruner.type!r} needs an Optuna sampler, not 'grid': give "
-                f"sampler = one of {learning or 'tpe, random (pip install optuna)'}"
-            ]
+            f"pruner {spec.pruner.type!r} needs an Optuna sampler, not 'grid': give "
+            f"sampler = one of {learning or 'tpe, random (pip install optuna)'}"
         )
     if spec.pruner is not None and spec.scheduler is not None:
         raise SpecError(["pruner: give [pruner] or [scheduler], not both"])
@@ -94,11 +90,9 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
         )
     if several and engine == "ray" and name != "grid" and len(spec.seeds) > 1:
         raise SpecError(
-            [
-                f"metric: --engine ray tells {name!r} several objectives of one trial at a "
-                "time (Tune's OptunaSearch), not a mean over seeds (Tune's Repeater averages "
-                "one metric); give one seed, or run --engine local"
-            ]
+            f"metric: --engine ray tells {name!r} several objectives of one trial at a "
+            "time (Tune's OptunaSearch), not a mean over seeds (Tune's Repeater averages "
+            "one metric); give one seed, or run --engine local"
         )
     if name == "grid":
         return name
@@ -106,19 +100,15 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
     if missing:
         install = " ".join(_PIP_NAMES.get(m, m) for m in missing)
         raise SpecError(
-            [
-                f"sampler {name!r} needs {', '.join(missing)}, not installed here: pip install "
-                f"{install}; or give a sampler that runs here ({usable})"
-            ]
+            f"sampler {name!r} needs {', '.join(missing)}, not installed here: pip install "
+            f"{install}; or give a sampler that runs here ({usable})"
         )
     if name == "cmaes" and not any(
         kind in ("uniform", "loguniform") for d in spec.space.values() for kind in d
     ):
         raise SpecError(
-            [
-                "sampler 'cmaes' searches uniform/loguniform keys and the space has none; "
-                f"give one, or another sampler ({usable})"
-            ]
+            "sampler 'cmaes' searches uniform/loguniform keys and the space has none; "
+            f"give one, or another sampler ({usable})"
         )
     return name
 
@@ -126,17 +116,15 @@ def check_sampler(spec: SweepSpec, engine: str = "local") -> str:
 def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     import optuna  # optional dependency (the search extra)
 
-    if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
-    if name == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
-    if name == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=seed)
     if name == "cmaes":
         return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
-    if name == "gp":
-        return optuna.samplers.GPSampler(seed=seed)
-    raise ValueError(f"unknown sampler {name!r}")
+    samplers = {
+        "tpe": optuna.samplers.TPESampler,
+        "random": optuna.samplers.RandomSampler,
+        "nsga2": optuna.samplers.NSGAIISampler,
+        "gp": optuna.samplers.GPSampler,
+    }
+    return samplers[name](seed=seed)
 
 
 def make_pruner(pruner: Pruner) -> optuna.pruners.BasePruner:
@@ -194,7 +182,7 @@ class _Config:
     params: dict[str, Any]
     trial: optuna.trial.Trial | None = None
     left: set[str] = field(default_factory=set)
-    values: list[Sequence[float]] = field(default_factory=list)
+    values: list[Sequence[float | None]] = field(default_factory=list)
     reported: set[int] = field(default_factory=set)
     #: (value, step) at which the pruner stopped the set; its other seeds do not start.
     pruned: tuple[float, int] | None = None
@@ -229,7 +217,6 @@ class OptunaSource:
             directions=["maximize" if m.mode == "max" else "minimize" for m in self.objectives],
         )
         self._queue: list[Trial] = []
-        self._open: dict[int, _Config] = {}
         self._by_key: dict[str, _Config] = {}
         self.asked = 0
         self.resumed = self._rebuild(history)
@@ -243,19 +230,16 @@ class OptunaSource:
         n = len(self.seeds)
         return [f"t{number * n + i:04d}" for i in range(n)]
 
-    def _params(self, trial_params: dict[str, Any]) -> dict[str, Any]:
-        return params_of(self.spec, trial_params)
-
-    def _open_config(self, ft: optuna.trial.Trial) -> _Config:
-        number = ft.number
-        config = _Config(number, self._params(ft.params), ft)
-        for key, seed in zip(self.keys(number), self.seeds, strict=True):
+    def _ask(self) -> None:
+        """Ask the study for a parameter set and queue its trials (one per seed)."""
+        ft = self.study.ask(self.dists)
+        self.asked += 1
+        config = _Config(ft.number, params_of(self.spec, ft.params), ft)
+        for key, seed in zip(self.keys(ft.number), self.seeds, strict=True):
             p = dict(config.params) if seed is None else {**config.params, "seed": seed}
             config.left.add(key)
             self._by_key[key] = config
             self._queue.append(Trial(key, p))
-        self._open[number] = config
-        return config
 
     def _internal(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """A trial's parameters as the study holds them (indices for grid and choice keys)."""
@@ -263,10 +247,7 @@ class OptunaSource:
         for key, dist in self.spec.space.items():
             kind, values = next(iter(dist.items()))
             value = params[key]
-            if kind in ("grid", "choice"):
-                out[key] = next(i for i, v in enumerate(values) if v == value)
-            else:
-                out[key] = float(value)
+            out[key] = values.index(value) if kind in ("grid", "choice") else float(value)
         return out
 
     def _rebuild(self, history: Iterable[Mapping[str, Any]]) -> int:
@@ -310,9 +291,7 @@ class OptunaSource:
                 )
                 self.asked += 1
                 continue
-            ft = self.study.ask(self.dists)
-            self.asked += 1
-            self._open_config(ft)
+            self._ask()
             self._queue = [t for t in self._queue if t.key not in done]
             for key, values in done.items():
                 self._record(key, values)
@@ -339,9 +318,7 @@ class OptunaSource:
     def next(self) -> Trial | None:
         """The next trial to run, asking the study for a new parameter set when needed."""
         if not self._queue and self.asked < self.total_configs:
-            ft = self.study.ask(self.dists)
-            self.asked += 1
-            self._open_config(ft)
+            self._ask()
         return self._queue.pop(0) if self._queue else None
 
     def report(self, key: str, value: float, step: int) -> bool:
@@ -382,15 +359,11 @@ class OptunaSource:
         if config is None or key not in config.left:
             return
         config.left.discard(key)
-        if len(values) == len(self.objectives) and all(
-            v is not None and math.isfinite(v) for v in values
-        ):
-            config.values.append([float(v) for v in values if v is not None])
+        config.values.append(values)  # _means keeps those with a finite value of every one
         if config.left:
             return
         from optuna.trial import TrialState  # optional dependency (the search extra)
 
-        del self._open[config.number]
         means = self._means(list(config.values))
         if config.pruned is not None:
             self.study.tell(config.number, state=TrialState.PRUNED)
@@ -398,17 +371,3 @@ class OptunaSource:
             self.study.tell(config.number, means)
         else:  # no seed gave a metric (all failed): the study learns nothing from it
             self.study.tell(config.number, state=TrialState.FAIL)
-
-
-__all__ = [
-    "SAMPLER_NEEDS",
-    "OptunaSource",
-    "available_samplers",
-    "check_sampler",
-    "distributions",
-    "has_draws",
-    "make_pruner",
-    "make_sampler",
-    "params_of",
-    "resolve_sampler",
-]

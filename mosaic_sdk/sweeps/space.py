@@ -79,6 +79,3 @@ def space_points(space: Space, samples: int, sample_seed: int) -> list[dict[str,
                 params[key] = _draw(rng, kind, values)
             points.append(params)
     return points
-
-
-__all__ = ["DISTRIBUTIONS", "Space", "is_number", "parse_space", "space_points"]

@@ -11,13 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from mosaic_sdk.contract import ConfigError
-from mosaic_sdk.sweeps.space import DISTRIBUTIONS, Space, is_number, parse_space, space_points
+from mosaic_sdk.sweeps.space import Space, is_number, parse_space, space_points
 
 #: The episode fields a metric can be made of (any other name is a series the worker reports).
-METRICS = {
-    "return": "total_reward",
-    "steps": "steps",
-}
+METRICS = {"return": "total_reward", "steps": "steps"}
 #: How a metric's values (of the episodes, or the points of a series, in order) become one number.
 REDUCES = {
     "last_mean": "the mean of the last N values",
@@ -35,9 +32,9 @@ MAX_TRIALS = 100_000
 class SpecError(ValueError):
     """A sweep spec that cannot run; ``errors`` holds one line per problem."""
 
-    def __init__(self, errors: list[str]) -> None:
-        self.errors = errors
-        super().__init__("; ".join(errors))
+    def __init__(self, errors: list[str] | str) -> None:
+        self.errors = [errors] if isinstance(errors, str) else errors
+        super().__init__("; ".join(self.errors))
 
 
 @dataclass(frozen=True)
@@ -98,13 +95,7 @@ class Pruner:
     interval: float = 0.5
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        if self.max_resource is None:
-            del out["max_resource"]
-        return out
-
-
-_PRUNER_KEYS = tuple(f.name for f in fields(Pruner))
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -124,9 +115,6 @@ class Pbt:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "mutations": list(self.mutations)}
-
-
-_PBT_KEYS = ("type", *(f.name for f in fields(Pbt)))
 
 
 @dataclass(frozen=True)
@@ -160,33 +148,14 @@ class SweepSpec:
         return count_trials(self.space, self.samples, len(self.seeds))
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "base": self.base,
-            "space": self.space,
-            "seeds": self.seeds,
-            "samples": self.samples,
-            "sample_seed": self.sample_seed,
-            "metric": (
-                [m.to_dict() for m in self.objectives]
-                if len(self.objectives) > 1
-                else self.metric.to_dict()
-            ),
-            "trials_at_once": self.trials_at_once,
-            "max_failures": self.max_failures,
-            "max_trials": self.max_trials,
-        }
-        optional = {
-            "worker": self.worker,
-            "sampler": self.sampler,
-            "pruner": self.pruner and self.pruner.to_dict(),
-            "pbt": self.pbt and self.pbt.to_dict(),
-            "trial_timeout": self.trial_timeout,
-            "trial_stall_after": self.trial_stall_after,
-        }
-        out.update({k: v for k, v in optional.items() if v is not None})
-        if self.scheduler is not None:
-            out["scheduler"] = {"type": "asha", **asdict(self.scheduler)}
-        return out
+        """The spec as its keys are written (defaults filled in, keys left out that are None)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "objectives"}
+        several = len(self.objectives) > 1
+        out["metric"] = [m.to_dict() for m in self.objectives] if several else self.metric.to_dict()
+        out["pruner"] = self.pruner and self.pruner.to_dict()
+        out["pbt"] = self.pbt and self.pbt.to_dict()
+        out["scheduler"] = self.scheduler and {"type": "asha", **asdict(self.scheduler)}
+        return {k: v for k, v in out.items() if v is not None}
 
 
 #: The keys of a spec: the fields of SweepSpec (``objectives`` is read from ``metric``).
@@ -248,21 +217,16 @@ def parse_seeds(text: str, limit: int = MAX_TRIALS) -> list[int]:
     count = sum(b - a + 1 for a, b in ranges)
     if count > limit:
         raise SpecError(
-            [
-                f"--seeds {clip(text)!r} is {count_text(count)} seeds, more than the "
-                f"{count_text(limit)} trials a sweep may run (max_trials); give fewer seeds, or "
-                "raise the limit with --max-trials or the spec key max_trials"
-            ]
+            f"--seeds {clip(text)!r} is {count_text(count)} seeds, more than the "
+            f"{count_text(limit)} trials a sweep may run (max_trials); give fewer seeds, or "
+            "raise the limit with --max-trials or the spec key max_trials"
         )
     return [seed for a, b in ranges for seed in range(a, b + 1)]
 
 
-#: The longest piece of a spec's own text an error message quotes.
-_CLIP = 80
-
-
-def clip(text: str, limit: int = _CLIP) -> str:
-    """``text`` cut to about ``limit`` characters, saying how much was left out."""
+def clip(text: str, limit: int = 80) -> str:
+    """``text`` cut to about ``limit`` characters (the longest piece of a spec an error
+    message quotes), saying how much was left out."""
     if len(text) <= limit:
         return text
     return f"{text[: limit // 2]}...({len(text) - limit + limit // 2:,} more characters)"
@@ -412,7 +376,7 @@ def _parse_pruner(errors: list[str], raw: Any) -> Pruner | None:
             f"(got {clip(repr(raw))})"
         )
         return None
-    _unknown_keys(errors, "pruner: ", raw, _PRUNER_KEYS)
+    _unknown_keys(errors, "pruner: ", raw, tuple(f.name for f in fields(Pruner)))
     max_resource = raw.get("max_resource")
     if max_resource is not None:
         max_resource = _int(errors, "pruner.max_resource", max_resource, 1)
@@ -436,7 +400,7 @@ def _parse_pbt(errors: list[str], raw: Any, space: Space) -> Pbt | None:
     if not isinstance(raw, dict):
         errors.append(f"pbt: give an object like {{generations = 4}} (got {clip(repr(raw))})")
         return None
-    _unknown_keys(errors, "pbt: ", raw, _PBT_KEYS)
+    _unknown_keys(errors, "pbt: ", raw, ("type", *(f.name for f in fields(Pbt))))
     fractions = {}
     for key, default, high in (("quantile_fraction", 0.25, 0.5), ("resample_probability", 0.25, 1)):
         value = raw.get(key, default)
@@ -619,28 +583,3 @@ def check_against_model(spec: SweepSpec, model: Any) -> None:
         check(f"seeds value {seed!r}", {"seed": seed})
     if errors:
         raise SpecError(errors)
-
-
-__all__ = [
-    "DISTRIBUTIONS",
-    "MAX_TRIALS",
-    "METRICS",
-    "REDUCES",
-    "SAMPLERS",
-    "Asha",
-    "Metric",
-    "PRUNERS",
-    "Pbt",
-    "Pruner",
-    "SpecError",
-    "SweepSpec",
-    "Trial",
-    "apply_shorthands",
-    "check_against_model",
-    "count_trials",
-    "expand_trials",
-    "load_spec",
-    "parse_seeds",
-    "parse_spec",
-    "trial_config",
-]

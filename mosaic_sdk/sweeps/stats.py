@@ -36,15 +36,12 @@ def iqm(values: Any, axis: int = -1) -> Any:
     return trim_mean(values, 0.25, axis=axis)
 
 
-def _estimate(values: Sequence[float], statistic: Any) -> Estimate:
+def _bootstrap(point: float, samples: tuple[Any, ...], statistic: Any) -> Estimate:
+    """``point`` with the 95% percentile interval of ``statistic`` over resampled ``samples``."""
     from scipy.stats import bootstrap  # optional dependency (the search extra)
 
-    data = np.asarray(values, dtype=float)
-    point = float(statistic(data, axis=-1))
-    if len(data) < 2 or np.all(data == data[0]):  # nothing to resample
-        return Estimate(point, point, point)
     res = bootstrap(
-        (data,),
+        samples,
         statistic,
         n_resamples=RESAMPLES,
         confidence_level=0.95,
@@ -55,9 +52,16 @@ def _estimate(values: Sequence[float], statistic: Any) -> Estimate:
     return Estimate(point, float(res.confidence_interval.low), float(res.confidence_interval.high))
 
 
+def _estimate(values: Sequence[float], statistic: Any) -> Estimate:
+    data = np.asarray(values, dtype=float)
+    point = float(statistic(data, axis=-1))
+    if len(data) < 2 or np.all(data == data[0]):  # nothing to resample
+        return Estimate(point, point, point)
+    return _bootstrap(point, (data,), statistic)
+
+
 def summarize(values: Sequence[float]) -> dict[str, Estimate]:
     """``mean``, ``median`` and ``iqm`` of per-seed scores, each with its 95% interval."""
-
     return {
         "mean": _estimate(values, np.mean),
         "median": _estimate(values, np.median),
@@ -68,7 +72,7 @@ def summarize(values: Sequence[float]) -> dict[str, Estimate]:
 def prob_improvement(a: Sequence[float], b: Sequence[float]) -> Estimate:
     """P(A > B): the chance that a run of A scores more than a run of B (ties a half), with
     the 95% interval of resampling A and B each on its own (stratified)."""
-    from scipy.stats import bootstrap, mannwhitneyu  # optional dependency (the search extra)
+    from scipy.stats import mannwhitneyu  # optional dependency (the search extra)
 
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if not len(xa) or not len(xb):
@@ -92,16 +96,7 @@ def prob_improvement(a: Sequence[float], b: Sequence[float]) -> Estimate:
         statistic: Any = against_one
     else:
         samples, statistic = (xa, xb), stat
-    res = bootstrap(
-        samples,
-        statistic,
-        n_resamples=RESAMPLES,
-        confidence_level=0.95,
-        method="percentile",
-        vectorized=True,
-        rng=np.random.default_rng(SEED),
-    )
-    return Estimate(point, float(res.confidence_interval.low), float(res.confidence_interval.high))
+    return _bootstrap(point, samples, statistic)
 
 
 def group_by_configuration(trials: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -120,17 +115,6 @@ def group_by_configuration(trials: Sequence[dict[str, Any]]) -> list[dict[str, A
         g = groups.setdefault(key, {"params": params, "seeds": [], "scores": []})
         g["seeds"].append(t["params"].get("seed"))
         g["scores"].append(float(t["metric"]))
-    out = []
     for g in groups.values():
         g["stats"] = summarize(g["scores"])
-        out.append(g)
-    return out
-
-
-__all__ = [
-    "Estimate",
-    "group_by_configuration",
-    "iqm",
-    "prob_improvement",
-    "summarize",
-]
+    return list(groups.values())

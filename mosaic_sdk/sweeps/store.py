@@ -37,20 +37,12 @@ class SweepStore:
     def create_sweep(
         self, sweep_id: str, worker: str, engine: str, spec: Mapping[str, object], metric: Metric
     ) -> None:
+        spec_json = json.dumps(spec, sort_keys=True)
+        driver = (os.getpid(), socket.gethostname())
         self.conn.execute(
             "INSERT INTO sweeps (sweep_id, worker, engine, status, created_at, spec_json,"
             " metric, mode, driver_pid, driver_host) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
-            (
-                sweep_id,
-                worker,
-                engine,
-                time.time(),
-                json.dumps(spec, sort_keys=True),
-                metric.name,
-                metric.mode,
-                os.getpid(),
-                socket.gethostname(),
-            ),
+            (sweep_id, worker, engine, time.time(), spec_json, metric.name, metric.mode, *driver),
         )
 
     def set_status(self, sweep_id: str, status: str, error: str | None = None) -> None:
@@ -84,18 +76,11 @@ class SweepStore:
             (sweep_id, trial_key),
         ).fetchone()
         attempt = int(row["n"])
+        params_json = json.dumps(params, sort_keys=True)
         self.conn.execute(
             "INSERT INTO sweep_trials (sweep_id, trial_key, attempt, run_id, params_json, status,"
             " node, parent_run_id) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-            (
-                sweep_id,
-                trial_key,
-                attempt,
-                run_id,
-                json.dumps(params, sort_keys=True),
-                node,
-                parent_run_id,
-            ),
+            (sweep_id, trial_key, attempt, run_id, params_json, node, parent_run_id),
         )
         return attempt
 
@@ -213,13 +198,3 @@ class SweepStore:
     def metric_of_run(self, run_id: str, metric: Metric) -> float | None:
         """The metric of a run (:mod:`mosaic_sdk.sweeps.objective`); None when it has none."""
         return metric_of_run(self.runs, run_id, metric)
-
-
-def trial_status(run_status: str, stopped_early: bool = False) -> str:
-    """A trial's status from its run's: a run the scheduler cancelled is ``stopped``."""
-    if run_status == "cancelled" and stopped_early:
-        return "stopped"
-    return run_status
-
-
-__all__ = ["FINISHED", "SweepStore", "UnknownSweepError", "trial_status"]
