@@ -173,21 +173,3 @@ def choose(
     else:
         why = f"{len(loaded)} of them are upstream-style factories"
     return WorkerChoice(name, found, None, RULE_UNDECIDED, why, tuple(extra))
-
-
-__all__ = [
-    "ADDRESS_SEPARATOR",
-    "NO_DISTRIBUTION",
-    "PREFER_ENV",
-    "RULE_ONLY_ONE_LOADS",
-    "RULE_PREFERENCE",
-    "RULE_SDK_NATIVE",
-    "RULE_UNDECIDED",
-    "Contender",
-    "WorkerChoice",
-    "address",
-    "canonical_distribution",
-    "choose",
-    "read_preferences",
-    "split_address",
-]

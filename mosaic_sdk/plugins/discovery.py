@@ -463,24 +463,3 @@ def load_unchecked(name: str, *, environ: Mapping[str, str] | None = None) -> Un
 def load_worker(name: str, *, environ: Mapping[str, str] | None = None) -> WorkerHandle:
     """Discover and return one worker (raises UnknownWorkerError / WorkerUnavailableError)."""
     return discover_workers(environ=environ).get(name)
-
-
-__all__ = [
-    "Attempt",
-    "BUILTIN_PLUGINS",
-    "ENTRY_POINT_GROUP",
-    "EntryPointCandidate",
-    "UncheckedLoad",
-    "WorkerRegistry",
-    "create_plugin_manager",
-    "csv_names",
-    "discover_workers",
-    "entry_point_candidates",
-    "has_hookimpls",
-    "LoadPolicy",
-    "load_error",
-    "load_unchecked",
-    "load_unguarded",
-    "load_worker",
-    "plugin_from",
-]

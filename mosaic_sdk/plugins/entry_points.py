@@ -204,15 +204,3 @@ class LoadPolicy:
         if isinstance(result, WorkerLoadError) and item is not None and item in self.verdicts:
             forget([item])  # it passed a probe once: probe it again next time
         return result
-
-
-__all__ = [
-    "Attempt",
-    "EntryPointCandidate",
-    "FATAL",
-    "LoadPolicy",
-    "csv_names",
-    "has_hookimpls",
-    "installed_entry_points",
-    "load_error",
-]

@@ -146,15 +146,3 @@ def plugin_output_to_stderr() -> Iterator[None]:
                 router._owner = None
             else:
                 sys.stdout = current
-
-
-__all__ = [
-    "DEFAULT_TIMEOUT",
-    "Outcome",
-    "PluginTimeout",
-    "TIMEOUT_VARIABLE",
-    "plugin_output_to_stderr",
-    "plugin_timeout",
-    "run_guarded",
-    "timeout_message",
-]

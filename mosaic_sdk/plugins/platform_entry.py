@@ -126,13 +126,3 @@ def _as_dataclass(cls: type[Any], model: object) -> object:
         value = getattr(model, f.name)
         kwargs[f.name] = tuple(value) if isinstance(value, (list, set, frozenset)) else value
     return cls(**kwargs)
-
-
-__all__ = [
-    "PLATFORM_MODULE",
-    "PLUGIN_ATTRIBUTE",
-    "PlatformFactory",
-    "as_platform_pair",
-    "platform_classes",
-    "platform_factory",
-]

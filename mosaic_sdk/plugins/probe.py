@@ -350,15 +350,3 @@ def _tail(err: object) -> str:
     except (OSError, ValueError):
         return ""
     return f"the probe's output:\n{text}" if text.strip() else ""
-
-
-__all__ = [
-    "CACHE_VARIABLE",
-    "ProbeFailure",
-    "ProbeItem",
-    "cache_key",
-    "cache_path",
-    "forget",
-    "module_fingerprint",
-    "probe",
-]
