@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -124,7 +125,7 @@ class HookError(RuntimeError):
 
 
 class WorkerSubject:
-    """One worker under test, with a private ``MOSAIC_HOME`` for its runs (see module doc)."""
+    """One worker under test, with a private ``MOSAIC_HOME`` for its runs."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -165,9 +166,7 @@ class WorkerSubject:
     def default_level(self) -> str:
         """``platform`` for an upstream-style worker (a ``get_worker_metadata()`` factory),
         else ``sdk``."""
-        if self.handle is not None and self.handle.style == "upstream":
-            return PLATFORM
-        return SDK
+        return PLATFORM if self.handle is not None and self.handle.style == "upstream" else SDK
 
     def require_handle(self) -> WorkerHandle:
         """The worker's handle, or skip: the worker could not be loaded at all."""
@@ -303,10 +302,8 @@ class WorkerSubject:
     def _run_quietly(self, kind: str) -> None:
         # A run that cannot be planned (a hook raised) is tried again by each check that
         # reads it, which reports the error as its verdict.
-        try:
+        with contextlib.suppress(CheckSkipped, HookError):
             self.run(kind)
-        except (CheckSkipped, HookError):
-            pass
 
     def planned_runs(self, checks: Iterable[Any], level: str | None = None) -> list[str]:
         """The run kinds the given checks read at ``level`` (default: every level), leaving

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TypedDict, cast
 
+from mosaic_sdk.plugins.entry_points import csv_names
+
 #: The environment variable of the user's choice: ``NAME=DISTRIBUTION[,...]``.
 PREFER_ENV = "MOSAIC_PREFER_WORKER"
 #: Between a worker's name and its distribution in an address: ``cleanrl@mosaic-worker-cleanrl``.
@@ -44,10 +46,7 @@ def read_preferences(environ: Mapping[str, str]) -> tuple[dict[str, str], list[s
     that is not ``NAME=DISTRIBUTION``."""
     preferences: dict[str, str] = {}
     problems: list[str] = []
-    for item in (environ.get(PREFER_ENV) or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
+    for item in csv_names(environ.get(PREFER_ENV)):
         name, sep, dist = item.partition("=")
         if not sep or not name.strip() or not dist.strip():
             problems.append(
@@ -142,8 +141,8 @@ def choose(
     preferred: str | None = None,
     notes: Sequence[str] = (),
 ) -> WorkerChoice:
-    """Apply the rule (module docstring) to the contenders of ``name``; ``preferred`` is the
-    canonical distribution ``MOSAIC_PREFER_WORKER`` names for it, if any."""
+    """The contender ``name`` means: ``preferred`` (the distribution ``MOSAIC_PREFER_WORKER``
+    names), else the only one that loads, else the only SDK-native one; else undecided."""
     found = tuple(contenders)
     extra = list(notes)
 
@@ -173,21 +172,3 @@ def choose(
     else:
         why = f"{len(loaded)} of them are upstream-style factories"
     return WorkerChoice(name, found, None, RULE_UNDECIDED, why, tuple(extra))
-
-
-__all__ = [
-    "ADDRESS_SEPARATOR",
-    "NO_DISTRIBUTION",
-    "PREFER_ENV",
-    "RULE_ONLY_ONE_LOADS",
-    "RULE_PREFERENCE",
-    "RULE_SDK_NATIVE",
-    "RULE_UNDECIDED",
-    "Contender",
-    "WorkerChoice",
-    "address",
-    "canonical_distribution",
-    "choose",
-    "read_preferences",
-    "split_address",
-]

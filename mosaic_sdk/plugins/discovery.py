@@ -52,9 +52,6 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
 )
 
 
-# --- the SDK's own default answers -------------------------------------------------------------
-
-
 def create_plugin_manager(environ: Mapping[str, str] | None = None) -> pluggy.PluginManager:
     """A plugin manager with the ``mosaic`` hookspecs and the SDK's built-in plugins."""
     env = os.environ if environ is None else environ
@@ -116,21 +113,6 @@ def _loader(value: str) -> Callable[[], object]:
         return obj
 
     return load
-
-
-def _handle(
-    c: EntryPointCandidate, plugin: object, pm: pluggy.PluginManager, style: str
-) -> WorkerHandle:
-    """The handle of the worker ``plugin`` loaded from ``c`` and registered in ``pm``."""
-    return WorkerHandle(
-        c.name,
-        plugin,
-        pm,
-        distribution=c.distribution,
-        dist_version=c.dist_version,
-        entry_point=c.value,
-        style=style,
-    )
 
 
 class WorkerRegistry:
@@ -276,7 +258,15 @@ def load_unguarded(
         attempt.register(pm, plugin, plugin_name)
     except BaseException as exc:  # noqa: BLE001 - a broken plugin (even one calling
         return load_error(c, exc)  # sys.exit at import) must not stop discovery
-    handle = _handle(c, plugin, pm, style)
+    handle = WorkerHandle(
+        c.name,
+        plugin,
+        pm,
+        distribution=c.distribution,
+        dist_version=c.dist_version,
+        entry_point=c.value,
+        style=style,
+    )
     if not check:
         return handle
     try:
@@ -377,53 +367,47 @@ def discover_workers(
     """
     env = os.environ if environ is None else environ
     with plugin_output_to_stderr():
-        return _discover(env, extra, pm)
+        install_gym_gui_stand_in()  # upstream-style workers import gym_gui.core.worker
+        pm = pm or create_plugin_manager(env)
+        registry = WorkerRegistry(pm)
 
-
-def _discover(
-    env: Mapping[str, str], extra: Mapping[str, object] | None, pm: pluggy.PluginManager | None
-) -> WorkerRegistry:
-    install_gym_gui_stand_in()  # upstream-style workers import gym_gui.core.worker
-    pm = pm or create_plugin_manager(env)
-    registry = WorkerRegistry(pm)
-
-    disabled = {_canonical_name(n) for n in csv_names(env.get("MOSAIC_DISABLE_WORKERS"))}
-    candidates = entry_point_candidates(env)
-    for name, obj in (extra or {}).items():
-        candidates.append(
-            EntryPointCandidate(name, f"<{type(obj).__name__}>", None, None, _given(obj))
-        )
-
-    by_name: dict[str, list[EntryPointCandidate]] = {}
-    for c in candidates:
-        if c.name not in disabled and address(c.name, c.distribution) not in disabled:
-            by_name.setdefault(c.name, []).append(c)
-
-    # every entry point of both groups in one probe (one child process for all that need it)
-    policy = LoadPolicy(plugin_timeout(env))
-    policy.probe_items(
-        [
-            group[0].probe_item("plugin")
-            for group in enabled_candidates(env).values()
-            if len(group) == 1 and group[0].probe
-        ]
-        + [c.probe_item("worker") for group in by_name.values() for c in group if c.probe]
-    )
-    registry.plugins, registry.plugin_errors = load_plugin_group(pm, env, policy)
-
-    preferences, preference_problems = read_preferences(env)
-    for name, group in sorted(by_name.items()):
-        if len(group) > 1:
-            _load_contenders(
-                registry, name, group, preferences.get(name), preference_problems, policy
+        disabled = {_canonical_name(n) for n in csv_names(env.get("MOSAIC_DISABLE_WORKERS"))}
+        candidates = entry_point_candidates(env)
+        for name, obj in (extra or {}).items():
+            candidates.append(
+                EntryPointCandidate(name, f"<{type(obj).__name__}>", None, None, _given(obj))
             )
-            continue
-        outcome = _load(group[0], name, f"worker:{name}", pm, policy)
-        if isinstance(outcome, WorkerHandle):
-            registry.workers[name] = outcome
-        else:
-            registry.errors[name] = outcome
-    return registry
+
+        by_name: dict[str, list[EntryPointCandidate]] = {}
+        for c in candidates:
+            if c.name not in disabled and address(c.name, c.distribution) not in disabled:
+                by_name.setdefault(c.name, []).append(c)
+
+        # every entry point of both groups in one probe (one child process for all that need it)
+        policy = LoadPolicy(plugin_timeout(env))
+        policy.probe_items(
+            [
+                group[0].probe_item("plugin")
+                for group in enabled_candidates(env).values()
+                if len(group) == 1 and group[0].probe
+            ]
+            + [c.probe_item("worker") for group in by_name.values() for c in group if c.probe]
+        )
+        registry.plugins, registry.plugin_errors = load_plugin_group(pm, env, policy)
+
+        preferences, preference_problems = read_preferences(env)
+        for name, group in sorted(by_name.items()):
+            if len(group) > 1:
+                _load_contenders(
+                    registry, name, group, preferences.get(name), preference_problems, policy
+                )
+                continue
+            outcome = _load(group[0], name, f"worker:{name}", pm, policy)
+            if isinstance(outcome, WorkerHandle):
+                registry.workers[name] = outcome
+            else:
+                registry.errors[name] = outcome
+        return registry
 
 
 @dataclass
@@ -463,24 +447,3 @@ def load_unchecked(name: str, *, environ: Mapping[str, str] | None = None) -> Un
 def load_worker(name: str, *, environ: Mapping[str, str] | None = None) -> WorkerHandle:
     """Discover and return one worker (raises UnknownWorkerError / WorkerUnavailableError)."""
     return discover_workers(environ=environ).get(name)
-
-
-__all__ = [
-    "Attempt",
-    "BUILTIN_PLUGINS",
-    "ENTRY_POINT_GROUP",
-    "EntryPointCandidate",
-    "UncheckedLoad",
-    "WorkerRegistry",
-    "create_plugin_manager",
-    "csv_names",
-    "discover_workers",
-    "entry_point_candidates",
-    "has_hookimpls",
-    "LoadPolicy",
-    "load_error",
-    "load_unchecked",
-    "load_unguarded",
-    "load_worker",
-    "plugin_from",
-]

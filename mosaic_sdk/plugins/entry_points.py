@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata as importlib_metadata
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import pluggy
 from pydantic import ValidationError
@@ -47,12 +47,7 @@ class EntryPointCandidate:
 def has_hookimpls(obj: object) -> bool:
     """Whether ``obj`` has attributes marked with ``@mosaic_sdk.hookimpl``."""
     attr = f"{PROJECT_NAME}_impl"
-    for name in dir(obj):
-        if name.startswith("mosaic_"):
-            member = getattr(obj, name, None)
-            if member is not None and hasattr(member, attr):
-                return True
-    return False
+    return any(hasattr(getattr(obj, n, None), attr) for n in dir(obj) if n.startswith("mosaic_"))
 
 
 def csv_names(value: str | None) -> list[str]:
@@ -74,15 +69,10 @@ def installed_entry_points(group: str) -> list[EntryPointCandidate]:
         seen.add(key)
         version = dist.version if dist is not None else None
         location = getattr(dist, "_path", None)  # PathDistribution's directory, when it is one
+        location = None if location is None else str(location)
         found.append(
             EntryPointCandidate(
-                ep.name,
-                ep.value,
-                dist_name,
-                version,
-                ep.load,
-                probe=True,
-                location=None if location is None else str(location),
+                ep.name, ep.value, dist_name, version, ep.load, probe=True, location=location
             )
         )
     return found
@@ -183,36 +173,16 @@ class LoadPolicy:
         error instead when it found one."""
         item = c.probe_item(group) if c.probe else None
         verdict = self.verdicts.get(item) if item is not None else None
-        if verdict is not None and self.fatal_only and verdict.error_type not in FATAL:
-            verdict = None
-        if verdict is not None:
+        if verdict is not None and not (self.fatal_only and verdict.error_type not in FATAL):
             return WorkerLoadError(
-                name=c.name,
-                distribution=c.distribution,
-                error_type=verdict.error_type,
-                message=verdict.message,
-                traceback=verdict.traceback,
+                c.name, c.distribution, verdict.error_type, verdict.message, verdict.traceback
             )
         attempt = Attempt()
         outcome = run_guarded(c.name, lambda: work(attempt), self.timeout)
         if not outcome.finished:
             attempt.abandon()
-        if outcome.error is not None:
-            result: T | WorkerLoadError = load_error(c, outcome.error)
-        else:
-            result = outcome.value  # type: ignore[assignment]
+        error = outcome.error
+        result = cast(T, outcome.value) if error is None else load_error(c, error)
         if isinstance(result, WorkerLoadError) and item is not None and item in self.verdicts:
             forget([item])  # it passed a probe once: probe it again next time
         return result
-
-
-__all__ = [
-    "Attempt",
-    "EntryPointCandidate",
-    "FATAL",
-    "LoadPolicy",
-    "csv_names",
-    "has_hookimpls",
-    "installed_entry_points",
-    "load_error",
-]

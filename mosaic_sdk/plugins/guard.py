@@ -71,8 +71,8 @@ class Outcome(Generic[T]):
 
 
 def run_guarded(name: str, call: Callable[[], T], timeout: float) -> Outcome[T]:
-    """Run ``call`` on a thread of its own and wait at most ``timeout`` seconds for it (see
-    the module docstring). Never raises what ``call`` raises."""
+    """Run ``call`` on a thread of its own and wait at most ``timeout`` seconds for it (a call
+    that does not return is left running, abandoned). Never raises what ``call`` raises."""
     outcome: Outcome[T] = Outcome(finished=False)
 
     def body() -> None:
@@ -146,15 +146,3 @@ def plugin_output_to_stderr() -> Iterator[None]:
                 router._owner = None
             else:
                 sys.stdout = current
-
-
-__all__ = [
-    "DEFAULT_TIMEOUT",
-    "Outcome",
-    "PluginTimeout",
-    "TIMEOUT_VARIABLE",
-    "plugin_output_to_stderr",
-    "plugin_timeout",
-    "run_guarded",
-    "timeout_message",
-]

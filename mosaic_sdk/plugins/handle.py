@@ -11,7 +11,7 @@ import pluggy
 from mosaic_sdk.contract import LaunchCommand, WorkerCapabilities, WorkerConfig, WorkerMetadata
 from mosaic_sdk.plugins.choice import ChoiceDict
 from mosaic_sdk.plugins.errors import LoadErrorDict
-from mosaic_sdk.plugins.upstream import fields_of
+from mosaic_sdk.plugins.upstream import sdk_pair
 
 
 class _EntryFields(TypedDict):
@@ -78,12 +78,7 @@ class WorkerHandle:
             result = self._hook("mosaic_worker_describe")()
             if result is None:
                 raise TypeError("the plugin implements no mosaic_worker_describe hook")
-            meta, caps = result
-            if not isinstance(meta, WorkerMetadata):
-                meta = WorkerMetadata(**fields_of(meta, WorkerMetadata))
-            if not isinstance(caps, WorkerCapabilities):
-                caps = WorkerCapabilities(**fields_of(caps, WorkerCapabilities))
-            self._description = (meta, caps)
+            self._description = sdk_pair(*result)
         return self._description
 
     @property

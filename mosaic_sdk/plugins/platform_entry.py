@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
-from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
@@ -19,10 +18,7 @@ _PLATFORM_PACKAGES = ("gym_gui", "gym_gui.core", PLATFORM_MODULE)
 
 
 class PlatformFactory:
-    """``(WorkerMetadata, WorkerCapabilities)`` of one plugin module, in the platform's classes.
-
-    Made by :func:`platform_factory`; see the module docstring.
-    """
+    """``(WorkerMetadata, WorkerCapabilities)`` of one plugin module, in the platform's classes."""
 
     __slots__ = ("__mosaic_plugin__",)
 
@@ -87,25 +83,14 @@ def as_platform_pair(metadata: object, capabilities: object) -> tuple[object, ob
     """``metadata`` and ``capabilities`` (the SDK's models, or anything with their fields) as
     instances of the platform's classes when there are some, else as the SDK's models."""
     # Imported here: a plugin module makes its factory at import, without pydantic.
-    from mosaic_sdk.contract import WorkerCapabilities, WorkerMetadata
+    from mosaic_sdk.plugins.upstream import sdk_pair
 
-    if not isinstance(metadata, WorkerMetadata):
-        metadata = WorkerMetadata.model_validate(_fields(metadata, WorkerMetadata.model_fields))
-    if not isinstance(capabilities, WorkerCapabilities):
-        capabilities = WorkerCapabilities.model_validate(
-            _fields(capabilities, WorkerCapabilities.model_fields)
-        )
+    metadata, capabilities = sdk_pair(metadata, capabilities)
     classes = platform_classes()
     if classes is None:
         return metadata, capabilities
     meta_cls, caps_cls = classes
     return _as_dataclass(meta_cls, metadata), _as_dataclass(caps_cls, capabilities)
-
-
-def _fields(obj: object, names: Iterable[str]) -> dict[str, object]:
-    if isinstance(obj, dict):
-        return {k: v for k, v in obj.items() if k in names}
-    return {n: getattr(obj, n) for n in names if hasattr(obj, n)}
 
 
 def _as_dataclass(cls: type[Any], model: object) -> object:
@@ -126,13 +111,3 @@ def _as_dataclass(cls: type[Any], model: object) -> object:
         value = getattr(model, f.name)
         kwargs[f.name] = tuple(value) if isinstance(value, (list, set, frozenset)) else value
     return cls(**kwargs)
-
-
-__all__ = [
-    "PLATFORM_MODULE",
-    "PLUGIN_ATTRIBUTE",
-    "PlatformFactory",
-    "as_platform_pair",
-    "platform_classes",
-    "platform_factory",
-]

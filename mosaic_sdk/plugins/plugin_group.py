@@ -158,15 +158,3 @@ def plugin_entries(
             }
         )
     return sorted(rows, key=lambda r: r["name"])
-
-
-__all__ = [
-    "PLUGIN_GROUP",
-    "PLUGIN_PREFIX",
-    "PluginInfo",
-    "enabled_candidates",
-    "load_plugin_group",
-    "plugin_object",
-    "plugin_entries",
-    "plugin_group_candidates",
-]

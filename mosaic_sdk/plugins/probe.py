@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import json
@@ -111,8 +112,7 @@ def _read_cache(path: Path | None) -> dict[str, float]:
     if path is None:
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        entries = data["loaded"]
+        entries = json.loads(path.read_text(encoding="utf-8"))["loaded"]
         return {str(k): float(v) for k, v in entries.items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
@@ -122,14 +122,13 @@ def _write_cache(path: Path | None, entries: Mapping[str, float]) -> None:
     if path is None:
         return
     newest = sorted(entries.items(), key=lambda kv: kv[1])[-CACHE_ENTRIES:]
-    try:
+    # OSError: a cache that cannot be written costs a probe next time, nothing else
+    with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plugin-probes.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump({"version": 1, "loaded": dict(newest)}, f)
         os.replace(tmp, path)
-    except OSError:
-        pass  # a cache that cannot be written costs a probe next time, nothing else
 
 
 def forget(items: Sequence[ProbeItem]) -> None:
@@ -149,26 +148,16 @@ def probe(items: Sequence[ProbeItem], timeout: float) -> dict[int, ProbeFailure 
     path = cache_path()
     cached = _read_cache(path)
     keys = [cache_key(item) for item in items]
-    verdicts: dict[int, ProbeFailure | None] = {}
-    todo: list[int] = []
-    for i, key in enumerate(keys):
-        if key is not None and key in cached:
-            verdicts[i] = None
-        else:
-            todo.append(i)
+    verdicts: dict[int, ProbeFailure | None] = {i: None for i, k in enumerate(keys) if k in cached}
+    todo = [i for i in range(len(items)) if i not in verdicts]
     if not todo:
         return verdicts
     found = _probe_in_children([items[i] for i in todo], timeout)
+    verdicts.update((todo[j], verdict) for j, verdict in found.items())
     now = time.time()
-    fresh = False
-    for j, verdict in found.items():
-        i = todo[j]
-        verdicts[i] = verdict
-        if verdict is None and keys[i] is not None:
-            cached[keys[i]] = now  # type: ignore[index]
-            fresh = True
+    fresh = {k: now for j, v in found.items() if v is None and (k := keys[todo[j]]) is not None}
     if fresh:
-        _write_cache(path, cached)
+        _write_cache(path, {**cached, **fresh})
     return verdicts
 
 
@@ -196,11 +185,10 @@ class _Child:
         self.send({"sys_path": list(sys.path), "argv": list(sys.argv)})
 
     def send(self, message: object) -> None:
-        try:
+        # OSError: it has ended; its stdout says so (end of file) and it is judged there
+        with contextlib.suppress(OSError):
             self.stdin.write(json.dumps(message).encode("utf-8") + b"\n")
             self.stdin.flush()
-        except OSError:
-            pass  # it has ended: its stdout says so (end of file) and it is judged there
 
     def give(self, index: int, item: ProbeItem, timeout: float) -> None:
         self.current, self.begun, self.since = index, False, time.monotonic()
@@ -210,16 +198,12 @@ class _Child:
     def end(self) -> None:
         """End the child we started, and what it started (its own process group)."""
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         self.proc.wait()
         for stream in (self.stdin, self.proc.stdout):
-            try:
+            with contextlib.suppress(OSError):
                 stream.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
 
 
 def _probe_in_children(
@@ -307,28 +291,23 @@ def _read(child: _Child, verdicts: dict[int, ProbeFailure | None], timeout: floa
         if "begin" in message:
             child.begun = True
             child.deadline = time.monotonic() + timeout
-        elif message.get("ok"):
-            verdicts[index] = None
-            child.current = None
-            child.deadline = time.monotonic() + STARTUP_TIMEOUT
-        else:
+            continue
+        verdicts[index] = None
+        if not message.get("ok"):
             verdicts[index] = ProbeFailure(
                 str(message.get("error_type", "Exception")),
                 str(message.get("message", "")),
                 str(message.get("traceback", "")),
             )
-            child.current = None
-            child.deadline = time.monotonic() + STARTUP_TIMEOUT
+        child.current = None
+        child.deadline = time.monotonic() + STARTUP_TIMEOUT
 
 
 def _timed_out(child: _Child, verdicts: dict[int, ProbeFailure | None], timeout: float) -> None:
     child.end()
     if child.current is not None and child.begun:
-        verdicts[child.current] = ProbeFailure(
-            "PluginTimeout",
-            timeout_message(timeout),
-            _tail(child.err),
-        )
+        message = timeout_message(timeout)
+        verdicts[child.current] = ProbeFailure("PluginTimeout", message, _tail(child.err))
         child.current = None
 
 
@@ -350,15 +329,3 @@ def _tail(err: object) -> str:
     except (OSError, ValueError):
         return ""
     return f"the probe's output:\n{text}" if text.strip() else ""
-
-
-__all__ = [
-    "CACHE_VARIABLE",
-    "ProbeFailure",
-    "ProbeItem",
-    "cache_key",
-    "cache_path",
-    "forget",
-    "module_fingerprint",
-    "probe",
-]

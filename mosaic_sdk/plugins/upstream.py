@@ -21,9 +21,7 @@ from mosaic_sdk.plugins.gym_gui_stand_in import LAUNCHER
 
 
 def _as_tuple(value: object) -> object:
-    if isinstance(value, (list, set, frozenset)):
-        return tuple(value)
-    return value
+    return tuple(value) if isinstance(value, (list, set, frozenset)) else value
 
 
 def fields_of(obj: object, model: type[BaseModel]) -> dict[str, Any]:
@@ -32,6 +30,15 @@ def fields_of(obj: object, model: type[BaseModel]) -> dict[str, Any]:
     else:
         source = {n: getattr(obj, n) for n in model.model_fields if hasattr(obj, n)}
     return {k: _as_tuple(v) for k, v in source.items() if k in model.model_fields}
+
+
+def sdk_pair(meta: object, caps: object) -> tuple[WorkerMetadata, WorkerCapabilities]:
+    """``(metadata, capabilities)`` as the SDK's models (from anything with their fields)."""
+    if not isinstance(meta, WorkerMetadata):
+        meta = WorkerMetadata(**fields_of(meta, WorkerMetadata))
+    if not isinstance(caps, WorkerCapabilities):
+        caps = WorkerCapabilities(**fields_of(caps, WorkerCapabilities))
+    return meta, caps
 
 
 class UpstreamConfig(WorkerConfigWithExtras):
@@ -55,11 +62,7 @@ class UpstreamWorkerAdapter:
                 f"{self.module} factory returned {type(result).__name__}; "
                 "expected a (metadata, capabilities) pair"
             )
-        meta, caps = result
-        return (
-            WorkerMetadata(**fields_of(meta, WorkerMetadata)),
-            WorkerCapabilities(**fields_of(caps, WorkerCapabilities)),
-        )
+        return sdk_pair(*result)
 
     @hookimpl
     def mosaic_worker_config_model(self) -> type[WorkerConfig]:
@@ -79,6 +82,3 @@ class UpstreamWorkerAdapter:
                 str(config_path),
             )
         )
-
-
-# --- handles

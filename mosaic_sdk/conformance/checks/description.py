@@ -79,9 +79,7 @@ def license_spdx(subject: WorkerSubject) -> str | None:
         canonical = canonicalize_license_expression(text)
     except InvalidLicenseExpression as exc:
         raise CheckFailed(f"metadata.license {text!r} is not an SPDX identifier ({exc})") from None
-    if canonical != text:
-        return f"valid; canonical spelling is {canonical!r}"
-    return None
+    return f"valid; canonical spelling is {canonical!r}" if canonical != text else None
 
 
 @conformance_check(

@@ -3,6 +3,7 @@ wrapped by FastLane."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import warnings
@@ -59,10 +60,8 @@ def _make_env(subject: WorkerSubject) -> Any:
 
 
 def _close(env: Any) -> None:
-    try:
+    with contextlib.suppress(Exception):  # closing is best effort here
         env.close()
-    except Exception:  # noqa: BLE001 - closing is best effort here
-        pass
 
 
 def _check_env(env: Any) -> list[str]:

@@ -3,7 +3,6 @@
 from mosaic_sdk.plugins.gym_gui_stand_in.finder import (
     SERVED,
     STAND_IN_MARK,
-    STAND_IN_MODULES,
     GymGuiStandInFinder,
     install_gym_gui_stand_in,
     is_stand_in,
@@ -17,7 +16,6 @@ __all__ = [
     "LAUNCHER",
     "SERVED",
     "STAND_IN_MARK",
-    "STAND_IN_MODULES",
     "GymGuiStandInFinder",
     "install_gym_gui_stand_in",
     "is_stand_in",

@@ -6,8 +6,6 @@ from pathlib import Path
 
 from mosaic_sdk.home import mosaic_home
 
-__mosaic_stand_in__ = True
-
 VAR_ROOT: Path = (mosaic_home() / "var").absolute()
 VAR_REPLAY_DIR = VAR_ROOT / "replay"
 VAR_TELEMETRY_DIR = VAR_ROOT / "telemetry"
@@ -38,32 +36,13 @@ VAR_SMACV2_MAPS_DIR = VAR_SC2_DIR / "Maps" / "SMACv2_Maps"
 VAR_SMAC_REPLAYS_DIR = VAR_REPLAY_DIR / "smac"
 VAR_NMMO_MAPS_DIR = VAR_DATA_DIR / "nmmo"
 
-#: The directories :func:`ensure_var_directories` creates (every VAR_* name but files and
-#: the StarCraft II install, which its own installer makes).
-VAR_DIRECTORIES: tuple[Path, ...] = (
-    VAR_ROOT,
-    VAR_REPLAY_DIR,
-    VAR_TELEMETRY_DIR,
-    VAR_CACHE_DIR,
-    VAR_TMP_DIR,
-    VAR_LOGS_DIR,
-    VAR_TRAINER_DIR,
-    VAR_TENSORBOARD_DIR,
-    VAR_EVALS_DIR,
-    VAR_CUSTOM_SCRIPTS_DIR,
-    VAR_DATA_DIR,
-    VAR_MODELS_DIR,
-    VAR_MODELS_HF_CACHE,
-    VAR_MODELS_KATAGO_DIR,
-    VAR_MODELS_GO_AI_DIR,
-    VAR_OPERATORS_DIR,
-    VAR_OPERATORS_LOGS_DIR,
-    VAR_OPERATORS_TELEMETRY_DIR,
-    VAR_EVALUATOR_DIR,
-    VAR_VLLM_DIR,
-    VAR_BIN_DIR,
-    VAR_SMAC_REPLAYS_DIR,
-    VAR_NMMO_MAPS_DIR,
+_NOT_MADE = {"VAR_TRAINER_DB", "VAR_SC2_DIR", "VAR_SMAC_MAPS_DIR", "VAR_SMACV2_MAPS_DIR"}
+#: The directories :func:`ensure_var_directories` creates: every VAR_* path but a file and
+#: the StarCraft II install (its own installer makes that), each once.
+VAR_DIRECTORIES: tuple[Path, ...] = tuple(
+    dict.fromkeys(
+        v for k, v in dict(globals()).items() if k.startswith("VAR_") and k not in _NOT_MADE
+    )
 )
 
 

@@ -32,8 +32,6 @@ from mosaic_sdk.plugins.gym_gui_stand_in.worker_telemetry import (
     TelemetryEmitter,
 )
 
-__mosaic_stand_in__ = True
-
 __all__ = [
     "WORKER_ENTRY_POINT_GROUP",
     "ArtifactsMetadata",

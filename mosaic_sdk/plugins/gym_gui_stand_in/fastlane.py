@@ -15,8 +15,6 @@ from mosaic_sdk.plugins.gym_gui_stand_in.fastlane_buffer import (
     create_fastlane_name,
 )
 
-__mosaic_stand_in__ = True
-
 __all__ = [
     "FastLaneConfig",
     "FastLaneFrame",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
@@ -16,9 +17,12 @@ from mosaic_sdk.fastlane import FastLaneWriter as _SdkWriter
 from mosaic_sdk.fastlane.layout import FLAG_INVALIDATED, HEADER, OFF_FLAGS
 from mosaic_sdk.shm.atomics import SharedWords
 
-__mosaic_stand_in__ = True
-
 _MIN_CAPACITY, _MAX_CAPACITY = 2, 1024
+
+
+def _header_field(index: int) -> Any:
+    """A read-only property: field ``index`` of the segment's header, as an int."""
+    return property(lambda self: int(HEADER.unpack_from(self._mv, 0)[index]))
 
 
 class FastLaneWriter(_SdkWriter):
@@ -48,36 +52,16 @@ class FastLaneBase:
                 f"FastLane header ({HEADER.size})"
             )
 
-    def _header(self) -> tuple[Any, ...]:
-        return tuple(HEADER.unpack_from(self._mv, 0))
-
-    @property
-    def flags(self) -> int:
-        return int(self._header()[2])
+    flags = _header_field(2)
+    capacity = _header_field(3)
+    width = _header_field(6)
+    height = _header_field(7)
+    channels = _header_field(8)
+    head = _header_field(10)
 
     @property
     def is_invalidated(self) -> bool:
         return bool(self.flags & FLAG_INVALIDATED)
-
-    @property
-    def capacity(self) -> int:
-        return int(self._header()[3])
-
-    @property
-    def width(self) -> int:
-        return int(self._header()[6])
-
-    @property
-    def height(self) -> int:
-        return int(self._header()[7])
-
-    @property
-    def channels(self) -> int:
-        return int(self._header()[8])
-
-    @property
-    def head(self) -> int:
-        return int(self._header()[10])
 
     def invalidate(self) -> None:
         """Set FLAG_INVALIDATED (readers detach and re-attach)."""
@@ -92,10 +76,8 @@ class FastLaneBase:
         self._shm.close()
 
     def unlink(self) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             self._shm.unlink()
-        except FileNotFoundError:
-            pass
 
 
 __all__ = [

@@ -7,6 +7,4 @@ from __future__ import annotations
 
 from mosaic_sdk.fastlane.environment import apply_fastlane_environment
 
-__mosaic_stand_in__ = True
-
 __all__ = ["apply_fastlane_environment"]

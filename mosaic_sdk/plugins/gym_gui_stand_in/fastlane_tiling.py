@@ -5,6 +5,4 @@ from __future__ import annotations
 
 from mosaic_sdk.fastlane.tiling import tile_frames
 
-__mosaic_stand_in__ = True
-
 __all__ = ["tile_frames"]

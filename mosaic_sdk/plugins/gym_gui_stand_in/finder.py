@@ -34,9 +34,6 @@ SERVED: dict[str, tuple[str | None, bool]] = {
     "gym_gui.services.trainer.proto.trainer_pb2_grpc": ("trainer_stub", False),
 }
 
-#: The served names, parents first (kept for callers of the first version).
-STAND_IN_MODULES: tuple[str, ...] = tuple(SERVED)
-
 #: Attribute set to True on every stand-in module.
 STAND_IN_MARK = "__mosaic_stand_in__"
 
@@ -132,18 +129,6 @@ def install_gym_gui_stand_in() -> GymGuiStandInFinder:
 def uninstall_gym_gui_stand_in() -> None:
     """Remove the finder and forget the stand-in modules already imported (for tests)."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, GymGuiStandInFinder)]
-    for name in reversed(STAND_IN_MODULES):
+    for name in reversed(SERVED):
         if is_stand_in(sys.modules.get(name)):
             del sys.modules[name]
-
-
-__all__ = [
-    "SERVED",
-    "STAND_IN_MARK",
-    "STAND_IN_MODULES",
-    "GymGuiStandInFinder",
-    "content_module",
-    "install_gym_gui_stand_in",
-    "is_stand_in",
-    "uninstall_gym_gui_stand_in",
-]

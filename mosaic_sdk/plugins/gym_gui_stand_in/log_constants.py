@@ -7,8 +7,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__mosaic_stand_in__ = True
-
 _NAME = re.compile(r"LOG(?:_[A-Z0-9]+)+")
 _ERROR = {"ERROR", "FAILED", "FAILURE", "EXCEPTION"}
 _WARNING = {"WARNING", "WARN", "DEFAULTED", "FALLBACK", "SKIPPED", "TIMEOUT"}
@@ -27,7 +25,8 @@ class LogConstant:
 
 
 def constant_for(name: str) -> LogConstant:
-    """The constant the stand-in gives ``name`` (see the module docstring)."""
+    """The constant the stand-in gives ``name``: component and subcomponent from
+    its first words, level from words such as ERROR or WARNING, message from the rest."""
     if not _NAME.fullmatch(name):
         raise ValueError(f"{name!r} is not a log constant name (LOG_ followed by WORDS)")
     words = name.split("_")[1:]

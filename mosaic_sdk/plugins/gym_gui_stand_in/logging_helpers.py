@@ -8,8 +8,6 @@ from typing import Any
 
 from mosaic_sdk.plugins.gym_gui_stand_in.log_constants import LogConstant
 
-__mosaic_stand_in__ = True
-
 # the attributes every LogRecord has (plus those Formatter adds): `extra` may not set them
 _RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
@@ -29,7 +27,7 @@ def log_constant(
     extra: Mapping[str, object] | None = None,
     exc_info: BaseException | tuple[Any, ...] | None = None,
 ) -> None:
-    """Log ``constant`` through ``logger`` (see the module docstring)."""
+    """Log ``constant`` through ``logger``, its fields as ``extra``."""
     fields: dict[str, object] = {
         "log_code": constant.code,
         "component": constant.component,

@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 import sys
 
-__mosaic_stand_in__ = True
-
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 _installed: list[logging.Handler] = []
@@ -20,7 +18,8 @@ def configure_logging(
     log_to_file: bool = True,
     force: bool = False,
 ) -> None:
-    """Configure the root logger once per process (see the module docstring)."""
+    """Configure the root logger once per process; again only with ``force``
+    or other handler choices."""
     global _choice
     root = logging.getLogger()
     root.setLevel(level)

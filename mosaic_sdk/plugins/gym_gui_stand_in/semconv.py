@@ -5,8 +5,6 @@ variables and modes that the platform's workers read (``TelemetryEnv``, ``VideoM
 
 from __future__ import annotations
 
-__mosaic_stand_in__ = True
-
 
 class VideoModes:
     """FastLane video modes."""

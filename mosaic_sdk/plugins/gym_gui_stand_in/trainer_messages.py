@@ -7,8 +7,6 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__mosaic_stand_in__ = True
-
 PACKAGE = "gymgui.trainer"
 SERVICE = "TrainerService"
 

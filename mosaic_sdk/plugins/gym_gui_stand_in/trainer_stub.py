@@ -15,8 +15,6 @@ from mosaic_sdk.plugins.gym_gui_stand_in.trainer_messages import (
     RegisterWorkerResponse,
 )
 
-__mosaic_stand_in__ = True
-
 SERVICE_NAME = f"{PACKAGE}.{SERVICE}"
 REGISTER_WORKER = f"/{SERVICE_NAME}/RegisterWorker"
 

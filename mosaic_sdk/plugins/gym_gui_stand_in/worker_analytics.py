@@ -9,8 +9,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-__mosaic_stand_in__ = True
-
 
 @dataclass(frozen=True)
 class TensorBoardMetadata:

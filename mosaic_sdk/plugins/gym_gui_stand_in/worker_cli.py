@@ -13,8 +13,6 @@ from typing import Any, TypeVar
 from mosaic_sdk.job_descriptor import unwrap_job_descriptor
 from mosaic_sdk.plugins.gym_gui_stand_in.logging_setup import configure_logging
 
-__mosaic_stand_in__ = True
-
 T = TypeVar("T")
 
 DEFAULT_GRPC_TARGET = "127.0.0.1:50055"

@@ -10,8 +10,6 @@ from mosaic_sdk.plugins.gym_gui_stand_in.worker_protocol import (
     WorkerMetadata,
 )
 
-__mosaic_stand_in__ = True
-
 WORKER_ENTRY_POINT_GROUP = "mosaic.workers"
 
 logger = logging.getLogger("gym_gui.core.worker.discovery")

@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol, runtime_checkable
 
-__mosaic_stand_in__ = True
-
 
 @dataclass(frozen=True)
 class WorkerMetadata:

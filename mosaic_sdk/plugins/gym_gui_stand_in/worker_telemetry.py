@@ -13,8 +13,6 @@ from typing import TextIO
 from mosaic_sdk.plugins.gym_gui_stand_in.log_constants import LogConstant
 from mosaic_sdk.plugins.gym_gui_stand_in.logging_helpers import log_constant
 
-__mosaic_stand_in__ = True
-
 
 class LifecycleEventType(str, Enum):
     """The lifecycle event names."""
@@ -39,7 +37,7 @@ class LifecycleEvent:
 
 
 class TelemetryEmitter:
-    """Lifecycle lines on stdout (or ``sink``); see the module docstring."""
+    """Lifecycle lines on stdout (or ``sink``), written by the SDK's emitter."""
 
     def __init__(
         self,
