@@ -262,13 +262,3 @@ class ControlRelay:
                 id=rid,
             )
         return None
-
-
-__all__ = [
-    "COMMANDS",
-    "ERROR_CODES",
-    "PROTOCOL",
-    "REPLY_TIMEOUT",
-    "ControlRelay",
-    "runner_error",
-]

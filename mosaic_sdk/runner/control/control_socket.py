@@ -225,14 +225,3 @@ def start_server(
     except OSError as exc:
         (warn or current_reporter().warn)(f"no control socket for this run: {exc}")
         return None
-
-
-__all__ = [
-    "MAX_CLIENTS",
-    "SOCKET_NAME",
-    "ControlServer",
-    "ControlSocketError",
-    "peer_uid",
-    "socket_address",
-    "start_server",
-]

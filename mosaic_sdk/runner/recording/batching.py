@@ -159,6 +159,3 @@ class StoreBatcher(RunObserver):
             f"the worker of run {self.run_id} exited but a process "
             "outside its group keeps its stdout open; stopped reading"
         )
-
-
-__all__ = ["RunListener", "StoreBatcher"]

@@ -159,15 +159,3 @@ class RunHealth:
         }
         self.stalled_payload = payload
         return payload
-
-
-__all__ = [
-    "RECOVERED_EVENT",
-    "STALLED_EVENT",
-    "STALL_ACTIONS",
-    "STALL_FACTOR",
-    "RunHealth",
-    "checked_stall_after",
-    "stall_limit_value",
-    "stall_reason",
-]

@@ -15,7 +15,7 @@ import msgspec
 
 from mosaic_sdk.runner.recording.series import SeriesIngest
 from mosaic_sdk.runner.storage.records import EpisodeRow, StepRow, TelemetryValues
-from mosaic_sdk.runner.storage.rows import LineBatch, finite_float, insert_rows
+from mosaic_sdk.runner.storage.rows import LineBatch, finite_float
 from mosaic_sdk.runner.storage.writer import StoreWriter
 from mosaic_sdk.runner.supervision.lines import CutLine
 from mosaic_sdk.telemetry import METRICS_EVENT
@@ -352,6 +352,3 @@ class StderrIngest:
             )
         batch.stderr = len(raws)
         self.writer.submit(batch)
-
-
-__all__ = ["LineBatch", "LineIngest", "StderrIngest", "StoreWriter", "insert_rows"]

@@ -91,6 +91,3 @@ class Notify:
             self.pm.hook.mosaic_telemetry_event(run_id=self.run_id, worker=self.worker, event=event)
         except Exception as exc:  # noqa: BLE001 - a plugin's bug must not stop the run
             self.warn(f"a {EVENT_HOOK} hook raised {type(exc).__name__}: {exc} (the run goes on)")
-
-
-__all__ = ["EVENT_HOOK", "Notify"]

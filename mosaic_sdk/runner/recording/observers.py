@@ -343,19 +343,3 @@ class ObserverFeed:
                         f"({why}); the store holds them all"
                     )
         return [r.to_dict() for r in self._reports]
-
-
-__all__ = [
-    "DELIVERY_INTERVAL",
-    "DRAIN_TIMEOUT",
-    "EPISODES_HOOK",
-    "MAX_PENDING_ROWS",
-    "RowBatch",
-    "SERIES_HOOK",
-    "STEPS_HOOK",
-    "SeriesPoint",
-    "EpisodeRow",
-    "ObserverFeed",
-    "ObserverReport",
-    "StepRow",
-]

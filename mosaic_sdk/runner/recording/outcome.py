@@ -216,15 +216,3 @@ def record_end(
         status, error = "failed", (error + "; " if error else "") + note
         (warn or current_reporter().warn)(f"run {run_id}: {note}")
     return status, error, counts
-
-
-__all__ = [
-    "EXIT_CODES",
-    "Outcome",
-    "RunResult",
-    "decide",
-    "describe_exit",
-    "failed_event",
-    "lifecycle_event",
-    "record_end",
-]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from mosaic_sdk.runner.recording.batching import RunListener, StoreBatcher
 from mosaic_sdk.runner.recording.health import RunHealth
 from mosaic_sdk.runner.recording.ingest import LineIngest, StderrIngest
-from mosaic_sdk.runner.recording.notify import EVENT_HOOK, Notify
+from mosaic_sdk.runner.recording.notify import Notify
 from mosaic_sdk.runner.recording.observers import ObserverFeed
 from mosaic_sdk.runner.recording.outcome import Outcome, decide, record_end
 from mosaic_sdk.runner.recording.step_frames import StepFrames
@@ -213,6 +213,3 @@ class RunRecorder:
             self.feed.close(timeout=0)
         if self.frames is not None:
             self.frames.close(timeout=0)  # removes its FastLane segment, whatever happened
-
-
-__all__ = ["EVENT_HOOK", "RecordedEnd", "RecorderOptions", "RunListener", "RunRecorder"]

@@ -206,14 +206,3 @@ class SeriesIngest:
             "counted (`mosaic runs show` says how many); report fewer names, e.g. "
             "aggregate per-item numbers"
         )
-
-
-__all__ = [
-    "MAX_NAME_CHARS",
-    "MAX_SERIES",
-    "NOT_SERIES_EVENTS",
-    "X_KEYS",
-    "SeriesIngest",
-    "flatten",
-    "integer_step",
-]

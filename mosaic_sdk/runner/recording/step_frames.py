@@ -347,17 +347,3 @@ def _number(value: Any) -> float:
         return 0.0
     value = float(value)
     return value if math.isfinite(value) else 0.0
-
-
-__all__ = [
-    "DEFAULT_FPS",
-    "MAX_PAYLOAD_LINE",
-    "MAX_STACK_FRAMES",
-    "BadPayload",
-    "OversizedPayload",
-    "StepFrames",
-    "StepFramesReport",
-    "frame_from_line",
-    "frame_from_payload",
-    "newest_payload_line",
-]

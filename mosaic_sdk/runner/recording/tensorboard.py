@@ -191,15 +191,3 @@ def register_from_env(pm: Any, environ: os._Environ[str] | dict[str, str] | None
         pm.unregister(name=PLUGIN_NAME)
     pm.register(TensorBoardObserver(root), name=PLUGIN_NAME)
     return True
-
-
-__all__ = [
-    "ENV_DIR",
-    "EXTRA",
-    "PLUGIN_NAME",
-    "EventFiles",
-    "TensorBoardObserver",
-    "export_tensorboard",
-    "register_from_env",
-    "run_dir",
-]

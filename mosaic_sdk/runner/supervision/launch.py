@@ -144,6 +144,3 @@ def prepare_run(
     if not like_platform:
         env.update(RUNNER_ONLY_ENV)
     return PreparedRun(handle.name, config.run_id, run_dir, config_path, config, command, env)
-
-
-__all__ = ["RUNNER_ONLY_ENV", "PreparedRun", "ResolvedJob", "prepare_run", "resolve_job"]

@@ -251,6 +251,3 @@ class RunLifecycle:
     def close(self) -> None:
         if self.proc is not None:
             self.proc.close()
-
-
-__all__ = ["CHECK_INTERVAL", "END_OF_OUTPUT_WAIT", "RunLifecycle", "RunObserver"]

@@ -100,6 +100,3 @@ class LineSplitter:
         dropped = self._dropped
         self._parts, self._size, self._dropped = [], 0, 0
         return CutLine(line, dropped) if dropped else line
-
-
-__all__ = ["DEFAULT_MAX_LINE", "CutLine", "LineSplitter"]

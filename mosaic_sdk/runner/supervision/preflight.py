@@ -118,6 +118,3 @@ def _refusal(code: int, stderr: str) -> str:
     if len(quoted) > MAX_QUOTE:
         quoted = quoted[: MAX_QUOTE - 3] + "..."
     return f"its dry run exited with code {code}" + (f": {quoted}" if quoted else "")
-
-
-__all__ = ["DEFAULT_TIMEOUT", "PreflightResult", "preflight"]

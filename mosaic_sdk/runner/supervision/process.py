@@ -307,6 +307,3 @@ class WorkerProcess:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-
-
-__all__ = ["WorkerProcess"]

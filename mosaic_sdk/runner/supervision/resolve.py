@@ -34,6 +34,3 @@ def resolve_worker(worker: str | WorkerHandle, *, reporter: Reporter | None = No
             "made for the other"
         )
     return handle
-
-
-__all__ = ["WorkerProtocolError", "resolve_worker"]

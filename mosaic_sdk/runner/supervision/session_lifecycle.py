@@ -233,6 +233,3 @@ def launch_session(
     session = Session(link=link, timeout=timeout, run_id=prepared.run_id, run_dir=prepared.run_dir)
     link.start(session)
     return session
-
-
-__all__ = ["LifecycleLink", "launch_session"]

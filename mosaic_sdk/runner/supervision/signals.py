@@ -27,6 +27,3 @@ def install_stop_handlers(
             signal.signal(signum, old)
 
     return restore
-
-
-__all__ = ["install_stop_handlers"]

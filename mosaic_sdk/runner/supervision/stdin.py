@@ -80,6 +80,3 @@ def _writable(fd: int, timeout: float) -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLOUT)
     return bool(poller.poll(max(1, int(timeout * 1000))))
-
-
-__all__ = ["StdinClosed", "WorkerStdin"]
