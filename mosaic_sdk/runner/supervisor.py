@@ -1,11 +1,7 @@
 """``run_worker``: run one worker to the end, storing everything it writes (``mosaic run``).
 
-:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle` supervises the worker and a
-:class:`~mosaic_sdk.runner.recording.recorder.RunRecorder` records what it writes. Ctrl-C,
-SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGTERM to the worker, wait ``grace``
-seconds, then SIGKILL its process group; a second Ctrl-C kills at once. Whatever ends the worker,
-the rest of its output is stored, its leftovers are reaped, ``mosaic_run_cleanup`` is called once
-and the run row gets its final status (:mod:`mosaic_sdk.runner.recording.outcome`).
+Ctrl-C, SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) send the worker SIGTERM, then SIGKILL
+its process group ``grace`` seconds later; a second Ctrl-C kills at once.
 """
 
 from __future__ import annotations
@@ -324,13 +320,10 @@ def run_worker(
 ) -> RunResult:
     """Run ``worker`` (a name or a handle) with ``config`` to the end; returns a RunResult.
 
-    Raises (before anything starts) :class:`~mosaic_sdk.plugins.PluginError` for an unusable
-    worker, :class:`~mosaic_sdk.contract.ConfigError` for a bad config or run id,
-    :class:`~mosaic_sdk.runner.storage.store.StoreError` for an unusable store; a run that starts
-    always returns a result. In the main thread SIGINT, SIGTERM and SIGHUP cancel the run.
-    Warnings go to ``reporter`` (default: the process's, :mod:`mosaic_sdk.runner.reporting`).
-    ``options`` are the keyword arguments of :class:`RunSupervisor` (``run_id``, ``store``,
-    ``grace``, ``reporter``, ``stall_after``, ...).
+    Raises, before anything starts, :class:`~mosaic_sdk.plugins.PluginError`, ``ConfigError``
+    or :class:`~mosaic_sdk.runner.storage.store.StoreError`; a run that starts always returns a
+    result. In the main thread SIGINT, SIGTERM and SIGHUP cancel the run. ``options``: the
+    keyword arguments of :class:`RunSupervisor`.
     """
     handle = resolve_worker(worker, reporter=options.get("reporter"))
     return RunSupervisor(handle, config, **options).run()

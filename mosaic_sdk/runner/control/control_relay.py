@@ -57,14 +57,10 @@ class _Pending:
 
 
 class ControlRelay:
-    """One run's command channel, the runner's side of the control protocol (shared by the
-    control socket and the keys of the live view). Thread-safe.
-
-    :meth:`request` checks a request (``{"cmd": "pause"}``, optionally ``"id"`` and arguments),
-    writes it to the worker's stdin with an id and waits up to :data:`REPLY_TIMEOUT` s for the
-    ``control_reply`` with that id, which the ingest hands to :meth:`on_reply`. Whatever goes
-    wrong, the caller gets one reply in the wire's shape: the worker's, or a :func:`runner_error`.
-    """
+    """One run's command channel, shared by the control socket and the live view's keys
+    (thread-safe). :meth:`request` writes a checked request to the worker's stdin and waits up
+    to :data:`REPLY_TIMEOUT` s for the ``control_reply`` with its id (:meth:`on_reply`); the
+    caller always gets one reply: the worker's, or a :func:`runner_error`."""
 
     def __init__(
         self,

@@ -72,12 +72,10 @@ def _check_dir(run_dir: Path) -> None:
 
 
 class ControlServer:
-    """Serves one run's control socket, reachable by the run's owner only (a ``0600`` socket
-    in a ``0700`` run directory; a peer of another user, root included, gets
-    ``permission_denied``). A client writes one JSON request line and reads one reply line
-    (:meth:`ControlRelay.request`), served by a thread of its own (at most :data:`MAX_CLIENTS`
-    at once; more get ``busy``). :meth:`close` removes the socket.
-    """
+    """Serves one run's control socket to the run's owner only (a ``0600`` socket in a
+    ``0700`` directory; another user, root included, gets ``permission_denied``): one JSON
+    request line in, one reply line out, a thread per client (past :data:`MAX_CLIENTS`:
+    ``busy``)."""
 
     def __init__(self, run_dir: Path, relay: ControlRelay) -> None:
         self.path = Path(run_dir) / SOCKET_NAME

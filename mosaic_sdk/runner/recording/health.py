@@ -59,11 +59,8 @@ def stall_reason(payload: dict[str, Any]) -> str:
 
 class RunHealth:
     """The health of one run, no I/O: stalled when nothing came from the worker's stdout for
-    longer than the limit: ``stall_after`` (s; 0: off), else :data:`STALL_FACTOR` times the
-    heartbeat interval the worker last declared, else none. Feed it each chunk's arrival time
-    and lifecycle events; :meth:`check` returns a change as the payload of
-    :data:`STALLED_EVENT` or :data:`RECOVERED_EVENT`. ``clock``: the monotonic clock of the
-    arrival times."""
+    longer than ``stall_after`` (s; 0: off), else :data:`STALL_FACTOR` times the heartbeat
+    interval the worker last declared. ``clock``: the monotonic clock of the arrival times."""
 
     def __init__(
         self, stall_after: float | None = None, *, clock: Callable[[], float] = time.monotonic

@@ -1,7 +1,5 @@
-"""From worker output to store rows: :class:`LineIngest` classifies stdout lines into rows of a
-:class:`LineBatch` (a line that cannot be read is kept as an ``invalid`` log line, never raised),
-:class:`StderrIngest` does the same for stderr lines, and
-:class:`~mosaic_sdk.runner.storage.writer.StoreWriter` (re-exported here) commits the batches.
+"""From worker output to the rows of a :class:`LineBatch`: :class:`LineIngest` for stdout (a
+line that cannot be read is kept as an ``invalid`` log line, never raised), :class:`StderrIngest`.
 """
 
 from __future__ import annotations
@@ -95,12 +93,8 @@ def _payload_json(payload: object) -> str | None:
 
 
 class LineIngest:
-    """Classifies stdout lines of one run into batch rows and keeps the live counters.
-
-    :meth:`add` returns the lifecycle lines (the supervisor flushes their batch at once and
-    runs the hooks once it is committed), but for ``metrics`` lines: those are batched like
-    step lines. Lifecycle lines also give series points (:mod:`.series`, in :attr:`series`).
-    """
+    """Classifies stdout lines of one run into batch rows and keeps the live counters;
+    :meth:`add` returns the lifecycle lines but ``metrics`` (those are batched like steps)."""
 
     def __init__(
         self, run_id: str, on_control_reply: Callable[[dict[str, Any]], None] | None = None

@@ -52,15 +52,10 @@ class RecordedEnd:
 
 
 class RunRecorder:
-    """Records one run's output into the store. A line goes down one chain of stages:
-    ``StoreBatcher`` (``recorder.stdout``: batches, keeps the run's health) -> ``LineIngest``
-    (parses) -> ``StoreWriter`` (commits on its thread) -> ``Notify`` (observers, live frames,
-    ``mosaic_telemetry_event``); stderr lines go to the writer through ``StderrIngest``
-    (``recorder.stderr``). The run ends with :meth:`end` or :meth:`finish`.
-
-    ``pm``: the plugin manager whose observers and event hooks hear of the run (None:
-    nobody); ``listener`` hears of the run as it goes (default: one that only warns).
-    """
+    """Records one run's output into the store, down one chain: ``StoreBatcher``
+    (``recorder.stdout``) -> ``LineIngest`` -> ``StoreWriter`` -> ``Notify``; stderr lines go
+    to the writer through ``recorder.stderr``. The run ends with :meth:`end` or :meth:`finish`.
+    ``pm``: whose observers and event hooks hear of the run (None: nobody)."""
 
     def __init__(
         self,

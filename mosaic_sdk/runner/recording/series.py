@@ -73,18 +73,12 @@ def flatten(
 
 
 class SeriesIngest:
-    """Turns one run's lifecycle lines into series and points of its batches (the numbering of
-    its series lives here: the run has one ingest).
+    """Numbers one run's series and adds the points of its lifecycle lines to its batches.
 
-    A ``metrics`` event gives every key of its ``values`` (nested mappings as dotted names) at
-    its ``step``; a value that is no number, or every value of an event without an integer
-    ``step``, is refused (counted in ``series_refused``). A worker's own lifecycle event
-    gives every numeric payload field as ``<event>/<dotted.field>``, at its ``global_step``,
-    else ``step``, ``iteration``, ``update``, else the event's ordinal; other fields are no
-    series and not refused. Values are kept as floats, NaN and infinities included; the wall
-    time is the line's ``ts_unix_ns``, else when the runner read it. A point past
-    :data:`MAX_SERIES` series or :data:`MAX_NAME_CHARS` characters is refused, and the first
-    such series is warned about once."""
+    ``metrics``: each key of ``values`` (dotted names) at ``step``; without an integer ``step``,
+    and for a value that is no number, refused. A worker's own event: each numeric payload
+    field as ``<event>/<field>`` at the first of :data:`X_KEYS`, else the event's ordinal. Past
+    :data:`MAX_SERIES` series or :data:`MAX_NAME_CHARS` characters, refused (warned once)."""
 
     def __init__(
         self,

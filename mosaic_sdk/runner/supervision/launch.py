@@ -105,13 +105,10 @@ def prepare_run(
     exclusive: bool = False,
     like_platform: bool = False,
 ) -> PreparedRun:
-    """Validate the config of ``job``, write it into the run directory (both private to
-    their owner) and ask the worker for its launch command; ``ConfigError`` for a bad config,
-    ``FileExistsError`` for an existing run directory when ``exclusive``.
-
-    The environment is the caller's, then ``extra_env``, the launch command's ``env``, the
-    ``MOSAIC_*`` variables and :data:`RUNNER_ONLY_ENV` (left out, even inherited or in
-    ``extra_env``, when ``like_platform``; the launch command's own ``env`` is kept).
+    """Validate ``job``'s config, write it into a private run directory and ask the worker
+    for its launch command; ``ConfigError`` for a bad config, ``FileExistsError`` for an
+    existing run directory when ``exclusive``. The environment: the caller's, ``extra_env``,
+    the command's ``env``, ``MOSAIC_*`` and :data:`RUNNER_ONLY_ENV` (not if ``like_platform``).
     """
     if not isinstance(job, ResolvedJob):
         raise TypeError("prepare_run takes the ResolvedJob of resolve_job(config, run_id=...)")
