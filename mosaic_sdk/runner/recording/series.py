@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from mosaic_sdk.runner.reporting import current_reporter
@@ -80,16 +80,8 @@ class SeriesIngest:
     field as ``<event>/<field>`` at the first of :data:`X_KEYS`, else the event's ordinal. Past
     :data:`MAX_SERIES` series or :data:`MAX_NAME_CHARS` characters, refused (warned once)."""
 
-    def __init__(
-        self,
-        run_id: str,
-        *,
-        max_series: int = MAX_SERIES,
-        warn: Callable[[str], None] | None = None,
-    ) -> None:
+    def __init__(self, run_id: str) -> None:
         self.run_id = run_id
-        self.max_series = max_series
-        self._warn = warn
         self.ids: dict[tuple[str, str | None], int] = {}
         self.ordinals: dict[str, int] = {}
         self.points = 0
@@ -178,7 +170,7 @@ class SeriesIngest:
                 if len(name) > MAX_NAME_CHARS or not name:
                     refused += 1
                     continue
-                if len(ids) >= self.max_series:
+                if len(ids) >= MAX_SERIES:
                     refused += 1
                     self._limit(name)
                     continue
@@ -194,8 +186,8 @@ class SeriesIngest:
         if self._told_limit:
             return
         self._told_limit = True
-        (self._warn or current_reporter().warn)(
-            f"run {self.run_id} reports more than {self.max_series} distinct series (the "
+        current_reporter().warn(
+            f"run {self.run_id} reports more than {MAX_SERIES} distinct series (the "
             f"first refused: {name[:80]!r}); points of further series are refused and "
             "counted (`mosaic runs show` says how many); report fewer names, e.g. "
             "aggregate per-item numbers"
