@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -18,7 +18,6 @@ from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.control.run_control import RunControl, claimed_protocol
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
 from mosaic_sdk.runner.recording.health import STALL_ACTIONS, checked_stall_after
-from mosaic_sdk.runner.recording.ingest import LineIngest
 from mosaic_sdk.runner.recording.outcome import RunResult
 from mosaic_sdk.runner.recording.recorder import RecorderOptions, RunListener, RunRecorder
 from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
@@ -149,11 +148,8 @@ class RunSupervisor(RunListener):
             self._control.relay.on_reply(reply)
 
     def tick(self) -> None:
-        recorder = self._recorder
-        if recorder is not None:
-            self.display.update(
-                self._snapshot(recorder.ingest, self._started, health=recorder.health.describe)
-            )
+        if self._recorder is not None:
+            self.display.update(self._snapshot(self._recorder))
 
     def stalled(self, reason: str) -> bool:
         """``--on-stall cancel``: stop the worker as a cancel does; the run ends ``failed``."""
@@ -171,13 +167,12 @@ class RunSupervisor(RunListener):
     def run(self) -> RunResult:
         """Start the worker, supervise it to the end, and return the result."""
         prepared = self.prepared
-        started = time.monotonic()
+        started = self._started = time.monotonic()
         self.store.mark_started(self.run_id)
         warn = self.reporter.warn
         control = self._control = RunControl(
             self.handle, prepared.run_dir, keys=self.keys, warn=warn, cancel=self.cancel
         )
-        self._started = started
         try:
             recorder = self._recorder = RunRecorder(
                 self.store,
@@ -190,7 +185,6 @@ class RunSupervisor(RunListener):
         except BaseException:
             control.close()
             raise
-        ingest = recorder.ingest
         restore = install_stop_handlers(self._on_signal)
         lifecycle = RunLifecycle(
             self.handle,
@@ -238,31 +232,30 @@ class RunSupervisor(RunListener):
                 note_error=RUNNER_NOTE,
                 abandon=lambda: self._kill_now,
             )
-            status, error, counts, observers = end.status, end.error, end.counts, end.observers
-            writer = recorder.writer
+            counts, writer = end.counts, recorder.writer
             try:
                 agents = self.store.agents(self.run_id)
             except Exception:  # noqa: BLE001 - sqlite3.Error: the summary goes without them
                 agents = []
-            self.display.finish(self._snapshot(ingest, started, status))
+            self.display.finish(self._snapshot(recorder, end.status))
             return RunResult(
                 run_id=self.run_id,
                 worker=self.handle.name,
-                status=status,
+                status=end.status,
                 exit_code=exit_code,
                 run_dir=prepared.run_dir,
                 store_path=self.store_path,
                 counts=counts,
-                error=error,
+                error=end.error,
                 duration_seconds=round(time.monotonic() - started, 3),
                 synthesised=end.synthesised,
                 store_error=None if writer.error is None else str(writer.error),
                 lost_rows=writer.lost_rows,
                 degraded_rows=writer.degraded_rows,
                 transactions=writer.transactions,
-                env_steps=max(ingest.env_steps, counts.get("env_steps") or 0),
+                env_steps=max(recorder.ingest.env_steps, counts.get("env_steps") or 0),
                 warnings=warnings,
-                observers=observers,
+                observers=end.observers,
                 agents=agents,
             )
         except BaseException as exc:  # the runner itself failed: record it, leave no orphan
@@ -286,17 +279,12 @@ class RunSupervisor(RunListener):
             recorder.close(timeout=5)
             self.store.close()
 
-    def _snapshot(
-        self,
-        ingest: LineIngest,
-        started: float,
-        status: str = "running",
-        health: Callable[[float], str | None] | None = None,
-    ) -> Snapshot:
+    def _snapshot(self, recorder: RunRecorder, status: str = "running") -> Snapshot:
+        ingest, now = recorder.ingest, time.monotonic()
         return Snapshot(
             run_id=self.run_id,
             worker=self.handle.name,
-            elapsed=time.monotonic() - started,
+            elapsed=now - self._started,
             steps=ingest.env_steps,
             step_lines=ingest.steps,
             episodes=ingest.episodes,
@@ -309,7 +297,7 @@ class RunSupervisor(RunListener):
             status=status,
             control_note=self._control.note if self._control else None,
             control_keys=self._control.keys_help if self._control else None,
-            health=None if health is None else health(time.monotonic()),
+            health=recorder.health.describe(now) if status == "running" else None,
         )
 
 

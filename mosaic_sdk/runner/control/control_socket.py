@@ -139,13 +139,12 @@ class ControlServer:
                     ),
                 )
                 return
-            self._answer(conn, self._handle(self._read_request(conn)))
+            self._answer(conn, self._reply(conn))
         finally:
             self._slots.release()
 
-    @staticmethod
-    def _read_request(conn: socket.socket) -> bytes | dict[str, Any]:
-        """The request line, or a runner_error saying why there is none."""
+    def _reply(self, conn: socket.socket) -> dict[str, Any]:
+        """The reply to the client's request line (a runner_error when there is none)."""
         conn.settimeout(REQUEST_TIMEOUT)
         data = b""
         try:
@@ -167,11 +166,6 @@ class ControlServer:
                 f"the request line is longer than {MAX_REQUEST} bytes",
                 'send a short JSON object, e.g. {"cmd": "ping"}',
             )
-        return line
-
-    def _handle(self, line: bytes | dict[str, Any]) -> dict[str, Any]:
-        if isinstance(line, dict):
-            return line
         try:
             request = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:

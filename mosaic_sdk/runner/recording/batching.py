@@ -66,10 +66,6 @@ class StoreBatcher(RunObserver):
         self.writer_gone = False
         self.health_events = 0  # the stalled/recovered events stored (not the worker's)
 
-    def final_batch(self) -> LineBatch:
-        """A new batch after every one handed over: for what the runner adds at the end."""
-        return LineBatch(serial=self.serial + 1)
-
     def _hand_over(self) -> None:
         self.writer.submit(self.batch)
         self.serial += 1

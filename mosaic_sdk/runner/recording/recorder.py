@@ -16,6 +16,7 @@ from mosaic_sdk.runner.recording.outcome import Outcome, decide, record_end
 from mosaic_sdk.runner.recording.step_frames import StepFrames
 from mosaic_sdk.runner.recording.tensorboard import register_from_env
 from mosaic_sdk.runner.storage.records import ObserverRecord, RunCounts
+from mosaic_sdk.runner.storage.rows import LineBatch
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.storage.writer import StoreWriter
 
@@ -172,7 +173,7 @@ class RunRecorder:
         for a stalled store) and for the observers."""
         if self._finished is not None:
             return self._finished
-        final = self.stdout.final_batch()
+        final = LineBatch(serial=self.stdout.serial + 1)  # after every batch handed over
         if outcome.synthesised is not None:
             self.ingest.add_synthesised(final, outcome.synthesised)
         stderr = self.stderr
