@@ -20,7 +20,7 @@ from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
 from mosaic_sdk.runner.recording.health import STALL_ACTIONS, checked_stall_after
 from mosaic_sdk.runner.recording.outcome import RunResult
 from mosaic_sdk.runner.recording.recorder import RecorderOptions, RunListener, RunRecorder
-from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
+from mosaic_sdk.runner.reporting import Reporter, current_reporter
 from mosaic_sdk.runner.storage import private
 from mosaic_sdk.runner.storage.paths import default_store_path, runs_dir_for
 from mosaic_sdk.runner.storage.store import RunStore
@@ -58,7 +58,7 @@ class RunSupervisor(RunListener):
         stall_after: float | None = None,
         on_stall: str = "warn",
     ) -> None:
-        self.reporter = reporter_or_current(reporter)
+        self.reporter = reporter or current_reporter()
         super().__init__(self.reporter.warn)
         if max_line_bytes < 1:
             raise ValueError(f"max_line_bytes must be >= 1, got {max_line_bytes}")

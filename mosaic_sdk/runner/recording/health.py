@@ -104,7 +104,6 @@ class RunHealth:
         limit = self.stalled_payload["limit_seconds"]
         return f"stalled: no output for {silent:.0f} s (limit {limit:g} s)"
 
-    # -- feeding ----------------------------------------------------------------------------
     def on_events(self, events: Iterable[dict[str, Any]], arrived: float) -> None:
         """Note the heartbeats of a chunk that arrived at ``arrived``, and the heartbeat
         interval a ``heartbeat`` or ``run_started`` payload declares."""
@@ -123,7 +122,6 @@ class RunHealth:
                 if declared is not None:
                     self.declared_interval = declared
 
-    # -- deciding ---------------------------------------------------------------------------
     def check(self, now: float) -> dict[str, Any] | None:
         """The payload of a :data:`STALLED_EVENT` or :data:`RECOVERED_EVENT` (its ``event``
         key says which) when the run's state changed at ``now``, else None."""

@@ -146,9 +146,7 @@ class LineIngest:
                 kind = "invalid" if text.lstrip()[:1] in ("{", "[") else "log"
                 self._log(batch, line_no, kind, line_no == last, raw.note(), text)
                 continue
-            # Fast path for the bulk of the stream: a step line in our field names, and a
-            # metrics line (classify_line would return them parsed, unchanged); anything else
-            # goes through classify_line itself.
+            # Fast path: step and metrics lines in our field names; others go to classify_line.
             text = raw.decode("utf-8", "replace")
             if text[-1:] == "\r":
                 text = text[:-1]

@@ -253,11 +253,9 @@ class ObserverFeed:
     ``max_pending_rows`` an observer's oldest batches are dropped for it alone and counted as
     missed (warned once); one that raises is reported once and gets nothing more."""
 
-    def __init__(
-        self, observers: list[_Observer], warn: Callable[[str], None] | None = None
-    ) -> None:
+    def __init__(self, observers: list[_Observer], warn: Callable[[str], None]) -> None:
         self._observers = observers
-        self._warn = warn or current_reporter().warn
+        self._warn = warn
         self._reports: list[ObserverReport] | None = None
         #: The run's series by number (from the committed batches), when one observes them.
         self._series: dict[int, tuple[str, str | None]] = {}

@@ -164,12 +164,11 @@ class TensorBoardObserver:
 PLUGIN_NAME = "builtin:tensorboard"
 
 
-def register_from_env(pm: Any, environ: os._Environ[str] | dict[str, str] | None = None) -> bool:
+def register_from_env(pm: Any) -> bool:
     """Register a :class:`TensorBoardObserver` in ``pm`` (a pluggy plugin manager) when
     :data:`ENV_DIR` names a directory to write to; whether one is registered now. Refuses
     (MissingExtraError, one line naming the pip command) when tensorboardX is absent."""
-    env = os.environ if environ is None else environ
-    root = env.get(ENV_DIR, "")
+    root = os.environ.get(ENV_DIR, "")
     if not root:
         return False
     current = pm.get_plugin(PLUGIN_NAME)

@@ -93,8 +93,6 @@ class WorkerProcess:
             while True:
                 try:
                     chunk = os.read(fd, _CHUNK)
-                except InterruptedError:  # pragma: no cover - retried by Python already
-                    continue
                 except OSError:  # the pipe was closed under us (close() at the end)
                     break
                 if not chunk:
