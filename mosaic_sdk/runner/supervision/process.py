@@ -58,8 +58,7 @@ class WorkerProcess:
             )
         except OSError as exc:
             raise RuntimeError(f"cannot start the worker ({self.argv[0]}): {exc}") from exc
-        self.pid = self.proc.pid
-        self.pgid = self.pid
+        self.pid = self.proc.pid  # and its process group's id (a session of its own)
         self.stdin = WorkerStdin(self.proc.stdin, self.pid)
         #: Every process seen below the worker (see :mod:`mosaic_sdk.runner.supervision.proctree`).
         self.descendants = Descendants(self.pid)
@@ -246,7 +245,7 @@ class WorkerProcess:
         if self.proc.poll() is None:
             self.descendants.walk(force=True)  # a last look while the tree is intact
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, signum)
+            os.killpg(self.pid, signum)
         self.descendants.signal(signum)
 
     def stop(self, grace: float = 10.0) -> int:
@@ -260,7 +259,7 @@ class WorkerProcess:
 
     def _leftovers(self) -> bool:
         try:
-            os.killpg(self.pgid, 0)
+            os.killpg(self.pid, 0)
         except (ProcessLookupError, PermissionError):
             return bool(self.descendants.alive())
         return True
