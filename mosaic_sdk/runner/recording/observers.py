@@ -1,6 +1,4 @@
-"""Live data for plugins: committed steps, episodes and series points, delivered to observer
-plugins (those implementing ``mosaic_telemetry_steps``, ``_episodes`` or ``_series``).
-"""
+"""Committed steps, episodes and series points, delivered to the observer plugins."""
 
 from __future__ import annotations
 

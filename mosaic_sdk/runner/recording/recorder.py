@@ -167,10 +167,9 @@ class RunRecorder:
         note_error: str | None = None,
         abandon: Callable[[], bool] | None = None,
     ) -> RecordedEnd:
-        """Store the end of the run: the synthesised event of ``outcome`` (if any), ``notes``
-        as stderr lines (``error`` = ``note_error``), the rest of the rows, the observers'
-        reports and the final status. Waits for the writer (``abandon()`` true: stop waiting
-        for a stalled store) and for the observers."""
+        """Store the end of the run: ``outcome``'s event, ``notes`` as stderr lines (``error`` =
+        ``note_error``), the rest of the rows, the observers' reports and the final status.
+        Waits for the writer (``abandon()`` true: no longer) and the observers."""
         if self._finished is not None:
             return self._finished
         final = LineBatch(serial=self.stdout.serial + 1)  # after every batch handed over

@@ -1,7 +1,4 @@
-"""What becomes a series: the points ``(step, value, wall time)`` the ingest takes from a run's
-``metrics`` events and the worker's own lifecycle events, stored per run by name and
-``agent_id``.
-"""
+"""What becomes a series: the points ``(step, value, wall time)`` of a run's lifecycle lines."""
 
 from __future__ import annotations
 

@@ -163,11 +163,9 @@ class StepFramesReport:
 
 
 class StepFrames:
-    """Publishes the render payloads of one run's step lines to its FastLane stream:
-    :meth:`offer` gets every committed batch, and this object's own thread wakes at most
-    ``fps`` times a second to parse only the newest step line holding a ``render_payload``.
-    A bad or oversized payload is counted and reported once, never fatal. Nothing is
-    published when the worker writes the run's FastLane segment itself."""
+    """Publishes the newest ``render_payload`` of one run's committed step lines to its
+    FastLane stream, at most ``fps`` times a second, on a thread of its own (bad payloads are
+    counted and warned about once); nothing when the worker writes FastLane itself."""
 
     def __init__(
         self,

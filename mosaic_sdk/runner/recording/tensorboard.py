@@ -121,11 +121,8 @@ def export_tensorboard(
 
 
 class TensorBoardObserver:
-    """An observer plugin (``mosaic_telemetry_series``) that writes every run's series as
-    TensorBoard event files under ``root`` while the run goes on (flushed after each
-    delivery, so TensorBoard follows the run); a run's files are closed at its
-    ``mosaic_run_cleanup``. Registered by the runner when :data:`ENV_DIR` is set (see
-    :func:`register_from_env`)."""
+    """An observer plugin writing every run's series under ``root`` as it goes (flushed after
+    each delivery; a run's files are closed at its ``mosaic_run_cleanup``)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)

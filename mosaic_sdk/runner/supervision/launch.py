@@ -1,7 +1,5 @@
-"""Preparing one launch of a worker (``mosaic run``, conformance): validated config, run
-directory, command, environment. :func:`resolve_job` is the one place on the launch path that
-reads a job descriptor and decides the run id; all after it takes its :class:`ResolvedJob`.
-"""
+"""Preparing one launch of a worker: validated config, run directory, command, environment;
+:func:`resolve_job` alone reads a job descriptor and decides the run id."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The worker's process tree: the worker dies with its runner, and nothing it starts outlives
-the run, even a process that left the worker's process group with ``setsid()``.
-"""
+the run, even a process that left the worker's process group with ``setsid()``."""
 
 from __future__ import annotations
 

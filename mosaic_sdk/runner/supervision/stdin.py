@@ -1,6 +1,4 @@
-"""The worker's stdin, when the runner keeps it as a pipe (a worker that speaks the control
-protocol): :class:`WorkerStdin`, its only writer.
-"""
+"""The worker's stdin, when the runner keeps it as a pipe (a worker of the control protocol)."""
 
 from __future__ import annotations
 
