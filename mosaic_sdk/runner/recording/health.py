@@ -92,10 +92,6 @@ class RunHealth:
             return "set by the runner"
         return f"{STALL_FACTOR:g} x the declared heartbeat interval {self.declared_interval:g} s"
 
-    @property
-    def stalled(self) -> bool:
-        return self.stalled_at is not None
-
     def describe(self, now: float) -> str | None:
         """``"stalled: no output for S s (limit L s)"`` while stalled, else None."""
         if self.stalled_at is None or self.stalled_payload is None:
