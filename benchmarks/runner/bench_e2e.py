@@ -138,7 +138,7 @@ def agent_count_errors(store: Path, run_id: str, lines: int, agents: int) -> lis
 
 def naive(lines: int, tmp: Path, rep: int) -> float:
     """One INSERT and one COMMIT per line, same table shape and pragmas."""
-    from mosaic_sdk.runner.storage import store as store_sql
+    from mosaic_sdk.runner.storage import schema as store_sql
     from mosaic_sdk.telemetry.reader import classify_line
 
     path = tmp / f"naive-{rep}.sqlite"

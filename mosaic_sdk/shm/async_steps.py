@@ -36,12 +36,9 @@ class SliceServer:
     """One host process's side: wait for its slice's request, step, publish ``done_seq``.
 
     The client sets ``resets[i]`` bit 0 ``RESET`` (reset instead of step) and bit 1
-    ``REQUEST`` (the slice is sent) for the slice's envs, then bumps ``action_seq``; each
-    worker looks at its first env's ``REQUEST`` bit on every bump. Once its rows, rewards,
-    dones and side blob are written, the worker clears the flags, publishes its slot's
-    ``done_seq`` (requests served) and rings the frame bell with an atomic increment (every
-    worker rings it). At most one request per worker is in flight. Commands keep their
-    channel: worker 0 answers them between steps and forwards the others' share."""
+    ``REQUEST`` for the slice's envs, then bumps ``action_seq``. Once its results are written
+    the worker clears the flags, publishes its slot's ``done_seq`` and rings the frame bell
+    (an atomic increment: every worker rings it). One request per worker is in flight."""
 
     def __init__(self, seg: MappedSegment, index: int, begin: int, end: int) -> None:
         self.seg = seg
@@ -127,10 +124,8 @@ def serve_worker(worker: Any, stepper: Any, index: int, on_kick: Callable[[], No
 class AsyncSlices:
     """The client's bookkeeping: which worker slices are in flight, which came back.
 
-    ``send(workers)`` starts the given idle workers (their actions and reset bits must already
-    be in the segment); ``wait(count)`` blocks until at least ``count`` workers are back (or
-    every in-flight one, if fewer) and returns them in the order they were seen finishing.
-    A worker process that exits while its slice is in flight raises ``PeerGoneError``.
+    ``send(workers)`` starts idle workers whose actions and reset bits are written; ``wait(k)``
+    returns at least ``k`` finished workers (every one in flight, if fewer), oldest first.
     """
 
     def __init__(

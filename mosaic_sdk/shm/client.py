@@ -65,15 +65,13 @@ class SharedMemoryClient:
     """Attach to an engine's transport segment and step its environments in lock-step.
 
     ``timeout`` (seconds, None = no limit) bounds each wait for the engine; a dead engine is
-    detected by pid within about 0.1 s regardless. ``spin`` and ``command_spin`` are the
-    largest spin budgets (seconds) of a step's and of a command's wait before sleeping
-    (``mosaic_sdk.shm.sync``). ``attach_timeout`` is how long to wait for
-    the segment to appear. The client never unlinks the segment.
+    detected by pid within about 0.1 s regardless. ``spin``/``command_spin``: the largest spin
+    budgets (s) of a step's and a command's wait; ``attach_timeout``: how long to wait for the
+    segment to appear. The client never unlinks the segment.
 
-    Either header layout is read (``layout.kind``: ``"mshm"`` or the LuckyEngine design's
-    ``"lrbc"``, told apart by the magic). ``name`` is looked up with the ``mosaic.shm.`` prefix,
-    then exactly as given (``exact_name=True``: only exactly, as lrbc engines name segments);
-    without ``name``, ``$MOSAIC_SHM_NAME`` then ``$LUCKY_SHM_NAME``.
+    Either header layout is read (``layout.kind``). ``name`` is looked up with the
+    ``mosaic.shm.`` prefix, then as given (``exact_name=True``: only as given); without it,
+    ``$MOSAIC_SHM_NAME`` then ``$LUCKY_SHM_NAME``.
     """
 
     def __init__(
@@ -179,12 +177,7 @@ class SharedMemoryClient:
 
     def async_slices(self) -> AsyncSlices:
         """Send and receive each worker's slice on its own, for an engine launched with
-        ``asynchronous=True`` (``mosaic_sdk.shm.async_steps``; ``step()`` does not serve it).
-
-        ``pool.send(workers)`` starts those workers on the actions (and reset flags, bit 0)
-        already written for their slices ``pool.slices[w]``; ``pool.wait(k)`` returns at least
-        ``k`` finished workers (every one in flight, if fewer), oldest first.
-        """
+        ``asynchronous=True`` (``step()`` does not serve it); see ``AsyncSlices``."""
         return AsyncSlices(self._seg, self._check, self.spin, self.timeout)
 
     # -- GPU observations (mosaic_sdk.shm.gpu) ---------------------------------------------------
@@ -194,12 +187,10 @@ class SharedMemoryClient:
         return read_gpu_fields(segment_header(self._seg), self.layout)
 
     def obs_cuda_array(self) -> CudaIpcObs | None:
-        """The engine's CUDA observation buffer opened from the header's IPC handle: an object
-        with ``__cuda_array_interface__`` (float32 ``(num_envs, obs_size)``; torch, CuPy and
-        Numba view it without a copy). None when the engine exports no GPU buffer (mode 0:
-        read ``obs``). ``GpuModeError`` for Vulkan (mode 2), ``GpuUnavailableError`` (saying
-        what to install) without PyTorch's CUDA build or a GPU. Opened once; opened again if
-        the engine exports a new buffer."""
+        """The engine's CUDA observation buffer (``__cuda_array_interface__``, float32
+        ``(num_envs, obs_size)``), or None when it exports none (read ``obs``).
+        ``GpuModeError`` for Vulkan (mode 2), ``GpuUnavailableError`` without PyTorch's CUDA
+        build or a GPU."""
         fields = self.gpu_fields
         view = self._gpu_obs
         if view is not None and view.fields == fields and not view.closed:
@@ -210,11 +201,8 @@ class SharedMemoryClient:
         return self._gpu_obs
 
     def obs_tensor(self) -> Any:
-        """The engine's observations as a torch float32 CUDA tensor ``(num_envs, obs_size)``
-        viewing the engine's device buffer (no copy: it changes in place at every step, like
-        ``obs``); None when the engine exports no GPU buffer (mode 0: read ``obs``). Errors as
-        ``obs_cuda_array``. ``close()`` closes the mapping (at once, or when the last tensor
-        made from it is gone)."""
+        """``obs_cuda_array()`` as a torch tensor (a view: it changes in place at every step,
+        like ``obs``), or None."""
         view = self.obs_cuda_array()
         if view is None:
             return None
@@ -298,10 +286,7 @@ class SharedMemoryClient:
             seed_list = [int(seeds) + k for k in range(len(ids))]
         else:
             seed_list = [None if s is None else int(s) for s in seeds]
-        response = self.request(cmd.ResetRequest(env_ids=ids, seeds=seed_list, options=options))
-        if response.payload_pickle:
-            return self.obs, list(pickle.loads(response.payload_pickle)["infos"])
-        return self.obs, list(response.infos)
+        return self.obs, list(self.reset_detailed(ids, seed_list, options)["infos"])
 
     def reset_detailed(
         self,

@@ -103,12 +103,10 @@ class EngineSide:
     # -- GPU observations (mosaic_sdk.shm.gpu) -------------------------------------------------
     def export_gpu_obs(self, device: int | str = 0) -> GpuObsExport:
         """Export a float32 ``(num_envs, obs_size)`` buffer on CUDA ``device`` (``0``,
-        ``"cuda:1"``) through the header's CUDA IPC fields (``gpu_obs_mode`` 1), for clients to
-        view with ``client.obs_tensor()``. Keep it current before each ``publish_frame``:
-        ``upload(self.obs)`` after writing the CPU obs, or ``publish(tensor, self.obs)`` for
-        observations computed on the GPU. One buffer per segment (export it from the owner);
-        ``close_gpu_obs()`` (before ``close()``) sets the header back to mode 0 and frees it.
-        ``GpuUnavailableError`` when PyTorch with CUDA or a GPU is missing."""
+        ``"cuda:1"``) for ``client.obs_tensor()``; bring it up to date before each
+        ``publish_frame`` (``upload(self.obs)`` or ``publish(tensor, self.obs)``). One per
+        segment; ``close_gpu_obs()`` before ``close()``. ``GpuUnavailableError`` without
+        PyTorch's CUDA build or a GPU."""
         if self._gpu_obs is not None:
             raise ValueError(
                 f"shm transport {self.name!r} already exports GPU observations on cuda:"

@@ -11,19 +11,11 @@ and the client (another process) views that device buffer without a copy::
 
     obs = client.obs_tensor()                  # torch float32 (num_envs, obs_size) on cuda:N
 
-The header keeps ``gpu_obs_mode`` (0 CPU, 1 CUDA IPC, 2 Vulkan external memory),
-``gpu_device_id`` (the CUDA ordinal) and ``gpu_obs_handle`` (a 64-byte ``cudaIpcMemHandle_t``);
-``gpu_available`` is 1 while a buffer is exported. The buffer is float32
-``(num_envs, obs_size)``, C order, at the very start of its own ``cudaMalloc`` allocation
-(an IPC handle maps a whole allocation, and the header has no offset field). The CPU obs
-region stays filled, so CPU clients keep working. The engine writes the handle and the device
-first and the mode last; an engine that finished a step's device copy before publishing the
-frame (``upload`` and ``publish`` synchronise) hands the client a buffer that is complete.
-
-The CUDA runtime is reached through ``ctypes`` on the ``libcudart`` that PyTorch's CUDA build
-loads (or the one its ``nvidia-cuda-runtime`` wheel ships); torch stays an optional dependency.
-A handle cannot be opened by the process that exported it (CUDA's rule): engine and client
-must be two processes.
+The buffer is float32 ``(num_envs, obs_size)``, C order, at the start of its own
+``cudaMalloc`` allocation (an IPC handle maps a whole allocation); the CPU obs region stays
+filled. ``libcudart`` is reached through ``ctypes`` (the one PyTorch's CUDA build loads), so
+torch stays optional. CUDA refuses to open a handle in the process that exported it: engine
+and client must be two processes.
 """
 
 from __future__ import annotations
@@ -90,12 +82,10 @@ class GpuFields:
 def read_gpu_fields(buf: Any, layout: Layout) -> GpuFields:
     """The GPU fields of the header in ``buf`` (either layout)."""
     off = layout.off
-    return GpuFields(
-        available=struct.unpack_from("<B", buf, off["gpu_available"])[0],
-        mode=struct.unpack_from("<B", buf, off["gpu_obs_mode"])[0],
-        device=struct.unpack_from("<I", buf, off["gpu_device_id"])[0],
-        handle=bytes(struct.unpack_from(f"<{GPU_HANDLE_SIZE}s", buf, off["gpu_obs_handle"])[0]),
-    )
+    available, mode = struct.unpack_from("<BB", buf, off["gpu_available"])
+    device = struct.unpack_from("<I", buf, off["gpu_device_id"])[0]
+    handle = struct.unpack_from(f"<{GPU_HANDLE_SIZE}s", buf, off["gpu_obs_handle"])[0]
+    return GpuFields(available, mode, device, bytes(handle))
 
 
 def write_gpu_fields(buf: Any, layout: Layout, fields: GpuFields) -> None:
@@ -180,8 +170,7 @@ class CudaRuntime:
         self._check(
             self._lib.cudaMemcpy(dst, src, nbytes, _MEMCPY_HOST_TO_DEVICE), "cudaMemcpy(H2D)"
         )
-        # From pageable memory the copy may still be in flight: wait before the frame is out.
-        self._check(self._lib.cudaDeviceSynchronize(), "cudaDeviceSynchronize")
+        self.synchronize()  # from pageable memory the copy may still be in flight
 
     def synchronize(self) -> None:
         """Wait for every stream of the current device."""
@@ -349,13 +338,9 @@ def _release(release: Callable[[int], None], runtime: CudaRuntime, device: int, 
 
 
 class GpuObsExport:
-    """The engine's exported device buffer: float32 ``(num_envs, obs_size)`` on ``device``.
-
-    ``upload(obs)`` copies the CPU obs region to it, ``publish(tensor, obs)`` copies an engine's
-    own CUDA tensor into it and fills the CPU region, ``tensor()`` is a torch view of it (an
-    engine computing on the GPU may write there directly, then ``download(obs)``). Call these
-    before publishing the frame. ``close()`` sets the header back to mode 0 and frees it.
-    """
+    """The engine's exported device buffer: float32 ``(num_envs, obs_size)`` on ``device``,
+    brought up to date (``upload``, ``publish``, or writing ``tensor()`` then ``download``)
+    before each frame is published."""
 
     def __init__(self, buf: Any, layout: Layout, device: int | str | Any = 0) -> None:
         self.device = cuda_device(device)
@@ -439,12 +424,9 @@ class GpuObsExport:
 
 
 class CudaIpcObs:
-    """The engine's observation buffer opened in this process from the header's IPC handle.
-
-    It exposes ``__cuda_array_interface__`` (float32 ``shape``, C order), so torch, CuPy or
-    Numba view it without a copy. The mapping is closed by ``close()``, or once this object
-    and every tensor made from it are gone.
-    """
+    """The engine's observation buffer opened from the header's IPC handle; torch, CuPy or
+    Numba view it without a copy (``__cuda_array_interface__``). The mapping closes with
+    ``close()``, or once this object and every tensor made from it are gone."""
 
     def __init__(self, fields: GpuFields, shape: tuple[int, int]) -> None:
         self.fields = fields

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -52,10 +51,8 @@ def constructors(
 def step_cost(make: Callable[[], Any], steps: int = PROBE_STEPS) -> float:
     """Median seconds per ``step`` of one env built by ``make`` (seeded actions, autoreset).
 
-    The first steps are not timed (gymnasium's env checker inspects the first call); the
-    median shrugs off a step that another process delayed. The action space is copied before
-    sampling, so envs built later draw what they would have drawn without the probe; the
-    probe env is closed.
+    The first steps are not timed (gymnasium's env checker inspects the first call). The
+    action space is copied before sampling, so envs built later draw what they would have.
     """
     env = make()
     try:
@@ -80,14 +77,6 @@ def step_cost(make: Callable[[], Any], steps: int = PROBE_STEPS) -> float:
         env.close()
 
 
-def cpus() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def choose_mode(
     mode: str,
     fns: Sequence[Callable[[], Any]],
@@ -97,10 +86,8 @@ def choose_mode(
 ) -> tuple[str, float | None]:
     """``(mode chosen, measured seconds per env step or None)`` for ``mode``.
 
-    ``workers`` is how many host processes would share a batch of ``batch_envs`` envs. Host
-    processes win when the part of a batch they take off the trainer's hands, ``cost x
-    batch_envs x (1 - 1 / workers)``, exceeds ``INLINE_BELOW``; with one worker they never
-    do (the trainer waits for the batch either way), so ``"auto"`` steps inline.
+    Host processes win when the part of a batch they take off the trainer, ``cost x
+    batch_envs x (1 - 1 / workers)``, exceeds ``INLINE_BELOW`` (so never with one worker).
     """
     if mode not in MODES:
         raise ValueError(f"mode={mode!r} is not one of {MODES}")
@@ -136,11 +123,9 @@ class LocalArea:
 class InlineEngine:
     """The envs, stepped in this process over segment-shaped numpy regions.
 
-    It runs the very ``SliceStepper`` an env host process runs (same rows, packing and
-    autoreset), so both modes give the same results for the same seeds and actions, and
-    offers the part of ``SharedMemoryClient`` that ``ShmVectorEnv`` uses. Infos and
-    observations without a fixed row go through a :class:`LocalArea`. For ``send``/``recv``
-    every env is its own unit: ``recv`` steps the envs sent first, in the order sent."""
+    It runs the ``SliceStepper`` a host process runs, so both modes give the same results,
+    and offers the part of ``SharedMemoryClient`` that ``ShmVectorEnv`` uses. For
+    ``send``/``recv`` every env is its own unit, stepped in the order sent."""
 
     name = None
 
@@ -223,12 +208,8 @@ class InlineEngine:
     def _step_direct(self, ids: Any) -> dict[int, list[dict[str, Any]]]:
         """Step (or, where the reset flag says so, reset) envs ``ids`` in that order."""
         envs, acts, rows = self.envs, self._act_rows, self._obs_rows
-        rewards, terminated, truncated, resets = (
-            self.rewards,
-            self.terminated,
-            self.truncated,
-            self.resets,
-        )
+        rewards, terminated = self.rewards, self.terminated
+        truncated, resets = self.truncated, self.resets
         copy_rows = acts.ndim > 1  # an env may keep its action: never a view of ours
         infos: dict[int, list[dict[str, Any]]] = {}
         for i in ids:

@@ -351,26 +351,12 @@ class Layout:
         An lrbc header is written without its magic: ``publish_magic`` stores it last, once
         the engine is ready (a design client takes the magic for "ready").
         """
-        if self.kind == LAYOUT_LRBC:
-            self._write_lrbc(buf, engine_pid)
-            return
         values = {name: getattr(self, name, None) for name in _STATIC}
         values.update(magic=MAGIC, version=VERSION, header_size=HEADER_SIZE, engine_pid=engine_pid)
-        for name, off, fmt, _ in HEADER_FIELDS:
-            if name in values:
-                struct.pack_into("<" + fmt, buf, off, values[name])
-
-    def _write_lrbc(self, buf: Any, engine_pid: int) -> None:
-        values = {name: getattr(self, name, None) for name in _STATIC}
-        values.update(
-            version=LRBC_VERSION,
-            server_pid=engine_pid,
-            dones_offset=self.terminated_offset,
-            cmd_s2c_offset=self.cmd_e2c_offset,
-            cmd_c2s_offset=self.cmd_c2e_offset,
-        )
-        del values["magic"]
-        for name, off, fmt, _ in LRBC_HEADER_FIELDS:
+        if self.kind == LAYOUT_LRBC:
+            values.update({theirs: values[ours] for ours, theirs in LRBC_ALIASES.items()})
+            values.update(magic=None, version=LRBC_VERSION)
+        for name, off, fmt, _ in self.fields:
             if values.get(name) is not None:
                 struct.pack_into("<" + fmt, buf, off, values[name])
 
@@ -463,29 +449,25 @@ class Layout:
                 )
         if problems:
             raise LayoutError("corrupt lrbc header: " + "; ".join(problems))
+        image = (w, h, c) if raw["image_offset"] else (0, 0, 0)
+        same = "mode obs_offset act_offset rewards_offset resets_offset image_offset side_offset"
         return cls(
             num_envs=n,
             obs_size=obs,
             act_size=act,
             cmd_ring_size=ring,
-            image_width=w if raw["image_offset"] else 0,
-            image_height=h if raw["image_offset"] else 0,
-            image_channels=c if raw["image_offset"] else 0,
-            mode=raw["mode"],
+            image_width=image[0],
+            image_height=image[1],
+            image_channels=image[2],
             num_workers=workers,
-            obs_offset=raw["obs_offset"],
-            act_offset=raw["act_offset"],
-            rewards_offset=raw["rewards_offset"],
             terminated_offset=raw["dones_offset"],
             truncated_offset=raw["dones_offset"] + n,
-            resets_offset=raw["resets_offset"],
             cmd_e2c_offset=raw["cmd_s2c_offset"],
             cmd_c2e_offset=raw["cmd_c2s_offset"],
-            image_offset=raw["image_offset"],
-            side_offset=raw["side_offset"],
             side_size=raw["side_size"] if raw["side_offset"] else 0,
             total_size=raw["total_size"] or size,
             kind=LAYOUT_LRBC,
+            **{name: raw[name] for name in same.split()},
         )
 
     def static_spans(self) -> tuple[int, tuple[tuple[int, int], ...]]:
@@ -504,8 +486,8 @@ class Layout:
 
     def _check_against_sizes(self) -> None:
         """``LayoutError`` unless every offset is where the declared sizes put it."""
-        image = self.image_shape if self.image_offset else None
-        if not self.image_offset and (self.image_width or self.image_height):
+        image = None
+        if self.image_offset or self.image_width or self.image_height:
             image = (self.image_height, self.image_width, self.image_channels)
         try:
             expected = Layout.compute(

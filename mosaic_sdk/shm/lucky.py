@@ -104,10 +104,9 @@ class LuckyClient:
     ) -> np.ndarray:
         """Reset ``env_ids`` (default all).
 
-        Without ``contract`` this only raises their reset flags, as the design does: the engine
-        resets them instead of stepping them at the next ``step``. With a ``contract`` (a
-        JSON-able dict of simulation parameters) the reset goes through the command channel at
-        once, the contract in the request's options as ``{"contract": ...}``. Returns ``obs``.
+        Without ``contract`` this only raises their reset flags (the engine resets them at the
+        next ``step``); with one (a JSON-able dict) the reset is a command, at once, with
+        ``{"contract": ...}`` as its options. Returns ``obs``.
         """
         if env_ids is None:
             ids = list(range(self.num_envs))
@@ -135,9 +134,8 @@ class LuckyClient:
 
     def close(self) -> None:
         """Detach (the engine owns the segment and removes it)."""
-        for attr in ("obs", "actions", "rewards", "dones", "truncateds", "resets"):
+        for attr in ("obs", "actions", "rewards", "dones", "truncateds", "resets", "image"):
             setattr(self, attr, None)
-        self.image = None
         self._client.close()
 
     def __enter__(self) -> LuckyClient:

@@ -39,9 +39,7 @@ from mosaic_sdk.shm.sync import (
     TransportError,
 )
 
-#: How long a waiter sleeps between checks in the lrbc layout: a design-only peer publishes
-#: ``frame_seq``/``action_seq`` without ringing the (extension) bells, so a waiter that went to
-#: sleep must look again soon.
+#: A waiter's sleep between checks in the lrbc layout: a design-only peer rings no bells.
 LRBC_SLICE = 0.001
 
 
@@ -77,13 +75,11 @@ class MappedSegment:
         shape = layout.image_shape
         self.image = view(layout.image_offset, np.uint8, (n, *shape)) if shape else None
         self.side: list[tuple[np.ndarray, np.ndarray]] = []  # per worker: (to worker, back)
-        if layout.side_size:
-            for w in range(layout.num_workers):
-                areas = []
-                for to_worker in (True, False):
-                    off = layout.side_area(w, to_worker)
-                    areas.append(view(off, np.uint8, (layout.side_size,)))
-                self.side.append((areas[0], areas[1]))
+        for w in range(layout.num_workers if layout.side_size else 0):
+            to_worker, back = (
+                view(layout.side_area(w, t), np.uint8, (layout.side_size,)) for t in (True, False)
+            )
+            self.side.append((to_worker, back))
         self.base_address = int(np.frombuffer(mm, dtype=np.uint8, count=1).ctypes.data)
         w = self.words
         o = self.off
@@ -103,10 +99,8 @@ class MappedSegment:
 
     @classmethod
     def attach(cls, names: str | tuple[str, ...], timeout: float = 10.0) -> MappedSegment:
-        """Map an existing segment, waiting up to ``timeout`` s for its engine to be ready.
-
-        ``names``: one name, or candidates tried in order (the first that exists is mapped).
-        """
+        """Map an existing segment (the first of ``names`` that exists), waiting up to
+        ``timeout`` s for its engine to be ready."""
         candidates = (names,) if isinstance(names, str) else names
         deadline = time.monotonic() + timeout
         while True:
@@ -183,9 +177,8 @@ class MappedSegment:
         raise self.corrupted(f"its header changed under this process ({', '.join(changed)})")
 
     def verify_now_and_then(self) -> None:
-        """:meth:`verify_header` on every 64th call: the hot paths call this once a step, so
-        a header overwritten while both sides keep stepping is noticed within 64 steps (the
-        check costs about 1 us; a step of a small vector env about 40)."""
+        """:meth:`verify_header` on every 64th call (once a step on the hot paths; the check
+        costs about 1 us, a small vector env's step about 40)."""
         self._tick = tick = (self._tick + 1) & 63
         if not tick:
             self.verify_header()
@@ -214,7 +207,7 @@ class MappedSegment:
 
     def check_open(self) -> None:
         """Raise ``TransportClosedError`` once the engine closed the segment."""
-        if self.words.load_u32(self.off["state"]) == STATE_CLOSED:
+        if self.state == STATE_CLOSED:
             raise TransportClosedError(f"shm transport {self.name!r} was closed by its engine")
 
     def worker_pid(self, index: int) -> int:

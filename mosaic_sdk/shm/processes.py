@@ -52,4 +52,9 @@ def process_alive(pid: int, start_ticks: int = 0) -> bool:
     return True
 
 
-__all__ = ["process_alive", "process_start_ticks"]
+def cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

@@ -54,10 +54,9 @@ class Pushed:
 class Services:
     """The service namespaces of one client, and the frames pushed to it.
 
-    Stream frames arrive on the same ring as responses: those that come while the client
-    waits for a response are kept here, and ``Stream`` iterators read the rest. An image
-    frame's pixels are copied out the moment its message is read (the engine renders the
-    next frame only once the client read everything before, so the copy is that frame)."""
+    Frames that arrive while the client waits for a response are kept here. An image frame's
+    pixels are copied out when its message is read (the engine draws the next one only after).
+    """
 
     def __init__(self, client: EngineLink) -> None:
         self.client = client

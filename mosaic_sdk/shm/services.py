@@ -1,18 +1,18 @@
 """The engine services' command messages (Agent, MuJoCo, Telemetry, Scene, Camera, Viewport,
 Debug): Python dataclasses and their FlatBuffers form (``schema/shm_commands.fbs``).
 
-Every dataclass here has a table of the same name in the schema. ``FIELDS`` says, per class,
-how each field travels (scalar, string, vector, struct, nested table); ``build`` and ``read``
-walk that description with flatc's generated functions, so a new message needs its table in the
-schema, its dataclass and one ``FIELDS`` entry. ``commands.encode``/``decode`` call them for the
-payloads listed in ``TAGS``.
+Every dataclass here has a table of the same name in the schema. A field's annotation says how
+it travels (``U32``, ``Strs``, ...: scalar, string, vector, struct, nested table; collected in
+``FIELDS``); ``build`` and ``read`` walk that description with flatc's generated functions, so a
+new message needs its table in the schema and its dataclass. ``commands.encode``/``decode``
+call them for the payloads listed in ``TAGS``.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Annotated, Any, get_type_hints
 
 import flatbuffers
 import numpy as np
@@ -20,8 +20,21 @@ import numpy as np
 from mosaic_sdk.shm import wire
 from mosaic_sdk.shm.generated import shm_commands_generated as fb
 
-Vec3 = tuple[float, float, float]
-Quat = tuple[float, float, float, float]
+# A field's wire kind, in its annotation: "u8" "u32" "u64" "i32" "i64" "f64" "bool" scalars;
+# "str"; "bytes" ([ubyte], absent when empty); "v:<dtype>" numeric vector; "vstr" strings;
+# "vec3" / "quat" structs; "mode" / "debug" enums (names <-> values); "t:<Class>" a nested
+# table; "vt:<Class>" a vector of tables.
+U32 = Annotated[int, "u32"]
+U64 = Annotated[int, "u64"]
+F64 = Annotated[float, "f64"]
+Bool = Annotated[bool, "bool"]
+Str = Annotated[str, "str"]
+Mode = Annotated[str, "mode"]
+U32s = Annotated[list[int], "v:u4"]
+F64s = Annotated[list[float], "v:f8"]
+Strs = Annotated[list[str], "vstr"]
+Vec3 = Annotated[tuple[float, float, float], "vec3"]
+Quat = Annotated[tuple[float, float, float, float], "quat"]
 
 SIM_MODES = ("lockstep", "run", "pause", "step")
 DEBUG_KINDS = ("line", "sphere", "text")
@@ -38,15 +51,15 @@ class AgentSchemaRequest:
 class AgentSchemaResponse:
     """What one env observes and takes, by name."""
 
-    num_envs: int = 0
-    model_name: str = ""
-    obs_names: list[str] = field(default_factory=list)
-    act_names: list[str] = field(default_factory=list)
-    act_low: list[float] = field(default_factory=list)
-    act_high: list[float] = field(default_factory=list)
-    timestep: float = 0.0
-    frame_skip: int = 1
-    max_episode_steps: int = 0
+    num_envs: U32 = 0
+    model_name: Str = ""
+    obs_names: Strs = field(default_factory=list)
+    act_names: Strs = field(default_factory=list)
+    act_low: F64s = field(default_factory=list)
+    act_high: F64s = field(default_factory=list)
+    timestep: F64 = 0.0
+    frame_skip: U32 = 1
+    max_episode_steps: U32 = 0
 
 
 @dataclass
@@ -57,34 +70,34 @@ class SimulationContract:
     compound); ``restore_defaults`` puts the envs back on the model's parameters instead.
     """
 
-    mass_scale_low: float = 1.0
-    mass_scale_high: float = 1.0
-    friction_scale_low: float = 1.0
-    friction_scale_high: float = 1.0
-    gain_scale_low: float = 1.0
-    gain_scale_high: float = 1.0
-    gravity: list[float] = field(default_factory=list)
-    qpos_noise: float = 0.0
-    qvel_noise: float = 0.0
-    seed: int = -1
-    restore_defaults: bool = False
+    mass_scale_low: F64 = 1.0
+    mass_scale_high: F64 = 1.0
+    friction_scale_low: F64 = 1.0
+    friction_scale_high: F64 = 1.0
+    gain_scale_low: F64 = 1.0
+    gain_scale_high: F64 = 1.0
+    gravity: F64s = field(default_factory=list)
+    qpos_noise: F64 = 0.0
+    qvel_noise: F64 = 0.0
+    seed: Annotated[int, "i64"] = -1
+    restore_defaults: Bool = False
 
 
 @dataclass
 class AgentResetRequest:
     """Reset ``env_ids`` (empty = all), randomised by ``contract`` when given."""
 
-    env_ids: list[int] = field(default_factory=list)
-    contract: SimulationContract | None = None
+    env_ids: U32s = field(default_factory=list)
+    contract: Annotated[SimulationContract | None, "t:SimulationContract"] = None
 
 
 @dataclass
 class AgentResetResponse:
     """The reset envs, with the total mass and gravity each now simulates."""
 
-    env_ids: list[int] = field(default_factory=list)
-    body_mass: list[float] = field(default_factory=list)
-    gravity_z: list[float] = field(default_factory=list)
+    env_ids: U32s = field(default_factory=list)
+    body_mass: F64s = field(default_factory=list)
+    gravity_z: F64s = field(default_factory=list)
 
 
 # -- MuJoCo -----------------------------------------------------------------------------------
@@ -92,20 +105,20 @@ class AgentResetResponse:
 class JointStateRequest:
     """qpos/qvel of the joints ``names`` (empty = all) of env ``env_id``."""
 
-    env_id: int = 0
-    names: list[str] = field(default_factory=list)
+    env_id: U32 = 0
+    names: Strs = field(default_factory=list)
 
 
 @dataclass
 class JointStateResponse:
     """Joint positions and velocities, flattened joint after joint."""
 
-    names: list[str] = field(default_factory=list)
-    qpos_dims: list[int] = field(default_factory=list)
-    qvel_dims: list[int] = field(default_factory=list)
-    qpos: list[float] = field(default_factory=list)
-    qvel: list[float] = field(default_factory=list)
-    time: float = 0.0
+    names: Strs = field(default_factory=list)
+    qpos_dims: U32s = field(default_factory=list)
+    qvel_dims: U32s = field(default_factory=list)
+    qpos: F64s = field(default_factory=list)
+    qvel: F64s = field(default_factory=list)
+    time: F64 = 0.0
 
     def joints(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """``{name: (qpos, qvel)}``, each an array of the joint's own size."""
@@ -120,17 +133,17 @@ class JointStateResponse:
 class SendControlRequest:
     """Set ``ctrl`` (``len(env_ids) * nu`` values) and advance those envs ``steps`` steps."""
 
-    env_ids: list[int] = field(default_factory=list)
-    ctrl: list[float] = field(default_factory=list)
-    steps: int = 0
+    env_ids: U32s = field(default_factory=list)
+    ctrl: F64s = field(default_factory=list)
+    steps: U32 = 0
 
 
 @dataclass
 class SendControlResponse:
     """The controlled envs and their simulated time afterwards."""
 
-    env_ids: list[int] = field(default_factory=list)
-    time: list[float] = field(default_factory=list)
+    env_ids: U32s = field(default_factory=list)
+    time: F64s = field(default_factory=list)
 
 
 @dataclass
@@ -142,19 +155,19 @@ class MujocoInfoRequest:
 class MujocoInfoResponse:
     """The MuJoCo model: version, sizes, names."""
 
-    version: str = ""
-    nq: int = 0
-    nv: int = 0
-    nu: int = 0
-    nbody: int = 0
-    njnt: int = 0
-    ngeom: int = 0
-    ncam: int = 0
-    timestep: float = 0.0
-    joint_names: list[str] = field(default_factory=list)
-    actuator_names: list[str] = field(default_factory=list)
-    body_names: list[str] = field(default_factory=list)
-    camera_names: list[str] = field(default_factory=list)
+    version: Str = ""
+    nq: U32 = 0
+    nv: U32 = 0
+    nu: U32 = 0
+    nbody: U32 = 0
+    njnt: U32 = 0
+    ngeom: U32 = 0
+    ncam: U32 = 0
+    timestep: F64 = 0.0
+    joint_names: Strs = field(default_factory=list)
+    actuator_names: Strs = field(default_factory=list)
+    body_names: Strs = field(default_factory=list)
+    camera_names: Strs = field(default_factory=list)
 
 
 # -- Telemetry --------------------------------------------------------------------------------
@@ -167,55 +180,55 @@ class TelemetrySchemaRequest:
 class TelemetrySchemaResponse:
     """Quantity names, values per env of each, one line of description each."""
 
-    names: list[str] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
-    descriptions: list[str] = field(default_factory=list)
+    names: Strs = field(default_factory=list)
+    sizes: U32s = field(default_factory=list)
+    descriptions: Strs = field(default_factory=list)
 
 
 @dataclass
 class TelemetryStreamRequest:
     """Start a telemetry stream (``rate_hz`` in simulated time; 0 = every physics step)."""
 
-    env_ids: list[int] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
-    rate_hz: float = 0.0
-    max_frames: int = 0
+    env_ids: U32s = field(default_factory=list)
+    names: Strs = field(default_factory=list)
+    rate_hz: F64 = 0.0
+    max_frames: U32 = 0
 
 
 @dataclass
 class StreamResponse:
     """A stream started: its id (the correlation id of its frames) and what a frame holds."""
 
-    stream_id: int = 0
-    names: list[str] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
+    stream_id: U64 = 0
+    names: Strs = field(default_factory=list)
+    sizes: U32s = field(default_factory=list)
 
 
 @dataclass
 class TelemetryFrame:
     """One telemetry frame, pushed by the engine."""
 
-    stream_id: int = 0
-    seq: int = 0
-    sim_time: float = 0.0
-    frame_seq: int = 0
-    env_ids: list[int] = field(default_factory=list)
-    values: list[float] = field(default_factory=list)
+    stream_id: U64 = 0
+    seq: U64 = 0
+    sim_time: F64 = 0.0
+    frame_seq: U64 = 0
+    env_ids: U32s = field(default_factory=list)
+    values: F64s = field(default_factory=list)
 
 
 @dataclass
 class StreamStopRequest:
     """Stop stream ``stream_id``."""
 
-    stream_id: int = 0
+    stream_id: U64 = 0
 
 
 @dataclass
 class StreamStopResponse:
     """The stream is stopped after ``frames_sent`` frames."""
 
-    stream_id: int = 0
-    frames_sent: int = 0
+    stream_id: U64 = 0
+    frames_sent: U64 = 0
 
 
 # -- Scene ------------------------------------------------------------------------------------
@@ -228,57 +241,57 @@ class SceneInfoRequest:
 class SceneInfoResponse:
     """The scene: model, env count, mode, per-env simulated time, sizes."""
 
-    model_name: str = ""
-    num_envs: int = 0
-    timestep: float = 0.0
-    mode: str = "lockstep"
-    realtime: bool = False
-    sim_time: list[float] = field(default_factory=list)
-    nbody: int = 0
-    ngeom: int = 0
-    ncam: int = 0
+    model_name: Str = ""
+    num_envs: U32 = 0
+    timestep: F64 = 0.0
+    mode: Mode = "lockstep"
+    realtime: Bool = False
+    sim_time: F64s = field(default_factory=list)
+    nbody: U32 = 0
+    ngeom: U32 = 0
+    ncam: U32 = 0
 
 
 @dataclass
 class Entity:
     """A body or geom of the scene."""
 
-    id: int = 0
-    kind: str = ""
-    name: str = ""
-    parent: str = ""
+    id: U32 = 0
+    kind: Str = ""
+    name: Str = ""
+    parent: Str = ""
 
 
 @dataclass
 class ListEntitiesRequest:
     """List the bodies and/or geoms (``kind`` "body", "geom" or "" for both)."""
 
-    kind: str = ""
+    kind: Str = ""
 
 
 @dataclass
 class ListEntitiesResponse:
     """The scene's entities."""
 
-    entities: list[Entity] = field(default_factory=list)
+    entities: Annotated[list[Entity], "vt:Entity"] = field(default_factory=list)
 
 
 @dataclass
 class GetEntityPoseRequest:
     """World pose of entity ``name`` (a body or geom) in env ``env_id``."""
 
-    env_id: int = 0
-    kind: str = "body"
-    name: str = ""
+    env_id: U32 = 0
+    kind: Str = "body"
+    name: Str = ""
 
 
 @dataclass
 class EntityPose:
     """An entity's world position and orientation (quaternion w, x, y, z)."""
 
-    env_id: int = 0
-    kind: str = "body"
-    name: str = ""
+    env_id: U32 = 0
+    kind: Str = "body"
+    name: Str = ""
     pos: Vec3 = (0.0, 0.0, 0.0)
     quat: Quat = (1.0, 0.0, 0.0, 0.0)
 
@@ -287,32 +300,32 @@ class EntityPose:
 class SetEntityPoseRequest:
     """Move an entity (a free or mocap body) to ``pose``."""
 
-    pose: EntityPose = field(default_factory=EntityPose)
+    pose: Annotated[EntityPose, "t:EntityPose"] = field(default_factory=EntityPose)
 
 
 @dataclass
 class SetEntityPoseResponse:
     """The entity's pose after the move."""
 
-    pose: EntityPose = field(default_factory=EntityPose)
+    pose: Annotated[EntityPose, "t:EntityPose"] = field(default_factory=EntityPose)
 
 
 @dataclass
 class SetSimModeRequest:
     """Switch the simulation mode (one of ``SIM_MODES``)."""
 
-    mode: str = "lockstep"
-    realtime: bool = False
-    steps: int = 1
+    mode: Mode = "lockstep"
+    realtime: Bool = False
+    steps: U32 = 1
 
 
 @dataclass
 class SetSimModeResponse:
     """The mode now in force."""
 
-    mode: str = "lockstep"
-    realtime: bool = False
-    sim_time: float = 0.0
+    mode: Mode = "lockstep"
+    realtime: Bool = False
+    sim_time: F64 = 0.0
 
 
 # -- Camera, viewport -------------------------------------------------------------------------
@@ -320,9 +333,9 @@ class SetSimModeResponse:
 class CameraInfo:
     """A camera of the model."""
 
-    id: int = 0
-    name: str = ""
-    fovy: float = 0.0
+    id: Annotated[int, "i32"] = 0
+    name: Str = ""
+    fovy: F64 = 0.0
 
 
 @dataclass
@@ -334,35 +347,35 @@ class ListCamerasRequest:
 class ListCamerasResponse:
     """The cameras and the image region's frame size."""
 
-    cameras: list[CameraInfo] = field(default_factory=list)
-    width: int = 0
-    height: int = 0
-    channels: int = 0
+    cameras: Annotated[list[CameraInfo], "vt:CameraInfo"] = field(default_factory=list)
+    width: U32 = 0
+    height: U32 = 0
+    channels: U32 = 0
 
 
 @dataclass
 class CameraStreamRequest:
     """Stream frames of ``camera`` for ``env_ids`` into the image region at ``rate_hz``."""
 
-    camera: str = ""
-    env_ids: list[int] = field(default_factory=list)
-    rate_hz: float = 30.0
-    max_frames: int = 0
+    camera: Str = ""
+    env_ids: U32s = field(default_factory=list)
+    rate_hz: F64 = 30.0
+    max_frames: U32 = 0
 
 
 @dataclass
 class ImageFrame:
     """Frame ``seq`` of a stream: the pixels of ``env_ids`` are in the image region."""
 
-    stream_id: int = 0
-    seq: int = 0
-    camera: str = ""
-    env_ids: list[int] = field(default_factory=list)
-    width: int = 0
-    height: int = 0
-    channels: int = 0
-    sim_time: float = 0.0
-    frame_seq: int = 0
+    stream_id: U64 = 0
+    seq: U64 = 0
+    camera: Str = ""
+    env_ids: U32s = field(default_factory=list)
+    width: U32 = 0
+    height: U32 = 0
+    channels: U32 = 0
+    sim_time: F64 = 0.0
+    frame_seq: U64 = 0
 
 
 @dataclass
@@ -374,25 +387,25 @@ class ViewportInfoRequest:
 class ViewportInfoResponse:
     """The viewport's size and free-camera placement."""
 
-    width: int = 0
-    height: int = 0
+    width: U32 = 0
+    height: U32 = 0
     lookat: Vec3 = (0.0, 0.0, 0.0)
-    distance: float = 0.0
-    azimuth: float = 0.0
-    elevation: float = 0.0
+    distance: F64 = 0.0
+    azimuth: F64 = 0.0
+    elevation: F64 = 0.0
 
 
 @dataclass
 class ViewportStreamRequest:
     """Stream the free camera of env ``env_id``, placed as given (distance 0: keep)."""
 
-    env_id: int = 0
-    rate_hz: float = 30.0
-    max_frames: int = 0
+    env_id: U32 = 0
+    rate_hz: F64 = 30.0
+    max_frames: U32 = 0
     lookat: Vec3 = (0.0, 0.0, 0.0)
-    distance: float = 0.0
-    azimuth: float = 0.0
-    elevation: float = 0.0
+    distance: F64 = 0.0
+    azimuth: F64 = 0.0
+    elevation: F64 = 0.0
 
 
 # -- Debug ------------------------------------------------------------------------------------
@@ -400,177 +413,44 @@ class ViewportStreamRequest:
 class DebugShape:
     """A line (pos -> end, width ``size``), sphere (radius ``size``) or text at ``pos``."""
 
-    kind: str = "line"
+    kind: Annotated[str, "debug"] = "line"
     pos: Vec3 = (0.0, 0.0, 0.0)
     end: Vec3 = (0.0, 0.0, 0.0)
-    size: float = 0.01
-    rgba: list[float] = field(default_factory=lambda: [1.0, 0.0, 0.0, 1.0])
-    text: str = ""
+    size: F64 = 0.01
+    rgba: Annotated[list[float], "v:f4"] = field(default_factory=lambda: [1.0, 0.0, 0.0, 1.0])
+    text: Str = ""
 
 
 @dataclass
 class DebugDrawRequest:
     """Draw ``shapes`` into the rendered frames of ``env_ids`` (empty = all)."""
 
-    env_ids: list[int] = field(default_factory=list)
-    shapes: list[DebugShape] = field(default_factory=list)
-    clear: bool = False
+    env_ids: U32s = field(default_factory=list)
+    shapes: Annotated[list[DebugShape], "vt:DebugShape"] = field(default_factory=list)
+    clear: Bool = False
 
 
 @dataclass
 class DebugDrawResponse:
     """How many shapes the envs now draw (per env, the largest)."""
 
-    count: int = 0
+    count: U32 = 0
 
 
 ServiceMessage = Any
 
-# kinds: "u8" "u32" "u64" "i32" "i64" "f64" "bool" scalars; "str"; "bytes" ([ubyte], absent
-# when empty); "v:<dtype>" numeric vector; "vstr" strings; "vec3" / "quat" structs; "mode" /
-# "debug" enums (names <-> values); "t:<Class>" a nested table; "vt:<Class>" a vector of tables.
+
+def _kinds(cls: type) -> dict[str, str]:
+    """The wire kind of each field of ``cls``: its annotation's metadata."""
+    hints = get_type_hints(cls, include_extras=True)
+    return {f.name: hints[f.name].__metadata__[0] for f in fields(cls)}
+
+
+#: message class -> its fields' kinds (every dataclass of this module, in definition order)
 FIELDS: dict[type, dict[str, str]] = {
-    AgentSchemaRequest: {},
-    AgentSchemaResponse: {
-        "num_envs": "u32",
-        "model_name": "str",
-        "obs_names": "vstr",
-        "act_names": "vstr",
-        "act_low": "v:f8",
-        "act_high": "v:f8",
-        "timestep": "f64",
-        "frame_skip": "u32",
-        "max_episode_steps": "u32",
-    },
-    SimulationContract: {
-        "mass_scale_low": "f64",
-        "mass_scale_high": "f64",
-        "friction_scale_low": "f64",
-        "friction_scale_high": "f64",
-        "gain_scale_low": "f64",
-        "gain_scale_high": "f64",
-        "gravity": "v:f8",
-        "qpos_noise": "f64",
-        "qvel_noise": "f64",
-        "seed": "i64",
-        "restore_defaults": "bool",
-    },
-    AgentResetRequest: {"env_ids": "v:u4", "contract": "t:SimulationContract"},
-    AgentResetResponse: {"env_ids": "v:u4", "body_mass": "v:f8", "gravity_z": "v:f8"},
-    JointStateRequest: {"env_id": "u32", "names": "vstr"},
-    JointStateResponse: {
-        "names": "vstr",
-        "qpos_dims": "v:u4",
-        "qvel_dims": "v:u4",
-        "qpos": "v:f8",
-        "qvel": "v:f8",
-        "time": "f64",
-    },
-    SendControlRequest: {"env_ids": "v:u4", "ctrl": "v:f8", "steps": "u32"},
-    SendControlResponse: {"env_ids": "v:u4", "time": "v:f8"},
-    MujocoInfoRequest: {},
-    MujocoInfoResponse: {
-        "version": "str",
-        **{k: "u32" for k in ("nq", "nv", "nu", "nbody", "njnt", "ngeom", "ncam")},
-        "timestep": "f64",
-        "joint_names": "vstr",
-        "actuator_names": "vstr",
-        "body_names": "vstr",
-        "camera_names": "vstr",
-    },
-    TelemetrySchemaRequest: {},
-    TelemetrySchemaResponse: {"names": "vstr", "sizes": "v:u4", "descriptions": "vstr"},
-    TelemetryStreamRequest: {
-        "env_ids": "v:u4",
-        "names": "vstr",
-        "rate_hz": "f64",
-        "max_frames": "u32",
-    },
-    StreamResponse: {"stream_id": "u64", "names": "vstr", "sizes": "v:u4"},
-    TelemetryFrame: {
-        "stream_id": "u64",
-        "seq": "u64",
-        "sim_time": "f64",
-        "frame_seq": "u64",
-        "env_ids": "v:u4",
-        "values": "v:f8",
-    },
-    StreamStopRequest: {"stream_id": "u64"},
-    StreamStopResponse: {"stream_id": "u64", "frames_sent": "u64"},
-    SceneInfoRequest: {},
-    SceneInfoResponse: {
-        "model_name": "str",
-        "num_envs": "u32",
-        "timestep": "f64",
-        "mode": "mode",
-        "realtime": "bool",
-        "sim_time": "v:f8",
-        "nbody": "u32",
-        "ngeom": "u32",
-        "ncam": "u32",
-    },
-    Entity: {"id": "u32", "kind": "str", "name": "str", "parent": "str"},
-    ListEntitiesRequest: {"kind": "str"},
-    ListEntitiesResponse: {"entities": "vt:Entity"},
-    GetEntityPoseRequest: {"env_id": "u32", "kind": "str", "name": "str"},
-    EntityPose: {"env_id": "u32", "kind": "str", "name": "str", "pos": "vec3", "quat": "quat"},
-    SetEntityPoseRequest: {"pose": "t:EntityPose"},
-    SetEntityPoseResponse: {"pose": "t:EntityPose"},
-    SetSimModeRequest: {"mode": "mode", "realtime": "bool", "steps": "u32"},
-    SetSimModeResponse: {"mode": "mode", "realtime": "bool", "sim_time": "f64"},
-    CameraInfo: {"id": "i32", "name": "str", "fovy": "f64"},
-    ListCamerasRequest: {},
-    ListCamerasResponse: {
-        "cameras": "vt:CameraInfo",
-        "width": "u32",
-        "height": "u32",
-        "channels": "u32",
-    },
-    CameraStreamRequest: {
-        "camera": "str",
-        "env_ids": "v:u4",
-        "rate_hz": "f64",
-        "max_frames": "u32",
-    },
-    ImageFrame: {
-        "stream_id": "u64",
-        "seq": "u64",
-        "camera": "str",
-        "env_ids": "v:u4",
-        "width": "u32",
-        "height": "u32",
-        "channels": "u32",
-        "sim_time": "f64",
-        "frame_seq": "u64",
-    },
-    ViewportInfoRequest: {},
-    ViewportInfoResponse: {
-        "width": "u32",
-        "height": "u32",
-        "lookat": "vec3",
-        "distance": "f64",
-        "azimuth": "f64",
-        "elevation": "f64",
-    },
-    ViewportStreamRequest: {
-        "env_id": "u32",
-        "rate_hz": "f64",
-        "max_frames": "u32",
-        "lookat": "vec3",
-        "distance": "f64",
-        "azimuth": "f64",
-        "elevation": "f64",
-    },
-    DebugShape: {
-        "kind": "debug",
-        "pos": "vec3",
-        "end": "vec3",
-        "size": "f64",
-        "rgba": "v:f4",
-        "text": "str",
-    },
-    DebugDrawRequest: {"env_ids": "v:u4", "shapes": "vt:DebugShape", "clear": "bool"},
-    DebugDrawResponse: {"count": "u32"},
+    cls: _kinds(cls)
+    for cls in list(globals().values())
+    if isinstance(cls, type) and is_dataclass(cls) and cls.__module__ == __name__
 }
 _BY_NAME = {cls.__name__: cls for cls in FIELDS}
 
@@ -660,7 +540,9 @@ def _read_obj(cls: type, obj: Any, spec: dict[str, str]) -> Any:
     values: dict[str, Any] = {}
     defaults = {f.name: f for f in fields(cls)}
     for name, kind in spec.items():
-        get = getattr(obj, wire.camel(name))
+        camel = wire.camel(name)
+        get = getattr(obj, camel)
+        n = getattr(obj, f"{camel}Length", int)()  # a vector's length (0 for other kinds)
         if kind in _SCALAR_DEFAULTS:
             raw = get()
             values[name] = bool(raw) if kind == "bool" else raw
@@ -670,29 +552,20 @@ def _read_obj(cls: type, obj: Any, spec: dict[str, str]) -> Any:
             raw = get()
             values[name] = raw.decode() if raw is not None else ""
         elif kind == "bytes":
-            n = getattr(obj, f"{wire.camel(name)}Length")()
-            values[name] = (
-                bytes(getattr(obj, f"{wire.camel(name)}AsNumpy")().tobytes()) if n else b""
-            )
+            values[name] = bytes(getattr(obj, f"{camel}AsNumpy")().tobytes()) if n else b""
         elif kind.startswith("v:"):
-            n = getattr(obj, f"{wire.camel(name)}Length")()
-            arr = getattr(obj, f"{wire.camel(name)}AsNumpy")() if n else []
-            values[name] = [x.item() for x in arr] if n else []
+            values[name] = [x.item() for x in getattr(obj, f"{camel}AsNumpy")()] if n else []
         elif kind == "vstr":
-            n = getattr(obj, f"{wire.camel(name)}Length")()
             values[name] = [get(j).decode() for j in range(n)]
         elif kind.startswith("vt:"):
             sub = _BY_NAME[kind[3:]]
-            n = getattr(obj, f"{wire.camel(name)}Length")()
             values[name] = [_read_obj(sub, get(j), FIELDS[sub]) for j in range(n)]
         elif kind.startswith("t:"):
-            child = get()
-            if child is None:
-                f = defaults[name]
-                values[name] = None if f.default is None else _BY_NAME[kind[2:]]()
-            else:
-                sub = _BY_NAME[kind[2:]]
+            child, sub = get(), _BY_NAME[kind[2:]]
+            if child is not None:
                 values[name] = _read_obj(sub, child, FIELDS[sub])
+            else:
+                values[name] = None if defaults[name].default is None else sub()
         elif kind == "vec3":
             s = get()
             values[name] = (s.X(), s.Y(), s.Z()) if s is not None else (0.0, 0.0, 0.0)

@@ -38,10 +38,6 @@ def error_blob(exc: BaseException) -> bytes:
         return dumps({"error": RuntimeError(f"{type(exc).__name__}: {exc}"), "traceback": text})
 
 
-def _call(attr: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-    return attr(*args, **kwargs) if callable(attr) else attr
-
-
 class SliceStepper:
     """Steps envs ``[begin, begin + len(envs))`` of a transport's regions."""
 
@@ -168,7 +164,8 @@ class SliceStepper:
     def call(self, name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
         """``env.get_wrapper_attr(name)`` of every env of the slice, called with the arguments
         when it is callable."""
-        return [_call(env.get_wrapper_attr(name), args, kwargs) for env in self.envs]
+        attrs = [env.get_wrapper_attr(name) for env in self.envs]
+        return [a(*args, **kwargs) if callable(a) else a for a in attrs]
 
     def set_attr(self, name: str, values: Sequence[Any]) -> None:
         """``env.set_wrapper_attr(name, value)`` with one value per env of the slice."""

@@ -46,13 +46,11 @@ Handler = Callable[[Any], Any]
 class SharedMemoryTransport(EngineSide):
     """Creates and owns a transport segment; the engine steps envs through it.
 
-    ``name`` (or ``$MOSAIC_SHM_NAME``, else random) gets the ``mosaic`` prefix.
-    ``layout="lrbc"`` writes the LuckyEngine design's header (``schema/lrbc_layout.md``): the
-    segment is named exactly ``name`` (or ``$LUCKY_SHM_NAME``, else ``LuckyEngine_<pid>``) and
-    rewards are float32. ``timeout`` (seconds, None = none) bounds each wait; a dead client or
-    one of ``peer_pids`` aborts it. ``spin``/``command_spin``: see ``mosaic_sdk.shm.sync``.
-    With ``num_workers > 1``, ``TransportWorker(name, i)`` steps slice ``i`` and
-    ``publish_frame`` waits for every worker's ``done_seq`` first.
+    ``name`` (or ``$MOSAIC_SHM_NAME``, else random) gets the ``mosaic`` prefix, but with
+    ``layout="lrbc"`` (``schema/lrbc_layout.md``; default ``$LUCKY_SHM_NAME``, else
+    ``LuckyEngine_<pid>``). ``timeout`` (seconds, None = none) bounds each wait; a dead client
+    or one of ``peer_pids`` aborts it. With ``num_workers > 1``, ``TransportWorker(name, i)``
+    steps slice ``i`` and ``publish_frame`` waits for every worker's ``done_seq`` first.
     """
 
     def __init__(
@@ -206,13 +204,8 @@ class SharedMemoryTransport(EngineSide):
             try:
                 response = self._answer(request.message, handler)
             except Exception as exc:  # the engine's error goes back to the caller
-                self.send(
-                    None,
-                    request.correlation_id,
-                    error=f"{type(exc).__name__}: {exc}",
-                    method=int(getattr(cmd.fb.Method, request.method, 0)),
-                    error_pickle=_pickled(exc),
-                )
+                method = int(getattr(cmd.fb.Method, request.method, 0))
+                self.send_error(exc, request.correlation_id, method)
                 continue
             self.send(response, request.correlation_id)
             if isinstance(request.message, cmd.CloseRequest):
@@ -252,6 +245,11 @@ class SharedMemoryTransport(EngineSide):
             ring=self.seg.frame.ring,
         )
         self.seg.frame.ring()
+
+    def send_error(self, exc: Exception, correlation_id: int, method: int) -> None:
+        """Answer a request with ``exc``, pickled too for a Python client to re-raise."""
+        error = f"{type(exc).__name__}: {exc}"
+        self.send(None, correlation_id, error=error, method=method, error_pickle=_pickled(exc))
 
     # -- lifetime -----------------------------------------------------------------------------
     def close(self) -> None:

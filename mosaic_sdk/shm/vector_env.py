@@ -29,6 +29,7 @@ from mosaic_sdk.shm.host import EnvHostHandle, launch_env_host
 from mosaic_sdk.shm.layout import MAX_WORKERS
 from mosaic_sdk.shm.mapping import SegmentCorruptedError
 from mosaic_sdk.shm.packing import RowCodec
+from mosaic_sdk.shm.processes import cpus
 from mosaic_sdk.shm.side import SideArea
 from mosaic_sdk.shm.sync import TransportError
 from mosaic_sdk.shm.vector_rules import AsyncUsageError
@@ -65,7 +66,7 @@ def _auto_workers(num_envs: int, batch: int) -> int:
     """Host processes ``mode="auto"`` would start: one per CPU in lock-step, else what the
     batch allows (1 when no split fits: then only this process can serve such batches)."""
     if batch == num_envs:
-        return min(inline.cpus(), num_envs, MAX_WORKERS)
+        return min(cpus(), num_envs, MAX_WORKERS)
     try:
         return rules.num_workers(None, num_envs, batch)
     except ValueError:
@@ -80,12 +81,11 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     infos["env_id"])`` (``batch_size`` a multiple of the envs per worker).
 
     ``env_fns``: env constructors, or an env id with ``num_envs``. ``mode``: ``"process"``,
-    ``"inline"`` or ``"auto"`` (``self.mode`` the choice, ``self.step_cost`` the seconds per
-    step ``"auto"`` measured). ``num_workers`` host processes (default 1, or for async the
-    most, up to 16, that divide the envs and the batch), started by ``context``.
+    ``"inline"`` or ``"auto"`` (``self.mode`` the choice). ``num_workers`` host processes
+    (default 1, or for async the most, up to 16, that divide the envs and the batch).
     ``copy=False`` returns views into shared memory (overwritten by the next step).
-    ``render_images=True`` fills the image region read by ``render()``. ``side_size``: bytes
-    per side area, for infos and observations of spaces without a fixed row.
+    ``render_images=True`` fills the image region ``render()`` reads. ``side_size``: bytes per
+    side area, for infos and observations without a fixed row.
     """
 
     _host: EnvHostHandle | None = None

@@ -181,9 +181,7 @@ def num_workers(value: int | None, num_envs: int, batch: int, most: int = 16) ->
 
 def env_ids(value: Any, num_envs: int) -> np.ndarray:
     """``send``'s env ids as an int64 array: in range, each once, at least one."""
-    ids = np.asarray(value)
-    if ids.ndim != 1:
-        ids = ids.reshape(-1)
+    ids = np.asarray(value).reshape(-1)
     if ids.size == 0:
         raise ValueError("send(): env_ids is empty; pass the ids of the envs to step")
     if ids.dtype.kind not in "iu":

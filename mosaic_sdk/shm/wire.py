@@ -310,14 +310,8 @@ def _field(
         code = _SLOT_CODES[method]
         size = struct.calcsize(code)
         if kind in enums:
-            names = enums[kind]
-
-            def to_wire(value: str) -> int:
-                return enum_value(kind, names, value)
-
-            def from_wire(raw: int) -> str:
-                return enum_name(kind, names, raw)
-
+            to_wire = functools.partial(enum_value, kind, enums[kind])
+            from_wire = functools.partial(enum_name, kind, enums[kind])
             return Field(attr, slot, "scalar", code, size, default, None, to_wire, from_wire)
         conv = bool if code == "?" else None
         return Field(attr, slot, "scalar", code, size, default, None, conv, conv)
@@ -359,12 +353,15 @@ def write_string(buf: bytearray, text: str) -> int:
     return at
 
 
+def _align4(buf: bytearray) -> int:
+    """Pad ``buf`` to a multiple of 4 bytes; returns its length."""
+    buf += bytes(-len(buf) & 3)
+    return len(buf)
+
+
 def write_bytes(buf: bytearray, data: bytes) -> int:
     """Append a ``[ubyte]`` vector; returns its position."""
-    at = len(buf)
-    if at & 3:
-        buf += bytes(4 - (at & 3))
-        at = len(buf)
+    at = _align4(buf)
     buf += _U32.pack(len(data))
     buf += data
     return at
@@ -401,10 +398,7 @@ def write_strings(buf: bytearray, texts: Any) -> int:
     """Append a vector of strings (its offsets, then each string); returns its position."""
     datas = [str(t).encode() for t in texts]
     n = len(datas)
-    at = len(buf)
-    if at & 3:
-        buf += bytes(4 - (at & 3))
-        at = len(buf)
+    at = _align4(buf)
     pos = at + 4 + 4 * n  # where the first string goes
     offsets, parts = [], []
     for k, data in enumerate(datas):
@@ -439,10 +433,7 @@ def _writer(f: Field) -> Callable[[bytearray, Any], int]:
 
     def write_offsets(buf: bytearray, v: Any) -> int:
         items = list(v)
-        at = len(buf)
-        if at & 3:
-            buf += bytes(4 - (at & 3))
-            at = len(buf)
+        at = _align4(buf)
         buf += _U32.pack(len(items))
         buf += bytes(4 * len(items))
         for k, item in enumerate(items):

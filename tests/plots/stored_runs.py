@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.runner.storage.store import INSERT_EPISODE, INSERT_EVENT, INSERT_STEP, RunStore
+from mosaic_sdk.runner.storage.schema import INSERT_EPISODE, INSERT_EVENT, INSERT_STEP
+from mosaic_sdk.runner.storage.store import RunStore
 
 STARTED = 1_750_000_000.0  # the runs' start, unix seconds
 

@@ -96,11 +96,7 @@ def iter_batches(
         yield from _point_batches(store, run_id, agent, metrics)
         return
     cursor = store.row_cursor(run_id, what, columns(what), agent=agent)
-    while True:
-        rows = cursor.fetchmany(BATCH_ROWS)
-        if not rows:
-            return
-        yield rows
+    yield from iter(lambda: cursor.fetchmany(BATCH_ROWS), [])
 
 
 def _point_batches(
@@ -266,44 +262,34 @@ def export_run(
         )
         if agent not in series_agents:
             raise ExportError(no_such_agent(full, agent, series_agents or store.agent_ids(full)))
+
+    def write(stream: IO[bytes]) -> int:
+        batches = iter_batches(store, full, what, agent, metrics)
+        if fmt == "parquet":
+            return write_parquet(batches, what, stream)
+        text = io.TextIOWrapper(stream, encoding="utf-8", newline="", write_through=False)
+        try:
+            return (write_csv if fmt == "csv" else write_jsonl)(batches, names, text)
+        finally:
+            text.flush()
+            text.detach()  # leave the binary stream open: it is the caller's
+
     if isinstance(output, (str, Path)) and str(output) != "-":
         target = Path(output)
         partial = target.with_name(f".{target.name}.partial")
         try:
             with open(partial, "wb") as stream:
-                count = _write(store, full, what, fmt, names, stream, agent, metrics)
+                count = write(stream)
             os.replace(partial, target)
         finally:
             partial.unlink(missing_ok=True)
         return count
     if isinstance(output, (str, Path)):
         sys.stdout.flush()
-        count = _write(store, full, what, fmt, names, sys.stdout.buffer, agent, metrics)
+        count = write(sys.stdout.buffer)
         sys.stdout.buffer.flush()
         return count
-    return _write(store, full, what, fmt, names, output, agent, metrics)
-
-
-def _write(
-    store: RunStore,
-    run_id: str,
-    what: str,
-    fmt: str,
-    names: tuple[str, ...],
-    stream: IO[bytes],
-    agent: str | None = None,
-    metrics: Sequence[str] | None = None,
-) -> int:
-    batches = iter_batches(store, run_id, what, agent, metrics)
-    if fmt == "parquet":
-        return write_parquet(batches, what, stream)
-    text = io.TextIOWrapper(stream, encoding="utf-8", newline="", write_through=False)
-    try:
-        writer = write_csv if fmt == "csv" else write_jsonl
-        return writer(batches, names, text)
-    finally:
-        text.flush()
-        text.detach()  # leave the binary stream open: it is the caller's
+    return write(output)
 
 
 __all__ = [

@@ -13,6 +13,3 @@ def new_run_id(now_ms: int | None = None) -> str:
     ms = int(time.time() * 1000) if now_ms is None else now_ms
     value = (ms & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big")
     return "".join(_ALPHABET[(value >> (5 * i)) & 31] for i in reversed(range(26)))
-
-
-__all__ = ["new_run_id"]

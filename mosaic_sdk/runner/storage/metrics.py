@@ -101,13 +101,3 @@ def format_value(value: JsonValue) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return json.dumps(value) if value is None or isinstance(value, bool) else str(value)
-
-
-__all__ = [
-    "MAX_TEXT",
-    "EpisodeMetadata",
-    "EventMetrics",
-    "RunMetrics",
-    "format_value",
-    "run_metrics",
-]

@@ -51,6 +51,3 @@ def restrict_tree(path: Path) -> None:
             except FileNotFoundError:
                 pass
     os.chmod(path, DIR_MODE)
-
-
-__all__ = ["DIR_MODE", "FILE_MODE", "create_file", "make_dir", "restrict_tree", "write_text"]

@@ -56,12 +56,8 @@ class LineBatch:
 
     def absorb(self, later: LineBatch) -> None:
         """Append the rows and counts of a batch that came after this one."""
-        self.steps += later.steps
-        self.episodes += later.episodes
-        self.events += later.events
-        self.logs += later.logs
-        self.series += later.series
-        self.points += later.points
+        for rows in ("steps", "episodes", "events", "logs", "series", "points"):
+            getattr(self, rows).extend(getattr(later, rows))
         self.refused += later.refused
         self.lines += later.lines
         self.invalid += later.invalid
@@ -91,9 +87,7 @@ def number(value: object) -> int | float | None:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
-        if _INT64[0] <= value <= _INT64[1]:
-            return int(value)
-        return finite_float(value)
+        return int(value) if _INT64[0] <= value <= _INT64[1] else finite_float(value)
     if isinstance(value, float):
         return float(value)
     return None
@@ -119,34 +113,14 @@ def optional_text(value: object) -> str | None:
 
 def _telemetry_row(row: TelemetryValues) -> TelemetryValues:
     # steps and episodes: run_id, line_no, then seven numeric columns, raw, agent_id
-    run_id, line_no, seq, episode, index, value, terminated, truncated, ts, raw, agent = row
-    return (
-        run_id,
-        line_no,
-        number(seq),
-        number(episode),
-        number(index),
-        number(value),
-        number(terminated),
-        number(truncated),
-        number(ts),
-        text(raw),
-        optional_text(agent),
-    )
+    numbers = tuple(map(number, row[2:9]))
+    return cast(TelemetryValues, (*row[:2], *numbers, text(row[9]), optional_text(row[10])))
 
 
 def _event_row(row: EventValues) -> EventValues:
     run_id, line_no, seq, name, ts, synthesised, payload, raw = row
-    return (
-        run_id,
-        line_no,
-        number(seq),
-        text(name),
-        number(ts),
-        synthesised,
-        optional_text(payload),
-        text(raw),
-    )
+    fixed = (number(seq), text(name), number(ts), synthesised, optional_text(payload), text(raw))
+    return (run_id, line_no, *fixed)
 
 
 def _log_row(row: LogValues) -> LogValues:
@@ -280,30 +254,21 @@ def insert_series(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> No
 
 def insert_batch(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> None:
     """Insert the rows of ``batch`` and add them to the run's counters (inside a transaction)."""
-    if batch.steps:
-        insert_rows(conn, store_sql.INSERT_STEP, batch.steps)
-    if batch.episodes:
-        insert_rows(conn, store_sql.INSERT_EPISODE, batch.episodes)
-    if batch.events:  # one per ten lines in a run that reports series: blocks too
-        insert_rows(conn, store_sql.INSERT_EVENT, batch.events)
-    if batch.logs:
-        insert_rows(conn, store_sql.INSERT_LOG, batch.logs)
+    insert_rows(conn, store_sql.INSERT_STEP, batch.steps)
+    insert_rows(conn, store_sql.INSERT_EPISODE, batch.episodes)
+    insert_rows(conn, store_sql.INSERT_EVENT, batch.events)
+    insert_rows(conn, store_sql.INSERT_LOG, batch.logs)
     insert_series(conn, run_id, batch)
     counts = (len(batch.steps), len(batch.episodes), len(batch.events), len(batch.logs))
-    _add_counts(conn, run_id, batch, *counts, batch.stderr)
+    _add_counts(conn, run_id, batch, (*counts, batch.stderr))
 
 
 def _add_counts(
-    conn: sqlite3.Connection,
-    run_id: str,
-    batch: LineBatch,
-    steps: int,
-    episodes: int,
-    events: int,
-    logs: int,
-    stderr: int,
+    conn: sqlite3.Connection, run_id: str, batch: LineBatch, counts: tuple[int, ...]
 ) -> None:
-    """Add the stored rows of ``batch`` (and its lines) to the run's counters."""
+    """Add ``counts`` (the stored steps, episodes, events, log lines and stderr lines of
+    ``batch``) and its lines to the run's counters."""
+    steps, episodes, events, logs, stderr = counts
     params = (batch.lines, steps, episodes, events, logs, batch.invalid, stderr)
     conn.execute(store_sql.UPDATE_COUNTS, (*params, batch.last_return, run_id))
 
@@ -365,19 +330,5 @@ def insert_each(
             lost += 1
     logs = stored["stdout"] + stored["stderr"]
     counts = (stored["steps"], stored["episodes"], stored["events"], logs, stored["stderr"])
-    _add_counts(conn, run_id, batch, *counts)
+    _add_counts(conn, run_id, batch, counts)
     return degraded, lost, last
-
-
-__all__ = [
-    "UNSTORED",
-    "LineBatch",
-    "finite_float",
-    "insert_batch",
-    "insert_each",
-    "insert_series",
-    "insert_rows",
-    "number",
-    "storable",
-    "text",
-]

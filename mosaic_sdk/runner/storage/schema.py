@@ -283,12 +283,11 @@ def _refuse_unknown_version(path: Path, version: str | None) -> None:
     if version is None:
         return
     try:
-        number = int(version)
+        if int(version) <= SCHEMA_VERSION:
+            return
+        said = f"schema version {int(version)}"
     except ValueError:
-        number = None
-    if number is not None and number <= SCHEMA_VERSION:
-        return
-    said = f"schema version {version[:40]!r}" if number is None else f"schema version {number}"
+        said = f"schema version {version[:40]!r}"
     raise StoreError(
         f"the store {path} has {said}, newer than this SDK's store schema version "
         f"{SCHEMA_VERSION}; it was written by a newer mosaic-worker-sdk: upgrade the SDK "
@@ -352,11 +351,9 @@ def _migrate(conn: sqlite3.Connection) -> None:
 def _add_series_blocks(conn: sqlite3.Connection) -> None:
     """Version 7: the series' block summaries (:mod:`~mosaic_sdk.runner.storage.summary`),
     built for the series an older store already holds."""
-    have = {row[1] for row in conn.execute("PRAGMA table_info(series)")}
-    if "summarised" in have:
+    if "summarised" in {row[1] for row in conn.execute("PRAGMA table_info(series)")}:
         return
-    for column, decl in summary.SERIES_COLUMNS.items():
-        conn.execute(f"ALTER TABLE series ADD COLUMN {column} {decl}")
+    _add_columns(conn, {"series": summary.SERIES_COLUMNS})
     conn.execute(summary.BLOCKS_SCHEMA)
     summary.build_all(conn)
 
@@ -396,11 +393,10 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
         conn.execute("PRAGMA foreign_keys=OFF")
         if version != str(SCHEMA_VERSION):  # else: nothing to write, no lock
             _migrate(conn)
-    except StoreError:
+    except (StoreError, sqlite3.DatabaseError) as exc:
         _close_refused(conn, path, had)
-        raise
-    except sqlite3.DatabaseError as exc:
-        _close_refused(conn, path, had)
+        if isinstance(exc, StoreError):
+            raise
         raise StoreError(
             f"cannot open the store {path}: {exc} (is it a mosaic store? pass another --store)"
         ) from None
@@ -441,10 +437,11 @@ def connect_readonly(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection
             if not isinstance(exc, sqlite3.OperationalError):
                 break  # not a database: no other way of opening helps
             continue
-        if "runs" not in tables:
-            _close_refused(conn, path, had)
-            raise StoreError(f"{path} is not a mosaic store (no runs table); pass another --store")
         try:
+            if "runs" not in tables:
+                raise StoreError(
+                    f"{path} is not a mosaic store (no runs table); pass another --store"
+                )
             _refuse_unknown_version(path, _schema_version(conn))
         except StoreError:
             _close_refused(conn, path, had)
@@ -454,24 +451,3 @@ def connect_readonly(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection
         f"cannot read the store {path}: {last} (is it a mosaic store, and may you read it "
         "and its directory?)"
     )
-
-
-__all__ = [
-    "EPISODE_COLUMNS",
-    "INSERT_EPISODE",
-    "INSERT_EVENT",
-    "INSERT_LOG",
-    "INSERT_POINT",
-    "INSERT_SERIES",
-    "INSERT_STEP",
-    "SCHEMA_VERSION",
-    "STATUSES",
-    "STEP_COLUMNS",
-    "UPDATE_COUNTS",
-    "UPDATE_SERIES",
-    "UPDATE_SERIES_COUNTS",
-    "StoreError",
-    "UnknownRunError",
-    "connect",
-    "connect_readonly",
-]

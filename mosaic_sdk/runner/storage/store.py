@@ -1,5 +1,4 @@
-"""The SQLite store of runs: :class:`RunStore`, the queries behind ``mosaic runs`` (the file's
-layout and opening, :mod:`~mosaic_sdk.runner.storage.schema`, are re-exported here)."""
+"""The SQLite store of runs: :class:`RunStore`, the queries behind ``mosaic runs``."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import socket
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, cast
@@ -35,13 +34,7 @@ from mosaic_sdk.runner.storage.records import (
 )
 from mosaic_sdk.runner.storage.rows import text
 from mosaic_sdk.runner.storage.schema import (
-    INSERT_EPISODE,
-    INSERT_EVENT,
-    INSERT_LOG,
-    INSERT_STEP,
-    SCHEMA_VERSION,
     STATUSES,
-    UPDATE_COUNTS,
     StoreError,
     UnknownRunError,
     connect,
@@ -88,16 +81,9 @@ def _extremes_of(columns: SeriesColumns, lo: int, hi: int, buckets: int) -> Seri
     starts = np.flatnonzero(np.r_[True, by_bucket[1:] != by_bucket[:-1]]) if len(order) else order
     ends = np.r_[starts[1:], len(order)] - 1 if len(order) else order
     keep = np.unique(np.concatenate([order[starts], order[ends]])) if len(order) else order
-    return SeriesColumns(
-        columns.name,
-        columns.agent_id,
-        columns.steps[keep],
-        columns.values[keep],
-        columns.wall_ns[keep],
-        columns.points,
-        columns.not_finite,
-        downsampled=True,
-    )
+    picked = (columns.steps[keep], columns.values[keep], columns.wall_ns[keep])
+    counts = (columns.points, columns.not_finite)
+    return SeriesColumns(columns.name, columns.agent_id, *picked, *counts, downsampled=True)
 
 
 #: The points of one series (run, series id) with a step in [lo, hi], in order.
@@ -115,19 +101,6 @@ _VALUES_BY_KEY = (
     " AND p.line_no = json_extract(k.value, '$[2]')"
     " ORDER BY p.step, p.wall_ns, p.line_no"
 )
-
-
-@contextmanager
-def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """One read transaction around several queries, unless the connection is in one."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        conn.execute("COMMIT")
 
 
 def _row_dict(cursor: sqlite3.Cursor, row: Sequence[object]) -> dict[str, Any]:
@@ -303,16 +276,11 @@ class RunStore:
 
     def list_runs(self, limit: int | None = 20, worker: str | None = None) -> list[RunRecord]:
         """The newest runs first."""
-        sql = "SELECT * FROM runs"
-        params: list[str | int] = []
-        if worker:
-            sql += " WHERE worker = ?"
-            params.append(text(worker))
-        sql += " ORDER BY started_at DESC, run_id DESC"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        rows = self.conn.execute(sql, params).fetchall()
+        where, params = (" WHERE worker = ?", [text(worker)]) if worker else ("", [])
+        rows = self.conn.execute(  # LIMIT -1: no limit
+            f"SELECT * FROM runs{where} ORDER BY started_at DESC, run_id DESC LIMIT ?",
+            [*params, -1 if limit is None else limit],
+        ).fetchall()
         return [cast(RunRecord, self._summarise(r)) for r in rows]
 
     def _summarise(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -328,11 +296,10 @@ class RunStore:
         observers = out.pop("observers_json", None)  # absent from an older store
         out["observers"] = json.loads(observers) if observers else []
         ticks = out.pop("runner_start_ticks", None)
-        alive: bool | None = None
+        out["runner_alive"] = None  # unknown: not running, or on another host
         if row["status"] == "running" and row["runner_pid"]:
             if row["runner_host"] == socket.gethostname():
-                alive = process_alive(int(row["runner_pid"]), int(ticks or 0))
-        out["runner_alive"] = alive
+                out["runner_alive"] = process_alive(int(row["runner_pid"]), int(ticks or 0))
         out["stalled"] = self._stalled(row["run_id"]) if row["status"] == "running" else None
         end = row["ended_at"] if row["ended_at"] is not None else time.time()
         out["duration_seconds"] = round(max(0.0, end - row["started_at"]), 3)
@@ -522,7 +489,7 @@ class RunStore:
         group ``None``); ``[]`` otherwise, and on a store older than the ``agent_id`` column."""
         if not self._has_column("steps", "agent_id"):
             return []
-        with _snapshot(self.conn):  # a live run's counter and rows agree
+        with self.snapshot():  # a live run's counter and rows agree
             return self._agents(run_id)
 
     def _agents(self, run_id: str) -> list[AgentSummary]:
@@ -530,19 +497,9 @@ class RunStore:
         groups: dict[str | None, AgentSummary] = {}
 
         def group(agent: str | None) -> AgentSummary:
-            return groups.setdefault(
-                agent,
-                {
-                    "agent_id": agent,
-                    "steps": 0,
-                    "env_steps": 0,
-                    "episodes": 0,
-                    "mean_return": None,
-                    "min_return": None,
-                    "max_return": None,
-                    "last_return": None,
-                },
-            )
+            returns = dict.fromkeys(("mean_return", "min_return", "max_return", "last_return"))
+            new = {"agent_id": agent, "steps": 0, "env_steps": 0, "episodes": 0, **returns}
+            return groups.setdefault(agent, cast(AgentSummary, new))
 
         # the returns that are numbers (a worker may write anything into total_reward)
         number = "CASE WHEN typeof(total_reward) IN ('integer', 'real') THEN total_reward END"
@@ -614,12 +571,10 @@ class RunStore:
         """The events the worker wrote whose name is not in ``standard``, in order (read as
         they are iterated: a long run is not read into memory at once)."""
         marks = ",".join("?" * len(standard))
-        return iter(
-            self.conn.execute(
-                f"SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ? AND synthesised = 0"
-                f" AND event NOT IN ({marks}) ORDER BY line_no",
-                (run_id, *standard),
-            )
+        return self.conn.execute(
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ? AND synthesised = 0"
+            f" AND event NOT IN ({marks}) ORDER BY line_no",
+            (run_id, *standard),
         )
 
     def episode_rows(
@@ -644,8 +599,7 @@ class RunStore:
                 where = " AND agent_id IS NULL"
             else:
                 where, params = " AND agent_id = ?", [text(agent)]
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
+        cursor = summary.plain_cursor(self.conn)
         return cursor.execute(
             "SELECT line_no,"
             " CASE WHEN typeof(total_reward) IN ('integer', 'real') THEN total_reward ELSE 0 END,"
@@ -683,8 +637,7 @@ class RunStore:
         if agent is not None:
             where += " AND agent_id = ?" if has_agent else " AND 0"
             params += [text(agent)] if has_agent else []
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
+        cursor = summary.plain_cursor(self.conn)
         return cursor.execute(
             f"SELECT {select} FROM {table} WHERE {where} ORDER BY line_no", params
         )
@@ -697,18 +650,14 @@ class RunStore:
         ).fetchone()
         return bool(row["n"])
 
-    def _has_series(self) -> bool:
-        return self._has_table("series")
-
     def series(self, run_id: str, pattern: str | None = None) -> list[SeriesInfo]:
         """The series of a run (an id or a unique prefix), by name then agent.
         ``pattern``: only the names it matches, an :mod:`fnmatch` glob (``losses/*``; case
         counts)."""
         full = self.resolve(run_id)
-        if not self._has_series():
+        if not self._has_table("series"):
             return []
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
+        cursor = summary.plain_cursor(self.conn)
         rows = cursor.execute(
             "SELECT name, agent_id, points, first_step, last_step, last_value, last_wall_ns"
             " FROM series WHERE run_id = ? AND points > 0"
@@ -716,15 +665,7 @@ class RunStore:
             (full,),
         ).fetchall()
         return [
-            SeriesInfo(
-                name=name,
-                agent_id=agent,
-                points=points,
-                first_step=first,
-                last_step=last,
-                last_value=math.nan if value is None else float(value),
-                last_wall_ns=wall,
-            )
+            SeriesInfo(name, agent, points, first, last, math.nan if value is None else value, wall)
             for name, agent, points, first, last, value, wall in rows
             if pattern is None or fnmatchcase(name, pattern)
         ]
@@ -742,28 +683,31 @@ class RunStore:
         step, then wall time, as lists (:meth:`series_columns` gives numpy columns);
         ``after_step``: only those with a larger step; ``limit``: the first ``limit`` of them.
         A series the run does not have has no points."""
-        columns = self.series_columns(run_id, name, agent_id, after_step=after_step, limit=limit)
+        got = self.series_columns(run_id, name, agent_id, after_step=after_step, limit=limit)
         return SeriesPoints(
-            name=name,
-            agent_id=agent_id,
-            steps=columns.steps.tolist(),
-            values=columns.values.tolist(),
-            wall_ns=columns.wall_ns.tolist(),
+            name, agent_id, got.steps.tolist(), got.values.tolist(), got.wall_ns.tolist()
         )
 
-    def snapshot(self) -> AbstractContextManager[None]:
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
         """One read transaction around several reads (``with store.snapshot(): ...``): they
-        see one state of a store being written."""
-        return _snapshot(self.conn)
+        see one state of a store being written (none is begun inside one)."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
 
     def _series_row(
         self, full: str, name: str, agent_id: str | None
     ) -> tuple[sqlite3.Cursor, tuple[Any, ...] | None]:
         """A tuple cursor, and the series' (series_id, first_step, last_step, points,
         summarised) row (None when the run has no point of it)."""
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
-        if not self._has_series():
+        cursor = summary.plain_cursor(self.conn)
+        if not self._has_table("series"):
             return cursor, None
         found = cursor.execute(
             "SELECT series_id, first_step, last_step, points,"
@@ -812,11 +756,13 @@ class RunStore:
         if hi < lo:
             return out
         if buckets is not None and summarised and stored > _READ_WHOLE * buckets:
-            thin = self._series_blocks(
-                cursor, full, series_id, name, agent_id, (lo, hi), (first, last, stored), buckets
-            )
-            if thin is not None:
-                return thin
+            top = summary.top_level(int(stored * (hi - lo + 1) / max(1, last - first + 1)), buckets)
+            with self.snapshot():  # read from the block summaries
+                part = summary.cover(cursor, full, series_id, (lo, hi), buckets, top)
+            if part.points > 2 * buckets:
+                kept = summary.extremes(part, lo, buckets, (hi + 1 - lo) / buckets)
+                thinned = (*kept, part.points, part.not_finite)
+                return SeriesColumns(name, agent_id, *thinned, downsampled=True)
             buckets = None  # the range holds at most 2 * buckets points: every one
         in_range = stored
         if buckets is not None and stored > 2 * buckets and (lo, hi) != (first, last):
@@ -845,30 +791,6 @@ class RunStore:
             self._blocks = self._has_table("series_blocks")
         return self._blocks
 
-    def _series_blocks(
-        self,
-        cursor: sqlite3.Cursor,
-        run_id: str,
-        series_id: int,
-        name: str,
-        agent_id: str | None,
-        steps: tuple[int, int],
-        series: tuple[int, int, int],
-        buckets: int,
-    ) -> SeriesColumns | None:
-        """The downsampled read of :meth:`series_columns` from the series' block summaries;
-        None when the range holds at most ``2 * buckets`` points."""
-        lo, hi = steps
-        first, last, stored = series
-        share = stored * (hi - lo + 1) / max(1, last - first + 1)
-        top = summary.top_level(int(share), buckets)
-        with _snapshot(self.conn):
-            part = summary.cover(cursor, run_id, series_id, (lo, hi), buckets, top)
-        if part.points <= 2 * buckets:
-            return None
-        kept = summary.extremes(part, lo, buckets, (hi + 1 - lo) / buckets)
-        return SeriesColumns(name, agent_id, *kept, part.points, part.not_finite, downsampled=True)
-
     @staticmethod
     def _columns(
         name: str, agent_id: str | None, rows: list[Any], points: int | None = None
@@ -876,17 +798,12 @@ class RunStore:
         import numpy as np  # only here: `mosaic` commands start without numpy
 
         table = np.array(rows, dtype=_POINT_FIELDS) if rows else np.zeros(0, dtype=_POINT_FIELDS)
-        values = np.ascontiguousarray(table["value"])
-        finite = int(np.isfinite(values).sum())
-        return SeriesColumns(
-            name,
-            agent_id,
-            np.ascontiguousarray(table["step"]),
-            values,
-            np.ascontiguousarray(table["wall_ns"]),
-            len(values) if points is None else points,
-            len(values) - finite,
+        steps, values, walls = (
+            np.ascontiguousarray(table[c]) for c in ("step", "value", "wall_ns")
         )
+        count = len(values) if points is None else points
+        not_finite = len(values) - int(np.isfinite(values).sum())
+        return SeriesColumns(name, agent_id, steps, values, walls, count, not_finite)
 
     def _series_extremes(
         self,
@@ -907,18 +824,16 @@ class RunStore:
         edges = np.unique(np.linspace(lo, hi + 1, buckets + 1).astype(np.int64))
         rows = cursor.execute(_EXTREMES, (run_id, series_id, json.dumps(edges.tolist()))).fetchall()
         points = nans = 0
-        keys: list[list[int]] = []
+        keys: dict[tuple[int, ...], None] = {}  # the keys of the extremes, each once
         for low, high in rows:
             count, numbers, *key = (int(part) for part in low.split())
             points += count
             nans += count - numbers
             if numbers:
-                keys.append(key)
-                keys.append([int(part) for part in high.split()])
+                keys.update(dict.fromkeys([tuple(key), tuple(int(p) for p in high.split())]))
         if points <= 2 * buckets:
             return None
-        unique = [list(k) for k in dict.fromkeys(tuple(k) for k in keys)]
-        got = cursor.execute(_VALUES_BY_KEY, (run_id, series_id, json.dumps(unique))).fetchall()
+        got = cursor.execute(_VALUES_BY_KEY, (run_id, series_id, json.dumps(list(keys)))).fetchall()
         out = self._columns(name, agent_id, got, points)
         steps, values, walls = out.steps, out.values, out.wall_ns
         infinite = 0
@@ -933,10 +848,8 @@ class RunStore:
                 infinite += int(np.isinf(whole.values).sum())
                 finite = np.flatnonzero(np.isfinite(whole.values))
                 if finite.size:
-                    ends = finite[
-                        [np.argmin(whole.values[finite]), np.argmax(whole.values[finite])]
-                    ]
-                    pick = np.unique(ends)
+                    shown = whole.values[finite]
+                    pick = np.unique(finite[[np.argmin(shown), np.argmax(shown)]])
                     parts.append((whole.steps[pick], whole.values[pick], whole.wall_ns[pick]))
             steps, values, walls = (np.concatenate(c) for c in zip(*parts, strict=True))
             order = np.lexsort((walls, steps))
@@ -964,7 +877,7 @@ class RunStore:
         series_id, lo, hi, stored, summarised = found
         if summarised:
             top = summary.top_level(stored, buckets)
-            with _snapshot(self.conn):
+            with self.snapshot():
                 part = summary.cover(cursor, full, series_id, (lo, hi), buckets, top, means=True)
         else:
             whole = self.series_columns(full, name, agent_id)  # every point
@@ -978,25 +891,20 @@ class RunStore:
         """How many points a run's series hold, how many values were refused
         (:mod:`mosaic_sdk.runner.recording.series`), and how many series it has."""
         full = self.resolve(run_id)
-        if not self._has_series():
+        if not self._has_table("series"):
             return SeriesCounts(points=0, refused=0, series=0)
         row = self.conn.execute(
-            "SELECT series_points, series_refused,"
-            " (SELECT count(*) FROM series WHERE run_id = ?1 AND points > 0) AS n"
+            "SELECT series_points AS points, series_refused AS refused,"
+            " (SELECT count(*) FROM series WHERE run_id = ?1 AND points > 0) AS series"
             " FROM runs WHERE run_id = ?1",
             (full,),
         ).fetchone()
-        return SeriesCounts(
-            points=int(row["series_points"]),
-            refused=int(row["series_refused"]),
-            series=int(row["n"]),
-        )
+        return cast(SeriesCounts, row)
 
     def episode_lines(self, run_id: str, containing: str) -> Iterator[str]:
         """The episode lines (as written) that contain ``containing``, in order, read lazily."""
         pattern = "%" + containing.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
+        cursor = summary.plain_cursor(self.conn)
         rows = cursor.execute(
             "SELECT raw FROM episodes WHERE run_id = ? AND raw LIKE ? ESCAPE '\\' ORDER BY line_no",
             (run_id, pattern + "%"),
@@ -1022,20 +930,3 @@ def status_text(run: Mapping[str, Any]) -> str:
             said += f", limit {limit:g} s"
         return f"running (stalled{said})"
     return str(run["status"])
-
-
-__all__ = [
-    "INSERT_EPISODE",
-    "INSERT_EVENT",
-    "INSERT_LOG",
-    "INSERT_STEP",
-    "UPDATE_COUNTS",
-    "SCHEMA_VERSION",
-    "STATUSES",
-    "RunStore",
-    "StoreError",
-    "UnknownRunError",
-    "connect",
-    "connect_readonly",
-    "status_text",
-]

@@ -246,7 +246,7 @@ def _advance(
         level += 1
 
 
-def _plain(conn: sqlite3.Connection) -> Any:
+def plain_cursor(conn: sqlite3.Connection) -> Any:
     """A cursor of ``conn`` that reads rows as tuples (a RunStore's connection reads dicts)."""
     cursor = conn.cursor()
     cursor.row_factory = None
@@ -270,7 +270,7 @@ def add_points(conn: sqlite3.Connection, run_id: str, points: Sequence[Point]) -
         }
     ids = "[" + ",".join(str(int(i)) for i in by_series) + "]"
     kept = conn.open_series if isinstance(conn, Connection) else {}
-    conn = _plain(conn)
+    conn = plain_cursor(conn)
     state = {
         sid: (count, on)
         for sid, count, on in conn.execute(
@@ -307,7 +307,7 @@ def build_all(conn: sqlite3.Connection) -> None:
     """Build the blocks of every series of the store (the migration to version 7: the
     points are read in key order, so every series gets them, in whatever order its points
     came)."""
-    conn = _plain(conn)
+    conn = plain_cursor(conn)
     series = conn.execute("SELECT run_id, series_id FROM series").fetchall()
     for run_id, sid in series:
         rows = conn.execute(
@@ -415,27 +415,14 @@ def cover(
     width = (hi + 1 - lo) / buckets
     intervals: list[tuple[Key, Key]] = [((lo, _MIN, _MIN), (hi, _MAX, _MAX))]
     extremes: list[list[Any]] = []
-    sums = np.zeros(buckets)
-    counts = np.zeros(buckets)
-    at = np.zeros(buckets)
+    sums, counts, at = np.zeros((3, buckets))
     points = not_finite = 0
     for level in range(top, 0, -1):
         later: list[tuple[Key, Key]] = []
         size = points_per_block(level)
         for start, end in intervals:
-            params = {
-                "run": run_id,
-                "sid": series_id,
-                "level": level,
-                "a0": start[0],
-                "a1": start[1],
-                "a2": start[2],
-                "b0": end[0],
-                "b1": end[1],
-                "b2": end[2],
-                "width": width,
-                "lo": lo,
-            }
+            params = {"run": run_id, "sid": series_id, "level": level, "width": width, "lo": lo}
+            params.update(zip(("a0", "a1", "a2", "b0", "b1", "b2"), (*start, *end), strict=True))
             first = conn.execute(_FIRST, params).fetchone()
             if first is None:
                 later.append((start, end))
@@ -456,9 +443,10 @@ def cover(
             # Between two blocks of a level there are no points: what goes further down is
             # the interval's head (before its first block), its blocks too wide for a
             # bucket, and its tail (after its last block)
-            later.append((start, _before(first)))
+            later.append((start, (first[0], first[1], first[2] - 1)))
             later += [((w[0], w[1], w[2]), (w[3], w[4], w[5])) for w in conn.execute(_WIDE, params)]
-            later.append((_after(conn.execute(_LAST, params).fetchone()), end))
+            last = conn.execute(_LAST, params).fetchone()
+            later.append(((last[0], last[1], last[2] + 1), end))
         intervals = [(a, b) for a, b in later if a <= b]
     raw_parts = [
         np.array(
@@ -472,14 +460,6 @@ def cover(
     not_finite += int((~np.isfinite(raw["value"])).sum())
     found = np.array([tuple(e) for e in extremes], dtype=_RAW_FIELDS)
     return Cover(found, sums, counts, at, raw, points, not_finite)
-
-
-def _before(key: Key) -> Key:
-    return (key[0], key[1], key[2] - 1)
-
-
-def _after(key: Key) -> Key:
-    return (key[0], key[1], key[2] + 1)
 
 
 def extremes(part: Cover, lo: int, buckets: int, width: float) -> tuple[Any, Any, Any]:
@@ -515,22 +495,3 @@ def means(part: Cover, lo: int, buckets: int, width: float) -> tuple[Any, Any, A
         count, total, where = count + part.counts, total + part.sums, where + part.steps
     has = count > 0
     return where[has] / count[has], total[has] / count[has], count[has]
-
-
-__all__ = [
-    "BLOCKS_SCHEMA",
-    "FANOUT",
-    "LEAF",
-    "LEVELS",
-    "SERIES_COLUMNS",
-    "Connection",
-    "Cover",
-    "SeriesMeans",
-    "add_points",
-    "build_all",
-    "cover",
-    "extremes",
-    "means",
-    "points_per_block",
-    "top_level",
-]

@@ -137,14 +137,12 @@ class StoreWriter:
             self._give_up.set()
             with self._lock:
                 self._stopped = True
-                if self.error is None:
-                    self.error = TimeoutError("the store writer did not finish in time")
+                self.error = self.error or TimeoutError("the store writer did not finish in time")
 
     def _drop(self, rows: int, exc: BaseException | None) -> None:
         with self._lock:
             self._dropped += rows
-            if self.error is None:
-                self.error = exc or RuntimeError("the store writer stopped")
+            self.error = self.error or exc or RuntimeError("the store writer stopped")
 
     # -- the thread -------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -186,8 +184,7 @@ class StoreWriter:
         except BaseException as exc:  # noqa: BLE001 - a thread has nobody to raise to
             self.failed = True
             with self._lock:
-                if self.error is None:
-                    self.error = exc
+                self.error = self.error or exc
         finally:
             with self._lock:
                 self._stopped = True
@@ -284,6 +281,3 @@ class StoreWriter:
             if self._reported_at is not None:
                 self._report(f"the store {self.path} takes writes again after {waited:.1f}s")
             self._reported_at = None
-
-
-__all__ = ["GIVE_UP_AFTER", "MERGE_ROWS", "StoreWriter"]

@@ -26,10 +26,9 @@ GL_UNAVAILABLE: str | None = None
 def load_mujoco() -> Any:
     """Import ``mujoco`` for offscreen use: ``MUJOCO_GL`` defaults to ``egl``.
 
-    MuJoCo loads its GL backend when it is imported, so a machine without EGL (or OSMesa, as
-    ``MUJOCO_GL`` asks) cannot even import it. Then the physics is still wanted: the import is
-    retried with the ``glfw`` backend, which opens nothing until a renderer is made, and
-    ``GL_UNAVAILABLE`` says why rendering will be refused.
+    MuJoCo loads its GL backend on import, so where that backend is missing the import is
+    retried with ``glfw`` (which opens nothing until a renderer is made) for the physics alone,
+    and ``GL_UNAVAILABLE`` says why rendering will be refused.
     """
     global GL_UNAVAILABLE
     if "mujoco" in sys.modules:

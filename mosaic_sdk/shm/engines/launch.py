@@ -6,10 +6,9 @@
     client.close(shutdown_engine=True)
     handle.close()         # joins the engine, unlinks the segment even after a SIGKILL
 
-The engine is a fresh interpreter (``python -m mosaic_sdk.shm.engines.launch``: no fork, so no
-GL context or thread is inherited, and the caller's script needs no ``__main__`` guard). It
-watches the launcher: when the launcher dies, the engine exits and unlinks its segment; when
-the engine dies, ``close()`` (or the handle's finalizer) unlinks it.
+The engine is a fresh interpreter (no fork: no GL context or thread is inherited, and the
+caller's script needs no ``__main__`` guard). When the launcher dies the engine exits and
+unlinks its segment; when the engine dies, ``close()`` (or the handle's finalizer) does.
 """
 
 from __future__ import annotations
@@ -38,11 +37,10 @@ def serve(kwargs: dict[str, Any], ready_fd: int | None = None) -> int:
     try:
         engine = MujocoEngine(**kwargs)
     except Exception as exc:
-        text = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
-        message = f"error {text}"
         if ready_fd is None:
             raise
-        os.write(ready_fd, message.encode() + b"\n")
+        text = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
+        os.write(ready_fd, f"error {text}\n".encode())
         os.close(ready_fd)
         return 2
     try:

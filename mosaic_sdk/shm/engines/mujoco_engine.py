@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import os
-import pickle
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -27,13 +25,13 @@ from mosaic_sdk.shm import engines
 from mosaic_sdk.shm import services as sv
 from mosaic_sdk.shm.engines import model_path
 from mosaic_sdk.shm.engines.render import BatchRenderer
+from mosaic_sdk.shm.layout import LAYOUTS
 from mosaic_sdk.shm.messages import SpaceSpec
 from mosaic_sdk.shm.sync import SLICE
 from mosaic_sdk.shm.transport import SharedMemoryTransport
 
 mujoco = engines.load_mujoco()  # an optional dependency (the `mujoco` extra), offscreen GL
 
-LAYOUTS = ("mshm", "lrbc")
 OUTBOX_LIMIT = 100_000  # telemetry frames waiting for ring space before a stream is stopped
 
 TELEMETRY: tuple[tuple[str, str], ...] = (
@@ -53,20 +51,6 @@ def _numeric(model: Any, name: str, default: float) -> float:
         return float(model.numeric(name).data[0])
     except KeyError:
         return default
-
-
-def _layout_kwargs(layout: str) -> dict[str, Any]:
-    """How to ask the transport for ``layout`` ("mshm" is ours, "lrbc" the seed's header)."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout {layout!r} is unknown: use one of {', '.join(LAYOUTS)}")
-    if layout == "mshm":
-        return {}
-    if "layout" not in inspect.signature(SharedMemoryTransport).parameters:
-        raise ValueError(
-            "the lrbc layout (the seed's LRBC header) is not available in this build of "
-            "mosaic-worker-sdk's transport; use --layout mshm"
-        )
-    return {"layout": layout}
 
 
 @dataclass
@@ -112,25 +96,17 @@ class MujocoEngine:
     """A MuJoCo engine serving ``num_envs`` copies of ``model`` over a transport segment.
 
     ``model`` is a shipped model's name (``builtin_models()``) or an MJCF path. ``image_size``
-    ``(width, height)`` adds the image region (default 64x64 when the model has cameras,
-    else none; ``(0, 0)`` for none). ``layout`` is the segment header: "mshm" (ours) or
-    "lrbc" (the seed's, when the transport has it). ``peer_pids`` are processes (a launcher)
-    whose exit ends the engine. ``render_threads`` GL contexts draw a batch's frames in
-    parallel (default: one per CPU, at most 2). ``gpu_obs`` (a CUDA device: ``0``, ``"cuda:0"``)
-    also keeps the observations in a device buffer exported through the header's CUDA IPC
-    fields, for ``client.obs_tensor()`` (PyTorch with CUDA needed; the CPU obs stay filled).
+    ``(width, height)``: default 64x64 when the model has cameras, ``(0, 0)`` for none.
+    ``layout``: "mshm" or "lrbc". ``peer_pids``: processes whose exit ends the engine.
+    ``render_threads``: GL contexts drawing in parallel (default one per CPU, at most 2).
+    ``gpu_obs`` (``0``, ``"cuda:0"``) also exports the observations over CUDA IPC.
 
-    One ``MjModel`` and one ``MjData`` per env. A step applies each env's action row as its
-    ``ctrl``, advances ``frame_skip`` physics steps and writes observations (``qpos``,
-    ``qvel``, the mocap ``target``'s x, y when there is one), rewards (minus the ``tip``-target
-    distance and a control cost) and truncations; envs flagged for reset are reset instead
-    (next-step autoreset). MJCF ``<custom><numeric>`` entries ``mosaic_frame_skip``,
-    ``mosaic_max_episode_steps``, ``mosaic_target_range`` and ``mosaic_ctrl_cost`` set the
-    task's constants. Commands are answered between steps (a ``SimulationContract`` reset
-    gives the randomised envs their own model copy). Streams push frames unasked; a telemetry
-    frame the ring cannot take waits in an outbox, an image frame is rendered only once the
-    client has read what was sent before, and an env unchanged since it was drawn is not
-    drawn again.
+    A step applies each env's action row as its ``ctrl`` and advances ``frame_skip`` physics
+    steps; obs are ``qpos``, ``qvel`` and the mocap ``target``'s x, y; the reward is minus the
+    ``tip``-target distance and a control cost. MJCF ``<custom><numeric>`` entries
+    ``mosaic_frame_skip``, ``mosaic_max_episode_steps``, ``mosaic_target_range`` and
+    ``mosaic_ctrl_cost`` set these constants. A telemetry frame the ring cannot take waits in
+    an outbox; an image frame is rendered only once the client has read the ones before.
     """
 
     def __init__(
@@ -150,7 +126,8 @@ class MujocoEngine:
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        layout_kw = _layout_kwargs(layout)
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout {layout!r} is unknown: use one of {', '.join(LAYOUTS)}")
         self.model_file = model_path(model)
         self.model = m = mujoco.MjModel.from_xml_path(str(self.model_file))
         self.model_name = self.model_file.stem
@@ -165,7 +142,6 @@ class MujocoEngine:
         self.envs = [_EnvState() for _ in range(num_envs)]
         self._steps = np.zeros(num_envs, dtype=np.int64)  # hot-path steps since each reset
         self._obs_dirty = True  # obs written since the last GPU upload (gpu_obs)
-        self.layout_name = layout
         target = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "target")
         self._mocap = int(m.body_mocapid[target]) if target >= 0 else -1
         self._tip = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, "tip")
@@ -174,7 +150,9 @@ class MujocoEngine:
             if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
                 self._qmask[m.jnt_qposadr[j]] = True
         self.obs_size = m.nq + m.nv + (2 if self._mocap >= 0 else 0)
-        lo, hi = self._ctrl_bounds()
+        limited = m.actuator_ctrllimited.astype(bool)
+        lo = np.where(limited, m.actuator_ctrlrange[:, 0], -np.inf)
+        hi = np.where(limited, m.actuator_ctrlrange[:, 1], np.inf)
         self.ctrl_low, self.ctrl_high = lo, hi
         if image_size is None:
             image_size = (64, 64) if m.ncam > 0 else (0, 0)
@@ -189,7 +167,7 @@ class MujocoEngine:
             spin=spin,
             timeout=timeout,
             peer_pids=peer_pids,
-            **layout_kw,
+            layout=layout,
         )
         self.transport.schema = cmd.GetSchemaResponse(
             num_envs=num_envs,
@@ -241,15 +219,6 @@ class MujocoEngine:
     def name(self) -> str:
         """The segment name."""
         return self.transport.name
-
-    def _ctrl_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        m = self.model
-        lo = np.full(m.nu, -np.inf)
-        hi = np.full(m.nu, np.inf)
-        limited = m.actuator_ctrllimited.astype(bool)
-        lo[limited] = m.actuator_ctrlrange[limited, 0]
-        hi[limited] = m.actuator_ctrlrange[limited, 1]
-        return lo, hi
 
     def _name(self, kind: Any, index: int, fallback: str) -> str:
         return mujoco.mj_id2name(self.model, kind, index) or f"{fallback}{index}"
@@ -458,13 +427,7 @@ class MujocoEngine:
                     )
                 response = self.answer(request.message)
             except Exception as exc:  # the error goes back to the caller; the engine lives on
-                t.send(
-                    None,
-                    request.correlation_id,
-                    error=f"{type(exc).__name__}: {exc}",
-                    method=method,
-                    error_pickle=_pickled(exc),
-                )
+                t.send_error(exc, request.correlation_id, method)
                 continue
             t.send(response, request.correlation_id, method=method)
             if isinstance(request.message, cmd.CloseRequest):
@@ -953,32 +916,11 @@ class MujocoEngine:
         sid = self._start_images("", [env], m.rate_hz, m.max_frames)
         return sv.StreamResponse(sid, ["viewport"], list(self._image_shape()))
 
-    def render(self, env: int, camera: str | Any, out: np.ndarray | None = None) -> np.ndarray:
-        """Render env ``env`` from ``camera`` (a name, "" for the free camera, or an
-        ``MjvCamera``) with its debug shapes; into ``out`` when given."""
-        height, width, _ = self._image_shape()
-        frame = np.empty((1, height, width, 3), dtype=np.uint8)
-        self.render_batch([env], camera, frame, ids_in_out=False)
-        if out is None:
-            return frame[0]
-        out[...] = frame[0]
-        return out
-
-    def render_batch(
-        self, env_ids: list[int], camera: str | Any, out: np.ndarray, ids_in_out: bool = True
-    ) -> None:
-        """Render ``env_ids`` from ``camera`` into ``out[i]`` for each env ``i`` (or, with
-        ``ids_in_out=False``, into ``out[k]`` for the k-th of ``env_ids``)."""
-        r = self._make_renderer()
-        envs = self.envs
-        if ids_in_out:
-            debug = [e.debug for e in envs]
-            r.render(self.models, self.datas, env_ids, camera, out, debug)
-            return
-        models = [self.models[i] for i in env_ids]
-        datas = [self.datas[i] for i in env_ids]
-        debug = [envs[i].debug for i in env_ids]
-        r.render(models, datas, list(range(len(env_ids))), camera, out, debug)
+    def render_batch(self, env_ids: list[int], camera: str | Any, out: np.ndarray) -> None:
+        """Render ``env_ids`` from ``camera`` (a name, "" for the free camera, or an
+        ``MjvCamera``) with their debug shapes into ``out[i]`` for each env ``i``."""
+        debug = [e.debug for e in self.envs]
+        self._make_renderer().render(self.models, self.datas, env_ids, camera, out, debug)
 
     def _make_renderer(self) -> BatchRenderer:
         if self._renderer is None:
@@ -1084,15 +1026,6 @@ def _envelope_ids(data: bytes) -> tuple[int, int]:
         return int(env.CorrelationId()), int(env.Method())
     except Exception:
         return 0, 0
-
-
-def _pickled(exc: BaseException) -> bytes:
-    try:
-        data = pickle.dumps(exc)
-        pickle.loads(data)
-        return data
-    except Exception:
-        return b""
 
 
 def _contract(fields: Any) -> sv.SimulationContract:

@@ -11,7 +11,6 @@ Each env is drawn as ``mujoco.Renderer`` draws it, so the pixels are the same by
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from typing import Any
@@ -20,6 +19,7 @@ import numpy as np
 
 from mosaic_sdk.shm import engines
 from mosaic_sdk.shm import services as sv
+from mosaic_sdk.shm.processes import cpus
 
 mujoco = engines.load_mujoco()  # an optional dependency (the `mujoco` extra), offscreen GL
 
@@ -201,15 +201,8 @@ class BatchRenderer:
     ``model`` provides the meshes, textures and fonts (an env's own ``MjModel`` copy may differ
     in physics but must share them). ``threads`` render threads, each with its own GL context,
     draw a batch in parallel (default: one per CPU, at most 2). ``render`` returns once the
-    batch is drawn; ``submit`` returns at once, so the caller may go on (with the physics of
-    other data) while the threads draw.
-
-    Each env is drawn as ``mujoco.Renderer`` does (``mjv_updateScene`` with a default
-    ``MjvOption``, ``mjr_render`` into the bottom-left rectangle, ``mjr_readPixels``, rows
-    flipped); the scene, option and camera objects are made once per thread and the rows read
-    into one reused buffer. One viewport per env on one large buffer was tried and dropped:
-    llvmpipe's colours depend on a triangle's absolute position, so 25 of 64 tiles differed
-    from ``mujoco.Renderer``'s frame by one level, and it was not cheaper.
+    batch is drawn; ``submit`` returns at once. Envs are drawn one at a time, not as tiles of
+    one large viewport: llvmpipe's colours depend on a triangle's absolute position.
     """
 
     def __init__(self, model: Any, width: int, height: int, threads: int | None = None) -> None:
@@ -218,7 +211,7 @@ class BatchRenderer:
         if engines.GL_UNAVAILABLE is not None:
             raise RuntimeError(f"cannot render offscreen: {engines.GL_UNAVAILABLE}")
         if threads is None:
-            threads = default_threads()
+            threads = max(1, min(2, cpus()))  # one per CPU this process may use, at most 2
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.model, self.width, self.height = model, width, height
@@ -288,12 +281,3 @@ class BatchRenderer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def default_threads() -> int:
-    """Render threads by default: one per CPU this process may use, at most 2."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(2, cpus))
