@@ -265,13 +265,14 @@ class ObserverFeed:
         pm: PluginManager,
         run_id: str,
         *,
-        max_pending_rows: int = MAX_PENDING_ROWS,
+        max_pending_rows: int | None = None,
         warn: Callable[[str], None] | None = None,
     ) -> ObserverFeed | None:
         """A feed for the plugins of ``pm`` that implement an observer hook; None when none
         does. ``warn`` (default: the process's reporter) hears of observers that fall behind
         or fail."""
         warn = warn or current_reporter().warn
+        max_pending_rows = MAX_PENDING_ROWS if max_pending_rows is None else max_pending_rows
         if max_pending_rows < 1:
             raise ValueError(f"max_pending_rows must be >= 1, got {max_pending_rows}")
         hooks: dict[str, dict[str, object]] = {}  # plugin name -> hook name -> plugin
