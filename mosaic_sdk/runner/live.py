@@ -227,14 +227,3 @@ def choose_display(stream: TextIO | None = None, *, quiet: bool = False) -> Disp
     if callable(isatty) and isatty():
         return RichDisplay(stream)
     return PlainDisplay(stream)
-
-
-__all__ = [
-    "RECENT_EPISODES",
-    "Display",
-    "NullDisplay",
-    "PlainDisplay",
-    "RichDisplay",
-    "Snapshot",
-    "choose_display",
-]

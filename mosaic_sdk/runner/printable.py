@@ -15,6 +15,3 @@ def printable(text: object) -> str:
     if s.isprintable():  # the common case: no control, format or separator character
         return s
     return s.translate(_TABLE)
-
-
-__all__ = ["printable"]

@@ -53,11 +53,3 @@ def use_reporter(reporter: Reporter) -> Iterator[Reporter]:
         yield reporter
     finally:
         _current = previous
-
-
-def reporter_or_current(reporter: Reporter | None) -> Reporter:
-    """``reporter``, or the process's reporter when it is None."""
-    return reporter if reporter is not None else _current
-
-
-__all__ = ["KEEP", "Reporter", "current_reporter", "logger", "reporter_or_current", "use_reporter"]

@@ -1,11 +1,7 @@
 """``run_worker``: run one worker to the end, storing everything it writes (``mosaic run``).
 
-:class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle` supervises the worker and a
-:class:`~mosaic_sdk.runner.recording.recorder.RunRecorder` records what it writes. Ctrl-C,
-SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) forward SIGTERM to the worker, wait ``grace``
-seconds, then SIGKILL its process group; a second Ctrl-C kills at once. Whatever ends the worker,
-the rest of its output is stored, its leftovers are reaped, ``mosaic_run_cleanup`` is called once
-and the run row gets its final status (:mod:`mosaic_sdk.runner.recording.outcome`).
+Ctrl-C, SIGTERM, SIGHUP (or :meth:`RunSupervisor.cancel`) send the worker SIGTERM, then SIGKILL
+its process group ``grace`` seconds later; a second Ctrl-C kills at once.
 """
 
 from __future__ import annotations
@@ -13,7 +9,7 @@ from __future__ import annotations
 import math
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -22,10 +18,9 @@ from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.control.run_control import RunControl, claimed_protocol
 from mosaic_sdk.runner.live import Display, NullDisplay, Snapshot
 from mosaic_sdk.runner.recording.health import STALL_ACTIONS, checked_stall_after
-from mosaic_sdk.runner.recording.ingest import LineIngest
 from mosaic_sdk.runner.recording.outcome import RunResult
 from mosaic_sdk.runner.recording.recorder import RecorderOptions, RunListener, RunRecorder
-from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
+from mosaic_sdk.runner.reporting import Reporter, current_reporter
 from mosaic_sdk.runner.storage import private
 from mosaic_sdk.runner.storage.paths import default_store_path, runs_dir_for
 from mosaic_sdk.runner.storage.store import RunStore
@@ -63,7 +58,7 @@ class RunSupervisor(RunListener):
         stall_after: float | None = None,
         on_stall: str = "warn",
     ) -> None:
-        self.reporter = reporter_or_current(reporter)
+        self.reporter = reporter or current_reporter()
         super().__init__(self.reporter.warn)
         if max_line_bytes < 1:
             raise ValueError(f"max_line_bytes must be >= 1, got {max_line_bytes}")
@@ -153,11 +148,8 @@ class RunSupervisor(RunListener):
             self._control.relay.on_reply(reply)
 
     def tick(self) -> None:
-        recorder = self._recorder
-        if recorder is not None:
-            self.display.update(
-                self._snapshot(recorder.ingest, self._started, health=recorder.health.describe)
-            )
+        if self._recorder is not None:
+            self.display.update(self._snapshot(self._recorder))
 
     def stalled(self, reason: str) -> bool:
         """``--on-stall cancel``: stop the worker as a cancel does; the run ends ``failed``."""
@@ -175,13 +167,12 @@ class RunSupervisor(RunListener):
     def run(self) -> RunResult:
         """Start the worker, supervise it to the end, and return the result."""
         prepared = self.prepared
-        started = time.monotonic()
+        started = self._started = time.monotonic()
         self.store.mark_started(self.run_id)
         warn = self.reporter.warn
         control = self._control = RunControl(
             self.handle, prepared.run_dir, keys=self.keys, warn=warn, cancel=self.cancel
         )
-        self._started = started
         try:
             recorder = self._recorder = RunRecorder(
                 self.store,
@@ -194,7 +185,6 @@ class RunSupervisor(RunListener):
         except BaseException:
             control.close()
             raise
-        ingest = recorder.ingest
         restore = install_stop_handlers(self._on_signal)
         lifecycle = RunLifecycle(
             self.handle,
@@ -242,31 +232,30 @@ class RunSupervisor(RunListener):
                 note_error=RUNNER_NOTE,
                 abandon=lambda: self._kill_now,
             )
-            status, error, counts, observers = end.status, end.error, end.counts, end.observers
-            writer = recorder.writer
+            counts, writer = end.counts, recorder.writer
             try:
                 agents = self.store.agents(self.run_id)
             except Exception:  # noqa: BLE001 - sqlite3.Error: the summary goes without them
                 agents = []
-            self.display.finish(self._snapshot(ingest, started, status))
+            self.display.finish(self._snapshot(recorder, end.status))
             return RunResult(
                 run_id=self.run_id,
                 worker=self.handle.name,
-                status=status,
+                status=end.status,
                 exit_code=exit_code,
                 run_dir=prepared.run_dir,
                 store_path=self.store_path,
                 counts=counts,
-                error=error,
+                error=end.error,
                 duration_seconds=round(time.monotonic() - started, 3),
                 synthesised=end.synthesised,
                 store_error=None if writer.error is None else str(writer.error),
                 lost_rows=writer.lost_rows,
                 degraded_rows=writer.degraded_rows,
                 transactions=writer.transactions,
-                env_steps=max(ingest.env_steps, counts.get("env_steps") or 0),
+                env_steps=max(recorder.ingest.env_steps, counts.get("env_steps") or 0),
                 warnings=warnings,
-                observers=observers,
+                observers=end.observers,
                 agents=agents,
             )
         except BaseException as exc:  # the runner itself failed: record it, leave no orphan
@@ -290,17 +279,12 @@ class RunSupervisor(RunListener):
             recorder.close(timeout=5)
             self.store.close()
 
-    def _snapshot(
-        self,
-        ingest: LineIngest,
-        started: float,
-        status: str = "running",
-        health: Callable[[float], str | None] | None = None,
-    ) -> Snapshot:
+    def _snapshot(self, recorder: RunRecorder, status: str = "running") -> Snapshot:
+        ingest, now = recorder.ingest, time.monotonic()
         return Snapshot(
             run_id=self.run_id,
             worker=self.handle.name,
-            elapsed=time.monotonic() - started,
+            elapsed=now - self._started,
             steps=ingest.env_steps,
             step_lines=ingest.steps,
             episodes=ingest.episodes,
@@ -313,7 +297,7 @@ class RunSupervisor(RunListener):
             status=status,
             control_note=self._control.note if self._control else None,
             control_keys=self._control.keys_help if self._control else None,
-            health=None if health is None else health(time.monotonic()),
+            health=recorder.health.describe(now) if status == "running" else None,
         )
 
 
@@ -324,13 +308,10 @@ def run_worker(
 ) -> RunResult:
     """Run ``worker`` (a name or a handle) with ``config`` to the end; returns a RunResult.
 
-    Raises (before anything starts) :class:`~mosaic_sdk.plugins.PluginError` for an unusable
-    worker, :class:`~mosaic_sdk.contract.ConfigError` for a bad config or run id,
-    :class:`~mosaic_sdk.runner.storage.store.StoreError` for an unusable store; a run that starts
-    always returns a result. In the main thread SIGINT, SIGTERM and SIGHUP cancel the run.
-    Warnings go to ``reporter`` (default: the process's, :mod:`mosaic_sdk.runner.reporting`).
-    ``options`` are the keyword arguments of :class:`RunSupervisor` (``run_id``, ``store``,
-    ``grace``, ``reporter``, ``stall_after``, ...).
+    Raises, before anything starts, :class:`~mosaic_sdk.plugins.PluginError`, ``ConfigError``
+    or :class:`~mosaic_sdk.runner.storage.store.StoreError`; a run that starts always returns a
+    result. In the main thread SIGINT, SIGTERM and SIGHUP cancel the run. ``options``: the
+    keyword arguments of :class:`RunSupervisor`.
     """
     handle = resolve_worker(worker, reporter=options.get("reporter"))
     return RunSupervisor(handle, config, **options).run()

@@ -69,7 +69,7 @@ def test_the_limit_is_three_declared_heartbeat_intervals() -> None:
     health.last_line_at = clock.now + 101
     back = health.check(clock.now + 101)
     assert back == {"event": RECOVERED_EVENT, "silent_seconds": pytest.approx(107.1)}
-    assert not health.stalled
+    assert health.stalled_at is None
 
 
 def test_run_started_may_declare_the_interval() -> None:

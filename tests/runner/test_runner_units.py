@@ -345,8 +345,8 @@ def test_plain_display_survives_a_closed_stream() -> None:
 
 @pytest.mark.parametrize("count", [0, 1, 15, 16, 17, 255, 256, 257, 700])
 def test_insert_rows_stores_every_row_once(tmp_path: Path, count: int) -> None:
-    from mosaic_sdk.runner.recording.ingest import insert_rows
     from mosaic_sdk.runner.storage import schema as store_sql
+    from mosaic_sdk.runner.storage.rows import insert_rows
 
     conn = store_sql.connect(tmp_path / "s.sqlite")
 
@@ -373,8 +373,8 @@ def test_insert_rows_keeps_booleans_nulls_and_texts_that_look_like_them(
     """The blocks bind booleans as 0/1 and a None of agent_id / error as an integer the
     statement turns back into NULL: a text "0", "" or "NULL" stays that text, a None is NULL,
     and any other value of a boolean column (a number, a text) is stored as given."""
-    from mosaic_sdk.runner.recording.ingest import insert_rows
     from mosaic_sdk.runner.storage import schema as store_sql
+    from mosaic_sdk.runner.storage.rows import insert_rows
 
     conn = store_sql.connect(tmp_path / "s.sqlite")
     agents = [None, "0", "", "NULL", "a", "\u00e9"]

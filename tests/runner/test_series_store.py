@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mosaic_sdk.runner.recording.ingest import LineIngest
+from mosaic_sdk.runner.reporting import Reporter, use_reporter
 from mosaic_sdk.runner.storage import SeriesInfo, SeriesPoints
 from mosaic_sdk.runner.storage.rows import LineBatch
 from mosaic_sdk.runner.storage.schema import SCHEMA_VERSION
@@ -181,16 +182,16 @@ def test_distinct_series_past_the_limit_are_refused_with_one_warning(tmp_path: P
     with RunStore(path) as store:
         store.create_run("R", "w")
     ingest = LineIngest("R")
-    ingest.series._warn = told.append
     writer = StoreWriter(path, "R")
     names = {f"n{i}": float(i) for i in range(12_000)}
-    for step in range(3):
-        batch = LineBatch(step + 1)
-        ingest.add(batch, [_metrics(step, names, step).encode()])
+    with use_reporter(Reporter(told.append)):
+        for step in range(3):
+            batch = LineBatch(step + 1)
+            ingest.add(batch, [_metrics(step, names, step).encode()])
+            writer.submit(batch)
+        batch = LineBatch(4)
+        ingest.add(batch, [_metrics(9, {"x" * 5000: 1.0, "": 2.0, "n0": 3.0}, 9).encode()])
         writer.submit(batch)
-    batch = LineBatch(4)
-    ingest.add(batch, [_metrics(9, {"x" * 5000: 1.0, "": 2.0, "n0": 3.0}, 9).encode()])
-    writer.submit(batch)
     writer.close()
     assert len(told) == 1 and "10000 distinct series" in told[0]
     with RunStore(path) as store:

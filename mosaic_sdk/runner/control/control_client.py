@@ -128,6 +128,3 @@ def send_command(
             f"the run closed the connection without a reply ({len(data)} bytes came back)",
         )
     return reply
-
-
-__all__ = ["CLIENT_TIMEOUT", "ControlClientError", "check_socket", "send_command"]

@@ -95,6 +95,3 @@ class KeyReader:
 
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
-
-
-__all__ = ["KEYS_HELP", "KeyReader", "describe_reply"]

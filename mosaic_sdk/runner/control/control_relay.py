@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import threading
@@ -57,14 +58,10 @@ class _Pending:
 
 
 class ControlRelay:
-    """One run's command channel, the runner's side of the control protocol (shared by the
-    control socket and the keys of the live view). Thread-safe.
-
-    :meth:`request` checks a request (``{"cmd": "pause"}``, optionally ``"id"`` and arguments),
-    writes it to the worker's stdin with an id and waits up to :data:`REPLY_TIMEOUT` s for the
-    ``control_reply`` with that id, which the ingest hands to :meth:`on_reply`. Whatever goes
-    wrong, the caller gets one reply in the wire's shape: the worker's, or a :func:`runner_error`.
-    """
+    """One run's command channel, shared by the control socket and the live view's keys
+    (thread-safe). :meth:`request` writes a checked request to the worker's stdin and waits up
+    to :data:`REPLY_TIMEOUT` s for the ``control_reply`` with its id (:meth:`on_reply`); the
+    caller always gets one reply: the worker's, or a :func:`runner_error`."""
 
     def __init__(
         self,
@@ -115,6 +112,7 @@ class ControlRelay:
         if problem is not None:
             return problem
         cmd, rid = request["cmd"], request.get("id")
+        fail = functools.partial(runner_error, cmd=cmd, id=rid)
         if self._ended is not None:
             return self._not_running(cmd, rid)
         if self.protocol != PROTOCOL and cmd == "stop" and self.stop_without_protocol is not None:
@@ -131,24 +129,20 @@ class ControlRelay:
             reply = {"type": "control_reply", "v": PROTOCOL, "id": rid, "cmd": cmd, "ok": True}
             return {**reply, "source": "runner", "via": "SIGTERM"}
         if self.protocol is None:
-            return runner_error(
+            return fail(
                 "no_protocol",
                 f"worker {self.worker!r} does not claim the control protocol "
                 "(control_protocol is not set in its capabilities), so it reads no commands",
                 "only stop works for it (the runner sends SIGTERM); a worker built on "
                 "mosaic_sdk's worker_main claims the protocol with control_protocol=1",
-                cmd=cmd,
-                id=rid,
             )
         if self.protocol != PROTOCOL:
-            return runner_error(
+            return fail(
                 "unsupported_protocol",
                 f"worker {self.worker!r} speaks control protocol {self.protocol}, this runner "
                 f"speaks {PROTOCOL}",
                 "install a mosaic-worker-sdk and a worker made for the same protocol; stop "
                 "works for it (the runner sends SIGTERM)",
-                cmd=cmd,
-                id=rid,
             )
         slot = _Pending()
         with self._lock:
@@ -157,12 +151,10 @@ class ControlRelay:
                 while rid in self._pending:  # a client chose this form itself
                     rid = f"mosaic-{next(self._ids)}"
             elif rid in self._pending:
-                return runner_error(
+                return fail(
                     "duplicate_id",
                     f"a command with id {rid!r} is still waiting for its reply",
                     "give every command an id of its own, or leave the id out",
-                    cmd=cmd,
-                    id=rid,
                 )
             self._pending[rid] = slot
         line = {k: v for k, v in request.items() if k not in ("v", "id", "cmd")}
@@ -179,7 +171,7 @@ class ControlRelay:
                 f"cannot send {cmd!r} to the worker: {exc}",
                 "the worker takes no more commands; `mosaic runs show` tells how the run ends",
                 cmd=cmd,
-                id=rid,
+                id=rid,  # the id sent: the caller's, or the one given here
             )
         wait = self.reply_timeout if timeout is None else timeout
         if slot.done.wait(wait) and slot.reply is not None:
@@ -262,13 +254,3 @@ class ControlRelay:
                 id=rid,
             )
         return None
-
-
-__all__ = [
-    "COMMANDS",
-    "ERROR_CODES",
-    "PROTOCOL",
-    "REPLY_TIMEOUT",
-    "ControlRelay",
-    "runner_error",
-]

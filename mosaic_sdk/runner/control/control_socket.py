@@ -72,12 +72,10 @@ def _check_dir(run_dir: Path) -> None:
 
 
 class ControlServer:
-    """Serves one run's control socket, reachable by the run's owner only (a ``0600`` socket
-    in a ``0700`` run directory; a peer of another user, root included, gets
-    ``permission_denied``). A client writes one JSON request line and reads one reply line
-    (:meth:`ControlRelay.request`), served by a thread of its own (at most :data:`MAX_CLIENTS`
-    at once; more get ``busy``). :meth:`close` removes the socket.
-    """
+    """Serves one run's control socket to the run's owner only (a ``0600`` socket in a
+    ``0700`` directory; another user, root included, gets ``permission_denied``): one JSON
+    request line in, one reply line out, a thread per client (past :data:`MAX_CLIENTS`:
+    ``busy``)."""
 
     def __init__(self, run_dir: Path, relay: ControlRelay) -> None:
         self.path = Path(run_dir) / SOCKET_NAME
@@ -141,13 +139,12 @@ class ControlServer:
                     ),
                 )
                 return
-            self._answer(conn, self._handle(self._read_request(conn)))
+            self._answer(conn, self._reply(conn))
         finally:
             self._slots.release()
 
-    @staticmethod
-    def _read_request(conn: socket.socket) -> bytes | dict[str, Any]:
-        """The request line, or a runner_error saying why there is none."""
+    def _reply(self, conn: socket.socket) -> dict[str, Any]:
+        """The reply to the client's request line (a runner_error when there is none)."""
         conn.settimeout(REQUEST_TIMEOUT)
         data = b""
         try:
@@ -169,11 +166,6 @@ class ControlServer:
                 f"the request line is longer than {MAX_REQUEST} bytes",
                 'send a short JSON object, e.g. {"cmd": "ping"}',
             )
-        return line
-
-    def _handle(self, line: bytes | dict[str, Any]) -> dict[str, Any]:
-        if isinstance(line, dict):
-            return line
         try:
             request = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
@@ -225,14 +217,3 @@ def start_server(
     except OSError as exc:
         (warn or current_reporter().warn)(f"no control socket for this run: {exc}")
         return None
-
-
-__all__ = [
-    "MAX_CLIENTS",
-    "SOCKET_NAME",
-    "ControlServer",
-    "ControlSocketError",
-    "peer_uid",
-    "socket_address",
-    "start_server",
-]

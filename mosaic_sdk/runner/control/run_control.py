@@ -71,6 +71,3 @@ class RunControl:
         if self.server is not None:
             self.server.close()
             self.server = None
-
-
-__all__ = ["RunControl", "claimed_protocol"]

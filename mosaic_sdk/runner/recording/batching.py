@@ -1,7 +1,4 @@
-"""The recorder's first stage: :class:`StoreBatcher` has a run's stdout lines parsed into
-batches and hands each to the store writer: at ``batch_lines`` lines, ``flush_interval``
-seconds after its first line at the latest, and at once when it holds a lifecycle line. It
-keeps the run's health too, and tells the run's :class:`RunListener` what must be heard."""
+"""The recorder's first stage: :class:`StoreBatcher`, the batches of a run's stdout lines."""
 
 from __future__ import annotations
 
@@ -40,7 +37,9 @@ class RunListener:
 
 
 class StoreBatcher(RunObserver):
-    """Batches the worker's lines for the store writer (see the module docstring)."""
+    """Has a run's lines parsed into batches and hands each to the store writer at
+    ``batch_lines`` lines, ``flush_interval`` s after its first line, or at once when it holds a
+    lifecycle line; keeps the run's health and tells the :class:`RunListener` what it hears."""
 
     def __init__(
         self,
@@ -65,10 +64,6 @@ class StoreBatcher(RunObserver):
         self.batch = LineBatch(serial=1)
         self.writer_gone = False
         self.health_events = 0  # the stalled/recovered events stored (not the worker's)
-
-    def final_batch(self) -> LineBatch:
-        """A new batch after every one handed over: for what the runner adds at the end."""
-        return LineBatch(serial=self.serial + 1)
 
     def _hand_over(self) -> None:
         self.writer.submit(self.batch)
@@ -159,6 +154,3 @@ class StoreBatcher(RunObserver):
             f"the worker of run {self.run_id} exited but a process "
             "outside its group keeps its stdout open; stopped reading"
         )
-
-
-__all__ = ["RunListener", "StoreBatcher"]

@@ -59,11 +59,8 @@ def stall_reason(payload: dict[str, Any]) -> str:
 
 class RunHealth:
     """The health of one run, no I/O: stalled when nothing came from the worker's stdout for
-    longer than the limit: ``stall_after`` (s; 0: off), else :data:`STALL_FACTOR` times the
-    heartbeat interval the worker last declared, else none. Feed it each chunk's arrival time
-    and lifecycle events; :meth:`check` returns a change as the payload of
-    :data:`STALLED_EVENT` or :data:`RECOVERED_EVENT`. ``clock``: the monotonic clock of the
-    arrival times."""
+    longer than ``stall_after`` (s; 0: off), else :data:`STALL_FACTOR` times the heartbeat
+    interval the worker last declared. ``clock``: the monotonic clock of the arrival times."""
 
     def __init__(
         self, stall_after: float | None = None, *, clock: Callable[[], float] = time.monotonic
@@ -95,10 +92,6 @@ class RunHealth:
             return "set by the runner"
         return f"{STALL_FACTOR:g} x the declared heartbeat interval {self.declared_interval:g} s"
 
-    @property
-    def stalled(self) -> bool:
-        return self.stalled_at is not None
-
     def describe(self, now: float) -> str | None:
         """``"stalled: no output for S s (limit L s)"`` while stalled, else None."""
         if self.stalled_at is None or self.stalled_payload is None:
@@ -107,7 +100,6 @@ class RunHealth:
         limit = self.stalled_payload["limit_seconds"]
         return f"stalled: no output for {silent:.0f} s (limit {limit:g} s)"
 
-    # -- feeding ----------------------------------------------------------------------------
     def on_events(self, events: Iterable[dict[str, Any]], arrived: float) -> None:
         """Note the heartbeats of a chunk that arrived at ``arrived``, and the heartbeat
         interval a ``heartbeat`` or ``run_started`` payload declares."""
@@ -126,7 +118,6 @@ class RunHealth:
                 if declared is not None:
                     self.declared_interval = declared
 
-    # -- deciding ---------------------------------------------------------------------------
     def check(self, now: float) -> dict[str, Any] | None:
         """The payload of a :data:`STALLED_EVENT` or :data:`RECOVERED_EVENT` (its ``event``
         key says which) when the run's state changed at ``now``, else None."""
@@ -159,15 +150,3 @@ class RunHealth:
         }
         self.stalled_payload = payload
         return payload
-
-
-__all__ = [
-    "RECOVERED_EVENT",
-    "STALLED_EVENT",
-    "STALL_ACTIONS",
-    "STALL_FACTOR",
-    "RunHealth",
-    "checked_stall_after",
-    "stall_limit_value",
-    "stall_reason",
-]

@@ -1,7 +1,5 @@
-"""From worker output to store rows: :class:`LineIngest` classifies stdout lines into rows of a
-:class:`LineBatch` (a line that cannot be read is kept as an ``invalid`` log line, never raised),
-:class:`StderrIngest` does the same for stderr lines, and
-:class:`~mosaic_sdk.runner.storage.writer.StoreWriter` (re-exported here) commits the batches.
+"""From worker output to the rows of a :class:`LineBatch`: :class:`LineIngest` for stdout (a
+line that cannot be read is kept as an ``invalid`` log line, never raised), :class:`StderrIngest`.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ import msgspec
 
 from mosaic_sdk.runner.recording.series import SeriesIngest
 from mosaic_sdk.runner.storage.records import EpisodeRow, StepRow, TelemetryValues
-from mosaic_sdk.runner.storage.rows import LineBatch, finite_float, insert_rows
+from mosaic_sdk.runner.storage.rows import LineBatch, finite_float
 from mosaic_sdk.runner.storage.writer import StoreWriter
 from mosaic_sdk.runner.supervision.lines import CutLine
 from mosaic_sdk.telemetry import METRICS_EVENT
@@ -95,12 +93,8 @@ def _payload_json(payload: object) -> str | None:
 
 
 class LineIngest:
-    """Classifies stdout lines of one run into batch rows and keeps the live counters.
-
-    :meth:`add` returns the lifecycle lines (the supervisor flushes their batch at once and
-    runs the hooks once it is committed), but for ``metrics`` lines: those are batched like
-    step lines. Lifecycle lines also give series points (:mod:`.series`, in :attr:`series`).
-    """
+    """Classifies stdout lines of one run into batch rows and keeps the live counters;
+    :meth:`add` returns the lifecycle lines but ``metrics`` (those are batched like steps)."""
 
     def __init__(
         self, run_id: str, on_control_reply: Callable[[dict[str, Any]], None] | None = None
@@ -152,9 +146,7 @@ class LineIngest:
                 kind = "invalid" if text.lstrip()[:1] in ("{", "[") else "log"
                 self._log(batch, line_no, kind, line_no == last, raw.note(), text)
                 continue
-            # Fast path for the bulk of the stream: a step line in our field names, and a
-            # metrics line (classify_line would return them parsed, unchanged); anything else
-            # goes through classify_line itself.
+            # Fast path: step and metrics lines in our field names; others go to classify_line.
             text = raw.decode("utf-8", "replace")
             if text[-1:] == "\r":
                 text = text[:-1]
@@ -352,6 +344,3 @@ class StderrIngest:
             )
         batch.stderr = len(raws)
         self.writer.submit(batch)
-
-
-__all__ = ["LineBatch", "LineIngest", "StderrIngest", "StoreWriter", "insert_rows"]

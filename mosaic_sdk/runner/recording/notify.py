@@ -1,10 +1,4 @@
-"""The last stage of a run's recorder: who hears of what the store writer committed.
-
-:class:`Notify` is the writer's commit callback. Each committed batch goes on to the stages
-that want its rows (the observer plugins' feed, the live frames), and releases the lifecycle
-events that batch held, which the reading thread then hands to ``mosaic_telemetry_event``
-(:meth:`Notify.deliver`): a plugin's event hook never runs on the writer's thread.
-"""
+"""The last stage of a run's recorder: who hears of what the store writer committed."""
 
 from __future__ import annotations
 
@@ -24,11 +18,9 @@ Event = dict[str, Any]
 
 
 class Notify:
-    """Hears of every committed batch (see the module docstring).
-
-    ``stages`` are called on the writer's thread with each committed batch, in turn; one that
-    raises is reported once through ``warn`` and not called again (the others go on).
-    """
+    """The writer's commit callback: each committed batch goes to ``stages`` (on the writer's
+    thread; one that raises is warned about once and dropped) and releases its lifecycle events,
+    which :meth:`deliver` hands to ``mosaic_telemetry_event`` on the reading thread."""
 
     def __init__(
         self,
@@ -91,6 +83,3 @@ class Notify:
             self.pm.hook.mosaic_telemetry_event(run_id=self.run_id, worker=self.worker, event=event)
         except Exception as exc:  # noqa: BLE001 - a plugin's bug must not stop the run
             self.warn(f"a {EVENT_HOOK} hook raised {type(exc).__name__}: {exc} (the run goes on)")
-
-
-__all__ = ["EVENT_HOOK", "Notify"]

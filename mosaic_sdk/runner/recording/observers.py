@@ -1,6 +1,4 @@
-"""Live data for plugins: committed steps, episodes and series points, delivered to observer
-plugins (those implementing ``mosaic_telemetry_steps``, ``_episodes`` or ``_series``).
-"""
+"""Committed steps, episodes and series points, delivered to the observer plugins."""
 
 from __future__ import annotations
 
@@ -253,11 +251,9 @@ class ObserverFeed:
     ``max_pending_rows`` an observer's oldest batches are dropped for it alone and counted as
     missed (warned once); one that raises is reported once and gets nothing more."""
 
-    def __init__(
-        self, observers: list[_Observer], warn: Callable[[str], None] | None = None
-    ) -> None:
+    def __init__(self, observers: list[_Observer], warn: Callable[[str], None]) -> None:
         self._observers = observers
-        self._warn = warn or current_reporter().warn
+        self._warn = warn
         self._reports: list[ObserverReport] | None = None
         #: The run's series by number (from the committed batches), when one observes them.
         self._series: dict[int, tuple[str, str | None]] = {}
@@ -343,19 +339,3 @@ class ObserverFeed:
                         f"({why}); the store holds them all"
                     )
         return [r.to_dict() for r in self._reports]
-
-
-__all__ = [
-    "DELIVERY_INTERVAL",
-    "DRAIN_TIMEOUT",
-    "EPISODES_HOOK",
-    "MAX_PENDING_ROWS",
-    "RowBatch",
-    "SERIES_HOOK",
-    "STEPS_HOOK",
-    "SeriesPoint",
-    "EpisodeRow",
-    "ObserverFeed",
-    "ObserverReport",
-    "StepRow",
-]

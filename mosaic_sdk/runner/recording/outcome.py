@@ -122,19 +122,19 @@ def decide(
     timed_out: str | None = None,
     stalled: str | None = None,
 ) -> Outcome:
-    """The final status of a run, and the event to synthesise (or None).
-
-    A run stopped for its time or stall limit (``timed_out`` / ``stalled``: the reason) is
-    ``failed`` unless the worker completed. Then: a cancelled run is ``failed`` or
-    ``completed`` when the worker said so, else ``cancelled``; the worker's terminal event
-    decides (``run_completed`` only with exit 0); anything else (a crash, a kill, no
-    terminal event) is ``failed`` with a synthesised ``run_failed``."""
+    """The final status of a run, and the event to synthesise (or None): ``completed`` when the
+    worker wrote ``run_completed`` and exited 0; else ``failed`` when stopped for its time or
+    stall limit (``timed_out`` / ``stalled``: the reason); else a cancelled run is ``failed``
+    when the worker said so, else ``cancelled``; else the worker's terminal event decides; a
+    crash, a kill or no terminal event is ``failed`` with a synthesised ``run_failed``."""
     name = terminal.get("event") if terminal else None
     payload = terminal.get("payload") if terminal else None
     worker_error = payload.get("error") if isinstance(payload, dict) else None
     how = describe_exit(exit_code)
+    if name == "run_completed" and exit_code == 0:
+        return Outcome("completed", None, None)
     limit_hit = timed_out if timed_out is not None else stalled
-    if limit_hit is not None and not (name == "run_completed" and exit_code == 0):
+    if limit_hit is not None:
         error = f"{limit_hit}; the worker {how}"
         kind = "TimedOut" if timed_out is not None else "Stalled"
         if name == "run_failed":
@@ -143,8 +143,6 @@ def decide(
     if cancel_reason is not None:
         if name == "run_failed":
             return Outcome("failed", str(worker_error or "the worker reported run_failed"), None)
-        if name == "run_completed" and exit_code == 0:
-            return Outcome("completed", None, None)
         error = f"cancelled ({cancel_reason}); the worker {how}"
         if name == "run_cancelled":
             return Outcome("cancelled", error, None)
@@ -159,8 +157,6 @@ def decide(
             },
         )
         return Outcome("cancelled", error, event)
-    if name == "run_completed" and exit_code == 0:
-        return Outcome("completed", None, None)
     if name == "run_failed":
         return Outcome(
             "failed", str(worker_error or f"the worker reported run_failed; it {how}"), None
@@ -216,15 +212,3 @@ def record_end(
         status, error = "failed", (error + "; " if error else "") + note
         (warn or current_reporter().warn)(f"run {run_id}: {note}")
     return status, error, counts
-
-
-__all__ = [
-    "EXIT_CODES",
-    "Outcome",
-    "RunResult",
-    "decide",
-    "describe_exit",
-    "failed_event",
-    "lifecycle_event",
-    "record_end",
-]

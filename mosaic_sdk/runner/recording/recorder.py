@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 from mosaic_sdk.runner.recording.batching import RunListener, StoreBatcher
 from mosaic_sdk.runner.recording.health import RunHealth
 from mosaic_sdk.runner.recording.ingest import LineIngest, StderrIngest
-from mosaic_sdk.runner.recording.notify import EVENT_HOOK, Notify
+from mosaic_sdk.runner.recording.notify import Notify
 from mosaic_sdk.runner.recording.observers import ObserverFeed
 from mosaic_sdk.runner.recording.outcome import Outcome, decide, record_end
 from mosaic_sdk.runner.recording.step_frames import StepFrames
 from mosaic_sdk.runner.recording.tensorboard import register_from_env
 from mosaic_sdk.runner.storage.records import ObserverRecord, RunCounts
+from mosaic_sdk.runner.storage.rows import LineBatch
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.storage.writer import StoreWriter
 
@@ -52,15 +53,10 @@ class RecordedEnd:
 
 
 class RunRecorder:
-    """Records one run's output into the store. A line goes down one chain of stages:
-    ``StoreBatcher`` (``recorder.stdout``: batches, keeps the run's health) -> ``LineIngest``
-    (parses) -> ``StoreWriter`` (commits on its thread) -> ``Notify`` (observers, live frames,
-    ``mosaic_telemetry_event``); stderr lines go to the writer through ``StderrIngest``
-    (``recorder.stderr``). The run ends with :meth:`end` or :meth:`finish`.
-
-    ``pm``: the plugin manager whose observers and event hooks hear of the run (None:
-    nobody); ``listener`` hears of the run as it goes (default: one that only warns).
-    """
+    """Records one run's output into the store, down one chain: ``StoreBatcher``
+    (``recorder.stdout``) -> ``LineIngest`` -> ``StoreWriter`` -> ``Notify``; stderr lines go
+    to the writer through ``recorder.stderr``. The run ends with :meth:`end` or :meth:`finish`.
+    ``pm``: whose observers and event hooks hear of the run (None: nobody)."""
 
     def __init__(
         self,
@@ -171,13 +167,12 @@ class RunRecorder:
         note_error: str | None = None,
         abandon: Callable[[], bool] | None = None,
     ) -> RecordedEnd:
-        """Store the end of the run: the synthesised event of ``outcome`` (if any), ``notes``
-        as stderr lines (``error`` = ``note_error``), the rest of the rows, the observers'
-        reports and the final status. Waits for the writer (``abandon()`` true: stop waiting
-        for a stalled store) and for the observers."""
+        """Store the end of the run: ``outcome``'s event, ``notes`` as stderr lines (``error`` =
+        ``note_error``), the rest of the rows, the observers' reports and the final status.
+        Waits for the writer (``abandon()`` true: no longer) and the observers."""
         if self._finished is not None:
             return self._finished
-        final = self.stdout.final_batch()
+        final = LineBatch(serial=self.stdout.serial + 1)  # after every batch handed over
         if outcome.synthesised is not None:
             self.ingest.add_synthesised(final, outcome.synthesised)
         stderr = self.stderr
@@ -213,6 +208,3 @@ class RunRecorder:
             self.feed.close(timeout=0)
         if self.frames is not None:
             self.frames.close(timeout=0)  # removes its FastLane segment, whatever happened
-
-
-__all__ = ["EVENT_HOOK", "RecordedEnd", "RecorderOptions", "RunListener", "RunRecorder"]

@@ -1,12 +1,9 @@
-"""What becomes a series: the points ``(step, value, wall time)`` the ingest takes from a run's
-``metrics`` events and the worker's own lifecycle events, stored per run by name and
-``agent_id``.
-"""
+"""What becomes a series: the points ``(step, value, wall time)`` of a run's lifecycle lines."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from mosaic_sdk.runner.reporting import current_reporter
@@ -73,29 +70,15 @@ def flatten(
 
 
 class SeriesIngest:
-    """Turns one run's lifecycle lines into series and points of its batches (the numbering of
-    its series lives here: the run has one ingest).
+    """Numbers one run's series and adds the points of its lifecycle lines to its batches.
 
-    A ``metrics`` event gives every key of its ``values`` (nested mappings as dotted names) at
-    its ``step``; a value that is no number, or every value of an event without an integer
-    ``step``, is refused (counted in ``series_refused``). A worker's own lifecycle event
-    gives every numeric payload field as ``<event>/<dotted.field>``, at its ``global_step``,
-    else ``step``, ``iteration``, ``update``, else the event's ordinal; other fields are no
-    series and not refused. Values are kept as floats, NaN and infinities included; the wall
-    time is the line's ``ts_unix_ns``, else when the runner read it. A point past
-    :data:`MAX_SERIES` series or :data:`MAX_NAME_CHARS` characters is refused, and the first
-    such series is warned about once."""
+    ``metrics``: each key of ``values`` (dotted names) at ``step``; without an integer ``step``,
+    and for a value that is no number, refused. A worker's own event: each numeric payload
+    field as ``<event>/<field>`` at the first of :data:`X_KEYS`, else the event's ordinal. Past
+    :data:`MAX_SERIES` series or :data:`MAX_NAME_CHARS` characters, refused (warned once)."""
 
-    def __init__(
-        self,
-        run_id: str,
-        *,
-        max_series: int = MAX_SERIES,
-        warn: Callable[[str], None] | None = None,
-    ) -> None:
+    def __init__(self, run_id: str) -> None:
         self.run_id = run_id
-        self.max_series = max_series
-        self._warn = warn
         self.ids: dict[tuple[str, str | None], int] = {}
         self.ordinals: dict[str, int] = {}
         self.points = 0
@@ -184,7 +167,7 @@ class SeriesIngest:
                 if len(name) > MAX_NAME_CHARS or not name:
                     refused += 1
                     continue
-                if len(ids) >= self.max_series:
+                if len(ids) >= MAX_SERIES:
                     refused += 1
                     self._limit(name)
                     continue
@@ -200,20 +183,9 @@ class SeriesIngest:
         if self._told_limit:
             return
         self._told_limit = True
-        (self._warn or current_reporter().warn)(
-            f"run {self.run_id} reports more than {self.max_series} distinct series (the "
+        current_reporter().warn(
+            f"run {self.run_id} reports more than {MAX_SERIES} distinct series (the "
             f"first refused: {name[:80]!r}); points of further series are refused and "
             "counted (`mosaic runs show` says how many); report fewer names, e.g. "
             "aggregate per-item numbers"
         )
-
-
-__all__ = [
-    "MAX_NAME_CHARS",
-    "MAX_SERIES",
-    "NOT_SERIES_EVENTS",
-    "X_KEYS",
-    "SeriesIngest",
-    "flatten",
-    "integer_step",
-]

@@ -163,11 +163,9 @@ class StepFramesReport:
 
 
 class StepFrames:
-    """Publishes the render payloads of one run's step lines to its FastLane stream:
-    :meth:`offer` gets every committed batch, and this object's own thread wakes at most
-    ``fps`` times a second to parse only the newest step line holding a ``render_payload``.
-    A bad or oversized payload is counted and reported once, never fatal. Nothing is
-    published when the worker writes the run's FastLane segment itself."""
+    """Publishes the newest ``render_payload`` of one run's committed step lines to its
+    FastLane stream, at most ``fps`` times a second, on a thread of its own (bad payloads are
+    counted and warned about once); nothing when the worker writes FastLane itself."""
 
     def __init__(
         self,
@@ -175,13 +173,10 @@ class StepFrames:
         *,
         fps: float = DEFAULT_FPS,
         warn: Callable[[str], None] | None = None,
-        stream: str | None = None,
     ) -> None:
         if not fps > 0:
             raise ValueError(f"fps must be > 0, got {fps!r}")
         self.run_id = run_id
-        #: The FastLane stream (run id of the segment) written: the run's own by default.
-        self.stream = stream or run_id
         self.interval = 1.0 / fps
         self.report = StepFramesReport()
         self._warn = warn or (lambda _message: None)
@@ -207,41 +202,38 @@ class StepFrames:
 
     # -- its own thread -----------------------------------------------------------------------
     def _loop(self) -> None:
+        due = 0.0
         try:
-            self._publish_loop()
+            while True:
+                with self._cond:
+                    while not self._pending and not self._closing:
+                        self._cond.wait()
+                    if not self._pending:
+                        return
+                wait = due - time.monotonic()
+                if wait > 0 and not self._closing:
+                    time.sleep(wait)  # batches that arrive meanwhile: only the newest frame counts
+                with self._cond:
+                    batches = list(self._pending)
+                    self._pending.clear()
+                    step_lines = self._step_lines
+                raw = newest_payload_line(batches)
+                if raw is not None:
+                    try:
+                        self._publish(raw, step_lines)
+                    except OversizedPayload as exc:
+                        self._refuse(str(exc))
+                    except Exception as exc:  # noqa: BLE001 - a frame must never touch the run
+                        # this frame is not shown; the next one is tried as usual
+                        self._refuse(f"FastLane refused the frame: {type(exc).__name__}: {exc}")
+                    due = time.monotonic() + self.interval
+                if self.report.disabled is not None:
+                    return
         finally:
             writer, self._writer = self._writer, None
             if writer is not None:
                 writer.close()
                 writer.unlink()
-
-    def _publish_loop(self) -> None:
-        due = 0.0
-        while True:
-            with self._cond:
-                while not self._pending and not self._closing:
-                    self._cond.wait()
-                if not self._pending:
-                    return
-            wait = due - time.monotonic()
-            if wait > 0 and not self._closing:
-                time.sleep(wait)  # batches that arrive meanwhile: only the newest frame counts
-            with self._cond:
-                batches = list(self._pending)
-                self._pending.clear()
-                step_lines = self._step_lines
-            raw = newest_payload_line(batches)
-            if raw is not None:
-                try:
-                    self._publish(raw, step_lines)
-                except OversizedPayload as exc:
-                    self._refuse(str(exc))
-                except Exception as exc:  # noqa: BLE001 - a frame must never touch the run
-                    # this frame is not shown; the next one is tried as usual
-                    self._refuse(f"FastLane refused the frame: {type(exc).__name__}: {exc}")
-                due = time.monotonic() + self.interval
-            if self.report.disabled is not None:
-                return
 
     def _publish(self, raw: str, step_lines: int) -> None:
         try:
@@ -268,7 +260,7 @@ class StepFrames:
     def _open(self, frame: Any) -> FastLaneWriter | None:
         """The run's writer, created for ``frame``'s size; None (and disabled) when the worker
         writes FastLane itself."""
-        status = inspect_segment(create_fastlane_name(self.stream), settle=0.0)
+        status = inspect_segment(create_fastlane_name(self.run_id), settle=0.0)
         if status is not None and status.initialised and not status.stale:
             if status.writer_pid != os.getpid():
                 self._disable("the worker writes FastLane itself")
@@ -276,7 +268,7 @@ class StepFrames:
         height, width, channels = frame.shape
         try:
             self._writer = FastLaneWriter.create(
-                self.stream, FastLaneConfig(width=width, height=height, channels=channels)
+                self.run_id, FastLaneConfig(width=width, height=height, channels=channels)
             )
         except FastLaneBusyError:
             self._disable("the worker writes FastLane itself")
@@ -347,17 +339,3 @@ def _number(value: Any) -> float:
         return 0.0
     value = float(value)
     return value if math.isfinite(value) else 0.0
-
-
-__all__ = [
-    "DEFAULT_FPS",
-    "MAX_PAYLOAD_LINE",
-    "MAX_STACK_FRAMES",
-    "BadPayload",
-    "OversizedPayload",
-    "StepFrames",
-    "StepFramesReport",
-    "frame_from_line",
-    "frame_from_payload",
-    "newest_payload_line",
-]

@@ -1,17 +1,9 @@
-"""Series as TensorBoard event files: ``mosaic runs export --what metrics --format
-tensorboard -o DIR`` after a run, and :class:`TensorBoardObserver` (``mosaic run
---tensorboard DIR``, or ``MOSAIC_TENSORBOARD_DIR``) while it goes on.
+"""Series as TensorBoard event files (tensorboardX, the ``tensorboard`` extra): written after a
+run by ``mosaic runs export --format tensorboard``, during it by :class:`TensorBoardObserver`.
 
-Layout: ``DIR/<run_id>/`` holds the run's series without an ``agent_id``, and
-``DIR/<run_id>/agent_<id>/`` each agent's (the id URL-quoted), so TensorBoard shows each run
-and agent as a run of its own and overlays them by tag. A tag is the series' name
-(``losses/value``). Each point is one event at the point's step with its wall time
-(``wall_ns / 1e9``); its value is written as a double-precision scalar tensor (TensorBoard's
-``scalars`` plugin), so NaN, infinities and every float64 come back exactly, where the
-classic float32 ``simple_value`` would round them.
-
-The event files are written by tensorboardX (the ``tensorboard`` extra: ``pip install
-'mosaic-worker-sdk[tensorboard]'``), with its protocol buffer classes and file writer.
+``DIR/<run_id>/`` holds the series without an ``agent_id``, ``DIR/<run_id>/agent_<id>/`` each
+agent's (ids URL-quoted); the tag is the series' name. Values are double-precision scalar
+tensors, so NaN, infinities and every float64 come back exactly (``simple_value`` is float32).
 """
 
 from __future__ import annotations
@@ -19,7 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,10 +83,6 @@ class EventFiles:
         writer.write_event(self._event(wall_time=wall_ns / 1e9, step=int(step), summary=summary))
         self.points += 1
 
-    def add_points(self, points: Iterable[SeriesPoint]) -> None:
-        for p in points:
-            self.add(p.name, p.agent_id, p.step, p.value, p.wall_ns)
-
     def flush(self) -> None:
         for writer in self._writers.values():
             writer.flush()
@@ -133,11 +121,8 @@ def export_tensorboard(
 
 
 class TensorBoardObserver:
-    """An observer plugin (``mosaic_telemetry_series``) that writes every run's series as
-    TensorBoard event files under ``root`` while the run goes on (flushed after each
-    delivery, so TensorBoard follows the run); a run's files are closed at its
-    ``mosaic_run_cleanup``. Registered by the runner when :data:`ENV_DIR` is set (see
-    :func:`register_from_env`)."""
+    """An observer plugin writing every run's series under ``root`` as it goes (flushed after
+    each delivery; a run's files are closed at its ``mosaic_run_cleanup``)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -155,7 +140,8 @@ class TensorBoardObserver:
                 files = EventFiles(self.root, run_id, ENV_DIR)
                 if run_id not in self._ended:
                     self._runs[run_id] = files
-            files.add_points(points)
+            for p in points:
+                files.add(p.name, p.agent_id, p.step, p.value, p.wall_ns)
             files.flush()
             if run_id in self._ended:
                 files.close()
@@ -175,12 +161,11 @@ class TensorBoardObserver:
 PLUGIN_NAME = "builtin:tensorboard"
 
 
-def register_from_env(pm: Any, environ: os._Environ[str] | dict[str, str] | None = None) -> bool:
+def register_from_env(pm: Any) -> bool:
     """Register a :class:`TensorBoardObserver` in ``pm`` (a pluggy plugin manager) when
     :data:`ENV_DIR` names a directory to write to; whether one is registered now. Refuses
     (MissingExtraError, one line naming the pip command) when tensorboardX is absent."""
-    env = os.environ if environ is None else environ
-    root = env.get(ENV_DIR, "")
+    root = os.environ.get(ENV_DIR, "")
     if not root:
         return False
     current = pm.get_plugin(PLUGIN_NAME)
@@ -191,15 +176,3 @@ def register_from_env(pm: Any, environ: os._Environ[str] | dict[str, str] | None
         pm.unregister(name=PLUGIN_NAME)
     pm.register(TensorBoardObserver(root), name=PLUGIN_NAME)
     return True
-
-
-__all__ = [
-    "ENV_DIR",
-    "EXTRA",
-    "PLUGIN_NAME",
-    "EventFiles",
-    "TensorBoardObserver",
-    "export_tensorboard",
-    "register_from_env",
-    "run_dir",
-]

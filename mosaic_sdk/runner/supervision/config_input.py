@@ -75,6 +75,3 @@ def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str]) -> dict[s
             node = child
         node[path[-1]] = value
     return out
-
-
-__all__ = ["apply_overrides", "load_job", "parse_override", "read_config_file"]

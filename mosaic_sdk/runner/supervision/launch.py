@@ -1,7 +1,5 @@
-"""Preparing one launch of a worker (``mosaic run``, conformance): validated config, run
-directory, command, environment. :func:`resolve_job` is the one place on the launch path that
-reads a job descriptor and decides the run id; all after it takes its :class:`ResolvedJob`.
-"""
+"""Preparing one launch of a worker: validated config, run directory, command, environment;
+:func:`resolve_job` alone reads a job descriptor and decides the run id."""
 
 from __future__ import annotations
 
@@ -105,13 +103,10 @@ def prepare_run(
     exclusive: bool = False,
     like_platform: bool = False,
 ) -> PreparedRun:
-    """Validate the config of ``job``, write it into the run directory (both private to
-    their owner) and ask the worker for its launch command; ``ConfigError`` for a bad config,
-    ``FileExistsError`` for an existing run directory when ``exclusive``.
-
-    The environment is the caller's, then ``extra_env``, the launch command's ``env``, the
-    ``MOSAIC_*`` variables and :data:`RUNNER_ONLY_ENV` (left out, even inherited or in
-    ``extra_env``, when ``like_platform``; the launch command's own ``env`` is kept).
+    """Validate ``job``'s config, write it into a private run directory and ask the worker
+    for its launch command; ``ConfigError`` for a bad config, ``FileExistsError`` for an
+    existing run directory when ``exclusive``. The environment: the caller's, ``extra_env``,
+    the command's ``env``, ``MOSAIC_*`` and :data:`RUNNER_ONLY_ENV` (not if ``like_platform``).
     """
     if not isinstance(job, ResolvedJob):
         raise TypeError("prepare_run takes the ResolvedJob of resolve_job(config, run_id=...)")
@@ -144,6 +139,3 @@ def prepare_run(
     if not like_platform:
         env.update(RUNNER_ONLY_ENV)
     return PreparedRun(handle.name, config.run_id, run_dir, config_path, config, command, env)
-
-
-__all__ = ["RUNNER_ONLY_ENV", "PreparedRun", "ResolvedJob", "prepare_run", "resolve_job"]

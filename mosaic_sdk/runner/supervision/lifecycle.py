@@ -91,8 +91,6 @@ class RunLifecycle:
         self.term_sent_at: float | None = None
         self.killed_after_grace = False
         self.timed_out = False
-        self.output_held_open = False
-        self.exit_code: int | None = None
         self._lock = threading.Lock()
 
     def start(self) -> WorkerProcess:
@@ -180,7 +178,6 @@ class RunLifecycle:
                 observer.on_exit_before_eof()
                 proc.reap_group(grace=0.5)
             elif now - exited_at > END_OF_OUTPUT_WAIT:
-                self.output_held_open = True
                 observer.on_output_held_open()
                 return
 
@@ -230,10 +227,10 @@ class RunLifecycle:
             return None
         if proc.poll() is None:
             proc.kill_group(signal.SIGKILL)
-        self.exit_code = proc.wait()
+        code = proc.wait()
         proc.reap_group()
         proc.join_stderr(timeout=END_OF_OUTPUT_WAIT)
-        return self.exit_code
+        return code
 
     def cleanup(self, exit_code: int | None) -> str | None:
         """Call ``mosaic_run_cleanup`` once; a sentence when it raised, else None."""
@@ -251,6 +248,3 @@ class RunLifecycle:
     def close(self) -> None:
         if self.proc is not None:
             self.proc.close()
-
-
-__all__ = ["CHECK_INTERVAL", "END_OF_OUTPUT_WAIT", "RunLifecycle", "RunObserver"]

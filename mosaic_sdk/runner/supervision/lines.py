@@ -1,10 +1,4 @@
-"""Cutting a worker's output into lines: linear time, bounded memory, whatever it writes.
-
-:class:`LineSplitter` looks for line ends only in each new chunk, so a line of n bytes costs
-O(n) however many reads it takes, and keeps at most ``max_line`` bytes of an unfinished line:
-a longer one comes out cut, as a :class:`CutLine`. With ``cr=True`` (stderr) a lone ``\\r``
-ends a line too: a progress bar that redraws itself (tqdm) gives one line per redraw.
-"""
+"""Cutting a worker's output into lines: linear time, bounded memory, whatever it writes."""
 
 from __future__ import annotations
 
@@ -32,7 +26,9 @@ class CutLine(bytes):
 
 
 class LineSplitter:
-    """Bytes in, complete lines out (without their line ends); see the module docstring."""
+    """Bytes in, complete lines out (without their line ends). Keeps at most ``max_line``
+    bytes of an unfinished line (a longer one comes out as a :class:`CutLine`); with
+    ``cr=True`` (stderr) a lone ``\\r`` ends a line too (one line per progress-bar redraw)."""
 
     __slots__ = ("max_line", "cr", "_parts", "_size", "_dropped", "_after_cr", "peak_pending")
 
@@ -100,6 +96,3 @@ class LineSplitter:
         dropped = self._dropped
         self._parts, self._size, self._dropped = [], 0, 0
         return CutLine(line, dropped) if dropped else line
-
-
-__all__ = ["DEFAULT_MAX_LINE", "CutLine", "LineSplitter"]

@@ -1,10 +1,5 @@
-"""The worker's own ``--dry-run``, run by ``mosaic run`` before it claims a run id.
-
-A dry run may check more than the config model (e.g. whether the env id exists); a config only
-it refuses would otherwise leave a failed run in the store. :func:`preflight` prepares the
-launch in a temporary directory (removed whatever happens) and runs the worker's command with
-``--dry-run`` appended (the worker CLI contract).
-"""
+"""The worker's own ``--dry-run``, run by ``mosaic run`` before it claims a run id (a config
+only the dry run refuses would otherwise leave a failed run in the store)."""
 
 from __future__ import annotations
 
@@ -69,12 +64,9 @@ def preflight(
     extra_env: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> PreflightResult:
-    """Run ``handle``'s ``--dry-run`` on the config; raises ``ConfigError`` when the config
-    model refuses it already, ``OSError`` when the worker's command cannot be started.
-
-    It runs under :class:`~mosaic_sdk.runner.supervision.lifecycle.RunLifecycle` (killed and
-    reaped on a timeout or Ctrl-C); its stdout is dropped and no ``mosaic_run_cleanup`` called.
-    """
+    """Run ``handle``'s ``--dry-run`` on the config, prepared in a temporary directory (stdout
+    dropped, no ``mosaic_run_cleanup``); ``ConfigError`` when the config model refuses it
+    already, ``OSError`` when the worker's command cannot be started."""
     scratch = Path(tempfile.mkdtemp(prefix="mosaic-preflight-"))
     try:
         job = resolve_job(config_data, run_id=run_id)
@@ -118,6 +110,3 @@ def _refusal(code: int, stderr: str) -> str:
     if len(quoted) > MAX_QUOTE:
         quoted = quoted[: MAX_QUOTE - 3] + "..."
     return f"its dry run exited with code {code}" + (f": {quoted}" if quoted else "")
-
-
-__all__ = ["DEFAULT_TIMEOUT", "PreflightResult", "preflight"]

@@ -23,13 +23,11 @@ _TAIL_CHARS = 4096
 
 
 class WorkerProcess:
-    """One running worker, in a session of its own (Ctrl-C reaches the runner, which decides
-    what to forward), stdout and stderr piped; on Linux it gets SIGKILL when the runner dies.
-
-    Read stdout with :meth:`lines` or :meth:`read_lines`, one of the two per process. A thread
-    drains stderr to EOF whatever happens (a lone ``\r`` ends a line too) into ``stderr_path``,
-    :attr:`stderr_tail` and ``on_stderr_lines``; failures are in :meth:`stderr_problems`. stdin
-    is ``/dev/null`` unless ``stdin_pipe`` (then :attr:`stdin` writes command lines)."""
+    """One running worker in a session of its own (Ctrl-C reaches the runner only); on Linux
+    it gets SIGKILL when the runner dies. Read stdout with :meth:`lines` or :meth:`read_lines`.
+    A thread drains stderr to EOF into ``stderr_path``, :attr:`stderr_tail` and
+    ``on_stderr_lines`` (failures: :meth:`stderr_problems`). stdin is ``/dev/null`` unless
+    ``stdin_pipe``."""
 
     def __init__(
         self,
@@ -60,8 +58,7 @@ class WorkerProcess:
             )
         except OSError as exc:
             raise RuntimeError(f"cannot start the worker ({self.argv[0]}): {exc}") from exc
-        self.pid = self.proc.pid
-        self.pgid = self.pid
+        self.pid = self.proc.pid  # and its process group's id (a session of its own)
         self.stdin = WorkerStdin(self.proc.stdin, self.pid)
         #: Every process seen below the worker (see :mod:`mosaic_sdk.runner.supervision.proctree`).
         self.descendants = Descendants(self.pid)
@@ -84,7 +81,6 @@ class WorkerProcess:
             target=self._drain_stderr, name=f"worker-{self.pid}-stderr", daemon=True
         )
         self._stderr_thread.start()
-        self.first_line_at: float | None = None
         self.exited_at: float | None = None
 
     def _drain_stderr(self) -> None:
@@ -96,8 +92,6 @@ class WorkerProcess:
             while True:
                 try:
                     chunk = os.read(fd, _CHUNK)
-                except InterruptedError:  # pragma: no cover - retried by Python already
-                    continue
                 except OSError:  # the pipe was closed under us (close() at the end)
                     break
                 if not chunk:
@@ -191,11 +185,8 @@ class WorkerProcess:
             chunks.append(chunk)
             if len(chunk) < _CHUNK or not self._poller.poll(0):
                 break
-        now = time.monotonic()
         if chunks:
-            self.last_read_at = now
-            if self.first_line_at is None:
-                self.first_line_at = now
+            self.last_read_at = time.monotonic()
         splitter = self._stdout_lines
         complete: list[bytes] = []
         for chunk in chunks:
@@ -243,13 +234,6 @@ class WorkerProcess:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signum)
 
-    def group_alive(self) -> bool:
-        try:
-            os.killpg(self.pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-
     def watch_descendants(self) -> None:
         """Remember the processes now below the worker (cheap: at most every 0.5 s)."""
         if self.proc.poll() is None:
@@ -261,7 +245,7 @@ class WorkerProcess:
         if self.proc.poll() is None:
             self.descendants.walk(force=True)  # a last look while the tree is intact
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, signum)
+            os.killpg(self.pid, signum)
         self.descendants.signal(signum)
 
     def stop(self, grace: float = 10.0) -> int:
@@ -274,7 +258,11 @@ class WorkerProcess:
             return self.wait()
 
     def _leftovers(self) -> bool:
-        return self.group_alive() or bool(self.descendants.alive())
+        try:
+            os.killpg(self.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return bool(self.descendants.alive())
+        return True
 
     def reap_group(self, grace: float = 2.0) -> bool:
         """After the worker exited: end what it left in its group, below it, or holding its
@@ -307,6 +295,3 @@ class WorkerProcess:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-
-
-__all__ = ["WorkerProcess"]

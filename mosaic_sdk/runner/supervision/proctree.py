@@ -1,6 +1,5 @@
 """The worker's process tree: the worker dies with its runner, and nothing it starts outlives
-the run, even a process that left the worker's process group with ``setsid()``.
-"""
+the run, even a process that left the worker's process group with ``setsid()``."""
 
 from __future__ import annotations
 
@@ -94,12 +93,9 @@ def _children_files(pid: int) -> list[int] | None:
 
 class Descendants:
     """The processes below one pid, found by walking ``/proc`` and remembered by pid and start
-    time (a recycled pid is never taken for one of them), so that a ``setsid()`` grandchild,
-    which escapes ``killpg``, is signalled too.
-
-    Not a subreaper (``PR_SET_CHILD_SUBREAPER``): that would change the whole runner process,
-    which may live inside another program. A process that double-forks and is reparented
-    between two walks (:data:`WALK_INTERVAL`) is never seen; use a cgroup where that matters."""
+    time, so that a ``setsid()`` grandchild, which escapes ``killpg``, is signalled too. Not a
+    subreaper (that would change the whole runner process, which may live inside another
+    program): a process reparented between two walks is never seen."""
 
     def __init__(self, root: int) -> None:
         self.root = root

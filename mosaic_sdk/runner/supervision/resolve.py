@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mosaic_sdk.hookspecs import PROTOCOL_VERSION
 from mosaic_sdk.plugins import PluginError, WorkerHandle, discover_workers
-from mosaic_sdk.runner.reporting import Reporter, reporter_or_current
+from mosaic_sdk.runner.reporting import Reporter, current_reporter
 
 
 class WorkerProtocolError(PluginError):
@@ -19,7 +19,7 @@ def resolve_worker(worker: str | WorkerHandle, *, reporter: Reporter | None = No
         registry = discover_workers()
         handle = registry.get(worker)
         for name, err in registry.plugin_errors.items():
-            reporter_or_current(reporter).warn(
+            (reporter or current_reporter()).warn(
                 f"plugin {name!r} ({err.distribution or '?'}) failed to "
                 f"load: {err.error_type}: {err.message}; runs go on without it "
                 f"(`mosaic plugins list` shows it; MOSAIC_DISABLE_PLUGINS={name} hides it)"
@@ -34,6 +34,3 @@ def resolve_worker(worker: str | WorkerHandle, *, reporter: Reporter | None = No
             "made for the other"
         )
     return handle
-
-
-__all__ = ["WorkerProtocolError", "resolve_worker"]

@@ -143,6 +143,3 @@ def _echo(stream: IO[str]) -> Any:
         stream.flush()
 
     return echo
-
-
-__all__ = ["SessionLaunchError", "fastlane_environment", "prepare_session", "start_session"]

@@ -1,6 +1,4 @@
-"""A control :class:`~mosaic_sdk.control.session.Session` on a worker run by :class:`RunLifecycle`
-(:func:`launch_session`), with the worker's stdin kept as a pipe.
-"""
+"""A control ``Session`` on a worker run by :class:`RunLifecycle` (its stdin a pipe)."""
 
 from __future__ import annotations
 
@@ -233,6 +231,3 @@ def launch_session(
     session = Session(link=link, timeout=timeout, run_id=prepared.run_id, run_dir=prepared.run_dir)
     link.start(session)
     return session
-
-
-__all__ = ["LifecycleLink", "launch_session"]

@@ -17,9 +17,7 @@ def install_stop_handlers(
     would otherwise train on, orphaned, with nobody reading its output."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    wanted = [signal.SIGINT, signal.SIGTERM]
-    if hasattr(signal, "SIGHUP"):
-        wanted.append(signal.SIGHUP)
+    wanted = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {s: signal.signal(s, handler) for s in wanted}
 
     def restore() -> None:
@@ -27,6 +25,3 @@ def install_stop_handlers(
             signal.signal(signum, old)
 
     return restore
-
-
-__all__ = ["install_stop_handlers"]

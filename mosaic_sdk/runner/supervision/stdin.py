@@ -1,6 +1,4 @@
-"""The worker's stdin, when the runner keeps it as a pipe (a worker that speaks the control
-protocol): :class:`WorkerStdin`, its only writer.
-"""
+"""The worker's stdin, when the runner keeps it as a pipe (a worker of the control protocol)."""
 
 from __future__ import annotations
 
@@ -80,6 +78,3 @@ def _writable(fd: int, timeout: float) -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLOUT)
     return bool(poller.poll(max(1, int(timeout * 1000))))
-
-
-__all__ = ["StdinClosed", "WorkerStdin"]
