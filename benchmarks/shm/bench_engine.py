@@ -44,6 +44,7 @@ from mosaic_sdk.shm.engines import model_path  # noqa: E402
 from mosaic_sdk.shm.engines.launch import launch_engine  # noqa: E402
 from mosaic_sdk.shm.engines.mujoco_engine import MujocoEngine  # noqa: E402
 from mosaic_sdk.shm.engines.render import BatchRenderer, Drawer  # noqa: E402
+from mosaic_sdk.shm.processes import cpus  # noqa: E402
 from mosaic_sdk.shm.segment import segment_name, unlink_segment  # noqa: E402
 from mosaic_sdk.shm.sync import DEFAULT_COMMAND_SPIN, TransportTimeoutError  # noqa: E402
 from mosaic_sdk.shm.transport import SharedMemoryTransport  # noqa: E402
@@ -346,7 +347,7 @@ def bench_camera(seconds: float, envs: int = 64) -> None:
         f"({batch[1] / bound:.2f}x baseline, {batch_cpu[1]:5.1f} ms CPU), 2 threads "
         f"{batch[2]:6.1f} batches/s ({batch[2] / bound:.2f}x baseline, {batch_cpu[2]:5.1f} ms CPU)"
     )
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = cpus()
     print(
         f"  what {cores} idle CPUs allow at these CPU costs: mujoco.Renderer "
         f"{cores * 1e3 / bound_cpu:5.1f} batches/s (the model as it was: "
