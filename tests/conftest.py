@@ -37,10 +37,35 @@ def heavy_reason(path: Path) -> str | None:
     return next((why for prefix, why in HEAVY.items() if relative.startswith(prefix)), None)
 
 
+#: Tests that must not share the machine with each other: each group runs its tests one after
+#: another in one xdist process (``--dist loadgroup``, scripts/test), while the other processes
+#: go on with the rest. A Ray instance takes both cores while it starts, and a browser test
+#: waits on frames arriving in time; two of either at once made each other time out.
+SERIAL_GROUPS: dict[str, str] = {
+    "sweeps/test_ray": "ray",
+    "watch/test_browser.py": "browser",
+    "watch/test_charts_browser.py": "browser",
+    "watch/test_sweep_browser.py": "browser",
+}
+
+
+def serial_group(path: Path) -> str | None:
+    """The xdist group of the test file at ``path``, or None (it may run beside anything)."""
+    resolved = path.resolve()
+    if not resolved.is_relative_to(TESTS_DIR):
+        return None
+    relative = resolved.relative_to(TESTS_DIR).as_posix()
+    return next((group for prefix, group in SERIAL_GROUPS.items() if relative.startswith(prefix)), None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if heavy_reason(item.path) is not None or item.get_closest_marker("ray"):
             item.add_marker(pytest.mark.heavy)
+        group = "ray" if item.get_closest_marker("ray") else serial_group(item.path)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True, scope="session")

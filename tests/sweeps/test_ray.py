@@ -616,7 +616,8 @@ def test_a_head_node_with_token_authentication_is_joined_or_refused_in_one_clear
         assert "Token authentication is enabled" in started.stderr
         sweep = [sys.executable, "-m", "mosaic_sdk.cli", "sweep", "example", "--seeds", "1-2"]
         sweep += ["--grid", "episodes=2", "--grid", "max_steps_per_episode=10", "--engine"]
-        sweep += ["ray", "--address", f"127.0.0.1:{port}", "--connect-timeout", "60"]
+        # A limit, not a measure: under load the probe's join took over 60 s (issue 46).
+        sweep += ["ray", "--address", f"127.0.0.1:{port}", "--connect-timeout", "200"]
         done = subprocess.run(
             [*sweep, "--store", str(tmp_path / "s.sqlite"), "--json"],
             capture_output=True,
