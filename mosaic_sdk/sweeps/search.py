@@ -188,6 +188,10 @@ class _Config:
     pruned: tuple[float, int] | None = None
 
 
+#: The name of every local study (in memory: one per sweep process).
+STUDY_NAME = "mosaic-sweep"
+
+
 class OptunaSource:
     """The trials of a sweep, asked of an Optuna study as the pool frees up. Not thread-safe
     (the local engine calls it under its lock). ``history``: when resuming, the sweep's stored
@@ -212,6 +216,9 @@ class OptunaSource:
         #: a finished run's value of every objective (several objectives, on --resume)
         self.score = score
         self.study = optuna.create_study(
+            # A fixed name: Hyperband puts each trial in a bracket by a hash of the study's name
+            # and the trial's number, so Optuna's random default name made seeded sweeps differ.
+            study_name=STUDY_NAME,
             sampler=make_sampler(sampler, spec.sample_seed),
             pruner=make_pruner(spec.pruner) if spec.pruner else optuna.pruners.NopPruner(),
             directions=["maximize" if m.mode == "max" else "minimize" for m in self.objectives],

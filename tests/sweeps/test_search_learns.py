@@ -112,3 +112,22 @@ def test_hyperband_sizes_its_brackets_by_the_first_finished_trial_then_halves() 
     # max_resource given (2: one bracket): no finished trial needed, it halves from step 1
     source, (a, b, c, d) = _source({"type": "hyperband", "max_resource": 2}, 4)
     assert _report(source, {a: 3.0, b: 1.0, c: 4.0, d: 2.0}, 1) == [b, d]
+
+
+def test_a_seeded_hyperband_sweep_prunes_the_same_trials_every_time() -> None:
+    # Hyperband assigns each trial a bracket from a hash of the study's name and the trial's
+    # number: a random study name made three runs of this schedule prune three different sets.
+    def pruned() -> list[int]:
+        pruner = {"type": "hyperband", "max_resource": 27, "reduction_factor": 3}
+        source, keys = _source(pruner, 12)
+        stopped: set[str] = set()
+        for step in (1, 3, 9, 27):
+            running = {
+                k: float((i * 7) % 12) + step for i, k in enumerate(keys) if k not in stopped
+            }
+            stopped.update(_report(source, running, step))
+        return sorted(keys.index(k) for k in stopped)
+
+    first = pruned()
+    assert first, "the schedule prunes something"
+    assert all(pruned() == first for _ in range(4))
