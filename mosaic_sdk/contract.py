@@ -314,7 +314,9 @@ class WorkerConfig(BaseModel):
     form names a worker). Subclasses add their own fields with defaults. Unknown keys are
     rejected with a message that names them, unless the subclass sets ``collect_extras = True``
     (they then land in ``extras``); the platform's form keys (:data:`PLATFORM_CONFIG_KEYS`)
-    are dropped unless the subclass declares them.
+    are dropped unless the subclass declares them. ``extras`` is the platform's own mapping of
+    free-form options (its forms send one, e.g. ``{"fastlane_enabled": true}``, and its GUI
+    reads it from the run's saved config): every config accepts and keeps it as given.
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -328,6 +330,11 @@ class WorkerConfig(BaseModel):
         None,
         description="The platform's worker id: stamped on every telemetry line when the "
         "worker CLI gets no --worker-id (which wins)",
+    )
+    extras: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The platform's extras mapping (its forms send one; its GUI reads "
+        "fastlane_enabled and fastlane_only from it): kept as given",
     )
 
     @model_validator(mode="before")
@@ -349,7 +356,9 @@ class WorkerConfig(BaseModel):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("collect_extras") and not any(
-            "extras" in getattr(b, "__annotations__", {}) for b in cls.__mro__
+            "extras" in getattr(b, "__annotations__", {})
+            for b in cls.__mro__
+            if b is not WorkerConfig  # its extras are the platform's, kept apart
         ):
             raise TypeError(
                 f"{cls.__name__} sets collect_extras = True but declares no 'extras' field; "
@@ -358,10 +367,13 @@ class WorkerConfig(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict; ``from_dict(to_dict(c)) == c``. ``worker_id`` is left out
-        when unset, so the file a worker gets holds only keys someone gave it."""
+        when unset and ``extras`` when empty, so the file a worker gets holds only keys
+        someone gave it."""
         data = self.model_dump(mode="json")
         if data.get("worker_id") is None:
             data.pop("worker_id", None)
+        if not data.get("extras"):
+            data.pop("extras", None)
         return data
 
     @classmethod

@@ -88,6 +88,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     with usage_errors(dispatch.SubmitError):
         worker_id = dispatch.worker_id_for(args.name, args.worker_id, flat)
         launch = dispatch.module_launch(handle, config)
+    try:
+        fastlane = dispatch.publishes_frames(handle.describe()[1], config, launch.env or {})
+    except ValueError as exc:
+        raise UsageError(f"FastLane: {exc}") from None
     payload = dispatch.train_run_config(
         worker=args.name,
         launch=launch,
@@ -96,8 +100,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
         worker_id=worker_id,
         run_name=args.run_name or dispatch.default_run_name(args.name, run_id),
         grpc_target=daemon,
+        fastlane=fastlane,
     )
-    result: dict[str, Any] = {"daemon": daemon, "worker": args.name, "worker_id": worker_id}
+    result: dict[str, Any] = {
+        "daemon": daemon,
+        "worker": args.name,
+        "worker_id": worker_id,
+        "fastlane": fastlane,
+    }
     with DaemonClient(daemon) as client:
         try:
             client.health()

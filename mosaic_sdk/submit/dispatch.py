@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mosaic_sdk.contract import WorkerConfig
+from mosaic_sdk.contract import WorkerCapabilities, WorkerConfig
 from mosaic_sdk.plugins import WorkerHandle
 
 #: Where the platform's daemon listens by default (and the target its proxy reports to).
@@ -179,12 +179,17 @@ def train_run_config(
     run_name: str,
     grpc_target: str = DEFAULT_DAEMON,
     python: str | None = None,
+    fastlane: bool = False,
 ) -> dict[str, Any]:
     """The ``TrainRunConfig`` of one run of ``worker``, as the daemon validates it
     (:data:`TRAIN_RUN_SCHEMA`). ``config`` is the worker's flat config; its ``run_id`` is set
     to ``run_id`` (a ULID: the daemon keeps it), its ``worker_id`` to ``worker_id`` unless set.
     ``MOSAIC_RUN_ID`` and ``MOSAIC_RUN_DIR`` are in ``environment`` so that the daemon
-    rewrites them to its own run id and run directory."""
+    rewrites them to its own run id and run directory.
+
+    ``fastlane`` says whether the worker will publish FastLane frames
+    (:func:`publishes_frames`); the metadata says so the way the platform's GUI reads it
+    (:func:`fastlane_metadata`)."""
     if not is_ulid(run_id):
         raise SubmitError(f"run id {run_id!r} is not a ULID; the daemon would replace it")
     environment = {
@@ -209,17 +214,67 @@ def train_run_config(
             "keep_checkpoints": False,
         },
         "metadata": {
-            "ui": {"worker_id": worker_id, "submitted_by": "mosaic submit", "worker": worker},
+            "ui": {
+                "worker_id": worker_id,
+                "submitted_by": "mosaic submit",
+                "worker": worker,
+                **fastlane_metadata(fastlane)["ui"],
+            },
             "worker": {
                 "worker_id": worker_id,
                 "module": launch.module,
                 "arguments": list(launch.arguments),
                 "use_grpc": True,
                 "grpc_target": grpc_target,
-                "config": dispatcher_config(config, run_id, worker_id),
+                "config": with_fastlane_extras(
+                    dispatcher_config(config, run_id, worker_id), fastlane
+                ),
             },
         },
     }
+
+
+#: The config key by which an SDK worker switches FastLane on or off (the example workers'
+#: and every worker `mosaic new` bakes); a worker without it follows the environment.
+FASTLANE_SWITCH = "fastlane"
+
+
+def publishes_frames(
+    capabilities: WorkerCapabilities, config: Any, environment: Mapping[str, str]
+) -> bool:
+    """Whether a worker with ``capabilities`` and ``config`` publishes FastLane frames when
+    launched with ``environment``: it declares ``supports_fastlane`` and the SDK's one
+    decision (:func:`~mosaic_sdk.fastlane.resolve_fastlane`) turns FastLane on for its
+    config's switch. Raises ``ValueError`` naming a FastLane variable whose value is wrong."""
+    from mosaic_sdk.fastlane.environment import resolve_fastlane
+
+    if not capabilities.supports_fastlane:
+        return False
+    switch = getattr(config, FASTLANE_SWITCH, None)
+    return resolve_fastlane(
+        switch if isinstance(switch, bool) else None, environ=environment
+    ).enabled
+
+
+def fastlane_metadata(fastlane: bool) -> dict[str, dict[str, Any]]:
+    """What the run's metadata says of FastLane, in the keys the platform's GUI reads
+    (``FastLaneTabHandler.metadata_supports_fastlane``): a run that publishes frames has
+    ``extras.fastlane_enabled`` in its worker config (and ``ui.fastlane_enabled``, which the
+    GUI's XuanCe presenter reads); one that does not has ``ui.fastlane_only`` false, which
+    the GUI honours before it guesses from the worker's id or module, so it never opens a
+    FastLane tab that would stay empty. (``ui.fastlane_only`` true would also mean "no
+    durable telemetry" to the GUI: never sent.)"""
+    if fastlane:
+        return {"ui": {"fastlane_enabled": True}, "extras": {"fastlane_enabled": True}}
+    return {"ui": {"fastlane_only": False}, "extras": {}}
+
+
+def with_fastlane_extras(config: Mapping[str, Any], fastlane: bool) -> dict[str, Any]:
+    """``config`` with :func:`fastlane_metadata`'s extras merged into its own ``extras``."""
+    added = fastlane_metadata(fastlane)["extras"]
+    if not added:
+        return dict(config)
+    return {**config, "extras": {**dict(config.get("extras") or {}), **added}}
 
 
 _WORKER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -239,3 +240,88 @@ def test_long_runs_of_episode_indices_are_shown_as_ranges() -> None:
     assert _ranges([0, 1, 2]) == "0, 1, 2"
     assert _ranges(list(range(53))) == "0-52"
     assert _ranges([0, 1, 2, 3, 5, 7, 8, 9, 10]) == "0-3, 5, 7-10"
+
+
+# -- FastLane, as the platform's GUI reads a submitted run's metadata -------------------------
+def _gui_opens_fastlane_tab(metadata: dict[str, Any]) -> bool:
+    """The decision of the platform's GUI (``FastLaneTabHandler.metadata_supports_fastlane``,
+    gym_gui/ui/handlers/features/fastlane_tab_handler.py), restated from reading it: an
+    explicit ``ui.fastlane_only`` decides; else a CleanRL, Ray or XuanCe worker id or module
+    claims FastLane; else ``worker.config.extras.fastlane_only`` / ``fastlane_enabled``."""
+
+    def truthy(value: object) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (int, float)):
+            return value != 0
+        return isinstance(value, str) and value.strip().lower() in {"1", "true", "yes", "on"}
+
+    ui = metadata.get("ui")
+    if isinstance(ui, dict) and ui.get("fastlane_only") is not None:
+        return truthy(ui["fastlane_only"])
+    worker = metadata.get("worker")
+    if not isinstance(worker, dict):
+        return False
+    module = str(worker.get("module") or "").lower()
+    ident = str(worker.get("worker_id") or "").lower()
+    for family in ("cleanrl", "ray", "xuance"):
+        if f"{family}_worker" in module or ident == f"{family}_worker":
+            return True
+    extras = (worker.get("config") or {}).get("extras")
+    return isinstance(extras, dict) and (
+        truthy(extras.get("fastlane_only")) or truthy(extras.get("fastlane_enabled"))
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "claimed"),
+    [
+        (["--set", "fastlane=true"], True),
+        ([], False),
+        # the worker id the GUI takes for CleanRL's: it must not guess a tab for a run that
+        # publishes nothing
+        (["--worker-id", "cleanrl_worker"], False),
+        (["--worker-id", "cleanrl_worker", "--set", "fastlane=true"], True),
+    ],
+)
+def test_the_gui_opens_a_fastlane_tab_exactly_when_the_worker_publishes_frames(
+    daemon: DaemonDouble, args: list[str], claimed: bool
+) -> None:
+    done = submit("example", "--daemon", daemon.address, "--wait", "--json", *args, *SMALL)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["fastlane"] is claimed
+    (run,) = daemon.runs.values()
+    assert _gui_opens_fastlane_tab(run.config["metadata"]) is claimed
+    # the worker got the platform's extras in its config file, accepted them and ran
+    assert run.launch is not None
+    extras = run.launch.config_file.get("extras", {})
+    assert extras == ({"fastlane_enabled": True} if claimed else {})
+    assert run.statuses[-1] == "TERM"
+
+
+def test_a_worker_that_cannot_publish_frames_is_never_advertised() -> None:
+    from mosaic_sdk.contract import WorkerCapabilities
+
+    def caps(fastlane: bool) -> WorkerCapabilities:
+        return WorkerCapabilities(worker_type="w", supports_fastlane=fastlane)
+
+    class Config:
+        fastlane = True
+
+    on = {"MOSAIC_FASTLANE": "1"}
+    assert dispatch.publishes_frames(caps(True), Config(), {})
+    assert not dispatch.publishes_frames(caps(False), Config(), on)
+    # no switch in the config: the launch environment decides; video mode off wins
+    assert dispatch.publishes_frames(caps(True), object(), on)
+    assert not dispatch.publishes_frames(caps(True), object(), {})
+    off = {**on, "MOSAIC_FASTLANE_VIDEO_MODE": "off"}
+    assert not dispatch.publishes_frames(caps(True), object(), off)
+
+
+def test_every_worker_config_keeps_the_platforms_extras() -> None:
+    handle = discover_workers().get("example")
+    form = {"run_id": "r1", "extras": {"fastlane_enabled": True, "note": "from the form"}}
+    config = handle.config_model().from_dict({"metadata": {"worker": {"config": form}}})
+    assert config.extras == form["extras"]
+    assert config.to_dict()["extras"] == form["extras"]
+    assert "extras" not in handle.config_model().from_dict({"run_id": "r1"}).to_dict()
