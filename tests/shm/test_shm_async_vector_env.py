@@ -1,4 +1,9 @@
-"""ShmVectorEnv's asynchronous form (send/recv with batch_size < num_envs) and its modes."""
+"""ShmVectorEnv's asynchronous form (send/recv with batch_size < num_envs) and its modes.
+
+Every call that may wait for envs goes through :func:`guarded`: a hang guard, so that a recv()
+waiting for more than its batch (envs behind a closed gate never finish) fails the test in
+:data:`LIMIT` seconds instead of hanging the run.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +21,35 @@ from mosaic_sdk.shm.host import launch_env_host
 from mosaic_sdk.shm.segment import segment_exists
 from mosaic_sdk.shm.vector_env import ShmVectorEnv
 from mosaic_sdk.shm.vector_rules import AsyncUsageError
+from tests.conftest import returns
 from tests.shm.gym_envs import GatedEnv, cartpole, gated, slow
+
+#: Seconds a guarded call may take before it counts as hung: each waits for envs that step in
+#: milliseconds (or for a gate the test opens before it waits); a hang guard, not a measure.
+LIMIT = 60.0
+
+
+class Guarded:
+    """``target`` whose every method call has a hang guard (``returns(call, LIMIT)``); other
+    attributes are the target's own."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return returns(lambda: value(*args, **kwargs), LIMIT)
+
+        return call
+
+
+def guarded(target: Any) -> Any:
+    """``target`` (a ShmVectorEnv, a client, its async slices) behind hang guards."""
+    return Guarded(target)
 
 
 class Direct:
@@ -63,7 +96,7 @@ def test_recv_returns_the_envs_that_finished_with_their_ids_and_data(
     gate = str(tmp_path / "open")
     fns = [gated(i, gate if i < 4 else None) for i in range(8)]
     kwargs = {"name": segments.name()} if mode == "process" else {}
-    envs = ShmVectorEnv(fns, batch_size=4, mode=mode, **kwargs)
+    envs = guarded(ShmVectorEnv(fns, batch_size=4, mode=mode, **kwargs))
     refs = {i: Direct(GatedEnv(i)) for i in range(8)}
     try:
         assert envs.mode == mode and envs.batch_size == 4
@@ -111,7 +144,7 @@ def test_every_env_is_served(segments, mode: str) -> None:
     and after a drain each env came back exactly as often as it was sent."""
     fns = [slow(i, 0.003 if i < 2 else 0.0) for i in range(8)]
     kwargs = {"name": segments.name()} if mode == "process" else {}
-    envs = ShmVectorEnv(fns, batch_size=2, mode=mode, **kwargs)
+    envs = guarded(ShmVectorEnv(fns, batch_size=2, mode=mode, **kwargs))
     try:
         sent = np.zeros(8, int)
         served = np.zeros(8, int)
@@ -145,7 +178,7 @@ def row_info(infos: dict, row: int) -> dict:
     return out
 
 
-def trajectories(envs: ShmVectorEnv, steps: int) -> dict[int, list]:
+def trajectories(envs: Any, steps: int) -> dict[int, list]:
     """Per env: (obs, reward, term, trunc, infos) of each recv, actions a function of the
     env's own history, so the modes may interleave envs differently. Runs until every env has
     ``steps`` of them (whichever envs a loaded machine serves first), at most 100x that."""
@@ -170,7 +203,9 @@ def test_inline_and_process_modes_give_the_same_results(segments, autoreset_mode
     runs = {}
     for mode in ("inline", "process"):
         kwargs = {"name": segments.name()} if mode == "process" else {}
-        envs = ShmVectorEnv(fns, batch_size=2, mode=mode, autoreset_mode=autoreset_mode, **kwargs)
+        envs = guarded(
+            ShmVectorEnv(fns, batch_size=2, mode=mode, autoreset_mode=autoreset_mode, **kwargs)
+        )
         try:
             runs[mode] = trajectories(envs, 40)
         finally:
@@ -200,8 +235,8 @@ def same_infos(a: dict, b: dict) -> bool:
 
 def test_lockstep_step_is_the_same_inline_process_and_sync(segments) -> None:
     fns = [cartpole(i, max_steps=40) for i in range(4)]
-    inline = ShmVectorEnv(fns, mode="inline")
-    process = ShmVectorEnv(fns, mode="process", name=segments.name())
+    inline = guarded(ShmVectorEnv(fns, mode="inline"))
+    process = guarded(ShmVectorEnv(fns, mode="process", name=segments.name()))
     ref = gym.vector.SyncVectorEnv(fns)
     try:
         results = [e.reset(seed=9) for e in (inline, process, ref)]
@@ -232,8 +267,10 @@ def test_misuse_is_refused_with_what_to_do(segments) -> None:
         ShmVectorEnv([gated(i) for i in range(8)], batch_size=2, num_workers=2)
     with pytest.raises(ValueError, match="mode='fast' is not one of"):
         ShmVectorEnv([gated(i) for i in range(8)], mode="fast")
-    envs = ShmVectorEnv(
-        [gated(i) for i in range(8)], batch_size=4, num_workers=4, name=segments.name()
+    envs = guarded(
+        ShmVectorEnv(
+            [gated(i) for i in range(8)], batch_size=4, num_workers=4, name=segments.name()
+        )
     )
     try:
         with pytest.raises(AsyncUsageError, match="call reset"):
@@ -265,7 +302,7 @@ def test_misuse_is_refused_with_what_to_do(segments) -> None:
 
 
 def test_lockstep_engine_takes_whole_batches_only(segments) -> None:
-    envs = ShmVectorEnv([gated(i) for i in range(4)], mode="process", name=segments.name())
+    envs = guarded(ShmVectorEnv([gated(i) for i in range(4)], mode="process", name=segments.name()))
     try:
         envs.reset(seed=0)
         with pytest.raises(AsyncUsageError, match="send every env"):
@@ -279,7 +316,7 @@ def test_lockstep_engine_takes_whole_batches_only(segments) -> None:
 
 
 def test_async_reset_then_recv_returns_the_reset_observations() -> None:
-    envs = ShmVectorEnv([gated(i) for i in range(6)], batch_size=3, mode="inline")
+    envs = guarded(ShmVectorEnv([gated(i) for i in range(6)], batch_size=3, mode="inline"))
     try:
         envs.async_reset(seed=0)
         obs, rewards, terms, truncs, infos = envs.recv()
@@ -293,7 +330,7 @@ def test_async_reset_then_recv_returns_the_reset_observations() -> None:
 
 
 def test_auto_mode_steps_cheap_envs_inline_and_slow_ones_in_processes() -> None:
-    cheap = ShmVectorEnv([gated(i) for i in range(8)])
+    cheap = guarded(ShmVectorEnv([gated(i) for i in range(8)]))
     try:
         assert cheap.mode == "inline" and cheap.segment_name is None
         assert cheap.step_cost is not None and cheap.step_cost < 1e-3
@@ -301,7 +338,7 @@ def test_auto_mode_steps_cheap_envs_inline_and_slow_ones_in_processes() -> None:
             cheap.client  # noqa: B018
     finally:
         cheap.close()
-    costly = ShmVectorEnv([slow(i, 0.005) for i in range(8)], batch_size=4)
+    costly = guarded(ShmVectorEnv([slow(i, 0.005) for i in range(8)], batch_size=4))
     try:
         assert costly.mode == "process" and costly.step_cost >= 0.005
         assert segment_exists(costly.segment_name)
@@ -314,7 +351,7 @@ def test_auto_mode_steps_cheap_envs_inline_and_slow_ones_in_processes() -> None:
 def test_a_killed_worker_is_reported_and_the_segment_removed(segments, tmp_path) -> None:
     gate = str(tmp_path / "never")
     fns = [gated(i, gate if i == 5 else None) for i in range(8)]
-    envs = ShmVectorEnv(fns, batch_size=4, num_workers=4, name=segments.name())
+    envs = guarded(ShmVectorEnv(fns, batch_size=4, num_workers=4, name=segments.name()))
     name = envs.segment_name
     try:
         envs.reset(seed=0)
@@ -334,9 +371,9 @@ def test_the_raw_client_sends_and_receives_worker_slices(segments, tmp_path) -> 
     fns = [gated(i, gate if i < 2 else None) for i in range(4)]
     host = launch_env_host(fns, num_workers=2, name=segments.name(), asynchronous=True)
     try:
-        client = SharedMemoryClient(host.name, timeout=30)
+        client = guarded(SharedMemoryClient(host.name, timeout=30))
         client.reset(seeds=0)
-        pool = client.async_slices()
+        pool = guarded(client.async_slices())
         assert pool.slices == [(0, 2), (2, 4)]
         client.actions.view("int64")[:, 0] = [0, 0, 1, 1]
         pool.send([0, 1])
@@ -357,7 +394,7 @@ def test_the_raw_client_sends_and_receives_worker_slices(segments, tmp_path) -> 
 
 
 def test_async_reset_of_a_mask_owes_only_those_envs() -> None:
-    envs = ShmVectorEnv([gated(i) for i in range(4)], batch_size=2, mode="inline")
+    envs = guarded(ShmVectorEnv([gated(i) for i in range(4)], batch_size=2, mode="inline"))
     try:
         envs.async_reset(seed=0, options={"reset_mask": np.array([False, True, True, False])})
         assert envs.recv()[4]["env_id"].tolist() == [1, 2]

@@ -11,6 +11,7 @@ import pathlib
 import secrets
 import shutil
 import signal
+import struct
 import subprocess
 import time
 from collections.abc import Iterator
@@ -78,6 +79,133 @@ class DesignHeader(ctypes.Structure):
 def test_the_design_fields_sit_at_c_natural_alignment_in_the_design_order() -> None:
     seed = [(n, o) for n, o, _, _ in L.LRBC_HEADER_FIELDS if o < L.LRBC_SEED_END]
     assert seed == [(name, getattr(DesignHeader, name).offset) for name, _ in DesignHeader._fields_]
+
+
+#: The design's header as its text lays it out (shm_transport_design.txt, C's natural alignment
+#: on a little-endian machine): (field, byte offset, width in bytes). Written here by hand, not
+#: taken from the SDK, so that a field the SDK reads or writes at another width is seen.
+DESIGN_BYTES = (
+    ("magic", 0, 4),
+    ("version", 4, 4),
+    ("server_pid", 8, 4),
+    ("client_pid", 12, 4),
+    ("mode", 16, 1),  # 3 padding bytes follow
+    ("num_envs", 20, 4),
+    ("obs_size", 24, 4),
+    ("act_size", 28, 4),
+    ("frame_seq", 32, 8),
+    ("action_seq", 40, 8),
+    ("obs_offset", 48, 8),
+    ("act_offset", 56, 8),
+    ("rewards_offset", 64, 8),
+    ("dones_offset", 72, 8),
+    ("resets_offset", 80, 8),
+    ("cmd_s2c_offset", 88, 8),
+    ("cmd_c2s_offset", 96, 8),
+    ("cmd_ring_size", 104, 4),  # 4 padding bytes follow
+    ("image_offset", 112, 8),
+    ("image_width", 120, 4),
+    ("image_height", 124, 4),
+    ("image_channels", 128, 4),
+    ("gpu_available", 132, 1),
+    ("gpu_obs_mode", 133, 1),
+    ("gpu_obs_handle", 134, 64),  # 2 padding bytes follow
+    ("gpu_device_id", 200, 4),
+)
+DESIGN_AT = {name: (offset, width) for name, offset, width in DESIGN_BYTES}
+
+
+def field_bytes(buf: bytearray, name: str) -> int:
+    """The design's field ``name`` of the header in ``buf``, as a little-endian integer."""
+    offset, width = DESIGN_AT[name]
+    return int.from_bytes(buf[offset : offset + width], "little")
+
+
+def test_the_sdk_reads_and_writes_each_design_field_at_its_width() -> None:
+    assert DESIGN_BYTES == tuple(
+        (name, getattr(DesignHeader, name).offset, getattr(DesignHeader, name).size)
+        for name, _ in DesignHeader._fields_
+    )
+    sdk = {n: (o, struct.calcsize("<" + f)) for n, o, f, _ in L.LRBC_HEADER_FIELDS}
+    for name, offset, width in DESIGN_BYTES:
+        assert sdk[name] == (offset, width), f"{name}: (offset, width) {sdk[name]} in the SDK"
+
+
+def test_the_header_bytes_sit_at_the_designs_offsets() -> None:
+    """The SDK writes each value into exactly its field's bytes: a buffer filled with 0xA5
+    first shows a field written too narrow (its high bytes stay 0xA5) or too wide (a padding
+    byte or a neighbour changes)."""
+    lay = L.Layout.compute(3, 5, 2, kind="lrbc", image_shape=(4, 6, 3), cmd_ring_size=4096)
+    buf = bytearray(b"\xa5" * L.HEADER_SIZE)
+    lay.write_header(buf, 0x01020304)
+    words = SharedWords(buf)
+    L.publish_magic(lay, words)
+    words.release()
+    written = {
+        "magic": 0x4C524243,
+        "version": 1,
+        "server_pid": 0x01020304,
+        "mode": 0,
+        "num_envs": 3,
+        "obs_size": 5,
+        "act_size": 2,
+        "obs_offset": lay.obs_offset,
+        "act_offset": lay.act_offset,
+        "rewards_offset": lay.rewards_offset,
+        "dones_offset": lay.terminated_offset,
+        "resets_offset": lay.resets_offset,
+        "cmd_s2c_offset": lay.cmd_e2c_offset,
+        "cmd_c2s_offset": lay.cmd_c2e_offset,
+        "cmd_ring_size": 4096,
+        "image_offset": lay.image_offset,
+        "image_width": 6,
+        "image_height": 4,
+        "image_channels": 3,
+    }
+    assert {name: field_bytes(buf, name) for name in written} == written
+    inside = {o for name in written for o in range(DESIGN_AT[name][0], sum(DESIGN_AT[name]))}
+    outside = [o for o in range(L.LRBC_SEED_END) if o not in inside and buf[o] != 0xA5]
+    assert not outside, f"bytes {outside} of the design's header were written outside its fields"
+
+
+def test_a_header_written_by_the_designs_rules_is_read_as_written() -> None:
+    """A header laid out by hand (ctypes, the design's struct), num_envs past 16 bits and
+    0xA5 in its padding bytes: the SDK reads every field as written."""
+    n, obs, act, ring = 70_000, 1, 1, 64
+    offsets, pos = {}, L.HEADER_SIZE
+    for name, size in (
+        ("obs_offset", 4 * n * obs),
+        ("act_offset", 4 * n * act),
+        ("rewards_offset", 4 * n),
+        ("dones_offset", 2 * n),
+        ("resets_offset", n),
+        ("cmd_s2c_offset", 8 + ring),
+        ("cmd_c2s_offset", 8 + ring),
+    ):
+        offsets[name] = pos
+        pos = (pos + size + 63) // 64 * 64
+    buf = bytearray(pos)
+    for padding in (17, 18, 19, 108, 109, 110, 111, 198, 199):
+        buf[padding] = 0xA5
+    header = DesignHeader.from_buffer(buf)
+    header.version, header.server_pid, header.mode = 1, 4321, 1
+    header.num_envs, header.obs_size, header.act_size = n, obs, act
+    header.cmd_ring_size = ring
+    for name, offset in offsets.items():
+        setattr(header, name, offset)
+    header.magic = 0x4C524243
+    del header
+    assert bytes(buf[20:24]) == bytes.fromhex("70 11 01 00")  # 70_000, a u32
+    lay = L.Layout.read_header(buf)
+    assert (lay.kind, lay.num_envs, lay.obs_size, lay.act_size) == ("lrbc", n, obs, act)
+    assert (lay.mode, lay.cmd_ring_size, lay.image_shape) == (1, ring, None)
+    assert lay.obs_offset == offsets["obs_offset"] and lay.act_offset == offsets["act_offset"]
+    assert lay.rewards_offset == offsets["rewards_offset"]
+    assert lay.terminated_offset == offsets["dones_offset"]
+    assert lay.truncated_offset == offsets["dones_offset"] + n
+    assert lay.resets_offset == offsets["resets_offset"]
+    assert lay.cmd_e2c_offset == offsets["cmd_s2c_offset"]
+    assert lay.cmd_c2e_offset == offsets["cmd_c2s_offset"]
 
 
 def test_schema_json_is_generated_from_the_code() -> None:

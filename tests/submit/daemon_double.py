@@ -74,6 +74,9 @@ class DaemonDouble:
         self.heartbeat_timeout = heartbeat_timeout
         self.runs: dict[str, DoubleRun] = {}
         self.submissions: list[dict[str, Any]] = []
+        #: Every request as it came on the wire: (method, its bytes), for tests that read the
+        #: bytes without this module's decoding (which is the SDK's own).
+        self.requests: list[tuple[str, bytes]] = []
         self._events: list[tuple[int, str]] = []
         self._cond = threading.Condition()
         self._server: grpc.Server | None = None
@@ -94,7 +97,7 @@ class DaemonDouble:
             )
             handlers[method] = factory(
                 impl,
-                request_deserializer=protocol.message(request).FromString,
+                request_deserializer=partial(self._decode, method, protocol.message(request)),
                 response_serializer=lambda m: m.SerializeToString(),
             )
         server.add_generic_rpc_handlers(
@@ -105,6 +108,10 @@ class DaemonDouble:
         self._server = server
         self.address = f"127.0.0.1:{port}"
         return self.address
+
+    def _decode(self, method: str, message: Any, raw: bytes) -> Any:
+        self.requests.append((method, bytes(raw)))
+        return message.FromString(raw)
 
     def stop(self) -> None:
         for proc in self._procs:
