@@ -81,8 +81,8 @@ def close_race(run_id: str, rounds: int) -> None:
         thread.start()
         started.wait()
         time.sleep(0.01)
+        writer.close()  # while the thread is (most likely) inside a copy
         writer.unlink()
-        writer.close()
         thread.join()
     print(json.dumps({"rounds": rounds, "stopped": len(stopped)}), flush=True)
 
