@@ -80,8 +80,8 @@ def test_workers_list_json_has_a_row_for_each_and_stays_json(env: dict[str, str]
     assert "argparse" in rows["argv"]["error"]["message"]
     assert f"within {TIMEOUT} s" in rows["hangs"]["error"]["message"]
     assert "MOSAIC_PLUGIN_TIMEOUT" in rows["hangs_import"]["error"]["message"]
-    assert "exit status 0" in rows["osexit"]["error"]["message"]
-    assert "exit status 3" in rows["osexit_import"]["error"]["message"]
+    assert "exit code 0" in rows["osexit"]["error"]["message"]
+    assert "exit code 3" in rows["osexit_import"]["error"]["message"]
     assert "HOSTILE-PRINT from a factory" in done.stderr
     assert "HOSTILE-WRITE" in done.stderr and "HOSTILE" not in done.stdout
 

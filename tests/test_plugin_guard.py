@@ -150,7 +150,7 @@ def test_the_probe_tells_each_outcome_apart(
         "missing": "ModuleNotFoundError",
     }
     ended = verdicts[4]
-    assert ended is not None and "exit status 3" in ended.message
+    assert ended is not None and "exit code 3" in ended.message
     assert "HOSTILE-PRINT at import" in ended.traceback  # its output, kept for the record
 
 

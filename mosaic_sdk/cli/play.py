@@ -10,6 +10,7 @@ from typing import Any
 
 from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.cli.run import add_config_options
+from mosaic_sdk.exit_status import exit_status
 from mosaic_sdk.extras import MissingExtraError, require
 from mosaic_sdk.plugins.errors import PluginError
 
@@ -115,7 +116,7 @@ def play(args: argparse.Namespace) -> int:
         else:
             session.close()
     code = session.returncode
-    print(f"session ended (exit code {'?' if code is None else code})")
+    print(f"session ended ({exit_status(code)})")
     return 0
 
 

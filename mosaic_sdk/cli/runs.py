@@ -19,6 +19,7 @@ from mosaic_sdk.cli.store_access import (
     open_store,
     print_plain_table,
 )
+from mosaic_sdk.exit_status import exit_status
 from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.storage.metrics import RunMetrics, format_value, run_metrics
 from mosaic_sdk.runner.storage.store import StoreError, status_text
@@ -153,7 +154,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("run", run["run_id"]),
         ("worker", run["worker"]),
         ("status", status_text(run)),
-        ("exit code", "-" if run["exit_code"] is None else str(run["exit_code"])),
+        ("exit code", "-" if run["exit_code"] is None else exit_status(run["exit_code"])),
         ("error", run["error"] or "-"),
         ("started", format_time(run["started_at"])),
         ("ended", format_time(run["ended_at"])),

@@ -67,7 +67,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         require("grpc", "submit", "mosaic submit")
         require("google.protobuf.descriptor_pb2", "submit", "mosaic submit")
     # grpcio is the submit extra's: imported here so that `mosaic` runs without it.
-    from mosaic_sdk.submit.client import DaemonClient
+    from mosaic_sdk.submit.client import DaemonClient, describe_failure
 
     daemon = args.daemon or dispatch.DEFAULT_DAEMON
     if args.timeout is not None and not args.timeout > 0:
@@ -152,7 +152,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         _say(args, f"run {outcome.run_id}: {outcome.status}; {stored}")
         _print_json(args, result)
         return 0
-    reason = outcome.failure_reason or "no reason given"
+    reason = describe_failure(outcome.failure_reason)
     print(
         f"mosaic: error: run {outcome.run_id} ended {outcome.status} ({reason}); {stored}; "
         "the worker's stderr is in the daemon's log",

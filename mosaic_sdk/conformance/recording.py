@@ -16,6 +16,7 @@ from mosaic_sdk.conformance.leftovers import (
     remove_shm_segments,
     shm_segments_of,
 )
+from mosaic_sdk.exit_status import exit_status
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.supervision.launch import PreparedRun, ResolvedJob, prepare_run, resolve_job
 from mosaic_sdk.runner.supervision.lifecycle import END_OF_OUTPUT_WAIT, RunLifecycle, RunObserver
@@ -123,8 +124,8 @@ class RecordedRun:
 
     def ending(self) -> str:
         """How the run ended, for a check's reason: its exit code, how long it ran, and who
-        stopped it (``exit code -15 after 12.4 s, stopped by the suite: ...``)."""
-        text = f"exit code {self.exit_code}"
+        stopped it (``killed by signal SIGTERM (-15) after 12.4 s, stopped by the suite: ...``)."""
+        text = exit_status(self.exit_code)
         if self.exited_at is not None and self.started_at:
             text += f" after {self.exited_at - self.started_at:.1f} s"
         if self.timed_out:

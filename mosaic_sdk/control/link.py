@@ -7,6 +7,8 @@ import subprocess
 import threading
 from typing import IO, Protocol
 
+from mosaic_sdk.exit_status import describe_exit
+
 
 class WorkerLink(Protocol):
     """The worker's stdin and lifetime, as a session sees them."""
@@ -113,4 +115,4 @@ class PipeLink:
         code = self.process.poll()
         if code is None:
             return " (the worker is still running)"
-        return f" (the worker exited with {code})"
+        return f" (the worker {describe_exit(code)})"

@@ -69,14 +69,30 @@ class Mapping:
             shm_unlink(name)
             raise
 
+    def current_size(self) -> int:
+        """The segment's size now (another process may have resized it since it was mapped)."""
+        return os.lseek(self.fd, 0, os.SEEK_END)  # cheaper than fstat; the offset is unused
+
+    def intact(self) -> bool:
+        """Whether all of the mapping is still backed by the segment. A store into a page
+        beyond a segment that another process shrank (``ftruncate``) raises SIGBUS, which no
+        Python code can catch: check this before writing."""
+        return self.current_size() >= self.size
+
+    def named(self) -> bool:
+        """Whether the segment's name still refers to this segment (not removed, e.g. by a
+        version-1 reader's resource tracker, nor replaced)."""
+        return _same_inode(self.name, self.fd)
+
     def invalidate(self) -> None:
-        """Set FLAG_INVALIDATED with an atomic OR (never a header rewrite)."""
-        if self.words is not None:
+        """Set FLAG_INVALIDATED with an atomic OR (never a header rewrite); nothing when the
+        header is no longer backed (the segment was shrunk under us)."""
+        if self.words is not None and self.current_size() >= HEADER.size:
             self.words.fetch_or_u32(OFF_FLAGS, FLAG_INVALIDATED)
 
     def unlink_if_mine(self) -> bool:
         """Unlink the name if it still refers to this very segment."""
-        if _same_inode(self.name, self.fd):
+        if self.named():
             return shm_unlink(self.name)
         return False
 

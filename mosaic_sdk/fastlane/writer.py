@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
@@ -35,6 +36,10 @@ from mosaic_sdk.shm.segment import shm_unlink
 _U8 = np.dtype(np.uint8)
 _NO_METRICS = FastLaneMetrics()
 _CREATE_ATTEMPTS = 20
+#: Seconds between two checks that the segment's name still refers to the writer's segment.
+NAME_CHECK_SECONDS = 0.25
+#: Times the writer re-creates a segment another process shrank before it stops publishing.
+MAX_SHRINKS = 3
 
 
 def create_fastlane_name(run_id: str) -> str:
@@ -127,9 +132,21 @@ class FastLaneWriter:
     slot's seqlock together with its metrics; a frame of another size re-creates the ring under
     the next generation (attached readers follow). ``close`` marks the segment invalidated,
     ``unlink`` removes its name; as a context manager it does both.
+
+    Nothing a reader does kills the writer's process. Before each frame it checks that the
+    segment was not shrunk by another process (a store past its end would raise SIGBUS), and
+    every :data:`NAME_CHECK_SECONDS` that its name was not removed (a version-1 reader's
+    resource tracker unlinks it when that reader exits) or taken over; either way it re-creates
+    the segment under the next generation. After :data:`MAX_SHRINKS` shrinks it stops with
+    :class:`FastLaneError`. ``publish``, ``reconfigure``, ``close`` and ``unlink`` hold one lock,
+    so a close from another thread waits for a frame being copied (a large frame is copied
+    with the GIL released, and unmapping it under the copy would be a SIGSEGV).
     """
 
     def __init__(self, run_id: str, config: FastLaneConfig) -> None:
+        self._lock = threading.RLock()
+        self._shrinks = 0
+        self._next_name_check = 0.0
         self._run_id = run_id
         self._name = segment_name(run_id)
         self._mapping: Mapping | None = None
@@ -160,6 +177,7 @@ class FastLaneWriter:
         self._mapping = mapping
         self._words = mapping.words
         self._generation += 1
+        self._next_name_check = time.monotonic() + NAME_CHECK_SECONDS
         self._config = config
         self._geometry = geometry
         self._head = 0
@@ -171,8 +189,31 @@ class FastLaneWriter:
 
     def reconfigure(self, config: FastLaneConfig) -> None:
         """Re-create the ring for another frame shape under the next generation."""
-        self._check_open()
-        self._open(config)
+        with self._lock:
+            self._check_open()
+            self._open(config)
+
+    def _check_segment(self) -> None:
+        """Re-create the segment when another process shrank it or took its name away."""
+        mapping = self._mapping
+        if mapping is None:
+            return
+        if not mapping.intact():
+            self._shrinks += 1
+            if self._shrinks > MAX_SHRINKS:
+                size = mapping.current_size()
+                mapping.unlink_if_mine()
+                self.close()
+                raise FastLaneError(
+                    f"FastLane segment {self._name!r} was shrunk to {size} bytes by another "
+                    f"process, {self._shrinks} times: the writer stops publishing (a viewer "
+                    "must open the segment without creating or resizing it)"
+                )
+            self._open(self._config)
+        elif time.monotonic() >= self._next_name_check:
+            self._next_name_check = time.monotonic() + NAME_CHECK_SECONDS
+            if not mapping.named():
+                self._open(self._config)
 
     # -- publishing ----------------------------------------------------------------------
     def publish(
@@ -189,13 +230,15 @@ class FastLaneWriter:
         ``width*height*channels`` bytes. ``metrics`` travel with the frame (None repeats the
         previous ones). An array of another shape re-creates the ring (new generation).
         """
-        words = self._words
-        if words is None:
+        with self._lock:
+            return self._publish(frame, metrics, metadata)
+
+    def _publish(self, frame: Any, metrics: FastLaneMetrics | None, metadata: bytes | None) -> int:
+        if self._mapping is None:
             self._check_open()
         if type(frame) is np.ndarray:
             if frame.shape != self._shape or frame.dtype is not _U8:
                 frame = self._adapt_array(frame)
-                words = self._words
         else:
             nbytes = memoryview(frame).nbytes
             if nbytes != self._geometry.frame_bytes:
@@ -210,6 +253,8 @@ class FastLaneWriter:
                 f"FastLane metadata has {len(metadata)} bytes, the ring allows "
                 f"{self._config.metadata_size}; raise FastLaneConfig.metadata_size"
             )
+        self._check_segment()
+        words = self._words
         metrics = self._metrics = metrics or self._metrics
         head = self._head + 1
         capacity, slot_size, payload_cap = self._ring
@@ -230,7 +275,7 @@ class FastLaneWriter:
             )
         except (BufferError, ValueError, TypeError):
             if type(frame) is np.ndarray and not frame.flags.c_contiguous:
-                return self.publish(np.ascontiguousarray(frame), metrics=metrics, metadata=metadata)
+                return self._publish(np.ascontiguousarray(frame), metrics, metadata)
             raise
         self._head = head
         self._frames += 1
@@ -294,14 +339,15 @@ class FastLaneWriter:
     # -- lifetime ------------------------------------------------------------------------
     def close(self) -> None:
         """Mark the segment invalidated (readers let go) and unmap it. Idempotent."""
-        mapping = self._mapping
-        if mapping is None:
-            return
-        self._mapping = None
-        self._words = None
-        if os.getpid() == self._owner_pid:
-            mapping.invalidate()
-        mapping.close()
+        with self._lock:
+            mapping = self._mapping
+            if mapping is None:
+                return
+            self._mapping = None
+            self._words = None
+            if os.getpid() == self._owner_pid:
+                mapping.invalidate()
+            mapping.close()
 
     def unlink(self) -> None:
         """Remove the segment's name, if it still names this writer's segment. Idempotent.
@@ -309,13 +355,14 @@ class FastLaneWriter:
         Does nothing in a process forked from the writer's (the parent still owns it)."""
         if os.getpid() != self._owner_pid:
             return
-        mapping = self._mapping
-        if mapping is not None:
-            mapping.unlink_if_mine()
-            return
-        status = inspect_segment(self._name, settle=0.0)
-        if status is not None and (status.writer_pid == os.getpid() and status.stale):
-            shm_unlink(self._name)
+        with self._lock:
+            mapping = self._mapping
+            if mapping is not None:
+                mapping.unlink_if_mine()
+                return
+            status = inspect_segment(self._name, settle=0.0)
+            if status is not None and (status.writer_pid == os.getpid() and status.stale):
+                shm_unlink(self._name)
 
     def __enter__(self) -> FastLaneWriter:
         return self

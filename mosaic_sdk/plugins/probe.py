@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from mosaic_sdk import __version__ as SDK_VERSION
+from mosaic_sdk.exit_status import exit_status
 from mosaic_sdk.home import MosaicHomeError, mosaic_home
 from mosaic_sdk.plugins.guard import timeout_message
 
@@ -271,7 +272,7 @@ def _read(child: _Child, verdicts: dict[int, ProbeFailure | None], timeout: floa
         if child.current is not None and child.begun:
             verdicts[child.current] = ProbeFailure(
                 "PluginEndedProcess",
-                f"it ended the process that loaded it ({_status(status)}) while loading: "
+                f"it ended the process that loaded it ({exit_status(status)}) while loading: "
                 "os._exit(), a crash or a signal; it is skipped",
                 _tail(child.err),
             )
@@ -309,15 +310,6 @@ def _timed_out(child: _Child, verdicts: dict[int, ProbeFailure | None], timeout:
         message = timeout_message(timeout)
         verdicts[child.current] = ProbeFailure("PluginTimeout", message, _tail(child.err))
         child.current = None
-
-
-def _status(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit status {code}"
 
 
 def _tail(err: object) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 
 import cloudpickle
 
+from mosaic_sdk.exit_status import describe_exit
 from mosaic_sdk.shm.segment import segment_name, unlink_segment
 
 
@@ -212,7 +213,7 @@ def _wait_ready(handle: EnvHostHandle, timeout: float) -> None:
                     continue
                 kind, text, *extra = conn.recv()
             except (EOFError, OSError):
-                kind, text, extra = "error", f"exited with code {handle.processes[w].exitcode}", []
+                kind, text, extra = "error", describe_exit(handle.processes[w].exitcode), []
             if kind == "ready":
                 handle.ready[w] = text
                 del pending[w]

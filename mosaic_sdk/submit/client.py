@@ -3,17 +3,59 @@
 from __future__ import annotations
 
 import json
+import re
+import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 
+from mosaic_sdk.exit_status import describe_exit, exit_status, signal_name
 from mosaic_sdk.submit import protocol
 from mosaic_sdk.submit.dispatch import SubmitError
 
 #: Seconds to wait for a daemon to answer its health check.
 CONNECT_TIMEOUT = 5.0
+
+
+_EXIT_REASON = re.compile(r"exit_code_(-?\d+)")
+#: Signals a worker dies of, whose number N the daemon's telemetry proxy turns into its own exit
+#: status 256 - N: it exits with sys.exit(worker returncode), and a returncode is -N.
+_PROXIED_SIGNALS = (
+    signal.SIGSEGV,
+    signal.SIGBUS,
+    signal.SIGABRT,
+    signal.SIGILL,
+    signal.SIGFPE,
+    signal.SIGKILL,
+    signal.SIGTERM,
+    signal.SIGINT,
+)
+
+
+def describe_failure(reason: str | None) -> str:
+    """The daemon's failure reason with the exit code in words: ``exit_code_-11`` (the
+    daemon's child killed by a signal) becomes ``exit_code_-11: killed by signal SIGSEGV
+    (-11)``; ``exit_code_245``, how a worker killed by SIGSEGV reaches the daemon through its
+    telemetry proxy (which exits with ``sys.exit(-11)``, status 256 - 11), gets the signal it
+    stands for. Other reasons are returned as they are; None is ``no reason given``."""
+    if not reason:
+        return "no reason given"
+    match = _EXIT_REASON.fullmatch(reason)
+    if match is None:
+        return reason
+    code = int(match.group(1))
+    if code < 0:
+        return f"{reason}: {exit_status(code)}"
+    proxied = {256 - int(s): s for s in _PROXIED_SIGNALS}.get(code)
+    if proxied is None:
+        return reason
+    return (
+        f"{reason}: probably the worker {describe_exit(-int(proxied))}: the daemon's telemetry "
+        f"proxy exits with 256 - N for a worker killed by signal N ({signal_name(proxied)} is "
+        f"{int(proxied)})"
+    )
 
 
 @dataclass

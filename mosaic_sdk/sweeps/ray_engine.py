@@ -16,6 +16,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.exit_status import describe_exit
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.storage import private
 from mosaic_sdk.runner.storage.paths import runs_dir_for
@@ -229,7 +230,7 @@ class RayEngine:
         if proc.returncode == 0:
             return None
         said = [line.strip() for line in err.splitlines() if line.strip()]
-        return said[-1][:300] if said else f"the probe exited with {proc.returncode}"
+        return said[-1][:300] if said else f"the probe {describe_exit(proc.returncode)}"
 
     def _init(self, address: str) -> str | None:
         """``ray.init`` of the cluster; None when it joined, otherwise why not."""

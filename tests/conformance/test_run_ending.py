@@ -28,17 +28,18 @@ def test_a_run_the_suite_stopped_names_the_reason() -> None:
         stopped_by="the worker closed its stdout but did not exit",
     )
     assert run.ending() == (
-        "exit code -15 after 11.5 s, stopped by the suite: the worker closed its stdout but did "
-        "not exit"
+        "killed by signal SIGTERM (-15) after 11.5 s, stopped by the suite: the worker closed its "
+        "stdout but did not exit"
     )
 
 
 def test_a_run_past_its_time_limit_says_it_was_killed() -> None:
     run = _run(exit_code=-9, started_at=1.0, exited_at=121.0, timed_out=True)
     assert run.ending() == (
-        "exit code -9 after 120.0 s, killed: the run took longer than its time limit"
+        "killed by signal SIGKILL (-9) after 120.0 s, killed: the run took longer than its time "
+        "limit"
     )
 
 
-def test_a_run_that_never_started_has_only_its_exit_code() -> None:
-    assert _run(exit_code=None).ending() == "exit code None"
+def test_a_run_that_never_started_has_no_exit_code() -> None:
+    assert _run(exit_code=None).ending() == "no exit code"

@@ -172,6 +172,7 @@ def test_unknown_run_id_in_an_existing_store(
     [
         ("garbage", "without writing run_completed"),
         ("crash", "exited with code 3 without writing run_failed; last stderr line: RuntimeError"),
+        ("sigkill", "was killed by signal SIGKILL (-9) without writing run_failed"),
     ],
 )
 def test_failing_workers_end_with_exit_1_and_a_reason(

@@ -65,7 +65,7 @@ def test_sigkilled_worker_loses_no_line(fixture_workers: Path, store_path: Path)
     [(n,)] = rows(store_path, "SELECT count(*) FROM steps WHERE run_id = ?", result.run_id)
     assert n == 1234
     assert result.synthesised == ["run_failed"]
-    assert "SIGKILL" in (result.error or "")
+    assert "was killed by signal SIGKILL (-9)" in (result.error or "")
     [(event, synthesised, payload)] = rows(
         store_path,
         "SELECT event, synthesised, payload_json FROM events WHERE run_id = ? AND synthesised",

@@ -13,7 +13,7 @@ import pytest
 from mosaic_sdk.contract import ConfigError
 from mosaic_sdk.runner.live import NullDisplay, PlainDisplay, RichDisplay, Snapshot, choose_display
 from mosaic_sdk.runner.recording.ingest import LineBatch, LineIngest
-from mosaic_sdk.runner.recording.outcome import decide, describe_exit
+from mosaic_sdk.runner.recording.outcome import decide
 from mosaic_sdk.runner.storage.store import RunStore, StoreError, UnknownRunError
 from mosaic_sdk.runner.supervision.config_input import (
     apply_overrides,
@@ -247,10 +247,12 @@ def test_store_errors_are_one_line(tmp_path: Path) -> None:
 # --- outcome ---------------------------------------------------------------------------------
 
 
-def test_describe_exit() -> None:
-    assert describe_exit(None) == "did not start"
-    assert describe_exit(-9) == "was killed by SIGKILL"
-    assert describe_exit(2) == "exited with code 2"
+def test_a_worker_killed_by_a_signal_fails_with_the_signal_named() -> None:
+    outcome = decide(
+        "r", terminal=None, exit_code=-11, cancel_reason=None, stderr_tail="", episodes=0
+    )
+    assert outcome.status == "failed"
+    assert "the worker was killed by signal SIGSEGV (-11)" in (outcome.error or ""), outcome
 
 
 @pytest.mark.parametrize(

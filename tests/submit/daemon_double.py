@@ -121,6 +121,12 @@ class DaemonDouble:
         if self._server is not None:
             self._server.stop(grace=None)
 
+    def signal_workers(self, signum: int) -> None:
+        """Send ``signum`` to every worker still running (a worker killed by a signal)."""
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.send_signal(signum)
+
     # -- state ---------------------------------------------------------------------------
     def _set(self, run: DoubleRun, status: str, reason: str | None = None) -> None:
         with self._cond:

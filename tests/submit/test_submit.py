@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,8 @@ pytest.importorskip("grpc")
 
 from mosaic_sdk.plugins import discover_workers  # noqa: E402
 from mosaic_sdk.submit import dispatch, protocol  # noqa: E402
+from mosaic_sdk.submit.client import describe_failure  # noqa: E402
+from tests.conftest import returns  # noqa: E402
 from tests.submit.daemon_double import DaemonDouble  # noqa: E402
 
 SMALL = ["--set", "episodes=3", "--set", "max_steps_per_episode=5"]
@@ -186,6 +190,45 @@ def test_a_run_that_fails_reports_the_daemons_reason(daemon: DaemonDouble) -> No
     assert done.returncode == 1
     assert "ended TERM (exit_code_2)" in done.stderr, done.stderr  # its config check
     assert "0 episode(s)" in done.stderr
+
+
+def test_a_worker_killed_by_a_signal_is_reported_by_the_signals_name(
+    daemon: DaemonDouble,
+) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mosaic_sdk.cli", "submit", "example", "--daemon",
+         daemon.address, "--wait", "--set", "step_delay_ms=200", "--set", "episodes=50"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+
+        def executing() -> None:
+            while not any(run.status == "EXEC" for run in list(daemon.runs.values())):
+                time.sleep(0.05)
+
+        returns(executing, 120)
+        daemon.signal_workers(signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1
+    assert "ended TERM (exit_code_-9: killed by signal SIGKILL (-9))" in err, err
+
+
+def test_the_daemons_exit_reasons_are_put_in_words() -> None:
+    assert describe_failure("exit_code_-11") == "exit_code_-11: killed by signal SIGSEGV (-11)"
+    # through the platform's telemetry proxy: sys.exit(-11) is exit status 245
+    proxied = describe_failure("exit_code_245")
+    assert proxied.startswith(
+        "exit_code_245: probably the worker was killed by signal SIGSEGV (-11)"
+    )
+    assert describe_failure("exit_code_2") == "exit_code_2"
+    assert describe_failure("worker_timeout") == "worker_timeout"
+    assert describe_failure(None) == "no reason given"
 
 
 def test_a_run_that_faults_says_so(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from mosaic_sdk.conformance.recording import RecordedRun
 from mosaic_sdk.conformance.registry import PLATFORM, SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
 from mosaic_sdk.conformance.subject import WorkerSubject, run_timeout
+from mosaic_sdk.exit_status import describe_exit, exit_status
 
 
 def launched(subject: WorkerSubject, kind: str) -> RecordedRun:
@@ -41,7 +42,7 @@ def _stderr(run: RecordedRun) -> str:
 def config_runs(subject: WorkerSubject) -> str | None:
     run = launched(subject, "normal")
     if run.exit_code != 0:
-        raise CheckFailed(f"the worker exited with code {run.exit_code}{_stderr(run)}")
+        raise CheckFailed(f"the worker {describe_exit(run.exit_code)}{_stderr(run)}")
     if not run.telemetry:
         raise CheckFailed("the worker exited 0 but wrote no telemetry line on stdout")
     return f"{len(run.lines)} lines, exit 0"
@@ -58,7 +59,7 @@ def config_runs(subject: WorkerSubject) -> str | None:
 def dry_run_exits_zero(subject: WorkerSubject) -> str | None:
     run = launched(subject, "dry_run")
     if run.exit_code != 0:
-        raise CheckFailed(f"--dry-run exited with code {run.exit_code}{_stderr(run)}")
+        raise CheckFailed(f"--dry-run {describe_exit(run.exit_code)}{_stderr(run)}")
     return None
 
 
@@ -92,7 +93,7 @@ def bad_config_exits_nonzero(subject: WorkerSubject) -> str | None:
     run = launched(subject, "bad_config")
     if run.exit_code == 0:
         raise CheckFailed("the worker exited 0 with a config file that is not valid JSON")
-    return f"exit code {run.exit_code}"
+    return exit_status(run.exit_code)
 
 
 @conformance_check(

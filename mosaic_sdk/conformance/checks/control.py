@@ -13,6 +13,7 @@ from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
 from mosaic_sdk.conformance.subject import DEFAULT_SEED, WorkerSubject, run_timeout, stop_timeout
 from mosaic_sdk.control.session import ControlCommandError, ControlTimeout
+from mosaic_sdk.exit_status import describe_exit
 from mosaic_sdk.runner.supervision.launch import resolve_job
 from mosaic_sdk.runner.supervision.session_lifecycle import launch_session
 
@@ -185,7 +186,7 @@ def stop_cancels(subject: WorkerSubject) -> str | None:
         last = (session.events() or ["no event"])[-1]
         if last != "run_cancelled":
             raise CheckFailed(f"after stop the run ended with {last}, not run_cancelled")
-        return f"exited with code {code}"
+        return describe_exit(code)
     finally:
         session.shutdown(timeout=stop_timeout())
 

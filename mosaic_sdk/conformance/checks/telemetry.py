@@ -20,6 +20,7 @@ from mosaic_sdk.conformance.recording import RecordedLine, RecordedRun, streamin
 from mosaic_sdk.conformance.registry import PLATFORM, SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed, CheckSkipped
 from mosaic_sdk.conformance.subject import HEARTBEAT_INTERVAL, WorkerSubject
+from mosaic_sdk.exit_status import exit_status
 from mosaic_sdk.telemetry.emitter import TERMINAL_EVENTS
 from mosaic_sdk.telemetry.reader import validate_line
 
@@ -129,7 +130,7 @@ def _telemetry(subject: WorkerSubject, kind: str = "normal") -> tuple[RecordedRu
     run = launched(subject, kind)
     lines = [r.line.data for r in run.telemetry]
     excerpt = run.stderr_excerpt()
-    why = f" (exit code {run.exit_code}; stderr: {excerpt})" if excerpt else ""
+    why = f" ({exit_status(run.exit_code)}; stderr: {excerpt})" if excerpt else ""
     if not lines:
         raise CheckFailed(f"the {kind} run wrote no telemetry line{why}")
     return run, lines

@@ -3,13 +3,13 @@ terminal event, exit code and any cancel, and the event to write when the worker
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from mosaic_sdk.exit_status import describe_exit
 from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.storage.records import AgentSummary, ObserverRecord, RunCounts
 from mosaic_sdk.telemetry.emitter import SCHEMA_VERSION
@@ -62,19 +62,6 @@ class Outcome:
     status: str
     error: str | None
     synthesised: dict[str, Any] | None
-
-
-def describe_exit(code: int | None) -> str:
-    """``"exited with code 3"`` / ``"was killed by SIGKILL"`` / ``"did not start"``."""
-    if code is None:
-        return "did not start"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"was killed by {name}"
-    return f"exited with code {code}"
 
 
 def lifecycle_event(run_id: str, event: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mosaic_sdk.exit_status import describe_exit
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.supervision.launch import ResolvedJob, prepare_run, resolve_job
 from mosaic_sdk.runner.supervision.lifecycle import RunLifecycle
@@ -109,4 +110,4 @@ def _refusal(code: int, stderr: str) -> str:
     quoted = "; ".join(errors or lines[-3:])
     if len(quoted) > MAX_QUOTE:
         quoted = quoted[: MAX_QUOTE - 3] + "..."
-    return f"its dry run exited with code {code}" + (f": {quoted}" if quoted else "")
+    return f"its dry run {describe_exit(code)}" + (f": {quoted}" if quoted else "")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mosaic_sdk.control.session import DEFAULT_TIMEOUT, Session
+from mosaic_sdk.exit_status import describe_exit
 from mosaic_sdk.plugins import WorkerHandle
 from mosaic_sdk.runner.supervision.launch import PreparedRun
 from mosaic_sdk.runner.supervision.lifecycle import (
@@ -214,7 +215,7 @@ class LifecycleLink:
         tail = [line for line in list(proc.stderr_tail) if line.strip()][-3:]
         said = f"; its stderr ends: {' | '.join(tail)}" if tail else ""
         where = f"; all of it is in {self.stderr_path}" if self.stderr_path and tail else ""
-        return f" (the worker exited with {code}{said}{where})"
+        return f" (the worker {describe_exit(code)}{said}{where})"
 
 
 def launch_session(
