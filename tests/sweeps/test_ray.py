@@ -411,7 +411,7 @@ def _driver_env(ray_tmp: str) -> dict[str, str]:
 
 
 def _wait_for_running_trial(driver: subprocess.Popen, store: Path) -> None:
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # a limit: a loaded machine took over 120 s
     while True:
         assert driver.poll() is None, driver.stdout.read() if driver.stdout else ""
         assert time.monotonic() < deadline, "no trial ran in time"
