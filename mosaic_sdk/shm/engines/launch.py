@@ -224,7 +224,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if kwargs.get("image_size") is not None:
         kwargs["image_size"] = tuple(kwargs["image_size"])
     kwargs["peer_pids"] = tuple(kwargs.get("peer_pids") or ())
-    return serve(kwargs, args.ready_fd)
+    signal.signal(signal.SIGTERM, _terminated)  # unwinds: the segment is closed and removed
+    try:
+        return serve(kwargs, args.ready_fd)
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the launcher says it
+        return 130
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":
