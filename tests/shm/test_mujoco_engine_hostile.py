@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -293,14 +294,23 @@ def test_an_engine_larger_than_the_machine_is_refused_with_its_size() -> None:
     assert "more than this machine's" in line and "GB" in line and "--envs" in line
 
 
+def _refusal(num_envs: int) -> str:
+    """The message of MujocoEngine's refusal (an engine made after all is closed again)."""
+    try:
+        engine = MujocoEngine(num_envs, "reacher")
+    except ValueError as exc:
+        return str(exc)
+    engine.close()
+    raise AssertionError(f"an engine of {num_envs} envs was not refused")
+
+
 def test_the_memory_check_counts_mujocos_data_and_the_room_in_dev_shm(monkeypatch) -> None:
     from mosaic_sdk.shm.engines import mujoco_engine
 
     # 4000 reacher envs: a segment of about 1 MB, MuJoCo's data some 28 MB at the least
     monkeypatch.setattr(mujoco_engine, "machine_memory", lambda: 10_000_000)
-    with pytest.raises(ValueError, match=r"segment 1\.\d MB; MuJoCo's data \d\d\.\d MB\), more"):
-        MujocoEngine(4000, "reacher")
+    pattern = r"segment 1\.\d MB; MuJoCo's data \d\d\.\d MB\), more than this machine's 10\.0 MB"
+    assert re.search(pattern, _refusal(4000))
     monkeypatch.setattr(mujoco_engine, "machine_memory", lambda: 1 << 40)
     monkeypatch.setattr(mujoco_engine, "shm_free", lambda: 100_000)
-    with pytest.raises(ValueError, match="does not fit the 0.1 MB of shared memory free in /dev"):
-        MujocoEngine(1, "reacher")
+    assert "does not fit the 0.1 MB of shared memory free in /dev/shm" in _refusal(1)
