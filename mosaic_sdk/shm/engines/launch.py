@@ -186,12 +186,13 @@ def launch_engine(
     finally:
         os.close(write_fd)
     handle = EngineHandle(seg, process)
+    line = ""
     try:
         line = _read_line(read_fd, process, start_timeout)
         if not line.startswith("ready "):
             raise ValueError(line.removeprefix("error ") or "the engine exited at start")
     except BaseException:
-        handle.close(timeout=0.0)
+        handle.close(timeout=5.0 if line else 0.0)  # a refusing engine exits by itself
         raise
     finally:
         os.close(read_fd)
@@ -229,6 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(kwargs, args.ready_fd)
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the launcher says it
         return 130
+    finally:  # nothing left to unwind: a late SIGTERM ends the exit quietly
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _terminated(signum: int, frame: Any) -> None:
