@@ -69,10 +69,11 @@ def test_a_second_engine_of_a_taken_name_leaves_the_running_one_alone() -> None:
     try:
         with pytest.raises(ValueError, match="already exists"):
             launch_engine(1, "reacher", name=name)
+        assert segment_exists(name), "the refused engine deleted the running engine's segment"
         proc = _cli("--envs", "1", "--name", name)
         assert proc.returncode == 2
         assert "already exists" in _one_error_line(proc)
-        assert segment_exists(name), "the refused engine deleted the running engine's segment"
+        assert segment_exists(name), "the refused CLI deleted the running engine's segment"
         client = SharedMemoryClient(name, timeout=30)  # a new client still finds it
         assert client.ping(3).nonce == 3
         client.close(shutdown_engine=True)
