@@ -283,6 +283,12 @@ class RunStore:
         ).fetchall()
         return [cast(RunRecord, self._summarise(r)) for r in rows]
 
+    def run_ids(self) -> Iterator[str]:
+        """Every run id in the store, read lazily (no run is summarised: a store of many
+        thousands of runs costs one string each)."""
+        cursor = summary.plain_cursor(self.conn)
+        return (run_id for (run_id,) in cursor.execute("SELECT run_id FROM runs ORDER BY run_id"))
+
     def _summarise(self, row: dict[str, Any]) -> dict[str, Any]:
         out = dict(row)
         # series_*: absent from an older store opened read-only
