@@ -31,6 +31,7 @@ from mosaic_sdk.runner.storage.records import (
     RunRecord,
 )
 from mosaic_sdk.runner.storage.store import RunStore, StoreError, status_text
+from mosaic_sdk.telemetry.emitter import MAX_STEP
 
 #: The most points of one curve the server sends (raw and smoothed each).
 MAX_POINTS = 1000
@@ -538,6 +539,7 @@ def series_points(
         full = store.resolve(run_id)
         for row, steps, values, walls in _series_reads(store, full, wanted, limit, buckets):
             if encoding == "base64":
+                _exact_as_float64(full, row, steps)
                 row["steps"] = _float64_base64(steps)
                 row["values"] = _float64_base64(values)
                 row["wall"] = _float64_base64(walls / 1e9)
@@ -570,6 +572,18 @@ def _read_bounds(limit: int, buckets: int | None, series: int) -> tuple[int, int
             "a request"
         )
     return max(1, min(int(limit), MAX_SERIES_POINTS, MAX_ANSWER_POINTS // series)), buckets
+
+
+def _exact_as_float64(run_id: str, row: dict[str, object], steps: np.ndarray) -> None:
+    """ValueError when ``steps`` (int64) hold one that a float64 column would round: past
+    2**53, which the store refuses since version 8 but an older one may hold."""
+    if len(steps) and max(int(steps.max()), -int(steps.min())) > MAX_STEP:
+        raise ValueError(
+            f"series {row['name']!r:.80} of run {run_id} has steps past 2**53 (from "
+            f"{int(steps.min())} to {int(steps.max())}), which float64 columns do not hold "
+            "exactly: read it with encoding=json from /api/runs/RUN/series/points, or export "
+            "it (mosaic runs export RUN --what metrics)"
+        )
 
 
 def _series_reads(
@@ -655,6 +669,7 @@ def series_batch(
             full = store.resolve(run_id)
             reads = _series_reads(store, full, [wanted[i] for i in at], limit, buckets)
             for i, (row, steps, values, walls) in zip(at, reads, strict=True):
+                _exact_as_float64(full, row, steps)
                 rows[i] = {"run_id": full, **row, "n": len(steps)}
                 columns[i] = np.concatenate([steps, values, walls / 1e9]).astype("<f8").tobytes()
     meta = {"buckets": buckets, "limit": limit, "series": rows}

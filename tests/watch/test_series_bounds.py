@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sqlite3
 from pathlib import Path
 
 from starlette.testclient import TestClient
@@ -89,3 +90,27 @@ def test_buckets_that_could_pass_the_bound_are_a_400_saying_what_to_ask(
     assert sum(int(r["n"]) for r in rows) <= MAX_ANSWER_POINTS
     # what the pages ask (40 series at most, 4096 buckets at most) stays within it
     assert batch(client, wanted[:40], buckets=4096).status_code == 200
+
+
+def test_steps_a_float64_column_would_round_are_refused_in_float64_answers(
+    client: TestClient, store: Path
+) -> None:
+    """The store refuses steps past 2**53 (the emitter's rule); a store written before holds
+    them: the float64 answers say so instead of rounding, JSON numbers give them exactly."""
+    FilledRun(store, "RUN-OLD").add_lines([metrics_line({"loss": 0.5}, step=5)])
+    big = 2**60 + 1  # a float64 reads 2**60
+    with sqlite3.connect(store) as conn:
+        conn.execute("UPDATE series_points SET step = ?", (big,))
+        conn.execute("UPDATE series SET first_step = ?, last_step = ?", (big, big))
+        conn.execute("UPDATE series SET summarised = 0")
+    refused = batch(client, [{"run_id": "RUN-OLD", "name": "loss"}])
+    assert refused.status_code == 400
+    assert refused.json()["error"] == (
+        f"series 'loss' of run RUN-OLD has steps past 2**53 (from {big} to {big}), which "
+        "float64 columns do not hold exactly: read it with encoding=json from "
+        "/api/runs/RUN/series/points, or export it (mosaic runs export RUN --what metrics)"
+    )
+    wanted = [{"name": "loss", "agent_id": None}]
+    assert points(client, "RUN-OLD", wanted, encoding="base64").status_code == 400
+    [row] = points(client, "RUN-OLD", wanted).json()["series"]
+    assert row["steps"] == [big]
