@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mosaic_sdk.runner.recording.ingest import LineIngest
-from mosaic_sdk.runner.storage.export import export_run
+from mosaic_sdk.runner.storage.export import export_run, iter_batches
 from mosaic_sdk.runner.storage.rows import LineBatch
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.storage.writer import StoreWriter
@@ -91,6 +91,29 @@ def test_a_write_between_two_series_reads_is_in_none_of_them(tmp_path: Path) -> 
     assert counts == dict.fromkeys(SERIES, 100), counts
     with RunStore(worker.path, readonly=True) as store:  # the next export has the 50 more
         assert _counts(_export(store, "LIVE")) == dict.fromkeys(SERIES, 150)
+
+
+def test_iter_batches_alone_reads_one_state_of_the_run(tmp_path: Path) -> None:
+    """``iter_batches`` (what an export streams) holds its own read transaction: a reader of
+    it alone gets every series up to the same write, and none is left open after."""
+    worker = TenSeriesWorker(tmp_path / "runs.sqlite")
+    worker.write(100)
+    with RunStore(worker.path, readonly=True) as store:
+        read = store.series_columns
+        reads = []
+
+        def reading(*args: Any, **kwargs: Any) -> Any:
+            got = read(*args, **kwargs)
+            reads.append(args[1])
+            if len(reads) == 1:
+                worker.write(50)
+            return got
+
+        store.series_columns = reading  # type: ignore[method-assign]
+        rows = [row for rows in iter_batches(store, "LIVE", "metrics") for row in rows]
+        assert not store.conn.in_transaction
+    worker.close()
+    assert Counter(row[1] for row in rows) == dict.fromkeys(SERIES, 100)
 
 
 def test_a_failed_export_ends_its_read_transaction(tmp_path: Path) -> None:

@@ -55,6 +55,12 @@ def whole(value: object) -> int | None:
     return None
 
 
+def _agent_id(value: object) -> bool:
+    """Whether ``value`` may be a line's ``agent_id``: None (no agent) or a non-empty string,
+    the emitter's rule."""
+    return value is None or (type(value) is str and value != "")
+
+
 def flatten(
     values: Mapping[str, Any], prefix: str = "", skip: frozenset[str] = frozenset()
 ) -> tuple[dict[str, float], int, dict[str, int]]:
@@ -143,7 +149,7 @@ class SeriesIngest:
                 self._bad_step(line_no, step)
                 return
         agent = payload.get("agent_id")
-        if agent is not None and (type(agent) is not str or not agent):
+        if not _agent_id(agent):
             self._refuse(batch, len(numbers) + others)
             self._bad_agent(line_no, agent)
             return
@@ -175,7 +181,7 @@ class SeriesIngest:
                 self._bad_step(line_no, step)
             return
         agent = d.get("agent_id")
-        if agent is not None and (type(agent) is not str or not agent):
+        if not _agent_id(agent):
             self._refuse(batch, len(numbers))
             if numbers:
                 self._bad_agent(line_no, agent)
