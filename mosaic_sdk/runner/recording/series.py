@@ -23,6 +23,7 @@ NOT_SERIES_EVENTS = frozenset(LIFECYCLE_EVENTS) | {METRICS_EVENT}
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _NOT_NUMBER = object()
+_NONE_TWICE: Mapping[str, int] = {}  # (never written: the usual line's names that came twice)
 
 
 def _value(value: object) -> float | object:
@@ -132,7 +133,7 @@ class SeriesIngest:
         # is a tenth of flatten's cost: one in ten lines of a run that reports series).
         numbers: Mapping[str, float] = values
         others = 0
-        twice: dict[str, int] = {}
+        twice: Mapping[str, int] = _NONE_TWICE
         for value in values.values():
             if type(value) is not float:
                 numbers, others, twice = flatten(values)
@@ -149,7 +150,7 @@ class SeriesIngest:
                 self._bad_step(line_no, step)
                 return
         agent = payload.get("agent_id")
-        if not _agent_id(agent):
+        if agent is not None and not _agent_id(agent):
             self._refuse(batch, len(numbers) + others)
             self._bad_agent(line_no, agent)
             return
