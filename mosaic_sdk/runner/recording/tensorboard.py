@@ -103,18 +103,20 @@ def export_tensorboard(
 ) -> int:
     """Write the series of ``run_id`` (a full id) as event files under ``out_dir`` (created;
     only the series of ``agent``, and whose names match a glob of ``metrics``, when given).
-    Returns the number of points written."""
+    Returns the number of points written. Every series is read in one read transaction: a
+    run being written exports each series up to the same write."""
     files = EventFiles(Path(out_dir), run_id, "mosaic runs export --format tensorboard")
     try:
-        for info in store.series(run_id):
-            if agent is not None and info.agent_id != agent:
-                continue
-            if metrics and not any(fnmatchcase(info.name, m) for m in metrics):
-                continue
-            p = store.series_columns(run_id, info.name, info.agent_id)
-            columns = (p.steps.tolist(), p.values.tolist(), p.wall_ns.tolist())
-            for step, value, wall in zip(*columns, strict=True):
-                files.add(info.name, info.agent_id, step, value, wall)
+        with store.snapshot():
+            for info in store.series(run_id):
+                if agent is not None and info.agent_id != agent:
+                    continue
+                if metrics and not any(fnmatchcase(info.name, m) for m in metrics):
+                    continue
+                p = store.series_columns(run_id, info.name, info.agent_id)
+                columns = (p.steps.tolist(), p.values.tolist(), p.wall_ns.tolist())
+                for step, value, wall in zip(*columns, strict=True):
+                    files.add(info.name, info.agent_id, step, value, wall)
     finally:
         files.close()
     return files.points

@@ -8,7 +8,8 @@ an older store; a newer one is refused. What each ``SCHEMA_VERSION`` added:
 - 4: ``runs.control_protocol`` (NULL: the worker reads no commands);
 - 5: the ``series`` and ``series_points`` tables, ``runs.series_points`` and ``series_refused``;
 - 6: ``sweep_trials.parent_run_id`` (the run a population-based-training attempt resumed);
-- 7: the ``series_blocks`` table and ``series.summarised``.
+- 7: the ``series_blocks`` table and ``series.summarised``;
+- 8: the ``series_negative_zeros`` table (SQLite stores ``-0.0`` as ``0``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from mosaic_sdk.runner.storage import summary
 from mosaic_sdk.runner.storage.records import EpisodeRow, StepRow
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 STATUSES = ("running", "completed", "failed", "cancelled")
 
 _SCHEMA = """
@@ -164,6 +165,18 @@ CREATE TABLE IF NOT EXISTS series_points (
     PRIMARY KEY (run_id, series_id, step, wall_ns, line_no)
 ) WITHOUT ROWID;
 """
+# Version 8: the keys of the points whose value is -0.0 (a REAL column stores a float with no
+# fraction as an integer, and -0.0 as 0: reads give the sign back from here).
+_NEGATIVE_ZEROS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS series_negative_zeros (
+    run_id TEXT NOT NULL,
+    series_id INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    wall_ns INTEGER NOT NULL,
+    line_no INTEGER NOT NULL,
+    PRIMARY KEY (run_id, series_id, step, wall_ns, line_no)
+) WITHOUT ROWID;
+"""
 
 
 INSERT_STEP = (
@@ -187,6 +200,10 @@ INSERT_SERIES = (
 INSERT_POINT = (
     "INSERT INTO series_points (run_id, series_id, step, wall_ns, line_no, value)"
     " VALUES (?, ?, ?, ?, ?, ?)"
+)
+INSERT_NEGATIVE_ZERO = (
+    "INSERT OR IGNORE INTO series_negative_zeros (run_id, series_id, step, wall_ns, line_no)"
+    " VALUES (?, ?, ?, ?, ?)"
 )
 #: Adds a batch's summary of one series (its points, first step, and its last point when
 #: that comes at a larger step, or the same step later) to the series' row.
@@ -337,6 +354,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
                 conn.execute(statement)
         _add_columns(conn, _ADDED_SWEEP_COLUMNS)
         _add_series_blocks(conn)
+        conn.execute(_NEGATIVE_ZEROS_SCHEMA)
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
