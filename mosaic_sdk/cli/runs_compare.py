@@ -44,7 +44,7 @@ def register(rsub: Any, store_arg: Any) -> None:
 def _select(store: Any, text: str) -> tuple[list[str], dict[str, Any] | None, str]:
     """The run ids ``text`` names, the sweep's stored metric when it names a sweep, and how it
     was read."""
-    from mosaic_sdk.sweeps.store import SweepStore  # CLI start-up time
+    from mosaic_sdk.sweeps.store import DamagedSweepError, SweepStore  # CLI start-up time
 
     if any(c in text for c in "*?["):
         ids = [r["run_id"] for r in store.list_runs(limit=None)]
@@ -55,15 +55,20 @@ def _select(store: Any, text: str) -> tuple[list[str], dict[str, Any] | None, st
     try:
         sweeps = SweepStore(store)
         sweep = sweeps.get_sweep(text)
+        trials = sorted(sweeps.trials(sweep["sweep_id"]), key=lambda t: t["attempt"])
+    except DamagedSweepError as exc:  # a sweep it names, that cannot be read: say so
+        raise UsageError(str(exc)) from None
     except (StoreError, sqlite3.OperationalError):
         sweep = None
     if sweep is not None:
-        trials = sorted(sweeps.trials(sweep["sweep_id"]), key=lambda t: t["attempt"])
         last = {t["trial_key"]: t for t in trials}
         ids = [t["run_id"] for t in last.values() if t["status"] == "completed"]
         if not ids:
             raise UsageError(f"sweep {sweep['sweep_id']} has no completed trial to compare")
-        return ids, sweep["spec"].get("metric"), f"sweep {sweep['sweep_id']}"
+        metric = sweep["spec"].get("metric")
+        if isinstance(metric, list):  # several objectives: the first ranks the trials
+            metric = metric[0]
+        return ids, metric, f"sweep {sweep['sweep_id']}"
     try:
         run_id = store.resolve(text)
     except StoreError:
