@@ -13,6 +13,7 @@ from typing import Any
 from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.cli.store_access import open_store
 from mosaic_sdk.extras import MissingExtraError
+from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.storage.store import StoreError
 
 
@@ -136,9 +137,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
-    print(f"metric: {metric.describe()}")
+    print(printable(f"metric: {metric.describe()}"))  # a series name, shown not obeyed
     for side, what, s, st in zip("AB", (what_a, what_b), scores, sides, strict=True):
-        print(f"{side}: {what}: {len(s)} scores, IQM {st['iqm'].text()}, mean {st['mean'].text()}")
+        said = f"{side}: {what}: {len(s)} scores, IQM {st['iqm'].text()}, mean {st['mean'].text()}"
+        print(printable(said))
     better = "higher" if metric.mode == "max" else "lower"
     print(f"P(A beats B) = {p.text('.3g')} (95% bootstrap interval; a {better} score beats)")
     if args.profile:
