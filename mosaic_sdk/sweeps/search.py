@@ -213,11 +213,11 @@ def check_history(sweep_id: str, history: Iterable[Mapping[str, Any]], spec: Swe
         key = row["trial_key"]
         trial = f"{key} (attempt {row['attempt']})"
         if not isinstance(key, str) or LOCAL_KEY.fullmatch(key) is None:
-            problem = "is not the local engine's (t0000, t0001, ...)"
-            raise DamagedSweepError(sweep_id, "trial_key", problem, clip(str(key)))
-        problem = _outside(spec, row["params"])
-        if problem is not None:
-            raise DamagedSweepError(sweep_id, "params_json", problem, trial)
+            why = "is not the local engine's (t0000, t0001, ...)"
+            raise DamagedSweepError(sweep_id, "trial_key", why, clip(str(key)))
+        outside = _outside(spec, row["params"])
+        if outside is not None:
+            raise DamagedSweepError(sweep_id, "params_json", outside, trial)
 
 
 @dataclass

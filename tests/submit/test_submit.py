@@ -226,7 +226,9 @@ def test_wait_without_timeout_gives_up_on_a_silent_daemon_after_the_default(
     silent = DaemonDouble(tmp_path, silent=True)
     silent.start()
     try:
-        code = returns(lambda: main(["submit", "example", "--daemon", silent.address, "--wait"]))
+        code = returns(
+            lambda: main(["submit", "example", "--daemon", silent.address, "--wait"]), 60
+        )
     finally:
         silent.stop()
     err = capsys.readouterr().err
