@@ -55,7 +55,9 @@ def serial_group(path: Path) -> str | None:
     if not resolved.is_relative_to(TESTS_DIR):
         return None
     relative = resolved.relative_to(TESTS_DIR).as_posix()
-    return next((group for prefix, group in SERIAL_GROUPS.items() if relative.startswith(prefix)), None)
+    return next(
+        (group for prefix, group in SERIAL_GROUPS.items() if relative.startswith(prefix)), None
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items

@@ -13,6 +13,7 @@ from typing import Any
 from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.cli.store_access import open_store
 from mosaic_sdk.extras import MissingExtraError
+from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.storage.store import StoreError
 
 
@@ -44,7 +45,7 @@ def register(rsub: Any, store_arg: Any) -> None:
 def _select(store: Any, text: str) -> tuple[list[str], dict[str, Any] | None, str]:
     """The run ids ``text`` names, the sweep's stored metric when it names a sweep, and how it
     was read."""
-    from mosaic_sdk.sweeps.store import SweepStore  # CLI start-up time
+    from mosaic_sdk.sweeps.store import DamagedSweepError, SweepStore  # CLI start-up time
 
     if any(c in text for c in "*?["):
         matched = [i for i in store.run_ids() if fnmatch.fnmatchcase(i, text)]
@@ -54,15 +55,20 @@ def _select(store: Any, text: str) -> tuple[list[str], dict[str, Any] | None, st
     try:
         sweeps = SweepStore(store)
         sweep = sweeps.get_sweep(text)
+        trials = sorted(sweeps.trials(sweep["sweep_id"]), key=lambda t: t["attempt"])
+    except DamagedSweepError as exc:  # a sweep it names, that cannot be read: say so
+        raise UsageError(str(exc)) from None
     except (StoreError, sqlite3.OperationalError):
         sweep = None
     if sweep is not None:
-        trials = sorted(sweeps.trials(sweep["sweep_id"]), key=lambda t: t["attempt"])
         last = {t["trial_key"]: t for t in trials}
         ids = [t["run_id"] for t in last.values() if t["status"] == "completed"]
         if not ids:
             raise UsageError(f"sweep {sweep['sweep_id']} has no completed trial to compare")
-        return ids, sweep["spec"].get("metric"), f"sweep {sweep['sweep_id']}"
+        metric = sweep["spec"].get("metric")
+        if isinstance(metric, list):  # several objectives: the first ranks the trials
+            metric = metric[0]
+        return ids, metric, f"sweep {sweep['sweep_id']}"
     try:
         run_id = store.resolve(text)
     except StoreError:
@@ -139,15 +145,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
-    print(f"metric: {metric.describe()}")
+    print(printable(f"metric: {metric.describe()}"))  # a series name, shown not obeyed
     for side, what, s, st in zip("AB", (what_a, what_b), scores, sides, strict=True):
         if len(s) == 1:
-            print(
+            said = (
                 f"{side}: {what}: 1 score, IQM {st['iqm'].value:.4g}, mean "
                 f"{st['mean'].value:.4g} ({_side_interval(1)})"
             )
-            continue
-        print(f"{side}: {what}: {len(s)} scores, IQM {st['iqm'].text()}, mean {st['mean'].text()}")
+        else:
+            said = (
+                f"{side}: {what}: {len(s)} scores, IQM {st['iqm'].text()}, mean {st['mean'].text()}"
+            )
+        print(printable(said))
     better = "higher" if metric.mode == "max" else "lower"
     said = f"{p.value:.3g}" if len(scores[0]) == len(scores[1]) == 1 else p.text(".3g")
     print(f"P(A beats B) = {said} ({interval}; a {better} score beats)")

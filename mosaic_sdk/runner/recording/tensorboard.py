@@ -2,16 +2,19 @@
 run by ``mosaic runs export --format tensorboard``, during it by :class:`TensorBoardObserver`.
 
 ``DIR/<run_id>/`` holds the series without an ``agent_id``, ``DIR/<run_id>/agent_<id>/`` each
-agent's (ids URL-quoted); the tag is the series' name. Values are double-precision scalar
+agent's (ids URL-quoted; a name longer than :data:`MAX_NAME` is its first characters, ``~`` and
+16 hex digits of the id's SHA-256, so that any id makes a directory); the tag is the series'
+name. Values are double-precision scalar
 tensors, so NaN, infinities and every float64 come back exactly (``simple_value`` is float32).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +22,7 @@ from urllib.parse import quote
 
 from mosaic_sdk.extras import require
 from mosaic_sdk.hookspecs import hookimpl
+from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.storage.records import SeriesPoint
 
 if TYPE_CHECKING:
@@ -32,17 +36,41 @@ EXTRA = "tensorboard"
 ENV_DIR = "MOSAIC_TENSORBOARD_DIR"
 
 
+#: The longest directory name made of an id (file systems take 255 bytes).
+MAX_NAME = 100
+
+
+def _dir_name(text: str, prefix: str = "") -> str:
+    """``prefix`` and ``text`` URL-quoted (never ``.`` or ``..``); one over :data:`MAX_NAME`
+    characters shortened, with a hash of ``text`` that keeps two ids apart."""
+    name = prefix + quote(text, safe="")
+    if name in (".", ".."):  # a directory of its own, not this one or its parent
+        name = name.replace(".", "%2E")
+    if len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{name[: MAX_NAME - 17]}~{digest}"
+
+
 def run_dir(root: Path, run_id: str, agent_id: str | None) -> Path:
     """The directory of one run's (and agent's) event files under ``root``."""
-    base = Path(root) / quote(run_id, safe="")
-    return base if agent_id is None else base / f"agent_{quote(agent_id, safe='')}"
+    base = Path(root) / _dir_name(run_id)
+    return base if agent_id is None else base / _dir_name(agent_id, "agent_")
 
 
 class EventFiles:
     """The event files of one run under ``root``: one tensorboardX ``FileWriter`` per agent
     (see the module docstring). Not thread-safe."""
 
-    def __init__(self, root: Path, run_id: str, feature: str = "TensorBoard event files") -> None:
+    def __init__(
+        self,
+        root: Path,
+        run_id: str,
+        feature: str = "TensorBoard event files",
+        on_error: Callable[[str | None, OSError], None] | None = None,
+    ) -> None:
+        """``on_error``: called when an agent's files cannot be made; that agent's points
+        are then left out (the others go on). Without it, the OSError is raised."""
         require("tensorboardX", EXTRA, feature)
         # tensorboardX is the optional `tensorboard` extra: imported once it is known present.
         # Its EventsWriter writes each event as it is given (its FileWriter queues them for a
@@ -63,17 +91,30 @@ class EventFiles:
         self.root = Path(root)
         self.run_id = run_id
         self._writers: dict[str | None, Any] = {}
+        self._on_error = on_error
+        #: Agents whose files could not be made (their points are left out).
+        self.failed: set[str | None] = set()
         self.points = 0
 
     def add(self, name: str, agent_id: str | None, step: int, value: float, wall_ns: int) -> None:
         writer = self._writers.get(agent_id)
         if writer is None:
+            if agent_id in self.failed:
+                return
             path = run_dir(self.root, self.run_id, agent_id)
-            path.mkdir(parents=True, exist_ok=True)
             # a file of its own: two writers of one directory in one second (the observer
             # after a run's cleanup closed its files) would otherwise share a file name
             suffix = f".{os.getpid()}.{next(_WRITERS)}"
-            writer = self._writers[agent_id] = self._events_writer(str(path / "events"), suffix)
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+                writer = self._events_writer(str(path / "events"), suffix)
+            except OSError as exc:
+                if self._on_error is None:
+                    raise
+                self.failed.add(agent_id)
+                self._on_error(agent_id, exc)
+                return
+            self._writers[agent_id] = writer
         tensor = self._tensor(
             dtype=self._double, double_val=[value], tensor_shape=self._scalar_shape
         )
@@ -139,7 +180,7 @@ class TensorBoardObserver:
         with self._lock:
             files = self._runs.get(run_id)
             if files is None:
-                files = EventFiles(self.root, run_id, ENV_DIR)
+                files = EventFiles(self.root, run_id, ENV_DIR, _warner(self.root, run_id))
                 if run_id not in self._ended:
                     self._runs[run_id] = files
             for p in points:
@@ -157,6 +198,18 @@ class TensorBoardObserver:
                 del self._ended[next(iter(self._ended))]
         if files is not None:
             files.close()
+
+
+def _warner(root: Path, run_id: str) -> Callable[[str | None, OSError], None]:
+    def warn(agent_id: str | None, exc: OSError) -> None:
+        whose = "its series" if agent_id is None else f"agent {agent_id!r:.80}'s series"
+        current_reporter().warn(
+            f"TensorBoard event files of run {run_id} under {root}: cannot write {whose} "
+            f"({exc.strerror or exc}); they are left out, the other agents' are written "
+            "(the store keeps every point)"
+        )
+
+    return warn
 
 
 #: The plugin name the runner registers the observer under.
