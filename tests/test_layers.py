@@ -32,6 +32,7 @@ FLOORS = {
     "home": 1,
     "job_descriptor": 1,
     "json_types": 1,
+    "instrument": 1,
     "hookspecs": 2,
     "plugins": 2,
     "runner": 3,
