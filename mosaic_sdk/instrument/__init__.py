@@ -1,5 +1,5 @@
 """A training script instrumented from outside: telemetry, frames, series and control for a
-script that knows nothing of MOSAIC (the CleanRL worker's scripts).
+script that knows nothing of MOSAIC (``mosaic run train.py``; the CleanRL worker's scripts).
 
 - :mod:`~mosaic_sdk.instrument.gym_patch`: ``gymnasium.make``, ``make_vec`` and the vector
   env classes patched, so every env reports its steps and episodes and, when it renders
@@ -11,7 +11,9 @@ script that knows nothing of MOSAIC (the CleanRL worker's scripts).
 - :mod:`~mosaic_sdk.instrument.scalar_series`: ``SummaryWriter`` scalars (torch's and
   tensorboardX's) as series, the TensorBoard files still written (:class:`ScalarSeries`);
 - :mod:`~mosaic_sdk.instrument.execution`: a script or module run as ``__main__`` in this
-  process, and how it ended.
+  process, and how it ended;
+- :mod:`~mosaic_sdk.instrument.script_worker`: the built-in ``script`` worker that
+  ``mosaic run path/to/train.py`` launches.
 
 A worker's process imports this floor only (no pluggy, no runner). Importing the package is
 cheap: each name is imported on first use (gymnasium and numpy come with the patches).
