@@ -51,8 +51,8 @@ def run_script(
     return done, json.loads(done.stdout)
 
 
-def stored(tmp_path: Path, run_id: str) -> dict[str, Any]:
-    with RunStore(tmp_path / "runs.sqlite", readonly=True) as store:
+def stored(tmp_path: Path, run_id: str, name: str = "runs.sqlite") -> dict[str, Any]:
+    with RunStore(tmp_path / name, readonly=True) as store:
         run = store.get_run(run_id)
         episodes = [json.loads(raw) for raw in store.episode_lines(run_id, "")]
         series = {
@@ -316,3 +316,75 @@ def test_binary_on_the_scripts_stdout_leaves_the_telemetry_whole(tmp_path: Path)
     assert counts["episodes"] == 3  # the fake episode line went to the log, not the store
     assert any("binary on stderr too" in line for line in got["logs"])
     assert any('"not": "telemetry"' in line for line in got["logs"])
+
+
+def test_frames_of_an_env_that_renders_rgb_array_reach_fastlane(tmp_path: Path) -> None:
+    from mosaic_sdk.fastlane import FastLaneError, FastLaneReader
+
+    run_id, stop = "script-pixels-1", tmp_path / "stop"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mosaic_sdk.cli", "run", str(SCRIPTS / "pixels.py"),
+         "--store", str(tmp_path / "s.sqlite"), "--run-id", run_id, "--json", "--", str(stop)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    sizes: set[tuple[int, int]] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while not sizes:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no FastLane frame within 120 s"
+            try:
+                reader = FastLaneReader.attach(run_id)
+            except FastLaneError:
+                time.sleep(0.1)
+                continue
+            try:
+                frame = reader.latest_frame()
+                if frame is not None:
+                    sizes.add((frame.width, frame.height))
+            finally:
+                reader.close()
+            time.sleep(0.05)
+        stop.write_text("")
+        out, err = returns(lambda: proc.communicate(timeout=120), 150)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert sizes == {(48, 32)}
+    result = json.loads(out)
+    assert result["status"] == "completed", err
+    started = payload(stored(tmp_path, run_id, "s.sqlite")["events"], "run_started")
+    assert started["fastlane"]["video_mode"] == "single"
+    no_shm_left(run_id)
+
+
+MODULE = """
+import json, sys
+import gymnasium as gym
+
+env = gym.make("CartPole-v1")
+env.reset(seed=2)
+done = False
+while not done:
+    _, _, terminated, truncated, _ = env.step(0)
+    done = terminated or truncated
+json.dump(sys.argv, open("argv.json", "w"))
+"""
+
+
+def test_a_module_runs_as_python_m_runs_it(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "train.py").write_text(MODULE)
+    done = mosaic("run", "--module", "pkg.train", "--store", str(tmp_path / "runs.sqlite"),
+                  "--json", "--", "--lr", "3", cwd=tmp_path)  # fmt: skip
+    result = json.loads(done.stdout)
+    assert result["status"] == "completed", done.stderr
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv == [str(tmp_path / "pkg" / "train.py"), "--lr", "3"]
+    config = stored(tmp_path, result["run_id"])["run"]["config"]
+    assert config["module"] == "pkg.train" and config["script"] is None
+    source = (tmp_path / "pkg" / "train.py").read_bytes()
+    assert config["script_sha256"] == hashlib.sha256(source).hexdigest()
+    assert result["counts"]["episodes"] == 1
