@@ -227,8 +227,12 @@ def _script_run(args: argparse.Namespace, script_args: list[str]) -> tuple[Any, 
     """The handle of the built-in script worker and the job of this script: its path (or
     module) checked here, before anything is stored or launched."""
     # CLI start-up time
-    from mosaic_sdk.runner.script_worker import ScriptNotFound, script_job, script_worker_handle
     from mosaic_sdk.runner.supervision.config_input import load_job
+    from mosaic_sdk.runner.supervision.script_worker import (
+        ScriptNotFound,
+        script_job,
+        script_worker_handle,
+    )
 
     base = load_job(args.config or None, args.overrides, run_id=args.run_id)
     try:

@@ -1,11 +1,11 @@
 """The built-in ``script`` worker: an unchanged Python script run as a worker.
 
 ``mosaic run path/to/train.py -- ARGS`` launches ``python -m mosaic_sdk.instrument --config
-PATH`` (the runner's ``script`` worker, :mod:`mosaic_sdk.runner.script_worker`); the SDK's
-``worker_main`` parses it, validates the :class:`~.script_config.ScriptConfig`, gives the
+PATH`` (the runner's ``script`` worker: :mod:`mosaic_sdk.runner.supervision.script_worker`);
+the SDK's ``worker_main`` parses it, validates the :class:`~.script_config.ScriptConfig`, gives the
 telemetry stream the real stdout (what the script prints goes to stderr, the run's log, so a
 script that writes binary to stdout cannot corrupt it), reads control commands from stdin
-(the script gets ``/dev/null`` as its stdin) and calls :func:`run`, which
+(the script gets ``/dev/null`` as its stdin) and runs a :class:`ScriptRun`, which
 
 1. installs the patches (:mod:`mosaic_sdk.instrument`): every env the script makes reports
    steps, episodes and, when it renders ``rgb_array``, frames; its ``AsyncVectorEnv``
