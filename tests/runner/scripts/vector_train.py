@@ -30,8 +30,9 @@ if args.checkpoint:
     mosaic_sdk.script.on_checkpoint(save)
 
 mode = "async" if args.async_envs else "sync"
-envs = gym.make_vec("CartPole-v1", num_envs=args.num_envs, vectorization_mode=mode,
-                    max_episode_steps=30)
+envs = gym.make_vec(
+    "CartPole-v1", num_envs=args.num_envs, vectorization_mode=mode, max_episode_steps=30
+)
 envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
 writer = SummaryWriter("tb")
 seen = {"returns": [], "lengths": [], "scalars": 0}
