@@ -227,6 +227,8 @@ class EpisodeTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
         self._episode: int | None = None
         self._last: tuple[int, float, Any, Any] | None = None
         self._local = sink.local  # decided where the env was made (script or subprocess)
+        #: Whether the env was closed (read through the wrappers above: ``get_wrapper_attr``).
+        self.mosaic_closed = False
 
     def reset(self, **kwargs: Any) -> Any:
         self._return, self._length = 0.0, 0
@@ -305,7 +307,9 @@ class EpisodeTelemetryWrapper(gymnasium.Wrapper):  # type: ignore[type-arg]
         # step line has its episode line (in an env subprocess the relay asked for it first).
         if self._local:
             deliver(self.sink, self.mosaic_unfinished_records())
-        super().close()
+        if not self.mosaic_closed:  # the env beneath is closed once, however often we are
+            self.mosaic_closed = True
+            super().close()
 
 
 def deliver(sink: TelemetrySink, records: list[dict[str, Any]]) -> None:

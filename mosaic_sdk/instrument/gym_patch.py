@@ -99,6 +99,7 @@ class Instrumentation:
         self.made: weakref.WeakSet[Any] = weakref.WeakSet()
         self.original_make = gymnasium.make
         self.original_make_vec = gymnasium.make_vec
+        self._async_base: type = gymnasium.vector.AsyncVectorEnv
         self._fastlane_warned = False
 
     @property
@@ -225,6 +226,7 @@ class Instrumentation:
         )
         self.original_make, self.original_make_vec = saved[0], saved[2]
         sync_base, async_base = saved[4], saved[5]
+        self._async_base = async_base
         gymnasium.make = registration.make = self.make  # type: ignore[assignment]
         gymnasium.make_vec = registration.make_vec = self.make_vec  # type: ignore[assignment]
         vector.SyncVectorEnv = self._vector_factory(sync_base, False)  # type: ignore[misc,assignment]
@@ -250,10 +252,11 @@ class Instrumentation:
         ``AsyncVectorEnv`` that may be mid-step is ended, not asked."""
         for env in list(self.made):
             self.made.discard(env)
-            if getattr(env, "closed", False):
-                continue
             is_vector = isinstance(env, ForwardingVectorWrapper)
-            self._close(env, {"terminate": True} if hurry and is_vector else {})
+            if _closed(env, is_vector):
+                continue
+            is_async = is_vector and isinstance(env.unwrapped, self._async_base)
+            self._close(env, {"terminate": True} if hurry and is_async else {})
 
     def _close(self, env: Any, kwargs: dict[str, Any]) -> None:
         try:
@@ -272,6 +275,17 @@ class Instrumentation:
 
     def __exit__(self, *exc: object) -> None:
         self.uninstall()
+
+
+def _closed(env: Any, is_vector: bool) -> bool:
+    """Whether the script closed ``env`` already (a vector env says so; an env's telemetry
+    wrapper, under whatever wraps it, does)."""
+    if is_vector:
+        return bool(getattr(env, "closed", False))
+    try:
+        return bool(env.get_wrapper_attr("mosaic_closed"))
+    except AttributeError:
+        return False
 
 
 def named_function(spec: str) -> Callable[..., Any]:

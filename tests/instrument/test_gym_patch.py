@@ -205,3 +205,68 @@ def test_frames_only_of_envs_that_render_rgb_array_unless_asked_for_all() -> Non
     with Instrumentation(sink, "t", fastlane_settings=settings, fastlane_hook=frames):
         forced = gymnasium.make("CartPole-v1")  # frames asked for: it renders rgb_array
     assert forced.render_mode == "rgb_array" and len(frames.wrapped) == 1
+
+
+def test_an_env_the_script_closed_is_closed_once() -> None:
+    closes: list[int] = []
+
+    class Counting(gymnasium.Wrapper):  # type: ignore[type-arg]
+        def close(self) -> None:
+            closes.append(1)
+            super().close()
+
+    sink = _sink(RecordingEmitter())
+    inst = Instrumentation(sink, "t").install()
+    try:
+        env = gymnasium.make("CartPole-v1")
+        env.unwrapped.close = lambda: closes.append(0)  # type: ignore[method-assign]
+        env = Counting(env)
+        env.reset(seed=0)
+        env.step(0)
+        env.close()
+        env.close()  # twice by the script: the env beneath still once
+    finally:
+        inst.uninstall()  # and not again at the end
+    assert closes.count(0) == 1 and sink.unfinished == 1
+
+
+class Counter(gymnasium.vector.VectorEnv):  # type: ignore[type-arg]
+    """A vector env of its own, as a library writes one: only reset and step."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int = 2, **kwargs: Any) -> None:
+        self.num_envs = num_envs
+        self.single_observation_space = gymnasium.spaces.Box(0, 10, (1,))
+        self.single_action_space = gymnasium.spaces.Discrete(2)
+        self.observation_space = gymnasium.vector.utils.batch_space(
+            self.single_observation_space, num_envs
+        )
+        self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, num_envs)
+
+    def reset(self, **kwargs: Any) -> Any:
+        return np.zeros((self.num_envs, 1), np.float32), {}
+
+    def step(self, actions: Any) -> Any:
+        n = self.num_envs
+        return np.zeros((n, 1), np.float32), np.ones(n), np.zeros(n, bool), np.zeros(n, bool), {}
+
+
+def test_a_hurried_end_closes_every_kind_of_vector_env_without_complaint() -> None:
+    gymnasium.register("CounterOnly-v0", vector_entry_point=Counter)
+    said: list[str] = []
+    emitter = RecordingEmitter()
+    inst = Instrumentation(_sink(emitter), "t", log=said.append).install()
+    made = [
+        gymnasium.make_vec("CounterOnly-v0", num_envs=2),  # its close takes no terminate=
+        gymnasium.vector.SyncVectorEnv([_short(50)] * 2),
+        gymnasium.vector.AsyncVectorEnv([_short(50)] * 2),
+    ]
+    for envs in made:
+        envs.reset(seed=0)
+        envs.step(envs.action_space.sample())
+    inst.uninstall(hurry=True)  # the run was cancelled: an async env may be mid-step
+    assert said == []
+    assert all(envs.closed for envs in made)
+    # the async env's subprocesses were ended, not asked: its episodes go unreported
+    assert len(emitter.unfinished()) == 4
