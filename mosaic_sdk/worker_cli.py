@@ -118,12 +118,14 @@ def worker_main(
     capabilities: object = None,
     interactive: Callable[[RunContext], InteractiveSession] | None = None,
     control_stdin: BinaryIO | None = None,
+    control_setup: Callable[[ControlChannel], object] | None = None,
 ) -> int:
     """Parse the worker CLI, load the config, run ``run(ctx)``; returns the exit code.
 
     ``describe_dry_run(config)`` may raise ``ValueError`` to fail a dry run (e.g. an env id
     that is not registered); its return value is printed on stderr. ``log_path(config,
-    run_dir)`` sends stray prints to that file instead of stderr.
+    run_dir)`` sends stray prints to that file instead of stderr. ``control_setup(channel)``
+    is called with the run's control channel before it reads the first command.
     """
     args = build_parser(prog or Path(sys.argv[0]).name).parse_args(argv)
     out = claim_stdout()
@@ -188,6 +190,8 @@ def worker_main(
     ctx.control = channel
     if interactive_mode:
         channel.interactive = queue.Queue()
+    if control_setup is not None:
+        control_setup(channel)
     channel.start(control_stdin or _stdin())
 
     def on_signal(signum: int, frame: Any) -> None:

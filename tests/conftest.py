@@ -18,6 +18,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 #: (``-m "not heavy"``) leaves them out. The full run (``./scripts/test``, CI) runs them.
 HEAVY: dict[str, str] = {
     "worker_cleanrl/": "torch and CleanRL's algorithms",
+    "instrument/test_guide_torch.py": "torch (the guide's torch SummaryWriter and CleanRL file)",
     "shm/test_shm_gpu_cuda.py": "torch (CUDA IPC observations; the round trip needs a GPU)",
     "sweeps/test_ray.py": "Ray Tune: starts Ray instances",
     "sweeps/test_ray_search.py": "Ray Tune: a local Ray instance",

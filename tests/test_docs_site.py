@@ -29,6 +29,8 @@ PUBLIC_MODULES = (
     "scaffold",
     "plots",
     "control",
+    "instrument",
+    "script",
 )
 EXTERNAL_RESOURCE = re.compile(r"<(?:script|link|img)\b[^>]*(?:src|href)=\"(https?:)?//", re.I)
 

@@ -33,6 +33,8 @@ FLOORS = {
     "job_descriptor": 1,
     "json_types": 1,
     "exit_status": 1,
+    "instrument": 1,
+    "script": 1,
     "hookspecs": 2,
     "plugins": 2,
     "runner": 3,

@@ -123,9 +123,9 @@ PPO_TAGS = (
 def capture_cost(work: Path, updates: int = 2000, rounds: int = 5) -> tuple[float, float]:
     """Microseconds per ``add_scalar`` call of a file-writing SummaryWriter: (without the
     capture, the capture's extra cost), medians of ``rounds`` alternating measurements."""
-    from mosaic_worker_cleanrl.scalar_series import ScalarSeries
     from torch.utils.tensorboard import SummaryWriter
 
+    from mosaic_sdk.instrument.scalar_series import ScalarSeries
     from mosaic_sdk.telemetry import TelemetryEmitter
 
     def per_call(name: str) -> float:

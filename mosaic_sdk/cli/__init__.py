@@ -69,9 +69,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def split_rest(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """``argv`` before the first ``--``, and what follows it (None without ``--``): the
+    arguments a command hands on untouched (``mosaic run train.py -- --lr 3``)."""
+    items = list(argv)
+    if "--" not in items:
+        return items, None
+    cut = items.index("--")
+    return items[:cut], items[cut + 1 :]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    head, rest = split_rest(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(head)
+    if rest is not None:
+        if not getattr(args, "takes_rest", False):
+            parser.error(f"unrecognized arguments: -- {' '.join(rest)}")
+        args.rest = rest
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -1,6 +1,7 @@
 """``mosaic run NAME [--config FILE] [--set KEY=VALUE]...``: run a worker to its end with a live
-view and store what it writes. Exit code: 0 completed, 1 failed, 130 cancelled, 2 a usage
-or config error."""
+view and store what it writes; ``mosaic run path/to/train.py [-- ARGS]`` (or ``--module
+pkg.train``) runs an unchanged Python script as the built-in ``script`` worker. Exit code:
+0 completed, 1 failed, 130 cancelled, 2 a usage or config error."""
 
 from __future__ import annotations
 
@@ -25,11 +26,26 @@ from mosaic_sdk.runner.storage.store import StoreError
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "run",
-        help="run a worker, store its telemetry, show live progress",
+        help="run a worker or a Python script, store its telemetry, show live progress",
         description="Run a worker as a child process until it ends (Ctrl-C cancels it), store "
-        "every line it writes in the SQLite store, and show its progress.",
+        "every line it writes in the SQLite store, and show its progress. A Python script "
+        "(`mosaic run path/to/train.py -- ARGS`, or `--module pkg.train -- ARGS`) runs "
+        "unchanged as the built-in script worker: every gymnasium env it makes reports its "
+        "steps, episodes and frames, its SummaryWriter scalars become series, and pause, "
+        "resume and stop work inside env.step.",
     )
-    p.add_argument("name", help="worker name (see `mosaic workers list`)")
+    p.add_argument(
+        "name",
+        nargs="?",
+        help="worker name (see `mosaic workers list`), or a Python script to run (a path "
+        "ending in .py or holding a /); the script's own arguments go after --",
+    )
+    p.add_argument(
+        "--module",
+        metavar="MODULE",
+        help="run a Python module as `python -m MODULE` does, from this directory (its "
+        "arguments after --)",
+    )
     add_config_options(p)
     p.add_argument("--run-id", help="use this run id instead of a new ULID")
     add_place_options(p, "the worker", "beside the store, e.g. runs/ for runs.sqlite")
@@ -74,7 +90,13 @@ def register(sub: Any) -> None:
         "tensorboardX: pip install 'mosaic-worker-sdk[tensorboard]')",
     )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    p.set_defaults(handler=cmd_run)
+    p.set_defaults(handler=cmd_run, takes_rest=True, rest=[])
+
+
+def looks_like_script(name: str | None) -> bool:
+    """Whether ``mosaic run NAME`` names a script (``train.py``, ``./train``) rather than a
+    worker (worker names hold no ``/`` and do not end in ``.py``)."""
+    return name is not None and (name.endswith(".py") or "/" in name or os.sep in name)
 
 
 def add_config_options(p: argparse.ArgumentParser) -> None:
@@ -148,11 +170,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.max_line_bytes < 1:
             raise UsageError(f"--max-line-bytes {args.max_line_bytes}: give a number of bytes >= 1")
         limits["max_line_bytes"] = args.max_line_bytes
+    script_args = list(args.rest)
+    script_mode = args.module is not None or looks_like_script(args.name)
+    if args.module is not None and args.name is not None:
+        raise UsageError(
+            f"give a worker or script ({args.name!r}) or --module {args.module}, not both "
+            "(the module's arguments go after --)"
+        )
+    if args.name is None and args.module is None:
+        raise UsageError(
+            "name a worker to run (mosaic workers list) or a script: "
+            "mosaic run path/to/train.py [-- ARGS]"
+        )
+    if script_args and not script_mode:
+        raise UsageError(
+            f"the arguments after -- are a script's, and {args.name!r} is a worker: give it "
+            "its config with --config FILE or --set KEY=VALUE (a script is a path: "
+            "mosaic run ./train.py -- ARGS)"
+        )
     try:
-        handle = resolve_worker(args.name)
-        job = load_job(args.config or None, args.overrides, run_id=args.run_id)
-        if args.preflight:
-            _preflight(handle, job, args)
+        if script_mode:
+            handle, job = _script_run(args, script_args)
+        else:
+            handle = resolve_worker(args.name)
+            job = load_job(args.config or None, args.overrides, run_id=args.run_id)
+            if args.preflight:
+                _preflight(handle, job, args)
         quiet = args.quiet or args.json
         display = PlainDisplay(sys.stdout) if args.plain else choose_display(quiet=quiet)
         supervisor = RunSupervisor(
@@ -168,7 +211,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             **limits,
         )
     except ConfigError as exc:
-        raise UsageError(f"invalid config for worker {args.name!r}: {exc}") from None
+        what = "the script" if script_mode else f"worker {args.name!r}"
+        raise UsageError(f"invalid config for {what}: {exc}") from None
     except (PluginError, StoreError, MosaicHomeError) as exc:
         raise UsageError(str(exc)) from None
     except TypeError as exc:  # a plugin hook answered with the wrong type
@@ -180,7 +224,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(result_dict(result), indent=2, sort_keys=True))
     else:
         print(summary_line(result), flush=True)
+    if script_mode and result.status == "completed" and result.counts.get("episodes") == 0:
+        from mosaic_sdk.instrument.script_config import NO_ENV_NOTICE  # CLI start-up time
+
+        print(f"mosaic: note: {NO_ENV_NOTICE}", file=sys.stderr, flush=True)
     return result.runner_exit_code
+
+
+def _script_run(args: argparse.Namespace, script_args: list[str]) -> tuple[Any, Any]:
+    """The handle of the built-in script worker and the job of this script: its path (or
+    module) checked here, before anything is stored or launched."""
+    # CLI start-up time
+    from mosaic_sdk.runner.supervision.config_input import load_job
+    from mosaic_sdk.runner.supervision.script_worker import (
+        ScriptNotFound,
+        script_job,
+        script_worker_handle,
+    )
+
+    base = load_job(args.config or None, args.overrides, run_id=args.run_id)
+    try:
+        job = script_job(
+            base,
+            script=None if args.module is not None else args.name,
+            module=args.module,
+            args=script_args,
+            stop_grace=args.grace,
+        )
+    except ScriptNotFound as exc:
+        raise UsageError(f"{exc}; nothing was run or stored") from None
+    return script_worker_handle(), job
 
 
 def _stdin_is_terminal() -> bool:
@@ -268,6 +341,8 @@ def summary_line(result: Any) -> str:
         if Path(result.store_path).resolve() == default_store_path().resolve():
             store_opt = ""
     parts = count_parts(c, max(getattr(result, "env_steps", 0), c["steps"]))
+    if c.get("series_points"):
+        parts.append(f"{c['series_points']} series points")
     parts += [f"{c['events']} events", f"{c['log_lines']} log lines"]
     agents = getattr(result, "agents", None) or []
     if agents:

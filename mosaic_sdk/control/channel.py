@@ -67,6 +67,11 @@ class ControlChannel:
         self._parked = False
         self._checkpoints: list[str] = []
         self._checkpoint_fn: Callable[[], str | Path] | None = None
+        #: Why ``checkpoint`` is refused while no callback is registered, and what to do.
+        self.no_checkpoint: tuple[str, str] = (
+            "this worker registered no checkpoint callback",
+            "the worker calls ctx.control.on_checkpoint(save) to accept checkpoint",
+        )
         #: Interactive mode: (kind, payload) items for serve_interactive, else None.
         self.interactive: queue.Queue[tuple[str, Any]] | None = None
         self.interactive_ended = False
@@ -153,13 +158,8 @@ class ControlChannel:
         elif name == "checkpoint":
             self._check_claim(cid, name, "supports_checkpointing")
             if self._checkpoint_fn is None:
-                raise ProtocolError(
-                    "not_supported",
-                    "this worker registered no checkpoint callback",
-                    "the worker calls ctx.control.on_checkpoint(save) to accept checkpoint",
-                    id=cid,
-                    cmd=name,
-                )
+                why, hint = self.no_checkpoint
+                raise ProtocolError("not_supported", why, hint, id=cid, cmd=name)
             with self._lock:
                 self._checkpoints.append(cid)
             self.wake()

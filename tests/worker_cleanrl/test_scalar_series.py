@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from mosaic_worker_cleanrl.scalar_series import ScalarSeries
 
 from mosaic_sdk.cli import main
+from mosaic_sdk.instrument.scalar_series import ScalarSeries
 from mosaic_sdk.runner.storage.store import RunStore
 from worker_cleanrl.worker_runs import needs_upstream, run_worker, unique_run_id
 

@@ -35,7 +35,7 @@ def child_imports_gymnasium() -> str:
 
 
 def switches() -> dict:
-    return {"vars": sorted(k for k in os.environ if k.startswith("CLEANRL_WORKER_")),
+    return {"vars": sorted(k for k in os.environ if k.startswith("MOSAIC_INSTRUMENT_")),
             "site_on_path": "_site" in os.environ.get("PYTHONPATH", "")}
 
 

@@ -21,8 +21,8 @@ from mosaic_sdk.analytics import AnalyticsManifest
 from mosaic_sdk.analytics import write_analytics as write_manifest
 
 if TYPE_CHECKING:
+    from mosaic_sdk.instrument.env_telemetry import TelemetrySink
     from mosaic_worker_cleanrl.config import CleanRLConfig
-    from mosaic_worker_cleanrl.env_telemetry import TelemetrySink
 
 WORKER_TYPE = "cleanrl"
 _STEP_IN_NAME = re.compile(r"(\d+)")

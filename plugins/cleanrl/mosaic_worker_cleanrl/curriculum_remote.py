@@ -10,7 +10,9 @@ reset. The worker therefore:
 - counts the episodes env subprocesses report through telemetry (their records carry the
   stage they were played in) towards the progress (:func:`remote_episode_feeder`).
 
-In the env subprocess, ``sitecustomize`` registers the curriculum env id with a
+In the env subprocess, the SDK's ``sitecustomize`` calls the worker's setup
+(:func:`mosaic_worker_cleanrl.run_setup.prepare_env_subprocess`), which registers the
+curriculum env id with a
 :class:`RemoteProgress` that reads the file (:func:`register_remote`); its ``record`` does
 nothing, the worker does the counting.
 """
@@ -27,7 +29,7 @@ from mosaic_worker_cleanrl.curriculum_env import register_curriculum
 from mosaic_worker_cleanrl.curriculum_schedule import CurriculumStage, ScheduleProgress
 
 #: The variable that names the stage file in an env subprocess's environment.
-CURRICULUM_VAR = "CLEANRL_WORKER_CURRICULUM"
+CURRICULUM_VAR = "MOSAIC_INSTRUMENT_CLEANRL_CURRICULUM"
 STAGE_FILE = ".curriculum_stage.json"
 
 

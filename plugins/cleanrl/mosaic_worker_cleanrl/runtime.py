@@ -5,13 +5,13 @@ stream the real stdout (the script's prints go to ``algorithm.log`` in the run d
 installed the signal handlers. :func:`run` then:
 
 1. resolves the algorithm and builds its command line (``launch_args``);
-2. installs the patches (``instrument``): telemetry and FastLane on every env, the gymnasium
-   0.29 compatibility layer for upstream scripts, the ``sitecustomize`` switch for the env
-   subprocesses of an ``AsyncVectorEnv`` (only they get it), the curriculum env for
-   ``curriculum`` runs;
-3. emits ``run_started``, starts the heartbeat, and runs the script's module with
-   :func:`runpy.run_module` as ``__main__`` in this process (no chain of interpreters), its
-   ``SummaryWriter`` scalars reported as series (``scalar_series``), its TensorBoard files
+2. installs the SDK's patches (:mod:`mosaic_sdk.instrument`, set up by ``run_setup``):
+   telemetry and FastLane on every env, the gymnasium 0.29 compatibility layer for upstream
+   scripts, the ``sitecustomize`` switch for the env subprocesses of an ``AsyncVectorEnv``
+   (only they get it), the curriculum env for ``curriculum`` runs;
+3. emits ``run_started``, starts the heartbeat, and runs the script's module as ``__main__``
+   in this process (no chain of interpreters; :func:`mosaic_sdk.instrument.execution.execute`),
+   its ``SummaryWriter`` scalars reported as series (``scalar_series``), its TensorBoard files
    written only with ``track_tensorboard``;
 4. maps the outcome to exactly one terminal event: ``run_completed``; ``run_cancelled`` on
    SIGTERM/SIGINT (the signal interrupts the script at once); ``run_failed`` with the
@@ -24,17 +24,17 @@ installed the signal handlers. :func:`run` then:
 from __future__ import annotations
 
 import os
-import runpy
-import signal
-import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
+from mosaic_sdk.instrument.env_telemetry import TelemetrySink
+from mosaic_sdk.instrument.execution import ScriptTarget, execute
+from mosaic_sdk.instrument.gym_patch import Instrumentation
+from mosaic_sdk.instrument.scalar_series import ScalarSeries
 from mosaic_sdk.telemetry import Heartbeat
 from mosaic_sdk.worker_cli import RunContext
 from mosaic_worker_cleanrl.analytics import collect_checkpoints, log_tail, write_analytics
@@ -51,25 +51,17 @@ from mosaic_worker_cleanrl.curriculum_remote import (
     remote_episode_feeder,
 )
 from mosaic_worker_cleanrl.curriculum_schedule import ScheduleProgress
-from mosaic_worker_cleanrl.env_telemetry import TelemetrySink
 from mosaic_worker_cleanrl.evaluation import run_policy_eval
-from mosaic_worker_cleanrl.instrument import Instrumentation
 from mosaic_worker_cleanrl.launch_args import build_argv
 from mosaic_worker_cleanrl.legacy_gym import gym_module_on_path
 from mosaic_worker_cleanrl.platform_config import METADATA_FIELDS, resolve_run, wandb_environment
 from mosaic_worker_cleanrl.registry import AlgorithmSpec, resolve
 from mosaic_worker_cleanrl.run_setup import install_instrumentation, make_sink
-from mosaic_worker_cleanrl.scalar_series import ScalarSeries
 from mosaic_worker_cleanrl.stderr_tail import StderrTail
 from mosaic_worker_cleanrl.upstream_outputs import OutputRedirect
 from mosaic_worker_cleanrl.upstream_video import skip_recording
 
 LOG_NAME = "algorithm.log"
-
-
-class RunCancelled(BaseException):
-    """Raised in the script's frame by SIGTERM/SIGINT (a BaseException: ``except Exception``
-    in a script does not swallow it)."""
 
 
 def run(ctx: RunContext) -> None:
@@ -89,81 +81,34 @@ def run(ctx: RunContext) -> None:
     run_algorithm(ctx, config, resolution.ignored)
 
 
-def _cancel_handler(ctx: RunContext) -> Callable[[int, FrameType | None], None]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        ctx.cancel_signal = signum
-        ctx.cancel.set()
-        raise RunCancelled(signal.Signals(signum).name)
-
-    return handler
-
-
 def execute_module(
     ctx: RunContext,
     algo: AlgorithmSpec,
     argv: list[str],
     patches: Sequence[Callable[[], Callable[[], None]]] = (),
 ) -> tuple[str, Any]:
-    """Run the script's module as ``__main__``; returns (outcome, detail).
+    """Run the script's module as ``__main__`` in the run directory (the SDK's
+    :func:`~mosaic_sdk.instrument.execution.execute`); returns (outcome, detail).
 
     outcome is ``completed``, ``cancelled`` (detail: the signal name) or ``failed`` (detail: a
     dict with error, error_type, traceback). ``patches`` are installed just before the
-    script runs, where SIGTERM already stops the run at once (installing one may import
-    torch, seconds on a busy machine), and undone after it, in reverse order.
+    script runs and undone after it, in reverse order.
     """
-    saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
-    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    os.chdir(ctx.run_dir)
-    sys.argv = [str(algo.path), *argv]
-    if algo.import_root is not None:
-        sys.path.insert(0, str(algo.import_root))
-    outcome: tuple[str, Any]
-    try:
-        if ctx.cancelled:  # a signal arrived before we got here
-            raise RunCancelled("before start")
-        for signum in previous:
-            signal.signal(signum, _cancel_handler(ctx))
-        undo: list[Callable[[], None]] = []
-        try:
-            for install in patches:
-                undo.append(install())
-            runpy.run_module(algo.module, run_name="__main__", alter_sys=True)
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-            while undo:
-                undo.pop()()
-        outcome = ("completed", None)
-    except RunCancelled as exc:
-        outcome = ("cancelled", str(exc))
-    except SystemExit as exc:
-        code = exc.code
-        if code in (None, 0):
-            outcome = ("completed", None)
+    target = ScriptTarget(module=algo.module, import_root=algo.import_root)
+    ending = execute(ctx, target, argv, cwd=ctx.run_dir, patches=patches)
+    if ending.outcome == "cancelled":
+        return "cancelled", ending.reason
+    if ending.outcome == "failed":
+        if ending.error_type == "SystemExit":
+            error = f"{algo.module} exited with status {ending.exit_code}"
         else:
-            outcome = (
-                "failed",
-                {"error": f"{algo.module} exited with status {code}", "error_type": "SystemExit",
-                 "traceback": None},
-            )  # fmt: skip
-    except Exception as exc:  # noqa: BLE001 - the script's crash becomes run_failed
-        text = traceback.format_exc()
-        sys.stderr.write(text)  # as Python would print it: into the run's stderr log
-        sys.stderr.flush()
-        outcome = (
-            "failed",
-            {"error": str(exc) or type(exc).__name__, "error_type": type(exc).__name__,
-             "traceback": text},
-        )  # fmt: skip
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-        os.chdir(saved_cwd)
-        try:
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass
-    return outcome
+            error = ending.message or str(ending.error_type)
+        return "failed", {
+            "error": error,
+            "error_type": ending.error_type,
+            "traceback": ending.traceback,
+        }
+    return "completed", None
 
 
 def run_algorithm(
@@ -217,7 +162,7 @@ def run_algorithm(
         detail = {"error": str(exc) or type(exc).__name__, "error_type": type(exc).__name__,
                   "traceback": traceback.format_exc()}  # fmt: skip
     finally:
-        inst.uninstall()
+        inst.uninstall(hurry=outcome != "completed")
         if undo_curriculum is not None:
             undo_curriculum()
     if isinstance(detail, dict):
@@ -251,7 +196,7 @@ def _scalar_series(
 ) -> list[Callable[[], Callable[[], None]]]:
     """The patch that makes the script's TensorBoard scalars series, and writes its
     TensorBoard files only with ``track_tensorboard`` (see
-    :mod:`mosaic_worker_cleanrl.scalar_series`); none when neither is asked for."""
+    :mod:`mosaic_sdk.instrument.scalar_series`); none when neither is asked for."""
     files = config.track_tensorboard is not False  # None (not resolved): as by default
     if not config.scalar_series and files:
         return []
@@ -356,4 +301,4 @@ def finish(
         )
 
 
-__all__ = ["LOG_NAME", "RunCancelled", "execute_module", "run", "run_algorithm"]
+__all__ = ["LOG_NAME", "execute_module", "run", "run_algorithm"]

@@ -6,7 +6,7 @@ compile workers, a nested ``mosaic run``, anything the script or an env starts).
 therefore never sits in the worker's environment:
 
 1. The worker builds the variables once (:func:`child_variables`) and hands them to its
-   :class:`~mosaic_worker_cleanrl.instrument.Instrumentation`.
+   :class:`~mosaic_sdk.instrument.gym_patch.Instrumentation`.
 2. While the patched ``AsyncVectorEnv`` runs the real constructor
    (:func:`exported_to_processes`), each ``multiprocessing`` process that thread starts
    starts with the variables in ``os.environ`` and ``PYTHONPATH`` led by the directory that
@@ -20,6 +20,9 @@ therefore never sits in the worker's environment:
    child (``spawn``) or fork server (``forkserver``); the resource tracker that
    ``multiprocessing`` may start in the same moment is left alone. The patched code in the env
    subprocess passes the variables on to the env subprocesses *it* starts, the same way.
+   A worker may name a function of its own (``setup``, ``module:function``), called there
+   with the instrumentation before it is installed (the CleanRL worker's gymnasium 0.29
+   layer and env families); its own variables share the prefix (:data:`PREFIX`).
 
 Another thread that starts a process at the very moment of step 2 (the environment is shared
 by the whole process) may pass the variables on: that process is not patched unless it is a
@@ -37,30 +40,41 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-SWITCH = "CLEANRL_WORKER_SITECUSTOMIZE"
+#: Every variable of the patch starts with this (a worker's own ones too): all are consumed.
+PREFIX = "MOSAIC_INSTRUMENT_"
+SWITCH = PREFIX + "SITECUSTOMIZE"
+#: ``module:function`` called in the env subprocess with (instrumentation, variables).
+SETUP = PREFIX + "SETUP"
 SITE_DIR = Path(__file__).resolve().parent / "_site"
-PREFIX = "CLEANRL_WORKER_"
 
 
 def child_variables(
     *,
-    compat: bool,
     render_frames: bool,
     owner_pid: int,
     steps: bool = True,
     step_every: int = 20,
     step_rate: float | None = None,
+    setup: str | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The ``CLEANRL_WORKER_*`` variables that switch the patch on in an env subprocess."""
-    return {
+    """The ``MOSAIC_INSTRUMENT_*`` variables that switch the patch on in an env subprocess;
+    ``extra``: a worker's own (each name must start with :data:`PREFIX`)."""
+    variables = {
         SWITCH: "1",
-        "CLEANRL_WORKER_GYM_COMPAT": "1" if compat else "0",
-        "CLEANRL_WORKER_RENDER": "1" if render_frames else "0",
-        "CLEANRL_WORKER_PID": str(owner_pid),
-        "CLEANRL_WORKER_STEPS": "1" if steps else "0",
-        "CLEANRL_WORKER_STEP_EVERY": str(step_every),
-        "CLEANRL_WORKER_STEP_RATE": str(step_rate or 0),
+        PREFIX + "RENDER": "1" if render_frames else "0",
+        PREFIX + "PID": str(owner_pid),
+        PREFIX + "STEPS": "1" if steps else "0",
+        PREFIX + "STEP_EVERY": str(step_every),
+        PREFIX + "STEP_RATE": str(step_rate or 0),
     }
+    if setup:
+        variables[SETUP] = setup
+    for key, value in (extra or {}).items():
+        if not key.startswith(PREFIX):
+            raise ValueError(f"{key}: a variable of the env-subprocess patch starts with {PREFIX}")
+        variables[key] = str(value)
+    return variables
 
 
 def _without_site_dir(path: str) -> list[str]:
@@ -168,7 +182,7 @@ def exported_to_processes(variables: Mapping[str, str]) -> Iterator[None]:
 
 # -- in the new interpreter ---------------------------------------------------------------
 def consume(environ: MutableMapping[str, str]) -> dict[str, str]:
-    """Remove the ``CLEANRL_WORKER_*`` variables and our directory on ``PYTHONPATH`` from
+    """Remove the ``MOSAIC_INSTRUMENT_*`` variables and our directory on ``PYTHONPATH`` from
     ``environ``; returns the variables removed."""
     taken = {key: environ.pop(key) for key in [k for k in environ if k.startswith(PREFIX)]}
     if "PYTHONPATH" in environ:
@@ -194,14 +208,14 @@ def subprocess_variables(
 ) -> dict[str, str] | None:
     """Run by ``sitecustomize`` at start-up: consume the variables (see the module docstring).
     Returns them when this is an env subprocess to patch
-    (:func:`~mosaic_worker_cleanrl.instrument.instrument_subprocess`); None when the switch is
+    (:func:`~mosaic_sdk.instrument.gym_patch.instrument_subprocess`); None when the switch is
     off, this is the worker process itself, or not a ``multiprocessing`` child."""
     if SWITCH not in environ:
         return None
     variables = consume(environ)
     if variables[SWITCH] != "1":
         return None
-    owner = int(variables.get("CLEANRL_WORKER_PID", "0") or 0)
+    owner = int(variables.get(PREFIX + "PID", "0") or 0)
     if owner == os.getpid():
         return None
     if not started_by_multiprocessing(sys.orig_argv if argv is None else argv):
@@ -210,6 +224,8 @@ def subprocess_variables(
 
 
 __all__ = [
+    "PREFIX",
+    "SETUP",
     "SITE_DIR",
     "SWITCH",
     "child_variables",

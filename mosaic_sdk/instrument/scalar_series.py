@@ -1,8 +1,9 @@
 """Every scalar a script gives TensorBoard becomes a series: ``add_scalar`` / ``add_scalars``.
 
-CleanRL scripts report their numbers (losses, learning rate, SPS, episode returns) only through
-``torch.utils.tensorboard.SummaryWriter``. While :class:`ScalarSeries` is installed, the
-writer's ``add_scalar(tag, value, global_step)`` and ``add_scalars(main_tag, {key: value},
+Many training scripts (CleanRL's among them) report their numbers (losses, learning rate, SPS,
+episode returns) only through ``torch.utils.tensorboard.SummaryWriter`` or
+``tensorboardX.SummaryWriter``. While :class:`ScalarSeries` is installed, either writer's
+``add_scalar(tag, value, global_step)`` and ``add_scalars(main_tag, {key: value},
 global_step)`` also hand the value to the run's telemetry as a point of the series ``tag``
 (``main_tag/key`` for ``add_scalars``) at x = ``global_step`` (0 when the script gives none,
 as TensorBoard stores it), through :meth:`~mosaic_sdk.telemetry.TelemetryEmitter.metrics`.
@@ -11,6 +12,9 @@ Points of one step are sent as one ``metrics`` event: a point is held until the 
 to another step, repeats a tag at the same step (two envs ending an episode at once), flushes
 or closes its writer, or the run ends (:meth:`ScalarSeries.flush`). A PPO update's nine
 scalars make one line.
+
+Neither torch nor tensorboardX is imported for this: each writer is patched when the script
+imports its module (:func:`~mosaic_sdk.instrument.import_hooks.when_imported`).
 
 ``write_files=False`` (the platform's ``TRACK_TENSORBOARD=0``) keeps TensorBoard files off
 the disk: every writer made while installed gets a file writer that drops what it is given,
@@ -22,13 +26,21 @@ reports (a forked child's writer, if any, does not write on the telemetry stream
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
+
+from mosaic_sdk.instrument.import_hooks import when_imported
 
 #: ``emit(values, step)``: how held points leave (the emitter's ``metrics``).
 Emit = Callable[[dict[str, float], int], Any]
+#: The modules that define a ``SummaryWriter`` this capture patches.
+WRITER_MODULES = ("torch.utils.tensorboard.writer", "tensorboardX.writer")
+#: The writer methods replaced while installed.
+PATCHED = ("__init__", "_get_file_writer", "add_scalar", "add_scalars", "flush", "close")
+#: Set on a patched writer class: the capture that patched it.
+_MARK = "_mosaic_scalar_series"
 
 
 class _DroppedFiles:
@@ -128,20 +140,39 @@ class ScalarSeries:
 
     # -- the patch --------------------------------------------------------------------------
     def install(self) -> Callable[[], None]:
-        """Patch ``torch.utils.tensorboard.SummaryWriter`` (when torch and tensorboard are
-        installed); returns the function that restores it and sends what is held."""
-        if importlib.util.find_spec("torch") is None or (
-            importlib.util.find_spec("tensorboard") is None
-        ):
-            return self.flush
-        from torch.utils.tensorboard import SummaryWriter  # optional dependency (tensorboard)
+        """Patch the ``SummaryWriter`` of ``torch.utils.tensorboard`` and of ``tensorboardX``
+        (each when its module is imported, at once if it already is: a script that imports
+        neither never loads them); returns the function that restores them and sends what is
+        held."""
+        undo: list[Callable[[], None]] = []
 
+        def patch(module: ModuleType) -> None:
+            writer = getattr(module, "SummaryWriter", None)
+            if isinstance(writer, type):
+                undo.append(self._patch_class(writer))
+
+        cancels = [when_imported(name, patch) for name in WRITER_MODULES]
+
+        def restore() -> None:
+            for cancel in cancels:
+                cancel()
+            while undo:
+                undo.pop()()
+            self.flush()
+
+        return restore
+
+    def _patch_class(self, writer_class: type) -> Callable[[], None]:
+        """Patch one ``SummaryWriter`` class; returns its restore (nothing to do when another
+        capture has it: a module reloaded, or a second install)."""
+        if writer_class.__dict__.get(_MARK) is not None:
+            return lambda: None
         series = self
         saved = {
-            name: SummaryWriter.__dict__[name]
-            for name in ("__init__", "_get_file_writer", "add_scalar", "add_scalars", "flush",
-                         "close")
-        }  # fmt: skip
+            name: writer_class.__dict__[name] for name in PATCHED if name in writer_class.__dict__
+        }
+        if len(saved) < len(PATCHED):
+            return lambda: None  # not the writer we know
 
         @functools.wraps(saved["__init__"])
         def init(writer: Any, *args: Any, **kwargs: Any) -> None:
@@ -153,8 +184,9 @@ class ScalarSeries:
             if not getattr(writer, "_mosaic_no_files", False):
                 return saved["_get_file_writer"](writer)
             if writer.all_writers is None or writer.file_writer is None:
-                writer.file_writer = _DroppedFiles(writer.log_dir)
-                writer.all_writers = {writer.log_dir: writer.file_writer}
+                log_dir = getattr(writer, "log_dir", None) or getattr(writer, "logdir", None)
+                writer.file_writer = _DroppedFiles(log_dir)
+                writer.all_writers = {log_dir: writer.file_writer}
             return writer.file_writer
 
         @functools.wraps(saved["add_scalar"])
@@ -193,14 +225,15 @@ class ScalarSeries:
                    "add_scalar": add_scalar, "add_scalars": add_scalars, "flush": flush,
                    "close": close}  # fmt: skip
         for name, function in patched.items():
-            setattr(SummaryWriter, name, function)
+            setattr(writer_class, name, function)
+        setattr(writer_class, _MARK, self)
 
         def restore() -> None:
             for name, function in saved.items():
-                setattr(SummaryWriter, name, function)
-            series.flush()
+                setattr(writer_class, name, function)
+            delattr(writer_class, _MARK)
 
         return restore
 
 
-__all__ = ["Emit", "ScalarSeries"]
+__all__ = ["WRITER_MODULES", "Emit", "ScalarSeries"]
