@@ -125,10 +125,14 @@ def choose_mode(
         return AutoChoice("inline", f"{figures} < {low * 1e6:.0f} us", cost)
     if saved > high:
         return AutoChoice("process", f"{figures} > {high * 1e6:.0f} us", cost)
+    by_threshold = "process" if saved > INLINE_BELOW else "inline"
+    threshold = f"{figures} (threshold {INLINE_BELOW * 1e6:.0f} us)"
     if race is None:
-        chosen = "process" if saved > INLINE_BELOW else "inline"
-        return AutoChoice(chosen, f"{figures} (threshold {INLINE_BELOW * 1e6:.0f} us)", cost)
-    rates = race()
+        return AutoChoice(by_threshold, threshold, cost)
+    try:
+        rates = race()
+    except Exception as exc:  # the race never fails a construction: the rule decides
+        return AutoChoice(by_threshold, f"{threshold}; the race failed: {exc!r}"[:300], cost)
     chosen = "process" if rates["process"] > rates["inline"] else "inline"
     reason = (
         f"measured {rates['inline']:.0f} steps/s inline, {rates['process']:.0f} with "

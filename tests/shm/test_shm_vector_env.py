@@ -440,3 +440,14 @@ def test_auto_without_a_race_when_the_choice_is_plain() -> None:
     asked = ShmVectorEnv([lifetime()], mode="inline")
     assert asked.auto_choice is None
     asked.close()
+
+
+def test_a_failed_race_leaves_the_choice_to_the_threshold(always_race) -> None:
+    """A race that cannot run (a throwaway env that fails) never fails the construction."""
+
+    def broken_race() -> dict[str, float]:
+        raise OSError("no host processes here")
+
+    choice = inline.choose_mode("auto", [lifetime()], 8, 2, False, broken_race)
+    assert choice.mode == "inline" and choice.rates is None
+    assert "the race failed: OSError('no host processes here')" in choice.reason
