@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import functools
+import statistics
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -21,6 +23,12 @@ INLINE_BELOW = 200e-6
 PROBE_STEPS = 64
 PROBE_SECONDS = 0.25
 WARM_UP = 4
+#: Work the host processes would take off the trainer per batch (seconds, the rule below) under
+#: which ``auto`` steps inline, and above which it uses processes, without racing the two.
+RACE_BETWEEN = (INLINE_BELOW / 8, INLINE_BELOW * 8)
+#: Seconds ``auto`` spends timing both modes in turns, when it races them.
+RACE_SECONDS = 0.3
+RACE_STEPS = 4  # vector steps per mode per turn
 
 
 def constructors(
@@ -77,27 +85,93 @@ def step_cost(make: Callable[[], Any], steps: int = PROBE_STEPS) -> float:
         env.close()
 
 
+@dataclass(frozen=True)
+class AutoChoice:
+    """What ``mode="auto"`` chose and why: ``step_cost`` (seconds per step of one env, None
+    when not measured) and ``rates`` (vector steps per second of each mode, when it raced
+    them: throwaway copies of the envs, stepped in turns)."""
+
+    mode: str
+    reason: str
+    step_cost: float | None = None
+    rates: dict[str, float] | None = None
+
+
 def choose_mode(
     mode: str,
     fns: Sequence[Callable[[], Any]],
     batch_envs: int,
     workers: int,
     process_only: bool,
-) -> tuple[str, float | None]:
-    """``(mode chosen, measured seconds per env step or None)`` for ``mode``.
-
-    Host processes win when the part of a batch they take off the trainer, ``cost x
-    batch_envs x (1 - 1 / workers)``, exceeds ``INLINE_BELOW`` (so never with one worker).
+    race: Callable[[], dict[str, float]] | None = None,
+) -> AutoChoice:
+    """What ``mode`` gives: for ``"auto"``, from the work host processes would take off the
+    trainer per batch, ``saved = cost x batch_envs x (1 - 1 / workers)`` (nothing with one
+    worker): inline below ``RACE_BETWEEN[0]``, processes above ``RACE_BETWEEN[1]``; in
+    between, the faster in ``race()`` (steps per second of each mode), or without a race the
+    side of ``INLINE_BELOW`` that ``saved`` is on.
     """
     if mode not in MODES:
         raise ValueError(f"mode={mode!r} is not one of {MODES}")
     if mode != "auto":
-        return mode, None
+        return AutoChoice(mode, "asked for")
     if process_only:
-        return "process", None
+        return AutoChoice("process", "num_workers, name or context asks for host processes")
     cost = step_cost(fns[0])
     saved = cost * batch_envs * (1.0 - 1.0 / max(1, workers))
-    return ("process" if saved > INLINE_BELOW else "inline"), cost
+    low, high = RACE_BETWEEN
+    figures = f"{cost * 1e6:.1f} us per env step, {saved * 1e6:.0f} us saved per batch"
+    if workers <= 1 or saved < low:
+        return AutoChoice("inline", f"{figures} < {low * 1e6:.0f} us", cost)
+    if saved > high:
+        return AutoChoice("process", f"{figures} > {high * 1e6:.0f} us", cost)
+    by_threshold = "process" if saved > INLINE_BELOW else "inline"
+    threshold = f"{figures} (threshold {INLINE_BELOW * 1e6:.0f} us)"
+    if race is None:
+        return AutoChoice(by_threshold, threshold, cost)
+    try:
+        rates = race()
+    except Exception as exc:  # the race never fails a construction: the rule decides
+        return AutoChoice(by_threshold, f"{threshold}; the race failed: {exc!r}"[:300], cost)
+    chosen = "process" if rates["process"] > rates["inline"] else "inline"
+    reason = (
+        f"measured {rates['inline']:.0f} steps/s inline, {rates['process']:.0f} with "
+        f"{workers} host processes ({figures})"
+    )
+    return AutoChoice(chosen, reason, cost, rates)
+
+
+def race_modes(
+    build: Callable[[str], Any], seconds: float = RACE_SECONDS, steps: int = RACE_STEPS
+) -> dict[str, float]:
+    """Vector steps per second of ``build("inline")`` and ``build("process")`` (vector envs,
+    closed here), each reset with seed 0 and stepped ``steps`` at a time in turns for about
+    ``seconds``: the median turn of each."""
+    envs: dict[str, Any] = {}
+    try:
+        for mode in ("inline", "process"):
+            envs[mode] = build(mode)
+        first = envs["inline"]
+        space = copy.deepcopy(first.action_space)
+        space.seed(0)
+        actions = [space.sample() for _ in range(steps)]
+        turns: dict[str, list[float]] = {mode: [] for mode in envs}
+        for env in envs.values():
+            env.reset(seed=0)
+            for action in actions:  # warm-up, untimed
+                env.step(action)
+        clock = time.perf_counter
+        deadline = clock() + seconds
+        while len(turns["inline"]) < 3 or clock() < deadline:
+            for mode, env in envs.items():
+                start = clock()
+                for action in actions:
+                    env.step(action)
+                turns[mode].append(clock() - start)
+        return {mode: steps / max(statistics.median(t), 1e-9) for mode, t in turns.items()}
+    finally:
+        for env in envs.values():
+            env.close()
 
 
 class LocalArea:

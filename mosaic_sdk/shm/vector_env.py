@@ -4,7 +4,7 @@
     obs, infos = envs.reset(seed=42)  # or async_reset, then recv/send
     obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
 
-``mode`` says where the envs run: host processes, this process, or ``"auto"`` (the cheaper).
+``mode`` says where the envs run: host processes, this process, or ``"auto"`` (the faster).
 """
 
 from __future__ import annotations
@@ -81,8 +81,10 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     infos["env_id"])`` (``batch_size`` a multiple of the envs per worker).
 
     ``env_fns``: env constructors, or an env id with ``num_envs``. ``mode``: ``"process"``,
-    ``"inline"`` or ``"auto"`` (``self.mode`` the choice). ``num_workers`` host processes
-    (default 1, or for async the most, up to 16, that divide the envs and the batch).
+    ``"inline"`` or ``"auto"`` (``self.mode`` the choice, ``self.auto_choice`` its reason and
+    figures: it races both modes on throwaway copies of the envs when the choice is close).
+    ``num_workers`` host processes (default 1, or for async the most, up to 16, that divide
+    the envs and the batch).
     ``copy=False`` returns views into shared memory (overwritten by the next step).
     ``render_images=True`` fills the image region ``render()`` reads. ``side_size``: bytes per
     side area, for infos and observations without a fixed row.
@@ -91,6 +93,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
     _host: EnvHostHandle | None = None
     _client: SharedMemoryClient | None = None
     _engine: Any = None
+    auto_choice: inline.AutoChoice | None = None
     _pool: AsyncSlices | None = None
     closed = False
 
@@ -121,7 +124,29 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         batch = rules.batch_size(batch_size, n)
         process_only = num_workers is not None or name is not None or context is not None
         auto_workers = _auto_workers(n, batch)
-        self.mode, self.step_cost = inline.choose_mode(mode, fns, batch, auto_workers, process_only)
+
+        def race() -> dict[str, float]:
+            return inline.race_modes(
+                lambda m: ShmVectorEnv(
+                    fns,
+                    copy=copy,
+                    observation_mode=observation_mode,
+                    autoreset_mode=reset_mode,
+                    mode=m,
+                    num_workers=auto_workers if m == "process" else None,
+                    render_images=render_images,
+                    spin=spin,
+                    timeout=timeout,
+                    side_size=side_size,
+                )
+            )
+
+        # lock-step only: the race times step(), not send/recv
+        choice = inline.choose_mode(
+            mode, fns, batch, auto_workers, process_only, race if batch == n else None
+        )
+        self.auto_choice = choice if mode == "auto" else None
+        self.mode, self.step_cost = choice.mode, choice.step_cost
         self.batch_size = batch
         if self.mode == "inline":
             self._engine = engine = inline.InlineEngine(fns, reset_mode.value, render_images)
@@ -180,7 +205,7 @@ class ShmVectorEnv(VectorEnv):  # type: ignore[misc]
         """
         self = cls.__new__(cls)
         self._owner_pid = os.getpid()
-        self.mode, self.step_cost = "process", None
+        self.mode, self.step_cost, self.auto_choice = "process", None, None
         rules.check_observation_mode(observation_mode)
         client = SharedMemoryClient(name, timeout=timeout)
         self._client = client

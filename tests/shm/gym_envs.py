@@ -162,3 +162,32 @@ def gated(index: int, gate: str | None = None, done_every: int = 5):  # noqa: AN
 
 def slow(index: int, delay: float):  # noqa: ANN201
     return lambda: SlowEnv(index, delay)
+
+
+class LifetimeEnv(gym.Env):
+    """Observes ``[steps, resets]`` counted since it was built (a reset does not clear them),
+    so an env stepped before the trainer sees it shows; each step sleeps ``delay`` seconds."""
+
+    observation_space = gym.spaces.Box(0, 1e9, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.steps = 0
+        self.resets = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+        super().reset(seed=seed)
+        self.resets += 1
+        return np.array([self.steps, self.resets], np.float32), {}
+
+    def step(self, action: Any) -> tuple:
+        if self.delay:
+            time.sleep(self.delay)
+        self.steps += 1
+        obs = np.array([self.steps, self.resets], np.float32)
+        return obs, float(self.np_random.random()), False, False, {}
+
+
+def lifetime(delay: float = 0.0):  # noqa: ANN201
+    return lambda: LifetimeEnv(delay)

@@ -9,11 +9,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from mosaic_sdk.shm import inline
 from mosaic_sdk.shm.client import SharedMemoryClient
 from mosaic_sdk.shm.host import launch_env_host
+from mosaic_sdk.shm.processes import cpus
 from mosaic_sdk.shm.segment import segment_exists
 from mosaic_sdk.shm.sync import PeerGoneError, PeerWatch
 from mosaic_sdk.shm.vector_env import ShmVectorEnv
+from tests.shm.gym_envs import lifetime
 
 
 def cartpoles(n: int, **kwargs):  # noqa: ANN201
@@ -357,3 +360,94 @@ def test_an_overwritten_header_is_a_corruption_error_at_once(segments, start, si
     assert f"shm transport {name!r} is corrupt" in line and "start a new one" in line
     if start == 0:
         assert "its header changed under this process (magic, version" in line
+
+
+def _children() -> set[int]:
+    """Pids of this process's live children."""
+    pids: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as f:
+            pids.update(int(p) for p in f.read().split())
+    return pids
+
+
+def _shm_entries() -> set[str]:
+    return set(os.listdir("/dev/shm"))
+
+
+@pytest.fixture
+def always_race(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mode="auto"`` races the two modes whatever one env's step costs."""
+    monkeypatch.setattr(inline, "RACE_BETWEEN", (0.0, float("inf")))
+
+
+@pytest.mark.skipif(cpus() < 2, reason="host processes cannot gain on one CPU")
+@pytest.mark.timeout(120)
+def test_auto_races_the_modes_and_picks_processes_for_envs_that_sleep(always_race) -> None:
+    """4 envs that sleep 2 ms a step: two host processes halve the wait, whatever the load."""
+    envs = ShmVectorEnv([lifetime(0.002) for _ in range(4)])
+    try:
+        choice = envs.auto_choice
+        assert choice is not None and choice.rates is not None, choice
+        assert set(choice.rates) == {"inline", "process"}
+        assert envs.mode == choice.mode == "process", choice
+        assert "measured" in choice.reason and "host processes" in choice.reason
+        assert segment_exists(envs.segment_name)
+        obs, _ = envs.reset(seed=5)
+        # throwaway copies were raced: these envs were never reset or stepped before
+        np.testing.assert_array_equal(obs, [[0, 1]] * 4)
+        np.testing.assert_array_equal(envs.step(np.zeros(4, np.int64))[0], [[1, 1]] * 4)
+    finally:
+        name = envs.segment_name
+        envs.close()
+    assert not segment_exists(name)
+
+
+@pytest.mark.timeout(120)
+def test_auto_race_picks_inline_for_few_cheap_envs_and_leaves_nothing_behind(
+    always_race,
+) -> None:
+    """2 envs that do no work: a cross-process wake costs more than they do. The raced host
+    processes and their segment are gone; what the trainer sees is a fresh, seeded env."""
+    shm_before, children_before = _shm_entries(), _children()
+    envs = ShmVectorEnv([lifetime() for _ in range(2)])
+    try:
+        choice = envs.auto_choice
+        assert choice is not None and choice.rates is not None, choice
+        assert envs.mode == choice.mode == "inline", choice
+        assert envs.segment_name is None
+        assert _shm_entries() <= shm_before
+        assert _children() <= children_before
+        obs, _ = envs.reset(seed=9)
+        np.testing.assert_array_equal(obs, [[0, 1]] * 2)
+        rewards = envs.step(np.zeros(2, np.int64))[1]
+        ref = gym.vector.SyncVectorEnv([lifetime() for _ in range(2)])
+        ref.reset(seed=9)
+        np.testing.assert_array_equal(rewards, ref.step(np.zeros(2, np.int64))[1])
+        ref.close()
+    finally:
+        envs.close()
+
+
+def test_auto_without_a_race_when_the_choice_is_plain() -> None:
+    """Two envs that do no work save far less than a wake costs: inline, not raced."""
+    envs = ShmVectorEnv([lifetime() for _ in range(2)])
+    try:
+        assert envs.mode == "inline" and envs.auto_choice is not None
+        assert envs.auto_choice.rates is None and envs.auto_choice.step_cost is not None
+    finally:
+        envs.close()
+    asked = ShmVectorEnv([lifetime()], mode="inline")
+    assert asked.auto_choice is None
+    asked.close()
+
+
+def test_a_failed_race_leaves_the_choice_to_the_threshold(always_race) -> None:
+    """A race that cannot run (a throwaway env that fails) never fails the construction."""
+
+    def broken_race() -> dict[str, float]:
+        raise OSError("no host processes here")
+
+    choice = inline.choose_mode("auto", [lifetime()], 8, 2, False, broken_race)
+    assert choice.mode == "inline" and choice.rates is None
+    assert "the race failed: OSError('no host processes here')" in choice.reason
