@@ -89,8 +89,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if heavy_reason(item.path) is not None or item.get_closest_marker("ray"):
             item.add_marker(pytest.mark.heavy)
         group = "ray" if item.get_closest_marker("ray") else serial_group(item.path)
+        # The scaffold's end-to-end tests share one baked project and fresh venv per variant
+        # (a module-scoped fixture): all of a variant's tests in one process build it once.
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if group is None and "baked" in params:
+            group = f"scaffold-{params['baked']}"
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    # Longest first: xdist hands out the groups (largest first), then single tests in this
+    # order, a few at a time to whichever process is free; the heavy files (minutes each:
+    # CleanRL's learning runs, fresh venvs) start early instead of making the run's tail.
+    items.sort(key=lambda item: heavy_reason(item.path) is None)
+
+
+class XdistGroupNames:
+    """xdist (3.8) groups a test by appending ``@group`` to its node id through
+    ``item._nodeid``, which pytest 9.2 no longer reads (its node id is ``item._id``): every
+    group was silently spread over the processes. Where xdist's renaming did not take, this
+    renames the way pytest 9.2 reads it; on a pytest where it took, it does nothing."""
+
+    @pytest.hookimpl(trylast=True)  # after xdist's own renaming
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if not getattr(config.option, "loadgroup", False):  # set in xdist's workers
+            return
+        from _pytest.nodeid import NodeId  # pytest >= 9.2, where the renaming needs it
+
+        for item in items:
+            groups = sorted({str(m.args[0]) for m in item.iter_markers("xdist_group") if m.args})
+            if groups and "@" not in item.nodeid:
+                item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")  # type: ignore[attr-defined]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistGroupNames(), "mosaic-xdist-group-names")
 
 
 @pytest.fixture(autouse=True, scope="session")
