@@ -52,6 +52,12 @@ def register(rsub: Any, store_arg: Any) -> None:
         help="only the steps, episodes or series of this agent_id (a multi-agent run)",
     )
     p.add_argument(
+        "--include-unfinished",
+        action="store_true",
+        help="with --what episodes: the episodes the run's end cut off too (left out "
+        "otherwise; the unfinished column flags them)",
+    )
+    p.add_argument(
         "-o",
         "--output",
         default="-",
@@ -84,6 +90,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 output=args.output,
                 agent=args.agent,
                 metrics=args.metric or None,
+                include_unfinished=args.include_unfinished,
             )
     if not to_stdout:
         rows = "point" if args.what == "metrics" else f"{args.what} row"
