@@ -37,7 +37,9 @@ def cut_run_lines(run_id: str = "CUT", agents: tuple[str, ...] = ()) -> list[str
         em.episode(1, -10.0, 2, truncated=True, agent_id=agent)
         for t in range(4):
             em.step(2, t, 0.5, agent_id=agent)
-        em.episode(2, PARTIAL_RETURN, PARTIAL_STEPS, unfinished=True, agent_id=agent)
+        # as emitter.episode(..., unfinished=True) writes it (and workers wrote it before)
+        cut = {"unfinished": True}
+        em.episode(2, PARTIAL_RETURN, PARTIAL_STEPS, truncated=True, metadata=cut, agent_id=agent)
     em.run_completed(episodes=2, total_reward=-7.0, duration_seconds=1.0)
     em.close()
     return out.getvalue().splitlines()

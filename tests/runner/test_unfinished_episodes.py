@@ -20,7 +20,6 @@ from mosaic_sdk.runner.storage.records import EpisodeRow
 from mosaic_sdk.runner.storage.schema import SCHEMA_VERSION
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.telemetry import TelemetryEmitter
-from mosaic_sdk.telemetry.unfinished import is_unfinished
 from tests.unfinished_runs import (
     FINISHED_RETURNS,
     FINISHED_STEPS,
@@ -33,14 +32,20 @@ ALL_STEPS = sum(FINISHED_STEPS) + PARTIAL_STEPS
 
 
 def test_the_emitter_flags_an_unfinished_episode_and_refuses_a_terminated_one() -> None:
+    from mosaic_sdk.telemetry.unfinished import is_unfinished
+
     out = io.StringIO()
     em = TelemetryEmitter("r", out, flush_interval=0)
     em.episode(4, -489.8, 120, unfinished=True, metadata={"env_index": 1})
     em.episode(5, 1.0, 3, truncated=True)  # a time limit: finished
+    em.episode(4, -489.8, 120, truncated=True, metadata={"env_index": 1, "unfinished": True})
     with pytest.raises(ValueError, match="cannot have terminated"):
         em.episode(6, 1.0, 3, terminated=True, unfinished=True)
     em.close()
-    cut, limit = (json.loads(line) for line in out.getvalue().splitlines())
+    cut, limit, by_hand = (json.loads(line) for line in out.getvalue().splitlines())
+    assert {k: v for k, v in cut.items() if k not in ("seq", "ts_unix_ns")} == {
+        k: v for k, v in by_hand.items() if k not in ("seq", "ts_unix_ns")
+    }
     assert cut["truncated"] is True and cut["terminated"] is False
     assert cut["metadata"] == {"env_index": 1, "episode_index": 4, "unfinished": True}
     assert is_unfinished(cut) and not is_unfinished(limit)
