@@ -54,7 +54,9 @@ class TelemetrySink:
         self.owner_pid = os.getpid() if owner_pid is None else owner_pid
         self._lock = threading.Lock()
         self._next_step_at = 0.0
+        #: Finished episodes, and those the run's end cut off (in no count of episodes).
         self.episodes = 0
+        self.unfinished = 0
         self._next_index = 0
         self._remote: dict[tuple[int, int], int] = {}
         self.total_steps = 0
@@ -112,9 +114,14 @@ class TelemetrySink:
 
     def write_episode(self, record: dict[str, Any]) -> None:
         index = record["episode_index"]
+        # an episode the run's end cut off is in no count of episodes and no return (the
+        # SDK's rule: docs/reference/telemetry.md, "Unfinished episodes")
+        cut = bool((record.get("metadata") or {}).get("unfinished"))
         with self._lock:
-            self.episodes += 1
-            if not (record.get("metadata") or {}).get("unfinished"):
+            if cut:
+                self.unfinished += 1
+            else:
+                self.episodes += 1
                 self.total_reward += record["total_reward"]
                 self.returns.append(record["total_reward"])
                 self.all_returns.append(record["total_reward"])
@@ -126,6 +133,7 @@ class TelemetrySink:
                 terminated=record["terminated"],
                 truncated=record["truncated"],
                 metadata=record.get("metadata"),
+                unfinished=cut,
             )
 
     def mean_return(self) -> float | None:
