@@ -50,9 +50,16 @@ def store_cut_run(
 ) -> tuple[LineIngest, list[str]]:
     """Store the run's lines in ``path`` as ``mosaic run`` does (one batch); the ingest (its
     live counters) and the lines."""
-    lines = cut_run_lines(run_id, agents)
+    return store_lines(path, run_id, cut_run_lines(run_id, agents))
+
+
+def store_lines(
+    path: Path, run_id: str, lines: list[str], config: dict[str, object] | None = None
+) -> tuple[LineIngest, list[str]]:
+    """Store ``lines`` as the completed run ``run_id`` (launched with ``config``) of
+    ``path``, as ``mosaic run`` does (one batch); the ingest and the lines."""
     with RunStore(path) as store:
-        store.create_run(run_id, "fixture")
+        store.create_run(run_id, "fixture", config=config)
     ingest, batch = LineIngest(run_id), LineBatch(serial=1)
     ingest.add(batch, [line.encode() for line in lines])
     writer = StoreWriter(path, run_id)
