@@ -236,3 +236,25 @@ def test_tensorboard_s_hparams_backend_lists_each_run_as_a_session_group(tmp_pat
     metrics = {m.name.tag: m.value for m in groups[0].metric_values}
     assert metrics["final/mean_return"] == _f32(-1195.975)
     assert metrics[RETURN_TAG] == _f32(-1100.25)  # the last finished episode's, not -489.8
+
+
+def test_a_real_runs_observer_files_hold_its_episodes_and_hparams(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mosaic run --tensorboard``: the runner's hooks give the observer the run's episodes
+    and its run_started and run_completed lines."""
+    from mosaic_sdk.runner.supervisor import run_worker
+
+    out = tmp_path / "live"
+    monkeypatch.setenv(ENV_DIR, str(out))
+    monkeypatch.delenv(ENV_DOUBLES, raising=False)
+    config = {"episodes": 2, "seed": 5, "max_steps_per_episode": 30}
+    result = run_worker("example", config, store=tmp_path / "runs.sqlite")
+    assert result.status == "completed", result.error
+    acc = _accumulator(run_dir(out, result.run_id, None))
+    returns = _scalars(acc, RETURN_TAG)
+    lengths = _scalars(acc, LENGTH_TAG)
+    assert len(returns) == 2 and [s for s, _ in lengths] == [s for s, _ in returns]
+    assert returns[-1][0] == sum(v for _, v in lengths) == result.counts["env_steps"]
+    assert _session_start(acc)["seed"] == 5.0
+    assert _session_status(acc) == "STATUS_SUCCESS"
