@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,8 +34,29 @@ def heavy_reason(path: Path) -> str | None:
     resolved = path.resolve()
     if not resolved.is_relative_to(TESTS_DIR):
         return None
-    relative = resolved.relative_to(TESTS_DIR).as_posix()
+    relative = resolved.relative_to(TESTS_DIR).as_posix() + ("/" if resolved.is_dir() else "")
     return next((why for prefix, why in HEAVY.items() if relative.startswith(prefix)), None)
+
+
+def deselects_heavy(markexpr: str) -> bool:
+    """Whether ``-m markexpr`` leaves out every test marked heavy: ``not heavy`` alone or
+    and-ed with other terms (``./scripts/test --quick`` gives ``-m "not heavy"``)."""
+    if re.search(r"\bor\b|[()]", markexpr):
+        return False
+    return any(term.split() == ["not", "heavy"] for term in re.split(r"\band\b", markexpr))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A run that leaves out the heavy tests does not even import their files: quick mode
+    installs no torch, Ray or CleanRL, and a heavy file that imports one of them at module
+    level (tests/worker_cleanrl) would stop the collection with an error. A run without
+    ``-m "not heavy"`` (the full run, CI) collects every file, so a broken install of a
+    heavy package still fails there."""
+    if heavy_reason(collection_path) is not None and deselects_heavy(
+        config.getoption("markexpr") or ""
+    ):
+        return True
+    return None
 
 
 #: Tests that must not share the machine with each other: each group runs its tests one after
@@ -55,7 +77,9 @@ def serial_group(path: Path) -> str | None:
     if not resolved.is_relative_to(TESTS_DIR):
         return None
     relative = resolved.relative_to(TESTS_DIR).as_posix()
-    return next((group for prefix, group in SERIAL_GROUPS.items() if relative.startswith(prefix)), None)
+    return next(
+        (group for prefix, group in SERIAL_GROUPS.items() if relative.startswith(prefix)), None
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from guide_install import (  # noqa: F401 - fixtures
     guide_site,
     installed,
     on_path,
+    pip_install,
     rows,
     run_interrupted,
 )
@@ -243,16 +245,34 @@ def test_the_fixed_runtime_writes_lines_the_proxy_forwards(tmp_path: Path) -> No
     assert result.counts["log_lines"] == 0
 
 
-@pytest.mark.usefixtures("fixed_guide_worker")
-def test_the_fixed_cli_runs_as_the_platforms_dispatcher_launches_it() -> None:
+@pytest.fixture(scope="module")
+def fixed_guide_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`pip install` of the guide's package with the page's runtime.py and cli.py: installed,
+    so the suite reads its [tool.mosaic.conformance] table (the page's: 1,000 steps)."""
+    work = tmp_path_factory.mktemp("fixed-guide")
+    source = work / "src"
+    shutil.copytree(GUIDE_PACKAGE, source)  # the build writes into its source tree
+    (source / "my_worker" / "runtime.py").write_text(code("fixed-runtime"))
+    (source / "my_worker" / "cli.py").write_text(code("fixed-cli"))
+    target = work / "site"
+    pip_install(source, target)
+    return target
+
+
+def test_the_fixed_cli_runs_as_the_platforms_dispatcher_launches_it(
+    fixed_guide_site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mosaic_sdk.conformance import check_worker
 
-    (result,) = [
-        r
-        for r in check_worker("myworker", on_fail=None, level="platform")
-        if r.name == "cli.dispatcher_launch"
-    ]
+    uninstall_gym_gui_stand_in()
+    on_path(fixed_guide_site, monkeypatch)
+    monkeypatch.delenv("MOSAIC_PLUGINS", raising=False)
+    # the one check, on the conformance table's short run (not the 100k-step default)
+    (result,) = check_worker(
+        "myworker", on_fail=None, level="platform", checks=["cli.dispatcher_launch"]
+    )
     assert result.verdict == "passed", result.reason
+    assert result.reason == "exit 0, 12 step/episode lines for the platform's proxy"
 
 
 @pytest.mark.usefixtures("fixed_guide_worker")

@@ -82,7 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with use_reporter(Reporter(on_warning=print_warning)):
             return int(handler(args) or 0)
     except UsageError as exc:
-        print(f"mosaic: error: {exc}", file=sys.stderr)
+        from mosaic_sdk.runner.printable import printable  # CLI start-up time
+
+        # a name or value it quotes (a metric, a daemon's words) is shown, not obeyed
+        lines = (printable(line) for line in str(exc).split("\n"))
+        print("mosaic: error: " + "\n".join(lines), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mosaic: interrupted", file=sys.stderr)

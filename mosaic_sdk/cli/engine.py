@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import signal
-import sys
 from typing import Any
 
 from mosaic_sdk.cli import UsageError
@@ -75,12 +75,29 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=lambda args: parser.print_help() or 2)
 
 
+class _Stopped(Exception):
+    """SIGTERM arrived: raised in the main thread, out of whatever wait it was in."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: Any) -> None:
+    signal.signal(signum, signal.SIG_IGN)  # one is enough: the clean-up runs undisturbed
+    raise _Stopped(signum)
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.envs < 1:
         raise UsageError(f"--envs must be at least 1, got {args.envs}")
     # The engine package imports mujoco: only when this command runs (CLI start-up time).
-    from mosaic_sdk.shm.engines.launch import launch_engine
+    from mosaic_sdk.shm.engines.launch import MUJOCO_HINT, launch_engine
 
+    if importlib.util.find_spec("mujoco") is None:
+        raise UsageError(
+            f"mosaic engine mujoco needs MuJoCo, which is not installed: {MUJOCO_HINT}"
+        )
     try:
         handle = launch_engine(
             args.envs,
@@ -91,24 +108,22 @@ def _run(args: argparse.Namespace) -> int:
             seed=args.seed,
             gpu_obs=args.gpu_obs,
         )
-    except ModuleNotFoundError as exc:
-        raise UsageError(
-            f"{exc}: install the MuJoCo extra (pip install 'mosaic-worker-sdk[mujoco]')"
-        ) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     print(f"mosaic engine mujoco: serving {args.envs} envs of {args.model!r}", flush=True)
     print(f"MOSAIC_SHM_NAME={handle.name}", flush=True)
 
-    def stop(signum: int, frame: Any) -> None:
-        handle.close(timeout=1.0)
-        sys.exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, stop)
+    # The handler only raises: the waiting and stopping happen here, not inside the handler
+    # (a wait there would wait on the lock of the wait it interrupted).
     try:
+        signal.signal(signal.SIGTERM, _stop)
         code = handle.wait()
+        handle.close()
+    except _Stopped as stopped:
+        handle.close(timeout=0.0)  # SIGTERM to the engine: it closes and removes its segment
+        return 128 + stopped.signum
     except KeyboardInterrupt:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         handle.close(timeout=1.0)
         return 130
-    handle.close()
     return 0 if code == 0 else 1

@@ -193,11 +193,21 @@ def _int(text: str, name: str) -> int:
 
 
 def _json(text: str) -> Any:
+    from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, json_depth_exceeds  # start-up
+
+    shown = repr(text) if len(text) <= 80 else f"{text[:40]!r}... ({len(text):,} characters)"
     try:
-        return json.loads(text)
+        value = json.loads(text)
+        deep = json_depth_exceeds(value, MAX_JSON_DEPTH)
+    except RecursionError:  # nested past what the parser's stack takes
+        deep = True
     except ValueError:
-        print(f"error: ACTION must be JSON (e.g. 1 or [0.5, -0.2]), got {text!r}")
+        print(f"error: ACTION must be JSON (e.g. 1 or [0.5, -0.2]), got {shown}")
         raise _Skip from None
+    if deep:
+        print(f"error: ACTION nests deeper than {MAX_JSON_DEPTH} levels, got {shown}")
+        raise _Skip
+    return value
 
 
 def _obs(observation: Any) -> str:

@@ -144,8 +144,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         with usage_errors(MissingExtraError):
             require("tensorboardX", EXTRA, "mosaic run --tensorboard")
+        tensorboard = Path(args.tensorboard).expanduser().absolute()
+        # the nearest part of the path that exists must be a directory (the rest is made)
+        there = next((p for p in (tensorboard, *tensorboard.parents) if p.exists()), None)
+        if there is not None and not there.is_dir():
+            raise UsageError(
+                f"--tensorboard {args.tensorboard}: {there} is a file, not a directory; give "
+                "a directory (made when missing) for the event files"
+            )
         # the runner registers its observer from the setting (sweeps' trials inherit it)
-        os.environ[ENV_DIR] = str(Path(args.tensorboard).expanduser().absolute())
+        os.environ[ENV_DIR] = str(tensorboard)
         if args.tensorboard_doubles:
             os.environ[ENV_DOUBLES] = "1"
     if args.max_line_bytes is not None:

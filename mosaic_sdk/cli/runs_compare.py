@@ -13,6 +13,7 @@ from typing import Any
 from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.cli.store_access import open_store
 from mosaic_sdk.extras import MissingExtraError
+from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.storage.store import StoreError
 
 
@@ -44,26 +45,30 @@ def register(rsub: Any, store_arg: Any) -> None:
 def _select(store: Any, text: str) -> tuple[list[str], dict[str, Any] | None, str]:
     """The run ids ``text`` names, the sweep's stored metric when it names a sweep, and how it
     was read."""
-    from mosaic_sdk.sweeps.store import SweepStore  # CLI start-up time
+    from mosaic_sdk.sweeps.store import DamagedSweepError, SweepStore  # CLI start-up time
 
     if any(c in text for c in "*?["):
-        ids = [r["run_id"] for r in store.list_runs(limit=None)]
-        matched = sorted(i for i in ids if fnmatch.fnmatchcase(i, text))
+        matched = [i for i in store.run_ids() if fnmatch.fnmatchcase(i, text)]
         if not matched:
             raise UsageError(f"no run id matches {text!r}; see `mosaic runs list`")
         return matched, None, f"{len(matched)} runs matching {text}"
     try:
         sweeps = SweepStore(store)
         sweep = sweeps.get_sweep(text)
+        trials = sorted(sweeps.trials(sweep["sweep_id"]), key=lambda t: t["attempt"])
+    except DamagedSweepError as exc:  # a sweep it names, that cannot be read: say so
+        raise UsageError(str(exc)) from None
     except (StoreError, sqlite3.OperationalError):
         sweep = None
     if sweep is not None:
-        trials = sorted(sweeps.trials(sweep["sweep_id"]), key=lambda t: t["attempt"])
         last = {t["trial_key"]: t for t in trials}
         ids = [t["run_id"] for t in last.values() if t["status"] == "completed"]
         if not ids:
             raise UsageError(f"sweep {sweep['sweep_id']} has no completed trial to compare")
-        return ids, sweep["spec"].get("metric"), f"sweep {sweep['sweep_id']}"
+        metric = sweep["spec"].get("metric")
+        if isinstance(metric, list):  # several objectives: the first ranks the trials
+            metric = metric[0]
+        return ids, metric, f"sweep {sweep['sweep_id']}"
     try:
         run_id = store.resolve(text)
     except StoreError:
@@ -97,10 +102,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             metric = parse_spec({"metric": raw}).metric
         except SpecError as exc:
             raise UsageError("; ".join(exc.errors)) from None
-        scores = []
-        for ids in (ids_a, ids_b):
-            values = [metric_of_run(store, i, metric) for i in ids]
-            scores.append([v for v in values if v is not None])
+        scores: list[list[float]] = []
+        for ids in (ids_a, ids_b):  # one number a run: a run's points are not kept
+            scores.append([v for i in ids if (v := metric_of_run(store, i, metric)) is not None])
     for what, s in zip((what_a, what_b), scores, strict=True):
         if not s:
             raise UsageError(f"{what}: no run has a value of {metric.describe()}")
@@ -122,20 +126,58 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 args.profile,
                 xlabel=metric.name if metric.mode == "max" else f"-{metric.name} (lower is better)",
             )
+    interval = _interval(len(scores[0]), len(scores[1]))
     if args.json:
         out = {
             "metric": metric.to_dict(),
             "p_a_beats_b": p.to_dict(),
-            "a": {"what": what_a, "scores": scores[0], "iqm": sides[0]["iqm"].to_dict()},
-            "b": {"what": what_b, "scores": scores[1], "iqm": sides[1]["iqm"].to_dict()},
+            "interval": interval,
+            **{
+                side: {
+                    "what": what,
+                    "n": len(s),
+                    "scores": s,
+                    "iqm": st["iqm"].to_dict(),
+                    "interval": _side_interval(len(s)),
+                }
+                for side, what, s, st in zip("ab", (what_a, what_b), scores, sides, strict=True)
+            },
         }
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
-    print(f"metric: {metric.describe()}")
+    print(printable(f"metric: {metric.describe()}"))  # a series name, shown not obeyed
     for side, what, s, st in zip("AB", (what_a, what_b), scores, sides, strict=True):
-        print(f"{side}: {what}: {len(s)} scores, IQM {st['iqm'].text()}, mean {st['mean'].text()}")
+        if len(s) == 1:
+            said = (
+                f"{side}: {what}: 1 score, IQM {st['iqm'].value:.4g}, mean "
+                f"{st['mean'].value:.4g} ({_side_interval(1)})"
+            )
+        else:
+            said = (
+                f"{side}: {what}: {len(s)} scores, IQM {st['iqm'].text()}, mean {st['mean'].text()}"
+            )
+        print(printable(said))
     better = "higher" if metric.mode == "max" else "lower"
-    print(f"P(A beats B) = {p.text('.3g')} (95% bootstrap interval; a {better} score beats)")
+    said = f"{p.value:.3g}" if len(scores[0]) == len(scores[1]) == 1 else p.text(".3g")
+    print(f"P(A beats B) = {said} ({interval}; a {better} score beats)")
     if args.profile:
         print(f"performance profiles: {args.profile}")
     return 0
+
+
+def _interval(a: int, b: int) -> str:
+    """What the interval of P(A beats B) is, for ``a`` and ``b`` scores a side."""
+    if a == 1 and b == 1:
+        return (
+            "no interval: one run a side, nothing to resample; compare several runs a side "
+            "(seeds) for one"
+        )
+    if a == 1 or b == 1:
+        one, other = ("A", "B") if a == 1 else ("B", "A")
+        return f"95% bootstrap interval of {other}'s runs only: {one} has one run"
+    return "95% bootstrap interval"
+
+
+def _side_interval(n: int) -> str:
+    """What the intervals of one side's IQM and mean are, for ``n`` scores."""
+    return "one score: no interval" if n == 1 else "95% bootstrap interval"

@@ -201,6 +201,14 @@ def _plot_metrics(
         )
     for name, n in result.not_finite.items():
         print_warning(f"series {name}: {n} NaN/inf point(s) not drawn")
+    for why in result.skipped.values():
+        print_warning(f"{why}: not drawn (the other series are)")
+    for name, unit in result.units.items():
+        print(
+            printable(f"mosaic: note: series {name} reaches {unit:g}: drawn in units of {unit:g}"),
+            file=sys.stderr,
+            flush=True,
+        )
     panels = len(result.panels)
     print(
         f"wrote {result.path} ({panels} panel{'s' if panels != 1 else ''}, "

@@ -11,6 +11,10 @@ from typing import Any
 
 from mosaic_sdk.cli import UsageError, usage_errors
 from mosaic_sdk.cli.run import add_config_options
+from mosaic_sdk.runner.printable import printable
+
+#: How long ``--wait`` follows a run when ``--timeout`` is not given (seconds).
+WAIT_TIMEOUT = 3600.0
 
 
 def register(sub: Any) -> None:
@@ -29,7 +33,9 @@ def register(sub: Any) -> None:
     )
     add_config_options(p)
     p.add_argument(
-        "--run-name", help="the run's name in the platform (default: NAME-RUNID; 1-120 chars)"
+        "--run-name",
+        help="the run's name in the platform (default: NAME-RUNID): 1-120 characters, no "
+        "control character, '/' or '\\'",
     )
     p.add_argument(
         "--worker-id",
@@ -43,14 +49,20 @@ def register(sub: Any) -> None:
         "--timeout",
         type=float,
         metavar="SECONDS",
-        help="with --wait: give up following after this long (the run goes on)",
+        help=f"with --wait: give up following after this long (default {WAIT_TIMEOUT:g} s); the "
+        "run goes on in the daemon",
     )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(handler=cmd_submit)
 
 
 def _say(args: argparse.Namespace, text: str) -> None:
-    print(text, file=sys.stderr if args.json else sys.stdout, flush=True)
+    print(printable(text), file=sys.stderr if args.json else sys.stdout, flush=True)
+
+
+def _error(text: object) -> None:
+    """``mosaic: error: TEXT`` on stderr: the daemon's words shown, never obeyed."""
+    print(printable(f"mosaic: error: {text}"), file=sys.stderr, flush=True)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -88,6 +100,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     with usage_errors(dispatch.SubmitError):
         worker_id = dispatch.worker_id_for(args.name, args.worker_id, flat)
         launch = dispatch.module_launch(handle, config)
+        given = args.run_name
+        run_name = dispatch.check_run_name(given) if given is not None else None
     try:
         fastlane = dispatch.publishes_frames(handle.describe()[1], config, launch.env or {})
     except ValueError as exc:
@@ -98,7 +112,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         config=flat,
         run_id=run_id,
         worker_id=worker_id,
-        run_name=args.run_name or dispatch.default_run_name(args.name, run_id),
+        run_name=run_name or dispatch.default_run_name(args.name, run_id),
         grpc_target=daemon,
         fastlane=fastlane,
     )
@@ -112,12 +126,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
         try:
             client.health()
         except dispatch.SubmitError as exc:
-            print(f"mosaic: error: {exc}", file=sys.stderr)
+            _error(exc)
             return 1
         try:
             response = client.submit(payload, run_id)
         except dispatch.SubmitError as exc:
-            print(f"mosaic: error: {exc}", file=sys.stderr)
+            _error(exc)
             return 2
         result.update(run_id=response.run_id, digest=response.digest)
         _say(
@@ -132,12 +146,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
         try:
             outcome = client.follow(
                 response.run_id,
-                timeout=args.timeout,
+                timeout=WAIT_TIMEOUT if args.timeout is None else args.timeout,
                 on_status=lambda name, record: _say(args, f"  {name}"),
             )
             episodes = client.stored_episodes(response.run_id)
         except dispatch.SubmitError as exc:
-            print(f"mosaic: error: {exc}", file=sys.stderr)
+            _error(exc)
             return 1
     result.update(
         status=outcome.status,
@@ -153,10 +167,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
         _print_json(args, result)
         return 0
     reason = describe_failure(outcome.failure_reason)
-    print(
-        f"mosaic: error: run {outcome.run_id} ended {outcome.status} ({reason}); {stored}; "
-        "the worker's stderr is in the daemon's log",
-        file=sys.stderr,
+    _error(
+        f"run {outcome.run_id} ended {outcome.status} ({reason}); {stored}; "
+        "the worker's stderr is in the daemon's log"
     )
     _print_json(args, result)
     return 1

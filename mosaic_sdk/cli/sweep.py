@@ -146,7 +146,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.connect_timeout is not None and not 0 < args.connect_timeout < float("inf"):
         raise UsageError(f"--connect-timeout {args.connect_timeout:g}: give seconds > 0")
     ray_options = {} if args.connect_timeout is None else {"connect_timeout": args.connect_timeout}
-    report = (lambda _msg: None) if args.json else (lambda msg: print(msg, flush=True))
+    # a trial's line quotes its worker's stderr, and the spec's metric name: shown, not obeyed
+    report = (lambda _msg: None) if args.json else (lambda msg: print(printable(msg), flush=True))
     try:
         result = run_sweep(
             args.name,
@@ -170,7 +171,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         if not isinstance(exc, ClusterUnreachable):
             raise
-        print(f"mosaic sweep: {exc}", file=sys.stderr)
+        print(printable(f"mosaic sweep: {exc}"), file=sys.stderr)
         return 1
     except ModuleNotFoundError as exc:
         if exc.name == "ray" or (exc.name or "").startswith("ray."):
@@ -268,8 +269,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2, sort_keys=True, default=str))
         return 0
     print(
-        f"sweep {sweep['sweep_id']} of {sweep['worker']} on {sweep['engine']}: "
-        f"{sweep['status']}; metric {sweep['metric']} ({sweep['mode']}), best first"
+        printable(
+            f"sweep {sweep['sweep_id']} of {sweep['worker']} on {sweep['engine']}: "
+            f"{sweep['status']}; metric {sweep['metric']} ({sweep['mode']}), best first"
+        )
     )
     # A multi-agent worker's trials count games (its agents' episode lines are more).
     games = any(t.get("games") is not None for t in trials)
@@ -294,9 +297,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     if front is not None:
         names = [m["name"] for m in sweep["spec"]["metric"]]
         modes = [m.get("mode", "max") for m in sweep["spec"]["metric"]]
+        said = ", ".join(f"{n} ({m})" for n, m in zip(names, modes, strict=True))
+        print()
         print(
-            f"\nPareto front ({len(front)} trials no other completed trial beats in every "
-            f"objective: {', '.join(f'{n} ({m})' for n, m in zip(names, modes, strict=True))})"
+            printable(
+                f"Pareto front ({len(front)} trials no other completed trial beats in every "
+                f"objective: {said})"
+            )
         )
         _print_table(
             ("trial", *names, "params", "run id"),
@@ -391,5 +398,6 @@ def _configurations(
 
 
 def _print_table(header: tuple[str, ...], table: Sequence[tuple[Any, ...]]) -> None:
-    print_plain_table(header, [tuple(printable(v) for v in row) for row in table])
+    rows = [tuple(printable(v) for v in row) for row in table]
+    print_plain_table(tuple(printable(h) for h in header), rows)
     sys.stdout.flush()

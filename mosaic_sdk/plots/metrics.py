@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +38,9 @@ COLUMNS = 2
 PICTURE_BUCKETS = 1000
 #: The most panels one figure holds (a glob like ``*`` on a run of thousands of series).
 MAX_PANELS = 64
+#: A panel whose values reach this magnitude is drawn in units of a power of ten (its axis
+#: says which): matplotlib's arithmetic on a range like -1e308 .. 1e308 overflows.
+HUGE = 1e300
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,10 @@ class MetricsPlot:
     panels: dict[str, tuple[Curve | Band, ...]]
     #: Points not drawn (NaN or infinite), by series name.
     not_finite: dict[str, int]
+    #: The series matched but not drawn, by name: why (no finite value in these runs).
+    skipped: dict[str, str] = field(default_factory=dict)
+    #: The panels drawn in units of a power of ten (values of :data:`HUGE` or more), by name.
+    units: dict[str, float] = field(default_factory=dict)
 
     @property
     def lines(self) -> int:
@@ -87,10 +94,12 @@ def series_mean_curve(
     """One series of ``run`` as the means of ``buckets`` equal step ranges
     (:meth:`RunStore.series_means`), and how many values were not finite; None when none is."""
     means = store.series_means(run["run_id"], name, agent_id, buckets=buckets)
-    if not len(means):
-        return None, means.not_finite
+    keep = np.isfinite(means.values)  # a range's sum of values near 1e308 may overflow
+    dropped = means.not_finite + int((~keep).sum())
+    if not keep.any():
+        return None, dropped
     agent = None if agent_id is None else ("agent", agent_id)
-    return Curve(run["run_id"], "step", means.steps, means.values, {}, agent), means.not_finite
+    return Curve(run["run_id"], "step", means.steps[keep], means.values[keep], {}, agent), dropped
 
 
 def plot_metrics(
@@ -108,8 +117,11 @@ def plot_metrics(
 ) -> MetricsPlot:
     """Draw the series of ``run_ids`` whose names match any of ``patterns`` (fnmatch globs)
     into ``path``, one panel per name, one line per run (and agent), or with ``group_seeds``
-    one mean line over a band per group. Non-finite points are counted in the legend. Raises
-    ``CurveError`` (no series matches), ValueError or MissingExtraError before writing."""
+    one mean line over a band per group. Non-finite points are counted in the legend; a series
+    without a finite value is left out (``skipped`` says why), a panel of values past
+    :data:`HUGE` is drawn in units of a power of ten (``units``). Raises ``CurveError`` (no
+    series matches, or none has a value to draw), ValueError or MissingExtraError before
+    writing."""
     plot_format(path)
     figure_mod = require_matplotlib()
     if x_axis not in METRIC_X_AXES:
@@ -139,15 +151,27 @@ def plot_metrics(
             f"{len(found)} series match {' or '.join(repr(p) for p in patterns)}: more than "
             f"{MAX_PANELS} panels; give narrower globs"
         )
-    names = sorted(found)
     panels: dict[str, tuple[Curve | Band, ...]] = {}
     labels: dict[str, list[str]] = {}
     not_finite: dict[str, int] = {}
-    for name in names:
-        lines = _panel(store, name, found[name], x_axis, window, group_seeds, spread, ignore)
+    skipped: dict[str, str] = {}
+    units: dict[str, float] = {}
+    for name in sorted(found):
+        try:
+            lines, unit = _panel(
+                store, name, found[name], x_axis, window, group_seeds, spread, ignore
+            )
+        except CurveError as exc:  # this series only: the others are drawn
+            skipped[name] = str(exc)
+            continue
         panels[name] = tuple(item for item, _, _ in lines)
         labels[name] = [label for _, label, _ in lines]
         not_finite[name] = sum(dropped for _, _, dropped in lines)
+        if unit != 1.0:
+            units[name] = unit
+    names = sorted(panels)
+    if not names:
+        raise CurveError("; ".join(skipped.values()) + ": nothing to draw")
     cols = min(COLUMNS, len(names))
     rows = math.ceil(len(names) / cols)
     fig = figure_mod.Figure(figsize=(6.0 * cols, 3.6 * rows), dpi=100, layout="constrained")
@@ -166,6 +190,8 @@ def plot_metrics(
             f" ({not_finite[name]} NaN/inf points not drawn)" if not_finite[name] else ""
         )
         ax.set_title(literal(heading), fontsize="medium")
+        if name in units:
+            ax.set_ylabel(f"value (x {units[name]:g})")
         xlabel = "step" if x_axis == "step" else "wall time (s)"
         if _binned(x_axis, window, group_seeds):  # say what resolution the lines have
             xlabel += f" (each run: means of {PICTURE_BUCKETS} step ranges)"
@@ -176,7 +202,7 @@ def plot_metrics(
     if title:
         fig.suptitle(literal(title))
     out = save_figure(fig, path, title or "series")
-    return MetricsPlot(out, panels, {k: v for k, v in not_finite.items() if v})
+    return MetricsPlot(out, panels, {k: v for k, v in not_finite.items() if v}, skipped, units)
 
 
 def _binned(x_axis: str, window: int, group_seeds: bool) -> bool:
@@ -194,8 +220,9 @@ def _panel(
     group_seeds: bool,
     spread: str,
     ignore: Iterable[str],
-) -> list[tuple[Curve | Band, str, int]]:
-    """The lines of one panel: ``(line, label, points not drawn)``."""
+) -> tuple[list[tuple[Curve | Band, str, int]], float]:
+    """The lines of one panel: ``(line, label, points not drawn)``, and the unit its values
+    are drawn in (1, or a power of ten for values of :data:`HUGE` or more)."""
     curves: dict[tuple[str, str | None], tuple[Curve, int]] = {}
     dropped_only = 0
     # smoothing needs every point; a line drawn as it is, a picture's worth (each step
@@ -212,6 +239,9 @@ def _panel(
             dropped_only += dropped
             continue
         curves[run["run_id"], agent] = (curve, dropped)
+    unit = _unit(curves.values())
+    if unit != 1.0:  # before any smoothing or band: their sums would overflow too
+        curves = {k: (replace(c, y=c.y / unit), d) for k, (c, d) in curves.items()}
     out: list[tuple[Curve | Band, str, int]] = []
     agents = list(dict.fromkeys(agent for _, agent in members))
     runs = list({r["run_id"]: r for r, _ in members}.values())
@@ -240,4 +270,13 @@ def _panel(
         out[0] = (first, label, dropped + dropped_only)
     if not out:
         raise CurveError(f"series {name!r} has no finite value to draw in these runs")
-    return out
+    return out, unit
+
+
+def _unit(curves: Iterable[tuple[Curve, int]]) -> float:
+    """1, or the power of ten the values of ``curves`` are drawn in when one reaches
+    :data:`HUGE` (the largest then shows between 1 and 10)."""
+    largest = max((float(np.max(np.abs(c.y))) for c, _ in curves if len(c.y)), default=0.0)
+    if not math.isfinite(largest) or largest < HUGE:
+        return 1.0
+    return float(10.0 ** math.floor(math.log10(largest)))

@@ -291,6 +291,18 @@ def _check_envelope(data: bytes) -> int:
     return root
 
 
+def envelope_ids(data: bytes) -> tuple[int, int]:
+    """(correlation id, method) of an envelope that cannot be decoded whole (malformed, or
+    only its first fragment kept) where they can be read, else zeros: whom to answer."""
+    if len(data) < 8 or data[4:8] != b"MSHC":
+        return 0, 0  # not an envelope at all: nothing in it can be trusted
+    try:
+        env = fb.Envelope.GetRootAs(data, 0)
+        return int(env.CorrelationId()), int(env.Method())
+    except Exception:
+        return 0, 0
+
+
 def decode_reference(data: bytes) -> Decoded:
     """``decode`` through the FlatBuffers runtime's accessors."""
     _check_envelope(data)

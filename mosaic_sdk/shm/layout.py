@@ -534,6 +534,22 @@ def detect_kind(buf: Any) -> str | None:
     )
 
 
+def creator_pid(buf: Any) -> int | None:
+    """The pid of the process that created a transport segment, read from its header's first
+    bytes (either layout, an lrbc header before its magic too); None when ``buf`` holds no
+    transport header (another program's segment)."""
+    head = bytes(buf[:64])
+    if len(head) < 64:
+        return None
+    if head[:4] == MAGIC:
+        return int(struct.unpack_from("<I", head, OFF["engine_pid"])[0])
+    magic = struct.unpack_from("<I", head, LRBC_OFF["magic"])[0]
+    version = struct.unpack_from("<I", head, LRBC_OFF["version"])[0]
+    if version == LRBC_VERSION and magic in (0, LRBC_MAGIC):
+        return int(struct.unpack_from("<I", head, LRBC_OFF["server_pid"])[0])
+    return None
+
+
 def publish_magic(layout: Layout, words: Any) -> None:
     """Store an lrbc header's magic (release): the last write of an engine's set-up."""
     if layout.kind == LAYOUT_LRBC:

@@ -43,6 +43,12 @@ from mosaic_sdk.shm.sync import (
 LRBC_SLICE = 0.001
 
 
+def begins_envelope(entry: bytes) -> bool:
+    """True when a ring entry begins a command envelope (``commands.encode``'s FlatBuffers
+    file identifier ``MSHC``): how a reader finds the next message after a refused one."""
+    return entry[4:8] == b"MSHC"
+
+
 class SegmentCorruptedError(TransportError):
     """The segment holds what no process of the transport wrote there: another process
     overwrote it. The transport cannot go on; close it and start a new one."""
@@ -90,8 +96,9 @@ class MappedSegment:
         # command waits: the same bells, their own adaptive spin (see sync's docstring)
         self.replies = self.frame.twin()
         self.requests = self.action.twin()
-        self.e2c = ByteRing(mm, w, layout.cmd_e2c_offset, layout.cmd_ring_size, compact=lrbc)
-        self.c2e = ByteRing(mm, w, layout.cmd_c2e_offset, layout.cmd_ring_size, compact=lrbc)
+        size, sync = layout.cmd_ring_size, begins_envelope
+        self.e2c = ByteRing(mm, w, layout.cmd_e2c_offset, size, compact=lrbc, resync=sync)
+        self.c2e = ByteRing(mm, w, layout.cmd_c2e_offset, size, compact=lrbc, resync=sync)
         self.workers = [
             SignalLine(w, *(worker_offset(i, f) for f in ("done_seq", "done_bell", "done_waiters")))
             for i in range(layout.num_workers)

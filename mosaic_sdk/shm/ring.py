@@ -30,10 +30,22 @@ from mosaic_sdk.shm.sync import TransportError, TransportTimeoutError
 _LEN = struct.Struct("<I")
 MORE = 0x8000_0000  # top bit of an entry's length: the message continues in the next entry
 _ZEROS = bytes(8)
+#: Largest message (bytes, its fragments joined) a reader takes by default.
+MAX_MESSAGE = 64 << 20
 
 
 class RingCorruptError(TransportError):
     """The ring's positions or an entry's length are inconsistent (memory was overwritten)."""
+
+
+class MessageTooLargeError(TransportError):
+    """A message's fragments grew past the reader's ``max_message``: they were dropped.
+
+    ``head`` is the message's first fragment (where an envelope's ids are)."""
+
+    def __init__(self, text: str, head: bytes = b"") -> None:
+        super().__init__(text)
+        self.head = head
 
 
 def entry_size(payload_len: int) -> int:
@@ -47,10 +59,24 @@ class ByteRing:
     Positions only grow; position ``p`` is ``data[p % capacity]``. An entry is ``[length
     u32][payload][zero padding to 8]``, published by advancing ``write_pos`` after the copy. A
     message larger than the ring goes as fragments (``MORE`` set in every length but the last).
-    A full ring makes the writer poll, with a timeout."""
+    A full ring makes the writer poll, with a timeout.
+
+    The reader joins fragments up to ``max_message`` bytes: past it, ``try_read`` raises
+    ``MessageTooLargeError`` at once and drops the message's fragments as they come (nothing
+    is kept), up to the entry that ends it; that entry is returned as a message of its own when
+    ``resync(entry)`` says it begins one (the next message of a writer that gave up the
+    refused one), else dropped too."""
 
     def __init__(
-        self, buf: Any, words: Any, offset: int, capacity: int, *, compact: bool = False
+        self,
+        buf: Any,
+        words: Any,
+        offset: int,
+        capacity: int,
+        *,
+        compact: bool = False,
+        max_message: int = MAX_MESSAGE,
+        resync: Callable[[bytes], bool] | None = None,
     ) -> None:
         if capacity < 16 or capacity % 8:
             raise ValueError(f"ring capacity must be a multiple of 8, >= 16; got {capacity}")
@@ -69,7 +95,11 @@ class ByteRing:
             self._data = offset + RING_HEADER_SIZE
             self._load, self._store, self._mask = words.load_u64, words.store_u64, (1 << 64) - 1
         self.capacity = capacity
+        self.max_message = max_message
+        self._resync = resync
         self._partial: list[bytes] = []
+        self._partial_size = 0
+        self._dropping = False  # reading the fragments of a refused message
         if self._data + capacity > len(self._mv):
             raise ValueError("ring does not fit in the buffer")
 
@@ -166,12 +196,32 @@ class ByteRing:
         """Remove and return the oldest message, or None when no whole message is there."""
         while (entry := self._read_entry()) is not None:
             chunk, more = entry
-            if more:
-                self._partial.append(chunk)
+            if self._dropping:  # the rest of a refused message
+                if more:
+                    continue
+                self._dropping = False
+                if self._resync is not None and self._resync(chunk):
+                    return chunk
                 continue
-            if self._partial:
-                chunk = b"".join([*self._partial, chunk])
-                self._partial = []
+            if not self._partial and not more:
+                return chunk
+            size = self._partial_size + len(chunk)
+            if size > self.max_message:
+                head = self._partial[0] if self._partial else chunk
+                self._partial, self._partial_size, self._dropping = [], 0, more
+                limit = self.max_message
+                mib = f" ({limit / 2**20:g} MiB)" if limit >= 1 << 20 else ""
+                raise MessageTooLargeError(
+                    f"message refused: larger than {limit} bytes{mib}, the most one message "
+                    f"may have ({size} bytes came); its fragments are dropped",
+                    head,
+                )
+            self._partial.append(chunk)
+            self._partial_size = size
+            if more:
+                continue
+            chunk = b"".join(self._partial)
+            self._partial, self._partial_size = [], 0
             return chunk
         return None
 

@@ -32,6 +32,7 @@ from mosaic_sdk.shm.layout import (
     worker_offset,
 )
 from mosaic_sdk.shm.mapping import MappedSegment
+from mosaic_sdk.shm.ring import MessageTooLargeError
 from mosaic_sdk.shm.segment import (
     create_segment,
     lrbc_name,
@@ -194,7 +195,16 @@ class SharedMemoryTransport(EngineSide):
     def serve_commands(self, handler: Handler | None = None) -> int:
         """Answer every pending command; returns how many were served."""
         served = 0
-        while (data := self.seg.c2e.try_read()) is not None:
+        while True:
+            try:
+                data = self.seg.c2e.try_read()
+            except MessageTooLargeError as exc:  # dropped: its sender gets the error
+                served += 1
+                cid, method = cmd.envelope_ids(exc.head)
+                self.send_error(ValueError(f"{exc}: send less per command"), cid, method)
+                continue
+            if data is None:
+                return served
             served += 1
             try:
                 request = cmd.decode(data)
@@ -210,7 +220,6 @@ class SharedMemoryTransport(EngineSide):
             self.send(response, request.correlation_id)
             if isinstance(request.message, cmd.CloseRequest):
                 self._closing = True
-        return served
 
     def _answer(self, message: Any, handler: Handler | None) -> Any:
         if isinstance(message, cmd.PingRequest):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,10 +118,18 @@ class DaemonClient:
                 protocol.message("HealthCheckRequest")(), timeout=timeout
             )
         except grpc.RpcError as exc:
+            code = exc.code() if isinstance(exc, grpc.Call) else None
+            absent = code in (None, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+            if absent and not _listening(self.address):
+                raise SubmitError(
+                    f"no MOSAIC trainer daemon answers at {self.address} ({_code(exc)}); start "
+                    "it (python -m gym_gui.services.trainer_daemon) or give its address with "
+                    "--daemon HOST:PORT"
+                ) from None
             raise SubmitError(
-                f"no MOSAIC trainer daemon answers at {self.address} ({_code(exc)}); start "
-                "it (python -m gym_gui.services.trainer_daemon) or give its address with "
-                "--daemon HOST:PORT"
+                f"something answers at {self.address}, but not in the MOSAIC trainer daemon's "
+                f"protocol (its gRPC GetHealth: {_code(exc)}: {_details(exc)}); is it the "
+                "daemon's address? give the daemon's with --daemon HOST:PORT"
             ) from None
 
     def submit(self, config: Mapping[str, Any], run_id: str = "") -> Any:
@@ -172,9 +181,10 @@ class DaemonClient:
                     return outcome
         except grpc.RpcError as exc:
             if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                silent = " (no status came after INIT)" if outcome.statuses == ["INIT"] else ""
                 raise SubmitError(
-                    f"run {run_id} is still {outcome.status} after {timeout:g} s; it goes on "
-                    f"in the daemon at {self.address}"
+                    f"run {run_id} is still {outcome.status} after {timeout:g} s{silent}; it "
+                    f"goes on in the daemon at {self.address} (--timeout S follows it longer)"
                 ) from None
             raise SubmitError(
                 f"lost the daemon at {self.address} while following run {run_id} "
@@ -209,6 +219,19 @@ class DaemonClient:
                     f"failed ({_code(exc)})"
                 ) from None
         return sorted(found.values(), key=lambda e: (e.episode_index, e.agent_id))
+
+
+def _listening(address: str, timeout: float = 2.0) -> bool:
+    """Whether a TCP connection to ``HOST:PORT`` opens (something listens there, whatever it
+    speaks); False for an address of another form (``unix:...``, ``dns:///...``)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in host or not host:
+        return False
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def _code(exc: grpc.RpcError) -> str:

@@ -164,6 +164,26 @@ def dispatcher_env(
     return env
 
 
+def check_run_name(name: str) -> str:
+    """``name`` when the daemon can take it as a run name: 1-120 characters (its schema), none
+    a control character, ``/`` or ``\\``, and not ``.`` or ``..`` (the run's
+    ``artifacts.output_prefix`` is ``runs/NAME``); :class:`SubmitError` otherwise."""
+    bad = (
+        not 1 <= len(name) <= RUN_NAME_MAX_LENGTH
+        or not name.isprintable()
+        or any(c in name for c in "/\\")
+        or name in (".", "..")
+    )
+    if bad:
+        shown = repr(name) if len(name) <= 60 else f"{name[:40]!r}... ({len(name):,} characters)"
+        raise SubmitError(
+            f"--run-name {shown}: give 1-{RUN_NAME_MAX_LENGTH} characters without control "
+            "characters, '/' or '\\', not '.' or '..' (the platform names the run's output "
+            "directory after it: runs/NAME)"
+        )
+    return name
+
+
 def default_run_name(worker: str, run_id: str) -> str:
     """``example-01J...``: a run name the daemon accepts (1-120 characters)."""
     return f"{worker}-{run_id}"[:RUN_NAME_MAX_LENGTH]

@@ -14,7 +14,7 @@ from mosaic_sdk.runner.storage.paths import default_store_path
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervisor import resolve_worker
 from mosaic_sdk.sweeps.local import LocalEngine
-from mosaic_sdk.sweeps.search import check_sampler
+from mosaic_sdk.sweeps.search import check_history, check_sampler
 from mosaic_sdk.sweeps.spec import (
     SpecError,
     SweepSpec,
@@ -113,6 +113,10 @@ def run_sweep(
                 )
             handle, spec = check_spec(worker, row["spec"])
             sampler = check_engine(spec, engine, handle)
+            # a damaged row is refused here, before the sweep is touched (its status kept)
+            history = sweeps.trials(sweep_id)
+            if engine == "local" and sampler != "grid":
+                check_history(sweep_id, history, spec)
             lost = sweeps.mark_lost(sweep_id)
             sweeps.set_status(sweep_id, "running")
             report(f"resuming sweep {sweep_id}")

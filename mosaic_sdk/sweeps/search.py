@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mosaic_sdk.sweeps.spec import SAMPLERS, Pruner, SpecError, SweepSpec, Trial, count_trials
-from mosaic_sdk.sweeps.store import FINISHED
+from mosaic_sdk.sweeps.space import is_number
+from mosaic_sdk.sweeps.spec import (
+    SAMPLERS,
+    Pruner,
+    SpecError,
+    SweepSpec,
+    Trial,
+    clip,
+    count_trials,
+)
+from mosaic_sdk.sweeps.store import FINISHED, DamagedSweepError
 
 if TYPE_CHECKING:
     import optuna
@@ -172,6 +182,42 @@ def params_of(spec: SweepSpec, study_params: Mapping[str, Any]) -> dict[str, Any
         value = study_params[key]
         params[key] = values[int(value)] if kind in ("grid", "choice") else float(value)
     return params
+
+
+#: The local engine's trial keys (``t0007``): the study numbers its parameter sets by them.
+LOCAL_KEY = re.compile(r"t\d+")
+
+
+def _outside(spec: SweepSpec, params: Mapping[str, Any]) -> str | None:
+    """Why the study cannot take a stored trial's parameters (a space key missing, a value
+    outside the space), or None."""
+    for key, dist in spec.space.items():
+        kind, values = next(iter(dist.items()))
+        if key not in params:
+            return f"has no value of the space key {key!r}"
+        value = params[key]
+        if kind in ("grid", "choice"):
+            inside = value in values
+        else:
+            inside = is_number(value) and values[0] <= value <= values[1]
+        if not inside:
+            return f"{key} = {clip(repr(value))} is outside space.{key}.{kind} {clip(repr(values))}"
+    return None
+
+
+def check_history(sweep_id: str, history: Iterable[Mapping[str, Any]], spec: SweepSpec) -> None:
+    """``DamagedSweepError`` for the first stored attempt the study cannot be rebuilt from
+    (``--resume`` of a local sweep with a learning sampler): a trial key not the local
+    engine's, or parameters outside the space."""
+    for row in history:
+        key = row["trial_key"]
+        trial = f"{key} (attempt {row['attempt']})"
+        if not isinstance(key, str) or LOCAL_KEY.fullmatch(key) is None:
+            why = "is not the local engine's (t0000, t0001, ...)"
+            raise DamagedSweepError(sweep_id, "trial_key", why, clip(str(key)))
+        outside = _outside(spec, row["params"])
+        if outside is not None:
+            raise DamagedSweepError(sweep_id, "params_json", outside, trial)
 
 
 @dataclass

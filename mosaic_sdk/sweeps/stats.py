@@ -12,6 +12,10 @@ import numpy as np
 #: Resamples of the bootstrap and the seed of its generator.
 RESAMPLES = 2000
 SEED = 0
+#: The most resampled values held at once: the resamples are drawn and scored this many
+#: values a batch (10,000 runs a side would otherwise hold 2000 x 20,000 values several times
+#: over, gigabytes). Below it (1,000 runs together) every resample is one batch.
+RESAMPLED_VALUES = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,12 @@ def _bootstrap(point: float, samples: tuple[Any, ...], statistic: Any) -> Estima
     """``point`` with the 95% percentile interval of ``statistic`` over resampled ``samples``."""
     from scipy.stats import bootstrap  # optional dependency (the search extra)
 
+    values = sum(len(sample) for sample in samples)
     res = bootstrap(
         samples,
         statistic,
         n_resamples=RESAMPLES,
+        batch=max(1, min(RESAMPLES, RESAMPLED_VALUES // max(1, values))),
         confidence_level=0.95,
         method="percentile",
         vectorized=True,

@@ -9,10 +9,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from mosaic_sdk.runner.printable import printable
 from mosaic_sdk.runner.storage.store import RunStore, StoreError
 from mosaic_sdk.shm.processes import process_alive
 from mosaic_sdk.sweeps.objective import metric_of_run
-from mosaic_sdk.sweeps.spec import Metric
+from mosaic_sdk.sweeps.spec import Metric, SpecError, clip, parse_spec
 
 #: Trial statuses that ``--resume`` does not run again.
 FINISHED = ("completed", "failed", "stopped", "pruned")
@@ -23,6 +24,37 @@ BEST_FROM = "completed"
 
 class UnknownSweepError(StoreError):
     """No sweep with that id (or id prefix) is in the store."""
+
+
+class DamagedSweepError(StoreError):
+    """A sweep's row the tools cannot use (its spec, or a trial's parameters or metric, damaged
+    in the store): one line naming the sweep, the trial and the field."""
+
+    def __init__(self, sweep_id: str, field: str, problem: str, trial: str | None = None) -> None:
+        where = f"sweep {sweep_id}" + (f", trial {trial}" if trial is not None else "")
+        super().__init__(printable(f"{where}: {field} {problem} (a damaged row in the store)"))
+
+
+def _json_object(text: object, sweep_id: str, field: str, trial: str | None = None) -> Any:
+    """The JSON object stored in ``field``; ``DamagedSweepError`` when it is not one."""
+    try:
+        value = json.loads(text)  # type: ignore[arg-type]  # whatever the column holds
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise DamagedSweepError(sweep_id, field, f"is not JSON ({clip(str(exc))})", trial) from None
+    if not isinstance(value, dict):
+        raise DamagedSweepError(
+            sweep_id, field, f"is not a JSON object (a {type(value).__name__})", trial
+        )
+    return value
+
+
+def _metric_value(value: object, sweep_id: str, trial: str) -> float | None:
+    """A trial's stored metric: a number or NULL; ``DamagedSweepError`` for text or a blob."""
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    kind = "text" if isinstance(value, str) else f"a {type(value).__name__}"
+    problem = f"is {kind} {clip(repr(value))}, not a number"
+    raise DamagedSweepError(sweep_id, "metric", problem, trial)
 
 
 class SweepStore:
@@ -145,17 +177,25 @@ class SweepStore:
             "SELECT * FROM sweeps WHERE sweep_id = ?", (self.resolve(sweep_id),)
         ).fetchone()
         out = dict(row)
-        out["spec"] = json.loads(out.pop("spec_json"))
+        out["spec"] = _json_object(out.pop("spec_json"), out["sweep_id"], "spec_json")
+        try:  # every tool reads its metric, seeds or space: a spec that does not parse is damaged
+            parse_spec(out["spec"])
+        except SpecError as exc:
+            raise DamagedSweepError(
+                out["sweep_id"], "spec_json", f"is not a sweep spec ({clip(str(exc), 160)})"
+            ) from None
         return out
 
     def list_sweeps(
         self, limit: int | None = 20, *, include_unfinished: bool = False
     ) -> list[dict[str, Any]]:
         """The newest sweeps first, with their trial counts and ``best``: the best metric of
-        their completed trials (of every trial with ``include_unfinished``)."""
-        metric = "t.metric"
+        their completed trials (of every trial with ``include_unfinished``; a damaged
+        metric, not a number, is left out of it: ``sweeps show`` names it)."""
+        number = "typeof(t.metric) IN ('integer', 'real')"
         if not include_unfinished:
-            metric = f"CASE WHEN t.status = '{BEST_FROM}' THEN t.metric END"
+            number += f" AND t.status = '{BEST_FROM}'"
+        metric = f"CASE WHEN {number} THEN t.metric END"
         sql = (
             "SELECT s.sweep_id, s.worker, s.engine, s.status, s.created_at, s.ended_at, s.metric,"
             " s.mode, count(t.trial_key) AS attempts, count(DISTINCT t.trial_key) AS trials,"
@@ -190,7 +230,9 @@ class SweepStore:
         out = []
         for row in rows:
             d = dict(row)
-            d["params"] = json.loads(d.pop("params_json"))
+            sid, trial = sweep["sweep_id"], f"{d['trial_key']} (attempt {d['attempt']})"
+            d["params"] = _json_object(d.pop("params_json"), sid, "params_json", trial)
+            d["metric"] = _metric_value(d["metric"], sid, trial)
             d["games"] = d["agent_episodes"] = None
             if d["run_status"]:
                 counts = self.runs.get_run(d["run_id"])["counts"]

@@ -31,6 +31,10 @@ TERMINAL_EVENTS: tuple[str, ...] = ("run_completed", "run_failed", "run_cancelle
 #: The lifecycle event :meth:`TelemetryEmitter.metrics` writes: ``{"step": int, "values":
 #: {name: number}, "agent_id": str}`` (``agent_id`` only when given).
 METRICS_EVENT = "metrics"
+#: The largest step of a series point: 2**53, the largest integer a float64 (a chart's column,
+#: a JavaScript number) holds exactly with every integer below it. :meth:`TelemetryEmitter.metrics`
+#: refuses steps outside 0 .. MAX_STEP, and the store refuses them in any worker's lines.
+MAX_STEP = 2**53
 
 
 class TelemetryEmitter(LineOutput):
@@ -247,7 +251,8 @@ class TelemetryEmitter(LineOutput):
         ``values`` maps a series name to a number, TensorBoard-style ``group/name``
         (``{"losses/value": 0.3, "charts/sps": 1200}``); nested mappings become dotted names
         when the run is stored. ``step`` is the x value of your choosing (env steps, updates),
-        an integer >= 0. ``agent_id`` gives per-agent series in multi-agent workers.
+        an integer from 0 to :data:`MAX_STEP` (2**53). ``agent_id`` gives per-agent series in
+        multi-agent workers.
 
         Written as a ``metrics`` lifecycle event (:data:`METRICS_EVENT`) but batched like step
         lines rather than flushed at once, so reporting every update costs no extra write.
@@ -257,8 +262,11 @@ class TelemetryEmitter(LineOutput):
             raise TypeError(f"metrics() takes a mapping of names to numbers, got {values!r}")
         if isinstance(step, bool) or not isinstance(step, int):
             step = int(step)  # numpy integers; a float step of 3.0 becomes 3
-        if step < 0:
-            raise ValueError(f"metrics() needs a step >= 0, got {step!r}")
+        if not 0 <= step <= MAX_STEP:
+            raise ValueError(
+                f"metrics() needs a step >= 0 and <= 2**53 (what a float64 holds exactly), "
+                f"got {step!r}"
+            )
         payload: dict[str, Any] = {"step": step, "values": dict(values)}
         if agent_id is not None:
             self._agent_field(agent_id)  # the same check as step and episode lines

@@ -31,6 +31,7 @@ from mosaic_sdk.runner.storage.records import (
     RunRecord,
 )
 from mosaic_sdk.runner.storage.store import RunStore, StoreError, status_text
+from mosaic_sdk.telemetry.emitter import MAX_STEP
 
 #: The most points of one curve the server sends (raw and smoothed each).
 MAX_POINTS = 1000
@@ -421,6 +422,11 @@ class SeriesRow(TypedDict):
 MAX_SERIES_POINTS = 200_000
 #: The most series one points request reads.
 MAX_SERIES_PER_REQUEST = 200
+#: The most points one answer of the points or batch API holds, its series together (24 MB
+#: of columns in a batch answer): without ``buckets`` each of ``n`` series gets at most
+#: ``MAX_ANSWER_POINTS // n`` (``more`` says when it has more: ask again past ``through``);
+#: ``buckets`` that could give more (two points a bucket) are refused.
+MAX_ANSWER_POINTS = 1_000_000
 
 
 def json_number(value: float) -> float | str:
@@ -536,12 +542,13 @@ def series_points(
     answer covers."""
     if encoding not in ENCODINGS:
         raise ValueError(f"encoding={encoding!r:.40} is not one of {', '.join(ENCODINGS)}")
-    limit, buckets = _read_bounds(limit, buckets)
+    limit, buckets = _read_bounds(limit, buckets, len(wanted))
     out = []
     with open_store(path) as store:
         full = store.resolve(run_id)
         for row, steps, values, walls in _series_reads(store, full, wanted, limit, buckets):
             if encoding == "base64":
+                _exact_as_float64(full, row, steps)
                 row["steps"] = _float64_base64(steps)
                 row["values"] = _float64_base64(values)
                 row["wall"] = _float64_base64(walls / 1e9)
@@ -550,13 +557,42 @@ def series_points(
                 row["values"] = [json_number(v) for v in values.tolist()]
                 row["wall"] = (walls / 1e9).tolist()
             out.append(row)
-    return {"run_id": full, "encoding": encoding, "buckets": buckets, "series": out}
+    return {
+        "run_id": full,
+        "encoding": encoding,
+        "buckets": buckets,
+        "limit": limit,
+        "series": out,
+    }
 
 
-def _read_bounds(limit: int, buckets: int | None) -> tuple[int, int | None]:
+def _read_bounds(limit: int, buckets: int | None, series: int) -> tuple[int, int | None]:
+    """The most points of one of ``series`` series an answer holds (``limit``, cut to
+    :data:`MAX_SERIES_POINTS` and to its share of :data:`MAX_ANSWER_POINTS`), and ``buckets``
+    checked; ValueError saying what to ask instead otherwise."""
     if buckets is not None and not 1 <= buckets <= MAX_BUCKETS:
         raise ValueError(f"buckets={buckets}: give a chart width from 1 to {MAX_BUCKETS} pixels")
-    return max(1, min(int(limit), MAX_SERIES_POINTS)), buckets
+    series = max(1, series)
+    if buckets is not None and 2 * buckets * series > MAX_ANSWER_POINTS:
+        raise ValueError(
+            f"buckets={buckets} for {series} series may give {2 * buckets * series:,} points, "
+            f"more than the {MAX_ANSWER_POINTS:,} one answer holds: ask at most "
+            f"{MAX_ANSWER_POINTS // (2 * series)} buckets for {series} series, or fewer series "
+            "a request"
+        )
+    return max(1, min(int(limit), MAX_SERIES_POINTS, MAX_ANSWER_POINTS // series)), buckets
+
+
+def _exact_as_float64(run_id: str, row: dict[str, object], steps: np.ndarray) -> None:
+    """ValueError when ``steps`` (int64) hold one that a float64 column would round: past
+    2**53, which the store refuses since version 8 but an older one may hold."""
+    if len(steps) and max(int(steps.max()), -int(steps.min())) > MAX_STEP:
+        raise ValueError(
+            f"series {row['name']!r:.80} of run {run_id} has steps past 2**53 (from "
+            f"{int(steps.min())} to {int(steps.max())}), which float64 columns do not hold "
+            "exactly: read it with encoding=json from /api/runs/RUN/series/points, or export "
+            "it (mosaic runs export RUN --what metrics)"
+        )
 
 
 def _series_reads(
@@ -629,8 +665,9 @@ def series_batch(
     """The points of several series of several runs, read in one snapshot of the store, in
     binary: a little-endian uint32 ``n``, ``n`` bytes of JSON (``{"buckets", "series": [{...,
     "n"}]}``, in the order asked), zero bytes up to a multiple of 8, then for each series its
-    ``n`` steps, values and wall times (seconds) as little-endian float64."""
-    limit, buckets = _read_bounds(limit, buckets)
+    ``n`` steps, values and wall times (seconds) as little-endian float64. At most
+    :data:`MAX_ANSWER_POINTS` points in all (``limit`` in the JSON: the most of one series)."""
+    limit, buckets = _read_bounds(limit, buckets, len(wanted))
     rows: list[dict[str, object]] = [{} for _ in wanted]
     columns: list[bytes] = [b"" for _ in wanted]
     with open_store(path) as store, store.snapshot():
@@ -641,9 +678,11 @@ def series_batch(
             full = store.resolve(run_id)
             reads = _series_reads(store, full, [wanted[i] for i in at], limit, buckets)
             for i, (row, steps, values, walls) in zip(at, reads, strict=True):
+                _exact_as_float64(full, row, steps)
                 rows[i] = {"run_id": full, **row, "n": len(steps)}
                 columns[i] = np.concatenate([steps, values, walls / 1e9]).astype("<f8").tobytes()
-    header = json.dumps({"buckets": buckets, "series": rows}, separators=(",", ":")).encode()
+    meta = {"buckets": buckets, "limit": limit, "series": rows}
+    header = json.dumps(meta, separators=(",", ":")).encode()
     head = struct.pack("<I", len(header)) + header
     head += b"\0" * (-len(head) % 8)
     return head + b"".join(columns)
@@ -682,6 +721,7 @@ __all__ = [
     "MAX_POINTS",
     "NamedCounts",
     "named_counts",
+    "MAX_ANSWER_POINTS",
     "MAX_BUCKETS",
     "MAX_SERIES_POINTS",
     "SeriesRow",

@@ -16,7 +16,7 @@ from starlette.websockets import WebSocket
 
 from mosaic_sdk.plots.curves import NO_AGENT, agent_key
 from mosaic_sdk.runner.storage.store import StoreError, UnknownRunError
-from mosaic_sdk.sweeps.store import UnknownSweepError
+from mosaic_sdk.sweeps.store import DamagedSweepError, UnknownSweepError
 from mosaic_sdk.watch import data
 from mosaic_sdk.watch.control import COMMANDS, send_command
 from mosaic_sdk.watch.security import TOKEN_HEADER, token_matches
@@ -73,6 +73,8 @@ def _problem(exc: Exception) -> JSONResponse:
     """The answer for a store that cannot say what was asked (never a server error)."""
     if isinstance(exc, (data.StoreMissingError, UnknownRunError, UnknownSweepError)):
         return _error(404, str(exc))
+    if isinstance(exc, DamagedSweepError):  # a damaged row stays damaged: no retry
+        return _error(400, str(exc))
     if isinstance(exc, StoreError):
         return _error(503, str(exc))
     if isinstance(exc, sqlite3.Error):

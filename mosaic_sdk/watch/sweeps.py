@@ -17,7 +17,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from mosaic_sdk.sweeps.objective import pareto_front
-from mosaic_sdk.sweeps.spec import Metric, SpecError, parse_spec
+from mosaic_sdk.sweeps.search import LOCAL_KEY, check_history
+from mosaic_sdk.sweeps.spec import Metric, parse_spec
 from mosaic_sdk.sweeps.store import BEST_FROM, SweepStore
 from mosaic_sdk.watch import data
 from mosaic_sdk.watch.data import finite_or_none
@@ -31,8 +32,6 @@ MIN_IMPORTANCE_SETS = 4
 SCORED = ("completed", "stopped")
 _PRUNED_AT = re.compile(r"\bat step (\d+)\b")
 _NUMBER = re.compile(r"(\d+)$")
-#: The local engine's trial keys, which its study's rebuild numbers parameter sets by.
-_LOCAL_KEY = re.compile(r"t\d+")
 
 
 def _no_sweeps_yet(exc: sqlite3.OperationalError) -> bool:
@@ -229,18 +228,14 @@ def importance(path: Path, sweep_id: str) -> dict[str, object]:
         sweeps = SweepStore(runs)
         sweep = sweeps.get_sweep(sweep_id)
         history = sweeps.trials(sweep["sweep_id"])
-        stored = dict(sweep["spec"])
-        try:
-            spec = parse_spec(stored)
-        except SpecError as exc:
-            return {"importances": None, "note": f"the sweep's stored spec does not parse: {exc}"}
+        spec = parse_spec(sweep["spec"])  # get_sweep refused a spec that does not parse
         objectives = spec.objectives
 
         def score(run_id: str) -> list[float | None]:
             return [sweeps.metric_of_run(run_id, m) for m in objectives]
 
         try:
-            return _importance(spec, history, score)
+            return _importance(sweep["sweep_id"], spec, history, score)
         except ImportError:
             return {
                 "importances": None,
@@ -248,7 +243,9 @@ def importance(path: Path, sweep_id: str) -> dict[str, object]:
             }
 
 
-def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[str, object]:
+def _importance(
+    sweep_id: str, spec: Any, history: list[dict[str, Any]], score: Any
+) -> dict[str, object]:
     # Optional: Optuna (the search extra); the page says how to install it.
     import optuna
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
@@ -262,7 +259,7 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
     def none(note: str, **more: object) -> dict[str, object]:  # why there is no importance
         return {"importances": None, "objectives": objectives, **more, "note": note}
 
-    if any(_LOCAL_KEY.fullmatch(str(row["trial_key"])) is None for row in history):
+    if any(LOCAL_KEY.fullmatch(str(row["trial_key"])) is None for row in history):
         return none(
             "parameter importance is computed on the study of a local-engine sweep "
             "(mosaic sweep --engine local), rebuilt from its trials as --resume does"
@@ -272,6 +269,7 @@ def _importance(spec: Any, history: list[dict[str, Any]], score: Any) -> dict[st
             "parameter importance compares the parameters of a space of two or more "
             f"keys; this sweep searches {len(names)}"
         )
+    check_history(sweep_id, history, spec)  # a damaged row: an error naming it
     # The study as --resume rebuilds it (a random sampler: no suggestion is used here, and it
     # needs nothing beyond Optuna whatever sampler the sweep ran).
     source = OptunaSource(replace(spec, pruner=None), "random", history, score)

@@ -140,6 +140,10 @@ UPSTREAM: dict[str, tuple[str, set[str]]] = {
         "updeaf=fixture_upstream_deaf:get_worker_metadata",
         {"stop.sigterm_exits", "stop.run_cancelled"},
     ),
+    "upreentrant": (
+        "upreentrant=fixture_upstream_reentrant:get_worker_metadata",
+        {"stop.run_cancelled"},
+    ),
 }
 BROKEN.update(UPSTREAM)
 #: What the upstream-style fixtures do not do that the sdk level asks (advisories at theirs).
@@ -244,6 +248,21 @@ def test_a_hook_that_raises_is_an_error_naming_the_hook(use_workers, capsys) -> 
     out = capsys.readouterr()
     assert "Traceback" not in out.out + out.err
     assert "mosaic_worker_conformance_config hook raised LookupError" in out.out
+
+
+def test_a_handler_that_died_writing_run_cancelled_is_shown_by_its_stderr(use_workers) -> None:
+    """The SIGTERM handler printed run_cancelled in the middle of the loop's write and died
+    of it: the reason says how the worker exited and how its stderr ends, the hint what to
+    do instead."""
+    use_workers(UPSTREAM["upreentrant"][0])
+    [result] = [
+        r for r in check_worker("upreentrant", on_fail=None) if r.name == "stop.run_cancelled"
+    ]
+    assert result.verdict == "failed"
+    assert result.reason.startswith("no terminal event after SIGTERM (expected run_cancelled); ")
+    assert "the worker exited with code 1, its stderr ends: " in result.reason, result.reason
+    assert "RuntimeError: reentrant call" in result.reason
+    assert "only set a flag" in result.hint and "Never print from the handler" in result.hint
 
 
 @pytest.mark.parametrize("level", [PLATFORM, SDK])

@@ -197,6 +197,7 @@ def test_guide_transcripts_match_real_output(
     done = subprocess.run(
         [sys.executable, "-m", "mosaic_sdk.cli", *argv[1:]],
         env={**os.environ, "MOSAIC_DISABLE_PLUGIN_AUTOLOAD": "1", "MOSAIC_HOME": str(tmp_path)},
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

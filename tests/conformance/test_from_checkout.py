@@ -26,6 +26,7 @@ def test_the_suite_collects_from_the_sdk_checkout() -> None:
             "no:cacheprovider",
         ],
         cwd=ROOT,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=300,

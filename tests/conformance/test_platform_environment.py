@@ -104,7 +104,11 @@ def test_the_same_worker_streams_under_mosaic_runs_environment(
     )
     assert prepared.env["PYTHONUNBUFFERED"] == "1"
     proc = subprocess.Popen(
-        prepared.argv, env=prepared.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        prepared.argv,
+        env=prepared.env,
+        stdin=subprocess.DEVNULL,  # not pytest's: an open pipe under -s is never at EOF
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     try:
         assert proc.stdout is not None

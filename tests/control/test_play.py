@@ -105,3 +105,22 @@ def test_frame_before_reset_says_reset_first(tmp_path: Path) -> None:
     assert code == 0, err
     [line] = [x for x in out.splitlines() if x.startswith("error:")]
     assert "reset first" in line and "FastLane must be on" not in line
+
+
+def test_an_action_nested_too_deep_is_an_error_line_and_the_session_goes_on(
+    tmp_path: Path,
+) -> None:
+    deepest = "[" * 100_000 + "]" * 100_000  # past the parser's stack
+    deep = "[" * 101 + "1" + "]" * 101  # parses, but past MAX_JSON_DEPTH
+    script = f"r 1\ns {deepest}\ns {deep}\ns 1\nquit\n"
+    code, out, err = mosaic_play(["example", "--runs-dir", str(tmp_path)], script)
+    assert code == 0, err
+    assert "Traceback" not in err and "RecursionError" not in out + err
+    lines = out.splitlines()
+    assert lines[2] == (
+        "error: ACTION nests deeper than 100 levels, got '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+        "'... (200,000 characters)"
+    )
+    assert lines[3].startswith("error: ACTION nests deeper than 100 levels, got '[[[")
+    assert lines[4] == "step 1 (episode 0): action 1, reward 1, return 1"
+    assert lines[-1] == "session ended (exit code 0)"

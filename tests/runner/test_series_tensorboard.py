@@ -21,6 +21,7 @@ from mosaic_sdk.runner.recording.tensorboard import (
     TensorBoardObserver,
     run_dir,
 )
+from mosaic_sdk.runner.reporting import Reporter, use_reporter
 from mosaic_sdk.runner.storage.records import SeriesPoint
 from mosaic_sdk.runner.storage.store import RunStore
 from mosaic_sdk.runner.supervisor import run_worker
@@ -207,3 +208,81 @@ def test_the_observer_s_points_are_readable_before_the_run_ends(tmp_path: Path) 
     observer.mosaic_telemetry_series(run_id="R", points=late)
     want["loss"].append((7, (10**18 + 7) / 1e9, 0.5))
     assert_same(read_back(run_dir(tmp_path, "R", None)), want)
+
+
+def _points(run_id: str, agent: str | None, n: int = 3) -> list[SeriesPoint]:
+    return [SeriesPoint(run_id, "loss", agent, s, s / 2, 10**18 + s) for s in range(n)]
+
+
+def _want(points: list[SeriesPoint]) -> dict[str, list[tuple[int, float, float]]]:
+    return {"loss": [(p.step, p.wall_ns / 1e9, p.value) for p in points]}
+
+
+def test_any_agent_id_makes_a_directory_of_its_own(tmp_path: Path) -> None:
+    """An id too long for a file name (over 255 bytes quoted), two that differ only past the
+    cut, ``..``: each agent's files are written apart, under the run's directory."""
+    agents = ["a" * 300, "a" * 299 + "b", "é/" * 100, "..", "p1", None]
+    observer = TensorBoardObserver(tmp_path)
+    sent = {agent: _points("R", agent) for agent in agents}
+    for points in sent.values():
+        observer.mosaic_telemetry_series(run_id="R", points=points)
+    observer.mosaic_run_cleanup(run_id="R")
+    dirs = {agent: run_dir(tmp_path, "R", agent) for agent in agents}
+    assert len(set(dirs.values())) == len(agents)
+    for agent, path in dirs.items():
+        assert path.parent == tmp_path / "R" or (agent is None and path == tmp_path / "R")
+        assert len(path.name.encode()) <= 255  # what a file system takes
+        assert_same(read_back(path), _want(sent[agent]))  # its own files, not its agents'
+
+
+def test_an_agent_whose_files_cannot_be_made_does_not_stop_the_others(tmp_path: Path) -> None:
+    blocked = run_dir(tmp_path, "R", "blocked")
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("a file where its directory would go")
+    observer = TensorBoardObserver(tmp_path)
+    with use_reporter(Reporter()) as reporter:
+        for agent in ("p1", "blocked", "p2", "blocked"):
+            observer.mosaic_telemetry_series(run_id="R", points=_points("R", agent))
+    observer.mosaic_run_cleanup(run_id="R")
+    for agent in ("p1", "p2"):
+        assert_same(read_back(run_dir(tmp_path, "R", agent)), _want(_points("R", agent)))
+    [warning] = reporter.warnings  # once, not once per delivery
+    assert "run R" in warning and "agent 'blocked'" in warning and "File exists" in warning
+
+
+def test_a_run_whose_agent_id_is_300_characters_writes_every_point(
+    echo_worker: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "live"
+    monkeypatch.setenv(ENV_DIR, str(out))
+    long_agent = "agent-" + "x" * 294
+    lines = [
+        _metrics(s, {"loss": s / 3}, 1_750_000_000_000_000_000 + s, long_agent) for s in range(5)
+    ]
+    lines += [_metrics(s, {"loss": -s}, 1_750_000_000_000_000_000 + s, "p1") for s in range(5)]
+    lines.append(json.dumps({"type": "lifecycle", "event": "run_completed", "payload": {}}))
+    source = tmp_path / "lines.jsonl"
+    source.write_text("".join(line + "\n" for line in lines))
+    store = tmp_path / "runs.sqlite"
+    result = run_worker(echo_worker, {"lines_file": str(source)}, store=store)
+    assert result.status == "completed", result.error
+    [report] = [r for r in result.observers if r["name"] == "builtin:tensorboard"]
+    assert report["error"] is None and report["missed_points"] == 0
+    assert report["delivered_points"] == 10
+    want = stored(store, result.run_id)
+    for agent in (long_agent, "p1"):
+        assert_same(read_back(run_dir(out, result.run_id, agent)), want[agent])
+
+
+def test_tensorboard_naming_a_file_is_refused_before_the_run(
+    echo_worker: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    store = tmp_path / "runs.sqlite"
+    for given in (a_file, a_file / "tb"):
+        code = main(["run", echo_worker, "--tensorboard", str(given), "--store", str(store)])
+        assert code == 2
+        err = capsys.readouterr().err
+        assert f"--tensorboard {given}: {a_file} is a file, not a directory" in err, err
+    assert not store.exists() and a_file.read_text() == "mine"  # nothing ran

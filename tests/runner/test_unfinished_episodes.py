@@ -1,6 +1,6 @@
 """The rule of unfinished episodes in the store (docs/reference/telemetry.md, "Unfinished
 episodes"): the emitter flags the episode the run's end cut off; the store keeps it flagged
-(``episodes.unfinished``, schema version 8) and counts it apart; no count of episodes, no
+(``episodes.unfinished``, schema version 9) and counts it apart; no count of episodes, no
 return, no last return and no export includes it unless asked; its steps are env steps.
 An older store is migrated (its lines flagged, its counts redone), or read by the same rule."""
 
@@ -145,24 +145,24 @@ def test_an_episode_export_leaves_the_cut_episode_out_unless_asked(tmp_path: Pat
     assert last["unfinished"] == 1 and last["total_reward"] == PARTIAL_RETURN
 
 
-def _as_version_7(path: Path) -> None:
-    """Make a store as version 7 left it: no flag, no count apart, and the cut episode
+def _as_version_8(path: Path) -> None:
+    """Make a store as version 8 left it: no flag, no count apart, and the cut episode
     counted as a finished one (with its partial return as the last)."""
     conn = sqlite3.connect(path)
     try:
         conn.execute("ALTER TABLE episodes DROP COLUMN unfinished")
         conn.execute("ALTER TABLE runs DROP COLUMN unfinished_episodes")
         conn.execute("UPDATE runs SET episodes = 3, last_episode_return = ?", (PARTIAL_RETURN,))
-        conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+        conn.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
         conn.commit()
     finally:
         conn.close()
 
 
-def test_a_version_7_store_is_read_by_the_rule_and_migrated_by_it(tmp_path: Path) -> None:
+def test_a_version_8_store_is_read_by_the_rule_and_migrated_by_it(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
     store_cut_run(path)
-    _as_version_7(path)
+    _as_version_8(path)
     # read-only: nothing is written, the flag is read from the lines
     with RunStore(path, readonly=True) as store:
         run = store.get_run("CUT")
@@ -171,7 +171,7 @@ def test_a_version_7_store_is_read_by_the_rule_and_migrated_by_it(tmp_path: Path
         assert [r[2] for r in store.episode_rows("CUT", run["started_at"])] == [0, 0, 3]
     assert [r["unfinished"] for r in _csv(path, include_unfinished=True)] == ["0", "0", "1"]
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("7",)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("8",)
     conn.close()
     # opening it to write migrates: the rows flagged, the counts redone
     with RunStore(path) as store:

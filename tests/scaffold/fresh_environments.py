@@ -111,6 +111,7 @@ class FreshEnv:
         return subprocess.run(
             [str(program), *argv[1:]],
             cwd=cwd,
+            stdin=subprocess.DEVNULL,  # not pytest's own (an open pipe under -s)
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -39,6 +39,7 @@ def conformance_run_seconds(project: Path, package: str, tmp_path: Path) -> floa
     done = subprocess.run(
         [sys.executable, "-m", package, "--config", str(path)],
         env={**env, "MOSAIC_RUN_DIR": str(tmp_path)},
+        stdin=subprocess.DEVNULL,  # not pytest's own (an open pipe under -s)
         capture_output=True,
         text=True,
         timeout=120,

@@ -246,6 +246,7 @@ def test_its_ci_workflow_passes_with_the_sdk_installed_as_its_readme_says(
             ["bash", "-e", "-c", step["run"]],
             cwd=project,
             env=env,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=900,

@@ -101,3 +101,22 @@ def test_markdown_tables_list_the_same_fields() -> None:
             rows[cells[2].strip("`")] = cells[0].lstrip("+")
     for name, off, _, _ in L.HEADER_FIELDS + L.WORKER_FIELDS:
         assert rows.get(name) == str(off), f"schema/shm_layout.md: {name} should be at {off}"
+
+
+@pytest.mark.parametrize("kind", L.LAYOUTS)
+def test_creator_pid_reads_the_engine_pid_of_either_header(kind: str) -> None:
+    lay = L.Layout.compute(2, 3, 1, kind=kind)
+    buf = bytearray(L.HEADER_SIZE)
+    lay.write_header(buf, 4321)  # an lrbc header before its magic is published
+    assert L.creator_pid(buf) == 4321
+    if kind == L.LAYOUT_LRBC:
+        struct.pack_into("<I", buf, 0, L.LRBC_MAGIC)
+        assert L.creator_pid(buf) == 4321
+
+
+def test_creator_pid_is_none_for_another_programs_bytes() -> None:
+    assert L.creator_pid(bytes(4096)) is None  # zeros: no header (yet)
+    other = bytearray(4096)
+    other[:16] = b"FLNE" + struct.pack("<III", 7, 4321, 4321)
+    assert L.creator_pid(other) is None
+    assert L.creator_pid(b"MSHM") is None  # too short to hold the pid

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mosaic_sdk.shm.atomics import SharedWords
 from mosaic_sdk.shm.layout import RING_HEADER_SIZE, RING_WRITE_POS
-from mosaic_sdk.shm.ring import ByteRing, RingCorruptError, entry_size
+from mosaic_sdk.shm.ring import ByteRing, MessageTooLargeError, RingCorruptError, entry_size
 from mosaic_sdk.shm.sync import TransportTimeoutError
 
 
@@ -127,3 +127,62 @@ def test_a_message_larger_than_the_ring_travels_in_fragments() -> None:
     assert received == [message]
     ring.write(b"after", timeout=1.0)
     assert ring.try_read() == b"after", "framing continues cleanly after a fragmented message"
+
+
+def _bounded_ring(max_message: int, resync=None) -> ByteRing:  # noqa: ANN001
+    buf = bytearray(64 + RING_HEADER_SIZE + 256 + 64)
+    return ByteRing(buf, SharedWords(buf), 64, 256, max_message=max_message, resync=resync)
+
+
+def test_a_message_of_the_bound_is_read_whole() -> None:
+    ring = _bounded_ring(300)  # a 256-byte ring: the reader drains after every fragment
+    for part in (b"a" * 100, b"b" * 100):
+        assert ring.try_write(part, True) and ring.try_read() is None
+    assert ring.try_write(b"c" * 100, False)
+    assert ring.try_read() == b"a" * 100 + b"b" * 100 + b"c" * 100
+
+
+def test_fragments_past_the_bound_are_refused_at_once_and_dropped() -> None:
+    """Past max_message the reader raises while fragments still come, keeps nothing, drops the
+    rest of the message up to its last entry; the next message is read intact."""
+    ring = _bounded_ring(250)
+    assert ring.try_write(b"head" + b"a" * 96, True) and ring.try_write(b"b" * 100, True)
+    assert ring.try_read() is None  # 200 bytes: below the bound, kept
+    assert ring.try_write(b"c" * 100, True)
+    with pytest.raises(MessageTooLargeError, match="larger than 250 bytes") as refused:
+        ring.try_read()  # 300 bytes: refused before the message's end
+    assert refused.value.head.startswith(b"head") and not ring._partial
+    for _ in range(5):  # a writer that goes on and on: read, dropped, nothing grows
+        assert ring.try_write(b"d" * 100, True)
+        assert ring.try_read() is None and not ring._partial
+    assert ring.try_write(b"tail", False)  # the refused message's end: dropped too
+    assert ring.try_write(b"next", False)
+    assert ring.try_read() == b"next"
+
+
+def test_a_last_fragment_past_the_bound_is_refused_and_the_next_message_read() -> None:
+    ring = _bounded_ring(150)
+    assert ring.try_write(b"a" * 100, True) and ring.try_write(b"b" * 100, False)
+    with pytest.raises(MessageTooLargeError):
+        ring.try_read()
+    assert ring.try_write(b"next", False)
+    assert ring.try_read() == b"next"
+
+
+def test_after_a_refused_message_resync_finds_the_next_one() -> None:
+    """A writer that gave up a refused message and sent a new one: the entry that ends the
+    refused message is returned when resync says it begins a message."""
+    ring = _bounded_ring(150, resync=lambda entry: entry.startswith(b"MSG"))
+    for _ in range(2):
+        assert ring.try_write(b"x" * 100, True)
+    with pytest.raises(MessageTooLargeError):
+        ring.try_read()
+    assert ring.try_write(b"MSG ping", False)
+    assert ring.try_read() == b"MSG ping"
+    for _ in range(2):
+        assert ring.try_write(b"x" * 100, True)
+    with pytest.raises(MessageTooLargeError):
+        ring.try_read()
+    assert ring.try_write(b"junk end", False)  # not a message of its own: dropped
+    assert ring.try_write(b"MSG next", False)
+    assert ring.try_read() == b"MSG next"

@@ -113,6 +113,29 @@ def test_commands_ping_schema_and_engine_errors(segments) -> None:
     assert proc.exitcode == 0
 
 
+def test_an_oversized_command_is_refused_to_its_sender_and_serving_goes_on(segments) -> None:
+    """Fragments past the reader's bound are answered with an error at once (not kept), and
+    the commands after the refused one are served."""
+    with SharedMemoryTransport(2, 3, 1, name=segments.name()) as t:
+        client = SharedMemoryClient(t.name)
+        try:
+            t.seg.c2e.max_message = 4096
+            ring, replies = client._seg.c2e, client._seg.e2c
+            big = cmd.encode(cmd.CallRequest(name="x", args_pickle=b"a" * 10_000), 77)
+            for begin in range(0, len(big), 1000):
+                assert ring.try_write(big[begin : begin + 1000], begin + 1000 < len(big))
+                t.serve_commands()
+            refused = cmd.decode(replies.try_read())
+            assert refused.correlation_id == 77 and "larger than 4096 bytes" in refused.error
+            assert replies.try_read() is None  # answered once: the rest was dropped
+            ring.write(cmd.encode(cmd.PingRequest(nonce=5), 78))
+            assert t.serve_commands() == 1
+            pong = cmd.decode(replies.try_read())
+            assert pong.correlation_id == 78 and pong.message.nonce == 5
+        finally:
+            client.close()
+
+
 @pytest.mark.parametrize("command_spin", [0.0, 5e-3])
 def test_commands_between_steps_are_answered_whatever_the_command_spin(
     segments, command_spin

@@ -21,6 +21,7 @@ line, ``EXEC`` at its first step or episode line, ``TERM`` when it exits (failur
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -69,9 +70,23 @@ class DoubleRun:
 class DaemonDouble:
     """Start with :meth:`start` (returns ``HOST:PORT``), stop with :meth:`stop`."""
 
-    def __init__(self, workdir: Path, *, heartbeat_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        heartbeat_timeout: float = 60.0,
+        run_name_max_length: int | None = None,
+        silent: bool = False,
+    ) -> None:
+        """``run_name_max_length``: a daemon whose schema takes shorter run names than the
+        platform's default (120); ``silent``: one that accepts a run and then says nothing of it
+        (no worker started, no status sent)."""
         self.workdir = Path(workdir)
         self.heartbeat_timeout = heartbeat_timeout
+        self.schema = copy.deepcopy(TRAIN_RUN_SCHEMA)
+        if run_name_max_length is not None:
+            self.schema["properties"]["run_name"]["maxLength"] = run_name_max_length
+        self.silent = silent
         self.runs: dict[str, DoubleRun] = {}
         self.submissions: list[dict[str, Any]] = []
         #: Every request as it came on the wire: (method, its bytes), for tests that read the
@@ -165,7 +180,7 @@ class DaemonDouble:
     def _rpc_SubmitRun(self, request: Any, context: grpc.ServicerContext) -> Any:
         try:
             config = json.loads(request.config_json)
-            jsonschema.validate(config, TRAIN_RUN_SCHEMA)
+            jsonschema.validate(config, self.schema)
         except (ValueError, jsonschema.ValidationError) as exc:
             message = getattr(exc, "message", str(exc))
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"Invalid TrainRunConfig: {message}")
@@ -189,7 +204,8 @@ class DaemonDouble:
             self.runs[run_id] = run
             self._events.append((len(self._events) + 1, run_id))
             self._cond.notify_all()
-        threading.Thread(target=self._dispatch, args=(run,), daemon=True).start()
+        if not self.silent:
+            threading.Thread(target=self._dispatch, args=(run,), daemon=True).start()
         return protocol.message("SubmitRunResponse")(run_id=run_id, digest="d" * 8)
 
     def _rpc_CancelRun(self, request: Any, context: grpc.ServicerContext) -> Any:
@@ -206,6 +222,10 @@ class DaemonDouble:
             snapshot = [self._record(r) for r in self.runs.values()]
             self._watchers += 1
             self._cond.notify_all()
+        if self.silent:
+            while context.is_active():
+                time.sleep(0.1)
+            return
         yield from snapshot
         while context.is_active():
             with self._cond:

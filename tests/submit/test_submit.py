@@ -10,8 +10,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent import futures
 from pathlib import Path
 from typing import Any
 
@@ -178,11 +180,143 @@ def test_the_multi_agent_example_stores_each_agents_episodes(daemon: DaemonDoubl
     assert f"{agents[0]}: 0, 1; {agents[1]}: 0, 1" in done.stdout
 
 
-def test_a_config_the_daemon_refuses_is_a_clear_error(daemon: DaemonDouble) -> None:
-    done = submit("example", "--daemon", daemon.address, "--run-name", "x" * 200)
+def test_a_config_the_daemon_refuses_is_a_clear_error(tmp_path: Path) -> None:
+    strict = DaemonDouble(tmp_path, run_name_max_length=20)  # a daemon of shorter run names
+    strict.start()
+    try:
+        done = submit("example", "--daemon", strict.address, "--run-name", "x" * 40)
+    finally:
+        strict.stop()
     assert done.returncode == 2
     assert "refused the run" in done.stderr and "Invalid TrainRunConfig" in done.stderr
-    assert not daemon.runs
+    assert not strict.runs
+
+
+@pytest.mark.parametrize(
+    "name", ["", "x" * 121, "two\nlines", "../../etc", "a/b", "a\\b", "..", "\x1b[2Jtitle"]
+)
+def test_a_run_name_the_daemon_cannot_take_is_refused_before_sending(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    from mosaic_sdk.cli import main
+
+    assert main(["submit", "example", "--daemon", daemon.address, "--run-name", name]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mosaic: error: --run-name ") and "1-120 characters" in err, err
+    assert "\x1b" not in err and err.count("\n") == 1  # the name shown escaped, on one line
+    assert not daemon.submissions
+
+
+def test_a_run_name_of_120_characters_with_spaces_is_sent(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mosaic_sdk.cli import main
+
+    name = "a b." * 30
+    assert main(["submit", "example", "--daemon", daemon.address, "--run-name", name]) == 0
+    [sent] = daemon.submissions
+    assert sent["run_name"] == name and sent["artifacts"]["output_prefix"] == f"runs/{name}"
+
+
+def test_wait_without_timeout_gives_up_on_a_silent_daemon_after_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mosaic_sdk.cli import main
+    from mosaic_sdk.cli import submit as submit_cli
+
+    default = getattr(submit_cli, "WAIT_TIMEOUT", None)
+    monkeypatch.setattr(submit_cli, "WAIT_TIMEOUT", 3.0, raising=False)
+    silent = DaemonDouble(tmp_path, silent=True)
+    silent.start()
+    try:
+        code = returns(
+            lambda: main(["submit", "example", "--daemon", silent.address, "--wait"]), 60
+        )
+    finally:
+        silent.stop()
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "is still INIT after 3 s (no status came after INIT); it goes on" in err, err
+    assert "--timeout S follows it longer" in err
+    assert default == 3600  # as docs/guides/platform.md says
+
+
+class _Shouting(DaemonDouble):
+    """A daemon whose failure reasons carry terminal escapes."""
+
+    def _set(self, run: Any, status: str, reason: str | None = None) -> None:
+        super()._set(run, status, reason and f"{reason}\x1b]0;owned\x07\x1b[2J")
+
+
+def test_the_daemons_words_are_shown_escaped_not_obeyed(tmp_path: Path) -> None:
+    shouting = _Shouting(tmp_path)
+    shouting.start()
+    try:
+        done = submit(
+            "example", "--daemon", shouting.address, "--wait", "--set", "env_id=NoSuchEnv-v9"
+        )
+    finally:
+        shouting.stop()
+    assert done.returncode == 1
+    assert "ended TERM (exit_code_2\\x1b]0;owned\\x07\\x1b[2J)" in done.stderr, done.stderr
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr
+
+
+def _garbage_server() -> tuple[socket.socket, str]:
+    """A TCP server that answers every connection with bytes that are not HTTP/2."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the test ended
+                return
+            with conn:
+                try:
+                    conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n" * 4)
+                    conn.recv(4096)
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server, f"127.0.0.1:{server.getsockname()[1]}"
+
+
+def test_something_that_answers_but_not_as_the_daemon_is_named_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import grpc
+
+    from mosaic_sdk.cli import main
+
+    server, address = _garbage_server()
+    try:
+        assert returns(lambda: main(["submit", "example", "--daemon", address])) == 1
+    finally:
+        server.close()
+    err = capsys.readouterr().err
+    assert f"something answers at {address}, but not in the MOSAIC trainer daemon's" in err, err
+    # a gRPC server of another service: it answers UNIMPLEMENTED, in words of its own
+    other = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+
+    def refuse(request: bytes, context: grpc.ServicerContext) -> bytes:
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "no such method\x1b[2J here")
+        raise AssertionError("abort raises")
+
+    handler = grpc.unary_unary_rpc_method_handler(refuse)
+    other.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(protocol.SERVICE, {"GetHealth": handler}),)
+    )
+    port = other.add_insecure_port("127.0.0.1:0")
+    other.start()
+    try:
+        assert main(["submit", "example", "--daemon", f"127.0.0.1:{port}"]) == 1
+    finally:
+        other.stop(grace=None)
+    err = capsys.readouterr().err
+    assert "but not in the MOSAIC trainer daemon's protocol" in err, err
+    assert "UNIMPLEMENTED: no such method\\x1b[2J here" in err and "\x1b" not in err
 
 
 def test_a_run_that_fails_reports_the_daemons_reason(daemon: DaemonDouble) -> None:

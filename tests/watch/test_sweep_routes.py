@@ -6,6 +6,7 @@ sweeps' own store code."""
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,34 @@ def test_trial_numbers_and_pruned_steps_are_read_from_what_the_driver_stores() -
     assert trial_number("ab12c_00007") == 7  # a Ray Tune trial id
     assert pruned_step("pruned by the asha pruner at step 120 (return 3.5)") == 120
     assert pruned_step("exit code 1") is None and pruned_step(None) is None
+
+
+def test_a_damaged_trial_row_is_a_400_naming_the_sweep_trial_and_field(
+    client: TestClient, store: Path
+) -> None:
+    pytest.importorskip("optuna", reason="parameter importance is Optuna's (the search extra)")
+    space = {"x": {"uniform": [0.0, 1.0]}, "y": {"grid": [1, 2]}}
+    trials = [(f"t{i:04d}", {"x": i / 10, "y": 1}, "completed", float(i), None) for i in range(6)]
+    make_sweep(store, "SW-BAD", {"space": space}, trials)
+    conn = sqlite3.connect(store)
+    with conn:  # a value outside the space: the trials read, the study cannot be rebuilt
+        conn.execute(
+            "UPDATE sweep_trials SET params_json = '{\"x\": 7, \"y\": 1}' WHERE trial_key = 't0002'"
+        )
+    assert client.get("/api/sweeps/SW-BAD").status_code == 200
+    outside = client.get("/api/sweeps/SW-BAD/importance")
+    assert outside.status_code == 400
+    assert outside.json()["error"] == (
+        "sweep SW-BAD, trial t0002 (attempt 1): params_json x = 7 is outside "
+        "space.x.uniform [0.0, 1.0] (a damaged row in the store)"
+    )
+    with conn:
+        conn.execute("UPDATE sweep_trials SET metric = 'high' WHERE trial_key = 't0003'")
+    conn.close()
+    for url in ("/api/sweeps/SW-BAD", "/api/sweeps/SW-BAD/importance"):
+        text = client.get(url)
+        assert text.status_code == 400, url  # permanent: not the 503 the page retries
+        assert text.json()["error"].startswith(
+            "sweep SW-BAD, trial t0003 (attempt 1): metric is text"
+        )
+    assert client.get("/api/sweeps").json()["sweeps"][0]["best"] == 5.0

@@ -49,7 +49,13 @@ def build_wheel(source: Path, out_dir: Path) -> Path:
     argv = [sys.executable, "-m", "pip", "wheel", *isolation, "--no-deps", "--quiet"]
     argv += ["--disable-pip-version-check", "-w", str(out_dir), str(source)]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT,
+        )
     except subprocess.TimeoutExpired:
         raise CheckFailed(f"building the wheel took more than {BUILD_TIMEOUT} s") from None
     wheels = sorted(out_dir.glob("*.whl"))

@@ -21,6 +21,18 @@ def _signalled(subject: WorkerSubject) -> RecordedRun:
     return run
 
 
+def _died(run: RecordedRun) -> str:
+    """How a worker that exited non-zero after SIGTERM ended, with the tail of its stderr (a
+    handler that died, e.g. of a reentrant write, says so there); nothing for a clean exit."""
+    if run.exit_code in (0, None) or run.killed_after_grace:
+        return ""
+    how = f"the worker exited with code {run.exit_code}"
+    if run.exit_code < 0:
+        how = f"the worker died of signal {-run.exit_code} (exit code {run.exit_code})"
+    excerpt = run.stderr_excerpt()
+    return f"; {how}" + (f", its stderr ends: {excerpt}" if excerpt else ", nothing on stderr")
+
+
 @conformance_check(
     "stop.sigterm_exits",
     description=f"SIGTERM during a run ends the worker within {STOP_TIMEOUT:g} s "
@@ -48,11 +60,16 @@ def sigterm_exits(subject: WorkerSubject) -> str | None:
     description="A run stopped by SIGTERM ends its telemetry with a terminal event that is "
     "not run_completed (platform), with run_cancelled (sdk)",
     hint={
-        PLATFORM: "On SIGTERM stop the loop and print a run_cancelled lifecycle line "
+        PLATFORM: "In the SIGTERM handler only set a flag (e.g. self.stopping = True); let the "
+        "loop see it, stop and print a run_cancelled lifecycle line "
         '({"event": "run_cancelled", "payload": {"reason": ..., "completed_episodes": ...}, '
-        '"run_id": ..., "timestamp": ...}, flush=True) as the last line, then exit',
+        '"run_id": ..., "timestamp": ...}, flush=True) as the last line, then exit. Never '
+        "print from the handler: it runs in the middle of whatever the loop was doing, a write "
+        "to stdout included (RuntimeError: reentrant call)",
         SDK: "When ctx.cancelled is set, stop and emit run_cancelled(reason=..., "
-        "completed_episodes=...) as the last line (worker_main does if you just return)",
+        "completed_episodes=...) from the loop as the last line (worker_main does if you just "
+        "return); a SIGTERM handler of your own only sets a flag, never emits (a write it "
+        "interrupts fails: RuntimeError: reentrant call)",
     },
     runs=("stop",),
 )
@@ -60,10 +77,12 @@ def run_cancelled(subject: WorkerSubject, level: str) -> str | None:
     run = _signalled(subject)
     terminal = [e for e in run.events() if e in TERMINAL_EVENTS]
     if not terminal:
-        raise CheckFailed("no terminal event after SIGTERM (expected run_cancelled)")
+        raise CheckFailed(f"no terminal event after SIGTERM (expected run_cancelled){_died(run)}")
     last = run.telemetry[-1].event
     if last not in TERMINAL_EVENTS:
-        raise CheckFailed(f"after SIGTERM the last line is {last or 'a step'}, not run_cancelled")
+        raise CheckFailed(
+            f"after SIGTERM the last line is {last or 'a step'}, not run_cancelled{_died(run)}"
+        )
     if level == PLATFORM:
         if last == "run_completed":
             raise CheckFailed(

@@ -2,7 +2,9 @@
 run by ``mosaic runs export --format tensorboard``, during it by :class:`TensorBoardObserver`.
 
 ``DIR/<run_id>/`` holds the series without an ``agent_id``, ``DIR/<run_id>/agent_<id>/`` each
-agent's (ids URL-quoted); the tag is the series' name. Beside the series:
+agent's (ids URL-quoted; a name longer than :data:`MAX_NAME` is its first characters, ``~`` and
+16 hex digits of the id's SHA-256, so that any id makes a directory); the tag is the series'
+name. Beside the series:
 
 - the finished episodes' returns and lengths, tags :data:`RETURN_TAG` and :data:`LENGTH_TAG`,
   at the env steps taken by the episode's end (an agent's own in its directory); an episode
@@ -23,13 +25,14 @@ beside, then swapped in), so a second export does not double every point.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
 import os
 import shutil
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +40,7 @@ from urllib.parse import quote
 
 from mosaic_sdk.extras import require
 from mosaic_sdk.hookspecs import hookimpl
+from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.storage.records import SeriesPoint
 
 if TYPE_CHECKING:
@@ -66,10 +70,26 @@ _STATUS = {
 }
 
 
+#: The longest directory name made of an id (file systems take 255 bytes).
+MAX_NAME = 100
+
+
+def _dir_name(text: str, prefix: str = "") -> str:
+    """``prefix`` and ``text`` URL-quoted (never ``.`` or ``..``); one over :data:`MAX_NAME`
+    characters shortened, with a hash of ``text`` that keeps two ids apart."""
+    name = prefix + quote(text, safe="")
+    if name in (".", ".."):  # a directory of its own, not this one or its parent
+        name = name.replace(".", "%2E")
+    if len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{name[: MAX_NAME - 17]}~{digest}"
+
+
 def run_dir(root: Path, run_id: str, agent_id: str | None) -> Path:
     """The directory of one run's (and agent's) event files under ``root``."""
-    base = Path(root) / quote(run_id, safe="")
-    return base if agent_id is None else base / f"agent_{quote(agent_id, safe='')}"
+    base = Path(root) / _dir_name(run_id)
+    return base if agent_id is None else base / _dir_name(agent_id, "agent_")
 
 
 def hparams_of(config: Mapping[str, Any] | None) -> dict[str, str | float | bool]:
@@ -125,9 +145,12 @@ class EventFiles:
         root: Path,
         run_id: str,
         feature: str = "TensorBoard event files",
+        on_error: Callable[[str | None, OSError], None] | None = None,
         *,
         doubles: bool = False,
     ) -> None:
+        """``on_error``: called when an agent's files cannot be made; that agent's points
+        are then left out (the others go on). Without it, the OSError is raised."""
         require("tensorboardX", EXTRA, feature)
         # tensorboardX is the optional `tensorboard` extra: imported once it is known present.
         # Its EventsWriter writes each event as it is given (its FileWriter queues them for a
@@ -154,24 +177,42 @@ class EventFiles:
         self.run_id = run_id
         self.doubles = doubles
         self._writers: dict[str | None, Any] = {}
+        self._on_error = on_error
+        #: Agents whose files could not be made (their points are left out).
+        self.failed: set[str | None] = set()
         self.points = 0
         #: Each agent's env steps so far (the x of its episodes), and their last step seen.
         self._env_steps: dict[str | None, int] = {}
         self.last_step = 0
 
     def _writer(self, agent_id: str | None) -> Any:
+        """The agent's writer, made at its first event; None when its files cannot be made
+        (reported to ``on_error`` once)."""
         writer = self._writers.get(agent_id)
         if writer is None:
+            if agent_id in self.failed:
+                return None
             path = run_dir(self.root, self.run_id, agent_id)
-            path.mkdir(parents=True, exist_ok=True)
             # a file of its own: two writers of one directory in one second (the observer
             # after a run's cleanup closed its files) would otherwise share a file name
             suffix = f".{os.getpid()}.{next(_WRITERS)}"
-            writer = self._writers[agent_id] = self._events_writer(str(path / "events"), suffix)
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+                writer = self._events_writer(str(path / "events"), suffix)
+            except OSError as exc:
+                if self._on_error is None:
+                    raise
+                self.failed.add(agent_id)
+                self._on_error(agent_id, exc)
+                return None
+            self._writers[agent_id] = writer
         return writer
 
     def add(self, name: str, agent_id: str | None, step: int, value: float, wall_ns: int) -> None:
         """One scalar point of tag ``name``."""
+        writer = self._writer(agent_id)
+        if writer is None:
+            return
         if self.doubles:
             tensor = self._tensor(
                 dtype=self._double, double_val=[value], tensor_shape=self._scalar_shape
@@ -181,7 +222,7 @@ class EventFiles:
             summary_value = self._summary.Value(tag=name, simple_value=value)  # float32
         summary = self._summary(value=[summary_value])
         event = self._event(wall_time=wall_ns / 1e9, step=int(step), summary=summary)
-        self._writer(agent_id).write_event(event)
+        writer.write_event(event)
         self.points += 1
         self.last_step = max(self.last_step, int(step))
 
@@ -222,7 +263,9 @@ class EventFiles:
         values = hparams_of(config)
         _, start, _ = self._hparams(values, {})
         event = self._event(wall_time=wall_ns / 1e9, step=0, summary=start)
-        self._writer(None).write_event(event)
+        writer = self._writer(None)
+        if writer is not None:
+            writer.write_event(event)
 
     def end_session(self, status: str, wall_ns: int) -> None:
         """The HParams session's end: ``status`` a run's (``completed``, ``failed``,
@@ -239,7 +282,9 @@ class EventFiles:
         event = self._event(
             wall_time=wall_ns / 1e9, step=self.last_step, summary=self._summary(value=[value])
         )
-        self._writer(None).write_event(event)
+        writer = self._writer(None)
+        if writer is not None:
+            writer.write_event(event)
 
     def flush(self) -> None:
         for writer in self._writers.values():
@@ -285,27 +330,29 @@ def export_tensorboard(
     its finished episodes' returns and lengths, its HParams session (config, status, final
     metrics). Only the tags of ``agent``, and that match a glob of ``metrics``, when given.
     Replaces the event files an earlier export (or the observer) wrote for the run there.
-    Returns the number of points written."""
+    Returns the number of points written. Everything is read in one read transaction: a run
+    being written exports each series up to the same write."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    staging = out / f".{quote(run_id, safe='')}.export-{os.getpid()}"
+    staging = out / f".{_dir_name(run_id)}.export-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     files = EventFiles(staging, run_id, "mosaic runs export --format tensorboard", doubles=doubles)
     try:
-        run = store.get_run(run_id)
-        started_ns = int(round(float(run["started_at"]) * 1e9))
-        files.add_hparams(run["config"], started_ns)
-        for info in store.series(run_id):
-            if agent is not None and info.agent_id != agent:
-                continue
-            if metrics and not any(fnmatchcase(info.name, m) for m in metrics):
-                continue
-            p = store.series_columns(run_id, info.name, info.agent_id)
-            columns = (p.steps.tolist(), p.values.tolist(), p.wall_ns.tolist())
-            for step, value, wall in zip(*columns, strict=True):
-                files.add(info.name, info.agent_id, step, value, wall)
-        _export_episodes(store, run_id, files, run["started_at"], agent, metrics)
-        _export_end(store, run, files, metrics, agent)
+        with store.snapshot():  # one read transaction: a live run's rows up to one write
+            run = store.get_run(run_id)
+            started_ns = int(round(float(run["started_at"]) * 1e9))
+            files.add_hparams(run["config"], started_ns)
+            for info in store.series(run_id):
+                if agent is not None and info.agent_id != agent:
+                    continue
+                if metrics and not any(fnmatchcase(info.name, m) for m in metrics):
+                    continue
+                p = store.series_columns(run_id, info.name, info.agent_id)
+                columns = (p.steps.tolist(), p.values.tolist(), p.wall_ns.tolist())
+                for step, value, wall in zip(*columns, strict=True):
+                    files.add(info.name, info.agent_id, step, value, wall)
+            _export_episodes(store, run_id, files, run["started_at"], agent, metrics)
+            _export_end(store, run, files, metrics, agent)
     except BaseException:
         files.close()
         shutil.rmtree(staging, ignore_errors=True)
@@ -385,7 +432,8 @@ class TensorBoardObserver:
     def _files(self, run_id: str) -> EventFiles:
         files = self._runs.get(run_id)
         if files is None:
-            files = EventFiles(self.root, run_id, ENV_DIR, doubles=self.doubles)
+            on_error = _warner(self.root, run_id)
+            files = EventFiles(self.root, run_id, ENV_DIR, on_error, doubles=self.doubles)
             if run_id not in self._ended:
                 self._runs[run_id] = files
         return files
@@ -443,6 +491,18 @@ class TensorBoardObserver:
                 del self._ended[next(iter(self._ended))]
         if files is not None:
             files.close()
+
+
+def _warner(root: Path, run_id: str) -> Callable[[str | None, OSError], None]:
+    def warn(agent_id: str | None, exc: OSError) -> None:
+        whose = "its series" if agent_id is None else f"agent {agent_id!r:.80}'s series"
+        current_reporter().warn(
+            f"TensorBoard event files of run {run_id} under {root}: cannot write {whose} "
+            f"({exc.strerror or exc}); they are left out, the other agents' are written "
+            "(the store keeps every point)"
+        )
+
+    return warn
 
 
 #: The plugin name the runner registers the observer under.

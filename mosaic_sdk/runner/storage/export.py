@@ -95,7 +95,10 @@ def iter_batches(
     id), in ``line_no`` order (series points: series by series, by step); only those of
     ``agent``, and of the series whose names match a glob of ``metrics``, when given.
     Episodes: the finished ones, and those the run's end cut off too with
-    ``include_unfinished`` (their ``unfinished`` column is 1)."""
+    ``include_unfinished`` (their ``unfinished`` column is 1).
+
+    Series points are read in one read transaction (:meth:`RunStore.snapshot`), held until
+    the iterator is used up or closed: every series ends at the same write of a live run."""
     if what == "metrics":
         yield from _point_batches(store, run_id, agent, metrics)
         return
@@ -106,6 +109,13 @@ def iter_batches(
 
 
 def _point_batches(
+    store: RunStore, run_id: str, agent: str | None, metrics: Sequence[str] | None
+) -> Iterator[list[ExportValues]]:
+    with store.snapshot():  # one state of a live run: its series end at the same write
+        yield from _points_of(store, run_id, agent, metrics)
+
+
+def _points_of(
     store: RunStore, run_id: str, agent: str | None, metrics: Sequence[str] | None
 ) -> Iterator[list[ExportValues]]:
     batch: list[ExportValues] = []
@@ -252,7 +262,8 @@ def export_run(
     Returns the number of rows written.
 
     ``metrics`` rows are every point of the run's series, series by series, each by step,
-    with ``wall_time`` in float seconds since the epoch (as TensorBoard keeps it)."""
+    with ``wall_time`` in float seconds since the epoch (as TensorBoard keeps it), all read in
+    one read transaction: a run being written exports every series up to the same write."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if agent is not None and what == "events":
@@ -273,17 +284,18 @@ def export_run(
             raise ExportError(no_such_agent(full, agent, series_agents or store.agent_ids(full)))
 
     def write(stream: IO[bytes]) -> int:
-        batches = iter_batches(
-            store, full, what, agent, metrics, include_unfinished=include_unfinished
-        )
-        if fmt == "parquet":
-            return write_parquet(batches, what, stream)
-        text = io.TextIOWrapper(stream, encoding="utf-8", newline="", write_through=False)
-        try:
-            return (write_csv if fmt == "csv" else write_jsonl)(batches, names, text)
-        finally:
-            text.flush()
-            text.detach()  # leave the binary stream open: it is the caller's
+        with store.snapshot():  # ended here, also when writing fails half way
+            batches = iter_batches(
+                store, full, what, agent, metrics, include_unfinished=include_unfinished
+            )
+            if fmt == "parquet":
+                return write_parquet(batches, what, stream)
+            text = io.TextIOWrapper(stream, encoding="utf-8", newline="", write_through=False)
+            try:
+                return (write_csv if fmt == "csv" else write_jsonl)(batches, names, text)
+            finally:
+                text.flush()
+                text.detach()  # leave the binary stream open: it is the caller's
 
     if isinstance(output, (str, Path)) and str(output) != "-":
         target = Path(output)

@@ -183,7 +183,7 @@ class EpisodeRow(NamedTuple):
     ts_unix_ns: Stored
     raw: str
     agent_id: Stored
-    #: 1 for an episode the run's end cut off (``metadata.unfinished``), else 0 (version 8)
+    #: 1 for an episode the run's end cut off (``metadata.unfinished``), else 0 (version 9)
     unfinished: int = 0
 
 

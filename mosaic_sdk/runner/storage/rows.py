@@ -46,6 +46,8 @@ class LineBatch:
     #: counted in ``len``); values refused as points (counted only)
     series: list[SeriesValues] = field(default_factory=list)
     points: list[PointValues] = field(default_factory=list)
+    #: the keys (run_id, series_id, step, wall_ns, line_no) of the points whose value is -0.0
+    negative_zeros: list[tuple[str, int, int, int, int]] = field(default_factory=list)
     refused: int = 0
     lines: int = 0  # stdout lines in this batch
     invalid: int = 0
@@ -59,7 +61,7 @@ class LineBatch:
 
     def absorb(self, later: LineBatch) -> None:
         """Append the rows and counts of a batch that came after this one."""
-        for rows in ("steps", "episodes", "events", "logs", "series", "points"):
+        for rows in ("steps", "episodes", "events", "logs", "series", "points", "negative_zeros"):
             getattr(self, rows).extend(getattr(later, rows))
         self.refused += later.refused
         self.lines += later.lines
@@ -144,6 +146,7 @@ def storable(batch: LineBatch) -> tuple[LineBatch, int]:
     out.lines, out.invalid, out.stderr = batch.lines, batch.invalid, batch.stderr
     # the ingest builds series and points from values that always bind
     out.series, out.points, out.refused = batch.series, batch.points, batch.refused
+    out.negative_zeros = batch.negative_zeros
     out.last_return = finite_float(batch.last_return)
     degraded = 0
     targets: list[tuple[Sequence[TelemetryValues], list[TelemetryValues], str]] = [
@@ -239,6 +242,8 @@ def insert_series(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> No
     if points:
         add_summary(conn, run_id, points)  # the series' block summaries (summary.py)
         insert_rows(conn, store_sql.INSERT_POINT, points)
+        if batch.negative_zeros:
+            conn.executemany(store_sql.INSERT_NEGATIVE_ZERO, batch.negative_zeros)
         # per series: (points, first step, last step, last value, last wall time)
         summary: dict[int, list[int | float]] = {}
         for _, sid, step, wall, _, value in points:

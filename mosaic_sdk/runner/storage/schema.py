@@ -9,7 +9,8 @@ an older store; a newer one is refused. What each ``SCHEMA_VERSION`` added:
 - 5: the ``series`` and ``series_points`` tables, ``runs.series_points`` and ``series_refused``;
 - 6: ``sweep_trials.parent_run_id`` (the run a population-based-training attempt resumed);
 - 7: the ``series_blocks`` table and ``series.summarised``;
-- 8: ``episodes.unfinished`` (an episode the run's end cut off) and
+- 8: the ``series_negative_zeros`` table (SQLite stores ``-0.0`` as ``0``);
+- 9: ``episodes.unfinished`` (an episode the run's end cut off) and
   ``runs.unfinished_episodes``; ``runs.episodes`` and ``runs.last_episode_return`` count
   finished episodes only (an older store's rows are flagged, and its counts redone, by the
   migration).
@@ -25,7 +26,7 @@ from mosaic_sdk.runner.storage import summary
 from mosaic_sdk.runner.storage.records import EpisodeRow, StepRow
 from mosaic_sdk.telemetry.unfinished import raw_is_unfinished
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 STATUSES = ("running", "completed", "failed", "cancelled")
 
 _SCHEMA = """
@@ -171,6 +172,18 @@ CREATE TABLE IF NOT EXISTS series_points (
     PRIMARY KEY (run_id, series_id, step, wall_ns, line_no)
 ) WITHOUT ROWID;
 """
+# Version 8: the keys of the points whose value is -0.0 (a REAL column stores a float with no
+# fraction as an integer, and -0.0 as 0: reads give the sign back from here).
+_NEGATIVE_ZEROS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS series_negative_zeros (
+    run_id TEXT NOT NULL,
+    series_id INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    wall_ns INTEGER NOT NULL,
+    line_no INTEGER NOT NULL,
+    PRIMARY KEY (run_id, series_id, step, wall_ns, line_no)
+) WITHOUT ROWID;
+"""
 
 
 INSERT_STEP = (
@@ -194,6 +207,10 @@ INSERT_SERIES = (
 INSERT_POINT = (
     "INSERT INTO series_points (run_id, series_id, step, wall_ns, line_no, value)"
     " VALUES (?, ?, ?, ?, ?, ?)"
+)
+INSERT_NEGATIVE_ZERO = (
+    "INSERT OR IGNORE INTO series_negative_zeros (run_id, series_id, step, wall_ns, line_no)"
+    " VALUES (?, ?, ?, ?, ?)"
 )
 #: Adds a batch's summary of one series (its points, first step, and its last point when
 #: that comes at a larger step, or the same step later) to the series' row.
@@ -244,7 +261,7 @@ _ADDED_COLUMNS = {
     "episodes": {"agent_id": "TEXT"},
 }
 
-#: Version 8: the unfinished flag and count (added by :func:`_add_unfinished`, which also
+#: Version 9: the unfinished flag and count (added by :func:`_add_unfinished`, which also
 #: flags the rows an older store holds).
 _UNFINISHED_COLUMNS = {
     "runs": {"unfinished_episodes": "INTEGER NOT NULL DEFAULT 0"},
@@ -355,6 +372,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
                 conn.execute(statement)
         _add_columns(conn, _ADDED_SWEEP_COLUMNS)
         _add_series_blocks(conn)
+        conn.execute(_NEGATIVE_ZEROS_SCHEMA)
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
@@ -377,7 +395,7 @@ def register_functions(conn: sqlite3.Connection) -> None:
 
 
 def _add_unfinished(conn: sqlite3.Connection) -> None:
-    """Version 8: ``episodes.unfinished`` and ``runs.unfinished_episodes``. The episode rows
+    """Version 9: ``episodes.unfinished`` and ``runs.unfinished_episodes``. The episode rows
     an older store holds are flagged from their lines, and the counts of the runs that have
     such an episode redone: ``episodes`` and ``last_episode_return`` of finished ones."""
     if "unfinished" in {row[1] for row in conn.execute("PRAGMA table_info(episodes)")}:

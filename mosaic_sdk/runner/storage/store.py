@@ -87,20 +87,37 @@ def _extremes_of(columns: SeriesColumns, lo: int, hi: int, buckets: int) -> Seri
     return SeriesColumns(columns.name, columns.agent_id, *picked, *counts, downsampled=True)
 
 
+#: A point's value as read (``p``: its row): NULL, SQLite's NaN, as the text 'nan'.
+_VALUE = "ifnull(p.value, 'nan')"
+#: The same in a store that notes the points whose value is -0.0 (version 8): a REAL column
+#: gives 0.0 back for them (only a zero is looked up, by its key).
+_SIGNED_VALUE = (
+    "CASE WHEN p.value = 0 AND EXISTS (SELECT 1 FROM series_negative_zeros AS z"
+    " WHERE z.run_id = p.run_id AND z.series_id = p.series_id AND z.step = p.step"
+    " AND z.wall_ns = p.wall_ns AND z.line_no = p.line_no) THEN -0.0"
+    f" ELSE {_VALUE} END"
+)
 #: The points of one series (run, series id) with a step in [lo, hi], in order.
 _POINTS_IN = (
-    "SELECT step, ifnull(value, 'nan'), wall_ns FROM series_points"
-    " WHERE run_id = ? AND series_id = ? AND step >= ? AND step <= ?"
-    " ORDER BY step, wall_ns, line_no"
+    "SELECT p.step, {value}, p.wall_ns FROM series_points AS p"
+    " WHERE p.run_id = ? AND p.series_id = ? AND p.step >= ? AND p.step <= ?"
+    " ORDER BY p.step, p.wall_ns, p.line_no"
 )
 #: The points of ``?3`` (a JSON list of [step, wall_ns, line_no] keys) of one series, each
 #: found by its primary key (CROSS JOIN: the keys are the outer loop).
 _VALUES_BY_KEY = (
-    "SELECT p.step, ifnull(p.value, 'nan'), p.wall_ns FROM json_each(?3) AS k"
+    "SELECT p.step, {value}, p.wall_ns FROM json_each(?3) AS k"
     " CROSS JOIN series_points AS p ON p.run_id = ?1 AND p.series_id = ?2"
     " AND p.step = json_extract(k.value, '$[0]') AND p.wall_ns = json_extract(k.value, '$[1]')"
     " AND p.line_no = json_extract(k.value, '$[2]')"
     " ORDER BY p.step, p.wall_ns, p.line_no"
+)
+#: A series' last value (``s``: its ``series`` row), with its sign where it is -0.0.
+_LAST_VALUE = "s.last_value"
+_SIGNED_LAST_VALUE = (
+    "CASE WHEN s.last_value = 0 AND EXISTS (SELECT 1 FROM series_negative_zeros AS z"
+    " WHERE z.run_id = s.run_id AND z.series_id = s.series_id AND z.step = s.last_step"
+    " AND z.wall_ns = s.last_wall_ns) THEN -0.0 ELSE s.last_value END"
 )
 
 
@@ -140,6 +157,7 @@ class RunStore:
         self.conn = connect_readonly(self.path) if readonly else connect(self.path)
         self.conn.row_factory = _row_dict
         self._blocks: bool | None = None
+        self._signs: bool | None = None
         self._unfinished: str | None = None
 
     def close(self) -> None:
@@ -204,7 +222,10 @@ class RunStore:
 
     def delete_run(self, run_id: str) -> None:
         """Remove a run that never started (its launch could not be prepared)."""
-        tables = "events steps episodes log_lines series series_points series_blocks runs"
+        tables = (
+            "events steps episodes log_lines series series_points series_blocks"
+            " series_negative_zeros runs"
+        )
         for table in tables.split():
             self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
@@ -285,6 +306,12 @@ class RunStore:
             [*params, -1 if limit is None else limit],
         ).fetchall()
         return [cast(RunRecord, self._summarise(r)) for r in rows]
+
+    def run_ids(self) -> Iterator[str]:
+        """Every run id in the store, read lazily (no run is summarised: a store of many
+        thousands of runs costs one string each)."""
+        cursor = summary.plain_cursor(self.conn)
+        return (run_id for (run_id,) in cursor.execute("SELECT run_id FROM runs ORDER BY run_id"))
 
     def _summarise(self, row: dict[str, Any]) -> dict[str, Any]:
         out = dict(row)
@@ -716,10 +743,11 @@ class RunStore:
         if not self._has_table("series"):
             return []
         cursor = summary.plain_cursor(self.conn)
+        last_value = _SIGNED_LAST_VALUE if self._has_signs() else _LAST_VALUE
         rows = cursor.execute(
-            "SELECT name, agent_id, points, first_step, last_step, last_value, last_wall_ns"
-            " FROM series WHERE run_id = ? AND points > 0"
-            " ORDER BY name, agent_id IS NOT NULL, agent_id",
+            f"SELECT s.name, s.agent_id, s.points, s.first_step, s.last_step, {last_value},"
+            " s.last_wall_ns FROM series AS s WHERE s.run_id = ? AND s.points > 0"
+            " ORDER BY s.name, s.agent_id IS NOT NULL, s.agent_id",
             (full,),
         ).fetchall()
         return [
@@ -833,7 +861,7 @@ class RunStore:
             thin = self._series_extremes(cursor, full, series_id, name, agent_id, lo, hi, buckets)
             if thin is not None:
                 return thin
-        sql = _POINTS_IN
+        sql = self._points_sql(_POINTS_IN)
         params: list[object] = [full, series_id, lo, hi]
         if limit is not None:
             sql += " LIMIT ?"
@@ -848,6 +876,17 @@ class RunStore:
         if self._blocks is None:
             self._blocks = self._has_table("series_blocks")
         return self._blocks
+
+    def _has_signs(self) -> bool:
+        """Whether the store notes the points whose value is -0.0 (version 8)."""
+        if self._signs is None:
+            self._signs = self._has_table("series_negative_zeros")
+        return self._signs
+
+    def _points_sql(self, sql: str) -> str:
+        """``sql`` (:data:`_POINTS_IN`, :data:`_VALUES_BY_KEY`) reading each value with its sign
+        where the store notes it."""
+        return sql.format(value=_SIGNED_VALUE if self._has_signs() else _VALUE)
 
     @staticmethod
     def _columns(
@@ -891,7 +930,8 @@ class RunStore:
                 keys.update(dict.fromkeys([tuple(key), tuple(int(p) for p in high.split())]))
         if points <= 2 * buckets:
             return None
-        got = cursor.execute(_VALUES_BY_KEY, (run_id, series_id, json.dumps(list(keys)))).fetchall()
+        by_key = self._points_sql(_VALUES_BY_KEY)
+        got = cursor.execute(by_key, (run_id, series_id, json.dumps(list(keys)))).fetchall()
         out = self._columns(name, agent_id, got, points)
         steps, values, walls = out.steps, out.values, out.wall_ns
         infinite = 0
@@ -902,7 +942,8 @@ class RunStore:
             parts = [(steps[keep], values[keep], walls[keep])]
             for b in bad.tolist():
                 span = (run_id, series_id, int(edges[b]), int(edges[b + 1]) - 1)
-                whole = self._columns(name, agent_id, cursor.execute(_POINTS_IN, span).fetchall())
+                found = cursor.execute(self._points_sql(_POINTS_IN), span).fetchall()
+                whole = self._columns(name, agent_id, found)
                 infinite += int(np.isinf(whole.values).sum())
                 finite = np.flatnonzero(np.isfinite(whole.values))
                 if finite.size:

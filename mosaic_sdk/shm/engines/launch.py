@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import mmap
 import os
 import secrets
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -25,21 +27,29 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from mosaic_sdk.shm.segment import lrbc_name, segment_name, unlink_segment
+from mosaic_sdk.shm.layout import creator_pid
+from mosaic_sdk.shm.segment import lrbc_name, segment_name, shm_open, unlink_segment
+
+#: What to install when MuJoCo is missing.
+MUJOCO_HINT = "install the MuJoCo extra: pip install 'mosaic-worker-sdk[mujoco]'"
 
 
 def serve(kwargs: dict[str, Any], ready_fd: int | None = None) -> int:
     """Run a ``MujocoEngine`` until its client closes it (or dies); 0 on a clean close."""
-    # The engine module imports mujoco (an optional dependency): only in the engine process.
-    from mosaic_sdk.shm.engines.mujoco_engine import MujocoEngine
-    from mosaic_sdk.shm.sync import PeerGoneError
+    from mosaic_sdk.shm.sync import TransportError
 
     try:
+        # The engine module imports mujoco (an optional dependency): only in the engine process.
+        from mosaic_sdk.shm.engines.mujoco_engine import MujocoEngine
+
         engine = MujocoEngine(**kwargs)
     except Exception as exc:
         if ready_fd is None:
             raise
-        text = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, ModuleNotFoundError) and exc.name == "mujoco":
+            text = f"MuJoCo is not installed: {MUJOCO_HINT}"
+        else:
+            text = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
         os.write(ready_fd, f"error {text}\n".encode())
         os.close(ready_fd)
         return 2
@@ -49,12 +59,30 @@ def serve(kwargs: dict[str, Any], ready_fd: int | None = None) -> int:
             os.close(ready_fd)
         try:
             engine.serve_forever()
-        except PeerGoneError as exc:
+        except TransportError as exc:  # the client died, or the segment was overwritten
             print(f"mosaic engine: {exc}; shutting down", file=sys.stderr, flush=True)
             return 1
     finally:
         engine.close()
     return 0
+
+
+def _remove_own_segment(name: str, pid: int) -> None:
+    """Unlink segment ``name`` if process ``pid`` created it (its header says so): a name that
+    another engine or program holds (the reason an engine was refused) is never removed."""
+    try:
+        fd = shm_open(name, readonly=True)
+    except OSError:
+        return  # gone already (the engine removed it), or not ours to open
+    try:
+        if os.fstat(fd).st_size < 64:
+            return
+        with mmap.mmap(fd, 64, access=mmap.ACCESS_READ) as head:
+            creator = creator_pid(head)
+    finally:
+        os.close(fd)
+    if creator == pid:
+        unlink_segment(name)
 
 
 def _stop(process: subprocess.Popen[bytes], name: str, timeout: float, owner: int) -> None:
@@ -69,7 +97,7 @@ def _stop(process: subprocess.Popen[bytes], name: str, timeout: float, owner: in
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(2.0)
-    unlink_segment(name)
+    _remove_own_segment(name, process.pid)
 
 
 class EngineHandle:
@@ -98,7 +126,8 @@ class EngineHandle:
             return None
 
     def close(self, timeout: float = 5.0) -> None:
-        """Give the engine ``timeout`` s to exit, then stop it; unlink the segment."""
+        """Give the engine ``timeout`` s to exit, then stop it (SIGTERM, then SIGKILL); unlink
+        its segment (only the one it created: never a name it was refused for)."""
         self._finalizer.detach()
         _stop(self.process, self.name, timeout, self._owner)
 
@@ -157,12 +186,13 @@ def launch_engine(
     finally:
         os.close(write_fd)
     handle = EngineHandle(seg, process)
+    line = ""
     try:
         line = _read_line(read_fd, process, start_timeout)
         if not line.startswith("ready "):
             raise ValueError(line.removeprefix("error ") or "the engine exited at start")
     except BaseException:
-        handle.close(timeout=0.0)
+        handle.close(timeout=5.0 if line else 0.0)  # a refusing engine exits by itself
         raise
     finally:
         os.close(read_fd)
@@ -195,7 +225,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if kwargs.get("image_size") is not None:
         kwargs["image_size"] = tuple(kwargs["image_size"])
     kwargs["peer_pids"] = tuple(kwargs.get("peer_pids") or ())
-    return serve(kwargs, args.ready_fd)
+    signal.signal(signal.SIGTERM, _terminated)  # unwinds: the segment is closed and removed
+    try:
+        return serve(kwargs, args.ready_fd)
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the launcher says it
+        return 130
+    finally:  # nothing left to unwind: a late SIGTERM ends the exit quietly
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

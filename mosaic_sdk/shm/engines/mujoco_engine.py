@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import os
 import time
 from collections import deque
@@ -25,14 +26,20 @@ from mosaic_sdk.shm import engines
 from mosaic_sdk.shm import services as sv
 from mosaic_sdk.shm.engines import model_path
 from mosaic_sdk.shm.engines.render import BatchRenderer
-from mosaic_sdk.shm.layout import LAYOUTS
+from mosaic_sdk.shm.layout import LAYOUTS, Layout
 from mosaic_sdk.shm.messages import SpaceSpec
-from mosaic_sdk.shm.sync import SLICE
+from mosaic_sdk.shm.ring import MessageTooLargeError
+from mosaic_sdk.shm.sync import SLICE, PeerGoneError
 from mosaic_sdk.shm.transport import SharedMemoryTransport
 
 mujoco = engines.load_mujoco()  # an optional dependency (the `mujoco` extra), offscreen GL
 
 OUTBOX_LIMIT = 100_000  # telemetry frames waiting for ring space before a stream is stopped
+#: Most steps one command may advance (``mujoco.control``'s physics steps, ``scene.set_mode
+#: ("step")``'s control steps): a command is answered in seconds, not hours.
+MAX_COMMAND_STEPS = 10_000
+#: Physics steps between two looks at the client during a long command (gone: it stops).
+CHECK_EVERY = 1000
 
 TELEMETRY: tuple[tuple[str, str], ...] = (
     ("sim_time", "simulated time of the env (s)"),
@@ -136,11 +143,6 @@ class MujocoEngine:
         self.max_episode_steps = int(_numeric(m, "mosaic_max_episode_steps", 1000))
         self.target_range = _numeric(m, "mosaic_target_range", 0.2)
         self.ctrl_cost = _numeric(m, "mosaic_ctrl_cost", 0.0)
-        self.models: list[Any] = [m] * num_envs
-        self.datas = [mujoco.MjData(m) for _ in range(num_envs)]
-        self.rngs = [np.random.default_rng([seed, i]) for i in range(num_envs)]
-        self.envs = [_EnvState() for _ in range(num_envs)]
-        self._steps = np.zeros(num_envs, dtype=np.int64)  # hot-path steps since each reset
         self._obs_dirty = True  # obs written since the last GPU upload (gpu_obs)
         target = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "target")
         self._mocap = int(m.body_mocapid[target]) if target >= 0 else -1
@@ -158,6 +160,14 @@ class MujocoEngine:
             image_size = (64, 64) if m.ncam > 0 else (0, 0)
         width, height = image_size
         image = (height, width, 3) if width and height else None
+        first = mujoco.MjData(m)
+        mujoco.mj_forward(m, first)  # its arena in use: part of what every env needs
+        _check_memory(num_envs, self.obs_size, m.nu, image, layout, first)
+        self.models: list[Any] = [m] * num_envs
+        self.datas = [first] + [mujoco.MjData(m) for _ in range(num_envs - 1)]
+        self.rngs = [np.random.default_rng([seed, i]) for i in range(num_envs)]
+        self.envs = [_EnvState() for _ in range(num_envs)]
+        self._steps = np.zeros(num_envs, dtype=np.int64)  # hot-path steps since each reset
         self.transport = SharedMemoryTransport(
             num_envs,
             self.obs_size,
@@ -169,6 +179,22 @@ class MujocoEngine:
             peer_pids=peer_pids,
             layout=layout,
         )
+        try:
+            self._set_up(num_envs, image, render_threads, gpu_obs)
+        except BaseException:  # the segment this engine created goes with it
+            self.transport.close_gpu_obs()
+            self.transport.close()
+            raise
+
+    def _set_up(
+        self,
+        num_envs: int,
+        image: tuple[int, int, int] | None,
+        render_threads: int | None,
+        gpu_obs: int | str | None,
+    ) -> None:
+        """The rest of the set-up, once the segment exists."""
+        m, lo, hi = self.model, self.ctrl_low, self.ctrl_high
         self.transport.schema = cmd.GetSchemaResponse(
             num_envs=num_envs,
             obs_size=self.obs_size,
@@ -207,12 +233,8 @@ class MujocoEngine:
         for i in range(num_envs):
             self._reset_env(i)
         if gpu_obs is not None:
-            try:
-                self.transport.export_gpu_obs(gpu_obs)
-                self._sync_gpu()
-            except BaseException:
-                self.transport.close()
-                raise
+            self.transport.export_gpu_obs(gpu_obs)
+            self._sync_gpu()
 
     # -- description ----------------------------------------------------------------------
     @property
@@ -256,12 +278,14 @@ class MujocoEngine:
         models, datas = self.models, self.datas
         step = mujoco.mj_step
         self._version += 1
-        for _ in range(control_steps * self.frame_skip):
+        for n in range(1, control_steps * self.frame_skip + 1):
             for i in env_ids:
                 step(models[i], datas[i])
             self._tick += 1
             if self._telemetry:
                 self._telemetry_tick()
+            if not n % CHECK_EVERY:
+                self.transport._check()  # PeerGoneError: the client is gone, stop here
         for i in env_ids:  # positions of the new state (rewards, poses, rendering)
             mujoco.mj_kinematics(models[i], datas[i])
 
@@ -411,11 +435,19 @@ class MujocoEngine:
     # -- commands ---------------------------------------------------------------------------
     def _serve_commands(self) -> None:
         t = self.transport
-        while (data := t.seg.c2e.try_read()) is not None:
+        while True:
+            try:
+                data = t.seg.c2e.try_read()
+            except MessageTooLargeError as exc:  # dropped: its sender gets the error
+                cid, method = cmd.envelope_ids(exc.head)
+                t.send_error(ValueError(f"{exc}: send less per command"), cid, method)
+                continue
+            if data is None:
+                return
             try:
                 request = cmd.decode(data)
             except cmd.CommandError as exc:
-                cid, method = _envelope_ids(data)
+                cid, method = cmd.envelope_ids(data)
                 t.send(None, cid, error=str(exc), method=method)
                 continue
             method = int(getattr(cmd.fb.Method, request.method, 0))
@@ -426,6 +458,8 @@ class MujocoEngine:
                         "serves the requests of schema/shm_commands.fbs"
                     )
                 response = self.answer(request.message)
+            except PeerGoneError:  # a long command saw its client go: no one to answer
+                raise
             except Exception as exc:  # the error goes back to the caller; the engine lives on
                 t.send_error(exc, request.correlation_id, method)
                 continue
@@ -523,6 +557,8 @@ class MujocoEngine:
     def _on_AgentResetRequest(self, m: sv.AgentResetRequest) -> sv.AgentResetResponse:
         ids = self._env_ids(m.env_ids)
         c = m.contract
+        if c is not None and not c.restore_defaults:
+            _check_contract(c)  # before any env is reset: a refused contract changes nothing
         for i in ids:
             rng_state = self.rngs[i]
             if c is not None and c.restore_defaults:
@@ -545,17 +581,6 @@ class MujocoEngine:
         )
 
     def _randomise(self, i: int, c: sv.SimulationContract, rng: np.random.Generator) -> None:
-        for label, low, high in (
-            ("mass_scale", c.mass_scale_low, c.mass_scale_high),
-            ("friction_scale", c.friction_scale_low, c.friction_scale_high),
-            ("gain_scale", c.gain_scale_low, c.gain_scale_high),
-        ):
-            if not 0 < low <= high:
-                raise ValueError(f"contract {label}: need 0 < low <= high, got [{low}, {high}]")
-        if c.gravity and len(c.gravity) != 3:
-            raise ValueError(f"contract gravity needs 3 values (x, y, z), got {len(c.gravity)}")
-        if c.qpos_noise < 0 or c.qvel_noise < 0:
-            raise ValueError("contract qpos_noise and qvel_noise must be >= 0")
         base = self.model
         if self.models[i] is base:
             self.models[i] = copy.copy(base)  # this env's own parameters from now on
@@ -623,12 +648,18 @@ class MujocoEngine:
                 f"control: {len(m.ctrl)} values for {len(ids)} envs x {nu} actuators "
                 f"(give {len(ids) * nu})"
             )
+        _check_steps("control", m.steps)
         ctrl = np.clip(np.asarray(m.ctrl).reshape(len(ids), nu), self.ctrl_low, self.ctrl_high)
+        done = 0
         for k, i in enumerate(ids):
-            self.datas[i].ctrl[:] = ctrl[k]
+            model, data = self.models[i], self.datas[i]
+            data.ctrl[:] = ctrl[k]
             for _ in range(m.steps):
-                mujoco.mj_step(self.models[i], self.datas[i])
-            mujoco.mj_kinematics(self.models[i], self.datas[i])
+                mujoco.mj_step(model, data)
+                done += 1
+                if not done % CHECK_EVERY:
+                    self.transport._check()  # PeerGoneError: the client is gone, stop here
+            mujoco.mj_kinematics(model, data)
         return sv.SendControlResponse(env_ids=ids, time=[float(self.datas[i].time) for i in ids])
 
     def _names(self, kind: Any, count: int, fallback: str) -> list[str]:
@@ -849,6 +880,7 @@ class MujocoEngine:
 
     def _on_SetSimModeRequest(self, m: sv.SetSimModeRequest) -> sv.SetSimModeResponse:
         if m.mode == "step":
+            _check_steps("scene step mode", m.steps)
             self._physics(list(range(self.num_envs)), max(1, m.steps))
             self.mode = "pause"
         else:
@@ -1017,15 +1049,94 @@ class MujocoEngine:
         self.close()
 
 
-def _envelope_ids(data: bytes) -> tuple[int, int]:
-    """(correlation id, method) of a malformed envelope where they can be read, else zeros."""
-    if len(data) < 8 or data[4:8] != b"MSHC":
-        return 0, 0  # not an envelope at all: nothing in it can be trusted
+def _size(n: float) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
+
+
+def machine_memory() -> int | None:
+    """Bytes of physical memory of this machine (None where the system does not say)."""
     try:
-        env = cmd.fb.Envelope.GetRootAs(data, 0)
-        return int(env.CorrelationId()), int(env.Method())
-    except Exception:
-        return 0, 0
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def shm_free() -> int | None:
+    """Bytes free in /dev/shm, where segments live (None where there is none)."""
+    try:
+        fs = os.statvfs("/dev/shm")
+    except (AttributeError, OSError):
+        return None
+    return int(fs.f_bavail) * int(fs.f_frsize)
+
+
+def _check_memory(
+    num_envs: int,
+    obs_size: int,
+    act_size: int,
+    image: tuple[int, int, int] | None,
+    layout: str,
+    data: Any,
+) -> None:
+    """``ValueError`` saying the size when the engine cannot fit this machine: the segment (its
+    image region above all) and ``num_envs`` MjData like ``data`` (its buffer and the arena it
+    uses), a lower bound, against the physical memory and the room in /dev/shm."""
+    segment = Layout.compute(
+        num_envs, obs_size, act_size, image_shape=image, kind=layout
+    ).total_size
+    pixels = num_envs * math.prod(image) if image else 0
+    physics = num_envs * (int(data.nbuffer) + int(data.maxuse_arena))
+    what = f"{num_envs} envs" + (f" with {image[1]}x{image[0]} images" if image else "")
+    hint = (
+        "ask for a smaller image (--image WxH, or none)"
+        if 2 * pixels >= segment + physics
+        else "ask for fewer envs (--envs)"
+    )
+    need = (
+        f"{what} need at least {_size(segment + physics)} of memory (the shared segment "
+        f"{_size(segment)}"
+        + (f", its image region {_size(pixels)}" if pixels else "")
+        + f"; MuJoCo's data {_size(physics)})"
+    )
+    memory = machine_memory()
+    if memory is not None and segment + physics > memory:
+        raise ValueError(f"{need}, more than this machine's {_size(memory)}: {hint}")
+    free = shm_free()
+    if free is not None and segment > free:
+        raise ValueError(
+            f"{need}: the shared segment does not fit the {_size(free)} of shared memory free in "
+            f"/dev/shm: {hint}"
+        )
+
+
+def _check_contract(c: sv.SimulationContract) -> None:
+    """``ValueError`` naming the first value of ``c`` the engine cannot simulate."""
+    for f in dataclasses.fields(c):
+        value = getattr(c, f.name)
+        values = value if isinstance(value, list) else [value]
+        if f.name != "seed" and not all(math.isfinite(v) for v in values):
+            raise ValueError(
+                f"contract {f.name}: {value} holds a value that is not a finite number"
+            )
+    for label, low, high in (
+        ("mass_scale", c.mass_scale_low, c.mass_scale_high),
+        ("friction_scale", c.friction_scale_low, c.friction_scale_high),
+        ("gain_scale", c.gain_scale_low, c.gain_scale_high),
+    ):
+        if not 0 < low <= high:
+            raise ValueError(f"contract {label}: need 0 < low <= high, got [{low}, {high}]")
+    if c.gravity and len(c.gravity) != 3:
+        raise ValueError(f"contract gravity needs 3 values (x, y, z), got {len(c.gravity)}")
+    if c.qpos_noise < 0 or c.qvel_noise < 0:
+        raise ValueError("contract qpos_noise and qvel_noise must be >= 0")
+
+
+def _check_steps(what: str, steps: int) -> None:
+    if steps > MAX_COMMAND_STEPS:
+        raise ValueError(
+            f"{what}: {steps} steps in one command; a command advances at most "
+            f"{MAX_COMMAND_STEPS} (MAX_COMMAND_STEPS): send several commands"
+        )
 
 
 def _contract(fields: Any) -> sv.SimulationContract:

@@ -71,6 +71,7 @@ def run_worker(tmp_path: Path, *extra: str, **config: object) -> subprocess.Comp
     path.write_text(json.dumps({"run_id": "test-run", "seed": 1, **config}), encoding="utf-8")
     return subprocess.run(
         [sys.executable, "-m", {{ cookiecutter.package_name|py_str }}, "--config", str(path), *extra],
+        stdin=subprocess.DEVNULL,  # the worker reads control commands there: end them at once
         capture_output=True,
         text=True,
         timeout=120,
