@@ -222,7 +222,7 @@ def test_any_agent_id_makes_a_directory_of_its_own(tmp_path: Path) -> None:
     """An id too long for a file name (over 255 bytes quoted), two that differ only past the
     cut, ``..``: each agent's files are written apart, under the run's directory."""
     agents = ["a" * 300, "a" * 299 + "b", "é/" * 100, "..", "p1", None]
-    observer = TensorBoardObserver(tmp_path)
+    observer = TensorBoardObserver(tmp_path, doubles=True)
     sent = {agent: _points("R", agent) for agent in agents}
     for points in sent.values():
         observer.mosaic_telemetry_series(run_id="R", points=points)
@@ -239,7 +239,7 @@ def test_an_agent_whose_files_cannot_be_made_does_not_stop_the_others(tmp_path: 
     blocked = run_dir(tmp_path, "R", "blocked")
     blocked.parent.mkdir(parents=True)
     blocked.write_text("a file where its directory would go")
-    observer = TensorBoardObserver(tmp_path)
+    observer = TensorBoardObserver(tmp_path, doubles=True)
     with use_reporter(Reporter()) as reporter:
         for agent in ("p1", "blocked", "p2", "blocked"):
             observer.mosaic_telemetry_series(run_id="R", points=_points("R", agent))
@@ -255,6 +255,7 @@ def test_a_run_whose_agent_id_is_300_characters_writes_every_point(
 ) -> None:
     out = tmp_path / "live"
     monkeypatch.setenv(ENV_DIR, str(out))
+    monkeypatch.setenv(ENV_DOUBLES, "1")
     long_agent = "agent-" + "x" * 294
     lines = [
         _metrics(s, {"loss": s / 3}, 1_750_000_000_000_000_000 + s, long_agent) for s in range(5)
