@@ -142,7 +142,8 @@ def mosaic_telemetry_episodes(run_id: str, episodes: Sequence[Any]) -> None:
     Called by the runner exactly as :func:`mosaic_telemetry_steps` is (same thread, same
     batches, just after the steps of the same batch), with the batch's episodes as a sequence
     of :class:`mosaic_sdk.runner.recording.observers.EpisodeRow` named tuples (``line_no``,
-    ``episode_index``, ``total_reward``, ``steps``, ..., ``raw``, ``agent_id``). Every plugin
+    ``episode_index``, ``total_reward``, ``steps``, ..., ``raw``, ``agent_id``,
+    ``unfinished``: 1 for an episode the run's end cut off). Every plugin
     that implements it gets every episode (1:N); slow or failing implementations are handled
     as for steps (dropped and counted for that plugin alone, or disabled for the run).
 

@@ -49,7 +49,7 @@ def fill_episodes(path: Path, runs: int, episodes: int) -> list[str]:
             t0 = time.time_ns()
             rows = [
                 (run_id, n + 2, n + 2, n, float(returns[n]), int(lengths[n]), 1, 0, t0 + n * 10**7,
-                 json.dumps({"type": "episode", "episode_index": n}), None)
+                 json.dumps({"type": "episode", "episode_index": n}), None, 0)
                 for n in range(episodes)
             ]  # fmt: skip
             store.conn.execute("BEGIN")

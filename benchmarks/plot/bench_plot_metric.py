@@ -87,7 +87,7 @@ def fill_episodes(path: Path, runs: int, episodes: int) -> list[str]:
             raw = json.dumps({"type": "episode", "total_reward": 0.0, "steps": 200})
             rows = [
                 (run_id, n + 2, n + 2, n, float(returns[n]), 200, 1, 0, t0 + n * 10**6,
-                 raw, None)
+                 raw, None, 0)
                 for n in range(episodes)
             ]  # fmt: skip
             store.conn.execute("BEGIN")

@@ -133,7 +133,7 @@ def agent_rows(store: Path, run_id: str, agents: int, episodes: int = 50) -> Non
             raw = json.dumps({"type": "episode", "episode_index": e, "agent_id": f"agent_{i}"})
             conn.execute(
                 INSERT_EPISODE,
-                (run_id, line, line, e, float(e + i), 100, 1, 0, 0, raw, f"agent_{i}"),
+                (run_id, line, line, e, float(e + i), 100, 1, 0, 0, raw, f"agent_{i}", 0),
             )
     conn.execute("UPDATE runs SET episodes=? WHERE run_id=?", (episodes * agents, run_id))
     conn.execute("COMMIT")
@@ -307,7 +307,7 @@ def big_store(path: Path, run_id: str, steps: int, episodes: int) -> None:
     for e in range(episodes):
         ret = float(per * min(1.0, e / episodes * 2) + rng.normal(0, 5))
         raw = json.dumps({"type": "episode", "episode_index": e, "total_reward": ret, "steps": per})
-        ep_rows.append((run_id, steps + e + 1, e, e, ret, per, 1, 0, 0, raw, None))
+        ep_rows.append((run_id, steps + e + 1, e, e, ret, per, 1, 0, 0, raw, None, 0))
     conn.executemany(INSERT_EPISODE, ep_rows)
     for k in range(200):
         conn.execute(

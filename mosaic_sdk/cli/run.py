@@ -85,9 +85,16 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--tensorboard",
         metavar="DIR",
-        help="also write the run's series as TensorBoard event files under DIR/RUN_ID while "
-        "it goes on (an observer plugin; the same as setting MOSAIC_TENSORBOARD_DIR; needs "
-        "tensorboardX: pip install 'mosaic-worker-sdk[tensorboard]')",
+        help="also write the run's series, finished episodes' returns and lengths and HParams "
+        "(config, final metrics) as TensorBoard event files under DIR/RUN_ID while it goes on "
+        "(an observer plugin; the same as setting MOSAIC_TENSORBOARD_DIR; needs tensorboardX: "
+        "pip install 'mosaic-worker-sdk[tensorboard]')",
+    )
+    p.add_argument(
+        "--tensorboard-doubles",
+        action="store_true",
+        help="with --tensorboard: exact double-precision tensors instead of float32 scalars "
+        "(which every reader reads; the same as MOSAIC_TENSORBOARD_DOUBLES=1)",
     )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(handler=cmd_run, takes_rest=True, rest=[])
@@ -151,8 +158,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         stall_after = stall_limit_value(args.stall_after, "--stall-after")
     except ValueError as exc:
         raise UsageError(f"{exc}, e.g. --stall-after 60") from None
+    if args.tensorboard_doubles and not args.tensorboard:
+        raise UsageError("--tensorboard-doubles says how --tensorboard DIR writes: give both")
     if args.tensorboard:
-        from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, EXTRA  # CLI start-up time
+        # CLI start-up time
+        from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, ENV_DOUBLES, EXTRA
 
         with usage_errors(MissingExtraError):
             require("tensorboardX", EXTRA, "mosaic run --tensorboard")
@@ -166,6 +176,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         # the runner registers its observer from the setting (sweeps' trials inherit it)
         os.environ[ENV_DIR] = str(tensorboard)
+        if args.tensorboard_doubles:
+            os.environ[ENV_DOUBLES] = "1"
     if args.max_line_bytes is not None:
         if args.max_line_bytes < 1:
             raise UsageError(f"--max-line-bytes {args.max_line_bytes}: give a number of bytes >= 1")

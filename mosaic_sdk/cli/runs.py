@@ -116,10 +116,16 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _episodes_text(c: RunCounts) -> str:
-    """``5`` (episode lines), or ``2 games (4 agent episodes)`` for a multi-agent run."""
+    """``5`` (finished episodes), or ``2 games (4 agent episodes)`` for a multi-agent run;
+    ``, 1 unfinished (...)`` after it when the run's end cut episodes off."""
     if c.get("games") is not None:
-        return f"{c['games']} games ({c['agent_episodes']} agent episodes)"
-    return str(c["episodes"])
+        text = f"{c['games']} games ({c['agent_episodes']} agent episodes)"
+    else:
+        text = str(c["episodes"])
+    cut = c.get("unfinished_episodes") or 0
+    if cut:
+        text += f", {cut} unfinished (cut off by the run's end: in no count or return)"
+    return text
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -29,8 +29,16 @@ def register(rsub: Any, store_arg: Any) -> None:
         dest="fmt",
         choices=("csv", "jsonl", "parquet", "tensorboard"),
         help="default: by the suffix of -o (.csv, .jsonl, .parquet), else csv; tensorboard "
-        "(with --what metrics): TensorBoard event files under the directory -o DIR (needs "
-        "tensorboardX: pip install 'mosaic-worker-sdk[tensorboard]')",
+        "(with --what metrics): TensorBoard event files under the directory -o DIR: the "
+        "series, finished episodes' returns and lengths, HParams (config, final metrics); a "
+        "second export replaces the run's files (needs tensorboardX: pip install "
+        "'mosaic-worker-sdk[tensorboard]')",
+    )
+    p.add_argument(
+        "--tensorboard-doubles",
+        action="store_true",
+        help="with --format tensorboard: exact double-precision tensors instead of float32 "
+        "scalars (which every reader reads)",
     )
     p.add_argument(
         "--what",
@@ -52,6 +60,12 @@ def register(rsub: Any, store_arg: Any) -> None:
         help="only the steps, episodes or series of this agent_id (a multi-agent run)",
     )
     p.add_argument(
+        "--include-unfinished",
+        action="store_true",
+        help="with --what episodes: the episodes the run's end cut off too (left out "
+        "otherwise; the unfinished column flags them)",
+    )
+    p.add_argument(
         "-o",
         "--output",
         default="-",
@@ -67,6 +81,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise UsageError("--metric picks series: use it with --what metrics")
     fmt = args.fmt or format_for(args.output)
     to_stdout = args.output == "-"
+    if args.tensorboard_doubles and fmt != "tensorboard":
+        raise UsageError("--tensorboard-doubles says how --format tensorboard writes")
     if fmt == "tensorboard":
         return _export_tensorboard(args, to_stdout)
     if fmt == "parquet":
@@ -84,6 +100,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 output=args.output,
                 agent=args.agent,
                 metrics=args.metric or None,
+                include_unfinished=args.include_unfinished,
             )
     if not to_stdout:
         rows = "point" if args.what == "metrics" else f"{args.what} row"
@@ -92,6 +109,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export_tensorboard(args: argparse.Namespace, to_stdout: bool) -> int:
+    """``--format tensorboard``: see :mod:`mosaic_sdk.runner.recording.tensorboard`."""
     # CLI start-up time
     from mosaic_sdk.runner.recording.tensorboard import EXTRA, export_tensorboard
 
@@ -105,7 +123,12 @@ def _export_tensorboard(args: argparse.Namespace, to_stdout: bool) -> int:
         with usage_errors(StoreError, writing=args.output):
             full = store.resolve(args.run_id)
             count = export_tensorboard(
-                store, full, args.output, agent=args.agent, metrics=args.metric or None
+                store,
+                full,
+                args.output,
+                agent=args.agent,
+                metrics=args.metric or None,
+                doubles=args.tensorboard_doubles,
             )
     print(f"wrote {count} point{'s' if count != 1 else ''} to {args.output} (tensorboard)")
     return 0

@@ -92,6 +92,12 @@ def register(rsub: Any, store_arg: Any) -> None:
         "always are)",
     )
     p.add_argument("--title", help="a title above the chart")
+    p.add_argument(
+        "--include-unfinished",
+        action="store_true",
+        help="draw the episodes the run's end cut off (unfinished) too: their partial "
+        "returns are left out otherwise",
+    )
     p.set_defaults(handler=cmd_plot)
 
 
@@ -130,6 +136,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
                 spread=args.spread,
                 ignore=(*DEFAULT_IGNORED, *args.ignore),
                 title=args.title,
+                include_unfinished=args.include_unfinished,
             )
     for run_id, skipped in result.skipped.items():  # on the figure too, in the legend
         print_warning(f"run {run_id}: {skipped_text(skipped)}; not on its curve")

@@ -96,14 +96,21 @@ def register(sub: Any) -> None:
     lst = ssub.add_parser("list", help="the newest sweeps in the store")
     add_store_argument(lst)
     lst.add_argument("--json", action="store_true", help="print a JSON list")
+    unfinished = (
+        "rank the trials that did not complete (pruned, stopped, cancelled, failed: their "
+        "value is of a run cut short) with the completed ones; the best comes from a "
+        "completed trial otherwise"
+    )
+    lst.add_argument("--include-unfinished", action="store_true", help=unfinished)
     lst.set_defaults(handler=cmd_list)
     show = ssub.add_parser("show", help="the trials of one sweep, best metric first")
     show.add_argument("sweep_id", help="a sweep id, or a unique prefix of one")
     add_store_argument(show)
     show.add_argument("--json", action="store_true", help="print one JSON object")
+    show.add_argument("--include-unfinished", action="store_true", help=unfinished)
     show.set_defaults(handler=cmd_show)
     add_store_argument(s)
-    s.set_defaults(handler=cmd_list, json=False)
+    s.set_defaults(handler=cmd_list, json=False, include_unfinished=False)
 
 
 def _raw_spec(args: argparse.Namespace) -> dict[str, Any]:
@@ -199,7 +206,7 @@ def _no_sweeps_table(exc: sqlite3.OperationalError) -> bool:
 def cmd_list(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         try:
-            rows = _sweeps(store).list_sweeps()
+            rows = _sweeps(store).list_sweeps(include_unfinished=args.include_unfinished)
         except sqlite3.OperationalError as exc:
             if not _no_sweeps_table(exc):
                 raise
@@ -244,7 +251,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         try:
             sweeps = _sweeps(store)
             sweep = sweeps.get_sweep(args.sweep_id)
-            trials = sweeps.trials(sweep["sweep_id"])
+            trials = sweeps.trials(sweep["sweep_id"], include_unfinished=args.include_unfinished)
             front = _pareto(sweeps, sweep, trials)
         except StoreError as exc:
             raise UsageError(str(exc)) from None

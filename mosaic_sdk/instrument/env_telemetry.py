@@ -133,11 +133,14 @@ class TelemetrySink:
 
     def write_episode(self, record: dict[str, Any]) -> None:
         index = record["episode_index"]
+        # an episode the run's end cut off is in no count of episodes and no return (the
+        # SDK's rule: docs/reference/telemetry.md, "Unfinished episodes")
+        cut = bool((record.get("metadata") or {}).get("unfinished"))
         with self._lock:
-            self.episodes += 1
-            if (record.get("metadata") or {}).get("unfinished"):
+            if cut:
                 self.unfinished += 1
             else:
+                self.episodes += 1
                 self.total_reward += record["total_reward"]
                 self.returns.append(record["total_reward"])
                 self.all_returns.append(record["total_reward"])
@@ -149,6 +152,7 @@ class TelemetrySink:
                 terminated=record["terminated"],
                 truncated=record["truncated"],
                 metadata=record.get("metadata"),
+                unfinished=cut,
             )
 
     def mean_return(self) -> float | None:

@@ -26,9 +26,11 @@ SKIP_REASONS: dict[str, str] = {
     "not_finite": "a return that is not finite",
     "no_return": "no return",
     "no_time": "no timestamp",
+    "unfinished": "no end of its own (the run's end cut it off: unfinished)",
 }
-# The ``kind`` column of RunStore.episode_rows: what the stored return was.
-_KIND_NUMBER, _KIND_NULL = 0, 1
+# The ``kind`` column of RunStore.episode_rows: what the stored return was, or an episode
+# the run's end cut off (docs/reference/telemetry.md, "Unfinished episodes").
+_KIND_NUMBER, _KIND_NULL, _KIND_UNFINISHED = 0, 1, 3
 
 
 def skipped_text(skipped: Mapping[str, int]) -> str:
@@ -89,13 +91,21 @@ def top_agents(store: RunStore, run_id: str, limit: int) -> tuple[list[AgentKey]
 
 
 def _rows(
-    store: RunStore, run_id: str, started_at: float, after: int, agent: AgentKey | None
+    store: RunStore,
+    run_id: str,
+    started_at: float,
+    after: int,
+    agent: AgentKey | None,
+    include_unfinished: bool = False,
 ) -> list[EpisodePoint]:
+    more = include_unfinished
     if agent is None:
-        return store.episode_rows(run_id, started_at, after)
+        return store.episode_rows(run_id, started_at, after, include_unfinished=more)
     if agent == NO_AGENT:
-        return store.episode_rows(run_id, started_at, after, agentless=True)
-    return store.episode_rows(run_id, started_at, after, agent[1])
+        return store.episode_rows(
+            run_id, started_at, after, agentless=True, include_unfinished=more
+        )
+    return store.episode_rows(run_id, started_at, after, agent[1], include_unfinished=more)
 
 
 class CurveError(ValueError):
@@ -160,16 +170,19 @@ class Band:
 
 def episodes_from_rows(run_id: str, rows: Sequence[Sequence[float]]) -> Episodes:
     """The :class:`Episodes` of rows of ``RunStore.episode_rows``: the one place that decides
-    which stored returns are on a curve and why the others are not."""
+    which stored returns are on a curve and why the others are not (an unfinished episode's
+    steps still count on the x axis: they were taken)."""
     data = np.array(rows, dtype=np.float64).reshape(-1, 5)
     lines, kind = data[:, 0], data[:, 2]
     returns, steps, seconds = data[:, 1].copy(), data[:, 3], data[:, 4]
     number = kind == _KIND_NUMBER
     finite = np.isfinite(returns)
+    unfinished = kind == _KIND_UNFINISHED
     skipped = {
-        "not_a_number": int(((kind != _KIND_NUMBER) & (kind != _KIND_NULL)).sum()),
+        "not_a_number": int(((kind != _KIND_NUMBER) & (kind != _KIND_NULL) & ~unfinished).sum()),
         "not_finite": int((number & ~finite).sum()),
         "no_return": int((kind == _KIND_NULL).sum()),
+        "unfinished": int(unfinished.sum()),
     }
     returns[~(number & finite)] = np.nan
     has_steps = bool((steps >= 0).any())
@@ -180,10 +193,17 @@ def episodes_from_rows(run_id: str, rows: Sequence[Sequence[float]]) -> Episodes
     return Episodes(run_id, returns, steps, seconds, has_steps, kept, last_line)
 
 
-def read_episodes(store: RunStore, run_id: str, agent: AgentKey | None = None) -> Episodes:
-    """The episodes of ``run_id`` (an id or unique prefix), of one ``agent`` or all."""
+def read_episodes(
+    store: RunStore,
+    run_id: str,
+    agent: AgentKey | None = None,
+    *,
+    include_unfinished: bool = False,
+) -> Episodes:
+    """The episodes of ``run_id`` (an id or unique prefix), of one ``agent`` or all; an
+    unfinished one has no return (skipped) unless ``include_unfinished``."""
     full, started_at = store.started_at(run_id)
-    return episodes_from_rows(full, _rows(store, full, started_at, 0, agent))
+    return episodes_from_rows(full, _rows(store, full, started_at, 0, agent, include_unfinished))
 
 
 def curve_from_episodes(
@@ -224,11 +244,18 @@ def curve_from_episodes(
 
 
 def learning_curve(
-    store: RunStore, run_id: str, x_axis: str = "steps", agent: AgentKey | None = None
+    store: RunStore,
+    run_id: str,
+    x_axis: str = "steps",
+    agent: AgentKey | None = None,
+    *,
+    include_unfinished: bool = False,
 ) -> Curve:
     """The learning curve of one run of ``store`` (read-only); of one of its agents when
-    ``agent`` is given (x then counts that agent's own env steps and episodes)."""
-    return curve_from_episodes(read_episodes(store, run_id, agent), x_axis, agent)
+    ``agent`` is given (x then counts that agent's own env steps and episodes). An episode
+    the run's end cut off has no point unless ``include_unfinished``."""
+    episodes = read_episodes(store, run_id, agent, include_unfinished=include_unfinished)
+    return curve_from_episodes(episodes, x_axis, agent)
 
 
 class RunningCurve:
@@ -237,9 +264,17 @@ class RunningCurve:
     ``learning_curve(store, run_id, "steps")``, but episodes without step counts sit at x = 0
     rather than refuse. Not thread-safe."""
 
-    def __init__(self, run_id: str, started_at: float, agent: AgentKey | None = None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        started_at: float,
+        agent: AgentKey | None = None,
+        *,
+        include_unfinished: bool = False,
+    ) -> None:
         self.run_id = run_id
         self.agent = agent
+        self.include_unfinished = include_unfinished
         self.started_at = float(started_at)
         #: Episodes read so far (on the curve and skipped).
         self.read = 0
@@ -251,7 +286,9 @@ class RunningCurve:
 
     def update(self, store: RunStore) -> int:
         """Read the episodes stored since the last update; how many there were."""
-        rows = _rows(store, self.run_id, self.started_at, self.last_line, self.agent)
+        rows = _rows(
+            store, self.run_id, self.started_at, self.last_line, self.agent, self.include_unfinished
+        )
         if not rows:
             return 0
         part = episodes_from_rows(self.run_id, rows)

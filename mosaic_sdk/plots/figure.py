@@ -195,8 +195,10 @@ def plot_runs(
     spread: str = "minmax",
     ignore: Iterable[str] = DEFAULT_IGNORED,
     title: str | None = None,
+    include_unfinished: bool = False,
 ) -> PlotResult:
-    """Draw the learning curves of ``run_ids`` (ids or unique prefixes) into ``path``.
+    """Draw the learning curves of ``run_ids`` (ids or unique prefixes) into ``path``
+    (``include_unfinished``: the episodes the run's end cut off too).
 
     ``group_seeds``: runs whose configs are equal apart from ``ignore`` become one mean line
     over a ``spread`` band. ``by_agent`` (``None``: for runs with several agents): one curve
@@ -221,7 +223,9 @@ def plot_runs(
         found: list[AgentKey | None] = list(drawn) if split else []
         agents_of[r["run_id"]] = found or [None]
     curves = {
-        (rid, agent): learning_curve(store, rid, x_axis, agent)
+        (rid, agent): learning_curve(
+            store, rid, x_axis, agent, include_unfinished=include_unfinished
+        )
         for rid, agents in agents_of.items()
         for agent in agents
     }

@@ -15,12 +15,15 @@ from mosaic_sdk.sweeps.spec import Metric
 def metric_points(runs: RunStore, run_id: str, metric: Metric) -> tuple[list[float], list[float]]:
     """The (x, value) pairs the metric of ``run_id`` is made of, in order, finite values only."""
     if metric.is_episode_field:
-        # (line_no, return, kind, steps, seconds): kind 0 is a stored number, steps -1 none
-        rows = runs.episode_rows(run_id, 0.0, 0, metric.agent)
+        # (line_no, return, kind, steps, seconds): kind 0 is a stored number, 3 an unfinished
+        # episode (left out unless the metric includes them), steps -1 none
+        rows = runs.episode_rows(
+            run_id, 0.0, 0, metric.agent, include_unfinished=metric.include_unfinished
+        )
         if metric.name == "return":
             values = [float(r[1]) for r in rows if r[2] == 0]
         else:
-            values = [float(r[3]) for r in rows if r[3] >= 0]
+            values = [float(r[3]) for r in rows if r[3] >= 0 and r[2] != 3]
         pairs = [(float(i + 1), v) for i, v in enumerate(values)]
     else:
         agents = (
@@ -69,8 +72,8 @@ class StreamObjective:
     def __init__(self, metrics: Sequence[Metric]) -> None:
         self.metrics = list(metrics)
         self._ingest = LineIngest("objective")
-        #: (return, steps, agent) of each episode line, in line order
-        self._episodes: list[tuple[Any, Any, Any]] = []
+        #: (return, steps, agent, unfinished) of each episode line, in line order
+        self._episodes: list[tuple[Any, Any, Any, int]] = []
         #: series id -> (name, agent); series id -> [(step, wall, line_no, value)]
         self._names: dict[int, tuple[str, str | None]] = {}
         self._points: dict[int, list[tuple[int, int, int, float]]] = {}
@@ -83,9 +86,10 @@ class StreamObjective:
     def add(self, lines: list[bytes]) -> None:
         batch = LineBatch()
         lifecycle = self._ingest.add(batch, lines)
-        for row in batch.episodes:  # run_id, line_no, seq, index, total, steps, ..., agent
-            self._episodes.append((row[4], row[5], row[-1]))
-        self.episodes += len(batch.episodes)
+        # run_id, line_no, seq, index, total, steps, ..., raw, agent, unfinished
+        for row in batch.episodes:
+            self._episodes.append((row[4], row[5], row[10], row[11]))
+        self.episodes += sum(1 for row in batch.episodes if not row[11])  # finished ones
         self.rows += len(batch.episodes) + len(batch.points)
         for _, sid, name, agent in batch.series:
             self._names[sid] = (name, agent)
@@ -102,8 +106,10 @@ class StreamObjective:
         """The (x, value) pairs of ``metric`` so far, as :func:`metric_points` reads them."""
         if metric.is_episode_field:
             values: list[float] = []
-            for total, steps, agent in self._episodes:
+            for total, steps, agent, cut in self._episodes:
                 if metric.agent is not None and agent != metric.agent:
+                    continue
+                if cut and not metric.include_unfinished:
                     continue
                 if metric.name == "return":
                     if type(total) in (int, float):

@@ -41,13 +41,15 @@ class SpecError(ValueError):
 class Metric:
     """What a trial is ranked by: ``name`` (an episode field of METRICS, or any series the
     worker reports), for one ``agent`` or all (None), reduced by ``reduce`` (REDUCES; ``last``
-    is its N), to maximise or minimise (``mode``)."""
+    is its N), to maximise or minimise (``mode``). An episode field leaves out the episodes
+    the run's end cut off (unfinished) unless ``include_unfinished``."""
 
     name: str = "return"
     last: int = 10
     mode: str = "max"
     agent: str | None = None
     reduce: str = "last_mean"
+    include_unfinished: bool = False
 
     @property
     def is_episode_field(self) -> bool:
@@ -65,6 +67,8 @@ class Metric:
             out["agent"] = self.agent
         if self.reduce != "last_mean":
             out["reduce"] = self.reduce
+        if self.include_unfinished:
+            out["include_unfinished"] = True
         return out
 
 
@@ -308,7 +312,7 @@ def _int(errors: list[str], where: str, value: Any, minimum: int) -> int:
     return value
 
 
-_METRIC_KEYS = ("name", "last", "mode", "direction", "agent", "reduce")
+_METRIC_KEYS = ("name", "last", "mode", "direction", "agent", "reduce", "include_unfinished")
 #: The longest series name (as the series ingest keeps them).
 _MAX_NAME = 1024
 
@@ -342,7 +346,11 @@ def _parse_metric(errors: list[str], raw: Any) -> Metric:
         errors.append(f"metric.reduce: {reduce!r} is not one of {', '.join(REDUCES)}")
         reduce = "last_mean"
     last = _int(errors, "metric.last", raw.get("last", 10), 1)
-    return Metric(name, last, mode, agent, reduce)
+    unfinished = raw.get("include_unfinished", False)
+    if not isinstance(unfinished, bool):
+        errors.append(f"metric.include_unfinished: give true or false (got {unfinished!r})")
+        unfinished = False
+    return Metric(name, last, mode, agent, reduce, unfinished)
 
 
 def _parse_scheduler(errors: list[str], raw: Any) -> Asha | None:

@@ -17,6 +17,9 @@ from mosaic_sdk.sweeps.spec import Metric, SpecError, clip, parse_spec
 
 #: Trial statuses that ``--resume`` does not run again.
 FINISHED = ("completed", "failed", "stopped", "pruned")
+#: The only status a sweep's best comes from, unless asked (``include_unfinished``): the
+#: value of a pruned, stopped, cancelled or failed trial is that of a run cut short.
+BEST_FROM = "completed"
 
 
 class UnknownSweepError(StoreError):
@@ -183,15 +186,21 @@ class SweepStore:
             ) from None
         return out
 
-    def list_sweeps(self, limit: int | None = 20) -> list[dict[str, Any]]:
-        """The newest sweeps with their counts and best metric (a damaged metric, not a
-        number, is left out of it: ``sweeps show`` names it)."""
-        number = "CASE WHEN typeof(t.metric) IN ('integer', 'real') THEN t.metric END"
+    def list_sweeps(
+        self, limit: int | None = 20, *, include_unfinished: bool = False
+    ) -> list[dict[str, Any]]:
+        """The newest sweeps first, with their trial counts and ``best``: the best metric of
+        their completed trials (of every trial with ``include_unfinished``; a damaged
+        metric, not a number, is left out of it: ``sweeps show`` names it)."""
+        number = "typeof(t.metric) IN ('integer', 'real')"
+        if not include_unfinished:
+            number += f" AND t.status = '{BEST_FROM}'"
+        metric = f"CASE WHEN {number} THEN t.metric END"
         sql = (
             "SELECT s.sweep_id, s.worker, s.engine, s.status, s.created_at, s.ended_at, s.metric,"
             " s.mode, count(t.trial_key) AS attempts, count(DISTINCT t.trial_key) AS trials,"
             " sum(t.status = 'completed') AS completed, sum(t.status = 'failed') AS failed,"
-            f" CASE s.mode WHEN 'max' THEN max({number}) ELSE min({number}) END AS best"
+            f" CASE s.mode WHEN 'max' THEN max({metric}) ELSE min({metric}) END AS best"
             " FROM sweeps s LEFT JOIN sweep_trials t ON t.sweep_id = s.sweep_id"
             " GROUP BY s.sweep_id ORDER BY s.created_at DESC"
         )
@@ -201,17 +210,20 @@ class SweepStore:
             params = (limit,)
         return [dict(r) for r in self.conn.execute(sql, params).fetchall()]
 
-    def trials(self, sweep_id: str) -> list[dict[str, Any]]:
-        """Every attempt of every trial, best metric first (no metric last), with the run's
-        status and counts (``games`` and ``agent_episodes``: None but for a multi-agent run)."""
+    def trials(self, sweep_id: str, *, include_unfinished: bool = False) -> list[dict[str, Any]]:
+        """Every attempt of every trial, best first: the completed ones by metric, then the
+        others (pruned, stopped, failed...: their value is of a run cut short) by metric, no
+        metric last; ``include_unfinished``: all by metric. With the run's status and counts
+        (``games`` and ``agent_episodes``: None but for a multi-agent run)."""
         sweep = self.get_sweep(sweep_id)
         order = "DESC" if sweep["mode"] == "max" else "ASC"
+        first = "" if include_unfinished else f"t.status != '{BEST_FROM}', "
         rows = self.conn.execute(
             "SELECT t.trial_key, t.attempt, t.run_id, t.params_json, t.status, t.metric, t.node,"
             f" t.error, {self._parent} AS parent_run_id, r.status AS run_status, r.episodes,"
             " r.steps, r.started_at, r.ended_at"
             " FROM sweep_trials t LEFT JOIN runs r ON r.run_id = t.run_id"
-            f" WHERE t.sweep_id = ? ORDER BY t.metric IS NULL, t.metric {order},"
+            f" WHERE t.sweep_id = ? ORDER BY t.metric IS NULL, {first}t.metric {order},"
             " t.trial_key, t.attempt",
             (sweep["sweep_id"],),
         ).fetchall()

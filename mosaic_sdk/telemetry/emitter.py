@@ -9,6 +9,7 @@ from typing import Any, TextIO
 from mosaic_sdk.telemetry.encoding import dumps, encode_value
 from mosaic_sdk.telemetry.episode_index import metadata_json, unsigned
 from mosaic_sdk.telemetry.output import LineOutput, env_float
+from mosaic_sdk.telemetry.unfinished import UNFINISHED_KEY
 
 #: 3: step and episode lines carry ``metadata.episode_index`` (where the platform's proxy reads
 #: the episode index), equal to ``episode_index``; step lines may carry ``payload_version``.
@@ -399,10 +400,15 @@ class TelemetryEmitter(LineOutput):
         metadata: Mapping[str, Any] | None = None,
         episode_seed: int | None = None,
         agent_id: str | None = None,
+        unfinished: bool = False,
     ) -> int:
         """Write one episode line (never throttled); returns its ``seq``.
 
         ``metadata`` gets the episode index as ``episode_index`` (see :meth:`step`).
+        ``unfinished=True``: the episode was cut off by the end of the run (see
+        :mod:`mosaic_sdk.telemetry.unfinished`): the line says ``truncated: true`` and
+        ``metadata.unfinished: true``, and counts in no episode count or return; a
+        ``terminated`` episode is finished, so that is refused with a ``ValueError``.
         """
         index = int(episode_index)
         n_steps = int(steps)
@@ -410,6 +416,14 @@ class TelemetryEmitter(LineOutput):
             raise ValueError(
                 f"episode_index and steps must be >= 0, got {episode_index!r}, {steps!r}"
             )
+        if unfinished:
+            if terminated:
+                raise ValueError(
+                    "an unfinished episode cannot have terminated (a terminated episode is "
+                    "finished): pass terminated=False, or unfinished=False"
+                )
+            truncated = True
+            metadata = {**(metadata or {}), UNFINISHED_KEY: True}
         head = self._agent_field(agent_id) + f'"episode_index":{index},'
         if episode_seed is not None:
             head += f'"episode_seed":{unsigned("episode_seed", episode_seed)},'

@@ -345,18 +345,25 @@ class CurveCache:
 
     def __init__(self, store_path: Path) -> None:
         self.store_path = store_path
-        self._curves: dict[tuple[str, AgentKey | None], RunningCurve] = {}
+        self._curves: dict[tuple[str, AgentKey | None, bool], RunningCurve] = {}
         self._lock = threading.Lock()
 
     def _update(
-        self, store: RunStore, run_id: str, agent: AgentKey | None = None
+        self,
+        store: RunStore,
+        run_id: str,
+        agent: AgentKey | None = None,
+        include_unfinished: bool = False,
     ) -> tuple[Curve, int]:
         started_at = float(store.get_run(run_id)["started_at"])
+        key = (run_id, agent, include_unfinished)
         with self._lock:
-            running = self._curves.get((run_id, agent))
+            running = self._curves.get(key)
             if running is None or running.started_at != started_at:  # new, or a new run
-                running = RunningCurve(run_id, started_at, agent)
-                self._curves[run_id, agent] = running
+                running = RunningCurve(
+                    run_id, started_at, agent, include_unfinished=include_unfinished
+                )
+                self._curves[key] = running
             running.update(store)
             return running.curve(), running.read
 
@@ -368,14 +375,16 @@ class CurveCache:
         points: int = MAX_POINTS,
         known: int = -1,
         agent: AgentKey | None = None,
+        include_unfinished: bool = False,
     ) -> dict[str, object]:
         """The run's (or ``agent``'s) curve, raw and smoothed over ``smooth`` episodes, at most
         ``points`` points each. ``known``: the ``read`` the page already has; when no episode
-        came since, only ``{"episodes", "read", "unchanged": true}`` is returned."""
+        came since, only ``{"episodes", "read", "unchanged": true}`` is returned. An episode
+        the run's end cut off has no point (it is ``skipped``) unless ``include_unfinished``."""
         started = time.perf_counter()
         with open_store(self.store_path) as store:
             full = store.resolve(run_id)
-            curve, read = self._update(store, full, agent)
+            curve, read = self._update(store, full, agent, include_unfinished)
         n = len(curve)
         if read == known:
             return {"run_id": full, "episodes": n, "read": read, "unchanged": True}

@@ -145,6 +145,7 @@ async def api_curve(request: Request) -> JSONResponse:
             points=_int(request, "points", data.MAX_POINTS),
             known=_int(request, "known", -1),
             agent=key,
+            include_unfinished=request.query_params.get("include_unfinished") == "1",
         )
         if key is not None:
             out["agent"] = None if key == NO_AGENT else agent

@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse
 from mosaic_sdk.sweeps.objective import pareto_front
 from mosaic_sdk.sweeps.search import LOCAL_KEY, check_history
 from mosaic_sdk.sweeps.spec import Metric, parse_spec
-from mosaic_sdk.sweeps.store import SweepStore
+from mosaic_sdk.sweeps.store import BEST_FROM, SweepStore
 from mosaic_sdk.watch import data
 from mosaic_sdk.watch.data import finite_or_none
 from mosaic_sdk.watch.routes import answer, store_path
@@ -39,11 +39,13 @@ def _no_sweeps_yet(exc: sqlite3.OperationalError) -> bool:
     return "no such table" in str(exc)
 
 
-def list_sweeps(path: Path) -> dict[str, object]:
-    """Every sweep of the store (newest first): id, worker, engine, status, metric, counts."""
+def list_sweeps(path: Path, include_unfinished: bool = False) -> dict[str, object]:
+    """Every sweep of the store (newest first): id, worker, engine, status, metric, counts,
+    and the best metric of its completed trials (of any trial with ``include_unfinished``)."""
     with data.open_store(path) as runs:
         try:
-            rows = SweepStore(runs).list_sweeps(limit=MAX_SWEEPS)
+            sweeps = SweepStore(runs)
+            rows = sweeps.list_sweeps(limit=MAX_SWEEPS, include_unfinished=include_unfinished)
         except sqlite3.OperationalError as exc:
             if not _no_sweeps_yet(exc):
                 raise
@@ -130,9 +132,12 @@ def _values(
     return [first, *rest]
 
 
-def _best_so_far(trials: Sequence[Mapping[str, Any]], mode: str) -> dict[str, list[object]]:
+def _best_so_far(
+    trials: Sequence[Mapping[str, Any]], mode: str, include_unfinished: bool = False
+) -> dict[str, list[object]]:
     """Columns of the best-so-far curve: each scored trial's number, its value of the first
-    objective and the best value up to it."""
+    objective and the best value up to it: of the completed trials (a trial the scheduler
+    stopped has a value of a run cut short), of every scored one with ``include_unfinished``."""
     xs: list[object] = []
     values: list[object] = []
     best: list[object] = []
@@ -141,16 +146,20 @@ def _best_so_far(trials: Sequence[Mapping[str, Any]], mode: str) -> dict[str, li
         value = t["values"][0]
         if t["status"] not in SCORED or value is None:
             continue
+        counts = include_unfinished or t["status"] == BEST_FROM
         better = current is None or (value > current if mode == "max" else value < current)
-        current = value if better else current
+        current = value if better and counts else current
         xs.append(t["number"])
         values.append(value)
         best.append(current)
     return {"number": xs, "value": values, "best": best}
 
 
-def sweep_detail(path: Path, sweep_id: str, cache: ObjectiveCache) -> dict[str, object]:
-    """One sweep and its trials (see the module docstring)."""
+def sweep_detail(
+    path: Path, sweep_id: str, cache: ObjectiveCache, include_unfinished: bool = False
+) -> dict[str, object]:
+    """One sweep and its trials (see the module docstring); ``include_unfinished``: its best
+    so far counts every scored trial, not only the completed ones."""
     with data.open_store(path) as runs:
         sweeps = SweepStore(runs)
         try:
@@ -207,7 +216,7 @@ def sweep_detail(path: Path, sweep_id: str, cache: ObjectiveCache) -> dict[str, 
         "trials": trials,
         "counts": counts,
         "pareto_front": front,
-        "best_so_far": _best_so_far(trials, objectives[0].mode),
+        "best_so_far": _best_so_far(trials, objectives[0].mode, include_unfinished),
     }
 
 
@@ -304,9 +313,11 @@ def _importance(
 async def api_sweeps(request: Request) -> JSONResponse:
     path = store_path(request)
 
+    unfinished = request.query_params.get("include_unfinished") == "1"
+
     def work() -> dict[str, object]:
         try:
-            return list_sweeps(path)
+            return list_sweeps(path, unfinished)
         except data.StoreMissingError as exc:  # no store yet: an empty list and the reason
             return {"store": str(path), "sweeps": [], "notice": str(exc)}
 
@@ -316,7 +327,8 @@ async def api_sweeps(request: Request) -> JSONResponse:
 async def api_sweep(request: Request) -> JSONResponse:
     sweep_id = request.path_params["sweep_id"]
     cache: ObjectiveCache = request.app.state.objectives
-    return await answer(lambda: sweep_detail(store_path(request), sweep_id, cache))
+    unfinished = request.query_params.get("include_unfinished") == "1"
+    return await answer(lambda: sweep_detail(store_path(request), sweep_id, cache, unfinished))
 
 
 async def api_importance(request: Request) -> JSONResponse:

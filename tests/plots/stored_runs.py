@@ -39,16 +39,19 @@ def add_run(
         for i, (ret, n, sec) in enumerate(zip(returns, steps, seconds, strict=True)):
             ts = None if sec is None else int(STARTED * 1e9) + int(sec * 1e9)
             raw = json.dumps({"type": "episode", "episode_index": i, "total_reward": ret})
-            # line 1 is run_started; agent_id (the last column) stays NULL
-            rows.append((run_id, i + 2, i + 2, i, ret, n, 1, 0, ts, raw, None))
+            # line 1 is run_started; agent_id stays NULL; a finished episode (unfinished 0)
+            rows.append((run_id, i + 2, i + 2, i, ret, n, 1, 0, ts, raw, None, 0))
         store.conn.executemany(INSERT_EPISODE, rows)
     return run_id
 
 
 def add_rows(path: Path, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
     """Insert rows into ``steps``, ``episodes`` or ``events`` as they are (a step or episode
-    row without its last column, ``agent_id``, gets NULL there)."""
+    row without ``agent_id`` gets NULL there; an episode row without ``unfinished``, 0)."""
     sql = {"steps": INSERT_STEP, "episodes": INSERT_EPISODE, "events": INSERT_EVENT}[table]
     width = sql.count("?")
+    ends = (None, 0) if table == "episodes" else (None,)
     with RunStore(path) as store:
-        store.conn.executemany(sql, [(*row, *([None] * (width - len(row)))) for row in rows])
+        store.conn.executemany(
+            sql, [(*row, *ends[len(ends) - (width - len(row)) :]) for row in rows]
+        )

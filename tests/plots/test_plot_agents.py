@@ -172,12 +172,14 @@ def test_a_run_of_100k_agents_draws_the_busiest_and_says_how_many_are_left_out(t
     add_run(path, "crowd", config={"seed": 1}, returns=[])
     rows = [
         (
-            "crowd", i + 2, i + 2, 0, 1.0, 10, 1, 0, None, "{}", f"a{i:06d}",
+            "crowd", i + 2, i + 2, 0, 1.0, 10, 1, 0, None, "{}", f"a{i:06d}", 0,
         )
         for i in range(100_000)
     ]  # fmt: skip
     busy = [f"a{i:06d}" for i in (99_999, 50_000, 7)]  # a second episode each
-    rows += [("crowd", 200_000 + j, 0, 1, 5.0, 10, 1, 0, None, "{}", a) for j, a in enumerate(busy)]
+    rows += [
+        ("crowd", 200_000 + j, 0, 1, 5.0, 10, 1, 0, None, "{}", a, 0) for j, a in enumerate(busy)
+    ]
     with RunStore(path) as store, store.conn:  # one transaction: add_rows commits each row
         store.conn.execute("BEGIN")
         store.conn.executemany(INSERT_EPISODE, rows)

@@ -1,6 +1,7 @@
 """TensorBoard as a peer: a run's series written as event files (``runs export --format
 tensorboard`` and the live observer of ``mosaic run --tensorboard``) read back by
-TensorBoard's own reader with every point equal to the store's."""
+TensorBoard's own reader with every point equal to the store's, in exact doubles when asked
+(``--tensorboard-doubles``; the default float32 scalars: test_tensorboard_readers.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ import pytest
 from mosaic_sdk import hookimpl
 from mosaic_sdk.cli import main
 from mosaic_sdk.plugins import discover_workers
-from mosaic_sdk.runner.recording.tensorboard import ENV_DIR, TensorBoardObserver, run_dir
+from mosaic_sdk.runner.recording.tensorboard import (
+    ENV_DIR,
+    ENV_DOUBLES,
+    TensorBoardObserver,
+    run_dir,
+)
 from mosaic_sdk.runner.reporting import Reporter, use_reporter
 from mosaic_sdk.runner.storage.records import SeriesPoint
 from mosaic_sdk.runner.storage.store import RunStore
@@ -112,7 +118,7 @@ def test_export_tensorboard_is_read_back_with_every_point_equal(
     assert result.status == "completed", result.error
     out = tmp_path / "tb"
     args = ["runs", "export", result.run_id, "--what", "metrics", "--format", "tensorboard"]
-    assert main([*args, "-o", str(out), "--store", str(store)]) == 0
+    assert main([*args, "--tensorboard-doubles", "-o", str(out), "--store", str(store)]) == 0
     assert f"wrote {40 * 4 + 2} points" in capsys.readouterr().out
     want = stored(store, result.run_id)
     assert set(want) == {None, "p1"}
@@ -144,6 +150,7 @@ def test_the_tensorboard_observer_writes_the_series_while_the_run_goes_on(
 ) -> None:
     out = tmp_path / "live"
     monkeypatch.setenv(ENV_DIR, str(out))
+    monkeypatch.setenv(ENV_DOUBLES, "1")
     store = tmp_path / "runs.sqlite"
     result = run_worker(echo_worker, {"lines_file": str(_lines(tmp_path))}, store=store)
     assert result.status == "completed", result.error
@@ -191,7 +198,7 @@ def test_hook_mosaic_telemetry_series_sees_every_point_named(
 def test_the_observer_s_points_are_readable_before_the_run_ends(tmp_path: Path) -> None:
     """Each delivery is on disk when the hook returns (TensorBoard follows a live run); the
     run's files are closed at its cleanup, and points that come after it are still written."""
-    observer = TensorBoardObserver(tmp_path)
+    observer = TensorBoardObserver(tmp_path, doubles=True)
     first = [SeriesPoint("R", "loss", None, s, 1 / (s + 1), 10**18 + s) for s in range(3)]
     observer.mosaic_telemetry_series(run_id="R", points=first)
     want = {"loss": [(p.step, p.wall_ns / 1e9, p.value) for p in first]}
@@ -215,7 +222,7 @@ def test_any_agent_id_makes_a_directory_of_its_own(tmp_path: Path) -> None:
     """An id too long for a file name (over 255 bytes quoted), two that differ only past the
     cut, ``..``: each agent's files are written apart, under the run's directory."""
     agents = ["a" * 300, "a" * 299 + "b", "é/" * 100, "..", "p1", None]
-    observer = TensorBoardObserver(tmp_path)
+    observer = TensorBoardObserver(tmp_path, doubles=True)
     sent = {agent: _points("R", agent) for agent in agents}
     for points in sent.values():
         observer.mosaic_telemetry_series(run_id="R", points=points)
@@ -232,7 +239,7 @@ def test_an_agent_whose_files_cannot_be_made_does_not_stop_the_others(tmp_path: 
     blocked = run_dir(tmp_path, "R", "blocked")
     blocked.parent.mkdir(parents=True)
     blocked.write_text("a file where its directory would go")
-    observer = TensorBoardObserver(tmp_path)
+    observer = TensorBoardObserver(tmp_path, doubles=True)
     with use_reporter(Reporter()) as reporter:
         for agent in ("p1", "blocked", "p2", "blocked"):
             observer.mosaic_telemetry_series(run_id="R", points=_points("R", agent))
@@ -248,6 +255,7 @@ def test_a_run_whose_agent_id_is_300_characters_writes_every_point(
 ) -> None:
     out = tmp_path / "live"
     monkeypatch.setenv(ENV_DIR, str(out))
+    monkeypatch.setenv(ENV_DOUBLES, "1")
     long_agent = "agent-" + "x" * 294
     lines = [
         _metrics(s, {"loss": s / 3}, 1_750_000_000_000_000_000 + s, long_agent) for s in range(5)

@@ -53,7 +53,7 @@ def test_a_version_2_store_migrates_keeping_its_rows(tmp_path: Path) -> None:
             str(SCHEMA_VERSION),
         )
         assert _columns(conn, "steps")[-1] == "agent_id"
-        assert _columns(conn, "episodes")[-1] == "agent_id"
+        assert _columns(conn, "episodes")[-2:] == ["agent_id", "unfinished"]  # 8 added the flag
         assert "observers_json" in _columns(conn, "runs")
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert {"steps_by_agent", "episodes_by_agent"} <= indexes

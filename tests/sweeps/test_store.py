@@ -37,7 +37,7 @@ def test_a_version_2_store_gets_the_sweeps_tables_when_opened_for_writing(tmp_pa
         sweeps.finish_attempt("R2", "completed", 3.0)
         assert sweeps.finished_keys("S1") == {"t0000"}
         version = runs.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'")
-        assert version.fetchone()["value"] == str(SCHEMA_VERSION) == "8"
+        assert version.fetchone()["value"] == str(SCHEMA_VERSION) == "9"
 
 
 def test_sweeps_list_on_a_store_without_sweeps_tables_says_so(tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ class FilledRun:
         text = json.dumps({"type": "lifecycle", "event": event, "payload": payload or {}})
         flag = 1 if synthesised else 0
         row = (self.run_id, self.line_no, self.line_no, event, 0, flag, json.dumps(payload), text)
-        self._write(INSERT_EVENT, row, (0, 0, 1, 0, 0, 0), None)
+        self._write(INSERT_EVENT, row, (0, 0, 0, 1, 0, 0, 0), None)
 
     def add_episode(
         self, total_reward: float, steps: int, agent_id: str | None = None, episode_index: int = 0
@@ -87,20 +87,20 @@ class FilledRun:
         text = json.dumps(line)
         row = (
             *(self.run_id, self.line_no, self.line_no, episode_index, total_reward, steps, 1, 0, 0),
-            *(text, agent_id),
+            *(text, agent_id, 0),
         )
-        self._write(INSERT_EPISODE, row, (0, 1, 0, 0, 0, 0), total_reward)
+        self._write(INSERT_EPISODE, row, (0, 1, 0, 0, 0, 0, 0), total_reward)
 
     def add_step(self, reward: float, agent_id: str | None = None) -> None:
         self.line_no += 1
         text = json.dumps({"type": "step", "reward": reward, "agent_id": agent_id})
         row = (self.run_id, self.line_no, self.line_no, 0, 0, reward, 0, 0, 0, text, agent_id)
-        self._write(INSERT_STEP, row, (1, 0, 0, 0, 0, 0), None)
+        self._write(INSERT_STEP, row, (1, 0, 0, 0, 0, 0, 0), None)
 
     def add_log(self, text: str, stream: str = "stdout") -> None:
         self.line_no += 1
         row = (self.run_id, stream, self.line_no, "log", 0, None, text)
-        self._write(INSERT_LOG, row, (0, 0, 0, 1, 0, 1 if stream == "stderr" else 0), None)
+        self._write(INSERT_LOG, row, (0, 0, 0, 0, 1, 0, 1 if stream == "stderr" else 0), None)
 
     def add_lines(self, lines: list[str]) -> None:
         """Worker lines through the runner's own ingest and store writer (series points of

@@ -37,4 +37,4 @@ def make_sweep(
             if status != "running":
                 sweeps.finish_attempt(run_id, status, metric, error)
         if status != "running":
-            run.finish("cancelled" if status == "pruned" else status)
+            run.finish("cancelled" if status in ("pruned", "stopped") else status)

@@ -16,6 +16,7 @@ from mosaic_sdk.conformance.recording import RecordedRun
 from mosaic_sdk.conformance.registry import SDK, conformance_check
 from mosaic_sdk.conformance.results import CheckFailed
 from mosaic_sdk.conformance.subject import WorkerSubject
+from mosaic_sdk.telemetry.unfinished import is_unfinished
 
 COUNTS = ("episodes", "steps", "total_reward")
 
@@ -77,9 +78,12 @@ def _reported(episodes: list[dict[str, Any]], agents: list[str]) -> dict[str, di
     counts = {a: dict.fromkeys(COUNTS, 0.0) for a in agents}
     for e in episodes:
         own = counts.setdefault(str(e.get("agent_id")), dict.fromkeys(COUNTS, 0.0))
-        own["episodes"] += 1
+        # the steps of an episode the run's end cut off were taken; it is no episode and
+        # has no return (docs/reference/telemetry.md, "Unfinished episodes")
         own["steps"] += float(e.get("steps", 0))
-        own["total_reward"] += float(e.get("total_reward", 0.0))
+        if not is_unfinished(e):
+            own["episodes"] += 1
+            own["total_reward"] += float(e.get("total_reward", 0.0))
     return counts
 
 
@@ -111,8 +115,9 @@ def _differences(where: str, claimed: Any, counts: dict[str, dict[str, float]]) 
     description="Per agent, the episode lines add up to the episodes, steps and reward that "
     "run_completed (and analytics.json) report for it",
     hint="Report run_completed(..., agents={agent_id: {'episodes', 'steps', 'total_reward'}}) "
-    "from the same numbers as each agent's episode lines, and the same mapping as "
-    "extra={'agents': ...} in analytics.json",
+    "from the same numbers as each agent's episode lines (episodes and total_reward of its "
+    "finished episodes, steps of all), and the same mapping as extra={'agents': ...} in "
+    "analytics.json",
     runs=("normal",),
     gates=(multi_agent,),
     levels=(SDK,),

@@ -23,6 +23,7 @@ from mosaic_sdk.conformance.subject import HEARTBEAT_INTERVAL, WorkerSubject
 from mosaic_sdk.exit_status import exit_status
 from mosaic_sdk.telemetry.emitter import TERMINAL_EVENTS
 from mosaic_sdk.telemetry.reader import validate_line
+from mosaic_sdk.telemetry.unfinished import is_unfinished
 
 #: Fields that legitimately differ between two runs with the same seed.
 VOLATILE_FIELDS = frozenset({"ts_unix_ns", "timestamp", "seq", "run_id", "worker_id"})
@@ -263,10 +264,13 @@ def heartbeats(subject: WorkerSubject) -> str | None:
 
 @conformance_check(
     "telemetry.counts_add_up",
-    description="Step lines, episode lines and run_completed agree on steps, episodes and rewards",
+    description="Step lines, episode lines and run_completed agree on steps, episodes and "
+    "rewards; run_completed counts finished episodes only (an unfinished one is in no count)",
     hint="Emit one episode line per finished episode (per agent, with its agent_id, in a "
     "multi-agent run) with steps = its number of steps and total_reward = the sum of its step "
-    "rewards; report run_completed(episodes=...) with the number of episodes played. Number "
+    "rewards; report run_completed(episodes=...) with the number of finished episodes. An "
+    "episode cut off by the run's end: emitter.episode(..., unfinished=True) (truncated, "
+    "metadata.unfinished: true), left out of run_completed's episodes. Number "
     "each agent's steps 0, 1, 2... (step_numbering 'per_agent', the default), or the plies of "
     "an episode across agents and declare step_numbering='per_ply' in WorkerCapabilities",
     runs=("normal",),
@@ -284,19 +288,41 @@ def counts_add_up(subject: WorkerSubject) -> str | None:
     per_ply = step_numbering(subject) == "per_ply"
     problems = _ply_problems(steps, episodes) if per_ply else []
     problems += _count_problems(steps, episodes, check_indices=not per_ply)
+    problems += _unfinished_problems(episodes)
+    finished = [e for e in episodes if not is_unfinished(e)]
+    cut = len(episodes) - len(finished)
     completed = [d for d in lines if d.get("event") == "run_completed"]
     if completed:
         declared = completed[-1].get("payload", {}).get("episodes")
         # In a multi-agent run every agent reports each episode it played: run_completed
-        # counts the run's episodes, the distinct episode indices of its lines.
-        played = len(episodes)
+        # counts the run's episodes, the distinct episode indices of its lines. An unfinished
+        # episode is in no count (docs/reference/telemetry.md, "Unfinished episodes").
+        played = len(finished)
         if len({e.get("agent_id") for e in episodes}) > 1:
-            played = len({e.get("episode_index") for e in episodes})
+            played = len({e.get("episode_index") for e in finished})
         if isinstance(declared, int) and declared != played:
-            problems.append(f"run_completed says {declared} episodes, {played} reported")
+            said = f"run_completed says {declared} episodes, {played} finished reported"
+            if cut:
+                said += (
+                    f" (and {cut} unfinished, which no episode count includes: leave the "
+                    "episode the run's end cut off out of run_completed's episodes)"
+                )
+            problems.append(said)
     if problems:
         raise CheckFailed(problems[0], details=problems[:20])
-    return f"{len(steps)} steps in {len(episodes)} episodes"
+    more = f" (+{cut} unfinished)" if cut else ""
+    return f"{len(steps)} steps in {len(finished)} episodes{more}"
+
+
+def _unfinished_problems(episodes: list[dict[str, Any]]) -> list[str]:
+    """An unfinished episode line must say it was cut off: truncated, not terminated."""
+    return [
+        f"episode {e.get('episode_index')} is flagged unfinished but says "
+        f"terminated={e.get('terminated')!r}, truncated={e.get('truncated')!r} (an unfinished "
+        "episode is truncated, not terminated)"
+        for e in episodes
+        if is_unfinished(e) and (e.get("truncated") is not True or e.get("terminated") is True)
+    ]
 
 
 def _ply_problems(steps: list[dict[str, Any]], episodes: list[dict[str, Any]]) -> list[str]:

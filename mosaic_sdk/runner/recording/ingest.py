@@ -18,6 +18,7 @@ from mosaic_sdk.runner.storage.writer import StoreWriter
 from mosaic_sdk.runner.supervision.lines import CutLine
 from mosaic_sdk.telemetry import METRICS_EVENT
 from mosaic_sdk.telemetry.reader import MAX_JSON_DEPTH, classify_line
+from mosaic_sdk.telemetry.unfinished import is_unfinished
 
 #: A step line of the fast path this short cannot nest deeper than MAX_JSON_DEPTH: each level
 #: takes 2 characters, and the fields it must have take more that are no brackets.
@@ -106,7 +107,9 @@ class LineIngest:
         self.steps = 0
         #: Sum of the ``steps`` of the episode lines: env steps when step lines are throttled.
         self.episode_steps = 0
+        #: Finished episodes (episode lines but those flagged unfinished), and the others.
         self.episodes = 0
+        self.unfinished_episodes = 0
         self.events = 0
         self.log_lines = 0
         self.invalid_lines = 0
@@ -135,6 +138,7 @@ class LineIngest:
         lifecycle: list[dict[str, Any]] = []
         line_no = self.line_no
         steps_before, episodes_before = len(steps), len(episodes)
+        cut_before = self.unfinished_episodes
         # the line number of the last line (the one that may be partial)
         last = line_no + len(raws) if partial_last else -1
         decode = _decode_line
@@ -197,7 +201,7 @@ class LineIngest:
                 error = f"mosaic run could not read this line: {type(exc).__name__}: {exc}"
                 self._log(batch, line_no, "invalid", line_no == last, error[:500], text)
         self.steps += len(steps) - steps_before
-        self.episodes += len(episodes) - episodes_before
+        self.episodes += len(episodes) - episodes_before - (self.unfinished_episodes - cut_before)
         batch.lines += len(raws)
         self.line_no = line_no
         if len(self.recent_returns) > 200:
@@ -231,7 +235,17 @@ class LineIngest:
         if kind == "step":
             batch.steps.append(self._row(d, line_no, item.text, _STEP_FIELDS))
         elif kind == "episode":
-            batch.episodes.append(self._row(d, line_no, item.text, _EPISODE_FIELDS))
+            # an episode the run's end cut off: stored flagged, in no count or return but
+            # the env steps (docs/reference/telemetry.md, "Unfinished episodes")
+            cut = is_unfinished(d)
+            row = self._row(d, line_no, item.text, _EPISODE_FIELDS)
+            batch.episodes.append((*row, int(cut)))
+            n_steps = d.get("steps")
+            if type(n_steps) is int and n_steps > 0:
+                self.episode_steps += n_steps
+            if cut:
+                self.unfinished_episodes += 1
+                return
             value = finite_float(d.get("total_reward"))
             if value is not None:
                 self.recent_returns.append(value)
@@ -241,9 +255,6 @@ class LineIngest:
                 self.agent_episodes[agent] = self.agent_episodes.get(agent, 0) + 1
                 if value is not None:
                     self.agent_returns.setdefault(agent, []).append(value)
-            n_steps = d.get("steps")
-            if type(n_steps) is int and n_steps > 0:
-                self.episode_steps += n_steps
         elif kind == "lifecycle":
             if d.get("event") == METRICS_EVENT:
                 self._metrics(

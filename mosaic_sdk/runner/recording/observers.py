@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from mosaic_sdk.runner.reporting import current_reporter
 from mosaic_sdk.runner.storage.records import (
     EpisodeRow,
+    EpisodeValues,
     ObserverRecord,
     SeriesPoint,
     StepRow,
@@ -45,9 +46,11 @@ class RowBatch(Sequence[RowT], Generic[RowT]):
 
     __slots__ = ("_rows", "_make")
 
-    def __init__(self, rows: Sequence[TelemetryValues], row_type: type[RowT]) -> None:
+    def __init__(
+        self, rows: Sequence[TelemetryValues] | Sequence[EpisodeValues], row_type: type[RowT]
+    ) -> None:
         self._rows = rows
-        self._make: Callable[[TelemetryValues], RowT] = row_type._make
+        self._make: Callable[[TelemetryValues | EpisodeValues], RowT] = row_type._make
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -91,6 +94,7 @@ class ObserverReport:
 
 
 Rows = list[TelemetryValues]
+EpisodeRows = list[EpisodeValues]
 Points = list[SeriesPoint]
 
 
@@ -112,7 +116,7 @@ class _Observer:
         self.series_hook = hooks[SERIES_HOOK]
         self._max = max_pending_rows
         self._warn = warn
-        self._pending: deque[tuple[Rows, Rows, Points]] = deque()
+        self._pending: deque[tuple[Rows, EpisodeRows, Points]] = deque()
         self._pending_rows = 0
         self._in_flight = (0, 0, 0)
         self._cond = threading.Condition()
@@ -125,7 +129,7 @@ class _Observer:
         self._thread.start()
 
     # -- the writer's thread ------------------------------------------------------------------
-    def offer(self, steps: Rows, episodes: Rows, points: Points | None = None) -> None:
+    def offer(self, steps: Rows, episodes: EpisodeRows, points: Points | None = None) -> None:
         steps = steps if self._steps_hook is not None else []
         episodes = episodes if self._episodes_hook is not None else []
         points = points if points and self.series_hook is not None else []
@@ -191,7 +195,7 @@ class _Observer:
                 if failed is not None:
                     return
 
-    def _deliver(self, steps: Rows, episodes: Rows, points: Points) -> str | None:
+    def _deliver(self, steps: Rows, episodes: EpisodeRows, points: Points) -> str | None:
         hook = STEPS_HOOK
         try:
             if steps and self._steps_hook is not None:

@@ -150,6 +150,7 @@ class RunRecorder:
             start_error=start_error,
             telemetry_lines=ingest.steps
             + ingest.episodes
+            + ingest.unfinished_episodes
             + ingest.events
             - self.stdout.health_events,
             other_lines=ingest.log_lines,

@@ -42,7 +42,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "episodes": _typed(
         "run_id line_no seq episode_index total_reward steps terminated truncated ts_unix_ns"
-        " agent_id raw"
+        " agent_id unfinished raw"
     ),
     "events": _typed("run_id line_no seq event ts_unix_ns synthesised payload_json raw"),
     "metrics": _typed("run_id name agent_id step value wall_time"),
@@ -88,17 +88,23 @@ def iter_batches(
     what: str,
     agent: str | None = None,
     metrics: Sequence[str] | None = None,
+    *,
+    include_unfinished: bool = False,
 ) -> Iterator[list[ExportValues]]:
     """Lists of row tuples (at most :data:`BATCH_ROWS` each) of ``what`` of one run (a full
     id), in ``line_no`` order (series points: series by series, by step); only those of
     ``agent``, and of the series whose names match a glob of ``metrics``, when given.
+    Episodes: the finished ones, and those the run's end cut off too with
+    ``include_unfinished`` (their ``unfinished`` column is 1).
 
     Series points are read in one read transaction (:meth:`RunStore.snapshot`), held until
     the iterator is used up or closed: every series ends at the same write of a live run."""
     if what == "metrics":
         yield from _point_batches(store, run_id, agent, metrics)
         return
-    cursor = store.row_cursor(run_id, what, columns(what), agent=agent)
+    cursor = store.row_cursor(
+        run_id, what, columns(what), agent=agent, include_unfinished=include_unfinished
+    )
     yield from iter(lambda: cursor.fetchmany(BATCH_ROWS), [])
 
 
@@ -246,11 +252,14 @@ def export_run(
     output: str | Path | IO[bytes] = "-",
     agent: str | None = None,
     metrics: Sequence[str] | None = None,
+    include_unfinished: bool = False,
 ) -> int:
     """Export ``what`` (a key of :data:`TABLES`) of ``run_id`` (an id or unique prefix) as
     ``fmt`` to ``output``: a file path (appears whole or not at all), or a binary stream
     (``"-"``: standard output). ``agent``: only that ``agent_id``'s rows; ``metrics``: only
-    the series whose names match one of these globs. Returns the number of rows written.
+    the series whose names match one of these globs; ``include_unfinished``: the episodes
+    the run's end cut off too (left out otherwise; flagged in the ``unfinished`` column).
+    Returns the number of rows written.
 
     ``metrics`` rows are every point of the run's series, series by series, each by step,
     with ``wall_time`` in float seconds since the epoch (as TensorBoard keeps it), all read in
@@ -276,7 +285,9 @@ def export_run(
 
     def write(stream: IO[bytes]) -> int:
         with store.snapshot():  # ended here, also when writing fails half way
-            batches = iter_batches(store, full, what, agent, metrics)
+            batches = iter_batches(
+                store, full, what, agent, metrics, include_unfinished=include_unfinished
+            )
             if fmt == "parquet":
                 return write_parquet(batches, what, stream)
             text = io.TextIOWrapper(stream, encoding="utf-8", newline="", write_through=False)

@@ -31,10 +31,14 @@ class RunCounts(TypedDict):
     #: environment steps: the ``steps`` of the episode lines plus the step lines after an
     #: agent's last one, summed over agents; never fewer than the step lines
     env_steps: int
-    #: episode lines stored (a multi-agent run writes one per agent per game)
+    #: finished episodes: the episode lines stored but those flagged unfinished (a
+    #: multi-agent run writes one per agent per game)
     episodes: int
-    #: multi-agent runs: games (distinct ``episode_index``) and the agents' episode lines;
-    #: None for a single-agent run
+    #: episode lines flagged unfinished (cut off by the run's end: in no count of episodes,
+    #: see ``docs/reference/telemetry.md``); 0 on a store older than the flag, read-only
+    unfinished_episodes: int
+    #: multi-agent runs: games (distinct ``episode_index``) and the agents' episode lines,
+    #: finished ones; None for a single-agent run
     games: int | None
     agent_episodes: int | None
     events: int
@@ -179,12 +183,18 @@ class EpisodeRow(NamedTuple):
     ts_unix_ns: Stored
     raw: str
     agent_id: Stored
+    #: 1 for an episode the run's end cut off (``metadata.unfinished``), else 0 (version 9)
+    unfinished: int = 0
 
 
 #: Rows of a batch as the ingest builds them (plain tuples: :class:`StepRow`'s or
 #: :class:`EpisodeRow`'s values; events and logs in their ``INSERT`` column order).
 TelemetryValues: TypeAlias = tuple[
     str, int, Stored, Stored, Stored, Stored, Stored, Stored, Stored, str, Stored
+]
+#: An episode row of a batch: :data:`TelemetryValues` and its ``unfinished`` flag (0 or 1).
+EpisodeValues: TypeAlias = tuple[
+    str, int, Stored, Stored, Stored, Stored, Stored, Stored, Stored, str, Stored, int
 ]
 EventValues: TypeAlias = tuple[str, int, Stored, str, Stored, int, str | None, str]
 LogValues: TypeAlias = tuple[str, str, int, str, int, str | None, str]
@@ -279,6 +289,7 @@ __all__ = [
     "AgentSummary",
     "EpisodePoint",
     "EpisodeRow",
+    "EpisodeValues",
     "EventRecord",
     "EventValues",
     "ExportValues",

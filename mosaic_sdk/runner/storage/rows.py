@@ -13,10 +13,11 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import cast
+from typing import Any, cast
 
 from mosaic_sdk.runner.storage import schema as store_sql
 from mosaic_sdk.runner.storage.records import (
+    EpisodeValues,
     EventValues,
     LogValues,
     PointValues,
@@ -37,7 +38,8 @@ class LineBatch:
 
     serial: int = 0
     steps: list[TelemetryValues] = field(default_factory=list)
-    episodes: list[TelemetryValues] = field(default_factory=list)
+    #: episode rows: a step row's values and the ``unfinished`` flag (0 or 1)
+    episodes: list[EpisodeValues] = field(default_factory=list)
     events: list[EventValues] = field(default_factory=list)
     logs: list[LogValues] = field(default_factory=list)
     #: series first seen in this batch, and series points (not rows of a line: they are not
@@ -50,6 +52,7 @@ class LineBatch:
     lines: int = 0  # stdout lines in this batch
     invalid: int = 0
     stderr: int = 0
+    #: the return of the batch's last finished episode with a finite one
     last_return: float | None = None
     first_at: float | None = None
 
@@ -114,9 +117,11 @@ def optional_text(value: object) -> str | None:
 
 
 def _telemetry_row(row: TelemetryValues) -> TelemetryValues:
-    # steps and episodes: run_id, line_no, then seven numeric columns, raw, agent_id
+    # steps and episodes: run_id, line_no, then seven numeric columns, raw, agent_id (and
+    # an episode's unfinished flag, an int the ingest made)
     numbers = tuple(map(number, row[2:9]))
-    return cast(TelemetryValues, (*row[:2], *numbers, text(row[9]), optional_text(row[10])))
+    fixed = (*row[:2], *numbers, text(row[9]), optional_text(row[10]), *row[11:])
+    return cast(TelemetryValues, fixed)
 
 
 def _event_row(row: EventValues) -> EventValues:
@@ -144,10 +149,15 @@ def storable(batch: LineBatch) -> tuple[LineBatch, int]:
     out.negative_zeros = batch.negative_zeros
     out.last_return = finite_float(batch.last_return)
     degraded = 0
-    for rows, target, table in (
+    targets: list[tuple[Sequence[TelemetryValues], list[TelemetryValues], str]] = [
         (batch.steps, out.steps, "step"),
-        (batch.episodes, out.episodes, "episode"),
-    ):
+        (
+            cast(list[TelemetryValues], batch.episodes),
+            cast(list[TelemetryValues], out.episodes),
+            "episode",
+        ),
+    ]
+    for rows, target, table in targets:
         for row in rows:
             try:
                 target.append(_telemetry_row(row))
@@ -176,7 +186,7 @@ _multi_row_sql: dict[tuple[str, int], str] = {}
 #: Per statement: its row width, its boolean columns, and its text-or-NULL columns.
 _INT_BOUND: dict[str, tuple[int, tuple[int, ...], tuple[int, ...]]] = {
     store_sql.INSERT_STEP: (11, (6, 7), (10,)),
-    store_sql.INSERT_EPISODE: (11, (6, 7), (10,)),
+    store_sql.INSERT_EPISODE: (12, (6, 7), (10,)),
     store_sql.INSERT_LOG: (7, (), (5,)),
 }
 
@@ -264,17 +274,19 @@ def insert_batch(conn: sqlite3.Connection, run_id: str, batch: LineBatch) -> Non
     insert_rows(conn, store_sql.INSERT_EVENT, batch.events)
     insert_rows(conn, store_sql.INSERT_LOG, batch.logs)
     insert_series(conn, run_id, batch)
-    counts = (len(batch.steps), len(batch.episodes), len(batch.events), len(batch.logs))
+    cut = sum(row[11] for row in batch.episodes)
+    episodes = (len(batch.episodes) - cut, cut)
+    counts = (len(batch.steps), *episodes, len(batch.events), len(batch.logs))
     _add_counts(conn, run_id, batch, (*counts, batch.stderr))
 
 
 def _add_counts(
     conn: sqlite3.Connection, run_id: str, batch: LineBatch, counts: tuple[int, ...]
 ) -> None:
-    """Add ``counts`` (the stored steps, episodes, events, log lines and stderr lines of
-    ``batch``) and its lines to the run's counters."""
-    steps, episodes, events, logs, stderr = counts
-    params = (batch.lines, steps, episodes, events, logs, batch.invalid, stderr)
+    """Add ``counts`` (the stored steps, finished and unfinished episodes, events, log lines
+    and stderr lines of ``batch``) and its lines to the run's counters."""
+    steps, episodes, unfinished, events, logs, stderr = counts
+    params = (batch.lines, steps, episodes, unfinished, events, logs, batch.invalid, stderr)
     conn.execute(store_sql.UPDATE_COUNTS, (*params, batch.last_return, run_id))
 
 
@@ -285,7 +297,7 @@ def insert_each(
     key...): a refused row becomes an ``unstored`` log line, or is lost when that is refused
     too. Returns (rows degraded, rows lost, the last error); ``sqlite3.OperationalError``
     (locked, full) is raised. ``kept`` receives the step and episode rows stored."""
-    stored = {"steps": 0, "episodes": 0, "events": 0, "stdout": 0, "stderr": 0}
+    stored = {"steps": 0, "episodes": 0, "unfinished": 0, "events": 0, "stdout": 0, "stderr": 0}
     degraded = lost = 0
     try:
         conn.execute("SAVEPOINT series")
@@ -301,16 +313,20 @@ def insert_each(
         refused = len(batch.points) + batch.refused
         conn.execute(store_sql.UPDATE_SERIES_COUNTS, (0, refused, run_id))
     last: Exception | None = None
-    for rows, sql, key, raw_at in (
+    tables: list[tuple[Sequence[tuple[Any, ...]], str, str, int]] = [
         (batch.steps, store_sql.INSERT_STEP, "steps", 9),
         (batch.episodes, store_sql.INSERT_EPISODE, "episodes", 9),
         (batch.events, store_sql.INSERT_EVENT, "events", 7),
         (batch.logs, store_sql.INSERT_LOG, "logs", 6),
-    ):
+    ]
+    for rows, sql, key, raw_at in tables:
         for row in rows:
             try:
                 conn.execute(sql, row)
-                stored[str(row[1]) if key == "logs" else key] += 1
+                if key == "episodes" and row[11]:
+                    stored["unfinished"] += 1
+                else:
+                    stored[str(row[1]) if key == "logs" else key] += 1
                 if kept is not None and key in ("steps", "episodes"):
                     getattr(kept, key).append(row)
                 continue
@@ -334,6 +350,7 @@ def insert_each(
                     last = exc
             lost += 1
     logs = stored["stdout"] + stored["stderr"]
-    counts = (stored["steps"], stored["episodes"], stored["events"], logs, stored["stderr"])
+    episodes = (stored["episodes"], stored["unfinished"])
+    counts = (stored["steps"], *episodes, stored["events"], logs, stored["stderr"])
     _add_counts(conn, run_id, batch, counts)
     return degraded, lost, last

@@ -9,7 +9,11 @@ an older store; a newer one is refused. What each ``SCHEMA_VERSION`` added:
 - 5: the ``series`` and ``series_points`` tables, ``runs.series_points`` and ``series_refused``;
 - 6: ``sweep_trials.parent_run_id`` (the run a population-based-training attempt resumed);
 - 7: the ``series_blocks`` table and ``series.summarised``;
-- 8: the ``series_negative_zeros`` table (SQLite stores ``-0.0`` as ``0``).
+- 8: the ``series_negative_zeros`` table (SQLite stores ``-0.0`` as ``0``);
+- 9: ``episodes.unfinished`` (an episode the run's end cut off) and
+  ``runs.unfinished_episodes``; ``runs.episodes`` and ``runs.last_episode_return`` count
+  finished episodes only (an older store's rows are flagged, and its counts redone, by the
+  migration).
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from pathlib import Path
 
 from mosaic_sdk.runner.storage import summary
 from mosaic_sdk.runner.storage.records import EpisodeRow, StepRow
+from mosaic_sdk.telemetry.unfinished import raw_is_unfinished
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 STATUSES = ("running", "completed", "failed", "cancelled")
 
 _SCHEMA = """
@@ -51,7 +56,8 @@ CREATE TABLE IF NOT EXISTS runs (
     last_episode_return REAL,
     lost_rows INTEGER NOT NULL DEFAULT 0,
     runner_start_ticks INTEGER,
-    observers_json TEXT
+    observers_json TEXT,
+    unfinished_episodes INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
 CREATE TABLE IF NOT EXISTS events (
@@ -91,6 +97,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     ts_unix_ns INTEGER,
     raw TEXT NOT NULL,
     agent_id TEXT,
+    unfinished INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (run_id, line_no)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS log_lines (
@@ -221,8 +228,11 @@ UPDATE_SERIES_COUNTS = (
     "UPDATE runs SET series_points = series_points + ?, series_refused = series_refused + ?"
     " WHERE run_id = ?"
 )
+#: ``episodes`` adds the finished episodes, ``unfinished_episodes`` the others;
+#: ``last_episode_return`` is the last finished episode's (the ingest's ``last_return``).
 UPDATE_COUNTS = (
     "UPDATE runs SET lines = lines + ?, steps = steps + ?, episodes = episodes + ?,"
+    " unfinished_episodes = unfinished_episodes + ?,"
     " events = events + ?, log_lines = log_lines + ?, invalid_lines = invalid_lines + ?,"
     " stderr_lines = stderr_lines + ?,"
     " last_episode_return = coalesce(?, last_episode_return) WHERE run_id = ?"
@@ -249,6 +259,13 @@ _ADDED_COLUMNS = {
     },
     "steps": {"agent_id": "TEXT"},
     "episodes": {"agent_id": "TEXT"},
+}
+
+#: Version 9: the unfinished flag and count (added by :func:`_add_unfinished`, which also
+#: flags the rows an older store holds).
+_UNFINISHED_COLUMNS = {
+    "runs": {"unfinished_episodes": "INTEGER NOT NULL DEFAULT 0"},
+    "episodes": {"unfinished": "INTEGER NOT NULL DEFAULT 0"},
 }
 
 #: Columns added to the sweeps' tables (version 6), after those tables are made.
@@ -349,6 +366,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
             if statement.strip():
                 conn.execute(statement)
         _add_columns(conn, _ADDED_COLUMNS)
+        _add_unfinished(conn)
         for statement in (_INDEXES + _SWEEPS_SCHEMA + _SERIES_SCHEMA).split(";"):
             if statement.strip():
                 conn.execute(statement)
@@ -364,6 +382,40 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+#: The name of the SQL function :func:`raw_is_unfinished` is registered as.
+RAW_UNFINISHED_SQL = "mosaic_raw_unfinished"
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """SQL functions the store's statements may call: ``mosaic_raw_unfinished(raw)`` (1 for
+    a line flagged unfinished; a store older than ``episodes.unfinished`` reads it so)."""
+    conn.create_function(RAW_UNFINISHED_SQL, 1, raw_is_unfinished, deterministic=True)
+
+
+def _add_unfinished(conn: sqlite3.Connection) -> None:
+    """Version 9: ``episodes.unfinished`` and ``runs.unfinished_episodes``. The episode rows
+    an older store holds are flagged from their lines, and the counts of the runs that have
+    such an episode redone: ``episodes`` and ``last_episode_return`` of finished ones."""
+    if "unfinished" in {row[1] for row in conn.execute("PRAGMA table_info(episodes)")}:
+        return
+    _add_columns(conn, _UNFINISHED_COLUMNS)
+    register_functions(conn)
+    conn.execute(
+        f"UPDATE episodes SET unfinished = 1 WHERE raw LIKE '%unfinished%'"
+        f" AND {RAW_UNFINISHED_SQL}(raw) = 1"
+    )
+    cut = "(SELECT count(*) FROM episodes e WHERE e.run_id = runs.run_id AND e.unfinished = 1)"
+    conn.execute(  # every SET reads the row as it was: episodes is the old count
+        f"UPDATE runs SET unfinished_episodes = {cut}, episodes = max(0, episodes - {cut}),"
+        " last_episode_return = (SELECT total_reward FROM episodes e"
+        "  WHERE e.run_id = runs.run_id AND e.unfinished = 0"
+        "  AND typeof(e.total_reward) IN ('integer', 'real')"
+        "  AND abs(e.total_reward) <= 1.7976931348623157e308"
+        "  ORDER BY e.line_no DESC LIMIT 1)"
+        " WHERE run_id IN (SELECT run_id FROM episodes WHERE unfinished = 1)"
+    )
 
 
 def _add_series_blocks(conn: sqlite3.Connection) -> None:
@@ -409,6 +461,7 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=OFF")
+        register_functions(conn)
         if version != str(SCHEMA_VERSION):  # else: nothing to write, no lock
             _migrate(conn)
     except (StoreError, sqlite3.DatabaseError) as exc:
@@ -464,6 +517,7 @@ def connect_readonly(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection
         except StoreError:
             _close_refused(conn, path, had)
             raise
+        register_functions(conn)
         return conn
     raise StoreError(
         f"cannot read the store {path}: {last} (is it a mosaic store, and may you read it "

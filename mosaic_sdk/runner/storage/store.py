@@ -34,6 +34,7 @@ from mosaic_sdk.runner.storage.records import (
 )
 from mosaic_sdk.runner.storage.rows import text
 from mosaic_sdk.runner.storage.schema import (
+    RAW_UNFINISHED_SQL,
     STATUSES,
     StoreError,
     UnknownRunError,
@@ -135,6 +136,7 @@ _EPISODE_STEPS = (
 _COUNTED = (
     "steps",
     "episodes",
+    "unfinished_episodes",
     "events",
     "log_lines",
     "invalid_lines",
@@ -156,6 +158,7 @@ class RunStore:
         self.conn.row_factory = _row_dict
         self._blocks: bool | None = None
         self._signs: bool | None = None
+        self._unfinished: str | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -314,6 +317,8 @@ class RunStore:
         out = dict(row)
         # series_*: absent from an older store opened read-only
         out["counts"] = {key: out.pop(key, 0) for key in _COUNTED}
+        if "unfinished_episodes" not in row:  # an older store, read-only: from the lines
+            self._count_unfinished(out)
         out["counts"].update(self._env_counts(row["run_id"], int(row["steps"])))
         out["config"] = json.loads(row["config_json"]) if row["config_json"] else None
         out["argv"] = json.loads(row["argv_json"]) if row["argv_json"] else None
@@ -335,6 +340,36 @@ class RunStore:
     def _has_column(self, table: str, column: str) -> bool:
         return any(r["name"] == column for r in self.conn.execute(f"PRAGMA table_info({table})"))
 
+    def _unfinished_sql(self) -> str:
+        """The SQL of an episode row's ``unfinished`` flag: its column, or on a store older
+        than it (opened read-only) the flag read from the line."""
+        if self._unfinished is None:
+            has = self._has_column("episodes", "unfinished")
+            self._unfinished = "unfinished" if has else f"{RAW_UNFINISHED_SQL}(raw)"
+        return self._unfinished
+
+    def _count_unfinished(self, out: dict[str, Any]) -> None:
+        """A run of a store older than ``runs.unfinished_episodes`` (read-only): its counts
+        and last return by the rule of unfinished episodes, from its lines."""
+        flag = self._unfinished_sql()
+        counts = out["counts"]
+        row = self.conn.execute(
+            f"SELECT count(*) AS n FROM episodes WHERE run_id = ? AND raw LIKE '%unfinished%'"
+            f" AND {flag} = 1",
+            (out["run_id"],),
+        ).fetchone()
+        counts["unfinished_episodes"] = int(row["n"])
+        if row["n"]:
+            counts["episodes"] = max(0, counts["episodes"] - int(row["n"]))
+            last = self.conn.execute(
+                "SELECT total_reward AS r FROM episodes WHERE run_id = ? AND"
+                f" {flag} = 0 AND typeof(total_reward) IN ('integer', 'real')"
+                " AND abs(total_reward) <= 1.7976931348623157e308"
+                " ORDER BY line_no DESC LIMIT 1",
+                (out["run_id"],),
+            ).fetchone()
+            out["last_episode_return"] = None if last is None else last["r"]
+
     def _env_counts(self, run_id: str, step_lines: int) -> dict[str, int | None]:
         """``step_lines``, ``env_steps``, and for a multi-agent run ``games`` and
         ``agent_episodes`` (None otherwise): see :class:`~.records.RunCounts`. Step lines
@@ -347,7 +382,7 @@ class RunStore:
         else:
             row = self.conn.execute(
                 "SELECT count(DISTINCT episode_index) AS g, count(*) AS n FROM episodes"
-                " WHERE run_id = ? AND agent_id IS NOT NULL",
+                f" WHERE run_id = ? AND agent_id IS NOT NULL AND {self._unfinished_sql()} = 0",
                 (run_id,),
             ).fetchone()
             env, games, agent_episodes = sum(per_agent.values()), int(row["g"]), int(row["n"])
@@ -545,9 +580,11 @@ class RunStore:
             (run_id,),
         ).fetchall():
             group(r["agent_id"])["steps"] = r["n"]
+        # finished episodes only (docs/reference/telemetry.md, "Unfinished episodes")
+        finished = f"{self._unfinished_sql()} = 0"
         for r in conn.execute(
             f"SELECT agent_id, count(*) AS n, {returns}, {last} FROM episodes"
-            " WHERE run_id = ? AND agent_id IS NOT NULL GROUP BY agent_id",
+            f" WHERE run_id = ? AND agent_id IS NOT NULL AND {finished} GROUP BY agent_id",
             (run_id,),
         ).fetchall():
             fill(group(r["agent_id"]), r)
@@ -557,7 +594,7 @@ class RunStore:
         no_id_steps = (total["steps"] if total else 0) - sum(g["steps"] for g in groups.values())
         no_id = conn.execute(
             f"SELECT count(*) AS n, {returns}, {last} FROM episodes"
-            " WHERE run_id = ? AND agent_id IS NULL",
+            f" WHERE run_id = ? AND agent_id IS NULL AND {finished}",
             (run_id,),
         ).fetchone()
         if no_id_steps > 0 or no_id["n"]:
@@ -612,12 +649,15 @@ class RunStore:
         agent: str | None = None,
         *,
         agentless: bool = False,
+        include_unfinished: bool = False,
     ) -> list[EpisodePoint]:
         """``(line_no, return, kind, steps, seconds since started_at)`` of each episode of
         ``run_id`` (a full id) with ``line_no > after``, in line order (a learning curve).
         ``kind``: 0 a number (``return``; maybe infinite), 1 NULL, 2 something else (``return``
-        0 then). A missing step count is -1, a missing timestamp -inf. ``agent``: only that
-        ``agent_id``'s episodes; ``agentless``: only those without one."""
+        0 then), 3 an unfinished episode (cut off by the run's end: no return of the run;
+        its steps were taken), read as a finished one with ``include_unfinished``. A missing
+        step count is -1, a missing timestamp -inf. ``agent``: only that ``agent_id``'s
+        episodes; ``agentless``: only those without one."""
         where, params = "", []
         if agent is not None or agentless:
             if not self._has_column("episodes", "agent_id"):
@@ -627,11 +667,12 @@ class RunStore:
             else:
                 where, params = " AND agent_id = ?", [text(agent)]
         cursor = summary.plain_cursor(self.conn)
+        cut = "" if include_unfinished else f" WHEN {self._unfinished_sql()} = 1 THEN 3"
         return cursor.execute(
             "SELECT line_no,"
             " CASE WHEN typeof(total_reward) IN ('integer', 'real') THEN total_reward ELSE 0 END,"
-            " CASE typeof(total_reward) WHEN 'integer' THEN 0 WHEN 'real' THEN 0"
-            " WHEN 'null' THEN 1 ELSE 2 END,"
+            f" CASE{cut} WHEN typeof(total_reward) IN ('integer', 'real') THEN 0"
+            " WHEN typeof(total_reward) = 'null' THEN 1 ELSE 2 END,"
             " CASE WHEN typeof(steps) IN ('integer', 'real') THEN steps ELSE -1 END,"
             " CASE WHEN typeof(ts_unix_ns) IN ('integer', 'real') THEN (ts_unix_ns - ?) / 1e9"
             " ELSE -1e999 END"
@@ -640,27 +681,44 @@ class RunStore:
         ).fetchall()
 
     def row_cursor(
-        self, run_id: str, table: str, columns: Sequence[str], agent: str | None = None
+        self,
+        run_id: str,
+        table: str,
+        columns: Sequence[str],
+        agent: str | None = None,
+        *,
+        include_unfinished: bool = True,
     ) -> sqlite3.Cursor:
         """A cursor of tuples of ``columns`` of ``table`` (``steps``, ``episodes``, ``events``)
         for one run (a full id), in line order, read as fetched. ``agent``: only the rows of
         that ``agent_id``. A store older than the column gives NULL for it (no rows for
-        an ``agent``)."""
+        an ``agent``); ``unfinished`` of such a store is read from each line.
+        ``include_unfinished`` False: no episode row flagged unfinished."""
         if table not in ("steps", "episodes", "events"):
             raise ValueError(f"no table {table!r} to read rows from")
         known = {row["name"] for row in self.conn.execute(f"PRAGMA table_info({table})")}
         has_agent = "agent_id" in known
         if table != "events":
             known.add("agent_id")  # NULL where the store predates it
+        if table == "episodes":
+            known.add("unfinished")  # read from the line where the store predates it
         unknown = [c for c in columns if c not in known]
         if unknown or not columns:
             raise ValueError(f"{table} has no column(s) {unknown}")
         if agent is not None and table == "events":
             raise ValueError("events have no agent_id: filter steps or episodes by agent")
+        flag = self._unfinished_sql() if table == "episodes" else "0"
         select = ", ".join(
-            "NULL AS agent_id" if c == "agent_id" and not has_agent else c for c in columns
+            "NULL AS agent_id"
+            if c == "agent_id" and not has_agent
+            else f"{flag} AS unfinished"
+            if c == "unfinished"
+            else c
+            for c in columns
         )
         where, params = "run_id = ?", [run_id]
+        if table == "episodes" and not include_unfinished:
+            where += f" AND {flag} = 0"
         if agent is not None:
             where += " AND agent_id = ?" if has_agent else " AND 0"
             params += [text(agent)] if has_agent else []
