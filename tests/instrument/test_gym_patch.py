@@ -74,7 +74,7 @@ def test_a_made_env_reports_each_episode_and_the_running_one_as_unfinished() -> 
     assert sum(e["steps"] for e in emitter.episodes) == 25
     assert unfinished[0]["return"] == unfinished[0]["steps"]  # CartPole: 1 per step
     assert [e["index"] for e in emitter.episodes] == list(range(len(finished) + 1))
-    assert sink.episodes == len(finished) + 1 and sink.unfinished == 1
+    assert sink.episodes == len(finished) and sink.unfinished == 1  # the unfinished rule
     assert sink.total_reward == sum(e["return"] for e in finished)  # not the unfinished one
     # each episode's last step is a step line, and step lines are numbered per episode
     for episode in finished:

@@ -71,7 +71,8 @@ def test_telemetry_alone_on_stdout_and_the_last_episode_unfinished(tmp_path: Pat
     assert len(steps) == 20  # every step a line (telemetry_step_every=1)
     assert {d["episode_index"] for d in steps} == {e["episode_index"] for e in episodes}
     completed = lines[-1]
-    assert completed["event"] == "run_completed" and completed["payload"]["episodes"] == 3
+    # the unfinished rule: the cut episode is in no count of episodes, and no return
+    assert completed["event"] == "run_completed" and completed["payload"]["episodes"] == 2
     assert completed["payload"]["total_reward"] == 16.0  # the unfinished one not counted
     assert completed["payload"]["final_metrics"]["steps"] == 20
 

@@ -102,7 +102,8 @@ def test_a_vector_env_script_runs_unchanged_and_the_run_holds_what_it_saw(
     assert list((tmp_path / "tb").glob("events.out.tfevents.*"))
     # env steps: the sum over the envs (the reset steps of next-step autoreset are none)
     assert counts["env_steps"] == sum(e["steps"] for e in got["episodes"])
-    assert counts["env_steps"] <= 120 * 3 and counts["episodes"] == len(got["episodes"])
+    # episodes: the finished ones (the unfinished rule: a cut episode is in no count)
+    assert counts["env_steps"] <= 120 * 3 and counts["episodes"] == len(finished)
     assert result["env_steps"] == counts["env_steps"]
     # what the run records of the script
     config = got["run"]["config"]
