@@ -14,6 +14,7 @@ import pytest
 
 from mosaic_sdk.instrument.import_hooks import when_imported
 from mosaic_sdk.instrument.scalar_series import ScalarSeries
+from tests.tensorboard_files import tensorboard_scalars
 
 Sent = list[tuple[dict[str, float], int]]
 
@@ -46,18 +47,6 @@ def test_a_callback_runs_when_its_module_is_imported_and_not_after_a_cancel(
         sys.modules.pop("never_module", None)
 
 
-def _tensorboard_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    out: dict[str, list[tuple[int, float]]] = {}
-    for events in sorted(directory.rglob("events.out.tfevents.*")):
-        acc = EventAccumulator(str(events.parent))
-        acc.Reload()
-        for tag in acc.Tags()["scalars"]:
-            out.setdefault(tag, []).extend((s.step, s.value) for s in acc.Scalars(tag))
-    return out
-
-
 def test_tensorboardx_scalars_become_series_beside_its_files(tmp_path: Path) -> None:
     pytest.importorskip("tensorboardX")
     sent: Sent = []
@@ -74,13 +63,13 @@ def test_tensorboardx_scalars_become_series_beside_its_files(tmp_path: Path) -> 
     finally:
         undo()
     assert sent == [({"loss": 0.5, "return": 3.0}, 10), ({"eval/r": 7.0, "eval/l": 20.0}, 20)]
-    files = _tensorboard_scalars(tmp_path / "tb")
+    files = tensorboard_scalars(tmp_path / "tb")
     assert files["loss"] == [(10, 0.5)] and files["return"] == [(10, 3.0)]
     # restored: a writer made afterwards reports nothing
     after = SummaryWriter(str(tmp_path / "after"))
     after.add_scalar("loss", 1.0, 1)
     after.close()
-    assert len(sent) == 2 and _tensorboard_scalars(tmp_path / "after")["loss"] == [(1, 1.0)]
+    assert len(sent) == 2 and tensorboard_scalars(tmp_path / "after")["loss"] == [(1, 1.0)]
 
 
 LAZY = textwrap.dedent(

@@ -12,6 +12,7 @@ import pytest
 from mosaic_sdk.cli import main
 from mosaic_sdk.instrument.scalar_series import ScalarSeries
 from mosaic_sdk.runner.storage.store import RunStore
+from tests.tensorboard_files import tensorboard_scalars
 from worker_cleanrl.worker_runs import needs_upstream, run_worker, unique_run_id
 
 Sent = list[tuple[dict[str, float], int]]
@@ -45,18 +46,6 @@ def test_points_of_one_step_leave_as_one_event_and_none_is_lost() -> None:
     assert series.points == 6
 
 
-def _tensorboard_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    out: dict[str, list[tuple[int, float]]] = {}
-    for events in sorted(directory.rglob("events.out.tfevents.*")):
-        acc = EventAccumulator(str(events.parent))
-        acc.Reload()
-        for tag in acc.Tags()["scalars"]:
-            out.setdefault(tag, []).extend((s.step, s.value) for s in acc.Scalars(tag))
-    return out
-
-
 def _write_as_cleanrl_does(log_dir: Path) -> None:
     import torch
     from torch.utils.tensorboard import SummaryWriter
@@ -81,12 +70,12 @@ def test_summary_writer_scalars_become_series_beside_the_files(tmp_path: Path) -
         ({"losses/td_loss": 0.25, "charts/SPS": 1000.0}, 100),
         ({"eval/return": 7.0, "eval/length": 20.0}, 200),
     ]
-    files = _tensorboard_scalars(tmp_path / "tb")
+    files = tensorboard_scalars(tmp_path / "tb")
     assert files["losses/td_loss"] == [(100, 0.25)] and files["charts/SPS"] == [(100, 1000.0)]
     assert sorted(files["eval"]) == [(200, 7.0), (200, 20.0)]
     # restored: a writer made afterwards reports nothing
     _write_as_cleanrl_does(tmp_path / "after")
-    assert len(sent) == 2 and _tensorboard_scalars(tmp_path / "after")
+    assert len(sent) == 2 and tensorboard_scalars(tmp_path / "after")
 
 
 def test_with_files_off_nothing_reaches_the_disk_and_the_series_still_flow(
@@ -144,7 +133,7 @@ def test_a_ppo_run_stores_its_losses_as_series_at_their_global_steps(
     assert len(series["charts/episodic_return"]) == logged > 0  # one point per episode logged
     tensorboard_dir = Path(result["run_dir"]) / "tensorboard"
     if tensorboard == "1":
-        files = _tensorboard_scalars(tensorboard_dir)
+        files = tensorboard_scalars(tensorboard_dir)
         assert [s for s, _ in files["losses/entropy"]] == [256, 512, 768, 1024]
         assert [v for _, v in files["losses/entropy"]] == pytest.approx(
             [v for _, v in series["losses/entropy"]], rel=1e-6
