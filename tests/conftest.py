@@ -29,14 +29,20 @@ HEAVY: dict[str, str] = {
 }
 
 
-def heavy_reason(path: Path) -> str | None:
-    """Why the test file at ``path`` is heavy, or None (also for a file outside ``tests/``,
-    such as the conformance suite collected with ``--pyargs mosaic_sdk.conformance``)."""
+def _by_prefix(path: Path, table: dict[str, str]) -> str | None:
+    """The value of ``table`` whose key (a path under ``tests/``, a folder ending in ``/``)
+    begins ``path``'s, or None (also for a file outside ``tests/``, such as the conformance
+    suite collected with ``--pyargs mosaic_sdk.conformance``)."""
     resolved = path.resolve()
     if not resolved.is_relative_to(TESTS_DIR):
         return None
     relative = resolved.relative_to(TESTS_DIR).as_posix() + ("/" if resolved.is_dir() else "")
-    return next((why for prefix, why in HEAVY.items() if relative.startswith(prefix)), None)
+    return next((value for prefix, value in table.items() if relative.startswith(prefix)), None)
+
+
+def heavy_reason(path: Path) -> str | None:
+    """Why the test file (or folder) at ``path`` is heavy, or None."""
+    return _by_prefix(path, HEAVY)
 
 
 def deselects_heavy(markexpr: str) -> bool:
@@ -74,13 +80,7 @@ SERIAL_GROUPS: dict[str, str] = {
 
 def serial_group(path: Path) -> str | None:
     """The xdist group of the test file at ``path``, or None (it may run beside anything)."""
-    resolved = path.resolve()
-    if not resolved.is_relative_to(TESTS_DIR):
-        return None
-    relative = resolved.relative_to(TESTS_DIR).as_posix()
-    return next(
-        (group for prefix, group in SERIAL_GROUPS.items() if relative.startswith(prefix)), None
-    )
+    return _by_prefix(path, SERIAL_GROUPS)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
